@@ -1,0 +1,39 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Everything else is installed here.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.socbench-installed
+export SOCBENCH_HOME ?= $(CURDIR)/.socbench
+export VLLM_CPU_KVCACHE_SPACE ?= 1
+export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
+export TORCH_COMPILE_DISABLE ?= 1
+
+.PHONY: setup test demo bench clean lint
+
+setup: $(STAMP)
+
+# The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision
+# (see docs/stack-notes in README): pip finds torch==2.13.0+cpu via the machine's pip config.
+$(STAMP): requirements.lock pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "setup: $(PYTHON) not found (set PYTHON=...)" >&2; exit 2; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setup: installing requirements.lock into $(VENV) (about 2 minutes on a cold cache)"
+	@set -o pipefail; $(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements.lock 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	@set -o pipefail; $(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e . 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	@touch $@
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+demo: setup
+	$(PY) -m socbench.demo
+
+bench: setup
+	$(PY) bench/run_all.py
+
+lint: setup
+	$(PY) -m ruff check . || true
+
+clean:
+	rm -rf $(VENV) .socbench .prefect-demo results

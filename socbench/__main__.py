@@ -1,0 +1,5 @@
+import sys
+
+from socbench.cli import main
+
+sys.exit(main())

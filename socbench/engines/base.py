@@ -1,0 +1,47 @@
+"""The one ``Engine`` protocol every backend implements (lm-eval's ``LM`` shape).
+
+Each method takes a list and returns a same-length list in the same order; batching,
+reordering and concurrency are the backend's business. Caching is not: it lives once in
+``CachedEngine`` (``engines/cache.py``), which wraps any backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
+
+ResultSink = Callable[[int, object], None]
+"""Called by a backend as each request finishes: ``(index in the input list, result)``.
+
+``CachedEngine`` passes one that stores the result at once (so a killed run keeps every
+finished request) and advances progress. Backends call it from the calling thread.
+"""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    @property
+    def identity(self) -> dict[str, str]:
+        """What changes the answers: backend, model and its resolved identity, dtype...
+
+        Folded into every cache key; never holds secrets, URLs' keys or concurrency.
+        """
+        ...
+
+    def generate(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+        """Chat (or raw) completion, constrained to ``{"answer": code}`` when ``structured``."""
+        ...
+
+    def option_logprobs(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+        """Log-probability of each offered code after ``answer_prefix``: one pass, no decoding."""
+        ...
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
+        """Sum of log-probs of ``continuation`` given ``context`` (cloze scoring)."""
+        ...
+
+    def close(self) -> None:
+        """Release the model; idempotent and safe after a failure."""
+        ...

@@ -1,0 +1,64 @@
+"""Test session setup: project-local state, engine env for the CPU build, shared fixtures.
+
+Environment is set before anything imports prefect or vllm (stack-notes: Prefect reads
+PREFECT_HOME at import; vLLM on CPU needs a KV-cache size and in-process engine).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_ISSP = ROOT.parent / "shared" / "issp"
+DEMO_DATA = ROOT / "data" / "demo" / "Dataset_all"
+
+_STATE = Path(tempfile.mkdtemp(prefix="socbench-tests-"))
+for key, value in {
+    "SOCBENCH_HOME": os.environ.get("SOCBENCH_HOME", str(ROOT / ".socbench")),
+    "PREFECT_HOME": str(_STATE / "prefect"),
+    "PREFECT_MEMO_STORE_PATH": str(_STATE / "prefect" / "memo_store.toml"),
+    "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(_STATE / "prefect" / "results"),
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_CACHE_ROOT": str(_STATE / "vllm"),
+    "TORCH_COMPILE_DISABLE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}.items():
+    os.environ.setdefault(key, value)
+
+
+@pytest.fixture(scope="session")
+def shared_issp() -> Path:
+    """The real ISSP question sets beside the repo (reference only; never copied in)."""
+    if not (SHARED_ISSP / "qa").is_dir():
+        pytest.skip(f"real ISSP question sets not found at {SHARED_ISSP}")
+    return SHARED_ISSP
+
+
+@pytest.fixture(scope="session")
+def demo_data() -> Path:
+    return DEMO_DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random-weight Qwen2 model with a ChatML template, built locally in seconds."""
+    from socbench.models.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen2")
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """The embedded default model as an HF folder (converted once into $SOCBENCH_HOME)."""
+    from socbench.models import resolve_model
+
+    return resolve_model("smollm2-135m-instruct").path
