@@ -27,7 +27,7 @@ test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: setup
-	$(PY) -m socbench.demo
+	$(PY) deployments/local_demo.py
 
 bench: setup
 	$(PY) bench/run_all.py

@@ -1,0 +1,106 @@
+"""The ISSP persona benchmark as Prefect flows: composition only, one line per stage.
+
+``issp-domain`` chains the stages for one domain; ``issp`` runs the domains from
+``start_domain_id`` on one engine (loaded on the first cache miss), isolates each
+domain's failure, writes the run summary and ends Failed if any domain failed. Retrying
+a failed ``issp`` run reruns only the failed domains; everything finished is served from
+persisted results and the engine cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+from prefect.states import Failed
+
+from socbench.config import DEFAULT_MODEL, RunConfig, make_config
+from socbench.domains import select_domains
+from socbench.types import DomainResult
+from tasks.build_prompts import build_prompts
+from tasks.country_special_options import country_special_options
+from tasks.extract import extract
+from tasks.load_data import load_data
+from tasks.report import report, report_run
+from tasks.score import score
+from tasks.teardown import teardown_safely
+from tasks.vllm_generate import vllm_generate
+
+
+@flow(name="issp-domain", persist_result=True, flow_run_name="issp-domain-{domain_id}")
+def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> DomainResult:
+    """One domain: load → options → prompts → engine → extract → score → report."""
+    try:
+        data = load_data(domain_id, config)
+        items = country_special_options(data)
+        prompts = build_prompts(data, items, config)
+        results = vllm_generate(prompts, config, domain_id)
+        extractions = extract(prompts, results, items)
+        scored, result = score(data, items, extractions, config)
+        report(result, scored, config)
+        return result
+    finally:
+        if own_engine:
+            teardown_safely()
+
+
+@flow(name="issp", persist_result=True)
+def issp(
+    domain_id: int | str = "all",
+    start_domain_id: int | None = None,
+    interview_count: int | str = "all",
+    dataset_size: int = 500,
+    api_type: str = "vllm",
+    model: str = DEFAULT_MODEL,
+    api_base: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    concurrent_requests: int = 64,
+    engine: dict[str, Any] | None = None,
+    mode: str = "generate",
+    structured: bool | None = None,
+    seed: int = 42,
+    shuffle_options: bool = False,
+    include_persona: bool = True,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_tokens: int = 64,
+    request_timeout_s: float = 60.0,
+    data_dir: str | None = None,
+    output_dir: str = "results",
+    cache_dir: str | None = None,
+    circular: str | None = None,
+) -> dict:
+    """All requested domains on one engine; Failed if any domain failed."""
+    config = make_config(**{k: v for k, v in locals().items()})
+    return run_domains(config)
+
+
+def issp_inprocess(config: RunConfig) -> dict:
+    """Run the ``issp`` flow in this process (ephemeral Prefect, no server); its outcome."""
+    state = issp(**config.model_dump(mode="json"), return_state=True)
+    outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def run_domains(config: RunConfig) -> Any:
+    """The parent's body, shared with the CLI's in-process run."""
+    domains = select_domains(config.domain_id, config.start_domain_id)
+    results: list[DomainResult] = []
+    failed: dict[int, str] = {}
+    try:
+        for domain in domains:
+            state = issp_domain(domain.id, config, own_engine=False, return_state=True)
+            if state.is_completed():
+                results.append(state.result())
+            else:
+                failed[domain.id] = state.message or state.name
+    finally:
+        teardown_safely()
+    summary_path = report_run(config, results, failed)
+    outcome = {"summary": str(summary_path), "completed": [r.domain_id for r in results],
+               "failed": failed}
+    if failed:
+        return Failed(message=f"{len(failed)} domain(s) failed: {failed}", data=outcome)
+    return outcome

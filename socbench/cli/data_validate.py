@@ -1,0 +1,93 @@
+"""``socbench data validate``: load every requested domain and count what would be scored.
+
+A domain whose files are missing or malformed is reported on its own error line and the
+others are still validated; the exit code is 2 if any domain failed. Problems shared by all
+domains (no such folder, no such sample size) stop at once with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from socbench.cli._args import flag, positive_int
+from socbench.data.loaders import dataset_root, load_domain, sample_dir
+from socbench.data.options import build_items, summarize_items
+from socbench.data.sampling import stratum
+from socbench.domains import DomainSpec, select_domains
+from socbench.errors import DataError
+from socbench.types import DomainData
+
+COLUMNS = ("respondents", "questions", "countries", "scoreable_items", "excluded_items")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("validate", help="check an ISSP dataset and count scoreable items per domain")
+    flag(parser, "data_dir", type=Path, required=True, help="a SocioBench Dataset_all folder (or its parent)")
+    flag(parser, "dataset_size", type=positive_int, default=500,
+         help="sample size: reads A_GroundTruth_sampling<N> (default 500)")
+    flag(parser, "domain_id", default="all", help="domain id (1-4, 6-11) or 'all' (default)")
+    flag(parser, "json", action="store_true", help="print one JSON object instead of a table")
+    parser.set_defaults(handler=run)
+
+
+def domain_report(data: DomainData) -> dict[str, object]:
+    """Counts of one loaded domain, as printed by ``validate`` (and its ``--json``)."""
+    summary = summarize_items(build_items(data))
+    unmapped = sorted(data.unmapped_countries.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {
+        "respondents": len(data.respondents),
+        "questions": len(data.questions),
+        "countries": len({stratum(p) for p in data.respondents}),
+        "scoreable_items": summary["scoreable"],
+        "excluded_items": summary["excluded"],
+        "excluded_by_reason": summary["excluded_by_reason"],
+        "unmapped_respondents": [{"country": name, "count": n} for name, n in unmapped],
+    }
+
+
+def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int) -> tuple[dict, dict]:
+    """Reports and one-line errors, both keyed by domain id (as a string)."""
+    sample_dir(dataset_root(data_dir), dataset_size)  # shared problems: fail once, not per domain
+    reports: dict[str, dict] = {}
+    errors: dict[str, str] = {}
+    for domain in domains:
+        try:
+            reports[str(domain.id)] = domain_report(load_domain(data_dir, domain, dataset_size))
+        except DataError as exc:
+            errors[str(domain.id)] = f"domain {domain.id}: {exc}"
+    return reports, errors
+
+
+def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
+    """A readable per-domain table, then exclusion reasons and unmapped countries."""
+    import pandas as pd
+
+    rows = [{"id": key, "domain": names[key], **{c: r[c] for c in COLUMNS},
+             "unmapped": sum(u["count"] for u in r["unmapped_respondents"])} for key, r in reports.items()]
+    lines = [pd.DataFrame(rows).to_string(index=False)] if rows else []
+    for key, report in reports.items():
+        for reason, count in report["excluded_by_reason"].items():
+            lines.append(f"  {names[key]}: excluded, {reason}: {count}")
+        for entry in report["unmapped_respondents"]:
+            lines.append(f"  {names[key]}: country not mapped: {entry['country']!r} ({entry['count']} respondents)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    domains = select_domains(args.domain_id)
+    reports, errors = validate(args.data_dir, domains, args.dataset_size)
+    names = {str(d.id): d.name for d in domains}
+    if args.json:
+        payload: dict[str, object] = {"domains": reports}
+        if errors:
+            payload["errors"] = errors
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    elif reports:
+        print(f"{args.data_dir} (sample size {args.dataset_size})")
+        print(format_table(reports, names))
+    for message in errors.values():
+        print(f"socbench: error: {message}", file=sys.stderr)
+    return 2 if errors else 0

@@ -1,0 +1,354 @@
+"""Read a SocioBench ``Dataset_all`` folder into typed records (pydantic at the file boundary).
+
+Every problem with the user's files is a one-line ``DataError`` naming the file and, where
+it applies, the line/column (malformed JSON) or the record index and field (schema). Sample
+sizes are never substituted: a missing ``A_GroundTruth_sampling<N>`` folder is an error
+listing the sizes that exist (the original code silently evaluated the 500 sample).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from pathlib import Path
+from typing import Annotated, Any, Callable
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
+from socbench.domains import DomainSpec
+from socbench.errors import ConfigError, DataError
+from socbench.types import DomainData, Question, Respondent
+
+QA_FOLDER = "q&a"
+SAMPLE_PREFIX = "A_GroundTruth_sampling"
+NO_COUNTRY = "(no country attribute)"
+
+# ------------------------------------------------------------------ codes and labels
+
+
+def normalize_code(value: Any) -> str | None:
+    """An answer code as a canonical string: 3, "3", 3.0, " 03" -> "3"; None, "" -> None.
+
+    Non-numeric strings are kept (stripped) so they are later excluded as "not offered"
+    rather than silently coerced; booleans and containers are schema errors.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"expected an integer code, a numeric string or null, got {type(value).__name__}")
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        return str(int(value)) if value.is_integer() else repr(value)
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        return str(int(text))
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
+
+
+def _option_key(value: Any) -> str:
+    code = normalize_code(value)
+    if code is None:
+        raise ValueError("an option code is empty")
+    return code
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"expected a text label, got {type(value).__name__}")
+
+
+# Survey missing-value labels: whole-label patterns, never substrings ("nap" must not match
+# "Navarra"). A label may start with the countries it applies to ("AT, CZ: Not available").
+_COUNTRY_LIST = re.compile(r"^[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*,\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:\s*")
+_MISSING_START = re.compile(
+    r"^(?:(?:no ans?w?er|no \(second\) answer|nap|nav|n/?a|not applicable|does not apply|not available"
+    r"|refused|resused|(?:i )?(?:don'?t|do not) (?:know|remember)|can'?t (?:choose|say|remember)"
+    r"|can ?not (?:choose|say)|hard to say|no information|information missing|break-off|missing)"
+    r"(?=$|\s*[,;:(/+.\-]|\s+incl)"  # "Don't know whether there is a God" is an answer
+    r"|(?:refused to answer|no (?:\(second\)|second|secound)|information insufficient|insufficient information"
+    r"|(?:non-|not )classifiable|wrong answer|invalid answers?)\b)"
+)
+_RAW_MISSING_CODE = re.compile(r"^(?:-\d+|9{2,}\d)$")  # -9, -1, 990, 999, 9999, 999990 ...
+
+
+@functools.lru_cache(maxsize=1 << 16)  # labels repeat across respondents
+def is_missing_label(value: str) -> bool:
+    """True for survey missing-value labels and raw missing codes, not for real answers.
+
+    "No answer", "NAP, other countries", "NAP (code 3 in WORK)", "Not available", "Refused",
+    "Don't know", "Can't choose", "Not applicable", "990", "9999" are missing; "No religion",
+    "No income", "Navarra", "Never" and ages such as "45" are not.
+    """
+    text = str(value).strip().replace("\u2019", "'")
+    if not text:
+        return True
+    number = re.sub(r"\.0+$", "", text)
+    if _RAW_MISSING_CODE.match(number):
+        return True
+    text = _COUNTRY_LIST.sub("", text)
+    return bool(_MISSING_START.match(text.lower()))
+
+
+# ----------------------------------------------------------------------- file models
+
+OptionCode = Annotated[str, BeforeValidator(_option_key)]
+AnswerCode = Annotated[str | None, BeforeValidator(normalize_code)]
+Label = Annotated[str, BeforeValidator(_label)]
+
+
+def _none_to_dict(value: Any) -> Any:
+    return {} if value is None else value
+
+
+class QuestionRecord(BaseModel):
+    """One entry of ``issp_qa_<slug>.json``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: Annotated[str, BeforeValidator(lambda v: _label(v).strip()), Field(min_length=1)]
+    question: Label
+    answer: Annotated[dict[OptionCode, Label], Field(min_length=1)]
+    special: Annotated[dict[str, dict[OptionCode, Label]], BeforeValidator(_none_to_dict)] = {}
+
+    def to_question(self) -> Question:
+        special = {country.strip(): dict(options) for country, options in self.special.items()}
+        return Question(id=self.question_id, text=self.question, options=dict(self.answer), special=special)
+
+
+class AnswerRecord(BaseModel):
+    """One respondent of ``issp_answer_<slug>.json``; ``id`` is accepted for ``person_id``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    person_id: int
+    attributes: dict[str, Any]
+    questions_answer: dict[str, AnswerCode]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _id_fallback(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "person_id" not in data and "id" in data:
+            return {**data, "person_id": data["id"]}
+        return data
+
+
+class CodebookEntry(BaseModel):
+    """One variable of an ``issp_profile_<Domain>.json`` codebook."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    domain: Label
+    meaning: Label
+    question: Annotated[str, BeforeValidator(lambda v: "" if v is None else _label(v))] = ""
+    content: Annotated[dict[str, Label], BeforeValidator(_none_to_dict)] = {}
+    special: Annotated[dict[str, dict[str, Label]], BeforeValidator(_none_to_dict)] = {}
+
+
+# ----------------------------------------------------------------------- file reading
+
+_JSON_TYPES = {dict: "an object", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
+def _read_json_array(path: Path, what: str) -> list[Any]:
+    """Parse a JSON file that must hold an array; errors name file, line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: {what} file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
+    if not isinstance(data, list):
+        kind = "null" if data is None else _JSON_TYPES.get(type(data), type(data).__name__)
+        raise DataError(f"{path}: expected a JSON array of {what} records at the top level, got {kind}")
+    return data
+
+
+def _validate(path: Path, raw: list[Any], model: type[BaseModel], what: str) -> list[Any]:
+    """Validate every record; the first failure names record index, field and person."""
+    try:
+        return TypeAdapter(list[model]).validate_python(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        index, *field = err["loc"]
+        where = f"{what} record {index}"
+        record = raw[index] if isinstance(index, int) and index < len(raw) else None
+        if isinstance(record, dict) and ("person_id" in record or "id" in record):
+            where += f" (person_id {record.get('person_id', record.get('id'))})"
+        detail = f"field '{'.'.join(map(str, field))}': " if field else ""
+        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        message = err["msg"].replace("\n", " ")
+        raise DataError(f"{path}: {where}: {detail}{message}{more}") from None
+
+
+def load_questions(path: Path) -> tuple[Question, ...]:
+    """Questions in survey order; ids kept as written, unique case-insensitively."""
+    path = Path(path)
+    records = _validate(path, _read_json_array(path, "question"), QuestionRecord, "question")
+    seen: dict[str, str] = {}
+    for rec in records:
+        key = rec.question_id.lower()
+        if key in seen:
+            raise DataError(f"{path}: question id {rec.question_id!r} repeats {seen[key]!r} (ids are case-insensitive)")
+        seen[key] = rec.question_id
+    return tuple(rec.to_question() for rec in records)
+
+
+def load_answer_records(path: Path) -> list[AnswerRecord]:
+    """Respondent records of one answer file, validated."""
+    path = Path(path)
+    return _validate(path, _read_json_array(path, "respondent"), AnswerRecord, "respondent")
+
+
+def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | None:
+    """The optional ``issp_profile_<Domain>.json`` beside (or above) the dataset, any case."""
+    data_dir = Path(data_dir).expanduser()
+    wanted = domain.profile_file.lower()
+    for folder in dict.fromkeys([data_dir, data_dir / "Dataset_all", data_dir.parent]):
+        if not folder.is_dir():
+            continue
+        matches = sorted(p for p in folder.iterdir() if p.name.lower() == wanted and p.is_file())
+        if matches:
+            return _validate(matches[0], _read_json_array(matches[0], "codebook"), CodebookEntry, "codebook")
+    return None
+
+
+# --------------------------------------------------------------------- dataset layout
+
+
+def dataset_root(data_dir: Path) -> Path:
+    """The ``Dataset_all`` folder: ``data_dir`` itself or its ``Dataset_all`` child."""
+    data_dir = Path(data_dir).expanduser()
+    if not data_dir.is_dir():
+        raise DataError(f"--data_dir {data_dir}: folder not found")
+    for candidate in (data_dir, data_dir / "Dataset_all"):
+        if (candidate / QA_FOLDER).is_dir():
+            return candidate
+    raise DataError(
+        f"--data_dir {data_dir}: no '{QA_FOLDER}' folder there or in {data_dir / 'Dataset_all'} "
+        f"(expected a SocioBench Dataset_all folder)"
+    )
+
+
+def available_sizes(root: Path) -> list[int]:
+    """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending."""
+    sizes = [p.name[len(SAMPLE_PREFIX):] for p in Path(root).glob(f"{SAMPLE_PREFIX}*") if p.is_dir()]
+    return sorted(int(s) for s in sizes if s.isdigit())
+
+
+def sample_dir(root: Path, dataset_size: int) -> Path:
+    """The folder of one sample size; never falls back to another size."""
+    if isinstance(dataset_size, bool) or not isinstance(dataset_size, int) or dataset_size < 1:
+        raise ConfigError(f"--dataset_size {dataset_size!r}: expected a positive integer")
+    folder = Path(root) / f"{SAMPLE_PREFIX}{dataset_size}"
+    if not folder.is_dir():
+        sizes = ", ".join(map(str, available_sizes(root))) or "none"
+        raise DataError(
+            f"{folder}: sample folder for --dataset_size {dataset_size} not found; sizes present: {sizes}"
+        )
+    return folder
+
+
+def parse_interview_count(value: int | str) -> int | None:
+    """``N`` -> N, ``"all"`` -> None (all respondents)."""
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return None
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        count = 0
+    if isinstance(value, bool) or count < 1:
+        raise ConfigError(f"--interview_count {value!r}: expected a positive integer or 'all'")
+    return count
+
+
+# ------------------------------------------------------------------------ respondents
+
+
+def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tuple[Question, ...]) -> None:
+    known = {q.id.lower() for q in questions}
+    unknown = sorted({qid for rec in records for qid in rec.questions_answer if qid.strip().lower() not in known})
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" ... ({len(unknown)} in all)" if len(unknown) > 5 else "")
+        raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
+
+
+def _to_respondent(rec: AnswerRecord, ids: dict[str, str], resolve: Callable[[str], str | None]) -> Respondent:
+    key = country_attribute_key(rec.attributes)
+    raw = rec.attributes.get(key) if key else None
+    name = str(raw).strip() if raw is not None and str(raw).strip() else None
+    attributes = {
+        k: str(v).strip() for k, v in rec.attributes.items() if v is not None and not is_missing_label(str(v))
+    }
+    answers = {ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
+    return Respondent(
+        person_id=rec.person_id,
+        country_name=name,
+        country_code=resolve(name) if name else None,
+        attributes=attributes,
+        answers=answers,
+    )
+
+
+def build_respondents(
+    records: list[AnswerRecord], questions: tuple[Question, ...], countries: dict[str, str] | None = None
+) -> tuple[tuple[Respondent, ...], dict[str, int]]:
+    """Respondents plus ``{country name: count}`` of those whose country could not be mapped."""
+    ids = {q.id.lower(): q.id for q in questions}
+    cache: dict[str, str | None] = {}
+
+    def resolve(name: str) -> str | None:
+        if name not in cache:
+            cache[name] = resolve_country(name, countries)
+        return cache[name]
+
+    respondents = tuple(_to_respondent(rec, ids, resolve) for rec in records)
+    unmapped: dict[str, int] = {}
+    for person in respondents:
+        if person.country_code is None:
+            label = person.country_name or NO_COUNTRY
+            unmapped[label] = unmapped.get(label, 0) + 1
+    return respondents, unmapped
+
+
+def load_domain(
+    data_dir: Path, domain: DomainSpec, dataset_size: int = 500, interview_count: int | str = "all"
+) -> DomainData:
+    """Questions and respondents of one domain and sample size (first N respondents if asked)."""
+    root = dataset_root(data_dir)
+    limit = parse_interview_count(interview_count)
+    qa_path = root / QA_FOLDER / domain.qa_file
+    answer_path = sample_dir(root, dataset_size) / domain.answer_file
+    for path, what in ((qa_path, "question"), (answer_path, "answer")):
+        if not path.is_file():
+            raise DataError(f"{path}: {what} file of domain {domain.id} ({domain.name}) not found")
+    questions = load_questions(qa_path)
+    records = load_answer_records(answer_path)
+    _check_question_ids(answer_path, records, questions)
+    codebook = load_codebook(data_dir, domain)
+    countries = codebook_country_table(codebook) if codebook else None
+    respondents, unmapped = build_respondents(records[:limit], questions, countries or None)
+    return DomainData(
+        domain_id=domain.id,
+        domain_name=domain.name,
+        questions=questions,
+        respondents=respondents,
+        unmapped_countries=unmapped,
+        source=str(answer_path),
+    )

@@ -1,0 +1,95 @@
+"""Options each respondent was actually shown, and the items that can be scored.
+
+ISSP fields some questions with country-specific answer scales (``special``): Japan's
+"I think so" for "Agree", Taiwan's added code 6, and so on. An item is scoreable only when
+the respondent's true code is among the options offered to *that* respondent; ISSP missing
+codes (-9, -8, 8, 9, 98, 99, 990 ...) and absent answers are excluded and counted by reason
+(the original filter kept items whose true code was not among the options).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+from socbench.types import Code, DomainData, Item, Question
+
+NO_ANSWER = "no answer recorded"
+NOT_OFFERED = "code not offered (missing or invalid code)"
+EXCLUSION_REASONS = (NO_ANSWER, NOT_OFFERED)
+
+
+def _numeric_order(code: Code) -> tuple[int, float, str]:
+    try:
+        return (0, float(code), code)
+    except ValueError:
+        return (1, 0.0, code)
+
+
+def country_override(question: Question, country_code: str | None) -> dict[Code, str] | None:
+    """The question's override for a country: exact code first, else the nation of a
+    sub-sample ("DE-W" falls back to "DE"); None when the country has none."""
+    if not country_code:
+        return None
+    if country_code in question.special:
+        return question.special[country_code]
+    nation = country_code.split("-")[0]
+    return question.special.get(nation) if nation != country_code else None
+
+
+def effective_options(question: Question, country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
+    """Base options overlaid with the country's override, and whether there was one.
+
+    Existing codes keep their survey position with the country's label; codes only the
+    country offers are appended in numeric order. A respondent whose country could not be
+    mapped (``country_code`` None) is shown the base options: no override can be chosen
+    for an unknown country, and such respondents are reported separately by the loader.
+    """
+    override = country_override(question, country_code)
+    if not override:
+        return tuple(question.options.items()), False
+    base = [(code, override.get(code, label)) for code, label in question.options.items()]
+    added = sorted((code for code in override if code not in question.options), key=_numeric_order)
+    return tuple(base + [(code, override[code]) for code in added]), True
+
+
+def _exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...]) -> str | None:
+    if true_code is None:
+        return NO_ANSWER
+    if all(code != true_code for code, _ in options):
+        return NOT_OFFERED
+    return None
+
+
+def build_items(data: DomainData) -> list[Item]:
+    """One Item per (respondent, question): respondents in file order, questions in survey order."""
+    items: list[Item] = []
+    for person in data.respondents:
+        for question in data.questions:
+            options, specific = effective_options(question, person.country_code)
+            true_code = person.answers.get(question.id)
+            items.append(
+                Item(
+                    person_id=person.person_id,
+                    question_id=question.id,
+                    country_code=person.country_code,
+                    options=options,
+                    true_code=true_code,
+                    country_specific=specific,
+                    excluded_reason=_exclusion(true_code, options),
+                )
+            )
+    return items
+
+
+def summarize_items(items: Iterable[Item]) -> dict[str, object]:
+    """``{"total", "scoreable", "excluded", "excluded_by_reason": {reason: n}}``."""
+    reasons = Counter(item.excluded_reason for item in items)
+    excluded = {reason: n for reason, n in sorted(reasons.items(), key=lambda kv: str(kv[0])) if reason}
+    total = sum(reasons.values())
+    return {
+        "total": total,
+        "scoreable": reasons.get(None, 0),
+        "excluded": total - reasons.get(None, 0),
+        "excluded_by_reason": excluded,
+    }

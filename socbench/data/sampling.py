@@ -1,0 +1,65 @@
+"""Country-stratified, reproducible, nested respondent samples.
+
+Each country's respondents (sorted by person_id, so file order does not matter) get their
+own seeded permutation; countries are visited in a seeded order and the sample of size
+``n`` is the first ``n`` picks of the round-robin over those permutations. Hence per-country
+counts differ by at most one (while no country runs out), the same seed always gives the
+same sample, and a smaller sample is a prefix — a subset — of every larger one. The caller
+records the seed next to the sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from itertools import zip_longest
+from typing import Protocol, Sequence, TypeVar
+
+import numpy as np
+
+from socbench.errors import ConfigError
+
+DEFAULT_SEED = 42
+
+
+class _Person(Protocol):
+    person_id: int
+    country_code: str | None
+    country_name: str | None
+
+
+P = TypeVar("P", bound=_Person)
+
+
+def stratum(person: _Person) -> str:
+    """The stratum of a respondent: its country code, else its country name as written."""
+    return person.country_code or person.country_name or "(unknown)"
+
+
+def _rng(seed: int, label: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"{seed}:{label}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def draw_order(respondents: Sequence[P], seed: int = DEFAULT_SEED) -> list[P]:
+    """Every respondent in draw order: the round-robin over seeded per-country permutations."""
+    groups: dict[str, list[P]] = defaultdict(list)
+    for person in respondents:
+        groups[stratum(person)].append(person)
+    countries = sorted(groups)
+    countries = [countries[i] for i in _rng(seed, "countries").permutation(len(countries))]
+    queues = []
+    for country in countries:
+        members = sorted(groups[country], key=lambda p: p.person_id)
+        queues.append([members[i] for i in _rng(seed, country).permutation(len(members))])
+    return [person for round_ in zip_longest(*queues) for person in round_ if person is not None]
+
+
+def stratified_sample(respondents: Sequence[P], size: int, seed: int = DEFAULT_SEED) -> tuple[P, ...]:
+    """``size`` respondents stratified by country, returned in their original order."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"sample size {size!r}: expected a positive integer")
+    if size > len(respondents):
+        raise ConfigError(f"sample size {size} exceeds the {len(respondents)} respondents available")
+    chosen = {id(person) for person in draw_order(respondents, seed)[:size]}
+    return tuple(person for person in respondents if id(person) in chosen)

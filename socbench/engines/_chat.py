@@ -1,0 +1,118 @@
+"""Prompt rendering and option-scoring plans shared by the vLLM and transformers backends.
+
+Both backends turn requests into the same token ids here, so their answers and
+log-probs are comparable and nothing is tokenized two ways.
+
+Tokenization rules:
+- chat prompts: the model's chat template with ``add_generation_prompt``, encoded without
+  adding special tokens again (the template has them);
+- raw prompts (``chat=False``) and loglikelihood: the tokenizer's default encoding (adds BOS
+  when the model uses one);
+- a continuation (option code, cloze answer) is split off lm-evaluation-harness's way:
+  trailing whitespace of the context moves onto the continuation, and continuation tokens
+  are "tokens of the whole minus tokens of the context" for loglikelihood; option codes
+  are encoded on their own so every code shares one context.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from socbench.engines.base import ResultSink
+from socbench.types import Code, LoglikelihoodRequest, PromptRequest
+
+ScoringMethod = Literal["single_token", "continuation"]
+MAX_SINGLE_STEP_CODES = 128  # vLLM's cap on logprob_token_ids per request (larger sets are split)
+
+
+@dataclass(frozen=True)
+class OptionPlan:
+    """How to score one request's offered codes.
+
+    ``single_token``: each code is one distinct token; its log-prob is read from the next-token
+    distribution after ``context`` (one step). ``continuation``: each code (plus the closing
+    quote when the prefix opened one) is a token sequence scored as a continuation.
+    """
+
+    context: tuple[int, ...]
+    continuations: dict[Code, tuple[int, ...]]
+    method: ScoringMethod
+
+
+def prompt_text(tokenizer, request: PromptRequest) -> str:
+    """The text the model sees before it answers (chat template or raw user content)."""
+    if not request.chat:
+        return "".join(m.content for m in request.messages)
+    messages = [{"role": m.role, "content": m.content} for m in request.messages]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def encode(tokenizer, text: str, *, special: bool) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=special)["input_ids"])
+
+
+def prompt_ids(tokenizer, request: PromptRequest, suffix: str = "") -> list[int]:
+    """Token ids of the prompt (plus ``suffix``, e.g. the answer prefix)."""
+    return encode(tokenizer, prompt_text(tokenizer, request) + suffix, special=not request.chat)
+
+
+def split_trailing_space(context: str, continuation: str) -> tuple[str, str]:
+    """Move the context's trailing whitespace onto the continuation (lm-eval's rule)."""
+    stripped = context.rstrip()
+    return stripped, context[len(stripped):] + continuation
+
+
+def option_plan(tokenizer, request: PromptRequest) -> OptionPlan:
+    """Tokenize a logprobs-mode request: one shared context, one token sequence per code."""
+    prefix, lead = split_trailing_space(request.answer_prefix, "")
+    context = prompt_ids(tokenizer, request, prefix)
+    codes = request.offered_codes
+    single = {code: encode(tokenizer, lead + code, special=False) for code in codes}
+    first = [ids[0] for ids in single.values() if len(ids) == 1]
+    if codes and len(first) == len(codes) == len(set(first)):
+        return OptionPlan(tuple(context), {c: tuple(ids) for c, ids in single.items()}, "single_token")
+    closing = '"' if prefix.endswith('"') else ""
+    conts = {code: tuple(encode(tokenizer, lead + code + closing, special=False)) for code in codes}
+    return OptionPlan(tuple(context), conts, "continuation")
+
+
+def loglikelihood_ids(tokenizer, request: LoglikelihoodRequest) -> tuple[list[int], list[int]]:
+    """(context ids, continuation ids) as lm-evaluation-harness splits them."""
+    context, continuation = split_trailing_space(request.context, request.continuation)
+    whole = encode(tokenizer, context + continuation, special=True)
+    ctx = encode(tokenizer, context, special=True)
+    if whole[: len(ctx)] != ctx:  # the join merged across the boundary: encode apart
+        return ctx or [prefix_token(tokenizer)], encode(tokenizer, continuation, special=False)
+    cont = whole[len(ctx):]
+    return (ctx or [prefix_token(tokenizer)]), cont
+
+
+def prefix_token(tokenizer) -> int:
+    """Token that stands for an empty context (BOS, else EOS), as lm-eval does."""
+    token = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    if token is None:
+        raise ValueError("an empty context needs a BOS or EOS token, and this tokenizer has neither")
+    return token
+
+
+def truncate_left(context: list[int], continuation: list[int], max_len: int) -> list[int]:
+    """Drop the oldest context tokens so context + continuation fits ``max_len``."""
+    room = max_len - len(continuation)
+    if room < 1:
+        raise ValueError(f"continuation of {len(continuation)} tokens does not fit max length {max_len}")
+    return context[-room:]
+
+
+def answer_regex(codes: tuple[Code, ...]) -> str:
+    """``{"answer": "<code>"}`` with the code one of ``codes`` (longest first, so "10" wins over "1")."""
+    options = "|".join(re.escape(c) for c in sorted(codes, key=len, reverse=True))
+    return r'\{"answer": "(' + options + r')"\}'
+
+
+def report(results: list, index: int, result: object, on_result: ResultSink | None) -> None:
+    """Store a finished result and tell the caller at once (the cache persists it)."""
+    results[index] = result
+    if on_result is not None:
+        on_result(index, result)

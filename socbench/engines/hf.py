@@ -1,0 +1,191 @@
+"""transformers backend: the reference implementation, and a fallback where vLLM is absent.
+
+Scoring computes a shared context once and scores every continuation from its KV cache
+(``past_key_values``): option codes of one prompt, and all continuations of one context
+in ``loglikelihood``. ``structured`` is not supported here (no constrained decoding in plain
+transformers): such requests get unconstrained text and the extractor reads what it can.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+
+from socbench.engines import _chat
+from socbench.engines.base import ResultSink
+from socbench.engines.settings import HfSettings
+from socbench.errors import EngineError
+from socbench.models import ResolvedModel
+from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest, SamplingSettings
+
+log = logging.getLogger(__name__)
+
+
+class HfEngine:
+    """The Engine protocol on ``AutoModelForCausalLM``; the model loads on first use."""
+
+    def __init__(self, model: ResolvedModel, settings: HfSettings | None = None) -> None:
+        self.model = model
+        self.settings = settings or HfSettings()
+        self._model = None
+        self._tokenizer = None
+        self._warned_structured = False
+
+    @property
+    def identity(self) -> dict[str, str]:
+        return {"backend": "hf", "model": self.model.name, "fingerprint": self.model.fingerprint,
+                "dtype": self.settings.dtype}
+
+    def _load(self):
+        if self._model is not None:
+            return self._model, self._tokenizer
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            if self.settings.torch_threads:
+                torch.set_num_threads(self.settings.torch_threads)
+            dtype = "auto" if self.settings.dtype == "auto" else getattr(torch, self.settings.dtype)
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model.path)
+            model = AutoModelForCausalLM.from_pretrained(self.model.path, dtype=dtype)
+            self._model = model.to(self.settings.resolved_device()).eval()
+        except Exception as exc:
+            raise EngineError(f"transformers could not load model {self.model.name} ({self.model.path}): "
+                              f"{type(exc).__name__}: {exc}") from exc
+        return self._model, self._tokenizer
+
+    def close(self) -> None:
+        """Drop the model; idempotent."""
+        had_model, self._model, self._tokenizer = self._model is not None, None, None
+        if had_model:
+            import gc
+
+            import torch
+
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+
+    # ------------------------------------------------------------------ generate
+
+    def generate(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+        """Batched (left-padded) generation; requests with equal sampling settings share a batch."""
+        model, tok = self._load()
+        if any(r.structured for r in requests) and not self._warned_structured:
+            log.warning("the hf backend cannot constrain output; structured requests get free text")
+            self._warned_structured = True
+        results: list[EngineResult | None] = [None] * len(requests)
+        groups: dict[SamplingSettings, list[int]] = defaultdict(list)
+        for i, request in enumerate(requests):
+            groups[request.sampling].append(i)
+        size = self.settings.batch_size
+        for sampling, indices in groups.items():
+            for start in range(0, len(indices), size):
+                batch = indices[start:start + size]
+                texts = self._generate_batch([requests[i] for i in batch], sampling)
+                for i, text in zip(batch, texts):
+                    _chat.report(results, i, EngineResult(key=requests[i].key, text=requests[i].answer_prefix + text),
+                            on_result)
+        return results  # type: ignore[return-value]
+
+    def _generate_batch(self, batch: list[PromptRequest], sampling: SamplingSettings) -> list[str]:
+        import torch
+
+        model, tok = self._load()
+        ids = [_chat.prompt_ids(tok, r, r.answer_prefix) for r in batch]
+        input_ids, mask = _left_pad(ids, _pad_id(tok), model.device)
+        kwargs = {"do_sample": sampling.temperature > 0, "max_new_tokens": sampling.max_tokens}
+        if sampling.temperature > 0:
+            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p)
+            if sampling.seed is not None:
+                torch.manual_seed(sampling.seed)  # seeded per batch, not per request
+        with torch.no_grad():
+            out = model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=_pad_id(tok), **kwargs)
+        new = out[:, input_ids.shape[1]:]
+        return [tok.decode(row, skip_special_tokens=True) for row in new]
+
+    # ------------------------------------------------------------------ scoring
+
+    def option_logprobs(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+        """One forward pass over prompt + answer prefix; every code scored from its KV cache."""
+        _, tok = self._load()
+        results: list[EngineResult | None] = [None] * len(requests)
+        for i, request in enumerate(requests):
+            plan = _chat.option_plan(tok, request)
+            if not plan.continuations:
+                result = EngineResult(key=request.key, error="no offered codes to score")
+            else:
+                codes = list(plan.continuations)
+                scores = self.score_continuations(list(plan.context), [list(plan.continuations[c]) for c in codes])
+                result = EngineResult(key=request.key, option_logprobs={c: s[0] for c, s in zip(codes, scores)})
+            _chat.report(results, i, result, on_result)
+        return results  # type: ignore[return-value]
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
+                      on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
+        """Requests grouped by context: the context is computed once for all its continuations."""
+        model, tok = self._load()
+        max_len = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
+        groups: dict[tuple[int, ...], list[tuple[int, list[int]]]] = defaultdict(list)
+        for i, request in enumerate(requests):
+            ctx, cont = _chat.loglikelihood_ids(tok, request)
+            groups[tuple(_chat.truncate_left(ctx, cont, max_len))].append((i, cont))
+        results: list[LoglikelihoodResult | None] = [None] * len(requests)
+        for ctx, members in groups.items():
+            scores = self.score_continuations(list(ctx), [cont for _, cont in members])
+            for (i, cont), (logprob, greedy) in zip(members, scores):
+                _chat.report(results, i, LoglikelihoodResult(key=requests[i].key, logprob=logprob, n_tokens=len(cont),
+                                                        is_greedy=greedy), on_result)
+        return results  # type: ignore[return-value]
+
+    def score_continuations(self, context: list[int], continuations: list[list[int]]) -> list[tuple[float, bool]]:
+        """(sum log P(continuation | context), greedy?) for each continuation; context run once."""
+        import torch
+
+        model, _ = self._load()
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([context], device=model.device), use_cache=True)
+            first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+            cache = out.past_key_values
+            scores = []
+            size = self.settings.batch_size
+            for start in range(0, len(continuations), size):
+                chunk = continuations[start:start + size]
+                scores += self._score_from_cache(model, cache, first, chunk)
+        return scores
+
+    def _score_from_cache(self, model, cache, first, chunk: list[list[int]]) -> list[tuple[float, bool]]:
+        """Score a batch of continuations after a cached context (right-padded, one pass)."""
+        import torch
+
+        longest = max(len(c) for c in chunk)
+        rows = torch.stack([first] * len(chunk))[:, None, :]  # [n, 1, V]: predicts each first token
+        if longest > 1:
+            feed = [c[:-1] + [0] * (longest - len(c)) for c in chunk]  # right padding is never attended
+            batch_cache = copy.deepcopy(cache)
+            batch_cache.batch_repeat_interleave(len(chunk))
+            out = model(input_ids=torch.tensor(feed, device=model.device), past_key_values=batch_cache)
+            rows = torch.cat([rows, torch.log_softmax(out.logits.float(), dim=-1)], dim=1)
+        scores = []
+        for n, cont in enumerate(chunk):
+            target = torch.tensor(cont, device=rows.device)
+            lp = rows[n, torch.arange(len(cont), device=rows.device), target]
+            greedy = bool((rows[n, : len(cont)].argmax(dim=-1) == target).all())
+            scores.append((float(lp.sum()), greedy))
+        return scores
+
+
+
+def _pad_id(tok) -> int:
+    return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+
+def _left_pad(ids: list[list[int]], pad: int, device):
+    import torch
+
+    width = max(len(x) for x in ids)
+    input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids], device=device)
+    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=device)
+    return input_ids, mask

@@ -1,0 +1,70 @@
+"""Backend name -> factory; each factory imports its backend (vLLM, torch, aiohttp) only when called."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from socbench.engines.base import Engine
+from socbench.engines.cache import CACHE_FILE, CachedEngine, EngineCache
+from socbench.errors import ConfigError
+
+
+def settings_from(cls: type[BaseModel], settings: dict[str, Any]) -> Any:
+    """Validate backend settings; a bad value is one ConfigError line naming the setting."""
+    try:
+        return cls.model_validate(settings)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = ".".join(str(part) for part in err["loc"]) or cls.__name__
+        raise ConfigError(f"--{name}: {err['msg'].removeprefix('Value error, ')}") from None
+
+
+def _vllm(model: str, settings: dict[str, Any]) -> Engine:
+    from socbench.engines.settings import VllmSettings
+    from socbench.engines.vllm import VllmEngine
+    from socbench.models import resolve_model
+
+    return VllmEngine(resolve_model(model), settings_from(VllmSettings, settings))
+
+
+def _hf(model: str, settings: dict[str, Any]) -> Engine:
+    from socbench.engines.hf import HfEngine
+    from socbench.engines.settings import HfSettings
+    from socbench.models import resolve_model
+
+    return HfEngine(resolve_model(model), settings_from(HfSettings, settings))
+
+
+def _openai(model: str, settings: dict[str, Any]) -> Engine:
+    from socbench.engines.openai_api import OpenAIEngine, OpenAISettings, resolve_api_key
+
+    if "api_key" not in settings:
+        settings["api_key"] = resolve_api_key(settings.pop("api_key_env", None) or "OPENAI_API_KEY")
+    settings.pop("api_key_env", None)
+    return OpenAIEngine(settings_from(OpenAISettings, {"model": model, **settings}))
+
+
+_FACTORIES: dict[str, Callable[[str, dict[str, Any]], Engine]] = {
+    "vllm": _vllm, "hf": _hf, "config": _openai, "openai": _openai,
+}
+API_TYPES = tuple(sorted(_FACTORIES))
+
+
+def create_engine(api_type: str, model: str, settings: dict[str, Any] | None = None,
+                  cache_dir: Path | None = None) -> Engine:
+    """The backend for ``api_type`` ("config" is the OpenAI-compatible server), cached if ``cache_dir``.
+
+    Creating an engine loads nothing: backends start on their first request, so a fully
+    cached run never loads the model.
+    """
+    factory = _FACTORIES.get(api_type)
+    if factory is None:
+        raise ConfigError(f"--api_type {api_type!r} is not a backend; choose one of {', '.join(API_TYPES)}")
+    engine = factory(model, dict(settings or {}))
+    if cache_dir is None:
+        return engine
+    return CachedEngine(engine, EngineCache(Path(cache_dir) / CACHE_FILE))

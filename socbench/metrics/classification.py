@@ -1,0 +1,117 @@
+"""Classification metrics over one domain's scored items (scikit-learn does the math).
+
+Every function takes the scoreable items of a run (``list[ScoredItem]``, each item once)
+and returns a float; an empty list gives NaN (the report writes it as ``null``).
+
+Two families, on purpose:
+
+* ``seed_macro_f1`` / ``seed_micro_f1`` keep the original system's *pooled* definitions
+  so numbers stay comparable with published seed results. They pool every question's
+  codes into one label space (code ``"1"`` of every question is one class), and pooled
+  micro-F1 over single-label predictions is mathematically equal to accuracy.
+* ``per_question_macro_f1`` is the meaningful one: macro-F1 within each question's own
+  options, averaged over questions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+
+from sklearn.metrics import f1_score
+
+from socbench.types import ScoredItem
+
+INVALID = "invalid"
+"""Pooled label of an answer that could not be read or was not an offered code.
+
+ISSP codes are integer strings, so this label can never collide with a real code.
+"""
+
+
+def accuracy(items: Sequence[ScoredItem]) -> float:
+    """Correct items / scoreable items; each (respondent, question) item counts once."""
+    if not items:
+        return math.nan
+    return sum(item.correct for item in items) / len(items)
+
+
+def parse_failure_rate(items: Sequence[ScoredItem]) -> float:
+    """Share of items whose answer could not be used (no/failed extraction, unoffered code)."""
+    if not items:
+        return math.nan
+    return sum(item.parse_error is not None for item in items) / len(items)
+
+
+def item_count(items: Sequence[ScoredItem]) -> float:
+    """Number of items, as a float so it sits in a ``{name: float}`` breakdown."""
+    return float(len(items))
+
+
+def pooled_labels(items: Sequence[ScoredItem]) -> tuple[list[str], list[str]]:
+    """``(y_true, y_pred)`` in the seed's pooled label space.
+
+    A prediction that is missing or not among the item's offered codes becomes
+    ``INVALID``: always wrong, and never a class of its own in the macro average.
+    """
+    y_true = [item.true_code for item in items]
+    y_pred = [_pooled_prediction(item) for item in items]
+    return y_true, y_pred
+
+
+def _pooled_prediction(item: ScoredItem) -> str:
+    code = item.predicted_code
+    if code is None or item.parse_error is not None or code not in item.offered_codes:
+        return INVALID
+    return code
+
+
+def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
+    """The seed's pooled macro-F1 (kept for comparability, not for interpretation).
+
+    Labels: the distinct *true* codes of the domain, pooled across questions
+    (``labels=sorted(set(y_true))``). A predicted code no respondent holds, and
+    ``INVALID``, are therefore not classes: they only lower the recall of the true
+    class. ``zero_division=0`` (a class never predicted has precision 0).
+    """
+    if not items:
+        return math.nan
+    y_true, y_pred = pooled_labels(items)
+    labels = sorted(set(y_true))
+    return float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0))
+
+
+def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
+    """The seed's pooled micro-F1 over all labels (sklearn's default labels).
+
+    With one true and one predicted label per item this equals ``accuracy``
+    exactly; it is reported only because the seed's result files carry it.
+    """
+    if not items:
+        return math.nan
+    y_true, y_pred = pooled_labels(items)
+    return float(f1_score(y_true, y_pred, average="micro", zero_division=0))
+
+
+def per_question_macro_f1(items: Sequence[ScoredItem]) -> float:
+    """Macro-F1 within each question's own options, averaged (unweighted) over questions.
+
+    Labels per question: the offered codes of that question (union over countries) that
+    occur as a true or a predicted code there; an offered code nobody holds and nobody
+    predicted has no defined F1 and is left out, so a perfect answerer scores 1.0. A
+    missing or unoffered answer is not a class; it counts against the true class's recall.
+    """
+    if not items:
+        return math.nan
+    by_question: dict[str, list[ScoredItem]] = defaultdict(list)
+    for item in items:
+        by_question[item.question_id].append(item)
+    return sum(_question_macro_f1(group) for group in by_question.values()) / len(by_question)
+
+
+def _question_macro_f1(items: Sequence[ScoredItem]) -> float:
+    offered = {code for item in items for code in item.offered_codes}
+    y_true, y_pred = pooled_labels(items)
+    labels = sorted(offered & (set(y_true) | set(y_pred)))
+    return float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0))

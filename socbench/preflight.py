@@ -1,0 +1,57 @@
+"""Checks a run's settings before any flow or model starts, so mistakes cost seconds.
+
+Each failure is one ``SocbenchError`` line naming the setting. Problems inside one domain's
+files are not checked here: that domain fails on its own and the others still run.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from socbench.config import RunConfig
+from socbench.data.loaders import dataset_root, sample_dir
+from socbench.domains import select_domains
+from socbench.errors import ConfigError, EngineError
+
+
+def check_output_dir(output_dir: Path) -> None:
+    """The output folder can be created and written."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=output_dir, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"--output_dir {output_dir}: cannot write there ({exc.strerror or exc})") from None
+
+
+def check_server(api_base: str, timeout_s: float = 5.0) -> None:
+    """Every OpenAI-compatible base URL answers (any HTTP status counts as reachable)."""
+    for url in (u.strip().rstrip("/") for u in api_base.split(",")):
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=timeout_s).close()
+        except urllib.error.HTTPError:
+            continue  # reachable; auth or routing problems surface per request with their reason
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise EngineError(f"--api_base {url}: server unreachable ({reason})") from None
+
+
+def check_run(config: RunConfig) -> None:
+    """Data folder, sample size, domains, output folder, model or server."""
+    select_domains(config.domain_id, config.start_domain_id)
+    sample_dir(dataset_root(config.data_dir), config.dataset_size)
+    check_output_dir(config.output_dir)
+    if config.api_type == "config":
+        check_server(config.api_base or "")
+        key = os.environ.get(config.api_key_env)
+        if key is None and config.api_key_env != "OPENAI_API_KEY":
+            raise ConfigError(f"--api_key_env {config.api_key_env}: that environment variable is not set")
+    else:
+        from socbench.models import resolve_model
+
+        resolve_model(config.model)
+

@@ -1,0 +1,280 @@
+"""The seed's result files, written atomically under ``<output_dir>/<model slug>/``.
+
+Per domain: ``<Domain>_detailed.json`` (every scored item) and ``<Domain>_metrics.json``.
+Per run: ``summary.json``, ``summary.md`` and ``domain_accuracy.png``. The seed's keys
+are all present with the seed's meaning; extra keys (per-question macro-F1, baselines,
+per-country breakdowns) are added beside them. Every file is written to a temporary
+file in the same folder and moved into place, so a killed run never leaves a file that
+looks complete. NaN metrics (an empty domain) are written as ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from socbench.metrics.baselines import best_baseline
+from socbench.models import model_slug
+from socbench.types import DomainResult, ScoredItem
+
+SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
+
+
+# ------------------------------------------------------------------ paths and atomic writes
+
+
+def model_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
+    """``<output_dir>/<model_slug(model)>``, checked to lie inside ``output_dir``.
+
+    ``model_slug`` (shared with the model cache) maps separators and odd characters to
+    ``_`` and strips leading dots, so a name like ``../../x`` cannot climb out.
+    """
+    root = Path(output_dir).resolve()
+    path = (root / model_slug(model)).resolve()
+    if path.parent != root:
+        raise ValueError(f"model folder {path} escapes {root}")
+    return path
+
+
+@contextmanager
+def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary sibling of ``path``; on success fsync and move it onto ``path``.
+
+    If the body raises, the temporary file is removed and ``path`` is left as it was.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make results unreadable to others
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _clean(value: Any) -> Any:
+    """NaN/inf floats -> None, recursively (strict JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_json(path: Path, payload: Mapping[str, Any]) -> Path:
+    """Atomically write ``payload`` as strict, indented UTF-8 JSON."""
+    with atomic_open(path) as handle:
+        json.dump(_clean(payload), handle, indent=2, ensure_ascii=False, allow_nan=False)
+        handle.write("\n")
+    return path
+
+
+def now_timestamp() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# ------------------------------------------------------------------------- per domain
+
+
+def detail_record(item: ScoredItem) -> dict[str, Any]:
+    """One item of ``details[]``, with the seed's keys (codes stay strings)."""
+    record: dict[str, Any] = {
+        "person_id": item.person_id,
+        "question_id": item.question_id,
+        "country_code": item.country_code,
+        "true_answer": item.true_code,
+        "llm_answer": item.predicted_code,
+        "correct": item.correct,
+        "is_country_specific": item.country_specific,
+        "parse_error": item.parse_error,
+    }
+    if item.distribution is not None:
+        record["option_distribution"] = item.distribution
+    return record
+
+
+def _headline(result: DomainResult, scored: Sequence[ScoredItem]) -> dict[str, Any]:
+    m = result.metrics
+    return {
+        "correct_count": sum(item.correct for item in scored),
+        "total_count": result.scoreable_items,
+        "accuracy": m.get("accuracy", math.nan),
+        "macro_f1": m.get("macro_f1", math.nan),
+        "micro_f1": m.get("micro_f1", math.nan),
+        "parse_failures": result.parse_failures,
+        "excluded_count": sum(result.excluded_by_reason.values()),
+    }
+
+
+def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
+                       scored: Sequence[ScoredItem], timestamp: str | None = None) -> tuple[Path, Path]:
+    """Write ``<Domain>_detailed.json`` and ``<Domain>_metrics.json``; return their paths.
+
+    ``total_count`` is the number of scoreable items, ``excluded_count`` the excluded ones.
+    """
+    if len(scored) != result.scoreable_items:
+        raise ValueError(f"{result.domain_name}: {len(scored)} scored items but "
+                         f"{result.scoreable_items} scoreable in the DomainResult")
+    folder = model_dir(output_dir, result.model)
+    stamp = timestamp or now_timestamp()
+    head = _headline(result, scored)
+    detailed = {
+        "domain": result.domain_name, "timestamp": stamp, "model": result.model, **head,
+        "per_question_macro_f1": result.metrics.get("per_question_macro_f1", math.nan),
+        "excluded_by_reason": result.excluded_by_reason,
+        "baselines": result.baselines, "per_country": result.per_country,
+        "details": [detail_record(item) for item in scored],
+    }
+    metrics = {
+        "domain": result.domain_name, "domain_id": result.domain_id, "model": result.model,
+        "timestamp": stamp, "interview_count": result.interview_count, **head,
+        "total_items": result.total_items, "excluded_by_reason": result.excluded_by_reason,
+        "metrics": result.metrics, "baselines": result.baselines,
+        "unmapped_countries": result.unmapped_countries,
+    }
+    return (write_json(folder / f"{result.domain_name}_detailed.json", detailed),
+            write_json(folder / f"{result.domain_name}_metrics.json", metrics))
+
+
+def domain_markdown(result: DomainResult) -> str:
+    """A short markdown report of one domain (for the UI artifact and humans)."""
+    m = result.metrics
+    best = best_baseline(result.baselines)
+    lines = [
+        f"# {result.domain_name} (domain {result.domain_id}): {result.model}", "",
+        f"- scoreable items: {result.scoreable_items} of {result.total_items} "
+        f"({result.interview_count} respondents); parse failures: {result.parse_failures}",
+        f"- excluded: {_counts_text(result.excluded_by_reason)}",
+        f"- unmapped countries: {_counts_text(result.unmapped_countries)}", "",
+        "| metric | value |", "|---|---|",
+        *(f"| {name} | {_fmt(value)} |" for name, value in m.items()),
+        *(f"| baseline: {name} | {_fmt(value)} |" for name, value in result.baselines.items()),
+    ]
+    if best is not None:
+        lines += ["", f"Strongest baseline: {best[0]} ({_fmt(best[1])})."]
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f}"
+
+
+def _counts_text(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} ({n})" for name, n in counts.items()) or "none"
+
+
+# --------------------------------------------------------------------------- summary
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Where the run summary went, and its per-domain rows (for a table artifact)."""
+
+    path: Path
+    markdown: Path
+    plot: Path | None
+    rows: list[dict[str, Any]]
+
+
+def summary_row(result: DomainResult) -> dict[str, Any]:
+    """One domain's line of the summary table."""
+    best = best_baseline(result.baselines)
+    accuracy = result.metrics.get("accuracy", math.nan)
+    return {
+        "domain_id": result.domain_id, "domain": result.domain_name,
+        **{name: result.metrics.get(name, math.nan) for name in SUMMARY_METRICS},
+        "best_baseline": best[0] if best else None,
+        "best_baseline_accuracy": best[1] if best else math.nan,
+        "margin_over_best_baseline": accuracy - best[1] if best else math.nan,
+        "scoreable_items": result.scoreable_items, "parse_failures": result.parse_failures,
+        "excluded_count": sum(result.excluded_by_reason.values()),
+        "unmapped_countries": dict(result.unmapped_countries),
+    }
+
+
+def _mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] | None = None,
+                    model: str | None = None) -> dict[str, Any]:
+    """``summary.json``: per-domain rows and unweighted means over the domains run."""
+    rows = [summary_row(r) for r in sorted(results, key=lambda r: r.domain_id)]
+    mean_keys = (*SUMMARY_METRICS, "best_baseline_accuracy", "margin_over_best_baseline")
+    unmapped: dict[str, int] = {}
+    for row in rows:
+        for name, n in row["unmapped_countries"].items():
+            unmapped[name] = unmapped.get(name, 0) + n
+    return {
+        "model": model or (results[0].model if results else None),
+        "timestamp": now_timestamp(),
+        "domains": rows,
+        "mean": {key: _mean([row[key] for row in rows]) for key in mean_keys},
+        "totals": {key: sum(row[key] for row in rows)
+                   for key in ("scoreable_items", "parse_failures", "excluded_count")},
+        "unmapped_countries": dict(sorted(unmapped.items())),
+        "failed_domains": {str(k): v for k, v in (failed or {}).items()},
+    }
+
+
+def summary_markdown(payload: Mapping[str, Any]) -> str:
+    """``summary.md``: the same table as ``summary.json``, for people."""
+    head = ("domain", "accuracy", "macro-F1 (seed)", "micro-F1 (seed)", "per-question macro-F1",
+            "best baseline", "margin", "items", "parse failures", "excluded")
+    lines = [f"# ISSP results: {payload['model']}", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    for row in payload["domains"]:
+        lines.append("| " + " | ".join([
+            f"{row['domain']} ({row['domain_id']})", *(_fmt(row[k]) for k in SUMMARY_METRICS),
+            f"{row['best_baseline']} {_fmt(row['best_baseline_accuracy'])}",
+            _fmt(row["margin_over_best_baseline"]), str(row["scoreable_items"]),
+            str(row["parse_failures"]), str(row["excluded_count"])]) + " |")
+    mean, totals = payload["mean"], payload["totals"]
+    lines.append("| " + " | ".join([
+        "**mean**", *(_fmt(mean[k]) for k in SUMMARY_METRICS), _fmt(mean["best_baseline_accuracy"]),
+        _fmt(mean["margin_over_best_baseline"]), str(totals["scoreable_items"]),
+        str(totals["parse_failures"]), str(totals["excluded_count"])]) + " |")
+    lines += ["", "Means are unweighted over domains. macro-F1 and micro-F1 are the seed's pooled",
+              "definitions (pooled micro-F1 equals accuracy); per-question macro-F1 is the meaningful one.",
+              "", f"Unmapped countries (respondents kept, country unknown): "
+              f"{_counts_text(payload['unmapped_countries'])}."]
+    if payload["failed_domains"]:
+        failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
+        lines += ["", f"Failed domains: {failed}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],
+                  failed: Mapping[int, str] | None = None, model: str | None = None) -> RunSummary:
+    """Write ``summary.json``, ``summary.md`` and ``domain_accuracy.png`` into a model folder."""
+    from socbench.report.plots import domain_accuracy_plot
+
+    folder = Path(folder)
+    payload = summary_payload(results, failed, model)
+    path = write_json(folder / "summary.json", payload)
+    markdown = folder / "summary.md"
+    with atomic_open(markdown) as handle:
+        handle.write(summary_markdown(payload))
+    plot = domain_accuracy_plot(results, folder / "domain_accuracy.png") if results else None
+    return RunSummary(path, markdown, plot, _clean(payload["domains"]))
+
+
+def write_run_summary(output_dir: str | os.PathLike[str], model: str, results: Sequence[DomainResult],
+                      failed: Mapping[int, str] | None = None) -> RunSummary:
+    """``write_summary`` into ``<output_dir>/<model slug>/``."""
+    return write_summary(model_dir(output_dir, model), results, failed, model)

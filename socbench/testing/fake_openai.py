@@ -1,0 +1,363 @@
+"""A small OpenAI-compatible server with deterministic answers and seeded fault injection.
+
+In tests: ``with FakeOpenAIServer(latency_ms=20, faults={"500": 0.1}) as server: server.url``
+(127.0.0.1, a free port, served from a background thread). As a script:
+``python -m socbench.testing.fake_openai --port 8001 --latency-ms 100 --fault 429=0.1``
+(binds 127.0.0.1 only).
+
+Answers: ``{"answer": "<code>"}`` with the code picked by a hash of the prompt among the
+options listed in it (lines ``<id>. text``), or among the enum of a requested JSON schema.
+Faults: a request whose hash falls in a fault's share fails on its first ``fail_attempts``
+attempts (the attempt number is how often the server has seen that exact body), so which
+requests fail, and how, is a pure function of (seed, request, attempt): see ``fault_for``.
+Fake tokens are digits, words, whitespace runs and single symbols; their log-probs come
+from ``token_logprob`` so tests can recompute any score independently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import re
+import socket
+import threading
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from aiohttp import web
+
+FAULT_KINDS = ("401", "500", "502", "503", "429", "timeout", "drop", "null", "empty", "garbage", "truncated", "prose")
+_TOKEN = re.compile(r"\d|[^\W\d_]+|\s+|.", re.S)
+_OPTION = re.compile(r"^\s*([A-Za-z0-9-]+)[.)]\s+\S", re.M)
+ID_BASE = 1000
+
+
+@dataclass(frozen=True)
+class FakeConfig:
+    """Behaviour of the fake server (latency, faults, answers)."""
+
+    model: str = "fake-model"
+    latency_ms: float = 0.0
+    seed: int = 0
+    faults: dict[str, float] = field(default_factory=dict)  # kind -> share of requests failing
+    fail_attempts: int = 1  # how many attempts of a faulted request fail (large: always)
+    retry_after_s: float = 0.05
+    hang_s: float = 5.0  # how long a "timeout" fault keeps the client waiting
+    down_for_s: float = 0.0  # refuse connections (not listening) for this long after start
+    tokenize: bool = True  # serve vLLM's /tokenize (False: 404, like OpenAI)
+    answer: Callable[[str, tuple[str, ...]], str] | None = None  # (prompt, codes) -> content
+
+    def fault_for(self, request_id: str, attempt: int) -> str | None:
+        """The fault for this attempt of this request, or None (deterministic)."""
+        if attempt >= self.fail_attempts:
+            return None
+        point, total = _unit(f"{self.seed}:{request_id}"), 0.0
+        for kind in FAULT_KINDS:
+            total += self.faults.get(kind, 0.0)
+            if point < total:
+                return kind
+        return None
+
+
+def _unit(text: str) -> float:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16) / 16 ** 12
+
+
+def fake_tokens(text: str) -> list[str]:
+    """The fake tokenizer: digits one by one, words, whitespace runs, single symbols."""
+    return _TOKEN.findall(text)
+
+
+def token_id(token: str) -> int:
+    return ID_BASE + zlib.crc32(token.encode()) % 1_000_000
+
+
+def token_logprob(position: int, token: str) -> float:
+    """Log-prob the fake model gives ``token`` at ``position`` of an echoed prompt."""
+    return -0.05 - (zlib.crc32(f"{position}:{token}".encode()) % 400) / 100
+
+
+def pick_code(prompt: str, codes: tuple[str, ...]) -> str:
+    """The code the fake model answers for this prompt."""
+    return codes[int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(codes)] if codes else "1"
+
+
+def default_answer(prompt: str, codes: tuple[str, ...]) -> str:
+    return json.dumps({"answer": pick_code(prompt, codes)})
+
+
+def _prompt_and_codes(body: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    if "messages" in body:
+        prompt = "\n".join(str(m.get("content") or "") for m in body["messages"] if m.get("role") != "assistant")
+    else:
+        prompt = str(body.get("prompt", ""))
+    schema = (body.get("structured_outputs") or {}).get("json") or \
+        ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    enum = schema.get("properties", {}).get("answer", {}).get("enum")
+    return prompt, tuple(enum) if enum else tuple(dict.fromkeys(_OPTION.findall(prompt)))
+
+
+@dataclass
+class FakeStats:
+    """What the server saw; read it through ``FakeOpenAIServer.stats()`` (a copy)."""
+
+    requests: int = 0  # POSTs to completion endpoints
+    with_auth: int = 0  # of those, how many carried an Authorization header
+    by_path: Counter = field(default_factory=Counter)
+    statuses: Counter = field(default_factory=Counter)  # "200", "503", "drop", ...
+    faults: Counter = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    attempts: Counter = field(default_factory=Counter)  # request id -> times seen
+
+
+class _Model:
+    """Request handlers over one config and one stats record (all on the server's loop)."""
+
+    def __init__(self, config: FakeConfig) -> None:
+        self.config = config
+        self.stats = FakeStats()
+        self.vocab: dict[int, str] = {}
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.config.model, "object": "model"}]})
+
+    async def tokenize(self, request: web.Request) -> web.Response:
+        self.stats.by_path[request.path] += 1
+        if not self.config.tokenize:
+            raise web.HTTPNotFound()
+        body = await request.json()
+        ids = [self._id(t) for t in fake_tokens(body.get("prompt", ""))]
+        return web.json_response({"count": len(ids), "tokens": ids, "max_model_len": 4096})
+
+    async def complete(self, request: web.Request) -> web.StreamResponse:
+        stats = self.stats
+        stats.requests += 1
+        stats.by_path[request.path] += 1
+        stats.with_auth += "Authorization" in request.headers
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            raw = await request.read()
+            request_id = hashlib.sha256(request.path.encode() + raw).hexdigest()
+            attempt = stats.attempts[request_id]
+            stats.attempts[request_id] += 1
+            await asyncio.sleep(self.config.latency_ms / 1000)
+            fault = self.config.fault_for(request_id, attempt)
+            if fault:
+                stats.faults[fault] += 1
+            response = await self._respond(request, json.loads(raw), fault)
+            stats.statuses[str(response.status) if response is not None else "drop"] += 1
+            if response is None:
+                request.transport.abort()  # type: ignore[union-attr]
+                return web.Response()
+            return response
+        finally:
+            stats.in_flight -= 1
+
+    async def _respond(self, request: web.Request, body: dict[str, Any], fault: str | None) -> web.Response | None:
+        if fault == "401":  # like OpenAI's "Incorrect API key provided: ...", echoing the key
+            return web.json_response({"error": {"message": f"bad key {request.headers.get('Authorization')}"}},
+                                     status=401)
+        if fault in ("500", "502", "503", "429"):
+            headers = {"Retry-After": f"{self.config.retry_after_s:g}"} if fault == "429" else None
+            return web.json_response({"error": {"message": f"injected {fault}"}}, status=int(fault), headers=headers)
+        if fault == "drop":
+            return None
+        if fault == "timeout":
+            await asyncio.sleep(self.config.hang_s)
+        if fault == "garbage":
+            return web.Response(text="<html>502 Bad Gateway</html>", content_type="application/json")
+        prompt, codes = _prompt_and_codes(body)
+        content = (self.config.answer or default_answer)(prompt, codes)
+        content = {"null": None, "empty": "", "prose": "I would probably pick the second one."}.get(fault, content)
+        if request.path.endswith("/chat/completions"):
+            payload = self._chat(body, prompt, codes, content)
+        else:
+            payload = self._completion(body, prompt, codes, content)
+        text = json.dumps(payload)
+        return web.Response(text=text[: len(text) // 2] if fault == "truncated" else text,
+                            content_type="application/json")
+
+    def _chat(self, body: dict[str, Any], prompt: str, codes: tuple[str, ...], content: str | None) -> dict:
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
+                                  "finish_reason": "stop"}
+        if body.get("logprobs") and content is not None:
+            top = [{"token": t, "logprob": lp} for t, lp in self._top(body, prompt, codes, body.get("top_logprobs", 0))]
+            choice["message"]["content"] = content and top[0]["token"]
+            choice["logprobs"] = {"content": [dict(top[0], top_logprobs=top)]} if content else {"content": []}
+        return self._envelope("chat.completion", choice)
+
+    def _completion(self, body: dict[str, Any], prompt: str, codes: tuple[str, ...], content: str | None) -> dict:
+        choice: dict[str, Any] = {"index": 0, "text": content, "finish_reason": "stop"}
+        if body.get("echo"):
+            tokens = fake_tokens(prompt)
+            offsets = [sum(len(t) for t in tokens[:i]) for i in range(len(tokens))]
+            logprobs = [None] + [token_logprob(i, t) for i, t in enumerate(tokens) if i]
+            tops = [None] + [{t: token_logprob(i, t), "<alt>": token_logprob(i, "<alt>")}
+                             for i, t in enumerate(tokens) if i]
+            choice["text"] = prompt
+            choice["logprobs"] = {"tokens": tokens, "text_offset": offsets, "token_logprobs": logprobs,
+                                  "top_logprobs": tops}
+        elif body.get("logprobs") and content is not None:
+            top = self._top(body, prompt, codes, body["logprobs"]) if content else []
+            choice["text"] = top[0][0] if top else content
+            choice["logprobs"] = {"tokens": [t for t, _ in top[:1]], "text_offset": [0][:len(top[:1])],
+                                  "token_logprobs": [lp for _, lp in top[:1]], "top_logprobs": [dict(top)][:len(top)]}
+        return self._envelope("text_completion", choice)
+
+    def _top(self, body: dict[str, Any], prompt: str, codes: tuple[str, ...], n: int) -> list[tuple[str, float]]:
+        """Next-token log-probs: the picked code highest, other codes next, then filler tokens."""
+        chosen = pick_code(prompt, codes)
+
+        def score(token: str) -> float:
+            return -0.05 if token.strip() == chosen else -1.5 - (zlib.crc32(token.encode()) % 300) / 100
+
+        wanted = body.get("logprob_token_ids")
+        if wanted:
+            as_ids = body.get("return_tokens_as_token_ids")
+            return [(f"token_id:{i}" if as_ids else self.vocab.get(i, "?"), score(self.vocab.get(i, "?")))
+                    for i in wanted]
+        candidates = {t: score(t) for t in (*codes, " ", "{", "The", "I", '"', "answer")}
+        return sorted(candidates.items(), key=lambda kv: -kv[1])[: max(int(n), 1)]
+
+    def _id(self, token: str) -> int:
+        self.vocab[token_id(token)] = token
+        return token_id(token)
+
+    def _envelope(self, kind: str, choice: dict[str, Any]) -> dict[str, Any]:
+        return {"id": "fake-1", "object": kind, "created": 0, "model": self.config.model, "choices": [choice],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def make_app(model: _Model) -> web.Application:
+    app = web.Application()
+    app.router.add_get("/v1/models", model.models)
+    app.router.add_post("/v1/chat/completions", model.complete)
+    app.router.add_post("/v1/completions", model.complete)
+    app.router.add_post("/tokenize", model.tokenize)
+    return app
+
+
+class FakeOpenAIServer:
+    """The fake server on 127.0.0.1 in a background thread; a context manager."""
+
+    def __init__(self, config: FakeConfig | None = None, port: int = 0, **overrides: Any) -> None:
+        self.config = replace(config or FakeConfig(), **overrides)
+        self._model = _Model(self.config)
+        self._requested_port = port
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stats(self) -> FakeStats:
+        """A snapshot of the counters (taken on the server's loop)."""
+        def copy() -> FakeStats:
+            s = self._model.stats
+            return replace(s, by_path=Counter(s.by_path), statuses=Counter(s.statuses),
+                           faults=Counter(s.faults), attempts=Counter(s.attempts))
+        return self._call(copy)
+
+    def reset_stats(self) -> None:
+        self._call(lambda: setattr(self._model, "stats", FakeStats()))
+
+    def start(self) -> FakeOpenAIServer:
+        ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, args=(ready,), name="fake-openai", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None or self._thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)  # type: ignore[union-attr]
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop = self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        async def run() -> Any:
+            return fn()
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)  # type: ignore[arg-type]
+
+    def _serve(self, ready: threading.Event) -> None:
+        loop = self._loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(self._open())
+        ready.set()
+        loop.run_forever()
+        loop.close()
+
+    async def _open(self) -> None:
+        """Bind now (so the port is known); listen after ``down_for_s`` (refused until then)."""
+        self._runner = web.AppRunner(make_app(self._model), access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self._requested_port))
+        self.port = sock.getsockname()[1]
+        site = web.SockSite(self._runner, sock)
+        if self.config.down_for_s > 0:
+            asyncio.get_running_loop().call_later(self.config.down_for_s, lambda: asyncio.ensure_future(site.start()))
+        else:
+            await site.start()
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m socbench.testing.fake_openai", description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fault", action="append", default=[], metavar="KIND=SHARE",
+                        help=f"share of requests failing with KIND, one of {', '.join(FAULT_KINDS)}")
+    parser.add_argument("--fail-attempts", type=int, default=1)
+    parser.add_argument("--retry-after-s", type=float, default=0.05)
+    parser.add_argument("--hang-s", type=float, default=5.0)
+    parser.add_argument("--down-for-s", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    try:
+        args.faults = {k: float(v) for k, v in (f.split("=", 1) for f in args.fault)}
+    except ValueError:
+        parser.error("--fault expects KIND=SHARE, e.g. 503=0.1")
+    if unknown := set(args.faults) - set(FAULT_KINDS):
+        parser.error(f"unknown fault kind(s) {sorted(unknown)}; known: {', '.join(FAULT_KINDS)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse_args(argv)
+    config = FakeConfig(model=args.model, latency_ms=args.latency_ms, seed=args.seed, faults=args.faults,
+                        fail_attempts=args.fail_attempts, retry_after_s=args.retry_after_s,
+                        hang_s=args.hang_s, down_for_s=args.down_for_s)
+    server = FakeOpenAIServer(config, port=args.port).start()
+    print(f"fake OpenAI server on {server.url}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

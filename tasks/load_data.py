@@ -1,0 +1,17 @@
+"""Stage 1: read one domain's question set and respondents."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from socbench.config import RunConfig
+from socbench.data import load_domain
+from socbench.domains import get_domain
+from socbench.types import DomainData
+
+
+@task(name="load_data", cache_policy=NO_CACHE, persist_result=False)
+def load_data(domain_id: int, config: RunConfig) -> DomainData:
+    """Validated DomainData for the configured sample size and interview count."""
+    return load_domain(config.data_dir, get_domain(domain_id), config.dataset_size, config.interview_count)

@@ -1,0 +1,31 @@
+"""Stage 7: result files for a domain (and the run summary), posted as UI artifacts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from socbench.config import RunConfig
+from socbench.report import domain_markdown, write_domain_files, write_run_summary
+from socbench.types import DomainResult, ScoredItem
+
+
+@task(name="report", cache_policy=NO_CACHE, persist_result=False)
+def report(result: DomainResult, scored: list[ScoredItem], config: RunConfig) -> dict:
+    """Write ``<Domain>_detailed.json`` / ``_metrics.json``; post the domain's markdown report."""
+    paths = write_domain_files(config.output_dir, result, scored)
+    create_markdown_artifact(domain_markdown(result), key=f"issp-report-domain-{result.domain_id}",
+                             description=f"ISSP {result.domain_name}: {result.model}")
+    return {"domain_id": result.domain_id, "domain": result.domain_name,
+            "accuracy": result.metrics.get("accuracy"), "files": [str(p) for p in paths]}
+
+
+@task(name="report_run", cache_policy=NO_CACHE, persist_result=False)
+def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int, str]) -> Path:
+    """``summary.json``/``.md`` and plots over the domains run; the summary as a table artifact."""
+    summary = write_run_summary(config.output_dir, config.model, results, failed)
+    create_table_artifact(summary.rows, key="issp-summary", description=f"ISSP summary: {config.model}")
+    return summary.path

@@ -1,0 +1,268 @@
+"""OpenAIEngine against the project's fake OpenAI-compatible server (real HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import threading
+
+import pytest
+
+from socbench.engines import create_engine
+from socbench.engines.openai_api import OpenAIEngine, OpenAISettings, resolve_api_key
+from socbench.errors import ConfigError, EngineError
+from socbench.testing import FakeOpenAIServer
+from socbench.testing.fake_openai import fake_tokens, pick_code, token_logprob
+from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
+
+CODES = ("1", "2", "3", "4")
+FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5.0}
+
+
+def prompt(i: int, codes: tuple[str, ...] = CODES, **kw) -> PromptRequest:
+    text = f"Question {i}: how much do you agree?\n" + "\n".join(f"{c}. option {c}" for c in codes)
+    return PromptRequest(item_id=f"p{i}", messages=(Message("system", "You are a respondent."), Message("user", text)),
+                         offered_codes=codes, answer_prefix='{"answer": "', **kw)
+
+
+def raw_prompt(i: int, codes: tuple[str, ...]) -> PromptRequest:
+    text = f"Question {i}:\n" + "\n".join(f"{c}. option {c}" for c in codes) + "\nAnswer: "
+    return PromptRequest(item_id=f"r{i}", messages=(Message("user", text),), offered_codes=codes,
+                         answer_prefix='{"answer": "', chat=False)
+
+
+def expected_code(request: PromptRequest, mode: str = "generate") -> str:
+    """What the fake model answers: its hash rule over the non-assistant messages (raw: the prompt sent)."""
+    if not request.chat:
+        text = request.messages[0].content + (request.answer_prefix if mode == "logprobs" else "")
+        return pick_code(text, request.offered_codes)
+    return pick_code("\n".join(m.content for m in request.messages), request.offered_codes)
+
+
+def engine_for(*servers: FakeOpenAIServer, **settings) -> OpenAIEngine:
+    return OpenAIEngine(OpenAISettings(api_base=[s.url for s in servers], model="fake-model", **(FAST | settings)))
+
+
+def test_generate_same_order_each_reported_once():
+    requests = [prompt(i) for i in range(30)]
+    seen: list[int] = []
+    with FakeOpenAIServer(latency_ms=5) as server:
+        results = engine_for(server).generate(requests, on_result=lambda i, r: seen.append(i))
+    assert sorted(seen) == list(range(30))
+    assert [r.key for r in results] == [r.key for r in requests]
+    assert [json.loads(r.text)["answer"] for r in results] == [expected_code(r) for r in requests]
+    assert all(r.error is None and not r.cached for r in results)
+
+
+def test_twenty_percent_failing_first_attempts_all_answered():
+    faults = {"500": 0.04, "502": 0.02, "503": 0.02, "429": 0.04, "timeout": 0.03, "drop": 0.02,
+              "garbage": 0.015, "truncated": 0.015}
+    requests = [prompt(i) for i in range(150)]
+    with FakeOpenAIServer(latency_ms=5, faults=faults, hang_s=2.0, retry_after_s=0.05, seed=3) as server:
+        results = engine_for(server, timeout_s=0.4, concurrent_requests=16).generate(requests)
+        stats = server.stats()
+    assert all(r.error is None for r in results), [r.error for r in results if r.error]
+    assert [json.loads(r.text)["answer"] for r in results] == [expected_code(r) for r in requests]
+    n_faulted = sum(stats.faults.values())
+    assert 15 <= n_faulted <= 45 and len(stats.faults) >= 6  # ~20 % of 150, mixed kinds
+    assert stats.requests == 150 + n_faulted  # each faulted request needed exactly one retry
+    assert stats.statuses["429"] == stats.faults["429"] and stats.statuses["drop"] == stats.faults["drop"]
+    assert stats.max_in_flight <= 16
+
+
+@pytest.mark.parametrize("kind", ["null", "empty"])
+def test_null_or_empty_content_is_an_error_result_after_one_retry(kind):
+    requests = [prompt(i) for i in range(40)]
+    with FakeOpenAIServer(faults={kind: 0.25}, fail_attempts=100) as server:
+        results = engine_for(server, max_retries=5).generate(requests)
+        stats = server.stats()
+    failed = [r for r in results if r.error]
+    assert 3 <= len(failed) == stats.faults[kind] // 2  # each failing request was asked exactly twice
+    assert all(f"{kind} content" in r.error and r.text is None for r in failed)
+    assert all(json.loads(r.text)["answer"] == expected_code(q) for q, r in zip(requests, results) if not r.error)
+    assert max(stats.attempts.values()) == 2
+
+
+def test_null_content_once_then_answered():
+    requests = [prompt(i) for i in range(20)]
+    with FakeOpenAIServer(faults={"null": 0.3, "empty": 0.2}, seed=1) as server:
+        results = engine_for(server).generate(requests)
+    assert all(r.error is None for r in results)
+
+
+def test_retry_budget_exhausted_gives_error_with_reason():
+    requests = [prompt(i) for i in range(6)]
+    with FakeOpenAIServer(faults={"503": 1.0}, fail_attempts=1000) as server:
+        results = engine_for(server, max_retries=2).generate(requests)
+        stats = server.stats()
+    assert stats.requests == 6 * 3
+    assert all(r.error.startswith("gave up after 3 attempts: HTTP 503") for r in results)
+
+
+def test_client_errors_are_not_retried():
+    with FakeOpenAIServer(faults={"401": 1.0}, fail_attempts=1000) as server:
+        results = engine_for(server, max_retries=4).generate([prompt(0)])
+        assert server.stats().requests == 1
+    assert results[0].error.startswith("HTTP 401")
+
+
+def test_in_flight_never_exceeds_concurrent_requests():
+    requests = [prompt(i) for i in range(70)]
+    with FakeOpenAIServer(latency_ms=50) as server:
+        engine_for(server, concurrent_requests=7).generate(requests)
+        stats = server.stats()
+    assert stats.max_in_flight == 7  # all submitted at once: the bound is reached, never passed
+
+
+def test_round_robin_over_two_servers_and_a_down_one():
+    requests = [prompt(i) for i in range(40)]
+    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+        engine_for(a, b).generate(requests)
+        assert a.stats().requests == b.stats().requests == 20
+    with FakeOpenAIServer() as up, FakeOpenAIServer(down_for_s=30) as down:
+        results = engine_for(up, down, max_retries=3).generate(requests)
+        assert up.stats().requests == 40 and down.stats().requests == 0
+    assert all(r.error is None for r in results)
+
+
+def test_server_down_for_the_first_half_second():
+    with FakeOpenAIServer(down_for_s=0.5) as server:
+        results = engine_for(server, max_retries=12, backoff_base_s=0.05, backoff_max_s=0.2).generate(
+            [prompt(i) for i in range(10)])
+        assert server.stats().requests == 10
+    assert all(r.error is None for r in results)
+
+
+def test_structured_modes_send_the_schema():
+    request = PromptRequest(item_id="s", messages=(Message("user", "Pick seven or eight."),),
+                            offered_codes=("7", "8"), structured=True)
+    with FakeOpenAIServer() as server:  # no option lines in the prompt: the fake answers from the schema
+        for mode in ("vllm", "json_schema"):
+            [result] = engine_for(server, structured_mode=mode).generate([request])
+            assert json.loads(result.text)["answer"] in ("7", "8")
+        [plain] = engine_for(server, structured_mode="none").generate([request])
+        [raw] = engine_for(server).generate([PromptRequest(item_id="r", messages=request.messages, chat=False,
+                                                           offered_codes=("7", "8"), structured=True)])
+        assert server.stats().by_path["/v1/completions"] == 1
+    assert json.loads(plain.text)["answer"] == "1"  # no schema sent, no options listed
+    assert json.loads(raw.text)["answer"] in ("7", "8")
+
+
+@pytest.mark.parametrize("tokenize", [True, False])
+def test_option_logprobs(tokenize):
+    requests = [prompt(i) for i in range(10)] + [raw_prompt(i, ("1", "2", "10")) for i in range(4)]
+    with FakeOpenAIServer(tokenize=tokenize) as server:
+        engine = engine_for(server)
+        results = engine.option_logprobs(requests)
+        assert engine.option_logprobs(requests) == results
+        assert server.stats().by_path["/tokenize"] == 6  # prefix + each of 5 codes, once (after a 404: never)
+    for request, result in zip(requests, results):
+        lps = result.option_logprobs
+        assert set(lps) == set(request.offered_codes)
+        assert max(lps, key=lps.get) == expected_code(request, "logprobs")
+        assert lps[expected_code(request, "logprobs")] == pytest.approx(-0.05)
+
+
+def test_option_logprobs_missing_codes_get_minus_inf():
+    request = prompt(1, codes=("1", "2", "3", "4", "5", "6", "7", "8"))
+    with FakeOpenAIServer(tokenize=False) as server:
+        [result] = engine_for(server, top_logprobs=3).option_logprobs([request])
+    finite = {c: v for c, v in result.option_logprobs.items() if not math.isinf(v)}
+    assert finite[expected_code(request)] == pytest.approx(-0.05) and len(finite) <= 3  # only the top 3 are known
+    assert all(v == -math.inf for c, v in result.option_logprobs.items() if c not in finite)
+
+
+def _expected_loglikelihood(context: str, continuation: str) -> tuple[float, int, bool]:
+    tokens = fake_tokens(context + continuation)
+    n_context = len(fake_tokens(context))  # the examples below split cleanly at the boundary
+    picked = range(n_context, len(tokens))
+    scores = [token_logprob(i, tokens[i]) for i in picked]
+    greedy = all(token_logprob(i, tokens[i]) >= token_logprob(i, "<alt>") for i in picked)
+    return sum(scores), len(picked), greedy
+
+
+def test_loglikelihood_matches_independent_sum():
+    pairs = [("The sky is", " blue"), ("Answer: 12", "34 apples."), ("Q: 2+2?\nA:", " 4")]
+    with FakeOpenAIServer() as server:
+        results = engine_for(server).loglikelihood([LoglikelihoodRequest(c, x) for c, x in pairs])
+    for (context, continuation), result in zip(pairs, results):
+        logprob, n_tokens, greedy = _expected_loglikelihood(context, continuation)
+        assert result.logprob == pytest.approx(logprob)
+        assert (result.n_tokens, result.is_greedy) == (n_tokens, greedy)
+
+
+def test_loglikelihood_failures_raise_after_reporting_the_rest():
+    requests = [LoglikelihoodRequest(f"Context {i} is", " fine") for i in range(12)]
+    reported: list[int] = []
+    with FakeOpenAIServer(faults={"500": 0.4}, fail_attempts=1000, seed=2) as server:
+        with pytest.raises(EngineError, match="loglikelihood requests to 127.0.0.1"):
+            engine_for(server, max_retries=1).loglikelihood(requests, on_result=lambda i, r: reported.append(i))
+        failed = server.stats().faults["500"] // 2
+    assert 0 < failed < 12 and len(reported) == 12 - failed
+
+
+def test_called_inside_a_running_loop_and_from_a_thread():
+    with FakeOpenAIServer() as server:
+        engine = engine_for(server)
+
+        async def in_loop():
+            return engine.generate([prompt(1)])
+
+        assert asyncio.run(in_loop())[0].error is None
+        out: list = []
+        worker = threading.Thread(target=lambda: out.extend(engine.generate([prompt(2)])))
+        worker.start()
+        worker.join()
+        assert out[0].error is None
+
+
+def test_api_key_never_leaks(tmp_path, monkeypatch, caplog):
+    key = "sk-PLANTED-secret-4f1c9a7e"
+    monkeypatch.setenv("SOCBENCH_TEST_KEY", key)
+    caplog.set_level(logging.DEBUG)
+    requests = [prompt(i, sampling=SamplingSettings(seed=i)) for i in range(30)]
+    with FakeOpenAIServer(faults={"401": 0.3, "503": 0.2}, fail_attempts=1000) as server:
+        engine = create_engine("openai", "fake-model", settings={"api_base": server.url, "max_retries": 1,
+                                                                  "api_key_env": "SOCBENCH_TEST_KEY", **FAST},
+                               cache_dir=tmp_path)
+        results = engine.generate(requests)
+        with pytest.raises(EngineError) as raised:
+            engine.loglikelihood([LoglikelihoodRequest(f"c{i}", " x") for i in range(20)])
+        engine.close()
+        assert server.stats().with_auth == server.stats().requests > 0  # the key was sent
+    errors = [r.error for r in results if r.error]
+    assert any("bad key Bearer ***" in e for e in errors)  # the server echoed it; we redacted it
+    texts = [*errors, str(raised.value), caplog.text, json.dumps(engine.identity), repr(engine.backend.settings)]
+    assert all(key not in text for text in texts)
+    assert all(key.encode() not in path.read_bytes() for path in tmp_path.iterdir())
+
+
+def test_resolve_api_key(monkeypatch):
+    monkeypatch.delenv("SOCBENCH_NO_SUCH_KEY", raising=False)
+    assert resolve_api_key("SOCBENCH_NO_SUCH_KEY") is None
+    monkeypatch.setenv("SOCBENCH_SOME_KEY", "abc")
+    assert resolve_api_key("SOCBENCH_SOME_KEY").get_secret_value() == "abc"
+    with pytest.raises(ConfigError, match="--api_key_env must name an environment variable"):
+        resolve_api_key("sk-abc123")
+
+
+@pytest.mark.parametrize("base", ["ftp://host:1", "localhost:8000", "", "http://", "http://h:99999"])
+def test_invalid_api_base_is_a_config_error(base):
+    with pytest.raises(ConfigError, match="--api_base"):
+        OpenAISettings(api_base=base, model="m")
+    with pytest.raises(ConfigError, match="--api_base"):
+        create_engine("config", "m", settings={"api_base": f"http://ok:1,{base or 'x'}"})
+
+
+def test_registry_errors_and_identity():
+    with pytest.raises(ConfigError, match="choose one of config, hf, openai, vllm"):
+        create_engine("llamacpp", "m")
+    with pytest.raises(ConfigError, match="--concurrent_requests"):
+        create_engine("openai", "m", settings={"api_base": "http://h:1", "concurrent_requests": 0})
+    with pytest.raises(ConfigError, match="--api_base"):
+        create_engine("openai", "m")
+    engine = create_engine("config", "m", settings={"api_base": "http://u:pw@b:2/v1, https://a.example"})
+    assert engine.identity["api_base"] == "a.example,b:2" and "pw" not in json.dumps(engine.identity)
+    assert engine.settings.api_base == ("http://u:pw@b:2", "https://a.example")

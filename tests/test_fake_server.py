@@ -1,0 +1,69 @@
+"""The fake OpenAI server itself: seeded fault decisions, refusal while down, script mode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+
+import pytest
+
+from socbench.testing import FakeConfig, FakeOpenAIServer
+
+
+def post(url: str, body: dict) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_fault_decisions_are_seeded_per_request_and_attempt():
+    config = FakeConfig(faults={"500": 0.1, "429": 0.05, "null": 0.05}, fail_attempts=2, seed=7)
+    ids = [f"request-{i}" for i in range(4000)]
+    first = [config.fault_for(i, 0) for i in ids]
+    shares = Counter(first)
+    assert abs(shares["500"] / 4000 - 0.10) < 0.02 and abs(shares["429"] / 4000 - 0.05) < 0.015
+    assert abs(shares[None] / 4000 - 0.80) < 0.025
+    assert [config.fault_for(i, 1) for i in ids] == first  # attempts below fail_attempts fail alike
+    assert all(config.fault_for(i, 2) is None for i in ids)
+    reseeded = FakeConfig(faults=config.faults, seed=8)
+    assert [reseeded.fault_for(i, 0) for i in ids] != first
+
+
+def test_connection_refused_while_down_then_serving():
+    with FakeOpenAIServer(down_for_s=0.4) as server:
+        with pytest.raises(urllib.error.URLError, match="refused"):
+            urllib.request.urlopen(f"{server.url}/v1/models", timeout=5)
+        time.sleep(0.6)
+        with urllib.request.urlopen(f"{server.url}/v1/models", timeout=5) as response:
+            assert json.load(response)["data"][0]["id"] == "fake-model"
+
+
+def test_script_mode_binds_localhost_and_fails_first_attempts():
+    proc = subprocess.Popen([sys.executable, "-m", "socbench.testing.fake_openai", "--port", "0",
+                             "--fault", "503=1", "--model", "m1"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        url = line.strip().rsplit(" ", 1)[-1]
+        assert url.startswith("http://127.0.0.1:")
+        body = {"model": "m1", "messages": [{"role": "user", "content": "Pick:\n3. a\n5. b"}]}
+        assert post(f"{url}/v1/chat/completions", body)[0] == 503  # attempt 0 of every request fails
+        status, text = post(f"{url}/v1/chat/completions", body)
+        assert status == 200
+        assert json.loads(json.loads(text)["choices"][0]["message"]["content"])["answer"] in ("3", "5")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_script_rejects_unknown_fault():
+    done = subprocess.run([sys.executable, "-m", "socbench.testing.fake_openai", "--fault", "teapot=1"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "unknown fault kind" in done.stderr

@@ -1,0 +1,155 @@
+"""End to end on a real Prefect server and process worker, deployed from prefect.yaml.
+
+One domain's data file is broken: the other domains complete and the parent ends Failed.
+After the file is fixed, retrying the parent reruns only that domain, and no request that
+had been answered is sent to the engine again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DEMO_DATA, ROOT
+
+pytestmark = pytest.mark.slow
+BIN = Path(sys.executable).parent
+BROKEN = "family"  # domain 3
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture()
+def server(tmp_path: Path):
+    """A real Prefect server with project-local state; yields the environment to use it."""
+    port = _free_port()
+    env = dict(os.environ)
+    home = tmp_path / "prefect"
+    env.update({
+        "PREFECT_HOME": str(home),
+        "PREFECT_MEMO_STORE_PATH": str(home / "memo_store.toml"),
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"),
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "SOCBENCH_PROJECT_DIR": str(ROOT),
+        "TMPDIR": str(tmp_path / "tmp"),
+    })
+    (tmp_path / "tmp").mkdir()
+    log = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait(lambda: _healthy(env["PREFECT_API_URL"]), 120, "the Prefect server")
+        yield env
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _prefect(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, check=check, timeout=300)
+
+
+def _flow_runs(env: dict) -> list[dict]:
+    req = urllib.request.Request(f"{env['PREFECT_API_URL']}/flow_runs/filter", data=b"{}", method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def _stored_requests(cache_dir: Path) -> int:
+    files = list(cache_dir.glob("*.sqlite"))
+    assert files, f"no engine cache in {cache_dir}"
+    with sqlite3.connect(files[0]) as db:
+        return db.execute("select count(*) from results").fetchone()[0]
+
+
+def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path) -> None:
+    env = server
+    data = tmp_path / "Dataset_all"
+    shutil.copytree(DEMO_DATA, data)
+    answers = data / "A_GroundTruth_sampling500" / f"issp_answer_{BROKEN}.json"
+    good = answers.read_text()
+    answers.write_text(good[: len(good) // 2])  # truncated JSON
+    out = tmp_path / "results"
+
+    _prefect(env, "work-pool", "create", "socbench-local", "--type", "process", "--overwrite")
+    _prefect(env, "--no-prompt", "deploy", "--all")
+    worker_log = tmp_path / "worker.log"
+    with worker_log.open("w") as log:
+        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "socbench-local"],
+                                  env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        params = ["--param", f"model={tiny_model}", "--param", f"data_dir={data}", "--param", f"output_dir={out}",
+                  "--param", "interview_count=4", "--param", "structured=true"]
+        run = _prefect(env, "deployment", "run", "issp/all-domains", *params, "--watch", check=False)
+        assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+
+        runs = _flow_runs(env)
+        parent = next(r for r in runs if r["name"] and r["parent_task_run_id"] is None)
+        children = [r for r in runs if r["parent_task_run_id"] is not None]
+        states = {r["name"]: r["state_type"] for r in children}
+        assert states.pop("issp-domain-3") == "FAILED"
+        assert len(states) == 9 and set(states.values()) == {"COMPLETED"}, states
+        model_dir = next(out.iterdir())
+        assert (model_dir / "Citizenship_metrics.json").exists()
+        assert not (model_dir / "Family_metrics.json").exists()
+        stored_before = _stored_requests(out / ".cache")
+
+        answers.write_text(good)  # fix the file, then retry the parent as the UI's Retry does
+        _wait(lambda: "exited" in worker_log.read_text(), 60, "the worker to see the flow-run process exit")
+        _prefect(env, "flow-run", "retry", parent["id"])
+
+        def finished() -> dict | None:
+            current = next(r for r in _flow_runs(env) if r["id"] == parent["id"])
+            done = current["run_count"] > parent["run_count"] and current["state_type"] in ("COMPLETED", "FAILED", "CRASHED")
+            return current if done else None
+
+        final = _wait(finished, 240, "the retried parent run to finish", interval=1.0)
+        assert final["state_type"] == "COMPLETED", final["state"]
+        reruns = [r for r in _flow_runs(env) if r["parent_task_run_id"] is not None]
+        assert sorted(r["name"] for r in reruns).count("issp-domain-3") == 2
+        assert len(reruns) == 11, sorted(r["name"] for r in reruns)  # only the fixed domain ran again
+        family = json.loads((model_dir / "Family_metrics.json").read_text())
+        stored_after = _stored_requests(out / ".cache")
+        assert stored_after - stored_before == family["total_count"]  # nothing else was generated again
+        summary = json.loads((model_dir / "summary.json").read_text())
+        assert len(summary["domains"]) == 10
+    finally:
+        os.killpg(worker.pid, 15)
+        worker.wait(timeout=30)

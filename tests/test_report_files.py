@@ -1,0 +1,144 @@
+"""Result files read back by content: seed keys, recomputed accuracy, atomicity, summary, plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from socbench.models import model_slug
+from socbench.report import model_scale_plot, write_domain_files, write_run_summary
+from socbench.report.files import atomic_open, model_dir, write_json
+from socbench.report.plots import parameter_count
+from socbench.scoring import score_items, summarize_domain
+from socbench.types import Extraction, Item
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"))
+SEED_DETAILED = {"domain", "timestamp", "model", "correct_count", "total_count", "accuracy", "macro_f1",
+                 "micro_f1", "parse_failures", "excluded_count", "details"}
+SEED_DETAIL = {"person_id", "question_id", "country_code", "true_answer", "llm_answer", "correct",
+               "is_country_specific", "parse_error"}
+SEED_METRICS = {"domain", "domain_id", "model", "timestamp", "accuracy", "macro_f1", "micro_f1",
+                "interview_count", "total_count", "correct_count", "parse_failures", "excluded_count"}
+
+
+def domain(domain_id: int, name: str, model: str, answers: list[tuple[str, str | None]], unmapped=None):
+    """A small scored domain: one item per (true, predicted) pair, plus one excluded item."""
+    items = [Item(i, "V5", "DE" if i % 2 else "JP", OPTS, true, False) for i, (true, _) in enumerate(answers)]
+    items.append(Item(99, "V5", "DE", OPTS, None, False, "missing code -9"))
+    extractions = {f"{i}:V5": Extraction("k", pred, None if pred else "no JSON object",
+                                         {"1": 0.5, "2": 0.5} if i == 0 else None)
+                   for i, (_, pred) in enumerate(answers)}
+    scored = score_items(items, extractions)
+    result = summarize_domain(domain_id, name, model, items, scored, unmapped or {}, len(answers) + 1)
+    return result, scored
+
+
+ANSWERS = [("1", "1"), ("2", "1"), ("3", "3"), ("1", None), ("2", "2")]
+
+
+def test_domain_files_have_seed_keys_and_consistent_counts(tmp_path: Path) -> None:
+    result, scored = domain(1, "Citizenship", "HuggingFaceTB/SmolLM2-135M-Instruct", ANSWERS, {"Taiwan": 3})
+    detailed_path, metrics_path = write_domain_files(tmp_path, result, scored, timestamp="2025-01-01T00:00")
+    assert detailed_path == tmp_path / "HuggingFaceTB_SmolLM2-135M-Instruct" / "Citizenship_detailed.json"
+    detailed = json.loads(detailed_path.read_text())
+    assert SEED_DETAILED <= set(detailed)
+    assert {"per_question_macro_f1", "baselines", "per_country"} <= set(detailed)
+    details = detailed["details"]
+    assert all(SEED_DETAIL <= set(d) for d in details)
+    # Recompute from details alone, independently of the metric code.
+    correct = sum(d["true_answer"] == d["llm_answer"] for d in details)
+    assert correct == detailed["correct_count"] == 3 == sum(d["correct"] for d in details)
+    assert detailed["total_count"] == len(details) == 5
+    assert detailed["accuracy"] == pytest.approx(correct / len(details))
+    assert detailed["excluded_count"] == 1 and detailed["parse_failures"] == 1
+    assert details[0]["option_distribution"] == {"1": 0.5, "2": 0.5}
+    assert "option_distribution" not in details[1]
+    assert details[3] == {"person_id": 3, "question_id": "V5", "country_code": "DE", "true_answer": "1",
+                          "llm_answer": None, "correct": False, "is_country_specific": False,
+                          "parse_error": "no JSON object"}
+    metrics = json.loads(metrics_path.read_text())
+    assert SEED_METRICS <= set(metrics)
+    assert metrics["domain_id"] == 1 and metrics["interview_count"] == 6
+    assert {k: metrics[k] for k in ("correct_count", "total_count", "accuracy")} == {
+        "correct_count": 3, "total_count": 5, "accuracy": detailed["accuracy"]}
+    assert metrics["unmapped_countries"] == {"Taiwan": 3}
+
+
+def test_empty_domain_writes_null_metrics(tmp_path: Path) -> None:
+    result, scored = domain(3, "Family", "m", [])
+    _, metrics_path = write_domain_files(tmp_path, result, scored)
+    metrics = json.loads(metrics_path.read_text())  # strict JSON: no NaN tokens
+    assert metrics["accuracy"] is None and metrics["total_count"] == 0 and metrics["excluded_count"] == 1
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "Citizenship_detailed.json"
+    with pytest.raises(RuntimeError):
+        with atomic_open(target) as handle:
+            handle.write('{"domain": "Citizenship", "details": [')
+            raise RuntimeError("killed mid-way")
+    assert not target.exists() and list(target.parent.iterdir()) == []
+    write_json(target, {"ok": 1})
+    with pytest.raises(TypeError):  # json.dump fails after writing part of the payload
+        write_json(target, {"a": 1, "b": object()})
+    assert json.loads(target.read_text()) == {"ok": 1}
+    assert [p.name for p in target.parent.iterdir()] == [target.name]
+
+
+def test_model_names_stay_inside_the_output_dir(tmp_path: Path) -> None:
+    for name in ("../../etc/passwd", "..", "/abs/path/model", "org/../../x", "a\\..\\b", "...", ""):
+        folder = model_dir(tmp_path, name)
+        assert folder.parent == tmp_path.resolve() and folder.name not in ("", ".", "..")
+        assert ".." not in model_slug(name) and "/" not in model_slug(name)
+    result, scored = domain(1, "Citizenship", "../../evil/..//x", ANSWERS)
+    paths = write_domain_files(tmp_path / "results", result, scored)
+    assert all((tmp_path / "results").resolve() in p.resolve().parents for p in paths)
+
+
+def test_summary_files(tmp_path: Path) -> None:
+    model = "org/SmolLM2-135M"
+    a, _ = domain(1, "Citizenship", model, ANSWERS, {"Taiwan": 3})
+    b, _ = domain(7, "Religion", model, [("1", "1"), ("2", "2")], {"Taiwan": 1, "Kosovo": 2})
+    summary = write_run_summary(tmp_path, model, [b, a], failed={4: "engine crashed"})
+    payload = json.loads(summary.path.read_text())
+    assert [row["domain"] for row in payload["domains"]] == ["Citizenship", "Religion"]
+    assert payload["mean"]["accuracy"] == pytest.approx((3 / 5 + 1.0) / 2)
+    assert payload["unmapped_countries"] == {"Kosovo": 2, "Taiwan": 4}
+    assert payload["totals"] == {"scoreable_items": 7, "parse_failures": 1, "excluded_count": 2}
+    row = payload["domains"][0]
+    assert row["margin_over_best_baseline"] == pytest.approx(row["accuracy"] - row["best_baseline_accuracy"])
+    md = summary.markdown.read_text()
+    assert "| Citizenship (1) | 0.6000 |" in md and "| Religion (7) | 1.0000 |" in md
+    assert "| **mean** | 0.8000 |" in md
+    assert "Kosovo (2), Taiwan (4)" in md and "4: engine crashed" in md
+    assert summary.plot is not None and summary.plot.read_bytes()[:8] == PNG_MAGIC
+    assert summary.rows[0]["domain"] == "Citizenship"
+
+
+@pytest.mark.parametrize("name, params", [
+    ("HuggingFaceTB/SmolLM2-135M-Instruct", 135e6), ("SmolLM2-1.7B", 1.7e9), ("llama-2-7b-chat", 7e9),
+    ("Qwen2.5-0.5B-Instruct", 0.5e9), ("gpt-4o", None), ("Phi-3-mini-128k-instruct", None),
+    ("Mixtral-8x7B", None), ("model-4bit", None),
+])
+def test_parameter_count(name: str, params: float | None) -> None:
+    assert parameter_count(name) == params
+
+
+def test_model_scale_plot(tmp_path: Path) -> None:
+    for model, acc in (("org/SmolLM2-135M", ANSWERS), ("org/SmolLM2-1.7B", [("1", "1")] * 4),
+                       ("gpt-4o", ANSWERS)):
+        write_run_summary(tmp_path, model, [domain(1, "Citizenship", model, acc)[0]])
+    plot = model_scale_plot(tmp_path)
+    assert plot.path == tmp_path / "model_scale.png" and plot.path.read_bytes()[:8] == PNG_MAGIC
+    assert plot.models == [("org/SmolLM2-135M", 135e6), ("org/SmolLM2-1.7B", 1.7e9)]
+    assert any("gpt-4o" in note for note in plot.notes)
+
+
+def test_model_scale_plot_needs_two_sized_models(tmp_path: Path) -> None:
+    model = "org/SmolLM2-135M"
+    write_run_summary(tmp_path, model, [domain(1, "Citizenship", model, ANSWERS)[0]])
+    plot = model_scale_plot(tmp_path)
+    assert plot.path is None and not (tmp_path / "model_scale.png").exists()
