@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from socbench.circular import CircularSettings, VariantResult, issp_variants
 
 from socbench.extract import NOT_OFFERED
 from socbench.metrics.baselines import baselines, margin_over_best
+from socbench.metrics.circular import circular_metrics
 from socbench.metrics.classification import (
     accuracy,
     item_count,
@@ -20,7 +24,10 @@ from socbench.metrics.classification import (
     seed_macro_f1,
     seed_micro_f1,
 )
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, distribution_scores
 from socbench.metrics.grouped import breakdown
+from socbench.metrics.persona_groups import persona_breakdowns, respondent_groups
+from socbench.metrics.uncertainty import cluster_bootstrap_ci
 from socbench.types import DomainData, DomainResult, Extraction, Item, ScoredItem
 
 NO_EXTRACTION = "no extraction for this item"
@@ -28,8 +35,12 @@ NO_EXTRACTION = "no extraction for this item"
 COUNTRY_METRICS = {"n": item_count, "accuracy": accuracy, "parse_failure_rate": parse_failure_rate}
 
 
-def score_item(item: Item, extraction: Extraction | None) -> ScoredItem:
-    """Score one scoreable item against its extraction (None when there is none)."""
+def score_item(item: Item, extraction: Extraction | None, groups: Mapping[str, str] | None = None) -> ScoredItem:
+    """Score one scoreable item against its extraction (None when there is none).
+
+    ``groups`` are the respondent's persona groups (sex, age group, ...), kept on the item
+    for the breakdowns.
+    """
     if item.true_code is None:
         raise ValueError(f"item {item.item_id} is scoreable but has no true code")
     predicted = extraction.code if extraction is not None else None
@@ -52,13 +63,17 @@ def score_item(item: Item, extraction: Extraction | None) -> ScoredItem:
         country_specific=item.country_specific,
         offered_codes=item.offered_codes,
         distribution=extraction.distribution if extraction is not None else None,
+        groups=dict(groups or {}),
     )
 
 
-def score_items(items: Sequence[Item], extractions: Mapping[str, Extraction]) -> list[ScoredItem]:
-    """Score every scoreable item; ``extractions`` is keyed by ``item.item_id``."""
+def score_items(items: Sequence[Item], extractions: Mapping[str, Extraction],
+                groups: Mapping[int, Mapping[str, str]] | None = None) -> list[ScoredItem]:
+    """Score every scoreable item; ``extractions`` is keyed by ``item.item_id``, ``groups``
+    (persona groups) by person id."""
+    groups = groups or {}
     return [
-        score_item(item, extractions.get(item.item_id))
+        score_item(item, extractions.get(item.item_id), groups.get(item.person_id))
         for item in items
         if item.excluded_reason is None
     ]
@@ -83,11 +98,15 @@ def summarize_domain(
     scored: Sequence[ScoredItem],
     unmapped_countries: Mapping[str, int],
     interview_count: int,
+    *,
+    min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+    seed: int = 0,
 ) -> DomainResult:
-    """Counts, metrics, per-country breakdown and baselines of one domain run.
+    """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
     ``metrics`` also holds ``margin_over_best_baseline`` (accuracy minus the strongest
-    baseline), so a headline number is never read without its floor.
+    baseline), so a headline number is never read without its floor. ``min_respondents``
+    is the smallest group the distribution metrics score; ``seed`` seeds the bootstrap.
     """
     metrics = domain_metrics(scored)
     floor = baselines(scored)
@@ -106,6 +125,10 @@ def summarize_domain(
         baselines=floor,
         unmapped_countries=dict(unmapped_countries),
         interview_count=interview_count,
+        breakdowns=persona_breakdowns(scored),
+        distribution=distribution_scores(scored, min_respondents),
+        accuracy_ci=cluster_bootstrap_ci([item.correct for item in scored],
+                                         [item.person_id for item in scored], seed=seed),
     )
 
 
@@ -116,18 +139,54 @@ def score_domain(
     *,
     model: str,
     interview_count: int | str = "all",
+    min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+    circular: CircularSettings | None = None,
 ) -> tuple[list[ScoredItem], DomainResult]:
     """The whole ``score`` stage for one domain: scored items and their DomainResult.
 
     The recorded ``interview_count`` is the number of respondents actually interviewed
     (distinct person ids among the items); ``interview_count`` is the requested limit,
     and more respondents than it means an earlier stage ignored it (a bug, not user input).
+    Each scored item carries its respondent's persona groups (``metrics.persona_groups``).
+    With ``circular``, ``extractions`` also holds every variant's (by request id); the
+    identity variant is the normal result and the circular metrics join ``metrics``.
     """
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
         raise ValueError(f"{data.domain_name}: {interviewed} respondents in the items, "
                          f"more than interview_count={interview_count}")
-    scored = score_items(items, extractions)
+    scored = score_items(items, extractions, respondent_groups(data.respondents))
     result = summarize_domain(data.domain_id, data.domain_name, model, items, scored,
-                              data.unmapped_countries, interviewed)
+                              data.unmapped_countries, interviewed, min_respondents=min_respondents)
+    if circular is not None:
+        result = with_circular_metrics(result, score_variants(items, extractions, circular), circular)
     return scored, result
+
+
+# ------------------------------------------------------------------------- circular
+
+
+def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction],
+                   circular: CircularSettings) -> list[VariantResult]:
+    """Every variant of every scoreable item, read as ``score_item`` reads the normal answer.
+
+    ``extractions`` is keyed by request id (``Variant.request_id``); a failed, missing or
+    unoffered answer is a None prediction (wrong) with its reason.
+    """
+    results = []
+    for item in items:
+        if item.excluded_reason is not None:
+            continue
+        for variant in issp_variants(item, circular):
+            scored = score_item(item, extractions.get(variant.request_id))
+            prediction = scored.predicted_code if scored.parse_error is None else None
+            results.append(VariantResult.of(variant, prediction, scored.parse_error))
+    return results
+
+
+def with_circular_metrics(result: DomainResult, variants: Sequence[VariantResult],
+                          circular: CircularSettings) -> DomainResult:
+    """``result`` plus ``circular_acc``, ``circular_perf`` and ``circular_vote`` of the run's family."""
+    metrics = circular_metrics(variants, circular.mode).metrics
+    extra = {f"circular_{name}": metrics[f"{name}_{circular.mode}"] for name in ("acc", "perf", "vote")}
+    return replace(result, metrics={**result.metrics, **extra})

@@ -188,6 +188,7 @@ class ScoredItem:
     country_specific: bool
     offered_codes: tuple[Code, ...]
     distribution: dict[Code, float] | None = None
+    groups: dict[str, str] = field(default_factory=dict)  # persona attribute -> group (sex, age_group, ...)
 
 
 @dataclass(frozen=True)
@@ -206,3 +207,8 @@ class DomainResult:
     baselines: dict[str, float]
     unmapped_countries: dict[str, int]
     interview_count: int
+    # {persona attribute: {group: {n, accuracy, parse_failure_rate}}} (metrics.persona_groups)
+    breakdowns: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    # {level: {groups, wasserstein, js, uniform_wasserstein, uniform_js, ...}} (metrics.distribution)
+    distribution: dict[str, dict[str, float]] = field(default_factory=dict)
+    accuracy_ci: tuple[float, float] | None = None  # 95% respondent-cluster bootstrap

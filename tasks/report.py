@@ -8,15 +8,22 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from socbench.circular import VariantResult, circular_settings
 from socbench.config import RunConfig
 from socbench.report import domain_markdown, write_domain_files, write_run_summary
+from socbench.report.circular import write_domain_circular, write_run_circular_table
 from socbench.types import DomainResult, ScoredItem
 
 
 @task(name="report", cache_policy=NO_CACHE, persist_result=False)
-def report(result: DomainResult, scored: list[ScoredItem], config: RunConfig) -> dict:
-    """Write ``<Domain>_detailed.json`` / ``_metrics.json``; post the domain's markdown report."""
+def report(result: DomainResult, scored: list[ScoredItem], config: RunConfig,
+           variants: list[VariantResult] | None = None) -> dict:
+    """Write ``<Domain>_detailed.json`` / ``_metrics.json`` (and, given circular ``variants``,
+    ``_circular.jsonl`` / ``_circular_metrics.json``); post the domain's markdown report."""
     paths = write_domain_files(config.output_dir, result, scored)
+    settings = circular_settings(config)
+    if variants is not None and settings is not None:
+        paths = (*paths, *write_domain_circular(config.output_dir, result, variants, settings))
     create_markdown_artifact(domain_markdown(result), key=f"issp-report-domain-{result.domain_id}",
                              description=f"ISSP {result.domain_name}: {result.model}")
     return {"domain_id": result.domain_id, "domain": result.domain_name,
@@ -28,4 +35,8 @@ def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int,
     """``summary.json``/``.md`` and plots over the domains run; the summary as a table artifact."""
     summary = write_run_summary(config.output_dir, config.model, results, failed)
     create_table_artifact(summary.rows, key="issp-summary", description=f"ISSP summary: {config.model}")
+    if config.circular is not None and results:
+        markdown, _ = write_run_circular_table(config.output_dir, config.model, results, config.circular, config.mode)
+        create_markdown_artifact(markdown.read_text(encoding="utf-8"), key="issp-circular-summary",
+                                 description=f"ISSP circular evaluation: {config.model}")
     return summary.path

@@ -60,8 +60,8 @@ def test_twenty_percent_failing_first_attempts_all_answered():
     faults = {"500": 0.04, "502": 0.02, "503": 0.02, "429": 0.04, "timeout": 0.03, "drop": 0.02,
               "garbage": 0.015, "truncated": 0.015}
     requests = [prompt(i) for i in range(150)]
-    with FakeOpenAIServer(latency_ms=5, faults=faults, hang_s=2.0, retry_after_s=0.05, seed=3) as server:
-        results = engine_for(server, timeout_s=0.4, concurrent_requests=16).generate(requests)
+    with FakeOpenAIServer(latency_ms=5, faults=faults, hang_s=3.0, retry_after_s=0.05, seed=3) as server:
+        results = engine_for(server, timeout_s=1.0, concurrent_requests=16).generate(requests)
         stats = server.stats()
     assert all(r.error is None for r in results), [r.error for r in results if r.error]
     assert [json.loads(r.text)["answer"] for r in results] == [expected_code(r) for r in requests]
@@ -129,7 +129,7 @@ def test_round_robin_over_two_servers_and_a_down_one():
 
 def test_server_down_for_the_first_half_second():
     with FakeOpenAIServer(down_for_s=0.5) as server:
-        results = engine_for(server, max_retries=12, backoff_base_s=0.05, backoff_max_s=0.2).generate(
+        results = engine_for(server, max_retries=20, backoff_base_s=0.05, backoff_max_s=0.2).generate(
             [prompt(i) for i in range(10)])
         assert server.stats().requests == 10
     assert all(r.error is None for r in results)
@@ -157,12 +157,15 @@ def test_option_logprobs(tokenize):
         engine = engine_for(server)
         results = engine.option_logprobs(requests)
         assert engine.option_logprobs(requests) == results
-        assert server.stats().by_path["/tokenize"] == 6  # prefix + each of 5 codes, once (after a 404: never)
+        # the prefix, and prefix+code with and without the closing quote, each tokenized once (404: never again)
+        assert server.stats().by_path["/tokenize"] == 11
     for request, result in zip(requests, results):
-        lps = result.option_logprobs
-        assert set(lps) == set(request.offered_codes)
-        assert max(lps, key=lps.get) == expected_code(request, "logprobs")
-        assert lps[expected_code(request, "logprobs")] == pytest.approx(-0.05)
+        lps, chosen = result.option_logprobs, expected_code(request, "logprobs")
+        assert set(lps) == set(request.offered_codes) and max(lps, key=lps.get) == chosen
+        if tokenize and "10" in request.offered_codes:  # one request per code, prompt log-probs of code + quote
+            assert lps == pytest.approx({c: (-0.05 if c == chosen else -3.0) * len(c) - 0.01 for c in lps})
+        else:  # one request: next-token log-probs (exact token ids, or the top 20 by text)
+            assert lps[chosen] == pytest.approx(-0.05)
 
 
 def test_option_logprobs_missing_codes_get_minus_inf():

@@ -71,7 +71,7 @@ def _check(conn: sqlite3.Connection) -> None:
     if meta.get("magic") != MAGIC:
         raise _Unusable("incompatible", f"not a socbench cache (magic {meta.get('magic')!r})")
     if meta.get("schema") != SCHEMA_VERSION or "results" not in tables:
-        raise _Unusable("incompatible", f"schema {meta.get('schema')!r}, this socbench needs {SCHEMA_VERSION}")
+        raise _Unusable("incompatible", f"schema {meta.get('schema')!r}, socbench needs {SCHEMA_VERSION}")
 
 
 def _set_aside(path: Path, kind: str) -> Path:
@@ -129,7 +129,8 @@ class EngineCache:
             for start in range(0, len(unique), 500):
                 chunk = unique[start:start + 500]
                 marks = ",".join("?" * len(chunk))
-                found.update(self._read.execute(f"SELECT key, value FROM results WHERE key IN ({marks})", chunk))
+                sql = f"SELECT key, value FROM results WHERE key IN ({marks})"
+                found.update(self._read.execute(sql, chunk))
         return found
 
     def put(self, key: str, method: str, value: str) -> None:
@@ -223,7 +224,8 @@ class CachedEngine:
     def identity(self) -> dict[str, str]:
         return dict(self._identity)
 
-    def generate(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+    def generate(self, requests: Sequence[PromptRequest],
+                 on_result: ResultSink | None = None) -> list[EngineResult]:
         return self._run("generate", requests, on_result, _decoder(EngineResult))
 
     def option_logprobs(self, requests: Sequence[PromptRequest],

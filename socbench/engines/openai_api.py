@@ -11,15 +11,17 @@ What each method sends (vLLM server extensions where the OpenAI API has no equiv
 
 - ``generate``: ``/v1/chat/completions``; ``chat=False`` sends the raw text to ``/v1/completions``.
   ``structured`` adds ``structured_outputs: {json: schema}`` (mode "vllm") or an OpenAI
-  ``response_format`` json_schema (mode "json_schema"; chat only).
-- ``option_logprobs``: the conversation plus an assistant message holding ``answer_prefix``,
-  ``continue_final_message: true, add_generation_prompt: false``, one token, log-probs. With
-  ``exact_option_tokens`` the server's ``/tokenize`` gives each code's token id in context
-  (``prefix+code`` minus ``prefix``); codes that are one token are asked for exactly
-  (``logprob_token_ids``, ``return_tokens_as_token_ids``). Otherwise (no ``/tokenize``, or a
-  multi-token code) the code is looked up by text among ``top_logprobs`` (20); a code not
-  among them gets ``-inf``. Multi-token codes are scored by their first token only in exact
-  mode's absence; use the in-process vLLM backend where that matters.
+  ``response_format`` json_schema (mode "json_schema"; chat only). An unstructured request
+  with an ``answer_prefix`` starts the reply with it (assistant message +
+  ``continue_final_message``) and the text returned includes it, as in the vLLM backend.
+- ``option_logprobs``: the same scoring rule as the in-process backends (``_chat.option_plan``),
+  with the server's ``/tokenize`` giving the tokens (``prefix+code`` minus ``prefix``): if every
+  code is one distinct token, one request per item asks for exactly those tokens after the
+  prefix (``logprob_token_ids`` + ``return_tokens_as_token_ids``, one generated token);
+  otherwise one request per code sends ``prefix + code`` (+ the closing quote) as the
+  assistant message and sums that tail's ``prompt_logprobs``. Without ``/tokenize`` (e.g. the
+  OpenAI API) codes are looked up by text among the ``top_logprobs`` (20) of one request and a
+  code not among them gets ``-inf`` (multi-token codes never match there).
 - ``loglikelihood``: ``/v1/completions`` with ``echo: true, max_tokens: 0, logprobs: 1``; the
   continuation is the echoed tokens covering its last ``len(continuation)`` characters.
   Requests still failing after the retry budget raise ``EngineError`` once the others are
@@ -31,19 +33,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import os
 import random
 import re
+from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from itertools import count
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from socbench.engines import _openai_replies as replies
 from socbench.engines.base import ResultSink
 from socbench.errors import ConfigError, EngineError
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
@@ -102,10 +106,6 @@ def answer_schema(codes: Sequence[str]) -> dict[str, Any]:
             "required": ["answer"], "additionalProperties": False}
 
 
-class _Unusable(Exception):
-    """A well-formed reply whose content cannot be used (asked once more, then an error)."""
-
-
 @dataclass(frozen=True)
 class _Call:
     path: str
@@ -145,12 +145,13 @@ class OpenAIEngine:
         self.settings = settings
         self._turn = count()
         self._random = random.Random()
-        self._token_ids: dict[tuple[str, str], int | None] = {}
+        self._tokens: dict[str, list[int]] = {"": []}  # text -> the server's token ids (/tokenize)
         self._tokenize_ok = settings.exact_option_tokens
 
     @property
     def identity(self) -> dict[str, str]:
-        hosts = sorted(f"{urlsplit(u).hostname}:{urlsplit(u).port or ''}".rstrip(":") for u in self.settings.api_base)
+        parts = map(urlsplit, self.settings.api_base)
+        hosts = sorted(f"{p.hostname}:{p.port or ''}".rstrip(":") for p in parts)
         return {"backend": "openai", "model": self.settings.model, "api_base": ",".join(hosts),
                 "structured_mode": self.settings.structured_mode,
                 "option_tokens": "exact" if self.settings.exact_option_tokens else "top"}
@@ -160,30 +161,54 @@ class OpenAIEngine:
 
     # ------------------------------------------------------------------ Engine methods
 
-    def generate(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
-        calls = [self._generate_call(r) for r in requests]
-        return self._run_all(calls, lambda i, value, err: _result(requests[i].key, "text", value, err), on_result)
+    def generate(self, requests: Sequence[PromptRequest],
+                 on_result: ResultSink | None = None) -> list[EngineResult]:
+        def finish(i: int, text: str | None, error: str | None) -> EngineResult:
+            prefix = _started(requests[i])
+            result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
+            return _report(on_result, i, result)
+
+        return self._run_all([self._generate_call(r) for r in requests], finish)
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
-        if self._tokenize_ok:
-            self._learn_token_ids({(r.answer_prefix, c) for r in requests for c in r.offered_codes})
-        calls = [self._logprobs_call(r) for r in requests]
-        return self._run_all(calls, lambda i, value, err: _result(requests[i].key, "option_logprobs", value, err),
-                             on_result)
+        plans = self._plans(requests)
+        owners = [(i, code, call) for i, r in enumerate(requests) if r.offered_codes
+                  for code, call in self._option_calls(r, plans[i])]
+        pending = Counter(i for i, _, _ in owners)
+        parts: dict[int, dict[str, float]] = defaultdict(dict)
+        errors: dict[int, str] = {}
+        results: list[EngineResult | None] = [None] * len(requests)
+
+        def finish(j: int, value: Any, error: str | None) -> None:
+            i, code, _ = owners[j]
+            if error is not None:
+                errors.setdefault(i, error)
+            else:
+                parts[i].update(value if code is None else {code: value})
+            pending[i] -= 1
+            if pending[i] == 0:
+                key, codes = requests[i].key, requests[i].offered_codes
+                results[i] = _report(on_result, i, EngineResult(key, error=errors[i]) if i in errors else
+                                     EngineResult(key, option_logprobs={c: parts[i][c] for c in codes}))
+
+        for i, request in enumerate(requests):
+            if not request.offered_codes:
+                results[i] = _report(on_result, i, EngineResult(request.key, error="no offered codes"))
+        self._run_all([call for _, _, call in owners], finish)
+        return results  # type: ignore[return-value]
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         failed: list[str] = []
 
-        def finish(index: int, value: Any, error: str | None) -> LoglikelihoodResult | None:
+        def finish(i: int, value: Any, error: str | None) -> LoglikelihoodResult | None:
             if error is not None:
                 failed.append(error)
                 return None
-            return LoglikelihoodResult(requests[index].key, *value)
+            return _report(on_result, i, LoglikelihoodResult(requests[i].key, *value))
 
-        calls = [self._loglikelihood_call(r) for r in requests]
-        results = self._run_all(calls, finish, on_result, report=lambda r: r is not None)
+        results = self._run_all([self._loglikelihood_call(r) for r in requests], finish)
         if failed:
             raise EngineError(f"{len(failed)} of {len(requests)} loglikelihood requests to "
                               f"{self.identity['api_base']} failed; first: {failed[0]}")
@@ -191,75 +216,79 @@ class OpenAIEngine:
 
     # ------------------------------------------------------------------ request bodies
 
-    def _sampling(self, request: PromptRequest) -> dict[str, Any]:
+    def _body(self, request: PromptRequest, **extra: Any) -> dict[str, Any]:
+        """Model, sampling and the prompt: chat messages (with an assistant prefix) or raw text."""
         s = request.sampling
         body = {"model": self.settings.model, "temperature": s.temperature, "top_p": s.top_p,
-                "max_tokens": s.max_tokens}
-        return body | ({"seed": s.seed} if s.seed is not None else {})
+                "max_tokens": s.max_tokens} | ({"seed": s.seed} if s.seed is not None else {})
+        prefix = extra.pop("prefix", "")
+        if not request.chat:
+            return body | {"prompt": "".join(m.content for m in request.messages) + prefix} | extra
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        if prefix:
+            messages.append({"role": "assistant", "content": prefix})
+            body |= {"continue_final_message": True, "add_generation_prompt": False}
+        return body | {"messages": messages} | extra
 
     def _generate_call(self, request: PromptRequest) -> _Call:
-        body = self._sampling(request)
+        body = self._body(request, prefix=_started(request))
         mode = self.settings.structured_mode if request.structured else "none"
         if mode == "vllm":
             body["structured_outputs"] = {"json": answer_schema(request.offered_codes)}
-        if not request.chat:
-            return _Call("/v1/completions", body | {"prompt": _raw_text(request)}, _completion_text)
-        if mode == "json_schema":
+        elif mode == "json_schema" and request.chat:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "answer", "schema": answer_schema(request.offered_codes), "strict": True}}
-        return _Call("/v1/chat/completions", body | {"messages": _messages(request)}, _chat_text)
+        return _Call(_path(request), body, replies.chat_text if request.chat else replies.completion_text)
 
-    def _logprobs_call(self, request: PromptRequest) -> _Call:
-        codes = request.offered_codes
-        ids = {c: self._token_ids.get((request.answer_prefix, c)) for c in codes}
-        exact = self._tokenize_ok and all(i is not None for i in ids.values())
-        body: dict[str, Any] = {"model": self.settings.model, "max_tokens": 1, "temperature": 0.0}
-        if exact:
-            body |= {"logprob_token_ids": sorted(set(ids.values())), "return_tokens_as_token_ids": True}
-        names = {f"token_id:{i}": c for c, i in ids.items()} if exact else None
+    def _option_calls(self, request: PromptRequest,
+                      plan: replies.OptionPlan) -> list[tuple[str | None, _Call]]:
+        """(code or None for all codes, call) pairs scoring one request by its plan."""
+        codes, prefix = request.offered_codes, request.answer_prefix
+        one_token = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0}
+        if plan.method == "continuation":
+            return [(code, _Call(_path(request), self._body(request, prefix=prefix + code + plan.suffix,
+                                                                 prompt_logprobs=0, **one_token),
+                                 partial(replies.prompt_tail_logprob, expected=plan.tokens[code])))
+                    for code in codes]
+        names = {f"token_id:{plan.tokens[c][0]}": c for c in codes} if plan.method == "single_token" else None
+        asks = {"logprob_token_ids": sorted({t[0] for t in plan.tokens.values()}),
+                "return_tokens_as_token_ids": True} if names else {}
+        logprobs = {"logprobs": True, "top_logprobs": self.settings.top_logprobs} if request.chat else \
+            {"logprobs": self.settings.top_logprobs}
+        started = prefix.rstrip() if names else prefix  # single tokens carry the prefix's trailing space
+        body = self._body(request, prefix=started, **one_token, **logprobs, **asks)
 
-        def parse(entries: list[tuple[str, float]]) -> dict[str, float]:
-            return _pick_codes(entries, codes, names)
+        def parse(data: dict[str, Any]) -> dict[str, float]:
+            return replies.pick_codes(replies.next_token_logprobs(data), codes, names)
 
-        if not request.chat:
-            body |= {"prompt": _raw_text(request) + request.answer_prefix, "logprobs": self.settings.top_logprobs}
-            return _Call("/v1/completions", body, lambda data: parse(_completion_top(data)))
-        body |= {"messages": [*_messages(request), {"role": "assistant", "content": request.answer_prefix}],
-                 "continue_final_message": True, "add_generation_prompt": False,
-                 "logprobs": True, "top_logprobs": self.settings.top_logprobs}
-        return _Call("/v1/chat/completions", body, lambda data: parse(_chat_top(data)))
+        return [(None, _Call(_path(request), body, parse))]
 
     def _loglikelihood_call(self, request: LoglikelihoodRequest) -> _Call:
         body = {"model": self.settings.model, "prompt": request.context + request.continuation,
                 "max_tokens": 0, "echo": True, "logprobs": 1, "temperature": 0.0}
-        return _Call("/v1/completions", body, lambda data: _continuation_score(data, len(request.continuation)))
+        parse = partial(replies.continuation_score, n_chars=len(request.continuation))
+        return _Call("/v1/completions", body, parse)
 
-    def _learn_token_ids(self, pairs: set[tuple[str, str]]) -> None:
-        """Token id of each code after its prefix, from the server's /tokenize (vLLM)."""
-        pairs -= self._token_ids.keys()
-        texts = sorted(({p for p, _ in pairs} | {p + c for p, c in pairs}) - {""})
-        if not pairs:
-            return
+    def _plans(self, requests: Sequence[PromptRequest]) -> list[replies.OptionPlan]:
+        """Scoring plan per request, from the server's /tokenize (vLLM) where it has one."""
+        texts = set().union(*(replies.option_texts(r.answer_prefix, r.offered_codes) for r in requests))
+        todo = sorted(texts - self._tokens.keys()) if self._tokenize_ok else []
         body = {"model": self.settings.model, "add_special_tokens": False}
-        calls = [_Call("/tokenize", body | {"prompt": t}, lambda d: [int(i) for i in d["tokens"]]) for t in texts]
-        found: dict[str, list[int]] = {"": []}
+        ids = lambda d: list(map(int, d["tokens"]))  # noqa: E731
+        calls = [_Call("/tokenize", body | {"prompt": t}, ids) for t in todo]
         errors: list[str] = []
-        self._run_all(calls, lambda i, v, e: errors.append(e) if e else found.__setitem__(texts[i], v), None)
+        self._run_all(calls, lambda i, v, e: errors.append(e) if e else self._tokens.__setitem__(todo[i], v))
         if errors:
-            self._tokenize_ok = not errors[0].startswith("HTTP 4")  # the server has no /tokenize
+            self._tokenize_ok = not errors[0].startswith("HTTP 4")  # 4xx: the server has no /tokenize
             log.info("%s: /tokenize failed (%s); option log-probs use the top %d tokens",
                      self.identity["api_base"], errors[0], self.settings.top_logprobs)
-            return
-        for prefix, code in pairs:
-            head, full = found[prefix], found[prefix + code]
-            one = len(full) == len(head) + 1 and full[:len(head)] == head
-            self._token_ids[(prefix, code)] = full[-1] if one else None
+        tokens = self._tokens if self._tokenize_ok and not errors else None
+        return [replies.option_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
 
     # ------------------------------------------------------------------ transport
 
-    def _run_all(self, calls: list[_Call], finish: Callable[[int, Any, str | None], Any],
-                 on_result: ResultSink | None, report: Callable[[Any], bool] = lambda r: True) -> list[Any]:
-        """Send every call at once (at most ``concurrent_requests`` in flight); same order out."""
+    def _run_all(self, calls: list[_Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
+        """Send every call at once (at most ``concurrent_requests`` in flight); ``finish`` each as it ends."""
         if not calls:
             return []
 
@@ -268,16 +297,14 @@ class OpenAIEngine:
 
             limit = self.settings.concurrent_requests
             gate = asyncio.Semaphore(limit)
-            headers = {"Authorization": f"Bearer {self.settings.api_key.get_secret_value()}"} if self.settings.api_key else {}
-            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit), headers=headers,
-                                             timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s)) as session:
+            key = self.settings.api_key
+            headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
+            timeout = aiohttp.ClientTimeout(total=self.settings.timeout_s)
+            connector = aiohttp.TCPConnector(limit=limit)
+            async with aiohttp.ClientSession(connector=connector, headers=headers, timeout=timeout) as http:
 
                 async def one(index: int) -> Any:
-                    value, error = await self._ask(session, gate, calls[index])
-                    result = finish(index, value, error)
-                    if on_result is not None and report(result):
-                        on_result(index, result)
-                    return result
+                    return finish(index, *await self._ask(http, gate, calls[index]))
 
                 tasks = [asyncio.ensure_future(one(i)) for i in range(len(calls))]
                 try:
@@ -295,17 +322,19 @@ class OpenAIEngine:
         attempts, bases, first = self.settings.max_retries + 1, self.settings.api_base, next(self._turn)
         for attempt in range(attempts):
             async with gate:  # round-robin; a retry goes to the next server
-                reply = await self._post(session, bases[(first + attempt) % len(bases)] + call.path, call.body)
+                base = bases[(first + attempt) % len(bases)]
+                reply = await self._post(session, base + call.path, call.body)
             if reply.data is not None:
                 try:
                     return call.parse(reply.data), None
-                except _Unusable as exc:
+                except replies.Unusable as exc:
                     unusable += 1
                     if unusable > 1:
                         return None, self._redact(str(exc))
                     reply = _Reply(reason=str(exc), retry=True)
                 except (KeyError, IndexError, TypeError, ValueError) as exc:
-                    reply = _Reply(reason=f"malformed response ({type(exc).__name__}: {exc})"[:200], retry=True)
+                    reply = _Reply(reason=f"malformed response ({type(exc).__name__}: {exc})"[:200],
+                                   retry=True)
             reason = self._redact(reply.reason)
             if not reply.retry:
                 return None, reason
@@ -328,8 +357,8 @@ class OpenAIEngine:
         except UnicodeDecodeError:
             return _Reply(reason="response body is not text", retry=True)
         if status != 200:
-            return _Reply(reason=f"HTTP {status}: {' '.join(text.split())[:200]}", retry=status in RETRY_STATUS,
-                          retry_after=retry_after)
+            return _Reply(reason=f"HTTP {status}: {' '.join(text.split())[:200]}",
+                          retry=status in RETRY_STATUS, retry_after=retry_after)
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
@@ -349,72 +378,19 @@ class OpenAIEngine:
         return text.replace(key, "***") if key else text
 
 
-# ---------------------------------------------------------------------- reply parsing
+# ---------------------------------------------------------------------- helpers
 
 
-def _result(key: str, field: str, value: Any, error: str | None) -> EngineResult:
-    return EngineResult(key, error=error) if error is not None else EngineResult(key, **{field: value})
+def _started(request: PromptRequest) -> str:
+    """The answer prefix that starts an unstructured reply (as the in-process backends do)."""
+    return "" if request.structured else request.answer_prefix
 
 
-def _messages(request: PromptRequest) -> list[dict[str, str]]:
-    return [{"role": m.role, "content": m.content} for m in request.messages]
+def _path(request: PromptRequest) -> str:
+    return "/v1/chat/completions" if request.chat else "/v1/completions"
 
 
-def _raw_text(request: PromptRequest) -> str:
-    return "".join(m.content for m in request.messages)
-
-
-def _content(text: Any) -> str:
-    if text is None:
-        raise _Unusable("the server returned null content")
-    if not isinstance(text, str) or not text.strip():
-        raise _Unusable("the server returned empty content")
-    return text
-
-
-def _chat_text(data: dict[str, Any]) -> str:
-    return _content(data["choices"][0]["message"]["content"])
-
-
-def _completion_text(data: dict[str, Any]) -> str:
-    return _content(data["choices"][0]["text"])
-
-
-def _chat_top(data: dict[str, Any]) -> list[tuple[str, float]]:
-    logprobs = data["choices"][0].get("logprobs") or {}
-    content = logprobs.get("content")
-    if not content:
-        raise _Unusable("the server returned no log-probs")
-    return [(e["token"], float(e["logprob"])) for e in content[0]["top_logprobs"]]
-
-
-def _completion_top(data: dict[str, Any]) -> list[tuple[str, float]]:
-    logprobs = data["choices"][0].get("logprobs") or {}
-    if not logprobs.get("top_logprobs") or not logprobs["top_logprobs"][0]:
-        raise _Unusable("the server returned no log-probs")
-    return [(token, float(lp)) for token, lp in logprobs["top_logprobs"][0].items()]
-
-
-def _pick_codes(entries: list[tuple[str, float]], codes: Sequence[str],
-                names: dict[str, str] | None) -> dict[str, float]:
-    """Log-prob of each code: by token id when asked exactly, else by its text (-inf if absent)."""
-    out = dict.fromkeys(codes, -math.inf)
-    for token, logprob in entries:
-        code = names.get(token) if names is not None else token.strip()
-        if code in out:
-            out[code] = max(out[code], logprob)
-    if all(v == -math.inf for v in out.values()):
-        raise _Unusable("none of the offered codes is among the server's log-probs")
-    return out
-
-
-def _continuation_score(data: dict[str, Any], n_chars: int) -> tuple[float, int, bool]:
-    """(sum of log-probs, token count, greedy?) of the echoed tokens covering the last n_chars."""
-    lp = data["choices"][0]["logprobs"]
-    tokens, offsets, logprobs, tops = lp["tokens"], lp["text_offset"], lp["token_logprobs"], lp["top_logprobs"]
-    end = offsets[-1] + len(tokens[-1])
-    picked = [i for i in range(len(tokens)) if offsets[i] + len(tokens[i]) > end - n_chars]
-    if not picked or any(logprobs[i] is None for i in picked):
-        raise _Unusable("no scored continuation tokens in the echoed prompt")
-    greedy = all(logprobs[i] >= max((tops[i] or {}).values(), default=logprobs[i]) - 1e-6 for i in picked)
-    return sum(logprobs[i] for i in picked), len(picked), greedy
+def _report(on_result: ResultSink | None, index: int, result: T) -> T:
+    if on_result is not None:
+        on_result(index, result)
+    return result

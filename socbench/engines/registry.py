@@ -14,13 +14,15 @@ from socbench.errors import ConfigError
 
 
 def settings_from(cls: type[BaseModel], settings: dict[str, Any]) -> Any:
-    """Validate backend settings; a bad value is one ConfigError line naming the setting."""
+    """Validate backend settings; a bad value is one ConfigError line naming the setting (never its value)."""
     try:
         return cls.model_validate(settings)
     except ValidationError as exc:
         err = exc.errors()[0]
         name = ".".join(str(part) for part in err["loc"]) or cls.__name__
-        raise ConfigError(f"--{name}: {err['msg'].removeprefix('Value error, ')}") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        msg = "unknown setting" if err["type"] == "extra_forbidden" else msg
+        raise ConfigError(f"--{name}: {msg}") from None
 
 
 def _vllm(model: str, settings: dict[str, Any]) -> Engine:
@@ -28,7 +30,7 @@ def _vllm(model: str, settings: dict[str, Any]) -> Engine:
     from socbench.engines.vllm import VllmEngine
     from socbench.models import resolve_model
 
-    return VllmEngine(resolve_model(model), settings_from(VllmSettings, settings))
+    return VllmEngine(resolve_model(model), VllmSettings.for_host(settings))
 
 
 def _hf(model: str, settings: dict[str, Any]) -> Engine:
@@ -36,7 +38,7 @@ def _hf(model: str, settings: dict[str, Any]) -> Engine:
     from socbench.engines.settings import HfSettings
     from socbench.models import resolve_model
 
-    return HfEngine(resolve_model(model), settings_from(HfSettings, settings))
+    return HfEngine(resolve_model(model), HfSettings.from_options(settings))
 
 
 def _openai(model: str, settings: dict[str, Any]) -> Engine:

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,15 +80,20 @@ def read_marker(folder: Path) -> dict | None:
         return None
 
 
-def ensure_converted(gguf: Path, target: Path, provenance: dict) -> Path:
-    """Convert ``gguf`` into ``target`` unless a finished build from the same file is there."""
+def ensure_converted(gguf: Path, target: Path, provenance: dict,
+                     convert: Callable[[Path, Path], None] | None = None) -> Path:
+    """Convert ``gguf`` into ``target`` unless a finished build from the same file is there.
+
+    ``convert(gguf, folder)`` writes the HF files (default: dequantize with transformers).
+    """
     marker = read_marker(target)
     if marker and marker.get("gguf_sha256") == provenance.get("gguf_sha256"):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        _convert(gguf, tmp)
+        (convert or convert_gguf)(gguf, tmp)
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
         record = {**provenance, "gguf_file": gguf.name,
                   "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                   "socbench_version": _socbench_version()}
@@ -110,7 +116,7 @@ def _socbench_version() -> str:
     return __version__
 
 
-def _convert(gguf: Path, out: Path) -> None:
+def convert_gguf(gguf: Path, out: Path) -> None:
     """Dequantize a GGUF into a bf16 HF folder (stack-notes recipe).
 
     Uses transformers' GGUF reader directly rather than ``from_pretrained(gguf_file=)``,

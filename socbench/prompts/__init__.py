@@ -10,6 +10,7 @@ from socbench.prompts.persona import (
     fill_placeholders,
     prompt_text,
     settings_from_config,
+    variant_prompts,
 )
 from socbench.prompts.shuffle import display_order, render_options, shuffled_order
 
@@ -26,4 +27,5 @@ __all__ = [
     "render_options",
     "settings_from_config",
     "shuffled_order",
+    "variant_prompts",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -25,6 +25,7 @@ from socbench.prompts.shuffle import display_order, render_options
 from socbench.types import DomainData, Item, Message, PromptRequest, Question, Respondent, SamplingSettings
 
 if TYPE_CHECKING:
+    from socbench.circular import CircularSettings
     from socbench.config import RunConfig
 
 # ------------------------------------------------------------------ placeholders
@@ -221,11 +222,16 @@ def user_message(question_text: str, item: Item, order: Sequence[str], words: Co
 
 
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
-                 system: str | None = None) -> PromptRequest:
-    """One request; ``system`` lets callers reuse a respondent's system message."""
+                 system: str | None = None, order: Sequence[str] | None = None) -> PromptRequest:
+    """One request; ``system`` lets callers reuse a respondent's system message.
+
+    ``order`` overrides the displayed option order (circular evaluation's variants).
+    """
     words = country_words(respondent)
-    order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
-                          item.person_id, item.question_id)
+    if order is None:
+        order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
+                              item.person_id, item.question_id)
+    order = tuple(order)
     logprobs = settings.mode == "logprobs"
     return PromptRequest(
         item_id=item.item_id,
@@ -243,6 +249,20 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
     )
 
 
+def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
+                    circular: "CircularSettings", system: str | None = None) -> list[PromptRequest]:
+    """One request per circular variant of ``item``: only the order of option lines differs.
+
+    The identity variant keeps the plain item id and is byte-identical to the normal
+    request (same cache key); the others carry ``<item id>--<pattern>``.
+    """
+    from socbench.circular import issp_variants
+
+    return [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern),
+                    item_id=variant.request_id)
+            for variant in issp_variants(item, circular)]
+
+
 def _question_index(questions: Mapping[str, Question]) -> dict[str, Question]:
     index = {qid.lower(): q for qid, q in questions.items()}
     index.update({q.id.lower(): q for q in questions.values()})
@@ -254,11 +274,13 @@ def build_prompts(
     respondents: Mapping[int, Respondent],
     questions: Mapping[str, Question],
     settings: PromptSettings,
+    circular: "CircularSettings | None" = None,
 ) -> list[PromptRequest]:
     """Prompts for the scoreable items, respondent by respondent (in ``respondents`` order).
 
     Items with an ``excluded_reason`` get no prompt. Within a respondent, items keep their
-    order (survey order), and all of them share one system message.
+    order (survey order), and all of them share one system message. With ``circular``,
+    each item gives its variants' requests, adjacent (``variant_prompts``).
     """
     rank = {pid: i for i, pid in enumerate(respondents)}
     index = _question_index(questions)
@@ -275,16 +297,24 @@ def build_prompts(
         respondent = respondents[item.person_id]
         if item.person_id not in systems:
             systems[item.person_id] = system_message(respondent, settings)
-        prompts.append(build_prompt(item, respondent, index[item.question_id.lower()], settings,
-                                    systems[item.person_id]))
+        question = index[item.question_id.lower()]
+        if circular is None:
+            prompts.append(build_prompt(item, respondent, question, settings, systems[item.person_id]))
+        else:
+            prompts += variant_prompts(item, respondent, question, settings, circular, systems[item.person_id])
     return prompts
 
 
 def build_domain_prompts(data: DomainData, items: Sequence[Item], config: "RunConfig") -> list[PromptRequest]:
-    """The ``build_prompts`` stage: one domain's items under one run configuration."""
+    """The ``build_prompts`` stage: one domain's items under one run configuration.
+
+    With ``config.circular`` set, every scoreable item is asked once per variant.
+    """
+    from socbench.circular import circular_settings
+
     respondents = {r.person_id: r for r in data.respondents}
     questions = {q.id: q for q in data.questions}
-    return build_prompts(items, respondents, questions, settings_from_config(config))
+    return build_prompts(items, respondents, questions, settings_from_config(config), circular_settings(config))
 
 
 def prompt_text(request: PromptRequest) -> str:

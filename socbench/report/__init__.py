@@ -1,5 +1,13 @@
-"""Result files (the seed's JSON plus summaries) and plots; see ``files`` and ``plots``."""
+"""Result files (the seed's JSON plus summaries) and plots; see ``files``, ``plots`` and ``circular``."""
 
+from socbench.report.circular import (
+    circular_table,
+    read_variants,
+    write_circular_files,
+    write_circular_table,
+    write_domain_circular,
+    write_run_circular_table,
+)
 from socbench.report.files import (
     RunSummary,
     domain_markdown,
@@ -12,6 +20,12 @@ from socbench.report.plots import model_scale_plot
 
 __all__ = [
     "RunSummary",
+    "circular_table",
+    "read_variants",
+    "write_circular_files",
+    "write_circular_table",
+    "write_domain_circular",
+    "write_run_circular_table",
     "domain_markdown",
     "model_dir",
     "model_scale_plot",

@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from socbench.metrics.baselines import best_baseline
+from socbench.metrics.distribution import headline_level
 from socbench.models import model_slug
 from socbench.types import DomainResult, ScoredItem
 
 SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
+DISTRIBUTION_SCORES = ("wasserstein", "js", "uniform_wasserstein", "uniform_js")
 
 
 # ------------------------------------------------------------------ paths and atomic writes
@@ -136,7 +138,7 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
         "domain": result.domain_name, "timestamp": stamp, "model": result.model, **head,
         "per_question_macro_f1": result.metrics.get("per_question_macro_f1", math.nan),
         "excluded_by_reason": result.excluded_by_reason,
-        "baselines": result.baselines, "per_country": result.per_country,
+        "baselines": result.baselines, "per_country": result.per_country, **_extras(result),
         "details": [detail_record(item) for item in scored],
     }
     metrics = {
@@ -144,10 +146,37 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
         "timestamp": stamp, "interview_count": result.interview_count, **head,
         "total_items": result.total_items, "excluded_by_reason": result.excluded_by_reason,
         "metrics": result.metrics, "baselines": result.baselines,
-        "unmapped_countries": result.unmapped_countries,
+        "unmapped_countries": result.unmapped_countries, **_extras(result),
     }
     return (write_json(folder / f"{result.domain_name}_detailed.json", detailed),
             write_json(folder / f"{result.domain_name}_metrics.json", metrics))
+
+
+def _extras(result: DomainResult) -> dict[str, Any]:
+    """Issue-5 keys: accuracy CI, persona breakdowns and distribution scores."""
+    return {"accuracy_ci": list(result.accuracy_ci) if result.accuracy_ci else None,
+            "breakdowns": result.breakdowns, "distribution": result.distribution}
+
+
+def distribution_headline(result: DomainResult) -> dict[str, Any]:
+    """The headline distribution scores (see ``metrics.distribution.headline_level``)."""
+    level = headline_level(result.distribution)
+    scores = result.distribution.get(level, {}) if level else {}
+    return {"distribution_level": level,
+            **{f"{name}_score": scores.get(name, math.nan) for name in DISTRIBUTION_SCORES}}
+
+
+def _extra_markdown(result: DomainResult) -> list[str]:
+    ci = result.accuracy_ci
+    lines = [f"| accuracy 95% CI (respondent bootstrap) | [{_fmt(ci[0])}, {_fmt(ci[1])}] |"] if ci else []
+    head = distribution_headline(result)
+    if head["distribution_level"]:
+        lines += [f"| distribution ({head['distribution_level']}): {name} | {_fmt(head[f'{name}_score'])} |"
+                  for name in DISTRIBUTION_SCORES]
+    for attribute, groups in result.breakdowns.items():
+        text = ", ".join(f"{g} {_fmt(v.get('accuracy'))} (n={int(v.get('n', 0))})" for g, v in groups.items())
+        lines.append(f"| accuracy by {attribute} | {text} |")
+    return lines
 
 
 def domain_markdown(result: DomainResult) -> str:
@@ -163,6 +192,7 @@ def domain_markdown(result: DomainResult) -> str:
         "| metric | value |", "|---|---|",
         *(f"| {name} | {_fmt(value)} |" for name, value in m.items()),
         *(f"| baseline: {name} | {_fmt(value)} |" for name, value in result.baselines.items()),
+        *_extra_markdown(result),
     ]
     if best is not None:
         lines += ["", f"Strongest baseline: {best[0]} ({_fmt(best[1])})."]
@@ -194,9 +224,11 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
     """One domain's line of the summary table."""
     best = best_baseline(result.baselines)
     accuracy = result.metrics.get("accuracy", math.nan)
+    ci = result.accuracy_ci or (math.nan, math.nan)
     return {
         "domain_id": result.domain_id, "domain": result.domain_name,
         **{name: result.metrics.get(name, math.nan) for name in SUMMARY_METRICS},
+        "accuracy_ci_low": ci[0], "accuracy_ci_high": ci[1], **distribution_headline(result),
         "best_baseline": best[0] if best else None,
         "best_baseline_accuracy": best[1] if best else math.nan,
         "margin_over_best_baseline": accuracy - best[1] if best else math.nan,
@@ -215,7 +247,8 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
                     model: str | None = None) -> dict[str, Any]:
     """``summary.json``: per-domain rows and unweighted means over the domains run."""
     rows = [summary_row(r) for r in sorted(results, key=lambda r: r.domain_id)]
-    mean_keys = (*SUMMARY_METRICS, "best_baseline_accuracy", "margin_over_best_baseline")
+    mean_keys = (*SUMMARY_METRICS, "best_baseline_accuracy", "margin_over_best_baseline",
+                 *(f"{name}_score" for name in DISTRIBUTION_SCORES))
     unmapped: dict[str, int] = {}
     for row in rows:
         for name, n in row["unmapped_countries"].items():
@@ -234,29 +267,41 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
 
 def summary_markdown(payload: Mapping[str, Any]) -> str:
     """``summary.md``: the same table as ``summary.json``, for people."""
-    head = ("domain", "accuracy", "macro-F1 (seed)", "micro-F1 (seed)", "per-question macro-F1",
-            "best baseline", "margin", "items", "parse failures", "excluded")
+    head = ("domain", "accuracy", "95% CI", "macro-F1 (seed)", "micro-F1 (seed)", "per-question macro-F1",
+            "W1 / JS (uniform)", "best baseline", "margin", "items", "parse failures", "excluded")
     lines = [f"# ISSP results: {payload['model']}", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     for row in payload["domains"]:
         lines.append("| " + " | ".join([
-            f"{row['domain']} ({row['domain_id']})", *(_fmt(row[k]) for k in SUMMARY_METRICS),
+            f"{row['domain']} ({row['domain_id']})", *_metric_cells(row),
             f"{row['best_baseline']} {_fmt(row['best_baseline_accuracy'])}",
             _fmt(row["margin_over_best_baseline"]), str(row["scoreable_items"]),
             str(row["parse_failures"]), str(row["excluded_count"])]) + " |")
     mean, totals = payload["mean"], payload["totals"]
     lines.append("| " + " | ".join([
-        "**mean**", *(_fmt(mean[k]) for k in SUMMARY_METRICS), _fmt(mean["best_baseline_accuracy"]),
+        "**mean**", *_metric_cells(mean), _fmt(mean["best_baseline_accuracy"]),
         _fmt(mean["margin_over_best_baseline"]), str(totals["scoreable_items"]),
         str(totals["parse_failures"]), str(totals["excluded_count"])]) + " |")
     lines += ["", "Means are unweighted over domains. macro-F1 and micro-F1 are the seed's pooled",
               "definitions (pooled micro-F1 equals accuracy); per-question macro-F1 is the meaningful one.",
+              "95% CI: respondent-cluster bootstrap. W1 / JS: 1 - normalised Wasserstein and",
+              "1 - Jensen-Shannon distance between model and human answer distributions (uniform answers",
+              "in brackets); see `socbench report` for the CI over domains and paired comparisons.",
               "", f"Unmapped countries (respondents kept, country unknown): "
               f"{_counts_text(payload['unmapped_countries'])}."]
     if payload["failed_domains"]:
         failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
         lines += ["", f"Failed domains: {failed}"]
     return "\n".join(lines) + "\n"
+
+
+def _metric_cells(row: Mapping[str, Any]) -> list[str]:
+    """accuracy, its CI (rows only), the seed F1s, per-question F1, distribution scores."""
+    ci = (f"[{_fmt(row['accuracy_ci_low'])}, {_fmt(row['accuracy_ci_high'])}]"
+          if "accuracy_ci_low" in row else "")
+    dist = (f"{_fmt(row.get('wasserstein_score'))} / {_fmt(row.get('js_score'))} "
+            f"({_fmt(row.get('uniform_wasserstein_score'))} / {_fmt(row.get('uniform_js_score'))})")
+    return [_fmt(row["accuracy"]), ci, *(_fmt(row[k]) for k in SUMMARY_METRICS[1:]), dist]
 
 
 def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],

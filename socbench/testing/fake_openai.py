@@ -6,12 +6,11 @@ In tests: ``with FakeOpenAIServer(latency_ms=20, faults={"500": 0.1}) as server:
 (binds 127.0.0.1 only).
 
 Answers: ``{"answer": "<code>"}`` with the code picked by a hash of the prompt among the
-options listed in it (lines ``<id>. text``), or among the enum of a requested JSON schema.
-Faults: a request whose hash falls in a fault's share fails on its first ``fail_attempts``
-attempts (the attempt number is how often the server has seen that exact body), so which
-requests fail, and how, is a pure function of (seed, request, attempt): see ``fault_for``.
-Fake tokens are digits, words, whitespace runs and single symbols; their log-probs come
-from ``token_logprob`` so tests can recompute any score independently.
+options listed in it (lines ``<id>. text``), or among the enum of a requested JSON schema;
+log-probs as ``_fake_model`` describes. Faults: a request whose hash falls in a fault's share
+fails on its first ``fail_attempts`` attempts (the attempt number is how often the server has
+seen that exact body), so which requests fail, and how, is a pure function of (seed,
+request, attempt): see ``FakeConfig.fault_for``.
 """
 
 from __future__ import annotations
@@ -20,21 +19,21 @@ import argparse
 import asyncio
 import hashlib
 import json
-import re
 import socket
 import threading
-import zlib
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
 
-FAULT_KINDS = ("401", "500", "502", "503", "429", "timeout", "drop", "null", "empty", "garbage", "truncated", "prose")
-_TOKEN = re.compile(r"\d|[^\W\d_]+|\s+|.", re.S)
-_OPTION = re.compile(r"^\s*([A-Za-z0-9-]+)[.)]\s+\S", re.M)
-ID_BASE = 1000
+from socbench.testing._fake_model import Answer, FakeModel, fake_tokens, pick_code, token_logprob
+
+__all__ = ["FAULT_KINDS", "FakeConfig", "FakeOpenAIServer", "FakeStats",
+           "fake_tokens", "pick_code", "token_logprob"]
+
+FAULT_KINDS = ("401", "500", "502", "503", "429", "timeout", "drop",
+               "null", "empty", "garbage", "truncated", "prose")
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class FakeConfig:
     hang_s: float = 5.0  # how long a "timeout" fault keeps the client waiting
     down_for_s: float = 0.0  # refuse connections (not listening) for this long after start
     tokenize: bool = True  # serve vLLM's /tokenize (False: 404, like OpenAI)
-    answer: Callable[[str, tuple[str, ...]], str] | None = None  # (prompt, codes) -> content
+    answer: Answer | None = None  # (prompt, codes) -> content
 
     def fault_for(self, request_id: str, attempt: int) -> str | None:
         """The fault for this attempt of this request, or None (deterministic)."""
@@ -68,40 +67,6 @@ def _unit(text: str) -> float:
     return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16) / 16 ** 12
 
 
-def fake_tokens(text: str) -> list[str]:
-    """The fake tokenizer: digits one by one, words, whitespace runs, single symbols."""
-    return _TOKEN.findall(text)
-
-
-def token_id(token: str) -> int:
-    return ID_BASE + zlib.crc32(token.encode()) % 1_000_000
-
-
-def token_logprob(position: int, token: str) -> float:
-    """Log-prob the fake model gives ``token`` at ``position`` of an echoed prompt."""
-    return -0.05 - (zlib.crc32(f"{position}:{token}".encode()) % 400) / 100
-
-
-def pick_code(prompt: str, codes: tuple[str, ...]) -> str:
-    """The code the fake model answers for this prompt."""
-    return codes[int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(codes)] if codes else "1"
-
-
-def default_answer(prompt: str, codes: tuple[str, ...]) -> str:
-    return json.dumps({"answer": pick_code(prompt, codes)})
-
-
-def _prompt_and_codes(body: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
-    if "messages" in body:
-        prompt = "\n".join(str(m.get("content") or "") for m in body["messages"] if m.get("role") != "assistant")
-    else:
-        prompt = str(body.get("prompt", ""))
-    schema = (body.get("structured_outputs") or {}).get("json") or \
-        ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
-    enum = schema.get("properties", {}).get("answer", {}).get("enum")
-    return prompt, tuple(enum) if enum else tuple(dict.fromkeys(_OPTION.findall(prompt)))
-
-
 @dataclass
 class FakeStats:
     """What the server saw; read it through ``FakeOpenAIServer.stats()`` (a copy)."""
@@ -116,13 +81,13 @@ class FakeStats:
     attempts: Counter = field(default_factory=Counter)  # request id -> times seen
 
 
-class _Model:
+class _Handlers:
     """Request handlers over one config and one stats record (all on the server's loop)."""
 
     def __init__(self, config: FakeConfig) -> None:
         self.config = config
         self.stats = FakeStats()
-        self.vocab: dict[int, str] = {}
+        self.model = FakeModel(config.model, config.answer)
 
     async def models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.config.model, "object": "model"}]})
@@ -132,7 +97,7 @@ class _Model:
         if not self.config.tokenize:
             raise web.HTTPNotFound()
         body = await request.json()
-        ids = [self._id(t) for t in fake_tokens(body.get("prompt", ""))]
+        ids = self.model.tokenize(body.get("prompt", ""))
         return web.json_response({"count": len(ids), "tokens": ids, "max_model_len": 4096})
 
     async def complete(self, request: web.Request) -> web.StreamResponse:
@@ -160,82 +125,28 @@ class _Model:
         finally:
             stats.in_flight -= 1
 
-    async def _respond(self, request: web.Request, body: dict[str, Any], fault: str | None) -> web.Response | None:
+    async def _respond(self, request: web.Request, body: dict[str, Any],
+                       fault: str | None) -> web.Response | None:
+        """The response for this attempt (None: drop the connection)."""
         if fault == "401":  # like OpenAI's "Incorrect API key provided: ...", echoing the key
-            return web.json_response({"error": {"message": f"bad key {request.headers.get('Authorization')}"}},
-                                     status=401)
+            message = f"bad key {request.headers.get('Authorization')}"
+            return web.json_response({"error": {"message": message}}, status=401)
         if fault in ("500", "502", "503", "429"):
             headers = {"Retry-After": f"{self.config.retry_after_s:g}"} if fault == "429" else None
-            return web.json_response({"error": {"message": f"injected {fault}"}}, status=int(fault), headers=headers)
+            error = {"error": {"message": f"injected {fault}"}}
+            return web.json_response(error, status=int(fault), headers=headers)
         if fault == "drop":
             return None
         if fault == "timeout":
             await asyncio.sleep(self.config.hang_s)
         if fault == "garbage":
             return web.Response(text="<html>502 Bad Gateway</html>", content_type="application/json")
-        prompt, codes = _prompt_and_codes(body)
-        content = (self.config.answer or default_answer)(prompt, codes)
-        content = {"null": None, "empty": "", "prose": "I would probably pick the second one."}.get(fault, content)
-        if request.path.endswith("/chat/completions"):
-            payload = self._chat(body, prompt, codes, content)
-        else:
-            payload = self._completion(body, prompt, codes, content)
-        text = json.dumps(payload)
+        text = json.dumps(self.model.reply(request.path.endswith("/chat/completions"), body, fault))
         return web.Response(text=text[: len(text) // 2] if fault == "truncated" else text,
                             content_type="application/json")
 
-    def _chat(self, body: dict[str, Any], prompt: str, codes: tuple[str, ...], content: str | None) -> dict:
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
-                                  "finish_reason": "stop"}
-        if body.get("logprobs") and content is not None:
-            top = [{"token": t, "logprob": lp} for t, lp in self._top(body, prompt, codes, body.get("top_logprobs", 0))]
-            choice["message"]["content"] = content and top[0]["token"]
-            choice["logprobs"] = {"content": [dict(top[0], top_logprobs=top)]} if content else {"content": []}
-        return self._envelope("chat.completion", choice)
 
-    def _completion(self, body: dict[str, Any], prompt: str, codes: tuple[str, ...], content: str | None) -> dict:
-        choice: dict[str, Any] = {"index": 0, "text": content, "finish_reason": "stop"}
-        if body.get("echo"):
-            tokens = fake_tokens(prompt)
-            offsets = [sum(len(t) for t in tokens[:i]) for i in range(len(tokens))]
-            logprobs = [None] + [token_logprob(i, t) for i, t in enumerate(tokens) if i]
-            tops = [None] + [{t: token_logprob(i, t), "<alt>": token_logprob(i, "<alt>")}
-                             for i, t in enumerate(tokens) if i]
-            choice["text"] = prompt
-            choice["logprobs"] = {"tokens": tokens, "text_offset": offsets, "token_logprobs": logprobs,
-                                  "top_logprobs": tops}
-        elif body.get("logprobs") and content is not None:
-            top = self._top(body, prompt, codes, body["logprobs"]) if content else []
-            choice["text"] = top[0][0] if top else content
-            choice["logprobs"] = {"tokens": [t for t, _ in top[:1]], "text_offset": [0][:len(top[:1])],
-                                  "token_logprobs": [lp for _, lp in top[:1]], "top_logprobs": [dict(top)][:len(top)]}
-        return self._envelope("text_completion", choice)
-
-    def _top(self, body: dict[str, Any], prompt: str, codes: tuple[str, ...], n: int) -> list[tuple[str, float]]:
-        """Next-token log-probs: the picked code highest, other codes next, then filler tokens."""
-        chosen = pick_code(prompt, codes)
-
-        def score(token: str) -> float:
-            return -0.05 if token.strip() == chosen else -1.5 - (zlib.crc32(token.encode()) % 300) / 100
-
-        wanted = body.get("logprob_token_ids")
-        if wanted:
-            as_ids = body.get("return_tokens_as_token_ids")
-            return [(f"token_id:{i}" if as_ids else self.vocab.get(i, "?"), score(self.vocab.get(i, "?")))
-                    for i in wanted]
-        candidates = {t: score(t) for t in (*codes, " ", "{", "The", "I", '"', "answer")}
-        return sorted(candidates.items(), key=lambda kv: -kv[1])[: max(int(n), 1)]
-
-    def _id(self, token: str) -> int:
-        self.vocab[token_id(token)] = token
-        return token_id(token)
-
-    def _envelope(self, kind: str, choice: dict[str, Any]) -> dict[str, Any]:
-        return {"id": "fake-1", "object": kind, "created": 0, "model": self.config.model, "choices": [choice],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-
-
-def make_app(model: _Model) -> web.Application:
+def make_app(model: _Handlers) -> web.Application:
     app = web.Application()
     app.router.add_get("/v1/models", model.models)
     app.router.add_post("/v1/chat/completions", model.complete)
@@ -249,7 +160,7 @@ class FakeOpenAIServer:
 
     def __init__(self, config: FakeConfig | None = None, port: int = 0, **overrides: Any) -> None:
         self.config = replace(config or FakeConfig(), **overrides)
-        self._model = _Model(self.config)
+        self._model = _Handlers(self.config)
         self._requested_port = port
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -282,7 +193,8 @@ class FakeOpenAIServer:
     def stop(self) -> None:
         if self._loop is None or self._thread is None:
             return
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)  # type: ignore[union-attr]
+        runner = self._runner
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), self._loop).result(10)  # type: ignore[union-attr]
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop = self._thread = None
@@ -317,13 +229,15 @@ class FakeOpenAIServer:
         self.port = sock.getsockname()[1]
         site = web.SockSite(self._runner, sock)
         if self.config.down_for_s > 0:
-            asyncio.get_running_loop().call_later(self.config.down_for_s, lambda: asyncio.ensure_future(site.start()))
+            later = lambda: asyncio.ensure_future(site.start())  # noqa: E731
+            asyncio.get_running_loop().call_later(self.config.down_for_s, later)
         else:
             await site.start()
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m socbench.testing.fake_openai", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m socbench.testing.fake_openai",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--model", default="fake-model")
     parser.add_argument("--latency-ms", type=float, default=0.0)

@@ -1,0 +1,60 @@
+"""``socbench mcq``: CP vs MCP on ARC (or MMLU, or an ARC JSONL file), in-process.
+
+Runs the Prefect flow ``mcq`` in this process (no server needed) and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from socbench.cli._args import flag, positive_int
+from socbench.config import DEFAULT_MODEL
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("mcq", help="CP vs MCP on multiple-choice questions (ARC, MMLU or a JSONL file)")
+    flag(parser, "dataset", default="arc-easy", help="arc-easy, arc-challenge, mmlu or an ARC-format JSONL file")
+    flag(parser, "method", default="cp,mcp", help="comma-separated: cp (CP-RAW/UN/LN) and/or mcp")
+    flag(parser, "k_shot", default="0", help="comma-separated shot counts, e.g. 0,1,5 (shots from another split)")
+    flag(parser, "tolerance", action="store_true", help="also score MCP-Tolerance (an option's digit counts too)")
+    flag(parser, "model", default=DEFAULT_MODEL, help="HF folder, .gguf file or built-in name")
+    flag(parser, "api_type", choices=["vllm", "hf"], default="vllm")
+    flag(parser, "engine", type=json.loads, default=None, help="engine settings as JSON, e.g. '{\"dtype\": \"float32\"}'")
+    flag(parser, "limit", type=positive_int, default=None, help="evaluate only the first N items")
+    flag(parser, "seed", type=int, default=1234, help="few-shot draw seed")
+    flag(parser, "output_dir", default="results")
+    flag(parser, "cache_dir", default=None, help="engine cache folder (default: <output_dir>/.cache)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from socbench.mcq.config import make_mcq_config
+
+    config = make_mcq_config(dataset=args.dataset, method=args.method, k_shot=args.k_shot,
+                             tolerance=args.tolerance, model=args.model, api_type=args.api_type,
+                             engine=args.engine, limit=args.limit, seed=args.seed,
+                             output_dir=args.output_dir, cache_dir=args.cache_dir)
+    _preflight(config)
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from flows.mcq import mcq_inprocess
+
+    outcome = mcq_inprocess(config)
+    with open(outcome["table"], encoding="utf-8") as handle:
+        print(handle.read(), end="")
+    for name in ("results", "predictions", "csv", "plot"):
+        print(f"{name}: {outcome[name]}")
+    return 0
+
+
+def _preflight(config) -> None:
+    """Dataset, output folder and model fail here in seconds, before Prefect or a model starts."""
+    from socbench.mcq.datasets import load_mcq
+    from socbench.models import resolve_model
+    from socbench.preflight import check_output_dir
+
+    load_mcq(config.dataset, limit=config.limit, fewshot=max(config.k_shot) > 0)
+    check_output_dir(config.output_dir)
+    resolve_model(config.model)
+    config.run_config()

@@ -1,0 +1,57 @@
+"""Send a plan's requests to an engine: one ``loglikelihood`` call (CP, CP-UN) and one
+``option_logprobs`` call (MCP), each request once however many (item, k) share it.
+
+Any ``Engine`` works; wrapped in ``CachedEngine`` (as the flow does) every answer is stored
+as it arrives, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from socbench.engines.base import Engine
+from socbench.mcq.prompts import McqPlan
+from socbench.types import EngineResult, LoglikelihoodResult
+
+Progress = Callable[[int, int], None]  # (answered so far, total)
+
+
+@dataclass(frozen=True)
+class McqAnswers:
+    """The engine's answers by request key, and what it cost."""
+
+    loglikelihoods: dict[str, LoglikelihoodResult]
+    options: dict[str, EngineResult]
+    seconds: float
+    identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
+    cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
+
+    @property
+    def option_errors(self) -> dict[str, str]:
+        return {key: r.error for key, r in self.options.items() if r.error is not None}
+
+
+def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None) -> McqAnswers:
+    """All answers the plan needs; ``progress(done, total)`` is called as each arrives."""
+    ll_requests = plan.loglikelihood_requests()
+    option_requests = plan.option_requests()
+    total = len(ll_requests) + len(option_requests)
+    done = 0
+
+    def on_result(index: int, result: object) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    start = time.perf_counter()
+    lls = engine.loglikelihood(ll_requests, on_result=on_result) if ll_requests else []
+    options = engine.option_logprobs(option_requests, on_result=on_result) if option_requests else []
+    seconds = time.perf_counter() - start
+    stats = getattr(engine, "stats", None)
+    cache = {"hits": stats.hits, "misses": stats.misses} if stats is not None else {}
+    return McqAnswers({r.key: a for r, a in zip(ll_requests, lls, strict=True)},
+                      {r.key: a for r, a in zip(option_requests, options, strict=True)}, seconds,
+                      dict(engine.identity), cache)

@@ -1,0 +1,170 @@
+"""Result files of one CP-vs-MCP run, written atomically under ``<output_dir>/<model slug>/mcq/``.
+
+- ``<dataset>_predictions.jsonl``: one line per (item, k, method): id, gold, scores per
+  option (source order), prediction, correct, the shots used;
+- ``<dataset>_results.json``: accuracies ``{k: {column: accuracy}}``, splits, settings,
+  the scoring definitions, chance level, MCP probability mass and timings;
+- ``<dataset>_table.md`` / ``.csv``: the seed's table (rows k-shot, columns CP-RAW, CP-UN,
+  CP-LN, CP-LN-char, MCP, MCP-Tolerance; empty where a method was not run);
+- ``<dataset>_accuracy.png``: the same table as grouped bars with the chance level.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from socbench.mcq.datasets import McqData
+from socbench.mcq.evaluate import McqAnswers
+from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT, McqPlan
+from socbench.mcq.scoring import COLUMNS, METHODS, Prediction, accuracies, chance_accuracy
+from socbench.report.files import atomic_open, model_dir, now_timestamp, write_json
+
+DEFINITIONS = {
+    "CP-RAW": "sum of log P(' option text' | 'Question: q\\nAnswer:') (lm-evaluation-harness acc)",
+    "CP-UN": f"CP-RAW minus log P(' option text' | '{UNCONDITIONAL_CONTEXT}')",
+    "CP-LN": "CP-RAW divided by the option's token count (per-token length normalisation)",
+    "CP-LN-char": "CP-RAW divided by the option text's character count (lm-evaluation-harness acc_norm)",
+    "MCP": f"log P('{MCP_ANSWER_PREFIX}<letter>' | question, lettered options, 'Answer:')",
+    "MCP-Tolerance": "log(P(' <letter>') + P(' <index digit>')): naming the option's digit also counts",
+}
+
+
+@dataclass(frozen=True)
+class McqFiles:
+    predictions: Path
+    results: Path
+    table_md: Path
+    table_csv: Path
+    plot: Path
+
+
+def mcq_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
+    return model_dir(output_dir, model) / "mcq"
+
+
+def prediction_record(pred: Prediction, split: str) -> dict[str, Any]:
+    return {"id": pred.item_id, "split": split, "k_shot": pred.k_shot, "method": COLUMNS[pred.method],
+            "gold": pred.gold, "prediction": pred.prediction, "correct": pred.correct,
+            "scores": [_finite(s) for s in pred.scores], "shot_ids": list(pred.shot_ids), "mass": _finite(pred.mass)}
+
+
+def table_rows(table: Mapping[int, Mapping[str, float]], k_shots: Sequence[int]) -> list[dict[str, Any]]:
+    """One row per k: ``{"k-shot": k, "CP-RAW": acc or None, ...}``."""
+    return [{"k-shot": k, **{COLUMNS[m]: table.get(k, {}).get(m) for m in METHODS}} for k in k_shots]
+
+
+def table_markdown(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str] = ()) -> str:
+    head = list(rows[0]) if rows else ["k-shot", *COLUMNS.values()]
+    lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(row[h]) for h in head) + " |")
+    return "\n".join([*lines, *([""] if notes else []), *notes]) + "\n"
+
+
+def table_notes(payload: Mapping[str, Any]) -> list[str]:
+    """What a reader of the table needs: where shots came from, chance, the two CP-LNs."""
+    shots = payload["fewshot_split"] or "none (0-shot only)"
+    return [f"Accuracy on {payload['items']} items; chance {payload['chance_accuracy']:.4f}. "
+            f"Shots from: {shots} (seed {payload['seed']}).",
+            "CP-LN divides by the option's token count, CP-LN-char by its character count "
+            "(lm-evaluation-harness acc_norm); CP-RAW is lm-evaluation-harness acc."]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
+    """Mean probability MCP puts on the scored codes, per k and method (format-following)."""
+    masses: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for pred in predictions:
+        if pred.mass is not None:
+            masses[(pred.k_shot, pred.method)].append(pred.mass)
+    out: dict[int, dict[str, float]] = defaultdict(dict)
+    for (k, method), values in sorted(masses.items()):
+        out[k][COLUMNS[method]] = sum(values) / len(values)
+    return dict(out)
+
+
+def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictions: Sequence[Prediction],
+                    model: str, wall_s: float | None) -> dict[str, Any]:
+    table = accuracies(predictions)
+    return {
+        "dataset": data.dataset, "model": model, "engine": answers.identity, "timestamp": now_timestamp(),
+        "eval_split": data.eval_split, "fewshot_split": data.fewshot_split or None, "source": data.source,
+        "items": len(data.items), "seed": plan.seed, "k_shots": list(plan.k_shots),
+        "methods": list(plan.methods), "tolerance": plan.tolerance,
+        "accuracy": {str(k): {COLUMNS[m]: acc for m, acc in row.items()} for k, row in table.items()},
+        "chance_accuracy": chance_accuracy([len(item.choices) for item in data.items]),
+        "mcp_probability_mass": {str(k): v for k, v in mean_mass(predictions).items()},
+        "mcp_engine_errors": len(answers.option_errors),
+        "definitions": DEFINITIONS,
+        "timing": {"engine_s": answers.seconds, "wall_s": wall_s, "engine_cache": answers.cache,
+                   "loglikelihood_requests": len(answers.loglikelihoods),
+                   "option_requests": len(answers.options)},
+    }
+
+
+def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
+                    answers: McqAnswers, predictions: Sequence[Prediction],
+                    wall_s: float | None = None) -> McqFiles:
+    """Write the five files of one run; return their paths."""
+    folder = mcq_dir(output_dir, model)
+    payload = results_payload(data, plan, answers, predictions, model, wall_s)
+    split = {item.id: item.split for item in data.items}
+    pred_path = folder / f"{data.dataset}_predictions.jsonl"
+    with atomic_open(pred_path) as handle:
+        for pred in predictions:
+            handle.write(json.dumps(prediction_record(pred, split[pred.item_id]), allow_nan=False) + "\n")
+    rows = table_rows(accuracies(predictions), plan.k_shots)
+    title = f"{data.dataset} ({data.eval_split}, {len(data.items)} items): {model}"
+    md_path = folder / f"{data.dataset}_table.md"
+    with atomic_open(md_path) as handle:
+        handle.write(table_markdown(rows, title, table_notes(payload)))
+    csv_path = folder / f"{data.dataset}_table.csv"
+    with atomic_open(csv_path) as handle:
+        _table_frame(rows).to_csv(handle, index=False, float_format="%.6f")
+    plot = accuracy_plot(rows, payload["chance_accuracy"], title, folder / f"{data.dataset}_accuracy.png")
+    results = write_json(folder / f"{data.dataset}_results.json", payload)
+    return McqFiles(pred_path, results, md_path, csv_path, plot)
+
+
+def _table_frame(rows: Sequence[Mapping[str, Any]]):
+    import pandas as pd
+
+    return pd.DataFrame(list(rows), columns=["k-shot", *COLUMNS.values()])
+
+
+def _finite(value: float | None) -> float | None:
+    """Strict JSON has no NaN/inf (a bf16 log-prob can underflow to -inf)."""
+    return value if value is None or math.isfinite(value) else None
+
+
+def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, title: str, path: Path) -> Path:
+    """Grouped bars: one group per method column, one bar per k; a dashed line at chance."""
+    from socbench.report.plots import _new_figure, _save
+
+    columns = [c for c in COLUMNS.values() if any(row[c] is not None for row in rows)]
+    fig = _new_figure(max(6.0, 1.2 * len(columns) + 2.5), 4.5)
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(rows))
+    for i, row in enumerate(rows):
+        xs = [j + (i - (len(rows) - 1) / 2) * width for j in range(len(columns))]
+        ax.bar(xs, [row[c] or 0.0 for c in columns], width, label=f"{row['k-shot']}-shot")
+    if math.isfinite(chance):
+        ax.axhline(chance, color="black", linestyle="--", linewidth=1, label=f"chance ({chance:.2f})")
+    ax.set_xticks(range(len(columns)), columns)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.set_title(title, fontsize="medium")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, path)

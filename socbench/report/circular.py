@@ -1,0 +1,201 @@
+"""Circular-evaluation files: every variant as JSONL, the metrics JSON and the summary table.
+
+``<name>_circular.jsonl`` holds one line per variant (``qid, pattern, gold, prediction,
+correct`` plus the variant id, the original order and the answer mapped back), and
+``<name>_circular_metrics.json`` the OpenCompass metrics (fractions) with the settings
+that produced them (mode, seed, max_variants; a sample's orders are the patterns in the
+JSONL). The summary table has OpenCompass's ``CircularSummarizer`` layout: a header row
+``dataset, version, mode, <model>, -, ...``, a row of metric names, then one row per
+dataset with percentages to two decimals and ``-`` where a value is missing. Every file is
+written atomically (``report.files.atomic_open``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from socbench.circular import CircularSettings, VariantResult
+from socbench.metrics.circular import CircularScores, circular_metrics, families
+from socbench.report.files import atomic_open, model_dir, now_timestamp, write_json
+from socbench.types import DomainResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TIE_RULE = "vote ties go to the answer seen first in the file (Counter.most_common, as OpenCompass)"
+MISSING = "-"
+
+
+# --------------------------------------------------------------------- variant files
+
+
+def variant_record(result: VariantResult) -> dict[str, Any]:
+    """One JSONL line; ``pattern``/``shown``/``origin`` are label lists (codes stay strings)."""
+    return {
+        "qid": result.qid, "variant_id": result.variant_id, "pattern": list(result.pattern),
+        "gold": result.gold, "prediction": result.prediction, "correct": result.correct,
+        "is_origin": result.is_origin, "origin": list(result.origin), "shown": list(result.shown),
+        "gold_original": result.gold_original, "prediction_original": result.to_original(result.prediction),
+        "sampled": result.sampled, "parse_error": result.parse_error,
+    }
+
+
+class VariantRecord(BaseModel):
+    """A ``*_circular.jsonl`` line as read back (extra keys are derived and ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    qid: str
+    pattern: list[str]
+    shown: list[str]
+    origin: list[str]
+    gold: str
+    prediction: str | None
+    sampled: bool = False
+    parse_error: str | None = None
+
+    def to_result(self) -> VariantResult:
+        return VariantResult(self.qid, tuple(self.pattern), tuple(self.shown), tuple(self.origin),
+                             self.gold, self.prediction, self.sampled, self.parse_error)
+
+
+def write_variants(path: Path, results: Sequence[VariantResult]) -> Path:
+    """Atomically write one JSON line per variant."""
+    with atomic_open(path) as handle:
+        for result in results:
+            handle.write(json.dumps(variant_record(result), ensure_ascii=False) + "\n")
+    return path
+
+
+def read_variants(path: Path) -> list[VariantResult]:
+    """Variant results from a ``*_circular.jsonl`` file; a bad line names file and line."""
+    from pydantic import ValidationError
+
+    from socbench.errors import DataError
+
+    results = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            results.append(VariantRecord.model_validate_json(line).to_result())
+        except ValidationError as exc:
+            raise DataError(f"{path}:{number}: not a circular variant record ({exc.errors()[0]['msg']})") from None
+    return results
+
+
+def metrics_payload(scores: CircularScores, settings: CircularSettings, **about: Any) -> dict[str, Any]:
+    """The metrics JSON: ``about`` (dataset, model, ...) then settings, counts and metrics."""
+    return {
+        **about, "timestamp": now_timestamp(), "circular": settings.mode, "seed": settings.seed,
+        "max_variants": settings.max_variants, "shuffle_options": settings.shuffle_options,
+        "questions": scores.questions, "variants": scores.variants,
+        "sampled_questions": scores.sampled_questions, "scale": "fraction", "tie_rule": TIE_RULE,
+        "metrics": scores.metrics,
+    }
+
+
+def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult], settings: CircularSettings,
+                         **about: Any) -> tuple[Path, Path, CircularScores]:
+    """``<name>_circular.jsonl`` and ``<name>_circular_metrics.json`` in ``folder``."""
+    scores = circular_metrics(results, settings.mode)
+    jsonl = write_variants(folder / f"{name}_circular.jsonl", results)
+    payload = metrics_payload(scores, settings, **about)
+    return jsonl, write_json(folder / f"{name}_circular_metrics.json", payload), scores
+
+
+def write_domain_circular(output_dir: str | os.PathLike[str], result: DomainResult,
+                          variants: Sequence[VariantResult], settings: CircularSettings) -> tuple[Path, Path]:
+    """An ISSP domain's circular files beside its ``_detailed.json``."""
+    jsonl, metrics, _ = write_circular_files(
+        model_dir(output_dir, result.model), result.domain_name, variants, settings,
+        domain=result.domain_name, domain_id=result.domain_id, model=result.model)
+    return jsonl, metrics
+
+
+# ---------------------------------------------------------------------- summary table
+
+
+def default_metric_types(mode: str) -> list[str]:
+    """Columns of the summary table: origin accuracy and the run family's acc, perf, vote."""
+    family = families(mode)[-1]  # type: ignore[arg-type]
+    return ["acc_origin", f"acc_{family}", f"perf_{family}", f"vote_{family}"]
+
+
+def _cell(value: float | None) -> str:
+    return MISSING if value is None or not math.isfinite(value) else f"{100 * value:.2f}"
+
+
+def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], metric_types: Sequence[str],
+                   datasets: Sequence[str] | None = None, versions: Mapping[str, str] | None = None,
+                   modes: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """OpenCompass's circular summary: ``results[model][dataset][metric]`` (fractions).
+
+    Rows are ``datasets`` (default: every dataset seen, in order); a dataset no model has
+    is a row of ``-``. ``versions`` (a prompt hash) and ``modes`` (gen, ppl, ...) fill the
+    second and third columns.
+    """
+    import pandas as pd
+
+    models = list(results)
+    names = list(datasets) if datasets is not None else list(dict.fromkeys(
+        dataset for by_dataset in results.values() for dataset in by_dataset))
+    header1 = ["dataset", "version", "mode"] + sum(
+        ([model] + [MISSING] * (len(metric_types) - 1) for model in models), [])
+    rows = [[MISSING] * 3 + list(metric_types) * len(models)]
+    for name in names:
+        if not any(name in results[model] for model in models):
+            rows.append([name, MISSING, MISSING] + [MISSING] * len(models) * len(metric_types))
+            continue
+        row = [name, (versions or {}).get(name, MISSING), (modes or {}).get(name, MISSING)]
+        for model in models:
+            values = results[model].get(name, {})
+            row += [_cell(values.get(metric)) if metric in values else MISSING for metric in metric_types]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=header1)
+
+
+def table_markdown(table: pd.DataFrame) -> str:
+    """The table as a markdown pipe table (first header row as header, like OpenCompass)."""
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+def write_circular_table(folder: str | os.PathLike[str], table: pd.DataFrame,
+                         stem: str = "circular_summary") -> tuple[Path, Path]:
+    """``<stem>.md`` and ``<stem>.csv`` (both header rows, then the datasets)."""
+    folder = Path(folder)
+    markdown, csv = folder / f"{stem}.md", folder / f"{stem}.csv"
+    with atomic_open(markdown) as handle:
+        handle.write(table_markdown(table))
+    with atomic_open(csv) as handle:
+        table.to_csv(handle, index=False, lineterminator="\n")
+    return markdown, csv
+
+
+def issp_circular_table(results: Sequence[DomainResult], mode: str, prompt_mode: str) -> pd.DataFrame:
+    """Domains × (accuracy, circular acc/perf/vote) from the ISSP DomainResults."""
+    family = families(mode)[-1]  # type: ignore[arg-type]
+    names = {"accuracy": "acc_origin", "circular_acc": f"acc_{family}",
+             "circular_perf": f"perf_{family}", "circular_vote": f"vote_{family}"}
+    by_model: dict[str, dict[str, dict[str, float]]] = {}
+    for result in sorted(results, key=lambda r: r.domain_id):
+        by_model.setdefault(result.model, {})[result.domain_name] = {
+            names[key]: value for key, value in result.metrics.items() if key in names}
+    datasets = [r.domain_name for r in sorted(results, key=lambda r: r.domain_id)]
+    return circular_table(by_model, list(names.values()), datasets,
+                          modes={name: prompt_mode for name in datasets})
+
+
+def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, results: Sequence[DomainResult],
+                             mode: str, prompt_mode: str) -> tuple[Path, Path]:
+    """``circular_summary.md``/``.csv`` of an ISSP run, beside ``summary.json``."""
+    return write_circular_table(model_dir(output_dir, model), issp_circular_table(results, mode, prompt_mode))

@@ -1,0 +1,110 @@
+"""Report figures across runs: per-domain bars, country x domain heatmap, model scale.
+
+Drawn on matplotlib's Agg canvas via ``report.plots``' helpers (no pyplot state); the
+model-scale trend is ``plots.model_scale_plot`` itself, written into the report folder.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from socbench.report.leaderboard import Leaderboard, country_domain_accuracy
+from socbench.report.plots import _new_figure, _save, model_scale_plot
+
+DOMAIN_BARS = "domain_accuracy_by_run.png"
+HEATMAP = "country_domain_heatmap.png"
+SCALE = "model_scale.png"
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Figure name -> path for those drawn, and a note for each one left out."""
+
+    paths: dict[str, Path] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def domain_bars(board: Leaderboard, path: Path) -> Path:
+    """Accuracy per domain, one bar per run with its 95% CI; a black tick marks the
+    strongest baseline on that run's items."""
+    domains = sorted({(r["domain_id"] or 99, r["domain"]) for r in board.domains})
+    runs = [row["run"] for row in board.overall]
+    by_key = {(r["run"], r["domain"]): r for r in board.domains}
+    width = 0.8 / max(len(runs), 1)
+    fig = _new_figure(max(7.0, 1.1 * len(domains) * max(1, len(runs) / 2) + 3), 4.8)
+    ax = fig.add_subplot()
+    for i, run in enumerate(runs):
+        xs, acc, err, ticks = [], [], [[], []], []
+        for x, (_, domain) in enumerate(domains):
+            row = by_key.get((run, domain))
+            if row is None or not math.isfinite(row["accuracy"]):
+                continue
+            pos = x - 0.4 + width * (i + 0.5)
+            xs.append(pos)
+            acc.append(row["accuracy"])
+            err[0].append(_gap(row["accuracy"], row["accuracy_ci_low"]))
+            err[1].append(_gap(row["accuracy_ci_high"], row["accuracy"]))
+            ticks.append((pos, row["best_baseline_accuracy"]))
+        ax.bar(xs, acc, width * 0.9, yerr=err, capsize=2, label=run)
+        ticks = [(p, b) for p, b in ticks if math.isfinite(b)]
+        if ticks:
+            ax.hlines([b for _, b in ticks], [p - width / 2 for p, _ in ticks], [p + width / 2 for p, _ in ticks],
+                      colors="black", linewidth=2, label="strongest baseline" if i == 0 else None)
+    ax.set_xticks(range(len(domains)), [d for _, d in domains], rotation=30, ha="right")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy (95% CI)")
+    ax.set_title("ISSP accuracy by domain and run")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, path)
+
+
+def _gap(a: float, b: float) -> float:
+    return max(0.0, a - b) if math.isfinite(a) and math.isfinite(b) else 0.0
+
+
+def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) -> Path:
+    """Accuracy per country x domain, one panel per run (first ``max_panels`` runs), one colour scale."""
+    runs = {run.run: run for run in board.runs}
+    order = [row["run"] for row in board.overall][:max_panels]
+    tables = [(name, country_domain_accuracy(runs[name])) for name in order]
+    rows = max(len(t.index) for _, t in tables)
+    cols = max(len(t.columns) for _, t in tables)
+    fig = _new_figure(min(30.0, len(tables) * (1.0 + 0.75 * cols) + 1.5), max(3.5, 0.32 * rows + 2.2))
+    axes = fig.subplots(1, len(tables), squeeze=False)[0]
+    image = None
+    for ax, (name, table) in zip(axes, tables, strict=True):
+        values = table.to_numpy(dtype=float)
+        image = ax.imshow(np.ma.masked_invalid(values), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(table.columns)), list(table.columns), rotation=40, ha="right", fontsize="small")
+        ax.set_yticks(range(len(table.index)), list(table.index), fontsize="small")
+        ax.set_title(name, fontsize="medium")
+        if values.size <= 400:
+            for (y, x), v in np.ndenumerate(values):
+                if math.isfinite(v):
+                    ax.text(x, y, f"{v:.2f}", ha="center", va="center", fontsize=6,
+                            color="white" if v < 0.6 else "black")
+    fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
+    fig.suptitle("Accuracy by country and domain")
+    return _save(fig, path)
+
+
+def draw_figures(board: Leaderboard, output_dir: Path, out_dir: Path) -> Figures:
+    """All report figures into ``out_dir``; the scale plot is left out (with a note) when
+    fewer than two runs have a parameter count in their model name."""
+    paths = {"domain_bars": domain_bars(board, out_dir / DOMAIN_BARS),
+             "heatmap": country_domain_heatmap(board, out_dir / HEATMAP)}
+    notes = []
+    if len(board.runs) > 6:
+        notes.append(f"heatmap shows the 6 most accurate of {len(board.runs)} runs")
+    # model_scale_plot writes to output_dir / name; an absolute name puts it in out_dir.
+    scale = model_scale_plot(output_dir, name=str((out_dir / SCALE).resolve()))
+    if scale.path is not None:
+        paths["model_scale"] = scale.path
+    else:
+        (out_dir / SCALE).unlink(missing_ok=True)  # never leave a stale plot from an earlier report
+    notes += scale.notes
+    return Figures(paths, notes)

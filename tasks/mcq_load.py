@@ -1,0 +1,13 @@
+"""MCQ stage 1: the items to evaluate and the few-shot pool (another split)."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from socbench.mcq import McqConfig, McqData, load_mcq
+
+
+@task(name="mcq_load", cache_policy=NO_CACHE, persist_result=False)
+def mcq_load(config: McqConfig) -> McqData:
+    return load_mcq(config.dataset, limit=config.limit, fewshot=max(config.k_shot) > 0)

@@ -1,0 +1,352 @@
+"""Circular evaluation: variants, OpenCompass metrics, files, table, and the ISSP stages."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from socbench.circular import (
+    CircularSettings,
+    MCItem,
+    VariantResult,
+    circular_settings,
+    expand_item,
+    issp_variants,
+    rotations,
+    variant_id,
+)
+from socbench.config import make_config
+from socbench.errors import ConfigError, DataError
+from socbench.metrics.circular import circular_metrics
+from socbench.prompts import PromptSettings, build_prompt, build_prompts
+from socbench.report.circular import (
+    circular_table,
+    issp_circular_table,
+    read_variants,
+    table_markdown,
+    write_circular_table,
+    write_domain_circular,
+)
+from socbench.scoring import score_domain, score_variants
+from socbench.types import DomainData, Extraction, Item, Question, Respondent
+
+
+def mc(qid: str, labels: str | list[str], gold: str) -> MCItem:
+    return MCItem(qid, tuple((label, f"text {label}") for label in labels), gold)
+
+
+def answer(variants, qid_answers: dict[str, str | None]) -> list[VariantResult]:
+    """Results for ``variants``; ``qid_answers`` maps a variant id to the displayed label answered."""
+    return [VariantResult.of(v, qid_answers[v.variant_id]) for v in variants]
+
+
+# ------------------------------------------------------------------------ expansion
+
+
+def test_circular_rotations_remap_gold_with_positional_labels() -> None:
+    variants = expand_item(mc("q1", "ABC", "B"), "circular")
+    assert [v.pattern for v in variants] == [("A", "B", "C"), ("B", "C", "A"), ("C", "A", "B")]
+    assert [v.variant_id for v in variants] == ["q1--ABC", "q1--BCA", "q1--CAB"]
+    assert all(v.shown == ("A", "B", "C") for v in variants)
+    # BCA shows original B at position A: the gold text "text B" is now labelled A.
+    assert [v.gold for v in variants] == ["B", "A", "C"]
+    assert [dict(v.options)[v.gold] for v in variants] == ["text B"] * 3
+    assert [v.is_origin for v in variants] == [True, False, False]
+    assert [v.request_id for v in variants] == ["q1", "q1--BCA", "q1--CAB"]
+
+
+def test_keep_labels_moves_codes_with_their_text() -> None:
+    item = MCItem("7:V5", (("1", "Agree"), ("2", "Neither"), ("-4", "Can't choose"), ("95", "Other")), "-4")
+    variants = expand_item(item, "circular", keep_labels=True)
+    assert len(variants) == 4
+    for v in variants:
+        assert v.shown == v.pattern and v.gold == "-4"
+        assert set(v.options) == set(item.options)  # every code keeps its text
+    assert variants[1].variant_id == "7:V5--2,-4,95,1"
+
+
+def test_all_possible_three_options_gives_six_orders() -> None:
+    variants = expand_item(mc("q", "ABC", "C"), "all_possible")
+    assert [v.pattern for v in variants] == list(itertools.permutations("ABC"))
+    assert len({v.variant_id for v in variants}) == 6 and not any(v.sampled for v in variants)
+    assert [v.gold for v in variants] == ["C", "B", "C", "B", "A", "A"]  # where C sits
+    assert all(dict(v.options)[v.gold] == "text C" for v in variants)
+
+
+def test_all_possible_refuses_six_options_without_max_variants() -> None:
+    with pytest.raises(ConfigError, match=r"--circular all_possible.*6 options \(720 orders\).*--max_variants"):
+        expand_item(mc("q6", "ABCDEF", "A"), "all_possible")
+    with pytest.raises(ConfigError, match="--max_variants"):
+        CircularSettings("circular", max_variants=3)
+    with pytest.raises(ConfigError, match="--circular"):
+        CircularSettings("spiral")  # type: ignore[arg-type]
+
+
+def test_seeded_sample_is_recorded_reproducible_and_keeps_the_identity() -> None:
+    item = mc("q6", "ABCDEF", "D")
+    first = expand_item(item, "all_possible", max_variants=10, seed=7)
+    again = expand_item(item, "all_possible", max_variants=10, seed=7)
+    other = expand_item(item, "all_possible", max_variants=10, seed=8)
+    assert first == again and [v.pattern for v in first] != [v.pattern for v in other]
+    assert len({v.pattern for v in first}) == 10 and all(v.sampled for v in first)
+    assert first[0].is_origin and all(sorted(v.pattern) == list("ABCDEF") for v in first)
+    assert all(dict(v.options)[v.gold] == "text D" for v in first)
+    eleven = [str(code) for code in range(11)]  # 11! orders: drawn one by one, not listed
+    big = expand_item(mc("q11", eleven, "3"), "all_possible", max_variants=5, seed=1, keep_labels=True)
+    assert len({v.pattern for v in big}) == 5 and big[0].pattern == tuple(eleven)
+
+
+def test_bad_items_are_data_errors() -> None:
+    with pytest.raises(DataError, match="gold 'Z'"):
+        mc("q", "ABC", "Z")
+    with pytest.raises(DataError, match="repeated"):
+        mc("q", "ABA", "A")
+
+
+# -------------------------------------------------------------------------- metrics
+
+
+def test_metrics_by_hand_with_three_and_five_options_identity_not_first() -> None:
+    three = expand_item(mc("q3", "ABC", "B"), "circular")   # golds: ABC->B, BCA->A, CAB->C
+    five = expand_item(mc("q5", "ABCDE", "E"), "circular")  # golds: E, D, C, B, A
+    # Displayed answers: q3 right on BCA and CAB, wrong (A) on the identity; q5 all right.
+    answers = {"q3--ABC": "A", "q3--BCA": "A", "q3--CAB": "C",
+               "q5--ABCDE": "E", "q5--BCDEA": "D", "q5--CDEAB": "C", "q5--DEABC": "B", "q5--EABCD": "A"}
+    ordered = [three[1], five[2], three[0], five[3], five[0], three[2], five[4], five[1]]
+    scores = circular_metrics(answer(ordered, answers), "circular")
+    assert scores.metrics == {
+        "acc_origin": 0.5, "acc_circular": 7 / 8,
+        "perf_origin": 0.5,
+        "more_1_circular": 1.0, "more_2_circular": 1.0, "more_3_circular": 0.5, "more_4_circular": 0.5,
+        "perf_circular": 0.5,
+        "vote_origin": 0.5,      # q3's identity answer A is wrong
+        "vote_circular": 1.0,    # q3 mapped back: B, A, B -> B
+    }
+    assert list(scores.metrics)[:2] == ["acc_origin", "acc_circular"]
+    assert scores.questions == {"origin": 2, "circular": 2} and scores.variants == {"origin": 2, "circular": 8}
+
+
+def test_vote_ties_go_to_the_answer_seen_first() -> None:
+    variants = expand_item(mc("q", "ABCD", "A"), "circular")  # golds A, D, C, B
+    # Mapped back to original labels: ABCD "A"->A, BCDA "A"->B, CDAB "C"->A, DABC "C"->B: a 2-2 tie.
+    answers = {"q--ABCD": "A", "q--BCDA": "A", "q--CDAB": "C", "q--DABC": "C"}
+    gold_first = circular_metrics(answer(variants, answers), "circular")
+    assert gold_first.metrics["vote_circular"] == 1.0
+    wrong_first = circular_metrics(answer([variants[1], variants[0], variants[2], variants[3]], answers),
+                                   "circular")
+    assert wrong_first.metrics["vote_circular"] == 0.0
+    unreadable = {"q--ABCD": None, "q--BCDA": "x", "q--CDAB": None, "q--DABC": "B"}  # -, -, -, A
+    assert circular_metrics(answer(variants, unreadable), "circular").metrics["vote_circular"] == 0.0
+
+
+def test_all_possible_metrics_include_the_circular_subset() -> None:
+    variants = expand_item(mc("q", "ABC", "A"), "all_possible")
+    answers = {v.variant_id: v.gold for v in variants}
+    answers["q--ACB"] = "C"  # the one wrong order is not a rotation
+    metrics = circular_metrics(answer(list(reversed(variants)), answers), "all_possible").metrics
+    assert metrics["acc_all_possible"] == 5 / 6 and metrics["perf_all_possible"] == 0.0
+    assert metrics["more_5_all_possible"] == 1.0 and "more_6_all_possible" not in metrics
+    assert metrics["perf_circular"] == 1.0 and metrics["acc_circular"] == 1.0
+    assert metrics["vote_all_possible"] == 1.0 and metrics["acc_origin"] == 1.0
+
+
+def test_sampled_run_scores_the_sample_and_skips_incomplete_rotations() -> None:
+    variants = expand_item(mc("q", "ABCDEF", "A"), "all_possible", max_variants=4, seed=3)
+    scores = circular_metrics(answer(variants, {v.variant_id: v.gold for v in variants}), "all_possible")
+    assert scores.metrics["perf_all_possible"] == 1.0 and scores.variants["all_possible"] == 4
+    assert scores.questions["circular"] == 0 and math.isnan(scores.metrics["perf_circular"])
+    assert scores.sampled_questions == 1
+
+
+def opencompass_reference(results: list[VariantResult], keys: str, mode: str) -> dict[str, float]:
+    """OpenCompass's CircularEvaluator loops (acc/more/perf) and its vote, written out again."""
+    sets = {"origin": [tuple(keys)], "circular": [tuple(keys[i:] + keys[:i]) for i in range(len(keys))]}
+    if mode == "all_possible":
+        sets["all_possible"] = list(itertools.permutations(keys))
+    metrics: dict[str, float] = {}
+    for k, patterns in sets.items():
+        hits = [r.prediction == r.gold for r in results if r.pattern in patterns]
+        metrics[f"acc_{k}"] = sum(hits) / len(hits) * 100
+    for k, patterns in sets.items():
+        per_q: dict[str, int] = {}
+        for r in results:
+            if r.pattern in patterns:
+                per_q[r.qid] = per_q.get(r.qid, 0) + (r.prediction == r.gold)
+        for j in range(1, len(patterns) + 1):
+            name = f"more_{j}_{k}" if j != len(patterns) else f"perf_{k}"
+            metrics[name] = sum(v >= j for v in per_q.values()) / len(per_q) * 100
+    for k, patterns in sets.items():
+        votes: dict[str, Counter] = {}
+        refs: dict[str, str] = {}
+        for r in results:
+            back = dict(zip(keys, r.pattern))
+            refs[r.qid] = back[r.gold]
+            if r.pattern in patterns:
+                votes.setdefault(r.qid, Counter())[back.get(r.prediction, "-")] += 1
+        metrics[f"vote_{k}"] = sum(refs[q] == c.most_common(1)[0][0] for q, c in votes.items()) / len(votes) * 100
+    return metrics
+
+
+@pytest.mark.parametrize(("keys", "mode"), [("ABCD", "circular"), ("ABC", "all_possible")])
+def test_metrics_match_opencompass_on_random_answers(keys: str, mode: str) -> None:
+    rng = random.Random(5)
+    results = []
+    for q in range(40):
+        variants = expand_item(mc(f"q{q}", keys, rng.choice(keys)), mode)
+        skill = rng.random()
+        results += [VariantResult.of(v, v.gold if rng.random() < skill else rng.choice([*keys, None]))
+                    for v in variants]
+    rng.shuffle(results)
+    ours = circular_metrics(results, mode).metrics
+    reference = opencompass_reference(results, keys, mode)
+    assert set(ours) == set(reference)
+    assert all(ours[name] == pytest.approx(reference[name] / 100) for name in ours)
+
+
+# --------------------------------------------------------------------- table, files
+
+
+def test_summary_table_has_opencompass_layout(tmp_path: Path) -> None:
+    results = {"smollm2": {"ARC-e": {"acc_origin": 0.5, "perf_circular": 0.125},
+                           "ARC-c": {"acc_origin": 0.25}}}
+    table = circular_table(results, ["acc_origin", "perf_circular"], datasets=["ARC-e", "ARC-c", "MMLU"],
+                           modes={"ARC-e": "gen", "ARC-c": "gen"})
+    assert list(table.columns) == ["dataset", "version", "mode", "smollm2", "-"]
+    assert table.values.tolist() == [
+        ["-", "-", "-", "acc_origin", "perf_circular"],
+        ["ARC-e", "-", "gen", "50.00", "12.50"],
+        ["ARC-c", "-", "gen", "25.00", "-"],
+        ["MMLU", "-", "-", "-", "-"],
+    ]
+    markdown, csv = write_circular_table(tmp_path, table)
+    assert csv.read_text().splitlines() == ["dataset,version,mode,smollm2,-", "-,-,-,acc_origin,perf_circular",
+                                            "ARC-e,-,gen,50.00,12.50", "ARC-c,-,gen,25.00,-", "MMLU,-,-,-,-"]
+    assert markdown.read_text() == table_markdown(table)
+    assert markdown.read_text().splitlines()[2] == "| - | - | - | acc_origin | perf_circular |"
+
+
+# ----------------------------------------------------------------------------- ISSP
+
+V5 = Question("V5", "How important is it to vote in [COUNTRY]?", {"1": "Not important", "2": "Somewhat",
+                                                                      "3": "Very important"})
+V12 = Question("V12", "Should the government help?", {"1": "Agree", "2": "Neither", "3": "Disagree",
+                                                       "-4": "Can't choose", "95": "Other"})
+
+
+def respondent(pid: int) -> Respondent:
+    sex = "Female" if pid % 2 else "Male"
+    return Respondent(pid, "Japan", "JP", {"Country Prefix ISO 3166": "Japan", "Sex of Respondent": sex}, {})
+
+
+def issp_item(pid: int, question: Question, true: str) -> Item:
+    return Item(pid, question.id, "JP", tuple(question.options.items()), true, False)
+
+
+ITEMS = [issp_item(1, V5, "2"), issp_item(1, V12, "3"), issp_item(2, V5, "1"),
+         Item(2, "V12", "JP", tuple(V12.options.items()), None, False, "missing code -9")]
+DATA = DomainData(1, "Citizenship", (V5, V12), (respondent(1), respondent(2)), {}, "hand-made")
+
+
+def without_options(request) -> str:
+    head, rest = request.messages[1].content.split("Options:\n", 1)
+    return head + rest.split("\n\n", 1)[1]
+
+
+def shown_options(request) -> list[tuple[str, str]]:
+    block = request.messages[1].content.split("Options:\n", 1)[1].split("\n\n", 1)[0]
+    return [tuple(line.split(". ", 1)) for line in block.splitlines()]
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_issp_variant_prompts_rotate_the_displayed_order(shuffle: bool) -> None:
+    settings = PromptSettings(shuffle_options=shuffle, seed=3)
+    people = {1: respondent(1), 2: respondent(2)}
+    questions = {"V5": V5, "V12": V12}
+    normal = build_prompts(ITEMS, people, questions, settings)
+    variants = build_prompts(ITEMS, people, questions, settings, CircularSettings("circular", seed=3,
+                                                                                  shuffle_options=shuffle))
+    assert len(variants) == 3 + 5 + 3  # excluded item: no prompts
+    by_item: dict[str, list] = {}
+    for request in variants:
+        by_item.setdefault(request.item_id.split("--")[0], []).append(request)
+    for base in normal:
+        group = by_item[base.item_id]
+        assert group[0] == base  # identity variant: the normal request, same key and id
+        assert [r.option_order for r in group] == rotations(base.option_order)
+        labels = dict(shown_options(base))
+        for request in group:
+            assert shown_options(request) == [(code, labels[code]) for code in request.option_order]
+            assert request.messages[0] == base.messages[0]
+            assert without_options(request) == without_options(base)  # only the option lines move
+        assert [r.item_id for r in group[1:]] == [variant_id(base.item_id, o) for o in rotations(base.option_order)[1:]]
+    assert len({r.key for r in variants}) == len(variants)
+
+
+def test_build_prompt_order_override_matches_shuffle() -> None:
+    settings = PromptSettings(shuffle_options=True, seed=9)
+    item = ITEMS[1]
+    shuffled = build_prompt(item, respondent(1), V12, settings)
+    assert build_prompt(item, respondent(1), V12, PromptSettings(), order=shuffled.option_order).messages == \
+        shuffled.messages
+
+
+def ext(code: str | None, failure: str | None = None) -> Extraction:
+    return Extraction("k", code, failure)
+
+
+def issp_extractions() -> dict[str, Extraction]:
+    settings = CircularSettings("circular")
+    ids = {item.item_id: [v.request_id for v in issp_variants(item, settings)] for item in ITEMS[:3]}
+    v5a, v12, v5b = ids["1:V5"], ids["1:V12"], ids["2:V5"]
+    return {
+        **{rid: ext("2") for rid in v5a},                                     # 3/3 right
+        v12[0]: ext("3"), v12[1]: ext("3"), v12[2]: ext("1"),                 # right, right, wrong
+        v12[3]: ext(None, "no JSON answer found"), v12[4]: ext("3"),          # failed, right
+        v5b[0]: ext("3"), v5b[1]: ext("1"), v5b[2]: ext("1"),                 # wrong, right, right
+    }
+
+
+def test_issp_score_stage_computes_circular_perf_beside_normal_scores() -> None:
+    extractions = issp_extractions()
+    scored, result = score_domain(DATA, ITEMS, extractions, model="m", circular=CircularSettings("circular"))
+    _, plain = score_domain(DATA, ITEMS, {i.item_id: extractions[i.item_id] for i in ITEMS[:3]}, model="m")
+    assert [s.correct for s in scored] == [True, True, False]  # the identity variants
+    assert result.metrics["accuracy"] == plain.metrics["accuracy"] == 2 / 3
+    assert {k: v for k, v in result.metrics.items() if not k.startswith("circular_")} == plain.metrics
+    assert result.metrics["circular_perf"] == 1 / 3
+    assert result.metrics["circular_acc"] == 8 / 11
+    assert result.metrics["circular_vote"] == 1.0  # 1:V12 votes 3,3,1,-,3; 2:V5 votes 3,1,1
+    variants = score_variants(ITEMS, extractions, CircularSettings("circular"))
+    failed = [v for v in variants if v.parse_error]
+    assert len(variants) == 11 and [(f.qid, f.prediction) for f in failed] == [("1:V12", None)]
+
+
+def test_issp_circular_files_and_run_table(tmp_path: Path) -> None:
+    settings = CircularSettings("circular")
+    extractions = issp_extractions()
+    _, result = score_domain(DATA, ITEMS, extractions, model="m", circular=settings)
+    variants = score_variants(ITEMS, extractions, settings)
+    jsonl, metrics_path = write_domain_circular(tmp_path, result, variants, settings)
+    assert jsonl.name == "Citizenship_circular.jsonl" and jsonl.parent == tmp_path / "m"
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert lines[1] == {**lines[1], "qid": "1:V5", "variant_id": "1:V5--231", "pattern": ["2", "3", "1"],
+                        "gold": "2", "prediction": "2", "correct": True, "is_origin": False}
+    assert read_variants(jsonl) == variants
+    payload = json.loads(metrics_path.read_text())
+    assert payload["metrics"]["perf_circular"] == result.metrics["circular_perf"]
+    assert payload["questions"] == {"origin": 3, "circular": 3} and payload["seed"] == 42
+    assert not list((tmp_path / "m").glob(".*.tmp"))
+    table = issp_circular_table([result], "circular", "generate")
+    assert table.values.tolist()[1] == ["Citizenship", "-", "generate", "66.67", "72.73", "33.33", "100.00"]
+
+
+def test_circular_settings_from_run_config() -> None:
+    assert circular_settings(make_config()) is None
+    settings = circular_settings(make_config(circular="all_possible", seed=5, shuffle_options=True))
+    assert settings == CircularSettings("all_possible", None, 5, True)

@@ -1,0 +1,136 @@
+"""transformers backend on the tiny model: KV-cache scoring and batched generation vs plain forward passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from socbench.engines.settings import HfSettings
+from socbench.errors import ConfigError
+from socbench.models import ResolvedModel, resolve_model
+from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
+
+PREFIX = '{"answer": "'
+
+
+def persona(question: str, i: int = 0) -> tuple[Message, ...]:
+    return (Message("system", f"You are respondent {i}, a {20 + 3 * i}-year-old teacher from Chile."),
+            Message("user", question))
+
+
+def reference(model, ids: list[int], start: int) -> tuple[float, bool]:
+    """log P(ids[start:] | ids[:start]) from one full forward pass, no cache."""
+    import torch
+
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
+    rows, targets = logprobs[start - 1:len(ids) - 1], torch.tensor(ids[start:])
+    return float(rows[torch.arange(len(targets)), targets].sum()), bool((rows.argmax(-1) == targets).all())
+
+
+def greedy_reference(model, ids: list[int], steps: int, eos: int) -> list[int]:
+    """Greedy decoding by repeated full forward passes (no cache, no padding)."""
+    import torch
+
+    out: list[int] = []
+    with torch.no_grad():
+        for _ in range(steps):
+            token = int(model(torch.tensor([ids + out])).logits[0, -1].argmax())
+            if token == eos:
+                break
+            out.append(token)
+    return out
+
+
+def chat_ids(tok, messages, suffix: str = "") -> list[int]:
+    text = tok.apply_chat_template([{"role": m.role, "content": m.content} for m in messages], tokenize=False,
+                                   add_generation_prompt=True)
+    return tok(text + suffix, add_special_tokens=False)["input_ids"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model: Path) -> ResolvedModel:
+    return resolve_model(str(tiny_model))
+
+
+@pytest.fixture(scope="module")
+def engine(tiny: ResolvedModel):
+    from socbench.engines.hf import HfEngine
+
+    eng = HfEngine(tiny, HfSettings(dtype="float32", batch_size=4, device="cpu"))
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def ref(tiny_model: Path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return (AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval(),
+            AutoTokenizer.from_pretrained(tiny_model))
+
+
+def test_settings_and_lazy_identity(tiny: ResolvedModel):
+    from socbench.engines.hf import HfEngine
+
+    with pytest.raises(ConfigError, match="--engine batch_size=0"):
+        HfSettings.from_options({"batch_size": 0})
+    with pytest.raises(ConfigError, match="unknown setting"):
+        HfSettings.from_options({"gpu_memory_utilization": 0.5})
+    eng = HfEngine(tiny, HfSettings.from_options({"dtype": "float32"}))
+    assert eng.identity == {"backend": "hf", "model": "tiny-qwen2", "fingerprint": tiny.fingerprint,
+                            "dtype": "float32"}
+    assert eng._model is None
+    eng.close()
+    eng.close()
+
+
+def test_batched_generation_equals_one_by_one_greedy(engine, ref):
+    model, tok = ref
+    requests = [PromptRequest(item_id=f"g{i}", messages=persona("Tell me about you." + " Really." * i, i),
+                              sampling=SamplingSettings(max_tokens=6)) for i in range(6)]  # ragged: left padding
+    seen: list[int] = []
+    results = engine.generate(requests, on_result=lambda i, r: seen.append(i))
+    assert [r.key for r in results] == [r.key for r in requests] and sorted(seen) == list(range(6))
+    for request, result in zip(requests, results):
+        expected = greedy_reference(model, chat_ids(tok, request.messages), 6, tok.eos_token_id)
+        assert result.text == tok.decode(expected, skip_special_tokens=True)
+
+
+def test_structured_is_unconstrained_text_not_an_error(engine):
+    request = PromptRequest(item_id="s", messages=persona("Pick one."), structured=True, offered_codes=("1", "2"),
+                            sampling=SamplingSettings(max_tokens=3))
+    [result] = engine.generate([request])
+    assert result.error is None and isinstance(result.text, str)
+
+
+@pytest.mark.parametrize("codes,closing", [(("1", "2", "3"), ""), (("1", "10", "-4", "2"), '"')])
+def test_option_logprobs_from_cache_equal_full_forward(engine, ref, codes, closing):
+    model, tok = ref
+    messages = persona("How much do you trust people?")
+    request = PromptRequest(item_id="o", messages=messages, mode="logprobs", offered_codes=codes, answer_prefix=PREFIX)
+    [result] = engine.option_logprobs([request])
+    context = chat_ids(tok, messages, PREFIX)
+    for code in codes:
+        expected, _ = reference(model, context + tok(code + closing, add_special_tokens=False)["input_ids"],
+                                len(context))
+        assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-4), code
+
+
+def test_loglikelihood_groups_contexts_and_keeps_order(engine, ref):
+    model, tok = ref
+    question = "Question: Which animal lays eggs?\nAnswer:"
+    answers = [" hen", " cow", " dog that barks", " cat", " horse"]  # 5 continuations > batch_size 4
+    requests = [LoglikelihoodRequest(question, a) for a in answers]
+    requests.insert(2, LoglikelihoodRequest("Another context:", " yes"))
+    seen: list[int] = []
+    results = engine.loglikelihood(requests, on_result=lambda i, r: seen.append(i))
+    assert [r.key for r in results] == [r.key for r in requests] and sorted(seen) == list(range(6))
+    for request, result in zip(requests, results):
+        ctx = tok(request.context)["input_ids"]
+        whole = tok(request.context + request.continuation)["input_ids"]
+        expected, greedy = reference(model, whole, len(ctx))
+        assert result.n_tokens == len(whole) - len(ctx)
+        assert result.logprob == pytest.approx(expected, abs=1e-4) and result.is_greedy == greedy

@@ -1,0 +1,242 @@
+"""In-process vLLM backend on the tiny model (plumbing, numbers vs transformers) and on SmolLM2.
+
+One engine per model for the whole module (each start costs seconds); the teardown test
+runs last on the tiny engine and starts a second one to prove a restart works.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from socbench.engines.settings import VllmSettings
+from socbench.errors import ConfigError
+from socbench.models import ResolvedModel, resolve_model
+from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
+
+PREFIX = '{"answer": "'
+TINY = {"dtype": "float32", "max_model_len": 512}
+
+
+def persona(question: str, i: int = 0) -> tuple[Message, ...]:
+    return (Message("system", f"You are respondent {i}, 40 years old, living in Norway."),
+            Message("user", f"{question} Reply with JSON like {{\"answer\": \"<code>\"}}."))
+
+
+def reference(model, ids: list[int], start: int) -> tuple[float, bool]:
+    """Independent transformers computation: log P(ids[start:] | ids[:start]) from one full forward pass."""
+    import torch
+
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
+    rows, targets = logprobs[start - 1:len(ids) - 1], torch.tensor(ids[start:])
+    picked = rows[torch.arange(len(targets)), targets]
+    return float(picked.sum()), bool((rows.argmax(-1) == targets).all())
+
+
+def chat_ids(tok, messages, suffix: str = "") -> list[int]:
+    text = tok.apply_chat_template([{"role": m.role, "content": m.content} for m in messages], tokenize=False,
+                                   add_generation_prompt=True)
+    return tok(text + suffix, add_special_tokens=False)["input_ids"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model: Path) -> ResolvedModel:
+    return resolve_model(str(tiny_model))
+
+
+@pytest.fixture(scope="module")
+def engine(tiny: ResolvedModel):
+    from socbench.engines.vllm import VllmEngine
+
+    eng = VllmEngine(tiny, VllmSettings.for_host(TINY))
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def hf_tiny(tiny_model: Path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return (AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval(),
+            AutoTokenizer.from_pretrained(tiny_model))
+
+
+# ------------------------------------------------------------------ settings (no engine)
+
+
+def test_cpu_defaults_and_gpu_defaults():
+    cpu = VllmSettings.for_host(cuda=False)
+    assert cpu.enforce_eager and cpu.in_process and cpu.dtype == "bfloat16"
+    assert cpu.max_num_batched_tokens == 16384 and cpu.kv_cache_space_gib == 1  # conftest's VLLM_CPU_KVCACHE_SPACE
+    gpu = VllmSettings.for_host(cuda=True)
+    assert not gpu.enforce_eager and gpu.gpu_memory_utilization == 0.9 and gpu.enable_prefix_caching
+    assert gpu.enable_chunked_prefill and gpu.dtype == "auto" and gpu.kv_cache_space_gib is None
+    assert VllmSettings.model_validate({"seed": 3}).enforce_eager  # built any way: host defaults apply here
+    assert VllmSettings.for_host({"enforce_eager": False}, cuda=False).enforce_eager is False
+
+
+def test_bad_settings_name_the_key():
+    with pytest.raises(ConfigError, match="--engine bogus=1: unknown setting"):
+        VllmSettings.for_host({"bogus": 1})
+    with pytest.raises(ConfigError, match="gpu_memory_utilization"):
+        VllmSettings.for_host({"gpu_memory_utilization": 1.5})
+    with pytest.raises(ConfigError, match="data_parallel_size"):
+        VllmSettings.for_host({"data_parallel_size": 2})
+
+
+def test_engine_is_lazy_and_close_before_start_is_harmless(tiny: ResolvedModel):
+    from socbench.engines.vllm import VllmEngine
+
+    eng = VllmEngine(tiny, VllmSettings.for_host(TINY))
+    assert eng.identity == {"backend": "vllm", "model": "tiny-qwen2", "fingerprint": tiny.fingerprint,
+                            "dtype": "float32"}
+    assert eng._llm is None and eng.generate([]) == []
+    eng.close()
+    eng.close()
+
+
+# ------------------------------------------------------------------ tiny engine
+
+
+def test_generate_one_result_per_request_in_order(engine):
+    requests = [PromptRequest(item_id=f"p{i}", messages=persona(f"Question {i}?", i),
+                              sampling=SamplingSettings(max_tokens=1 + (7 * i) % 13)) for i in range(12)]
+    seen: list[int] = []
+    results = engine.generate(requests, on_result=lambda i, r: seen.append(i))
+    assert [r.key for r in results] == [r.key for r in requests]
+    assert sorted(seen) == list(range(12)) and all(r.error is None and r.text is not None for r in results)
+
+
+def test_raw_prompt_and_too_long_prompt_fail_alone(engine):
+    ok = PromptRequest(item_id="raw", messages=(Message("user", "Question: 2+2?\nAnswer:"),), chat=False,
+                       sampling=SamplingSettings(max_tokens=3))
+    long = PromptRequest(item_id="long", messages=persona("word " * 600), sampling=SamplingSettings(max_tokens=3))
+    results = engine.generate([ok, long, ok])
+    assert results[0].error is None and results[2].error is None
+    assert results[1].text is None and "rejected" in results[1].error
+
+
+def test_structured_output_always_parses_to_an_offered_code(engine):
+    code_sets = [("1", "2", "3", "4", "5"), ("1", "2", "10", "-4"), ("0", "95", "96"), ("-9", "8", "99")]
+    requests = [PromptRequest(item_id=f"s{i}", messages=persona("How happy are you?", i), structured=True,
+                              offered_codes=code_sets[i % 4],
+                              sampling=SamplingSettings(temperature=1.0, max_tokens=24, seed=i))
+                for i in range(24)]
+    results = engine.generate(requests)
+    answers = [json.loads(r.text)["answer"] for r in results]
+    assert all(a in req.offered_codes for a, req in zip(answers, requests))
+    assert len(set(answers)) > 3  # sampling really ran (random weights, temperature 1)
+
+
+@pytest.mark.parametrize("codes,method", [(("1", "2", "3", "4"), "single_token"),
+                                          (("1", "10", "-4", "95"), "continuation")])
+def test_option_logprobs_match_transformers(engine, hf_tiny, codes, method):
+    model, tok = hf_tiny
+    messages = persona("How often do you attend religious services?")
+    request = PromptRequest(item_id="o", messages=messages, mode="logprobs", offered_codes=codes, answer_prefix=PREFIX)
+    before = engine.scoring_methods[method]
+    [result] = engine.option_logprobs([request])
+    assert engine.scoring_methods[method] == before + 1 and result.error is None
+    context = chat_ids(tok, messages, PREFIX)
+    closing = "" if method == "single_token" else '"'
+    for code in codes:
+        cont = tok(code + closing, add_special_tokens=False)["input_ids"]
+        expected, _ = reference(model, context + cont, len(context))
+        assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-3), code
+
+
+def test_option_logprobs_more_codes_than_one_step(engine, hf_tiny):
+    """vLLM scores at most 128 token ids per step: 150 single-token codes are split, numbers unchanged."""
+    model, tok = hf_tiny
+    words = {tok.decode([t]) for t in range(300, 700)}
+    codes = tuple(sorted(w for w in words if w.strip() and len(tok(w, add_special_tokens=False)["input_ids"]) == 1))
+    codes = codes[:150]
+    messages = persona("Which word describes you?")
+    requests = [PromptRequest(item_id=f"m{n}", messages=messages, mode="logprobs", offered_codes=codes[:n],
+                              answer_prefix=PREFIX) for n in (150, 5)]
+    results = engine.option_logprobs(requests)
+    assert [r.key for r in results] == [r.key for r in requests]
+    assert len(codes) == 150 and [len(r.option_logprobs) for r in results] == [150, 5]
+    context = chat_ids(tok, messages, PREFIX)
+    for code in (codes[0], codes[129], codes[149]):
+        expected, _ = reference(model, context + tok(code, add_special_tokens=False)["input_ids"], len(context))
+        assert results[0].option_logprobs[code] == pytest.approx(expected, abs=1e-3)
+    assert results[1].option_logprobs[codes[2]] == pytest.approx(results[0].option_logprobs[codes[2]], abs=1e-4)
+
+
+def test_loglikelihood_matches_transformers(engine, hf_tiny):
+    model, tok = hf_tiny
+    requests = [LoglikelihoodRequest("Question: Which is a mammal?\nAnswer:", " whale"),
+                LoglikelihoodRequest("Question: Which is a mammal?\nAnswer:", " shark fin"),
+                LoglikelihoodRequest("Country: ", "Norway"),  # trailing space moves to the continuation
+                LoglikelihoodRequest("", "hello world")]
+    results = engine.loglikelihood(requests)
+    for request, result in zip(requests, results):
+        context = request.context.rstrip()
+        cont_text = request.context[len(context):] + request.continuation
+        ctx = tok(context)["input_ids"] or [tok.eos_token_id]  # the tiny tokenizer has no BOS
+        whole = ctx + tok(context + cont_text)["input_ids"][len(tok(context)["input_ids"]):]
+        expected, greedy = reference(model, whole, len(ctx))
+        assert result.key == request.key and result.n_tokens == len(whole) - len(ctx)
+        assert result.logprob == pytest.approx(expected, abs=1e-3) and result.is_greedy == greedy
+
+
+def test_teardown_twice_then_a_new_engine_starts(engine, tiny: ResolvedModel):
+    """Runs last: closes the module engine (twice) and starts another in the same process."""
+    from socbench.engines.vllm import VllmEngine
+
+    request = PromptRequest(item_id="t", messages=persona("Again?"), sampling=SamplingSettings(max_tokens=4))
+    before = engine.generate([request])[0].text
+    engine.close()
+    engine.close()
+    fresh = VllmEngine(tiny, VllmSettings.for_host(TINY))
+    try:
+        assert fresh.generate([request])[0].text == before  # greedy: same answer from the new engine
+        assert fresh.startup_s is not None
+    finally:
+        fresh.close()
+        fresh.close()
+
+
+# ------------------------------------------------------------------ SmolLM2 (real language)
+
+
+@pytest.mark.slow
+def test_smollm2_generate_logprobs_structured_and_agreement_with_transformers(smollm2: Path):
+    """One fp32 engine: a persona reply, option log-probs, constrained JSON, and the issue's check that
+    vLLM and transformers agree on prompt log-probabilities to 1e-3."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from socbench.engines.vllm import VllmEngine
+
+    eng = VllmEngine(resolve_model("smollm2-135m-instruct"), VllmSettings.for_host({"dtype": "float32",
+                                                                                     "max_model_len": 2048}))
+    try:
+        messages = persona("Do you agree that the government should reduce income differences? "
+                           "1 Agree strongly, 2 Agree, 3 Disagree, 4 Disagree strongly.")
+        codes = ("1", "2", "3", "4")
+        free = PromptRequest(item_id="g", messages=messages, sampling=SamplingSettings(max_tokens=24))
+        forced = PromptRequest(item_id="s", messages=messages, structured=True, offered_codes=codes)
+        scored = PromptRequest(item_id="l", messages=messages, mode="logprobs", offered_codes=codes,
+                               answer_prefix=PREFIX)
+        text, structured = [r.text for r in eng.generate([free, forced])]
+        assert text.strip() and json.loads(structured)["answer"] in codes
+        logprobs = eng.option_logprobs([scored])[0].option_logprobs
+        lls = eng.loglikelihood([LoglikelihoodRequest("The capital of France is", " Paris."),
+                                 LoglikelihoodRequest("Survey question: how happy are you?", " Very happy")])
+    finally:
+        eng.close()
+    tok = AutoTokenizer.from_pretrained(smollm2)
+    model = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
+    context = chat_ids(tok, messages, PREFIX)
+    for code in codes:
+        expected, _ = reference(model, context + tok(code, add_special_tokens=False)["input_ids"], len(context))
+        assert logprobs[code] == pytest.approx(expected, abs=1e-3)
+    paris = tok("The capital of France is")["input_ids"]
+    expected, greedy = reference(model, tok("The capital of France is Paris.")["input_ids"], len(paris))
+    assert lls[0].logprob == pytest.approx(expected, abs=1e-3) and lls[0].logprob > lls[1].logprob
