@@ -35,7 +35,8 @@ NO_EXTRACTION = "no extraction for this item"
 COUNTRY_METRICS = {"n": item_count, "accuracy": accuracy, "parse_failure_rate": parse_failure_rate}
 
 
-def score_item(item: Item, extraction: Extraction | None, groups: Mapping[str, str] | None = None) -> ScoredItem:
+def score_item(item: Item, extraction: Extraction | None,
+               groups: Mapping[str, str] | None = None) -> ScoredItem:
     """Score one scoreable item against its extraction (None when there is none).
 
     ``groups`` are the respondent's persona groups (sex, age group, ...), kept on the item

@@ -17,19 +17,24 @@ from prefect.context import TaskRunContext
 from tqdm.auto import tqdm
 
 from socbench.config import RunConfig
-from socbench.engines.session import get_engine, run_prompts
+from socbench.engines.session import get_engine, prompt_method, run_prompts
 from socbench.progress import Throttle
 from socbench.types import EngineResult, PromptRequest
 
 
 def _cache_key(context: TaskRunContext, params: dict[str, Any]) -> str:
-    """Domain, settings that change answers, engine identity and the prompts themselves."""
+    """Domain, settings that change answers, engine identity, the prompts — and how many of
+    them the engine cache lacks, so a run that ended with failed requests is never a hit:
+    the next run retries exactly those."""
     config: RunConfig = params["config"]
+    prompts: list[PromptRequest] = params["prompts"]
     digest = hashlib.sha256()
-    for prompt in params["prompts"]:
+    for prompt in prompts:
         digest.update(prompt.key.encode())
-    identity = sorted(get_engine(config).identity.items())
-    return f"vllm_generate-{params['domain_id']}-{config.fingerprint()}-{hashlib.sha256(str(identity).encode()).hexdigest()[:12]}-{digest.hexdigest()[:24]}"
+    engine = get_engine(config)
+    identity = hashlib.sha256(str(sorted(engine.identity.items())).encode()).hexdigest()[:12]
+    missing = engine.missing(prompt_method(prompts), prompts) if hasattr(engine, "missing") else len(prompts)
+    return f"vllm_generate-{params['domain_id']}-{config.fingerprint()}-{identity}-{digest.hexdigest()[:24]}-{missing}"
 
 
 @task(name="vllm_generate", cache_key_fn=_cache_key, persist_result=True, retries=2, retry_delay_seconds=[5, 30])
@@ -49,12 +54,13 @@ def vllm_generate(prompts: list[PromptRequest], config: RunConfig, domain_id: in
         if throttle.ready() or done == len(prompts):
             update_progress_artifact(artifact, progress=100.0 * done / max(1, len(prompts)))
 
+    cached = len(prompts) - engine.missing(prompt_method(prompts), prompts) if hasattr(engine, "missing") else 0
     try:
         results = run_prompts(engine, prompts, on_result=on_result)
     finally:
         bar.close()
     update_progress_artifact(artifact, progress=100.0)
-    stats = getattr(engine, "stats", None)
-    if stats is not None:
-        get_run_logger().info("domain %s: %d prompts; engine cache %s", domain_id, len(prompts), stats)
+    failed = sum(1 for r in results if r.error is not None)
+    get_run_logger().info("domain %s: %d prompts, %d from the engine cache, %d sent, %d failed",
+                          domain_id, len(prompts), cached, len(prompts) - cached, failed)
     return results

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEMO_DATA, ROOT
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[1]
 BROKEN = "family"  # domain 3
 
 
@@ -82,7 +82,7 @@ def server(tmp_path: Path):
 
 def _prefect(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=ROOT, capture_output=True,
-                          text=True, check=check, timeout=300)
+                          text=True, check=check, timeout=900)
 
 
 def _flow_runs(env: dict) -> list[dict]:
@@ -93,16 +93,16 @@ def _flow_runs(env: dict) -> list[dict]:
 
 
 def _stored_requests(cache_dir: Path) -> int:
-    files = list(cache_dir.glob("*.sqlite"))
+    files = list(cache_dir.glob("engine-cache.sqlite"))
     assert files, f"no engine cache in {cache_dir}"
     with sqlite3.connect(files[0]) as db:
         return db.execute("select count(*) from results").fetchone()[0]
 
 
-def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path) -> None:
+def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, demo_data: Path) -> None:
     env = server
     data = tmp_path / "Dataset_all"
-    shutil.copytree(DEMO_DATA, data)
+    shutil.copytree(demo_data, data)
     answers = data / "A_GroundTruth_sampling500" / f"issp_answer_{BROKEN}.json"
     good = answers.read_text()
     answers.write_text(good[: len(good) // 2])  # truncated JSON

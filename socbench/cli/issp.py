@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from flows.issp import issp_inprocess
 
     outcome = issp_inprocess(config)

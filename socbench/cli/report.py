@@ -1,4 +1,4 @@
-"""``socbench report``: leaderboard, figures and report.html over every run under a folder.
+"""socbench report: leaderboard, figures and report.html over every run under a folder.
 
     socbench report results/                       # -> results/report/{leaderboard.md,.csv,report.html,...}
     socbench report results/ --out site/
@@ -18,12 +18,13 @@ from socbench.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("report", help="leaderboard, plots and a self-contained HTML report over result folders",
-                            description=__doc__.split("\n\n")[0])
+    parser = sub.add_parser("report", help="leaderboard, plots and a self-contained HTML report over results",
+                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("output_dir", help="folder holding one sub-folder per run (e.g. results/)")
     flag(parser, "out", default=None, help="where to write the report (default: <output_dir>/report)")
     flag(parser, "compare", nargs=2, metavar=("A", "B"), default=None,
-         help="paired comparison of two runs on their shared items (McNemar exact, bootstrap CI); prints only")
+         help="paired comparison of two runs on their shared items (McNemar exact, bootstrap CI); "
+              "prints it, writes nothing")
     flag(parser, "domain_id", default=None, help="with --compare: one domain only (id or name)")
     flag(parser, "resamples", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
     flag(parser, "seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -50,7 +51,14 @@ def run(args: argparse.Namespace) -> int:
 
 def compare(args: argparse.Namespace) -> int:
     from socbench.domains import get_domain
-    from socbench.report.leaderboard import COMPARE_HEAD, compare_cells, compare_runs, find_run, load_runs, markdown_table
+    from socbench.report.leaderboard import (
+        COMPARE_HEAD,
+        compare_cells,
+        compare_runs,
+        find_run,
+        load_runs,
+        markdown_table,
+    )
 
     runs = load_runs(Path(args.output_dir))
     a, b = (find_run(runs, name) for name in args.compare)

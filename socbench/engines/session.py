@@ -54,13 +54,17 @@ def close_engines() -> int:
     return len(engines)
 
 
+def prompt_method(prompts: Sequence[PromptRequest]) -> str:
+    """The engine method for these prompts: ``option_logprobs`` or ``generate``."""
+    modes = {p.mode for p in prompts}
+    if len(modes) > 1:
+        raise ValueError(f"one run uses one mode, got {sorted(modes)}")
+    return "option_logprobs" if modes == {"logprobs"} else "generate"
+
+
 def run_prompts(engine: Engine, prompts: Sequence[PromptRequest],
                 on_result: ResultSink | None = None) -> list[EngineResult]:
     """Send prompts to the engine by their mode; same order out as in."""
     if not prompts:
         return []
-    modes = {p.mode for p in prompts}
-    if len(modes) != 1:
-        raise ValueError(f"one run uses one mode, got {sorted(modes)}")
-    method = engine.option_logprobs if modes == {"logprobs"} else engine.generate
-    return method(prompts, on_result=on_result)
+    return getattr(engine, prompt_method(prompts))(prompts, on_result=on_result)

@@ -30,7 +30,8 @@ SEX, AGE_GROUP, EDUCATION, RELIGION, EMPLOYMENT = "sex", "age_group", "education
 ATTRIBUTES = (SEX, AGE_GROUP, EDUCATION, RELIGION, EMPLOYMENT)
 UNKNOWN = "unknown"
 AGE_BANDS = ((15, 29, "15-29"), (30, 44, "30-44"), (45, 59, "45-59"), (60, 130, "60+"))
-GROUP_METRICS: dict[str, Metric] = {"n": item_count, "accuracy": accuracy, "parse_failure_rate": parse_failure_rate}
+GROUP_METRICS: dict[str, Metric] = {"n": item_count, "accuracy": accuracy,
+                                    "parse_failure_rate": parse_failure_rate}
 
 _R = r"^(?:r:\s*|respondent'?s?:?\s*)?"  # optional "R: " / "Respondent's " prefix
 # Patterns per attribute, highest priority first, matched (re.search) on the lower-cased key.
@@ -114,8 +115,8 @@ _VALUE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
         (r"^lower sec(?:ondary)?\b", "lower secondary"),
         (r"^upper sec(?:ondary)?\b", "upper secondary"),
         (r"^post[- ]?sec(?:ondary)?\b", "post-secondary non-tertiary"),
-        (r"^(?:short[- ]cycle tertiary|(?:lower|upper) (?:level )?tertiary|tertiary|bachelor|master|doctor|phd|post[- ]?tertiary)",
-         "tertiary"),
+        (r"^(?:short[- ]cycle tertiary|(?:lower|upper) (?:level )?tertiary|tertiary|bachelor|master|doctor"
+         r"|phd|post[- ]?tertiary)", "tertiary"),
     ),
     RELIGION: ((r"^(?:no religion|none\b|no denomination|(?:i )?(?:do not|don't) belong)", "No religion"),),
     EMPLOYMENT: (
@@ -175,8 +176,8 @@ def respondent_groups(respondents: Iterable[Respondent]) -> dict[int, dict[str, 
     return {person.person_id: persona_groups(person.attributes) for person in respondents}
 
 
-def persona_breakdowns(items: Sequence[ScoredItem],
-                       metrics: Mapping[str, Metric] = GROUP_METRICS) -> dict[str, dict[str, dict[str, float]]]:
+def persona_breakdowns(items: Sequence[ScoredItem], metrics: Mapping[str, Metric] = GROUP_METRICS,
+                       ) -> dict[str, dict[str, dict[str, float]]]:
     """``{attribute: {group: {n, accuracy, parse_failure_rate}}}`` for attributes any item has.
 
     Items whose respondent lacks the attribute are reported under ``unknown``.

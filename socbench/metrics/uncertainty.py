@@ -78,7 +78,8 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Se
     n_strata = len(totals)
 
     def statistic(*indices: np.ndarray, axis: int = -1) -> np.ndarray:
-        parts = [s[i].sum(axis=axis) / n[i].sum(axis=axis) for (s, n), i in zip(varying, indices, strict=True)]
+        parts = [s[i].sum(axis=axis) / n[i].sum(axis=axis)
+                 for (s, n), i in zip(varying, indices, strict=True)]
         return (np.sum(parts, axis=0) + fixed) / n_strata
 
     result = bootstrap(tuple(np.arange(len(s)) for s, _ in varying), statistic, n_resamples=n_resamples,
@@ -128,7 +129,8 @@ def paired_comparison(correct_a: Sequence[bool], correct_b: Sequence[bool], clus
     diff = a.astype(float) - b.astype(float)
     return PairedComparison(
         n_items=len(a), n_respondents=len(set(zip(strata if strata is not None else [0] * len(a), clusters))),
-        accuracy_a=stratified_mean(a.astype(float), strata), accuracy_b=stratified_mean(b.astype(float), strata),
+        accuracy_a=stratified_mean(a.astype(float), strata),
+        accuracy_b=stratified_mean(b.astype(float), strata),
         difference=stratified_mean(diff, strata),
         difference_ci=cluster_bootstrap_ci(diff, clusters, strata, n_resamples=n_resamples, seed=seed),
         both_correct=int(np.sum(a & b)), a_only=a_only, b_only=b_only, neither=int(np.sum(~a & ~b)),

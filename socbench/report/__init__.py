@@ -1,4 +1,5 @@
-"""Result files (the seed's JSON plus summaries) and plots; see ``files``, ``plots`` and ``circular``."""
+"""Result files (the seed's JSON plus summaries) and plots; see ``files``, ``plots``, ``circular``,
+``leaderboard`` and ``html`` (the ``socbench report`` leaderboard and self-contained HTML)."""
 
 from socbench.report.circular import (
     circular_table,
@@ -16,9 +17,12 @@ from socbench.report.files import (
     write_run_summary,
     write_summary,
 )
+from socbench.report.html import ReportPaths, write_report
+from socbench.report.leaderboard import leaderboard, leaderboard_rows
 from socbench.report.plots import model_scale_plot
 
 __all__ = [
+    "ReportPaths",
     "RunSummary",
     "circular_table",
     "read_variants",
@@ -27,9 +31,12 @@ __all__ = [
     "write_domain_circular",
     "write_run_circular_table",
     "domain_markdown",
+    "leaderboard",
+    "leaderboard_rows",
     "model_dir",
     "model_scale_plot",
     "write_domain_files",
+    "write_report",
     "write_run_summary",
     "write_summary",
 ]

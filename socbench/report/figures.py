@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from socbench.report.leaderboard import Leaderboard, country_domain_accuracy
+from socbench.report.leaderboard import Leaderboard, ModelRun
 from socbench.report.plots import _new_figure, _save, model_scale_plot
 
 DOMAIN_BARS = "domain_accuracy_by_run.png"
@@ -52,7 +53,8 @@ def domain_bars(board: Leaderboard, path: Path) -> Path:
         ax.bar(xs, acc, width * 0.9, yerr=err, capsize=2, label=run)
         ticks = [(p, b) for p, b in ticks if math.isfinite(b)]
         if ticks:
-            ax.hlines([b for _, b in ticks], [p - width / 2 for p, _ in ticks], [p + width / 2 for p, _ in ticks],
+            ax.hlines([b for _, b in ticks], [p - width / 2 for p, _ in ticks],
+                      [p + width / 2 for p, _ in ticks],
                       colors="black", linewidth=2, label="strongest baseline" if i == 0 else None)
     ax.set_xticks(range(len(domains)), [d for _, d in domains], rotation=30, ha="right")
     ax.set_ylim(0, 1)
@@ -64,6 +66,13 @@ def domain_bars(board: Leaderboard, path: Path) -> Path:
 
 def _gap(a: float, b: float) -> float:
     return max(0.0, a - b) if math.isfinite(a) and math.isfinite(b) else 0.0
+
+
+def country_domain_accuracy(run: ModelRun) -> pd.DataFrame:
+    """Accuracy per country (rows) and domain (columns, in domain order) from the details."""
+    frame = pd.concat([d.items.assign(domain=d.domain) for d in run.domains], ignore_index=True)
+    table = frame.pivot_table(index="country_code", columns="domain", values="correct", aggfunc="mean")
+    return table.reindex(columns=[d.domain for d in run.domains]).sort_index()
 
 
 def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) -> Path:
@@ -79,7 +88,8 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
     for ax, (name, table) in zip(axes, tables, strict=True):
         values = table.to_numpy(dtype=float)
         image = ax.imshow(np.ma.masked_invalid(values), vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set_xticks(range(len(table.columns)), list(table.columns), rotation=40, ha="right", fontsize="small")
+        ax.set_xticks(range(len(table.columns)), list(table.columns), rotation=40, ha="right",
+                      fontsize="small")
         ax.set_yticks(range(len(table.index)), list(table.index), fontsize="small")
         ax.set_title(name, fontsize="medium")
         if values.size <= 400:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,8 +28,8 @@ from socbench.report.leaderboard import (
     domain_cells,
     fmt,
     leaderboard,
+    ModelRun,
     overall_cells,
-    pooled_breakdowns,
     write_leaderboard,
 )
 
@@ -36,11 +37,13 @@ REPORT_FOLDER = "report"
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1200px;
        padding: 0 1rem; color: #1d1d1f; line-height: 1.45; }
-h1 { margin-bottom: 0.2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
+h1 { margin-bottom: 0.2rem; }
+h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
 .meta, .note { color: #555; font-size: 0.9rem; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.85rem; }
-th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.55rem; text-align: right; }
-th { background: #f2f4f7; } td:nth-child(-n+3) { text-align: left; }
+th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.55rem; text-align: right; white-space: nowrap; }
+th { background: #f2f4f7; text-align: center; } td:nth-child(-n+3) { text-align: left; }
+.scroll { overflow-x: auto; }
 tr:nth-child(even) td { background: #fafafa; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 .breakdowns { display: flex; flex-wrap: wrap; gap: 1.5rem; }
@@ -63,7 +66,7 @@ class ReportPaths:
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<div class='scroll'><table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def _image(path: Path, alt: str) -> str:
@@ -71,13 +74,30 @@ def _image(path: Path, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
+def pooled_breakdowns(run: ModelRun) -> dict[str, dict[str, tuple[int, float]]]:
+    """``{attribute: {group: (items, accuracy)}}`` pooled over domains (item-weighted)."""
+    totals: dict[str, dict[str, list[float]]] = {}
+    for dom in run.domains:
+        for attribute, groups in dom.stored.breakdowns.items():
+            for group, values in groups.items():
+                n, acc = values.get("n") or 0.0, values.get("accuracy")
+                if n > 0 and acc is not None and math.isfinite(acc):
+                    entry = totals.setdefault(attribute, {}).setdefault(group, [0.0, 0.0])
+                    entry[0] += n
+                    entry[1] += n * acc
+    return {attr: {g: (int(n), s / n) for g, (n, s) in sorted(groups.items())}
+            for attr, groups in totals.items()}
+
+
 def _breakdown_section(board: Leaderboard) -> str:
     parts = []
-    for run in board.runs:
+    by_name = {run.run: run for run in board.runs}
+    for run in (by_name[row["run"]] for row in board.overall):  # leaderboard order
         pooled = pooled_breakdowns(run)
         if not pooled:
             continue
-        rows = [[attr, group, str(n), fmt(acc)] for attr, groups in pooled.items() for group, (n, acc) in groups.items()]
+        rows = [[attr, group, str(n), fmt(acc)]
+                for attr, groups in pooled.items() for group, (n, acc) in groups.items()]
         parts.append(f"<div><h3>{html.escape(run.run)}</h3>"
                      f"{_table(('attribute', 'group', 'items', 'accuracy'), rows)}</div>")
     if not parts:
@@ -113,7 +133,8 @@ def render_html(board: Leaderboard, figures: Figures, title: str) -> str:
     notes = [*figures.notes, *failed]
     if notes:
         sections.append("<ul class='note'>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
-    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title>"
             f"<style>{CSS}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n")
 
 

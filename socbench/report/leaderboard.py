@@ -159,14 +159,15 @@ def _nan(value: float | None) -> float:
 def _stored_scores(dom: DomainRun) -> dict[str, Any]:
     """Baseline, margin inputs, per-question F1 and headline distribution scores of a domain."""
     best = best_baseline({k: _nan(v) for k, v in dom.stored.baselines.items()})
-    dist = {level: {k: _nan(v) for k, v in scores.items()} for level, scores in dom.stored.distribution.items()}
+    dist = {level: {k: _nan(v) for k, v in scores.items()}
+            for level, scores in dom.stored.distribution.items()}
     level = headline_level(dist)
     return {
         "best_baseline": best[0] if best else None,
         "best_baseline_accuracy": best[1] if best else math.nan,
         "per_question_macro_f1": _nan(dom.stored.per_question_macro_f1),
         "distribution_level": level,
-        **{f"{name}_score": dist.get(level, {}).get(name, math.nan) if level else math.nan for name in SCORES},
+        **{f"{name}_score": dist[level].get(name, math.nan) if level else math.nan for name in SCORES},
     }
 
 
@@ -286,26 +287,6 @@ def compare_runs(a: ModelRun, b: ModelRun, domain: str | None = None, *,
                              n_resamples=n_resamples, seed=seed)
 
 
-def country_domain_accuracy(run: ModelRun) -> pd.DataFrame:
-    """Accuracy per country (rows) and domain (columns, in domain order) from the details."""
-    frame = pd.concat([d.items.assign(domain=d.domain) for d in run.domains], ignore_index=True)
-    table = frame.pivot_table(index="country_code", columns="domain", values="correct", aggfunc="mean")
-    return table.reindex(columns=[d.domain for d in run.domains]).sort_index()
-
-
-def pooled_breakdowns(run: ModelRun) -> dict[str, dict[str, tuple[int, float]]]:
-    """``{attribute: {group: (items, accuracy)}}`` pooled over domains (item-weighted)."""
-    totals: dict[str, dict[str, list[float]]] = {}
-    for dom in run.domains:
-        for attribute, groups in dom.stored.breakdowns.items():
-            for group, values in groups.items():
-                n, acc = _nan(values.get("n")), _nan(values.get("accuracy"))
-                if n > 0 and math.isfinite(acc):
-                    entry = totals.setdefault(attribute, {}).setdefault(group, [0.0, 0.0])
-                    entry[0] += n
-                    entry[1] += n * acc
-    return {attr: {g: (int(n), s / n) for g, (n, s) in sorted(groups.items())} for attr, groups in totals.items()}
-
 
 # ------------------------------------------------------------------------ markdown, CSV
 
@@ -347,8 +328,9 @@ def overall_cells(rank: int, row: dict[str, Any]) -> list[str]:
 
 def domain_cells(row: dict[str, Any]) -> list[str]:
     return [f"{row['domain']} ({fmt(row['domain_id'])})", row["run"], accuracy_text(row),
-            f"{row['best_baseline']} {fmt(row['best_baseline_accuracy'])}", fmt(row["margin_over_best_baseline"]),
-            fmt(row["per_question_macro_f1"]), distribution_text(row), str(row["distribution_level"] or "n/a"),
+            f"{row['best_baseline']} {fmt(row['best_baseline_accuracy'])}",
+            fmt(row["margin_over_best_baseline"]), fmt(row["per_question_macro_f1"]), distribution_text(row),
+            str(row["distribution_level"] or "n/a"),
             fmt(row["parse_failure_rate"]), str(row["items"])]
 
 
@@ -368,7 +350,8 @@ NOTES = (
     "Accuracy: share of scoreable items answered with the respondent's own code; a run's overall numbers "
     "are unweighted means over its domains. 95% CI: percentile bootstrap resampling respondents "
     "(within each domain). Strongest baseline: the best of uniform guessing and the leave-one-respondent-out "
-    "majority answer per question and per (country, question), on the same items; margin = accuracy minus it. "
+    "majority answer per question and per (country, question), on the same items; "
+    "margin = accuracy minus it. "
     "W1 / JS: 1 - normalised Wasserstein distance (codes in offered order as ordinal positions) and "
     "1 - Jensen-Shannon distance between the model's and the humans' answer distributions per "
     "(country, question) (or per question when no country group is large enough); uniform answers in "

@@ -1,0 +1,106 @@
+"""`socbench issp` end to end against an OpenAI-compatible server (the project's test server).
+
+The run goes through the real Prefect flow in-process; its result files are checked
+against numbers recomputed here from `details` alone. A second run sends no request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from sklearn.metrics import f1_score
+
+from socbench.domains import DOMAINS
+from socbench.testing.fake_openai import FakeOpenAIServer
+
+SEED_KEYS = {"domain", "timestamp", "model", "correct_count", "total_count", "accuracy", "macro_f1",
+             "micro_f1", "parse_failures", "excluded_count", "details"}
+DETAIL_KEYS = {"person_id", "question_id", "country_code", "true_answer", "llm_answer", "correct",
+               "is_country_specific", "parse_error"}
+METRIC_KEYS = {"domain", "domain_id", "model", "timestamp", "accuracy", "macro_f1", "micro_f1",
+               "interview_count", "total_count", "correct_count", "parse_failures", "excluded_count"}
+
+
+def _socbench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "socbench", *args], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def run_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    home = tmp_path_factory.mktemp("prefect-cli")
+    env = dict(os.environ)
+    env.update({"PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"),
+                "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"), "OPENAI_API_KEY": "sk-test"})
+    return env
+
+
+def _independent(details: list[dict]) -> dict:
+    """Accuracy and the seed's pooled F1s, recomputed from the details alone."""
+    y_true = [d["true_answer"] for d in details]
+    y_pred = [d["llm_answer"] if d["llm_answer"] is not None and d["parse_error"] is None else "invalid"
+              for d in details]
+    correct = sum(1 for d in details if d["true_answer"] == d["llm_answer"] and d["parse_error"] is None)
+    return {"correct_count": correct, "total_count": len(details), "accuracy": correct / len(details),
+            "macro_f1": f1_score(y_true, y_pred, labels=sorted(set(y_true)), average="macro", zero_division=0),
+            "micro_f1": f1_score(y_true, y_pred, average="micro")}
+
+
+def test_issp_against_openai_server(run_env: dict, tmp_path: Path, demo_data: Path) -> None:
+    out = tmp_path / "results"
+    with FakeOpenAIServer(faults={"500": 0.1, "429": 0.05, "null": 0.05}) as server:
+        args = ["issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
+                "--data_dir", str(demo_data), "--domain_id", "all", "--interview_count", "8",
+                "--output_dir", str(out), "--concurrent_requests", "16"]
+        first = _socbench(*args, env=run_env)
+        assert first.returncode == 0, first.stderr[-3000:]
+        sent = server.stats().requests
+        assert sent > 0
+        second = _socbench(*args, env=run_env)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert server.stats().requests == sent  # everything from the cache
+
+    model_dir = out / "fake-model"
+    for domain in DOMAINS:
+        detailed = json.loads((model_dir / f"{domain.name}_detailed.json").read_text())
+        metrics = json.loads((model_dir / f"{domain.name}_metrics.json").read_text())
+        assert SEED_KEYS <= detailed.keys() and METRIC_KEYS <= metrics.keys()
+        assert all(DETAIL_KEYS <= d.keys() for d in detailed["details"])
+        expected = _independent(detailed["details"])
+        for key, value in expected.items():
+            assert detailed[key] == pytest.approx(value), (domain.name, key)
+            assert metrics[key] == pytest.approx(value), (domain.name, key)
+        assert metrics["domain_id"] == domain.id and metrics["interview_count"] == 8
+        per_person = defaultdict(int)
+        for d in detailed["details"]:
+            per_person[d["person_id"]] += 1
+        assert len(per_person) == 8
+    summary = json.loads((model_dir / "summary.json").read_text())
+    assert len(summary["domains"]) == 10
+    assert "mean" in (model_dir / "summary.md").read_text().lower()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--data_dir", "/nonexistent/dir"], "--data_dir /nonexistent/dir"),
+    (["--domain_id", "5"], "--domain_id 5"),
+    (["--domain_id", "42"], "--domain_id '42'"),
+    (["--interview_count", "many"], "--interview_count"),
+    (["--dataset_size", "5000"], "A_GroundTruth_sampling5000"),
+    (["--model", "no-such-model"], "no-such-model"),
+    (["--api_type", "config", "--api_base", "not a url", "--model", "m"], "--api_base"),
+    (["--api_type", "config", "--api_base", "http://127.0.0.1:9", "--model", "m"], "--api_base http://127.0.0.1:9"),
+    (["--output_dir", "/proc/socbench-cannot-write"], "--output_dir"),
+])
+def test_bad_input_is_one_line(args: list[str], needle: str, run_env: dict) -> None:
+    result = _socbench("issp", "--domain_id", "1", *args, env=run_env) if "--domain_id" not in args \
+        else _socbench("issp", *args, env=run_env)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
