@@ -23,6 +23,7 @@ from tasks.extract import extract
 from tasks.load_data import load_data
 from tasks.report import report, report_run
 from tasks.score import score
+from tasks.secrets import api_key_env_from_secret
 from tasks.teardown import teardown_safely
 from tasks.vllm_generate import vllm_generate
 
@@ -54,6 +55,7 @@ def issp(
     model: str = DEFAULT_MODEL,
     api_base: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
+    api_key_secret: str | None = None,
     concurrent_requests: int = 64,
     engine: dict[str, Any] | None = None,
     mode: str = "generate",
@@ -70,9 +72,15 @@ def issp(
     cache_dir: str | None = None,
     circular: str | None = None,
 ) -> dict:
-    """All requested domains on one engine; Failed if any domain failed."""
-    config = make_config(**{k: v for k, v in locals().items()})
-    return run_domains(config)
+    """All requested domains on one engine; Failed if any domain failed.
+
+    The API key comes from ``api_key_env`` on the worker, or from the Prefect Secret block
+    named by ``api_key_secret``; it is never a parameter itself.
+    """
+    params = {k: v for k, v in locals().items() if k != "api_key_secret"}
+    if api_key_secret:
+        params["api_key_env"] = api_key_env_from_secret(api_key_secret)
+    return run_domains(make_config(**params))
 
 
 def issp_inprocess(config: RunConfig) -> dict:
