@@ -8,8 +8,11 @@ Usage: ``python bench/engines_bare.py [--n 200] [--backends vllm,hf]``; prints J
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import json
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +20,8 @@ OUT = Path(__file__).resolve().parent / "out" / "engines_bare.json"
 QUESTION = ("On the whole, do you think it should or should not be the government's responsibility to "
             "provide a job for everyone who wants one?")
 OPTIONS = {"1": "Definitely should be", "2": "Probably should be", "3": "Probably should not be",
-           "4": "Definitely should not be", "-4": "Can't choose"}
+           "4": "Definitely should not be", "5": "Can't choose"}  # codes 1-5: most ISSP questions
+MULTI_TOKEN = ("1", "2", "3", "4", "-4")  # 4 of 555 ISSP questions offer -4: scored as continuations
 
 
 def personas(n: int, seed: int = 0) -> list:
@@ -43,43 +47,50 @@ def personas(n: int, seed: int = 0) -> list:
     return out
 
 
-def timed(fn, *args) -> tuple[float, object]:
-    start = time.perf_counter()
+def timed(label: str, fn, *args) -> tuple[float, float, object]:
+    """(wall s, CPU s of this process, result); CPU time is the fairer figure on a shared host."""
+    wall, cpu = time.perf_counter(), time.process_time()
     result = fn(*args)
-    return time.perf_counter() - start, result
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"  {label}: {wall:.1f} s wall, {cpu:.1f} s cpu", file=sys.stderr, flush=True)
+    return wall, cpu, result
+
+
+def make_engine(backend: str, model):
+    if backend == "vllm":
+        from socbench.engines.settings import VllmSettings
+        from socbench.engines.vllm import VllmEngine
+
+        return VllmEngine(model, VllmSettings.for_host()), "vllm.entrypoints.llm"
+    from socbench.engines.hf import HfEngine
+    from socbench.engines.settings import HfSettings
+
+    return HfEngine(model, HfSettings.from_options({})), "transformers.models.llama.modeling_llama"
 
 
 def bench(backend: str, n: int) -> dict:
     from socbench.models import resolve_model
 
-    model = resolve_model("smollm2-135m-instruct")
     pairs = personas(n)
     gen, scored = [p[0] for p in pairs], [p[1] for p in pairs]
-    if backend == "vllm":
-        from socbench.engines.settings import VllmSettings
-        from socbench.engines.vllm import VllmEngine
-
-        engine = VllmEngine(model, VllmSettings.for_host())
-        import_s, _ = timed(lambda: __import__("vllm.entrypoints.llm"))
-    else:
-        from socbench.engines.hf import HfEngine
-        from socbench.engines.settings import HfSettings
-
-        engine = HfEngine(model, HfSettings.from_options({}))
-        import_s, _ = timed(lambda: __import__("transformers.models.llama.modeling_llama"))
+    multi = [dataclasses.replace(r, offered_codes=MULTI_TOKEN) for r in scored]
+    engine, heavy_module = make_engine(backend, resolve_model("smollm2-135m-instruct"))
+    row: dict = {"backend": backend, "dtype": engine.identity["dtype"], "n": n, "per_cpu_s": {}}
+    row["import_s"] = round(timed("import", importlib.import_module, heavy_module)[0], 2)
     try:
-        start_s, _ = timed(engine.generate, gen[:1])  # start + one request
-        gen_s, results = timed(engine.generate, gen)
-        lp_s, lps = timed(engine.option_logprobs, scored)
+        row["start_plus_first_s"] = round(timed("start", engine.generate, gen[:1])[0], 2)
+        for label, fn, requests in [("generate_structured", engine.generate, gen),
+                                    ("logprobs_single_token", engine.option_logprobs, scored),
+                                    ("logprobs_multi_token", engine.option_logprobs, multi)]:
+            wall, cpu, results = timed(label, fn, requests)
+            row[f"{label}_prompts_per_s"] = round(n / wall, 1)
+            row["per_cpu_s"][label] = round(n / cpu, 1)
+            row.setdefault("examples", {})[label] = results[0].text or results[0].option_logprobs
     finally:
-        close_s, _ = timed(engine.close)
-    parsed = sum(1 for r in results if r.text and r.text.startswith('{"answer"'))
-    return {"backend": backend, "dtype": engine.identity["dtype"], "n": n, "import_s": round(import_s, 2),
-            "start_plus_first_s": round(start_s, 2), "engine_start_s": round(getattr(engine, "startup_s", 0) or 0, 2),
-            "generate_prompts_per_s": round(n / gen_s, 1), "logprobs_prompts_per_s": round(n / lp_s, 1),
-            "close_s": round(close_s, 2), "generate_json_ok": parsed,
-            "scoring_methods": dict(getattr(engine, "scoring_methods", {})),
-            "example": {"text": results[0].text, "logprobs": lps[0].option_logprobs}}
+        row["close_s"] = round(timed("close", engine.close)[0], 2)
+    row["engine_start_s"] = round(getattr(engine, "startup_s", 0) or 0, 2)
+    row["scoring_methods"] = dict(getattr(engine, "scoring_methods", {}))
+    return row
 
 
 def main() -> None:
@@ -87,7 +98,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--backends", default="vllm")
     args = parser.parse_args()
-    rows = [bench(b.strip(), args.n) for b in args.backends.split(",")]
+    rows = []
+    for backend in args.backends.split(","):
+        rows.append(bench(backend.strip(), args.n))
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(rows, indent=2))
     print(json.dumps(rows, indent=2))

@@ -106,7 +106,8 @@ def main() -> int:
     if summary.exists():
         print("\n" + summary.read_text())
     print(f"demo: finished in {time.monotonic() - started:.0f} s; flow run exit code {run.returncode}")
-    print(f"demo: results and report under {summary.parent}")
+    print(f"demo: results in {summary.parent}")
+    print(f"demo: report (leaderboard, plots, HTML) in {ROOT / 'results' / 'report' / 'report.html'}")
     return run.returncode
 
 

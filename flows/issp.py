@@ -22,7 +22,7 @@ from tasks.country_special_options import country_special_options
 from tasks.extract import extract
 from tasks.load_data import load_data
 from tasks.report import report, report_run
-from tasks.score import score
+from tasks.score import score, score_variants
 from tasks.secrets import api_key_env_from_secret
 from tasks.teardown import teardown_safely
 from tasks.vllm_generate import vllm_generate
@@ -38,7 +38,8 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
         results = vllm_generate(prompts, config, domain_id)
         extractions = extract(prompts, results, items)
         scored, result = score(data, items, extractions, config)
-        report(result, scored, config)
+        variants = score_variants(items, extractions, config)
+        report(result, scored, config, variants)
         return result
     finally:
         if own_engine:
@@ -71,6 +72,7 @@ def issp(
     output_dir: str = "results",
     cache_dir: str | None = None,
     circular: str | None = None,
+    max_variants: int | None = None,
 ) -> dict:
     """All requested domains on one engine; Failed if any domain failed.
 

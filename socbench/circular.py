@@ -216,7 +216,8 @@ def variant_patterns(labels: Sequence[str], mode: CircularMode, *, max_variants:
         return sampled_orders(labels, max_variants, seed, qid), True
     if n > MAX_ALL_POSSIBLE_OPTIONS and max_variants is None:
         raise ConfigError(f"--circular all_possible: item {qid} has {n} options ({total} orders); "
-                          f"pass --max_variants N to ask a seeded sample of N orders, or use --circular circular")
+                          "pass --max_variants N to ask a seeded sample of N orders, "
+                          "or use --circular circular")
     return all_orders(labels), False
 
 

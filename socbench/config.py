@@ -51,6 +51,7 @@ class RunConfig(BaseModel):
     max_tokens: int = 64
     cache_dir: Path | None = None
     circular: Literal["circular", "all_possible"] | None = None
+    max_variants: int | None = None
 
     @field_validator("interview_count", mode="before")
     @classmethod
@@ -74,10 +75,10 @@ class RunConfig(BaseModel):
                 raise ValueError(f"{url.strip()!r} is not an http(s) URL")
         return value
 
-    @field_validator("dataset_size", "concurrent_requests", "max_tokens")
+    @field_validator("dataset_size", "concurrent_requests", "max_tokens", "max_variants")
     @classmethod
-    def _positive(cls, value: int) -> int:
-        if value < 1:
+    def _positive(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
             raise ValueError(f"must be a positive integer, got {value}")
         return value
 
@@ -87,6 +88,19 @@ class RunConfig(BaseModel):
         if self.structured is not None:
             return self.structured
         return self.api_type == "vllm"
+
+    @property
+    def run_name(self) -> str:
+        """The model, plus the variant when it is not the default, so runs never overwrite
+        each other: ``<model>-logprobs``, ``<model>-no_persona``, ``<model>-shuffled``."""
+        parts = [self.model]
+        if self.mode == "logprobs":
+            parts.append("logprobs")
+        if not self.include_persona:
+            parts.append("no_persona")
+        if self.shuffle_options:
+            parts.append("shuffled")
+        return "-".join(parts)
 
     @property
     def sampling(self) -> SamplingSettings:

@@ -184,4 +184,5 @@ def extract_all(
     if len(prompts) != len(results):
         raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
     labels = {item.item_id: item.options for item in items or ()}
-    return {p.item_id: extract(p, r, labels.get(p.item_id)) for p, r in zip(prompts, results)}
+    # circular variants are "<item id>--<pattern>": same options, so the same labels
+    return {p.item_id: extract(p, r, labels.get(p.item_id.partition("--")[0])) for p, r in zip(prompts, results)}

@@ -1,7 +1,9 @@
 """Checks a run's settings before any flow or model starts, so mistakes cost seconds.
 
 Each failure is one ``SocbenchError`` line naming the setting. Problems inside one domain's
-files are not checked here: that domain fails on its own and the others still run.
+files are checked here only when the run has that one domain (then they are the whole run's
+problem: one line, exit 2); in a run over several, that domain fails on its own and the
+others still run.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from socbench.config import RunConfig
-from socbench.data.loaders import dataset_root, sample_dir
+from socbench.data.loaders import dataset_root, load_domain, sample_dir
 from socbench.domains import select_domains
 from socbench.errors import ConfigError, EngineError
 
@@ -41,9 +43,11 @@ def check_server(api_base: str, timeout_s: float = 5.0) -> None:
 
 
 def check_run(config: RunConfig) -> None:
-    """Data folder, sample size, domains, output folder, model or server."""
-    select_domains(config.domain_id, config.start_domain_id)
+    """Data folder, sample size, domains (a lone domain's files too), output folder, model or server."""
+    domains = select_domains(config.domain_id, config.start_domain_id)
     sample_dir(dataset_root(config.data_dir), config.dataset_size)
+    if len(domains) == 1:
+        load_domain(config.data_dir, domains[0], config.dataset_size, config.interview_count)
     check_output_dir(config.output_dir)
     if config.api_type == "config":
         check_server(config.api_base or "")

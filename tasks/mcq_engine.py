@@ -20,7 +20,8 @@ from socbench.progress import Throttle
 
 @task(name="mcq_engine", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=[5, 30])
 def mcq_engine(plan: McqPlan, config: McqConfig) -> McqAnswers:
-    artifact = create_progress_artifact(0.0, key="mcq-progress", description=f"{plan.dataset}: requests answered")
+    artifact = create_progress_artifact(0.0, key="mcq-progress",
+                                        description=f"{plan.dataset}: requests answered")
     bar = tqdm(desc=plan.dataset, unit="req", disable=not sys.stderr.isatty(), leave=False)
     throttle = Throttle(seconds=2.0)
 
@@ -34,6 +35,7 @@ def mcq_engine(plan: McqPlan, config: McqConfig) -> McqAnswers:
         answers = ask_engine(get_engine(config.run_config()), plan, progress)
     finally:
         bar.close()
-    get_run_logger().info("%s: %d loglikelihood + %d option requests in %.1f s; engine cache %s", plan.dataset,
-                          len(answers.loglikelihoods), len(answers.options), answers.seconds, answers.cache)
+    get_run_logger().info("%s: %d loglikelihood + %d option requests in %.1f s; engine cache %s",
+                          plan.dataset, len(answers.loglikelihoods), len(answers.options), answers.seconds,
+                          answers.cache)
     return answers

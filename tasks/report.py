@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 
 from socbench.circular import VariantResult, circular_settings
 from socbench.config import RunConfig
-from socbench.report import domain_markdown, write_domain_files, write_run_summary
+from socbench.report import domain_markdown, leaderboard_rows, write_domain_files, write_report, write_run_summary
 from socbench.report.circular import write_domain_circular, write_run_circular_table
 from socbench.types import DomainResult, ScoredItem
 
@@ -32,11 +32,16 @@ def report(result: DomainResult, scored: list[ScoredItem], config: RunConfig,
 
 @task(name="report_run", cache_policy=NO_CACHE, persist_result=False)
 def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int, str]) -> Path:
-    """``summary.json``/``.md`` and plots over the domains run; the summary as a table artifact."""
-    summary = write_run_summary(config.output_dir, config.model, results, failed)
-    create_table_artifact(summary.rows, key="issp-summary", description=f"ISSP summary: {config.model}")
+    """``summary.json``/``.md`` over the domains run, and the report (leaderboard, plots, HTML)
+    over every run under ``output_dir``; summary and leaderboard posted as table artifacts."""
+    summary = write_run_summary(config.output_dir, config.run_name, results, failed)
+    create_table_artifact(summary.rows, key="issp-summary", description=f"ISSP summary: {config.run_name}")
+    board = write_report(config.output_dir)
+    create_table_artifact(leaderboard_rows(board.leaderboard, per_domain=False), key="issp-leaderboard",
+                          description=f"Leaderboard of every run under {config.output_dir} ({board.html})")
     if config.circular is not None and results:
-        markdown, _ = write_run_circular_table(config.output_dir, config.model, results, config.circular, config.mode)
+        markdown, _ = write_run_circular_table(config.output_dir, config.run_name, results, config.circular,
+                                               config.mode)
         create_markdown_artifact(markdown.read_text(encoding="utf-8"), key="issp-circular-summary",
-                                 description=f"ISSP circular evaluation: {config.model}")
+                                 description=f"ISSP circular evaluation: {config.run_name}")
     return summary.path

@@ -15,7 +15,7 @@ from socbench.types import DomainData, DomainResult, Extraction, Item, ScoredIte
 @task(name="score", cache_policy=NO_CACHE, persist_result=False)
 def score(data: DomainData, items: list[Item], extractions: dict[str, Extraction],
           config: RunConfig) -> tuple[list[ScoredItem], DomainResult]:
-    return score_domain(data, items, extractions, model=config.model, interview_count=config.interview_count,
+    return score_domain(data, items, extractions, model=config.run_name, interview_count=config.interview_count,
                         circular=circular_settings(config))
 
 

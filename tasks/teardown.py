@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
@@ -21,4 +23,7 @@ def teardown_safely() -> None:
     try:
         teardown()
     except BaseException:  # noqa: BLE001 - teardown must happen whatever state Prefect is in
-        close_engines()
+        try:
+            close_engines()
+        except Exception as exc:  # noqa: BLE001 - never mask the error that ended the flow
+            logging.getLogger("socbench").warning("engine teardown failed: %s", exc)

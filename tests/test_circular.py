@@ -80,7 +80,8 @@ def test_all_possible_three_options_gives_six_orders() -> None:
 
 
 def test_all_possible_refuses_six_options_without_max_variants() -> None:
-    with pytest.raises(ConfigError, match=r"--circular all_possible.*6 options \(720 orders\).*--max_variants"):
+    refusal = r"--circular all_possible.*6 options \(720 orders\).*--max_variants"
+    with pytest.raises(ConfigError, match=refusal):
         expand_item(mc("q6", "ABCDEF", "A"), "all_possible")
     with pytest.raises(ConfigError, match="--max_variants"):
         CircularSettings("circular", max_variants=3)
@@ -129,7 +130,8 @@ def test_metrics_by_hand_with_three_and_five_options_identity_not_first() -> Non
         "vote_circular": 1.0,    # q3 mapped back: B, A, B -> B
     }
     assert list(scores.metrics)[:2] == ["acc_origin", "acc_circular"]
-    assert scores.questions == {"origin": 2, "circular": 2} and scores.variants == {"origin": 2, "circular": 8}
+    assert scores.questions == {"origin": 2, "circular": 2}
+    assert scores.variants == {"origin": 2, "circular": 8}
 
 
 def test_vote_ties_go_to_the_answer_seen_first() -> None:
@@ -189,7 +191,8 @@ def opencompass_reference(results: list[VariantResult], keys: str, mode: str) ->
             refs[r.qid] = back[r.gold]
             if r.pattern in patterns:
                 votes.setdefault(r.qid, Counter())[back.get(r.prediction, "-")] += 1
-        metrics[f"vote_{k}"] = sum(refs[q] == c.most_common(1)[0][0] for q, c in votes.items()) / len(votes) * 100
+        right = sum(refs[q] == c.most_common(1)[0][0] for q, c in votes.items())
+        metrics[f"vote_{k}"] = right / len(votes) * 100
     return metrics
 
 
@@ -225,8 +228,9 @@ def test_summary_table_has_opencompass_layout(tmp_path: Path) -> None:
         ["MMLU", "-", "-", "-", "-"],
     ]
     markdown, csv = write_circular_table(tmp_path, table)
-    assert csv.read_text().splitlines() == ["dataset,version,mode,smollm2,-", "-,-,-,acc_origin,perf_circular",
-                                            "ARC-e,-,gen,50.00,12.50", "ARC-c,-,gen,25.00,-", "MMLU,-,-,-,-"]
+    assert csv.read_text().splitlines() == [
+        "dataset,version,mode,smollm2,-", "-,-,-,acc_origin,perf_circular",
+        "ARC-e,-,gen,50.00,12.50", "ARC-c,-,gen,25.00,-", "MMLU,-,-,-,-"]
     assert markdown.read_text() == table_markdown(table)
     assert markdown.read_text().splitlines()[2] == "| - | - | - | acc_origin | perf_circular |"
 
@@ -284,7 +288,8 @@ def test_issp_variant_prompts_rotate_the_displayed_order(shuffle: bool) -> None:
             assert shown_options(request) == [(code, labels[code]) for code in request.option_order]
             assert request.messages[0] == base.messages[0]
             assert without_options(request) == without_options(base)  # only the option lines move
-        assert [r.item_id for r in group[1:]] == [variant_id(base.item_id, o) for o in rotations(base.option_order)[1:]]
+        ids = [variant_id(base.item_id, order) for order in rotations(base.option_order)[1:]]
+        assert [r.item_id for r in group[1:]] == ids
     assert len({r.key for r in variants}) == len(variants)
 
 

@@ -111,13 +111,15 @@ def test_generate_one_result_per_request_in_order(engine):
     assert sorted(seen) == list(range(12)) and all(r.error is None and r.text is not None for r in results)
 
 
-def test_raw_prompt_and_too_long_prompt_fail_alone(engine):
+def test_bad_requests_fail_alone(engine):
     ok = PromptRequest(item_id="raw", messages=(Message("user", "Question: 2+2?\nAnswer:"),), chat=False,
                        sampling=SamplingSettings(max_tokens=3))
     long = PromptRequest(item_id="long", messages=persona("word " * 600), sampling=SamplingSettings(max_tokens=3))
-    results = engine.generate([ok, long, ok])
-    assert results[0].error is None and results[2].error is None
+    no_codes = PromptRequest(item_id="nc", messages=persona("Pick."), structured=True)
+    results = engine.generate([ok, long, ok, no_codes])
+    assert results[0].error is None and results[2].error is None and results[0].text == results[2].text
     assert results[1].text is None and "rejected" in results[1].error
+    assert "needs offered codes" in results[3].error
 
 
 def test_structured_output_always_parses_to_an_offered_code(engine):
@@ -183,6 +185,24 @@ def test_loglikelihood_matches_transformers(engine, hf_tiny):
         expected, greedy = reference(model, whole, len(ctx))
         assert result.key == request.key and result.n_tokens == len(whole) - len(ctx)
         assert result.logprob == pytest.approx(expected, abs=1e-3) and result.is_greedy == greedy
+
+
+def test_failed_start_is_one_engine_error_and_harmless(engine, tiny_model: Path, tmp_path: Path):
+    import shutil
+
+    from socbench.engines.vllm import VllmEngine
+    from socbench.errors import EngineError
+
+    broken = Path(shutil.copytree(tiny_model, tmp_path / "broken"))
+    config = json.loads((broken / "config.json").read_text())
+    (broken / "config.json").write_text(json.dumps({**config, "num_attention_heads": 3}))  # 64 % 3 != 0
+    bad = VllmEngine(resolve_model(str(broken)), VllmSettings.for_host(TINY))
+    with pytest.raises(EngineError, match=f"could not start model broken \\({broken}"):
+        bad.generate([PromptRequest(item_id="x", messages=persona("Hi?"))])
+    bad.close()
+    bad.close()
+    assert engine.generate([PromptRequest(item_id="y", messages=persona("Hi?"), sampling=SamplingSettings(
+        max_tokens=2))])[0].error is None  # the module engine still answers
 
 
 def test_teardown_twice_then_a_new_engine_starts(engine, tiny: ResolvedModel):

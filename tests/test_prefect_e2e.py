@@ -126,7 +126,7 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
         states = {r["name"]: r["state_type"] for r in children}
         assert states.pop("issp-domain-3") == "FAILED"
         assert len(states) == 9 and set(states.values()) == {"COMPLETED"}, states
-        model_dir = next(out.iterdir())
+        model_dir = next(p for p in out.iterdir() if not p.name.startswith("."))
         assert (model_dir / "Citizenship_metrics.json").exists()
         assert not (model_dir / "Family_metrics.json").exists()
         stored_before = _stored_requests(out / ".cache")

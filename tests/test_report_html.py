@@ -161,7 +161,10 @@ def test_scale_plot_left_out_with_one_sized_model(tmp_path: Path, capsys) -> Non
     assert "no scale plot" in capsys.readouterr().out
     assert (tmp_path / "report" / "report.html").is_file()
     assert not (tmp_path / "report" / "model_scale.png").exists()
+    make_run(tmp_path, "other/Model-135M", 0.4, seed=4)  # two runs, one size (e.g. persona vs none)
     assert main(["report", str(tmp_path)]) == 0  # the report folder itself is not mistaken for a run
+    assert "1 distinct model size(s)" in capsys.readouterr().out
+    assert not (tmp_path / "report" / "model_scale.png").exists()
 
 
 @pytest.mark.parametrize("argv, message", [

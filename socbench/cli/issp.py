@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from socbench.cli._args import flag, int_or_all, positive_int
+from socbench.cli._args import flag, int_or_all, positive_float, positive_int
 from socbench.config import DEFAULT_MODEL, make_config
 
 
@@ -25,6 +25,8 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     flag(parser, "api_base", default=None, help="OpenAI-compatible base URL(s), comma-separated")
     flag(parser, "api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     flag(parser, "concurrent_requests", type=positive_int, default=64)
+    flag(parser, "request_timeout_s", type=positive_float, default=60.0,
+         help="seconds an HTTP request may take before it is retried (api_type config)")
     flag(parser, "engine", type=json.loads, default=None, help="engine settings as JSON, e.g. '{\"dtype\": \"float32\"}'")
     flag(parser, "mode", choices=["generate", "logprobs"], default="generate")
     flag(parser, "structured", action=argparse.BooleanOptionalAction, default=None,
@@ -36,7 +38,10 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     flag(parser, "max_tokens", type=positive_int, default=64)
     flag(parser, "data_dir", default=None, help="a SocioBench Dataset_all folder (default: the demo data)")
     flag(parser, "output_dir", default="results")
-    flag(parser, "circular", choices=["circular", "all_possible"], default=None)
+    flag(parser, "circular", choices=["circular", "all_possible"], default=None,
+         help="re-ask every item with its options rotated (or in all orders)")
+    flag(parser, "max_variants", type=positive_int, default=None,
+         help="with --circular all_possible: a seeded sample of N orders for items with > 5 options")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,10 +58,12 @@ def config_from_args(args: argparse.Namespace):
     return make_config(
         domain_id=args.domain_id, start_domain_id=args.start_domain_id, interview_count=args.interview_count,
         dataset_size=args.dataset_size, api_type=args.api_type, model=args.model, api_base=args.api_base,
-        api_key_env=args.api_key_env, concurrent_requests=args.concurrent_requests, engine=args.engine,
+        api_key_env=args.api_key_env, concurrent_requests=args.concurrent_requests,
+        request_timeout_s=args.request_timeout_s, engine=args.engine,
         mode=args.mode, structured=args.structured, seed=args.seed, shuffle_options=args.shuffle_options,
         include_persona=not args.no_persona, temperature=args.temperature, max_tokens=args.max_tokens,
         data_dir=args.data_dir, output_dir=args.output_dir, circular=args.circular,
+        max_variants=args.max_variants,
     )
 
 

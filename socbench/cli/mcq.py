@@ -15,13 +15,17 @@ from socbench.config import DEFAULT_MODEL
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("mcq", help="CP vs MCP on multiple-choice questions (ARC, MMLU or a JSONL file)")
-    flag(parser, "dataset", default="arc-easy", help="arc-easy, arc-challenge, mmlu or an ARC-format JSONL file")
+    flag(parser, "dataset", default="arc-easy",
+         help="arc-easy, arc-challenge, mmlu or an ARC-format JSONL file")
     flag(parser, "method", default="cp,mcp", help="comma-separated: cp (CP-RAW/UN/LN) and/or mcp")
-    flag(parser, "k_shot", default="0", help="comma-separated shot counts, e.g. 0,1,5 (shots from another split)")
-    flag(parser, "tolerance", action="store_true", help="also score MCP-Tolerance (an option's digit counts too)")
+    flag(parser, "k_shot", default="0",
+         help="comma-separated shot counts, e.g. 0,1,5 (shots drawn from another split)")
+    flag(parser, "tolerance", action="store_true",
+         help="also score MCP-Tolerance (naming an option's digit counts as choosing it)")
     flag(parser, "model", default=DEFAULT_MODEL, help="HF folder, .gguf file or built-in name")
     flag(parser, "api_type", choices=["vllm", "hf"], default="vllm")
-    flag(parser, "engine", type=json.loads, default=None, help="engine settings as JSON, e.g. '{\"dtype\": \"float32\"}'")
+    flag(parser, "engine", type=json.loads, default=None,
+         help="engine settings as JSON, e.g. '{\"dtype\": \"float32\"}'")
     flag(parser, "limit", type=positive_int, default=None, help="evaluate only the first N items")
     flag(parser, "seed", type=int, default=1234, help="few-shot draw seed")
     flag(parser, "output_dir", default="results")

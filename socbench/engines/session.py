@@ -44,13 +44,30 @@ def get_engine(config: RunConfig) -> Engine:
         return _ENGINES[key]
 
 
+def register_engine(config: RunConfig, engine: Engine) -> None:
+    """Use ``engine`` for runs of ``config`` (an already started backend, or a test's own);
+    it is then closed by ``close_engines`` like any other."""
+    with _LOCK:
+        _ENGINES[_session_key(config)] = engine
+
+
 def close_engines() -> int:
-    """Tear down every engine of this process; idempotent. Returns how many were open."""
+    """Tear down every engine of this process; idempotent. Returns how many were open.
+
+    One engine failing to close does not keep the others open: all are closed, then the
+    first failure is raised.
+    """
     with _LOCK:
         engines = list(_ENGINES.values())
         _ENGINES.clear()
+    failure: BaseException | None = None
     for engine in engines:
-        engine.close()
+        try:
+            engine.close()
+        except BaseException as exc:  # noqa: BLE001 - close the rest first, then report it
+            failure = failure or exc
+    if failure is not None:
+        raise failure
     return len(engines)
 
 

@@ -33,6 +33,10 @@ from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResu
 
 log = logging.getLogger(__name__)
 
+# vLLM's distributed state (world, TP/PP groups) is process-global and shared by every
+# in-process engine: it is freed only when the last started engine of the process closes.
+_STARTED: set[int] = set()
+
 
 @dataclass
 class _Sub:
@@ -86,13 +90,18 @@ class VllmEngine:
         try:
             from vllm import LLM
 
+            imported = time.perf_counter()
             self._llm = LLM(model=str(self.model.path), **self.settings.engine_kwargs())
         except Exception as exc:
-            self.close()
+            if not _STARTED:  # a half-started engine may have set up process groups
+                _free_distributed()
+            first_line = str(exc).splitlines()[0] if str(exc) else ""
             raise EngineError(f"vLLM could not start model {self.model.name} ({self.model.path}): "
-                              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
-        self.startup_s = time.perf_counter() - start
-        log.info("vLLM engine for %s started in %.1f s", self.model.name, self.startup_s)
+                              f"{type(exc).__name__}: {first_line}") from exc
+        self.startup_s = time.perf_counter() - imported
+        _STARTED.add(id(self))
+        log.info("vLLM engine for %s started in %.1f s (import %.1f s)", self.model.name, self.startup_s,
+                 imported - start)
         return self._llm
 
     @property
@@ -116,11 +125,11 @@ class VllmEngine:
         with suppress(Exception):
             core.engine_core.shutdown()
         del core, llm
-        with suppress(Exception):
-            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-
-            cleanup_dist_env_and_memory()  # model-parallel groups, process group, accelerator cache
-        gc.collect()
+        _STARTED.discard(id(self))
+        if not _STARTED:
+            _free_distributed()
+        else:
+            gc.collect()
 
     # ------------------------------------------------------------------ driving
 
@@ -178,6 +187,10 @@ class VllmEngine:
 
         def subs() -> Iterator[_Sub]:
             for i, request in enumerate(requests):
+                if request.structured and not request.offered_codes:
+                    _chat.report(results, i, EngineResult(key=request.key, error="structured output needs offered "
+                                                          "codes"), on_result)
+                    continue
                 prefix = "" if request.structured else request.answer_prefix
                 yield _Sub(i, _chat.prompt_ids(tok, request, prefix), _generate_params(request))
 
@@ -282,6 +295,15 @@ class VllmEngine:
 
 
 
+def _free_distributed() -> None:
+    """Model-parallel groups, the process group and accelerator cache (vLLM's own cleanup), then gc."""
+    with suppress(Exception):
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        cleanup_dist_env_and_memory()
+    gc.collect()
+
+
 def _tokens_input(tokens: list[int]):
     from vllm.inputs import tokens_input
 
@@ -294,7 +316,7 @@ def _generate_params(request: PromptRequest):
 
     s = request.sampling
     structured = None
-    if request.structured and request.offered_codes:
+    if request.structured:  # a regex rather than a JSON schema: it keeps the space after the colon
         structured = StructuredOutputsParams(regex=_chat.answer_regex(request.offered_codes))
     return SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=s.seed,
                           structured_outputs=structured)

@@ -84,4 +84,5 @@ def make_mcq_config(**params: Any) -> McqConfig:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "config"
-        raise ConfigError(f"--{field} {err.get('input')!r}: {err['msg'].removeprefix('Value error, ')}") from None
+        message = err["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"--{field} {err.get('input')!r}: {message}") from None

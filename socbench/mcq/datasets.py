@@ -266,7 +266,8 @@ def load_jsonl(path: Path, split: str | None = None) -> list[McqItem]:
     return items
 
 
-_OTHER_SPLITS = (("Test", "Dev"), ("Test", "Train"), ("test", "dev"), ("test", "validation"), ("test", "train"))
+_OTHER_SPLITS = (("Test", "Dev"), ("Test", "Train"), ("test", "dev"), ("test", "validation"),
+                 ("test", "train"))
 
 
 def sibling_fewshot_file(path: Path) -> Path | None:
@@ -301,8 +302,8 @@ def load_mcq(dataset: str, limit: int | None = None, fewshot: bool = True) -> Mc
         pool = load_jsonl(sibling) if sibling else (items if fewshot else [])
         shots = sibling.stem if sibling else f"{path.stem} (leave-one-out)"
         source = ", ".join(str(p.resolve()) for p in (path, sibling) if p)
-        return McqData(_file_name(path), path.stem, shots if fewshot else "", _limited(items, limit), tuple(pool),
-                       source)
+        return McqData(_file_name(path), path.stem, shots if fewshot else "", _limited(items, limit),
+                       tuple(pool), source)
     if path.suffix.lower() in (".jsonl", ".json") or "/" in dataset:
         raise DataError(f"--dataset {dataset}: file not found")
     spec = get_task(dataset)

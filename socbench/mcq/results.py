@@ -52,7 +52,8 @@ def mcq_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
 def prediction_record(pred: Prediction, split: str) -> dict[str, Any]:
     return {"id": pred.item_id, "split": split, "k_shot": pred.k_shot, "method": COLUMNS[pred.method],
             "gold": pred.gold, "prediction": pred.prediction, "correct": pred.correct,
-            "scores": [_finite(s) for s in pred.scores], "shot_ids": list(pred.shot_ids), "mass": _finite(pred.mass)}
+            "scores": [_finite(s) for s in pred.scores], "shot_ids": list(pred.shot_ids),
+            "mass": _finite(pred.mass)}
 
 
 def table_rows(table: Mapping[int, Mapping[str, float]], k_shots: Sequence[int]) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 For option i with continuation `` text_i``, ``lp_i`` = log P(`` text_i`` | CP context):
 
 - ``cp_raw``      : lp_i (lm-evaluation-harness ``acc``)
-- ``cp_ln_token`` : lp_i / (number of tokens of `` text_i``)   (length-normalised per token; the table's CP-LN)
+- ``cp_ln_token`` : lp_i / (tokens in `` text_i``)   (per-token length normalisation; the table's CP-LN)
 - ``cp_ln_char``  : lp_i / len(text_i), characters without the leading space (lm-eval ``acc_norm``)
 - ``cp_un``       : lp_i - log P(`` text_i`` | ``Answer:``)       (unconditional normalisation)
 - ``mcp``         : log P(`` L_i`` | MCP prompt), L_i the i-th letter
@@ -118,7 +118,8 @@ def mcp_predictions(p: ItemPrompts, result: EngineResult, tolerance: bool) -> li
     if tolerance:
         digit = [got.get(code) for code in digits(n)]
         both = None if None in letter or None in digit else [*letter, *digit]
-        out.append(_prediction(p, "mcp_tolerance", mcp_tolerance(letter, digit), probability_mass(both or [])))
+        scores = mcp_tolerance(letter, digit)
+        out.append(_prediction(p, "mcp_tolerance", scores, probability_mass(both or [])))
     return out
 
 

@@ -64,5 +64,6 @@ def get_task(name: str) -> McqTaskSpec:
     """The spec for ``--dataset NAME``; unknown names are one ConfigError line."""
     spec = TASKS.get(name.strip().lower())
     if spec is None:
-        raise ConfigError(f"--dataset {name!r} is neither a known task ({', '.join(TASKS)}) nor an existing file")
+        raise ConfigError(f"--dataset {name!r} is neither a known task ({', '.join(TASKS)}) "
+                          "nor an existing file")
     return spec

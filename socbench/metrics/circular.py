@@ -58,7 +58,8 @@ def group_by_question(results: Sequence[VariantResult]) -> dict[str, list[Varian
         if group and (group[0].origin != result.origin or group[0].gold_original != result.gold_original):
             raise ValueError(f"question {result.qid}: variants disagree on the original options or gold")
         if sorted(result.pattern) != sorted(result.origin):
-            raise ValueError(f"question {result.qid}: pattern {result.pattern} is not an order of {result.origin}")
+            raise ValueError(f"question {result.qid}: pattern {result.pattern} "
+                             f"is not an order of {result.origin}")
         if any(other.pattern == result.pattern for other in group):
             raise ValueError(f"question {result.qid}: pattern {result.pattern} given twice")
         group.append(result)

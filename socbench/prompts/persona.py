@@ -301,7 +301,8 @@ def build_prompts(
         if circular is None:
             prompts.append(build_prompt(item, respondent, question, settings, systems[item.person_id]))
         else:
-            prompts += variant_prompts(item, respondent, question, settings, circular, systems[item.person_id])
+            system = systems[item.person_id]
+            prompts += variant_prompts(item, respondent, question, settings, circular, system)
     return prompts
 
 
@@ -314,7 +315,8 @@ def build_domain_prompts(data: DomainData, items: Sequence[Item], config: "RunCo
 
     respondents = {r.person_id: r for r in data.respondents}
     questions = {q.id: q for q in data.questions}
-    return build_prompts(items, respondents, questions, settings_from_config(config), circular_settings(config))
+    settings = settings_from_config(config)
+    return build_prompts(items, respondents, questions, settings, circular_settings(config))
 
 
 def prompt_text(request: PromptRequest) -> str:

@@ -87,7 +87,8 @@ def read_variants(path: Path) -> list[VariantResult]:
         try:
             results.append(VariantRecord.model_validate_json(line).to_result())
         except ValidationError as exc:
-            raise DataError(f"{path}:{number}: not a circular variant record ({exc.errors()[0]['msg']})") from None
+            reason = exc.errors()[0]["msg"]
+            raise DataError(f"{path}:{number}: not a circular variant record ({reason})") from None
     return results
 
 
@@ -102,8 +103,8 @@ def metrics_payload(scores: CircularScores, settings: CircularSettings, **about:
     }
 
 
-def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult], settings: CircularSettings,
-                         **about: Any) -> tuple[Path, Path, CircularScores]:
+def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult],
+                         settings: CircularSettings, **about: Any) -> tuple[Path, Path, CircularScores]:
     """``<name>_circular.jsonl`` and ``<name>_circular_metrics.json`` in ``folder``."""
     scores = circular_metrics(results, settings.mode)
     jsonl = write_variants(folder / f"{name}_circular.jsonl", results)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from socbench.report.leaderboard import Leaderboard, ModelRun
-from socbench.report.plots import _new_figure, _save, model_scale_plot
+from socbench.report.plots import _new_figure, _save, model_scale_plot, parameter_count
 
 DOMAIN_BARS = "domain_accuracy_by_run.png"
 HEATMAP = "country_domain_heatmap.png"
@@ -103,18 +103,22 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
 
 
 def draw_figures(board: Leaderboard, output_dir: Path, out_dir: Path) -> Figures:
-    """All report figures into ``out_dir``; the scale plot is left out (with a note) when
-    fewer than two runs have a parameter count in their model name."""
+    """All report figures into ``out_dir``; the scale plot is left out (with a note) when the
+    runs' model names give fewer than two distinct parameter counts."""
     paths = {"domain_bars": domain_bars(board, out_dir / DOMAIN_BARS),
              "heatmap": country_domain_heatmap(board, out_dir / HEATMAP)}
     notes = []
     if len(board.runs) > 6:
         notes.append(f"heatmap shows the 6 most accurate of {len(board.runs)} runs")
-    # model_scale_plot writes to output_dir / name; an absolute name puts it in out_dir.
-    scale = model_scale_plot(output_dir, name=str((out_dir / SCALE).resolve()))
-    if scale.path is not None:
-        paths["model_scale"] = scale.path
+    sizes = {size for run in board.runs if (size := parameter_count(run.model)) is not None}
+    if len(sizes) >= 2:
+        # model_scale_plot writes to output_dir / name; an absolute name puts it in out_dir.
+        scale = model_scale_plot(output_dir, name=str((out_dir / SCALE).resolve()))
+        if scale.path is not None:
+            paths["model_scale"] = scale.path
+        notes += scale.notes
     else:
+        notes.append(f"{len(sizes)} distinct model size(s) among the runs: no scale plot")
+    if "model_scale" not in paths:
         (out_dir / SCALE).unlink(missing_ok=True)  # never leave a stale plot from an earlier report
-    notes += scale.notes
     return Figures(paths, notes)
