@@ -38,7 +38,8 @@ def personas(n: int, seed: int = 0) -> list:
                    f"{rng.choice(countries)}, working as a {rng.choice(jobs)}, with "
                    f"{rng.choice(['primary', 'secondary', 'university'])} education, "
                    f"{rng.choice(['married', 'single', 'widowed', 'divorced'])}, "
-                   f"{rng.choice(['religious', 'not religious'])}, living in a {rng.choice(['city', 'village'])}.")
+                   f"{rng.choice(['religious', 'not religious'])}, "
+                   f"living in a {rng.choice(['city', 'village'])}.")
         user = f"{QUESTION}\n{options}\nReply with JSON: {{\"answer\": \"<code>\"}}"
         messages = (Message("system", persona), Message("user", user))
         common = dict(item_id=str(i), messages=messages, offered_codes=tuple(OPTIONS))

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
-from prefect.states import Failed
 
 from socbench.config import DEFAULT_MODEL, RunConfig, make_config
 from socbench.domains import select_domains
@@ -89,6 +88,8 @@ def issp_inprocess(config: RunConfig) -> dict:
     """Run the ``issp`` flow in this process (ephemeral Prefect, no server); its outcome."""
     state = issp(**config.model_dump(mode="json"), return_state=True)
     outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, DomainsFailed):
+        return outcome.outcome
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome
@@ -112,5 +113,13 @@ def run_domains(config: RunConfig) -> Any:
     outcome = {"summary": str(summary_path), "completed": [r.domain_id for r in results],
                "failed": failed}
     if failed:
-        return Failed(message=f"{len(failed)} domain(s) failed: {failed}", data=outcome)
+        raise DomainsFailed(f"{len(failed)} domain(s) failed: {failed}", outcome)
     return outcome
+
+
+class DomainsFailed(Exception):
+    """The parent's failure: some domains failed; ``outcome`` says which and where the summary is."""
+
+    @property
+    def outcome(self) -> dict:
+        return self.args[1]

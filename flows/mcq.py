@@ -1,7 +1,9 @@
 """CP vs MCP as a Prefect flow: composition only, one line per stage.
 
 load -> prompts -> engine (cached, retried) -> score -> report; the engine is torn down
-in ``finally`` whatever happens. ``socbench mcq`` runs the same flow in-process.
+in ``finally`` whatever happens. With ``circular``, the MCP variants join the engine call
+and are scored and reported beside the normal results. ``socbench mcq`` runs the same flow
+in-process.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from socbench.config import DEFAULT_MODEL
 from socbench.mcq.config import McqConfig, make_mcq_config
 from tasks.mcq_engine import mcq_engine
 from tasks.mcq_load import mcq_load
-from tasks.mcq_prompts import mcq_prompts
+from tasks.mcq_prompts import mcq_circular_prompts, mcq_prompts
 from tasks.mcq_report import mcq_report
-from tasks.mcq_score import mcq_score
+from tasks.mcq_score import mcq_circular_score, mcq_score
 from tasks.teardown import teardown_safely
 
 
@@ -34,8 +36,11 @@ def mcq(
     seed: int = 1234,
     output_dir: str = "results",
     cache_dir: str | None = None,
+    circular: str | None = None,
+    max_variants: int | None = None,
 ) -> dict:
-    """CP-RAW/UN/LN and MCP(-Tolerance) accuracies for each k; the files' paths."""
+    """CP-RAW/UN/LN and MCP(-Tolerance) accuracies for each k (and with ``circular``
+    (circular | all_possible) MCP's circular metrics); the files' paths."""
     config = make_mcq_config(**{k: v for k, v in locals().items()})
     return run_mcq(config)
 
@@ -46,9 +51,11 @@ def run_mcq(config: McqConfig) -> dict:
     try:
         data = mcq_load(config)
         plan = mcq_prompts(data, config)
-        answers = mcq_engine(plan, config)
+        circular = mcq_circular_prompts(data, plan, config) if config.circular else None
+        answers = mcq_engine(plan, config, circular)
         predictions = mcq_score(plan, answers)
-        return mcq_report(data, plan, answers, predictions, config, started)
+        variants = mcq_circular_score(circular, answers) if circular is not None else None
+        return mcq_report(data, plan, answers, predictions, config, started, circular, variants)
     finally:
         teardown_safely()
 

@@ -62,3 +62,13 @@ def smollm2() -> Path:
     from socbench.models import resolve_model
 
     return resolve_model("smollm2-135m-instruct").path
+
+
+@pytest.fixture(scope="session")
+def api_url():
+    """One temporary Prefect API for every in-process flow test (starting one costs ~10 s)."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield PREFECT_API_URL.value()

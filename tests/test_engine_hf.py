@@ -90,7 +90,8 @@ def test_settings_and_lazy_identity(tiny: ResolvedModel):
 def test_batched_generation_equals_one_by_one_greedy(engine, ref):
     model, tok = ref
     requests = [PromptRequest(item_id=f"g{i}", messages=persona("Tell me about you." + " Really." * i, i),
-                              sampling=SamplingSettings(max_tokens=6)) for i in range(6)]  # ragged: left padding
+                              sampling=SamplingSettings(max_tokens=6))
+                for i in range(6)]  # ragged lengths: left padding must not change answers
     seen: list[int] = []
     results = engine.generate(requests, on_result=lambda i, r: seen.append(i))
     assert [r.key for r in results] == [r.key for r in requests] and sorted(seen) == list(range(6))
@@ -100,8 +101,8 @@ def test_batched_generation_equals_one_by_one_greedy(engine, ref):
 
 
 def test_structured_is_unconstrained_text_not_an_error(engine):
-    request = PromptRequest(item_id="s", messages=persona("Pick one."), structured=True, offered_codes=("1", "2"),
-                            sampling=SamplingSettings(max_tokens=3))
+    request = PromptRequest(item_id="s", messages=persona("Pick one."), structured=True,
+                            offered_codes=("1", "2"), sampling=SamplingSettings(max_tokens=3))
     [result] = engine.generate([request])
     assert result.error is None and isinstance(result.text, str)
 
@@ -110,12 +111,27 @@ def test_structured_is_unconstrained_text_not_an_error(engine):
 def test_option_logprobs_from_cache_equal_full_forward(engine, ref, codes, closing):
     model, tok = ref
     messages = persona("How much do you trust people?")
-    request = PromptRequest(item_id="o", messages=messages, mode="logprobs", offered_codes=codes, answer_prefix=PREFIX)
+    request = PromptRequest(item_id="o", messages=messages, mode="logprobs", offered_codes=codes,
+                            answer_prefix=PREFIX)
     [result] = engine.option_logprobs([request])
     context = chat_ids(tok, messages, PREFIX)
     for code in codes:
         expected, _ = reference(model, context + tok(code + closing, add_special_tokens=False)["input_ids"],
                                 len(context))
+        assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-4), code
+
+
+def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, ref):
+    """MCP-style raw prompt ending in "Answer: ": the space belongs to the letters (" A"), as in lm-eval."""
+    model, tok = ref
+    text = "Question: Which gas do plants take in?\nA. oxygen\nB. carbon dioxide\nC. helium\nAnswer:"
+    request = PromptRequest(item_id="mcp", messages=(Message("user", text + " "),), chat=False,
+                            mode="logprobs", offered_codes=("A", "B", "C"))
+    [result] = engine.option_logprobs([request])
+    context = tok(text)["input_ids"]
+    for code in "ABC":
+        cont = tok(" " + code, add_special_tokens=False)["input_ids"]
+        expected, _ = reference(model, context + cont, len(context))
         assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-4), code
 
 

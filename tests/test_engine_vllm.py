@@ -36,6 +36,10 @@ def reference(model, ids: list[int], start: int) -> tuple[float, bool]:
     return float(picked.sum()), bool((rows.argmax(-1) == targets).all())
 
 
+def encode(tok, text: str) -> list[int]:
+    return tok(text, add_special_tokens=False)["input_ids"]
+
+
 def chat_ids(tok, messages, suffix: str = "") -> list[int]:
     text = tok.apply_chat_template([{"role": m.role, "content": m.content} for m in messages], tokenize=False,
                                    add_generation_prompt=True)
@@ -71,7 +75,8 @@ def hf_tiny(tiny_model: Path):
 def test_cpu_defaults_and_gpu_defaults():
     cpu = VllmSettings.for_host(cuda=False)
     assert cpu.enforce_eager and cpu.in_process and cpu.dtype == "bfloat16"
-    assert cpu.max_num_batched_tokens == 16384 and cpu.kv_cache_space_gib == 1  # conftest's VLLM_CPU_KVCACHE_SPACE
+    assert cpu.max_num_batched_tokens == 16384 and cpu.block_size == 32
+    assert cpu.kv_cache_space_gib == 1  # conftest's VLLM_CPU_KVCACHE_SPACE
     gpu = VllmSettings.for_host(cuda=True)
     assert not gpu.enforce_eager and gpu.gpu_memory_utilization == 0.9 and gpu.enable_prefix_caching
     assert gpu.enable_chunked_prefill and gpu.dtype == "auto" and gpu.kv_cache_space_gib is None
@@ -114,7 +119,8 @@ def test_generate_one_result_per_request_in_order(engine):
 def test_bad_requests_fail_alone(engine):
     ok = PromptRequest(item_id="raw", messages=(Message("user", "Question: 2+2?\nAnswer:"),), chat=False,
                        sampling=SamplingSettings(max_tokens=3))
-    long = PromptRequest(item_id="long", messages=persona("word " * 600), sampling=SamplingSettings(max_tokens=3))
+    long = PromptRequest(item_id="long", messages=persona("word " * 600),
+                         sampling=SamplingSettings(max_tokens=3))
     no_codes = PromptRequest(item_id="nc", messages=persona("Pick."), structured=True)
     results = engine.generate([ok, long, ok, no_codes])
     assert results[0].error is None and results[2].error is None and results[0].text == results[2].text
@@ -139,7 +145,8 @@ def test_structured_output_always_parses_to_an_offered_code(engine):
 def test_option_logprobs_match_transformers(engine, hf_tiny, codes, method):
     model, tok = hf_tiny
     messages = persona("How often do you attend religious services?")
-    request = PromptRequest(item_id="o", messages=messages, mode="logprobs", offered_codes=codes, answer_prefix=PREFIX)
+    request = PromptRequest(item_id="o", messages=messages, mode="logprobs", offered_codes=codes,
+                            answer_prefix=PREFIX)
     before = engine.scoring_methods[method]
     [result] = engine.option_logprobs([request])
     assert engine.scoring_methods[method] == before + 1 and result.error is None
@@ -155,7 +162,7 @@ def test_option_logprobs_more_codes_than_one_step(engine, hf_tiny):
     """vLLM scores at most 128 token ids per step: 150 single-token codes are split, numbers unchanged."""
     model, tok = hf_tiny
     words = {tok.decode([t]) for t in range(300, 700)}
-    codes = tuple(sorted(w for w in words if w.strip() and len(tok(w, add_special_tokens=False)["input_ids"]) == 1))
+    codes = tuple(sorted(w for w in words if w.strip() and len(encode(tok, w)) == 1))
     codes = codes[:150]
     messages = persona("Which word describes you?")
     requests = [PromptRequest(item_id=f"m{n}", messages=messages, mode="logprobs", offered_codes=codes[:n],
@@ -165,9 +172,24 @@ def test_option_logprobs_more_codes_than_one_step(engine, hf_tiny):
     assert len(codes) == 150 and [len(r.option_logprobs) for r in results] == [150, 5]
     context = chat_ids(tok, messages, PREFIX)
     for code in (codes[0], codes[129], codes[149]):
-        expected, _ = reference(model, context + tok(code, add_special_tokens=False)["input_ids"], len(context))
+        expected, _ = reference(model, context + encode(tok, code), len(context))
         assert results[0].option_logprobs[code] == pytest.approx(expected, abs=1e-3)
-    assert results[1].option_logprobs[codes[2]] == pytest.approx(results[0].option_logprobs[codes[2]], abs=1e-4)
+    assert results[1].option_logprobs[codes[2]] == pytest.approx(results[0].option_logprobs[codes[2]],
+                                                                 abs=1e-4)
+
+
+def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, hf_tiny):
+    """MCP-style raw prompt ending in "Answer: ": the space belongs to the letters (" A"), as in lm-eval."""
+    model, tok = hf_tiny
+    text = "Question: Which gas do plants take in?\nA. oxygen\nB. carbon dioxide\nC. helium\nAnswer:"
+    request = PromptRequest(item_id="mcp", messages=(Message("user", text + " "),), chat=False,
+                            mode="logprobs", offered_codes=("A", "B", "C"))
+    [result] = engine.option_logprobs([request])
+    context = tok(text)["input_ids"]
+    for code in "ABC":
+        cont = tok(" " + code, add_special_tokens=False)["input_ids"]
+        expected, _ = reference(model, context + cont, len(context))
+        assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-3), code
 
 
 def test_loglikelihood_matches_transformers(engine, hf_tiny):
@@ -255,7 +277,7 @@ def test_smollm2_generate_logprobs_structured_and_agreement_with_transformers(sm
     model = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
     context = chat_ids(tok, messages, PREFIX)
     for code in codes:
-        expected, _ = reference(model, context + tok(code, add_special_tokens=False)["input_ids"], len(context))
+        expected, _ = reference(model, context + encode(tok, code), len(context))
         assert logprobs[code] == pytest.approx(expected, abs=1e-3)
     paris = tok("The capital of France is")["input_ids"]
     expected, greedy = reference(model, tok("The capital of France is Paris.")["input_ids"], len(paris))

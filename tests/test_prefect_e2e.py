@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from socbench.models import model_slug
+
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -126,7 +128,7 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
         states = {r["name"]: r["state_type"] for r in children}
         assert states.pop("issp-domain-3") == "FAILED"
         assert len(states) == 9 and set(states.values()) == {"COMPLETED"}, states
-        model_dir = next(p for p in out.iterdir() if not p.name.startswith("."))
+        model_dir = out / model_slug(str(tiny_model))
         assert (model_dir / "Citizenship_metrics.json").exists()
         assert not (model_dir / "Family_metrics.json").exists()
         stored_before = _stored_requests(out / ".cache")

@@ -1,7 +1,8 @@
 """Faults survived, nothing lost: `socbench issp` against the project's fault-injecting server.
 
 - A run killed with SIGKILL mid-domain resumes: the rerun sends only what the cache lacks,
-  and its result files equal those of an uninterrupted run.
+  and its result files equal those of an uninterrupted run. An engine that raises
+  mid-domain is resumed by the task's retry, again asking only for what had not finished.
 - Server faults (5xx, 429, timeouts, dropped connections, null/empty/garbage/truncated
   bodies, prose, 401) and a server that refuses connections at first: every item ends
   answered, or counted as failed with its reason in `_detailed.json`; none is lost.
@@ -28,23 +29,17 @@ import pytest
 
 from socbench.cli import main
 from socbench.config import make_config
+from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
 from socbench.testing import FakeOpenAIServer
+from socbench.types import EngineResult
 
 DOMAIN, NAME, SLUG = 3, "Family", "family"
 
 
-@pytest.fixture(scope="module")
-def api_url():
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield PREFECT_API_URL.value()
-
-
 def issp_args(url: str, data: Path, out: Path, count: int, *extra: str) -> list[str]:
-    return ["issp", "--api_type", "config", "--api_base", url, "--model", "fake-model", "--data_dir", str(data),
+    return ["issp", "--api_type", "config", "--api_base", url, "--model", "fake-model",
+            "--data_dir", str(data),
             "--domain_id", str(DOMAIN), "--interview_count", str(count), "--output_dir", str(out), *extra]
 
 
@@ -78,14 +73,15 @@ def cli_in_process(monkeypatch):
     return main
 
 
-def test_sigkill_mid_domain_then_rerun_equals_an_uninterrupted_run(api_url, cli_in_process, tmp_path, demo_data):
+def test_sigkill_mid_domain_then_rerun_equals_an_uninterrupted_run(api_url, cli_in_process, tmp_path,
+                                                                    demo_data):
     killed, reference = tmp_path / "killed", tmp_path / "reference"
     (tmp_path / "tmp").mkdir()
     env = dict(os.environ, PREFECT_API_URL=api_url, TMPDIR=str(tmp_path / "tmp"), OPENAI_API_KEY="sk-test")
     with FakeOpenAIServer(latency_ms=50) as server:
         args = issp_args(server.url, demo_data, killed, 40)
-        proc = subprocess.Popen([sys.executable, "-m", "socbench", *args, "--concurrent_requests", "4"], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen([sys.executable, "-m", "socbench", *args, "--concurrent_requests", "4"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 180
         while cached_rows(killed) < 20 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -106,10 +102,56 @@ def test_sigkill_mid_domain_then_rerun_equals_an_uninterrupted_run(api_url, cli_
     assert repeated == received - kept <= 8  # only requests in flight at the kill went out twice
 
     with FakeOpenAIServer(latency_ms=5) as server:
-        assert cli_in_process([*issp_args(server.url, demo_data, reference, 40), "--concurrent_requests", "16"]) == 0
+        args = issp_args(server.url, demo_data, reference, 40)
+        assert cli_in_process([*args, "--concurrent_requests", "16"]) == 0
         assert set(server.stats().attempts.values()) == {1} and server.stats().requests == n
     for resumed, uninterrupted in zip(read_domain(killed), read_domain(reference)):
         assert without_timestamps(resumed) == without_timestamps(uninterrupted)
+
+
+class DiesOnce:
+    """A backend whose first call dies after ``after`` answers (as vLLM's EngineDeadError would)."""
+
+    def __init__(self, after: int) -> None:
+        self.after, self.calls, self.closes = after, [], 0
+
+    @property
+    def identity(self) -> dict[str, str]:
+        return {"backend": "dies-once", "model": "dies-once"}
+
+    def generate(self, requests, on_result=None):
+        self.calls.append([r.key for r in requests])
+        results = []
+        for index, request in enumerate(requests):
+            if len(self.calls) == 1 and index == self.after:
+                raise RuntimeError("engine core died")
+            results.append(EngineResult(request.key, text=json.dumps({"answer": request.offered_codes[0]})))
+            if on_result is not None:
+                on_result(index, results[-1])
+        return results
+
+    def close(self) -> None:
+        self.closes += 1
+
+
+def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_path, demo_data, monkeypatch):
+    import flows.issp
+    from flows.issp import issp_inprocess
+
+    quick_retry = flows.issp.vllm_generate.with_options(retry_delay_seconds=0)
+    monkeypatch.setattr(flows.issp, "vllm_generate", quick_retry)
+    config = make_config(domain_id=DOMAIN, interview_count=5, api_type="hf", model="dies-once",
+                         data_dir=str(demo_data), output_dir=str(tmp_path / "out"))
+    backend = DiesOnce(after=7)
+    session.register_engine(config, CachedEngine(backend, EngineCache(config.engine_cache_dir / CACHE_FILE)))
+    outcome = issp_inprocess(config)
+    assert outcome["completed"] == [DOMAIN], outcome
+    first, second = backend.calls
+    assert second == first[7:]  # the retry asked only for what had not finished
+    folder = tmp_path / "out" / "dies-once"
+    detailed = json.loads((folder / f"{NAME}_detailed.json").read_text())
+    assert len(detailed["details"]) == len(first) and detailed["parse_failures"] == 0
+    assert backend.closes == 1  # and the engine was torn down at the end
 
 
 # ------------------------------------------------------------------------ server faults
@@ -119,8 +161,8 @@ FAULTS = {"500": 0.05, "502": 0.05, "503": 0.05, "429": 0.05, "timeout": 0.04, "
 RECOVERED = set(FAULTS) - {"prose", "401"}  # retried by the engine, then answered
 
 
-def test_server_faults_every_item_answered_or_counted_with_its_reason(api_url, cli_in_process, tmp_path, demo_data,
-                                                                      monkeypatch):
+def test_server_faults_every_item_answered_or_counted_with_its_reason(api_url, cli_in_process, tmp_path,
+                                                                      demo_data, monkeypatch):
     # no capsys here: Prefect's console handler would keep its closed stream after the test
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
     out = tmp_path / "out"
@@ -164,7 +206,8 @@ def test_server_refusing_connections_at_first_then_back(api_url, tmp_path, demo_
     try:
         with FakeOpenAIServer(down_for_s=3.0) as server:  # bound but not listening: connections refused
             config = make_config(domain_id=DOMAIN, interview_count=5, api_type="config", api_base=server.url,
-                                 model="fake-model", data_dir=str(demo_data), output_dir=str(tmp_path / "out"),
+                                 model="fake-model", data_dir=str(demo_data),
+                                 output_dir=str(tmp_path / "out"),
                                  engine={"max_retries": 40, "backoff_base_s": 0.1, "backoff_max_s": 1.0})
             outcome = issp_inprocess(config)
             stats = server.stats()
@@ -215,7 +258,8 @@ def _break(kind: str, data: Path, tmp_path: Path) -> list[str]:
     ("model folder without weights", ["model", "no weights"]),
     ("output dir is a file", ["--output_dir", "taken", "cannot write"]),
 ])
-def test_bad_input_for_one_domain_is_one_line_and_exit_2(kind, needles, cli_in_process, tmp_path, demo_data, capsys):
+def test_bad_input_for_one_domain_is_one_line_and_exit_2(kind, needles, cli_in_process, tmp_path, demo_data,
+                                                         capsys):
     data = tmp_path / "Dataset_all"
     shutil.copytree(demo_data, data)
     extra = _break(kind, data, tmp_path)

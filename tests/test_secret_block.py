@@ -17,15 +17,7 @@ from socbench.testing.fake_openai import FakeOpenAIServer
 PLANTED = "sk-planted-7f3a9c1e5d"
 
 
-@pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-def test_key_from_secret_block(harness, demo_data: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_key_from_secret_block(api_url, demo_data: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     from prefect.blocks.system import Secret
     from prefect.client.orchestration import get_client
 

@@ -30,6 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     flag(parser, "seed", type=int, default=1234, help="few-shot draw seed")
     flag(parser, "output_dir", default="results")
     flag(parser, "cache_dir", default=None, help="engine cache folder (default: <output_dir>/.cache)")
+    flag(parser, "circular", choices=["circular", "all_possible"], default=None,
+         help="also ask MCP with each item's options rotated (or in all orders); CP is skipped")
+    flag(parser, "max_variants", type=positive_int, default=None,
+         help="with --circular all_possible: a seeded sample of N orders per item")
     parser.set_defaults(handler=run)
 
 
@@ -39,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     config = make_mcq_config(dataset=args.dataset, method=args.method, k_shot=args.k_shot,
                              tolerance=args.tolerance, model=args.model, api_type=args.api_type,
                              engine=args.engine, limit=args.limit, seed=args.seed,
-                             output_dir=args.output_dir, cache_dir=args.cache_dir)
+                             output_dir=args.output_dir, cache_dir=args.cache_dir, circular=args.circular,
+                             max_variants=args.max_variants)
     _preflight(config)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from flows.mcq import mcq_inprocess
@@ -47,8 +52,12 @@ def run(args: argparse.Namespace) -> int:
     outcome = mcq_inprocess(config)
     with open(outcome["table"], encoding="utf-8") as handle:
         print(handle.read(), end="")
-    for name in ("results", "predictions", "csv", "plot"):
-        print(f"{name}: {outcome[name]}")
+    if outcome.get("circular_table"):
+        with open(outcome["circular_table"], encoding="utf-8") as handle:
+            print(f"\n{handle.read()}", end="")
+    for name in ("results", "predictions", "csv", "plot", "circular_table"):
+        if outcome.get(name):
+            print(f"{name}: {outcome[name]}")
     return 0
 
 
@@ -58,7 +67,12 @@ def _preflight(config) -> None:
     from socbench.models import resolve_model
     from socbench.preflight import check_output_dir
 
-    load_mcq(config.dataset, limit=config.limit, fewshot=max(config.k_shot) > 0)
+    data = load_mcq(config.dataset, limit=config.limit, fewshot=max(config.k_shot) > 0)
+    settings = config.circular_settings()
+    if settings is not None:
+        from socbench.mcq.circular import check_circular
+
+        check_circular(data, settings)
     check_output_dir(config.output_dir)
     resolve_model(config.model)
     config.run_config()

@@ -65,17 +65,26 @@ def split_trailing_space(context: str, continuation: str) -> tuple[str, str]:
 
 
 def option_plan(tokenizer, request: PromptRequest) -> OptionPlan:
-    """Tokenize a logprobs-mode request: one shared context, one token sequence per code."""
-    prefix, lead = split_trailing_space(request.answer_prefix, "")
-    context = prompt_ids(tokenizer, request, prefix)
+    """Tokenize a logprobs-mode request: one shared context, one token sequence per code.
+
+    Trailing whitespace moves onto the codes: of the answer prefix for chat prompts (the
+    template's own newline stays), of the whole text for raw prompts (as lm-eval does).
+    """
+    text = prompt_text(tokenizer, request)
+    if request.chat:
+        prefix, lead = split_trailing_space(request.answer_prefix, "")
+        text += prefix
+    else:
+        text, lead = split_trailing_space(text + request.answer_prefix, "")
+    context = tuple(encode(tokenizer, text, special=not request.chat))
     codes = request.offered_codes
     single = {code: encode(tokenizer, lead + code, special=False) for code in codes}
     first = [ids[0] for ids in single.values() if len(ids) == 1]
     if codes and len(first) == len(codes) == len(set(first)):
-        return OptionPlan(tuple(context), {c: tuple(ids) for c, ids in single.items()}, "single_token")
-    closing = '"' if prefix.endswith('"') else ""
+        return OptionPlan(context, {c: tuple(ids) for c, ids in single.items()}, "single_token")
+    closing = '"' if text.endswith('"') else ""
     conts = {code: tuple(encode(tokenizer, lead + code + closing, special=False)) for code in codes}
-    return OptionPlan(tuple(context), conts, "continuation")
+    return OptionPlan(context, conts, "continuation")
 
 
 def loglikelihood_ids(tokenizer, request: LoglikelihoodRequest) -> tuple[list[int], list[int]]:

@@ -18,7 +18,8 @@ from socbench.engines.base import ResultSink
 from socbench.engines.settings import HfSettings
 from socbench.errors import EngineError
 from socbench.models import ResolvedModel
-from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest, SamplingSettings
+from socbench.types import (EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest,
+                            SamplingSettings)
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,8 @@ class HfEngine:
 
     # ------------------------------------------------------------------ generate
 
-    def generate(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+    def generate(self, requests: Sequence[PromptRequest],
+                 on_result: ResultSink | None = None) -> list[EngineResult]:
         """Batched (left-padded) generation; requests with equal sampling settings share a batch."""
         model, tok = self._load()
         if any(r.structured for r in requests) and not self._warned_structured:
@@ -86,8 +88,8 @@ class HfEngine:
                 batch = indices[start:start + size]
                 texts = self._generate_batch([requests[i] for i in batch], sampling)
                 for i, text in zip(batch, texts):
-                    _chat.report(results, i, EngineResult(key=requests[i].key, text=requests[i].answer_prefix + text),
-                            on_result)
+                    result = EngineResult(key=requests[i].key, text=requests[i].answer_prefix + text)
+                    _chat.report(results, i, result, on_result)
         return results  # type: ignore[return-value]
 
     def _generate_batch(self, batch: list[PromptRequest], sampling: SamplingSettings) -> list[str]:
@@ -102,13 +104,15 @@ class HfEngine:
             if sampling.seed is not None:
                 torch.manual_seed(sampling.seed)  # seeded per batch, not per request
         with torch.no_grad():
-            out = model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=_pad_id(tok), **kwargs)
+            out = model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=_pad_id(tok),
+                                 **kwargs)
         new = out[:, input_ids.shape[1]:]
         return [tok.decode(row, skip_special_tokens=True) for row in new]
 
     # ------------------------------------------------------------------ scoring
 
-    def option_logprobs(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+    def option_logprobs(self, requests: Sequence[PromptRequest],
+                        on_result: ResultSink | None = None) -> list[EngineResult]:
         """One forward pass over prompt + answer prefix; every code scored from its KV cache."""
         _, tok = self._load()
         results: list[EngineResult | None] = [None] * len(requests)
@@ -118,8 +122,10 @@ class HfEngine:
                 result = EngineResult(key=request.key, error="no offered codes to score")
             else:
                 codes = list(plan.continuations)
-                scores = self.score_continuations(list(plan.context), [list(plan.continuations[c]) for c in codes])
-                result = EngineResult(key=request.key, option_logprobs={c: s[0] for c, s in zip(codes, scores)})
+                conts = [list(plan.continuations[c]) for c in codes]
+                scores = self.score_continuations(list(plan.context), conts)
+                logprobs = {code: score[0] for code, score in zip(codes, scores)}
+                result = EngineResult(key=request.key, option_logprobs=logprobs)
             _chat.report(results, i, result, on_result)
         return results  # type: ignore[return-value]
 
@@ -136,11 +142,13 @@ class HfEngine:
         for ctx, members in groups.items():
             scores = self.score_continuations(list(ctx), [cont for _, cont in members])
             for (i, cont), (logprob, greedy) in zip(members, scores):
-                _chat.report(results, i, LoglikelihoodResult(key=requests[i].key, logprob=logprob, n_tokens=len(cont),
-                                                        is_greedy=greedy), on_result)
+                result = LoglikelihoodResult(key=requests[i].key, logprob=logprob, n_tokens=len(cont),
+                                             is_greedy=greedy)
+                _chat.report(results, i, result, on_result)
         return results  # type: ignore[return-value]
 
-    def score_continuations(self, context: list[int], continuations: list[list[int]]) -> list[tuple[float, bool]]:
+    def score_continuations(self, context: list[int],
+                            continuations: list[list[int]]) -> list[tuple[float, bool]]:
         """(sum log P(continuation | context), greedy?) for each continuation; context run once."""
         import torch
 

@@ -84,6 +84,7 @@ class VllmSettings(BaseModel):
     in_process: bool = False  # VLLM_ENABLE_V1_MULTIPROCESSING=0
     kv_cache_space_gib: int | None = None  # CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)
     submit_window: int = 1024  # requests kept queued in the engine at once
+    cpu_threads: int | None = None  # OMP_NUM_THREADS for the CPU engine (None: vLLM's choice, 1 on 2 cores)
 
     @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "seed",
                      "max_logprobs", "submit_window")
@@ -124,7 +125,7 @@ class VllmSettings(BaseModel):
     def engine_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``vllm.LLM`` (None values left to vLLM)."""
         keep = self.model_dump(exclude={"structured_outputs_backend", "in_process", "kv_cache_space_gib",
-                                        "submit_window", "data_parallel_size"})
+                                        "submit_window", "data_parallel_size", "cpu_threads"})
         kwargs = {k: v for k, v in keep.items() if v is not None}
         kwargs["structured_outputs_config"] = {"backend": self.structured_outputs_backend,
                                                "disable_any_whitespace": True}
@@ -165,7 +166,9 @@ def _validated(cls: type[BaseModel], values: dict[str, Any], flag: str, context:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "settings"
-        msg = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown setting"
         raise ConfigError(f"{flag} {key}={err.get('input')!r}: {msg}") from None
 
 
@@ -180,6 +183,8 @@ def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> Non
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if cache_root:
         os.environ.setdefault("VLLM_CACHE_ROOT", cache_root)
+    if settings.cpu_threads:
+        os.environ["OMP_NUM_THREADS"] = str(settings.cpu_threads)
     if settings.kv_cache_space_gib is not None:
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_space_gib)
     if settings.enforce_eager and not cuda_available():

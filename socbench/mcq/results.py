@@ -7,6 +7,9 @@
 - ``<dataset>_table.md`` / ``.csv``: the seed's table (rows k-shot, columns CP-RAW, CP-UN,
   CP-LN, CP-LN-char, MCP, MCP-Tolerance; empty where a method was not run);
 - ``<dataset>_accuracy.png``: the same table as grouped bars with the chance level.
+
+With ``--circular``, ``socbench.mcq.circular`` writes its files first and its metrics go
+into the results under ``circular`` (its notes also under the table).
 """
 
 from __future__ import annotations
@@ -18,13 +21,16 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from socbench.mcq.datasets import McqData
 from socbench.mcq.evaluate import McqAnswers
 from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT, McqPlan
 from socbench.mcq.scoring import COLUMNS, METHODS, Prediction, accuracies, chance_accuracy
 from socbench.report.files import atomic_open, model_dir, now_timestamp, write_json
+
+if TYPE_CHECKING:
+    from socbench.mcq.circular import CircularReport
 
 DEFINITIONS = {
     "CP-RAW": "sum of log P(' option text' | 'Question: q\\nAnswer:') (lm-evaluation-harness acc)",
@@ -43,6 +49,7 @@ class McqFiles:
     table_md: Path
     table_csv: Path
     plot: Path
+    circular_table: Path | None = None
 
 
 def mcq_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
@@ -75,7 +82,8 @@ def table_notes(payload: Mapping[str, Any]) -> list[str]:
     return [f"Accuracy on {payload['items']} items; chance {payload['chance_accuracy']:.4f}. "
             f"Shots from: {shots} (seed {payload['seed']}).",
             "CP-LN divides by the option's token count, CP-LN-char by its character count "
-            "(lm-evaluation-harness acc_norm); CP-RAW is lm-evaluation-harness acc."]
+            "(lm-evaluation-harness acc_norm); CP-RAW is lm-evaluation-harness acc.",
+            *(payload.get("circular") or {}).get("notes", [])]
 
 
 def _cell(value: Any) -> str:
@@ -97,7 +105,8 @@ def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
 
 
 def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictions: Sequence[Prediction],
-                    model: str, wall_s: float | None) -> dict[str, Any]:
+                    model: str, wall_s: float | None,
+                    circular: CircularReport | None = None) -> dict[str, Any]:
     table = accuracies(predictions)
     return {
         "dataset": data.dataset, "model": model, "engine": answers.identity, "timestamp": now_timestamp(),
@@ -112,15 +121,16 @@ def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictio
         "timing": {"engine_s": answers.seconds, "wall_s": wall_s, "engine_cache": answers.cache,
                    "loglikelihood_requests": len(answers.loglikelihoods),
                    "option_requests": len(answers.options)},
+        **({"circular": circular.payload} if circular is not None else {}),
     }
 
 
 def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
                     answers: McqAnswers, predictions: Sequence[Prediction],
-                    wall_s: float | None = None) -> McqFiles:
-    """Write the five files of one run; return their paths."""
+                    wall_s: float | None = None, circular: CircularReport | None = None) -> McqFiles:
+    """Write the five files of one run (``circular``: what the circular part wrote); their paths."""
     folder = mcq_dir(output_dir, model)
-    payload = results_payload(data, plan, answers, predictions, model, wall_s)
+    payload = results_payload(data, plan, answers, predictions, model, wall_s, circular)
     split = {item.id: item.split for item in data.items}
     pred_path = folder / f"{data.dataset}_predictions.jsonl"
     with atomic_open(pred_path) as handle:
@@ -136,7 +146,7 @@ def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqDat
         _table_frame(rows).to_csv(handle, index=False, float_format="%.6f")
     plot = accuracy_plot(rows, payload["chance_accuracy"], title, folder / f"{data.dataset}_accuracy.png")
     results = write_json(folder / f"{data.dataset}_results.json", payload)
-    return McqFiles(pred_path, results, md_path, csv_path, plot)
+    return McqFiles(pred_path, results, md_path, csv_path, plot, circular.table_md if circular else None)
 
 
 def _table_frame(rows: Sequence[Mapping[str, Any]]):

@@ -104,7 +104,8 @@ def ensure_converted(gguf: Path, target: Path, provenance: dict,
     except ModelError:
         raise
     except Exception as exc:  # a broken or unsupported GGUF: say which file
-        raise ModelError(f"{gguf}: cannot convert to a transformers folder ({type(exc).__name__}: {exc})") from exc
+        reason = f"{type(exc).__name__}: {exc}"
+        raise ModelError(f"{gguf}: cannot convert to a transformers folder ({reason})") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target

@@ -105,7 +105,8 @@ def build_tiny_model(path: Path) -> Path:
         model = _build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / "socbench_model.json").write_text(json.dumps({"built_from": "socbench tiny recipe", "seed": SEED}))
+        record = {"built_from": "socbench tiny recipe", "seed": SEED}
+        (tmp / "socbench_model.json").write_text(json.dumps(record))
         if path.exists():  # an earlier build that did not finish
             shutil.rmtree(path)
         os.replace(tmp, path)

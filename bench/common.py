@@ -1,0 +1,95 @@
+"""Shared helpers of the bench scripts: environment, timing, load average, JSON output.
+
+Every script prints its two figures and their ratio and writes ``bench/out/<name>.json``
+with the load average beside each number (this host is shared; numbers are noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT_DIR = ROOT / "bench" / "out"
+PY = sys.executable
+
+
+def setup_env(prefect: bool = False) -> None:
+    """The CPU settings from stack-notes, and a private Prefect home when ``prefect``."""
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("TORCH_COMPILE_DISABLE", "1")
+    os.environ.setdefault("SOCBENCH_HOME", str(ROOT / ".socbench"))
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(ROOT / ".socbench" / "vllm"))
+    if prefect:
+        home = Path(tempfile.mkdtemp(prefix="bench-prefect-"))
+        for key, value in {"PREFECT_HOME": home, "PREFECT_MEMO_STORE_PATH": home / "memo_store.toml",
+                           "PREFECT_RESULTS_LOCAL_STORAGE_PATH": home / "results",
+                           "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                           "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+                           "PREFECT_LOGGING_LEVEL": "WARNING"}.items():
+            os.environ.setdefault(key, str(value))
+
+
+def load_avg() -> list[float]:
+    """1, 5 and 15 minute load averages (2 cores here: above 2 means others share the CPU)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any, list[float]]:
+    """(wall seconds, result, load average when it finished)."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result, load_avg()
+
+
+def max_rss_mb() -> float:
+    """Peak resident memory of this process in MB (ru_maxrss is KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes (a smoke run, minutes)")
+    return p
+
+
+def report(name: str, figures: dict[str, float], ratio_name: str, ratio: float, target: str,
+           met: bool | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Print the figures and their ratio; write bench/out/<name>.json; return the record."""
+    record = {"name": name, "figures": figures, "ratio_name": ratio_name, "ratio": round(ratio, 3),
+              "target": target, "met": met, "load_avg_end": load_avg(), **(extra or {})}
+    for key, value in figures.items():
+        print(f"  {key}: {value}")
+    print(f"  {ratio_name}: {ratio:.3f}   (target: {target}; met: {met}; load {load_avg()})", flush=True)
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / f"{name}.json").write_text(json.dumps(record, indent=2, default=str))
+    return record
+
+
+def tiny_model() -> Path:
+    """The tiny random Qwen2 model (socbench.models.tiny), built once under .socbench/bench."""
+    from socbench.models.tiny import build_tiny_model
+
+    path = ROOT / ".socbench" / "bench" / "tiny-qwen2"
+    if not (path / "config.json").is_file():
+        build_tiny_model(path)
+    return path
+
+
+def synth_data(respondents: int, domain: str = "all") -> Path:
+    """A Dataset_all folder with ``respondents`` synthetic respondents per domain (a temp dir)."""
+    out = Path(tempfile.mkdtemp(prefix="bench-data-")) / "Dataset_all"
+    subprocess.run([PY, "-m", "socbench", "data", "synth", "--out", str(out), "--respondents",
+                    str(respondents), "--domain_id", domain], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL)
+    return out

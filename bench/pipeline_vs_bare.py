@@ -1,0 +1,126 @@
+"""Target 1: the ISSP stages (load → prompts → engine → extract → score) vs one bare LLM.generate.
+
+Same prompts (token ids), same sampling settings, same started vLLM engine; the prefix cache
+is reset before each timed pass so neither inherits the other's cache. Model: the tiny random
+Qwen2 (``socbench.models.tiny``): SmolLM2 is too slow on 2 cores for 5,000+ prompts per mode.
+Usage: ``python bench/pipeline_vs_bare.py [--quick] [--prompts 6000]``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+
+def stages(config, engine, domain_id: int):
+    """The flow's stage bodies without Prefect (task.fn); returns (n prompts, domain result)."""
+    from socbench.engines.session import run_prompts
+    from tasks.build_prompts import build_prompts
+    from tasks.country_special_options import country_special_options
+    from tasks.extract import extract
+    from tasks.load_data import load_data
+    from tasks.score import score
+
+    data = load_data.fn(domain_id, config)
+    items = country_special_options.fn(data)
+    prompts = build_prompts.fn(data, items, config)
+    results = run_prompts(engine, prompts)
+    extractions = extract.fn(prompts, results, items)
+    _, result = score.fn(data, items, extractions, config)
+    return prompts, result
+
+
+def bare_generate(llm, tok, prompts) -> int:
+    """One LLM.generate over the pipeline's prompts, tokenized and parametrised as the backend does."""
+    from socbench.engines import _chat
+    from socbench.engines.vllm import _generate_params
+
+    inputs = [{"prompt_token_ids": _chat.prompt_ids(tok, p, "" if p.structured else p.answer_prefix)}
+              for p in prompts]
+    params = [_generate_params(p) for p in prompts]
+    return len(llm.generate(inputs, params, use_tqdm=False))
+
+
+def bare_score(llm, tok, prompts) -> int:
+    """One LLM.generate of single-step scoring (max_tokens=1, logprob_token_ids = the codes)."""
+    from socbench.engines import _chat
+    from socbench.engines.vllm import _children, _score_params
+
+    plans = [_chat.option_plan(tok, p) for p in prompts]
+    inputs = [{"prompt_token_ids": list(plan.context)} for plan in plans]
+    params = [_score_params(_children(plan, ())) for plan in plans]
+    return len(llm.generate(inputs, params, use_tqdm=False))
+
+
+def one_mode(mode: str, data_dir: Path, model: Path, domain_id: int) -> dict:
+    from socbench.config import make_config
+    from socbench.engines.session import close_engines, get_engine
+
+    out = Path(tempfile.mkdtemp(prefix="bench-pipe-"))
+    config = make_config(data_dir=str(data_dir), output_dir=str(out), domain_id=domain_id, api_type="vllm",
+                         model=str(model), mode=mode, max_tokens=16)
+    engine = get_engine(config)  # CachedEngine(VllmEngine), as in the flow; empty cache
+    inner = engine.backend
+    llm, tok = inner._engine(), inner.tokenizer  # start-up is not part of either figure
+    try:
+        from tasks.build_prompts import build_prompts
+        from tasks.country_special_options import country_special_options
+        from tasks.load_data import load_data
+
+        data = load_data.fn(domain_id, config)
+        prompts = build_prompts.fn(data, country_special_options.fn(data), config)
+        bare_fn = bare_score if mode == "logprobs" else bare_generate
+        bare_fn(llm, tok, prompts[:64])  # warm-up (sampler, structured-output compilation)
+        llm.reset_prefix_cache()
+        bare_s, n_bare, load_bare = common.timed(lambda: bare_fn(llm, tok, prompts))
+        llm.reset_prefix_cache()
+        pipe_s, (pipe_prompts, result), load_pipe = common.timed(lambda: stages(config, engine, domain_id))
+    finally:
+        close_engines()
+    assert len(pipe_prompts) == n_bare == len(prompts)
+    return {"mode": mode, "prompts": n_bare, "bare_s": round(bare_s, 2), "pipeline_s": round(pipe_s, 2),
+            "bare_prompts_per_s": round(n_bare / bare_s, 1), "pipeline_prompts_per_s": round(n_bare / pipe_s, 1),
+            "ratio": round(bare_s / pipe_s, 3), "load_bare": load_bare, "load_pipeline": load_pipe,
+            "scoring_methods": dict(inner.scoring_methods)}
+
+
+def main() -> None:
+    p = common.parser(__doc__)
+    p.add_argument("--prompts", type=int, default=6000, help="at least this many prompts per mode")
+    p.add_argument("--domain_id", type=int, default=1)
+    args = p.parse_args()
+    common.setup_env()
+    target = 600 if args.quick else args.prompts
+    model = common.tiny_model()
+    probe = common.synth_data(5, str(args.domain_id))
+    per_respondent = probe_prompts(probe, args.domain_id) / 5
+    data_dir = common.synth_data(math.ceil(target / per_respondent), str(args.domain_id))
+    rows = [one_mode(mode, data_dir, model, args.domain_id) for mode in ("generate", "logprobs")]
+    for row in rows:
+        print(f"{row['mode']}: {row}", flush=True)
+    worst = min(r["ratio"] for r in rows)
+    figures = {f"{r['mode']}_{k}": r[k] for r in rows for k in ("bare_prompts_per_s", "pipeline_prompts_per_s")}
+    common.report("pipeline_vs_bare", figures, "pipeline/bare throughput (worst mode)", worst,
+                  ">= 0.9 on >= 5,000 prompts", worst >= 0.9 and min(r["prompts"] for r in rows) >= 5000,
+                  {"rows": rows, "model": "tiny random Qwen2 (socbench.models.tiny)", "quick": args.quick})
+
+
+def probe_prompts(data_dir: Path, domain_id: int) -> int:
+    """Prompts per domain for this data (to size the respondents for the target count)."""
+    from socbench.config import make_config
+    from tasks.build_prompts import build_prompts
+    from tasks.country_special_options import country_special_options
+    from tasks.load_data import load_data
+
+    config = make_config(data_dir=str(data_dir), domain_id=domain_id)
+    data = load_data.fn(domain_id, config)
+    return len(build_prompts.fn(data, country_special_options.fn(data), config))
+
+
+if __name__ == "__main__":
+    main()
