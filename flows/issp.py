@@ -123,3 +123,6 @@ class DomainsFailed(Exception):
     @property
     def outcome(self) -> dict:
         return self.args[1]
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
 
 from socbench.engines.settings import HfSettings
 from socbench.errors import ConfigError
@@ -19,16 +20,6 @@ def persona(question: str, i: int = 0) -> tuple[Message, ...]:
             Message("user", question))
 
 
-def reference(model, ids: list[int], start: int) -> tuple[float, bool]:
-    """log P(ids[start:] | ids[:start]) from one full forward pass, no cache."""
-    import torch
-
-    with torch.no_grad():
-        logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
-    rows, targets = logprobs[start - 1:len(ids) - 1], torch.tensor(ids[start:])
-    return float(rows[torch.arange(len(targets)), targets].sum()), bool((rows.argmax(-1) == targets).all())
-
-
 def greedy_reference(model, ids: list[int], steps: int, eos: int) -> list[int]:
     """Greedy decoding by repeated full forward passes (no cache, no padding)."""
     import torch
@@ -41,12 +32,6 @@ def greedy_reference(model, ids: list[int], steps: int, eos: int) -> list[int]:
                 break
             out.append(token)
     return out
-
-
-def chat_ids(tok, messages, suffix: str = "") -> list[int]:
-    text = tok.apply_chat_template([{"role": m.role, "content": m.content} for m in messages], tokenize=False,
-                                   add_generation_prompt=True)
-    return tok(text + suffix, add_special_tokens=False)["input_ids"]
 
 
 @pytest.fixture(scope="module")
@@ -122,17 +107,8 @@ def test_option_logprobs_from_cache_equal_full_forward(engine, ref, codes, closi
 
 
 def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, ref):
-    """MCP-style raw prompt ending in "Answer: ": the space belongs to the letters (" A"), as in lm-eval."""
     model, tok = ref
-    text = "Question: Which gas do plants take in?\nA. oxygen\nB. carbon dioxide\nC. helium\nAnswer:"
-    request = PromptRequest(item_id="mcp", messages=(Message("user", text + " "),), chat=False,
-                            mode="logprobs", offered_codes=("A", "B", "C"))
-    [result] = engine.option_logprobs([request])
-    context = tok(text)["input_ids"]
-    for code in "ABC":
-        cont = tok(" " + code, add_special_tokens=False)["input_ids"]
-        expected, _ = reference(model, context + cont, len(context))
-        assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-4), code
+    check_raw_prompt_letters(engine, model, tok, tolerance=1e-4)
 
 
 def test_loglikelihood_groups_contexts_and_keeps_order(engine, ref):

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
 
 from socbench.engines.settings import VllmSettings
 from socbench.errors import ConfigError
@@ -25,25 +26,8 @@ def persona(question: str, i: int = 0) -> tuple[Message, ...]:
             Message("user", f"{question} Reply with JSON like {{\"answer\": \"<code>\"}}."))
 
 
-def reference(model, ids: list[int], start: int) -> tuple[float, bool]:
-    """Independent transformers computation: log P(ids[start:] | ids[:start]) from one full forward pass."""
-    import torch
-
-    with torch.no_grad():
-        logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
-    rows, targets = logprobs[start - 1:len(ids) - 1], torch.tensor(ids[start:])
-    picked = rows[torch.arange(len(targets)), targets]
-    return float(picked.sum()), bool((rows.argmax(-1) == targets).all())
-
-
 def encode(tok, text: str) -> list[int]:
     return tok(text, add_special_tokens=False)["input_ids"]
-
-
-def chat_ids(tok, messages, suffix: str = "") -> list[int]:
-    text = tok.apply_chat_template([{"role": m.role, "content": m.content} for m in messages], tokenize=False,
-                                   add_generation_prompt=True)
-    return tok(text + suffix, add_special_tokens=False)["input_ids"]
 
 
 @pytest.fixture(scope="module")
@@ -179,17 +163,8 @@ def test_option_logprobs_more_codes_than_one_step(engine, hf_tiny):
 
 
 def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, hf_tiny):
-    """MCP-style raw prompt ending in "Answer: ": the space belongs to the letters (" A"), as in lm-eval."""
     model, tok = hf_tiny
-    text = "Question: Which gas do plants take in?\nA. oxygen\nB. carbon dioxide\nC. helium\nAnswer:"
-    request = PromptRequest(item_id="mcp", messages=(Message("user", text + " "),), chat=False,
-                            mode="logprobs", offered_codes=("A", "B", "C"))
-    [result] = engine.option_logprobs([request])
-    context = tok(text)["input_ids"]
-    for code in "ABC":
-        cont = tok(" " + code, add_special_tokens=False)["input_ids"]
-        expected, _ = reference(model, context + cont, len(context))
-        assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-3), code
+    check_raw_prompt_letters(engine, model, tok, tolerance=1e-3)
 
 
 def test_loglikelihood_matches_transformers(engine, hf_tiny):

@@ -87,11 +87,19 @@ def _prefect(env: dict, *args: str, check: bool = True) -> subprocess.CompletedP
                           text=True, check=check, timeout=900)
 
 
-def _flow_runs(env: dict) -> list[dict]:
+def _flow_runs(env: dict, attempts: int = 5) -> list[dict]:
+    """All flow runs; the local SQLite server can stall for many seconds under load (stack-notes)."""
     req = urllib.request.Request(f"{env['PREFECT_API_URL']}/flow_runs/filter", data=b"{}", method="POST",
                                  headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return json.loads(resp.read())
+    for attempt in range(attempts):
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                return json.loads(resp.read())
+        except (TimeoutError, OSError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(2)
+    return []
 
 
 def _stored_requests(cache_dir: Path) -> int:

@@ -28,14 +28,22 @@ def int_or_all(text: str) -> int | str:
     return value
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, low: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected a {what} integer, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "positive")
+
+
+def non_negative_int(text: str) -> int:
+    return _int_at_least(text, 0, "non-negative")
 
 
 def positive_float(text: str) -> float:

@@ -5,21 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from socbench.cli._args import flag
+from socbench.cli._args import flag, non_negative_int
 from socbench.errors import ConfigError
 
 DEFAULT_SEED = 20261122
 DEFAULT_RESPONDENTS = 40
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
          help="folder with issp_profile_<Domain>.json codebooks for attribute names and labels")
     flag(parser, "respondents", type=int, default=DEFAULT_RESPONDENTS,
          help=f"respondents per domain (default {DEFAULT_RESPONDENTS})")
-    flag(parser, "seed", type=_non_negative, default=DEFAULT_SEED,
+    flag(parser, "seed", type=non_negative_int, default=DEFAULT_SEED,
          help=f"random seed (default {DEFAULT_SEED})")
     flag(parser, "domain_id", type=str, default="all", help="domain id, slug or 'all' (default all)")
     parser.set_defaults(handler=run)

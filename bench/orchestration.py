@@ -1,0 +1,125 @@
+"""Target 5: Prefect's overhead per domain, and a fully cached rerun of all ten demo domains.
+
+Overhead: the ``issp-domain`` flow (ephemeral Prefect, warmed up by one untimed flow) minus
+the same stage bodies called directly (``task.fn``; the report stage's files without its
+artifact), each from an empty engine cache, against the fake OpenAI server (no latency).
+Cached rerun: the ``issp`` parent flow over the ten demo domains on the tiny vLLM model,
+then the same run again in a fresh process, which must not import vLLM at all.
+Usage: ``python bench/orchestration.py [--quick] [--domains 3]``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+sys.path.insert(0, str(common.ROOT))
+
+
+def direct(config, domain_id: int) -> None:
+    from socbench.engines.session import get_engine, run_prompts
+    from socbench.report import write_domain_files
+    from tasks.build_prompts import build_prompts
+    from tasks.country_special_options import country_special_options
+    from tasks.extract import extract
+    from tasks.load_data import load_data
+    from tasks.score import score, score_variants
+
+    data = load_data.fn(domain_id, config)
+    items = country_special_options.fn(data)
+    prompts = build_prompts.fn(data, items, config)
+    results = run_prompts(get_engine(config), prompts)
+    extractions = extract.fn(prompts, results, items)
+    scored, result = score.fn(data, items, extractions, config)
+    score_variants.fn(items, extractions, config)
+    write_domain_files(config.output_dir, result, scored)
+
+
+def overhead(domains: list[int], data_dir: str) -> list[dict]:
+    from flows.issp import issp_domain
+    from socbench.config import make_config
+    from socbench.engines.session import close_engines
+    from socbench.testing.fake_openai import FakeOpenAIServer
+
+    def config(tag: str):
+        out = tempfile.mkdtemp(prefix=f"bench-orch-{tag}-")
+        return make_config(data_dir=data_dir, output_dir=out, api_type="config", api_base=server.url,
+                           model="fake-model", concurrent_requests=256)
+
+    rows = []
+    with FakeOpenAIServer() as server:
+        issp_domain(domains[0], config("warm"))  # starts the ephemeral Prefect server: not timed
+        for d in domains:
+            direct_s, _, load_d = common.timed(lambda: direct(config("direct"), d))
+            close_engines()
+            flow_s, _, load_f = common.timed(lambda: issp_domain(d, config("flow")))
+            rows.append({"domain": d, "direct_s": round(direct_s, 2), "flow_s": round(flow_s, 2),
+                         "overhead_s": round(flow_s - direct_s, 2), "load_direct": load_d, "load_flow": load_f})
+            print(rows[-1], flush=True)
+    return rows
+
+
+def child(kind: str, out: str, data_dir: str, model: str) -> None:
+    """One ``issp`` run in this fresh process; prints its wall time and whether vLLM was imported."""
+    start = time.perf_counter()
+    from flows.issp import issp_inprocess
+    from socbench.config import make_config
+
+    config = make_config(data_dir=data_dir, output_dir=out, api_type="vllm", model=model, max_tokens=16)
+    flow_start = time.perf_counter()
+    outcome = issp_inprocess(config)
+    end = time.perf_counter()
+    print(json.dumps({"kind": kind, "flow_s": round(end - flow_start, 2), "process_s": round(end - start, 2),
+                      "completed": len(outcome["completed"]), "failed": outcome["failed"],
+                      "vllm_imported": "vllm" in sys.modules, "load": common.load_avg()}), flush=True)
+
+
+def cached_rerun(data_dir: str, model: str) -> list[dict]:
+    out = tempfile.mkdtemp(prefix="bench-rerun-")
+    rows = []
+    for kind in ("first", "rerun"):
+        start = time.perf_counter()
+        proc = subprocess.run([common.PY, __file__, "--child", kind, out, data_dir, model], capture_output=True,
+                              text=True, cwd=common.ROOT)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith('{"kind"')]
+        if proc.returncode or not lines:
+            raise SystemExit(f"{kind} run failed:\n{proc.stderr[-3000:]}")
+        rows.append({**json.loads(lines[-1]), "wall_s_with_python_start": round(time.perf_counter() - start, 2)})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    common.setup_env(prefect=True)
+    if sys.argv[1:2] == ["--child"]:
+        return child(*sys.argv[2:6])
+    p = common.parser(__doc__)
+    p.add_argument("--domains", type=int, default=3, help="domains timed for the overhead")
+    args = p.parse_args()
+    model = str(common.tiny_model())
+    data_dir = str(common.synth_data(5)) if args.quick else str(common.ROOT / "data" / "demo" / "Dataset_all")
+    rows = overhead(list(range(1, (2 if args.quick else args.domains) + 1)), data_dir)
+    rerun = cached_rerun(data_dir, model)
+    per_domain = max(r["overhead_s"] for r in rows)
+    second = rerun[1]
+    met = per_domain <= 1.5 and second["wall_s_with_python_start"] < 30 and not second["vllm_imported"]
+    figures = {"direct_s_mean": round(sum(r["direct_s"] for r in rows) / len(rows), 2),
+               "flow_s_mean": round(sum(r["flow_s"] for r in rows) / len(rows), 2),
+               "overhead_s_max": per_domain, "first_run_s": rerun[0]["wall_s_with_python_start"],
+               "cached_rerun_s": second["wall_s_with_python_start"],
+               "cached_rerun_vllm_imported": second["vllm_imported"]}
+    common.report("orchestration", figures, "flow/direct time (mean)",
+                  figures["flow_s_mean"] / figures["direct_s_mean"],
+                  "overhead <= 1.5 s/domain; cached rerun of 10 domains < 30 s, model never loads", met,
+                  {"overhead": rows, "rerun": rerun, "quick": args.quick})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Target 2: prefix-cache hits (as vLLM reports them) and respondent-grouped vs shuffled order;
+CP on ARC: prompt-logprob scoring (what ``VllmEngine.loglikelihood`` does) vs scoring the
+continuations from a cached context (``max_tokens=1`` + ``logprob_token_ids`` per token).
+
+Hit rate = sum of ``RequestOutput.num_cached_tokens`` / sum of prompt tokens, per pass, with
+the prefix cache reset before each pass. Part A uses the tiny model on synthetic ISSP
+prompts; part B uses SmolLM2 on ARC-Easy test items (0-shot and 5-shot CP contexts).
+Usage: ``python bench/prefix_cache.py [--quick] [--respondents 60] [--arc_items 150]``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+
+def _engine(model: str):
+    from socbench.engines.settings import VllmSettings
+    from socbench.engines.vllm import VllmEngine
+    from socbench.models import resolve_model
+
+    engine = VllmEngine(resolve_model(model), VllmSettings.for_host())
+    return engine, engine._engine(), engine.tokenizer
+
+
+def hit_rate(outputs) -> float:
+    cached = sum(o.num_cached_tokens or 0 for o in outputs)
+    total = sum(len(o.prompt_token_ids) for o in outputs)
+    return cached / max(1, total)
+
+
+def _issp_prompts(data_dir: Path, mode: str) -> list:
+    from socbench.config import make_config
+    from socbench.data import build_items, load_domain
+    from socbench.domains import get_domain
+    from socbench.prompts import build_domain_prompts
+
+    config = make_config(data_dir=str(data_dir), domain_id=1, mode=mode, max_tokens=16,
+                         output_dir=tempfile.mkdtemp(prefix="bench-pc-"))
+    data = load_domain(config.data_dir, get_domain(1), config.dataset_size, config.interview_count)
+    return build_domain_prompts(data, build_items(data), config)
+
+
+def part_a(model: Path, respondents: int) -> list[dict]:
+    from socbench.engines import _chat
+    from socbench.engines.session import run_prompts
+    from socbench.engines.vllm import _children, _generate_params, _score_params
+
+    data_dir = common.synth_data(respondents, "1")
+    engine, llm, tok = _engine(str(model))
+    rows = []
+    try:
+        for mode in ("logprobs", "generate"):
+            grouped = _issp_prompts(data_dir, mode)
+            shuffled = grouped[:]
+            random.Random(0).shuffle(shuffled)
+            for order, prompts in (("grouped", grouped), ("shuffled", shuffled)):
+                if mode == "logprobs":
+                    plans = [_chat.option_plan(tok, p) for p in prompts]
+                    inputs = [{"prompt_token_ids": list(pl.context)} for pl in plans]
+                    params = [_score_params(_children(pl, ())) for pl in plans]
+                else:
+                    inputs = [{"prompt_token_ids": _chat.prompt_ids(tok, p)} for p in prompts]
+                    params = [_generate_params(p) for p in prompts]
+                llm.reset_prefix_cache()
+                bare_s, outs, load_bare = common.timed(lambda: llm.generate(inputs, params, use_tqdm=False))
+                llm.reset_prefix_cache()
+                eng_s, _, load_eng = common.timed(lambda: run_prompts(engine, prompts))
+                rows.append({"mode": mode, "order": order, "prompts": len(prompts), "hit_rate": round(hit_rate(outs), 3),
+                             "bare_s": round(bare_s, 2), "engine_s": round(eng_s, 2),
+                             "load_bare": load_bare, "load_engine": load_eng})
+                print(rows[-1], flush=True)
+    finally:
+        engine.close()
+    return rows
+
+
+def _arc_requests(items: int, k: int):
+    from socbench.mcq.datasets import load_mcq
+    from socbench.mcq.prompts import build_plan
+
+    data = load_mcq("arc-easy", limit=items)
+    plan = build_plan(data, ["cp"], [k], False, 0)
+    return [r for p in plan.prompts for r in p.cp]  # CP requests (not CP-UN's)
+
+
+def cached_context_scores(llm, pairs) -> list[tuple[float, object]]:
+    """Each continuation scored token by token from its (prefix-cached) context: contexts first."""
+    from socbench.engines.vllm import _score_params
+
+    first: dict[tuple[int, ...], set[int]] = {}
+    for ctx, cont in pairs:
+        first.setdefault(tuple(ctx), set()).add(cont[0])
+    contexts = list(first)
+    outs = llm.generate([{"prompt_token_ids": list(c)} for c in contexts],
+                        [_score_params(sorted(first[c])) for c in contexts], use_tqdm=False)
+    root = {c: o.outputs[0].logprobs[0] for c, o in zip(contexts, outs)}
+    steps = [(i, k) for i, (_, cont) in enumerate(pairs) for k in range(1, len(cont))]
+    outs2 = llm.generate([{"prompt_token_ids": list(pairs[i][0]) + pairs[i][1][:k]} for i, k in steps],
+                         [_score_params([pairs[i][1][k]]) for i, k in steps], use_tqdm=False)
+    totals = [root[tuple(ctx)][cont[0]].logprob for ctx, cont in pairs]
+    for (i, k), out in zip(steps, outs2):
+        totals[i] += out.outputs[0].logprobs[0][pairs[i][1][k]].logprob
+    return totals, list(outs) + list(outs2)
+
+
+def part_b(items: int) -> list[dict]:
+    from socbench.engines import _chat
+
+    engine, llm, tok = _engine("smollm2-135m-instruct")
+    rows = []
+    try:
+        for k in (0, 5):
+            requests = _arc_requests(items, k)
+            pairs = [_chat.loglikelihood_ids(tok, r) for r in requests]
+            llm.reset_prefix_cache()
+            a_s, a_res, load_a = common.timed(lambda: engine.loglikelihood(requests))
+            llm.reset_prefix_cache()
+            b_s, (b_tot, b_outs), load_b = common.timed(lambda: cached_context_scores(llm, pairs))
+            diff = max(abs(a.logprob - b) for a, b in zip(a_res, b_tot))
+            ctx_tokens = sum(len(c) for c, _ in pairs)
+            unique_ctx = sum(len(c) for c in {tuple(c) for c, _ in pairs})
+            rows.append({"k_shot": k, "requests": len(requests), "prompt_logprobs_s": round(a_s, 2),
+                         "cached_context_s": round(b_s, 2), "speedup": round(a_s / b_s, 2),
+                         "context_tokens_prompt_logprobs": ctx_tokens, "unique_context_tokens": unique_ctx,
+                         "cached_context_hit_rate": round(hit_rate(b_outs), 3),
+                         "max_abs_logprob_diff": round(diff, 4), "load_a": load_a, "load_b": load_b})
+            print(rows[-1], flush=True)
+    finally:
+        engine.close()
+    return rows
+
+
+def main() -> None:
+    p = common.parser(__doc__)
+    p.add_argument("--respondents", type=int, default=60)
+    p.add_argument("--arc_items", type=int, default=150)
+    p.add_argument("--skip_arc", action="store_true")
+    args = p.parse_args()
+    common.setup_env()
+    a = part_a(common.tiny_model(), 10 if args.quick else args.respondents)
+    b = [] if args.skip_arc else part_b(20 if args.quick else args.arc_items)
+    by = {(r["mode"], r["order"]): r for r in a}
+    speed = by[("logprobs", "shuffled")]["engine_s"] / by[("logprobs", "grouped")]["engine_s"]
+    figures = {"logprobs_grouped_hit_rate": by[("logprobs", "grouped")]["hit_rate"],
+               "logprobs_shuffled_hit_rate": by[("logprobs", "shuffled")]["hit_rate"],
+               "logprobs_grouped_engine_s": by[("logprobs", "grouped")]["engine_s"],
+               "logprobs_shuffled_engine_s": by[("logprobs", "shuffled")]["engine_s"]}
+    figures.update({f"arc_{r['k_shot']}shot_speedup_cached_context": r["speedup"] for r in b})
+    common.report("prefix_cache", figures, "shuffled/grouped time (logprobs, engine)", speed,
+                  "report hit rate and speed-up; CP context computed once", None,
+                  {"issp": a, "arc_cp": b, "quick": args.quick})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Run every bench script (``make bench``), one fresh process each; summary in bench/out/summary.json.
+
+Usage: ``python bench/run_all.py [--quick] [--only pipeline_vs_bare,api_client]``. Each script
+prints its two figures and their ratio; this prints one line per script at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+SCRIPTS = ("pipeline_vs_bare", "prefix_cache", "api_client", "orchestration", "arc_cp_vs_lmeval")
+
+
+def main() -> None:
+    p = common.parser(__doc__)
+    p.add_argument("--only", default=",".join(SCRIPTS))
+    args = p.parse_args()
+    common.setup_env()
+    summary = []
+    for name in [s.strip() for s in args.only.split(",") if s.strip()]:
+        print(f"== {name} (load {common.load_avg()})", flush=True)
+        start = time.perf_counter()
+        cmd = [common.PY, str(common.ROOT / "bench" / f"{name}.py")] + (["--quick"] if args.quick else [])
+        rc = subprocess.run(cmd, cwd=common.ROOT).returncode
+        out = common.OUT_DIR / f"{name}.json"
+        record = json.loads(out.read_text()) if rc == 0 and out.exists() else {}
+        summary.append({"name": name, "rc": rc, "seconds": round(time.perf_counter() - start, 1),
+                        "ratio_name": record.get("ratio_name"), "ratio": record.get("ratio"),
+                        "met": record.get("met"), "load_avg_end": common.load_avg()})
+    common.OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (common.OUT_DIR / "summary.json").write_text(json.dumps(summary, indent=2))
+    print("\n== summary")
+    for row in summary:
+        print(f"  {row['name']:<18} rc={row['rc']} {row['seconds']:>7.1f} s  {row['ratio_name']}: {row['ratio']}"
+              f"  met={row['met']}  load={row['load_avg_end']}")
+    sys.exit(max((row["rc"] for row in summary), default=0))
+
+
+if __name__ == "__main__":
+    main()
