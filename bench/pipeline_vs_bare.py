@@ -57,8 +57,9 @@ def bare_score(llm, tok, prompts) -> int:
     return len(llm.generate(inputs, params, use_tqdm=False))
 
 
-def one_mode(mode: str, data_dir: Path, model: Path, domain_id: int) -> dict:
+def one_mode(mode: str, data_dir: Path, model: Path, domain_id: int, repeats: int) -> dict:
     from socbench.config import make_config
+    from socbench.engines.cache import EngineCache
     from socbench.engines.session import close_engines, get_engine
 
     out = Path(tempfile.mkdtemp(prefix="bench-pipe-"))
@@ -76,16 +77,23 @@ def one_mode(mode: str, data_dir: Path, model: Path, domain_id: int) -> dict:
         prompts = build_prompts.fn(data, country_special_options.fn(data), config)
         bare_fn = bare_score if mode == "logprobs" else bare_generate
         bare_fn(llm, tok, prompts[:64])  # warm-up (sampler, structured-output compilation)
-        llm.reset_prefix_cache()
-        bare_s, n_bare, load_bare = common.timed(lambda: bare_fn(llm, tok, prompts))
-        llm.reset_prefix_cache()
-        pipe_s, (pipe_prompts, result), load_pipe = common.timed(lambda: stages(config, engine, domain_id))
+        bare_runs, pipe_runs = [], []
+        for _ in range(repeats):  # alternate; the best of each (the host is shared: noise is one-sided)
+            llm.reset_prefix_cache()
+            bare_runs.append(common.timed(lambda: bare_fn(llm, tok, prompts)))
+            llm.reset_prefix_cache()
+            engine.cache.close()  # an empty engine cache for every pipeline pass
+            engine.cache = EngineCache(Path(tempfile.mkdtemp(prefix="bench-pipe-cache-")) / "cache.sqlite")
+            pipe_runs.append(common.timed(lambda: stages(config, engine, domain_id)))
+        bare_s, n_bare, load_bare = min(bare_runs, key=lambda r: r[0])
+        pipe_s, (pipe_prompts, result), load_pipe = min(pipe_runs, key=lambda r: r[0])
     finally:
         close_engines()
     assert len(pipe_prompts) == n_bare == len(prompts)
     return {"mode": mode, "prompts": n_bare, "bare_s": round(bare_s, 2), "pipeline_s": round(pipe_s, 2),
             "bare_prompts_per_s": round(n_bare / bare_s, 1), "pipeline_prompts_per_s": round(n_bare / pipe_s, 1),
-            "ratio": round(bare_s / pipe_s, 3), "load_bare": load_bare, "load_pipeline": load_pipe,
+            "ratio": round(bare_s / pipe_s, 3), "repeats": repeats,
+            "all_bare_s": [round(r[0], 2) for r in bare_runs], "all_pipeline_s": [round(r[0], 2) for r in pipe_runs], "load_bare": load_bare, "load_pipeline": load_pipe,
             "scoring_methods": dict(inner.scoring_methods)}
 
 
@@ -93,6 +101,7 @@ def main() -> None:
     p = common.parser(__doc__)
     p.add_argument("--prompts", type=int, default=6000, help="at least this many prompts per mode")
     p.add_argument("--domain_id", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=2, help="alternating passes; the best of each counts")
     args = p.parse_args()
     common.setup_env()
     target = 600 if args.quick else args.prompts
@@ -100,7 +109,8 @@ def main() -> None:
     probe = common.synth_data(5, str(args.domain_id))
     per_respondent = probe_prompts(probe, args.domain_id) / 5
     data_dir = common.synth_data(math.ceil(target / per_respondent), str(args.domain_id))
-    rows = [one_mode(mode, data_dir, model, args.domain_id) for mode in ("generate", "logprobs")]
+    rows = [one_mode(mode, data_dir, model, args.domain_id, 1 if args.quick else args.repeats)
+            for mode in ("generate", "logprobs")]
     for row in rows:
         print(f"{row['mode']}: {row}", flush=True)
     worst = min(r["ratio"] for r in rows)

@@ -5,7 +5,7 @@ continuations from a cached context (``max_tokens=1`` + ``logprob_token_ids`` pe
 Hit rate = sum of ``RequestOutput.num_cached_tokens`` / sum of prompt tokens, per pass, with
 the prefix cache reset before each pass. Part A uses the tiny model on synthetic ISSP
 prompts; part B uses SmolLM2 on ARC-Easy test items (0-shot and 5-shot CP contexts).
-Usage: ``python bench/prefix_cache.py [--quick] [--respondents 60] [--arc_items 150]``.
+Usage: ``python bench/prefix_cache.py [--quick] [--respondents 60] [--arc_items 40]``.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def part_b(items: int) -> list[dict]:
 def main() -> None:
     p = common.parser(__doc__)
     p.add_argument("--respondents", type=int, default=60)
-    p.add_argument("--arc_items", type=int, default=150)
+    p.add_argument("--arc_items", type=int, default=40)
     p.add_argument("--skip_arc", action="store_true")
     args = p.parse_args()
     common.setup_env()

@@ -68,6 +68,7 @@ def server(tmp_path: Path):
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "SOCBENCH_PROJECT_DIR": str(ROOT),
         "TMPDIR": str(tmp_path / "tmp"),
+        "PYTHONUNBUFFERED": "1",  # the test reads the worker's log as it is written
     })
     (tmp_path / "tmp").mkdir()
     log = (tmp_path / "server.log").open("w")
@@ -142,7 +143,9 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
         stored_before = _stored_requests(out / ".cache")
 
         answers.write_text(good)  # fix the file, then retry the parent as the UI's Retry does
-        _wait(lambda: "exited" in worker_log.read_text(), 60, "the worker to see the flow-run process exit")
+        # stack-notes: retrying before the worker reports the old process's exit gets overwritten
+        exited = f"Process for flow run '{parent['name']}' exited"
+        _wait(lambda: exited in worker_log.read_text(), 120, "the worker to see the flow-run process exit")
         _prefect(env, "flow-run", "retry", parent["id"])
 
         def finished() -> dict | None:
@@ -150,7 +153,7 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
             done = current["run_count"] > parent["run_count"] and current["state_type"] in ("COMPLETED", "FAILED", "CRASHED")
             return current if done else None
 
-        final = _wait(finished, 240, "the retried parent run to finish", interval=1.0)
+        final = _wait(finished, 480, "the retried parent run to finish", interval=1.0)
         assert final["state_type"] == "COMPLETED", final["state"]
         reruns = [r for r in _flow_runs(env) if r["parent_task_run_id"] is not None]
         assert sorted(r["name"] for r in reruns).count("issp-domain-3") == 2
