@@ -10,7 +10,6 @@ Usage: ``python bench/prefix_cache.py [--quick] [--respondents 60] [--arc_items 
 
 from __future__ import annotations
 
-import math
 import random
 import sys
 import tempfile

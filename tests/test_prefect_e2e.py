@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -45,6 +46,19 @@ def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group, then SIGKILL it if it has not exited within 30 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=30)
+            return
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def _healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
@@ -78,8 +92,7 @@ def server(tmp_path: Path):
         _wait(lambda: _healthy(env["PREFECT_API_URL"]), 120, "the Prefect server")
         yield env
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        _stop(proc)
         log.close()
 
 
@@ -164,5 +177,4 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
         summary = json.loads((model_dir / "summary.json").read_text())
         assert len(summary["domains"]) == 10
     finally:
-        os.killpg(worker.pid, 15)
-        worker.wait(timeout=30)
+        _stop(worker)
