@@ -9,7 +9,7 @@ export VLLM_CPU_KVCACHE_SPACE ?= 1
 export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
 export TORCH_COMPILE_DISABLE ?= 1
 
-.PHONY: setup test demo bench clean lint
+.PHONY: setup test demo bench clean
 
 setup: $(STAMP)
 
@@ -31,9 +31,6 @@ demo: setup
 
 bench: setup
 	$(PY) bench/run_all.py
-
-lint: setup
-	$(PY) -m ruff check . || true
 
 clean:
 	rm -rf $(VENV) .socbench .prefect-demo results
