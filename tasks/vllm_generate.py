@@ -23,9 +23,9 @@ from socbench.types import EngineResult, PromptRequest
 
 
 def _cache_key(context: TaskRunContext, params: dict[str, Any]) -> str:
-    """Domain, settings that change answers, engine identity, the prompts — and how many of
-    them the engine cache lacks, so a run that ended with failed requests is never a hit:
-    the next run retries exactly those."""
+    """Domain, settings that change answers, engine identity, the prompts, the engine cache's
+    folder — and how many of the prompts that cache lacks, so a run that ended with failed
+    requests is never a hit: the next run retries exactly those."""
     config: RunConfig = params["config"]
     prompts: list[PromptRequest] = params["prompts"]
     digest = hashlib.sha256()
@@ -34,6 +34,7 @@ def _cache_key(context: TaskRunContext, params: dict[str, Any]) -> str:
     engine = get_engine(config)
     identity = hashlib.sha256(str(sorted(engine.identity.items())).encode()).hexdigest()[:12]
     missing = engine.missing(prompt_method(prompts), prompts) if hasattr(engine, "missing") else len(prompts)
+    digest.update(str(config.engine_cache_dir.resolve()).encode())  # each output dir keeps its own answers
     return f"vllm_generate-{params['domain_id']}-{config.fingerprint()}-{identity}-{digest.hexdigest()[:24]}-{missing}"
 
 
