@@ -55,13 +55,13 @@ def vllm_generate(prompts: list[PromptRequest], config: RunConfig, domain_id: in
         if throttle.ready() or done == len(prompts):
             update_progress_artifact(artifact, progress=100.0 * done / max(1, len(prompts)))
 
-    cached = len(prompts) - engine.missing(prompt_method(prompts), prompts) if hasattr(engine, "missing") else 0
     try:
         results = run_prompts(engine, prompts, on_result=on_result)
     finally:
         bar.close()
     update_progress_artifact(artifact, progress=100.0)
     failed = sum(1 for r in results if r.error is not None)
+    cached = sum(1 for r in results if r.cached)
     get_run_logger().info("domain %s: %d prompts, %d from the engine cache, %d sent, %d failed",
                           domain_id, len(prompts), cached, len(prompts) - cached, failed)
     return results

@@ -57,6 +57,16 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_reference(tiny_model: Path):
+    """(model, tokenizer) of the tiny model in plain transformers, fp32: the engines' reference."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return (AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval(),
+            AutoTokenizer.from_pretrained(tiny_model))
+
+
+@pytest.fixture(scope="session")
 def smollm2() -> Path:
     """The embedded default model as an HF folder (converted once into $SOCBENCH_HOME)."""
     from socbench.models import resolve_model

@@ -48,15 +48,6 @@ def engine(tiny: ResolvedModel):
     eng.close()
 
 
-@pytest.fixture(scope="module")
-def ref(tiny_model: Path):
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    return (AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval(),
-            AutoTokenizer.from_pretrained(tiny_model))
-
-
 def test_settings_and_lazy_identity(tiny: ResolvedModel):
     from socbench.engines.hf import HfEngine
 
@@ -72,8 +63,8 @@ def test_settings_and_lazy_identity(tiny: ResolvedModel):
     eng.close()
 
 
-def test_batched_generation_equals_one_by_one_greedy(engine, ref):
-    model, tok = ref
+def test_batched_generation_equals_one_by_one_greedy(engine, tiny_reference):
+    model, tok = tiny_reference
     requests = [PromptRequest(item_id=f"g{i}", messages=persona("Tell me about you." + " Really." * i, i),
                               sampling=SamplingSettings(max_tokens=6))
                 for i in range(6)]  # ragged lengths: left padding must not change answers
@@ -93,8 +84,8 @@ def test_structured_is_unconstrained_text_not_an_error(engine):
 
 
 @pytest.mark.parametrize("codes,closing", [(("1", "2", "3"), ""), (("1", "10", "-4", "2"), '"')])
-def test_option_logprobs_from_cache_equal_full_forward(engine, ref, codes, closing):
-    model, tok = ref
+def test_option_logprobs_from_cache_equal_full_forward(engine, tiny_reference, codes, closing):
+    model, tok = tiny_reference
     messages = persona("How much do you trust people?")
     request = PromptRequest(item_id="o", messages=messages, mode="logprobs", offered_codes=codes,
                             answer_prefix=PREFIX)
@@ -106,13 +97,13 @@ def test_option_logprobs_from_cache_equal_full_forward(engine, ref, codes, closi
         assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-4), code
 
 
-def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, ref):
-    model, tok = ref
+def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, tiny_reference):
+    model, tok = tiny_reference
     check_raw_prompt_letters(engine, model, tok, tolerance=1e-4)
 
 
-def test_loglikelihood_groups_contexts_and_keeps_order(engine, ref):
-    model, tok = ref
+def test_loglikelihood_groups_contexts_and_keeps_order(engine, tiny_reference):
+    model, tok = tiny_reference
     question = "Question: Which animal lays eggs?\nAnswer:"
     answers = [" hen", " cow", " dog that barks", " cat", " horse"]  # 5 continuations > batch_size 4
     requests = [LoglikelihoodRequest(question, a) for a in answers]

@@ -44,15 +44,6 @@ def engine(tiny: ResolvedModel):
     eng.close()
 
 
-@pytest.fixture(scope="module")
-def hf_tiny(tiny_model: Path):
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    return (AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval(),
-            AutoTokenizer.from_pretrained(tiny_model))
-
-
 # ------------------------------------------------------------------ settings (no engine)
 
 
@@ -126,8 +117,8 @@ def test_structured_output_always_parses_to_an_offered_code(engine):
 
 @pytest.mark.parametrize("codes,method", [(("1", "2", "3", "4"), "single_token"),
                                           (("1", "10", "-4", "95"), "continuation")])
-def test_option_logprobs_match_transformers(engine, hf_tiny, codes, method):
-    model, tok = hf_tiny
+def test_option_logprobs_match_transformers(engine, tiny_reference, codes, method):
+    model, tok = tiny_reference
     messages = persona("How often do you attend religious services?")
     request = PromptRequest(item_id="o", messages=messages, mode="logprobs", offered_codes=codes,
                             answer_prefix=PREFIX)
@@ -142,9 +133,9 @@ def test_option_logprobs_match_transformers(engine, hf_tiny, codes, method):
         assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-3), code
 
 
-def test_option_logprobs_more_codes_than_one_step(engine, hf_tiny):
+def test_option_logprobs_more_codes_than_one_step(engine, tiny_reference):
     """vLLM scores at most 128 token ids per step: 150 single-token codes are split, numbers unchanged."""
-    model, tok = hf_tiny
+    model, tok = tiny_reference
     words = {tok.decode([t]) for t in range(300, 700)}
     codes = tuple(sorted(w for w in words if w.strip() and len(encode(tok, w)) == 1))
     codes = codes[:150]
@@ -162,13 +153,13 @@ def test_option_logprobs_more_codes_than_one_step(engine, hf_tiny):
                                                                  abs=1e-4)
 
 
-def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, hf_tiny):
-    model, tok = hf_tiny
+def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, tiny_reference):
+    model, tok = tiny_reference
     check_raw_prompt_letters(engine, model, tok, tolerance=1e-3)
 
 
-def test_loglikelihood_matches_transformers(engine, hf_tiny):
-    model, tok = hf_tiny
+def test_loglikelihood_matches_transformers(engine, tiny_reference):
+    model, tok = tiny_reference
     requests = [LoglikelihoodRequest("Question: Which is a mammal?\nAnswer:", " whale"),
                 LoglikelihoodRequest("Question: Which is a mammal?\nAnswer:", " shark fin"),
                 LoglikelihoodRequest("Country: ", "Norway"),  # trailing space moves to the continuation
