@@ -21,6 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "bench" / "out"
 PY = sys.executable
+sys.path.insert(0, str(ROOT / "tests"))  # test support (the fake OpenAI server) lives with the tests
 
 
 def setup_env(prefect: bool = False) -> None:

@@ -72,7 +72,7 @@ def main() -> None:
     args = p.parse_args()
     common.setup_env()
     n = 80 if args.quick else args.n
-    from socbench.testing.fake_openai import FakeOpenAIServer
+    from support.fake_openai import FakeOpenAIServer
 
     rows: list[dict] = []
     with FakeOpenAIServer(latency_ms=20) as server:

@@ -46,7 +46,7 @@ def overhead(domains: list[int], data_dir: str) -> list[dict]:
     from flows.issp import issp_domain
     from socbench.config import make_config
     from socbench.engines.session import close_engines
-    from socbench.testing.fake_openai import FakeOpenAIServer
+    from support.fake_openai import FakeOpenAIServer
 
     def config(tag: str):
         out = tempfile.mkdtemp(prefix=f"bench-orch-{tag}-")

@@ -19,7 +19,7 @@ import pytest
 
 from socbench.engines import CachedEngine, EngineCache, create_engine
 from socbench.engines.cache import CACHE_FILE, MAGIC
-from socbench.testing import FakeOpenAIServer
+from support import FakeOpenAIServer
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, Message, PromptRequest
 
 

@@ -13,8 +13,8 @@ import pytest
 from socbench.engines import create_engine
 from socbench.engines.openai_api import OpenAIEngine, OpenAISettings, resolve_api_key
 from socbench.errors import ConfigError, EngineError
-from socbench.testing import FakeOpenAIServer
-from socbench.testing.fake_openai import fake_tokens, pick_code, token_logprob
+from support import FakeOpenAIServer
+from support.fake_openai import fake_tokens, pick_code, token_logprob
 from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
 
 CODES = ("1", "2", "3", "4")

@@ -17,7 +17,7 @@ import pytest
 from sklearn.metrics import f1_score
 
 from socbench.domains import DOMAINS
-from socbench.testing.fake_openai import FakeOpenAIServer
+from support.fake_openai import FakeOpenAIServer
 
 SEED_KEYS = {"domain", "timestamp", "model", "correct_count", "total_count", "accuracy", "macro_f1",
              "micro_f1", "parse_failures", "excluded_count", "details"}

@@ -31,7 +31,7 @@ from socbench.cli import main
 from socbench.config import make_config
 from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
-from socbench.testing import FakeOpenAIServer
+from support import FakeOpenAIServer
 from socbench.types import EngineResult
 
 DOMAIN, NAME, SLUG = 3, "Family", "family"

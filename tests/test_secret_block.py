@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from socbench.testing.fake_openai import FakeOpenAIServer
+from support.fake_openai import FakeOpenAIServer
 
 PLANTED = "sk-planted-7f3a9c1e5d"
 

@@ -20,7 +20,7 @@ import pytest
 
 from socbench.config import make_config
 from socbench.engines import session
-from socbench.testing import FakeOpenAIServer
+from support import FakeOpenAIServer
 from socbench.types import EngineResult
 
 TESTS = Path(__file__).resolve().parent
