@@ -25,21 +25,19 @@ sys.path.insert(0, str(common.ROOT))
 
 def direct(config, domain_id: int) -> None:
     from socbench.engines.session import get_engine, run_prompts
-    from socbench.report import write_domain_files
+    from socbench.report import write_scored_domain
     from tasks.build_prompts import build_prompts
     from tasks.country_special_options import country_special_options
     from tasks.extract import extract
     from tasks.load_data import load_data
-    from tasks.score import score, score_variants
+    from tasks.score import score
 
     data = load_data.fn(domain_id, config)
     items = country_special_options.fn(data)
     prompts = build_prompts.fn(data, items, config)
     results = run_prompts(get_engine(config), prompts)
     extractions = extract.fn(prompts, results, items)
-    scored, result = score.fn(data, items, extractions, config)
-    score_variants.fn(items, extractions, config)
-    write_domain_files(config.output_dir, result, scored)
+    write_scored_domain(config.output_dir, score.fn(data, items, extractions, config))
 
 
 def overhead(domains: list[int], data_dir: str) -> list[dict]:

@@ -13,7 +13,7 @@ import pytest
 from socbench.cli import main
 from socbench.data import build_items, load_domain, summarize_items
 from socbench.data.demo_questions import DEMO_COUNTRIES, demo_question_set
-from socbench.data.options import NO_ANSWER, NOT_OFFERED, effective_options
+from socbench.data.options import NO_ANSWER, INVALID_CODE, effective_options
 from socbench.data.synth import COUNTRY_KEYS, SAMPLE_DIR, synthesize, write_dataset
 from socbench.data.synth_model import MISSING_CODES
 from socbench.domains import DOMAINS, get_domain
@@ -232,7 +232,7 @@ def test_demo_reads_through_loader_with_expected_exclusions(demo_data: Path) -> 
                 if value is None:
                     expected[NO_ANSWER] += 1
                 elif value not in _offered(q, country):
-                    expected[NOT_OFFERED] += 1
+                    expected[INVALID_CODE] += 1
         summary = summarize_items(build_items(data))
         assert summary["excluded_by_reason"] == dict(expected)
         assert summary["total"] == 40 * len(raw_q)

@@ -26,18 +26,18 @@ from socbench.data.loaders import (
 from socbench.data.options import (
     EXCLUSION_REASONS,
     NO_ANSWER,
-    NOT_OFFERED,
+    INVALID_CODE,
     build_items,
     effective_options,
     summarize_items,
 )
-from socbench.data.sampling import DEFAULT_SEED, draw_order, stratified_sample
+from socbench.data.sampling import SAMPLE_SEED, draw_order, stratified_sample
 
 __all__ = [
     "COUNTRIES",
-    "DEFAULT_SEED",
+    "SAMPLE_SEED",
     "EXCLUSION_REASONS",
-    "NOT_OFFERED",
+    "INVALID_CODE",
     "NO_ANSWER",
     "AnswerRecord",
     "CodebookEntry",

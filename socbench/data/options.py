@@ -15,8 +15,8 @@ from typing import Iterable
 from socbench.types import Code, DomainData, Item, Question
 
 NO_ANSWER = "no answer recorded"
-NOT_OFFERED = "code not offered (missing or invalid code)"
-EXCLUSION_REASONS = (NO_ANSWER, NOT_OFFERED)
+INVALID_CODE = "code not offered (missing or invalid code)"
+EXCLUSION_REASONS = (NO_ANSWER, INVALID_CODE)
 
 
 def _numeric_order(code: Code) -> tuple[int, float, str]:
@@ -57,7 +57,7 @@ def _exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...]) ->
     if true_code is None:
         return NO_ANSWER
     if all(code != true_code for code, _ in options):
-        return NOT_OFFERED
+        return INVALID_CODE
     return None
 
 

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from socbench.metrics.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED
-from socbench.report.files import atomic_open, now_timestamp
+from socbench.metrics.uncertainty import DEFAULT_RESAMPLES, BOOTSTRAP_SEED
 from socbench.report.figures import Figures, draw_figures
 from socbench.report.leaderboard import (
     COMPARE_HEAD,
@@ -24,14 +23,14 @@ from socbench.report.leaderboard import (
     NOTES,
     OVERALL_HEAD,
     Leaderboard,
+    ModelRun,
     compare_cells,
     domain_cells,
-    fmt,
     leaderboard,
-    ModelRun,
     overall_cells,
     write_leaderboard,
 )
+from socbench.report.output import atomic_open, fmt, now_timestamp
 
 REPORT_FOLDER = "report"
 CSS = """
@@ -139,7 +138,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str) -> str:
 
 
 def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
-                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> ReportPaths:
+                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> ReportPaths:
     """Read every run under ``output_dir``; write the leaderboard, figures and report.html.
 
     ``out_dir`` defaults to ``<output_dir>/report``. Raises DataError when there is nothing
