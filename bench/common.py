@@ -46,10 +46,10 @@ def load_avg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any, list[float]]:
-    """(wall seconds, result, load average when it finished)."""
+def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any, list[float]]:
+    """(wall seconds, result of ``fn(*args)``, load average when it finished)."""
     start = time.perf_counter()
-    result = fn()
+    result = fn(*args)
     return time.perf_counter() - start, result, load_avg()
 
 

@@ -55,9 +55,9 @@ def overhead(domains: list[int], data_dir: str) -> list[dict]:
     with FakeOpenAIServer() as server:
         issp_domain(domains[0], config("warm"))  # starts the ephemeral Prefect server: not timed
         for d in domains:
-            direct_s, _, load_d = common.timed(lambda: direct(config("direct"), d))
+            direct_s, _, load_d = common.timed(direct, config("direct"), d)
             close_engines()
-            flow_s, _, load_f = common.timed(lambda: issp_domain(d, config("flow")))
+            flow_s, _, load_f = common.timed(issp_domain, d, config("flow"))
             rows.append({"domain": d, "direct_s": round(direct_s, 2), "flow_s": round(flow_s, 2),
                          "overhead_s": round(flow_s - direct_s, 2), "load_direct": load_d, "load_flow": load_f})
             print(rows[-1], flush=True)

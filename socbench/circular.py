@@ -33,7 +33,7 @@ from typing import Any
 
 from socbench.errors import ConfigError, DataError
 from socbench.shuffle import display_order, order_seed
-from socbench.types import CircularMode, CircularSettings, Item, Pattern, Variant
+from socbench.types import CircularSettings, Item, Pattern, Variant
 
 MAX_ALL_POSSIBLE_OPTIONS = 5  # 5! = 120 orders; 6! = 720 needs an explicit --max_variants
 _ENUMERATE_LIMIT = 40_320  # up to 8! orders are listed and sampled; beyond, drawn one by one

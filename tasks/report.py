@@ -10,7 +10,13 @@ from prefect.cache_policies import NO_CACHE
 
 from socbench.circular import run_circular_settings
 from socbench.config import RunConfig
-from socbench.report import domain_markdown, leaderboard_rows, write_report, write_run_summary, write_scored_domain
+from socbench.report import (
+    domain_markdown,
+    leaderboard_rows,
+    write_report,
+    write_run_summary,
+    write_scored_domain,
+)
 from socbench.report.circular import write_run_circular_table
 from socbench.types import DomainResult, ScoredDomain
 

@@ -19,8 +19,8 @@ import pytest
 
 from socbench.engines import CachedEngine, EngineCache, create_engine
 from socbench.engines.cache import CACHE_FILE, MAGIC
-from support import FakeOpenAIServer
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, Message, PromptRequest
+from support import FakeOpenAIServer
 
 
 class CountingEngine:

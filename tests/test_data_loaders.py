@@ -10,10 +10,21 @@ from pathlib import Path
 import pytest
 
 from fixtures.data_layer.issp_dataset import (
-    FAMILY_CODES, FAMILY_QUESTIONS, NATID_CODES, family_respondents, person, write_dataset, write_json,
+    FAMILY_CODES,
+    FAMILY_QUESTIONS,
+    NATID_CODES,
+    family_respondents,
+    person,
+    write_dataset,
+    write_json,
 )
 from socbench.data import (
-    is_missing_label, load_codebook, load_domain, load_questions, normalize_code, stratified_sample,
+    is_missing_label,
+    load_codebook,
+    load_domain,
+    load_questions,
+    normalize_code,
+    stratified_sample,
 )
 from socbench.data.sampling import draw_order
 from socbench.domains import get_domain

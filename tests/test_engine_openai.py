@@ -13,9 +13,9 @@ import pytest
 from socbench.engines import create_engine
 from socbench.engines.openai_api import OpenAIEngine, OpenAISettings, resolve_api_key
 from socbench.errors import ConfigError, EngineError
+from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
 from support import FakeOpenAIServer
 from support.fake_openai import fake_tokens, pick_code, token_logprob
-from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
 
 CODES = ("1", "2", "3", "4")
 FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5.0}

@@ -10,10 +10,16 @@ import math
 
 import pytest
 
-from socbench.mcq import accuracies, ask_engine, build_plan, score_plan
-from socbench.mcq import scoring
+from socbench.mcq import accuracies, ask_engine, build_plan, score_plan, scoring
 from socbench.mcq.prompts import UNCONDITIONAL_CONTEXT
-from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, McqData, McqItem, PromptRequest
+from socbench.types import (
+    EngineResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    McqData,
+    McqItem,
+    PromptRequest,
+)
 
 TEXTS = ("abcd", "cdefg", "g", "hi")
 LP = (-4.0, -6.0, -3.0, -5.0)  # log P(" text" | question)

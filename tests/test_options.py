@@ -7,8 +7,15 @@ from collections import Counter
 import pytest
 
 from fixtures.data_layer.issp_dataset import FAMILY_EXPECTED, NATID_EXPECTED, write_dataset
-from socbench.data import NO_ANSWER, INVALID_CODE, build_items, effective_options, load_domain, load_questions
-from socbench.data import summarize_items
+from socbench.data import (
+    INVALID_CODE,
+    NO_ANSWER,
+    build_items,
+    effective_options,
+    load_domain,
+    load_questions,
+    summarize_items,
+)
 from socbench.domains import get_domain
 from socbench.types import Question
 

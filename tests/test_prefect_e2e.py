@@ -23,7 +23,6 @@ import pytest
 
 from socbench.models import model_slug
 
-
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,9 +24,8 @@ from socbench.data.loaders import (
     sample_dir,
 )
 from socbench.data.options import (
-    EXCLUSION_REASONS,
-    NO_ANSWER,
     INVALID_CODE,
+    NO_ANSWER,
     build_items,
     effective_options,
     summarize_items,
@@ -36,7 +35,6 @@ from socbench.data.sampling import SAMPLE_SEED, draw_order, stratified_sample
 __all__ = [
     "COUNTRIES",
     "SAMPLE_SEED",
-    "EXCLUSION_REASONS",
     "INVALID_CODE",
     "NO_ANSWER",
     "AnswerRecord",

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 # code -> (display name for [COUNTRY], nationality for [NATIONALITY], extra aliases).
 # Covers every code and name in the C_ALPHAN, c_sample, country, V3 and V4 tables of the

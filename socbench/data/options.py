@@ -10,13 +10,12 @@ codes (-9, -8, 8, 9, 98, 99, 990 ...) and absent answers are excluded and counte
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 from socbench.types import Code, DomainData, Item, Question
 
 NO_ANSWER = "no answer recorded"
 INVALID_CODE = "code not offered (missing or invalid code)"
-EXCLUSION_REASONS = (NO_ANSWER, INVALID_CODE)
 
 
 def _numeric_order(code: Code) -> tuple[int, float, str]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from itertools import zip_longest
-from typing import Protocol, Sequence, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 

@@ -27,7 +27,12 @@ from typing import Any
 from socbench.mcq.circular import TABLE_MODE, circular_name, circular_notes
 from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT
 from socbench.mcq.scoring import COLUMNS, METHODS, accuracies, chance_accuracy
-from socbench.report.circular import circular_table, default_metric_types, write_circular_files, write_circular_table
+from socbench.report.circular import (
+    circular_table,
+    default_metric_types,
+    write_circular_files,
+    write_circular_table,
+)
 from socbench.report.output import (
     atomic_open,
     markdown_table,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from socbench.mcq.datasets import letters

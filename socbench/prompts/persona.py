@@ -146,7 +146,7 @@ class PromptSettings(BaseModel):
     include_persona: bool = True
 
 
-def settings_from_config(config: "RunConfig") -> PromptSettings:
+def settings_from_config(config: RunConfig) -> PromptSettings:
     """The prompt settings of one run configuration (CLI and flows build prompts alike)."""
     return PromptSettings(
         mode=config.mode,
@@ -313,7 +313,7 @@ def build_prompts(
     return prompts
 
 
-def build_domain_prompts(data: DomainData, items: Sequence[Item], config: "RunConfig") -> list[PromptRequest]:
+def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunConfig) -> list[PromptRequest]:
     """The ``build_prompts`` stage: one domain's items under one run configuration.
 
     With ``config.circular`` set, every scoreable item is asked once per variant.

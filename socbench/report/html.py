@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from socbench.metrics.uncertainty import DEFAULT_RESAMPLES, BOOTSTRAP_SEED
+from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
 from socbench.report.figures import Figures, draw_figures
 from socbench.report.leaderboard import (
     COMPARE_HEAD,

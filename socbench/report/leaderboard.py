@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
@@ -30,8 +29,8 @@ from socbench.errors import ConfigError, DataError, SocbenchError
 from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import headline_level
 from socbench.metrics.uncertainty import (
-    DEFAULT_RESAMPLES,
     BOOTSTRAP_SEED,
+    DEFAULT_RESAMPLES,
     PairedComparison,
     cluster_bootstrap_ci,
     paired_comparison,

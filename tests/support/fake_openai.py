@@ -22,6 +22,7 @@ import json
 import socket
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
