@@ -134,7 +134,8 @@ def memory_run(domains: int, per_domain: int) -> None:
             del results, prompts
             print(json.dumps({"domain": d + 1, "s": round(time.perf_counter() - start, 1),
                               "rss_mb": round(proc.memory_info().rss / 2**20, 1),
-                              "max_rss_mb": round(common.max_rss_mb(), 1), "load": common.load_avg()}), flush=True)
+                              "max_rss_mb": round(common.max_rss_mb(), 1), "load": common.load_avg()}),
+                  flush=True)
     finally:
         cached.close()
         server.stop()

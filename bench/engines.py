@@ -57,7 +57,8 @@ def measure(name: str, model: str, n: int, server_url: str | None) -> list[dict]
                 bare = bare_score if mode == "logprobs" else bare_generate
                 engine._engine().reset_prefix_cache()
                 bare_s, _, _ = common.timed(bare, engine._engine(), engine.tokenizer, prompts)
-                row.update(bare_prompts_per_s=round(len(prompts) / bare_s, 1), ratio_to_bare=round(bare_s / seconds, 3))
+                row.update(bare_prompts_per_s=round(len(prompts) / bare_s, 1),
+                           ratio_to_bare=round(bare_s / seconds, 3))
             print(row, flush=True)
             rows.append(row)
     finally:

@@ -59,7 +59,8 @@ def overhead(domains: list[int], data_dir: str) -> list[dict]:
             close_engines()
             flow_s, _, load_f = common.timed(issp_domain, d, config("flow"))
             rows.append({"domain": d, "direct_s": round(direct_s, 2), "flow_s": round(flow_s, 2),
-                         "overhead_s": round(flow_s - direct_s, 2), "load_direct": load_d, "load_flow": load_f})
+                         "overhead_s": round(flow_s - direct_s, 2), "load_direct": load_d,
+                         "load_flow": load_f})
             print(rows[-1], flush=True)
     return rows
 
@@ -84,12 +85,14 @@ def cached_rerun(data_dir: str, model: str) -> list[dict]:
     rows = []
     for kind in ("first", "rerun"):
         start = time.perf_counter()
-        proc = subprocess.run([common.PY, __file__, "--child", kind, out, data_dir, model], capture_output=True,
+        proc = subprocess.run([common.PY, __file__, "--child", kind, out, data_dir, model],
+                              capture_output=True,
                               text=True, cwd=common.ROOT)
         lines = [line for line in proc.stdout.splitlines() if line.startswith('{"kind"')]
         if proc.returncode or not lines:
             raise SystemExit(f"{kind} run failed:\n{proc.stderr[-3000:]}")
-        rows.append({**json.loads(lines[-1]), "wall_s_with_python_start": round(time.perf_counter() - start, 2)})
+        rows.append({**json.loads(lines[-1]),
+                     "wall_s_with_python_start": round(time.perf_counter() - start, 2)})
         print(rows[-1], flush=True)
     return rows
 

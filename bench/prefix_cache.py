@@ -72,7 +72,8 @@ def part_a(model: Path, respondents: int) -> list[dict]:
                 bare_s, outs, load_bare = common.timed(partial(llm.generate, use_tqdm=False), inputs, params)
                 llm.reset_prefix_cache()
                 eng_s, _, load_eng = common.timed(run_prompts, engine, prompts)
-                rows.append({"mode": mode, "order": order, "prompts": len(prompts), "hit_rate": round(hit_rate(outs), 3),
+                rows.append({"mode": mode, "order": order, "prompts": len(prompts),
+                             "hit_rate": round(hit_rate(outs), 3),
                              "bare_s": round(bare_s, 2), "engine_s": round(eng_s, 2),
                              "load_bare": load_bare, "load_engine": load_eng})
                 print(rows[-1], flush=True)

@@ -15,4 +15,5 @@ from socbench.types import DomainData, Extraction, Item, ScoredDomain
 def score(data: DomainData, items: list[Item], extractions: dict[str, Extraction],
           config: RunConfig) -> ScoredDomain:
     return score_domain(data, items, extractions, model=config.run_name,
-                        interview_count=config.interview_count, circular_settings=run_circular_settings(config))
+                        interview_count=config.interview_count,
+                        circular_settings=run_circular_settings(config))

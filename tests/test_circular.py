@@ -327,7 +327,8 @@ def test_issp_score_stage_computes_circular_perf_beside_normal_scores() -> None:
     extractions = issp_extractions()
     scored = score_domain(DATA, ITEMS, extractions, model="m", circular_settings=CircularSettings("circular"))
     result = scored.result
-    plain = score_domain(DATA, ITEMS, {i.item_id: extractions[i.item_id] for i in ITEMS[:3]}, model="m").result
+    plain = score_domain(DATA, ITEMS,
+                         {i.item_id: extractions[i.item_id] for i in ITEMS[:3]}, model="m").result
     assert [s.correct for s in scored.items] == [True, True, False]  # the identity variants
     assert result.metrics["accuracy"] == plain.metrics["accuracy"] == 2 / 3
     assert {k: v for k, v in result.metrics.items() if not k.startswith("circular_")} == plain.metrics

@@ -19,7 +19,8 @@ TESTS = Path(__file__).resolve().parent  # ``python -m support.fake_openai`` run
 
 
 def post(url: str, body: dict) -> tuple[int, str]:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.read().decode()

@@ -168,7 +168,8 @@ def test_persona_aware_classifier_beats_majority_out_of_sample(domain_id: int) -
     X = DictVectorizer(sparse=False).fit_transform([_features(r) for r in records])
     gains = []
     for q in questions:
-        rows = [i for i, r in enumerate(records) if _code(r["questions_answer"][q["question_id"]]) in q["answer"]]
+        rows = [i for i, r in enumerate(records)
+                if _code(r["questions_answer"][q["question_id"]]) in q["answer"]]
         y = np.array([_code(records[i]["questions_answer"][q["question_id"]]) for i in rows])
         train, test = slice(0, 400), slice(400, None)
         majority = Counter(y[train]).most_common(1)[0][0]
@@ -198,7 +199,8 @@ def test_real_question_sets_and_codebooks(shared_issp: Path, tmp_path: Path) -> 
     for domain in DOMAINS:
         source = shared_issp / "qa" / domain.qa_file
         assert (out / "q&a" / domain.qa_file).read_bytes() == source.read_bytes()
-        book = next(p for p in (shared_issp / "codebooks").iterdir() if p.name.lower() == domain.profile_file.lower())
+        book = next(p for p in (shared_issp / "codebooks").iterdir()
+                    if p.name.lower() == domain.profile_file.lower())
         entries = json.loads(book.read_text(encoding="utf-8"))
         meanings = {e["meaning"] for e in entries}
         table = next(e["content"] for e in entries if e["domain"].lower() == "c_alphan")

@@ -36,7 +36,8 @@ def country_override(question: Question, country_code: str | None) -> dict[Code,
     return question.special.get(nation) if nation != country_code else None
 
 
-def effective_options(question: Question, country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
+def effective_options(question: Question,
+                      country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
     """Base options overlaid with the country's override, and whether there was one.
 
     Existing codes keep their survey position with the country's label; codes only the

@@ -153,8 +153,8 @@ def write_mcq_circular(folder: Path, model: str, plan: McqPlan, settings: Circul
     table_rows: dict[str, dict[str, float]] = {}
     for k, variants in scores.variants.items():
         name = circular_name(plan.dataset, k)
-        jsonl, metrics, result = write_circular_files(folder, name, variants, settings,
-                                                      dataset=plan.dataset, model=model, method="MCP", k_shot=k)
+        jsonl, metrics, result = write_circular_files(folder, name, variants, settings, dataset=plan.dataset,
+                                                      model=model, method="MCP", k_shot=k)
         table_rows[name] = result.metrics
         by_k[str(k)] = {"questions": result.questions, "variants": result.variants,
                         "sampled_questions": result.sampled_questions, "metrics": result.metrics,
@@ -166,7 +166,8 @@ def write_mcq_circular(folder: Path, model: str, plan: McqPlan, settings: Circul
         md, csv = write_circular_table(folder, table, stem=f"{plan.dataset}_circular_summary")
     payload = {"mode": settings.mode, "max_variants": settings.max_variants, "seed": settings.seed,
                "method": "MCP" if by_k else None, "notes": list(circular_notes(plan.methods)),
-               "scale": "fraction", "k": by_k, "table": {"markdown": str(md), "csv": str(csv)} if md else None}
+               "scale": "fraction", "k": by_k,
+               "table": {"markdown": str(md), "csv": str(csv)} if md else None}
     return CircularReport(payload, md)
 
 

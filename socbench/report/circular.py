@@ -99,8 +99,9 @@ def metrics_payload(scores: CircularScores, settings: CircularSettings, **about:
     }
 
 
-def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult], settings: CircularSettings,
-                         scores: CircularScores | None = None, **about: Any) -> tuple[Path, Path, CircularScores]:
+def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult],
+                         settings: CircularSettings, scores: CircularScores | None = None,
+                         **about: Any) -> tuple[Path, Path, CircularScores]:
     """``<name>_circular.jsonl`` and ``<name>_circular_metrics.json`` in ``folder`` (``scores``:
     the results' metrics when the score stage computed them already)."""
     scores = scores or circular_metrics(results, settings.mode)

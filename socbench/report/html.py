@@ -41,7 +41,8 @@ h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; 
 .meta, .note { color: #555; font-size: 0.9rem; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.8rem; }
 th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.55rem; text-align: right; white-space: nowrap; }
-th { background: #f2f4f7; text-align: center; white-space: normal; min-width: 3.5rem; } td:nth-child(-n+3) { text-align: left; }
+th { background: #f2f4f7; text-align: center; white-space: normal; min-width: 3.5rem; }
+td:nth-child(-n+3) { text-align: left; }
 .scroll { overflow-x: auto; }
 tr:nth-child(even) td { background: #fafafa; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
