@@ -152,8 +152,9 @@ def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | 
     first and its codes count as known. Returns None when nothing matches.
     """
     text = _NUMERIC_PREFIX.sub("", str(name).strip().translate(_DASHES))
-    pairs = [(n, c) for c, n in extra.items()] + [(c, c) for c in extra]
-    extra_index = _build_index(pairs) if extra else None
+    extra_index = None
+    if extra:
+        extra_index = _build_index([(n, c) for c, n in extra.items()] + [(c, c) for c in extra])
     code = _lookup(text, extra_index)
     if code:
         return code
