@@ -9,7 +9,7 @@ export VLLM_CPU_KVCACHE_SPACE ?= 1
 export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
 export TORCH_COMPILE_DISABLE ?= 1
 
-.PHONY: setup test demo bench clean
+.PHONY: setup lint test demo bench clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,9 @@ $(STAMP): requirements.lock pyproject.toml
 	@set -o pipefail; $(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements.lock 2>&1 | { grep -v "is ignored: it is neither" || true; }
 	@set -o pipefail; $(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e . 2>&1 | { grep -v "is ignored: it is neither" || true; }
 	@touch $@
+
+lint: setup
+	$(PY) -m ruff check .
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)

@@ -1,6 +1,6 @@
 """Targets 4 and 6: OpenAIEngine vs a batch-of-50 aiohttp client; resident memory of a long run.
 
-The fake OpenAI server (``socbench.testing.fake_openai``, 100 ms per answer) runs in its own
+The fake OpenAI server (``tests/support/fake_openai.py``, 100 ms per answer) runs in its own
 process so client and server do not share one GIL; its stats (max in flight) come back over
 a pipe. Target 4: 20,000 prompts, ``concurrent_requests=256`` vs fixed batches of 50 (the
 original system), same request bodies. Target 6: domain-sized calls (27,750 prompts each)
@@ -50,7 +50,7 @@ class Server:
 
 
 def serve(latency_ms: float) -> None:
-    from socbench.testing.fake_openai import FakeOpenAIServer
+    from support.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(latency_ms=latency_ms) as server:
         print(server.url, flush=True)
@@ -134,7 +134,8 @@ def memory_run(domains: int, per_domain: int) -> None:
             del results, prompts
             print(json.dumps({"domain": d + 1, "s": round(time.perf_counter() - start, 1),
                               "rss_mb": round(proc.memory_info().rss / 2**20, 1),
-                              "max_rss_mb": round(common.max_rss_mb(), 1), "load": common.load_avg()}), flush=True)
+                              "max_rss_mb": round(common.max_rss_mb(), 1), "load": common.load_avg()}),
+                  flush=True)
     finally:
         cached.close()
         server.stop()

@@ -43,7 +43,8 @@ def socbench_side(limit: int | None, out: Path) -> tuple[float, dict]:
            "--model", "smollm2-135m-instruct", "--output_dir", str(out)]
     if limit:
         cmd += ["--limit", str(limit)]
-    seconds, proc, load = common.timed(lambda: subprocess.run(cmd, capture_output=True, text=True, cwd=common.ROOT))
+    seconds, proc, load = common.timed(lambda: subprocess.run(cmd, capture_output=True, text=True,
+                                                              cwd=common.ROOT))
     if proc.returncode:
         raise SystemExit(f"socbench mcq failed: {proc.stderr[-2000:]}")
     found = {}
@@ -62,12 +63,14 @@ def lmeval_side(venv: Path, limit: int | None, work: Path) -> tuple[float, dict]
 
     data = load_mcq("arc-easy", limit=limit)
     rows = [{"id": str(i), "question": it.question, "answerKey": it.labels[it.gold],
-             "choices": {"text": list(it.texts), "label": list(it.labels)}} for i, it in enumerate(data.items)]
+             "choices": {"text": list(it.texts),
+                         "label": list(it.labels)}} for i, it in enumerate(data.items)]
     jsonl = work / "arc_easy_test.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
     (work / "arc_easy_socbench.yaml").write_text(TASK_YAML.format(data=jsonl))
     model = resolve_model("smollm2-135m-instruct").path
-    cmd = [str(venv / "bin" / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={model},dtype=bfloat16",
+    cmd = [str(venv / "bin" / "lm_eval"), "--model", "hf", "--model_args",
+           f"pretrained={model},dtype=bfloat16",
            "--tasks", "arc_easy_socbench", "--include_path", str(work), "--device", "cpu",
            "--batch_size", "32", "--output_path", str(work / "results")]
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}

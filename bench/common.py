@@ -21,6 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "bench" / "out"
 PY = sys.executable
+sys.path.insert(0, str(ROOT / "tests"))  # test support (the fake OpenAI server) lives with the tests
 
 
 def setup_env(prefect: bool = False) -> None:
@@ -45,10 +46,10 @@ def load_avg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any, list[float]]:
-    """(wall seconds, result, load average when it finished)."""
+def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any, list[float]]:
+    """(wall seconds, result of ``fn(*args)``, load average when it finished)."""
     start = time.perf_counter()
-    result = fn()
+    result = fn(*args)
     return time.perf_counter() - start, result, load_avg()
 
 

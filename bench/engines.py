@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
 from pipeline_vs_bare import bare_generate, bare_score  # noqa: E402
+
+import common  # noqa: E402
 
 MODES = ("generate", "logprobs")
 
@@ -48,15 +49,16 @@ def measure(name: str, model: str, n: int, server_url: str | None) -> list[dict]
             prompts = demo_prompts(mode, n if name != "hf" else max(20, n // 10))
             method = engine.option_logprobs if mode == "logprobs" else engine.generate
             method(prompts[:8])  # start-up and warm-up are not part of the figure
-            seconds, results, load = common.timed(lambda: method(prompts))
+            seconds, results, load = common.timed(method, prompts)
             failed = sum(1 for r in results if r.error)
             row = {"backend": name, "mode": mode, "prompts": len(prompts), "seconds": round(seconds, 2),
                    "prompts_per_s": round(len(prompts) / seconds, 1), "failed": failed, "load": load}
             if name == "vllm":
                 bare = bare_score if mode == "logprobs" else bare_generate
                 engine._engine().reset_prefix_cache()
-                bare_s, _, _ = common.timed(lambda: bare(engine._engine(), engine.tokenizer, prompts))
-                row.update(bare_prompts_per_s=round(len(prompts) / bare_s, 1), ratio_to_bare=round(bare_s / seconds, 3))
+                bare_s, _, _ = common.timed(bare, engine._engine(), engine.tokenizer, prompts)
+                row.update(bare_prompts_per_s=round(len(prompts) / bare_s, 1),
+                           ratio_to_bare=round(bare_s / seconds, 3))
             print(row, flush=True)
             rows.append(row)
     finally:
@@ -72,7 +74,7 @@ def main() -> None:
     args = p.parse_args()
     common.setup_env()
     n = 80 if args.quick else args.n
-    from socbench.testing.fake_openai import FakeOpenAIServer
+    from support.fake_openai import FakeOpenAIServer
 
     rows: list[dict] = []
     with FakeOpenAIServer(latency_ms=20) as server:

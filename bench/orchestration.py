@@ -25,28 +25,26 @@ sys.path.insert(0, str(common.ROOT))
 
 def direct(config, domain_id: int) -> None:
     from socbench.engines.session import get_engine, run_prompts
-    from socbench.report import write_domain_files
+    from socbench.report import write_scored_domain
     from tasks.build_prompts import build_prompts
     from tasks.country_special_options import country_special_options
     from tasks.extract import extract
     from tasks.load_data import load_data
-    from tasks.score import score, score_variants
+    from tasks.score import score
 
     data = load_data.fn(domain_id, config)
     items = country_special_options.fn(data)
     prompts = build_prompts.fn(data, items, config)
     results = run_prompts(get_engine(config), prompts)
     extractions = extract.fn(prompts, results, items)
-    scored, result = score.fn(data, items, extractions, config)
-    score_variants.fn(items, extractions, config)
-    write_domain_files(config.output_dir, result, scored)
+    write_scored_domain(config.output_dir, score.fn(data, items, extractions, config))
 
 
 def overhead(domains: list[int], data_dir: str) -> list[dict]:
     from flows.issp import issp_domain
     from socbench.config import make_config
     from socbench.engines.session import close_engines
-    from socbench.testing.fake_openai import FakeOpenAIServer
+    from support.fake_openai import FakeOpenAIServer
 
     def config(tag: str):
         out = tempfile.mkdtemp(prefix=f"bench-orch-{tag}-")
@@ -57,11 +55,12 @@ def overhead(domains: list[int], data_dir: str) -> list[dict]:
     with FakeOpenAIServer() as server:
         issp_domain(domains[0], config("warm"))  # starts the ephemeral Prefect server: not timed
         for d in domains:
-            direct_s, _, load_d = common.timed(lambda: direct(config("direct"), d))
+            direct_s, _, load_d = common.timed(direct, config("direct"), d)
             close_engines()
-            flow_s, _, load_f = common.timed(lambda: issp_domain(d, config("flow")))
+            flow_s, _, load_f = common.timed(issp_domain, d, config("flow"))
             rows.append({"domain": d, "direct_s": round(direct_s, 2), "flow_s": round(flow_s, 2),
-                         "overhead_s": round(flow_s - direct_s, 2), "load_direct": load_d, "load_flow": load_f})
+                         "overhead_s": round(flow_s - direct_s, 2), "load_direct": load_d,
+                         "load_flow": load_f})
             print(rows[-1], flush=True)
     return rows
 
@@ -86,12 +85,14 @@ def cached_rerun(data_dir: str, model: str) -> list[dict]:
     rows = []
     for kind in ("first", "rerun"):
         start = time.perf_counter()
-        proc = subprocess.run([common.PY, __file__, "--child", kind, out, data_dir, model], capture_output=True,
+        proc = subprocess.run([common.PY, __file__, "--child", kind, out, data_dir, model],
+                              capture_output=True,
                               text=True, cwd=common.ROOT)
         lines = [line for line in proc.stdout.splitlines() if line.startswith('{"kind"')]
         if proc.returncode or not lines:
             raise SystemExit(f"{kind} run failed:\n{proc.stderr[-3000:]}")
-        rows.append({**json.loads(lines[-1]), "wall_s_with_python_start": round(time.perf_counter() - start, 2)})
+        rows.append({**json.loads(lines[-1]),
+                     "wall_s_with_python_start": round(time.perf_counter() - start, 2)})
         print(rows[-1], flush=True)
     return rows
 

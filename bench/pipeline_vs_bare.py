@@ -91,9 +91,12 @@ def one_mode(mode: str, data_dir: Path, model: Path, domain_id: int, repeats: in
         close_engines()
     assert len(pipe_prompts) == n_bare == len(prompts)
     return {"mode": mode, "prompts": n_bare, "bare_s": round(bare_s, 2), "pipeline_s": round(pipe_s, 2),
-            "bare_prompts_per_s": round(n_bare / bare_s, 1), "pipeline_prompts_per_s": round(n_bare / pipe_s, 1),
+            "bare_prompts_per_s": round(n_bare / bare_s, 1),
+            "pipeline_prompts_per_s": round(n_bare / pipe_s, 1),
             "ratio": round(bare_s / pipe_s, 3), "repeats": repeats,
-            "all_bare_s": [round(r[0], 2) for r in bare_runs], "all_pipeline_s": [round(r[0], 2) for r in pipe_runs], "load_bare": load_bare, "load_pipeline": load_pipe,
+            "all_bare_s": [round(r[0], 2) for r in bare_runs],
+            "all_pipeline_s": [round(r[0], 2) for r in pipe_runs], "load_bare": load_bare,
+            "load_pipeline": load_pipe,
             "scoring_methods": dict(inner.scoring_methods)}
 
 
@@ -114,7 +117,8 @@ def main() -> None:
     for row in rows:
         print(f"{row['mode']}: {row}", flush=True)
     worst = min(r["ratio"] for r in rows)
-    figures = {f"{r['mode']}_{k}": r[k] for r in rows for k in ("bare_prompts_per_s", "pipeline_prompts_per_s")}
+    figures = {f"{r['mode']}_{k}": r[k] for r in rows for k in ("bare_prompts_per_s",
+                                                                "pipeline_prompts_per_s")}
     common.report("pipeline_vs_bare", figures, "pipeline/bare throughput (worst mode)", worst,
                   ">= 0.9 on >= 5,000 prompts", worst >= 0.9 and min(r["prompts"] for r in rows) >= 5000,
                   {"rows": rows, "model": "tiny random Qwen2 (socbench.models.tiny)", "quick": args.quick})

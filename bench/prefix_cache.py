@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,10 +69,11 @@ def part_a(model: Path, respondents: int) -> list[dict]:
                     inputs = [{"prompt_token_ids": _chat.prompt_ids(tok, p)} for p in prompts]
                     params = [_generate_params(p) for p in prompts]
                 llm.reset_prefix_cache()
-                bare_s, outs, load_bare = common.timed(lambda: llm.generate(inputs, params, use_tqdm=False))
+                bare_s, outs, load_bare = common.timed(partial(llm.generate, use_tqdm=False), inputs, params)
                 llm.reset_prefix_cache()
-                eng_s, _, load_eng = common.timed(lambda: run_prompts(engine, prompts))
-                rows.append({"mode": mode, "order": order, "prompts": len(prompts), "hit_rate": round(hit_rate(outs), 3),
+                eng_s, _, load_eng = common.timed(run_prompts, engine, prompts)
+                rows.append({"mode": mode, "order": order, "prompts": len(prompts),
+                             "hit_rate": round(hit_rate(outs), 3),
                              "bare_s": round(bare_s, 2), "engine_s": round(eng_s, 2),
                              "load_bare": load_bare, "load_engine": load_eng})
                 print(rows[-1], flush=True)
@@ -119,9 +121,9 @@ def part_b(items: int) -> list[dict]:
             requests = _arc_requests(items, k)
             pairs = [_chat.loglikelihood_ids(tok, r) for r in requests]
             llm.reset_prefix_cache()
-            a_s, a_res, load_a = common.timed(lambda: engine.loglikelihood(requests))
+            a_s, a_res, load_a = common.timed(engine.loglikelihood, requests)
             llm.reset_prefix_cache()
-            b_s, (b_tot, b_outs), load_b = common.timed(lambda: cached_context_scores(llm, pairs))
+            b_s, (b_tot, b_outs), load_b = common.timed(cached_context_scores, llm, pairs)
             diff = max(abs(a.logprob - b) for a, b in zip(a_res, b_tot))
             ctx_tokens = sum(len(c) for c, _ in pairs)
             unique_ctx = sum(len(c) for c in {tuple(c) for c, _ in pairs})

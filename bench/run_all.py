@@ -30,7 +30,8 @@ def main() -> None:
     for name in [s.strip() for s in args.only.split(",") if s.strip()]:
         print(f"== {name} (load {common.load_avg()})", flush=True)
         start = time.perf_counter()
-        cmd = [common.PY, str(common.ROOT / "bench" / f"{name}.py")] + (["--quick"] if args.quick else DEFAULT_ARGS.get(name, []))
+        extra = ["--quick"] if args.quick else DEFAULT_ARGS.get(name, [])
+        cmd = [common.PY, str(common.ROOT / "bench" / f"{name}.py"), *extra]
         rc = subprocess.run(cmd, cwd=common.ROOT).returncode
         out = common.OUT_DIR / f"{name}.json"
         record = json.loads(out.read_text()) if rc == 0 and out.exists() else {}
@@ -41,7 +42,8 @@ def main() -> None:
     (common.OUT_DIR / "summary.json").write_text(json.dumps(summary, indent=2))
     print("\n== summary")
     for row in summary:
-        print(f"  {row['name']:<18} rc={row['rc']} {row['seconds']:>7.1f} s  {row['ratio_name']}: {row['ratio']}"
+        print(f"  {row['name']:<18} rc={row['rc']} {row['seconds']:>7.1f} s  "
+              f"{row['ratio_name']}: {row['ratio']}"
               f"  met={row['met']}  load={row['load_avg_end']}")
     sys.exit(max((row["rc"] for row in summary), default=0))
 

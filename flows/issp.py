@@ -21,7 +21,7 @@ from tasks.country_special_options import country_special_options
 from tasks.extract import extract
 from tasks.load_data import load_data
 from tasks.report import report, report_run
-from tasks.score import score, score_variants
+from tasks.score import score
 from tasks.secrets import api_key_env_from_secret
 from tasks.teardown import teardown_safely
 from tasks.vllm_generate import vllm_generate
@@ -36,10 +36,9 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
         prompts = build_prompts(data, items, config)
         results = vllm_generate(prompts, config, domain_id)
         extractions = extract(prompts, results, items)
-        scored, result = score(data, items, extractions, config)
-        variants = score_variants(items, extractions, config)
-        report(result, scored, config, variants)
-        return result
+        scored = score(data, items, extractions, config)
+        report(scored, config)
+        return scored.result
     finally:
         if own_engine:
             teardown_safely()

@@ -1,8 +1,8 @@
 """CP vs MCP as a Prefect flow: composition only, one line per stage.
 
 load -> prompts -> engine (cached, retried) -> score -> report; the engine is torn down
-in ``finally`` whatever happens. With ``circular``, the MCP variants join the engine call
-and are scored and reported beside the normal results. ``socbench mcq`` runs the same flow
+in ``finally`` whatever happens. With ``circular``, each stage takes the MCP variants along
+with the normal requests. ``socbench mcq`` runs the same flow
 in-process.
 """
 
@@ -17,9 +17,9 @@ from socbench.config import DEFAULT_MODEL
 from socbench.mcq.config import McqConfig, make_mcq_config
 from tasks.mcq_engine import mcq_engine
 from tasks.mcq_load import mcq_load
-from tasks.mcq_prompts import mcq_circular_prompts, mcq_prompts
+from tasks.mcq_prompts import mcq_prompts
 from tasks.mcq_report import mcq_report
-from tasks.mcq_score import mcq_circular_score, mcq_score
+from tasks.mcq_score import mcq_score
 from tasks.teardown import teardown_safely
 
 
@@ -51,11 +51,9 @@ def run_mcq(config: McqConfig) -> dict:
     try:
         data = mcq_load(config)
         plan = mcq_prompts(data, config)
-        circular = mcq_circular_prompts(data, plan, config) if config.circular else None
-        answers = mcq_engine(plan, config, circular)
-        predictions = mcq_score(plan, answers)
-        variants = mcq_circular_score(circular, answers) if circular is not None else None
-        return mcq_report(data, plan, answers, predictions, config, started, circular, variants)
+        answers = mcq_engine(plan, config)
+        scores = mcq_score(plan, answers)
+        return mcq_report(data, plan, answers, scores, config, started)
     finally:
         teardown_safely()
 

@@ -2,9 +2,11 @@
 options reordered; an item counts as truly solved only if every order is answered right.
 
 A right answer may be luck or a preference for a position. ``expand_item`` turns one item
-into variants: ``circular`` gives the n rotations of its options, ``all_possible`` all n!
-orders (refused for n > 5 unless ``max_variants`` caps it with a seeded sample, identity
-kept). Every item keeps its own labels and count; nothing assumes A-D.
+(id, labelled options, gold label) into variants (``types.Variant``): ``circular`` gives
+the n rotations of its options, ``all_possible`` all n! orders (refused for n > 5 unless
+``max_variants`` caps it with a seeded sample, identity kept). Every item keeps its own
+labels and count; nothing assumes A-D. ``issp_variants`` expands an ISSP item as that
+respondent sees it; ``mcq.circular`` expands an MCQ item.
 
 Conventions (one place, used by prompts, scoring, metrics and reports):
 
@@ -26,136 +28,21 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 from socbench.errors import ConfigError, DataError
-from socbench.prompts.shuffle import display_order, order_seed
-from socbench.types import Item
+from socbench.shuffle import display_order, order_seed
+from socbench.types import CircularSettings, Item, Pattern, Variant
 
-CircularMode = Literal["circular", "all_possible"]
-MODES: tuple[str, ...] = ("circular", "all_possible")
 MAX_ALL_POSSIBLE_OPTIONS = 5  # 5! = 120 orders; 6! = 720 needs an explicit --max_variants
 _ENUMERATE_LIMIT = 40_320  # up to 8! orders are listed and sampled; beyond, drawn one by one
-Pattern = tuple[str, ...]
 
 
-# ------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class MCItem:
-    """A multiple-choice item: ``options`` as (label, text) in original order, gold label."""
-
-    qid: str
-    options: tuple[tuple[str, str], ...]
-    gold: str
-
-    def __post_init__(self) -> None:
-        labels = self.labels
-        if len(set(labels)) != len(labels) or not labels:
-            raise DataError(f"item {self.qid}: option labels {list(labels)} are empty or repeated")
-        if self.gold not in labels:
-            raise DataError(f"item {self.qid}: gold {self.gold!r} is not one of its options {list(labels)}")
-
-    @property
-    def labels(self) -> Pattern:
-        return tuple(label for label, _ in self.options)
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One displayed order of an item, with everything needed to score and map answers back."""
-
-    qid: str
-    pattern: Pattern  # original labels in displayed order
-    shown: Pattern  # the label displayed at each position
-    texts: tuple[str, ...]  # the option text displayed at each position
-    gold: str  # displayed label of the gold option
-    origin: Pattern  # original labels in original order
-    sampled: bool = False  # one of a seeded sample of all_possible orders
-
-    @property
-    def options(self) -> tuple[tuple[str, str], ...]:
-        return tuple(zip(self.shown, self.texts))
-
-    @property
-    def variant_id(self) -> str:
-        return variant_id(self.qid, self.pattern)
-
-    @property
-    def is_origin(self) -> bool:
-        return self.pattern == self.origin
-
-    @property
-    def request_id(self) -> str:
-        """The id its request carries: the plain qid for the identity order."""
-        return self.qid if self.is_origin else self.variant_id
-
-
-@dataclass(frozen=True)
-class VariantResult:
-    """A variant with the model's answer (a displayed label, None when unreadable)."""
-
-    qid: str
-    pattern: Pattern
-    shown: Pattern
-    origin: Pattern
-    gold: str
-    prediction: str | None
-    sampled: bool = False
-    parse_error: str | None = None
-
-    @classmethod
-    def of(cls, variant: Variant, prediction: str | None, parse_error: str | None = None) -> VariantResult:
-        return cls(variant.qid, variant.pattern, variant.shown, variant.origin, variant.gold,
-                   prediction, variant.sampled, parse_error)
-
-    @property
-    def correct(self) -> bool:
-        return self.prediction is not None and self.prediction == self.gold
-
-    @property
-    def is_origin(self) -> bool:
-        return self.pattern == self.origin
-
-    @property
-    def variant_id(self) -> str:
-        return variant_id(self.qid, self.pattern)
-
-    def to_original(self, label: str | None) -> str | None:
-        """A displayed label mapped back to the original label of the same option."""
-        return self.pattern[self.shown.index(label)] if label in self.shown else None
-
-    @property
-    def gold_original(self) -> str:
-        return self.pattern[self.shown.index(self.gold)]
-
-
-@dataclass(frozen=True)
-class CircularSettings:
-    """How a run expands items; ``seed``/``shuffle_options`` also fix ISSP's base order."""
-
-    mode: CircularMode
-    max_variants: int | None = None
-    seed: int = 42
-    shuffle_options: bool = False
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ConfigError(f"--circular {self.mode!r}: expected one of {', '.join(MODES)}")
-        if self.max_variants is not None and self.max_variants < 1:
-            raise ConfigError(f"--max_variants {self.max_variants}: must be a positive integer")
-        if self.max_variants is not None and self.mode != "all_possible":
-            raise ConfigError("--max_variants applies only to --circular all_possible "
-                              "(circular asks the n rotations)")
-
-
-def circular_settings(config: Any) -> CircularSettings | None:
+def run_circular_settings(config: Any) -> CircularSettings | None:
     """The circular settings of a run configuration, or None when circular evaluation is off.
 
-    ``max_variants`` is read if the configuration has it (RunConfig may not yet).
+    ``max_variants`` and ``shuffle_options`` are read if the configuration has them.
     """
     if getattr(config, "circular", None) is None:
         return None
@@ -164,15 +51,6 @@ def circular_settings(config: Any) -> CircularSettings | None:
 
 
 # ------------------------------------------------------------------------ patterns
-
-
-def pattern_text(pattern: Sequence[str]) -> str:
-    """``ABCD`` when every label is one character (OpenCompass's form), else ``1,10,-4``."""
-    return "".join(pattern) if all(len(label) == 1 for label in pattern) else ",".join(pattern)
-
-
-def variant_id(qid: str, pattern: Sequence[str]) -> str:
-    return f"{qid}--{pattern_text(pattern)}"
 
 
 def rotations(labels: Sequence[str]) -> list[Pattern]:
@@ -204,17 +82,15 @@ def sampled_orders(labels: Sequence[str], count: int, seed: int, qid: str) -> li
     return [tuple(labels)] + [tuple(labels[i] for i in p) for p in sorted(picks)]
 
 
-def variant_patterns(labels: Sequence[str], mode: CircularMode, *, max_variants: int | None = None,
-                     seed: int = 42, qid: str = "") -> tuple[list[Pattern], bool]:
+def variant_patterns(labels: Sequence[str], settings: CircularSettings,
+                     qid: str = "") -> tuple[list[Pattern], bool]:
     """The patterns of one item and whether they are a seeded sample."""
-    if mode == "circular":
+    if settings.mode == "circular":
         return rotations(labels), False
-    if mode != "all_possible":
-        raise ConfigError(f"--circular {mode!r}: expected one of {', '.join(MODES)}")
     n, total = len(labels), math.factorial(len(labels))
-    if max_variants is not None and max_variants < total:
-        return sampled_orders(labels, max_variants, seed, qid), True
-    if n > MAX_ALL_POSSIBLE_OPTIONS and max_variants is None:
+    if settings.max_variants is not None and settings.max_variants < total:
+        return sampled_orders(labels, settings.max_variants, settings.seed, qid), True
+    if n > MAX_ALL_POSSIBLE_OPTIONS and settings.max_variants is None:
         raise ConfigError(f"--circular all_possible: item {qid} has {n} options ({total} orders); "
                           "pass --max_variants N to ask a seeded sample of N orders, "
                           "or use --circular circular")
@@ -224,25 +100,24 @@ def variant_patterns(labels: Sequence[str], mode: CircularMode, *, max_variants:
 # ----------------------------------------------------------------------- expansion
 
 
-def expand_item(item: MCItem, mode: CircularMode, *, keep_labels: bool = False,
-                max_variants: int | None = None, seed: int = 42) -> list[Variant]:
-    """All variants of one item, the gold label remapped with the options."""
-    labels = item.labels
-    texts = dict(item.options)
-    patterns, sampled = variant_patterns(labels, mode, max_variants=max_variants, seed=seed, qid=item.qid)
+def expand_item(qid: str, options: Sequence[tuple[str, str]], gold: str, settings: CircularSettings, *,
+                keep_labels: bool = False) -> list[Variant]:
+    """All variants of one item (``options`` as (label, text) in original order, ``gold`` a
+    label), the gold label remapped with the options."""
+    labels = tuple(label for label, _ in options)
+    if len(set(labels)) != len(labels) or not labels:
+        raise DataError(f"item {qid}: option labels {list(labels)} are empty or repeated")
+    if gold not in labels:
+        raise DataError(f"item {qid}: gold {gold!r} is not one of its options {list(labels)}")
+    texts = dict(options)
+    patterns, sampled = variant_patterns(labels, settings, qid)
     variants = []
     for pattern in patterns:
         shown = pattern if keep_labels else labels
-        variants.append(Variant(
-            qid=item.qid, pattern=pattern, shown=shown, texts=tuple(texts[label] for label in pattern),
-            gold=shown[pattern.index(item.gold)], origin=labels, sampled=sampled,
-        ))
+        variants.append(Variant(qid=qid, pattern=pattern, shown=shown, origin=labels,
+                                gold=shown[pattern.index(gold)],
+                                texts=tuple(texts[label] for label in pattern), sampled=sampled))
     return variants
-
-
-def expand_items(items: Iterable[MCItem], mode: CircularMode, **options: Any) -> list[Variant]:
-    """``expand_item`` over many items, variants of one item adjacent."""
-    return [variant for item in items for variant in expand_item(item, mode, **options)]
 
 
 def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
@@ -257,6 +132,5 @@ def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
     order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
                           item.person_id, item.question_id)
     labels = dict(item.options)
-    mc = MCItem(item.item_id, tuple((code, labels[code]) for code in order), item.true_code)
-    return expand_item(mc, settings.mode, keep_labels=True, max_variants=settings.max_variants,
-                       seed=settings.seed)
+    return expand_item(item.item_id, [(code, labels[code]) for code in order], item.true_code, settings,
+                       keep_labels=True)

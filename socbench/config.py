@@ -15,12 +15,11 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from socbench.errors import ConfigError
+from socbench.models import DEFAULT_MODEL
 from socbench.types import SamplingSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_DATA_DIR = PROJECT_ROOT / "data" / "demo" / "Dataset_all"
-DEFAULT_MODEL = "smollm2-135m-instruct"
-API_TYPES = ("vllm", "config", "hf")
 
 
 class RunConfig(BaseModel):

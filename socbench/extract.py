@@ -185,4 +185,5 @@ def extract_all(
         raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
     labels = {item.item_id: item.options for item in items or ()}
     # circular variants are "<item id>--<pattern>": same options, so the same labels
-    return {p.item_id: extract(p, r, labels.get(p.item_id.partition("--")[0])) for p, r in zip(prompts, results)}
+    return {p.item_id: extract(p, r, labels.get(p.item_id.partition("--")[0]))
+            for p, r in zip(prompts, results)}

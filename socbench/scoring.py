@@ -1,8 +1,9 @@
-"""The ``score`` stage: Items + Extractions -> ScoredItems -> one DomainResult.
+"""The ``score`` stage: Items + Extractions -> ScoredItems -> one DomainResult (a ScoredDomain).
 
-Only scoreable items (``excluded_reason is None``) are scored, each exactly once.
-An item whose extraction is missing or failed is wrong and carries ``parse_error``;
-so is one whose extracted code was not offered to that respondent.
+Only scoreable items (``excluded_reason is None``) are scored, each exactly once, and with
+circular evaluation every variant of them, once. An item whose extraction is missing or
+failed is wrong and carries ``parse_error``; so is one whose extracted code was not
+offered to that respondent.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from socbench.circular import CircularSettings, VariantResult, issp_variants
-
+from socbench.circular import issp_variants
 from socbench.extract import NOT_OFFERED
 from socbench.metrics.baselines import baselines, margin_over_best
 from socbench.metrics.circular import circular_metrics
@@ -28,7 +28,16 @@ from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, distribution_
 from socbench.metrics.grouped import breakdown
 from socbench.metrics.persona_groups import persona_breakdowns, respondent_groups
 from socbench.metrics.uncertainty import cluster_bootstrap_ci
-from socbench.types import DomainData, DomainResult, Extraction, Item, ScoredItem
+from socbench.types import (
+    CircularSettings,
+    DomainData,
+    DomainResult,
+    Extraction,
+    Item,
+    ScoredDomain,
+    ScoredItem,
+    VariantResult,
+)
 
 NO_EXTRACTION = "no extraction for this item"
 
@@ -141,16 +150,17 @@ def score_domain(
     model: str,
     interview_count: int | str = "all",
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-    circular: CircularSettings | None = None,
-) -> tuple[list[ScoredItem], DomainResult]:
-    """The whole ``score`` stage for one domain: scored items and their DomainResult.
+    circular_settings: CircularSettings | None = None,
+) -> ScoredDomain:
+    """The whole ``score`` stage for one domain: scored items, their DomainResult and, with
+    ``circular_settings``, every variant's answer and the circular scores.
 
     The recorded ``interview_count`` is the number of respondents actually interviewed
     (distinct person ids among the items); ``interview_count`` is the requested limit,
     and more respondents than it means an earlier stage ignored it (a bug, not user input).
     Each scored item carries its respondent's persona groups (``metrics.persona_groups``).
-    With ``circular``, ``extractions`` also holds every variant's (by request id); the
-    identity variant is the normal result and the circular metrics join ``metrics``.
+    With circular evaluation ``extractions`` also holds every variant's (by request id); the
+    identity variant is the normal result and ``circular_acc/perf/vote`` join ``metrics``.
     """
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
@@ -159,16 +169,18 @@ def score_domain(
     scored = score_items(items, extractions, respondent_groups(data.respondents))
     result = summarize_domain(data.domain_id, data.domain_name, model, items, scored,
                               data.unmapped_countries, interviewed, min_respondents=min_respondents)
-    if circular is not None:
-        result = with_circular_metrics(result, score_variants(items, extractions, circular), circular)
-    return scored, result
-
-
-# ------------------------------------------------------------------------- circular
+    if circular_settings is None:
+        return ScoredDomain(tuple(scored), result)
+    variants = score_variants(items, extractions, circular_settings)
+    scores = circular_metrics(variants, circular_settings.mode)
+    extra = {f"circular_{name}": scores.metrics[f"{name}_{circular_settings.mode}"]
+             for name in ("acc", "perf", "vote")}
+    return ScoredDomain(tuple(scored), replace(result, metrics={**result.metrics, **extra}),
+                        tuple(variants), scores)
 
 
 def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction],
-                   circular: CircularSettings) -> list[VariantResult]:
+                   settings: CircularSettings) -> list[VariantResult]:
     """Every variant of every scoreable item, read as ``score_item`` reads the normal answer.
 
     ``extractions`` is keyed by request id (``Variant.request_id``); a failed, missing or
@@ -178,16 +190,8 @@ def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction],
     for item in items:
         if item.excluded_reason is not None:
             continue
-        for variant in issp_variants(item, circular):
+        for variant in issp_variants(item, settings):
             scored = score_item(item, extractions.get(variant.request_id))
             prediction = scored.predicted_code if scored.parse_error is None else None
             results.append(VariantResult.of(variant, prediction, scored.parse_error))
     return results
-
-
-def with_circular_metrics(result: DomainResult, variants: Sequence[VariantResult],
-                          circular: CircularSettings) -> DomainResult:
-    """``result`` plus ``circular_acc``, ``circular_perf`` and ``circular_vote`` of the run's family."""
-    metrics = circular_metrics(variants, circular.mode).metrics
-    extra = {f"circular_{name}": metrics[f"{name}_{circular.mode}"] for name in ("acc", "perf", "vote")}
-    return replace(result, metrics={**result.metrics, **extra})

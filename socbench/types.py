@@ -2,6 +2,9 @@
 
 Records are frozen: each stage returns new ones. Option codes are always strings
 (``"1"``, ``"-4"``, ``"95"``) so that JSON keys, prompts and answers compare directly.
+
+ISSP: DomainData -> Item -> PromptRequest -> EngineResult -> Extraction -> ScoredDomain.
+CP vs MCP: McqData -> McqPlan -> McqAnswers -> McqScores. Circular: Variant -> VariantResult.
 """
 
 from __future__ import annotations
@@ -9,19 +12,20 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
+
+from socbench.errors import ConfigError
 
 Code = str
 Mode = Literal["generate", "logprobs"]
+CircularMode = Literal["circular", "all_possible"]
+Pattern = tuple[str, ...]  # an item's original option labels in the order displayed
 
 
 # --------------------------------------------------------------------------- data
-
-
 @dataclass(frozen=True)
 class Question:
     """One survey question: base options plus per-country overrides."""
-
     id: str
     text: str
     options: dict[Code, str]
@@ -31,11 +35,7 @@ class Question:
 @dataclass(frozen=True)
 class Respondent:
     """A real (or synthetic) person: attributes without missing-value labels, and answers.
-
-    ``country_code`` is None when the country name could not be mapped; such respondents
-    are kept and reported, never dropped silently.
-    """
-
+    ``country_code`` is None when the country name could not be mapped (kept and reported)."""
     person_id: int
     country_name: str | None
     country_code: str | None
@@ -46,7 +46,6 @@ class Respondent:
 @dataclass(frozen=True)
 class DomainData:
     """What ``load_data`` returns for one domain."""
-
     domain_id: int
     domain_name: str
     questions: tuple[Question, ...]
@@ -58,7 +57,6 @@ class DomainData:
 @dataclass(frozen=True)
 class Item:
     """One (respondent, question) pair with the options that respondent was shown."""
-
     person_id: int
     question_id: str
     country_code: str | None
@@ -77,8 +75,6 @@ class Item:
 
 
 # ------------------------------------------------------------------------ prompts
-
-
 @dataclass(frozen=True)
 class Message:
     role: Literal["system", "user", "assistant"]
@@ -88,7 +84,6 @@ class Message:
 @dataclass(frozen=True)
 class SamplingSettings:
     """Decoding settings; part of every cache key."""
-
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = 64
@@ -97,14 +92,10 @@ class SamplingSettings:
 
 @dataclass(frozen=True)
 class PromptRequest:
-    """A prompt ready for an engine, with its provenance.
-
-    ``chat`` False means ``messages`` holds one user message whose content is sent as
-    raw text (no chat template), as for ARC prompts. In ``logprobs`` mode the engine
-    scores each offered code as the continuation of ``answer_prefix``. ``structured``
-    asks the engine to constrain the reply to ``{"answer": "<offered code>"}``.
-    """
-
+    """A prompt ready for an engine, with its provenance. ``chat`` False: ``messages`` holds
+    one user message sent as raw text (no chat template), as for ARC prompts. In ``logprobs``
+    mode the engine scores each offered code as the continuation of ``answer_prefix``.
+    ``structured`` asks the engine to constrain the reply to ``{"answer": "<offered code>"}``."""
     item_id: str
     messages: tuple[Message, ...]
     mode: Mode = "generate"
@@ -118,23 +109,17 @@ class PromptRequest:
     @property
     def key(self) -> str:
         """Content hash over everything that can change the engine's answer."""
-        payload = {
-            "messages": [[m.role, m.content] for m in self.messages],
-            "mode": self.mode,
-            "codes": list(self.offered_codes),
-            "prefix": self.answer_prefix,
-            "structured": self.structured,
-            "chat": self.chat,
-            "sampling": [self.sampling.temperature, self.sampling.top_p,
-                         self.sampling.max_tokens, self.sampling.seed],
-        }
+        payload = {"messages": [[m.role, m.content] for m in self.messages], "mode": self.mode,
+                   "codes": list(self.offered_codes), "prefix": self.answer_prefix,
+                   "structured": self.structured, "chat": self.chat,
+                   "sampling": [self.sampling.temperature, self.sampling.top_p,
+                                self.sampling.max_tokens, self.sampling.seed]}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
     """Score ``continuation`` given ``context`` (raw text, no chat template)."""
-
     context: str
     continuation: str
 
@@ -144,12 +129,9 @@ class LoglikelihoodRequest:
 
 
 # ------------------------------------------------------------------------ results
-
-
 @dataclass(frozen=True)
 class EngineResult:
     """An engine's answer to one PromptRequest; ``error`` set means no usable answer."""
-
     key: str
     text: str | None = None
     option_logprobs: dict[Code, float] | None = None
@@ -169,7 +151,6 @@ class LoglikelihoodResult:
 @dataclass(frozen=True)
 class Extraction:
     """The code read from an answer, or None with the reason it could not be read."""
-
     key: str
     code: Code | None
     failure: str | None = None
@@ -194,7 +175,6 @@ class ScoredItem:
 @dataclass(frozen=True)
 class DomainResult:
     """Counts and metrics of one domain run; what ``report`` writes."""
-
     domain_id: int
     domain_name: str
     model: str
@@ -212,3 +192,205 @@ class DomainResult:
     # {level: {groups, wasserstein, js, uniform_wasserstein, uniform_js, ...}} (metrics.distribution)
     distribution: dict[str, dict[str, float]] = field(default_factory=dict)
     accuracy_ci: tuple[float, float] | None = None  # 95% respondent-cluster bootstrap
+
+
+@dataclass(frozen=True)
+class ScoredDomain:
+    """What ``score`` hands to ``report`` (variants and their scores with circular evaluation)."""
+    items: tuple[ScoredItem, ...]
+    result: DomainResult
+    variants: tuple[VariantResult, ...] | None = None
+    circular_scores: CircularScores | None = None
+
+
+# ----------------------------------------------------------------------- circular
+def variant_id(qid: str, pattern: Pattern) -> str:
+    """``<qid>--ABCD`` (one-character labels, OpenCompass's form), else ``<qid>--1,10,-4``."""
+    return f"{qid}--{('' if all(len(label) == 1 for label in pattern) else ',').join(pattern)}"
+
+
+@dataclass(frozen=True)
+class CircularSettings:
+    """How a run expands items; ``seed``/``shuffle_options`` also fix ISSP's base order."""
+    mode: CircularMode
+    max_variants: int | None = None
+    seed: int = 42
+    shuffle_options: bool = False
+
+    def __post_init__(self) -> None:
+        modes, n = get_args(CircularMode), self.max_variants
+        problem = (f"--circular {self.mode!r}: expected one of {', '.join(modes)}" if self.mode not in modes
+                   else f"--max_variants {n}: must be a positive integer" if n is not None and n < 1
+                   else "--max_variants applies only to --circular all_possible (circular asks the n "
+                   "rotations)" if n is not None and self.mode != "all_possible" else None)
+        if problem:
+            raise ConfigError(problem)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One displayed order of an item (conventions in ``socbench.circular``)."""
+    qid: str
+    pattern: Pattern  # original labels in displayed order
+    shown: Pattern  # the label displayed at each position
+    origin: Pattern  # original labels in original order
+    gold: str  # displayed label of the gold option
+    texts: tuple[str, ...] = ()  # the option text displayed at each position
+    sampled: bool = False  # one of a seeded sample of all_possible orders
+
+    @property
+    def options(self) -> tuple[tuple[str, str], ...]:
+        return tuple(zip(self.shown, self.texts, strict=True))
+
+    @property
+    def variant_id(self) -> str:
+        return variant_id(self.qid, self.pattern)
+
+    @property
+    def is_origin(self) -> bool:
+        return self.pattern == self.origin
+
+    @property
+    def request_id(self) -> str:
+        """The id its request carries: the plain qid for the identity order."""
+        return self.qid if self.is_origin else self.variant_id
+
+    @property
+    def gold_original(self) -> str:
+        return self.pattern[self.shown.index(self.gold)]
+
+    def to_original(self, label: str | None) -> str | None:
+        """A displayed label mapped back to the original label of the same option."""
+        return self.pattern[self.shown.index(label)] if label in self.shown else None
+
+
+@dataclass(frozen=True)
+class VariantResult(Variant):
+    """A variant with the model's answer (a displayed label, None when unreadable)."""
+    prediction: str | None = None
+    parse_error: str | None = None
+
+    @classmethod
+    def of(cls, variant: Variant, prediction: str | None, parse_error: str | None = None) -> VariantResult:
+        return cls(variant.qid, variant.pattern, variant.shown, variant.origin, variant.gold, (),
+                   variant.sampled, prediction, parse_error)
+
+    @property
+    def correct(self) -> bool:
+        return self.prediction is not None and self.prediction == self.gold
+
+
+@dataclass(frozen=True)
+class CircularScores:
+    """Metrics by OpenCompass name; per family how many questions and variants entered."""
+    metrics: dict[str, float]
+    questions: dict[str, int]
+    variants: dict[str, int]
+    sampled_questions: int
+
+
+# -------------------------------------------------------------------- CP vs MCP
+@dataclass(frozen=True)
+class McqItem:
+    """One question, options in the source's order and labels (A-E, 1-4, else letters by
+    position); ``gold`` indexes ``choices``. Prompts always show letters by position."""
+    id: str
+    question: str
+    choices: tuple[tuple[str, str], ...]
+    gold: int
+    split: str
+    subject: str | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(label for label, _ in self.choices)
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return tuple(text for _, text in self.choices)
+
+    @property
+    def gold_text(self) -> str:
+        return self.choices[self.gold][1]
+
+
+@dataclass(frozen=True)
+class McqData:
+    """What one run evaluates, and the pool its few-shot examples come from."""
+    dataset: str  # task name or file stem: names the result files
+    eval_split: str
+    fewshot_split: str  # recorded in the results: where shots were drawn from
+    items: tuple[McqItem, ...]
+    fewshot_pool: tuple[McqItem, ...]
+    source: str  # files read, for the results
+
+
+@dataclass(frozen=True)
+class ItemPrompts:
+    """The requests of one (item, k) (empty where a method is not run), or of one variant."""
+    item: McqItem
+    k_shot: int
+    shot_ids: tuple[str, ...]
+    cp: tuple[LoglikelihoodRequest, ...]
+    uncond: tuple[LoglikelihoodRequest, ...]
+    mcp: PromptRequest | None
+    variant: Variant | None = None
+
+
+@dataclass(frozen=True)
+class McqPlan:
+    """Every request of a run: per (item, k), items in order, k inner; then MCP variants."""
+    dataset: str
+    methods: tuple[str, ...]
+    k_shots: tuple[int, ...]
+    tolerance: bool
+    seed: int
+    prompts: tuple[ItemPrompts, ...]
+    circular_settings: CircularSettings | None = None
+    variants: tuple[ItemPrompts, ...] = ()
+
+    def loglikelihood_requests(self) -> list[LoglikelihoodRequest]:
+        """Unique by key (CP-UN's requests are shared by every k)."""
+        return list({r.key: r for p in self.prompts for r in (*p.cp, *p.uncond)}.values())
+
+    def option_requests(self) -> list[PromptRequest]:
+        """Unique by key: an identity variant's request is the normal MCP request."""
+        return list({p.mcp.key: p.mcp for p in (*self.prompts, *self.variants) if p.mcp is not None}.values())
+
+
+@dataclass(frozen=True)
+class McqAnswers:
+    """The engine's answers by request key, and what it cost."""
+    loglikelihoods: dict[str, LoglikelihoodResult]
+    options: dict[str, EngineResult]
+    seconds: float
+    identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
+    cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
+
+    @property
+    def option_errors(self) -> dict[str, str]:
+        return {key: r.error for key, r in self.options.items() if r.error is not None}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One item, k and method: its scores per option (source order) and what it predicts."""
+    item_id: str
+    k_shot: int
+    method: str
+    gold: int
+    scores: tuple[float | None, ...]
+    prediction: int | None
+    shot_ids: tuple[str, ...]
+    mass: float | None = None  # MCP only: probability on the codes scored
+
+    @property
+    def correct(self) -> bool:
+        return self.prediction == self.gold
+
+
+@dataclass(frozen=True)
+class McqScores:
+    """What ``mcq_score`` hands to ``mcq_report``: predictions, and variant results per k."""
+    predictions: tuple[Prediction, ...]
+    variants: dict[int, tuple[VariantResult, ...]] = field(default_factory=dict)

@@ -10,6 +10,7 @@ from socbench.types import EngineResult, Extraction, Item, PromptRequest
 
 
 @task(name="extract", cache_policy=NO_CACHE, persist_result=False)
-def extract(prompts: list[PromptRequest], results: list[EngineResult], items: list[Item]) -> dict[str, Extraction]:
+def extract(prompts: list[PromptRequest], results: list[EngineResult],
+            items: list[Item]) -> dict[str, Extraction]:
     """Extractions keyed by item id (items give the option labels an answer may name)."""
     return extract_all(prompts, results, items)

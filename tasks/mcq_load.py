@@ -5,7 +5,8 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from socbench.mcq import McqConfig, McqData, load_mcq
+from socbench.mcq import McqConfig, load_mcq
+from socbench.types import McqData
 
 
 @task(name="mcq_load", cache_policy=NO_CACHE, persist_result=False)

@@ -9,19 +9,15 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from socbench.circular import VariantResult
-from socbench.mcq import McqAnswers, McqConfig, McqData, McqPlan, Prediction, write_mcq_files
-from socbench.mcq.circular import CircularPlan, write_mcq_circular
+from socbench.mcq import McqConfig, write_mcq_files
+from socbench.types import McqAnswers, McqData, McqPlan, McqScores
 
 
 @task(name="mcq_report", cache_policy=NO_CACHE, persist_result=False)
-def mcq_report(data: McqData, plan: McqPlan, answers: McqAnswers, predictions: list[Prediction],
-               config: McqConfig, started: float, circular: CircularPlan | None = None,
-               variants: dict[int, list[VariantResult]] | None = None) -> dict:
-    report = (write_mcq_circular(config.output_dir, config.model, circular, variants or {})
-              if circular is not None else None)
-    files = write_mcq_files(config.output_dir, config.model, data, plan, answers, predictions,
-                            wall_s=time.time() - started, circular=report)
+def mcq_report(data: McqData, plan: McqPlan, answers: McqAnswers, scores: McqScores,
+               config: McqConfig, started: float) -> dict:
+    files = write_mcq_files(config.output_dir, config.model, data, plan, answers, scores,
+                            wall_s=time.time() - started)
     create_markdown_artifact(files.table_md.read_text(encoding="utf-8"), key="mcq-table",
                              description=f"CP vs MCP: {data.dataset}, {config.model}")
     if files.circular_table is not None:
@@ -30,4 +26,4 @@ def mcq_report(data: McqData, plan: McqPlan, answers: McqAnswers, predictions: l
     return {"dataset": data.dataset, "table": str(files.table_md), "results": str(files.results),
             "predictions": str(files.predictions), "csv": str(files.table_csv), "plot": str(files.plot),
             "circular_table": str(files.circular_table) if files.circular_table else None,
-            "circular_notes": report.notes if report is not None else []}
+            "circular_notes": files.circular_notes}

@@ -35,10 +35,12 @@ def _cache_key(context: TaskRunContext, params: dict[str, Any]) -> str:
     identity = hashlib.sha256(str(sorted(engine.identity.items())).encode()).hexdigest()[:12]
     missing = engine.missing(prompt_method(prompts), prompts) if hasattr(engine, "missing") else len(prompts)
     digest.update(str(config.engine_cache_dir.resolve()).encode())  # each output dir keeps its own answers
-    return f"vllm_generate-{params['domain_id']}-{config.fingerprint()}-{identity}-{digest.hexdigest()[:24]}-{missing}"
+    return (f"vllm_generate-{params['domain_id']}-{config.fingerprint()}-{identity}"
+            f"-{digest.hexdigest()[:24]}-{missing}")
 
 
-@task(name="vllm_generate", cache_key_fn=_cache_key, persist_result=True, retries=2, retry_delay_seconds=[5, 30])
+@task(name="vllm_generate", cache_key_fn=_cache_key, persist_result=True, retries=2,
+      retry_delay_seconds=[5, 30])
 def vllm_generate(prompts: list[PromptRequest], config: RunConfig, domain_id: int) -> list[EngineResult]:
     engine = get_engine(config)
     artifact = create_progress_artifact(0.0, key=f"issp-progress-domain-{domain_id}",

@@ -19,14 +19,15 @@ import pytest
 
 from socbench.engines import CachedEngine, EngineCache, create_engine
 from socbench.engines.cache import CACHE_FILE, MAGIC
-from socbench.testing import FakeOpenAIServer
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, Message, PromptRequest
+from support import FakeOpenAIServer
 
 
 class CountingEngine:
     """A trivial real backend: the answer is a function of the request; it records what it is asked."""
 
-    def __init__(self, model: str = "echo", die_after: int | None = None, errors_for: frozenset[str] = frozenset()):
+    def __init__(self, model: str = "echo", die_after: int | None = None,
+                 errors_for: frozenset[str] = frozenset()):
         self.model, self.die_after, self.errors_for = model, die_after, errors_for
         self.calls: list[tuple[str, list[str]]] = []
         self.started = self.closed = False
@@ -56,11 +57,13 @@ class CountingEngine:
 
     def option_logprobs(self, requests, on_result=None):
         return self._serve("option_logprobs", requests,
-                           lambda r: EngineResult(r.key, option_logprobs={"1": -0.5, "2": -math.inf}), on_result)
+                           lambda r: EngineResult(r.key, option_logprobs={"1": -0.5, "2": -math.inf}),
+                           on_result)
 
     def loglikelihood(self, requests, on_result=None):
         return self._serve("loglikelihood", requests,
-                           lambda r: LoglikelihoodResult(r.key, -1.25 * len(r.continuation), 2, True), on_result)
+                           lambda r: LoglikelihoodResult(r.key, -1.25 * len(r.continuation), 2, True),
+                           on_result)
 
     def close(self):
         self.closed = True
@@ -207,7 +210,8 @@ def test_second_run_against_fake_server_sends_nothing(tmp_path):
     requests = [req(i) for i in range(25)]
     with FakeOpenAIServer(latency_ms=5) as server:
         for run in range(2):
-            engine = create_engine("openai", "fake-model", settings={"api_base": server.url}, cache_dir=tmp_path)
+            engine = create_engine("openai", "fake-model", settings={"api_base": server.url},
+                                   cache_dir=tmp_path)
             results = engine.generate(requests)
             engine.close()
             assert server.stats().requests == 25  # the second run added none
@@ -267,7 +271,8 @@ def test_fully_cached_rerun_never_starts_the_vllm_backend(tmp_path, tiny_model):
     engine = create_engine("vllm", str(tiny_model), cache_dir=tmp_path)
     requests = [req(i) for i in range(5)]
     for r in requests:  # what an earlier run of this model stored
-        engine.cache.put(cache_key(engine.identity, "generate", r.key), "generate", json.dumps({"text": r.item_id}))
+        engine.cache.put(cache_key(engine.identity, "generate", r.key), "generate",
+                         json.dumps({"text": r.item_id}))
     engine.cache.flush()
     results = engine.generate(requests)
     assert [r.text for r in results] == [r.item_id for r in requests] and all(r.cached for r in results)

@@ -11,16 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from socbench.circular import (
-    CircularSettings,
-    MCItem,
-    VariantResult,
-    circular_settings,
-    expand_item,
-    issp_variants,
-    rotations,
-    variant_id,
-)
+from socbench.circular import expand_item, issp_variants, rotations, run_circular_settings
 from socbench.config import make_config
 from socbench.errors import ConfigError, DataError
 from socbench.metrics.circular import circular_metrics
@@ -31,14 +22,29 @@ from socbench.report.circular import (
     read_variants,
     table_markdown,
     write_circular_table,
-    write_domain_circular,
 )
-from socbench.scoring import score_domain, score_variants
-from socbench.types import DomainData, Extraction, Item, Question, Respondent
+from socbench.report.files import write_scored_domain
+from socbench.scoring import score_domain
+from socbench.types import (
+    CircularSettings,
+    DomainData,
+    Extraction,
+    Item,
+    Question,
+    Respondent,
+    VariantResult,
+    variant_id,
+)
 
 
-def mc(qid: str, labels: str | list[str], gold: str) -> MCItem:
-    return MCItem(qid, tuple((label, f"text {label}") for label in labels), gold)
+def mc(qid: str, labels: str | list[str], gold: str) -> tuple[str, tuple[tuple[str, str], ...], str]:
+    """An item as ``expand_item`` takes it: id, (label, text) options, gold label."""
+    return qid, tuple((label, f"text {label}") for label in labels), gold
+
+
+def expand(item: tuple, mode: str, *, max_variants: int | None = None, seed: int = 42,
+           keep_labels: bool = False) -> list:
+    return expand_item(*item, CircularSettings(mode, max_variants, seed), keep_labels=keep_labels)
 
 
 def answer(variants, qid_answers: dict[str, str | None]) -> list[VariantResult]:
@@ -50,7 +56,7 @@ def answer(variants, qid_answers: dict[str, str | None]) -> list[VariantResult]:
 
 
 def test_circular_rotations_remap_gold_with_positional_labels() -> None:
-    variants = expand_item(mc("q1", "ABC", "B"), "circular")
+    variants = expand(mc("q1", "ABC", "B"), "circular")
     assert [v.pattern for v in variants] == [("A", "B", "C"), ("B", "C", "A"), ("C", "A", "B")]
     assert [v.variant_id for v in variants] == ["q1--ABC", "q1--BCA", "q1--CAB"]
     assert all(v.shown == ("A", "B", "C") for v in variants)
@@ -62,17 +68,17 @@ def test_circular_rotations_remap_gold_with_positional_labels() -> None:
 
 
 def test_keep_labels_moves_codes_with_their_text() -> None:
-    item = MCItem("7:V5", (("1", "Agree"), ("2", "Neither"), ("-4", "Can't choose"), ("95", "Other")), "-4")
-    variants = expand_item(item, "circular", keep_labels=True)
+    item = ("7:V5", (("1", "Agree"), ("2", "Neither"), ("-4", "Can't choose"), ("95", "Other")), "-4")
+    variants = expand(item, "circular", keep_labels=True)
     assert len(variants) == 4
     for v in variants:
         assert v.shown == v.pattern and v.gold == "-4"
-        assert set(v.options) == set(item.options)  # every code keeps its text
+        assert set(v.options) == set(item[1])  # every code keeps its text
     assert variants[1].variant_id == "7:V5--2,-4,95,1"
 
 
 def test_all_possible_three_options_gives_six_orders() -> None:
-    variants = expand_item(mc("q", "ABC", "C"), "all_possible")
+    variants = expand(mc("q", "ABC", "C"), "all_possible")
     assert [v.pattern for v in variants] == list(itertools.permutations("ABC"))
     assert len({v.variant_id for v in variants}) == 6 and not any(v.sampled for v in variants)
     assert [v.gold for v in variants] == ["C", "B", "C", "B", "A", "A"]  # where C sits
@@ -82,7 +88,7 @@ def test_all_possible_three_options_gives_six_orders() -> None:
 def test_all_possible_refuses_six_options_without_max_variants() -> None:
     refusal = r"--circular all_possible.*6 options \(720 orders\).*--max_variants"
     with pytest.raises(ConfigError, match=refusal):
-        expand_item(mc("q6", "ABCDEF", "A"), "all_possible")
+        expand(mc("q6", "ABCDEF", "A"), "all_possible")
     with pytest.raises(ConfigError, match="--max_variants"):
         CircularSettings("circular", max_variants=3)
     with pytest.raises(ConfigError, match="--circular"):
@@ -91,31 +97,31 @@ def test_all_possible_refuses_six_options_without_max_variants() -> None:
 
 def test_seeded_sample_is_recorded_reproducible_and_keeps_the_identity() -> None:
     item = mc("q6", "ABCDEF", "D")
-    first = expand_item(item, "all_possible", max_variants=10, seed=7)
-    again = expand_item(item, "all_possible", max_variants=10, seed=7)
-    other = expand_item(item, "all_possible", max_variants=10, seed=8)
+    first = expand(item, "all_possible", max_variants=10, seed=7)
+    again = expand(item, "all_possible", max_variants=10, seed=7)
+    other = expand(item, "all_possible", max_variants=10, seed=8)
     assert first == again and [v.pattern for v in first] != [v.pattern for v in other]
     assert len({v.pattern for v in first}) == 10 and all(v.sampled for v in first)
     assert first[0].is_origin and all(sorted(v.pattern) == list("ABCDEF") for v in first)
     assert all(dict(v.options)[v.gold] == "text D" for v in first)
     eleven = [str(code) for code in range(11)]  # 11! orders: drawn one by one, not listed
-    big = expand_item(mc("q11", eleven, "3"), "all_possible", max_variants=5, seed=1, keep_labels=True)
+    big = expand(mc("q11", eleven, "3"), "all_possible", max_variants=5, seed=1, keep_labels=True)
     assert len({v.pattern for v in big}) == 5 and big[0].pattern == tuple(eleven)
 
 
 def test_bad_items_are_data_errors() -> None:
     with pytest.raises(DataError, match="gold 'Z'"):
-        mc("q", "ABC", "Z")
+        expand(mc("q", "ABC", "Z"), "circular")
     with pytest.raises(DataError, match="repeated"):
-        mc("q", "ABA", "A")
+        expand(mc("q", "ABA", "A"), "circular")
 
 
 # -------------------------------------------------------------------------- metrics
 
 
 def test_metrics_by_hand_with_three_and_five_options_identity_not_first() -> None:
-    three = expand_item(mc("q3", "ABC", "B"), "circular")   # golds: ABC->B, BCA->A, CAB->C
-    five = expand_item(mc("q5", "ABCDE", "E"), "circular")  # golds: E, D, C, B, A
+    three = expand(mc("q3", "ABC", "B"), "circular")   # golds: ABC->B, BCA->A, CAB->C
+    five = expand(mc("q5", "ABCDE", "E"), "circular")  # golds: E, D, C, B, A
     # Displayed answers: q3 right on BCA and CAB, wrong (A) on the identity; q5 all right.
     answers = {"q3--ABC": "A", "q3--BCA": "A", "q3--CAB": "C",
                "q5--ABCDE": "E", "q5--BCDEA": "D", "q5--CDEAB": "C", "q5--DEABC": "B", "q5--EABCD": "A"}
@@ -135,7 +141,7 @@ def test_metrics_by_hand_with_three_and_five_options_identity_not_first() -> Non
 
 
 def test_vote_ties_go_to_the_answer_seen_first() -> None:
-    variants = expand_item(mc("q", "ABCD", "A"), "circular")  # golds A, D, C, B
+    variants = expand(mc("q", "ABCD", "A"), "circular")  # golds A, D, C, B
     # Mapped back to original labels: ABCD "A"->A, BCDA "A"->B, CDAB "C"->A, DABC "C"->B: a 2-2 tie.
     answers = {"q--ABCD": "A", "q--BCDA": "A", "q--CDAB": "C", "q--DABC": "C"}
     gold_first = circular_metrics(answer(variants, answers), "circular")
@@ -148,7 +154,7 @@ def test_vote_ties_go_to_the_answer_seen_first() -> None:
 
 
 def test_all_possible_metrics_include_the_circular_subset() -> None:
-    variants = expand_item(mc("q", "ABC", "A"), "all_possible")
+    variants = expand(mc("q", "ABC", "A"), "all_possible")
     answers = {v.variant_id: v.gold for v in variants}
     answers["q--ACB"] = "C"  # the one wrong order is not a rotation
     metrics = circular_metrics(answer(list(reversed(variants)), answers), "all_possible").metrics
@@ -159,7 +165,7 @@ def test_all_possible_metrics_include_the_circular_subset() -> None:
 
 
 def test_sampled_run_scores_the_sample_and_skips_incomplete_rotations() -> None:
-    variants = expand_item(mc("q", "ABCDEF", "A"), "all_possible", max_variants=4, seed=3)
+    variants = expand(mc("q", "ABCDEF", "A"), "all_possible", max_variants=4, seed=3)
     scores = circular_metrics(answer(variants, {v.variant_id: v.gold for v in variants}), "all_possible")
     assert scores.metrics["perf_all_possible"] == 1.0 and scores.variants["all_possible"] == 4
     assert scores.questions["circular"] == 0 and math.isnan(scores.metrics["perf_circular"])
@@ -201,7 +207,7 @@ def test_metrics_match_opencompass_on_random_answers(keys: str, mode: str) -> No
     rng = random.Random(5)
     results = []
     for q in range(40):
-        variants = expand_item(mc(f"q{q}", keys, rng.choice(keys)), mode)
+        variants = expand(mc(f"q{q}", keys, rng.choice(keys)), mode)
         skill = rng.random()
         results += [VariantResult.of(v, v.gold if rng.random() < skill else rng.choice([*keys, None]))
                     for v in variants]
@@ -319,15 +325,18 @@ def issp_extractions() -> dict[str, Extraction]:
 
 def test_issp_score_stage_computes_circular_perf_beside_normal_scores() -> None:
     extractions = issp_extractions()
-    scored, result = score_domain(DATA, ITEMS, extractions, model="m", circular=CircularSettings("circular"))
-    _, plain = score_domain(DATA, ITEMS, {i.item_id: extractions[i.item_id] for i in ITEMS[:3]}, model="m")
-    assert [s.correct for s in scored] == [True, True, False]  # the identity variants
+    scored = score_domain(DATA, ITEMS, extractions, model="m", circular_settings=CircularSettings("circular"))
+    result = scored.result
+    plain = score_domain(DATA, ITEMS,
+                         {i.item_id: extractions[i.item_id] for i in ITEMS[:3]}, model="m").result
+    assert [s.correct for s in scored.items] == [True, True, False]  # the identity variants
     assert result.metrics["accuracy"] == plain.metrics["accuracy"] == 2 / 3
     assert {k: v for k, v in result.metrics.items() if not k.startswith("circular_")} == plain.metrics
     assert result.metrics["circular_perf"] == 1 / 3
     assert result.metrics["circular_acc"] == 8 / 11
     assert result.metrics["circular_vote"] == 1.0  # 1:V12 votes 3,3,1,-,3; 2:V5 votes 3,1,1
-    variants = score_variants(ITEMS, extractions, CircularSettings("circular"))
+    variants = scored.variants  # each variant scored once, in the score stage
+    assert scored.circular_scores.metrics["perf_circular"] == result.metrics["circular_perf"]
     failed = [v for v in variants if v.parse_error]
     assert len(variants) == 11 and [(f.qid, f.prediction) for f in failed] == [("1:V12", None)]
 
@@ -335,9 +344,9 @@ def test_issp_score_stage_computes_circular_perf_beside_normal_scores() -> None:
 def test_issp_circular_files_and_run_table(tmp_path: Path) -> None:
     settings = CircularSettings("circular")
     extractions = issp_extractions()
-    _, result = score_domain(DATA, ITEMS, extractions, model="m", circular=settings)
-    variants = score_variants(ITEMS, extractions, settings)
-    jsonl, metrics_path = write_domain_circular(tmp_path, result, variants, settings)
+    scored = score_domain(DATA, ITEMS, extractions, model="m", circular_settings=settings)
+    result, variants = scored.result, list(scored.variants)
+    _, _, jsonl, metrics_path = write_scored_domain(tmp_path, scored, settings)
     assert jsonl.name == "Citizenship_circular.jsonl" and jsonl.parent == tmp_path / "m"
     lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert lines[1] == {**lines[1], "qid": "1:V5", "variant_id": "1:V5--231", "pattern": ["2", "3", "1"],
@@ -352,6 +361,6 @@ def test_issp_circular_files_and_run_table(tmp_path: Path) -> None:
 
 
 def test_circular_settings_from_run_config() -> None:
-    assert circular_settings(make_config()) is None
-    settings = circular_settings(make_config(circular="all_possible", seed=5, shuffle_options=True))
+    assert run_circular_settings(make_config()) is None
+    settings = run_circular_settings(make_config(circular="all_possible", seed=5, shuffle_options=True))
     assert settings == CircularSettings("all_possible", None, 5, True)

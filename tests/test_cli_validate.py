@@ -87,7 +87,8 @@ def test_missing_data_dir(tmp_path, capsys):
 def test_console_script(tmp_path):
     root = write_dataset(tmp_path)
     env = {**os.environ, "PYTHONPATH": ""}
-    ok = subprocess.run([str(SCRIPT), "data", "validate", "--data-dir", str(root), "--domain-id", "6", "--json"],
+    ok = subprocess.run([str(SCRIPT), "data", "validate", "--data-dir", str(root), "--domain-id",
+                         "6", "--json"],
                         capture_output=True, text=True, env=env, timeout=120)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout) == {"domains": {"6": NATID_EXPECTED}}

@@ -12,7 +12,8 @@ from socbench.data.countries import normalize_name
 
 
 @pytest.mark.parametrize("name, code", [
-    ("Taiwan", "TW"), ("Taiwan, China", "TW"), ("TAIWAN", "TW"), ("  taiwan ", "TW"), ("TW-Taiwan, China", "TW"),
+    ("Taiwan", "TW"), ("Taiwan, China", "TW"), ("TAIWAN", "TW"), ("  taiwan ", "TW"),
+    ("TW-Taiwan, China", "TW"),
     ("United Stated", "US"), ("United States", "US"), ("United States of America", "US"), ("USA", "US"),
     ("Korea (South)", "KR"), ("South Korea", "KR"), ("KR-Korea (South)", "KR"),
     ("Czechia", "CZ"), ("Czech Republic", "CZ"), ("czech republic", "CZ"),
@@ -23,7 +24,8 @@ from socbench.data.countries import normalize_name
     ("Belgium–Wallonia", "BE-WAL"), ("Belgium", "BE"),
     ("Germany (West)", "DE-W"), ("Germany (East)", "DE-E"), ("27601 DE-W-Germany-West", "DE-W"),
     ("DE-E-Germany-East", "DE-E"), ("Germany", "DE"), ("de-w", "DE-W"),
-    ("Israel – Jews", "IL-J"), ("Israel – Arabs", "IL-A"), ("IL-A-Israel, Arabs", "IL-A"), ("IL-Jews", "IL-J"),
+    ("Israel – Jews", "IL-J"), ("Israel – Arabs", "IL-A"), ("IL-A-Israel, Arabs", "IL-A"),
+    ("IL-Jews", "IL-J"),
     ("Israel", "IL"), ("Slovak Republic", "SK"), ("SR-Surinam", "SR"), ("VE-Venezeula", "VE"),
     ("PT-Portugal 2012: first fieldwork round (main sample)", "PT"), ("Russia", "RU"),
     ("the Netherlands", "NL"), ("Philippines", "PH"), ("China", "CN"),
@@ -73,7 +75,8 @@ def test_every_code_has_display_name_and_nationality():
     "COUNTRY PREFIX iso 3166",
 ])
 def test_country_attribute_key_per_domain(key):
-    attrs = {"Sex of Respondent": "Male", "Country/Sample (see V4 for codes)": "TW-Taiwan, China", key: "Taiwan"}
+    attrs = {"Sex of Respondent": "Male",
+             "Country/Sample (see V4 for codes)": "TW-Taiwan, China", key: "Taiwan"}
     assert country_attribute_key(attrs) == key
 
 

@@ -10,10 +10,21 @@ from pathlib import Path
 import pytest
 
 from fixtures.data_layer.issp_dataset import (
-    FAMILY_CODES, FAMILY_QUESTIONS, NATID_CODES, family_respondents, person, write_dataset, write_json,
+    FAMILY_CODES,
+    FAMILY_QUESTIONS,
+    NATID_CODES,
+    family_respondents,
+    person,
+    write_dataset,
+    write_json,
 )
 from socbench.data import (
-    is_missing_label, load_codebook, load_domain, load_questions, normalize_code, stratified_sample,
+    is_missing_label,
+    load_codebook,
+    load_domain,
+    load_questions,
+    normalize_code,
+    stratified_sample,
 )
 from socbench.data.sampling import draw_order
 from socbench.domains import get_domain
@@ -52,8 +63,9 @@ def test_normalize_code_rejects_non_scalars(raw):
 
 @pytest.mark.parametrize("label", [
     "No answer", "NAP, other countries", "NAP (code 3 in WORK)", "NAP (Code 3 in WORK)", "Not available",
-    "Refused", "Don't know", "Don’t know", "Can't choose", "Not applicable", "Not applicable, other countries",
-    "No answer, refused", "AT, CZ, FR: Not available", "IS: Don't know", "NAV: Other countries", "990", "9999",
+    "Refused", "Don't know", "Don’t know", "Can't choose", "Not applicable",
+    "Not applicable, other countries", "No answer, refused", "AT, CZ, FR: Not available", "IS: Don't know",
+    "NAV: Other countries", "990", "9999",
     "999990", "-9", "-1", "", "No second ethnic group", "Refused to answer",
 ])
 def test_missing_labels(label):
@@ -207,7 +219,8 @@ def test_wrong_top_level_type(tmp_path):
     ({"person_id": 30000002, "questions_answer": {}}, "field 'attributes': Field required"),
     ({"attributes": {}, "questions_answer": {}}, "field 'person_id': Field required"),
     ({"person_id": "abc", "attributes": {}, "questions_answer": {}}, "field 'person_id'"),
-    ({"person_id": 30000002, "attributes": {}, "questions_answer": {"V5": [1]}}, "field 'questions_answer.V5'"),
+    ({"person_id": 30000002, "attributes": {}, "questions_answer": {"V5": [1]}},
+     "field 'questions_answer.V5'"),
     ("not a record", "respondent record 1: "),
 ])
 def test_schema_errors_name_record_and_field(tmp_path, record, field):
@@ -218,13 +231,15 @@ def test_schema_errors_name_record_and_field(tmp_path, record, field):
 
 def test_question_schema_error(tmp_path):
     root = write_dataset(tmp_path)
-    write_json(root / "q&a" / "issp_qa_family.json", [FAMILY_QUESTIONS[0], {"question_id": "V6", "question": "x"}])
+    write_json(root / "q&a" / "issp_qa_family.json",
+               [FAMILY_QUESTIONS[0], {"question_id": "V6", "question": "x"}])
     message = data_error(load_domain, root, FAMILY)
     assert "issp_qa_family.json: question record 1: field 'answer': Field required" in message
 
 
 def test_duplicate_question_ids(tmp_path):
-    path = write_json(tmp_path / "qa.json", [FAMILY_QUESTIONS[0], {**FAMILY_QUESTIONS[1], "question_id": "v5"}])
+    path = write_json(tmp_path / "qa.json",
+                      [FAMILY_QUESTIONS[0], {**FAMILY_QUESTIONS[1], "question_id": "v5"}])
     assert "'v5' repeats 'V5'" in data_error(load_questions, path)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
 
+from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
 from socbench.engines.settings import HfSettings
 from socbench.errors import ConfigError
 from socbench.models import ResolvedModel, resolve_model

@@ -13,9 +13,9 @@ import pytest
 from socbench.engines import create_engine
 from socbench.engines.openai_api import OpenAIEngine, OpenAISettings, resolve_api_key
 from socbench.errors import ConfigError, EngineError
-from socbench.testing import FakeOpenAIServer
-from socbench.testing.fake_openai import fake_tokens, pick_code, token_logprob
 from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
+from support import FakeOpenAIServer
+from support.fake_openai import fake_tokens, pick_code, token_logprob
 
 CODES = ("1", "2", "3", "4")
 FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5.0}
@@ -23,7 +23,8 @@ FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5.0}
 
 def prompt(i: int, codes: tuple[str, ...] = CODES, **kw) -> PromptRequest:
     text = f"Question {i}: how much do you agree?\n" + "\n".join(f"{c}. option {c}" for c in codes)
-    return PromptRequest(item_id=f"p{i}", messages=(Message("system", "You are a respondent."), Message("user", text)),
+    return PromptRequest(item_id=f"p{i}",
+                         messages=(Message("system", "You are a respondent."), Message("user", text)),
                          offered_codes=codes, answer_prefix='{"answer": "', **kw)
 
 
@@ -42,7 +43,8 @@ def expected_code(request: PromptRequest, mode: str = "generate") -> str:
 
 
 def engine_for(*servers: FakeOpenAIServer, **settings) -> OpenAIEngine:
-    return OpenAIEngine(OpenAISettings(api_base=[s.url for s in servers], model="fake-model", **(FAST | settings)))
+    return OpenAIEngine(OpenAISettings(api_base=[s.url for s in servers], model="fake-model",
+                                       **(FAST | settings)))
 
 
 def test_generate_same_order_each_reported_once():
@@ -81,7 +83,8 @@ def test_null_or_empty_content_is_an_error_result_after_one_retry(kind):
     failed = [r for r in results if r.error]
     assert 3 <= len(failed) == stats.faults[kind] // 2  # each failing request was asked exactly twice
     assert all(f"{kind} content" in r.error and r.text is None for r in failed)
-    assert all(json.loads(r.text)["answer"] == expected_code(q) for q, r in zip(requests, results) if not r.error)
+    assert all(json.loads(r.text)["answer"] == expected_code(q)
+               for q, r in zip(requests, results) if not r.error)
     assert max(stats.attempts.values()) == 2
 
 
@@ -157,12 +160,14 @@ def test_option_logprobs(tokenize):
         engine = engine_for(server)
         results = engine.option_logprobs(requests)
         assert engine.option_logprobs(requests) == results
-        # the prefix, and prefix+code with and without the closing quote, each tokenized once (404: never again)
+        # the prefix, and prefix+code with and without the closing quote, each tokenized once
+        # (404: never again)
         assert server.stats().by_path["/tokenize"] == 11
     for request, result in zip(requests, results):
         lps, chosen = result.option_logprobs, expected_code(request, "logprobs")
         assert set(lps) == set(request.offered_codes) and max(lps, key=lps.get) == chosen
-        if tokenize and "10" in request.offered_codes:  # one request per code, prompt log-probs of code + quote
+        # one request per code, prompt log-probs of code + quote
+        if tokenize and "10" in request.offered_codes:
             assert lps == pytest.approx({c: (-0.05 if c == chosen else -3.0) * len(c) - 0.01 for c in lps})
         else:  # one request: next-token log-probs (exact token ids, or the top 20 by text)
             assert lps[chosen] == pytest.approx(-0.05)
@@ -173,7 +178,8 @@ def test_option_logprobs_missing_codes_get_minus_inf():
     with FakeOpenAIServer(tokenize=False) as server:
         [result] = engine_for(server, top_logprobs=3).option_logprobs([request])
     finite = {c: v for c, v in result.option_logprobs.items() if not math.isinf(v)}
-    assert finite[expected_code(request)] == pytest.approx(-0.05) and len(finite) <= 3  # only the top 3 are known
+    # only the top 3 are known
+    assert finite[expected_code(request)] == pytest.approx(-0.05) and len(finite) <= 3
     assert all(v == -math.inf for c, v in result.option_logprobs.items() if c not in finite)
 
 
@@ -201,7 +207,8 @@ def test_loglikelihood_failures_raise_after_reporting_the_rest():
     reported: list[int] = []
     with FakeOpenAIServer(faults={"500": 0.4}, fail_attempts=1000, seed=2) as server:
         with pytest.raises(EngineError, match="loglikelihood requests to 127.0.0.1"):
-            engine_for(server, max_retries=1).loglikelihood(requests, on_result=lambda i, r: reported.append(i))
+            engine_for(server, max_retries=1).loglikelihood(requests,
+                                                            on_result=lambda i, r: reported.append(i))
         failed = server.stats().faults["500"] // 2
     assert 0 < failed < 12 and len(reported) == 12 - failed
 
@@ -237,7 +244,8 @@ def test_api_key_never_leaks(tmp_path, monkeypatch, caplog):
         assert server.stats().with_auth == server.stats().requests > 0  # the key was sent
     errors = [r.error for r in results if r.error]
     assert any("bad key Bearer ***" in e for e in errors)  # the server echoed it; we redacted it
-    texts = [*errors, str(raised.value), caplog.text, json.dumps(engine.identity), repr(engine.backend.settings)]
+    texts = [*errors, str(raised.value), caplog.text, json.dumps(engine.identity),
+             repr(engine.backend.settings)]
     assert all(key not in text for text in texts)
     assert all(key.encode() not in path.read_bytes() for path in tmp_path.iterdir())
 

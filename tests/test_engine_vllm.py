@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
 
+from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
 from socbench.engines.settings import VllmSettings
 from socbench.errors import ConfigError
 from socbench.models import ResolvedModel, resolve_model

@@ -9,14 +9,18 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from socbench.testing import FakeConfig, FakeOpenAIServer
+from support import FakeConfig, FakeOpenAIServer
+
+TESTS = Path(__file__).resolve().parent  # ``python -m support.fake_openai`` runs from here
 
 
 def post(url: str, body: dict) -> tuple[int, str]:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.read().decode()
@@ -47,8 +51,9 @@ def test_connection_refused_while_down_then_serving():
 
 
 def test_script_mode_binds_localhost_and_fails_first_attempts():
-    proc = subprocess.Popen([sys.executable, "-m", "socbench.testing.fake_openai", "--port", "0",
-                             "--fault", "503=1", "--model", "m1"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "support.fake_openai", "--port", "0",
+                             "--fault", "503=1", "--model", "m1"], stdout=subprocess.PIPE, text=True,
+                            cwd=TESTS)
     try:
         line = proc.stdout.readline()
         url = line.strip().rsplit(" ", 1)[-1]
@@ -64,6 +69,6 @@ def test_script_mode_binds_localhost_and_fails_first_attempts():
 
 
 def test_script_rejects_unknown_fault():
-    done = subprocess.run([sys.executable, "-m", "socbench.testing.fake_openai", "--fault", "teapot=1"],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run([sys.executable, "-m", "support.fake_openai", "--fault", "teapot=1"],
+                          capture_output=True, text=True, timeout=30, cwd=TESTS)
     assert done.returncode == 2 and "unknown fault kind" in done.stderr

@@ -17,7 +17,7 @@ import pytest
 from sklearn.metrics import f1_score
 
 from socbench.domains import DOMAINS
-from socbench.testing.fake_openai import FakeOpenAIServer
+from support.fake_openai import FakeOpenAIServer
 
 SEED_KEYS = {"domain", "timestamp", "model", "correct_count", "total_count", "accuracy", "macro_f1",
              "micro_f1", "parse_failures", "excluded_count", "details"}
@@ -48,7 +48,8 @@ def _independent(details: list[dict]) -> dict:
               for d in details]
     correct = sum(1 for d in details if d["true_answer"] == d["llm_answer"] and d["parse_error"] is None)
     return {"correct_count": correct, "total_count": len(details), "accuracy": correct / len(details),
-            "macro_f1": f1_score(y_true, y_pred, labels=sorted(set(y_true)), average="macro", zero_division=0),
+            "macro_f1": f1_score(y_true, y_pred, labels=sorted(set(y_true)), average="macro",
+                                 zero_division=0),
             "micro_f1": f1_score(y_true, y_pred, average="micro")}
 
 

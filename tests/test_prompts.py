@@ -209,7 +209,7 @@ def test_shuffled_order_is_uniform() -> None:
 def test_shuffled_order_same_in_another_process() -> None:
     codes = ("1", "2", "3", "4", "5", "-4", "95")
     mine = shuffled_order(codes, 42, 10000001, "V5")
-    code = ("from socbench.prompts.shuffle import shuffled_order as s; "
+    code = ("from socbench.shuffle import shuffled_order as s; "
             f"print(','.join(s({codes!r}, 42, 10000001, 'V5')))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

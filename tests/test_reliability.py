@@ -31,8 +31,8 @@ from socbench.cli import main
 from socbench.config import make_config
 from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
-from socbench.testing import FakeOpenAIServer
 from socbench.types import EngineResult
+from support import FakeOpenAIServer
 
 DOMAIN, NAME, SLUG = 3, "Family", "family"
 

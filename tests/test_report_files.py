@@ -9,7 +9,7 @@ import pytest
 
 from socbench.models import model_slug
 from socbench.report import model_scale_plot, write_domain_files, write_run_summary
-from socbench.report.files import atomic_open, model_dir, write_json
+from socbench.report.output import atomic_open, model_dir, write_json
 from socbench.report.plots import parameter_count
 from socbench.scoring import score_items, summarize_domain
 from socbench.types import Extraction, Item

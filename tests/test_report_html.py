@@ -46,7 +46,8 @@ def make_run(out: Path, model: str, p_right: float, seed: int, logprobs: bool = 
                 dist = {"1": 0.4, "2": 0.3, "3": 0.2, "4": 0.1} if logprobs else None
                 extractions[item.item_id] = Extraction("k", pred, None if pred else "no JSON object", dist)
         data = DomainData(domain_id, name, (), tuple(people), {}, "synthetic")
-        scored, result = score_domain(data, items, extractions, model=model)
+        domain = score_domain(data, items, extractions, model=model)
+        scored, result = domain.items, domain.result
         write_domain_files(out, result, scored)
         results.append(result)
     write_run_summary(out, model, results)

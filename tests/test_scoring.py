@@ -78,7 +78,8 @@ def test_summarize_domain_counts_and_metrics() -> None:
 
 def test_score_domain_records_respondents_interviewed() -> None:
     data = DomainData(1, "Citizenship", (), (), {"Taiwan": 2}, "issp_answer_citizenship.json")
-    scored, result = score_domain(data, ITEMS, EXTRACTIONS, model="m", interview_count="all")
+    domain = score_domain(data, ITEMS, EXTRACTIONS, model="m", interview_count="all")
+    scored, result = domain.items, domain.result
     assert len(scored) == 5 and result.interview_count == 4 and result.domain_name == "Citizenship"
     with pytest.raises(ValueError, match="interview_count=2"):
         score_domain(data, ITEMS, EXTRACTIONS, model="m", interview_count=2)

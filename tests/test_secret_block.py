@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from socbench.testing.fake_openai import FakeOpenAIServer
+from support.fake_openai import FakeOpenAIServer
 
 PLANTED = "sk-planted-7f3a9c1e5d"
 
 
-def test_key_from_secret_block(api_url, demo_data: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_key_from_secret_block(api_url, demo_data: Path, tmp_path: Path,
+                               caplog: pytest.LogCaptureFixture) -> None:
     from prefect.blocks.system import Secret
     from prefect.client.orchestration import get_client
 
@@ -27,7 +28,8 @@ def test_key_from_secret_block(api_url, demo_data: Path, tmp_path: Path, caplog:
     out = tmp_path / "out"
     caplog.set_level(logging.DEBUG)
     with FakeOpenAIServer() as server:
-        state = issp(domain_id=1, interview_count=3, api_type="config", api_base=server.url, model="fake-model",
+        state = issp(domain_id=1, interview_count=3, api_type="config", api_base=server.url,
+                     model="fake-model",
                      api_key_secret="socbench-test-key", data_dir=str(demo_data), output_dir=str(out),
                      return_state=True)
         assert state.is_completed(), state.message

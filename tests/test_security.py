@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from socbench.testing import FakeOpenAIServer
+from support import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = "sk-PLANTED-env-9d41b7c2e0"

@@ -13,7 +13,7 @@ import pytest
 from socbench.cli import main
 from socbench.data import build_items, load_domain, summarize_items
 from socbench.data.demo_questions import DEMO_COUNTRIES, demo_question_set
-from socbench.data.options import NO_ANSWER, NOT_OFFERED, effective_options
+from socbench.data.options import INVALID_CODE, NO_ANSWER, effective_options
 from socbench.data.synth import COUNTRY_KEYS, SAMPLE_DIR, synthesize, write_dataset
 from socbench.data.synth_model import MISSING_CODES
 from socbench.domains import DOMAINS, get_domain
@@ -168,7 +168,8 @@ def test_persona_aware_classifier_beats_majority_out_of_sample(domain_id: int) -
     X = DictVectorizer(sparse=False).fit_transform([_features(r) for r in records])
     gains = []
     for q in questions:
-        rows = [i for i, r in enumerate(records) if _code(r["questions_answer"][q["question_id"]]) in q["answer"]]
+        rows = [i for i, r in enumerate(records)
+                if _code(r["questions_answer"][q["question_id"]]) in q["answer"]]
         y = np.array([_code(records[i]["questions_answer"][q["question_id"]]) for i in rows])
         train, test = slice(0, 400), slice(400, None)
         majority = Counter(y[train]).most_common(1)[0][0]
@@ -198,7 +199,8 @@ def test_real_question_sets_and_codebooks(shared_issp: Path, tmp_path: Path) -> 
     for domain in DOMAINS:
         source = shared_issp / "qa" / domain.qa_file
         assert (out / "q&a" / domain.qa_file).read_bytes() == source.read_bytes()
-        book = next(p for p in (shared_issp / "codebooks").iterdir() if p.name.lower() == domain.profile_file.lower())
+        book = next(p for p in (shared_issp / "codebooks").iterdir()
+                    if p.name.lower() == domain.profile_file.lower())
         entries = json.loads(book.read_text(encoding="utf-8"))
         meanings = {e["meaning"] for e in entries}
         table = next(e["content"] for e in entries if e["domain"].lower() == "c_alphan")
@@ -232,7 +234,7 @@ def test_demo_reads_through_loader_with_expected_exclusions(demo_data: Path) -> 
                 if value is None:
                     expected[NO_ANSWER] += 1
                 elif value not in _offered(q, country):
-                    expected[NOT_OFFERED] += 1
+                    expected[INVALID_CODE] += 1
         summary = summarize_items(build_items(data))
         assert summary["excluded_by_reason"] == dict(expected)
         assert summary["total"] == 40 * len(raw_q)

@@ -20,8 +20,8 @@ import pytest
 
 from socbench.config import make_config
 from socbench.engines import session
-from socbench.testing import FakeOpenAIServer
 from socbench.types import EngineResult
+from support import FakeOpenAIServer
 
 TESTS = Path(__file__).resolve().parent
 DOMAIN = 3  # Family

@@ -8,7 +8,7 @@ from pathlib import Path
 from socbench.cli._args import flag, non_negative_int
 from socbench.errors import ConfigError
 
-DEFAULT_SEED = 20261122
+SYNTH_SEED = 20261122
 DEFAULT_RESPONDENTS = 40
 
 
@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
          help="folder with issp_profile_<Domain>.json codebooks for attribute names and labels")
     flag(parser, "respondents", type=int, default=DEFAULT_RESPONDENTS,
          help=f"respondents per domain (default {DEFAULT_RESPONDENTS})")
-    flag(parser, "seed", type=non_negative_int, default=DEFAULT_SEED,
-         help=f"random seed (default {DEFAULT_SEED})")
+    flag(parser, "seed", type=non_negative_int, default=SYNTH_SEED,
+         help=f"random seed (default {SYNTH_SEED})")
     flag(parser, "domain_id", type=str, default="all", help="domain id, slug or 'all' (default all)")
     parser.set_defaults(handler=run)
 

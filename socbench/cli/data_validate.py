@@ -72,7 +72,8 @@ def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
         for reason, count in report["excluded_by_reason"].items():
             lines.append(f"  {names[key]}: excluded, {reason}: {count}")
         for entry in report["unmapped_respondents"]:
-            lines.append(f"  {names[key]}: country not mapped: {entry['country']!r} ({entry['count']} respondents)")
+            lines.append(f"  {names[key]}: country not mapped: {entry['country']!r} "
+                         f"({entry['count']} respondents)")
     return "\n".join(lines)
 
 

@@ -18,8 +18,10 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """The seed's flags (snake_case as written there; kebab-case accepted too)."""
     flag(parser, "domain_id", default="all", help="domain id (1-4, 6-11) or 'all' (default)")
     flag(parser, "start_domain_id", type=int, default=None, help="with --domain_id all: start here")
-    flag(parser, "interview_count", type=int_or_all, default="all", help="respondents per domain (N or 'all')")
-    flag(parser, "dataset_size", type=positive_int, default=500, help="sample folder A_GroundTruth_sampling<N>")
+    flag(parser, "interview_count", type=int_or_all, default="all",
+         help="respondents per domain (N or 'all')")
+    flag(parser, "dataset_size", type=positive_int, default=500,
+         help="sample folder A_GroundTruth_sampling<N>")
     flag(parser, "api_type", choices=["vllm", "config", "hf"], default="vllm")
     flag(parser, "model", default=DEFAULT_MODEL, help="HF folder, .gguf file or built-in name")
     flag(parser, "api_base", default=None, help="OpenAI-compatible base URL(s), comma-separated")
@@ -27,7 +29,8 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     flag(parser, "concurrent_requests", type=positive_int, default=64)
     flag(parser, "request_timeout_s", type=positive_float, default=60.0,
          help="seconds an HTTP request may take before it is retried (api_type config)")
-    flag(parser, "engine", type=json.loads, default=None, help="engine settings as JSON, e.g. '{\"dtype\": \"float32\"}'")
+    flag(parser, "engine", type=json.loads, default=None,
+         help="engine settings as JSON, e.g. '{\"dtype\": \"float32\"}'")
     flag(parser, "mode", choices=["generate", "logprobs"], default="generate")
     flag(parser, "structured", action=argparse.BooleanOptionalAction, default=None,
          help="constrain answers to {\"answer\": code} (default: on for vllm)")

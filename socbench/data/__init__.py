@@ -24,20 +24,18 @@ from socbench.data.loaders import (
     sample_dir,
 )
 from socbench.data.options import (
-    EXCLUSION_REASONS,
+    INVALID_CODE,
     NO_ANSWER,
-    NOT_OFFERED,
     build_items,
     effective_options,
     summarize_items,
 )
-from socbench.data.sampling import DEFAULT_SEED, draw_order, stratified_sample
+from socbench.data.sampling import SAMPLE_SEED, draw_order, stratified_sample
 
 __all__ = [
     "COUNTRIES",
-    "DEFAULT_SEED",
-    "EXCLUSION_REASONS",
-    "NOT_OFFERED",
+    "SAMPLE_SEED",
+    "INVALID_CODE",
     "NO_ANSWER",
     "AnswerRecord",
     "CodebookEntry",

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 # code -> (display name for [COUNTRY], nationality for [NATIONALITY], extra aliases).
 # Covers every code and name in the C_ALPHAN, c_sample, country, V3 and V4 tables of the
@@ -152,7 +152,9 @@ def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | 
     first and its codes count as known. Returns None when nothing matches.
     """
     text = _NUMERIC_PREFIX.sub("", str(name).strip().translate(_DASHES))
-    extra_index = _build_index([(n, c) for c, n in extra.items()] + [(c, c) for c in extra]) if extra else None
+    extra_index = None
+    if extra:
+        extra_index = _build_index([(n, c) for c, n in extra.items()] + [(c, c) for c in extra])
     code = _lookup(text, extra_index)
     if code:
         return code

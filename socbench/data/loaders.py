@@ -12,10 +12,19 @@ import functools
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
 from socbench.domains import DomainSpec
@@ -78,7 +87,8 @@ _MISSING_START = re.compile(
     r"|refused|resused|(?:i )?(?:don'?t|do not) (?:know|remember)|can'?t (?:choose|say|remember)"
     r"|can ?not (?:choose|say)|hard to say|no information|information missing|break-off|missing)"
     r"(?=$|\s*[,;:(/+.\-]|\s+incl)"  # "Don't know whether there is a God" is an answer
-    r"|(?:refused to answer|no (?:\(second\)|second|secound)|information insufficient|insufficient information"
+    r"|(?:refused to answer|no (?:\(second\)|second|secound)"
+    r"|information insufficient|insufficient information"
     r"|(?:non-|not )classifiable|wrong answer|invalid answers?)\b)"
 )
 _RAW_MISSING_CODE = re.compile(r"^(?:-\d+|9{2,}\d)$")  # -9, -1, 990, 999, 9999, 999990 ...
@@ -205,7 +215,8 @@ def load_questions(path: Path) -> tuple[Question, ...]:
     for rec in records:
         key = rec.question_id.lower()
         if key in seen:
-            raise DataError(f"{path}: question id {rec.question_id!r} repeats {seen[key]!r} (ids are case-insensitive)")
+            raise DataError(f"{path}: question id {rec.question_id!r} repeats {seen[key]!r} "
+                            "(ids are case-insensitive)")
         seen[key] = rec.question_id
     return tuple(rec.to_question() for rec in records)
 
@@ -283,13 +294,15 @@ def parse_interview_count(value: int | str) -> int | None:
 
 def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tuple[Question, ...]) -> None:
     known = {q.id.lower() for q in questions}
-    unknown = sorted({qid for rec in records for qid in rec.questions_answer if qid.strip().lower() not in known})
+    unknown = sorted({qid for rec in records for qid in rec.questions_answer
+                      if qid.strip().lower() not in known})
     if unknown:
         shown = ", ".join(unknown[:5]) + (f" ... ({len(unknown)} in all)" if len(unknown) > 5 else "")
         raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
 
 
-def _to_respondent(rec: AnswerRecord, ids: dict[str, str], resolve: Callable[[str], str | None]) -> Respondent:
+def _to_respondent(rec: AnswerRecord, ids: dict[str, str],
+                   resolve: Callable[[str], str | None]) -> Respondent:
     key = country_attribute_key(rec.attributes)
     raw = rec.attributes.get(key) if key else None
     name = str(raw).strip() if raw is not None and str(raw).strip() else None

@@ -10,13 +10,12 @@ codes (-9, -8, 8, 9, 98, 99, 990 ...) and absent answers are excluded and counte
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 from socbench.types import Code, DomainData, Item, Question
 
 NO_ANSWER = "no answer recorded"
-NOT_OFFERED = "code not offered (missing or invalid code)"
-EXCLUSION_REASONS = (NO_ANSWER, NOT_OFFERED)
+INVALID_CODE = "code not offered (missing or invalid code)"
 
 
 def _numeric_order(code: Code) -> tuple[int, float, str]:
@@ -37,7 +36,8 @@ def country_override(question: Question, country_code: str | None) -> dict[Code,
     return question.special.get(nation) if nation != country_code else None
 
 
-def effective_options(question: Question, country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
+def effective_options(question: Question,
+                      country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
     """Base options overlaid with the country's override, and whether there was one.
 
     Existing codes keep their survey position with the country's label; codes only the
@@ -57,7 +57,7 @@ def _exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...]) ->
     if true_code is None:
         return NO_ANSWER
     if all(code != true_code for code, _ in options):
-        return NOT_OFFERED
+        return INVALID_CODE
     return None
 
 

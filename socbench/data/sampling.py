@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from itertools import zip_longest
-from typing import Protocol, Sequence, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from socbench.errors import ConfigError
 
-DEFAULT_SEED = 42
+SAMPLE_SEED = 42
 
 
 class _Person(Protocol):
@@ -41,7 +42,7 @@ def _rng(seed: int, label: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
-def draw_order(respondents: Sequence[P], seed: int = DEFAULT_SEED) -> list[P]:
+def draw_order(respondents: Sequence[P], seed: int = SAMPLE_SEED) -> list[P]:
     """Every respondent in draw order: the round-robin over seeded per-country permutations."""
     groups: dict[str, list[P]] = defaultdict(list)
     for person in respondents:
@@ -55,7 +56,7 @@ def draw_order(respondents: Sequence[P], seed: int = DEFAULT_SEED) -> list[P]:
     return [person for round_ in zip_longest(*queues) for person in round_ if person is not None]
 
 
-def stratified_sample(respondents: Sequence[P], size: int, seed: int = DEFAULT_SEED) -> tuple[P, ...]:
+def stratified_sample(respondents: Sequence[P], size: int, seed: int = SAMPLE_SEED) -> tuple[P, ...]:
     """``size`` respondents stratified by country, returned in their original order."""
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ConfigError(f"sample size {size!r}: expected a positive integer")

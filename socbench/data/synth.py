@@ -13,16 +13,16 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from socbench.data import demo_questions as demo
 from socbench.data.loaders import load_codebook, load_questions
-from socbench.data.synth_model import (Person, answer, balanced_countries, make_person,
-                                       question_model)
+from socbench.data.synth_model import Person, answer, balanced_countries, make_person, question_model
 from socbench.domains import DOMAINS, DomainSpec
 from socbench.errors import ConfigError, DataError
 from socbench.types import Question

@@ -30,15 +30,18 @@ class Engine(Protocol):
         """
         ...
 
-    def generate(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+    def generate(self, requests: Sequence[PromptRequest],
+                 on_result: ResultSink | None = None) -> list[EngineResult]:
         """Chat (or raw) completion, constrained to ``{"answer": code}`` when ``structured``."""
         ...
 
-    def option_logprobs(self, requests: Sequence[PromptRequest], on_result: ResultSink | None = None) -> list[EngineResult]:
+    def option_logprobs(self, requests: Sequence[PromptRequest],
+                        on_result: ResultSink | None = None) -> list[EngineResult]:
         """Log-probability of each offered code after ``answer_prefix``: one pass, no decoding."""
         ...
 
-    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
+                      on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         """Sum of log-probs of ``continuation`` given ``context`` (cloze scoring)."""
         ...
 

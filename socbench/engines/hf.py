@@ -18,8 +18,13 @@ from socbench.engines.base import ResultSink
 from socbench.engines.settings import HfSettings
 from socbench.errors import EngineError
 from socbench.models import ResolvedModel
-from socbench.types import (EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest,
-                            SamplingSettings)
+from socbench.types import (
+    EngineResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    PromptRequest,
+    SamplingSettings,
+)
 
 log = logging.getLogger(__name__)
 

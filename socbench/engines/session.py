@@ -29,7 +29,8 @@ def engine_settings(config: RunConfig) -> dict:
 
 
 def _session_key(config: RunConfig) -> str:
-    return f"{config.api_type}|{config.model}|{config.api_base}|{sorted(config.engine.items())}|{config.engine_cache_dir}"
+    return (f"{config.api_type}|{config.model}|{config.api_base}|{sorted(config.engine.items())}"
+            f"|{config.engine_cache_dir}")
 
 
 def get_engine(config: RunConfig) -> Engine:

@@ -12,7 +12,7 @@ from socbench.errors import ConfigError
 from socbench.mcq.prompts import MAX_SHOTS
 
 if TYPE_CHECKING:
-    from socbench.circular import CircularSettings
+    from socbench.types import CircularSettings
 
 METHOD_NAMES = ("cp", "mcp")
 
@@ -77,7 +77,7 @@ class McqConfig(BaseModel):
 
     def circular_settings(self) -> CircularSettings | None:
         """How MCP items are expanded (seeded by ``seed``), or None without ``--circular``."""
-        from socbench.circular import CircularSettings
+        from socbench.types import CircularSettings
 
         if self.circular is None:
             if self.max_variants is not None:

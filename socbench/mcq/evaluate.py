@@ -1,44 +1,26 @@
 """Send a plan's requests to an engine: one ``loglikelihood`` call (CP, CP-UN) and one
-``option_logprobs`` call (MCP), each request once however many (item, k) share it.
+``option_logprobs`` call (MCP and its circular variants), each request once however many
+(item, k, variant) share it.
 
-``extra_options`` (circular evaluation's variant requests) join the MCP call, deduplicated
-by key. Any ``Engine`` works; wrapped in ``CachedEngine`` (as the flow does) every answer
+Any ``Engine`` works; wrapped in ``CachedEngine`` (as the flow does) every answer
 is stored as it arrives, so an interrupted run resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from socbench.engines.base import Engine
-from socbench.mcq.prompts import McqPlan
-from socbench.types import EngineResult, LoglikelihoodResult
+from socbench.types import McqAnswers, McqPlan
 
 Progress = Callable[[int, int], None]  # (answered so far, total)
 
 
-@dataclass(frozen=True)
-class McqAnswers:
-    """The engine's answers by request key, and what it cost."""
-
-    loglikelihoods: dict[str, LoglikelihoodResult]
-    options: dict[str, EngineResult]
-    seconds: float
-    identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
-    cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
-
-    @property
-    def option_errors(self) -> dict[str, str]:
-        return {key: r.error for key, r in self.options.items() if r.error is not None}
-
-
-def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None,
-               extra_options: Sequence[PromptRequest] = ()) -> McqAnswers:
-    """All answers the plan (and ``extra_options``) need; ``progress(done, total)`` as each arrives."""
+def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None) -> McqAnswers:
+    """All answers the plan needs; ``progress(done, total)`` as each arrives."""
     ll_requests = plan.loglikelihood_requests()
-    option_requests = list({r.key: r for r in (*plan.option_requests(), *extra_options)}.values())
+    option_requests = plan.option_requests()
     total = len(ll_requests) + len(option_requests)
     done = 0
 

@@ -20,11 +20,21 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 
 from socbench.errors import ConfigError
-from socbench.mcq.datasets import McqData, McqItem, letters
-from socbench.types import LoglikelihoodRequest, Message, PromptRequest
+from socbench.mcq.circular import expand_mcq_item
+from socbench.mcq.datasets import letters
+from socbench.types import (
+    CircularSettings,
+    ItemPrompts,
+    LoglikelihoodRequest,
+    McqData,
+    McqItem,
+    McqPlan,
+    Message,
+    PromptRequest,
+)
 
 UNCONDITIONAL_CONTEXT = "Answer:"
 SHOT_SEPARATOR = "\n\n"
@@ -92,37 +102,6 @@ def _pools(pool: Sequence[McqItem]) -> dict[str | None, list[McqItem]]:
 # --------------------------------------------------------------------------- requests
 
 
-@dataclass(frozen=True)
-class ItemPrompts:
-    """Every request one (item, k) needs; empty where a method is not run."""
-
-    item: McqItem
-    k_shot: int
-    shot_ids: tuple[str, ...]
-    cp: tuple[LoglikelihoodRequest, ...]
-    uncond: tuple[LoglikelihoodRequest, ...]
-    mcp: PromptRequest | None
-
-
-@dataclass(frozen=True)
-class McqPlan:
-    dataset: str
-    methods: tuple[str, ...]
-    k_shots: tuple[int, ...]
-    tolerance: bool
-    seed: int
-    prompts: tuple[ItemPrompts, ...]  # items in order, k inner
-
-    def loglikelihood_requests(self) -> list[LoglikelihoodRequest]:
-        """Unique by key (CP-UN's requests are shared by every k)."""
-        unique = {r.key: r for p in self.prompts for r in (*p.cp, *p.uncond)}
-        return list(unique.values())
-
-    def option_requests(self) -> list[PromptRequest]:
-        unique = {p.mcp.key: p.mcp for p in self.prompts if p.mcp is not None}
-        return list(unique.values())
-
-
 def mcp_request(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool) -> PromptRequest:
     return PromptRequest(item_id=f"{item.id}#k{k}", messages=(Message("user", mcp_prompt(item, shots)),),
                          mode="logprobs", offered_codes=mcp_codes(item, tolerance),
@@ -140,13 +119,26 @@ def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Seque
     return ItemPrompts(item, k, tuple(s.id for s in shots), cp, uncond, mcp)
 
 
+def variant_prompts(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool,
+                    settings: CircularSettings) -> list[ItemPrompts]:
+    """The MCP request of every circular variant of (item, k), with that (item, k)'s shots."""
+    return [replace(item_prompts(shown, shots, k, ("mcp",), tolerance), variant=variant)
+            for variant, shown in expand_mcq_item(item, settings)]
+
+
 def build_plan(data: McqData, methods: Sequence[str], k_shots: Sequence[int], tolerance: bool,
-               seed: int) -> McqPlan:
-    """Requests for every (item, k); shots drawn from ``data.fewshot_pool``."""
+               seed: int, circular_settings: CircularSettings | None = None) -> McqPlan:
+    """Requests for every (item, k), shots drawn from ``data.fewshot_pool``; with
+    ``circular_settings`` also every MCP variant (``mcq.circular``)."""
     pools = _pools(data.fewshot_pool)
     top = max(k_shots, default=0)
-    prompts = []
+    prompts: list[ItemPrompts] = []
+    variants: list[ItemPrompts] = []
     for item in data.items:
         drawn = draw_shots(item, pools.get(item.subject, []), top, seed) if top else ()
-        prompts.extend(item_prompts(item, drawn[:k], k, methods, tolerance) for k in k_shots)
-    return McqPlan(data.dataset, tuple(methods), tuple(k_shots), tolerance, seed, tuple(prompts))
+        for k in k_shots:
+            prompts.append(item_prompts(item, drawn[:k], k, methods, tolerance))
+            if circular_settings is not None and "mcp" in methods:
+                variants += variant_prompts(item, drawn[:k], k, tolerance, circular_settings)
+    return McqPlan(data.dataset, tuple(methods), tuple(k_shots), tolerance, seed, tuple(prompts),
+                   circular_settings, tuple(variants))

@@ -8,8 +8,9 @@
   CP-LN, CP-LN-char, MCP, MCP-Tolerance; empty where a method was not run);
 - ``<dataset>_accuracy.png``: the same table as grouped bars with the chance level.
 
-With ``--circular``, ``socbench.mcq.circular`` writes its files first and its metrics go
-into the results under ``circular`` (its notes also under the table).
+With ``--circular`` (``socbench.mcq.circular``), per k ``<dataset>_mcp_k<k>_circular.jsonl``
+and ``_circular_metrics.json``, one ``<dataset>_circular_summary.md``/``.csv``, and the
+metrics in the results under ``circular`` (its notes also under the table).
 """
 
 from __future__ import annotations
@@ -19,18 +20,29 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from socbench.mcq.datasets import McqData
-from socbench.mcq.evaluate import McqAnswers
-from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT, McqPlan
-from socbench.mcq.scoring import COLUMNS, METHODS, Prediction, accuracies, chance_accuracy
-from socbench.report.files import atomic_open, model_dir, now_timestamp, write_json
-
-if TYPE_CHECKING:
-    from socbench.mcq.circular import CircularReport
+from socbench.mcq.circular import TABLE_MODE, circular_name, circular_notes
+from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT
+from socbench.mcq.scoring import COLUMNS, METHODS, accuracies, chance_accuracy
+from socbench.report.circular import (
+    circular_table,
+    default_metric_types,
+    write_circular_files,
+    write_circular_table,
+)
+from socbench.report.output import (
+    atomic_open,
+    markdown_table,
+    model_dir,
+    new_figure,
+    now_timestamp,
+    save_figure,
+    write_json,
+)
+from socbench.types import CircularSettings, McqAnswers, McqData, McqPlan, McqScores, Prediction
 
 DEFINITIONS = {
     "CP-RAW": "sum of log P(' option text' | 'Question: q\\nAnswer:') (lm-evaluation-harness acc)",
@@ -50,6 +62,7 @@ class McqFiles:
     table_csv: Path
     plot: Path
     circular_table: Path | None = None
+    circular_notes: list[str] = field(default_factory=list)
 
 
 def mcq_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
@@ -70,9 +83,7 @@ def table_rows(table: Mapping[int, Mapping[str, float]], k_shots: Sequence[int])
 
 def table_markdown(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str] = ()) -> str:
     head = list(rows[0]) if rows else ["k-shot", *COLUMNS.values()]
-    lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in rows:
-        lines.append("| " + " | ".join(_cell(row[h]) for h in head) + " |")
+    lines = [f"# {title}", "", *markdown_table(head, [[_cell(row[h]) for h in head] for row in rows])]
     return "\n".join([*lines, *([""] if notes else []), *notes]) + "\n"
 
 
@@ -106,7 +117,9 @@ def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
 
 def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictions: Sequence[Prediction],
                     model: str, wall_s: float | None,
-                    circular: CircularReport | None = None) -> dict[str, Any]:
+                    circular_report: CircularReport | None = None) -> dict[str, Any]:
+    """``<dataset>_results.json``: accuracies per k and method, settings, definitions, timings
+    (and what the circular part wrote)."""
     table = accuracies(predictions)
     return {
         "dataset": data.dataset, "model": model, "engine": answers.identity, "timestamp": now_timestamp(),
@@ -121,15 +134,50 @@ def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictio
         "timing": {"engine_s": answers.seconds, "wall_s": wall_s, "engine_cache": answers.cache,
                    "loglikelihood_requests": len(answers.loglikelihoods),
                    "option_requests": len(answers.options)},
-        **({"circular": circular.payload} if circular is not None else {}),
+        **({"circular": circular_report.payload} if circular_report is not None else {}),
     }
 
 
+@dataclass(frozen=True)
+class CircularReport:
+    """What the circular part of a run wrote; ``payload`` goes into ``<dataset>_results.json``."""
+
+    payload: dict[str, Any]
+    table_md: Path | None
+
+
+def write_mcq_circular(folder: Path, model: str, plan: McqPlan, settings: CircularSettings,
+                       scores: McqScores) -> CircularReport:
+    """Per k the variants JSONL and metrics JSON; the summary table over k (none without MCP)."""
+    by_k: dict[str, Any] = {}
+    table_rows: dict[str, dict[str, float]] = {}
+    for k, variants in scores.variants.items():
+        name = circular_name(plan.dataset, k)
+        jsonl, metrics, result = write_circular_files(folder, name, variants, settings, dataset=plan.dataset,
+                                                      model=model, method="MCP", k_shot=k)
+        table_rows[name] = result.metrics
+        by_k[str(k)] = {"questions": result.questions, "variants": result.variants,
+                        "sampled_questions": result.sampled_questions, "metrics": result.metrics,
+                        "files": {"variants": str(jsonl), "metrics": str(metrics)}}
+    md = csv = None
+    if table_rows:
+        table = circular_table({model: table_rows}, default_metric_types(settings.mode),
+                               modes={name: TABLE_MODE for name in table_rows})
+        md, csv = write_circular_table(folder, table, stem=f"{plan.dataset}_circular_summary")
+    payload = {"mode": settings.mode, "max_variants": settings.max_variants, "seed": settings.seed,
+               "method": "MCP" if by_k else None, "notes": list(circular_notes(plan.methods)),
+               "scale": "fraction", "k": by_k,
+               "table": {"markdown": str(md), "csv": str(csv)} if md else None}
+    return CircularReport(payload, md)
+
+
 def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
-                    answers: McqAnswers, predictions: Sequence[Prediction],
-                    wall_s: float | None = None, circular: CircularReport | None = None) -> McqFiles:
-    """Write the five files of one run (``circular``: what the circular part wrote); their paths."""
+                    answers: McqAnswers, scores: McqScores, wall_s: float | None = None) -> McqFiles:
+    """Write the five files of one run (with circular evaluation its circular files first); their paths."""
     folder = mcq_dir(output_dir, model)
+    predictions = scores.predictions
+    circular = (write_mcq_circular(folder, model, plan, plan.circular_settings, scores)
+                if plan.circular_settings is not None else None)
     payload = results_payload(data, plan, answers, predictions, model, wall_s, circular)
     split = {item.id: item.split for item in data.items}
     pred_path = folder / f"{data.dataset}_predictions.jsonl"
@@ -146,7 +194,8 @@ def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqDat
         _table_frame(rows).to_csv(handle, index=False, float_format="%.6f")
     plot = accuracy_plot(rows, payload["chance_accuracy"], title, folder / f"{data.dataset}_accuracy.png")
     results = write_json(folder / f"{data.dataset}_results.json", payload)
-    return McqFiles(pred_path, results, md_path, csv_path, plot, circular.table_md if circular else None)
+    return McqFiles(pred_path, results, md_path, csv_path, plot, circular.table_md if circular else None,
+                    list(circular.payload["notes"]) if circular else [])
 
 
 def _table_frame(rows: Sequence[Mapping[str, Any]]):
@@ -162,10 +211,8 @@ def _finite(value: float | None) -> float | None:
 
 def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, title: str, path: Path) -> Path:
     """Grouped bars: one group per method column, one bar per k; a dashed line at chance."""
-    from socbench.report.plots import _new_figure, _save
-
     columns = [c for c in COLUMNS.values() if any(row[c] is not None for row in rows)]
-    fig = _new_figure(max(6.0, 1.2 * len(columns) + 2.5), 4.5)
+    fig = new_figure(max(6.0, 1.2 * len(columns) + 2.5), 4.5)
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(rows))
     for i, row in enumerate(rows):
@@ -178,4 +225,4 @@ def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, title: str, 
     ax.set_ylabel("accuracy")
     ax.set_title(title, fontsize="medium")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return _save(fig, path)
+    return save_figure(fig, path)

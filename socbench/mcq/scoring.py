@@ -20,13 +20,21 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from socbench.mcq.datasets import letters
-from socbench.mcq.prompts import ItemPrompts, McqPlan, digits
-from socbench.types import EngineResult, LoglikelihoodResult
+from socbench.mcq.prompts import digits
+from socbench.types import (
+    EngineResult,
+    ItemPrompts,
+    LoglikelihoodResult,
+    McqAnswers,
+    McqPlan,
+    McqScores,
+    Prediction,
+    VariantResult,
+)
 
 METHODS = ("cp_raw", "cp_un", "cp_ln_token", "cp_ln_char", "mcp", "mcp_tolerance")
 COLUMNS = {"cp_raw": "CP-RAW", "cp_un": "CP-UN", "cp_ln_token": "CP-LN", "cp_ln_char": "CP-LN-char",
@@ -79,24 +87,6 @@ def probability_mass(logprobs: Sequence[float | None]) -> float | None:
 # ------------------------------------------------------------------ plan -> predictions
 
 
-@dataclass(frozen=True)
-class Prediction:
-    """One item, k and method: its scores per option (source order) and what it predicts."""
-
-    item_id: str
-    k_shot: int
-    method: str
-    gold: int
-    scores: Scores
-    prediction: int | None
-    shot_ids: tuple[str, ...]
-    mass: float | None = None  # MCP only: probability on the codes scored
-
-    @property
-    def correct(self) -> bool:
-        return self.prediction == self.gold
-
-
 def _prediction(p: ItemPrompts, method: str, scores: Scores, mass: float | None = None) -> Prediction:
     return Prediction(p.item.id, p.k_shot, method, p.item.gold, scores, predict(scores), p.shot_ids, mass)
 
@@ -133,6 +123,23 @@ def score_plan(plan: McqPlan, loglikelihoods: Mapping[str, LoglikelihoodResult],
         if p.mcp is not None:
             predictions += mcp_predictions(p, options[p.mcp.key], plan.tolerance)
     return predictions
+
+
+def score_variant(p: ItemPrompts, result: EngineResult) -> VariantResult:
+    """The MCP rule on one circular variant: the displayed letter, or None with the reason."""
+    [pred] = mcp_predictions(p, result, tolerance=False)
+    letter = None if pred.prediction is None else p.variant.shown[pred.prediction]
+    reason = result.error or (None if letter is not None else "no log-probability for every letter")
+    return VariantResult.of(p.variant, letter, reason)
+
+
+def score_mcq(plan: McqPlan, answers: McqAnswers) -> McqScores:
+    """The ``score`` stage: every prediction of the plan and each k's circular variant results."""
+    variants: dict[int, list[VariantResult]] = {k: [] for k in plan.k_shots} if plan.variants else {}
+    for p in plan.variants:
+        variants[p.k_shot].append(score_variant(p, answers.options[p.mcp.key]))
+    return McqScores(tuple(score_plan(plan, answers.loglikelihoods, answers.options)),
+                     {k: tuple(results) for k, results in variants.items()})
 
 
 def accuracies(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:

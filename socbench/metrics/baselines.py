@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from socbench.metrics.grouped import MISSING
+from socbench.metrics.grouped import UNMAPPED
 from socbench.types import ScoredItem
 
 BY_QUESTION = ("question_id",)
@@ -51,7 +51,7 @@ def majority_item_scores(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUE
     """
     keys = list(by)
     frame = pd.DataFrame(
-        [tuple(MISSING if (v := getattr(item, k)) is None else str(v) for k in keys) for item in items],
+        [tuple(UNMAPPED if (v := getattr(item, k)) is None else str(v) for k in keys) for item in items],
         columns=keys,
     )
     frame["code"] = [item.true_code for item in items]

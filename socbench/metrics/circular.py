@@ -27,22 +27,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from socbench.circular import CircularMode, VariantResult, rotations
+from socbench.circular import rotations
+from socbench.types import CircularMode, CircularScores, VariantResult
 
 FAMILIES: tuple[str, ...] = ("origin", "circular", "all_possible")
 UNREADABLE = "-"  # OpenCompass's vote for an answer that is not an option
-
-
-@dataclass(frozen=True)
-class CircularScores:
-    """Metrics by OpenCompass name, and per family how many questions and variants entered."""
-
-    metrics: dict[str, float]
-    questions: dict[str, int]
-    variants: dict[str, int]
-    sampled_questions: int
 
 
 def families(mode: CircularMode) -> tuple[str, ...]:

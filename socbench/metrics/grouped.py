@@ -2,7 +2,7 @@
 
 ``grouped(accuracy, "country_code")(items)`` gives ``{"DE": 0.41, "JP": 0.38, ...}``.
 Group names are strings (they become JSON keys); a ``None`` key, such as an unmapped
-country, is reported under ``MISSING`` rather than dropped.
+country, is reported under ``UNMAPPED`` rather than dropped.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from socbench.types import ScoredItem
 Metric = Callable[[Sequence[ScoredItem]], float]
 Key = str | Callable[[ScoredItem], Hashable]
 
-MISSING = "unmapped"
+UNMAPPED = "unmapped"
 
 
 def _key_function(key: Key) -> Callable[[ScoredItem], str]:
@@ -23,7 +23,7 @@ def _key_function(key: Key) -> Callable[[ScoredItem], str]:
 
     def group_name(item: ScoredItem) -> str:
         value = getter(item)
-        return MISSING if value is None else str(value)
+        return UNMAPPED if value is None else str(value)
 
     return group_name
 

@@ -157,7 +157,7 @@ def persona_groups(attributes: Mapping[str, str]) -> dict[str, str]:
     or a missing-value label) falls back to the next variable.
     """
     ranked: dict[str, list[tuple[int, str]]] = {}
-    for key, value in attributes.items():
+    for key in attributes:
         found = classify_key(key)
         if found is not None:
             ranked.setdefault(found[0], []).append((found[1], key))

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.stats import binomtest, bootstrap
 
 DEFAULT_RESAMPLES = 1000
-DEFAULT_SEED = 0
+BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
 
 Totals = tuple[np.ndarray, np.ndarray]  # per-cluster sums of the values, per-cluster item counts
@@ -61,7 +61,7 @@ def stratified_mean(values: Sequence[float], strata: Sequence | None = None) -> 
 
 
 def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Sequence | None = None, *,
-                         n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                         n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED,
                          confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Percentile CI of ``stratified_mean(values, strata)``, resampling clusters in each stratum.
 
@@ -115,7 +115,7 @@ class PairedComparison:
 
 def paired_comparison(correct_a: Sequence[bool], correct_b: Sequence[bool], clusters: Sequence,
                       strata: Sequence | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = DEFAULT_SEED) -> PairedComparison:
+                      seed: int = BOOTSTRAP_SEED) -> PairedComparison:
     """Compare two models item by item; ``clusters`` names each item's respondent.
 
     Accuracies and the difference are stratified means (per-domain accuracy averaged over

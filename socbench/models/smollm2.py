@@ -95,7 +95,7 @@ def ensure_converted(gguf: Path, target: Path, provenance: dict,
         (convert or convert_gguf)(gguf, tmp)
         tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
         record = {**provenance, "gguf_file": gguf.name,
-                  "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                  "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                   "socbench_version": _socbench_version()}
         (tmp / MARKER).write_text(json.dumps(record, indent=2))
         if target.exists():  # unfinished or stale build

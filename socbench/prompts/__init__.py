@@ -12,7 +12,7 @@ from socbench.prompts.persona import (
     settings_from_config,
     variant_prompts,
 )
-from socbench.prompts.shuffle import display_order, render_options, shuffled_order
+from socbench.shuffle import display_order, render_options, shuffled_order
 
 __all__ = [
     "ANSWER_PREFIX",

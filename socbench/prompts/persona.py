@@ -18,14 +18,23 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from socbench.circular import issp_variants, run_circular_settings
 from socbench.data.countries import country_attribute_key, country_info
 from socbench.data.loaders import is_missing_label
 from socbench.errors import DataError
-from socbench.prompts.shuffle import display_order, render_options
-from socbench.types import DomainData, Item, Message, PromptRequest, Question, Respondent, SamplingSettings
+from socbench.shuffle import display_order, render_options
+from socbench.types import (
+    CircularSettings,
+    DomainData,
+    Item,
+    Message,
+    PromptRequest,
+    Question,
+    Respondent,
+    SamplingSettings,
+)
 
 if TYPE_CHECKING:
-    from socbench.circular import CircularSettings
     from socbench.config import RunConfig
 
 # ------------------------------------------------------------------ placeholders
@@ -137,7 +146,7 @@ class PromptSettings(BaseModel):
     include_persona: bool = True
 
 
-def settings_from_config(config: "RunConfig") -> PromptSettings:
+def settings_from_config(config: RunConfig) -> PromptSettings:
     """The prompt settings of one run configuration (CLI and flows build prompts alike)."""
     return PromptSettings(
         mode=config.mode,
@@ -250,17 +259,15 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
 
 
 def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
-                    circular: "CircularSettings", system: str | None = None) -> list[PromptRequest]:
+                    circular_settings: CircularSettings, system: str | None = None) -> list[PromptRequest]:
     """One request per circular variant of ``item``: only the order of option lines differs.
 
     The identity variant keeps the plain item id and is byte-identical to the normal
     request (same cache key); the others carry ``<item id>--<pattern>``.
     """
-    from socbench.circular import issp_variants
-
     return [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern),
                     item_id=variant.request_id)
-            for variant in issp_variants(item, circular)]
+            for variant in issp_variants(item, circular_settings)]
 
 
 def _question_index(questions: Mapping[str, Question]) -> dict[str, Question]:
@@ -274,12 +281,12 @@ def build_prompts(
     respondents: Mapping[int, Respondent],
     questions: Mapping[str, Question],
     settings: PromptSettings,
-    circular: "CircularSettings | None" = None,
+    circular_settings: CircularSettings | None = None,
 ) -> list[PromptRequest]:
     """Prompts for the scoreable items, respondent by respondent (in ``respondents`` order).
 
     Items with an ``excluded_reason`` get no prompt. Within a respondent, items keep their
-    order (survey order), and all of them share one system message. With ``circular``,
+    order (survey order), and all of them share one system message. With ``circular_settings``,
     each item gives its variants' requests, adjacent (``variant_prompts``).
     """
     rank = {pid: i for i, pid in enumerate(respondents)}
@@ -298,25 +305,23 @@ def build_prompts(
         if item.person_id not in systems:
             systems[item.person_id] = system_message(respondent, settings)
         question = index[item.question_id.lower()]
-        if circular is None:
+        if circular_settings is None:
             prompts.append(build_prompt(item, respondent, question, settings, systems[item.person_id]))
         else:
             system = systems[item.person_id]
-            prompts += variant_prompts(item, respondent, question, settings, circular, system)
+            prompts += variant_prompts(item, respondent, question, settings, circular_settings, system)
     return prompts
 
 
-def build_domain_prompts(data: DomainData, items: Sequence[Item], config: "RunConfig") -> list[PromptRequest]:
+def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunConfig) -> list[PromptRequest]:
     """The ``build_prompts`` stage: one domain's items under one run configuration.
 
     With ``config.circular`` set, every scoreable item is asked once per variant.
     """
-    from socbench.circular import circular_settings
-
     respondents = {r.person_id: r for r in data.respondents}
     questions = {q.id: q for q in data.questions}
     settings = settings_from_config(config)
-    return build_prompts(items, respondents, questions, settings, circular_settings(config))
+    return build_prompts(items, respondents, questions, settings, run_circular_settings(config))
 
 
 def prompt_text(request: PromptRequest) -> str:

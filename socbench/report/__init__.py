@@ -12,13 +12,14 @@ from socbench.report.circular import (
 from socbench.report.files import (
     RunSummary,
     domain_markdown,
-    model_dir,
     write_domain_files,
     write_run_summary,
+    write_scored_domain,
     write_summary,
 )
 from socbench.report.html import ReportPaths, write_report
 from socbench.report.leaderboard import leaderboard, leaderboard_rows
+from socbench.report.output import model_dir
 from socbench.report.plots import model_scale_plot
 
 __all__ = [
@@ -38,5 +39,6 @@ __all__ = [
     "write_domain_files",
     "write_report",
     "write_run_summary",
+    "write_scored_domain",
     "write_summary",
 ]

@@ -7,7 +7,7 @@ that produced them (mode, seed, max_variants; a sample's orders are the patterns
 JSONL). The summary table has OpenCompass's ``CircularSummarizer`` layout: a header row
 ``dataset, version, mode, <model>, -, ...``, a row of metric names, then one row per
 dataset with percentages to two decimals and ``-`` where a value is missing. Every file is
-written atomically (``report.files.atomic_open``).
+written atomically (``report.output.atomic_open``).
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from socbench.circular import CircularSettings, VariantResult
-from socbench.metrics.circular import CircularScores, circular_metrics, families
-from socbench.report.files import atomic_open, model_dir, now_timestamp, write_json
-from socbench.types import DomainResult
+from socbench.errors import DataError
+from socbench.metrics.circular import circular_metrics, families
+from socbench.report.output import atomic_open, markdown_table, model_dir, now_timestamp, write_json
+from socbench.types import CircularScores, CircularSettings, DomainResult, VariantResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
 TIE_RULE = "vote ties go to the answer seen first in the file (Counter.most_common, as OpenCompass)"
-MISSING = "-"
+EMPTY_CELL = "-"
 
 
 # --------------------------------------------------------------------- variant files
@@ -62,8 +62,8 @@ class VariantRecord(BaseModel):
     parse_error: str | None = None
 
     def to_result(self) -> VariantResult:
-        return VariantResult(self.qid, tuple(self.pattern), tuple(self.shown), tuple(self.origin),
-                             self.gold, self.prediction, self.sampled, self.parse_error)
+        return VariantResult(self.qid, tuple(self.pattern), tuple(self.shown), tuple(self.origin), self.gold,
+                             sampled=self.sampled, prediction=self.prediction, parse_error=self.parse_error)
 
 
 def write_variants(path: Path, results: Sequence[VariantResult]) -> Path:
@@ -76,10 +76,6 @@ def write_variants(path: Path, results: Sequence[VariantResult]) -> Path:
 
 def read_variants(path: Path) -> list[VariantResult]:
     """Variant results from a ``*_circular.jsonl`` file; a bad line names file and line."""
-    from pydantic import ValidationError
-
-    from socbench.errors import DataError
-
     results = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -104,19 +100,22 @@ def metrics_payload(scores: CircularScores, settings: CircularSettings, **about:
 
 
 def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult],
-                         settings: CircularSettings, **about: Any) -> tuple[Path, Path, CircularScores]:
-    """``<name>_circular.jsonl`` and ``<name>_circular_metrics.json`` in ``folder``."""
-    scores = circular_metrics(results, settings.mode)
+                         settings: CircularSettings, scores: CircularScores | None = None,
+                         **about: Any) -> tuple[Path, Path, CircularScores]:
+    """``<name>_circular.jsonl`` and ``<name>_circular_metrics.json`` in ``folder`` (``scores``:
+    the results' metrics when the score stage computed them already)."""
+    scores = scores or circular_metrics(results, settings.mode)
     jsonl = write_variants(folder / f"{name}_circular.jsonl", results)
     payload = metrics_payload(scores, settings, **about)
     return jsonl, write_json(folder / f"{name}_circular_metrics.json", payload), scores
 
 
 def write_domain_circular(output_dir: str | os.PathLike[str], result: DomainResult,
-                          variants: Sequence[VariantResult], settings: CircularSettings) -> tuple[Path, Path]:
+                          variants: Sequence[VariantResult], settings: CircularSettings,
+                          scores: CircularScores | None = None) -> tuple[Path, Path]:
     """An ISSP domain's circular files beside its ``_detailed.json``."""
     jsonl, metrics, _ = write_circular_files(
-        model_dir(output_dir, result.model), result.domain_name, variants, settings,
+        model_dir(output_dir, result.model), result.domain_name, variants, settings, scores,
         domain=result.domain_name, domain_id=result.domain_id, model=result.model)
     return jsonl, metrics
 
@@ -131,7 +130,7 @@ def default_metric_types(mode: str) -> list[str]:
 
 
 def _cell(value: float | None) -> str:
-    return MISSING if value is None or not math.isfinite(value) else f"{100 * value:.2f}"
+    return EMPTY_CELL if value is None or not math.isfinite(value) else f"{100 * value:.2f}"
 
 
 def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], metric_types: Sequence[str],
@@ -149,25 +148,24 @@ def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], met
     names = list(datasets) if datasets is not None else list(dict.fromkeys(
         dataset for by_dataset in results.values() for dataset in by_dataset))
     header1 = ["dataset", "version", "mode"] + sum(
-        ([model] + [MISSING] * (len(metric_types) - 1) for model in models), [])
-    rows = [[MISSING] * 3 + list(metric_types) * len(models)]
+        ([model] + [EMPTY_CELL] * (len(metric_types) - 1) for model in models), [])
+    rows = [[EMPTY_CELL] * 3 + list(metric_types) * len(models)]
     for name in names:
         if not any(name in results[model] for model in models):
-            rows.append([name, MISSING, MISSING] + [MISSING] * len(models) * len(metric_types))
+            rows.append([name, EMPTY_CELL, EMPTY_CELL] + [EMPTY_CELL] * len(models) * len(metric_types))
             continue
-        row = [name, (versions or {}).get(name, MISSING), (modes or {}).get(name, MISSING)]
+        row = [name, (versions or {}).get(name, EMPTY_CELL), (modes or {}).get(name, EMPTY_CELL)]
         for model in models:
             values = results[model].get(name, {})
-            row += [_cell(values.get(metric)) if metric in values else MISSING for metric in metric_types]
+            row += [_cell(values.get(metric)) if metric in values else EMPTY_CELL for metric in metric_types]
         rows.append(row)
     return pd.DataFrame(rows, columns=header1)
 
 
 def table_markdown(table: pd.DataFrame) -> str:
     """The table as a markdown pipe table (first header row as header, like OpenCompass)."""
-    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|" + "---|" * len(table.columns)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in table.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+    rows = [[str(cell) for cell in row] for row in table.itertuples(index=False)]
+    return "\n".join(markdown_table([str(c) for c in table.columns], rows)) + "\n"
 
 
 def write_circular_table(folder: str | os.PathLike[str], table: pd.DataFrame,

@@ -1,6 +1,6 @@
 """Report figures across runs: per-domain bars, country x domain heatmap, model scale.
 
-Drawn on matplotlib's Agg canvas via ``report.plots``' helpers (no pyplot state); the
+Drawn on matplotlib's Agg canvas via ``report.output``'s helpers (no pyplot state); the
 model-scale trend is ``plots.model_scale_plot`` itself, written into the report folder.
 """
 
@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from socbench.report.leaderboard import Leaderboard, ModelRun
-from socbench.report.plots import _new_figure, _save, model_scale_plot, parameter_count
+from socbench.report.output import new_figure, save_figure
+from socbench.report.plots import model_scale_plot, parameter_count
 
 DOMAIN_BARS = "domain_accuracy_by_run.png"
 HEATMAP = "country_domain_heatmap.png"
@@ -36,7 +37,7 @@ def domain_bars(board: Leaderboard, path: Path) -> Path:
     runs = [row["run"] for row in board.overall]
     by_key = {(r["run"], r["domain"]): r for r in board.domains}
     width = 0.8 / max(len(runs), 1)
-    fig = _new_figure(max(7.0, 1.1 * len(domains) * max(1, len(runs) / 2) + 3), 4.8)
+    fig = new_figure(max(7.0, 1.1 * len(domains) * max(1, len(runs) / 2) + 3), 4.8)
     ax = fig.add_subplot()
     for i, run in enumerate(runs):
         xs, acc, err, ticks = [], [], [[], []], []
@@ -61,7 +62,7 @@ def domain_bars(board: Leaderboard, path: Path) -> Path:
     ax.set_ylabel("accuracy (95% CI)")
     ax.set_title("ISSP accuracy by domain and run")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _gap(a: float, b: float) -> float:
@@ -82,7 +83,7 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
     tables = [(name, country_domain_accuracy(runs[name])) for name in order]
     rows = max(len(t.index) for _, t in tables)
     cols = max(len(t.columns) for _, t in tables)
-    fig = _new_figure(min(30.0, len(tables) * (1.0 + 0.75 * cols) + 1.5), max(3.5, 0.32 * rows + 2.2))
+    fig = new_figure(min(30.0, len(tables) * (1.0 + 0.75 * cols) + 1.5), max(3.5, 0.32 * rows + 2.2))
     axes = fig.subplots(1, len(tables), squeeze=False)[0]
     image = None
     for ax, (name, table) in zip(axes, tables, strict=True):
@@ -99,7 +100,7 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
                             color="white" if v < 0.6 else "black")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
     fig.suptitle("Accuracy by country and domain")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def draw_figures(board: Leaderboard, output_dir: Path, out_dir: Path) -> Figures:

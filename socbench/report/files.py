@@ -10,83 +10,31 @@ looks complete. NaN metrics (an empty domain) are written as ``null``.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import headline_level
-from socbench.models import model_slug
-from socbench.types import DomainResult, ScoredItem
+from socbench.report.circular import write_domain_circular
+from socbench.report.output import (
+    atomic_open,
+    finite_mean,
+    fmt,
+    json_safe,
+    markdown_table,
+    model_dir,
+    now_timestamp,
+    write_json,
+)
+from socbench.report.plots import domain_accuracy_plot
+from socbench.types import CircularSettings, DomainResult, ScoredDomain, ScoredItem
 
 SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
 DISTRIBUTION_SCORES = ("wasserstein", "js", "uniform_wasserstein", "uniform_js")
-
-
-# ------------------------------------------------------------------ paths and atomic writes
-
-
-def model_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
-    """``<output_dir>/<model_slug(model)>``, checked to lie inside ``output_dir``.
-
-    ``model_slug`` (shared with the model cache) maps separators and odd characters to
-    ``_`` and strips leading dots, so a name like ``../../x`` cannot climb out.
-    """
-    root = Path(output_dir).resolve()
-    path = (root / model_slug(model)).resolve()
-    if path.parent != root:
-        raise ValueError(f"model folder {path} escapes {root}")
-    return path
-
-
-@contextmanager
-def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temporary sibling of ``path``; on success fsync and move it onto ``path``.
-
-    If the body raises, the temporary file is removed and ``path`` is left as it was.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make results unreadable to others
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _clean(value: Any) -> Any:
-    """NaN/inf floats -> None, recursively (strict JSON has no NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
-def write_json(path: Path, payload: Mapping[str, Any]) -> Path:
-    """Atomically write ``payload`` as strict, indented UTF-8 JSON."""
-    with atomic_open(path) as handle:
-        json.dump(_clean(payload), handle, indent=2, ensure_ascii=False, allow_nan=False)
-        handle.write("\n")
-    return path
-
-
-def now_timestamp() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 # ------------------------------------------------------------------------- per domain
@@ -152,6 +100,17 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
             write_json(folder / f"{result.domain_name}_metrics.json", metrics))
 
 
+def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain,
+                        circular_settings: CircularSettings | None = None) -> tuple[Path, ...]:
+    """The ``report`` stage's files for one domain: the seed's two and, when ``scored`` holds
+    circular variants, ``<Domain>_circular.jsonl`` / ``_circular_metrics.json``."""
+    paths = write_domain_files(output_dir, scored.result, scored.items)
+    if scored.variants is None or circular_settings is None:
+        return paths
+    return (*paths, *write_domain_circular(output_dir, scored.result, scored.variants, circular_settings,
+                                           scored.circular_scores))
+
+
 def _extras(result: DomainResult) -> dict[str, Any]:
     """Issue-5 keys: accuracy CI, persona breakdowns and distribution scores."""
     return {"accuracy_ci": list(result.accuracy_ci) if result.accuracy_ci else None,
@@ -166,17 +125,17 @@ def distribution_headline(result: DomainResult) -> dict[str, Any]:
             **{f"{name}_score": scores.get(name, math.nan) for name in DISTRIBUTION_SCORES}}
 
 
-def _extra_markdown(result: DomainResult) -> list[str]:
+def _extra_rows(result: DomainResult) -> list[tuple[str, str]]:
     ci = result.accuracy_ci
-    lines = [f"| accuracy 95% CI (respondent bootstrap) | [{_fmt(ci[0])}, {_fmt(ci[1])}] |"] if ci else []
+    rows = [("accuracy 95% CI (respondent bootstrap)", f"[{_fmt(ci[0])}, {_fmt(ci[1])}]")] if ci else []
     head = distribution_headline(result)
     if head["distribution_level"]:
-        lines += [f"| distribution ({head['distribution_level']}): {name} | {_fmt(head[f'{name}_score'])} |"
-                  for name in DISTRIBUTION_SCORES]
+        rows += [(f"distribution ({head['distribution_level']}): {name}", _fmt(head[f"{name}_score"]))
+                 for name in DISTRIBUTION_SCORES]
     for attribute, groups in result.breakdowns.items():
         text = ", ".join(f"{g} {_fmt(v.get('accuracy'))} (n={int(v.get('n', 0))})" for g, v in groups.items())
-        lines.append(f"| accuracy by {attribute} | {text} |")
-    return lines
+        rows.append((f"accuracy by {attribute}", text))
+    return rows
 
 
 def domain_markdown(result: DomainResult) -> str:
@@ -189,10 +148,10 @@ def domain_markdown(result: DomainResult) -> str:
         f"({result.interview_count} respondents); parse failures: {result.parse_failures}",
         f"- excluded: {_counts_text(result.excluded_by_reason)}",
         f"- unmapped countries: {_counts_text(result.unmapped_countries)}", "",
-        "| metric | value |", "|---|---|",
-        *(f"| {name} | {_fmt(value)} |" for name, value in m.items()),
-        *(f"| baseline: {name} | {_fmt(value)} |" for name, value in result.baselines.items()),
-        *_extra_markdown(result),
+        *markdown_table(("metric", "value"), [
+            *((name, _fmt(value)) for name, value in m.items()),
+            *((f"baseline: {name}", _fmt(value)) for name, value in result.baselines.items()),
+            *_extra_rows(result)]),
     ]
     if best is not None:
         lines += ["", f"Strongest baseline: {best[0]} ({_fmt(best[1])})."]
@@ -200,7 +159,7 @@ def domain_markdown(result: DomainResult) -> str:
 
 
 def _fmt(value: float | None) -> str:
-    return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f}"
+    return fmt(value, digits=4)
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
@@ -238,11 +197,6 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
     }
 
 
-def _mean(values: Sequence[float]) -> float:
-    finite = [v for v in values if v is not None and math.isfinite(v)]
-    return sum(finite) / len(finite) if finite else math.nan
-
-
 def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] | None = None,
                     model: str | None = None) -> dict[str, Any]:
     """``summary.json``: per-domain rows and unweighted means over the domains run."""
@@ -257,7 +211,7 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
         "model": model or (results[0].model if results else None),
         "timestamp": now_timestamp(),
         "domains": rows,
-        "mean": {key: _mean([row[key] for row in rows]) for key in mean_keys},
+        "mean": {key: finite_mean(row[key] for row in rows) for key in mean_keys},
         "totals": {key: sum(row[key] for row in rows)
                    for key in ("scoreable_items", "parse_failures", "excluded_count")},
         "unmapped_countries": dict(sorted(unmapped.items())),
@@ -269,19 +223,15 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     """``summary.md``: the same table as ``summary.json``, for people."""
     head = ("domain", "accuracy", "95% CI", "macro-F1 (seed)", "micro-F1 (seed)", "per-question macro-F1",
             "W1 / JS (uniform)", "best baseline", "margin", "items", "parse failures", "excluded")
-    lines = [f"# ISSP results: {payload['model']}", "", "| " + " | ".join(head) + " |",
-             "|" + "---|" * len(head)]
-    for row in payload["domains"]:
-        lines.append("| " + " | ".join([
-            f"{row['domain']} ({row['domain_id']})", *_metric_cells(row),
-            f"{row['best_baseline']} {_fmt(row['best_baseline_accuracy'])}",
-            _fmt(row["margin_over_best_baseline"]), str(row["scoreable_items"]),
-            str(row["parse_failures"]), str(row["excluded_count"])]) + " |")
+    rows = [[f"{row['domain']} ({row['domain_id']})", *_metric_cells(row),
+             f"{row['best_baseline']} {_fmt(row['best_baseline_accuracy'])}",
+             _fmt(row["margin_over_best_baseline"]), str(row["scoreable_items"]),
+             str(row["parse_failures"]), str(row["excluded_count"])] for row in payload["domains"]]
     mean, totals = payload["mean"], payload["totals"]
-    lines.append("| " + " | ".join([
-        "**mean**", *_metric_cells(mean), _fmt(mean["best_baseline_accuracy"]),
-        _fmt(mean["margin_over_best_baseline"]), str(totals["scoreable_items"]),
-        str(totals["parse_failures"]), str(totals["excluded_count"])]) + " |")
+    rows.append(["**mean**", *_metric_cells(mean), _fmt(mean["best_baseline_accuracy"]),
+                 _fmt(mean["margin_over_best_baseline"]), str(totals["scoreable_items"]),
+                 str(totals["parse_failures"]), str(totals["excluded_count"])])
+    lines = [f"# ISSP results: {payload['model']}", "", *markdown_table(head, rows)]
     lines += ["", "Means are unweighted over domains. macro-F1 and micro-F1 are the seed's pooled",
               "definitions (pooled micro-F1 equals accuracy); per-question macro-F1 is the meaningful one.",
               "95% CI: respondent-cluster bootstrap. W1 / JS: 1 - normalised Wasserstein and",
@@ -307,8 +257,6 @@ def _metric_cells(row: Mapping[str, Any]) -> list[str]:
 def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],
                   failed: Mapping[int, str] | None = None, model: str | None = None) -> RunSummary:
     """Write ``summary.json``, ``summary.md`` and ``domain_accuracy.png`` into a model folder."""
-    from socbench.report.plots import domain_accuracy_plot
-
     folder = Path(folder)
     payload = summary_payload(results, failed, model)
     path = write_json(folder / "summary.json", payload)
@@ -316,7 +264,7 @@ def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult
     with atomic_open(markdown) as handle:
         handle.write(summary_markdown(payload))
     plot = domain_accuracy_plot(results, folder / "domain_accuracy.png") if results else None
-    return RunSummary(path, markdown, plot, _clean(payload["domains"]))
+    return RunSummary(path, markdown, plot, json_safe(payload["domains"]))
 
 
 def write_run_summary(output_dir: str | os.PathLike[str], model: str, results: Sequence[DomainResult],

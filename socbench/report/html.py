@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from socbench.metrics.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED
-from socbench.report.files import atomic_open, now_timestamp
+from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
 from socbench.report.figures import Figures, draw_figures
 from socbench.report.leaderboard import (
     COMPARE_HEAD,
@@ -24,14 +23,14 @@ from socbench.report.leaderboard import (
     NOTES,
     OVERALL_HEAD,
     Leaderboard,
+    ModelRun,
     compare_cells,
     domain_cells,
-    fmt,
     leaderboard,
-    ModelRun,
     overall_cells,
     write_leaderboard,
 )
+from socbench.report.output import atomic_open, fmt, now_timestamp
 
 REPORT_FOLDER = "report"
 CSS = """
@@ -42,7 +41,8 @@ h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; 
 .meta, .note { color: #555; font-size: 0.9rem; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.8rem; }
 th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.55rem; text-align: right; white-space: nowrap; }
-th { background: #f2f4f7; text-align: center; white-space: normal; min-width: 3.5rem; } td:nth-child(-n+3) { text-align: left; }
+th { background: #f2f4f7; text-align: center; white-space: normal; min-width: 3.5rem; }
+td:nth-child(-n+3) { text-align: left; }
 .scroll { overflow-x: auto; }
 tr:nth-child(even) td { background: #fafafa; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
@@ -139,7 +139,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str) -> str:
 
 
 def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
-                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> ReportPaths:
+                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> ReportPaths:
     """Read every run under ``output_dir``; write the leaderboard, figures and report.html.
 
     ``out_dir`` defaults to ``<output_dir>/report``. Raises DataError when there is nothing

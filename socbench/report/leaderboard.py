@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
@@ -30,14 +29,14 @@ from socbench.errors import ConfigError, DataError, SocbenchError
 from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import headline_level
 from socbench.metrics.uncertainty import (
+    BOOTSTRAP_SEED,
     DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
     PairedComparison,
     cluster_bootstrap_ci,
     paired_comparison,
 )
 from socbench.models import model_slug
-from socbench.report.files import atomic_open
+from socbench.report.output import atomic_open, finite_mean, fmt, markdown_table
 
 DETAILED_SUFFIX = "_detailed.json"
 SCORES = ("wasserstein", "js", "uniform_wasserstein", "uniform_js")
@@ -172,7 +171,7 @@ def _stored_scores(dom: DomainRun) -> dict[str, Any]:
 
 
 def domain_row(run: ModelRun, dom: DomainRun, *, n_resamples: int = DEFAULT_RESAMPLES,
-               seed: int = DEFAULT_SEED) -> dict[str, Any]:
+               seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """One model x domain line of the leaderboard."""
     items = dom.items
     accuracy = float(items["correct"].mean()) if len(items) else math.nan
@@ -187,18 +186,13 @@ def domain_row(run: ModelRun, dom: DomainRun, *, n_resamples: int = DEFAULT_RESA
     }
 
 
-def _mean(values: Sequence[Any]) -> float:
-    finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
-    return float(np.mean(finite)) if finite else math.nan
-
-
 def model_row(run: ModelRun, rows: Sequence[dict[str, Any]], *, n_resamples: int = DEFAULT_RESAMPLES,
-              seed: int = DEFAULT_SEED) -> dict[str, Any]:
+              seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """One run's overall line: means over its domains; CI stratified by domain."""
     frame = pd.concat([d.items.assign(domain=d.domain) for d in run.domains], ignore_index=True)
     low, high = cluster_bootstrap_ci(frame["correct"], frame["person_id"], frame["domain"],
                                      n_resamples=n_resamples, seed=seed)
-    means = {key: _mean([r[key] for r in rows]) for key in (
+    means = {key: finite_mean(r[key] for r in rows) for key in (
         "accuracy", "best_baseline_accuracy", "margin_over_best_baseline", "per_question_macro_f1",
         *(f"{name}_score" for name in SCORES), "parse_failure_rate")}
     return {"run": run.run, "model": run.model, "domain_id": None, "domain": "ALL",
@@ -216,7 +210,7 @@ class Leaderboard:
 
 
 def build_leaderboard(runs: Sequence[ModelRun], *, n_resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = DEFAULT_SEED) -> Leaderboard:
+                      seed: int = BOOTSTRAP_SEED) -> Leaderboard:
     """Rows for every run and domain, plus paired comparisons of all run pairs (few runs only)."""
     domains, overall = [], []
     for run in runs:
@@ -280,7 +274,7 @@ def shared_items(a: ModelRun, b: ModelRun, domain: str | None = None) -> pd.Data
 
 
 def compare_runs(a: ModelRun, b: ModelRun, domain: str | None = None, *,
-                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> PairedComparison:
+                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedComparison:
     """Paired comparison of two runs on their shared items (strata: domains)."""
     joined = shared_items(a, b, domain)
     return paired_comparison(joined["correct_a"], joined["correct_b"], joined["person_id"], joined["domain"],
@@ -294,12 +288,6 @@ CSV_COLUMNS = ("run", "model", "domain_id", "domain", "domains", "respondents", 
                "accuracy_ci_low", "accuracy_ci_high", "best_baseline", "best_baseline_accuracy",
                "margin_over_best_baseline", "per_question_macro_f1", "distribution_level",
                *(f"{name}_score" for name in SCORES), "parse_failure_rate", "failed_domains")
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
 def accuracy_text(row: dict[str, Any]) -> str:
@@ -339,11 +327,6 @@ def compare_cells(a: str, b: str, cmp: PairedComparison) -> list[str]:
     return [a, b, str(cmp.n_items), fmt(cmp.accuracy_a), fmt(cmp.accuracy_b),
             f"{cmp.difference:+.3f} [{fmt(low)}, {fmt(high)}]", f"{cmp.a_only} / {cmp.b_only}",
             f"{cmp.mcnemar_p:.3g}"]
-
-
-def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-            *("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows)]
 
 
 NOTES = (

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.metrics.baselines import best_baseline
-from socbench.report.files import atomic_open
+from socbench.report.output import new_figure, save_figure
 from socbench.types import DomainResult
 
 _SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([MB])(?![A-Za-z])", re.IGNORECASE)
@@ -38,25 +38,10 @@ def parameter_count(model: str) -> float | None:
     return float(number) * _SCALE[unit.upper()]
 
 
-def _new_figure(width: float, height: float) -> Any:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig: Any, path: Path) -> Path:
-    with atomic_open(path, "wb") as handle:
-        fig.savefig(handle, format="png")
-    return path
-
-
 def domain_accuracy_plot(results: Sequence[DomainResult], path: Path) -> Path:
     """Bar chart of accuracy per domain; a black tick marks each domain's strongest baseline."""
     rows = sorted(results, key=lambda r: r.domain_id)
-    fig = _new_figure(max(6.0, 0.8 * len(rows) + 2), 4.5)
+    fig = new_figure(max(6.0, 0.8 * len(rows) + 2), 4.5)
     ax = fig.add_subplot()
     xs = range(len(rows))
     accuracy = [_finite(r.metrics.get("accuracy")) for r in rows]
@@ -71,7 +56,7 @@ def domain_accuracy_plot(results: Sequence[DomainResult], path: Path) -> Path:
     ax.set_ylabel("accuracy")
     ax.set_title(f"ISSP accuracy by domain: {rows[0].model if rows else ''}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _finite(value: float | None) -> float:
@@ -123,7 +108,7 @@ def _draw_scale(sized: list[tuple[float, dict[str, Any]]], path: Path) -> Path:
     per_model = [{row["domain"]: row["accuracy"] for row in s["domains"] if row["accuracy"] is not None}
                  for _, s in sized]
     xs = [params for params, _ in sized]
-    fig = _new_figure(8.0, 4.5)
+    fig = new_figure(8.0, 4.5)
     ax = fig.add_subplot()
     for domain in sorted(set().union(*per_model)):
         points = [(x, acc[domain]) for x, acc in zip(xs, per_model, strict=True) if domain in acc]
@@ -139,7 +124,7 @@ def _draw_scale(sized: list[tuple[float, dict[str, Any]]], path: Path) -> Path:
     ax.set_ylabel("accuracy")
     ax.set_title("ISSP accuracy by model size")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _size_label(params: float) -> str:

@@ -1,13 +1,13 @@
 """A small OpenAI-compatible server with deterministic answers and seeded fault injection.
 
 In tests: ``with FakeOpenAIServer(latency_ms=20, faults={"500": 0.1}) as server: server.url``
-(127.0.0.1, a free port, served from a background thread). As a script:
-``python -m socbench.testing.fake_openai --port 8001 --latency-ms 100 --fault 429=0.1``
+(127.0.0.1, a free port, served from a background thread). As a script, from ``tests/``:
+``python -m support.fake_openai --port 8001 --latency-ms 100 --fault 429=0.1``
 (binds 127.0.0.1 only).
 
 Answers: ``{"answer": "<code>"}`` with the code picked by a hash of the prompt among the
 options listed in it (lines ``<id>. text``), or among the enum of a requested JSON schema;
-log-probs as ``_fake_model`` describes. Faults: a request whose hash falls in a fault's share
+log-probs as ``fake_model`` describes. Faults: a request whose hash falls in a fault's share
 fails on its first ``fail_attempts`` attempts (the attempt number is how often the server has
 seen that exact body), so which requests fail, and how, is a pure function of (seed,
 request, attempt): see ``FakeConfig.fault_for``.
@@ -22,12 +22,13 @@ import json
 import socket
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
 
-from socbench.testing._fake_model import Answer, FakeModel, fake_tokens, pick_code, token_logprob
+from support.fake_model import Answer, FakeModel, fake_tokens, pick_code, token_logprob
 
 __all__ = ["FAULT_KINDS", "FakeConfig", "FakeOpenAIServer", "FakeStats",
            "fake_tokens", "pick_code", "token_logprob"]
@@ -236,7 +237,7 @@ class FakeOpenAIServer:
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m socbench.testing.fake_openai",
+    parser = argparse.ArgumentParser(prog="python -m support.fake_openai",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--model", default="fake-model")

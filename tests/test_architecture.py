@@ -1,0 +1,141 @@
+"""The code's shape, checked on its source: no import cycle (lazy imports included), a plain
+library that never imports Prefect, and no private name imported from another module.
+
+Imports are read with ``ast`` from every module under ``socbench/``, ``tasks/`` and
+``flows/``, at module level and inside functions (a lazy import is still a dependency);
+only ``if TYPE_CHECKING:`` blocks are left out, as they never run. Importing ``a.b.c``
+also runs the ``__init__`` of ``a`` and ``a.b``, so a module outside a package depends on
+that package's ``__init__`` too: a cycle through a package's re-exports is a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("socbench", "tasks", "flows")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+def is_package(name: str) -> bool:
+    return MODULES.get(name, Path()).name == "__init__.py"
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node except those under ``if TYPE_CHECKING:``."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for child in node.orelse for n in [child, *_runtime_nodes(child)])
+            continue
+        yield node
+        yield from _runtime_nodes(node)
+
+
+def imported(name: str) -> Iterator[tuple[str, list[str]]]:
+    """(module imported, names taken from it) for every runtime import in module ``name``."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    package = name if is_package(name) else name.rpartition(".")[0]
+    for node in _runtime_nodes(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, []
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            yield target, [alias.name for alias in node.names]
+
+
+def dependencies(name: str) -> set[str]:
+    """Internal modules that importing ``name`` runs, including packages' ``__init__``."""
+    deps = set()
+    for target, names in imported(name):
+        targets = [f"{target}.{n}" if f"{target}.{n}" in MODULES else target for n in names] or [target]
+        for module in targets:
+            parts = module.split(".")
+            for i in range(1, len(parts) + 1):
+                ancestor = ".".join(parts[:i])
+                inside = name == ancestor or name.startswith(ancestor + ".")
+                if ancestor in MODULES and (ancestor == module or not inside):
+                    deps.add(ancestor)
+    deps.discard(name)
+    return deps
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_package_is_walked() -> None:
+    assert {"socbench.types", "socbench.circular", "tasks.score", "flows.issp"} <= set(MODULES)
+
+
+def test_no_import_cycle_lazy_imports_included() -> None:
+    graph = {name: dependencies(name) for name in MODULES}
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_sees_lazy_and_package_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"a.c"}, "a.c": set(), "d": {"e"}, "e": {"d"}}
+    assert cycles(graph) == [["d", "e"]]
+    assert cycles({**graph, "a.c": {"a"}}) == [["a", "a.c", "b"], ["d", "e"]]
+
+
+def test_the_library_never_imports_prefect() -> None:
+    offenders = sorted(name for name in MODULES if name.startswith("socbench")
+                       for target, _ in imported(name) if target.split(".")[0] == "prefect")
+    assert offenders == []
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """``from m import _x`` couples to m's internals; a private module (``engines._chat``)
+    may be used inside its own package only."""
+    offenders = []
+    for name in MODULES:
+        package = name if is_package(name) else name.rpartition(".")[0]
+        for target, names in imported(name):
+            for taken in names:
+                full = f"{target}.{taken}"
+                own_private_module = full in MODULES and target == package
+                if taken.startswith("_") and not taken.endswith("__") and not own_private_module:
+                    offenders.append(f"{name}: from {target} import {taken}")
+            private = [part for part in target.split(".") if part.startswith("_") and not part.endswith("__")]
+            if private and not target.startswith(package + "."):
+                offenders.append(f"{name}: imports private module {target}")
+    assert offenders == []
