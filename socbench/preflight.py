@@ -44,7 +44,7 @@ def check_server(api_base: str, timeout_s: float = 5.0) -> None:
 
 def check_run(config: RunConfig) -> None:
     """Data folder, sample size, domains (a lone domain's files too), output folder, model or server."""
-    domains = select_domains(config.domain_id, config.start_domain_id)
+    domains = select_domains(config.domain_id, config.start_domain_id, config.data_dir)
     sample_dir(dataset_root(config.data_dir), config.dataset_size)
     if len(domains) == 1:
         load_domain(config.data_dir, domains[0], config.dataset_size, config.interview_count)

@@ -7,6 +7,7 @@ so is one whose extracted code was not offered to that respondent.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -102,15 +103,17 @@ def summarize_domain(
     *,
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
     seed: int = 0,
+    weights: Mapping[int, float] | None = None,
 ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
     ``metrics`` also holds ``margin_over_best_baseline`` (accuracy minus the strongest
     baseline), so a headline number is never read without its floor. ``min_respondents``
-    is the smallest group the distribution metrics score; ``seed`` seeds the bootstrap.
+    is the smallest group the distribution metrics score; ``seed`` seeds the bootstrap;
+    ``weights`` (person id -> design weight) add weighted baselines and distribution scores.
     """
     metrics = domain_metrics(scored)
-    floor = baselines(scored)
+    floor = baselines(scored, weights)
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
     excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
     return DomainResult(
@@ -127,7 +130,7 @@ def summarize_domain(
         unmapped_countries=dict(unmapped_countries),
         interview_count=interview_count,
         breakdowns=persona_breakdowns(scored),
-        distribution=distribution_scores(scored, min_respondents),
+        distribution=distribution_scores(scored, min_respondents, weights),
         accuracy_ci=cluster_bootstrap_ci([item.correct for item in scored],
                                          [item.person_id for item in scored], seed=seed),
     )
@@ -158,10 +161,19 @@ def score_domain(
                          f"more than interview_count={interview_count}")
     scored = score_items(items, extractions, respondent_groups(data.respondents))
     result = summarize_domain(data.domain_id, data.domain_name, model, items, scored,
-                              data.unmapped_countries, interviewed, min_respondents=min_respondents)
+                              data.unmapped_countries, interviewed, min_respondents=min_respondents,
+                              weights=design_weights(data))
     if circular is not None:
         result = with_circular_metrics(result, score_variants(items, extractions, circular), circular)
     return scored, result
+
+
+def design_weights(data: DomainData) -> dict[int, float] | None:
+    """Person id -> design weight when every respondent has a finite, non-negative one, else None."""
+    weights = {person.person_id: person.weight for person in data.respondents}
+    if not weights or any(w is None or not math.isfinite(w) or w < 0 for w in weights.values()):
+        return None
+    return weights  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------------- circular
