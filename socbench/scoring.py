@@ -125,7 +125,7 @@ def summarize_domain(
         excluded_by_reason=dict(sorted(excluded.items())),
         parse_failures=sum(item.parse_error is not None for item in scored),
         metrics=metrics,
-        per_country=breakdown(COUNTRY_METRICS, "country_code", scored),
+        per_country=country_breakdown(scored, unmapped_countries),
         baselines=floor,
         unmapped_countries=dict(unmapped_countries),
         interview_count=interview_count,
@@ -166,6 +166,14 @@ def score_domain(
     if circular is not None:
         result = with_circular_metrics(result, score_variants(items, extractions, circular), circular)
     return scored, result
+
+
+def country_breakdown(scored: Sequence[ScoredItem], unmapped: Mapping[str, int]) -> dict[str, dict[str, float]]:
+    """Per-country metrics; empty for a study without countries (no code and nothing unmapped),
+    rather than one group called "unmapped"."""
+    if not unmapped and all(item.country_code is None for item in scored):
+        return {}
+    return breakdown(COUNTRY_METRICS, "country_code", scored)
 
 
 def design_weights(data: DomainData) -> dict[int, float] | None:
