@@ -92,7 +92,7 @@ class Manifest(BaseModel):
     domains: Annotated[list[ManifestDomain], Field(min_length=1)]
 
     @model_validator(mode="after")
-    def _unique(self) -> "Manifest":
+    def _unique(self) -> Manifest:
         for attr in ("id", "slug", "name"):
             seen: set[Any] = set()
             for index, domain in enumerate(self.domains):

@@ -20,14 +20,14 @@ from socbench.domains import select_domains
 from socbench.errors import ConfigError, EngineError
 
 
-def check_output_dir(output_dir: Path) -> None:
-    """The output folder can be created and written."""
+def check_output_dir(output_dir: Path, flag: str = "--output_dir") -> None:
+    """The output folder can be created and written (``flag`` names it in the error)."""
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=output_dir, prefix=".write-test-"):
             pass
     except OSError as exc:
-        raise ConfigError(f"--output_dir {output_dir}: cannot write there ({exc.strerror or exc})") from None
+        raise ConfigError(f"{flag} {output_dir}: cannot write there ({exc.strerror or exc})") from None
 
 
 def check_server(api_base: str, timeout_s: float = 5.0) -> None:

@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from fixtures import issp_microdata as micro
+
 from socbench.cli import main
 
 SIZES = (500, 1000, 2000)

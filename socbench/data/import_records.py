@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import pandas as pd
 
-from socbench.data.survey_file import Variable, answer_values, code_strings
+from socbench.data.survey_file import Variable, answer_values, map_codes
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,8 @@ class RecordLayout:
 
 def label_values(column: pd.Series, variable: Variable) -> np.ndarray:
     """Value label of each cell, its raw code where there is none, None where blank."""
-    codes = code_strings(column)
-    if not variable.value_labels:
-        return codes
-    labelled = pd.Series(codes, dtype=object).map(variable.value_labels).to_numpy(dtype=object)
-    return np.where(pd.isna(labelled), codes, labelled)
+    labels = variable.value_labels
+    return map_codes(column, lambda code: labels.get(code, code))
 
 
 def _weights(column: pd.Series) -> list[float | None]:
@@ -57,7 +54,7 @@ def block_records(frame: pd.DataFrame, person_ids: Sequence[int], layout: Record
     attr_keys = [key for _, key in layout.attributes]
     attr_cols = [label_values(frame[name], layout.labels[name]) for name, _ in layout.attributes]
     qids = [qid for _, qid in layout.questions]
-    answer_cols = [answer_values(code_strings(frame[name])) for name, _ in layout.questions]
+    answer_cols = [answer_values(frame[name]) for name, _ in layout.questions]
     weights = _weights(frame[layout.weight]) if layout.weight else None
     rows = len(frame)
     attr_rows = zip(*attr_cols) if attr_cols else [()] * rows
@@ -65,7 +62,8 @@ def block_records(frame: pd.DataFrame, person_ids: Sequence[int], layout: Record
     for i, (attrs, answers) in enumerate(zip(attr_rows, zip(*answer_cols) if answer_cols else [()] * rows)):
         record: dict[str, Any] = {
             "person_id": int(person_ids[i]),
-            "attributes": {k: v for k, v in zip(attr_keys, attrs) if v is not None},
+            "attributes": ({k: v for k, v in zip(attr_keys, attrs) if v is not None} if None in attrs
+                           else dict(zip(attr_keys, attrs))),
             "questions_answer": dict(zip(qids, answers)),
         }
         if weights is not None:
@@ -93,7 +91,7 @@ class SampleWriters:
         self._handles: dict[int, Any] = {}
         self._tmps: dict[int, Path] = {}
 
-    def __enter__(self) -> "SampleWriters":
+    def __enter__(self) -> Self:
         for size, path in self.paths.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -12,10 +12,8 @@ stats and the folder's manifest (``socbench.yaml``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -26,15 +24,31 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from socbench.data.countries import resolve_country
-from socbench.data.import_records import RecordLayout, SampleWriters, block_records, label_values, write_atomic
+from socbench.data.import_records import (
+    RecordLayout,
+    SampleWriters,
+    block_records,
+    label_values,
+    write_atomic,
+)
 from socbench.data.loaders import SAMPLE_PREFIX, load_questions
 from socbench.data.question_labels import question_records
 from socbench.data.sampling import DEFAULT_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
-from socbench.manifest import (AUTO_COUNTRY, MANIFEST_NAMES, Manifest, ManifestDomain, find_manifest, load_manifest,
-                               merge_domain, write_manifest)
+from socbench.manifest import (
+    AUTO_COUNTRY,
+    MANIFEST_NAMES,
+    Manifest,
+    ManifestDomain,
+    find_manifest,
+    load_manifest,
+    merge_domain,
+    write_manifest,
+)
+from socbench.models.smollm2 import file_sha256
+from socbench.preflight import check_output_dir
 
 ISSP_COUNTRY = "C_ALPHAN"
 ISSP_WEIGHT = "WEIGHT"
@@ -208,15 +222,6 @@ def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key
         raise ConfigError(f"{flag} {err.get('input')!r}: {err['msg'].removeprefix('Value error, ')}") from None
 
 
-def _check_out(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
-
-
 def plan_import(request: ImportRequest) -> ImportPlan:
     """Every check, from the file's metadata only; one line per problem, before any work."""
     if not request.sizes or any(size < 1 for size in request.sizes):
@@ -231,20 +236,12 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     base = _base_manifest(request.out, slug)
     country_key = dict(attributes)[country] if country else None
     entry = _entry(request, base, slug, country_key, missing)
-    _check_out(request.out)
+    check_output_dir(request.out, "--out")
     layout = RecordLayout(attributes, tuple(pairs), weight, survey.variables)
     return ImportPlan(request, survey, layout, country, entry, merge_domain(base, entry), question_file)
 
 
 # ------------------------------------------------------------------------------ work
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:
@@ -302,7 +299,7 @@ def run_import(plan: ImportPlan) -> ImportSummary:
             offset += len(frame)
     if offset != survey.n_rows:
         raise DataError(f"{survey.path}: read {offset} rows, the file declares {survey.n_rows}")
-    sha = sha256_of(request.source)
+    sha = file_sha256(request.source)
     for size in sizes:
         stats = json.dumps(_stats(plan, rows, ranks, size, sha), indent=2, ensure_ascii=False) + "\n"
         write_atomic(paths[size].parent / f"sampling_stats_{plan.entry.slug}.json", stats.encode("utf-8"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,12 +68,8 @@ class SurveyFile:
         """Row blocks of the named columns, in file order."""
         try:
             yield from self._chunks(list(names), chunk_rows)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, *_readstat_errors()) as exc:
             raise DataError(f"{self.path}: cannot read the {self.kind} file ({exc})") from None
-        except Exception as exc:  # ReadStat's own errors carry no common base class
-            if type(exc).__module__.startswith("pyreadstat"):
-                raise DataError(f"{self.path}: cannot read the {self.kind} file ({exc})") from None
-            raise
 
     def _chunks(self, names: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
         if self.kind == "CSV":
@@ -87,6 +83,13 @@ class SurveyFile:
         for frame, _ in pyreadstat.read_file_in_chunks(reader, str(self.path), chunksize=chunk_rows,
                                                        usecols=names, **extra):
             yield frame[names]
+
+
+def _readstat_errors() -> tuple[type[Exception], ...]:
+    """ReadStat's error types (pyreadstat is imported only when a binary file is read)."""
+    import pyreadstat
+
+    return (pyreadstat.ReadstatError, pyreadstat.PyreadstatError)
 
 
 # ---------------------------------------------------------------------------- codes
@@ -110,34 +113,32 @@ def canonical_code(value: Any) -> str | None:
     return str(int(number)) if number.is_integer() and "inf" not in text.lower() else text
 
 
+def map_codes(series: pd.Series, fn: Callable[[str], Any]) -> np.ndarray:
+    """``fn(canonical code)`` for every cell (None for blanks), computed once per distinct value.
+
+    A survey column holds few distinct values (an id column is the exception), so this is
+    a factorisation plus a handful of Python calls instead of one per cell.
+    """
+    positions, uniques = pd.factorize(series, use_na_sentinel=True)
+    table = [None if (code := canonical_code(value)) is None else fn(code) for value in uniques]
+    return np.array([*table, None], dtype=object)[positions]  # position -1 (blank) -> None
+
+
+def _as_answer(code: str) -> Any:
+    try:
+        return int(code)
+    except ValueError:
+        return code
+
+
 def code_strings(series: pd.Series) -> np.ndarray:
-    """Canonical code strings of a column (object array, None where blank), vectorised."""
-    out = np.full(len(series), None, dtype=object)
-    numbers = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    finite = np.isfinite(numbers)
-    integral = finite & (np.mod(numbers, 1) == 0) & (np.abs(numbers) < 2**53)
-    out[integral] = numbers[integral].astype(np.int64).astype(str)
-    other = finite & ~integral
-    out[other] = [repr(float(x)) for x in numbers[other]]
-    if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
-        rest = ~finite & series.notna().to_numpy()
-        texts = series[rest].astype(str).str.strip()
-        out[rest] = [t if t else None for t in texts]
-    return out
+    """Canonical code strings of a column (object array, None where blank)."""
+    return map_codes(series, str)
 
 
-def answer_values(codes: np.ndarray) -> list[Any]:
-    """Codes as JSON answer values: integers as int, others as their string, blanks as None."""
-    values: list[Any] = []
-    for code in codes:
-        if code is None:
-            values.append(None)
-            continue
-        try:
-            values.append(int(code))
-        except ValueError:
-            values.append(code)
-    return values
+def answer_values(series: pd.Series) -> np.ndarray:
+    """A column as JSON answer values: integer codes as int, others as their string, blanks None."""
+    return map_codes(series, _as_answer)
 
 
 # ------------------------------------------------------------------------- opening
@@ -168,7 +169,7 @@ def _read_binary(path: Path, kind: str) -> SurveyFile:
     extra = {"user_missing": True} if kind == "SPSS" else {}
     try:
         _, meta = reader(str(path), metadataonly=True, **extra)
-    except Exception as exc:  # ReadStat reports unreadable files with its own error types
+    except (OSError, ValueError, *_readstat_errors()) as exc:
         raise DataError(f"{path}: cannot read as a {kind} file ({exc})") from None
     types = meta.readstat_variable_types or {}
     variables = {
