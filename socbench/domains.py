@@ -79,8 +79,14 @@ def spec_from_manifest(entry: ManifestDomain) -> DomainSpec:
         country_attribute=entry.country_attribute,
         persona_include=tuple(entry.persona_attributes.include),
         persona_exclude=tuple(entry.persona_attributes.exclude),
-        missing_codes=tuple(str(code).strip() for code in entry.missing_codes),
+        missing_codes=tuple(_canonical(code) for code in entry.missing_codes),
     )
+
+
+def _canonical(code: int | str) -> str:
+    """A missing code as the loaders write codes: " 098" -> "98", -9 -> "-9"."""
+    text = str(code).strip()
+    return str(int(text)) if text.lstrip("-").isdigit() else text
 
 
 def domain_table(data_dir: str | Path | None = None) -> tuple[DomainSpec, ...]:

@@ -42,9 +42,8 @@ from socbench.manifest import (
     MANIFEST_NAMES,
     Manifest,
     ManifestDomain,
-    find_manifest,
-    load_manifest,
     merge_domain,
+    read_manifest,
     write_manifest,
 )
 from socbench.models.smollm2 import file_sha256
@@ -188,11 +187,15 @@ def _slug(request: ImportRequest) -> str:
     return re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_-") or "survey"
 
 
+def _manifest_path(out: Path) -> Path:
+    """The manifest of the folder written to (``socbench.yaml`` unless it has a ``.yml``)."""
+    return next((out / name for name in MANIFEST_NAMES if (out / name).is_file()), out / MANIFEST_NAMES[0])
+
+
 def _base_manifest(out: Path, slug: str) -> Manifest | None:
     """The folder's manifest; for a SocioBench folder without one, its ISSP domains present."""
-    existing = load_manifest(out)
-    if existing is not None:
-        return existing
+    if _manifest_path(out).is_file():
+        return read_manifest(_manifest_path(out))
     present = [ManifestDomain(id=d.id, name=d.name, slug=d.slug, module=d.module, country_attribute=AUTO_COUNTRY)
                for d in DOMAINS if d.slug != slug and (out / QA_FOLDER / d.qa_file).is_file()]
     return Manifest(domains=present) if present else None
@@ -274,7 +277,7 @@ def _write_side_files(plan: ImportPlan) -> None:
     qa_path.parent.mkdir(parents=True, exist_ok=True)
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
         write_atomic(qa_path, plan.question_file)
-    write_manifest(find_manifest(out) or out / MANIFEST_NAMES[0], plan.manifest)
+    write_manifest(_manifest_path(out), plan.manifest)
 
 
 def run_import(plan: ImportPlan) -> ImportSummary:
