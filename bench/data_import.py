@@ -23,8 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 COUNTRIES = ("AT AU BE CH CL CN CZ DE DK ES FI FR GB-GBN HR HU IL IN IS IT JP KR LT NO NZ PH RU SE SI SK US").split()
-CHILD = ("import json, resource, sys; from socbench.cli import main; rc = main(sys.argv[1:]); "
-         "print(json.dumps({'rc': rc, 'max_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))")
+# Peak RSS from VmHWM: ru_maxrss survives exec and would report the parent's peak (the generated frame).
+CHILD = ("import json, re, sys; from socbench.cli import main; rc = main(sys.argv[1:]); "
+         "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1); "
+         "print(json.dumps({'rc': rc, 'max_rss_mb': int(hwm) / 1024}))")
 
 
 def write_files(folder: Path, rows: int, questions: int = 80, attributes: int = 316) -> list[Path]:
