@@ -26,6 +26,7 @@ from socbench.errors import ConfigError, DataError
 FORMATS = {".dta": "Stata", ".sav": "SPSS", ".zsav": "SPSS", ".csv": "CSV"}
 CHUNK_ROWS = 10_000
 CODEBOOK_CSV_COLUMNS = ("variable", "label", "code", "value_label")
+CSV_NA = {"keep_default_na": False, "na_values": [""]}  # only an empty cell is blank ("NA" is Namibia)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class SurveyFile:
 
     def _chunks(self, names: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
         if self.kind == "CSV":
-            for frame in pd.read_csv(self.path, usecols=names, chunksize=chunk_rows):
+            for frame in pd.read_csv(self.path, usecols=names, chunksize=chunk_rows, **CSV_NA):
                 yield frame[names]
             return
         import pyreadstat
@@ -154,11 +155,15 @@ def _labels(mapping: dict[Any, Any] | None) -> dict[str, str]:
 
 
 def _spss_missing(meta: Any, name: str) -> tuple[str, ...]:
+    """Declared user-missing codes: discrete values, and the labelled codes inside a range."""
     codes: list[str] = []
+    labelled = [code for code in (meta.variable_value_labels.get(name) or {}) if isinstance(code, (int, float))]
     for entry in (meta.missing_ranges or {}).get(name, []):
         low, high = entry.get("lo"), entry.get("hi")
-        if low == high and canonical_code(low) is not None:
-            codes.append(canonical_code(low) or "")
+        if not isinstance(low, (int, float)) or not isinstance(high, (int, float)):
+            continue
+        values = [low] if low == high else [code for code in labelled if low <= code <= high]
+        codes += [code for value in values if (code := canonical_code(value)) is not None]
     return tuple(codes)
 
 
@@ -200,16 +205,16 @@ def open_survey(path: str | Path, codebook: str | Path | None = None) -> SurveyF
 
 def _read_csv(path: Path, codebook: Path) -> SurveyFile:
     try:
-        header = pd.read_csv(path, nrows=0)
-        rows = len(pd.read_csv(path, usecols=[0]))  # quoted new lines count right
+        head = pd.read_csv(path, nrows=1000, **CSV_NA)  # column types from the first rows
+        rows = len(pd.read_csv(path, usecols=[0], **CSV_NA))  # quoted new lines count right
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read as CSV ({exc})") from None
     book = read_codebook(codebook)
     variables = {}
-    for name in header.columns:
-        entry = book.get(str(name).lower())
-        label, values = entry if entry else (None, {})
-        variables[str(name)] = Variable(name=str(name), label=label, value_labels=values)
+    for name in head.columns:
+        label, values = book.get(str(name).lower(), (None, {}))
+        is_string = head[name].dtype == object or pd.api.types.is_string_dtype(head[name].dtype)
+        variables[str(name)] = Variable(name=str(name), label=label, value_labels=values, is_string=is_string)
     return SurveyFile(path, "CSV", variables, rows)
 
 
