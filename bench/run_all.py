@@ -15,7 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-SCRIPTS = ("pipeline_vs_bare", "prefix_cache", "api_client", "orchestration", "arc_cp_vs_lmeval")
+SCRIPTS = ("pipeline_vs_bare", "prefix_cache", "api_client", "orchestration", "arc_cp_vs_lmeval",
+           "data_import")
 # Default sizes that keep ``make bench`` under 30 minutes here: ARC on its first 200 items
 # (all 2,376 per side take about an hour each on 2 cores; run the script alone for that).
 DEFAULT_ARGS = {"arc_cp_vs_lmeval": ["--limit", "200"]}

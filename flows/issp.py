@@ -96,7 +96,7 @@ def issp_inprocess(config: RunConfig) -> dict:
 
 def run_domains(config: RunConfig) -> Any:
     """The parent's body, shared with the CLI's in-process run."""
-    domains = select_domains(config.domain_id, config.start_domain_id)
+    domains = select_domains(config.domain_id, config.start_domain_id, config.data_dir)
     results: list[DomainResult] = []
     failed: dict[int, str] = {}
     try:

@@ -20,14 +20,14 @@ from socbench.domains import select_domains
 from socbench.errors import ConfigError, EngineError
 
 
-def check_output_dir(output_dir: Path) -> None:
-    """The output folder can be created and written."""
+def check_output_dir(output_dir: Path, flag: str = "--output_dir") -> None:
+    """The output folder can be created and written (``flag`` names it in the error)."""
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=output_dir, prefix=".write-test-"):
             pass
     except OSError as exc:
-        raise ConfigError(f"--output_dir {output_dir}: cannot write there ({exc.strerror or exc})") from None
+        raise ConfigError(f"{flag} {output_dir}: cannot write there ({exc.strerror or exc})") from None
 
 
 def check_server(api_base: str, timeout_s: float = 5.0) -> None:
@@ -44,7 +44,7 @@ def check_server(api_base: str, timeout_s: float = 5.0) -> None:
 
 def check_run(config: RunConfig) -> None:
     """Data folder, sample size, domains (a lone domain's files too), output folder, model or server."""
-    domains = select_domains(config.domain_id, config.start_domain_id)
+    domains = select_domains(config.domain_id, config.start_domain_id, config.data_dir)
     sample_dir(dataset_root(config.data_dir), config.dataset_size)
     if len(domains) == 1:
         load_domain(config.data_dir, domains[0], config.dataset_size, config.interview_count)

@@ -8,6 +8,7 @@ offered to that respondent.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -111,15 +112,17 @@ def summarize_domain(
     *,
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
     seed: int = 0,
+    weights: Mapping[int, float] | None = None,
 ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
     ``metrics`` also holds ``margin_over_best_baseline`` (accuracy minus the strongest
     baseline), so a headline number is never read without its floor. ``min_respondents``
-    is the smallest group the distribution metrics score; ``seed`` seeds the bootstrap.
+    is the smallest group the distribution metrics score; ``seed`` seeds the bootstrap;
+    ``weights`` (person id -> design weight) add weighted baselines and distribution scores.
     """
     metrics = domain_metrics(scored)
-    floor = baselines(scored)
+    floor = baselines(scored, weights)
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
     excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
     return DomainResult(
@@ -131,12 +134,12 @@ def summarize_domain(
         excluded_by_reason=dict(sorted(excluded.items())),
         parse_failures=sum(item.parse_error is not None for item in scored),
         metrics=metrics,
-        per_country=breakdown(COUNTRY_METRICS, "country_code", scored),
+        per_country=country_breakdown(scored, unmapped_countries),
         baselines=floor,
         unmapped_countries=dict(unmapped_countries),
         interview_count=interview_count,
         breakdowns=persona_breakdowns(scored),
-        distribution=distribution_scores(scored, min_respondents),
+        distribution=distribution_scores(scored, min_respondents, weights),
         accuracy_ci=cluster_bootstrap_ci([item.correct for item in scored],
                                          [item.person_id for item in scored], seed=seed),
     )
@@ -168,7 +171,8 @@ def score_domain(
                          f"more than interview_count={interview_count}")
     scored = score_items(items, extractions, respondent_groups(data.respondents))
     result = summarize_domain(data.domain_id, data.domain_name, model, items, scored,
-                              data.unmapped_countries, interviewed, min_respondents=min_respondents)
+                              data.unmapped_countries, interviewed, min_respondents=min_respondents,
+                              weights=design_weights(data))
     if circular_settings is None:
         return ScoredDomain(tuple(scored), result)
     variants = score_variants(items, extractions, circular_settings)
@@ -177,6 +181,26 @@ def score_domain(
              for name in ("acc", "perf", "vote")}
     return ScoredDomain(tuple(scored), replace(result, metrics={**result.metrics, **extra}),
                         tuple(variants), scores)
+
+
+def country_breakdown(scored: Sequence[ScoredItem],
+                      unmapped: Mapping[str, int]) -> dict[str, dict[str, float]]:
+    """Per-country metrics; empty for a study without countries (no code and nothing unmapped),
+    rather than one group called "unmapped"."""
+    if not unmapped and all(item.country_code is None for item in scored):
+        return {}
+    return breakdown(COUNTRY_METRICS, "country_code", scored)
+
+
+def design_weights(data: DomainData) -> dict[int, float] | None:
+    """Person id -> design weight when every respondent has a finite, non-negative one, else None."""
+    weights = {person.person_id: person.weight for person in data.respondents}
+    if not weights or any(w is None or not math.isfinite(w) or w < 0 for w in weights.values()):
+        return None
+    return weights  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------------- circular
 
 
 def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction],

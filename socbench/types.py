@@ -41,6 +41,7 @@ class Respondent:
     country_code: str | None
     attributes: dict[str, str]
     answers: dict[str, Code | None]  # question id (as in the question set) -> normalised code
+    weight: float | None = None  # the survey's design weight, when the data carries one
 
 
 @dataclass(frozen=True)

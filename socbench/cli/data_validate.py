@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     flag(parser, "data_dir", type=Path, required=True, help="a SocioBench Dataset_all folder (or its parent)")
     flag(parser, "dataset_size", type=positive_int, default=500,
          help="sample size: reads A_GroundTruth_sampling<N> (default 500)")
-    flag(parser, "domain_id", default="all", help="domain id (1-4, 6-11) or 'all' (default)")
+    flag(parser, "domain_id", default="all",
+         help="domain id or slug (the manifest's, else 1-4, 6-11) or 'all' (default)")
     flag(parser, "json", action="store_true", help="print one JSON object instead of a table")
     parser.set_defaults(handler=run)
 
@@ -78,7 +79,7 @@ def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    domains = select_domains(args.domain_id)
+    domains = select_domains(args.domain_id, data_dir=args.data_dir)
     reports, errors = validate(args.data_dir, domains, args.dataset_size)
     names = {str(d.id): d.name for d in domains}
     if args.json:

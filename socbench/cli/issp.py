@@ -16,7 +16,8 @@ from socbench.config import DEFAULT_MODEL, make_config
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """The seed's flags (snake_case as written there; kebab-case accepted too)."""
-    flag(parser, "domain_id", default="all", help="domain id (1-4, 6-11) or 'all' (default)")
+    flag(parser, "domain_id", default="all",
+         help="domain id or slug (the manifest's, else 1-4, 6-11) or 'all' (default)")
     flag(parser, "start_domain_id", type=int, default=None, help="with --domain_id all: start here")
     flag(parser, "interview_count", type=int_or_all, default="all",
          help="respondents per domain (N or 'all')")

@@ -17,7 +17,7 @@ def register_prompts(sub: argparse._SubParsersAction) -> None:
     """Add ``prompts`` to the ``issp`` group's subparsers."""
     parser = sub.add_parser("prompts", help="print the first prompts of a domain for inspection")
     flag(parser, "data_dir", default=None, help="a SocioBench Dataset_all folder (default: demo data)")
-    flag(parser, "domain_id", required=True, help="one domain id (1-4, 6-11)")
+    flag(parser, "domain_id", required=True, help="one domain id or slug (the manifest's, else 1-4, 6-11)")
     flag(parser, "limit", type=positive_int, default=3, help="how many prompts to print (default 3)")
     flag(parser, "dataset_size", type=positive_int, default=500, help="reads A_GroundTruth_sampling<N>")
     flag(parser, "mode", choices=["generate", "logprobs"], default="generate")
@@ -40,7 +40,7 @@ def show_prompts(args: argparse.Namespace) -> int:
     from socbench.domains import get_domain
     from socbench.prompts import build_domain_prompts, prompt_text
 
-    domain = get_domain(args.domain_id)
+    domain = get_domain(args.domain_id, args.data_dir)
     config = make_config(data_dir=args.data_dir, domain_id=domain.id, dataset_size=args.dataset_size,
                          mode=args.mode, shuffle_options=args.shuffle_options, seed=args.seed,
                          include_persona=not args.no_persona)

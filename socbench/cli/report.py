@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     flag(parser, "compare", nargs=2, metavar=("A", "B"), default=None,
          help="paired comparison of two runs on their shared items (McNemar exact, bootstrap CI); "
               "prints it, writes nothing")
-    flag(parser, "domain_id", default=None, help="with --compare: one domain only (id or name)")
+    flag(parser, "domain_id", default=None, help="with --compare: one domain only (its name, or an ISSP id)")
     flag(parser, "resamples", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
     flag(parser, "seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.set_defaults(handler=run)
@@ -64,7 +64,9 @@ def compare(args: argparse.Namespace) -> int:
     a, b = (find_run(runs, name) for name in args.compare)
     if a.run == b.run:
         raise ConfigError(f"--compare {args.compare[0]} {args.compare[1]}: both name run {a.run}")
-    domain = get_domain(args.domain_id).name if args.domain_id is not None else None
+    names = {d.domain.lower(): d.domain for run in (a, b) for d in run.domains}  # a manifest's names too
+    domain = None if args.domain_id is None else names.get(str(args.domain_id).lower()) or \
+        get_domain(args.domain_id).name
     result = compare_runs(a, b, domain, n_resamples=args.resamples, seed=args.seed)
     print("\n".join(markdown_table(COMPARE_HEAD, [compare_cells(a.run, b.run, result)])))
     low, high = result.difference_ci

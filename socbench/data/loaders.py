@@ -26,12 +26,13 @@ from pydantic import (
     model_validator,
 )
 
-from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
-from socbench.domains import DomainSpec
+from socbench.data.countries import codebook_country_table, resolve_country
+from socbench.data.domain_rules import apply_missing_codes, country_key_function, persona_filter
+from socbench.domains import QA_FOLDER, DomainSpec
 from socbench.errors import ConfigError, DataError
+from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES
 from socbench.types import DomainData, Question, Respondent
 
-QA_FOLDER = "q&a"
 SAMPLE_PREFIX = "A_GroundTruth_sampling"
 NO_COUNTRY = "(no country attribute)"
 
@@ -146,6 +147,7 @@ class AnswerRecord(BaseModel):
     person_id: int
     attributes: dict[str, Any]
     questions_answer: dict[str, AnswerCode]
+    weight: float | None = None  # the survey's design weight, when the importer kept one
 
     @model_validator(mode="before")
     @classmethod
@@ -249,7 +251,7 @@ def dataset_root(data_dir: Path) -> Path:
     if not data_dir.is_dir():
         raise DataError(f"--data_dir {data_dir}: folder not found")
     for candidate in (data_dir, data_dir / "Dataset_all"):
-        if (candidate / QA_FOLDER).is_dir():
+        if (candidate / QA_FOLDER).is_dir() or any((candidate / n).is_file() for n in MANIFEST_NAMES):
             return candidate
     raise DataError(
         f"--data_dir {data_dir}: no '{QA_FOLDER}' folder there or in {data_dir / 'Dataset_all'} "
@@ -301,13 +303,14 @@ def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tupl
         raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
 
 
-def _to_respondent(rec: AnswerRecord, ids: dict[str, str],
-                   resolve: Callable[[str], str | None]) -> Respondent:
-    key = country_attribute_key(rec.attributes)
+def _to_respondent(rec: AnswerRecord, ids: dict[str, str], resolve: Callable[[str], str | None],
+                   country_key: Callable[[dict], str | None], keep: Callable[[str], bool]) -> Respondent:
+    key = country_key(rec.attributes)
     raw = rec.attributes.get(key) if key else None
     name = str(raw).strip() if raw is not None and str(raw).strip() else None
     attributes = {
-        k: str(v).strip() for k, v in rec.attributes.items() if v is not None and not is_missing_label(str(v))
+        k: str(v).strip() for k, v in rec.attributes.items()
+        if v is not None and not is_missing_label(str(v)) and keep(k)
     }
     answers = {ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
     return Respondent(
@@ -316,25 +319,36 @@ def _to_respondent(rec: AnswerRecord, ids: dict[str, str],
         country_code=resolve(name) if name else None,
         attributes=attributes,
         answers=answers,
+        weight=rec.weight,
     )
 
 
 def build_respondents(
-    records: list[AnswerRecord], questions: tuple[Question, ...], countries: dict[str, str] | None = None
+    records: list[AnswerRecord], questions: tuple[Question, ...], countries: dict[str, str] | None = None,
+    domain: DomainSpec | None = None,
 ) -> tuple[tuple[Respondent, ...], dict[str, int]]:
-    """Respondents plus ``{country name: count}`` of those whose country could not be mapped."""
+    """Respondents plus ``{country name: count}`` of those whose country could not be mapped.
+
+    ``domain`` (default: an ISSP domain) names the country attribute (none for a
+    single-country study, whose respondents are then not reported as unmapped) and the
+    persona attributes to keep.
+    """
     ids = {q.id.lower(): q.id for q in questions}
     cache: dict[str, str | None] = {}
+    country_attribute = domain.country_attribute if domain else AUTO_COUNTRY
 
     def resolve(name: str) -> str | None:
         if name not in cache:
             cache[name] = resolve_country(name, countries)
         return cache[name]
 
-    respondents = tuple(_to_respondent(rec, ids, resolve) for rec in records)
+    keep = persona_filter(domain.persona_include, domain.persona_exclude, country_attribute) if domain \
+        else (lambda key: True)
+    country_key = country_key_function(country_attribute)
+    respondents = tuple(_to_respondent(rec, ids, resolve, country_key, keep) for rec in records)
     unmapped: dict[str, int] = {}
     for person in respondents:
-        if person.country_code is None:
+        if person.country_code is None and country_attribute is not None:
             label = person.country_name or NO_COUNTRY
             unmapped[label] = unmapped.get(label, 0) + 1
     return respondents, unmapped
@@ -346,17 +360,17 @@ def load_domain(
     """Questions and respondents of one domain and sample size (first N respondents if asked)."""
     root = dataset_root(data_dir)
     limit = parse_interview_count(interview_count)
-    qa_path = root / QA_FOLDER / domain.qa_file
+    qa_path = root / domain.qa_path
     answer_path = sample_dir(root, dataset_size) / domain.answer_file
     for path, what in ((qa_path, "question"), (answer_path, "answer")):
         if not path.is_file():
             raise DataError(f"{path}: {what} file of domain {domain.id} ({domain.name}) not found")
-    questions = load_questions(qa_path)
+    questions = apply_missing_codes(load_questions(qa_path), domain.missing_codes)
     records = load_answer_records(answer_path)
     _check_question_ids(answer_path, records, questions)
     codebook = load_codebook(data_dir, domain)
     countries = codebook_country_table(codebook) if codebook else None
-    respondents, unmapped = build_respondents(records[:limit], questions, countries or None)
+    respondents, unmapped = build_respondents(records[:limit], questions, countries or None, domain)
     return DomainData(
         domain_id=domain.id,
         domain_name=domain.name,

@@ -64,3 +64,13 @@ def stratified_sample(respondents: Sequence[P], size: int, seed: int = SAMPLE_SE
         raise ConfigError(f"sample size {size} exceeds the {len(respondents)} respondents available")
     chosen = {id(person) for person in draw_order(respondents, seed)[:size]}
     return tuple(person for person in respondents if id(person) in chosen)
+
+
+def draw_ranks(respondents: Sequence[P], seed: int = SAMPLE_SEED) -> list[int]:
+    """Each respondent's position in the draw order, in the order given.
+
+    The sample of size ``n`` is exactly the respondents ranked below ``n``, so samples of
+    several sizes are nested and a size at least the number of respondents keeps them all.
+    """
+    rank = {id(person): i for i, person in enumerate(draw_order(respondents, seed))}
+    return [rank[id(person)] for person in respondents]

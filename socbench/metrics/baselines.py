@@ -10,6 +10,10 @@ Ties between modal codes are split evenly: with ``t`` tied codes the item scores
 when its true code is among them (the expected accuracy of a random tie-break; no bias
 towards low codes, and still deterministic). An item whose group has no other respondent
 falls back to the uniform ``1/k``. A ``None`` country is a group of its own.
+
+With the survey's design weights, ``majority_question_weighted`` and
+``majority_country_question_weighted`` guess the *population's* modal code instead: code
+totals are sums of the other respondents' weights (still leave-one-respondent-out).
 """
 
 from __future__ import annotations
@@ -50,12 +54,7 @@ def majority_item_scores(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUE
     ``1 / (1 + number of codes at m2)``).
     """
     keys = list(by)
-    frame = pd.DataFrame(
-        [tuple(UNMAPPED if (v := getattr(item, k)) is None else str(v) for k in keys) for item in items],
-        columns=keys,
-    )
-    frame["code"] = [item.true_code for item in items]
-    frame["k"] = [len(item.offered_codes) for item in items]
+    frame = _frame(items, keys)
     counts = frame.groupby(keys + ["code"]).size().rename("c").reset_index()
     stats = _top_two(counts, keys)
     joined = frame.join(counts.set_index(keys + ["code"])["c"], on=keys + ["code"]).join(stats, on=keys)
@@ -76,13 +75,59 @@ def _top_two(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     )
 
 
-def baselines(items: Sequence[ScoredItem]) -> dict[str, float]:
-    """All baselines by name, on the same items the model was scored on."""
-    return {
+def weighted_majority_item_scores(items: Sequence[ScoredItem], weights: Mapping[int, float],
+                                  by: Sequence[str] = BY_QUESTION) -> np.ndarray:
+    """Per-item expected accuracy of the leave-one-out *weighted* majority guess.
+
+    A code's total is the sum of its respondents' weights; removing the item lowers its own
+    code's total by its weight ``w``. Its code wins outright when ``own - w`` beats the best
+    other code's total ``b``, ties with the ``n_b`` codes at ``b`` score ``1 / (1 + n_b)``.
+    Totals are compared after rounding to 9 decimals so equal weights tie exactly.
+    """
+    keys = list(by)
+    frame = _frame(items, keys)
+    frame["w"] = [float(weights[item.person_id]) for item in items]
+    totals = frame.groupby(keys + ["code"])["w"].sum().round(9).rename("own").reset_index()
+    stats = _top_two(totals.rename(columns={"own": "c"}), keys)
+    joined = frame.join(totals.set_index(keys + ["code"])["own"], on=keys + ["code"]).join(stats, on=keys)
+    joined = joined.join(frame.groupby(keys).size().rename("items"), on=keys)
+    own, w = joined["own"].to_numpy(), joined["w"].to_numpy()
+    m1, n_m1, m2, n_m2 = (joined[c].to_numpy() for c in ("m1", "n_m1", "m2", "n_m2"))
+    own_top = own == m1
+    others_at_top = np.where(own_top, n_m1 - 1, n_m1)
+    best = np.where(others_at_top > 0, m1, m2)
+    n_best = np.where(others_at_top > 0, others_at_top, n_m2)
+    left = np.round(own - w, 9)
+    score = np.where(left > best, 1.0, np.where(left == best, 1.0 / (1.0 + n_best), 0.0))
+    others_weight = joined["n"].to_numpy() - w  # _top_two's n is the group's total weight here
+    fallback = (joined["items"].to_numpy() == 1) | (np.round(others_weight, 9) <= 0)
+    return np.where(fallback, 1.0 / joined["k"].to_numpy(), score)
+
+
+def _frame(items: Sequence[ScoredItem], keys: list[str]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        [tuple(UNMAPPED if (v := getattr(item, k)) is None else str(v) for k in keys) for item in items],
+        columns=keys,
+    )
+    frame["code"] = [item.true_code for item in items]
+    frame["k"] = [len(item.offered_codes) for item in items]
+    return frame
+
+
+def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None = None) -> dict[str, float]:
+    """All baselines by name, on the same items the model was scored on (weighted majority
+    baselines too when the survey's ``weights`` are given)."""
+    values = {
         "uniform": uniform_baseline(items),
         "majority_question": majority_baseline(items, BY_QUESTION),
         "majority_country_question": majority_baseline(items, BY_COUNTRY_QUESTION),
     }
+    if weights is not None:
+        pairs = (("majority_question", BY_QUESTION), ("majority_country_question", BY_COUNTRY_QUESTION))
+        for name, by in pairs:
+            scores = weighted_majority_item_scores(items, weights, by) if items else np.array([])
+            values[f"{name}_weighted"] = float(scores.mean()) if len(scores) else math.nan
+    return values
 
 
 def best_baseline(values: Mapping[str, float]) -> tuple[str, float] | None:

@@ -18,13 +18,17 @@ at least ``min_respondents`` respondents:
 Both are 1 for identical distributions. Each level also reports the same scores for a
 uniform answer distribution (``uniform_wasserstein``, ``uniform_js``), the floor a model's
 score should be read against. Scores are averaged (unweighted) over qualifying groups.
+
+With the survey's design weights (``weights``: person id -> weight), each level also has
+``weighted_*`` scores: both distributions are weighted means over the group's respondents
+(the population's answer shares, as social scientists read them), beside the unweighted ones.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from scipy.spatial.distance import jensenshannon
@@ -59,10 +63,16 @@ def group_codes(items: Sequence[ScoredItem]) -> tuple[Code, ...]:
     return tuple(dict.fromkeys(code for item in items for code in item.offered_codes))
 
 
-def human_distribution(items: Sequence[ScoredItem], codes: Sequence[Code]) -> np.ndarray:
-    """Shares of the true codes over ``codes``."""
+Weights = Mapping[int, float]
+SCORE_NAMES = ("wasserstein", "js", "uniform_wasserstein", "uniform_js")
+
+
+def human_distribution(items: Sequence[ScoredItem], codes: Sequence[Code],
+                       weights: Weights | None = None) -> np.ndarray:
+    """Shares of the true codes over ``codes`` (weighted by respondent when ``weights``)."""
     index = {code: i for i, code in enumerate(codes)}
-    counts = np.bincount([index[item.true_code] for item in items], minlength=len(codes))
+    w = [weights[item.person_id] for item in items] if weights is not None else None
+    counts = np.bincount([index[item.true_code] for item in items], weights=w, minlength=len(codes))
     return counts / counts.sum()
 
 
@@ -80,11 +90,21 @@ def _item_vector(item: ScoredItem, index: dict[Code, int]) -> np.ndarray | None:
     return None
 
 
-def model_distribution(items: Sequence[ScoredItem], codes: Sequence[Code]) -> np.ndarray | None:
-    """Mean of the items' answer vectors over ``codes``; None when no item has an answer."""
+def model_distribution(items: Sequence[ScoredItem], codes: Sequence[Code],
+                       weights: Weights | None = None) -> np.ndarray | None:
+    """(Weighted) mean of the items' answer vectors over ``codes``; None when no item has an answer."""
     index = {code: i for i, code in enumerate(codes)}
-    vectors = [v for item in items if (v := _item_vector(item, index)) is not None]
-    return np.mean(vectors, axis=0) if vectors else None
+    pairs = [(v, item.person_id) for item in items if (v := _item_vector(item, index)) is not None]
+    if not pairs:
+        return None
+    w = np.array([weights[pid] for _, pid in pairs]) if weights is not None else np.ones(len(pairs))
+    return np.average([v for v, _ in pairs], axis=0, weights=w) if w.sum() > 0 else None
+
+
+def _scores(model: np.ndarray, human: np.ndarray) -> dict[str, float]:
+    uniform = np.full(len(human), 1.0 / len(human))
+    return {"wasserstein": wasserstein_score(model, human), "js": js_score(model, human),
+            "uniform_wasserstein": wasserstein_score(uniform, human), "uniform_js": js_score(uniform, human)}
 
 
 def _groups(items: Sequence[ScoredItem], keys: Sequence[str]) -> dict[tuple, list[ScoredItem]]:
@@ -95,11 +115,13 @@ def _groups(items: Sequence[ScoredItem], keys: Sequence[str]) -> dict[tuple, lis
 
 
 def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
-                 min_respondents: int = DEFAULT_MIN_RESPONDENTS) -> dict[str, float]:
+                 min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                 weights: Weights | None = None) -> dict[str, float]:
     """Mean scores over the groups by ``keys`` with at least ``min_respondents`` respondents.
 
     ``groups`` counts the groups scored; ``skipped_no_answers`` those that qualified but
-    where the model gave no usable answer at all (they are not scored, not zero).
+    where the model gave no usable answer at all (they are not scored, not zero). With
+    ``weights``, ``weighted_<score>`` too (groups whose weights sum to zero left out).
     """
     scores: dict[str, list[float]] = defaultdict(list)
     skipped = 0
@@ -107,28 +129,30 @@ def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
         codes = group_codes(group)
         if len({item.person_id for item in group}) < min_respondents or len(codes) < 2:
             continue
-        human = human_distribution(group, codes)
         model = model_distribution(group, codes)
         if model is None:
             skipped += 1
             continue
-        uniform = np.full(len(codes), 1.0 / len(codes))
-        scores["wasserstein"].append(wasserstein_score(model, human))
-        scores["js"].append(js_score(model, human))
-        scores["uniform_wasserstein"].append(wasserstein_score(uniform, human))
-        scores["uniform_js"].append(js_score(uniform, human))
-    result = {name: float(np.mean(scores[name])) if scores[name] else math.nan
-              for name in ("wasserstein", "js", "uniform_wasserstein", "uniform_js")}
+        for name, value in _scores(model, human_distribution(group, codes)).items():
+            scores[name].append(value)
+        if weights is not None and sum(weights[item.person_id] for item in group) > 0:
+            weighted = model_distribution(group, codes, weights)
+            if weighted is not None:
+                for name, value in _scores(weighted, human_distribution(group, codes, weights)).items():
+                    scores[f"weighted_{name}"].append(value)
+    names = SCORE_NAMES + (tuple(f"weighted_{name}" for name in SCORE_NAMES) if weights is not None else ())
+    result = {name: float(np.mean(scores[name])) if scores[name] else math.nan for name in names}
     return {"groups": float(len(scores["js"])), **result, "skipped_no_answers": float(skipped),
             "min_respondents": float(min_respondents)}
 
 
-def distribution_scores(items: Sequence[ScoredItem],
-                        min_respondents: int = DEFAULT_MIN_RESPONDENTS) -> dict[str, dict[str, float]]:
-    """Scores per level: ``country_question`` (the headline) and ``question`` (pooled)."""
+def distribution_scores(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                        weights: Weights | None = None) -> dict[str, dict[str, float]]:
+    """Scores per level: ``country_question`` (the headline) and ``question`` (pooled);
+    weighted ones beside them when the survey's ``weights`` are given."""
     if min_respondents < 1:
         raise ValueError(f"min_respondents must be positive, got {min_respondents}")
-    return {level: level_scores(items, keys, min_respondents) for level, keys in LEVELS.items()}
+    return {level: level_scores(items, keys, min_respondents, weights) for level, keys in LEVELS.items()}
 
 
 def headline_level(distribution: dict[str, dict[str, float]]) -> str | None:

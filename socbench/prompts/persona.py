@@ -185,9 +185,10 @@ def is_persona_attribute(key: str) -> bool:
 
 
 def persona_attributes(respondent: Respondent, words: CountryWords) -> dict[str, str]:
-    """What the persona JSON shows: "Country" first, then the remaining attributes in order."""
+    """What the persona JSON shows: "Country" first (when known: a single-country study has
+    none), then the remaining attributes in order."""
     country_key = country_attribute_key(respondent.attributes)
-    persona = {"Country": words.name}
+    persona = {"Country": words.name} if words is not UNKNOWN_COUNTRY else {}
     for key, value in respondent.attributes.items():
         text = str(value).strip()
         if key == country_key or not text or is_missing_label(text) or not is_persona_attribute(key):

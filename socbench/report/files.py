@@ -129,8 +129,12 @@ def _extra_rows(result: DomainResult) -> list[tuple[str, str]]:
     ci = result.accuracy_ci
     rows = [("accuracy 95% CI (respondent bootstrap)", f"[{_fmt(ci[0])}, {_fmt(ci[1])}]")] if ci else []
     head = distribution_headline(result)
-    if head["distribution_level"]:
-        rows += [(f"distribution ({head['distribution_level']}): {name}", _fmt(head[f"{name}_score"]))
+    level = head["distribution_level"]
+    if level:
+        weighted = result.distribution.get(level, {})  # weighted scores beside, when the survey has weights
+        rows += [(f"distribution ({level}): {name}", _fmt(head[f"{name}_score"])
+                  + (f" (weighted {_fmt(weighted[f'weighted_{name}'])})"
+                     if f"weighted_{name}" in weighted else ""))
                  for name in DISTRIBUTION_SCORES]
     for attribute, groups in result.breakdowns.items():
         text = ", ".join(f"{g} {_fmt(v.get('accuracy'))} (n={int(v.get('n', 0))})" for g, v in groups.items())

@@ -1,0 +1,98 @@
+"""``socbench data import``: a Stata/SPSS file (or a CSV with a codebook) -> the benchmark layout."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from socbench.cli._args import flag, non_negative_int
+from socbench.errors import ConfigError
+
+DESCRIPTION = (
+    "Read a survey file with its labels (.dta, .sav/.zsav, or .csv with --codebook), draw nested "
+    "country-stratified samples and write q&a/, A_GroundTruth_sampling<N>/, sampling_stats_<slug>.json "
+    "and the folder's manifest socbench.yaml. ISSP: --qa issp_qa_<slug>.json decides the questions. "
+    "Any other study: --questions V1,V2,... (or @list.txt) builds the question set from the variable "
+    "and value labels, for you to edit."
+)
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not sizes or any(size < 1 for size in sizes):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return sizes
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "import",
+        help="import a .dta/.sav/.csv survey file into the benchmark layout",
+        description=DESCRIPTION,
+    )
+    parser.add_argument("source", type=Path, help="the survey file: .dta, .sav, .zsav or .csv")
+    flag(parser, "out", type=Path, required=True, help="the data folder to write (then: --data_dir there)")
+    flag(parser, "qa", type=Path, default=None, help="an ISSP question set issp_qa_<slug>.json")
+    flag(
+        parser,
+        "questions",
+        default=None,
+        help="question variables V1,V2,... or @file (variable label = question, value labels = options)",
+    )
+    flag(parser, "country", default=None, help="the country variable (default C_ALPHAN when present)")
+    flag(parser, "weight", default=None, help="the design weight variable (default WEIGHT when present)")
+    flag(parser, "slug", default=None, help="file slug of the domain (default: from --qa or the file name)")
+    flag(parser, "name", default=None, help="display name of the domain (default: ISSP's, or from the slug)")
+    flag(
+        parser,
+        "sizes",
+        type=_sizes,
+        default=(500, 1000, 2000),
+        help="nested sample sizes (default 500,1000,2000; a size >= the respondents keeps them all)",
+    )
+    flag(parser, "seed", type=non_negative_int, default=42, help="sampling seed (default 42)")
+    flag(
+        parser,
+        "codebook",
+        type=Path,
+        default=None,
+        help="for a .csv source: the labels, as CSV (variable,label,code,value_label) or ISSP-style JSON",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from socbench.data.importer import ImportRequest, plan_import, run_import
+    from socbench.data.question_labels import parse_question_list
+
+    questions = tuple(parse_question_list(args.questions)) if args.questions is not None else None
+    if args.qa is not None and not args.qa.is_file():
+        raise ConfigError(f"--qa {args.qa}: question set not found")
+    request = ImportRequest(
+        source=args.source,
+        out=args.out,
+        qa=args.qa,
+        questions=questions,
+        country=args.country,
+        weight=args.weight,
+        slug=args.slug,
+        name=args.name,
+        sizes=args.sizes,
+        seed=args.seed,
+        codebook=args.codebook,
+    )
+    plan = plan_import(request)  # every check, before any work
+    summary = run_import(plan)
+    domain = summary.domain
+    samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())
+    print(
+        f"imported {args.source.name}: {summary.respondents} respondents, {summary.countries} "
+        f"{'countries' if plan.country else 'country (no country variable)'}, {summary.questions} questions, "
+        f"{summary.attributes} attributes, weight {summary.weight or 'none'} ({summary.seconds:.1f} s)"
+    )
+    print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {args.out}; samples {samples}")
+    print(f"next: socbench data validate --data_dir {args.out} --domain_id {domain.slug}")
+    return 0

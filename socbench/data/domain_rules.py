@@ -1,0 +1,78 @@
+"""What a domain's manifest entry changes when its files are read.
+
+Why: a study other than ISSP names its own country attribute (or has none), chooses which
+attributes the persona shows and declares its missing-value codes. These rules are applied
+at the file boundary (``loaders``), so prompts, scoring and reports need no change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+
+from socbench.data.countries import country_attribute_key
+from socbench.manifest import AUTO_COUNTRY
+from socbench.types import Question
+
+
+def _norm(key: str) -> str:
+    return " ".join(str(key).split()).lower()
+
+
+def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str, object]], str | None]:
+    """How to find the country attribute in one respondent's attributes.
+
+    ``"auto"``: the ISSP country table by its label (any module's spelling); None: no
+    country (a single-country study); otherwise that key, matched case- and space-insensitively.
+    """
+    if country_attribute == AUTO_COUNTRY:
+        return country_attribute_key
+    if country_attribute is None:
+        return lambda attributes: None
+    wanted = _norm(country_attribute)
+
+    def named(attributes: Mapping[str, object]) -> str | None:
+        if country_attribute in attributes:
+            return country_attribute
+        return next((key for key in attributes if _norm(key) == wanted), None)
+
+    return named
+
+
+def persona_filter(
+    include: Iterable[str], exclude: Iterable[str], country_attribute: str | None
+) -> Callable[[str], bool]:
+    """Whether an attribute key stays in the respondent's attributes (and so in the persona).
+
+    A named country attribute is dropped: the persona shows the country as "Country"
+    (read from the country name), never twice.
+    """
+    keep = {_norm(k) for k in include}
+    drop = {_norm(k) for k in exclude}
+    if country_attribute not in (None, AUTO_COUNTRY):
+        drop.add(_norm(country_attribute))
+
+    def kept(key: str) -> bool:
+        norm = _norm(key)
+        return norm not in drop and (not keep or norm in keep)
+
+    return kept
+
+
+def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:
+    """Questions without the declared missing-value codes among their options.
+
+    An answer with such a code is then not offered and is excluded at scoring, counted by
+    reason, exactly as ISSP missing codes are.
+    """
+    codes = {str(code) for code in missing}
+    if not codes:
+        return questions
+
+    def strip(options: Mapping[str, str]) -> dict[str, str]:
+        return {code: label for code, label in options.items() if code not in codes}
+
+    return tuple(
+        replace(q, options=strip(q.options), special={c: strip(o) for c, o in q.special.items()})
+        for q in questions
+    )

@@ -1,0 +1,126 @@
+"""Respondent records from row blocks of a survey file, streamed into the sample files.
+
+Why: a full ISSP file (60,000 x 400) as Python dicts would need gigabytes; here each row
+block becomes records only for the rows some sample keeps, column by column (vectorised
+code and label lookups), and each record is written at once to every
+``A_GroundTruth_sampling<N>/`` file whose nested sample holds it. Files are written to a
+temporary name and renamed, so an interrupted import never leaves a file that looks whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import numpy as np
+import pandas as pd
+
+from socbench.data.survey_file import Variable, answer_values, map_codes
+
+
+@dataclass(frozen=True)
+class RecordLayout:
+    """Which file columns become what: attribute keys, question ids, the weight column."""
+
+    attributes: tuple[tuple[str, str], ...]  # (variable name, attribute key)
+    questions: tuple[tuple[str, str], ...]  # (variable name, question id)
+    weight: str | None
+    labels: Mapping[str, Variable]
+
+    @property
+    def columns(self) -> list[str]:
+        names = [name for name, _ in self.attributes] + [name for name, _ in self.questions]
+        return list(dict.fromkeys(names + ([self.weight] if self.weight else [])))
+
+
+def label_values(column: pd.Series, variable: Variable) -> np.ndarray:
+    """Value label of each cell, its raw code where there is none, None where blank."""
+    labels = variable.value_labels
+    return map_codes(column, lambda code: labels.get(code, code))
+
+
+def _weights(column: pd.Series) -> list[float | None]:
+    numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return [float(x) if np.isfinite(x) else None for x in numbers]
+
+
+def block_records(
+    frame: pd.DataFrame, person_ids: Sequence[int], layout: RecordLayout
+) -> list[dict[str, Any]]:
+    """The answer-file records of one row block (all of its rows, in order)."""
+    attr_keys = [key for _, key in layout.attributes]
+    attr_cols = [label_values(frame[name], layout.labels[name]) for name, _ in layout.attributes]
+    qids = [qid for _, qid in layout.questions]
+    answer_cols = [answer_values(frame[name]) for name, _ in layout.questions]
+    weights = _weights(frame[layout.weight]) if layout.weight else None
+    rows = len(frame)
+    attr_rows = zip(*attr_cols) if attr_cols else [()] * rows
+    records = []
+    for i, (attrs, answers) in enumerate(zip(attr_rows, zip(*answer_cols) if answer_cols else [()] * rows)):
+        record: dict[str, Any] = {
+            "person_id": int(person_ids[i]),
+            "attributes": (
+                {k: v for k, v in zip(attr_keys, attrs) if v is not None}
+                if None in attrs
+                else dict(zip(attr_keys, attrs))
+            ),
+            "questions_answer": dict(zip(qids, answers)),
+        }
+        if weights is not None:
+            record["weight"] = weights[i]
+        records.append(record)
+    return records
+
+
+def write_atomic(path: Path, payload: bytes) -> Path:
+    """Write ``payload`` to a temporary sibling and rename it onto ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(payload)
+    tmp.replace(path)
+    return path
+
+
+class SampleWriters:
+    """One streaming JSON-array writer per sample size; ``write`` sends a record to each
+    sample whose draw rank it falls within (nested samples share their records)."""
+
+    def __init__(self, paths: Mapping[int, Path]) -> None:
+        self.paths = dict(sorted(paths.items()))
+        self.counts = {size: 0 for size in self.paths}
+        self._handles: dict[int, Any] = {}
+        self._tmps: dict[int, Path] = {}
+
+    def __enter__(self) -> Self:
+        for size, path in self.paths.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            self._tmps[size] = tmp
+            self._handles[size] = tmp.open("w", encoding="utf-8")
+            self._handles[size].write("[")
+        return self
+
+    def write(self, record: Mapping[str, Any], rank: int) -> None:
+        text = json.dumps(record, ensure_ascii=False, allow_nan=False)
+        for size, handle in self._handles.items():
+            if rank < size:
+                handle.write(",\n" if self.counts[size] else "\n")
+                handle.write(text)
+                self.counts[size] += 1
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for size, handle in self._handles.items():
+            if kind is None:
+                handle.write("\n]\n")
+            handle.close()
+            if kind is None:
+                os.replace(self._tmps[size], self.paths[size])
+            else:
+                self._tmps[size].unlink(missing_ok=True)

@@ -1,0 +1,367 @@
+"""``socbench data import``: an archive's survey file -> the ``Dataset_all`` layout, no code edits.
+
+Why: the benchmark reads SocioBench's layout, but what a social scientist has is the
+archive's ``.dta``/``.sav`` (or a CSV with a codebook). ``plan_import`` checks everything
+from the file's metadata first (questions present, country variable present and labelled,
+weight numeric, names valid), so a problem is one line naming the file and the variable
+before any work; ``run_import`` then reads the country column once, draws nested
+country-stratified samples (SocioBench's scheme, seeded) and streams the rows those
+samples keep into ``A_GroundTruth_sampling<N>/``, beside the question set, the sampling
+stats and the folder's manifest (``socbench.yaml``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from socbench.data.countries import resolve_country
+from socbench.data.import_records import (
+    RecordLayout,
+    SampleWriters,
+    block_records,
+    label_values,
+    write_atomic,
+)
+from socbench.data.loaders import SAMPLE_PREFIX, load_questions
+from socbench.data.question_labels import question_records
+from socbench.data.sampling import DEFAULT_SEED, draw_ranks
+from socbench.data.survey_file import SurveyFile, open_survey
+from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
+from socbench.errors import ConfigError, DataError
+from socbench.manifest import (
+    AUTO_COUNTRY,
+    MANIFEST_NAMES,
+    Manifest,
+    ManifestDomain,
+    merge_domain,
+    read_manifest,
+    write_manifest,
+)
+from socbench.models.smollm2 import file_sha256
+from socbench.preflight import check_output_dir
+
+ISSP_COUNTRY = "C_ALPHAN"
+ISSP_WEIGHT = "WEIGHT"
+DEFAULT_SIZES = (500, 1000, 2000)
+NO_COUNTRY = "(no country)"
+
+
+class ImportRequest(BaseModel):
+    """What the user asked for (the flags of ``socbench data import``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: Path
+    out: Path
+    qa: Path | None = None
+    questions: tuple[str, ...] | None = None
+    country: str | None = None
+    weight: str | None = None
+    slug: str | None = None
+    name: str | None = None
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    seed: int = DEFAULT_SEED
+    codebook: Path | None = None
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """Everything checked and decided before any row is read."""
+
+    request: ImportRequest
+    survey: SurveyFile
+    layout: RecordLayout
+    country: str | None  # the country variable's name in the file
+    entry: ManifestDomain
+    manifest: Manifest
+    question_file: bytes  # the question set to write
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    respondents: int
+    countries: int
+    samples: dict[int, int]  # size asked -> respondents written
+    questions: int
+    attributes: int
+    weight: str | None
+    seconds: float
+    domain: ManifestDomain
+
+
+class _Row(NamedTuple):  # what the sampler needs of a respondent
+    person_id: int
+    country_code: str | None
+    country_name: str | None
+
+
+# ---------------------------------------------------------------------------- planning
+
+
+def _questions(request: ImportRequest, survey: SurveyFile) -> tuple[list[tuple[str, str]], bytes, list[str]]:
+    """(file variable, question id) pairs, the question file's bytes, and the missing codes."""
+    if request.qa is not None and request.questions is not None:
+        raise ConfigError(
+            "--qa and --questions: give one (--qa for an ISSP question set, --questions otherwise)"
+        )
+    if request.qa is not None:
+        questions = load_questions(request.qa)
+        pairs = [(survey.find(q.id), q.id) for q in questions]
+        absent = [qid for name, qid in pairs if name is None]
+        if absent:
+            more = (
+                f" ({len(absent)} of the {len(pairs)} are missing: {', '.join(absent[:8])})"
+                if len(absent) > 1
+                else ""
+            )
+            raise DataError(
+                f"{survey.path}: variable {absent[0]} of the question set {request.qa} "
+                f"is not in the file{more}"
+            )
+        return [(name, qid) for name, qid in pairs if name], request.qa.read_bytes(), []
+    if request.questions is None:
+        raise ConfigError(
+            f"{request.source}: name the questions with --qa QA_JSON (an ISSP question set) "
+            f"or --questions V1,V2,... (from the file's labels)"
+        )
+    names = []
+    for wanted in request.questions:
+        name = survey.find(wanted)
+        if name is None:
+            raise DataError(f"{survey.path}: variable {wanted} (--questions) is not in the file")
+        names.append(name)
+    records, missing = question_records(survey, names)
+    text = json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+    return [(name, name) for name in names], text.encode("utf-8"), missing
+
+
+def _country(request: ImportRequest, survey: SurveyFile, questions: set[str]) -> str | None:
+    """The country variable: ``--country``, else ISSP's ``C_ALPHAN`` (required with ``--qa``)."""
+    wanted = request.country or ISSP_COUNTRY
+    name = survey.find(wanted)
+    if name is None:
+        if request.country:
+            raise DataError(
+                f"{survey.path}: country variable {request.country} (--country) is not in the file"
+            )
+        if request.qa is not None:
+            raise DataError(
+                f"{survey.path}: country variable {ISSP_COUNTRY} is not in the file "
+                f"(name the country variable with --country VAR)"
+            )
+        return None  # a single-country study
+    variable = survey.variables[name]
+    if name in questions:
+        raise ConfigError(f"--country {name}: that variable is one of the questions")
+    if not variable.is_string and not variable.value_labels:
+        raise DataError(
+            f"{survey.path}: country variable {name} is unlabelled: its numeric codes name no "
+            f"country (add value labels, or pick another variable with --country)"
+        )
+    return name
+
+
+def _weight(request: ImportRequest, survey: SurveyFile, questions: set[str]) -> str | None:
+    name = survey.find(request.weight or ISSP_WEIGHT)
+    if name is None:
+        if request.weight:
+            raise DataError(f"{survey.path}: weight variable {request.weight} (--weight) is not in the file")
+        return None
+    if survey.variables[name].is_string or name in questions:
+        what = "text, not a number" if survey.variables[name].is_string else "one of the questions"
+        raise DataError(f"{survey.path}: weight variable {name} is {what}")
+    return name
+
+
+def _attributes(survey: SurveyFile, skip: set[str]) -> tuple[tuple[str, str], ...]:
+    """Every other variable, keyed by its label (its name when unlabelled or the label repeats)."""
+    pairs: list[tuple[str, str]] = []
+    used: set[str] = set()
+    for name, variable in survey.variables.items():
+        if name in skip:
+            continue
+        key = variable.key if variable.key not in used else f"{variable.key} ({name})"
+        used.add(key)
+        pairs.append((name, key))
+    return tuple(pairs)
+
+
+def _slug(request: ImportRequest) -> str:
+    if request.slug:
+        return request.slug
+    stem = request.qa.stem if request.qa is not None else request.source.stem
+    stem = stem.removeprefix("issp_qa_") if request.qa is not None else stem
+    return re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_-") or "survey"
+
+
+def _manifest_path(out: Path) -> Path:
+    """The manifest of the folder written to (``socbench.yaml`` unless it has a ``.yml``)."""
+    return next((out / name for name in MANIFEST_NAMES if (out / name).is_file()), out / MANIFEST_NAMES[0])
+
+
+def _base_manifest(out: Path, slug: str) -> Manifest | None:
+    """The folder's manifest; for a SocioBench folder without one, its ISSP domains present."""
+    if _manifest_path(out).is_file():
+        return read_manifest(_manifest_path(out))
+    present = [
+        ManifestDomain(id=d.id, name=d.name, slug=d.slug, module=d.module, country_attribute=AUTO_COUNTRY)
+        for d in DOMAINS
+        if d.slug != slug and (out / QA_FOLDER / d.qa_file).is_file()
+    ]
+    return Manifest(domains=present) if present else None
+
+
+def _entry(
+    request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None, missing: list[str]
+) -> ManifestDomain:
+    """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
+    earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
+    taken = {d.id for d in (base.domains if base else []) if d.slug != slug}
+    issp = ISSP_BY_SLUG.get(slug)
+    if earlier is not None:
+        domain_id = earlier.id
+    elif issp is not None and issp.id not in taken:
+        domain_id = issp.id
+    else:
+        domain_id = max(taken | {0}) + 1
+    name = (
+        request.name
+        or (earlier.name if earlier else None)
+        or (issp.name if issp else None)
+        or "".join(part.capitalize() for part in re.split(r"[_-]+", slug))
+    )
+    try:
+        return ManifestDomain(
+            id=domain_id,
+            name=name,
+            slug=slug,
+            module=f"imported from {request.source.name}",
+            country_attribute=country_key,
+            missing_codes=[int(c) if c.lstrip("-").isdigit() else c for c in missing],
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = {"slug": "--slug", "name": "--name"}.get(str(err["loc"][0]), str(err["loc"][0]))
+        raise ConfigError(
+            f"{flag} {err.get('input')!r}: {err['msg'].removeprefix('Value error, ')}"
+        ) from None
+
+
+def plan_import(request: ImportRequest) -> ImportPlan:
+    """Every check, from the file's metadata only; one line per problem, before any work."""
+    if not request.sizes or any(size < 1 for size in request.sizes):
+        raise ConfigError(f"--sizes {','.join(map(str, request.sizes))}: expected positive integers")
+    survey = open_survey(request.source, request.codebook)
+    pairs, question_file, missing = _questions(request, survey)
+    question_vars = {name for name, _ in pairs}
+    country = _country(request, survey, question_vars)
+    weight = _weight(request, survey, question_vars)
+    attributes = _attributes(survey, question_vars | ({weight} if weight else set()))
+    slug = _slug(request)
+    base = _base_manifest(request.out, slug)
+    country_key = dict(attributes)[country] if country else None
+    entry = _entry(request, base, slug, country_key, missing)
+    check_output_dir(request.out, "--out")
+    layout = RecordLayout(attributes, tuple(pairs), weight, survey.variables)
+    return ImportPlan(request, survey, layout, country, entry, merge_domain(base, entry), question_file)
+
+
+# ------------------------------------------------------------------------------ work
+
+
+def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:
+    """Each respondent's stratum (country code, else the name as written) for the sampler."""
+    if plan.country is None:
+        return [_Row(int(pid), None, None) for pid in person_ids]
+    names = label_values(
+        plan.survey.columns([plan.country])[plan.country], plan.survey.variables[plan.country]
+    )
+    codes = {name: resolve_country(name) for name in set(names) if name is not None}
+    return [_Row(int(pid), codes.get(name), name) for pid, name in zip(person_ids, names)]
+
+
+def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int, sha: str) -> dict:
+    """``sampling_stats_<slug>.json`` of one size: SocioBench's keys plus the source's provenance."""
+    kept = [row for row, rank in zip(rows, ranks) if rank < size]
+    counts = Counter(
+        (row.country_code or row.country_name or NO_COUNTRY) if plan.country else NO_COUNTRY for row in kept
+    )
+    return {
+        "domain": plan.entry.name,
+        "domain_number": plan.entry.id,
+        "slug": plan.entry.slug,
+        "target_size": size,
+        "actual_size": len(kept),
+        "country_distribution": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "total_countries": len(counts) if plan.country else 0,
+        "random_seed": plan.request.seed,
+        "stratified_by": plan.country,
+        "nested": True,
+        "source_file": plan.request.source.name,
+        "source_sha256": sha,
+        "source_respondents": len(rows),
+    }
+
+
+def _write_side_files(plan: ImportPlan) -> None:
+    out = plan.request.out
+    qa_path = out / QA_FOLDER / f"issp_qa_{plan.entry.slug}.json"
+    qa_path.parent.mkdir(parents=True, exist_ok=True)
+    if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
+        write_atomic(qa_path, plan.question_file)
+    write_manifest(_manifest_path(out), plan.manifest)
+
+
+def run_import(plan: ImportPlan) -> ImportSummary:
+    """Sample, stream the kept rows into the sample files, write question set, stats, manifest."""
+    start = time.perf_counter()
+    survey, request = plan.survey, plan.request
+    scale = 10 ** max(7, len(str(survey.n_rows)))  # SocioBench's ids: domain number, then the row
+    person_ids = plan.entry.id * scale + np.arange(1, survey.n_rows + 1, dtype=np.int64)
+    rows = _rows(plan, person_ids)
+    ranks = np.asarray(draw_ranks(rows, request.seed), dtype=np.int64)
+    sizes = sorted(set(request.sizes))
+    answer_file = f"issp_answer_{plan.entry.slug}.json"
+    paths = {size: request.out / f"{SAMPLE_PREFIX}{size}" / answer_file for size in sizes}
+    offset = 0
+    with SampleWriters(paths) as writers:
+        for frame in survey.chunks(plan.layout.columns):
+            keep = ranks[offset : offset + len(frame)] < sizes[-1]
+            block = frame[keep]
+            for record, rank in zip(
+                block_records(block, person_ids[offset : offset + len(frame)][keep], plan.layout),
+                ranks[offset : offset + len(frame)][keep],
+            ):
+                writers.write(record, int(rank))
+            offset += len(frame)
+    if offset != survey.n_rows:
+        raise DataError(f"{survey.path}: read {offset} rows, the file declares {survey.n_rows}")
+    sha = file_sha256(request.source)
+    for size in sizes:
+        stats = json.dumps(_stats(plan, rows, ranks, size, sha), indent=2, ensure_ascii=False) + "\n"
+        write_atomic(paths[size].parent / f"sampling_stats_{plan.entry.slug}.json", stats.encode("utf-8"))
+    _write_side_files(plan)
+    return ImportSummary(
+        respondents=survey.n_rows,
+        countries=len({r.country_code or r.country_name for r in rows}) if plan.country else 1,
+        samples=dict(writers.counts),
+        questions=len(plan.layout.questions),
+        attributes=len(plan.layout.attributes),
+        weight=plan.layout.weight,
+        seconds=time.perf_counter() - start,
+        domain=plan.entry,
+    )
+
+
+def import_survey(request: ImportRequest) -> ImportSummary:
+    """Plan (every check) then run: the whole ``data import``."""
+    return run_import(plan_import(request))

@@ -1,0 +1,288 @@
+"""Survey microdata files as an archive publishes them: Stata ``.dta``, SPSS ``.sav``/``.zsav``,
+or ``.csv`` with a codebook, read with their variable and value labels.
+
+Why: a social scientist has the archive's file, not a benchmark's JSON. ``pyreadstat``
+(ReadStat) reads both binary formats with their labels; ``open_survey`` reads only the
+metadata, ``columns`` a few whole columns, and ``chunks`` streams every column in row
+blocks, so a 60,000 x 400 file never sits in memory as Python objects. SPSS user-missing
+codes (8, 9, -9 ...) are read as the recorded numbers (``user_missing=True``), never
+turned into blanks: the respondent's raw code is what the benchmark keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from socbench.errors import ConfigError, DataError
+
+FORMATS = {".dta": "Stata", ".sav": "SPSS", ".zsav": "SPSS", ".csv": "CSV"}
+CHUNK_ROWS = 10_000
+CODEBOOK_CSV_COLUMNS = ("variable", "label", "code", "value_label")
+CSV_NA = {"keep_default_na": False, "na_values": [""]}  # only an empty cell is blank ("NA" is Namibia)
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One variable: name, label (None when unlabelled), value labels by canonical code."""
+
+    name: str
+    label: str | None
+    value_labels: dict[str, str] = field(default_factory=dict)
+    is_string: bool = False
+    missing_codes: tuple[str, ...] = ()  # declared user-missing codes (SPSS)
+
+    @property
+    def key(self) -> str:
+        """The attribute key: the variable label, else the name."""
+        return self.label.strip() if self.label and self.label.strip() else self.name
+
+
+@dataclass(frozen=True)
+class SurveyFile:
+    """A readable survey file and its variables in file order (metadata only)."""
+
+    path: Path
+    kind: str  # Stata | SPSS | CSV
+    variables: dict[str, Variable]
+    n_rows: int
+
+    def find(self, name: str) -> str | None:
+        """The variable's name as the file spells it (names match case-insensitively)."""
+        if name in self.variables:
+            return name
+        return next((v for v in self.variables if v.lower() == name.strip().lower()), None)
+
+    def columns(self, names: Sequence[str]) -> pd.DataFrame:
+        """Whole columns (a few of them: country, weight) in one read."""
+        return (
+            pd.concat(list(self.chunks(names, chunk_rows=max(self.n_rows, 1))), ignore_index=True)
+            if self.n_rows
+            else pd.DataFrame(columns=list(names))
+        )
+
+    def chunks(self, names: Sequence[str], chunk_rows: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+        """Row blocks of the named columns, in file order."""
+        try:
+            yield from self._chunks(list(names), chunk_rows)
+        except (OSError, ValueError, *_readstat_errors()) as exc:
+            raise DataError(f"{self.path}: cannot read the {self.kind} file ({exc})") from None
+
+    def _chunks(self, names: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
+        if self.kind == "CSV":
+            for frame in pd.read_csv(self.path, usecols=names, chunksize=chunk_rows, **CSV_NA):
+                yield frame[names]
+            return
+        import pyreadstat
+
+        reader = pyreadstat.read_dta if self.kind == "Stata" else pyreadstat.read_sav
+        extra = {"user_missing": True} if self.kind == "SPSS" else {}
+        for frame, _ in pyreadstat.read_file_in_chunks(
+            reader, str(self.path), chunksize=chunk_rows, usecols=names, **extra
+        ):
+            yield frame[names]
+
+
+def _readstat_errors() -> tuple[type[Exception], ...]:
+    """ReadStat's error types (pyreadstat is imported only when a binary file is read)."""
+    import pyreadstat
+
+    return (pyreadstat.ReadstatError, pyreadstat.PyreadstatError)
+
+
+# ---------------------------------------------------------------------------- codes
+
+
+def canonical_code(value: Any) -> str | None:
+    """A code as the canonical string the benchmark uses: 3.0 -> "3", " 02" -> "2", nan -> None."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() and "inf" not in text.lower() else text
+
+
+def map_codes(series: pd.Series, fn: Callable[[str], Any]) -> np.ndarray:
+    """``fn(canonical code)`` for every cell (None for blanks), computed once per distinct value.
+
+    A survey column holds few distinct values (an id column is the exception), so this is
+    a factorisation plus a handful of Python calls instead of one per cell.
+    """
+    positions, uniques = pd.factorize(series, use_na_sentinel=True)
+    table = [None if (code := canonical_code(value)) is None else fn(code) for value in uniques]
+    return np.array([*table, None], dtype=object)[positions]  # position -1 (blank) -> None
+
+
+def _as_answer(code: str) -> Any:
+    try:
+        return int(code)
+    except ValueError:
+        return code
+
+
+def code_strings(series: pd.Series) -> np.ndarray:
+    """Canonical code strings of a column (object array, None where blank)."""
+    return map_codes(series, str)
+
+
+def answer_values(series: pd.Series) -> np.ndarray:
+    """A column as JSON answer values: integer codes as int, others as their string, blanks None."""
+    return map_codes(series, _as_answer)
+
+
+# ------------------------------------------------------------------------- opening
+
+
+def _labels(mapping: dict[Any, Any] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for code, label in (mapping or {}).items():
+        key = canonical_code(code)
+        if key is not None and label is not None and str(label).strip():
+            out[key] = str(label).strip()
+    return out
+
+
+def _spss_missing(meta: Any, name: str) -> tuple[str, ...]:
+    """Declared user-missing codes: discrete values, and the labelled codes inside a range."""
+    codes: list[str] = []
+    labelled = [
+        code for code in (meta.variable_value_labels.get(name) or {}) if isinstance(code, (int, float))
+    ]
+    for entry in (meta.missing_ranges or {}).get(name, []):
+        low, high = entry.get("lo"), entry.get("hi")
+        if not isinstance(low, (int, float)) or not isinstance(high, (int, float)):
+            continue
+        values = [low] if low == high else [code for code in labelled if low <= code <= high]
+        codes += [code for value in values if (code := canonical_code(value)) is not None]
+    return tuple(codes)
+
+
+def _read_binary(path: Path, kind: str) -> SurveyFile:
+    import pyreadstat
+
+    reader = pyreadstat.read_dta if kind == "Stata" else pyreadstat.read_sav
+    extra = {"user_missing": True} if kind == "SPSS" else {}
+    try:
+        _, meta = reader(str(path), metadataonly=True, **extra)
+    except (OSError, ValueError, *_readstat_errors()) as exc:
+        raise DataError(f"{path}: cannot read as a {kind} file ({exc})") from None
+    types = meta.readstat_variable_types or {}
+    variables = {
+        name: Variable(
+            name=name,
+            label=meta.column_names_to_labels.get(name),
+            value_labels=_labels(meta.variable_value_labels.get(name)),
+            is_string=types.get(name) == "string",
+            missing_codes=_spss_missing(meta, name),
+        )
+        for name in meta.column_names
+    }
+    return SurveyFile(path, kind, variables, int(meta.number_rows or 0))
+
+
+def open_survey(path: str | Path, codebook: str | Path | None = None) -> SurveyFile:
+    """The file's variables and row count; one DataError line for an unreadable file."""
+    path = Path(path).expanduser()
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise ConfigError(
+            f"{path}: unknown survey format {path.suffix!r} (expected .dta, .sav, .zsav or .csv)"
+        )
+    if not path.is_file():
+        raise DataError(f"{path}: survey file not found")
+    if kind != "CSV":
+        if codebook is not None:
+            raise ConfigError(
+                f"--codebook {codebook}: only a .csv source needs a codebook ({path.name} has labels)"
+            )
+        return _read_binary(path, kind)
+    if codebook is None:
+        raise ConfigError(
+            f"{path}: a .csv source needs --codebook (a codebook .csv or .json with the labels)"
+        )
+    return _read_csv(path, Path(codebook).expanduser())
+
+
+def _read_csv(path: Path, codebook: Path) -> SurveyFile:
+    try:
+        head = pd.read_csv(path, nrows=1000, **CSV_NA)  # column types from the first rows
+        rows = len(pd.read_csv(path, usecols=[0], **CSV_NA))  # quoted new lines count right
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read as CSV ({exc})") from None
+    book = read_codebook(codebook)
+    variables = {}
+    for name in head.columns:
+        label, values = book.get(str(name).lower(), (None, {}))
+        is_string = head[name].dtype == object or pd.api.types.is_string_dtype(head[name].dtype)
+        variables[str(name)] = Variable(name=str(name), label=label, value_labels=values, is_string=is_string)
+    return SurveyFile(path, "CSV", variables, rows)
+
+
+# ------------------------------------------------------------------------ codebooks
+
+
+def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
+    """``{variable name (lower case): (label, {code: value label})}`` from a codebook file.
+
+    Two formats: JSON like the ISSP ``issp_profile_*.json`` codebooks (an array of
+    ``{"domain": name, "meaning": label, "content": {code: value label}}``), or CSV with the
+    columns ``variable,label,code,value_label`` (one row per value label; a variable without
+    value labels has one row with ``code`` empty).
+    """
+    if not path.is_file():
+        raise DataError(f"{path}: codebook not found")
+    if path.suffix.lower() == ".json":
+        return _json_codebook(path)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the codebook as CSV ({exc})") from None
+    missing = [c for c in CODEBOOK_CSV_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(
+            f"{path}: codebook column(s) {', '.join(missing)} missing "
+            f"(expected {','.join(CODEBOOK_CSV_COLUMNS)})"
+        )
+    book: dict[str, tuple[str | None, dict[str, str]]] = {}
+    for row in frame.itertuples(index=False):
+        name = str(row.variable).strip()
+        if not name:
+            continue
+        label, values = book.get(name.lower(), (None, {}))
+        label = label or (str(row.label).strip() or None)
+        code = canonical_code(row.code)
+        if code is not None and str(row.value_label).strip():
+            values[code] = str(row.value_label).strip()
+        book[name.lower()] = (label, values)
+    return book
+
+
+def _json_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the codebook as JSON ({exc})") from None
+    if not isinstance(raw, list) or not all(isinstance(e, dict) and "domain" in e for e in raw):
+        raise DataError(f'{path}: expected a JSON array of {{"domain", "meaning", "content"}} entries')
+    book: dict[str, tuple[str | None, dict[str, str]]] = {}
+    for entry in raw:
+        name = str(entry["domain"]).strip().lower()
+        if name not in book:  # first entry wins, as in the ISSP codebooks
+            book[name] = (str(entry.get("meaning") or "").strip() or None, _labels(entry.get("content")))
+    return book

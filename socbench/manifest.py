@@ -1,0 +1,175 @@
+"""The survey manifest: ``socbench.yaml`` in a data folder declares its domains, no code edits.
+
+Why: the benchmark's ten ISSP domains used to be a table in code, so any other study meant
+editing ``socbench/domains.py``. A manifest lists each domain's id, name, slug, question
+file, answer file, country attribute, persona attributes and missing-value codes; when a
+folder has none, the ten ISSP domains apply exactly as before. This module only reads,
+validates (pydantic) and writes the file; ``socbench.domains`` turns entries into
+``DomainSpec`` rows. Every problem is one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from socbench.errors import DataError
+
+MANIFEST_NAMES = ("socbench.yaml", "socbench.yml")
+AUTO_COUNTRY = "auto"  # find the ISSP country attribute by its label (the default ISSP behaviour)
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.()-]*$")  # becomes part of result file names
+
+HEADER = (
+    "# socbench survey manifest: the domains of this data folder (see README, 'Your own survey').\n"
+    "# Paths are relative to this folder; answer_file is looked up in every A_GroundTruth_sampling<N>/.\n"
+)
+
+
+class PersonaAttributes(BaseModel):
+    """Which respondent attributes the persona shows (keys matched case-insensitively)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    include: list[str] = []  # empty: every attribute
+    exclude: list[str] = []
+
+
+class ManifestDomain(BaseModel):
+    """One domain (one question set and its respondents)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[int, Field(ge=1)]
+    name: str
+    slug: str
+    module: str = ""
+    question_file: str | None = None  # default q&a/issp_qa_<slug>.json
+    answer_file: str | None = None  # default issp_answer_<slug>.json
+    country_attribute: str | None = None  # None: a single-country study; "auto": the ISSP label
+    persona_attributes: PersonaAttributes = PersonaAttributes()
+    missing_codes: list[int | str] = []
+
+    @field_validator("slug")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not _SLUG.match(value):
+            raise ValueError("use lower-case letters, digits, '-' and '_' (it names files)")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("use letters, digits, spaces and _ . ( ) - (it names result files)")
+        return value
+
+    @field_validator("answer_file")
+    @classmethod
+    def _file_name(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or Path(value).name != value):
+            raise ValueError("a file name inside each A_GroundTruth_sampling<N>/ folder, not a path")
+        return value
+
+    @field_validator("question_file")
+    @classmethod
+    def _relative(cls, value: str | None) -> str | None:
+        if value is not None and (
+            Path(value).is_absolute() or ".." in Path(value).parts or not value.strip()
+        ):
+            raise ValueError("a path relative to the data folder, without '..'")
+        return value
+
+
+class Manifest(BaseModel):
+    """The whole file: a title and at least one domain, ids, slugs and names unique."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = ""
+    domains: Annotated[list[ManifestDomain], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _unique(self) -> Manifest:
+        for attr in ("id", "slug", "name"):
+            seen: set[Any] = set()
+            for index, domain in enumerate(self.domains):
+                value = getattr(domain, attr)
+                key = value.lower() if isinstance(value, str) else value
+                if key in seen:
+                    raise ValueError(f"domains.{index}.{attr} {value!r} repeats an earlier domain's")
+                seen.add(key)
+        return self
+
+
+def find_manifest(data_dir: str | Path) -> Path | None:
+    """``socbench.yaml`` (or ``.yml``) in ``data_dir`` or its ``Dataset_all`` child, else None."""
+    base = Path(data_dir).expanduser()
+    for folder in (base, base / "Dataset_all"):
+        for name in MANIFEST_NAMES:
+            if (folder / name).is_file():
+                return folder / name
+    return None
+
+
+def _error_line(path: Path, exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(part) for part in err["loc"])
+    message = err["msg"].removeprefix("Value error, ")
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{path}: field '{where}': {message}{more}" if where else f"{path}: {message}{more}"
+
+
+def read_manifest(path: str | Path) -> Manifest:
+    """Parse and validate one manifest file; one DataError line per problem."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the manifest ({exc})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise DataError(f"{path}{where}: malformed YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(raw, dict):
+        raise DataError(f"{path}: expected a mapping with a 'domains' list at the top level")
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(_error_line(path, exc)) from None
+
+
+def load_manifest(data_dir: str | Path | None) -> Manifest | None:
+    """The manifest of a data folder, or None when it has none (then the ISSP domains apply)."""
+    if data_dir is None:
+        return None
+    path = find_manifest(data_dir)
+    return read_manifest(path) if path else None
+
+
+def write_manifest(path: str | Path, manifest: Manifest) -> Path:
+    """Write ``manifest`` as commented YAML (unset optional fields left out, for easy editing)."""
+    path = Path(path)
+    body = manifest.model_dump(mode="json", exclude_defaults=False)
+    if not body.get("title"):
+        body.pop("title", None)
+    for domain in body["domains"]:
+        for key in ("question_file", "answer_file", "module"):
+            if not domain.get(key):
+                domain.pop(key, None)
+    text = HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def merge_domain(manifest: Manifest | None, domain: ManifestDomain) -> Manifest:
+    """``manifest`` with ``domain`` added, replacing an entry with the same slug."""
+    kept = [d for d in (manifest.domains if manifest else []) if d.slug != domain.slug]
+    title = manifest.title if manifest else ""
+    return Manifest(title=title, domains=sorted([*kept, domain], key=lambda d: d.id))
