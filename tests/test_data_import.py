@@ -17,7 +17,7 @@ import pyreadstat
 import pytest
 
 from socbench.cli import main
-from socbench.data.example_study import MISSING, QUESTIONS, SAV_NAME, build_study
+from socbench.data.example_study import MISSING_LABELS, QUESTIONS, SAV_NAME, build_study
 from socbench.data.loaders import load_domain
 from socbench.domains import DOMAINS, domain_table, get_domain, select_domains
 from socbench.errors import ConfigError, DataError
@@ -310,7 +310,7 @@ def test_example_study_is_the_code_s_output(tmp_path: Path, capsys) -> None:
         k: {int(c): v for c, v in vl.items()} for k, vl in meta.variable_value_labels.items()
     } == study.value_labels
     assert set(meta.missing_ranges) == set(QUESTIONS) and all(
-        sorted(r["lo"] for r in ranges) == sorted(MISSING) for ranges in meta.missing_ranges.values()
+        sorted(r["lo"] for r in ranges) == sorted(MISSING_LABELS) for ranges in meta.missing_ranges.values()
     )
     from importlib import util
 

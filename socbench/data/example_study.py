@@ -19,8 +19,8 @@ import pandas as pd
 SAV_NAME = "wellbeing_survey.sav"
 QUESTIONS_FILE = "questions.txt"
 DEFAULT_RESPONDENTS = 300
-DEFAULT_SEED = 20261123
-MISSING = {-9: "No answer", -8: "Don't know"}
+EXAMPLE_SEED = 20261123
+MISSING_LABELS = {-9: "No answer", -8: "Don't know"}
 AGREE = {
     1: "Strongly agree",
     2: "Agree",
@@ -166,7 +166,7 @@ def _answers(
     return np.where(gaps < 0.02, -9, np.where(gaps < 0.05, -8, picked))
 
 
-def build_study(n: int = DEFAULT_RESPONDENTS, seed: int = DEFAULT_SEED) -> Study:
+def build_study(n: int = DEFAULT_RESPONDENTS, seed: int = EXAMPLE_SEED) -> Study:
     """The study's columns, labels, value labels and SPSS user-missing codes."""
     rng = np.random.default_rng(seed)
     persona = _persona(rng, n)
@@ -180,17 +180,17 @@ def build_study(n: int = DEFAULT_RESPONDENTS, seed: int = DEFAULT_SEED) -> Study
     for name, (label, options, weights, ordinal) in QUESTIONS.items():
         columns[name] = _answers(rng, persona, weights, list(options), ordinal).astype(float)
         labels[name] = label
-        value_labels[name] = {**options, **MISSING}
+        value_labels[name] = {**options, **MISSING_LABELS}
     urban = np.where(persona["COMMUNITY"] <= 2, 0.8, 1.3)
     columns["WTFINAL"] = np.round(
         urban * np.where(persona["AGE"] >= 60, 1.2, 0.95) * rng.uniform(0.85, 1.15, n), 4
     )
     labels["WTFINAL"] = "Final design weight"
-    missing = {name: sorted(MISSING) for name in QUESTIONS}
+    missing = {name: sorted(MISSING_LABELS) for name in QUESTIONS}
     return Study(pd.DataFrame(columns), labels, value_labels, missing)
 
 
-def write_study(folder: Path, n: int = DEFAULT_RESPONDENTS, seed: int = DEFAULT_SEED) -> Path:
+def write_study(folder: Path, n: int = DEFAULT_RESPONDENTS, seed: int = EXAMPLE_SEED) -> Path:
     """Write ``wellbeing_survey.sav`` (with labels and user-missing codes) and the question list."""
     import pyreadstat
 

@@ -33,7 +33,7 @@ from socbench.data.import_records import (
 )
 from socbench.data.loaders import SAMPLE_PREFIX, load_questions
 from socbench.data.question_labels import question_records
-from socbench.data.sampling import DEFAULT_SEED, draw_ranks
+from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
@@ -69,7 +69,7 @@ class ImportRequest(BaseModel):
     slug: str | None = None
     name: str | None = None
     sizes: tuple[int, ...] = DEFAULT_SIZES
-    seed: int = DEFAULT_SEED
+    seed: int = SAMPLE_SEED
     codebook: Path | None = None
 
 
