@@ -30,16 +30,15 @@ def direct(config, domain_id: int) -> None:
     from tasks.country_special_options import country_special_options
     from tasks.extract import extract
     from tasks.load_data import load_data
-    from tasks.score import score, score_variants
+    from tasks.score import score
 
     data = load_data.fn(domain_id, config)
     items = country_special_options.fn(data)
     prompts = build_prompts.fn(data, items, config)
-    results = run_prompts(get_engine(config), prompts)
+    results = run_prompts(get_engine(config.engine), prompts)
     extractions = extract.fn(prompts, results, items)
-    scored, result = score.fn(data, items, extractions, config)
-    score_variants.fn(items, extractions, config)
-    write_domain_files(config.output_dir, result, scored)
+    scored = score.fn(data, items, extractions, config)
+    write_domain_files(config.output_dir, scored.result, scored.items)
 
 
 def overhead(domains: list[int], data_dir: str) -> list[dict]:

@@ -70,5 +70,8 @@ def select_domains(domain_id: int | str = "all", start_domain_id: int | None = N
         return [get_domain(domain_id)]
     if start_domain_id is None:
         return list(DOMAINS)
-    start = get_domain(start_domain_id)
+    try:
+        start = get_domain(start_domain_id)
+    except ConfigError as exc:  # the message names the flag that was given
+        raise ConfigError(str(exc).replace("--domain_id", "--start_domain_id", 1)) from None
     return [d for d in DOMAINS if d.id >= start.id]

@@ -9,7 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from socbench.circular import VariantResult
 
 Code = str
 Mode = Literal["generate", "logprobs"]
@@ -212,3 +215,13 @@ class DomainResult:
     # {level: {groups, wasserstein, js, uniform_wasserstein, uniform_js, ...}} (metrics.distribution)
     distribution: dict[str, dict[str, float]] = field(default_factory=dict)
     accuracy_ci: tuple[float, float] | None = None  # 95% respondent-cluster bootstrap
+
+
+@dataclass(frozen=True)
+class ScoredDomain:
+    """What the ``score`` stage hands to ``report``: the scored items, the domain's result and,
+    with circular evaluation, every variant's answer (None when it is off)."""
+
+    items: list[ScoredItem]
+    result: DomainResult
+    variants: list[VariantResult] | None = None

@@ -14,4 +14,4 @@ from socbench.types import DomainData
 @task(name="load_data", cache_policy=NO_CACHE, persist_result=False)
 def load_data(domain_id: int, config: RunConfig) -> DomainData:
     """Validated DomainData for the configured sample size and interview count."""
-    return load_domain(config.data_dir, get_domain(domain_id), config.dataset_size, config.interview_count)
+    return load_domain(config.dataset_dir, get_domain(domain_id), config.dataset_size, config.interview_count)

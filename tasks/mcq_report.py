@@ -18,12 +18,12 @@ from socbench.mcq.circular import CircularPlan, write_mcq_circular
 def mcq_report(data: McqData, plan: McqPlan, answers: McqAnswers, predictions: list[Prediction],
                config: McqConfig, started: float, circular: CircularPlan | None = None,
                variants: dict[int, list[VariantResult]] | None = None) -> dict:
-    report = (write_mcq_circular(config.output_dir, config.model, circular, variants or {})
+    report = (write_mcq_circular(config.output_dir, config.engine.model, circular, variants or {})
               if circular is not None else None)
-    files = write_mcq_files(config.output_dir, config.model, data, plan, answers, predictions,
+    files = write_mcq_files(config.output_dir, config.engine.model, data, plan, answers, predictions,
                             wall_s=time.time() - started, circular=report)
     create_markdown_artifact(files.table_md.read_text(encoding="utf-8"), key="mcq-table",
-                             description=f"CP vs MCP: {data.dataset}, {config.model}")
+                             description=f"CP vs MCP: {data.dataset}, {config.engine.model}")
     if files.circular_table is not None:
         create_markdown_artifact(files.circular_table.read_text(encoding="utf-8"), key="mcq-circular",
                                  description=f"Circular evaluation ({config.circular}): {data.dataset}")

@@ -8,22 +8,28 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from socbench.circular import VariantResult, circular_settings
+from socbench.circular import circular_settings
 from socbench.config import RunConfig
-from socbench.report import domain_markdown, leaderboard_rows, write_domain_files, write_report, write_run_summary
+from socbench.report import (
+    domain_markdown,
+    leaderboard_rows,
+    write_domain_files,
+    write_report,
+    write_run_summary,
+)
 from socbench.report.circular import write_domain_circular, write_run_circular_table
-from socbench.types import DomainResult, ScoredItem
+from socbench.types import DomainResult, ScoredDomain
 
 
 @task(name="report", cache_policy=NO_CACHE, persist_result=False)
-def report(result: DomainResult, scored: list[ScoredItem], config: RunConfig,
-           variants: list[VariantResult] | None = None) -> dict:
-    """Write ``<Domain>_detailed.json`` / ``_metrics.json`` (and, given circular ``variants``,
+def report(scored: ScoredDomain, config: RunConfig) -> dict:
+    """Write ``<Domain>_detailed.json`` / ``_metrics.json`` (and, with circular variants,
     ``_circular.jsonl`` / ``_circular_metrics.json``); post the domain's markdown report."""
-    paths = write_domain_files(config.output_dir, result, scored)
+    result = scored.result
+    paths = write_domain_files(config.output_dir, result, scored.items)
     settings = circular_settings(config)
-    if variants is not None and settings is not None:
-        paths = (*paths, *write_domain_circular(config.output_dir, result, variants, settings))
+    if scored.variants is not None and settings is not None:
+        paths = (*paths, *write_domain_circular(config.output_dir, result, scored.variants, settings))
     create_markdown_artifact(domain_markdown(result), key=f"issp-report-domain-{result.domain_id}",
                              description=f"ISSP {result.domain_name}: {result.model}")
     return {"domain_id": result.domain_id, "domain": result.domain_name,

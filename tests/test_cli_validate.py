@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.data_layer.issp_dataset import FAMILY_EXPECTED, NATID_EXPECTED, write_dataset
-from socbench.cli import main
+from cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / ".venv" / "bin" / "socbench"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from socbench.circular import CircularSettings, rotations
-from socbench.cli import main
+from cli import main
 from socbench.errors import ConfigError
 from socbench.mcq import (
     McqData,

@@ -4,18 +4,31 @@ Stages, each a plain function the Prefect tasks call once: ``load_mcq`` (items a
 few-shot pool) -> ``build_plan`` (engine requests per item and k) -> ``ask_engine``
 (answers by request key) -> ``score_plan`` (predictions per item, k and method; pure) ->
 ``write_mcq_files`` (predictions, results, the seed's table, a plot).
+
+Names load on first use, so the configuration (``socbench.mcq.config``) is read without
+importing scoring and plotting (the CLI builds its flags from it in a fraction of a second).
 """
 
-from socbench.mcq.config import McqConfig, make_mcq_config
-from socbench.mcq.datasets import McqData, McqItem, load_jsonl, load_mcq
-from socbench.mcq.evaluate import McqAnswers, ask_engine
-from socbench.mcq.prompts import McqPlan, build_plan, draw_shots
-from socbench.mcq.results import McqFiles, write_mcq_files
-from socbench.mcq.scoring import COLUMNS, METHODS, Prediction, accuracies, score_plan
-from socbench.mcq.specs import TASKS, McqTaskSpec, get_task
+from __future__ import annotations
 
-__all__ = [
-    "COLUMNS", "METHODS", "TASKS", "McqAnswers", "McqConfig", "McqData", "McqFiles", "McqItem", "McqPlan",
-    "McqTaskSpec", "Prediction", "accuracies", "ask_engine", "build_plan", "draw_shots", "get_task",
-    "load_jsonl", "load_mcq", "make_mcq_config", "score_plan", "write_mcq_files",
-]
+import importlib
+from typing import Any
+
+_HOMES = {
+    "socbench.mcq.config": ("McqConfig", "make_mcq_config"),
+    "socbench.mcq.datasets": ("McqData", "McqItem", "load_jsonl", "load_mcq"),
+    "socbench.mcq.evaluate": ("McqAnswers", "ask_engine"),
+    "socbench.mcq.prompts": ("McqPlan", "build_plan", "draw_shots"),
+    "socbench.mcq.results": ("McqFiles", "write_mcq_files"),
+    "socbench.mcq.scoring": ("COLUMNS", "METHODS", "Prediction", "accuracies", "score_plan"),
+    "socbench.mcq.specs": ("TASKS", "McqTaskSpec", "get_task"),
+}
+_LAZY = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
