@@ -22,7 +22,6 @@ def run(args: argparse.Namespace) -> int:
     from socbench.preflight import check_mcq
 
     config = config_from_args(McqConfig, args)
-    config.circular_settings()  # --circular/--max_variants combinations fail here, as one line
     check_mcq(config)  # dataset, output folder, model or server: before Prefect or a model starts
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from flows.mcq import mcq_inprocess

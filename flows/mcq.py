@@ -35,7 +35,6 @@ def mcq(config: McqConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -
 def run_mcq(config: McqConfig) -> dict:
     """The flow's body: each stage once, the engine released at the end."""
     started = time.time()
-    config.circular_settings()  # --circular/--max_variants combinations fail before any work
     try:
         data = mcq_load(config)
         plan = mcq_prompts(data, config)

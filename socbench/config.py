@@ -79,6 +79,14 @@ def positive(value: int | None) -> int | None:
     return value
 
 
+def max_variants_needs_all_possible(config: Any) -> Any:
+    """``--max_variants`` samples ``all_possible`` orders; anywhere else it would be ignored."""
+    if config.max_variants is not None and config.circular != "all_possible":
+        raise ConfigError("--max_variants applies only with --circular all_possible "
+                          "(circular asks the n rotations)")
+    return config
+
+
 class EngineRun(BaseModel):
     """A run that writes to ``output_dir`` and asks the engine ``engine``; the engine cache
     defaults to ``<output_dir>/.cache``, so the answers stay beside the results."""
@@ -121,8 +129,8 @@ class RunConfig(EngineRun):
     shuffle_options: bool = Field(False, description="shuffle options, seeded per (seed, person, question); "
                                                      "recorded")
     no_persona: bool = Field(False, description="control run: leave the persona out of the prompt")
-    temperature: float = Field(0.0, description="sampling temperature")
-    top_p: float = Field(1.0, description="nucleus sampling mass")
+    temperature: float = Field(0.0, ge=0, description="sampling temperature")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling mass")
     max_tokens: int = Field(64, description="tokens per generated answer")
     circular: Literal["circular", "all_possible"] | None = Field(
         None, description="re-ask every item with its options rotated (circular) or in all orders")
@@ -141,6 +149,7 @@ class RunConfig(EngineRun):
         return int(value)
 
     _positive = field_validator("dataset_size", "max_tokens", "max_variants")(positive)
+    _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 
     @property
     def dataset_dir(self) -> Path:

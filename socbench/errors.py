@@ -35,8 +35,6 @@ def first_problem(exc: Exception) -> tuple[str, object, str]:
     err = exc.errors()[0]  # type: ignore[attr-defined]
     where = ".".join(str(part) for part in err["loc"])
     message = err["msg"].removeprefix("Value error, ").replace("\n", " ")
-    if err["type"] == "extra_forbidden":
-        message = "unknown setting"
     return where, err.get("input"), message
 
 
@@ -53,6 +51,8 @@ def validated(model: type, values: object, *, within: str | None = None, context
         return model.model_validate(values, context=context)
     except ValidationError as exc:
         where, value, message = first_problem(exc)
+        if exc.errors()[0]["type"] == "extra_forbidden":
+            message = "unknown setting"
         shown = "***" if "key" in where.lower() else repr(value)
         if within is not None:
             raise ConfigError(f"{within} {where}={shown}: {message}") from None

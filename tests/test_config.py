@@ -155,3 +155,37 @@ def test_seed_block_on_the_command_line_gets_past_validation(tmp_path: Path) -> 
     warning, error = result.stderr.splitlines()
     assert result.returncode == 2 and "--data_dir" in error  # the next check failed, not the engine block
     assert "--engine use_v2_block_manager, disable_async_output_proc: removed" in warning
+
+
+def _options(parser) -> dict[str, set[str]]:
+    """Sub-command -> every option string it accepts (``issp prompts`` as ``issp-prompts``)."""
+    found: dict[str, set[str]] = {}
+    for action in parser._subparsers._group_actions:  # argparse keeps its sub-parsers here
+        for name, sub in action.choices.items():
+            nested = {n: s for a in (sub._subparsers._group_actions if sub._subparsers else [])
+                      for n, s in a.choices.items()}
+            found[name] = set(sub._option_string_actions) | {o for s in nested.values()
+                                                             for o in s._option_string_actions}
+    return found
+
+
+def test_readme_commands_use_only_flags_that_exist() -> None:
+    """Every ``--flag`` on a ``socbench ...`` line of the README is a flag of that sub-command."""
+    import re
+
+    options = _options(build_parser())
+    lines = (ROOT / "README.md").read_text().splitlines()
+    checked = 0
+    for number, line in enumerate(lines):
+        text = line.strip()
+        if not text.startswith("socbench "):
+            continue
+        while text.endswith("\\") and number + 1 < len(lines):  # continued on the next line
+            number += 1
+            text = text[:-1] + " " + lines[number].strip()
+        words = text.split()
+        command = "issp-prompts" if words[1:3] == ["issp", "prompts"] else words[1]
+        for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*", text):
+            assert flag in options[command], f"README: {flag} is not a flag of socbench {command}: {text}"
+            checked += 1
+    assert checked > 30

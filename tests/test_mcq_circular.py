@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from socbench.circular import CircularSettings, rotations
 from cli import main
+from socbench.circular import CircularSettings, rotations
 from socbench.errors import ConfigError
 from socbench.mcq import (
     McqData,

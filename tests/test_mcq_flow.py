@@ -19,8 +19,8 @@ import yaml
 
 from cli import main
 from socbench.mcq import McqConfig, ask_engine, build_plan, load_mcq, score_plan
-from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
 from socbench.mcq.prompts import cp_context, mcp_prompt
+from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
 from socbench.report.files import model_dir
 from tests.conftest import ROOT
 

