@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from socbench.engines.settings import EngineSettings
@@ -89,7 +97,9 @@ def max_variants_needs_all_possible(config: Any) -> Any:
 
 class EngineRun(BaseModel):
     """A run that writes to ``output_dir`` and asks the engine ``engine``; the engine cache
-    defaults to ``<output_dir>/.cache``, so the answers stay beside the results."""
+    defaults to ``<output_dir>/.cache``, so the answers stay beside the results. That default
+    is filled in when the record is built and left out when it is written (a flow parameter,
+    the UI's form), so changing ``output_dir`` there moves the cache with it."""
 
     @model_validator(mode="before")
     @classmethod
@@ -105,6 +115,13 @@ class EngineRun(BaseModel):
         elif isinstance(engine, dict) and engine.get("cache_dir") is None:
             engine = {**engine, "cache_dir": cache_dir}
         return {**data, "engine": engine}
+
+    @model_serializer(mode="wrap")
+    def _derived_cache_dir_unset(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.engine.cache_dir == Path(self.output_dir) / ".cache":
+            data["engine"] = {**data["engine"], "cache_dir": None}
+        return data
 
 
 class RunConfig(EngineRun):

@@ -77,8 +77,11 @@ def test_one_engine_record_for_issp_and_mcq_and_the_session_keys_on_it(tmp_path)
         assert session.get_engine(mcq.engine) is engine and engine.identity["backend"] == "openai"
     finally:
         session.close_engines()
-    # the flows' parameter round trip (Prefect validates the record from its JSON form)
+    # the flows' parameter round trip (Prefect validates the record from its JSON form); the
+    # derived cache folder is not written, so a new output_dir there moves the cache with it
     assert RunConfig.model_validate(json.loads(issp.model_dump_json())) == issp
+    moved = RunConfig.model_validate({**issp.model_dump(), "output_dir": tmp_path / "other"})
+    assert moved.engine.cache_dir == tmp_path / "other" / ".cache"
 
 
 def test_flows_take_the_config_record_and_prefect_yaml_nests_it() -> None:
