@@ -39,7 +39,7 @@ metric_list:
 
 
 def socbench_side(limit: int | None, out: Path) -> tuple[float, dict]:
-    cmd = [common.PY, "-m", "socbench", "mcq", "--dataset", "arc-easy", "--method", "cp",
+    cmd = [common.PY, "-m", "cli", "mcq", "--dataset", "arc-easy", "--method", "cp",
            "--model", "smollm2-135m-instruct", "--output_dir", str(out)]
     if limit:
         cmd += ["--limit", str(limit)]

@@ -90,7 +90,7 @@ def tiny_model() -> Path:
 def synth_data(respondents: int, domain: str = "all") -> Path:
     """A Dataset_all folder with ``respondents`` synthetic respondents per domain (a temp dir)."""
     out = Path(tempfile.mkdtemp(prefix="bench-data-")) / "Dataset_all"
-    subprocess.run([PY, "-m", "socbench", "data", "synth", "--out", str(out), "--respondents",
+    subprocess.run([PY, "-m", "cli", "data", "synth", "--out", str(out), "--respondents",
                     str(respondents), "--domain_id", domain], check=True, cwd=ROOT,
                    stdout=subprocess.DEVNULL)
     return out

@@ -29,7 +29,7 @@ def demo_prompts(mode: str, n: int) -> list:
     config = make_config(mode=mode)
     prompts: list = []
     for domain in DOMAINS:
-        data = load_domain(config.data_dir, domain)
+        data = load_domain(config.dataset_dir, domain)
         prompts += build_domain_prompts(data, build_items(data), config)
     return prompts[:n]
 

@@ -31,7 +31,7 @@ def stages(config, engine, domain_id: int):
     prompts = build_prompts.fn(data, items, config)
     results = run_prompts(engine, prompts)
     extractions = extract.fn(prompts, results, items)
-    _, result = score.fn(data, items, extractions, config)
+    result = score.fn(data, items, extractions, config).result
     return prompts, result
 
 
@@ -65,7 +65,7 @@ def one_mode(mode: str, data_dir: Path, model: Path, domain_id: int, repeats: in
     out = Path(tempfile.mkdtemp(prefix="bench-pipe-"))
     config = make_config(data_dir=str(data_dir), output_dir=str(out), domain_id=domain_id, api_type="vllm",
                          model=str(model), mode=mode, max_tokens=16)
-    engine = get_engine(config)  # CachedEngine(VllmEngine), as in the flow; empty cache
+    engine = get_engine(config.engine)  # CachedEngine(VllmEngine), as in the flow; empty cache
     inner = engine.backend
     llm, tok = inner._engine(), inner.tokenizer  # start-up is not part of either figure
     try:

@@ -43,7 +43,7 @@ def _issp_prompts(data_dir: Path, mode: str) -> list:
 
     config = make_config(data_dir=str(data_dir), domain_id=1, mode=mode, max_tokens=16,
                          output_dir=tempfile.mkdtemp(prefix="bench-pc-"))
-    data = load_domain(config.data_dir, get_domain(1), config.dataset_size, config.interview_count)
+    data = load_domain(config.dataset_dir, get_domain(1), config.dataset_size, config.interview_count)
     return build_domain_prompts(data, build_items(data), config)
 
 

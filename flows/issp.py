@@ -1,10 +1,10 @@
 """The ISSP persona benchmark as Prefect flows: composition only, one line per stage.
 
-``issp-domain`` chains the stages for one domain; ``issp`` runs the domains from
-``start_domain_id`` on one engine (loaded on the first cache miss), isolates each
-domain's failure, writes the run summary and ends Failed if any domain failed. Retrying
-a failed ``issp`` run reruns only the failed domains; everything finished is served from
-persisted results and the engine cache.
+``issp-domain`` chains the stages of the design card for one domain; ``issp`` runs the
+domains from ``start_domain_id`` on one engine (loaded on the first cache miss), isolates
+each domain's failure, writes the run summary and ends Failed if any domain failed.
+Retrying a failed ``issp`` run reruns only the failed domains (finished ones come back from
+their persisted results) and the engine cache sends only the requests without an answer.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from prefect import flow
 
-from socbench.config import DEFAULT_MODEL, RunConfig, make_config
+from socbench.config import RunConfig
 from socbench.domains import select_domains
 from socbench.types import DomainResult
 from tasks.build_prompts import build_prompts
@@ -22,7 +22,7 @@ from tasks.extract import extract
 from tasks.load_data import load_data
 from tasks.report import report, report_run
 from tasks.score import score
-from tasks.secrets import api_key_env_from_secret
+from tasks.secrets import with_secret_key
 from tasks.teardown import teardown_safely
 from tasks.vllm_generate import vllm_generate
 
@@ -44,48 +44,22 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
             teardown_safely()
 
 
+DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data
+
+
 @flow(name="issp", persist_result=True)
-def issp(
-    domain_id: int | str = "all",
-    start_domain_id: int | None = None,
-    interview_count: int | str = "all",
-    dataset_size: int = 500,
-    api_type: str = "vllm",
-    model: str = DEFAULT_MODEL,
-    api_base: str | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
-    api_key_secret: str | None = None,
-    concurrent_requests: int = 64,
-    engine: dict[str, Any] | None = None,
-    mode: str = "generate",
-    structured: bool | None = None,
-    seed: int = 42,
-    shuffle_options: bool = False,
-    include_persona: bool = True,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    max_tokens: int = 64,
-    request_timeout_s: float = 60.0,
-    data_dir: str | None = None,
-    output_dir: str = "results",
-    cache_dir: str | None = None,
-    circular: str | None = None,
-    max_variants: int | None = None,
-) -> dict:
+def issp(config: RunConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> dict:
     """All requested domains on one engine; Failed if any domain failed.
 
-    The API key comes from ``api_key_env`` on the worker, or from the Prefect Secret block
-    named by ``api_key_secret``; it is never a parameter itself.
+    The API key comes from ``config.engine.api_key_env`` on the worker, or from the Prefect
+    Secret block named by ``api_key_secret``; it is never a parameter itself.
     """
-    params = {k: v for k, v in locals().items() if k != "api_key_secret"}
-    if api_key_secret:
-        params["api_key_env"] = api_key_env_from_secret(api_key_secret)
-    return run_domains(make_config(**params))
+    return run_domains(with_secret_key(config, api_key_secret))
 
 
 def issp_inprocess(config: RunConfig) -> dict:
     """Run the ``issp`` flow in this process (ephemeral Prefect, no server); its outcome."""
-    state = issp(**config.model_dump(mode="json"), return_state=True)
+    state = issp(config, return_state=True)
     outcome = state.result(raise_on_failure=False)
     if isinstance(outcome, DomainsFailed):
         return outcome.outcome
@@ -95,8 +69,8 @@ def issp_inprocess(config: RunConfig) -> dict:
 
 
 def run_domains(config: RunConfig) -> Any:
-    """The parent's body, shared with the CLI's in-process run."""
-    domains = select_domains(config.domain_id, config.start_domain_id, config.data_dir)
+    """The parent's body: every domain in turn on one engine, then the run summary."""
+    domains = select_domains(config.domain_id, config.start_domain_id, config.dataset_dir)
     results: list[DomainResult] = []
     failed: dict[int, str] = {}
     try:

@@ -9,44 +9,31 @@ in-process.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from prefect import flow
 
-from socbench.config import DEFAULT_MODEL
-from socbench.mcq.config import McqConfig, make_mcq_config
+from socbench.mcq.config import McqConfig
 from tasks.mcq_engine import mcq_engine
 from tasks.mcq_load import mcq_load
 from tasks.mcq_prompts import mcq_prompts
 from tasks.mcq_report import mcq_report
 from tasks.mcq_score import mcq_score
+from tasks.secrets import with_secret_key
 from tasks.teardown import teardown_safely
+
+DEFAULT_CONFIG = McqConfig()  # ARC-Easy, CP and MCP, 0-shot, the embedded model
 
 
 @flow(name="mcq", persist_result=True)
-def mcq(
-    dataset: str = "arc-easy",
-    method: str | list[str] = "cp,mcp",
-    k_shot: str | list[int] = "0",
-    tolerance: bool = False,
-    api_type: str = "vllm",
-    model: str = DEFAULT_MODEL,
-    engine: dict[str, Any] | None = None,
-    limit: int | None = None,
-    seed: int = 1234,
-    output_dir: str = "results",
-    cache_dir: str | None = None,
-    circular: str | None = None,
-    max_variants: int | None = None,
-) -> dict:
+def mcq(config: McqConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> dict:
     """CP-RAW/UN/LN and MCP(-Tolerance) accuracies for each k (and with ``circular``
-    (circular | all_possible) MCP's circular metrics); the files' paths."""
-    config = make_mcq_config(**{k: v for k, v in locals().items()})
-    return run_mcq(config)
+    (circular | all_possible) MCP's circular metrics); the files' paths. The API key is read
+    as in ``issp`` (``config.engine.api_key_env`` or the Secret block ``api_key_secret``)."""
+    return run_mcq(with_secret_key(config, api_key_secret))
 
 
 def run_mcq(config: McqConfig) -> dict:
-    """The flow's body, shared with the CLI's in-process run."""
+    """The flow's body: each stage once, the engine released at the end."""
     started = time.time()
     try:
         data = mcq_load(config)
@@ -60,7 +47,7 @@ def run_mcq(config: McqConfig) -> dict:
 
 def mcq_inprocess(config: McqConfig) -> dict:
     """Run the ``mcq`` flow in this process (ephemeral Prefect, no server); its outcome."""
-    state = mcq(**config.model_dump(mode="json"), return_state=True)
+    state = mcq(config, return_state=True)
     outcome = state.result(raise_on_failure=False)
     if isinstance(outcome, BaseException):
         raise outcome

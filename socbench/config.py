@@ -1,56 +1,158 @@
-"""One validated run configuration, built the same way by the CLI and by the Prefect flows.
+"""Run configurations, each declared once: the CLI's flags, the flows' parameters and the
+library's arguments are these pydantic models.
 
-Every setting is checked here, so a bad value fails with one line naming the setting
-before any model is loaded.
+Every setting is checked here, so a bad value fails with one line naming its flag before
+any model is loaded. On the command line the settings are flat (``--model``, not
+``--engine.model``): ``settings_of`` lists them, ``from_flat`` nests them back.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
 
-from socbench.errors import ConfigError
-from socbench.models import DEFAULT_MODEL
+from socbench.engines.settings import EngineSettings
+from socbench.errors import ConfigError, validated
 from socbench.types import SamplingSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_DATA_DIR = PROJECT_ROOT / "data" / "demo" / "Dataset_all"
 
 
-class RunConfig(BaseModel):
+@dataclass(frozen=True)
+class Setting:
+    """One flat setting: its flag name, its path in the record (field names), its field."""
+
+    name: str
+    path: tuple[str, ...]
+    field: FieldInfo
+
+
+def _flag_name(name: str, field: FieldInfo) -> str:
+    """A field's own name, or its last alias: ``engine_args`` is the seed's ``--engine``."""
+    alias = field.validation_alias
+    return str(alias.choices[-1]) if isinstance(alias, AliasChoices) else name
+
+
+@functools.cache
+def settings_of(model: type[BaseModel]) -> dict[str, Setting]:
+    """Every setting of ``model`` by flag name; fields of nested records are flattened."""
+    found: dict[str, Setting] = {}
+    for name, field in model.model_fields.items():
+        inner = field.annotation
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            entries = [Setting(s.name, (name, *s.path), s.field) for s in settings_of(inner).values()]
+        else:
+            entries = [Setting(_flag_name(name, field), (name,), field)]
+        for entry in entries:
+            if entry.name in found:
+                raise TypeError(f"{model.__name__}: two settings named {entry.name!r}")
+            found[entry.name] = entry
+    return found
+
+
+def from_flat(model: type[BaseModel], values: dict[str, Any]) -> Any:
+    """``model`` from flat settings (flags or keyword arguments; None means the default)."""
+    known = {**{s.path[-1]: s for s in settings_of(model).values()}, **settings_of(model)}
+    nested: dict[str, Any] = {}
+    for key, value in values.items():
+        setting = known.get(key.replace("-", "_"))
+        if setting is None:
+            raise ConfigError(f"--{key}: unknown setting")
+        if value is None:
+            continue
+        target = nested
+        for part in setting.path[:-1]:
+            target = target.setdefault(part, {})
+        target[setting.name] = value  # keyed by the flag's name, so an error names that flag
+    return validated(model, nested)
+
+
+def positive(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise ValueError(f"must be a positive integer, got {value}")
+    return value
+
+
+def max_variants_needs_all_possible(config: Any) -> Any:
+    """``--max_variants`` samples ``all_possible`` orders; anywhere else it would be ignored."""
+    if config.max_variants is not None and config.circular != "all_possible":
+        raise ConfigError("--max_variants applies only with --circular all_possible "
+                          "(circular asks the n rotations)")
+    return config
+
+
+class EngineRun(BaseModel):
+    """A run that writes to ``output_dir`` and asks the engine ``engine``; the engine cache
+    defaults to ``<output_dir>/.cache``, so the answers stay beside the results. That default
+    is filled in when the record is built and left out when it is written (a flow parameter,
+    the UI's form), so changing ``output_dir`` there moves the cache with it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cache_beside_results(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        output_dir = data.get("output_dir") or cls.model_fields["output_dir"].default
+        engine = data.get("engine") or {}
+        cache_dir = Path(output_dir) / ".cache"
+        if isinstance(engine, EngineSettings):
+            if engine.cache_dir is None:
+                engine = engine.model_copy(update={"cache_dir": cache_dir})
+        elif isinstance(engine, dict) and engine.get("cache_dir") is None:
+            engine = {**engine, "cache_dir": cache_dir}
+        return {**data, "engine": engine}
+
+    @model_serializer(mode="wrap")
+    def _derived_cache_dir_unset(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.engine.cache_dir == Path(self.output_dir) / ".cache":
+            data["engine"] = {**data["engine"], "cache_dir": None}
+        return data
+
+
+class RunConfig(EngineRun):
     """What one ISSP run needs; field names are the seed's CLI flags."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    data_dir: Path = DEMO_DATA_DIR
-    output_dir: Path = Path("results")
-    domain_id: int | str = "all"
-    start_domain_id: int | None = None
-    interview_count: int | Literal["all"] = "all"
-    dataset_size: int = 500
-    api_type: Literal["vllm", "config", "hf"] = "vllm"
-    model: str = DEFAULT_MODEL
-    api_base: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrent_requests: int = 64
-    request_timeout_s: float = 60.0
-    engine: dict[str, Any] = {}
-    mode: Literal["generate", "logprobs"] = "generate"
-    structured: bool | None = None
-    seed: int = 42
-    shuffle_options: bool = False
-    include_persona: bool = True
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 64
-    cache_dir: Path | None = None
-    circular: Literal["circular", "all_possible"] | None = None
-    max_variants: int | None = None
+    domain_id: int | str = Field("all", description="domain id or slug (the manifest's, else 1-4, 6-11) or 'all'")
+    start_domain_id: int | None = Field(None, description="with --domain_id all: start at this domain")
+    interview_count: int | Literal["all"] = Field("all", description="respondents per domain: N or 'all'")
+    dataset_size: int = Field(500, description="sample size: reads A_GroundTruth_sampling<N>")
+    data_dir: Path | None = Field(None, description="a SocioBench Dataset_all folder "
+                                                    "(default: the demo data)")
+    output_dir: Path = Field(Path("results"), description="results go to <output_dir>/<run name>/")
+    engine: EngineSettings = EngineSettings()
+    mode: Literal["generate", "logprobs"] = Field(
+        "generate", description="generate: the model writes {\"answer\": code}; logprobs: the most likely "
+                                "offered code after {\"answer\": \"")
+    structured: bool | None = Field(None, description="constrain answers to {\"answer\": code} (default: on "
+                                                      "for vllm)")
+    seed: int = Field(42, description="run seed: option shuffling and circular samples")
+    shuffle_options: bool = Field(False, description="shuffle options, seeded per (seed, person, question); "
+                                                     "recorded")
+    no_persona: bool = Field(False, description="control run: leave the persona out of the prompt")
+    temperature: float = Field(0.0, ge=0, description="sampling temperature")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling mass")
+    max_tokens: int = Field(64, description="tokens per generated answer")
+    circular: Literal["circular", "all_possible"] | None = Field(
+        None, description="re-ask every item with its options rotated (circular) or in all orders")
+    max_variants: int | None = Field(None, description="with --circular all_possible: a seeded sample of N "
+                                                       "orders for items with more than 5 options")
 
     @field_validator("interview_count", mode="before")
     @classmethod
@@ -63,39 +165,34 @@ class RunConfig(BaseModel):
             raise ValueError(f"expected a positive integer or 'all', got {value!r}")
         return int(value)
 
-    @field_validator("api_base")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        for url in value.split(","):
-            parsed = urlparse(url.strip())
-            if parsed.scheme not in ("http", "https") or not parsed.netloc:
-                raise ValueError(f"{url.strip()!r} is not an http(s) URL")
-        return value
+    _positive = field_validator("dataset_size", "max_tokens", "max_variants")(positive)
+    _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 
-    @field_validator("dataset_size", "concurrent_requests", "max_tokens", "max_variants")
-    @classmethod
-    def _positive(cls, value: int | None) -> int | None:
-        if value is not None and value < 1:
-            raise ValueError(f"must be a positive integer, got {value}")
-        return value
+    @property
+    def dataset_dir(self) -> Path:
+        """``data_dir``, or the demo data (kept None in the record, so no path of this machine
+        becomes a deployment's default)."""
+        return self.data_dir or DEMO_DATA_DIR
+
+    @property
+    def include_persona(self) -> bool:
+        return not self.no_persona
 
     @property
     def use_structured(self) -> bool:
         """Constrained JSON is on by default for in-process vLLM (small models need it)."""
         if self.structured is not None:
             return self.structured
-        return self.api_type == "vllm"
+        return self.engine.api_type == "vllm"
 
     @property
     def run_name(self) -> str:
         """The model, plus the variant when it is not the default, so runs never overwrite
         each other: ``<model>-logprobs``, ``<model>-no_persona``, ``<model>-shuffled``."""
-        parts = [self.model]
+        parts = [self.engine.model]
         if self.mode == "logprobs":
             parts.append("logprobs")
-        if not self.include_persona:
+        if self.no_persona:
             parts.append("no_persona")
         if self.shuffle_options:
             parts.append("shuffled")
@@ -105,28 +202,7 @@ class RunConfig(BaseModel):
     def sampling(self) -> SamplingSettings:
         return SamplingSettings(self.temperature, self.top_p, self.max_tokens, None)
 
-    @property
-    def engine_cache_dir(self) -> Path:
-        """The engine cache lives beside the results (prompts and answers stay under output_dir)."""
-        return self.cache_dir or self.output_dir / ".cache"
-
-    def fingerprint(self) -> str:
-        """Hash of the settings that change answers (for task cache keys)."""
-        keep = self.model_dump(mode="json", exclude={"output_dir", "concurrent_requests",
-                                                     "request_timeout_s", "api_key_env", "cache_dir",
-                                                     "start_domain_id", "domain_id"})
-        return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
-
 
 def make_config(**params: Any) -> RunConfig:
-    """Build a RunConfig from flags/parameters; a bad value is one ConfigError line."""
-    clean = {k: v for k, v in params.items() if v is not None}
-    if clean.get("api_type") == "config" and not clean.get("api_base"):
-        raise ConfigError("--api_type config needs --api_base URL (an OpenAI-compatible server)")
-    try:
-        return RunConfig(**clean)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "config"
-        value = err.get("input")
-        raise ConfigError(f"--{field} {value!r}: {err['msg'].removeprefix('Value error, ')}") from None
+    """A RunConfig from flat settings (as the CLI's flags); a bad value is one ConfigError line."""
+    return from_flat(RunConfig, params)

@@ -125,5 +125,8 @@ def select_domains(domain_id: int | str = "all", start_domain_id: int | str | No
     table = domain_table(data_dir)
     if start_domain_id is None:
         return list(table)
-    start = get_domain(start_domain_id, data_dir)
+    try:
+        start = get_domain(start_domain_id, data_dir)
+    except ConfigError as exc:  # the message names the flag that was given
+        raise ConfigError(str(exc).replace("--domain_id", "--start_domain_id", 1)) from None
     return [d for d in table if d.id >= start.id]

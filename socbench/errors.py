@@ -27,3 +27,36 @@ class ModelError(SocbenchError):
 
 class EngineError(SocbenchError):
     """An inference backend cannot be started or reached."""
+
+
+
+def first_problem(exc: Exception) -> tuple[str, object, str]:
+    """(dotted location, input, message) of a pydantic ``ValidationError``'s first error."""
+    err = exc.errors()[0]  # type: ignore[attr-defined]
+    where = ".".join(str(part) for part in err["loc"])
+    message = err["msg"].removeprefix("Value error, ").replace("\n", " ")
+    return where, err.get("input"), message
+
+
+def validated(model: type, values: object, *, within: str | None = None, context: dict | None = None):
+    """``model.model_validate(values)``; a bad value becomes one ConfigError line naming its flag.
+
+    Settings are flat on the command line, so the flag is the last field name in the error's
+    location (``--seed 'x': ...``); ``within`` names the flag that carries a JSON object of
+    settings (``--engine bogus=1: unknown setting``). A value named like a key is never shown.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(values, context=context)
+    except ValidationError as exc:
+        where, value, message = first_problem(exc)
+        if exc.errors()[0]["type"] == "extra_forbidden":
+            message = "unknown setting"
+        shown = "***" if "key" in where.lower() else repr(value)
+        if within is not None:
+            raise ConfigError(f"{within} {where}={shown}: {message}") from None
+        names = [part for part in exc.errors()[0]["loc"] if isinstance(part, str)]
+        if not names:
+            raise ConfigError(message) from None
+        raise ConfigError(f"--{names[-1]} {shown}: {message}") from None

@@ -13,11 +13,16 @@ import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from socbench.config import RunConfig
 from socbench.data.loaders import dataset_root, load_domain, sample_dir
 from socbench.domains import select_domains
+from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, EngineError
+
+if TYPE_CHECKING:
+    from socbench.mcq.config import McqConfig
 
 
 def check_output_dir(output_dir: Path, flag: str = "--output_dir") -> None:
@@ -42,20 +47,37 @@ def check_server(api_base: str, timeout_s: float = 5.0) -> None:
             raise EngineError(f"--api_base {url}: server unreachable ({reason})") from None
 
 
-def check_run(config: RunConfig) -> None:
-    """Data folder, sample size, domains (a lone domain's files too), output folder, model or server."""
-    domains = select_domains(config.domain_id, config.start_domain_id, config.data_dir)
-    sample_dir(dataset_root(config.data_dir), config.dataset_size)
-    if len(domains) == 1:
-        load_domain(config.data_dir, domains[0], config.dataset_size, config.interview_count)
-    check_output_dir(config.output_dir)
-    if config.api_type == "config":
-        check_server(config.api_base or "")
-        key = os.environ.get(config.api_key_env)
-        if key is None and config.api_key_env != "OPENAI_API_KEY":
-            raise ConfigError(f"--api_key_env {config.api_key_env}: that environment variable is not set")
+def check_engine(engine: EngineSettings) -> None:
+    """The backend can be reached: a server answers (and its key variable is set), or a model resolves."""
+    if engine.api_type == "openai":
+        check_server(engine.api_base or "")
+        if os.environ.get(engine.api_key_env) is None and engine.api_key_env != "OPENAI_API_KEY":
+            raise ConfigError(f"--api_key_env {engine.api_key_env}: that environment variable is not set")
     else:
         from socbench.models import resolve_model
 
-        resolve_model(config.model)
+        resolve_model(engine.model)
 
+
+def check_run(config: RunConfig) -> None:
+    """Data folder, sample size, domains (a lone domain's files too), output folder, engine."""
+    domains = select_domains(config.domain_id, config.start_domain_id, config.dataset_dir)
+    sample_dir(dataset_root(config.dataset_dir), config.dataset_size)
+    if len(domains) == 1:
+        load_domain(config.dataset_dir, domains[0], config.dataset_size, config.interview_count)
+    check_output_dir(config.output_dir)
+    check_engine(config.engine)
+
+
+def check_mcq(config: McqConfig) -> None:
+    """Dataset (and its circular expansion), output folder and engine, before Prefect or a model starts."""
+    from socbench.mcq.datasets import load_mcq
+
+    data = load_mcq(config.dataset, limit=config.limit, fewshot=max(config.k_shot) > 0)
+    settings = config.circular_settings()
+    if settings is not None:
+        from socbench.mcq.circular import check_circular
+
+        check_circular(data, settings)
+    check_output_dir(config.output_dir)
+    check_engine(config.engine)

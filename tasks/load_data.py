@@ -14,5 +14,5 @@ from socbench.types import DomainData
 @task(name="load_data", cache_policy=NO_CACHE, persist_result=False)
 def load_data(domain_id: int, config: RunConfig) -> DomainData:
     """Validated DomainData for the configured sample size and interview count."""
-    domain = get_domain(domain_id, config.data_dir)
-    return load_domain(config.data_dir, domain, config.dataset_size, config.interview_count)
+    domain = get_domain(domain_id, config.dataset_dir)
+    return load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count)

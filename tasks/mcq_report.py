@@ -16,10 +16,10 @@ from socbench.types import McqAnswers, McqData, McqPlan, McqScores
 @task(name="mcq_report", cache_policy=NO_CACHE, persist_result=False)
 def mcq_report(data: McqData, plan: McqPlan, answers: McqAnswers, scores: McqScores,
                config: McqConfig, started: float) -> dict:
-    files = write_mcq_files(config.output_dir, config.model, data, plan, answers, scores,
+    files = write_mcq_files(config.output_dir, config.engine.model, data, plan, answers, scores,
                             wall_s=time.time() - started)
     create_markdown_artifact(files.table_md.read_text(encoding="utf-8"), key="mcq-table",
-                             description=f"CP vs MCP: {data.dataset}, {config.model}")
+                             description=f"CP vs MCP: {data.dataset}, {config.engine.model}")
     if files.circular_table is not None:
         create_markdown_artifact(files.circular_table.read_text(encoding="utf-8"), key="mcq-circular",
                                  description=f"Circular evaluation ({config.circular}): {data.dataset}")

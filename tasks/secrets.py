@@ -7,8 +7,13 @@ worker and placed in a process-private environment variable that the engine read
 from __future__ import annotations
 
 import os
+from typing import TypeVar
 
 from prefect.blocks.system import Secret
+
+from socbench.config import EngineRun
+
+C = TypeVar("C", bound=EngineRun)
 
 SECRET_ENV = "SOCBENCH_API_KEY_FROM_SECRET"
 
@@ -23,3 +28,11 @@ def api_key_env_from_secret(block_name: str) -> str:
         raise ConfigError(f"--api_key_secret {block_name}: no such Prefect Secret block ({exc})") from None
     os.environ[SECRET_ENV] = str(value)
     return SECRET_ENV
+
+
+def with_secret_key(config: C, block_name: str | None) -> C:
+    """``config`` with its engine reading the key of the Secret block ``block_name`` (as is without one)."""
+    if not block_name:
+        return config
+    engine = config.engine.model_copy(update={"api_key_env": api_key_env_from_secret(block_name)})
+    return config.model_copy(update={"engine": engine})

@@ -20,7 +20,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import wasserstein_distance
 
-from socbench.cli import main
+from cli import main
 from socbench.data.example_study import QUESTIONS_FILE, write_study
 
 ID_BASE = 10**7  # person_id = domain id (1) x 10^7 + row number (documented in the README)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fixtures import issp_microdata as micro
-from socbench.cli import main
+from cli import main
 
 SIZES = (500, 1000, 2000)
 CASES = {

@@ -28,7 +28,7 @@ METRIC_KEYS = {"domain", "domain_id", "model", "timestamp", "accuracy", "macro_f
 
 
 def _socbench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "socbench", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True,
                           env=env, timeout=600)
 
 

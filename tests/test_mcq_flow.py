@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from socbench.cli import main
-from socbench.mcq import ask_engine, build_plan, load_mcq, make_mcq_config, score_plan
+from cli import main
+from socbench.mcq import McqConfig, ask_engine, build_plan, load_mcq, score_plan
 from socbench.mcq.prompts import cp_context, mcp_prompt
 from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
 from socbench.report.files import model_dir
@@ -164,7 +164,7 @@ def test_prefect_yaml_deploys_mcq_on_the_same_pool() -> None:
     arc = by_name["arc-easy"]
     assert arc["entrypoint"] == "flows/mcq.py:mcq"
     assert arc["work_pool"] == by_name["all-domains"]["work_pool"]
-    config = make_mcq_config(**arc["parameters"])
+    config = McqConfig.model_validate(arc["parameters"]["config"])
     assert config.dataset == "arc-easy" and config.k_shot == (0, 1)
     from flows.mcq import mcq
 

@@ -140,9 +140,9 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
                                   env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
                                   start_new_session=True)
     try:
-        params = ["--param", f"model={tiny_model}", "--param", f"data_dir={data}", "--param",
-                  f"output_dir={out}",
-                  "--param", "interview_count=4", "--param", "structured=true"]
+        config = {"domain_id": "all", "interview_count": 4, "data_dir": str(data), "output_dir": str(out),
+                  "structured": True, "engine": {"api_type": "vllm", "model": str(tiny_model)}}
+        params = ["--param", f"config={json.dumps(config)}"]
         run = _prefect(env, "deployment", "run", "issp/all-domains", *params, "--watch", check=False)
         assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
 

@@ -342,11 +342,11 @@ def _dataset(root: Path) -> Path:
 
 
 def test_cli_prints_the_first_prompts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from socbench.cli.issp_prompts import register_prompts
+    from cli.issp_prompts import register_prompts
 
     parser = argparse.ArgumentParser()
     register_prompts(parser.add_subparsers())
-    args = parser.parse_args(["prompts", "--data-dir", str(_dataset(tmp_path)), "--domain_id", "1",
+    args = parser.parse_args(["issp-prompts", "--data-dir", str(_dataset(tmp_path)), "--domain_id", "1",
                               "--limit", "3", "--shuffle-options", "--mode", "logprobs"])
     assert args.handler(args) == 0
     out = capsys.readouterr().out

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from socbench.cli import main
+from cli import main
 from socbench.config import make_config
 from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
@@ -66,7 +66,7 @@ def cached_rows(out: Path) -> int:
 
 @pytest.fixture()
 def cli_in_process(monkeypatch):
-    """`socbench.cli.main` in this process; the environment defaults it sets are undone after."""
+    """`cli.main` in this process; the environment defaults it sets are undone after."""
     for key, default in (("PREFECT_LOGGING_LEVEL", "WARNING"), ("VLLM_LOGGING_LEVEL", "WARNING"),
                          ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")):
         monkeypatch.setenv(key, os.environ.get(key, default))
@@ -80,7 +80,7 @@ def test_sigkill_mid_domain_then_rerun_equals_an_uninterrupted_run(api_url, cli_
     env = dict(os.environ, PREFECT_API_URL=api_url, TMPDIR=str(tmp_path / "tmp"), OPENAI_API_KEY="sk-test")
     with FakeOpenAIServer(latency_ms=50) as server:
         args = issp_args(server.url, demo_data, killed, 40)
-        proc = subprocess.Popen([sys.executable, "-m", "socbench", *args, "--concurrent_requests", "4"],
+        proc = subprocess.Popen([sys.executable, "-m", "cli", *args, "--concurrent_requests", "4"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 180
         while cached_rows(killed) < 20 and proc.poll() is None and time.monotonic() < deadline:
@@ -143,7 +143,8 @@ def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_pat
     config = make_config(domain_id=DOMAIN, interview_count=5, api_type="hf", model="dies-once",
                          data_dir=str(demo_data), output_dir=str(tmp_path / "out"))
     backend = DiesOnce(after=7)
-    session.register_engine(config, CachedEngine(backend, EngineCache(config.engine_cache_dir / CACHE_FILE)))
+    cache = EngineCache(config.engine.cache_dir / CACHE_FILE)
+    session.register_engine(config.engine, CachedEngine(backend, cache))
     outcome = issp_inprocess(config)
     assert outcome["completed"] == [DOMAIN], outcome
     first, second = backend.calls

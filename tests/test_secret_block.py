@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from socbench.config import make_config
 from support.fake_openai import FakeOpenAIServer
 
 PLANTED = "sk-planted-7f3a9c1e5d"
@@ -28,10 +29,9 @@ def test_key_from_secret_block(api_url, demo_data: Path, tmp_path: Path,
     out = tmp_path / "out"
     caplog.set_level(logging.DEBUG)
     with FakeOpenAIServer() as server:
-        state = issp(domain_id=1, interview_count=3, api_type="config", api_base=server.url,
-                     model="fake-model",
-                     api_key_secret="socbench-test-key", data_dir=str(demo_data), output_dir=str(out),
-                     return_state=True)
+        config = make_config(domain_id=1, interview_count=3, api_type="config", api_base=server.url,
+                             model="fake-model", data_dir=str(demo_data), output_dir=str(out))
+        state = issp(config, api_key_secret="socbench-test-key", return_state=True)
         assert state.is_completed(), state.message
         stats = server.stats()
         assert stats.requests > 0 and stats.with_auth == stats.requests

@@ -87,7 +87,7 @@ def test_success_closes_the_real_engine_and_a_second_teardown_is_harmless(api_ur
     with FakeOpenAIServer() as server:
         config = make_config(domain_id=DOMAIN, interview_count=2, api_type="config", api_base=server.url,
                              model="fake-model", data_dir=str(demo_data), output_dir=str(tmp_path / "out"))
-        engine = session.get_engine(config)  # the instance the flow will use (same configuration)
+        engine = session.get_engine(config.engine)  # the instance the flow will use (same configuration)
         state = issp_domain(DOMAIN, config, return_state=True)
         assert state.is_completed(), state.message
         assert server.stats().requests > 0
@@ -104,7 +104,7 @@ def test_failing_task_still_closes(api_url, tmp_path, demo_data):
     (tmp_path / "out").write_text("a file where the output folder should be")  # the report task fails
     config = config_for("teardown-failure", tmp_path, demo_data, cache_dir=str(tmp_path / "cache"))
     engine = RecordingEngine("teardown-failure")
-    session.register_engine(config, engine)
+    session.register_engine(config.engine, engine)
     state = issp_domain(DOMAIN, config, return_state=True)
     assert state.is_failed(), state.name
     assert "out" in state.message, state.message  # the reason names the output path
@@ -116,7 +116,7 @@ def test_timeout_closes(api_url, tmp_path, demo_data):
 
     config = config_for("teardown-timeout", tmp_path, demo_data)
     engine = RecordingEngine("teardown-timeout", block_s=60)
-    session.register_engine(config, engine)
+    session.register_engine(config.engine, engine)
     started = time.monotonic()
     state = issp_domain.with_options(timeout_seconds=3)(DOMAIN, config, return_state=True)
     assert state.is_failed() and state.name == "TimedOut", (state.name, state.message)
@@ -134,7 +134,7 @@ from flows.issp import issp_domain
 
 tmp, marker = Path(sys.argv[1]), Path(sys.argv[2])
 config = config_for("teardown-sigterm", tmp, Path({demo!r}))
-register_engine(config, RecordingEngine("teardown-sigterm", block_s=120, marker=marker))
+register_engine(config.engine, RecordingEngine("teardown-sigterm", block_s=120, marker=marker))
 issp_domain({domain}, config)
 """
 
@@ -170,8 +170,8 @@ class _Breaks(RecordingEngine):
 
 def test_one_engine_failing_to_close_does_not_keep_the_others_open(tmp_path, demo_data):
     first, second = _Breaks("a"), RecordingEngine("b")
-    session.register_engine(config_for("a", tmp_path, demo_data), first)
-    session.register_engine(config_for("b", tmp_path, demo_data), second)
+    session.register_engine(config_for("a", tmp_path, demo_data).engine, first)
+    session.register_engine(config_for("b", tmp_path, demo_data).engine, second)
     with pytest.raises(OSError, match="device busy"):
         session.close_engines()
     assert first.closes == second.closes == 1

@@ -6,23 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from socbench.engines.base import Engine
 from socbench.engines.cache import CACHE_FILE, CachedEngine, EngineCache
-from socbench.errors import ConfigError
-
-
-def settings_from(cls: type[BaseModel], settings: dict[str, Any]) -> Any:
-    """Validate backend settings; a bad value is one ConfigError line naming the setting (never its value)."""
-    try:
-        return cls.model_validate(settings)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        name = ".".join(str(part) for part in err["loc"]) or cls.__name__
-        msg = err["msg"].removeprefix("Value error, ")
-        msg = "unknown setting" if err["type"] == "extra_forbidden" else msg
-        raise ConfigError(f"--{name}: {msg}") from None
+from socbench.errors import ConfigError, validated
 
 
 def _vllm(model: str, settings: dict[str, Any]) -> Engine:
@@ -47,11 +33,11 @@ def _openai(model: str, settings: dict[str, Any]) -> Engine:
     if "api_key" not in settings:
         settings["api_key"] = resolve_api_key(settings.pop("api_key_env", None) or "OPENAI_API_KEY")
     settings.pop("api_key_env", None)
-    return OpenAIEngine(settings_from(OpenAISettings, {"model": model, **settings}))
+    return OpenAIEngine(validated(OpenAISettings, {"model": model, **settings}))
 
 
 _FACTORIES: dict[str, Callable[[str, dict[str, Any]], Engine]] = {
-    "vllm": _vllm, "hf": _hf, "config": _openai, "openai": _openai,
+    "vllm": _vllm, "hf": _hf, "openai": _openai, "config": _openai,
 }
 API_TYPES = tuple(sorted(_FACTORIES))
 

@@ -1,7 +1,7 @@
 """Process-wide engines, created on first use and closed once (the flows' ``finally``).
 
-Prefect tasks cannot take an engine as an input (it is unhashable and would turn the
-task cache off), so tasks ask this module for the engine of their run configuration.
+An engine cannot travel between Prefect tasks (it is not serialisable), so tasks ask this
+module for the engine of their run's ``EngineSettings``; one engine per settings record.
 Creating an engine is cheap: backends load the model on their first cache miss, so a
 fully cached rerun never loads it.
 """
@@ -11,45 +11,35 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from socbench.config import RunConfig
 from socbench.engines.base import Engine, ResultSink
+from socbench.engines.settings import EngineSettings
 from socbench.types import EngineResult, PromptRequest
 
 _LOCK = threading.Lock()
 _ENGINES: dict[str, Engine] = {}
 
 
-def engine_settings(config: RunConfig) -> dict:
-    """Backend settings from the run config (secrets are resolved by the backend, not here)."""
-    settings = dict(config.engine)
-    if config.api_type == "config":
-        settings.update(api_base=config.api_base, concurrent_requests=config.concurrent_requests,
-                        timeout_s=config.request_timeout_s, api_key_env=config.api_key_env)
-    return settings
+def _session_key(settings: EngineSettings) -> str:
+    return settings.model_dump_json()
 
 
-def _session_key(config: RunConfig) -> str:
-    return (f"{config.api_type}|{config.model}|{config.api_base}|{sorted(config.engine.items())}"
-            f"|{config.engine_cache_dir}")
-
-
-def get_engine(config: RunConfig) -> Engine:
-    """The cached engine for this configuration, made on first call."""
+def get_engine(settings: EngineSettings) -> Engine:
+    """The cached engine for these settings, made on first call."""
     from socbench.engines.registry import create_engine
 
-    key = _session_key(config)
+    key = _session_key(settings)
     with _LOCK:
         if key not in _ENGINES:
-            _ENGINES[key] = create_engine(config.api_type, config.model, settings=engine_settings(config),
-                                          cache_dir=config.engine_cache_dir)
+            _ENGINES[key] = create_engine(settings.api_type, settings.model,
+                                          settings=settings.backend_options(), cache_dir=settings.cache_dir)
         return _ENGINES[key]
 
 
-def register_engine(config: RunConfig, engine: Engine) -> None:
-    """Use ``engine`` for runs of ``config`` (an already started backend, or a test's own);
+def register_engine(settings: EngineSettings, engine: Engine) -> None:
+    """Use ``engine`` for runs with these settings (an already started backend, or a test's own);
     it is then closed by ``close_engines`` like any other."""
     with _LOCK:
-        _ENGINES[_session_key(config)] = engine
+        _ENGINES[_session_key(settings)] = engine
 
 
 def close_engines() -> int:

@@ -1,8 +1,11 @@
-"""Settings of the in-process backends, with defaults that fit the host (GPU or CPU).
+"""Engine settings: which backend answers (``EngineSettings``), and each backend's own knobs.
 
-Values come from ``RunConfig.engine`` (``--engine key=value``); unknown keys or bad
-values are a ConfigError naming the key. Nothing here imports torch or vllm at module
-level: the CLI imports this to validate settings before any model is loaded.
+``EngineSettings`` is the one record every run embeds (ISSP and MCQ); the engine session and
+the engine cache are keyed on it. ``--engine`` carries the backend's knobs as JSON: for vLLM
+any argument of vLLM's own ``EngineArgs`` plus socbench's CPU knobs (``VllmSettings``), for
+transformers ``HfSettings``, for a server ``OpenAISettings``. Every key and value is checked
+when the record is built, so a mistake is one ConfigError line before any work starts.
+Nothing here imports torch or vllm at module level.
 """
 
 from __future__ import annotations
@@ -11,11 +14,23 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from socbench.errors import ConfigError
+from socbench.engines.vllm_args import check_vllm_keys
+from socbench.errors import ConfigError, validated
+from socbench.models import DEFAULT_MODEL
 
 DType = Literal["auto", "bfloat16", "float16", "float32"]
 
@@ -62,9 +77,11 @@ def _env_int(name: str, default: int) -> int:
 
 
 class VllmSettings(BaseModel):
-    """vLLM engine arguments (the seed's set) plus CPU-only knobs. ``for_host()`` fills defaults."""
+    """vLLM engine arguments with socbench's defaults, socbench's CPU knobs, and any other
+    argument of the installed vLLM's ``EngineArgs`` (passed through to ``vllm.LLM``).
+    ``for_host()`` fills host defaults."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
@@ -111,19 +128,20 @@ class VllmSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _host_defaults(cls, values: Any, info: ValidationInfo) -> Any:
-        """Unset fields take the host's defaults, however the settings are built."""
+        """Keys checked against vLLM's own arguments; unset fields take the host's defaults."""
         if not isinstance(values, dict):
             return values
+        values = check_vllm_keys(values, own=set(cls.model_fields))
         cuda = (info.context or {}).get("cuda")
         return {**host_defaults(cuda_available() if cuda is None else cuda), **values}
 
     @classmethod
     def for_host(cls, overrides: dict[str, Any] | None = None, *, cuda: bool | None = None) -> VllmSettings:
         """Host defaults (GPU: vLLM's usual values; CPU: stack-notes values), then ``overrides``."""
-        return _validated(cls, dict(overrides or {}), "--engine", context={"cuda": cuda})
+        return validated(cls, dict(overrides or {}), within="--engine", context={"cuda": cuda})
 
     def engine_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``vllm.LLM`` (None values left to vLLM)."""
+        """Keyword arguments for ``vllm.LLM`` (None values left to vLLM), other vLLM arguments included."""
         keep = self.model_dump(exclude={"structured_outputs_backend", "in_process", "kv_cache_space_gib",
                                         "submit_window", "data_parallel_size", "cpu_threads"})
         kwargs = {k: v for k, v in keep.items() if v is not None}
@@ -152,7 +170,7 @@ class HfSettings(BaseModel):
 
     @classmethod
     def from_options(cls, overrides: dict[str, Any] | None = None) -> HfSettings:
-        return _validated(cls, dict(overrides or {}), "--engine")
+        return validated(cls, dict(overrides or {}), within="--engine")
 
     def resolved_device(self) -> str:
         if self.device != "auto":
@@ -160,16 +178,90 @@ class HfSettings(BaseModel):
         return "cuda" if cuda_available() else "cpu"
 
 
-def _validated(cls: type[BaseModel], values: dict[str, Any], flag: str, context: dict | None = None):
-    try:
-        return cls.model_validate(values, context=context)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "settings"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown setting"
-        raise ConfigError(f"{flag} {key}={err.get('input')!r}: {msg}") from None
+Backend = Literal["vllm", "openai", "hf"]
+BACKEND_ALIASES = {"config": "openai"}  # the original system's name for the OpenAI-compatible backend
+# OpenAISettings fields that come from their own flags, never from --engine
+_OPENAI_FLAGS = {"api_base": "--api_base", "model": "--model", "api_key": "--api_key_env",
+                 "concurrent_requests": "--concurrent_requests", "timeout_s": "--request_timeout_s"}
+
+
+def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
+    """``--engine`` checked against the backend's settings: vLLM's own ``EngineArgs`` (keys it
+    removed dropped with a warning), ``HfSettings`` or ``OpenAISettings``; the values to keep."""
+    if api_type == "vllm":
+        values = check_vllm_keys(values, own=set(VllmSettings.model_fields))
+        VllmSettings.for_host(values, cuda=True)  # GPU defaults are {}: no torch import to check
+    elif api_type == "hf":
+        HfSettings.from_options(values)
+    else:
+        from socbench.engines.openai_api import OpenAISettings
+
+        clash = sorted(values.keys() & _OPENAI_FLAGS.keys())
+        if clash:
+            raise ConfigError(f"--engine {clash[0]}: set it with {_OPENAI_FLAGS[clash[0]]}")
+        validated(OpenAISettings, {"api_base": "http://localhost", "model": "m", **values}, within="--engine")
+    return values
+
+
+class EngineSettings(BaseModel):
+    """Which backend answers and how it is reached: the one engine record every run embeds.
+
+    The engine session and the engine cache are keyed on it; field names are the CLI flags
+    (``engine_args`` is the seed's ``--engine``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    api_type: Backend = Field("vllm", description=(
+        "vllm (in-process), openai (an OpenAI-compatible server; 'config', the original system's "
+        "name, works too) or hf (transformers)"))
+    model: str = Field(DEFAULT_MODEL, description="HF folder, .gguf file or built-in name "
+                                                  "(openai: the served model's name)")
+    engine_args: dict[str, Any] = Field(
+        default_factory=dict, validation_alias=AliasChoices("engine_args", "engine"),
+        description="backend settings as JSON: any vLLM EngineArgs argument (vllm), e.g. "
+                    "'{\"dtype\": \"float32\", \"max_model_len\": 4096}'")
+    api_base: str | None = Field(None, description="OpenAI-compatible base URL(s), comma-separated (openai)")
+    api_key_env: str = Field("OPENAI_API_KEY",
+                             description="environment variable holding the API key (openai)")
+    concurrent_requests: int = Field(64, ge=1, description="requests in flight at once (openai)")
+    request_timeout_s: float = Field(60.0, gt=0, description="seconds an HTTP request may take before it is "
+                                                             "retried (openai)")
+    cache_dir: Path | None = Field(None, description="engine cache folder (default: <output_dir>/.cache)")
+
+    @field_validator("api_type", mode="before")
+    @classmethod
+    def _backend(cls, value: Any) -> Any:
+        return BACKEND_ALIASES.get(value, value) if isinstance(value, str) else value
+
+    @field_validator("api_base")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        for url in [] if value is None else value.split(","):
+            parsed = urlparse(url.strip())
+            if parsed.scheme not in ("http", "https") or not parsed.netloc:
+                raise ValueError(f"{url.strip()!r} is not an http(s) URL")
+        return value
+
+    @field_validator("engine_args")
+    @classmethod
+    def _engine_args(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        api_type = info.data.get("api_type")
+        return check_engine_args(api_type, value) if api_type else value
+
+    @model_validator(mode="after")
+    def _server_needs_url(self) -> EngineSettings:
+        if self.api_type == "openai" and not self.api_base:
+            raise ConfigError("--api_type config needs --api_base URL (an OpenAI-compatible server)")
+        return self
+
+    def backend_options(self) -> dict[str, Any]:
+        """The settings the registry's factory for ``api_type`` takes (keys are read by the backend)."""
+        options = dict(self.engine_args)
+        if self.api_type == "openai":
+            options.update(api_base=self.api_base, concurrent_requests=self.concurrent_requests,
+                           timeout_s=self.request_timeout_s, api_key_env=self.api_key_env)
+        return options
 
 
 def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> None:

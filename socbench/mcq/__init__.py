@@ -5,18 +5,31 @@ few-shot pool) -> ``build_plan`` (engine requests per item and k, and per circul
 -> ``ask_engine`` (answers by request key) -> ``score_mcq`` (predictions per item, k and
 method, and circular variant results; pure) -> ``write_mcq_files`` (predictions, results,
 the seed's table, a plot, the circular files). The records are in ``socbench.types``.
+
+Names load on first use, so the configuration (``socbench.mcq.config``) is read without
+importing scoring and plotting (the CLI builds its flags from it in a fraction of a second).
 """
 
-from socbench.mcq.config import McqConfig, make_mcq_config
-from socbench.mcq.datasets import load_jsonl, load_mcq
-from socbench.mcq.evaluate import ask_engine
-from socbench.mcq.prompts import build_plan, draw_shots
-from socbench.mcq.results import McqFiles, write_mcq_files
-from socbench.mcq.scoring import COLUMNS, METHODS, accuracies, score_mcq, score_plan
-from socbench.mcq.specs import TASKS, McqTaskSpec, get_task
+from __future__ import annotations
 
-__all__ = [
-    "COLUMNS", "METHODS", "TASKS", "McqConfig", "McqFiles", "McqTaskSpec", "accuracies", "ask_engine",
-    "build_plan", "draw_shots", "get_task", "load_jsonl", "load_mcq", "make_mcq_config", "score_mcq",
-    "score_plan", "write_mcq_files",
-]
+import importlib
+from typing import Any
+
+_HOMES = {
+    "socbench.mcq.config": ("McqConfig", "make_mcq_config"),
+    "socbench.mcq.datasets": ("load_jsonl", "load_mcq"),
+    "socbench.mcq.evaluate": ("ask_engine",),
+    "socbench.mcq.prompts": ("build_plan", "draw_shots"),
+    "socbench.mcq.results": ("McqFiles", "write_mcq_files"),
+    "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "score_mcq", "score_plan"),
+    "socbench.mcq.specs": ("TASKS", "McqTaskSpec", "get_task"),
+}
+_LAZY = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,14 +1,14 @@
-"""One validated ``socbench mcq`` run configuration, built the same way by the CLI and the flow."""
+"""One validated ``socbench mcq`` run configuration: the CLI's flags and the flow's parameter."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from socbench.config import DEFAULT_MODEL, RunConfig, make_config
-from socbench.errors import ConfigError
+from socbench.config import EngineRun, from_flat, max_variants_needs_all_possible, positive
+from socbench.engines.settings import EngineSettings
 from socbench.mcq.prompts import MAX_SHOTS
 
 if TYPE_CHECKING:
@@ -26,24 +26,26 @@ def _csv(value: Any) -> Any:
     return value
 
 
-class McqConfig(BaseModel):
+class McqConfig(EngineRun):
     """What one CP-vs-MCP run needs; field names are the CLI flags."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    dataset: str = "arc-easy"
-    method: tuple[Literal["cp", "mcp"], ...] = METHOD_NAMES
-    k_shot: tuple[int, ...] = (0,)
-    tolerance: bool = False
-    api_type: Literal["vllm", "hf"] = "vllm"
-    model: str = DEFAULT_MODEL
-    engine: dict[str, Any] = {}
-    limit: int | None = None
-    seed: int = 1234
-    output_dir: Path = Path("results")
-    cache_dir: Path | None = None
-    circular: Literal["circular", "all_possible"] | None = None
-    max_variants: int | None = None
+    dataset: str = Field("arc-easy", description="arc-easy, arc-challenge, mmlu or an ARC-format JSONL file")
+    method: tuple[Literal["cp", "mcp"], ...] = Field(
+        METHOD_NAMES, description="comma-separated: cp (CP-RAW/UN/LN) and/or mcp")
+    k_shot: tuple[int, ...] = Field((0,), description="comma-separated shot counts, e.g. 0,1,5 (shots drawn "
+                                                      "from another split)")
+    tolerance: bool = Field(False, description="also score MCP-Tolerance (naming an option's digit counts "
+                                               "as choosing it)")
+    engine: EngineSettings = EngineSettings()
+    limit: int | None = Field(None, description="evaluate only the first N items")
+    seed: int = Field(1234, description="few-shot draw seed")
+    output_dir: Path = Field(Path("results"), description="results go to <output_dir>/<model>/mcq/")
+    circular: Literal["circular", "all_possible"] | None = Field(
+        None, description="also ask MCP with each item's options rotated (or in all orders); CP is skipped")
+    max_variants: int | None = Field(None, description="with --circular all_possible: a seeded sample of N "
+                                                       "orders per item")
 
     @field_validator("method", mode="before")
     @classmethod
@@ -61,12 +63,8 @@ class McqConfig(BaseModel):
             raise ValueError(f"expected comma-separated shot counts from 0 to {MAX_SHOTS}, e.g. 0,1,5")
         return tuple(sorted({int(p) for p in parts}))
 
-    @field_validator("limit")
-    @classmethod
-    def _positive(cls, value: int | None) -> int | None:
-        if value is not None and value < 1:
-            raise ValueError(f"must be a positive integer, got {value}")
-        return value
+    _positive = field_validator("limit", "max_variants")(positive)
+    _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 
     @field_validator("dataset")
     @classmethod
@@ -80,26 +78,10 @@ class McqConfig(BaseModel):
         from socbench.types import CircularSettings
 
         if self.circular is None:
-            if self.max_variants is not None:
-                raise ConfigError("--max_variants applies only with --circular all_possible")
             return None
         return CircularSettings(self.circular, self.max_variants, self.seed)
 
-    def run_config(self) -> RunConfig:
-        """The engine part as the shared RunConfig, so the session, cache and teardown are the ISSP ones."""
-        return make_config(api_type=self.api_type, model=self.model, engine=self.engine,
-                           output_dir=self.output_dir, cache_dir=self.cache_dir)
-
 
 def make_mcq_config(**params: Any) -> McqConfig:
-    """An McqConfig from flags or flow parameters; a bad value is one ConfigError line."""
-    clean = {k: v for k, v in params.items() if v is not None}
-    try:
-        config = McqConfig(**clean)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = str(err["loc"][0]) if err["loc"] else "config"
-        message = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"--{field} {err.get('input')!r}: {message}") from None
-    config.circular_settings()  # --circular/--max_variants combinations fail here, as one line
-    return config
+    """An McqConfig from flat settings (as the CLI's flags); a bad value is one ConfigError line."""
+    return from_flat(McqConfig, params)

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from socbench.errors import DataError
+from socbench.errors import DataError, first_problem
 from socbench.mcq.specs import McqTaskSpec, SplitSource, get_task
 from socbench.types import McqData, McqItem
 
@@ -192,9 +192,8 @@ def _line_item(where: str, record: Any, split: str) -> McqItem:
     try:
         line = _ArcLine.model_validate(record)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "record"
-        raise DataError(f"{where}: {field}: {err['msg']} (expected the AI2 ARC format: "
+        field, _, message = first_problem(exc)
+        raise DataError(f"{where}: {field or 'record'}: {message} (expected the AI2 ARC format: "
                         "question.stem, question.choices[{label, text}], answerKey)") from None
     q = line.question
     return _arc_item(where, line.id, q.stem, [c.label for c in q.choices], [c.text for c in q.choices],

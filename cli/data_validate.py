@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from socbench.cli._args import flag, positive_int
+from cli.flags import flag, positive_int
 from socbench.data.loaders import dataset_root, load_domain, sample_dir
 from socbench.data.options import build_items, summarize_items
 from socbench.data.sampling import stratum

@@ -9,21 +9,19 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from socbench.cli._args import flag, positive_int
+from cli.flags import add_config_flags, config_from_args, flag, positive_int
+from socbench.config import RunConfig
 from socbench.types import Item, PromptRequest
+
+PROMPT_SETTINGS = ("data_dir", "domain_id", "dataset_size", "mode", "shuffle_options", "seed", "no_persona")
 
 
 def register_prompts(sub: argparse._SubParsersAction) -> None:
-    """Add ``prompts`` to the ``issp`` group's subparsers."""
-    parser = sub.add_parser("prompts", help="print the first prompts of a domain for inspection")
-    flag(parser, "data_dir", default=None, help="a SocioBench Dataset_all folder (default: demo data)")
-    flag(parser, "domain_id", required=True, help="one domain id or slug (the manifest's, else 1-4, 6-11)")
-    flag(parser, "limit", type=positive_int, default=3, help="how many prompts to print (default 3)")
-    flag(parser, "dataset_size", type=positive_int, default=500, help="reads A_GroundTruth_sampling<N>")
-    flag(parser, "mode", choices=["generate", "logprobs"], default="generate")
-    flag(parser, "shuffle_options", action="store_true", help="seeded per (seed, person, question)")
-    flag(parser, "seed", type=int, default=42, help="run seed for option shuffling (default 42)")
-    flag(parser, "no_persona", action="store_true", help="the persona-free control prompt")
+    """Add ``issp-prompts`` (typed ``socbench issp prompts``; see ``cli.route``), not listed."""
+    parser = sub.add_parser("issp-prompts", prog="socbench issp prompts",
+                            description="Print the first prompts of one domain for inspection.")
+    add_config_flags(parser, RunConfig, only=PROMPT_SETTINGS, required=("domain_id",))
+    flag(parser, "limit", type=positive_int, default=3, help="how many prompts to print (default: 3)")
     parser.set_defaults(handler=show_prompts)
 
 
@@ -35,16 +33,13 @@ def _header(index: int, request: PromptRequest) -> str:
 
 def show_prompts(args: argparse.Namespace) -> int:
     """Load the domain, build its prompts and print the first ``--limit`` of them."""
-    from socbench.config import make_config
     from socbench.data import build_items, load_domain
     from socbench.domains import get_domain
     from socbench.prompts import build_domain_prompts, prompt_text
 
-    domain = get_domain(args.domain_id, args.data_dir)
-    config = make_config(data_dir=args.data_dir, domain_id=domain.id, dataset_size=args.dataset_size,
-                         mode=args.mode, shuffle_options=args.shuffle_options, seed=args.seed,
-                         include_persona=not args.no_persona)
-    data = load_domain(config.data_dir, domain, config.dataset_size)
+    config = config_from_args(RunConfig, args)
+    domain = get_domain(config.domain_id, config.dataset_dir)
+    data = load_domain(config.dataset_dir, domain, config.dataset_size)
     by_person: dict[int, list[Item]] = defaultdict(list)
     for item in build_items(data):
         by_person[item.person_id].append(item)

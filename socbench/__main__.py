@@ -1,5 +1,0 @@
-import sys
-
-from socbench.cli import main
-
-sys.exit(main())

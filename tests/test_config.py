@@ -1,0 +1,194 @@
+"""Each configuration declared once: flags, flow parameters and library arguments are the
+pydantic records (``RunConfig``, ``McqConfig``, with one ``EngineSettings`` inside), and
+every mistake is one line, exit 2, before Prefect or a model starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli import build_parser, main
+from cli.flags import config_from_args
+from socbench.config import RunConfig, make_config, settings_of
+from socbench.engines import session
+from socbench.engines.settings import EngineSettings, VllmSettings
+from socbench.engines.vllm_args import _warn_removed, vllm_arguments
+from socbench.errors import ConfigError
+from socbench.mcq.config import McqConfig, make_mcq_config
+from tests.conftest import ROOT
+
+# the original system's AsyncEngineArgs block, pasted as it is
+SEED_ENGINE = {"trust_remote_code": True, "tensor_parallel_size": 4, "gpu_memory_utilization": 0.98,
+               "max_model_len": 20480, "enable_chunked_prefill": True, "enable_prefix_caching": True,
+               "max_num_seqs": 4096, "max_num_batched_tokens": 10240, "enforce_eager": True,
+               "disable_custom_all_reduce": True, "use_v2_block_manager": True,
+               "disable_async_output_proc": True}
+REMOVED = ("use_v2_block_manager", "disable_async_output_proc")
+
+
+def _help(command: str, capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("command, model", [("issp", RunConfig), ("mcq", McqConfig)])
+def test_every_setting_is_a_flag_with_its_default_in_help(command, model, capsys) -> None:
+    text = _help(command, capsys)
+    for name in settings_of(model):
+        assert f"--{name}" in text, name
+    for flag in ("--api_type", "--api_base", "--api_key_env", "--concurrent_requests", "--request_timeout_s",
+                 "--cache_dir", "--engine"):  # one engine record: every backend on both commands
+        assert flag in text
+    assert "(default: smollm2-135m-instruct)" in text and "(default: <output_dir>/.cache)" in text
+    assert "(default: vllm)" in text and "(default: results)" in text
+
+
+def test_flags_in_snake_and_kebab_case_fill_the_nested_record() -> None:
+    args = build_parser().parse_args(["issp", "--data-dir", "d", "--start_domain_id", "3",
+                                      "--api-type", "config", "--api_base", "http://127.0.0.1:9/v1",
+                                      "--model", "m", "--cache-dir", "c",
+                                      "--engine", '{"max_retries": 2}', "--no-persona", "--no-structured"])
+    config = config_from_args(RunConfig, args)
+    assert config.data_dir == Path("d") and config.start_domain_id == 3 and config.no_persona
+    assert config.structured is False and config.run_name == "m-no_persona"
+    assert config.engine == EngineSettings(api_type="openai", model="m", api_base="http://127.0.0.1:9/v1",
+                                           engine_args={"max_retries": 2}, cache_dir=Path("c"))
+
+
+def test_one_engine_record_for_issp_and_mcq_and_the_session_keys_on_it(tmp_path) -> None:
+    flat = {"api_type": "config", "api_base": "http://127.0.0.1:9/v1", "model": "m", "output_dir": tmp_path}
+    issp, mcq = make_config(**flat), make_mcq_config(**flat)
+    assert issp.engine == mcq.engine and issp.engine.api_type == "openai"  # 'config' is the OpenAI backend
+    assert issp.engine.cache_dir == tmp_path / ".cache"  # beside the results, unless --cache_dir is given
+    assert make_config(output_dir=tmp_path, cache_dir=tmp_path / "c").engine.cache_dir == tmp_path / "c"
+    try:
+        engine = session.get_engine(issp.engine)
+        assert session.get_engine(mcq.engine) is engine and engine.identity["backend"] == "openai"
+    finally:
+        session.close_engines()
+    # the flows' parameter round trip (Prefect validates the record from its JSON form); the
+    # derived cache folder is not written, so a new output_dir there moves the cache with it
+    assert RunConfig.model_validate(json.loads(issp.model_dump_json())) == issp
+    moved = RunConfig.model_validate({**issp.model_dump(), "output_dir": tmp_path / "other"})
+    assert moved.engine.cache_dir == tmp_path / "other" / ".cache"
+
+
+def test_flows_take_the_config_record_and_prefect_yaml_nests_it() -> None:
+    from flows.issp import issp
+    from flows.mcq import mcq
+
+    spec = {d["name"]: d for d in yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]}
+    for flow, name, model in ((issp, "all-domains", RunConfig), (mcq, "arc-easy", McqConfig)):
+        assert set(flow.parameters.properties) == {"config", "api_key_secret"}
+        parameters = flow.validate_parameters(spec[name]["parameters"])
+        assert isinstance(parameters["config"], model)
+        assert parameters["config"].engine.model == "smollm2-135m-instruct"
+        assert str(ROOT) not in json.dumps(flow.parameters.model_dump())  # no path of this machine
+
+
+def test_seed_engine_block_is_accepted_removed_keys_warn_once(caplog) -> None:
+    _warn_removed.cache_clear()
+    caplog.set_level(logging.WARNING, logger="socbench")
+    config = make_config(engine=SEED_ENGINE)
+    make_config(engine=SEED_ENGINE)  # built again (as Prefect does): still one warning
+    warnings = [r.getMessage() for r in caplog.records if r.name == "socbench"]
+    assert len(warnings) == 1 and all(key in warnings[0] for key in REMOVED) and "removed" in warnings[0]
+    assert config.engine.engine_args == {k: v for k, v in SEED_ENGINE.items() if k not in REMOVED}
+    kwargs = VllmSettings.for_host(config.engine.engine_args).engine_kwargs()  # what vllm.LLM receives
+    for key, value in config.engine.engine_args.items():
+        assert kwargs[key] == value, key
+
+
+def test_unknown_engine_key_names_it_and_cpu_knobs_stay_accepted() -> None:
+    with pytest.raises(ConfigError, match=r"^--engine no_such_arg=1: unknown setting \(not in vLLM"):
+        make_config(engine={"no_such_arg": 1})
+    with pytest.raises(ConfigError, match="--engine model"):
+        make_config(engine={"model": "x"})
+    knobs = {"in_process": True, "kv_cache_space_gib": 1, "submit_window": 64, "cpu_threads": 1}
+    assert make_config(engine=knobs).engine.engine_args == knobs
+    with pytest.raises(ConfigError, match="--engine batch_size=0"):
+        make_config(api_type="hf", engine={"batch_size": 0})
+
+
+def test_engine_keys_are_vllms_own_definition() -> None:
+    """The names read from the source are exactly what vLLM's EngineArgs and LLM take."""
+    from vllm import LLM
+    from vllm.engine.arg_utils import EngineArgs
+
+    taken = {f.name for f in dataclasses.fields(EngineArgs)} | set(inspect.signature(LLM.__init__).parameters)
+    public = {name for name in taken if not name.startswith("_")}
+    assert vllm_arguments() == frozenset(public - {"self", "model", "kwargs"})
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["issp", "--domian_id", "1"], "unrecognized arguments: --domian_id"),
+    (["issp", "prompts", "--domain_id", "1", "--domian_id", "1"], "unrecognized arguments: --domian_id"),
+    (["issp", "--engine", '{"no_such_arg": 1}'], "--engine no_such_arg=1: unknown setting"),
+    (["issp", "--engine", "{dtype: float32}"], "argument --engine: not JSON"),
+    (["issp", "--start_domain_id", "5"], "--start_domain_id 5"),
+    (["issp", "--concurrent_requests", "0"], "--concurrent_requests '0'"),
+    (["mcq", "--api_type", "config"], "--api_type config needs --api_base"),
+    (["mcq", "--api_type", "openai", "--api_base", "http://127.0.0.1:9"], "--api_base http://127.0.0.1:9"),
+])
+def test_bad_settings_are_one_line_exit_2_in_a_second(args: list[str], needle: str, tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "cli", *args, "--output_dir", str(tmp_path)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - started
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and needle in lines[0], result.stderr
+    assert elapsed < 5, f"{elapsed:.1f} s"  # about 0.5 s idle: no Prefect, no model, no retries
+
+
+def test_seed_block_on_the_command_line_gets_past_validation(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "cli", "issp", "--engine", json.dumps(SEED_ENGINE),
+                             "--data_dir", str(tmp_path / "none")], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    warning, error = result.stderr.splitlines()
+    assert result.returncode == 2 and "--data_dir" in error  # the next check failed, not the engine block
+    assert "--engine use_v2_block_manager, disable_async_output_proc: removed" in warning
+
+
+def _options(parser) -> dict[str, set[str]]:
+    """Sub-command -> every option string it accepts (``issp prompts`` as ``issp-prompts``)."""
+    found: dict[str, set[str]] = {}
+    for action in parser._subparsers._group_actions:  # argparse keeps its sub-parsers here
+        for name, sub in action.choices.items():
+            nested = {n: s for a in (sub._subparsers._group_actions if sub._subparsers else [])
+                      for n, s in a.choices.items()}
+            found[name] = set(sub._option_string_actions) | {o for s in nested.values()
+                                                             for o in s._option_string_actions}
+    return found
+
+
+def test_readme_commands_use_only_flags_that_exist() -> None:
+    """Every ``--flag`` on a ``socbench ...`` line of the README is a flag of that sub-command."""
+    import re
+
+    options = _options(build_parser())
+    lines = (ROOT / "README.md").read_text().splitlines()
+    checked = 0
+    for number, line in enumerate(lines):
+        text = line.strip()
+        if not text.startswith("socbench "):
+            continue
+        while text.endswith("\\") and number + 1 < len(lines):  # continued on the next line
+            number += 1
+            text = text[:-1] + " " + lines[number].strip()
+        words = text.split()
+        command = "issp-prompts" if words[1:3] == ["issp", "prompts"] else words[1]
+        for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*", text):
+            assert flag in options[command], f"README: {flag} is not a flag of socbench {command}: {text}"
+            checked += 1
+    assert checked > 30
