@@ -84,10 +84,11 @@ class RunConfig(BaseModel):
 
     @property
     def use_structured(self) -> bool:
-        """Constrained JSON is on by default for in-process vLLM (small models need it)."""
+        """Constrained JSON is on by default for every backend that has it (vLLM, OpenAI-compatible
+        servers): small models need it, and both send the same regex."""
         if self.structured is not None:
             return self.structured
-        return self.api_type == "vllm"
+        return self.api_type in ("vllm", "config")
 
     @property
     def run_name(self) -> str:

@@ -26,11 +26,13 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     flag(parser, "api_key_env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     flag(parser, "concurrent_requests", type=positive_int, default=64)
     flag(parser, "request_timeout_s", type=positive_float, default=60.0,
-         help="seconds an HTTP request may take before it is retried (api_type config)")
+         help="seconds a server may stay silent (no answer to any request nor to a /v1/models probe) "
+              "before its in-flight requests are retried; a busy server that answers is never cut "
+              "short (api_type config)")
     flag(parser, "engine", type=json.loads, default=None, help="engine settings as JSON, e.g. '{\"dtype\": \"float32\"}'")
     flag(parser, "mode", choices=["generate", "logprobs"], default="generate")
     flag(parser, "structured", action=argparse.BooleanOptionalAction, default=None,
-         help="constrain answers to {\"answer\": code} (default: on for vllm)")
+         help="constrain answers to {\"answer\": code} (default: on for vllm and config)")
     flag(parser, "seed", type=int, default=42)
     flag(parser, "shuffle_options", action="store_true", help="seeded per (seed, person, question); recorded")
     flag(parser, "no_persona", action="store_true", help="control run: leave the persona out of the prompt")

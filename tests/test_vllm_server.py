@@ -1,0 +1,203 @@
+"""`socbench issp --api_type config` against vLLM's own OpenAI server (`tests/vllm_server.py`).
+
+- On SmolLM2, generate (structured) and logprobs modes give the same answers, item by item, as
+  the in-process vLLM engine on the same prompts (issue 12, seen 4: the API sent a JSON schema,
+  the in-process engine a regex, and answers differed; structured was off over the API).
+- On the tiny model: the server killed mid-run leaves engine errors (not parse failures) and an
+  incomplete run with no score (seen 2); restarted, the same command sends exactly the missing
+  requests (counted in the server's access log) and ends with the files of an uninterrupted
+  run. A run that made no progress (a misconfigured server refusing every prompt) followed by a
+  healthy rerun answers every item (seen 1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from socbench.config import make_config
+from socbench.data import build_items, load_domain
+from socbench.domains import get_domain
+from socbench.engines.cache import CACHE_FILE
+from socbench.extract import distribution_of
+from socbench.prompts import build_domain_prompts
+from tests.vllm_server import VllmServer
+
+pytestmark = pytest.mark.slow
+PROBE = 1  # a CLI run's preflight sends one tiny constrained request (is --structured honoured?)
+LOGPROB_TOLERANCE = 1e-6  # max |p_api - p_in_process| per option, fp32 on both sides (see the test)
+
+
+@pytest.fixture(scope="module")
+def run_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    home = tmp_path_factory.mktemp("prefect-vllm-server")
+    return dict(os.environ, PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
+                PREFECT_RESULTS_LOCAL_STORAGE_PATH=str(home / "results"), OPENAI_API_KEY="sk-unused")
+
+
+def issp_args(url: str, model: str, demo_data: Path, out: Path, count: int, *extra: str) -> list[str]:
+    return ["issp", "--api_type", "config", "--api_base", url, "--model", model, "--data_dir", str(demo_data),
+            "--domain_id", "1", "--interview_count", str(count), "--output_dir", str(out), *extra]
+
+
+def socbench(args: list[str], env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "socbench", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def read(out: Path, model: str, kind: str = "detailed") -> dict:
+    return json.loads((out / model / f"Citizenship_{kind}.json").read_text())
+
+
+def by_item(detailed: dict, key: str) -> dict[str, object]:
+    return {f"{d['person_id']}:{d['question_id']}": d[key] for d in detailed["details"]}
+
+
+def cached_rows(out: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{out / '.cache' / CACHE_FILE}?mode=ro", uri=True) as db:
+            return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+# ------------------------------------------------------------- same answers as in-process
+
+
+@pytest.fixture(scope="module")
+def smollm2_engine(smollm2: Path):
+    """In-process vLLM on SmolLM2 with the CPU defaults, in fp32 like the server (``vllm_server_smollm2``)."""
+    from socbench.engines.settings import VllmSettings
+    from socbench.engines.vllm import VllmEngine
+    from socbench.models import resolve_model
+
+    settings = VllmSettings.for_host({"max_model_len": 2048, "dtype": "float32"})
+    engine = VllmEngine(resolve_model(str(smollm2)), settings)
+    yield engine
+    engine.close()
+
+
+def same_prompts(demo_data: Path, count: int, mode: str) -> list:
+    """The prompts `socbench issp` builds for domain 1 (``use_structured`` is on for both backends)."""
+    config = make_config(api_type="config", api_base="http://127.0.0.1:1", model="smollm2", domain_id=1,
+                         interview_count=count, data_dir=str(demo_data), mode=mode)
+    data = load_domain(config.data_dir, get_domain(1), config.dataset_size, config.interview_count)
+    return build_domain_prompts(data, build_items(data), config)
+
+
+def test_structured_generate_over_the_api_equals_in_process(vllm_server_smollm2, smollm2_engine, run_env,
+                                                              demo_data, tmp_path):
+    run = socbench(issp_args(vllm_server_smollm2.url, "smollm2", demo_data, tmp_path, 5), run_env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    detailed = read(tmp_path, "smollm2")
+    prompts = same_prompts(demo_data, 5, "generate")
+    assert all(p.structured for p in prompts) and len(prompts) == len(detailed["details"]) > 20
+    local = {p.item_id: r.text for p, r in zip(prompts, smollm2_engine.generate(prompts))}
+    assert by_item(detailed, "raw_reply") == local  # the very same replies, item by item
+    assert detailed["parse_failures"] == detailed["engine_errors"] == 0 and detailed["complete"]
+
+
+def test_logprobs_over_the_api_equal_in_process(vllm_server_smollm2, smollm2_engine, run_env, demo_data,
+                                                  tmp_path):
+    """Same most likely code for every item; probabilities within LOGPROB_TOLERANCE.
+
+    Measured: in fp32 the two agree exactly (largest difference 0). In bf16 (the CPU default)
+    they differed by up to 0.055 in probability and one near-tie of 29 flipped: the engines
+    batch differently (the server's batches are the requests in flight, the in-process engine
+    takes all at once), so matmuls accumulate in another order, and bf16 logits are coarse
+    enough (steps of ~0.06 near 10) that ties between codes are common. Hence fp32 here.
+    """
+    run = socbench(issp_args(vllm_server_smollm2.url, "smollm2", demo_data, tmp_path, 5, "--mode", "logprobs"),
+                   run_env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    detailed = read(tmp_path, "smollm2-logprobs")
+    prompts = same_prompts(demo_data, 5, "logprobs")
+    results = smollm2_engine.option_logprobs(prompts)
+    local = {p.item_id: distribution_of(r.option_logprobs, p.offered_codes) for p, r in zip(prompts, results)}
+    api = by_item(detailed, "option_distribution")
+    assert api.keys() == local.keys() and len(api) > 20
+    answers = {item: max(dist, key=dist.get) for item, dist in local.items()}
+    assert by_item(detailed, "llm_answer") == answers
+    worst = max(abs(api[item][code] - p) for item, dist in local.items() for code, p in dist.items())
+    assert worst <= LOGPROB_TOLERANCE, worst
+    print(f"largest option-probability difference API vs in-process: {worst:.2e}")
+
+
+# ------------------------------------------------------------- a server that dies mid-run
+
+
+def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_server, run_env, demo_data,
+                                                                          tmp_path):
+    killed, reference = tmp_path / "killed", tmp_path / "reference"
+    args = issp_args(tiny_server.url, "tiny", demo_data, killed, 40, "--concurrent_requests", "4")
+    proc = subprocess.Popen([sys.executable, "-m", "socbench", *args], env=run_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while cached_rows(killed) < 30 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    tiny_server.kill()  # SIGKILL to the server and its engine core: in-flight requests die with it
+    assert not tiny_server.group_alive()
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode in (0, 1), output[-3000:]  # the run ends (exit 1 once incomplete runs fail)
+
+    detailed, metrics = read(killed, "tiny"), read(killed, "tiny", "metrics")
+    n, kept = len(detailed["details"]), cached_rows(killed)
+    assert 30 <= kept < n and metrics["engine_errors"] == n - kept > 0
+    assert metrics["parse_failures"] == 0  # the failures are engine errors, not parse failures
+    assert metrics["complete"] is False and metrics["accuracy"] is None and metrics["macro_f1"] is None
+    assert all(("connection error" in r or "HTTP 5" in r) for r in metrics["engine_error_reasons"])
+    summary = json.loads((killed / "tiny" / "summary.json").read_text())
+    assert summary["complete"] is False and summary["mean"]["accuracy"] is None
+    board = (killed / "report" / "leaderboard.md").read_text()
+    assert "## Incomplete runs (not ranked)" in board and "| tiny | tiny | 1 | Citizenship" in board
+
+    tiny_server.start()  # the same port
+    before = tiny_server.requests()
+    rerun = socbench(args, run_env)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert tiny_server.requests() - before == n - kept + PROBE  # exactly the missing requests
+    resumed = read(killed, "tiny", "metrics")
+    assert resumed["complete"] is True and resumed["engine_errors"] == 0 and resumed["total_count"] == n
+
+    first = socbench(issp_args(tiny_server.url, "tiny", demo_data, reference, 40, "--concurrent_requests", "4"),
+                     run_env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    for kind in ("metrics", "detailed"):
+        a, b = read(killed, "tiny", kind), read(reference, "tiny", kind)
+        assert {k: v for k, v in a.items() if k != "timestamp"} == {k: v for k, v in b.items() if k != "timestamp"}
+
+
+@pytest.mark.xfail(strict=True, reason="the Prefect task cache of vllm_generate serves the failed result again "
+                                       "(issue 12, seen 1); removed by the config/flows restructure (h13a)")
+def test_zero_progress_run_then_a_healthy_rerun_answers_every_item(tiny_model, run_env, demo_data, tmp_path):
+    """A server that refuses every prompt (a max length of 64 tokens; the preflight's tiny probe
+    fits): no progress at all. Fixed and restarted, the same command answers every item."""
+    server = VllmServer(tiny_model, "tiny", tmp_path / "server.log", max_model_len=64)
+    try:
+        server.start()
+        args = issp_args(server.url, "tiny", demo_data, tmp_path / "out", 3)
+        run = socbench(args, run_env)
+        assert run.returncode in (0, 1), run.stderr[-3000:]
+        failed = read(tmp_path / "out", "tiny", "metrics")
+        assert failed["engine_errors"] == failed["total_count"] > 0 and cached_rows(tmp_path / "out") == 0
+        server.stop()
+        server.max_model_len = 2048  # the cause fixed
+        server.start()
+        before = server.requests()
+        rerun = socbench(args, run_env)
+        assert rerun.returncode == 0, rerun.stderr[-3000:]
+        assert server.requests() - before == failed["total_count"] + PROBE
+        healed = read(tmp_path / "out", "tiny", "metrics")
+        assert healed["complete"] is True and healed["engine_errors"] == 0
+        assert not math.isnan(healed["accuracy"])
+    finally:
+        server.stop()
+        assert not server.group_alive()
