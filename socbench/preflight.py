@@ -69,7 +69,7 @@ def check_server(api_base: str, model: str | None = None, api_key: str | None = 
 
 
 def check_structured(config: RunConfig) -> None:
-    """With ``--structured`` over the API, one tiny constrained request (``OpenAIEngine.check_structured``)."""
+    """With ``--structured`` over the API, a tiny constrained request (``OpenAIEngine.check_structured``)."""
     if config.api_type != "config" or config.mode != "generate" or not config.use_structured:
         return
     from socbench.engines.registry import create_engine
@@ -90,7 +90,8 @@ def check_run(config: RunConfig) -> None:
         key = os.environ.get(config.api_key_env)
         if key is None and config.api_key_env != "OPENAI_API_KEY":
             raise ConfigError(f"--api_key_env {config.api_key_env}: that environment variable is not set")
-        check_server(config.api_base or "", config.model, (key or "").strip() or None, key_env=config.api_key_env)
+        check_server(config.api_base or "", config.model, (key or "").strip() or None,
+                     key_env=config.api_key_env)
         check_structured(config)
     else:
         from socbench.models import resolve_model

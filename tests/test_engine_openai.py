@@ -76,15 +76,18 @@ def test_twenty_percent_failing_first_attempts_all_answered():
 
 
 @pytest.mark.parametrize("kind", ["null", "empty"])
-def test_null_or_empty_content_is_an_error_result_after_one_retry(kind):
+def test_null_or_empty_content_twice_is_an_empty_reply_not_an_engine_error(kind):
+    """The model said nothing, twice: that is its answer (a parse failure later, as in-process),
+    not a failed request that would leave the run incomplete for ever."""
     requests = [prompt(i) for i in range(40)]
     with FakeOpenAIServer(faults={kind: 0.25}, fail_attempts=100) as server:
         results = engine_for(server, max_retries=5).generate(requests)
         stats = server.stats()
-    failed = [r for r in results if r.error]
-    assert 3 <= len(failed) == stats.faults[kind] // 2  # each failing request was asked exactly twice
-    assert all(f"{kind} content" in r.error and r.text is None for r in failed)
-    assert all(json.loads(r.text)["answer"] == expected_code(q) for q, r in zip(requests, results) if not r.error)
+    assert all(r.error is None for r in results)
+    empty = [r for r in results if r.text == '{"answer": "']  # the started reply, and nothing after it
+    assert 3 <= len(empty) == stats.faults[kind] // 2  # each such request was asked exactly twice
+    assert all(json.loads(r.text)["answer"] == expected_code(q) for q, r in zip(requests, results)
+               if r not in empty)
     assert max(stats.attempts.values()) == 2
 
 

@@ -24,7 +24,8 @@ from socbench.testing import FakeOpenAIServer
 def issp(url: str, demo_data: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     args = ["issp", "--api_type", "config", "--api_base", url, "--data_dir", str(demo_data),
             "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out"), *extra]
-    return subprocess.run([sys.executable, "-m", "socbench", *args], capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-m", "socbench", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
 def one_line(run: subprocess.CompletedProcess) -> str:
@@ -49,7 +50,7 @@ def test_check_server_accepts_the_served_model_with_or_without_v1(tmp_path: Path
             check_server(f"{server.url},{server.url}/v1", "n")
 
 
-def test_server_rejecting_structured_output_is_one_line_naming_the_flag(demo_data: Path, tmp_path: Path) -> None:
+def test_server_rejecting_structured_output_is_one_line_naming_the_flag(demo_data, tmp_path) -> None:
     with FakeOpenAIServer(structured_outputs=False) as server:  # answers 400 to it, as OpenAI does
         line = one_line(issp(server.url, demo_data, tmp_path, "--model", "fake-model"))
         assert server.stats().requests == 1  # the one probe
@@ -60,7 +61,7 @@ def test_server_rejecting_structured_output_is_one_line_naming_the_flag(demo_dat
     assert "--no-structured" in line and "structured_outputs" in line
 
 
-def test_server_ignoring_structured_output_is_one_line_naming_the_flag(demo_data: Path, tmp_path: Path) -> None:
+def test_server_ignoring_structured_output_is_one_line_naming_the_flag(demo_data, tmp_path) -> None:
     with FakeOpenAIServer(answer=lambda prompt, codes: "Sure! I'd say yes.") as server:
         line = one_line(issp(server.url, demo_data, tmp_path, "--model", "fake-model"))
     assert "--structured:" in line and "ignored the constraint (it replied \"Sure! I'd say yes.\")" in line

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 import math
+
+import pytest
 
 from socbench.errors import IncompleteDomain
 from socbench.scoring import (

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -26,9 +25,9 @@ import pytest
 from socbench.config import make_config
 from socbench.data import build_items, load_domain
 from socbench.domains import get_domain
-from socbench.engines.cache import CACHE_FILE
 from socbench.extract import distribution_of
 from socbench.prompts import build_domain_prompts
+from tests.test_reliability import cached_rows
 from tests.vllm_server import VllmServer
 
 pytestmark = pytest.mark.slow
@@ -59,14 +58,6 @@ def read(out: Path, model: str, kind: str = "detailed") -> dict:
 
 def by_item(detailed: dict, key: str) -> dict[str, object]:
     return {f"{d['person_id']}:{d['question_id']}": d[key] for d in detailed["details"]}
-
-
-def cached_rows(out: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{out / '.cache' / CACHE_FILE}?mode=ro", uri=True) as db:
-            return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 # ------------------------------------------------------------- same answers as in-process
@@ -115,8 +106,8 @@ def test_logprobs_over_the_api_equal_in_process(vllm_server_smollm2, smollm2_eng
     takes all at once), so matmuls accumulate in another order, and bf16 logits are coarse
     enough (steps of ~0.06 near 10) that ties between codes are common. Hence fp32 here.
     """
-    run = socbench(issp_args(vllm_server_smollm2.url, "smollm2", demo_data, tmp_path, 5, "--mode", "logprobs"),
-                   run_env)
+    args = issp_args(vllm_server_smollm2.url, "smollm2", demo_data, tmp_path, 5, "--mode", "logprobs")
+    run = socbench(args, run_env)
     assert run.returncode == 0, run.stderr[-3000:]
     detailed = read(tmp_path, "smollm2-logprobs")
     prompts = same_prompts(demo_data, 5, "logprobs")
@@ -167,16 +158,20 @@ def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_s
     resumed = read(killed, "tiny", "metrics")
     assert resumed["complete"] is True and resumed["engine_errors"] == 0 and resumed["total_count"] == n
 
-    first = socbench(issp_args(tiny_server.url, "tiny", demo_data, reference, 40, "--concurrent_requests", "4"),
-                     run_env)
+    args = issp_args(tiny_server.url, "tiny", demo_data, reference, 40, "--concurrent_requests", "4")
+    first = socbench(args, run_env)
     assert first.returncode == 0, first.stderr[-3000:]
     for kind in ("metrics", "detailed"):
         a, b = read(killed, "tiny", kind), read(reference, "tiny", kind)
-        assert {k: v for k, v in a.items() if k != "timestamp"} == {k: v for k, v in b.items() if k != "timestamp"}
+        a.pop("timestamp"), b.pop("timestamp")
+        assert a == b
 
 
-@pytest.mark.xfail(strict=True, reason="the Prefect task cache of vllm_generate serves the failed result again "
-                                       "(issue 12, seen 1); removed by the config/flows restructure (h13a)")
+TASK_CACHE = ("the Prefect task cache of vllm_generate serves the failed result again (issue 12, seen 1); "
+              "removed by the config/flows restructure (h13a)")
+
+
+@pytest.mark.xfail(strict=True, reason=TASK_CACHE)
 def test_zero_progress_run_then_a_healthy_rerun_answers_every_item(tiny_model, run_env, demo_data, tmp_path):
     """A server that refuses every prompt (a max length of 64 tokens; the preflight's tiny probe
     fits): no progress at all. Fixed and restarted, the same command answers every item."""

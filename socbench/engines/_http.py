@@ -3,7 +3,8 @@
 Private to ``openai_api.py``. All calls of a batch are submitted at once; a semaphore keeps
 at most ``concurrent_requests`` in flight. Retries (exponential backoff with full jitter,
 ``Retry-After`` honoured) cover 429/408/409/5xx, dropped connections and malformed bodies;
-a well-formed reply with unusable content is asked once more.
+a well-formed reply with unusable content is asked once more (an empty text twice is then the
+model's reply, a parse failure downstream, as in-process; no log-probs twice is an error).
 
 Timeouts never discard the work of a server that is alive. A busy server (a long queue, a
 slow CPU) can take minutes to answer a request while it is healthy, so a request is not cut
@@ -164,11 +165,12 @@ class Transport:
                     return call.parse(reply.data), None
                 except replies.Unusable as exc:
                     unusable += 1
-                    if unusable > 1:
-                        return None, self.redact(str(exc))
+                    if unusable > 1:  # the same twice: the model's (empty) reply, or nothing usable
+                        return (exc.reply, None) if exc.reply is not None else (None, self.redact(str(exc)))
                     reply = Reply(reason=str(exc), retry=True)
                 except (KeyError, IndexError, TypeError, ValueError) as exc:
-                    reply = Reply(reason=f"malformed response ({type(exc).__name__}: {exc})"[:200], retry=True)
+                    malformed = f"malformed response ({type(exc).__name__}: {exc})"[:200]
+                    reply = Reply(reason=malformed, retry=True)
             reason = self.redact(reply.reason)
             if not reply.retry:
                 return None, reason
@@ -205,8 +207,8 @@ class Transport:
                 status, text = response.status, await response.text()
                 retry_after = _retry_after(response.headers.get("Retry-After"))
         except aiohttp.ConnectionTimeoutError:
-            return Reply(reason=f"connection error (no connection within {self.settings.connect_timeout_s:g} s)",
-                         retry=True)
+            limit = self.settings.connect_timeout_s
+            return Reply(reason=f"connection error (no connection within {limit:g} s)", retry=True)
         except TimeoutError:
             return Reply(reason=f"no response within {self.settings.max_request_s:g} s", retry=True)
         except aiohttp.ClientError as exc:
@@ -248,7 +250,8 @@ class Transport:
         import aiohttp
 
         try:
-            async with http.get(base + PROBE_PATH, timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
+            limit = aiohttp.ClientTimeout(total=timeout_s)
+            async with http.get(base + PROBE_PATH, timeout=limit) as response:
                 await response.read()
                 return None
         except TimeoutError:

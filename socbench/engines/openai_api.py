@@ -280,7 +280,8 @@ class OpenAIEngine:
         ids = lambda d: list(map(int, d["tokens"]))  # noqa: E731
         calls = [Call("/tokenize", body | {"prompt": t}, ids) for t in todo]
         errors: list[str] = []
-        self._http.run_all(calls, lambda i, v, e: errors.append(e) if e else self._tokens.__setitem__(todo[i], v))
+        store = self._tokens.__setitem__
+        self._http.run_all(calls, lambda i, v, e: errors.append(e) if e else store(todo[i], v))
         if errors:
             self._tokenize_ok = not errors[0].startswith("HTTP 4")  # 4xx: the server has no /tokenize
             log.info("%s: /tokenize failed (%s); option log-probs use the top %d tokens",

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+import socbench.report.incomplete as unfinished
 from socbench.domains import get_domain
 from socbench.errors import ConfigError, DataError, SocbenchError
 from socbench.metrics.baselines import best_baseline
@@ -38,7 +39,6 @@ from socbench.metrics.uncertainty import (
     paired_comparison,
 )
 from socbench.models import model_slug
-from socbench.report import incomplete as unfinished
 from socbench.report.files import atomic_open
 
 DETAILED_SUFFIX = "_detailed.json"
