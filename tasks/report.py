@@ -22,7 +22,7 @@ def report(result: DomainResult, scored: list[ScoredItem], config: RunConfig,
     ``_circular.jsonl`` / ``_circular_metrics.json``); post the domain's markdown report."""
     paths = write_domain_files(config.output_dir, result, scored)
     settings = circular_settings(config)
-    if variants is not None and settings is not None:
+    if variants is not None and settings is not None and result.complete:  # incomplete: no circular scores
         paths = (*paths, *write_domain_circular(config.output_dir, result, variants, settings))
     create_markdown_artifact(domain_markdown(result), key=f"issp-report-domain-{result.domain_id}",
                              description=f"ISSP {result.domain_name}: {result.model}")
