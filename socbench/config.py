@@ -180,10 +180,11 @@ class RunConfig(EngineRun):
 
     @property
     def use_structured(self) -> bool:
-        """Constrained JSON is on by default for in-process vLLM (small models need it)."""
+        """Constrained JSON is on by default for every backend that has it (vLLM, OpenAI-compatible
+        servers): small models need it, and both send the same regex."""
         if self.structured is not None:
             return self.structured
-        return self.engine.api_type == "vllm"
+        return self.engine.api_type in ("vllm", "openai")
 
     @property
     def run_name(self) -> str:

@@ -35,9 +35,10 @@ TEMPLATE = "answer is the echoed template"
 NOT_A_CODE = "answer not a code or option label"
 NOT_OFFERED = "answer not an offered code"
 NO_LOGPROBS = "no log-probs for offered codes"
-ENGINE_ERROR = "engine error: "  # followed by the engine's message
-FAILURES = (EMPTY, NO_JSON, TEMPLATE, NOT_A_CODE, NOT_OFFERED, NO_LOGPROBS, ENGINE_ERROR)
-"""Every failure reason starts with one of these (only the engine error has a suffix)."""
+FAILURES = (EMPTY, NO_JSON, TEMPLATE, NOT_A_CODE, NOT_OFFERED, NO_LOGPROBS)
+"""Every extraction failure reason is one of these. An engine error (no reply at all) is not
+an extraction failure: it is carried apart, in ``Extraction.engine_error``."""
+ENGINE_ERROR = "engine error: "  # how files written before engine errors were counted apart prefixed them
 
 ANSWER_KEYS = ("answer", "option_id", "option")  # in order of preference within one object
 TEMPLATE_VALUES = frozenset({"option_id", "<option_id>", "option id", "<option id>", "id", "code", "..."})
@@ -158,9 +159,13 @@ def extract(
     result: EngineResult,
     options: Sequence[tuple[Code, str]] | None = None,
 ) -> Extraction:
-    """Extraction for one request; ``options`` (code, label) enables exact-label answers."""
+    """Extraction for one request; ``options`` (code, label) enables exact-label answers.
+
+    An engine error is passed on as ``engine_error`` (never a parse failure); the reply text
+    is kept as ``raw_reply``.
+    """
     if result.error is not None:
-        return Extraction(request.key, None, f"{ENGINE_ERROR}{result.error}")
+        return Extraction(request.key, None, engine_error=result.error)
     if result.option_logprobs is not None or request.mode == "logprobs":
         dist = distribution_of(result.option_logprobs or {}, request.offered_codes)
         if dist is None:
@@ -169,7 +174,7 @@ def extract(
         return Extraction(request.key, best, None, dist)
     offered = options if options is not None else request.offered_codes
     code, failure = extract_answer(result.text, offered)
-    return Extraction(request.key, code, failure)
+    return Extraction(request.key, code, failure, raw_reply=result.text)
 
 
 def extract_all(

@@ -8,6 +8,7 @@ others still run.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import urllib.error
@@ -35,24 +36,62 @@ def check_output_dir(output_dir: Path, flag: str = "--output_dir") -> None:
         raise ConfigError(f"{flag} {output_dir}: cannot write there ({exc.strerror or exc})") from None
 
 
-def check_server(api_base: str, timeout_s: float = 5.0) -> None:
-    """Every OpenAI-compatible base URL answers (any HTTP status counts as reachable)."""
-    for url in (u.strip().rstrip("/") for u in api_base.split(",")):
+def _get_models(url: str, api_key: str | None, timeout_s: float) -> tuple[int, object]:
+    """(HTTP status, parsed JSON body or None) of ``GET <url>/v1/models``."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{url}/v1/models", headers=headers),
+                                    timeout=timeout_s) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    except json.JSONDecodeError:
+        return 200, None
+
+
+def check_server(api_base: str, model: str | None = None, api_key: str | None = None,
+                 timeout_s: float = 5.0, key_env: str = "OPENAI_API_KEY") -> None:
+    """Every OpenAI-compatible base URL answers, accepts the key and serves ``model``.
+
+    ``/v1/models`` must list ``model`` (else a ConfigError naming ``--model`` and listing what
+    the server does serve), so a misspelled name never reaches a run. A server whose
+    ``/v1/models`` does not answer 200 with a model list (a proxy without it) is not checked
+    further; a refused key (401/403) names ``--api_key_env``.
+    """
+    for url in (u.strip().rstrip("/").removesuffix("/v1") for u in api_base.split(",")):
         try:
-            urllib.request.urlopen(f"{url}/models", timeout=timeout_s).close()
-        except urllib.error.HTTPError:
-            continue  # reachable; auth or routing problems surface per request with their reason
+            status, body = _get_models(url, api_key, timeout_s)
         except (OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise EngineError(f"--api_base {url}: server unreachable ({reason})") from None
+        if status in (401, 403):
+            raise ConfigError(f"--api_key_env {key_env}: the server at {url} refused the key (HTTP {status})")
+        data = body.get("data") if isinstance(body, dict) else None
+        served = [str(m.get("id")) for m in data if isinstance(m, dict)] if isinstance(data, list) else None
+        if model is not None and served is not None and model not in served:
+            raise ConfigError(f"--model {model!r}: the server at {url} does not serve it; "
+                              f"it serves: {', '.join(served) or 'nothing'}")
+
+
+def check_structured(config: RunConfig) -> None:
+    """With ``--structured`` over the API, a tiny constrained request (``OpenAIEngine.check_structured``)."""
+    if config.engine.api_type != "openai" or config.mode != "generate" or not config.use_structured:
+        return
+    from socbench.engines.registry import create_engine
+
+    engine = config.engine
+    create_engine(engine.api_type, engine.model, settings=engine.backend_options()).check_structured()
 
 
 def check_engine(engine: EngineSettings) -> None:
-    """The backend can be reached: a server answers (and its key variable is set), or a model resolves."""
+    """The backend can be reached: a server answers, accepts the key and serves ``--model``; or a
+    model resolves."""
     if engine.api_type == "openai":
-        check_server(engine.api_base or "")
-        if os.environ.get(engine.api_key_env) is None and engine.api_key_env != "OPENAI_API_KEY":
+        key = os.environ.get(engine.api_key_env)
+        if key is None and engine.api_key_env != "OPENAI_API_KEY":
             raise ConfigError(f"--api_key_env {engine.api_key_env}: that environment variable is not set")
+        check_server(engine.api_base or "", engine.model, (key or "").strip() or None,
+                     key_env=engine.api_key_env)
     else:
         from socbench.models import resolve_model
 
@@ -67,6 +106,7 @@ def check_run(config: RunConfig) -> None:
         load_domain(config.dataset_dir, domains[0], config.dataset_size, config.interview_count)
     check_output_dir(config.output_dir)
     check_engine(config.engine)
+    check_structured(config)
 
 
 def check_mcq(config: McqConfig) -> None:

@@ -3,7 +3,10 @@
 Only scoreable items (``excluded_reason is None``) are scored, each exactly once, and with
 circular evaluation every variant of them, once. An item whose extraction is missing or
 failed is wrong and carries ``parse_error``; so is one whose extracted code was not
-offered to that respondent.
+offered to that respondent. An item the engine could not answer carries ``engine_error``
+instead: that is no answer at all, and a domain with any is *incomplete* — its answer-based
+metrics are left out (NaN), never shown as a score, and ``raise_if_incomplete`` turns it
+into one ``IncompleteDomain`` line.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from socbench.circular import issp_variants
+from socbench.errors import IncompleteDomain
 from socbench.extract import NOT_OFFERED
 from socbench.metrics.baselines import baselines, margin_over_best
 from socbench.metrics.circular import circular_metrics
@@ -42,6 +46,8 @@ from socbench.types import (
 
 NO_EXTRACTION = "no extraction for this item"
 
+METRIC_NAMES = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1", "parse_failure_rate",
+                "margin_over_best_baseline")
 COUNTRY_METRICS = {"n": item_count, "accuracy": accuracy, "parse_failure_rate": parse_failure_rate}
 
 
@@ -55,8 +61,11 @@ def score_item(item: Item, extraction: Extraction | None,
     if item.true_code is None:
         raise ValueError(f"item {item.item_id} is scoreable but has no true code")
     predicted = extraction.code if extraction is not None else None
+    engine_error = extraction.engine_error if extraction is not None else None
     if extraction is None:
         error: str | None = NO_EXTRACTION
+    elif engine_error is not None:
+        error = None
     elif extraction.failure is not None or predicted is None:
         error = extraction.failure or "no code extracted"
     elif predicted not in item.offered_codes:
@@ -69,12 +78,14 @@ def score_item(item: Item, extraction: Extraction | None,
         country_code=item.country_code,
         true_code=item.true_code,
         predicted_code=predicted,
-        correct=error is None and predicted == item.true_code,
+        correct=error is None and engine_error is None and predicted == item.true_code,
         parse_error=error,
         country_specific=item.country_specific,
         offered_codes=item.offered_codes,
         distribution=extraction.distribution if extraction is not None else None,
         groups=dict(groups or {}),
+        engine_error=engine_error,
+        raw_reply=extraction.raw_reply if extraction is not None else None,
     )
 
 
@@ -113,6 +124,7 @@ def summarize_domain(
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
     seed: int = 0,
     weights: Mapping[int, float] | None = None,
+    engine_errors: Sequence[str] | None = None,
 ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
@@ -120,24 +132,30 @@ def summarize_domain(
     baseline), so a headline number is never read without its floor. ``min_respondents``
     is the smallest group the distribution metrics score; ``seed`` seeds the bootstrap;
     ``weights`` (person id -> design weight) add weighted baselines and distribution scores.
+    ``engine_errors`` are the reasons of every failed request of the domain (default: those
+    of ``scored``); with any, the result is incomplete and carries counts and baselines only.
     """
-    metrics = domain_metrics(scored)
+    if engine_errors is None:
+        engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
     floor = baselines(scored, weights)
-    metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
     excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
-    return DomainResult(
-        domain_id=domain_id,
-        domain_name=domain_name,
-        model=model,
-        total_items=len(items),
+    counts = dict(
+        domain_id=domain_id, domain_name=domain_name, model=model, total_items=len(items),
         scoreable_items=sum(item.excluded_reason is None for item in items),
         excluded_by_reason=dict(sorted(excluded.items())),
         parse_failures=sum(item.parse_error is not None for item in scored),
+        parse_failure_reasons=dict(Counter(i.parse_error for i in scored if i.parse_error is not None)),
+        engine_errors=len(engine_errors), engine_error_reasons=dict(Counter(engine_errors)),
+        baselines=floor, unmapped_countries=dict(unmapped_countries), interview_count=interview_count,
+    )
+    if engine_errors:  # not a result: no number that could be read as a score
+        return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
+    metrics = domain_metrics(scored)
+    metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
+    return DomainResult(
         metrics=metrics,
         per_country=country_breakdown(scored, unmapped_countries),
-        baselines=floor,
-        unmapped_countries=dict(unmapped_countries),
-        interview_count=interview_count,
+        **counts,
         breakdowns=persona_breakdowns(scored),
         distribution=distribution_scores(scored, min_respondents, weights),
         accuracy_ci=cluster_bootstrap_ci([item.correct for item in scored],
@@ -170,10 +188,11 @@ def score_domain(
         raise ValueError(f"{data.domain_name}: {interviewed} respondents in the items, "
                          f"more than interview_count={interview_count}")
     scored = score_items(items, extractions, respondent_groups(data.respondents))
-    result = summarize_domain(data.domain_id, data.domain_name, model, items, scored,
-                              data.unmapped_countries, interviewed, min_respondents=min_respondents,
-                              weights=design_weights(data))
-    if circular_settings is None:
+    failed = [e.engine_error for e in extractions.values() if e.engine_error is not None]  # variants too
+    result = summarize_domain(data.domain_id, data.domain_name, model, items, scored, data.unmapped_countries,
+                              interviewed, min_respondents=min_respondents, weights=design_weights(data),
+                              engine_errors=failed)
+    if circular_settings is None or not result.complete:
         return ScoredDomain(tuple(scored), result)
     variants = score_variants(items, extractions, circular_settings)
     scores = circular_metrics(variants, circular_settings.mode)
@@ -200,6 +219,13 @@ def design_weights(data: DomainData) -> dict[int, float] | None:
     return weights  # type: ignore[return-value]
 
 
+def raise_if_incomplete(result: DomainResult) -> None:
+    """Raise ``IncompleteDomain`` ("domain N: K engine errors, first: <reason>") unless complete."""
+    if not result.complete:
+        first = next(iter(result.engine_error_reasons), "unknown")
+        raise IncompleteDomain(result.domain_id, result.engine_errors, first)
+
+
 # ------------------------------------------------------------------------- circular
 
 
@@ -216,6 +242,7 @@ def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction],
             continue
         for variant in issp_variants(item, settings):
             scored = score_item(item, extractions.get(variant.request_id))
-            prediction = scored.predicted_code if scored.parse_error is None else None
-            results.append(VariantResult.of(variant, prediction, scored.parse_error))
+            error = scored.parse_error or scored.engine_error
+            prediction = scored.predicted_code if error is None else None
+            results.append(VariantResult.of(variant, prediction, error))
     return results

@@ -151,11 +151,19 @@ class LoglikelihoodResult:
 
 @dataclass(frozen=True)
 class Extraction:
-    """The code read from an answer, or None with the reason it could not be read."""
+    """The code read from an answer, or None with the reason it could not be read.
+
+    ``failure`` is an extraction failure (the reply could not be read); ``engine_error`` means
+    there was no reply at all (the engine failed): that is not an answer, and a domain with one
+    is incomplete. ``raw_reply`` is the reply text as the engine gave it (generate mode).
+    """
+
     key: str
     code: Code | None
     failure: str | None = None
     distribution: dict[Code, float] | None = None  # normalised probabilities (logprobs mode)
+    engine_error: str | None = None
+    raw_reply: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,8 @@ class ScoredItem:
     offered_codes: tuple[Code, ...]
     distribution: dict[Code, float] | None = None
     groups: dict[str, str] = field(default_factory=dict)  # persona attribute -> group (sex, age_group, ...)
+    engine_error: str | None = None  # no reply (the engine failed): not a parse failure, not an answer
+    raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
 
 
 @dataclass(frozen=True)
@@ -395,3 +405,20 @@ class McqScores:
     """What ``mcq_score`` hands to ``mcq_report``: predictions, and variant results per k."""
     predictions: tuple[Prediction, ...]
     variants: dict[int, tuple[VariantResult, ...]] = field(default_factory=dict)
+    # requests the engine could not answer, by reason (first seen first); any makes the domain incomplete
+    engine_errors: int = 0
+    engine_error_reasons: dict[str, int] = field(default_factory=dict)
+    parse_failure_reasons: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Every request was answered by the engine; only then are the metrics a result."""
+        return self.engine_errors == 0
+
+    @property
+    def incomplete_reason(self) -> str | None:
+        """``"K engine errors, first: <reason>"``, or None for a complete domain."""
+        if self.complete:
+            return None
+        first = next(iter(self.engine_error_reasons), "unknown")
+        return f"{self.engine_errors} engine error{'s' * (self.engine_errors != 1)}, first: {first}"

@@ -341,6 +341,20 @@ def test_issp_score_stage_computes_circular_perf_beside_normal_scores() -> None:
     assert len(variants) == 11 and [(f.qid, f.prediction) for f in failed] == [("1:V12", None)]
 
 
+def test_an_engine_error_in_a_variant_makes_the_domain_incomplete() -> None:
+    """A rotated variant the engine never answered is a missing request too: no circular scores."""
+    extractions = issp_extractions()
+    v12 = [v.request_id for v in issp_variants(ITEMS[1], CircularSettings("circular"))]
+    extractions[v12[2]] = Extraction("k", None, engine_error="HTTP 503: overloaded")
+    scored, result = score_domain(DATA, ITEMS, extractions, model="m", circular=CircularSettings("circular"))
+    assert all(s.engine_error is None for s in scored)  # the identity variants were answered
+    assert not result.complete and result.engine_error_reasons == {"HTTP 503: overloaded": 1}
+    assert not any(k.startswith("circular_") for k in result.metrics)
+    assert math.isnan(result.metrics["accuracy"])
+    variants = score_variants(ITEMS, extractions, CircularSettings("circular"))
+    assert [v.parse_error for v in variants if v.qid == "1:V12"][2] == "HTTP 503: overloaded"
+
+
 def test_issp_circular_files_and_run_table(tmp_path: Path) -> None:
     settings = CircularSettings("circular")
     extractions = issp_extractions()

@@ -103,11 +103,18 @@ def _request(mode: str = "generate", codes=("1", "2", "3")) -> PromptRequest:
                          option_order=tuple(codes))
 
 
-def test_engine_error_and_null_content() -> None:
+def test_engine_error_is_not_a_parse_failure_and_null_content_is() -> None:
     req = _request()
     got = extract(req, EngineResult(req.key, error="timeout after 60 s"))
-    assert (got.key, got.code, got.failure) == (req.key, None, "engine error: timeout after 60 s")
+    assert (got.key, got.code, got.failure, got.engine_error) == (req.key, None, None, "timeout after 60 s")
     assert extract(req, EngineResult(req.key, text=None)).failure == EMPTY
+
+
+def test_raw_reply_is_kept() -> None:
+    req = _request()
+    reply = 'Sure! {"answer": "2"} is my pick.'
+    got = extract(req, EngineResult(req.key, text=reply))
+    assert (got.code, got.raw_reply) == ("2", reply)
 
 
 def test_extract_generate_uses_labels_when_given() -> None:

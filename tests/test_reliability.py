@@ -23,6 +23,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ from socbench.types import EngineResult
 from support import FakeOpenAIServer
 
 DOMAIN, NAME, SLUG = 3, "Family", "family"
+PROBE = 1  # a CLI run's preflight sends one tiny constrained request (``--structured`` honoured?)
 
 
 def issp_args(url: str, data: Path, out: Path, count: int, *extra: str) -> list[str]:
@@ -97,14 +99,15 @@ def test_sigkill_mid_domain_then_rerun_equals_an_uninterrupted_run(api_url, cli_
     detailed, metrics = read_domain(killed)
     n = len(detailed["details"])
     assert 20 <= kept < n and metrics["total_count"] == n
-    assert stats.requests - received == n - kept  # the rerun sent exactly what the cache lacked
+    # the rerun sent exactly what the cache lacked, plus the preflight's one constrained probe
+    assert stats.requests - received == n - kept + PROBE
     repeated = sum(1 for times in stats.attempts.values() if times > 1)
-    assert repeated == received - kept <= 8  # only requests in flight at the kill went out twice
+    assert repeated == received - kept <= 8  # only the probe and requests in flight at the kill went twice
 
     with FakeOpenAIServer(latency_ms=5) as server:
         args = issp_args(server.url, demo_data, reference, 40)
         assert cli_in_process([*args, "--concurrent_requests", "16"]) == 0
-        assert set(server.stats().attempts.values()) == {1} and server.stats().requests == n
+        assert set(server.stats().attempts.values()) == {1} and server.stats().requests == n + PROBE
     for resumed, uninterrupted in zip(read_domain(killed), read_domain(reference)):
         assert without_timestamps(resumed) == without_timestamps(uninterrupted)
 
@@ -159,7 +162,8 @@ def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_pat
 
 FAULTS = {"500": 0.05, "502": 0.05, "503": 0.05, "429": 0.05, "timeout": 0.04, "drop": 0.04, "null": 0.05,
           "empty": 0.05, "garbage": 0.04, "truncated": 0.05, "prose": 0.05, "401": 0.05}
-RECOVERED = set(FAULTS) - {"prose", "401"}  # retried by the engine, then answered
+RECOVERED = set(FAULTS) - {"prose", "401", "timeout"}  # retried by the engine, then answered
+# ("timeout": a slow answer from a server that still answers its liveness probe is waited for, not retried)
 
 
 def test_server_faults_every_item_answered_or_counted_with_its_reason(api_url, cli_in_process, tmp_path,
@@ -169,7 +173,7 @@ def test_server_faults_every_item_answered_or_counted_with_its_reason(api_url, c
     out = tmp_path / "out"
     with FakeOpenAIServer(faults=FAULTS, hang_s=3.0, retry_after_s=0.05) as server:
         code = cli_in_process(issp_args(server.url, demo_data, out, 20, "--concurrent_requests", "16",
-                                        "--request_timeout_s", "1"))
+                                        "--request_timeout_s", "1", "--no-structured"))
         stats = server.stats()
     assert code == 0
     detailed, metrics = read_domain(out)
@@ -179,13 +183,16 @@ def test_server_faults_every_item_answered_or_counted_with_its_reason(api_url, c
     assert len({(d["person_id"], d["question_id"]) for d in details}) == len(details)
     assert stats.requests == len(details) + sum(stats.faults[k] for k in RECOVERED)  # each retried once
 
+    rejected = [d["engine_error"] for d in details if d["engine_error"] is not None]
+    assert all(r.startswith("HTTP 401") and "Bearer ***" in r for r in rejected)
+    assert len(rejected) == stats.faults["401"] == metrics["engine_errors"]  # not answers, not parse failures
+    assert metrics["engine_error_reasons"] == dict(Counter(rejected)) and metrics["complete"] is False
+    assert metrics["accuracy"] is None  # an incomplete domain has no score
     reasons = [d["parse_error"] for d in details if d["parse_error"] is not None]
-    rejected = [r for r in reasons if r.startswith("engine error: HTTP 401")]
-    assert len(rejected) == stats.faults["401"] and all("Bearer ***" in r for r in rejected)
-    prose = [r for r in reasons if r == "no JSON answer found"]
-    assert len(prose) == stats.faults["prose"]
-    assert len(reasons) == len(rejected) + len(prose) == metrics["parse_failures"]  # nothing else failed
-    assert all(d["llm_answer"] is not None for d in details if d["parse_error"] is None)
+    assert reasons == ["no JSON answer found"] * stats.faults["prose"] == [
+        r for r, n in metrics["parse_failure_reasons"].items() for _ in range(n)]
+    assert len(reasons) == metrics["parse_failures"]  # nothing else failed
+    assert all(d["llm_answer"] is not None for d in details if d["parse_error"] is d["engine_error"] is None)
 
 
 class _Lines(logging.Handler):

@@ -58,7 +58,7 @@ def test_domain_files_have_seed_keys_and_consistent_counts(tmp_path: Path) -> No
     assert "option_distribution" not in details[1]
     assert details[3] == {"person_id": 3, "question_id": "V5", "country_code": "DE", "true_answer": "1",
                           "llm_answer": None, "correct": False, "is_country_specific": False,
-                          "parse_error": "no JSON object"}
+                          "parse_error": "no JSON object", "engine_error": None, "raw_reply": None}
     metrics = json.loads(metrics_path.read_text())
     assert SEED_METRICS <= set(metrics)
     assert metrics["domain_id"] == 1 and metrics["interview_count"] == 6
@@ -107,7 +107,9 @@ def test_summary_files(tmp_path: Path) -> None:
     assert [row["domain"] for row in payload["domains"]] == ["Citizenship", "Religion"]
     assert payload["mean"]["accuracy"] == pytest.approx((3 / 5 + 1.0) / 2)
     assert payload["unmapped_countries"] == {"Kosovo": 2, "Taiwan": 4}
-    assert payload["totals"] == {"scoreable_items": 7, "parse_failures": 1, "excluded_count": 2}
+    assert payload["totals"] == {"scoreable_items": 7, "parse_failures": 1, "engine_errors": 0,
+                                 "excluded_count": 2}
+    assert payload["complete"] and payload["incomplete_domains"] == {}
     row = payload["domains"][0]
     assert row["margin_over_best_baseline"] == pytest.approx(row["accuracy"] - row["best_baseline_accuracy"])
     md = summary.markdown.read_text()
@@ -116,6 +118,41 @@ def test_summary_files(tmp_path: Path) -> None:
     assert "Kosovo (2), Taiwan (4)" in md and "4: engine crashed" in md
     assert summary.plot is not None and summary.plot.read_bytes()[:8] == PNG_MAGIC
     assert summary.rows[0]["domain"] == "Citizenship"
+
+
+def incomplete_domain(domain_id: int = 3, name: str = "Family", model: str = "m"):
+    """ANSWERS, with two items the engine could not answer."""
+    items = [Item(i, "V5", "DE", OPTS, true, False) for i, (true, _) in enumerate(ANSWERS)]
+    extractions = {f"{i}:V5": Extraction("k", pred, None if pred else "no JSON object", raw_reply=f"r{i}")
+                   for i, (_, pred) in enumerate(ANSWERS)}
+    extractions["1:V5"] = extractions["4:V5"] = Extraction("k", None, engine_error="HTTP 500: boom")
+    scored = score_items(items, extractions)
+    return summarize_domain(domain_id, name, model, items, scored, {}, len(items)), scored
+
+
+def test_incomplete_domain_files_say_so_and_hold_no_score(tmp_path: Path) -> None:
+    """Issue 12, seen 2 and 8: engine errors apart from parse failures, raw replies kept."""
+    result, scored = incomplete_domain()
+    detailed_path, metrics_path = write_domain_files(tmp_path, result, scored)
+    for payload in (json.loads(detailed_path.read_text()), json.loads(metrics_path.read_text())):
+        assert payload["complete"] is False
+        assert payload["incomplete_reason"] == "2 engine errors, first: HTTP 500: boom"
+        assert (payload["engine_errors"], payload["parse_failures"]) == (2, 1)
+        assert payload["engine_error_reasons"] == {"HTTP 500: boom": 2}
+        assert payload["parse_failure_reasons"] == {"no JSON object": 1}
+        assert payload["accuracy"] is None and payload["macro_f1"] is None and payload["micro_f1"] is None
+    details = json.loads(detailed_path.read_text())["details"]
+    assert [d["engine_error"] for d in details] == [None, "HTTP 500: boom", None, None, "HTTP 500: boom"]
+    assert [d["parse_error"] for d in details] == [None, None, None, "no JSON object", None]
+    assert [d["raw_reply"] for d in details] == ["r0", None, "r2", "r3", None]
+    complete, _ = domain(1, "Citizenship", "m", ANSWERS)
+    summary = write_run_summary(tmp_path, "m", [complete, result])
+    payload = json.loads(summary.path.read_text())
+    assert payload["complete"] is False and payload["incomplete_domains"] == {"3": result.incomplete_reason}
+    assert payload["mean"]["accuracy"] is None and payload["totals"]["engine_errors"] == 2
+    md = summary.markdown.read_text()
+    assert "| Family (3) | incomplete |" in md and "| **mean** | n/a |" in md
+    assert "Incomplete run: not a result" in md and "domain 3: 2 engine errors, first: HTTP 500: boom" in md
 
 
 @pytest.mark.parametrize("name, params", [

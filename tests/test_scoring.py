@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from socbench.scoring import NO_EXTRACTION, NOT_OFFERED, score_domain, score_items, summarize_domain
+from socbench.errors import IncompleteDomain
+from socbench.scoring import (
+    NO_EXTRACTION,
+    NOT_OFFERED,
+    raise_if_incomplete,
+    score_domain,
+    score_items,
+    summarize_domain,
+)
 from socbench.types import DomainData, Extraction, Item
 
 OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"))
@@ -88,3 +98,34 @@ def test_score_domain_records_respondents_interviewed() -> None:
 def test_scoreable_item_without_true_code_is_a_bug() -> None:
     with pytest.raises(ValueError, match="no true code"):
         score_items([item(1, "V5", None)], {})
+
+
+def test_engine_errors_are_counted_apart_and_make_the_domain_incomplete() -> None:
+    """Issue 12, seen 2: engine failures were counted as parse failures and scored as 0.0."""
+    refused = "gave up after 7 attempts: connection error (ClientConnectorError: refused)"
+    extractions = {**EXTRACTIONS, "1:V6": Extraction("k", None, engine_error=refused),
+                   "2:V6": Extraction("k", None, engine_error="HTTP 404: model not found")}
+    scored = score_items(ITEMS, extractions)
+    assert [s.engine_error for s in scored] == [None, refused, None, "HTTP 404: model not found", None]
+    assert [s.parse_error for s in scored] == [None, None, "no JSON object in the reply", None, NOT_OFFERED]
+    assert not scored[1].correct
+    result = summarize_domain(1, "Citizenship", "m", ITEMS, scored, {}, 4)
+    assert (result.parse_failures, result.engine_errors) == (2, 2)
+    assert result.parse_failure_reasons == {"no JSON object in the reply": 1, NOT_OFFERED: 1}
+    assert result.engine_error_reasons == {refused: 1, "HTTP 404: model not found": 1}
+    assert not result.complete and result.incomplete_reason == f"2 engine errors, first: {refused}"
+    assert all(math.isnan(v) for v in result.metrics.values()) and "accuracy" in result.metrics
+    assert result.accuracy_ci is None and result.per_country == {} and result.breakdowns == {}
+    assert result.baselines["uniform"] == pytest.approx(1 / 3)  # answer-free: still there
+    with pytest.raises(IncompleteDomain, match=r"^domain 1: 2 engine errors, first: gave up") as info:
+        raise_if_incomplete(result)
+    assert info.value.exit_code == 1 and info.value.engine_errors == 2
+
+
+def test_complete_domain_passes_and_keeps_raw_replies() -> None:
+    extractions = {**EXTRACTIONS, "1:V6": Extraction("k", "3", raw_reply='{"answer": "3"}')}
+    scored = score_items(ITEMS, extractions)
+    assert scored[1].raw_reply == '{"answer": "3"}' and scored[1].engine_error is None
+    result = summarize_domain(1, "Citizenship", "m", ITEMS, scored, {}, 4)
+    assert result.complete and result.incomplete_reason is None and result.engine_errors == 0
+    raise_if_incomplete(result)

@@ -40,14 +40,14 @@ def test_planted_env_key_leaks_nowhere(tmp_path: Path, demo_data: Path) -> None:
                 "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"),
                 "PREFECT_LOGGING_EXTRA_LOGGERS": "socbench"})
     # 401 bodies echo the Authorization header back, as OpenAI's "Incorrect API key" does
-    with FakeOpenAIServer(faults={"401": 0.2, "503": 0.2}) as server:
+    with FakeOpenAIServer(model="../escape/fake-model", faults={"401": 0.2, "503": 0.2}) as server:
         run = subprocess.run(
             [sys.executable, "-m", "cli", "issp", "--api_type", "config", "--api_base", server.url,
              "--model", "../escape/fake-model", "--data_dir", str(demo_data), "--domain_id", "1",
              "--interview_count", "5", "--output_dir", str(out)],
             env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
         stats = server.stats()
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode in (0, 1), run.stderr[-3000:]  # 401s leave the run incomplete
     assert stats.requests > 0 and stats.with_auth == stats.requests  # the key was sent, as a header
     assert "DEBUG" in run.stderr  # the console really was at DEBUG level
 
@@ -55,7 +55,7 @@ def test_planted_env_key_leaks_nowhere(tmp_path: Path, demo_data: Path) -> None:
     assert (model_dir / "summary.json").is_file() and not (tmp_path / "escape").exists()
     assert list(cwd.iterdir()) == []  # nothing written outside the output dir (and Prefect's state)
     details = json.loads((model_dir / "Citizenship_detailed.json").read_text())["details"]
-    assert any("bad key Bearer ***" in (d["parse_error"] or "") for d in details)  # echoed, then redacted
+    assert any("bad key Bearer ***" in (d["engine_error"] or "") for d in details)  # echoed, then redacted
 
     assert PLANTED not in run.stdout and PLANTED not in run.stderr
     searched = _files(out) + _files(home) + _files(tmp)

@@ -1,8 +1,8 @@
 """Reading OpenAI-compatible replies, and planning how option codes are scored over HTTP.
 
 Private to ``openai_api.py``. Parsers raise ``Unusable`` for a well-formed reply whose
-content cannot be used (the engine asks once more), and KeyError/TypeError/... for a
-malformed one (retried like a transport error).
+content cannot be used (the engine asks once more; an empty text twice is the model's reply),
+and KeyError/TypeError/... for a malformed one (retried like a transport error).
 """
 
 from __future__ import annotations
@@ -14,7 +14,16 @@ from typing import Any, Literal
 
 
 class Unusable(Exception):
-    """A well-formed reply whose content cannot be used."""
+    """A well-formed reply whose content cannot be used.
+
+    ``reply`` is what the model said when asking again gave the same: an empty text reply is
+    the model's answer (a parse failure, as in-process), not an engine error; None means the
+    server gave nothing usable at all (an engine error).
+    """
+
+    def __init__(self, reason: str, reply: str | None = None) -> None:
+        super().__init__(reason)
+        self.reply = reply
 
 
 @dataclass(frozen=True)
@@ -65,9 +74,9 @@ def option_plan(prefix: str, codes: Sequence[str], tokens: dict[str, list[int]] 
 
 def content(text: Any) -> str:
     if text is None:
-        raise Unusable("the server returned null content")
+        raise Unusable("the server returned null content", reply="")
     if not isinstance(text, str) or not text.strip():
-        raise Unusable("the server returned empty content")
+        raise Unusable("the server returned empty content", reply=text if isinstance(text, str) else "")
     return text
 
 

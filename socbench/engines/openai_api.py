@@ -1,17 +1,20 @@
 """OpenAI-compatible HTTP backend (a vLLM server, OpenAI, ...): aiohttp, bounded concurrency, retries.
 
-All requests of a call are submitted at once; a semaphore keeps at most
-``concurrent_requests`` in flight, and each result is reported through ``on_result`` as it
-finishes. Retries (exponential backoff with full jitter, ``Retry-After`` honoured) cover
-429/408/409/5xx, timeouts, connection errors and malformed bodies; a well-formed reply with
-unusable content (null or empty message, no log-probs) is asked once more, then becomes an
-``EngineResult`` with ``error``. The API key never leaves the Authorization header.
+All requests of a call are submitted at once (transport, retries and the liveness watchdog
+that replaces short timeouts: ``_http.py``); each result is reported through ``on_result`` as
+it finishes. A reply with unusable content (null or empty message, no log-probs) is asked once
+more, then becomes an ``EngineResult`` with ``error``. The API key never leaves the
+Authorization header.
 
 What each method sends (vLLM server extensions where the OpenAI API has no equivalent):
 
 - ``generate``: ``/v1/chat/completions``; ``chat=False`` sends the raw text to ``/v1/completions``.
-  ``structured`` adds ``structured_outputs: {json: schema}`` (mode "vllm") or an OpenAI
-  ``response_format`` json_schema (mode "json_schema"; chat only). An unstructured request
+  ``structured`` adds ``structured_outputs: {regex: ...}`` (mode "regex", the default: the very
+  regex the in-process vLLM backend uses, ``_chat.answer_regex``, so greedy answers agree) or,
+  for servers without vLLM's extension, an OpenAI ``response_format`` json_schema (mode
+  "json_schema"; chat only; it allows whitespace the regex does not). ``check_structured``
+  sends one tiny constrained request before a run, so a server that rejects or ignores the
+  constraint is one line naming ``--structured``. An unstructured request
   with an ``answer_prefix`` starts the reply with it (assistant message +
   ``continue_final_message``) and the text returned includes it, as in the vLLM backend.
 - ``option_logprobs``: the same scoring rule as the in-process backends (``_chat.option_plan``),
@@ -30,36 +33,43 @@ What each method sends (vLLM server extensions where the OpenAI API has no equiv
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import partial
-from itertools import count
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from socbench.engines import _chat
 from socbench.engines import _openai_replies as replies
+from socbench.engines._http import Call, Transport, host
 from socbench.engines.base import ResultSink
 from socbench.errors import ConfigError, EngineError
-from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
+from socbench.types import (
+    EngineResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    Message,
+    PromptRequest,
+    SamplingSettings,
+)
 
 log = logging.getLogger("socbench")
 T = TypeVar("T")
-RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-MAX_RETRY_AFTER_S = 300.0
 
 
 class OpenAISettings(BaseModel):
-    """How to reach the server; only ``model`` and ``structured_mode`` change answers."""
+    """How to reach the server; only ``model`` and ``structured_mode`` change answers.
+
+    ``timeout_s`` is how long a server may stay silent (no answer to any request nor to a
+    liveness probe) before its in-flight requests fail and are retried; a busy but alive
+    server is never cut short before ``max_request_s`` (``_http.py``).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -68,10 +78,12 @@ class OpenAISettings(BaseModel):
     api_key: SecretStr | None = None
     concurrent_requests: int = Field(64, ge=1)
     timeout_s: float = Field(60.0, gt=0)
+    max_request_s: float = Field(600.0, gt=0)
+    connect_timeout_s: float = Field(5.0, gt=0)
     max_retries: int = Field(6, ge=0)
     backoff_base_s: float = Field(0.5, ge=0)
     backoff_max_s: float = Field(30.0, ge=0)
-    structured_mode: Literal["vllm", "json_schema", "none"] = "vllm"
+    structured_mode: Literal["regex", "json_schema", "none"] = "regex"
     exact_option_tokens: bool = True
     top_logprobs: int = Field(20, ge=1)
 
@@ -106,58 +118,49 @@ def answer_schema(codes: Sequence[str]) -> dict[str, Any]:
             "required": ["answer"], "additionalProperties": False}
 
 
-@dataclass(frozen=True)
-class _Call:
-    path: str
-    body: dict[str, Any]
-    parse: Callable[[dict[str, Any]], Any]
-
-
-@dataclass(frozen=True)
-class _Reply:
-    data: dict[str, Any] | None = None
-    reason: str = ""
-    retry: bool = False
-    retry_after: float | None = None
-
-
-def _run_sync(factory: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine in a private event loop; in a worker thread if this thread runs one."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())  # type: ignore[arg-type]
-    with ThreadPoolExecutor(1, thread_name_prefix="socbench-openai") as pool:
-        return pool.submit(lambda: asyncio.run(factory())).result()  # type: ignore[arg-type]
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return min(max(float(value), 0.0), MAX_RETRY_AFTER_S) if value else None
-    except ValueError:
-        return None  # an HTTP date: fall back to backoff
-
-
 class OpenAIEngine:
     """``Engine`` over an OpenAI-compatible server; nothing is held open between calls."""
 
     def __init__(self, settings: OpenAISettings) -> None:
         self.settings = settings
-        self._turn = count()
-        self._random = random.Random()
+        self._http = Transport(settings)
         self._tokens: dict[str, list[int]] = {"": []}  # text -> the server's token ids (/tokenize)
         self._tokenize_ok = settings.exact_option_tokens
 
     @property
     def identity(self) -> dict[str, str]:
-        parts = map(urlsplit, self.settings.api_base)
-        hosts = sorted(f"{p.hostname}:{p.port or ''}".rstrip(":") for p in parts)
+        hosts = sorted(host(base) for base in self.settings.api_base)
         return {"backend": "openai", "model": self.settings.model, "api_base": ",".join(hosts),
                 "structured_mode": self.settings.structured_mode,
                 "option_tokens": "exact" if self.settings.exact_option_tokens else "top"}
 
     def close(self) -> None:
         """Nothing to release: each call opens and closes its own HTTP session."""
+
+    def check_structured(self) -> None:
+        """One tiny constrained request: the server must accept the constraint and honour it.
+
+        Raises a ConfigError naming ``--structured`` when the server rejects the constraint
+        (HTTP 400/422, e.g. OpenAI's API has no ``structured_outputs``) or ignores it (a reply
+        the constraint does not allow), and an EngineError when the request fails otherwise.
+        """
+        if self.settings.structured_mode == "none":
+            return
+        codes, where = ("1", "2"), f"the server at {self.identity['api_base']}"
+        text = 'Answer as JSON, {"answer": "<code>"}.\n1. Yes\n2. No'
+        probe = PromptRequest(item_id="preflight", messages=(Message("user", text),), offered_codes=codes,
+                              structured=True, sampling=SamplingSettings(max_tokens=16))
+        result = self.generate([probe])[0]
+        hint = ("run with --no-structured, or --engine '{\"structured_mode\": \"json_schema\"}' for a server "
+                "with OpenAI's response_format")
+        if result.error is not None and result.error.startswith(("HTTP 400", "HTTP 422")):
+            raise ConfigError(f"--structured: {where} rejected the constrained request "
+                              f"({self.settings.structured_mode}: {result.error[:160]}); {hint}")
+        if result.error is not None:
+            raise EngineError(f"--api_base: {where} failed a test request: {result.error[:200]}")
+        if not _honours(result.text or "", codes, self.settings.structured_mode):
+            raise ConfigError(f"--structured: {where} ignored the constraint (it replied "
+                              f"{(result.text or '')[:60]!r}); {hint}")
 
     # ------------------------------------------------------------------ Engine methods
 
@@ -168,7 +171,7 @@ class OpenAIEngine:
             result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
             return _report(on_result, i, result)
 
-        return self._run_all([self._generate_call(r) for r in requests], finish)
+        return self._http.run_all([self._generate_call(r) for r in requests], finish)
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
@@ -195,7 +198,7 @@ class OpenAIEngine:
         for i, request in enumerate(requests):
             if not request.offered_codes:
                 results[i] = _report(on_result, i, EngineResult(request.key, error="no offered codes"))
-        self._run_all([call for _, _, call in owners], finish)
+        self._http.run_all([call for _, _, call in owners], finish)
         return results  # type: ignore[return-value]
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
@@ -208,7 +211,7 @@ class OpenAIEngine:
                 return None
             return _report(on_result, i, LoglikelihoodResult(requests[i].key, *value))
 
-        results = self._run_all([self._loglikelihood_call(r) for r in requests], finish)
+        results = self._http.run_all([self._loglikelihood_call(r) for r in requests], finish)
         if failed:
             raise EngineError(f"{len(failed)} of {len(requests)} loglikelihood requests to "
                               f"{self.identity['api_base']} failed; first: {failed[0]}")
@@ -230,23 +233,23 @@ class OpenAIEngine:
             body |= {"continue_final_message": True, "add_generation_prompt": False}
         return body | {"messages": messages} | extra
 
-    def _generate_call(self, request: PromptRequest) -> _Call:
+    def _generate_call(self, request: PromptRequest) -> Call:
         body = self._body(request, prefix=_started(request))
         mode = self.settings.structured_mode if request.structured else "none"
-        if mode == "vllm":
-            body["structured_outputs"] = {"json": answer_schema(request.offered_codes)}
+        if mode == "regex":
+            body["structured_outputs"] = {"regex": _chat.answer_regex(request.offered_codes)}
         elif mode == "json_schema" and request.chat:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "answer", "schema": answer_schema(request.offered_codes), "strict": True}}
-        return _Call(_path(request), body, replies.chat_text if request.chat else replies.completion_text)
+        return Call(_path(request), body, replies.chat_text if request.chat else replies.completion_text)
 
     def _option_calls(self, request: PromptRequest,
-                      plan: replies.OptionPlan) -> list[tuple[str | None, _Call]]:
+                      plan: replies.OptionPlan) -> list[tuple[str | None, Call]]:
         """(code or None for all codes, call) pairs scoring one request by its plan."""
         codes, prefix = request.offered_codes, request.answer_prefix
         one_token = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0}
         if plan.method == "continuation":
-            return [(code, _Call(_path(request), self._body(request, prefix=prefix + code + plan.suffix,
+            return [(code, Call(_path(request), self._body(request, prefix=prefix + code + plan.suffix,
                                                                  prompt_logprobs=0, **one_token),
                                  partial(replies.prompt_tail_logprob, expected=plan.tokens[code])))
                     for code in codes]
@@ -261,13 +264,13 @@ class OpenAIEngine:
         def parse(data: dict[str, Any]) -> dict[str, float]:
             return replies.pick_codes(replies.next_token_logprobs(data), codes, names)
 
-        return [(None, _Call(_path(request), body, parse))]
+        return [(None, Call(_path(request), body, parse))]
 
-    def _loglikelihood_call(self, request: LoglikelihoodRequest) -> _Call:
+    def _loglikelihood_call(self, request: LoglikelihoodRequest) -> Call:
         body = {"model": self.settings.model, "prompt": request.context + request.continuation,
                 "max_tokens": 0, "echo": True, "logprobs": 1, "temperature": 0.0}
         parse = partial(replies.continuation_score, n_chars=len(request.continuation))
-        return _Call("/v1/completions", body, parse)
+        return Call("/v1/completions", body, parse)
 
     def _plans(self, requests: Sequence[PromptRequest]) -> list[replies.OptionPlan]:
         """Scoring plan per request, from the server's /tokenize (vLLM) where it has one."""
@@ -275,9 +278,10 @@ class OpenAIEngine:
         todo = sorted(texts - self._tokens.keys()) if self._tokenize_ok else []
         body = {"model": self.settings.model, "add_special_tokens": False}
         ids = lambda d: list(map(int, d["tokens"]))  # noqa: E731
-        calls = [_Call("/tokenize", body | {"prompt": t}, ids) for t in todo]
+        calls = [Call("/tokenize", body | {"prompt": t}, ids) for t in todo]
         errors: list[str] = []
-        self._run_all(calls, lambda i, v, e: errors.append(e) if e else self._tokens.__setitem__(todo[i], v))
+        store = self._tokens.__setitem__
+        self._http.run_all(calls, lambda i, v, e: errors.append(e) if e else store(todo[i], v))
         if errors:
             self._tokenize_ok = not errors[0].startswith("HTTP 4")  # 4xx: the server has no /tokenize
             log.info("%s: /tokenize failed (%s); option log-probs use the top %d tokens",
@@ -285,100 +289,18 @@ class OpenAIEngine:
         tokens = self._tokens if self._tokenize_ok and not errors else None
         return [replies.option_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
 
-    # ------------------------------------------------------------------ transport
-
-    def _run_all(self, calls: list[_Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
-        """Send every call at once (at most ``concurrent_requests`` in flight); ``finish`` each as it ends."""
-        if not calls:
-            return []
-
-        async def main() -> list[Any]:
-            import aiohttp
-
-            limit = self.settings.concurrent_requests
-            gate = asyncio.Semaphore(limit)
-            key = self.settings.api_key
-            headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
-            timeout = aiohttp.ClientTimeout(total=self.settings.timeout_s)
-            connector = aiohttp.TCPConnector(limit=limit)
-            async with aiohttp.ClientSession(connector=connector, headers=headers, timeout=timeout) as http:
-
-                async def one(index: int) -> Any:
-                    return finish(index, *await self._ask(http, gate, calls[index]))
-
-                tasks = [asyncio.ensure_future(one(i)) for i in range(len(calls))]
-                try:
-                    return await asyncio.gather(*tasks)
-                finally:  # a failing sink stops the call: cancel the rest before the session closes
-                    for task in tasks:
-                        task.cancel()
-                    await asyncio.gather(*tasks, return_exceptions=True)
-
-        return _run_sync(main)
-
-    async def _ask(self, session: Any, gate: asyncio.Semaphore, call: _Call) -> tuple[Any, str | None]:
-        """One request with retries: ``(value, None)`` or ``(None, reason)``."""
-        reason, unusable = "", 0
-        attempts, bases, first = self.settings.max_retries + 1, self.settings.api_base, next(self._turn)
-        for attempt in range(attempts):
-            async with gate:  # round-robin; a retry goes to the next server
-                base = bases[(first + attempt) % len(bases)]
-                reply = await self._post(session, base + call.path, call.body)
-            if reply.data is not None:
-                try:
-                    return call.parse(reply.data), None
-                except replies.Unusable as exc:
-                    unusable += 1
-                    if unusable > 1:
-                        return None, self._redact(str(exc))
-                    reply = _Reply(reason=str(exc), retry=True)
-                except (KeyError, IndexError, TypeError, ValueError) as exc:
-                    reply = _Reply(reason=f"malformed response ({type(exc).__name__}: {exc})"[:200],
-                                   retry=True)
-            reason = self._redact(reply.reason)
-            if not reply.retry:
-                return None, reason
-            if attempt + 1 < attempts:
-                log.debug("retrying %s after attempt %d: %s", call.path, attempt + 1, reason)
-                await asyncio.sleep(self._delay(attempt, reply.retry_after))
-        return None, f"gave up after {attempts} attempts: {reason}"
-
-    async def _post(self, session: Any, url: str, body: dict[str, Any]) -> _Reply:
-        import aiohttp
-
-        try:
-            async with session.post(url, json=body) as response:
-                status, text = response.status, await response.text()
-                retry_after = _retry_after(response.headers.get("Retry-After"))
-        except TimeoutError:
-            return _Reply(reason=f"no response within {self.settings.timeout_s:g} s", retry=True)
-        except aiohttp.ClientError as exc:
-            return _Reply(reason=f"connection error ({type(exc).__name__}: {exc})", retry=True)
-        except UnicodeDecodeError:
-            return _Reply(reason="response body is not text", retry=True)
-        if status != 200:
-            return _Reply(reason=f"HTTP {status}: {' '.join(text.split())[:200]}",
-                          retry=status in RETRY_STATUS, retry_after=retry_after)
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            return _Reply(reason=f"malformed JSON body ({len(text)} bytes)", retry=True)
-        if not isinstance(data, dict):
-            return _Reply(reason="JSON body is not an object", retry=True)
-        return _Reply(data=data)
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return retry_after
-        cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** attempt)
-        return self._random.uniform(0, cap)  # full jitter
-
-    def _redact(self, text: str) -> str:
-        key = self.settings.api_key.get_secret_value() if self.settings.api_key else ""
-        return text.replace(key, "***") if key else text
-
-
 # ---------------------------------------------------------------------- helpers
+
+
+def _honours(text: str, codes: tuple[str, ...], mode: str) -> bool:
+    """Whether a constrained reply is what the constraint allows (json_schema: any JSON spacing)."""
+    if mode == "regex":
+        return re.fullmatch(_chat.answer_regex(codes), text) is not None
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(reply, dict) and set(reply) == {"answer"} and reply["answer"] in codes
 
 
 def _started(request: PromptRequest) -> str:

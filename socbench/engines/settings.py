@@ -225,8 +225,9 @@ class EngineSettings(BaseModel):
     api_key_env: str = Field("OPENAI_API_KEY",
                              description="environment variable holding the API key (openai)")
     concurrent_requests: int = Field(64, ge=1, description="requests in flight at once (openai)")
-    request_timeout_s: float = Field(60.0, gt=0, description="seconds an HTTP request may take before it is "
-                                                             "retried (openai)")
+    request_timeout_s: float = Field(60.0, gt=0, description=(
+        "seconds a server may stay silent (no reply and no answer to a liveness probe) before its "
+        "in-flight requests fail and are retried; a busy server is waited for (openai)"))
     cache_dir: Path | None = Field(None, description="engine cache folder (default: <output_dir>/.cache)")
 
     @field_validator("api_type", mode="before")

@@ -106,6 +106,10 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
 def draw_figures(board: Leaderboard, output_dir: Path, out_dir: Path) -> Figures:
     """All report figures into ``out_dir``; the scale plot is left out (with a note) when the
     runs' model names give fewer than two distinct parameter counts."""
+    if not board.runs:  # every run is incomplete: nothing may be drawn as a score
+        for name in (DOMAIN_BARS, HEATMAP, SCALE):
+            (out_dir / name).unlink(missing_ok=True)
+        return Figures({}, ["no complete run: no figures"])
     paths = {"domain_bars": domain_bars(board, out_dir / DOMAIN_BARS),
              "heatmap": country_domain_heatmap(board, out_dir / HEATMAP)}
     notes = []

@@ -3,9 +3,11 @@
 Per domain: ``<Domain>_detailed.json`` (every scored item) and ``<Domain>_metrics.json``.
 Per run: ``summary.json``, ``summary.md`` and ``domain_accuracy.png``. The seed's keys
 are all present with the seed's meaning; extra keys (per-question macro-F1, baselines,
-per-country breakdowns) are added beside them. Every file is written to a temporary
-file in the same folder and moved into place, so a killed run never leaves a file that
-looks complete. NaN metrics (an empty domain) are written as ``null``.
+per-country breakdowns) are added beside them. Engine errors (no reply) are counted apart
+from parse failures (a reply that could not be read), each by reason; a domain with engine
+errors is marked ``complete: false`` and its accuracy and F1s are ``null``, never a score.
+Every file is written to a temporary file in the same folder and moved into place, so a
+killed run never leaves a file that looks complete. NaN metrics (an empty domain) are written as ``null``.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ def detail_record(item: ScoredItem) -> dict[str, Any]:
         "correct": item.correct,
         "is_country_specific": item.country_specific,
         "parse_error": item.parse_error,
+        "engine_error": item.engine_error,
+        "raw_reply": item.raw_reply,
     }
     if item.distribution is not None:
         record["option_distribution"] = item.distribution
@@ -67,6 +71,11 @@ def _headline(result: DomainResult, scored: Sequence[ScoredItem]) -> dict[str, A
         "micro_f1": m.get("micro_f1", math.nan),
         "parse_failures": result.parse_failures,
         "excluded_count": sum(result.excluded_by_reason.values()),
+        "engine_errors": result.engine_errors,
+        "complete": result.complete,
+        "incomplete_reason": result.incomplete_reason,
+        "parse_failure_reasons": result.parse_failure_reasons,
+        "engine_error_reasons": result.engine_error_reasons,
     }
 
 
@@ -105,8 +114,8 @@ def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain
     """The ``report`` stage's files for one domain: the seed's two and, when ``scored`` holds
     circular variants, ``<Domain>_circular.jsonl`` / ``_circular_metrics.json``."""
     paths = write_domain_files(output_dir, scored.result, scored.items)
-    if scored.variants is None or circular_settings is None:
-        return paths
+    if scored.variants is None or circular_settings is None or not scored.result.complete:
+        return paths  # an incomplete domain has no circular scores
     return (*paths, *write_domain_circular(output_dir, scored.result, scored.variants, circular_settings,
                                            scored.circular_scores))
 
@@ -148,8 +157,11 @@ def domain_markdown(result: DomainResult) -> str:
     best = best_baseline(result.baselines)
     lines = [
         f"# {result.domain_name} (domain {result.domain_id}): {result.model}", "",
+        *([f"**Incomplete, not a result**: {result.incomplete_reason}. Run the same command again to "
+           "send exactly the requests that have no answer.", ""] if not result.complete else []),
         f"- scoreable items: {result.scoreable_items} of {result.total_items} "
-        f"({result.interview_count} respondents); parse failures: {result.parse_failures}",
+        f"({result.interview_count} respondents); parse failures: {result.parse_failures} "
+        f"({_counts_text(result.parse_failure_reasons)}); engine errors: {result.engine_errors}",
         f"- excluded: {_counts_text(result.excluded_by_reason)}",
         f"- unmapped countries: {_counts_text(result.unmapped_countries)}", "",
         *markdown_table(("metric", "value"), [
@@ -196,6 +208,8 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "best_baseline_accuracy": best[1] if best else math.nan,
         "margin_over_best_baseline": accuracy - best[1] if best else math.nan,
         "scoreable_items": result.scoreable_items, "parse_failures": result.parse_failures,
+        "engine_errors": result.engine_errors, "complete": result.complete,
+        "incomplete_reason": result.incomplete_reason,
         "excluded_count": sum(result.excluded_by_reason.values()),
         "unmapped_countries": dict(result.unmapped_countries),
     }
@@ -203,8 +217,13 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
 
 def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] | None = None,
                     model: str | None = None) -> dict[str, Any]:
-    """``summary.json``: per-domain rows and unweighted means over the domains run."""
+    """``summary.json``: per-domain rows and unweighted means over the domains run.
+
+    A run with an incomplete domain is incomplete: ``complete`` is false, the domains are
+    listed under ``incomplete_domains`` and the means are null (not a result).
+    """
     rows = [summary_row(r) for r in sorted(results, key=lambda r: r.domain_id)]
+    incomplete = {str(r.domain_id): r.incomplete_reason for r in results if not r.complete}
     mean_keys = (*SUMMARY_METRICS, "best_baseline_accuracy", "margin_over_best_baseline",
                  *(f"{name}_score" for name in DISTRIBUTION_SCORES))
     unmapped: dict[str, int] = {}
@@ -215,32 +234,40 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
         "model": model or (results[0].model if results else None),
         "timestamp": now_timestamp(),
         "domains": rows,
-        "mean": {key: finite_mean(row[key] for row in rows) for key in mean_keys},
+        "complete": not incomplete,
+        "incomplete_domains": incomplete,
+        "mean": {key: math.nan if incomplete else finite_mean(row[key] for row in rows) for key in mean_keys},
         "totals": {key: sum(row[key] for row in rows)
-                   for key in ("scoreable_items", "parse_failures", "excluded_count")},
+                   for key in ("scoreable_items", "parse_failures", "engine_errors", "excluded_count")},
         "unmapped_countries": dict(sorted(unmapped.items())),
         "failed_domains": {str(k): v for k, v in (failed or {}).items()},
     }
 
 
 def summary_markdown(payload: Mapping[str, Any]) -> str:
-    """``summary.md``: the same table as ``summary.json``, for people."""
+    """``summary.md``: the same table as ``summary.json``, for people; an incomplete domain
+    shows "incomplete" where its accuracy would be, and an incomplete run has no means."""
     head = ("domain", "accuracy", "95% CI", "macro-F1 (seed)", "micro-F1 (seed)", "per-question macro-F1",
-            "W1 / JS (uniform)", "best baseline", "margin", "items", "parse failures", "excluded")
+            "W1 / JS (uniform)", "best baseline", "margin", "items", "parse failures", "engine errors",
+            "excluded")
     rows = [[f"{row['domain']} ({row['domain_id']})", *_metric_cells(row),
              f"{row['best_baseline']} {_fmt(row['best_baseline_accuracy'])}",
-             _fmt(row["margin_over_best_baseline"]), str(row["scoreable_items"]),
-             str(row["parse_failures"]), str(row["excluded_count"])] for row in payload["domains"]]
+             _fmt(row["margin_over_best_baseline"]), *_count_cells(row)] for row in payload["domains"]]
     mean, totals = payload["mean"], payload["totals"]
     rows.append(["**mean**", *_metric_cells(mean), _fmt(mean["best_baseline_accuracy"]),
-                 _fmt(mean["margin_over_best_baseline"]), str(totals["scoreable_items"]),
-                 str(totals["parse_failures"]), str(totals["excluded_count"])])
+                 _fmt(mean["margin_over_best_baseline"]), *_count_cells(totals)])
     lines = [f"# ISSP results: {payload['model']}", "", *markdown_table(head, rows)]
+    if payload["incomplete_domains"]:
+        lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
+                  + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())
+                  + ". Run the same command again: it sends exactly the requests that have no answer."]
     lines += ["", "Means are unweighted over domains. macro-F1 and micro-F1 are the seed's pooled",
               "definitions (pooled micro-F1 equals accuracy); per-question macro-F1 is the meaningful one.",
               "95% CI: respondent-cluster bootstrap. W1 / JS: 1 - normalised Wasserstein and",
               "1 - Jensen-Shannon distance between model and human answer distributions (uniform answers",
               "in brackets); see `socbench report` for the CI over domains and paired comparisons.",
+              "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
+              "the engine did not answer (not answers at all; any makes the domain incomplete).",
               "", f"Unmapped countries (respondents kept, country unknown): "
               f"{_counts_text(payload['unmapped_countries'])}."]
     if payload["failed_domains"]:
@@ -249,13 +276,19 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _count_cells(row: Mapping[str, Any]) -> list[str]:
+    return [str(row["scoreable_items"]), str(row["parse_failures"]), str(row["engine_errors"]),
+            str(row["excluded_count"])]
+
+
 def _metric_cells(row: Mapping[str, Any]) -> list[str]:
     """accuracy, its CI (rows only), the seed F1s, per-question F1, distribution scores."""
     ci = (f"[{_fmt(row['accuracy_ci_low'])}, {_fmt(row['accuracy_ci_high'])}]"
           if "accuracy_ci_low" in row else "")
     dist = (f"{_fmt(row.get('wasserstein_score'))} / {_fmt(row.get('js_score'))} "
             f"({_fmt(row.get('uniform_wasserstein_score'))} / {_fmt(row.get('uniform_js_score'))})")
-    return [_fmt(row["accuracy"]), ci, *(_fmt(row[k]) for k in SUMMARY_METRICS[1:]), dist]
+    accuracy = "incomplete" if row.get("complete") is False else _fmt(row["accuracy"])
+    return [accuracy, ci, *(_fmt(row[k]) for k in SUMMARY_METRICS[1:]), dist]
 
 
 def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],

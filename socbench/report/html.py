@@ -17,6 +17,7 @@ from pathlib import Path
 
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
 from socbench.report.figures import Figures, draw_figures
+from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incomplete_cells, incomplete_notes
 from socbench.report.leaderboard import (
     COMPARE_HEAD,
     DOMAIN_HEAD,
@@ -117,6 +118,10 @@ def render_html(board: Leaderboard, figures: Figures, title: str) -> str:
         _table(OVERALL_HEAD, [overall_cells(i, r) for i, r in enumerate(board.overall, 1)]),
         f"<p class='note'>{html.escape(NOTES)}</p>",
     ]
+    if board.incomplete:
+        sections += ["<h2 id='incomplete'>Incomplete runs (not ranked)</h2>",
+                     f"<p class='note'>{html.escape(INCOMPLETE_NOTE)}</p>",
+                     _table(INCOMPLETE_HEAD, [incomplete_cells(r) for r in board.incomplete])]
     if "domain_bars" in figures.paths:
         sections.append(_image(figures.paths["domain_bars"], "accuracy by domain and run"))
     sections += ["<h2>By domain</h2>", _table(DOMAIN_HEAD, [domain_cells(r) for r in domains])]
@@ -154,4 +159,5 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     page = out / "report.html"
     with atomic_open(page) as handle:
         handle.write(render_html(board, figures, f"socbench report: {output_dir.resolve().name}"))
-    return ReportPaths(out, md, csv, page, figures.paths, board, figures.notes)
+    notes = [*figures.notes, *incomplete_notes(board.incomplete)]
+    return ReportPaths(out, md, csv, page, figures.paths, board, notes)

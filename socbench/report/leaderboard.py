@@ -8,7 +8,8 @@ Accuracy, its CI and the parse-failure rate are recomputed from the per-item det
 baselines, per-question macro-F1, distribution scores and persona breakdowns are read from
 what the score stage wrote beside them (they need the offered codes, which the details do
 not carry). A run's overall numbers are unweighted means over its domains (as in
-``summary.json``); its CI resamples respondents within each domain.
+``summary.json``); its CI resamples respondents within each domain. A run with engine errors
+is not ranked: it is listed apart (``report.incomplete``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+import socbench.report.incomplete as unfinished
 from socbench.domains import get_domain
 from socbench.errors import ConfigError, DataError, SocbenchError
 from socbench.metrics.baselines import best_baseline
@@ -53,6 +55,7 @@ class DetailRecord(BaseModel):
     country_code: str | None = None
     correct: bool
     parse_error: str | None = None
+    engine_error: str | None = None
 
 
 class DetailedFile(BaseModel):
@@ -65,6 +68,9 @@ class DetailedFile(BaseModel):
     baselines: dict[str, float | None] = {}
     breakdowns: dict[str, dict[str, dict[str, float | None]]] = {}
     distribution: dict[str, dict[str, float | None]] = {}
+    complete: bool | None = None  # absent in files written before engine errors were counted apart
+    engine_errors: int | None = None
+    engine_error_reasons: dict[str, int] = {}
     details: list[DetailRecord]
 
 
@@ -75,7 +81,7 @@ class DomainRun:
     domain: str
     domain_id: int | None
     path: Path
-    items: pd.DataFrame  # person_id, question_id, country_code, correct, parse_failure
+    items: pd.DataFrame  # person_id, question_id, country_code, correct, parse_failure, engine_error (reason)
     stored: DetailedFile
 
 
@@ -117,7 +123,9 @@ def read_domain(path: Path) -> DomainRun:
         "question_id": [d.question_id for d in stored.details],
         "country_code": [d.country_code or "unmapped" for d in stored.details],
         "correct": [d.correct for d in stored.details],
-        "parse_failure": [d.parse_error is not None for d in stored.details],
+        "parse_failure": [d.parse_error is not None and unfinished.engine_error_of(d) is None
+                          for d in stored.details],
+        "engine_error": [unfinished.engine_error_of(d) for d in stored.details],
     })
     return DomainRun(stored.domain, _domain_id(stored.domain), path, items, stored)
 
@@ -203,15 +211,19 @@ def model_row(run: ModelRun, rows: Sequence[dict[str, Any]], *, n_resamples: int
 
 @dataclass(frozen=True)
 class Leaderboard:
-    runs: list[ModelRun]
-    overall: list[dict[str, Any]]  # one per run, best accuracy first
-    domains: list[dict[str, Any]]  # one per run x domain
+    runs: list[ModelRun]  # the complete runs (ranked)
+    overall: list[dict[str, Any]]  # one per complete run, best accuracy first
+    domains: list[dict[str, Any]]  # one per complete run x domain
     comparisons: list[tuple[str, str, PairedComparison]]
+    incomplete: list[dict[str, Any]] = field(default_factory=list)  # runs with engine errors: never ranked
 
 
 def build_leaderboard(runs: Sequence[ModelRun], *, n_resamples: int = DEFAULT_RESAMPLES,
                       seed: int = BOOTSTRAP_SEED) -> Leaderboard:
-    """Rows for every run and domain, plus paired comparisons of all run pairs (few runs only)."""
+    """Rows for every complete run and domain, paired comparisons of all their pairs (few runs
+    only), and the incomplete runs apart (``report.incomplete``)."""
+    incomplete = [row for run in runs if (row := unfinished.incomplete_row(run)) is not None]
+    runs = [run for run in runs if run.run not in {row["run"] for row in incomplete}]
     domains, overall = [], []
     for run in runs:
         rows = [domain_row(run, d, n_resamples=n_resamples, seed=seed) for d in run.domains]
@@ -227,7 +239,7 @@ def build_leaderboard(runs: Sequence[ModelRun], *, n_resamples: int = DEFAULT_RE
                 comparisons.append((a.run, b.run, compare_runs(a, b, n_resamples=n_resamples, seed=seed)))
             except DataError:
                 continue  # no shared items: nothing to compare
-    return Leaderboard(list(runs), overall, domains, comparisons)
+    return Leaderboard(list(runs), overall, domains, comparisons, incomplete)
 
 
 def leaderboard(output_dir: str | Path, **kwargs: Any) -> Leaderboard:
@@ -239,9 +251,9 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def leaderboard_rows(source: str | Path | Leaderboard, *, per_domain: bool = True) -> list[dict[str, Any]]:
-    """Overall rows (then model x domain rows) with NaN as None, for a Prefect table artifact."""
+    """Overall rows, incomplete runs, then model x domain rows, NaN as None, for a table artifact."""
     board = source if isinstance(source, Leaderboard) else leaderboard(source)
-    return [_jsonable(r) for r in board.overall + (board.domains if per_domain else [])]
+    return [_jsonable(r) for r in board.overall + board.incomplete + (board.domains if per_domain else [])]
 
 
 # -------------------------------------------------------------------------- comparisons
@@ -275,7 +287,9 @@ def shared_items(a: ModelRun, b: ModelRun, domain: str | None = None) -> pd.Data
 
 def compare_runs(a: ModelRun, b: ModelRun, domain: str | None = None, *,
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedComparison:
-    """Paired comparison of two runs on their shared items (strata: domains)."""
+    """Paired comparison of two complete runs on their shared items (strata: domains)."""
+    unfinished.require_complete(a)
+    unfinished.require_complete(b)
     joined = shared_items(a, b, domain)
     return paired_comparison(joined["correct_a"], joined["correct_b"], joined["person_id"], joined["domain"],
                              n_resamples=n_resamples, seed=seed)
@@ -287,7 +301,8 @@ def compare_runs(a: ModelRun, b: ModelRun, domain: str | None = None, *,
 CSV_COLUMNS = ("run", "model", "domain_id", "domain", "domains", "respondents", "items", "accuracy",
                "accuracy_ci_low", "accuracy_ci_high", "best_baseline", "best_baseline_accuracy",
                "margin_over_best_baseline", "per_question_macro_f1", "distribution_level",
-               *(f"{name}_score" for name in SCORES), "parse_failure_rate", "failed_domains")
+               *(f"{name}_score" for name in SCORES), "parse_failure_rate", "failed_domains", "complete",
+               "engine_errors", "incomplete_domains", "first_engine_error")
 
 
 def accuracy_text(row: dict[str, Any]) -> str:
@@ -346,6 +361,9 @@ NOTES = (
 def leaderboard_markdown(board: Leaderboard) -> str:
     lines = ["# ISSP leaderboard", "", *markdown_table(
         OVERALL_HEAD, [overall_cells(i, r) for i, r in enumerate(board.overall, 1)])]
+    if board.incomplete:
+        lines += ["", "## Incomplete runs (not ranked)", "", unfinished.INCOMPLETE_NOTE, "", *markdown_table(
+            unfinished.INCOMPLETE_HEAD, [unfinished.incomplete_cells(r) for r in board.incomplete])]
     lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, [domain_cells(r) for r in sorted(
         board.domains, key=lambda r: (r["domain_id"] or 99, r["domain"], -_nan(r["accuracy"])))])]
     if board.comparisons:
@@ -359,7 +377,7 @@ def write_leaderboard(board: Leaderboard, out_dir: Path) -> tuple[Path, Path]:
     md, csv = out_dir / "leaderboard.md", out_dir / "leaderboard.csv"
     with atomic_open(md) as handle:
         handle.write(leaderboard_markdown(board))
-    frame = pd.DataFrame(board.overall + board.domains).reindex(columns=list(CSV_COLUMNS))
+    frame = pd.DataFrame(board.overall + board.incomplete + board.domains).reindex(columns=list(CSV_COLUMNS))
     with atomic_open(csv) as handle:
         frame.to_csv(handle, index=False, float_format="%.6g")
     return md, csv

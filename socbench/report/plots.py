@@ -39,19 +39,23 @@ def parameter_count(model: str) -> float | None:
 
 
 def domain_accuracy_plot(results: Sequence[DomainResult], path: Path) -> Path:
-    """Bar chart of accuracy per domain; a black tick marks each domain's strongest baseline."""
+    """Bar chart of accuracy per domain; a black tick marks each domain's strongest baseline.
+
+    An incomplete domain (engine errors) gets no bar and "(incomplete)" under its name.
+    """
     rows = sorted(results, key=lambda r: r.domain_id)
     fig = new_figure(max(6.0, 0.8 * len(rows) + 2), 4.5)
     ax = fig.add_subplot()
     xs = range(len(rows))
-    accuracy = [_finite(r.metrics.get("accuracy")) for r in rows]
+    accuracy = [_finite(r.metrics.get("accuracy")) if r.complete else math.nan for r in rows]
     ax.bar(xs, accuracy, color="tab:blue", label="model accuracy")
     best = [best_baseline(r.baselines) for r in rows]
     marks = [(x, b[1]) for x, b in zip(xs, best, strict=True) if b is not None]
     if marks:
         ax.hlines([m[1] for m in marks], [m[0] - 0.4 for m in marks], [m[0] + 0.4 for m in marks],
                   colors="black", linewidth=2.5, label="strongest baseline")
-    ax.set_xticks(list(xs), [r.domain_name for r in rows], rotation=35, ha="right")
+    names = [r.domain_name + ("" if r.complete else " (incomplete)") for r in rows]
+    ax.set_xticks(list(xs), names, rotation=35, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
     ax.set_title(f"ISSP accuracy by domain: {rows[0].model if rows else ''}")
@@ -86,13 +90,15 @@ def model_scale_plot(output_dir: str | Path, name: str = "model_scale.png") -> S
 
     One thin line per domain and a thick line for the mean over the domains every plotted
     model ran (so the mean compares like with like). Needs at least two models with a size
-    tag in their name; models without one are left out with a note.
+    tag in their name; models without one, and incomplete runs, are left out with a note.
     """
     output_dir = Path(output_dir)
     sized, notes = [], []
     for summary in _read_summaries(output_dir):
         params = parameter_count(str(summary["model"]))
-        if params is None:
+        if summary.get("complete") is False:
+            notes.append(f"{summary['model']}: incomplete run (engine errors), left out")
+        elif params is None:
             notes.append(f"{summary['model']}: no parameter count in the name, left out")
         else:
             sized.append((params, summary))

@@ -53,8 +53,14 @@ def prompt_and_codes(body: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
         prompt = str(body.get("prompt", ""))
     schema = (body.get("structured_outputs") or {}).get("json") or \
         ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
-    enum = schema.get("properties", {}).get("answer", {}).get("enum")
+    enum = schema.get("properties", {}).get("answer", {}).get("enum") or _regex_codes(body)
     return prompt, tuple(enum) if enum else tuple(dict.fromkeys(_OPTION.findall(prompt)))
+
+
+def _regex_codes(body: dict[str, Any]) -> list[str] | None:
+    """The codes of a ``structured_outputs`` regex as socbench writes it (``{"answer": "(a|b)"}``)."""
+    found = re.search(r"\((.*)\)", (body.get("structured_outputs") or {}).get("regex") or "")
+    return [re.sub(r"\\(.)", r"\1", alt) for alt in found.group(1).split("|")] if found else None
 
 
 def _continue(answer: str, body: dict[str, Any]) -> str:

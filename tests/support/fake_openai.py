@@ -50,6 +50,8 @@ class FakeConfig:
     hang_s: float = 5.0  # how long a "timeout" fault keeps the client waiting
     down_for_s: float = 0.0  # refuse connections (not listening) for this long after start
     tokenize: bool = True  # serve vLLM's /tokenize (False: 404, like OpenAI)
+    structured_outputs: bool = True  # accept vLLM's structured_outputs (False: HTTP 400, like OpenAI)
+    capacity: int = 0  # completions served at once; the rest wait in a queue (0: no limit)
     answer: Answer | None = None  # (prompt, codes) -> content
 
     def fault_for(self, request_id: str, attempt: int) -> str | None:
@@ -80,6 +82,7 @@ class FakeStats:
     in_flight: int = 0
     max_in_flight: int = 0
     attempts: Counter = field(default_factory=Counter)  # request id -> times seen
+    last_body: dict | None = None  # the JSON body of the latest completion request
 
 
 class _Handlers:
@@ -89,12 +92,17 @@ class _Handlers:
         self.config = config
         self.stats = FakeStats()
         self.model = FakeModel(config.model, config.answer)
+        self.awake = asyncio.Event()  # cleared: the server hangs (accepts, never answers)
+        self.awake.set()
+        self.slots = asyncio.Semaphore(config.capacity) if config.capacity else None
 
     async def models(self, request: web.Request) -> web.Response:
+        await self.awake.wait()
         return web.json_response({"object": "list", "data": [{"id": self.config.model, "object": "model"}]})
 
     async def tokenize(self, request: web.Request) -> web.Response:
         self.stats.by_path[request.path] += 1
+        await self.awake.wait()
         if not self.config.tokenize:
             raise web.HTTPNotFound()
         body = await request.json()
@@ -113,11 +121,17 @@ class _Handlers:
             request_id = hashlib.sha256(request.path.encode() + raw).hexdigest()
             attempt = stats.attempts[request_id]
             stats.attempts[request_id] += 1
-            await asyncio.sleep(self.config.latency_ms / 1000)
+            await self.awake.wait()
+            if self.slots is not None:
+                async with self.slots:  # a queue: waiting here is the server's, not the client's, delay
+                    await asyncio.sleep(self.config.latency_ms / 1000)
+            else:
+                await asyncio.sleep(self.config.latency_ms / 1000)
             fault = self.config.fault_for(request_id, attempt)
             if fault:
                 stats.faults[fault] += 1
-            response = await self._respond(request, json.loads(raw), fault)
+            stats.last_body = json.loads(raw)
+            response = await self._respond(request, stats.last_body, fault)
             stats.statuses[str(response.status) if response is not None else "drop"] += 1
             if response is None:
                 request.transport.abort()  # type: ignore[union-attr]
@@ -129,6 +143,9 @@ class _Handlers:
     async def _respond(self, request: web.Request, body: dict[str, Any],
                        fault: str | None) -> web.Response | None:
         """The response for this attempt (None: drop the connection)."""
+        if "structured_outputs" in body and not self.config.structured_outputs:  # as OpenAI answers it
+            error = {"error": {"message": "Unrecognized request argument supplied: structured_outputs"}}
+            return web.json_response(error, status=400)
         if fault == "401":  # like OpenAI's "Incorrect API key provided: ...", echoing the key
             message = f"bad key {request.headers.get('Authorization')}"
             return web.json_response({"error": {"message": message}}, status=401)
@@ -182,6 +199,13 @@ class FakeOpenAIServer:
 
     def reset_stats(self) -> None:
         self._call(lambda: setattr(self._model, "stats", FakeStats()))
+
+    def hang(self) -> None:
+        """Stop answering anything (connections are accepted; requests wait) until ``wake()``."""
+        self._call(self._model.awake.clear)
+
+    def wake(self) -> None:
+        self._call(self._model.awake.set)
 
     def start(self) -> FakeOpenAIServer:
         ready = threading.Event()
