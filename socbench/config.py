@@ -129,7 +129,8 @@ class RunConfig(EngineRun):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    domain_id: int | str = Field("all", description="domain id or slug (the manifest's, else 1-4, 6-11) or 'all'")
+    domain_id: int | str = Field("all",
+                                 description="domain id or slug (the manifest's, else 1-4, 6-11) or 'all'")
     start_domain_id: int | None = Field(None, description="with --domain_id all: start at this domain")
     interview_count: int | Literal["all"] = Field("all", description="respondents per domain: N or 'all'")
     dataset_size: int = Field(500, description="sample size: reads A_GroundTruth_sampling<N>")

@@ -1,8 +1,8 @@
 """The code's shape, checked on its source: no import cycle (lazy imports included), a plain
 library that never imports Prefect, and no private name imported from another module.
 
-Imports are read with ``ast`` from every module under ``socbench/``, ``tasks/`` and
-``flows/``, at module level and inside functions (a lazy import is still a dependency);
+Imports are read with ``ast`` from every module under ``socbench/``, ``cli/``, ``tasks/``
+and ``flows/``, at module level and inside functions (a lazy import is still a dependency);
 only ``if TYPE_CHECKING:`` blocks are left out, as they never run. Importing ``a.b.c``
 also runs the ``__init__`` of ``a`` and ``a.b``, so a module outside a package depends on
 that package's ``__init__`` too: a cycle through a package's re-exports is a cycle.
@@ -11,11 +11,14 @@ that package's ``__init__`` too: a cycle through a package's re-exports is a cyc
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("socbench", "tasks", "flows")
+PACKAGES = ("socbench", "cli", "tasks", "flows")
+NEVER_IN_LIBRARY = ("prefect", "flows", "tasks", "cli")
 
 
 def module_name(path: Path) -> str:
@@ -103,7 +106,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_every_package_is_walked() -> None:
-    assert {"socbench.types", "socbench.circular", "tasks.score", "flows.issp"} <= set(MODULES)
+    assert {"socbench.types", "socbench.circular", "cli.flags", "tasks.score", "flows.issp"} <= set(MODULES)
 
 
 def test_no_import_cycle_lazy_imports_included() -> None:
@@ -117,10 +120,22 @@ def test_the_cycle_finder_sees_lazy_and_package_cycles() -> None:
     assert cycles({**graph, "a.c": {"a"}}) == [["a", "a.c", "b"], ["d", "e"]]
 
 
-def test_the_library_never_imports_prefect() -> None:
-    offenders = sorted(name for name in MODULES if name.startswith("socbench")
-                       for target, _ in imported(name) if target.split(".")[0] == "prefect")
+def test_the_library_never_imports_prefect_flows_tasks_or_the_cli() -> None:
+    offenders = sorted(f"{name}: {target}" for name in MODULES if name.split(".")[0] == "socbench"
+                       for target, _ in imported(name) if target.split(".")[0] in NEVER_IN_LIBRARY)
     assert offenders == []
+
+
+def test_the_library_imports_where_prefect_cannot() -> None:
+    """Every library module imports in a process where ``import prefect`` fails."""
+    library = sorted(name for name in MODULES if name.split(".")[0] == "socbench")
+    code = ("import importlib, sys\nsys.modules['prefect'] = None\n"
+            f"for name in {library!r}:\n    importlib.import_module(name)\n"
+            "loaded = [m for m, mod in sys.modules.items() if mod is not None]\n"
+            f"assert not [m for m in loaded if m.split('.')[0] in {NEVER_IN_LIBRARY!r}]\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_no_private_name_is_imported_from_another_module() -> None:

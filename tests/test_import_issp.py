@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from fixtures import issp_microdata as micro
 from cli import main
+from fixtures import issp_microdata as micro
 
 SIZES = (500, 1000, 2000)
 CASES = {
