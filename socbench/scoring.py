@@ -219,11 +219,22 @@ def design_weights(data: DomainData) -> dict[int, float] | None:
     return weights  # type: ignore[return-value]
 
 
+def incomplete_reason(result: DomainResult) -> str | None:
+    """``"K engine errors, first: <reason>"``, or None for a complete domain."""
+    if result.complete:
+        return None
+    n = result.engine_errors
+    return f"{n} engine error{'s' * (n != 1)}, first: {_first_engine_error(result)}"
+
+
 def raise_if_incomplete(result: DomainResult) -> None:
     """Raise ``IncompleteDomain`` ("domain N: K engine errors, first: <reason>") unless complete."""
     if not result.complete:
-        first = next(iter(result.engine_error_reasons), "unknown")
-        raise IncompleteDomain(result.domain_id, result.engine_errors, first)
+        raise IncompleteDomain(result.domain_id, result.engine_errors, _first_engine_error(result))
+
+
+def _first_engine_error(result: DomainResult) -> str:
+    return next(iter(result.engine_error_reasons), "unknown")
 
 
 # ------------------------------------------------------------------------- circular

@@ -151,19 +151,14 @@ class LoglikelihoodResult:
 
 @dataclass(frozen=True)
 class Extraction:
-    """The code read from an answer, or None with the reason it could not be read.
-
-    ``failure`` is an extraction failure (the reply could not be read); ``engine_error`` means
-    there was no reply at all (the engine failed): that is not an answer, and a domain with one
-    is incomplete. ``raw_reply`` is the reply text as the engine gave it (generate mode).
-    """
-
+    """The code read from an answer, or None with the reason: ``failure`` (the reply could not be
+    read) or ``engine_error`` (no reply at all: not an answer; the domain is incomplete)."""
     key: str
     code: Code | None
     failure: str | None = None
     distribution: dict[Code, float] | None = None  # normalised probabilities (logprobs mode)
     engine_error: str | None = None
-    raw_reply: str | None = None
+    raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
 
 
 @dataclass(frozen=True)
@@ -203,6 +198,14 @@ class DomainResult:
     # {level: {groups, wasserstein, js, uniform_wasserstein, uniform_js, ...}} (metrics.distribution)
     distribution: dict[str, dict[str, float]] = field(default_factory=dict)
     accuracy_ci: tuple[float, float] | None = None  # 95% respondent-cluster bootstrap
+    engine_errors: int = 0  # requests the engine could not answer: any makes the domain incomplete
+    engine_error_reasons: dict[str, int] = field(default_factory=dict)
+    parse_failure_reasons: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Every request was answered by the engine; only then are the metrics a result."""
+        return self.engine_errors == 0
 
 
 @dataclass(frozen=True)
@@ -360,14 +363,6 @@ class McqPlan:
     circular_settings: CircularSettings | None = None
     variants: tuple[ItemPrompts, ...] = ()
 
-    def loglikelihood_requests(self) -> list[LoglikelihoodRequest]:
-        """Unique by key (CP-UN's requests are shared by every k)."""
-        return list({r.key: r for p in self.prompts for r in (*p.cp, *p.uncond)}.values())
-
-    def option_requests(self) -> list[PromptRequest]:
-        """Unique by key: an identity variant's request is the normal MCP request."""
-        return list({p.mcp.key: p.mcp for p in (*self.prompts, *self.variants) if p.mcp is not None}.values())
-
 
 @dataclass(frozen=True)
 class McqAnswers:
@@ -377,11 +372,6 @@ class McqAnswers:
     seconds: float
     identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
     cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
-
-    @property
-    def option_errors(self) -> dict[str, str]:
-        return {key: r.error for key, r in self.options.items() if r.error is not None}
-
 
 @dataclass(frozen=True)
 class Prediction:
@@ -405,20 +395,3 @@ class McqScores:
     """What ``mcq_score`` hands to ``mcq_report``: predictions, and variant results per k."""
     predictions: tuple[Prediction, ...]
     variants: dict[int, tuple[VariantResult, ...]] = field(default_factory=dict)
-    # requests the engine could not answer, by reason (first seen first); any makes the domain incomplete
-    engine_errors: int = 0
-    engine_error_reasons: dict[str, int] = field(default_factory=dict)
-    parse_failure_reasons: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def complete(self) -> bool:
-        """Every request was answered by the engine; only then are the metrics a result."""
-        return self.engine_errors == 0
-
-    @property
-    def incomplete_reason(self) -> str | None:
-        """``"K engine errors, first: <reason>"``, or None for a complete domain."""
-        if self.complete:
-            return None
-        first = next(iter(self.engine_error_reasons), "unknown")
-        return f"{self.engine_errors} engine error{'s' * (self.engine_errors != 1)}, first: {first}"

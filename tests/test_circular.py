@@ -24,7 +24,7 @@ from socbench.report.circular import (
     write_circular_table,
 )
 from socbench.report.files import write_scored_domain
-from socbench.scoring import score_domain
+from socbench.scoring import score_domain, score_variants
 from socbench.types import (
     CircularSettings,
     DomainData,
@@ -346,8 +346,9 @@ def test_an_engine_error_in_a_variant_makes_the_domain_incomplete() -> None:
     extractions = issp_extractions()
     v12 = [v.request_id for v in issp_variants(ITEMS[1], CircularSettings("circular"))]
     extractions[v12[2]] = Extraction("k", None, engine_error="HTTP 503: overloaded")
-    scored, result = score_domain(DATA, ITEMS, extractions, model="m", circular=CircularSettings("circular"))
-    assert all(s.engine_error is None for s in scored)  # the identity variants were answered
+    scored = score_domain(DATA, ITEMS, extractions, model="m", circular_settings=CircularSettings("circular"))
+    result = scored.result
+    assert all(s.engine_error is None for s in scored.items)  # the identity variants were answered
     assert not result.complete and result.engine_error_reasons == {"HTTP 503: overloaded": 1}
     assert not any(k.startswith("circular_") for k in result.metrics)
     assert math.isnan(result.metrics["accuracy"])

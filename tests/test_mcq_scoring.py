@@ -128,5 +128,6 @@ def test_engine_error_counts_as_wrong() -> None:
     answers = ask_engine(Failing({}, {}, {}), plan)
     [pred] = score_plan(plan, answers.loglikelihoods, answers.options)
     assert pred.prediction is None and not pred.correct
-    assert answers.option_errors == {plan.prompts[0].mcp.key: "prompt too long"}
+    errors = {key: r.error for key, r in answers.options.items() if r.error}
+    assert errors == {plan.prompts[0].mcp.key: "prompt too long"}
     assert accuracies([pred]) == {0: {"mcp": 0.0}}

@@ -24,7 +24,7 @@ from support.fake_openai import FakeOpenAIServer
 def issp(url: str, demo_data: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     args = ["issp", "--api_type", "config", "--api_base", url, "--data_dir", str(demo_data),
             "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out"), *extra]
-    command = [sys.executable, "-m", "socbench", *args]
+    command = [sys.executable, "-m", "cli", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 

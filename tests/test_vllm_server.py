@@ -48,7 +48,7 @@ def issp_args(url: str, model: str, demo_data: Path, out: Path, count: int, *ext
 
 
 def socbench(args: list[str], env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "socbench", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env,
                           timeout=timeout)
 
 
@@ -129,7 +129,7 @@ def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_s
                                                                           tmp_path):
     killed, reference = tmp_path / "killed", tmp_path / "reference"
     args = issp_args(tiny_server.url, "tiny", demo_data, killed, 20, "--concurrent_requests", "4")
-    proc = subprocess.Popen([sys.executable, "-m", "socbench", *args], env=run_env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "cli", *args], env=run_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 300
     while cached_rows(killed) < 20 and proc.poll() is None and time.monotonic() < deadline:

@@ -12,15 +12,15 @@ import time
 from collections.abc import Callable
 
 from socbench.engines.base import Engine
-from socbench.types import McqAnswers, McqPlan
+from socbench.types import LoglikelihoodRequest, McqAnswers, McqPlan, PromptRequest
 
 Progress = Callable[[int, int], None]  # (answered so far, total)
 
 
 def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None) -> McqAnswers:
     """All answers the plan needs; ``progress(done, total)`` as each arrives."""
-    ll_requests = plan.loglikelihood_requests()
-    option_requests = plan.option_requests()
+    ll_requests = loglikelihood_requests(plan)
+    option_requests = option_requests_of(plan)
     total = len(ll_requests) + len(option_requests)
     done = 0
 
@@ -39,3 +39,13 @@ def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None) 
     return McqAnswers({r.key: a for r, a in zip(ll_requests, lls, strict=True)},
                       {r.key: a for r, a in zip(option_requests, options, strict=True)}, seconds,
                       dict(engine.identity), cache)
+
+
+def loglikelihood_requests(plan: McqPlan) -> list[LoglikelihoodRequest]:
+    """Unique by key (CP-UN's requests are shared by every k)."""
+    return list({r.key: r for p in plan.prompts for r in (*p.cp, *p.uncond)}.values())
+
+
+def option_requests_of(plan: McqPlan) -> list[PromptRequest]:
+    """Unique by key: an identity variant's request is the normal MCP request."""
+    return list({p.mcp.key: p.mcp for p in (*plan.prompts, *plan.variants) if p.mcp is not None}.values())
