@@ -29,7 +29,7 @@ def mcq(
     method: str | list[str] = "cp,mcp",
     k_shot: str | list[int] = "0",
     tolerance: bool = False,
-    api_type: str = "vllm",
+    api_type: str = "auto",
     model: str = DEFAULT_MODEL,
     engine: dict[str, Any] | None = None,
     limit: int | None = None,

@@ -34,7 +34,8 @@ def mcq_engine(plan: McqPlan, config: McqConfig, circular: CircularPlan | None =
 
     try:
         extra = circular.option_requests() if circular is not None else ()
-        answers = ask_engine(get_engine(config.run_config()), plan, progress, extra)
+        answers = ask_engine(get_engine(config.run_config()), plan, progress, extra,
+                             backend=config.backend_choice().record())
     finally:
         bar.close()
     get_run_logger().info("%s: %d loglikelihood + %d option requests in %.1f s; engine cache %s",

@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     flag(parser, "tolerance", action="store_true",
          help="also score MCP-Tolerance (naming an option's digit counts as choosing it)")
     flag(parser, "model", default=DEFAULT_MODEL, help="HF folder, .gguf file or built-in name")
-    flag(parser, "api_type", choices=["vllm", "hf"], default="vllm")
+    flag(parser, "api_type", choices=["auto", "vllm", "hf"], default="auto",
+         help="in-process backend; auto: transformers on a CPU host (scoring only), vLLM on a GPU")
     flag(parser, "engine", type=json.loads, default=None,
          help="engine settings as JSON, e.g. '{\"dtype\": \"float32\"}'")
     flag(parser, "limit", type=positive_int, default=None, help="evaluate only the first N items")
@@ -45,10 +46,17 @@ def run(args: argparse.Namespace) -> int:
                              engine=args.engine, limit=args.limit, seed=args.seed,
                              output_dir=args.output_dir, cache_dir=args.cache_dir, circular=args.circular,
                              max_variants=args.max_variants)
-    _preflight(config)
+    data = _preflight(config)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from flows.mcq import mcq_inprocess
+    from flows.ephemeral import ServerStart
 
+    server = ServerStart().start_in_background()  # Prefect's temporary API boots meanwhile (issue 15)
+    try:
+        if server.starting:
+            _preload(config, data)
+        from flows.mcq import mcq_inprocess
+    finally:
+        server.wait()  # also on failure: the server is then stopped at exit, never left behind
     outcome = mcq_inprocess(config)
     with open(outcome["table"], encoding="utf-8") as handle:
         print(handle.read(), end="")
@@ -61,7 +69,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _preflight(config) -> None:
+def _preload(config, data) -> None:
+    """Load the model while the server starts, unless the cache answers everything."""
+    from socbench.engines.session import get_engine
+    from socbench.mcq import build_plan, preload
+
+    plan = build_plan(data, config.method, config.k_shot, config.tolerance, config.seed)
+    preload(get_engine(config.run_config()), plan)
+
+
+def _preflight(config):
     """Dataset, output folder and model fail here in seconds, before Prefect or a model starts."""
     from socbench.mcq.datasets import load_mcq
     from socbench.models import resolve_model
@@ -76,3 +93,4 @@ def _preflight(config) -> None:
     check_output_dir(config.output_dir)
     resolve_model(config.model)
     config.run_config()
+    return data

@@ -49,7 +49,20 @@ def host_defaults(cuda: bool) -> dict[str, Any]:
         # shares nothing, and multi-token option scoring got 3x slower (measured)
         "block_size": 32,
         "kv_cache_space_gib": _env_int("VLLM_CPU_KVCACHE_SPACE", 2),
+        "cpu_threads": cpu_compute_threads(),
     }
+
+
+def cpu_compute_threads() -> int:
+    """Compute threads for a CPU engine: ``OMP_NUM_THREADS`` if set, else one core fewer than the host
+    has, so the scheduler, tokenizer and Prefect keep a core.
+
+    Measured here (2 cores, issue 15): an in-process vLLM engine otherwise runs torch's default
+    of one thread per core (vLLM's own cut to 1 is skipped in-process), and with any other
+    load on the host two threads were 1.5-10x slower than one. Fixed, not adapted to the
+    load: the thread count changes transformers' bf16 results.
+    """
+    return _env_int("OMP_NUM_THREADS", 0) or max(1, (os.cpu_count() or 1) - 1)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -84,7 +97,7 @@ class VllmSettings(BaseModel):
     in_process: bool = False  # VLLM_ENABLE_V1_MULTIPROCESSING=0
     kv_cache_space_gib: int | None = None  # CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)
     submit_window: int = 1024  # requests kept queued in the engine at once
-    cpu_threads: int | None = None  # OMP_NUM_THREADS for the CPU engine (None: vLLM's choice, 1 on 2 cores)
+    cpu_threads: int | None = None  # CPU compute threads (host default: cores - 1; None: torch's default)
 
     @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "seed",
                      "max_logprobs", "submit_window")
@@ -141,9 +154,11 @@ class HfSettings(BaseModel):
     dtype: DType = "bfloat16"
     batch_size: int = 16
     device: str = "auto"
-    torch_threads: int | None = None
+    torch_threads: int | None = None  # None: cores - 1 on a CPU device (cpu_compute_threads), torch's on GPU
+    pack_tokens: int = 256  # tokens per packed scoring row (contexts + continuations, see engines/_packed)
+    pack_rows: int = 4  # packed rows per scoring forward pass
 
-    @field_validator("batch_size")
+    @field_validator("batch_size", "pack_tokens", "pack_rows")
     @classmethod
     def _positive(cls, value: int) -> int:
         if value < 1:
@@ -153,6 +168,11 @@ class HfSettings(BaseModel):
     @classmethod
     def from_options(cls, overrides: dict[str, Any] | None = None) -> HfSettings:
         return _validated(cls, dict(overrides or {}), "--engine")
+
+    def resolved_threads(self) -> int | None:
+        if self.torch_threads is not None:
+            return self.torch_threads
+        return cpu_compute_threads() if self.resolved_device() == "cpu" else None
 
     def resolved_device(self) -> str:
         if self.device != "auto":

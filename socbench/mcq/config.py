@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from socbench.config import DEFAULT_MODEL, RunConfig, make_config
+from socbench.engines.choice import BackendChoice, choose_backend
 from socbench.errors import ConfigError
 from socbench.mcq.prompts import MAX_SHOTS
 
@@ -35,7 +36,7 @@ class McqConfig(BaseModel):
     method: tuple[Literal["cp", "mcp"], ...] = METHOD_NAMES
     k_shot: tuple[int, ...] = (0,)
     tolerance: bool = False
-    api_type: Literal["vllm", "hf"] = "vllm"
+    api_type: Literal["auto", "vllm", "hf"] = "auto"  # auto: engines.choice picks per method and host
     model: str = DEFAULT_MODEL
     engine: dict[str, Any] = {}
     limit: int | None = None
@@ -85,9 +86,13 @@ class McqConfig(BaseModel):
             return None
         return CircularSettings(self.circular, self.max_variants, self.seed)
 
+    def backend_choice(self) -> BackendChoice:
+        """The backend this run uses: ``api_type``, or with ``auto`` the pick for scoring on this host."""
+        return choose_backend(self.api_type, "scoring")
+
     def run_config(self) -> RunConfig:
         """The engine part as the shared RunConfig, so the session, cache and teardown are the ISSP ones."""
-        return make_config(api_type=self.api_type, model=self.model, engine=self.engine,
+        return make_config(api_type=self.backend_choice().chosen, model=self.model, engine=self.engine,
                            output_dir=self.output_dir, cache_dir=self.cache_dir)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from socbench.engines.base import Engine
 from socbench.mcq.prompts import McqPlan
-from socbench.types import EngineResult, LoglikelihoodResult
+from socbench.types import EngineResult, LoglikelihoodResult, PromptRequest
 
 Progress = Callable[[int, int], None]  # (answered so far, total)
 
@@ -28,6 +28,7 @@ class McqAnswers:
     seconds: float
     identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
     cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
+    backend: dict[str, str] = field(default_factory=dict)  # engines.choice: requested, chosen, why
 
     @property
     def option_errors(self) -> dict[str, str]:
@@ -35,7 +36,7 @@ class McqAnswers:
 
 
 def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None,
-               extra_options: Sequence[PromptRequest] = ()) -> McqAnswers:
+               extra_options: Sequence[PromptRequest] = (), backend: dict[str, str] | None = None) -> McqAnswers:
     """All answers the plan (and ``extra_options``) need; ``progress(done, total)`` as each arrives."""
     ll_requests = plan.loglikelihood_requests()
     option_requests = list({r.key: r for r in (*plan.option_requests(), *extra_options)}.values())
@@ -56,4 +57,22 @@ def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None,
     cache = {"hits": stats.hits, "misses": stats.misses} if stats is not None else {}
     return McqAnswers({r.key: a for r, a in zip(ll_requests, lls, strict=True)},
                       {r.key: a for r, a in zip(option_requests, options, strict=True)}, seconds,
-                      dict(engine.identity), cache)
+                      dict(engine.identity), cache, dict(backend or {}))
+
+
+def preload(engine: Engine, plan: McqPlan) -> bool:
+    """Load the model now, unless the engine cache already holds every answer the plan needs.
+
+    Why: ``socbench mcq`` calls this while Prefect's temporary API server starts in the
+    background (6-13 s here), so model load and server start overlap; a fully cached rerun
+    still never loads the model.
+    """
+    missing = getattr(engine, "missing", None)
+    if missing is not None and not (missing("loglikelihood", plan.loglikelihood_requests())
+                                    or missing("option_logprobs", plan.option_requests())):
+        return False
+    load = getattr(getattr(engine, "backend", engine), "load", None)
+    if load is None:
+        return False
+    load()
+    return True
