@@ -64,7 +64,7 @@ def preload(engine: Engine, plan: McqPlan) -> bool:
     """Load the model now, unless the engine cache already holds every answer the plan needs.
 
     Why: ``socbench mcq`` calls this while Prefect's temporary API server starts in the
-    background (6-13 s here), so model load and server start overlap; a fully cached rerun
+    background (6-13 s here), so the model loads while the server boots; a fully cached rerun
     still never loads the model.
     """
     missing = getattr(engine, "missing", None)
