@@ -35,7 +35,7 @@ def direct(config, domain_id: int) -> None:
     data = load_data.fn(domain_id, config)
     items = country_special_options.fn(data)
     prompts = build_prompts.fn(data, items, config)
-    results = run_prompts(get_engine(config.engine), prompts)
+    results = run_prompts(get_engine(config.engine_settings()), prompts)
     extractions = extract.fn(prompts, results, items)
     write_scored_domain(config.output_dir, score.fn(data, items, extractions, config))
 

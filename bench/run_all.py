@@ -15,11 +15,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-SCRIPTS = ("pipeline_vs_bare", "prefix_cache", "api_client", "orchestration", "arc_cp_vs_lmeval",
-           "data_import")
-# Default sizes that keep ``make bench`` under 30 minutes here: ARC on its first 200 items
-# (all 2,376 per side take about an hour each on 2 cores; run the script alone for that).
-DEFAULT_ARGS = {"arc_cp_vs_lmeval": ["--limit", "200"]}
+SCRIPTS = ("arc_cp_vs_lmeval", "demo", "pipeline_vs_bare", "threads", "prefix_cache", "api_client",
+           "orchestration", "data_import")
+# Default sizes: ARC on the first 300 items (``--limit 0`` alone for all 2,376), the
+# demo's engine comparison on 400 prompts plus one full `make demo`.
+DEFAULT_ARGS = {"arc_cp_vs_lmeval": ["--limit", "300"]}
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ import os
 
 from cli.flags import add_config_flags, config_from_args
 from socbench.mcq.config import McqConfig
+from socbench.types import McqData
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,10 +23,17 @@ def run(args: argparse.Namespace) -> int:
     from socbench.preflight import check_mcq
 
     config = config_from_args(McqConfig, args)
-    check_mcq(config)  # dataset, output folder, model or server: before Prefect or a model starts
+    data = check_mcq(config)  # dataset, output folder, model or server: before Prefect or a model starts
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from flows.mcq import mcq_inprocess
+    from flows.ephemeral import ServerStart
 
+    server = ServerStart().start_in_background()  # Prefect's temporary API boots meanwhile (issue 15)
+    try:
+        if server.starting:
+            _preload(config, data)
+        from flows.mcq import mcq_inprocess
+    finally:
+        server.wait()  # also on failure: the server is then stopped at exit, never left behind
     outcome = mcq_inprocess(config)
     with open(outcome["table"], encoding="utf-8") as handle:
         print(handle.read(), end="")
@@ -36,3 +44,13 @@ def run(args: argparse.Namespace) -> int:
         if outcome.get(name):
             print(f"{name}: {outcome[name]}")
     return 0
+
+
+def _preload(config: McqConfig, data: McqData) -> None:
+    """Load the model while the server starts, unless the cache answers everything."""
+    from socbench.engines.session import get_engine
+    from socbench.mcq import build_plan, preload
+
+    plan = build_plan(data, config.method, config.k_shot, config.tolerance, config.seed,
+                      config.circular_settings())
+    preload(get_engine(config.engine_settings()), plan)

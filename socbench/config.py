@@ -179,13 +179,19 @@ class RunConfig(EngineRun):
     def include_persona(self) -> bool:
         return not self.no_persona
 
+    def engine_settings(self) -> EngineSettings:
+        """The engine record with ``auto`` resolved: logprobs mode is scoring, generate is generation."""
+        from socbench.engines.choice import resolve_engine
+
+        return resolve_engine(self.engine, "scoring" if self.mode == "logprobs" else "generation")
+
     @property
     def use_structured(self) -> bool:
         """Constrained JSON is on by default for every backend that has it (vLLM, OpenAI-compatible
         servers): small models need it, and both send the same regex."""
         if self.structured is not None:
             return self.structured
-        return self.engine.api_type in ("vllm", "openai")
+        return self.engine_settings().api_type in ("vllm", "openai")
 
     @property
     def run_name(self) -> str:

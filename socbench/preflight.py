@@ -24,6 +24,7 @@ from socbench.errors import ConfigError, EngineError
 
 if TYPE_CHECKING:
     from socbench.mcq.config import McqConfig
+    from socbench.types import McqData
 
 
 def check_output_dir(output_dir: Path, flag: str = "--output_dir") -> None:
@@ -105,12 +106,13 @@ def check_run(config: RunConfig) -> None:
     if len(domains) == 1:
         load_domain(config.dataset_dir, domains[0], config.dataset_size, config.interview_count)
     check_output_dir(config.output_dir)
-    check_engine(config.engine)
+    check_engine(config.engine_settings())
     check_structured(config)
 
 
-def check_mcq(config: McqConfig) -> None:
-    """Dataset (and its circular expansion), output folder and engine, before Prefect or a model starts."""
+def check_mcq(config: McqConfig) -> McqData:
+    """Dataset (and its circular expansion), output folder and engine, before Prefect or a model
+    starts; the data read, so the caller need not read it again."""
     from socbench.mcq.datasets import load_mcq
 
     data = load_mcq(config.dataset, limit=config.limit, fewshot=max(config.k_shot) > 0)
@@ -120,4 +122,5 @@ def check_mcq(config: McqConfig) -> None:
 
         check_circular(data, settings)
     check_output_dir(config.output_dir)
-    check_engine(config.engine)
+    check_engine(config.engine_settings())
+    return data

@@ -372,6 +372,8 @@ class McqAnswers:
     seconds: float
     identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
     cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
+    backend: dict[str, str] = field(default_factory=dict)  # engines.choice: requested, chosen, why
+
 
 @dataclass(frozen=True)
 class Prediction:

@@ -33,7 +33,8 @@ def mcq_engine(plan: McqPlan, config: McqConfig) -> McqAnswers:
             update_progress_artifact(artifact, progress=100.0 * done / max(1, total))
 
     try:
-        answers = ask_engine(get_engine(config.engine), plan, progress)
+        answers = ask_engine(get_engine(config.engine_settings()), plan, progress,
+                             backend=config.backend_choice().record())
     finally:
         bar.close()
     get_run_logger().info("%s: %d loglikelihood + %d option requests in %.1f s; engine cache %s",

@@ -24,7 +24,7 @@ from socbench.types import EngineResult, PromptRequest
 @task(name="vllm_generate", cache_policy=NO_CACHE, persist_result=False, retries=2,
       retry_delay_seconds=[5, 30])
 def vllm_generate(prompts: list[PromptRequest], config: RunConfig, domain_id: int) -> list[EngineResult]:
-    engine = get_engine(config.engine)
+    engine = get_engine(config.engine_settings())
     artifact = create_progress_artifact(0.0, key=f"issp-progress-domain-{domain_id}",
                                         description=f"ISSP domain {domain_id}: requests answered")
     bar = tqdm(total=len(prompts), desc=f"domain {domain_id}", unit="prompt",

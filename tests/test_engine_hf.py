@@ -117,3 +117,44 @@ def test_loglikelihood_groups_contexts_and_keeps_order(engine, tiny_reference):
         expected, greedy = reference(model, whole, len(ctx))
         assert result.n_tokens == len(whole) - len(ctx)
         assert result.logprob == pytest.approx(expected, abs=1e-4) and result.is_greedy == greedy
+
+
+@pytest.mark.parametrize("pack_tokens,pack_rows", [(8, 1), (24, 3), (512, 4)])
+def test_packed_scoring_equals_one_full_forward_per_continuation(tiny: ResolvedModel, tiny_reference,
+                                                                 pack_tokens, pack_rows):
+    """Any row size (groups split, contexts repeated, trie nodes shared, padding) gives each
+    (context, continuation) the log-prob of one plain forward pass over both (fp32, 1e-4)."""
+    from socbench.engines.hf import HfEngine
+
+    model, tok = tiny_reference
+    eng = HfEngine(tiny, HfSettings(dtype="float32", device="cpu", pack_tokens=pack_tokens,
+                                    pack_rows=pack_rows))
+    long = ("A much longer context that will not fit into one small row of tokens, "
+            "so it is split and repeated:")
+    contexts = ["Question: Which animal lays eggs?\nAnswer:", "Answer:", long]
+    answers = [" hen", " hen house", " hen house door", " cow", " hen", " a", " dog that barks loudly"]
+    requests = [LoglikelihoodRequest(c, a) for c in contexts for a in answers]
+    results = eng.loglikelihood(requests)
+    for request, result in zip(requests, results):
+        ctx = tok(request.context)["input_ids"]
+        whole = tok(request.context + request.continuation)["input_ids"]
+        expected, greedy = reference(model, whole, len(ctx))
+        assert result.logprob == pytest.approx(expected, abs=1e-4) and result.is_greedy == greedy
+    eng.close()
+
+
+def test_pack_lays_out_every_continuation_once_within_the_row_size():
+    from socbench.engines._packed import Group, pack, trie_size
+
+    groups = [Group((1, 2, 3), ((4, 5), (4, 6, 7), (8,))),
+              Group((9,), tuple((10 + i, 11) for i in range(12)))]
+    rows = pack(groups, row_tokens=8)
+    reads = sorted((gid, cid) for row in rows for gid, cid, _ in row.reads)
+    assert reads == [(0, 0), (0, 1), (0, 2)] + [(1, i) for i in range(12)]
+    assert all(len(row.tokens) <= 8 for row in rows)
+    # tokens fed: (4,) and (4, 6); the last tokens are only read
+    assert trie_size(groups[0].continuations) == 2
+    for row in rows:  # a token sees only itself, its context and its trie ancestors
+        mask = row.mask()
+        for i, parent in enumerate(row.parents):
+            assert mask[i, i] and (parent < 0 or (mask[i] >= mask[parent]).all())

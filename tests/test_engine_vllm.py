@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
-from socbench.engines.settings import VllmSettings
+from socbench.engines.settings import VllmSettings, cpu_compute_threads
 from socbench.errors import ConfigError
 from socbench.models import ResolvedModel, resolve_model
 from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
@@ -52,9 +52,11 @@ def test_cpu_defaults_and_gpu_defaults():
     assert cpu.enforce_eager and cpu.in_process and cpu.dtype == "bfloat16"
     assert cpu.max_num_batched_tokens == 16384 and cpu.block_size == 32
     assert cpu.kv_cache_space_gib == 1  # conftest's VLLM_CPU_KVCACHE_SPACE
+    assert cpu.cpu_threads == cpu_compute_threads() >= 1
     gpu = VllmSettings.for_host(cuda=True)
     assert not gpu.enforce_eager and gpu.gpu_memory_utilization == 0.9 and gpu.enable_prefix_caching
     assert gpu.enable_chunked_prefill and gpu.dtype == "auto" and gpu.kv_cache_space_gib is None
+    assert gpu.cpu_threads is None
     assert VllmSettings.model_validate({"seed": 3}).enforce_eager  # built any way: host defaults apply here
     assert VllmSettings.for_host({"enforce_eager": False}, cuda=False).enforce_eager is False
 
@@ -79,7 +81,36 @@ def test_engine_is_lazy_and_close_before_start_is_harmless(tiny: ResolvedModel):
     eng.close()
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_cpu_rms_norm_gives_vllm_natives_bits(dtype: str):
+    """The faster RMSNorm the CPU engine registers computes exactly vLLM's native arithmetic."""
+    import torch
+    from vllm.ir.ops import layernorm
+
+    from socbench.engines import _vllm_cpu
+
+    torch.manual_seed(0)
+    kind = getattr(torch, dtype)
+    x, residual = torch.randn(257, 576, dtype=kind) * 4, torch.randn(257, 576, dtype=kind)
+    for weight in (torch.randn(576, dtype=kind), None):
+        native_fn = layernorm.fused_add_rms_norm.impls["native"].impl_fn
+        native = native_fn(x.clone(), residual.clone(), weight, 1e-5)
+        ours = _vllm_cpu.fused_add_rms_norm(x.clone(), residual.clone(), weight, 1e-5)
+        assert torch.equal(native[0], ours[0]) and torch.equal(native[1], ours[1])
+        assert torch.equal(layernorm.rms_norm.impls["native"].impl_fn(x.clone(), weight, 1e-5),
+                           _vllm_cpu.rms_norm(x.clone(), weight, 1e-5))
+
+
 # ------------------------------------------------------------------ tiny engine
+
+
+def test_cpu_engine_runs_our_rms_norm_on_one_thread(engine):
+    import torch
+    from vllm import ir
+
+    engine.load()
+    assert ir.ops.fused_add_rms_norm.get_priority()[0] == "socbench_cpu"
+    assert engine.settings.cpu_threads == torch.get_num_threads() >= 1
 
 
 def test_generate_one_result_per_request_in_order(engine):

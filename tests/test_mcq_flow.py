@@ -77,6 +77,7 @@ def test_accuracies_recomputed_from_predictions(run: dict) -> None:
     assert results["accuracy"] == expected
     assert (results["items"], results["eval_split"], results["fewshot_split"]) == (10, "test", "validation")
     assert results["engine"]["backend"] == "vllm" and results["engine"]["dtype"] == "float32"
+    assert results["backend"] == {"requested": "vllm", "chosen": "vllm", "reason": "forced by the user"}
     assert results["timing"]["engine_cache"]["misses"] == 0  # the rerun's
     with (folder / "arc-easy_table.csv").open() as handle:
         rows = list(csv.DictReader(handle))

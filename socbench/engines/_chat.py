@@ -16,6 +16,7 @@ Tokenization rules:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -78,13 +79,20 @@ def option_plan(tokenizer, request: PromptRequest) -> OptionPlan:
         text, lead = split_trailing_space(text + request.answer_prefix, "")
     context = tuple(encode(tokenizer, text, special=not request.chat))
     codes = request.offered_codes
-    single = {code: encode(tokenizer, lead + code, special=False) for code in codes}
+    single = {code: list(_encode_piece(tokenizer, lead + code)) for code in codes}
     first = [ids[0] for ids in single.values() if len(ids) == 1]
     if codes and len(first) == len(codes) == len(set(first)):
         return OptionPlan(context, {c: tuple(ids) for c, ids in single.items()}, "single_token")
     closing = '"' if text.endswith('"') else ""
-    conts = {code: tuple(encode(tokenizer, lead + code + closing, special=False)) for code in codes}
+    conts = {code: _encode_piece(tokenizer, lead + code + closing) for code in codes}
     return OptionPlan(context, conts, "continuation")
+
+
+@functools.lru_cache(maxsize=4096)
+def _encode_piece(tokenizer, text: str) -> tuple[int, ...]:
+    """An option code's tokens: the same few codes come back in every prompt (4 of the 5 tokenizer
+    calls per prompt in logprobs mode, ~15 % of the pipeline's time on the tiny model)."""
+    return tuple(encode(tokenizer, text, special=False))
 
 
 def loglikelihood_ids(tokenizer, request: LoglikelihoodRequest) -> tuple[list[int], list[int]]:

@@ -185,9 +185,10 @@ class EngineCache:
 
 
 def _encode(result: EngineResult | LoglikelihoodResult) -> str:
-    data = dataclasses.asdict(result)
-    data.pop("key")
-    data.pop("cached")
+    """The result's fields but its key and ``cached`` flag (a shallow copy: fields are plain values;
+    ``dataclasses.asdict`` deep-copies and was the cache's main cost per request)."""
+    data = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+            if f.name not in ("key", "cached")}
     return json.dumps(data)
 
 

@@ -1,19 +1,18 @@
 """transformers backend: the reference implementation, and a fallback where vLLM is absent.
 
-Scoring computes a shared context once and scores every continuation from its KV cache
-(``past_key_values``): option codes of one prompt, and all continuations of one context
-in ``loglikelihood``. ``structured`` is not supported here (no constrained decoding in plain
+Scoring computes each context once and packs many contexts with their continuations into
+one forward pass (``_packed``): option codes of one prompt, and all continuations of one
+context in ``loglikelihood``. ``structured`` is not supported here (no constrained decoding in plain
 transformers): such requests get unconstrained text and the extractor reads what it can.
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
 
-from socbench.engines import _chat
+from socbench.engines import _chat, _packed
 from socbench.engines.base import ResultSink
 from socbench.engines.settings import HfSettings
 from socbench.errors import EngineError
@@ -44,6 +43,10 @@ class HfEngine:
         return {"backend": "hf", "model": self.model.name, "fingerprint": self.model.fingerprint,
                 "dtype": self.settings.dtype}
 
+    def load(self) -> None:
+        """Load the model now (it otherwise loads on the first request)."""
+        self._load()
+
     def _load(self):
         if self._model is not None:
             return self._model, self._tokenizer
@@ -51,8 +54,8 @@ class HfEngine:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            if self.settings.torch_threads:
-                torch.set_num_threads(self.settings.torch_threads)
+            if self.settings.resolved_threads():
+                torch.set_num_threads(self.settings.resolved_threads())
             dtype = "auto" if self.settings.dtype == "auto" else getattr(torch, self.settings.dtype)
             self._tokenizer = AutoTokenizer.from_pretrained(self.model.path)
             model = AutoModelForCausalLM.from_pretrained(self.model.path, dtype=dtype)
@@ -79,7 +82,7 @@ class HfEngine:
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
         """Batched (left-padded) generation; requests with equal sampling settings share a batch."""
-        model, tok = self._load()
+        self._load()
         if any(r.structured for r in requests) and not self._warned_structured:
             log.warning("the hf backend cannot constrain output; structured requests get free text")
             self._warned_structured = True
@@ -118,77 +121,51 @@ class HfEngine:
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
-        """One forward pass over prompt + answer prefix; every code scored from its KV cache."""
+        """log P(code | prompt + answer prefix) per offered code; each prompt computed once."""
         _, tok = self._load()
         results: list[EngineResult | None] = [None] * len(requests)
+        plans: dict[int, _chat.OptionPlan] = {}
         for i, request in enumerate(requests):
             plan = _chat.option_plan(tok, request)
-            if not plan.continuations:
-                result = EngineResult(key=request.key, error="no offered codes to score")
+            if plan.continuations:
+                plans[i] = plan
             else:
-                codes = list(plan.continuations)
-                conts = [list(plan.continuations[c]) for c in codes]
-                scores = self.score_continuations(list(plan.context), conts)
-                logprobs = {code: score[0] for code, score in zip(codes, scores)}
-                result = EngineResult(key=request.key, option_logprobs=logprobs)
-            _chat.report(results, i, result, on_result)
+                _chat.report(results, i, EngineResult(key=request.key, error="no offered codes to score"),
+                             on_result)
+        order = list(plans)
+        groups = [_packed.Group(plans[i].context, tuple(plans[i].continuations.values())) for i in order]
+        got: dict[int, list[float | None]] = {i: [None] * len(plans[i].continuations) for i in order}
+        for gid, cid, (logprob, _) in self._scores(groups):
+            i = order[gid]
+            got[i][cid] = logprob
+            if None not in got[i]:
+                logprobs = dict(zip(plans[i].continuations, got.pop(i)))
+                done = EngineResult(key=requests[i].key, option_logprobs=logprobs)
+                _chat.report(results, i, done, on_result)
         return results  # type: ignore[return-value]
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
-        """Requests grouped by context: the context is computed once for all its continuations."""
+        """Requests grouped by context: each context computed once for all its continuations."""
         model, tok = self._load()
         max_len = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
-        groups: dict[tuple[int, ...], list[tuple[int, list[int]]]] = defaultdict(list)
+        by_context: dict[tuple[int, ...], list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
         for i, request in enumerate(requests):
             ctx, cont = _chat.loglikelihood_ids(tok, request)
-            groups[tuple(_chat.truncate_left(ctx, cont, max_len))].append((i, cont))
+            by_context[tuple(_chat.truncate_left(ctx, cont, max_len))].append((i, tuple(cont)))
+        members = list(by_context.values())
+        groups = [_packed.Group(ctx, tuple(c for _, c in m)) for ctx, m in by_context.items()]
         results: list[LoglikelihoodResult | None] = [None] * len(requests)
-        for ctx, members in groups.items():
-            scores = self.score_continuations(list(ctx), [cont for _, cont in members])
-            for (i, cont), (logprob, greedy) in zip(members, scores):
-                result = LoglikelihoodResult(key=requests[i].key, logprob=logprob, n_tokens=len(cont),
-                                             is_greedy=greedy)
-                _chat.report(results, i, result, on_result)
+        for gid, cid, (logprob, greedy) in self._scores(groups):
+            i, cont = members[gid][cid]
+            result = LoglikelihoodResult(key=requests[i].key, logprob=logprob, n_tokens=len(cont),
+                                         is_greedy=greedy)
+            _chat.report(results, i, result, on_result)
         return results  # type: ignore[return-value]
 
-    def score_continuations(self, context: list[int],
-                            continuations: list[list[int]]) -> list[tuple[float, bool]]:
-        """(sum log P(continuation | context), greedy?) for each continuation; context run once."""
-        import torch
-
+    def _scores(self, groups: list[_packed.Group]):
         model, _ = self._load()
-        with torch.no_grad():
-            out = model(input_ids=torch.tensor([context], device=model.device), use_cache=True)
-            first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
-            cache = out.past_key_values
-            scores = []
-            size = self.settings.batch_size
-            for start in range(0, len(continuations), size):
-                chunk = continuations[start:start + size]
-                scores += self._score_from_cache(model, cache, first, chunk)
-        return scores
-
-    def _score_from_cache(self, model, cache, first, chunk: list[list[int]]) -> list[tuple[float, bool]]:
-        """Score a batch of continuations after a cached context (right-padded, one pass)."""
-        import torch
-
-        longest = max(len(c) for c in chunk)
-        rows = torch.stack([first] * len(chunk))[:, None, :]  # [n, 1, V]: predicts each first token
-        if longest > 1:
-            feed = [c[:-1] + [0] * (longest - len(c)) for c in chunk]  # right padding is never attended
-            batch_cache = copy.deepcopy(cache)
-            batch_cache.batch_repeat_interleave(len(chunk))
-            out = model(input_ids=torch.tensor(feed, device=model.device), past_key_values=batch_cache)
-            rows = torch.cat([rows, torch.log_softmax(out.logits.float(), dim=-1)], dim=1)
-        scores = []
-        for n, cont in enumerate(chunk):
-            target = torch.tensor(cont, device=rows.device)
-            lp = rows[n, torch.arange(len(cont), device=rows.device), target]
-            greedy = bool((rows[n, : len(cont)].argmax(dim=-1) == target).all())
-            scores.append((float(lp.sum()), greedy))
-        return scores
-
+        return _packed.iter_scores(model, groups, self.settings.pack_tokens, self.settings.pack_rows)
 
 
 def _pad_id(tok) -> int:

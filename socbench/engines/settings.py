@@ -64,7 +64,20 @@ def host_defaults(cuda: bool) -> dict[str, Any]:
         # shares nothing, and multi-token option scoring got 3x slower (measured)
         "block_size": 32,
         "kv_cache_space_gib": _env_int("VLLM_CPU_KVCACHE_SPACE", 2),
+        "cpu_threads": cpu_compute_threads(),
     }
+
+
+def cpu_compute_threads() -> int:
+    """Compute threads for a CPU engine: ``OMP_NUM_THREADS`` if set, else one core fewer than the host
+    has, so the scheduler, tokenizer and Prefect keep a core.
+
+    Measured here (2 cores, issue 15): an in-process vLLM engine otherwise runs torch's default
+    of one thread per core (vLLM's own cut to 1 is skipped in-process), and with any other
+    load on the host two threads were 1.5-10x slower than one. Fixed, not adapted to the
+    load: the thread count changes transformers' bf16 results.
+    """
+    return _env_int("OMP_NUM_THREADS", 0) or max(1, (os.cpu_count() or 1) - 1)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -101,7 +114,7 @@ class VllmSettings(BaseModel):
     in_process: bool = False  # VLLM_ENABLE_V1_MULTIPROCESSING=0
     kv_cache_space_gib: int | None = None  # CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)
     submit_window: int = 1024  # requests kept queued in the engine at once
-    cpu_threads: int | None = None  # OMP_NUM_THREADS for the CPU engine (None: vLLM's choice, 1 on 2 cores)
+    cpu_threads: int | None = None  # CPU compute threads (host default: cores - 1; None: torch's default)
 
     @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "seed",
                      "max_logprobs", "submit_window")
@@ -159,9 +172,11 @@ class HfSettings(BaseModel):
     dtype: DType = "bfloat16"
     batch_size: int = 16
     device: str = "auto"
-    torch_threads: int | None = None
+    torch_threads: int | None = None  # None: cores - 1 on a CPU device (cpu_compute_threads), torch's on GPU
+    pack_tokens: int = 256  # tokens per packed scoring row (contexts + continuations, see engines/_packed)
+    pack_rows: int = 4  # packed rows per scoring forward pass
 
-    @field_validator("batch_size")
+    @field_validator("batch_size", "pack_tokens", "pack_rows")
     @classmethod
     def _positive(cls, value: int) -> int:
         if value < 1:
@@ -172,13 +187,18 @@ class HfSettings(BaseModel):
     def from_options(cls, overrides: dict[str, Any] | None = None) -> HfSettings:
         return validated(cls, dict(overrides or {}), within="--engine")
 
+    def resolved_threads(self) -> int | None:
+        if self.torch_threads is not None:
+            return self.torch_threads
+        return cpu_compute_threads() if self.resolved_device() == "cpu" else None
+
     def resolved_device(self) -> str:
         if self.device != "auto":
             return self.device
         return "cuda" if cuda_available() else "cpu"
 
 
-Backend = Literal["vllm", "openai", "hf"]
+Backend = Literal["vllm", "openai", "hf", "auto"]  # auto: resolved per method and host (engines/choice.py)
 BACKEND_ALIASES = {"config": "openai"}  # the original system's name for the OpenAI-compatible backend
 # OpenAISettings fields that come from their own flags, never from --engine
 _OPENAI_FLAGS = {"api_base": "--api_base", "model": "--model", "api_key": "--api_key_env",
@@ -187,7 +207,10 @@ _OPENAI_FLAGS = {"api_base": "--api_base", "model": "--model", "api_key": "--api
 
 def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
     """``--engine`` checked against the backend's settings: vLLM's own ``EngineArgs`` (keys it
-    removed dropped with a warning), ``HfSettings`` or ``OpenAISettings``; the values to keep."""
+    removed dropped with a warning), ``HfSettings`` or ``OpenAISettings``; the values to keep.
+    With ``auto`` they are checked once the backend is chosen (``engines.choice.resolve_engine``)."""
+    if api_type == "auto":
+        return values
     if api_type == "vllm":
         values = check_vllm_keys(values, own=set(VllmSettings.model_fields))
         VllmSettings.for_host(values, cuda=True)  # GPU defaults are {}: no torch import to check
@@ -214,7 +237,8 @@ class EngineSettings(BaseModel):
 
     api_type: Backend = Field("vllm", description=(
         "vllm (in-process), openai (an OpenAI-compatible server; 'config', the original system's "
-        "name, works too) or hf (transformers)"))
+        "name, works too), hf (transformers) or auto (per method and host: vllm on a GPU or for "
+        "generation, hf for scoring on a CPU; the choice is recorded; socbench mcq's default)"))
     model: str = Field(DEFAULT_MODEL, description="HF folder, .gguf file or built-in name "
                                                   "(openai: the served model's name)")
     engine_args: dict[str, Any] = Field(
@@ -274,6 +298,9 @@ def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> Non
     os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # fork after torch/threads is unsafe
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.in_process else "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # vLLM compiles every structured request's regex on a new thread with a timeout (ReDoS guard):
+    # ~1.5 ms per request measured; our regexes are built from escaped option codes
+    os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "0")
     if cache_root:
         os.environ.setdefault("VLLM_CACHE_ROOT", cache_root)
     if settings.cpu_threads:

@@ -29,7 +29,7 @@ from typing import Any
 
 from socbench.engines import _chat
 from socbench.engines.base import ResultSink
-from socbench.engines.settings import VllmSettings, apply_vllm_env
+from socbench.engines.settings import VllmSettings, apply_vllm_env, cuda_available
 from socbench.errors import EngineError
 from socbench.models import ResolvedModel, socbench_home
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
@@ -85,6 +85,10 @@ class VllmEngine:
 
     # ------------------------------------------------------------------ lifecycle
 
+    def load(self) -> None:
+        """Start the engine now (it otherwise starts on the first request)."""
+        self._engine()
+
     def _engine(self):
         if self._llm is not None:
             return self._llm
@@ -94,7 +98,12 @@ class VllmEngine:
             from vllm import LLM
 
             imported = time.perf_counter()
-            self._llm = LLM(model=str(self.model.path), **self.settings.engine_kwargs())
+            kwargs = self.settings.engine_kwargs()
+            if self.settings.in_process and not cuda_available():  # see _vllm_cpu: same bits, faster
+                from socbench.engines import _vllm_cpu
+
+                kwargs.update(_vllm_cpu.register(self.settings.cpu_threads))
+            self._llm = LLM(model=str(self.model.path), **kwargs)
         except Exception as exc:
             if not _STARTED:  # a half-started engine may have set up process groups
                 _free_distributed()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from socbench.config import EngineRun, from_flat, max_variants_needs_all_possible, positive
+from socbench.engines.choice import BackendChoice, choose_backend, resolve_engine
 from socbench.engines.settings import EngineSettings
 from socbench.mcq.prompts import MAX_SHOTS
 
@@ -38,7 +39,7 @@ class McqConfig(EngineRun):
                                                       "from another split)")
     tolerance: bool = Field(False, description="also score MCP-Tolerance (naming an option's digit counts "
                                                "as choosing it)")
-    engine: EngineSettings = EngineSettings()
+    engine: EngineSettings = EngineSettings(api_type="auto")  # transformers on a CPU host (engines/choice.py)
     limit: int | None = Field(None, description="evaluate only the first N items")
     seed: int = Field(1234, description="few-shot draw seed")
     output_dir: Path = Field(Path("results"), description="results go to <output_dir>/<model>/mcq/")
@@ -66,6 +67,19 @@ class McqConfig(EngineRun):
     _positive = field_validator("limit", "max_variants")(positive)
     _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_backend(cls, data: Any) -> Any:
+        """CP vs MCP picks its backend per host unless one is named (``engines/choice.py``)."""
+        if not isinstance(data, dict):
+            return data
+        engine = data.get("engine")
+        if engine is None or (isinstance(engine, dict) and "api_type" not in engine):
+            return {**data, "engine": {**(engine or {}), "api_type": "auto"}}
+        if isinstance(engine, EngineSettings) and "api_type" not in engine.model_fields_set:
+            return {**data, "engine": engine.model_copy(update={"api_type": "auto"})}
+        return data
+
     @field_validator("dataset")
     @classmethod
     def _dataset(cls, value: str) -> str:
@@ -80,6 +94,15 @@ class McqConfig(EngineRun):
         if self.circular is None:
             return None
         return CircularSettings(self.circular, self.max_variants, self.seed)
+
+    def backend_choice(self) -> BackendChoice:
+        """The backend this run uses: the engine's ``api_type``, or with ``auto`` the pick for
+        scoring on this host (recorded in the results)."""
+        return choose_backend(self.engine.api_type, "scoring")
+
+    def engine_settings(self) -> EngineSettings:
+        """The engine record with ``auto`` resolved (what the engine session is keyed on)."""
+        return resolve_engine(self.engine, "scoring")
 
 
 def make_mcq_config(**params: Any) -> McqConfig:

@@ -17,8 +17,10 @@ from socbench.types import LoglikelihoodRequest, McqAnswers, McqPlan, PromptRequ
 Progress = Callable[[int, int], None]  # (answered so far, total)
 
 
-def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None) -> McqAnswers:
-    """All answers the plan needs; ``progress(done, total)`` as each arrives."""
+def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None,
+               backend: dict[str, str] | None = None) -> McqAnswers:
+    """All answers the plan needs; ``progress(done, total)`` as each arrives; ``backend`` is the
+    recorded backend choice (``engines.choice``)."""
     ll_requests = loglikelihood_requests(plan)
     option_requests = option_requests_of(plan)
     total = len(ll_requests) + len(option_requests)
@@ -38,7 +40,7 @@ def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None) 
     cache = {"hits": stats.hits, "misses": stats.misses} if stats is not None else {}
     return McqAnswers({r.key: a for r, a in zip(ll_requests, lls, strict=True)},
                       {r.key: a for r, a in zip(option_requests, options, strict=True)}, seconds,
-                      dict(engine.identity), cache)
+                      dict(engine.identity), cache, dict(backend or {}))
 
 
 def loglikelihood_requests(plan: McqPlan) -> list[LoglikelihoodRequest]:
@@ -49,3 +51,21 @@ def loglikelihood_requests(plan: McqPlan) -> list[LoglikelihoodRequest]:
 def option_requests_of(plan: McqPlan) -> list[PromptRequest]:
     """Unique by key: an identity variant's request is the normal MCP request."""
     return list({p.mcp.key: p.mcp for p in (*plan.prompts, *plan.variants) if p.mcp is not None}.values())
+
+
+def preload(engine: Engine, plan: McqPlan) -> bool:
+    """Load the model now, unless the engine cache already holds every answer the plan needs.
+
+    Why: ``socbench mcq`` calls this while Prefect's temporary API server starts in the
+    background (6-13 s here), so the model loads while the server boots; a fully cached rerun
+    still never loads the model.
+    """
+    missing = getattr(engine, "missing", None)
+    if missing is not None and not (missing("loglikelihood", loglikelihood_requests(plan))
+                                    or missing("option_logprobs", option_requests_of(plan))):
+        return False
+    load = getattr(getattr(engine, "backend", engine), "load", None)
+    if load is None:
+        return False
+    load()
+    return True

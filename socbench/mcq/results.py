@@ -122,7 +122,8 @@ def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictio
     (and what the circular part wrote)."""
     table = accuracies(predictions)
     return {
-        "dataset": data.dataset, "model": model, "engine": answers.identity, "timestamp": now_timestamp(),
+        "dataset": data.dataset, "model": model, "engine": answers.identity, "backend": answers.backend,
+        "timestamp": now_timestamp(),
         "eval_split": data.eval_split, "fewshot_split": data.fewshot_split or None, "source": data.source,
         "items": len(data.items), "seed": plan.seed, "k_shots": list(plan.k_shots),
         "methods": list(plan.methods), "tolerance": plan.tolerance,

@@ -1,0 +1,124 @@
+"""Issue 15, item 4: does the second core help? 1 vs 2 compute threads, both CPU backends.
+
+transformers: CP log-likelihoods of ARC-Easy items (packed scoring, ``torch_threads``).
+vLLM: structured greedy answers to demo prompts (``cpu_threads``). Each pass is a fresh
+process (the thread count must be set before the engine starts), the thread counts
+alternate ``--repeats`` times, the load average is recorded before and after every pass,
+and the answers are compared across thread counts (bf16 rounding can depend on them).
+Usage: ``python bench/threads.py [--items 100] [--prompts 200] [--repeats 2]``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+WORKER = """
+import json, sys, time, os
+backend, threads, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+from socbench.models import resolve_model
+model = resolve_model("smollm2-135m-instruct")
+if backend == "hf":
+    from socbench.engines.hf import HfEngine
+    from socbench.engines.settings import HfSettings
+    from socbench.mcq import build_plan, load_mcq
+    requests = build_plan(load_mcq("arc-easy", limit=n), ["cp"], [0], False, 1234).loglikelihood_requests()
+    engine = HfEngine(model, HfSettings(torch_threads=threads))
+    run = lambda: [r.logprob for r in engine.loglikelihood(requests)]
+else:
+    sys.path.insert(0, "bench")
+    from engines import demo_prompts
+    from socbench.engines.settings import VllmSettings
+    from socbench.engines.vllm import VllmEngine
+    prompts = demo_prompts("generate", n)
+    engine = VllmEngine(model, VllmSettings.for_host({"cpu_threads": threads}))
+    run = lambda: [r.text for r in engine.generate(prompts)]
+engine.load()
+start = time.perf_counter()
+answers = run()
+print(json.dumps({"seconds": time.perf_counter() - start, "answers": answers}))
+engine.close()
+"""
+
+
+def one_pass(backend: str, threads: int, n: int) -> dict:
+    before = common.load_avg()
+    proc = subprocess.run(
+        [common.PY, "-c", WORKER, backend, str(threads), str(n)],
+        capture_output=True,
+        text=True,
+        cwd=common.ROOT,
+        check=False,
+    )
+    if proc.returncode:
+        raise SystemExit(f"{backend} with {threads} threads failed: {proc.stderr[-2000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {
+        "seconds": round(out["seconds"], 2),
+        "answers": out["answers"],
+        "load": [before, common.load_avg()],
+    }
+
+
+def measure(backend: str, n: int, repeats: int) -> dict:
+    runs: dict[int, list[dict]] = {1: [], 2: []}
+    for r in range(repeats):
+        for threads in (1, 2) if r % 2 == 0 else (2, 1):
+            runs[threads].append(one_pass(backend, threads, n))
+            time.sleep(1)
+    one, two = (statistics.median(x["seconds"] for x in runs[t]) for t in (1, 2))
+    same = runs[1][0]["answers"] == runs[2][0]["answers"]
+    if backend == "hf":
+        diffs = [abs(a - b) for a, b in zip(runs[1][0]["answers"], runs[2][0]["answers"])]
+        detail = {"max_abs_logprob_diff": round(max(diffs), 4)}
+    else:
+        detail = {
+            "answers_differing": sum(a != b for a, b in zip(runs[1][0]["answers"], runs[2][0]["answers"]))
+        }
+    return {
+        "backend": backend,
+        "n": n,
+        "one_thread_s": [x["seconds"] for x in runs[1]],
+        "two_threads_s": [x["seconds"] for x in runs[2]],
+        "speed_up_2_over_1": round(one / two, 3),
+        "identical_answers": same,
+        **detail,
+        "loads": {t: [x["load"] for x in runs[t]] for t in runs},
+    }
+
+
+def main() -> None:
+    p = common.parser(__doc__)
+    p.add_argument("--items", type=int, default=100, help="ARC items for transformers")
+    p.add_argument("--prompts", type=int, default=200, help="demo prompts for vLLM")
+    p.add_argument("--repeats", type=int, default=2)
+    args = p.parse_args()
+    common.setup_env()
+    rows = [
+        measure("hf", 30 if args.quick else args.items, args.repeats),
+        measure("vllm", 40 if args.quick else args.prompts, args.repeats),
+    ]
+    for row in rows:
+        print(row, flush=True)
+    figures = {f"{r['backend']}_1_vs_2_threads_speed_up": r["speed_up_2_over_1"] for r in rows}
+    worst = min(r["speed_up_2_over_1"] for r in rows)
+    common.report(
+        "threads",
+        figures,
+        "2-thread / 1-thread throughput (worst backend)",
+        worst,
+        "default 1 compute thread unless 2 are faster on an idle host",
+        None,
+        {"rows": rows},
+    )
+
+
+if __name__ == "__main__":
+    main()
