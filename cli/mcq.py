@@ -1,12 +1,14 @@
 """``socbench mcq``: CP vs MCP on ARC (or MMLU, or an ARC JSONL file), in-process.
 
-Runs the Prefect flow ``mcq`` in this process (no server needed) and prints the table.
+Runs the Prefect flow ``mcq`` in this process (no server needed); progress on stderr, the
+table and the paths of the files on stdout. Exit 1 when MCP requests got engine errors (the run
+is incomplete: MCP is left out of its table; rerun to send only the missing requests).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 
 from cli.flags import add_config_flags, config_from_args
 from socbench.mcq.config import McqConfig
@@ -23,10 +25,9 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(McqConfig, args)
     check_mcq(config)  # dataset, output folder, model or server: before Prefect or a model starts
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from flows.mcq import mcq_inprocess
+    from cli.inprocess import run_flow
 
-    outcome = mcq_inprocess(config)
+    outcome = run_flow("mcq", config)
     with open(outcome["table"], encoding="utf-8") as handle:
         print(handle.read(), end="")
     if outcome.get("circular_table"):
@@ -35,4 +36,8 @@ def run(args: argparse.Namespace) -> int:
     for name in ("results", "predictions", "csv", "plot", "circular_table"):
         if outcome.get(name):
             print(f"{name}: {outcome[name]}")
+    if not outcome["complete"]:
+        print(f"socbench: error: {outcome['dataset']}: {outcome['incomplete_reason']} (incomplete: MCP is "
+              "left out; rerun the same command to send only the missing requests)", file=sys.stderr)
+        return 1
     return 0
