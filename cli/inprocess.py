@@ -58,10 +58,15 @@ class ConsoleProgress:
             self.bar = None
 
 
-def run_flow(name: str, config: Any) -> dict:
-    """``flows.<name>.<name>_inprocess(config)`` on socbench's own Prefect API, progress shown."""
+def quiet_libraries() -> None:
+    """``QUIET`` where the environment does not say otherwise; before anything imports vLLM or Prefect."""
     for key, value in QUIET.items():
         os.environ.setdefault(key, value)
+
+
+def run_flow(name: str, config: Any) -> dict:
+    """``flows.<name>.<name>_inprocess(config)`` on socbench's own Prefect API, progress shown."""
+    quiet_libraries()
     from cli.prefect_api import prefect_api
     from socbench.progress import listening
 

@@ -28,10 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(RunConfig, args)
+    from cli.inprocess import quiet_libraries, run_flow
+
+    quiet_libraries()
     from socbench.preflight import check_run
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
-    from cli.inprocess import run_flow
     from socbench.progress import run_table
 
     outcome = run_flow("issp", config)

@@ -21,11 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cli.inprocess import quiet_libraries, run_flow
+
+    quiet_libraries()
     from socbench.preflight import check_mcq
 
     config = config_from_args(McqConfig, args)
     check_mcq(config)  # dataset, output folder, model or server: before Prefect or a model starts
-    from cli.inprocess import run_flow
 
     outcome = run_flow("mcq", config)
     with open(outcome["table"], encoding="utf-8") as handle:

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from cli import main
+from cli.inprocess import QUIET
 from socbench.config import make_config
 from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
@@ -69,8 +70,7 @@ def cached_rows(out: Path) -> int:
 @pytest.fixture()
 def cli_in_process(monkeypatch):
     """`cli.main` in this process; the environment defaults it sets are undone after."""
-    for key, default in (("PREFECT_LOGGING_LEVEL", "WARNING"), ("VLLM_LOGGING_LEVEL", "WARNING"),
-                         ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")):
+    for key, default in QUIET.items():
         monkeypatch.setenv(key, os.environ.get(key, default))
     return main
 
