@@ -1,7 +1,8 @@
 """The ``socbench`` command: one console script, a subcommand per job.
 
 Each subcommand module exposes ``register(subparsers)``; handlers return an exit code.
-A ``SocbenchError`` becomes one line on stderr and exit code 2 (no traceback).
+A ``SocbenchError`` becomes one line on stderr and exit code 2 (no traceback); Ctrl-C, one
+line and exit code 130 (``cli.interrupt``).
 This package sits beside ``socbench/`` (the library never imports it, nor Prefect).
 """
 
@@ -11,6 +12,7 @@ import argparse
 import importlib
 import sys
 
+from cli.interrupt import exit_interrupted, interruptible
 from socbench.errors import SocbenchError
 
 # subcommand name -> module under cli (imported when the parser is built; each is light)
@@ -43,13 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(route(list(sys.argv[1:] if argv is None else argv)))
     try:
-        return int(args.handler(args) or 0)
+        with interruptible():
+            return int(args.handler(args) or 0)
     except SocbenchError as exc:
         print(f"socbench: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("socbench: interrupted; finished requests are in the cache, rerun to resume", file=sys.stderr)
-        return 130
+        exit_interrupted()
 
 
 if __name__ == "__main__":

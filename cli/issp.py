@@ -1,12 +1,14 @@
 """``socbench issp``: run the ISSP benchmark in-process (the same Prefect flow, no server).
 
+Progress on stderr (``cli.inprocess``); on stdout the table (domain, accuracy [CI], strongest
+baseline, margin, parse failures, engine errors) and the paths of the summary and the HTML
+report. Exit 1 if a domain failed or is incomplete, one line each on stderr.
 ``socbench issp prompts ...`` prints prompts for inspection instead (``cli.issp_prompts``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from cli.flags import add_config_flags, config_from_args
@@ -26,18 +28,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(RunConfig, args)
+    from cli.inprocess import quiet_libraries, run_flow
+
+    quiet_libraries()
     from socbench.preflight import check_run
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    from flows.issp import issp_inprocess
+    from socbench.progress import run_table
 
-    outcome = issp_inprocess(config)
-    print(f"summary: {outcome['summary']}")
-    if outcome["failed"]:
-        for domain_id, reason in outcome["failed"].items():
-            print(f"socbench: error: domain {domain_id} failed: {reason}", file=sys.stderr)
-        return 1
-    return 0
+    outcome = run_flow("issp", config)
+    if outcome["rows"]:
+        print("\n".join(run_table(outcome["rows"])))
+    print(f"summary: {outcome['summary']}\nreport: {outcome['report']}", flush=True)
+    for domain_id, reason in outcome["failed"].items():
+        print(f"socbench: error: domain {domain_id} failed: {reason}", file=sys.stderr)
+    for reason in outcome["incomplete"].values():
+        print(f"socbench: error: {reason} (incomplete: rerun the same command to send only the missing "
+              "requests)", file=sys.stderr)
+    return 1 if outcome["failed"] or outcome["incomplete"] else 0

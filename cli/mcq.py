@@ -1,12 +1,14 @@
 """``socbench mcq``: CP vs MCP on ARC (or MMLU, or an ARC JSONL file), in-process.
 
-Runs the Prefect flow ``mcq`` in this process (no server needed) and prints the table.
+Runs the Prefect flow ``mcq`` in this process (no server needed); progress on stderr, the
+table and the paths of the files on stdout. Exit 1 when MCP requests got engine errors (the run
+is incomplete: MCP is left out of its table; rerun to send only the missing requests).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 
 from cli.flags import add_config_flags, config_from_args
 from socbench.mcq.config import McqConfig
@@ -20,21 +22,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cli.inprocess import quiet_libraries, run_flow
+
+    quiet_libraries()
     from socbench.preflight import check_mcq
 
     config = config_from_args(McqConfig, args)
     data = check_mcq(config)  # dataset, output folder, model or server: before Prefect or a model starts
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from flows.ephemeral import ServerStart
 
-    server = ServerStart().start_in_background()  # Prefect's temporary API boots meanwhile (issue 15)
-    try:
-        if server.starting:
-            _preload(config, data)
-        from flows.mcq import mcq_inprocess
-    finally:
-        server.wait()  # also on failure: the server is then stopped at exit, never left behind
-    outcome = mcq_inprocess(config)
+    outcome = run_flow("mcq", config, meanwhile=lambda: _preload(config, data))  # loads as Prefect starts
     with open(outcome["table"], encoding="utf-8") as handle:
         print(handle.read(), end="")
     if outcome.get("circular_table"):
@@ -43,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
     for name in ("results", "predictions", "csv", "plot", "circular_table"):
         if outcome.get(name):
             print(f"{name}: {outcome[name]}")
+    if not outcome["complete"]:
+        print(f"socbench: error: {outcome['dataset']}: {outcome['incomplete_reason']} (incomplete: MCP is "
+              "left out; rerun the same command to send only the missing requests)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -2,9 +2,10 @@
 
 ``issp-domain`` chains the stages of the design card for one domain; ``issp`` runs the
 domains from ``start_domain_id`` on one engine (loaded on the first cache miss), isolates
-each domain's failure, writes the run summary and ends Failed if any domain failed.
-Retrying a failed ``issp`` run reruns only the failed domains (finished ones come back from
-their persisted results) and the engine cache sends only the requests without an answer.
+each domain's failure, writes the run summary and ends Failed if any domain failed or is
+incomplete (engine errors: its files are written, then the domain ends Failed). Retrying a
+failed ``issp`` run reruns only those domains (completed ones come back from their persisted
+results) and the engine cache sends only the requests without an answer.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
+from prefect.states import Failed, State
 
 from socbench.config import RunConfig
 from socbench.domains import select_domains
+from socbench.errors import IncompleteDomain
+from socbench.scoring import raise_if_incomplete
 from socbench.types import DomainResult
 from tasks.build_prompts import build_prompts
 from tasks.country_special_options import country_special_options
@@ -29,7 +33,8 @@ from tasks.vllm_generate import vllm_generate
 
 @flow(name="issp-domain", persist_result=True, flow_run_name="issp-domain-{domain_id}")
 def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> DomainResult:
-    """One domain: load → options → prompts → engine → extract → score → report."""
+    """One domain: load → options → prompts → engine → extract → score → report; Failed once its
+    files are written if the engine left requests unanswered."""
     try:
         data = load_data(domain_id, config)
         items = country_special_options(data)
@@ -38,10 +43,21 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
         extractions = extract(prompts, results, items)
         scored = score(data, items, extractions, config)
         report(scored, config)
-        return scored.result
+        return finished(scored.result)
     finally:
         if own_engine:
             teardown_safely()
+
+
+def finished(result: DomainResult) -> DomainResult | State:
+    """The result; for an incomplete domain a Failed state that carries it ("domain N: K engine
+    errors, first: <reason>"): Prefect shows the domain Failed and a Retry of the parent runs it
+    again, while the parent still lists it in the summary as incomplete."""
+    try:
+        raise_if_incomplete(result)
+    except IncompleteDomain as exc:
+        return Failed(message=str(exc), data=result)
+    return result
 
 
 DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data
@@ -49,7 +65,7 @@ DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data
 
 @flow(name="issp", persist_result=True)
 def issp(config: RunConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> dict:
-    """All requested domains on one engine; Failed if any domain failed.
+    """All requested domains on one engine; Failed if any domain failed or is incomplete.
 
     The API key comes from ``config.engine.api_key_env`` on the worker, or from the Prefect
     Secret block named by ``api_key_secret``; it is never a parameter itself.
@@ -69,24 +85,28 @@ def issp_inprocess(config: RunConfig) -> dict:
 
 
 def run_domains(config: RunConfig) -> Any:
-    """The parent's body: every domain in turn on one engine, then the run summary."""
+    """The parent's body: every domain in turn on one engine, then the run summary; Failed
+    (naming them) if a domain failed or is incomplete."""
     domains = select_domains(config.domain_id, config.start_domain_id, config.dataset_dir)
     results: list[DomainResult] = []
-    failed: dict[int, str] = {}
+    failed: dict[int, str] = {}  # no result (its data could not be read, ...)
+    incomplete: dict[int, str] = {}  # a result with engine errors: "domain N: K engine errors, first: ..."
     try:
         for domain in domains:
             state = issp_domain(domain.id, config, own_engine=False, return_state=True)
-            if state.is_completed():
-                results.append(state.result())
-            else:
-                failed[domain.id] = state.message or state.name
+            result = state.result(raise_on_failure=False)
+            if isinstance(result, DomainResult):
+                results.append(result)
+            if not state.is_completed():
+                reasons = incomplete if isinstance(result, DomainResult) else failed
+                reasons[domain.id] = state.message or state.name
     finally:
         teardown_safely()
-    summary_path = report_run(config, results, failed)
-    outcome = {"summary": str(summary_path), "completed": [r.domain_id for r in results],
-               "failed": failed}
-    if failed:
-        raise DomainsFailed(f"{len(failed)} domain(s) failed: {failed}", outcome)
+    outcome = {**report_run(config, results, failed), "incomplete": incomplete, "failed": failed,
+               "completed": [r.domain_id for r in results if r.complete]}
+    if failed or incomplete:
+        named = [f"domain {k} failed: {v}" for k, v in failed.items()] + list(incomplete.values())
+        raise DomainsFailed(f"{len(named)} domain(s) did not complete: " + "; ".join(named), outcome)
     return outcome
 
 

@@ -1,8 +1,9 @@
 """CP vs MCP as a Prefect flow: composition only, one line per stage.
 
 load -> prompts -> engine (cached, retried) -> score -> report; the engine is torn down
-in ``finally`` whatever happens. With ``circular``, each stage takes the MCP variants along
-with the normal requests. ``socbench mcq`` runs the same flow
+in ``finally`` whatever happens. A run whose MCP requests got engine errors ends Failed once its
+files are written (incomplete: MCP is left out of its table). With ``circular``, each stage
+takes the MCP variants along with the normal requests. ``socbench mcq`` runs the same flow
 in-process.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import time
 
 from prefect import flow
+from prefect.states import Failed, State
 
 from socbench.mcq.config import McqConfig
 from tasks.mcq_engine import mcq_engine
@@ -32,15 +34,19 @@ def mcq(config: McqConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -
     return run_mcq(with_secret_key(config, api_key_secret))
 
 
-def run_mcq(config: McqConfig) -> dict:
-    """The flow's body: each stage once, the engine released at the end."""
+def run_mcq(config: McqConfig) -> dict | State:
+    """The flow's body: each stage once, the engine released at the end; Failed (its outcome
+    kept) when incomplete."""
     started = time.time()
     try:
         data = mcq_load(config)
         plan = mcq_prompts(data, config)
         answers = mcq_engine(plan, config)
         scores = mcq_score(plan, answers)
-        return mcq_report(data, plan, answers, scores, config, started)
+        outcome = mcq_report(data, plan, answers, scores, config, started)
+        if not outcome["complete"]:
+            return Failed(message=f"{outcome['dataset']}: {outcome['incomplete_reason']}", data=outcome)
+        return outcome
     finally:
         teardown_safely()
 
@@ -48,7 +54,7 @@ def run_mcq(config: McqConfig) -> dict:
 def mcq_inprocess(config: McqConfig) -> dict:
     """Run the ``mcq`` flow in this process (ephemeral Prefect, no server); its outcome."""
     state = mcq(config, return_state=True)
-    outcome = state.result(raise_on_failure=False)
+    outcome = state.result(raise_on_failure=False)  # an incomplete run's outcome too
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome

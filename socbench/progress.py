@@ -1,12 +1,24 @@
-"""A tiny rate limiter for progress updates (UI artifacts should not be updated per request)."""
+"""A run's progress, for whoever watches it: the stages report, a listener shows.
+
+The stages call ``begin`` (a domain or a dataset starts), ``requests`` (how many go to the
+engine), ``advance`` (one answered) and ``end`` (one line saying what came of it). The CLI
+listens (a bar on a terminal, the lines otherwise); with no listener (a Prefect worker, whose
+UI has its own artifacts) nothing is shown. ``domain_line`` and ``run_table`` say a domain's
+result in one line and a run's in a table, each score beside its strongest baseline.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+from socbench.report.output import fmt, markdown_table
 
 
 class Throttle:
-    """``ready()`` is True at most once per ``seconds``."""
+    """``ready()`` is True at most once per ``seconds`` (UI artifacts are not updated per request)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -18,3 +30,84 @@ class Throttle:
             self._last = now
             return True
         return False
+
+
+class Listener(Protocol):
+    def begin(self, label: str) -> None: ...
+
+    def requests(self, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def end(self, line: str) -> None: ...
+
+
+_LISTENERS: list[Listener] = []
+
+
+@contextlib.contextmanager
+def listening(listener: Listener) -> Iterator[Listener]:
+    """Show the progress of what runs inside on ``listener``."""
+    _LISTENERS.append(listener)
+    try:
+        yield listener
+    finally:
+        _LISTENERS.remove(listener)
+
+
+def begin(label: str) -> None:
+    for listener in _LISTENERS:
+        listener.begin(label)
+
+
+def requests(total: int) -> None:
+    for listener in _LISTENERS:
+        listener.requests(total)
+
+
+def advance(n: int = 1) -> None:
+    for listener in _LISTENERS:
+        listener.advance(n)
+
+
+def end(line: str) -> None:
+    for listener in _LISTENERS:
+        listener.end(line)
+
+
+# ------------------------------------------------------------------ a domain, a run
+
+
+def _accuracy(row: Mapping[str, Any]) -> str:
+    return f"{fmt(row['accuracy'])} [{fmt(row['accuracy_ci_low'])}, {fmt(row['accuracy_ci_high'])}]"
+
+
+def _margin(row: Mapping[str, Any]) -> str:
+    margin = row["margin_over_best_baseline"]
+    return fmt(margin) if margin is None or fmt(margin) == "n/a" else f"{margin:+.3f}"
+
+
+def _baseline(row: Mapping[str, Any]) -> str:
+    return f"{row['best_baseline'] or 'none'} {fmt(row['best_baseline_accuracy'])}"
+
+
+def domain_line(row: Mapping[str, Any]) -> str:
+    """``domain 3 Family: 145 items, accuracy 0.412 [0.350, 0.470], best baseline majority 0.380
+    (+0.032), 0 parse failures, 0 engine errors`` from a summary row (``summary_row``); an
+    incomplete domain says so instead of a score."""
+    head = f"domain {row['domain_id']} {row['domain']}: {row['scoreable_items']} items"
+    tail = f"{row['parse_failures']} parse failures, {row['engine_errors']} engine errors"
+    if row.get("complete") is False:
+        return f"{head}, INCOMPLETE, not a result ({row['incomplete_reason']}), {tail}"
+    return f"{head}, accuracy {_accuracy(row)}, best baseline {_baseline(row)} ({_margin(row)}), {tail}"
+
+
+def run_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The run's table as markdown lines: domain, accuracy [95% CI], strongest baseline, margin,
+    parse failures, engine errors (an incomplete domain: "incomplete", no margin)."""
+    head = ("domain", "accuracy [95% CI]", "best baseline", "margin", "parse failures", "engine errors")
+    cells = [[f"{row['domain_id']} {row['domain']}",
+              _accuracy(row) if row.get("complete") is not False else "incomplete", _baseline(row),
+              _margin(row) if row.get("complete") is not False else "n/a",
+              str(row["parse_failures"]), str(row["engine_errors"])] for row in rows]
+    return markdown_table(head, cells)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from socbench import progress
 from socbench.config import RunConfig
 from socbench.data import load_domain
 from socbench.domains import get_domain
@@ -15,4 +16,5 @@ from socbench.types import DomainData
 def load_data(domain_id: int, config: RunConfig) -> DomainData:
     """Validated DomainData for the configured sample size and interview count."""
     domain = get_domain(domain_id, config.dataset_dir)
+    progress.begin(f"domain {domain.id} {domain.name}")
     return load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count)

@@ -9,7 +9,8 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from socbench.mcq import McqConfig, write_mcq_files
+from socbench import progress
+from socbench.mcq import McqConfig, incomplete_reason, write_mcq_files
 from socbench.types import McqAnswers, McqData, McqPlan, McqScores
 
 
@@ -23,7 +24,11 @@ def mcq_report(data: McqData, plan: McqPlan, answers: McqAnswers, scores: McqSco
     if files.circular_table is not None:
         create_markdown_artifact(files.circular_table.read_text(encoding="utf-8"), key="mcq-circular",
                                  description=f"Circular evaluation ({config.circular}): {data.dataset}")
-    return {"dataset": data.dataset, "table": str(files.table_md), "results": str(files.results),
+    incomplete = incomplete_reason(answers)
+    progress.end(f"{data.dataset}: {len(data.items)} items, "
+                 + (f"INCOMPLETE, not a result ({incomplete})" if incomplete else "every request answered"))
+    return {"dataset": data.dataset, "complete": incomplete is None, "incomplete_reason": incomplete,
+            "table": str(files.table_md), "results": str(files.results),
             "predictions": str(files.predictions), "csv": str(files.table_csv), "plot": str(files.plot),
             "circular_table": str(files.circular_table) if files.circular_table else None,
             "circular_notes": files.circular_notes}

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from socbench import progress
 from socbench.circular import run_circular_settings
 from socbench.config import RunConfig
 from socbench.report import (
@@ -18,6 +17,7 @@ from socbench.report import (
     write_scored_domain,
 )
 from socbench.report.circular import write_run_circular_table
+from socbench.report.files import summary_row
 from socbench.types import DomainResult, ScoredDomain
 
 
@@ -29,14 +29,18 @@ def report(scored: ScoredDomain, config: RunConfig) -> dict:
     paths = write_scored_domain(config.output_dir, scored, run_circular_settings(config))
     create_markdown_artifact(domain_markdown(result), key=f"issp-report-domain-{result.domain_id}",
                              description=f"ISSP {result.domain_name}: {result.model}")
+    line = progress.domain_line(summary_row(result))
+    get_run_logger().info(line)
+    progress.end(line)
     return {"domain_id": result.domain_id, "domain": result.domain_name,
             "accuracy": result.metrics.get("accuracy"), "files": [str(p) for p in paths]}
 
 
 @task(name="report_run", cache_policy=NO_CACHE, persist_result=False)
-def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int, str]) -> Path:
+def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int, str]) -> dict:
     """``summary.json``/``.md`` over the domains run, and the report (leaderboard, plots, HTML)
-    over every run under ``output_dir``; summary and leaderboard posted as table artifacts."""
+    over every run under ``output_dir``; summary and leaderboard posted as table artifacts.
+    Their paths, and the summary's rows (for the CLI's table)."""
     summary = write_run_summary(config.output_dir, config.run_name, results, failed)
     create_table_artifact(summary.rows, key="issp-summary", description=f"ISSP summary: {config.run_name}")
     board = write_report(config.output_dir)
@@ -47,4 +51,4 @@ def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int,
                                                config.mode)
         create_markdown_artifact(markdown.read_text(encoding="utf-8"), key="issp-circular-summary",
                                  description=f"ISSP circular evaluation: {config.run_name}")
-    return summary.path
+    return {"summary": str(summary.path), "report": str(board.html), "rows": summary.rows}

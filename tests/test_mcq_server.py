@@ -11,6 +11,7 @@ import os
 import pytest
 
 from cli import main
+from cli.inprocess import QUIET
 from fixtures.reference import reference
 
 pytestmark = pytest.mark.slow
@@ -23,8 +24,8 @@ def test_mcq_cp_and_mcp_against_the_vllm_server(api_url, tiny_server, tmp_path, 
     from socbench.mcq import load_mcq
     from socbench.mcq.prompts import cp_context, mcp_prompt
 
-    for key in ("PREFECT_LOGGING_LEVEL", "VLLM_LOGGING_LEVEL"):  # main() sets defaults; undo them after
-        monkeypatch.setenv(key, os.environ.get(key, "WARNING"))
+    for key, default in QUIET.items():  # main() sets defaults; undo them after
+        monkeypatch.setenv(key, os.environ.get(key, default))
     out = tmp_path / "out"
     assert main(["mcq", "--api_type", "config", "--api_base", tiny_server.url, "--model", tiny_server.name,
                  "--method", "cp,mcp", "--k_shot", "0", "--tolerance", "--limit", "3",

@@ -4,10 +4,11 @@
   the in-process vLLM engine on the same prompts (issue 12, seen 4: the API sent a JSON schema,
   the in-process engine a regex, and answers differed; structured was off over the API).
 - On the tiny model: the server killed mid-run leaves engine errors (not parse failures) and an
-  incomplete run with no score (seen 2); restarted, the same command sends exactly the missing
-  requests (counted in the server's access log) and ends with the files of an uninterrupted
-  run. A run that made no progress (a misconfigured server refusing every prompt) followed by a
-  healthy rerun answers every item (seen 1).
+  incomplete run with no score, exit code 1 with one line naming the domain, the count and the
+  first reason, and the domain and the run Failed in Prefect (seen 2); restarted, the same
+  command sends exactly the missing requests (counted in the server's access log), exits 0 and
+  ends with the files of an uninterrupted run. A run that made no progress (a misconfigured
+  server refusing every prompt) followed by a healthy rerun answers every item (seen 1).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -54,6 +57,16 @@ def socbench(args: list[str], env: dict, timeout: float = 600) -> subprocess.Com
 
 def read(out: Path, model: str, kind: str = "detailed") -> dict:
     return json.loads((out / model / f"Citizenship_{kind}.json").read_text())
+
+
+def last_run_states(env: dict) -> tuple[str, dict[str, str]]:
+    """The state of the newest ``issp`` run in Prefect's database, and of its domain runs."""
+    with sqlite3.connect(Path(env["PREFECT_HOME"]) / "prefect.db") as db:
+        rows = db.execute("SELECT name, state_type, parent_task_run_id, start_time FROM flow_run "
+                          "ORDER BY start_time").fetchall()
+    parents = [r for r in rows if r[2] is None]
+    children = {name: state for name, state, parent, start in rows if parent and start >= parents[-1][3]}
+    return parents[-1][1], children
 
 
 def by_item(detailed: dict, key: str) -> dict[str, object]:
@@ -137,7 +150,10 @@ def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_s
     tiny_server.kill()  # SIGKILL to the server and its engine core: in-flight requests die with it
     assert not tiny_server.group_alive()
     output, _ = proc.communicate(timeout=300)
-    assert proc.returncode in (0, 1), output[-3000:]  # the run ends (exit 1 once incomplete runs fail)
+    assert proc.returncode == 1, output[-3000:]
+    [line] = [line for line in output.splitlines() if line.startswith("socbench: error:")]
+    assert re.match(r"socbench: error: domain 1: \d+ engine errors, first: (.*connection error|HTTP 5)", line)
+    assert last_run_states(run_env) == ("FAILED", {"issp-domain-1": "FAILED"})
 
     detailed, metrics = read(killed, "tiny"), read(killed, "tiny", "metrics")
     n, kept = len(detailed["details"]), cached_rows(killed)
@@ -155,6 +171,7 @@ def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_s
     rerun = socbench(args, run_env)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert tiny_server.requests() - before == n - kept + PROBE  # exactly the missing requests
+    assert last_run_states(run_env) == ("COMPLETED", {"issp-domain-1": "COMPLETED"})
     resumed = read(killed, "tiny", "metrics")
     assert resumed["complete"] is True and resumed["engine_errors"] == 0 and resumed["total_count"] == n
 
@@ -176,7 +193,7 @@ def test_zero_progress_run_then_a_healthy_rerun_answers_every_item(tiny_model, r
         server.start()
         args = issp_args(server.url, "tiny", demo_data, tmp_path / "out", 3)
         run = socbench(args, run_env)
-        assert run.returncode in (0, 1), run.stderr[-3000:]
+        assert run.returncode == 1, run.stderr[-3000:]
         failed = read(tmp_path / "out", "tiny", "metrics")
         assert failed["engine_errors"] == failed["total_count"] > 0 and cached_rows(tmp_path / "out") == 0
         server.stop()

@@ -8,6 +8,10 @@
   CP-LN, CP-LN-char, MCP, MCP-Tolerance; empty where a method was not run);
 - ``<dataset>_accuracy.png``: the same table as grouped bars with the chance level.
 
+MCP's option requests can fail (an engine error) without stopping the run; a run with any is
+*incomplete*: ``complete`` is false with an ``incomplete_reason``, MCP and MCP-Tolerance are
+left out of the accuracies (``incomplete`` in the table) and no circular files are written.
+
 With ``--circular`` (``socbench.mcq.circular``), per k ``<dataset>_mcp_k<k>_circular.jsonl``
 and ``_circular_metrics.json``, one ``<dataset>_circular_summary.md``/``.csv``, and the
 metrics in the results under ``circular`` (its notes also under the table).
@@ -52,6 +56,7 @@ DEFINITIONS = {
     "MCP": f"log P('{MCP_ANSWER_PREFIX}<letter>' | question, lettered options, 'Answer:')",
     "MCP-Tolerance": "log(P(' <letter>') + P(' <index digit>')): naming the option's digit also counts",
 }
+ENGINE_METHODS = ("mcp", "mcp_tolerance")  # scored from option requests: the ones an engine error leaves out
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,27 @@ def table_notes(payload: Mapping[str, Any]) -> list[str]:
             f"Shots from: {shots} (seed {payload['seed']}).",
             "CP-LN divides by the option's token count, CP-LN-char by its character count "
             "(lm-evaluation-harness acc_norm); CP-RAW is lm-evaluation-harness acc.",
-            *(payload.get("circular") or {}).get("notes", [])]
+            *(payload.get("circular") or {}).get("notes", []),
+            *([f"**Incomplete run: not a result.** MCP and MCP-Tolerance are left out: "
+               f"{payload['incomplete_reason']}. Run the same command again: it sends exactly the requests "
+               "that have no answer."] if payload.get("complete") is False else [])]
+
+
+def incomplete_reason(answers: McqAnswers) -> str | None:
+    """``"K engine errors, first: <reason>"`` over MCP's option requests, or None when all were answered."""
+    errors = [r.error for r in answers.options.values() if r.error is not None]
+    if not errors:
+        return None
+    return f"{len(errors)} engine error{'s' * (len(errors) != 1)}, first: {errors[0]}"
+
+
+def reported_accuracies(predictions: Sequence[Prediction],
+                        incomplete: str | None) -> dict[int, dict[str, float]]:
+    """``accuracies``, less MCP's columns when requests failed: a wrong number is worse than none."""
+    table = accuracies(predictions)
+    if incomplete is None:
+        return table
+    return {k: {m: v for m, v in row.items() if m not in ENGINE_METHODS} for k, row in table.items()}
 
 
 def _cell(value: Any) -> str:
@@ -120,7 +145,8 @@ def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictio
                     circular_report: CircularReport | None = None) -> dict[str, Any]:
     """``<dataset>_results.json``: accuracies per k and method, settings, definitions, timings
     (and what the circular part wrote)."""
-    table = accuracies(predictions)
+    incomplete = incomplete_reason(answers)
+    table = reported_accuracies(predictions, incomplete)
     return {
         "dataset": data.dataset, "model": model, "engine": answers.identity, "backend": answers.backend,
         "timestamp": now_timestamp(),
@@ -131,6 +157,7 @@ def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictio
         "chance_accuracy": chance_accuracy([len(item.choices) for item in data.items]),
         "mcp_probability_mass": {str(k): v for k, v in mean_mass(predictions).items()},
         "mcp_engine_errors": sum(r.error is not None for r in answers.options.values()),
+        "complete": incomplete is None, "incomplete_reason": incomplete,
         "definitions": DEFINITIONS,
         "timing": {"engine_s": answers.seconds, "wall_s": wall_s, "engine_cache": answers.cache,
                    "loglikelihood_requests": len(answers.loglikelihoods),
@@ -177,19 +204,22 @@ def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqDat
     """Write the five files of one run (with circular evaluation its circular files first); their paths."""
     folder = mcq_dir(output_dir, model)
     predictions = scores.predictions
+    incomplete = incomplete_reason(answers)
     circular = (write_mcq_circular(folder, model, plan, plan.circular_settings, scores)
-                if plan.circular_settings is not None else None)
+                if plan.circular_settings is not None and incomplete is None else None)
     payload = results_payload(data, plan, answers, predictions, model, wall_s, circular)
     split = {item.id: item.split for item in data.items}
     pred_path = folder / f"{data.dataset}_predictions.jsonl"
     with atomic_open(pred_path) as handle:
         for pred in predictions:
             handle.write(json.dumps(prediction_record(pred, split[pred.item_id]), allow_nan=False) + "\n")
-    rows = table_rows(accuracies(predictions), plan.k_shots)
+    rows = table_rows(reported_accuracies(predictions, incomplete), plan.k_shots)
     title = f"{data.dataset} ({data.eval_split}, {len(data.items)} items): {model}"
+    left_out = {COLUMNS[p.method] for p in predictions if p.method in ENGINE_METHODS} if incomplete else set()
     md_path = folder / f"{data.dataset}_table.md"
     with atomic_open(md_path) as handle:
-        handle.write(table_markdown(rows, title, table_notes(payload)))
+        marked = [{h: "incomplete" if h in left_out else v for h, v in row.items()} for row in rows]
+        handle.write(table_markdown(marked, title, table_notes(payload)))
     csv_path = folder / f"{data.dataset}_table.csv"
     with atomic_open(csv_path) as handle:
         _table_frame(rows).to_csv(handle, index=False, float_format="%.6f")

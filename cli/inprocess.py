@@ -1,0 +1,77 @@
+"""Running a flow in this process for the CLI: quiet libraries, socbench's own Prefect API, and
+the run's progress on stderr (stdout keeps socbench's own output only, so it can be piped).
+
+On a terminal each domain (or dataset) shows a bar while its requests are answered, then one
+line saying what came of it; elsewhere (a log file, a pipe) just the lines.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+# Defaults a user's environment may override; set before Prefect or vLLM is imported.
+QUIET = {
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",  # offline: "Failed to send telemetry" (ERROR)
+    "DO_NOT_TRACK": "1",  # Prefect's client-side usage data (and its notice on a terminal)
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "VLLM_LOGGING_LEVEL": "WARNING",
+    "VLLM_LOGGING_STREAM": "ext://sys.stderr",  # vLLM logs to stdout by default
+}
+
+
+class ConsoleProgress:
+    """``socbench.progress``'s listener for a console: a tqdm bar on a terminal, and one line per
+    domain with its wall time."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.label, self.started, self.bar = "", time.monotonic(), None
+
+    def begin(self, label: str) -> None:
+        self._close_bar()
+        self.label, self.started = label, time.monotonic()
+
+    def requests(self, total: int) -> None:
+        self._close_bar()
+        if self.tty:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=self.label, unit="req", leave=False, file=self.stream)
+
+    def advance(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def end(self, line: str) -> None:
+        self._close_bar()
+        print(f"{line}, {time.monotonic() - self.started:.1f} s", file=self.stream, flush=True)
+
+    def _close_bar(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def quiet_libraries() -> None:
+    """``QUIET`` where the environment does not say otherwise; before anything imports vLLM or Prefect."""
+    for key, value in QUIET.items():
+        os.environ.setdefault(key, value)
+
+
+def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = None) -> dict:
+    """``flows.<name>.<name>_inprocess(config)`` on socbench's own Prefect API, progress shown;
+    ``meanwhile`` runs while that API starts."""
+    quiet_libraries()
+    from cli.prefect_api import prefect_api
+    from socbench.progress import listening
+
+    run = getattr(importlib.import_module(f"flows.{name}"), f"{name}_inprocess")
+    with prefect_api(meanwhile), listening(ConsoleProgress()):
+        return run(config)

@@ -1,0 +1,42 @@
+"""Which processes are alive, read from ``/proc`` (Linux): for "nothing left running" checks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _stat_fields(pid: str) -> list[str]:
+    """``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, session, ..."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _pids() -> list[str]:
+    return [p for p in os.listdir("/proc") if p.isdigit()]
+
+
+def session_members(sid: int) -> list[int]:
+    """Live processes (zombies excluded) of session ``sid``."""
+    found = []
+    for pid in _pids():
+        try:
+            fields = _stat_fields(pid)
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(pid))
+    return found
+
+
+def processes_with_env(key: str, value: str) -> list[int]:
+    """Live processes whose environment has ``key=value`` (a value unique to one test run)."""
+    needle = f"{key}={value}".encode()
+    found = []
+    for pid in _pids():
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            if needle in env and _stat_fields(pid)[0] != "Z":
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found

@@ -1,0 +1,63 @@
+"""What ``socbench issp`` says, run as a user would (in-process vLLM, no Prefect server given).
+
+Issue 12, seen 6: the CLI printed only ``summary: <path>``, plus a Prefect telemetry ERROR line
+on an offline machine and vLLM's WARNING lines on stdout. Now stderr has one line per domain
+(accuracy [CI], strongest baseline and margin, parse failures, engine errors, seconds; a bar
+as well on a terminal), and stdout holds socbench's own output only — the table and the paths
+of the summary and the HTML report — so it can be piped. Nothing is left running afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from support.processes import processes_with_env
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+LINE = re.compile(r"^domain (\d+) (\w+): (\d+) items, accuracy (\d\.\d{3}) \[\d\.\d{3}, \d\.\d{3}\], "
+                  r"best baseline \w+ \d\.\d{3} \([+-]\d\.\d{3}\), "
+                  r"0 parse failures, 0 engine errors, \d+\.\d s$")
+OFFLINE_DEFAULTS = ("PREFECT_SERVER_ANALYTICS_ENABLED", "DO_NOT_TRACK")
+
+
+def test_per_domain_lines_on_stderr_and_only_the_table_and_paths_on_stdout(tiny_model, demo_data, tmp_path):
+    home, out = tmp_path / "prefect", tmp_path / "out"
+    # as on a user's offline machine: no API URL, analytics not switched off by the environment
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PREFECT_API_") and k not in OFFLINE_DEFAULTS}
+    env.update(PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
+               PREFECT_RESULTS_LOCAL_STORAGE_PATH=str(home / "results"))
+    run = subprocess.run([sys.executable, "-m", "cli", "issp", "--model", str(tiny_model), "--engine",
+                          '{"dtype": "float32"}', "--data_dir", str(demo_data), "--domain_id", "all",
+                          "--start_domain_id", "10", "--interview_count", "5", "--output_dir", str(out)],
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    lines = [LINE.match(line) for line in run.stderr.splitlines() if line.startswith("domain ")]
+    assert all(lines), run.stderr[-3000:]
+    assert [(m[1], m[2]) for m in lines] == [("10", "SocialNetworks"), ("11", "WorkOrientations")]
+    assert "telemetry" not in run.stderr.lower() and " ERROR " not in run.stderr
+    assert "Traceback" not in run.stderr
+
+    summary_path = next(out.glob("*/summary.json"))
+    rows = json.loads(summary_path.read_text())["domains"]
+    stdout = run.stdout.splitlines()
+    head, rule, *table, summary, report = stdout  # nothing else: no vLLM, no Prefect
+    assert head == "| domain | accuracy [95% CI] | best baseline | margin | parse failures | engine errors |"
+    assert rule == "|---|---|---|---|---|---|" and len(table) == len(rows) == 2
+    for line, row, match in zip(table, rows, lines):
+        assert line.startswith(f"| {row['domain_id']} {row['domain']} | {row['accuracy']:.3f} [")
+        assert line.endswith(f"| {row['best_baseline']} {row['best_baseline_accuracy']:.3f} | "
+                             f"{row['margin_over_best_baseline']:+.3f} | 0 | 0 |")
+        assert match[3] == str(row["scoreable_items"]) and match[4] == f"{row['accuracy']:.3f}"
+    assert summary == f"summary: {summary_path}"
+    html = out / "report" / "report.html"
+    assert report == f"report: {html}" and html.is_file()
+    assert processes_with_env("PREFECT_HOME", str(home)) == []  # socbench's Prefect API stopped with it
