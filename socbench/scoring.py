@@ -135,7 +135,8 @@ def summarize_domain(
 
     ``metrics`` also holds ``margin_over_best_baseline`` (accuracy minus the strongest
     baseline), so a headline number is never read without its floor. ``min_respondents``
-    is the smallest group the distribution metrics score; ``seed`` seeds the bootstrap;
+    is the smallest group the distribution and ranking metrics score, and the fewest
+    respondents an accuracy CI is given for; ``seed`` seeds the bootstrap;
     ``weights`` (person id -> design weight) add weighted baselines and distribution scores.
     ``engine_errors`` are the reasons of every failed request of the domain (default: those
     of ``scored``); with any, the result is incomplete and carries counts and baselines only.
@@ -167,8 +168,7 @@ def summarize_domain(
         **counts,
         breakdowns=persona_breakdowns(scored),
         distribution=distribution_scores(scored, min_respondents, weights),
-        accuracy_ci=cluster_bootstrap_ci([item.correct for item in scored],
-                                         [item.person_id for item in scored], seed=seed),
+        accuracy_ci=accuracy_ci(scored, min_respondents, seed),
         alignment=alignment, questions=questions,
     )
 
@@ -222,6 +222,16 @@ def circular_extras(metrics: Mapping[str, float], settings: CircularSettings) ->
     extra.update({f"{prefix}_sampled_{name}": metrics[f"{name}_sampled"] for name in ("acc", "perf", "vote")
                   if f"{name}_sampled" in metrics})
     return extra
+
+
+def accuracy_ci(scored: Sequence[ScoredItem], min_respondents: int,
+                seed: int = 0) -> tuple[float, float] | None:
+    """The respondent-bootstrap CI of accuracy, or None below ``min_respondents`` respondents
+    (an interval from two people would be printed as if it meant something)."""
+    if len({item.person_id for item in scored}) < min_respondents:
+        return None
+    people = [item.person_id for item in scored]
+    return cluster_bootstrap_ci([item.correct for item in scored], people, seed=seed)
 
 
 def country_breakdown(scored: Sequence[ScoredItem],

@@ -19,6 +19,8 @@ import pytest
 from socbench.circular import issp_variants
 from socbench.extract import extract_all
 from socbench.prompts import PromptSettings, build_prompts
+from socbench.report.files import write_scored_domain
+from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import CircularSettings, DomainData, EngineResult, Item, Question, Respondent
 from support.fake_openai import FakeOpenAIServer
@@ -102,6 +104,33 @@ def test_all_possible_sampled_relabelled_keeps_rotations_and_labels_the_sample()
     assert metrics["circular_relabel_perf"] != metrics["circular_relabel_perf"]  # no question has all 720
     assert metrics["circular_relabel_sampled_perf"] == 0.0 and "circular_relabel_sampled_acc" in metrics
     assert scored.circular_scores.metrics["perf_circular"] == 0.0  # the rotations are all there
+
+
+def test_report_shows_both_label_modes_and_marks_sampled_orders(tmp_path: Path) -> None:
+    for labels in ("order_only", "relabel"):
+        _, scored = run(labels, always("1"), ITEMS)
+        write_scored_domain(tmp_path, scored, CircularSettings("circular", seed=1, labels=labels))
+    page = write_report(tmp_path).html.read_text()
+    section = page.split("id='circular'", 1)[1].split("<h2", 1)[0]
+    rows = [row.split("</td><td")[:8] for row in section.split("<tr>")[2:]]
+    cells = [[c.rsplit(">", 1)[-1] for c in row] for row in rows]
+    # domain, run, options shown, orders, questions, acc original order, acc over variants, perf
+    assert cells == [["Citizenship", "m", "order-only (codes kept)", "rotations (n orders)", "4", "0.500",
+                      "0.500", "0.500"],
+                     ["Citizenship", "m", "relabelled 1..n", "rotations (n orders)", "4", "0.500", "0.286",
+                      "0.000"]]
+    six = Question("V7", "Six options", {str(c): f"option {c}" for c in range(1, 7)})
+    item = Item(0, "V7", "JP", tuple(six.options.items()), "2", False)
+    settings = CircularSettings("all_possible", max_variants=8, seed=2)
+    prompts = build_prompts([item], {0: Respondent(0, "Japan", "JP", {}, {})}, {"V7": six}, PromptSettings(),
+                            settings)
+    data = DomainData(2, "Environment", (six,), (Respondent(0, "Japan", "JP", {}, {}),), {}, "synthetic")
+    scored = score_domain(data, [item], extract_all(prompts, always("2")(prompts), [item], settings),
+                          model="m", circular_settings=settings)
+    write_scored_domain(tmp_path, scored, settings)
+    payload = json.loads((tmp_path / "m" / "Environment_circular_metrics.json").read_text())
+    assert payload["sampled_questions"] == 1 and "not all n! orders" in payload["sampled"]
+    assert "sampled orders (sampled: not all orders)" in write_report(tmp_path).html.read_text()
 
 
 def test_cli_relabel_writes_labelled_files(tmp_path: Path, demo_data: Path) -> None:

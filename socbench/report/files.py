@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.metrics.baselines import best_baseline
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.metrics.distribution import headline_level
 from socbench.report.circular import write_domain_circular
 from socbench.report.labels import baseline_label, domain_label, signed
@@ -158,7 +159,8 @@ def alignment_headline(alignment: Mapping[str, Mapping[str, float]]) -> dict[str
 
 def _extra_rows(result: DomainResult) -> list[tuple[str, str]]:
     ci = result.accuracy_ci
-    rows = [("accuracy 95% CI (respondent bootstrap)", f"[{_fmt(ci[0])}, {_fmt(ci[1])}]")] if ci else []
+    rows = [("accuracy 95% CI (respondent bootstrap)",
+             f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else f"n/a (fewer than {MIN_CI} respondents)")]
     head = distribution_headline(result)
     level = head["distribution_level"]
     if level:
@@ -316,8 +318,9 @@ def _count_cells(row: Mapping[str, Any]) -> list[str]:
 
 def _metric_cells(row: Mapping[str, Any]) -> list[str]:
     """accuracy, its CI (rows only), baseline and margin, the F1s, distribution and alignment scores."""
-    ci = (f"[{_fmt(row['accuracy_ci_low'])}, {_fmt(row['accuracy_ci_high'])}]"
-          if "accuracy_ci_low" in row else "")
+    ci = ("" if "accuracy_ci_low" not in row else f"n/a (n < {MIN_CI})" if row["accuracy_ci_low"] is None
+          or row["accuracy_ci_low"] != row["accuracy_ci_low"] else
+          f"[{_fmt(row['accuracy_ci_low'])}, {_fmt(row['accuracy_ci_high'])}]")
     accuracy = "incomplete" if row.get("complete") is False else _fmt(row["accuracy"])
     return [accuracy, ci, baseline_label(row.get("best_baseline")) if "best_baseline" in row else "",
             _fmt(row["best_baseline_accuracy"]), signed(row["margin_over_best_baseline"], 4),
