@@ -9,9 +9,21 @@ export VLLM_CPU_KVCACHE_SPACE ?= 1
 export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
 export TORCH_COMPILE_DISABLE ?= 1
 
-.PHONY: setup lint test demo bench clean
+.PHONY: setup browser lint test demo ui bench clean
 
-setup: $(STAMP)
+setup: $(STAMP) browser
+
+# The report's tests render report.html in Debian's chromium (headless); CI runs as root on a fresh
+# machine, so install it there; elsewhere say how (those tests are skipped without it).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "setup: installing Debian's chromium (the headless browser the report tests use)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "setup: chromium not found and not root: run 'sudo apt-get install -y chromium'" \
+	         "(the browser tests of the report and the Prefect UI are skipped without it)" >&2; \
+	  fi; }
 
 # The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision
 # (see docs/stack-notes in README): pip finds torch==2.13.0+cpu via the machine's pip config.
@@ -31,6 +43,10 @@ test: setup
 
 demo: setup
 	$(PY) deployments/local_demo.py
+
+# After `make demo`: serve its Prefect state (.prefect-demo/) on 127.0.0.1 until Ctrl-C; prints the URL.
+ui: setup
+	$(PY) deployments/ui.py
 
 bench: setup
 	$(PY) bench/run_all.py

@@ -37,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
     if args.domain_id is not None:
         raise ConfigError("--domain_id applies only with --compare A B")
     from socbench.report.html import write_report
-    from socbench.report.leaderboard import OVERALL_HEAD, markdown_table, overall_cells
+    from socbench.report.tables import OVERALL_HEAD, markdown_table, overall_cells
 
     paths = write_report(args.output_dir, args.out, n_resamples=args.resamples, seed=args.seed)
-    rows = [overall_cells(i, r) for i, r in enumerate(paths.leaderboard.overall, 1)]
+    rows = [overall_cells(r) for r in paths.leaderboard.overall]
     print("\n".join(markdown_table(OVERALL_HEAD, rows)))
     for note in paths.notes:
         print(f"note: {note}")
@@ -51,14 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
 def compare(args: argparse.Namespace) -> int:
     from socbench.domains import get_domain
-    from socbench.report.leaderboard import (
-        COMPARE_HEAD,
-        compare_cells,
-        compare_runs,
-        find_run,
-        load_runs,
-        markdown_table,
-    )
+    from socbench.report.leaderboard import compare_runs, find_run, load_runs
+    from socbench.report.tables import COMPARE_HEAD, compare_cells, markdown_table
 
     runs = load_runs(Path(args.output_dir))
     a, b = (find_run(runs, name) for name in args.compare)

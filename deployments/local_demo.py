@@ -28,19 +28,19 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def demo_env(port: int) -> dict[str, str]:
+def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
     """Project-local Prefect state, the engine's CPU settings, and the project dir for pull steps."""
     env = dict(os.environ)
     env.update({
-        "PREFECT_HOME": str(STATE / "home"),
-        "PREFECT_MEMO_STORE_PATH": str(STATE / "home" / "memo_store.toml"),
-        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(STATE / "home" / "results"),
+        "PREFECT_HOME": str(state / "home"),
+        "PREFECT_MEMO_STORE_PATH": str(state / "home" / "memo_store.toml"),
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(state / "home" / "results"),
         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_WORKER_QUERY_SECONDS": "2",
         "PREFECT_LOGGING_EXTRA_LOGGERS": "socbench",
         "SOCBENCH_PROJECT_DIR": str(ROOT),
-        "TMPDIR": str(STATE / "tmp"),
+        "TMPDIR": str(state / "tmp"),
         "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
     })
     env.setdefault("SOCBENCH_HOME", str(ROOT / ".socbench"))
@@ -50,7 +50,7 @@ def demo_env(port: int) -> dict[str, str]:
     return env
 
 
-def wait_healthy(url: str, timeout_s: float = 120.0) -> None:
+def wait_healthy(url: str, timeout_s: float = 120.0, log: Path = STATE / "server.log") -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -60,7 +60,7 @@ def wait_healthy(url: str, timeout_s: float = 120.0) -> None:
         except OSError:
             time.sleep(0.5)
     raise SystemExit(f"demo: Prefect server at {url} not healthy after {timeout_s:.0f} s "
-                     f"(log: {STATE / 'server.log'})")
+                     f"(log: {log})")
 
 
 def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -108,6 +108,7 @@ def main() -> int:
     print(f"demo: finished in {time.monotonic() - started:.0f} s; flow run exit code {run.returncode}")
     print(f"demo: results in {summary.parent}")
     print(f"demo: report (leaderboard, plots, HTML) in {ROOT / 'results' / 'report' / 'report.html'}")
+    print("demo: `make ui` serves this run, its artifacts and the Retry button in the Prefect UI")
     return run.returncode
 
 

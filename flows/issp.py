@@ -40,7 +40,7 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
         items = country_special_options(data)
         prompts = build_prompts(data, items, config)
         results = vllm_generate(prompts, config, domain_id)
-        extractions = extract(prompts, results, items)
+        extractions = extract(prompts, results, items, config)
         scored = score(data, items, extractions, config)
         report(scored, config)
         return finished(scored.result)

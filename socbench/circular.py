@@ -4,9 +4,10 @@ options reordered; an item counts as truly solved only if every order is answere
 A right answer may be luck or a preference for a position. ``expand_item`` turns one item
 (id, labelled options, gold label) into variants (``types.Variant``): ``circular`` gives
 the n rotations of its options, ``all_possible`` all n! orders (refused for n > 5 unless
-``max_variants`` caps it with a seeded sample, identity kept). Every item keeps its own
-labels and count; nothing assumes A-D. ``issp_variants`` expands an ISSP item as that
-respondent sees it; ``mcq.circular`` expands an MCQ item.
+``max_variants`` caps it with a seeded sample: the n rotations plus ``max_variants - n``
+other orders, so the rotation metrics survive sampling; its metrics are the ``sampled``
+family). Every item keeps its own labels and count; nothing assumes A-D. ``issp_variants``
+expands an ISSP item as that respondent sees it; ``mcq.circular`` expands an MCQ item.
 
 Conventions (one place, used by prompts, scoring, metrics and reports):
 
@@ -16,11 +17,15 @@ Conventions (one place, used by prompts, scoring, metrics and reports):
   permutation (the slot each original option moves to); the set of rotations, the
   identity and hence every metric are the same.
 * ``keep_labels=False`` (ARC, OpenCompass): positions keep their labels (A, B, C, ...) and
-  the texts move, so the gold label is remapped. ``keep_labels=True`` (ISSP): each code
-  stays attached to its text and only the order of lines changes.
-* a variant's id is ``"<qid>--<pattern>"``; its ``request_id`` is the plain ``qid`` for the
-  identity variant, so that request is byte-identical to the non-circular one (same cache
-  entry, same normal score).
+  the texts move, so the gold label is remapped. ``keep_labels=True`` (ISSP's default,
+  ``--circular_labels order_only``): each code stays attached to its text and only the order
+  of lines changes. That measures *order* bias alone: a model that always answers "1" names
+  the same option in every order and looks perfectly consistent. ``--circular_labels
+  relabel`` (ISSP) numbers the options 1..n by position in each order and maps the answer
+  back, OpenCompass's relabelling: *label and order* bias, and "always 1" scores perf 0.
+* a variant's id is ``"<qid>--<pattern>"``; its ``request_id`` is the plain ``qid`` when its
+  prompt is the normal one (identity order, own labels), so that request is byte-identical
+  to the non-circular one (same cache entry, same normal score).
 """
 
 from __future__ import annotations
@@ -42,18 +47,20 @@ _ENUMERATE_LIMIT = 40_320  # up to 8! orders are listed and sampled; beyond, dra
 def run_circular_settings(config: Any) -> CircularSettings | None:
     """The circular settings of a run configuration, or None when circular evaluation is off.
 
-    ``max_variants`` and ``shuffle_options`` are read if the configuration has them.
+    ``max_variants``, ``shuffle_options`` and ``circular_labels`` are read if the configuration
+    has them.
     """
     if getattr(config, "circular", None) is None:
         return None
     return CircularSettings(config.circular, getattr(config, "max_variants", None), config.seed,
-                            bool(getattr(config, "shuffle_options", False)))
+                            bool(getattr(config, "shuffle_options", False)),
+                            getattr(config, "circular_labels", "order_only"))
 
 
 # ------------------------------------------------------------------------ patterns
 
 
-def rotations(labels: Sequence[str]) -> list[Pattern]:
+def rotations(labels: Sequence[Any]) -> list[tuple[Any, ...]]:
     """The n rotations, identity first (OpenCompass's ``get_circular_patterns``)."""
     doubled = tuple(labels) * 2
     return [doubled[i:i + len(labels)] for i in range(len(labels))]
@@ -65,34 +72,38 @@ def all_orders(labels: Sequence[str]) -> list[Pattern]:
 
 
 def sampled_orders(labels: Sequence[str], count: int, seed: int, qid: str) -> list[Pattern]:
-    """The identity plus ``count - 1`` other orders drawn with a seed derived from (seed, qid)."""
+    """The n rotations (identity first) plus ``count - n`` other orders drawn with a seed
+    derived from (seed, qid); ``count`` below n gives the rotations alone."""
     n = len(labels)
-    identity = tuple(range(n))
+    turns = rotations(range(n))
     rng = random.Random(order_seed(seed, "circular-sample", qid))
+    wanted = max(0, count - n)
     if math.factorial(n) <= _ENUMERATE_LIMIT:
-        others = [p for p in itertools.permutations(range(n)) if p != identity]
-        picks = rng.sample(others, count - 1)
+        others = [p for p in itertools.permutations(range(n)) if p not in set(turns)]
+        picks = rng.sample(others, min(wanted, len(others)))
     else:
-        seen, picks = {identity}, []
-        while len(picks) < count - 1:
+        seen, picks = set(turns), []
+        while len(picks) < wanted:
             order = tuple(rng.sample(range(n), n))
             if order not in seen:
                 seen.add(order)
                 picks.append(order)
-    return [tuple(labels)] + [tuple(labels[i] for i in p) for p in sorted(picks)]
+    return [tuple(labels[i] for i in p) for p in turns + sorted(picks)]
 
 
 def variant_patterns(labels: Sequence[str], settings: CircularSettings,
                      qid: str = "") -> tuple[list[Pattern], bool]:
-    """The patterns of one item and whether they are a seeded sample."""
+    """The patterns of one item and whether they are a seeded sample (never smaller than the
+    item's n rotations)."""
     if settings.mode == "circular":
         return rotations(labels), False
     n, total = len(labels), math.factorial(len(labels))
-    if settings.max_variants is not None and settings.max_variants < total:
+    if settings.max_variants is not None and max(settings.max_variants, n) < total:
         return sampled_orders(labels, settings.max_variants, settings.seed, qid), True
     if n > MAX_ALL_POSSIBLE_OPTIONS and settings.max_variants is None:
         raise ConfigError(f"--circular all_possible: item {qid} has {n} options ({total} orders); "
-                          "pass --max_variants N to ask a seeded sample of N orders, "
+                          "pass --max_variants N to ask its rotations and a seeded sample of other orders "
+                          "(N in all), "
                           "or use --circular circular")
     return all_orders(labels), False
 
@@ -101,9 +112,10 @@ def variant_patterns(labels: Sequence[str], settings: CircularSettings,
 
 
 def expand_item(qid: str, options: Sequence[tuple[str, str]], gold: str, settings: CircularSettings, *,
-                keep_labels: bool = False) -> list[Variant]:
+                keep_labels: bool = False, positions: Sequence[str] | None = None) -> list[Variant]:
     """All variants of one item (``options`` as (label, text) in original order, ``gold`` a
-    label), the gold label remapped with the options."""
+    label), the gold label remapped with the options. Without ``keep_labels`` the positions
+    show ``positions`` (default: the original labels in their order)."""
     labels = tuple(label for label, _ in options)
     if len(set(labels)) != len(labels) or not labels:
         raise DataError(f"item {qid}: option labels {list(labels)} are empty or repeated")
@@ -113,7 +125,7 @@ def expand_item(qid: str, options: Sequence[tuple[str, str]], gold: str, setting
     patterns, sampled = variant_patterns(labels, settings, qid)
     variants = []
     for pattern in patterns:
-        shown = pattern if keep_labels else labels
+        shown = pattern if keep_labels else tuple(positions or labels)
         variants.append(Variant(qid=qid, pattern=pattern, shown=shown, origin=labels,
                                 gold=shown[pattern.index(gold)],
                                 texts=tuple(texts[label] for label in pattern), sampled=sampled))
@@ -124,13 +136,16 @@ def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
     """Variants of one scoreable ISSP item: orders of the options as that respondent sees them.
 
     The origin is the respondent's displayed order (survey order, or the run's seeded
-    shuffle), so the identity variant is exactly the normal prompt. Codes stay attached to
-    their text (``keep_labels``), and the true code is never remapped.
+    shuffle). ``order_only``: codes stay attached to their text (``keep_labels``), the true code
+    is never remapped and the identity variant is exactly the normal prompt. ``relabel``: the
+    positions are numbered 1..n and the gold is the position of the true code.
     """
     if item.true_code is None:
         raise ValueError(f"item {item.item_id} has no true code; only scoreable items have variants")
     order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
                           item.person_id, item.question_id)
     labels = dict(item.options)
+    relabel = settings.labels == "relabel"
     return expand_item(item.item_id, [(code, labels[code]) for code in order], item.true_code, settings,
-                       keep_labels=True)
+                       keep_labels=not relabel,
+                       positions=[str(i) for i in range(1, len(order) + 1)] if relabel else None)

@@ -92,6 +92,9 @@ def max_variants_needs_all_possible(config: Any) -> Any:
     if config.max_variants is not None and config.circular != "all_possible":
         raise ConfigError("--max_variants applies only with --circular all_possible "
                           "(circular asks the n rotations)")
+    if getattr(config, "circular_labels", "order_only") != "order_only" and config.circular is None:
+        raise ConfigError(f"--circular_labels {config.circular_labels} applies only with --circular "
+                          "circular|all_possible")
     return config
 
 
@@ -152,8 +155,13 @@ class RunConfig(EngineRun):
     max_tokens: int = Field(64, description="tokens per generated answer")
     circular: Literal["circular", "all_possible"] | None = Field(
         None, description="re-ask every item with its options rotated (circular) or in all orders")
-    max_variants: int | None = Field(None, description="with --circular all_possible: a seeded sample of N "
-                                                       "orders for items with more than 5 options")
+    max_variants: int | None = Field(None, description="with --circular all_possible: ask N orders per item "
+                                                       "(its n rotations plus a seeded sample of others) "
+                                                       "where it has more")
+    circular_labels: Literal["order_only", "relabel"] = Field(
+        "order_only", description="with --circular: order_only keeps each code with its text (order bias); "
+                                  "relabel numbers options 1..n by position (label and order bias, as "
+                                  "OpenCompass)")
 
     @field_validator("interview_count", mode="before")
     @classmethod

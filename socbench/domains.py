@@ -20,7 +20,8 @@ QA_FOLDER = "q&a"
 
 @dataclass(frozen=True)
 class DomainSpec:
-    """One domain: id, display name, file slug, source study, and how to read its files.
+    """One domain: id, name (names its result files), file slug, source study, how to read its
+    files, and ``title``, the name people read (default: ``name``).
 
     ``country_attribute`` is the attribute key holding the respondent's country; ``"auto"``
     finds the ISSP one by its label (the default) and None means a single-country study.
@@ -37,6 +38,11 @@ class DomainSpec:
     persona_include: tuple[str, ...] = ()
     persona_exclude: tuple[str, ...] = ()
     missing_codes: tuple[str, ...] = ()
+    title: str = ""
+
+    @property
+    def display_name(self) -> str:
+        return self.title or self.name
 
     @property
     def qa_file(self) -> str:
@@ -61,12 +67,16 @@ DOMAINS: tuple[DomainSpec, ...] = (
     DomainSpec(2, "Environment", "environment", "2020 Environment IV (ZA7650)"),
     DomainSpec(3, "Family", "family", "2012 Family and Changing Gender Roles IV (ZA5900)"),
     DomainSpec(4, "Health", "health", "2021 Health and Health Care II (ZA8000)"),
-    DomainSpec(6, "NationalIdentity", "nationalidentity", "2013 National Identity III (ZA5950)"),
+    DomainSpec(6, "NationalIdentity", "nationalidentity", "2013 National Identity III (ZA5950)",
+               title="National Identity"),
     DomainSpec(7, "Religion", "religion", "2018 Religion IV (ZA7570)"),
-    DomainSpec(8, "RoleofGovernment", "roleofgovernment", "Role of Government"),
-    DomainSpec(9, "SocialInequality", "socialinequality", "2019 Social Inequality V (ZA7600)"),
-    DomainSpec(10, "SocialNetworks", "socialnetworks", "2017 Social Networks II (ZA6980)"),
-    DomainSpec(11, "WorkOrientations", "workorientations", "2015 Work Orientations IV (ZA6770)"),
+    DomainSpec(8, "RoleofGovernment", "roleofgovernment", "Role of Government", title="Role of Government"),
+    DomainSpec(9, "SocialInequality", "socialinequality", "2019 Social Inequality V (ZA7600)",
+               title="Social Inequality"),
+    DomainSpec(10, "SocialNetworks", "socialnetworks", "2017 Social Networks II (ZA6980)",
+               title="Social Networks"),
+    DomainSpec(11, "WorkOrientations", "workorientations", "2015 Work Orientations IV (ZA6770)",
+               title="Work Orientations"),
 )
 ISSP_BY_SLUG = {d.slug: d for d in DOMAINS}
 

@@ -27,7 +27,8 @@ from typing import Any
 
 from scipy.special import softmax
 
-from socbench.types import Code, EngineResult, Extraction, Item, PromptRequest
+from socbench.circular import issp_variants
+from socbench.types import CircularSettings, Code, EngineResult, Extraction, Item, PromptRequest
 
 EMPTY = "empty response"
 NO_JSON = "no JSON answer found"
@@ -181,14 +182,19 @@ def extract_all(
     prompts: Sequence[PromptRequest],
     results: Sequence[EngineResult],
     items: Sequence[Item] | None = None,
+    circular: CircularSettings | None = None,
 ) -> dict[str, Extraction]:
     """Extractions keyed by item id; ``results`` is in the same order as ``prompts``.
 
-    Pass ``items`` to accept exact option labels as answers (their options carry labels).
+    Pass ``items`` to accept exact option labels as answers (their options carry labels), and
+    with circular variants their ``circular`` settings: each variant's lines carry the labels
+    it displayed (relabelled variants show 1..n, not the codes).
     """
     if len(prompts) != len(results):
         raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
-    labels = {item.item_id: item.options for item in items or ()}
-    # circular variants are "<item id>--<pattern>": same options, so the same labels
-    return {p.item_id: extract(p, r, labels.get(p.item_id.partition("--")[0]))
+    labels: dict[str, Sequence[tuple[Code, str]]] = {item.item_id: item.options for item in items or ()}
+    if circular is not None:
+        labels.update({v.request_id: v.options for item in items or () if item.excluded_reason is None
+                       for v in issp_variants(item, circular)})
+    return {p.item_id: extract(p, r, labels.get(p.item_id, labels.get(p.item_id.partition("--")[0])))
             for p, r in zip(prompts, results)}

@@ -32,6 +32,7 @@ from socbench.metrics.classification import (
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, distribution_scores
 from socbench.metrics.grouped import breakdown
 from socbench.metrics.persona_groups import persona_breakdowns, respondent_groups
+from socbench.metrics.questions import question_view
 from socbench.metrics.uncertainty import cluster_bootstrap_ci
 from socbench.types import (
     CircularSettings,
@@ -41,10 +42,12 @@ from socbench.types import (
     Item,
     ScoredDomain,
     ScoredItem,
+    Variant,
     VariantResult,
 )
 
 NO_EXTRACTION = "no extraction for this item"
+NO_CODE = "no code extracted"
 
 METRIC_NAMES = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1", "parse_failure_rate",
                 "margin_over_best_baseline")
@@ -67,7 +70,7 @@ def score_item(item: Item, extraction: Extraction | None,
     elif engine_error is not None:
         error = None
     elif extraction.failure is not None or predicted is None:
-        error = extraction.failure or "no code extracted"
+        error = extraction.failure or NO_CODE
     elif predicted not in item.offered_codes:
         error = NOT_OFFERED
     else:
@@ -125,15 +128,20 @@ def summarize_domain(
     seed: int = 0,
     weights: Mapping[int, float] | None = None,
     engine_errors: Sequence[str] | None = None,
+    texts: Mapping[str, str] | None = None,
+    run: str = "",
 ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
     ``metrics`` also holds ``margin_over_best_baseline`` (accuracy minus the strongest
     baseline), so a headline number is never read without its floor. ``min_respondents``
-    is the smallest group the distribution metrics score; ``seed`` seeds the bootstrap;
+    is the smallest group the distribution and ranking metrics score, and the fewest
+    respondents an accuracy CI is given for; ``seed`` seeds the bootstrap;
     ``weights`` (person id -> design weight) add weighted baselines and distribution scores.
     ``engine_errors`` are the reasons of every failed request of the domain (default: those
     of ``scored``); with any, the result is incomplete and carries counts and baselines only.
+    ``texts`` (question id -> wording) label the per-question view; ``run`` names the run's
+    folder when it is not the model's (a control run of the same model).
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
@@ -147,19 +155,21 @@ def summarize_domain(
         parse_failure_reasons=dict(Counter(i.parse_error for i in scored if i.parse_error is not None)),
         engine_errors=len(engine_errors), engine_error_reasons=dict(Counter(engine_errors)),
         baselines=floor, unmapped_countries=dict(unmapped_countries), interview_count=interview_count,
+        run=run,
     )
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
     metrics = domain_metrics(scored)
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
+    alignment, questions = question_view(items, scored, texts, min_respondents, weights, seed)
     return DomainResult(
         metrics=metrics,
         per_country=country_breakdown(scored, unmapped_countries),
         **counts,
         breakdowns=persona_breakdowns(scored),
         distribution=distribution_scores(scored, min_respondents, weights),
-        accuracy_ci=cluster_bootstrap_ci([item.correct for item in scored],
-                                         [item.person_id for item in scored], seed=seed),
+        accuracy_ci=accuracy_ci(scored, min_respondents, seed),
+        alignment=alignment, questions=questions,
     )
 
 
@@ -172,6 +182,7 @@ def score_domain(
     interview_count: int | str = "all",
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
     circular_settings: CircularSettings | None = None,
+    run: str = "",
 ) -> ScoredDomain:
     """The whole ``score`` stage for one domain: scored items, their DomainResult and, with
     ``circular_settings``, every variant's answer and the circular scores.
@@ -181,7 +192,9 @@ def score_domain(
     and more respondents than it means an earlier stage ignored it (a bug, not user input).
     Each scored item carries its respondent's persona groups (``metrics.persona_groups``).
     With circular evaluation ``extractions`` also holds every variant's (by request id); the
-    identity variant is the normal result and ``circular_acc/perf/vote`` join ``metrics``.
+    normal prompt's answer is the normal result and ``circular_acc/perf/vote`` join ``metrics``
+    (``circular_relabel_*`` with relabelled options; ``*_sampled_*`` over sampled orders).
+    ``model`` is the model asked; ``run`` the run's folder name when it differs (a control run).
     """
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
@@ -191,15 +204,34 @@ def score_domain(
     failed = [e.engine_error for e in extractions.values() if e.engine_error is not None]  # variants too
     result = summarize_domain(data.domain_id, data.domain_name, model, items, scored, data.unmapped_countries,
                               interviewed, min_respondents=min_respondents, weights=design_weights(data),
-                              engine_errors=failed)
+                              engine_errors=failed, texts={q.id: q.text for q in data.questions}, run=run)
     if circular_settings is None or not result.complete:
         return ScoredDomain(tuple(scored), result)
     variants = score_variants(items, extractions, circular_settings)
     scores = circular_metrics(variants, circular_settings.mode)
-    extra = {f"circular_{name}": scores.metrics[f"{name}_{circular_settings.mode}"]
-             for name in ("acc", "perf", "vote")}
+    extra = circular_extras(scores.metrics, circular_settings)
     return ScoredDomain(tuple(scored), replace(result, metrics={**result.metrics, **extra}),
                         tuple(variants), scores)
+
+
+def circular_extras(metrics: Mapping[str, float], settings: CircularSettings) -> dict[str, float]:
+    """The circular metrics an ISSP domain adds to its own: acc/perf/vote of the run's family
+    (``circular_*``, ``circular_relabel_*``) and, over sampled orders, ``*_sampled_*``."""
+    prefix = "circular_relabel" if settings.labels == "relabel" else "circular"
+    extra = {f"{prefix}_{name}": metrics[f"{name}_{settings.mode}"] for name in ("acc", "perf", "vote")}
+    extra.update({f"{prefix}_sampled_{name}": metrics[f"{name}_sampled"] for name in ("acc", "perf", "vote")
+                  if f"{name}_sampled" in metrics})
+    return extra
+
+
+def accuracy_ci(scored: Sequence[ScoredItem], min_respondents: int,
+                seed: int = 0) -> tuple[float, float] | None:
+    """The respondent-bootstrap CI of accuracy, or None below ``min_respondents`` respondents
+    (an interval from two people would be printed as if it meant something)."""
+    if len({item.person_id for item in scored}) < min_respondents:
+        return None
+    people = [item.person_id for item in scored]
+    return cluster_bootstrap_ci([item.correct for item in scored], people, seed=seed)
 
 
 def country_breakdown(scored: Sequence[ScoredItem],
@@ -240,20 +272,21 @@ def _first_engine_error(result: DomainResult) -> str:
 # ------------------------------------------------------------------------- circular
 
 
+def variant_answer(variant: Variant, extraction: Extraction | None) -> VariantResult:
+    """A variant's answer, read as ``score_item`` reads the normal one but against the labels the
+    variant displayed (its codes, or positions 1..n when relabelled)."""
+    if extraction is None:
+        return VariantResult.of(variant, None, NO_EXTRACTION)
+    error = extraction.engine_error or extraction.failure or (None if extraction.code else NO_CODE)
+    if error is None and extraction.code not in variant.shown:
+        error = NOT_OFFERED
+    return VariantResult.of(variant, extraction.code if error is None else None, error)
+
+
 def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction],
                    settings: CircularSettings) -> list[VariantResult]:
-    """Every variant of every scoreable item, read as ``score_item`` reads the normal answer.
-
-    ``extractions`` is keyed by request id (``Variant.request_id``); a failed, missing or
-    unoffered answer is a None prediction (wrong) with its reason.
-    """
-    results = []
-    for item in items:
-        if item.excluded_reason is not None:
-            continue
-        for variant in issp_variants(item, settings):
-            scored = score_item(item, extractions.get(variant.request_id))
-            error = scored.parse_error or scored.engine_error
-            prediction = scored.predicted_code if error is None else None
-            results.append(VariantResult.of(variant, prediction, error))
-    return results
+    """Every variant of every scoreable item; ``extractions`` is keyed by request id
+    (``Variant.request_id``); a failed, missing or unoffered answer is a None prediction
+    (wrong) with its reason."""
+    return [variant_answer(variant, extractions.get(variant.request_id))
+            for item in items if item.excluded_reason is None for variant in issp_variants(item, settings)]

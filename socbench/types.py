@@ -2,7 +2,6 @@
 
 Records are frozen: each stage returns new ones. Option codes are always strings
 (``"1"``, ``"-4"``, ``"95"``) so that JSON keys, prompts and answers compare directly.
-
 ISSP: DomainData -> Item -> PromptRequest -> EngineResult -> Extraction -> ScoredDomain.
 CP vs MCP: McqData -> McqPlan -> McqAnswers -> McqScores. Circular: Variant -> VariantResult.
 """
@@ -12,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from socbench.errors import ConfigError
 
 Code = str
 Mode = Literal["generate", "logprobs"]
 CircularMode = Literal["circular", "all_possible"]
+CircularLabels = Literal["order_only", "relabel"]  # codes stay with their text | numbered 1..n by position
 Pattern = tuple[str, ...]  # an item's original option labels in the order displayed
 
 
@@ -93,10 +93,9 @@ class SamplingSettings:
 
 @dataclass(frozen=True)
 class PromptRequest:
-    """A prompt ready for an engine, with its provenance. ``chat`` False: ``messages`` holds
-    one user message sent as raw text (no chat template), as for ARC prompts. In ``logprobs``
-    mode the engine scores each offered code as the continuation of ``answer_prefix``.
-    ``structured`` asks the engine to constrain the reply to ``{"answer": "<offered code>"}``."""
+    """A prompt ready for an engine, with its provenance. ``chat`` False: ``messages`` holds one user
+    message sent as raw text (no chat template), as for ARC prompts. In ``logprobs`` mode the engine scores
+    each offered code after ``answer_prefix``; ``structured`` constrains the reply to that JSON."""
     item_id: str
     messages: tuple[Message, ...]
     mode: Mode = "generate"
@@ -180,7 +179,8 @@ class ScoredItem:
 
 @dataclass(frozen=True)
 class DomainResult:
-    """Counts and metrics of one domain run; what ``report`` writes."""
+    """Counts and metrics of one domain run; what ``report`` writes. ``breakdowns``, ``distribution``,
+    ``alignment``, ``questions``: see metrics.persona_groups, .distribution, .ranking, .questions."""
     domain_id: int
     domain_name: str
     model: str
@@ -193,14 +193,15 @@ class DomainResult:
     baselines: dict[str, float]
     unmapped_countries: dict[str, int]
     interview_count: int
-    # {persona attribute: {group: {n, accuracy, parse_failure_rate}}} (metrics.persona_groups)
     breakdowns: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    # {level: {groups, wasserstein, js, uniform_wasserstein, uniform_js, ...}} (metrics.distribution)
     distribution: dict[str, dict[str, float]] = field(default_factory=dict)
     accuracy_ci: tuple[float, float] | None = None  # 95% respondent-cluster bootstrap
     engine_errors: int = 0  # requests the engine could not answer: any makes the domain incomplete
     engine_error_reasons: dict[str, int] = field(default_factory=dict)
     parse_failure_reasons: dict[str, int] = field(default_factory=dict)
+    alignment: dict[str, dict[str, float]] = field(default_factory=dict)
+    questions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run: str = ""  # the run's folder name ("" = the model's); ``model`` is always the model asked
 
     @property
     def complete(self) -> bool:
@@ -225,11 +226,12 @@ def variant_id(qid: str, pattern: Pattern) -> str:
 
 @dataclass(frozen=True)
 class CircularSettings:
-    """How a run expands items; ``seed``/``shuffle_options`` also fix ISSP's base order."""
+    """How a run expands items (``socbench.circular``); seed/shuffle_options also fix ISSP's base order."""
     mode: CircularMode
     max_variants: int | None = None
     seed: int = 42
     shuffle_options: bool = False
+    labels: CircularLabels = "order_only"
 
     def __post_init__(self) -> None:
         modes, n = get_args(CircularMode), self.max_variants
@@ -266,8 +268,8 @@ class Variant:
 
     @property
     def request_id(self) -> str:
-        """The id its request carries: the plain qid for the identity order."""
-        return self.qid if self.is_origin else self.variant_id
+        """The id its request carries: the plain qid for the normal prompt (identity order, own labels)."""
+        return self.qid if self.is_origin and self.shown == self.pattern else self.variant_id
 
     @property
     def gold_original(self) -> str:

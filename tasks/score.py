@@ -14,6 +14,6 @@ from socbench.types import DomainData, Extraction, Item, ScoredDomain
 @task(name="score", cache_policy=NO_CACHE, persist_result=False)
 def score(data: DomainData, items: list[Item], extractions: dict[str, Extraction],
           config: RunConfig) -> ScoredDomain:
-    return score_domain(data, items, extractions, model=config.run_name,
+    return score_domain(data, items, extractions, model=config.engine.model, run=config.run_name,
                         interview_count=config.interview_count,
                         circular_settings=run_circular_settings(config))

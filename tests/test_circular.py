@@ -95,7 +95,7 @@ def test_all_possible_refuses_six_options_without_max_variants() -> None:
         CircularSettings("spiral")  # type: ignore[arg-type]
 
 
-def test_seeded_sample_is_recorded_reproducible_and_keeps_the_identity() -> None:
+def test_seeded_sample_is_recorded_reproducible_and_keeps_the_identity_and_rotations() -> None:
     item = mc("q6", "ABCDEF", "D")
     first = expand(item, "all_possible", max_variants=10, seed=7)
     again = expand(item, "all_possible", max_variants=10, seed=7)
@@ -103,10 +103,16 @@ def test_seeded_sample_is_recorded_reproducible_and_keeps_the_identity() -> None
     assert first == again and [v.pattern for v in first] != [v.pattern for v in other]
     assert len({v.pattern for v in first}) == 10 and all(v.sampled for v in first)
     assert first[0].is_origin and all(sorted(v.pattern) == list("ABCDEF") for v in first)
+    assert set(rotations("ABCDEF")) <= {v.pattern for v in first}  # the n rotations are always in
     assert all(dict(v.options)[v.gold] == "text D" for v in first)
     eleven = [str(code) for code in range(11)]  # 11! orders: drawn one by one, not listed
-    big = expand(mc("q11", eleven, "3"), "all_possible", max_variants=5, seed=1, keep_labels=True)
-    assert len({v.pattern for v in big}) == 5 and big[0].pattern == tuple(eleven)
+    big = expand(mc("q11", eleven, "3"), "all_possible", max_variants=14, seed=1, keep_labels=True)
+    assert len({v.pattern for v in big}) == 14 and big[0].pattern == tuple(eleven)
+    assert set(rotations(eleven)) <= {v.pattern for v in big}
+    few = expand(mc("q11", eleven, "3"), "all_possible", max_variants=5, seed=1)  # < n: the rotations
+    assert [v.pattern for v in few] == rotations(eleven)
+    assert len(expand(mc("q2", "AB", "A"), "all_possible", max_variants=1)) == 2  # n >= n!: all orders
+    assert not any(v.sampled for v in expand(mc("q2", "AB", "A"), "all_possible", max_variants=1))
 
 
 def test_bad_items_are_data_errors() -> None:
@@ -164,12 +170,22 @@ def test_all_possible_metrics_include_the_circular_subset() -> None:
     assert metrics["vote_all_possible"] == 1.0 and metrics["acc_origin"] == 1.0
 
 
-def test_sampled_run_scores_the_sample_and_skips_incomplete_rotations() -> None:
-    variants = expand(mc("q", "ABCDEF", "A"), "all_possible", max_variants=4, seed=3)
-    scores = circular_metrics(answer(variants, {v.variant_id: v.gold for v in variants}), "all_possible")
-    assert scores.metrics["perf_all_possible"] == 1.0 and scores.variants["all_possible"] == 4
-    assert scores.questions["circular"] == 0 and math.isnan(scores.metrics["perf_circular"])
-    assert scores.sampled_questions == 1
+def test_sampled_six_option_item_keeps_its_circular_metrics_and_labels_the_sample() -> None:
+    """Issue 17: with --max_variants a 6-option item lost its circular metrics (the sample rarely
+    held all 6 rotations) and its perf over the sample was reported as perf_all_possible."""
+    variants = expand(mc("q", "ABCDEF", "A"), "all_possible", max_variants=9, seed=3)
+    rotated = set(rotations("ABCDEF"))
+    # right in every rotation, wrong in the three other sampled orders
+    wrong = {v.variant_id: next(label for label in v.shown if label != v.gold) for v in variants}
+    results = answer(variants, {v.variant_id: v.gold if v.pattern in rotated else wrong[v.variant_id]
+                                for v in variants})
+    three = expand(mc("r", "ABC", "B"), "all_possible", max_variants=9)  # 3! = 6 <= 9: all orders
+    scores = circular_metrics(results + answer(three, {v.variant_id: v.gold for v in three}), "all_possible")
+    assert scores.questions == {"origin": 2, "circular": 2, "all_possible": 1, "sampled": 1}
+    assert scores.metrics["perf_circular"] == 1.0 and scores.metrics["acc_circular"] == 1.0
+    assert scores.metrics["perf_sampled"] == 0.0 and scores.metrics["acc_sampled"] == 6 / 9
+    assert scores.metrics["perf_all_possible"] == 1.0  # only the 3-option item has all its orders
+    assert scores.variants["sampled"] == 9 and scores.sampled_questions == 1
 
 
 def opencompass_reference(results: list[VariantResult], keys: str, mode: str) -> dict[str, float]:
@@ -372,7 +388,9 @@ def test_issp_circular_files_and_run_table(tmp_path: Path) -> None:
     assert payload["questions"] == {"origin": 3, "circular": 3} and payload["seed"] == 42
     assert not list((tmp_path / "m").glob(".*.tmp"))
     table = issp_circular_table([result], "circular", "generate")
-    assert table.values.tolist()[1] == ["Citizenship", "-", "generate", "66.67", "72.73", "33.33", "100.00"]
+    assert table.values.tolist()[1] == ["Citizenship", "-", "generate, order-only", "66.67", "72.73", "33.33",
+                                        "100.00"]
+    assert payload["labels"] == "order_only" and payload["measures"].startswith("order bias")
 
 
 def test_circular_settings_from_run_config() -> None:

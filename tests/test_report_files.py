@@ -58,7 +58,8 @@ def test_domain_files_have_seed_keys_and_consistent_counts(tmp_path: Path) -> No
     assert "option_distribution" not in details[1]
     assert details[3] == {"person_id": 3, "question_id": "V5", "country_code": "DE", "true_answer": "1",
                           "llm_answer": None, "correct": False, "is_country_specific": False,
-                          "parse_error": "no JSON object", "engine_error": None, "raw_reply": None}
+                          "parse_error": "no JSON object", "engine_error": None, "raw_reply": None,
+                          "offered_codes": ["1", "2", "3"]}
     metrics = json.loads(metrics_path.read_text())
     assert SEED_METRICS <= set(metrics)
     assert metrics["domain_id"] == 1 and metrics["interview_count"] == 6

@@ -115,21 +115,22 @@ def test_report_cli_leaderboard_matches_details(results: Path, tmp_path: Path, c
         assert float(overall["accuracy_ci_low"]) < float(overall["accuracy"])
         assert float(overall["accuracy"]) < float(overall["accuracy_ci_high"])
     markdown = (out / "leaderboard.md").read_text()
-    assert "| 1 | org_Model-1.7B | org/Model-1.7B | 2 |" in markdown and "## Paired comparisons" in markdown
+    assert "| 1 | org_Model-1.7B | org/Model-1.7B | main run | 2 |" in markdown
+    assert "## Paired comparisons" in markdown
 
 
 def test_html_is_self_contained_with_images_and_tables(results: Path, tmp_path: Path) -> None:
     paths = write_report(results, tmp_path / "site")
     page = paths.html.read_text()
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
-    assert len(images) == 3  # bars, heatmap, model scale (two sized models)
+    assert len(images) == 2  # bars, model scale (two sized models); the heatmap is a table on the page
     assert all(base64.b64decode(img)[:8] == PNG_MAGIC for img in images)
     assert set(paths.figures) == {"domain_bars", "heatmap", "model_scale"}
     assert all(p.read_bytes()[:8] == PNG_MAGIC for p in paths.figures.values())
     top = paths.leaderboard.overall[0]
     accuracy = f"{top['accuracy']:.3f} [{top['accuracy_ci_low']:.3f}, {top['accuracy_ci_high']:.3f}]"
-    assert "<table>" in page and f"<td>{accuracy}</td>" in page and "<td>org_Model-135M</td>" in page
-    assert "Persona groups" in page and "<td>female</td>" in page
+    assert "<table>" in page and f"<td>{accuracy}</td>" in page and ">org_Model-135M</td>" in page
+    assert "Persona groups" in page and ">female</td>" in page
     assert not re.search(r"<script|<link|https?://|src=\"(?!data:)", page)
 
 
@@ -164,7 +165,7 @@ def test_scale_plot_left_out_with_one_sized_model(tmp_path: Path, capsys) -> Non
     assert not (tmp_path / "report" / "model_scale.png").exists()
     make_run(tmp_path, "other/Model-135M", 0.4, seed=4)  # two runs, one size (e.g. persona vs none)
     assert main(["report", str(tmp_path)]) == 0  # the report folder itself is not mistaken for a run
-    assert "1 distinct model size(s)" in capsys.readouterr().out
+    assert "every run is of one model size (135M): no scale plot" in capsys.readouterr().out
     assert not (tmp_path / "report" / "model_scale.png").exists()
 
 

@@ -1,5 +1,6 @@
 """Metrics over scored items: classification (sklearn), grouped breakdowns, baselines,
-persona groups, answer distributions (scipy) and uncertainty (bootstrap, McNemar)."""
+persona groups, answer distributions (scipy), ranking alignment and the per-question view,
+and uncertainty (bootstrap, McNemar)."""
 
 from socbench.metrics.baselines import baselines, majority_baseline, margin_over_best, uniform_baseline
 from socbench.metrics.classification import (
@@ -12,6 +13,8 @@ from socbench.metrics.classification import (
 from socbench.metrics.distribution import distribution_scores, js_score, wasserstein_score
 from socbench.metrics.grouped import breakdown, grouped
 from socbench.metrics.persona_groups import find_persona_keys, persona_breakdowns, persona_groups
+from socbench.metrics.questions import question_view
+from socbench.metrics.ranking import kendall_tau_b, modal_agreement, rank_test
 from socbench.metrics.uncertainty import (
     PairedComparison,
     cluster_bootstrap_ci,
@@ -29,14 +32,18 @@ __all__ = [
     "find_persona_keys",
     "grouped",
     "js_score",
+    "kendall_tau_b",
     "majority_baseline",
     "margin_over_best",
+    "modal_agreement",
     "mcnemar_exact",
     "paired_comparison",
     "parse_failure_rate",
     "per_question_macro_f1",
     "persona_breakdowns",
     "persona_groups",
+    "question_view",
+    "rank_test",
     "seed_macro_f1",
     "seed_micro_f1",
     "uniform_baseline",

@@ -1,7 +1,8 @@
 """Circular-evaluation metrics, as OpenCompass's ``CircularEvaluator`` defines them.
 
-For each pattern family ``k`` in {origin, circular, all_possible} (all_possible only when
-that mode was run), over the variants whose pattern belongs to ``k``:
+For each pattern family ``k`` in {origin, circular, all_possible, sampled} (all_possible
+only when that mode was run, sampled only when some question's orders were a seeded
+sample), over the variants whose pattern belongs to ``k``:
 
 * ``acc_k``: accuracy with every variant scored as a separate question;
 * ``more_N_k``: share of questions with at least N of their ``k`` variants right, for
@@ -13,10 +14,12 @@ that mode was run), over the variants whose pattern belongs to ``k``:
   for "-" and can win.
 
 Per question the families are: origin = the identity order (found by value, never by
-position), circular = the rotations of the origin, all_possible = every order (or, when a
-seeded sample was run, the sampled orders). A question enters ``k`` only if all of its
-``k`` patterns were run, so a sampled run reports circular metrics only over questions
-whose sample happens to hold every rotation. Values are fractions in [0, 1] (OpenCompass
+position), circular = the rotations of the origin, all_possible = every one of the n!
+orders, sampled = the seeded sample of orders asked instead (``--max_variants``; it always
+holds the n rotations). A question enters ``k`` only if all of its ``k`` patterns were run:
+a sampled question is in origin, circular and sampled, never in all_possible, so
+``perf_sampled`` (all *sampled* orders right, an upper bound of perf over all orders) is
+never read as ``perf_all_possible``. Values are fractions in [0, 1] (OpenCompass
 prints percentages; the summary table does too); a family with no question gives NaN.
 Items may have different option counts; ``more_N_k`` then runs to the largest count - 1,
 and a question with fewer variants than N cannot reach it.
@@ -32,6 +35,7 @@ from socbench.circular import rotations
 from socbench.types import CircularMode, CircularScores, VariantResult
 
 FAMILIES: tuple[str, ...] = ("origin", "circular", "all_possible")
+SAMPLED = "sampled"
 UNREADABLE = "-"  # OpenCompass's vote for an answer that is not an option
 
 
@@ -60,12 +64,14 @@ def _members(group: Sequence[VariantResult], family: str) -> tuple[list[VariantR
     """The question's variants in ``family`` and the family's size, or None if one is missing.
 
     Every pattern is a checked, distinct order of the origin, so all_possible needs no
-    listing of the n! orders: it holds the whole group, complete when n! (or sampled).
+    listing of the n! orders: it holds the whole group when that has n! unsampled orders;
+    sampled holds the whole group when its orders were sampled.
     """
     origin = group[0].origin
-    if family == "all_possible":
-        size = len(group) if any(result.sampled for result in group) else math.factorial(len(origin))
-        return (list(group), size) if len(group) == size else None
+    sampled = any(result.sampled for result in group)
+    if family in ("all_possible", SAMPLED):
+        size = len(group) if sampled else math.factorial(len(origin))
+        return (list(group), size) if len(group) == size and sampled == (family == SAMPLED) else None
     wanted = {origin} if family == "origin" else set(rotations(origin))
     members = [result for result in group if result.pattern in wanted]
     return (members, len(wanted)) if len(members) == len(wanted) else None
@@ -98,7 +104,9 @@ def family_metrics(groups: dict[str, list[VariantResult]], family: str) -> tuple
 def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> CircularScores:
     """All metrics of one run, keys in OpenCompass's order (acc, then more/perf, then vote)."""
     groups = group_by_question(results)
-    per_family = {family: family_metrics(groups, family) for family in families(mode)}
+    sampled = any(result.sampled for result in results)
+    per_family = {family: family_metrics(groups, family)
+                  for family in families(mode) + ((SAMPLED,) if sampled else ())}
     metrics: dict[str, float] = {}
     for prefix in ("acc_", "more_", "vote_"):
         for values, _, _ in per_family.values():

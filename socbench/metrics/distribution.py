@@ -101,13 +101,15 @@ def model_distribution(items: Sequence[ScoredItem], codes: Sequence[Code],
     return np.average([v for v, _ in pairs], axis=0, weights=w) if w.sum() > 0 else None
 
 
-def _scores(model: np.ndarray, human: np.ndarray) -> dict[str, float]:
+def distance_scores(model: np.ndarray, human: np.ndarray) -> dict[str, float]:
+    """1 - W1 and 1 - JS of ``model`` against ``human``, and what uniform answers score."""
     uniform = np.full(len(human), 1.0 / len(human))
     return {"wasserstein": wasserstein_score(model, human), "js": js_score(model, human),
             "uniform_wasserstein": wasserstein_score(uniform, human), "uniform_js": js_score(uniform, human)}
 
 
-def _groups(items: Sequence[ScoredItem], keys: Sequence[str]) -> dict[tuple, list[ScoredItem]]:
+def split_groups(items: Sequence[ScoredItem], keys: Sequence[str]) -> dict[tuple, list[ScoredItem]]:
+    """Items by the values of ``keys`` (a (country, question) pair, or a question), first seen first."""
     groups: dict[tuple, list[ScoredItem]] = defaultdict(list)
     for item in items:
         groups[tuple(getattr(item, key) for key in keys)].append(item)
@@ -125,7 +127,7 @@ def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
     """
     scores: dict[str, list[float]] = defaultdict(list)
     skipped = 0
-    for group in _groups(items, keys).values():
+    for group in split_groups(items, keys).values():
         codes = group_codes(group)
         if len({item.person_id for item in group}) < min_respondents or len(codes) < 2:
             continue
@@ -133,12 +135,13 @@ def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
         if model is None:
             skipped += 1
             continue
-        for name, value in _scores(model, human_distribution(group, codes)).items():
+        for name, value in distance_scores(model, human_distribution(group, codes)).items():
             scores[name].append(value)
         if weights is not None and sum(weights[item.person_id] for item in group) > 0:
             weighted = model_distribution(group, codes, weights)
             if weighted is not None:
-                for name, value in _scores(weighted, human_distribution(group, codes, weights)).items():
+                human = human_distribution(group, codes, weights)
+                for name, value in distance_scores(weighted, human).items():
                     scores[f"weighted_{name}"].append(value)
     names = SCORE_NAMES + (tuple(f"weighted_{name}" for name in SCORE_NAMES) if weights is not None else ())
     result = {name: float(np.mean(scores[name])) if scores[name] else math.nan for name in names}

@@ -221,9 +221,16 @@ def system_message(respondent: Respondent, settings: PromptSettings) -> str:
     return f"{INSTRUCTION}\n\nPersonal information:\n{json.dumps(persona, ensure_ascii=False, indent=2)}"
 
 
-def user_message(question_text: str, item: Item, order: Sequence[str], words: CountryWords) -> str:
-    """Question, options as ``id. text`` lines in the shown order, and the answer format."""
+def user_message(question_text: str, item: Item, order: Sequence[str], words: CountryWords,
+                 shown: Sequence[str] | None = None) -> str:
+    """Question, options as ``id. text`` lines in the shown order, and the answer format.
+
+    ``shown`` relabels the lines (circular ``relabel``: 1..n by position); default the codes.
+    """
     options = [(code, fill_placeholders(label, words)) for code, label in item.options]
+    if shown is not None:
+        texts = dict(options)
+        options, order = [(label, texts[code]) for label, code in zip(shown, order, strict=True)], shown
     question = fill_placeholders(" ".join(question_text.split()), words)
     return f"Question: {question}\n\nOptions:\n{render_options(options, order)}\n\n{ANSWER_FORMAT}"
 
@@ -232,26 +239,30 @@ def user_message(question_text: str, item: Item, order: Sequence[str], words: Co
 
 
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
-                 system: str | None = None, order: Sequence[str] | None = None) -> PromptRequest:
+                 system: str | None = None, order: Sequence[str] | None = None,
+                 shown: Sequence[str] | None = None) -> PromptRequest:
     """One request; ``system`` lets callers reuse a respondent's system message.
 
-    ``order`` overrides the displayed option order (circular evaluation's variants).
+    ``order`` overrides the displayed option order (circular evaluation's variants) and
+    ``shown`` the labels displayed at each position, which are then the codes the model may
+    answer (circular ``relabel``).
     """
     words = country_words(respondent)
     if order is None:
         order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
                               item.person_id, item.question_id)
     order = tuple(order)
+    relabelled = shown is not None and tuple(shown) != order
     logprobs = settings.mode == "logprobs"
     return PromptRequest(
         item_id=item.item_id,
         messages=(
             Message("system", system if system is not None else system_message(respondent, settings)),
-            Message("user", user_message(question.text, item, order, words)),
+            Message("user", user_message(question.text, item, order, words, shown if relabelled else None)),
         ),
         mode=settings.mode,
-        offered_codes=item.offered_codes,
-        option_order=order,
+        offered_codes=tuple(shown) if relabelled and shown is not None else item.offered_codes,
+        option_order=tuple(shown) if relabelled and shown is not None else order,
         answer_prefix=ANSWER_PREFIX if logprobs else "",
         structured=settings.structured and not logprobs,
         # Decoding settings do not change log-probs: keep them out of logprobs cache keys.
@@ -261,14 +272,18 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
 
 def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
                     circular_settings: CircularSettings, system: str | None = None) -> list[PromptRequest]:
-    """One request per circular variant of ``item``: only the order of option lines differs.
+    """One request per circular variant of ``item``: the order of option lines differs (and,
+    relabelled, their numbers), preceded by the normal request when no variant is it.
 
-    The identity variant keeps the plain item id and is byte-identical to the normal
-    request (same cache key); the others carry ``<item id>--<pattern>``.
+    A variant whose prompt is the normal one keeps the plain item id and is byte-identical to
+    the normal request (same cache key); the others carry ``<item id>--<pattern>``.
     """
-    return [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern),
-                    item_id=variant.request_id)
-            for variant in issp_variants(item, circular_settings)]
+    variants = issp_variants(item, circular_settings)
+    normal = [] if any(v.request_id == item.item_id for v in variants) else \
+        [build_prompt(item, respondent, question, settings, system)]
+    return normal + [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern,
+                                          shown=variant.shown), item_id=variant.request_id)
+                     for variant in variants]
 
 
 def _question_index(questions: Mapping[str, Question]) -> dict[str, Question]:

@@ -31,6 +31,18 @@ if TYPE_CHECKING:
 
 TIE_RULE = "vote ties go to the answer seen first in the file (Counter.most_common, as OpenCompass)"
 EMPTY_CELL = "-"
+MEASURES = {
+    "order_only": "order bias: each code stays with its text, only the lines move (the survey's own codes)",
+    "relabel": "label and order bias: options numbered 1..n by position in each order, the answer mapped "
+               "back (OpenCompass's relabelling)",
+}
+SAMPLED_NOTE = ("the *_sampled metrics are over a seeded sample of orders (the n rotations plus others, "
+                "--max_variants), not all n! orders; perf_sampled is an upper bound of perf over all orders")
+
+
+def circular_stem(settings: CircularSettings) -> str:
+    """``circular`` (order-only, the default) or ``circular_relabel``: names files and metrics."""
+    return "circular_relabel" if settings.labels == "relabel" else "circular"
 
 
 # --------------------------------------------------------------------- variant files
@@ -91,23 +103,26 @@ def read_variants(path: Path) -> list[VariantResult]:
 def metrics_payload(scores: CircularScores, settings: CircularSettings, **about: Any) -> dict[str, Any]:
     """The metrics JSON: ``about`` (dataset, model, ...) then settings, counts and metrics."""
     return {
-        **about, "timestamp": now_timestamp(), "circular": settings.mode, "seed": settings.seed,
+        **about, "timestamp": now_timestamp(), "circular": settings.mode, "labels": settings.labels,
+        "measures": MEASURES[settings.labels], "seed": settings.seed,
         "max_variants": settings.max_variants, "shuffle_options": settings.shuffle_options,
         "questions": scores.questions, "variants": scores.variants,
-        "sampled_questions": scores.sampled_questions, "scale": "fraction", "tie_rule": TIE_RULE,
-        "metrics": scores.metrics,
+        "sampled_questions": scores.sampled_questions,
+        **({"sampled": SAMPLED_NOTE} if scores.sampled_questions else {}),
+        "scale": "fraction", "tie_rule": TIE_RULE, "metrics": scores.metrics,
     }
 
 
 def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult],
                          settings: CircularSettings, scores: CircularScores | None = None,
                          **about: Any) -> tuple[Path, Path, CircularScores]:
-    """``<name>_circular.jsonl`` and ``<name>_circular_metrics.json`` in ``folder`` (``scores``:
-    the results' metrics when the score stage computed them already)."""
+    """``<name>_circular.jsonl`` and ``<name>_circular_metrics.json`` in ``folder`` (``_circular_relabel``
+    with relabelled options; ``scores``: the results' metrics when the score stage computed them)."""
     scores = scores or circular_metrics(results, settings.mode)
-    jsonl = write_variants(folder / f"{name}_circular.jsonl", results)
+    stem = f"{name}_{circular_stem(settings)}"
+    jsonl = write_variants(folder / f"{stem}.jsonl", results)
     payload = metrics_payload(scores, settings, **about)
-    return jsonl, write_json(folder / f"{name}_circular_metrics.json", payload), scores
+    return jsonl, write_json(folder / f"{stem}_metrics.json", payload), scores
 
 
 def write_domain_circular(output_dir: str | os.PathLike[str], result: DomainResult,
@@ -115,7 +130,7 @@ def write_domain_circular(output_dir: str | os.PathLike[str], result: DomainResu
                           scores: CircularScores | None = None) -> tuple[Path, Path]:
     """An ISSP domain's circular files beside its ``_detailed.json``."""
     jsonl, metrics, _ = write_circular_files(
-        model_dir(output_dir, result.model), result.domain_name, variants, settings, scores,
+        model_dir(output_dir, result.run or result.model), result.domain_name, variants, settings, scores,
         domain=result.domain_name, domain_id=result.domain_id, model=result.model)
     return jsonl, metrics
 
@@ -180,21 +195,32 @@ def write_circular_table(folder: str | os.PathLike[str], table: pd.DataFrame,
     return markdown, csv
 
 
+def issp_stem(results: Sequence[DomainResult]) -> str:
+    """The circular stem of ISSP results, read from their metric names."""
+    relabelled = any(key.startswith("circular_relabel_") for r in results for key in r.metrics)
+    return "circular_relabel" if relabelled else "circular"
+
+
 def issp_circular_table(results: Sequence[DomainResult], mode: str, prompt_mode: str) -> pd.DataFrame:
-    """Domains × (accuracy, circular acc/perf/vote) from the ISSP DomainResults."""
-    family = families(mode)[-1]  # type: ignore[arg-type]
-    names = {"accuracy": "acc_origin", "circular_acc": f"acc_{family}",
-             "circular_perf": f"perf_{family}", "circular_vote": f"vote_{family}"}
+    """Domains × (accuracy, circular acc/perf/vote, and over sampled orders) from the ISSP
+    DomainResults; the mode column says whether options kept their codes or were relabelled."""
+    family, stem = families(mode)[-1], issp_stem(results)  # type: ignore[arg-type]
+    names = {"accuracy": "acc_origin", **{f"{stem}_{m}": f"{m}_{family}" for m in ("acc", "perf", "vote")},
+             **{f"{stem}_sampled_{m}": f"{m}_sampled" for m in ("acc", "perf", "vote")}}
+    present = [key for key in names if any(key in r.metrics for r in results)] or list(names)[:4]
     by_model: dict[str, dict[str, dict[str, float]]] = {}
     for result in sorted(results, key=lambda r: r.domain_id):
-        by_model.setdefault(result.model, {})[result.domain_name] = {
-            names[key]: value for key, value in result.metrics.items() if key in names}
+        by_model.setdefault(result.run or result.model, {})[result.domain_name] = {
+            names[key]: value for key, value in result.metrics.items() if key in present}
     datasets = [r.domain_name for r in sorted(results, key=lambda r: r.domain_id)]
-    return circular_table(by_model, list(names.values()), datasets,
-                          modes={name: prompt_mode for name in datasets})
+    labels = "relabelled" if stem == "circular_relabel" else "order-only"
+    return circular_table(by_model, [names[key] for key in present], datasets,
+                          modes={name: f"{prompt_mode}, {labels}" for name in datasets})
 
 
 def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, results: Sequence[DomainResult],
                              mode: str, prompt_mode: str) -> tuple[Path, Path]:
-    """``circular_summary.md``/``.csv`` of an ISSP run, beside ``summary.json``."""
-    return write_circular_table(model_dir(output_dir, model), issp_circular_table(results, mode, prompt_mode))
+    """``circular_summary.md``/``.csv`` (``circular_relabel_summary`` when relabelled) of an ISSP
+    run, beside ``summary.json``; ``model`` is the run's name."""
+    return write_circular_table(model_dir(output_dir, model), issp_circular_table(results, mode, prompt_mode),
+                                stem=f"{issp_stem(results)}_summary")

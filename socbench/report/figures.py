@@ -2,6 +2,9 @@
 
 Drawn on matplotlib's Agg canvas via ``report.output``'s helpers (no pyplot state); the
 model-scale trend is ``plots.model_scale_plot`` itself, written into the report folder.
+The heatmap file is for papers and slides (the page shows the same grid as a table): rows
+are countries by name with at least ``MIN_RESPONDENTS`` respondents in some domain, each
+cell gives accuracy and respondents, and thinner cells are grey without a number.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from socbench.report.leaderboard import Leaderboard, ModelRun
+from socbench.report.labels import country_label, domain_label
+from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard, ModelRun, pooled_items
 from socbench.report.output import new_figure, save_figure
 from socbench.report.plots import model_scale_plot, parameter_count
 
@@ -57,7 +61,7 @@ def domain_bars(board: Leaderboard, path: Path) -> Path:
             ax.hlines([b for _, b in ticks], [p - width / 2 for p, _ in ticks],
                       [p + width / 2 for p, _ in ticks],
                       colors="black", linewidth=2, label="strongest baseline" if i == 0 else None)
-    ax.set_xticks(range(len(domains)), [d for _, d in domains], rotation=30, ha="right")
+    ax.set_xticks(range(len(domains)), [domain_label(d) for _, d in domains], rotation=30, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy (95% CI)")
     ax.set_title("ISSP accuracy by domain and run")
@@ -69,37 +73,51 @@ def _gap(a: float, b: float) -> float:
     return max(0.0, a - b) if math.isfinite(a) and math.isfinite(b) else 0.0
 
 
-def country_domain_accuracy(run: ModelRun) -> pd.DataFrame:
-    """Accuracy per country (rows) and domain (columns, in domain order) from the details."""
-    frame = pd.concat([d.items.assign(domain=d.domain) for d in run.domains], ignore_index=True)
-    table = frame.pivot_table(index="country_code", columns="domain", values="correct", aggfunc="mean")
-    return table.reindex(columns=[d.domain for d in run.domains]).sort_index()
+def country_domain_accuracy(run: ModelRun) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Accuracy and respondents per country (rows, by name) and domain (columns, in domain order);
+    countries with fewer than ``MIN_RESPONDENTS`` respondents in every domain are left out."""
+    frame = pooled_items(run)
+    columns = [d.domain for d in run.domains]
+    accuracy = frame.pivot_table(index="country_code", columns="domain", values="correct", aggfunc="mean")
+    people = frame.pivot_table(index="country_code", columns="domain", values="respondent", aggfunc="nunique")
+    accuracy, people = accuracy.reindex(columns=columns), people.reindex(columns=columns).fillna(0)
+    keep = sorted((c for c in people.index if (people.loc[c] >= MIN_RESPONDENTS).any()), key=country_label)
+    return accuracy.reindex(keep), people.reindex(keep)
 
 
-def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) -> Path:
-    """Accuracy per country x domain, one panel per run (first ``max_panels`` runs), one colour scale."""
+def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) -> Path | None:
+    """Accuracy per country x domain, one panel per run (first ``max_panels`` runs), one colour
+    scale; None when no country has enough respondents (nothing to draw)."""
     runs = {run.run: run for run in board.runs}
     order = [row["run"] for row in board.overall][:max_panels]
-    tables = [(name, country_domain_accuracy(runs[name])) for name in order]
-    rows = max(len(t.index) for _, t in tables)
-    cols = max(len(t.columns) for _, t in tables)
-    fig = new_figure(min(30.0, len(tables) * (1.0 + 0.75 * cols) + 1.5), max(3.5, 0.32 * rows + 2.2))
+    tables = [(name, *country_domain_accuracy(runs[name])) for name in order]
+    tables = [t for t in tables if len(t[1].index)]
+    if not tables:
+        return None
+    rows = max(len(t.index) for _, t, _ in tables)
+    cols = max(len(t.columns) for _, t, _ in tables)
+    fig = new_figure(min(34.0, len(tables) * (2.5 + 0.95 * cols) + 1.5), max(3.5, 0.34 * rows + 2.4))
     axes = fig.subplots(1, len(tables), squeeze=False)[0]
     image = None
-    for ax, (name, table) in zip(axes, tables, strict=True):
+    for ax, (name, table, people) in zip(axes, tables, strict=True):
         values = table.to_numpy(dtype=float)
-        image = ax.imshow(np.ma.masked_invalid(values), vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set_xticks(range(len(table.columns)), list(table.columns), rotation=40, ha="right",
-                      fontsize="small")
-        ax.set_yticks(range(len(table.index)), list(table.index), fontsize="small")
+        thin = people.to_numpy(dtype=float) < MIN_RESPONDENTS
+        ax.imshow(np.where(thin, 1.0, np.nan), vmin=0, vmax=1, cmap="Greys", alpha=0.15, aspect="auto")
+        image = ax.imshow(np.ma.masked_where(thin | ~np.isfinite(values), values), vmin=0, vmax=1,
+                          cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(table.columns)), [domain_label(d) for d in table.columns], rotation=40,
+                      ha="right", fontsize="small")
+        ax.set_yticks(range(len(table.index)), [country_label(c) for c in table.index], fontsize="small")
         ax.set_title(name, fontsize="medium")
-        if values.size <= 400:
-            for (y, x), v in np.ndenumerate(values):
-                if math.isfinite(v):
-                    ax.text(x, y, f"{v:.2f}", ha="center", va="center", fontsize=6,
-                            color="white" if v < 0.6 else "black")
+        for (y, x), v in np.ndenumerate(values):
+            n = int(people.iat[y, x])
+            if n and not thin[y, x]:
+                ax.text(x, y, f"{v:.2f}\nn={n}", ha="center", va="center", fontsize=6,
+                        color="white" if v < 0.6 else "black")
+            elif n:
+                ax.text(x, y, f"n={n}", ha="center", va="center", fontsize=6, color="0.45")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
-    fig.suptitle("Accuracy by country and domain")
+    fig.suptitle(f"Accuracy by country and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
     return save_figure(fig, path)
 
 
@@ -110,9 +128,14 @@ def draw_figures(board: Leaderboard, output_dir: Path, out_dir: Path) -> Figures
         for name in (DOMAIN_BARS, HEATMAP, SCALE):
             (out_dir / name).unlink(missing_ok=True)
         return Figures({}, ["no complete run: no figures"])
-    paths = {"domain_bars": domain_bars(board, out_dir / DOMAIN_BARS),
-             "heatmap": country_domain_heatmap(board, out_dir / HEATMAP)}
+    paths = {"domain_bars": domain_bars(board, out_dir / DOMAIN_BARS)}
     notes = []
+    heatmap = country_domain_heatmap(board, out_dir / HEATMAP)
+    if heatmap is None:
+        (out_dir / HEATMAP).unlink(missing_ok=True)
+        notes.append(f"no country has {MIN_RESPONDENTS} or more respondents in a domain: no country heatmap")
+    else:
+        paths["heatmap"] = heatmap
     if len(board.runs) > 6:
         notes.append(f"heatmap shows the 6 most accurate of {len(board.runs)} runs")
     sizes = {size for run in board.runs if (size := parameter_count(run.model)) is not None}
@@ -122,8 +145,15 @@ def draw_figures(board: Leaderboard, output_dir: Path, out_dir: Path) -> Figures
         if scale.path is not None:
             paths["model_scale"] = scale.path
         notes += scale.notes
+    elif sizes:
+        notes.append(f"every run is of one model size ({_size_text(next(iter(sizes)))}): no scale plot "
+                     "(it needs runs of at least two sizes)")
     else:
-        notes.append(f"{len(sizes)} distinct model size(s) among the runs: no scale plot")
+        notes.append("no run's model name carries a size (such as 135M or 1.7B): no scale plot")
     if "model_scale" not in paths:
         (out_dir / SCALE).unlink(missing_ok=True)  # never leave a stale plot from an earlier report
     return Figures(paths, notes)
+
+
+def _size_text(params: float) -> str:
+    return f"{params / 1e9:g}B" if params >= 1e9 else f"{params / 1e6:g}M"

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from socbench.metrics.baselines import best_baseline
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.metrics.distribution import headline_level
 from socbench.report.circular import write_domain_circular
+from socbench.report.labels import baseline_label, domain_label, signed
 from socbench.report.output import (
     atomic_open,
     finite_mean,
@@ -37,7 +39,9 @@ from socbench.scoring import incomplete_reason
 from socbench.types import CircularSettings, DomainResult, ScoredDomain, ScoredItem
 
 SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
-DISTRIBUTION_SCORES = ("wasserstein", "js", "uniform_wasserstein", "uniform_js")
+DISTRIBUTION_SCORES = ("wasserstein", "uniform_wasserstein", "js", "uniform_js")  # each beside its floor
+ALIGNMENT_SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "kendall_tau_p")
+ALIGNMENT_LEVEL = "question"  # the headline: per question, pooled over countries
 
 
 # ------------------------------------------------------------------------- per domain
@@ -56,6 +60,7 @@ def detail_record(item: ScoredItem) -> dict[str, Any]:
         "parse_error": item.parse_error,
         "engine_error": item.engine_error,
         "raw_reply": item.raw_reply,
+        "offered_codes": list(item.offered_codes),
     }
     if item.distribution is not None:
         record["option_distribution"] = item.distribution
@@ -89,22 +94,27 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
     if len(scored) != result.scoreable_items:
         raise ValueError(f"{result.domain_name}: {len(scored)} scored items but "
                          f"{result.scoreable_items} scoreable in the DomainResult")
-    folder = model_dir(output_dir, result.model)
+    folder = model_dir(output_dir, result.run or result.model)
     stamp = timestamp or now_timestamp()
     head = _headline(result, scored)
     detailed = {
-        "domain": result.domain_name, "timestamp": stamp, "model": result.model, **head,
+        "domain": result.domain_name, "timestamp": stamp, "model": result.model,
+        "run": result.run or result.model, **head,
         "per_question_macro_f1": result.metrics.get("per_question_macro_f1", math.nan),
         "excluded_by_reason": result.excluded_by_reason,
         "baselines": result.baselines, "per_country": result.per_country, **_extras(result),
+        "questions": result.questions, "persona_groups": persona_groups(scored),
         "details": [detail_record(item) for item in scored],
     }
     metrics = {
         "domain": result.domain_name, "domain_id": result.domain_id, "model": result.model,
+        "run": result.run or result.model,
         "timestamp": stamp, "interview_count": result.interview_count, **head,
         "total_items": result.total_items, "excluded_by_reason": result.excluded_by_reason,
         "metrics": result.metrics, "baselines": result.baselines,
         "unmapped_countries": result.unmapped_countries, **_extras(result),
+        "questions": {qid: {k: v for k, v in view.items() if k != "countries"}
+                      for qid, view in result.questions.items()},
     }
     return (write_json(folder / f"{result.domain_name}_detailed.json", detailed),
             write_json(folder / f"{result.domain_name}_metrics.json", metrics))
@@ -122,9 +132,15 @@ def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain
 
 
 def _extras(result: DomainResult) -> dict[str, Any]:
-    """Issue-5 keys: accuracy CI, persona breakdowns and distribution scores."""
+    """Accuracy CI, persona breakdowns, distribution scores and ranking alignment."""
     return {"accuracy_ci": list(result.accuracy_ci) if result.accuracy_ci else None,
-            "breakdowns": result.breakdowns, "distribution": result.distribution}
+            "breakdowns": result.breakdowns, "distribution": result.distribution,
+            "alignment": result.alignment}
+
+
+def persona_groups(scored: Sequence[ScoredItem]) -> dict[str, dict[str, str]]:
+    """``{person id: {attribute: group}}``: lets the report put CIs and baselines on each group."""
+    return {str(item.person_id): item.groups for item in scored if item.groups}
 
 
 def distribution_headline(result: DomainResult) -> dict[str, Any]:
@@ -135,9 +151,16 @@ def distribution_headline(result: DomainResult) -> dict[str, Any]:
             **{f"{name}_score": scores.get(name, math.nan) for name in DISTRIBUTION_SCORES}}
 
 
+def alignment_headline(alignment: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Ranking alignment per question (``metrics.ranking``): modal agreement, tau, their floors."""
+    scores = alignment.get(ALIGNMENT_LEVEL, {})
+    return {name: scores.get(name, math.nan) for name in ALIGNMENT_SCORES}
+
+
 def _extra_rows(result: DomainResult) -> list[tuple[str, str]]:
     ci = result.accuracy_ci
-    rows = [("accuracy 95% CI (respondent bootstrap)", f"[{_fmt(ci[0])}, {_fmt(ci[1])}]")] if ci else []
+    rows = [("accuracy 95% CI (respondent bootstrap)",
+             f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else f"n/a (fewer than {MIN_CI} respondents)")]
     head = distribution_headline(result)
     level = head["distribution_level"]
     if level:
@@ -146,6 +169,8 @@ def _extra_rows(result: DomainResult) -> list[tuple[str, str]]:
                   + (f" (weighted {_fmt(weighted[f'weighted_{name}'])})"
                      if f"weighted_{name}" in weighted else ""))
                  for name in DISTRIBUTION_SCORES]
+    rows += [(f"ranking alignment (per question): {name.replace('_', ' ')}", _fmt(value))
+             for name, value in alignment_headline(result.alignment).items()]
     for attribute, groups in result.breakdowns.items():
         text = ", ".join(f"{g} {_fmt(v.get('accuracy'))} (n={int(v.get('n', 0))})" for g, v in groups.items())
         rows.append((f"accuracy by {attribute}", text))
@@ -157,7 +182,7 @@ def domain_markdown(result: DomainResult) -> str:
     m = result.metrics
     best = best_baseline(result.baselines)
     lines = [
-        f"# {result.domain_name} (domain {result.domain_id}): {result.model}", "",
+        f"# {domain_label(result.domain_name)} (domain {result.domain_id}): {result.run or result.model}", "",
         *([f"**Incomplete, not a result**: {incomplete_reason(result)}. Run the same command again to "
            "send exactly the requests that have no answer.", ""] if not result.complete else []),
         f"- scoreable items: {result.scoreable_items} of {result.total_items} "
@@ -167,11 +192,12 @@ def domain_markdown(result: DomainResult) -> str:
         f"- unmapped countries: {_counts_text(result.unmapped_countries)}", "",
         *markdown_table(("metric", "value"), [
             *((name, _fmt(value)) for name, value in m.items()),
-            *((f"baseline: {name}", _fmt(value)) for name, value in result.baselines.items()),
+            *((f"baseline: {baseline_label(name)}", _fmt(value)) for name, value in result.baselines.items()),
             *_extra_rows(result)]),
     ]
     if best is not None:
-        lines += ["", f"Strongest baseline: {best[0]} ({_fmt(best[1])})."]
+        lines += ["", f"Strongest baseline: {baseline_label(best[0])} ({_fmt(best[1])}); margin "
+                  f"{signed(m.get('margin_over_best_baseline'), 4)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -205,6 +231,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "domain_id": result.domain_id, "domain": result.domain_name,
         **{name: result.metrics.get(name, math.nan) for name in SUMMARY_METRICS},
         "accuracy_ci_low": ci[0], "accuracy_ci_high": ci[1], **distribution_headline(result),
+        **alignment_headline(result.alignment),
         "best_baseline": best[0] if best else None,
         "best_baseline_accuracy": best[1] if best else math.nan,
         "margin_over_best_baseline": accuracy - best[1] if best else math.nan,
@@ -220,19 +247,22 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
                     model: str | None = None) -> dict[str, Any]:
     """``summary.json``: per-domain rows and unweighted means over the domains run.
 
-    A run with an incomplete domain is incomplete: ``complete`` is false, the domains are
-    listed under ``incomplete_domains`` and the means are null (not a result).
+    ``model`` is the model asked (the results' own when they have one) and ``run`` the run's
+    folder name (``model`` here, or the results' ``run``). A run with an incomplete domain is
+    incomplete: ``complete`` is false, the domains are listed under ``incomplete_domains`` and
+    the means are null (not a result).
     """
     rows = [summary_row(r) for r in sorted(results, key=lambda r: r.domain_id)]
     incomplete = {str(r.domain_id): incomplete_reason(r) for r in results if not r.complete}
     mean_keys = (*SUMMARY_METRICS, "best_baseline_accuracy", "margin_over_best_baseline",
-                 *(f"{name}_score" for name in DISTRIBUTION_SCORES))
+                 *(f"{name}_score" for name in DISTRIBUTION_SCORES), *ALIGNMENT_SCORES[:3])
     unmapped: dict[str, int] = {}
     for row in rows:
         for name, n in row["unmapped_countries"].items():
             unmapped[name] = unmapped.get(name, 0) + n
     return {
-        "model": model or (results[0].model if results else None),
+        "model": results[0].model if results else model,
+        "run": model or (results[0].run or results[0].model if results else None),
         "timestamp": now_timestamp(),
         "domains": rows,
         "complete": not incomplete,
@@ -248,25 +278,29 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
 def summary_markdown(payload: Mapping[str, Any]) -> str:
     """``summary.md``: the same table as ``summary.json``, for people; an incomplete domain
     shows "incomplete" where its accuracy would be, and an incomplete run has no means."""
-    head = ("domain", "accuracy", "95% CI", "macro-F1 (seed)", "micro-F1 (seed)", "per-question macro-F1",
-            "W1 / JS (uniform)", "best baseline", "margin", "items", "parse failures", "engine errors",
-            "excluded")
-    rows = [[f"{row['domain']} ({row['domain_id']})", *_metric_cells(row),
-             f"{row['best_baseline']} {_fmt(row['best_baseline_accuracy'])}",
-             _fmt(row["margin_over_best_baseline"]), *_count_cells(row)] for row in payload["domains"]]
+    head = ("domain", "accuracy", "95% CI", "strongest baseline", "baseline accuracy", "margin",
+            "per-question macro-F1", "macro-F1 (seed)", "micro-F1 (seed)", "1-W1", "1-W1 uniform", "1-JS",
+            "1-JS uniform", "modal agreement", "modal agreement uniform", "Kendall tau", "items",
+            "parse failures", "engine errors", "excluded")
+    rows = [[f"{domain_label(row['domain'])} ({row['domain_id']})", *_metric_cells(row),
+             *_count_cells(row)] for row in payload["domains"]]
     mean, totals = payload["mean"], payload["totals"]
-    rows.append(["**mean**", *_metric_cells(mean), _fmt(mean["best_baseline_accuracy"]),
-                 _fmt(mean["margin_over_best_baseline"]), *_count_cells(totals)])
-    lines = [f"# ISSP results: {payload['model']}", "", *markdown_table(head, rows)]
+    rows.append(["**mean**", *_metric_cells(mean), *_count_cells(totals)])
+    run = payload.get("run") or payload["model"]
+    title = payload["model"] if run == payload["model"] else f"{run} (model {payload['model']})"
+    lines = [f"# ISSP results: {title}", "", *markdown_table(head, rows)]
     if payload["incomplete_domains"]:
         lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
                   + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())
                   + ". Run the same command again: it sends exactly the requests that have no answer."]
-    lines += ["", "Means are unweighted over domains. macro-F1 and micro-F1 are the seed's pooled",
-              "definitions (pooled micro-F1 equals accuracy); per-question macro-F1 is the meaningful one.",
-              "95% CI: respondent-cluster bootstrap. W1 / JS: 1 - normalised Wasserstein and",
-              "1 - Jensen-Shannon distance between model and human answer distributions (uniform answers",
-              "in brackets); see `socbench report` for the CI over domains and paired comparisons.",
+    lines += ["", "Means are unweighted over domains. Margin: accuracy minus the strongest answer-free",
+              "baseline on the same items (negative: the model does worse). macro-F1 and micro-F1 are the",
+              "seed's pooled definitions (pooled micro-F1 equals accuracy); per-question macro-F1 is the",
+              "meaningful one. 95% CI: respondent-cluster bootstrap. 1-W1, 1-JS: 1 - normalised Wasserstein",
+              "and 1 - Jensen-Shannon distance between model and human answer distributions, beside what",
+              "uniform answers get. Modal agreement: the model's most chosen option is the people's, per",
+              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (uniform:",
+              "0). See the README (Scores and the report) and `socbench report`.",
               "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
               "", f"Unmapped countries (respondents kept, country unknown): "
@@ -283,13 +317,17 @@ def _count_cells(row: Mapping[str, Any]) -> list[str]:
 
 
 def _metric_cells(row: Mapping[str, Any]) -> list[str]:
-    """accuracy, its CI (rows only), the seed F1s, per-question F1, distribution scores."""
-    ci = (f"[{_fmt(row['accuracy_ci_low'])}, {_fmt(row['accuracy_ci_high'])}]"
-          if "accuracy_ci_low" in row else "")
-    dist = (f"{_fmt(row.get('wasserstein_score'))} / {_fmt(row.get('js_score'))} "
-            f"({_fmt(row.get('uniform_wasserstein_score'))} / {_fmt(row.get('uniform_js_score'))})")
+    """accuracy, its CI (rows only), baseline and margin, the F1s, distribution and alignment scores."""
+    ci = ("" if "accuracy_ci_low" not in row else f"n/a (n < {MIN_CI})" if row["accuracy_ci_low"] is None
+          or row["accuracy_ci_low"] != row["accuracy_ci_low"] else
+          f"[{_fmt(row['accuracy_ci_low'])}, {_fmt(row['accuracy_ci_high'])}]")
     accuracy = "incomplete" if row.get("complete") is False else _fmt(row["accuracy"])
-    return [accuracy, ci, *(_fmt(row[k]) for k in SUMMARY_METRICS[1:]), dist]
+    return [accuracy, ci, baseline_label(row.get("best_baseline")) if "best_baseline" in row else "",
+            _fmt(row["best_baseline_accuracy"]), signed(row["margin_over_best_baseline"], 4),
+            _fmt(row["per_question_macro_f1"]), _fmt(row["macro_f1"]), _fmt(row["micro_f1"]),
+            *(_fmt(row.get(f"{name}_score")) for name in DISTRIBUTION_SCORES),
+            _fmt(row.get("modal_agreement")), _fmt(row.get("uniform_modal_agreement")),
+            _fmt(row.get("kendall_tau"))]
 
 
 def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],
@@ -305,7 +343,8 @@ def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult
     return RunSummary(path, markdown, plot, json_safe(payload["domains"]))
 
 
-def write_run_summary(output_dir: str | os.PathLike[str], model: str, results: Sequence[DomainResult],
+def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Sequence[DomainResult],
                       failed: Mapping[int, str] | None = None) -> RunSummary:
-    """``write_summary`` into ``<output_dir>/<model slug>/``."""
-    return write_summary(model_dir(output_dir, model), results, failed, model)
+    """``write_summary`` into ``<output_dir>/<run slug>/`` (``run``: the run's name, e.g.
+    ``RunConfig.run_name``; a model's own runs are named after it)."""
+    return write_summary(model_dir(output_dir, run), results, failed, run)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.metrics.baselines import best_baseline
+from socbench.report.labels import domain_label
 from socbench.report.output import new_figure, save_figure
 from socbench.types import DomainResult
 
@@ -54,11 +55,11 @@ def domain_accuracy_plot(results: Sequence[DomainResult], path: Path) -> Path:
     if marks:
         ax.hlines([m[1] for m in marks], [m[0] - 0.4 for m in marks], [m[0] + 0.4 for m in marks],
                   colors="black", linewidth=2.5, label="strongest baseline")
-    names = [r.domain_name + ("" if r.complete else " (incomplete)") for r in rows]
+    names = [domain_label(r.domain_name) + ("" if r.complete else " (incomplete)") for r in rows]
     ax.set_xticks(list(xs), names, rotation=35, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
-    ax.set_title(f"ISSP accuracy by domain: {rows[0].model if rows else ''}")
+    ax.set_title(f"ISSP accuracy by domain: {rows[0].run or rows[0].model if rows else ''}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, path)
 

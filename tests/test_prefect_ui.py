@@ -1,0 +1,76 @@
+"""`make ui` (deployments/ui.py): the demo's Prefect state served after the run, seen in a browser.
+
+A small state is seeded the way the demo fills `.prefect-demo/`: an `issp` run over two domains
+on the tiny model (transformers backend: no engine start-up to wait for). `ui.py` serves that
+state on 127.0.0.1 and prints the URLs; Debian's chromium (headless) renders the Prefect UI and
+the `issp` run, its domain runs and the summary and leaderboard artifacts must be on its pages.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium not installed")]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _page_text(url: str) -> str:
+    """The rendered page as text (the UI is a single-page app: it needs a window and time to load)."""
+    dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                          "--window-size=1400,1600", "--virtual-time-budget=20000", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=180).stdout
+    return " ".join(re.sub(r"<[^>]+>", " ", dom).split())
+
+
+def _seed(state: Path, model: Path, out: Path) -> None:
+    home = state / "home"
+    home.mkdir(parents=True)
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo_store.toml"),
+           "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results")}
+    env.pop("PREFECT_API_URL", None)
+    done = subprocess.run([sys.executable, "-m", "cli", "issp", "--api_type", "hf", "--model", str(model),
+                           "--domain_id", "all", "--start_domain_id", "10", "--interview_count", "2",
+                           "--output_dir", str(out)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_ui_serves_the_demo_state(tiny_model: Path, tmp_path: Path) -> None:
+    state = tmp_path / "prefect-demo"
+    missing = subprocess.run([sys.executable, str(ROOT / "deployments" / "ui.py"), "--state", str(state)],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "run `make demo` first" in missing.stderr
+    _seed(state, tiny_model, tmp_path / "results")
+    log = (tmp_path / "ui.out").open("w+")
+    ui = subprocess.Popen([sys.executable, str(ROOT / "deployments" / "ui.py"), "--state", str(state)],
+                          stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while "ui: artifacts" not in (text := (tmp_path / "ui.out").read_text()) \
+                and time.monotonic() < deadline:
+            assert ui.poll() is None, text
+            time.sleep(0.5)
+        base = re.search(r"Prefect UI at (http://127\.0\.0\.1:\d+)", text).group(1)
+        run = re.search(r"latest issp run '([\w-]+)' \(Completed\): (\S+)", text)
+        assert run is not None, text
+        runs = _page_text(f"{base}/runs")
+        assert f"issp {run.group(1)}" in runs and "Completed" in runs
+        assert "issp-domain issp-domain-10" in runs and "issp-domain issp-domain-11" in runs
+        assert run.group(1) in _page_text(run.group(2))  # the printed link opens the run
+        artifacts = _page_text(f"{base}/artifacts")
+        assert "issp-summary" in artifacts and "issp-leaderboard" in artifacts
+        assert "issp-report-domain-10" in artifacts
+    finally:
+        os.killpg(ui.pid, signal.SIGTERM)
+        ui.wait(timeout=60)
+        log.close()
+    assert "ui: stopping the server" in (tmp_path / "ui.out").read_text()
