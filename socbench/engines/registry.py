@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from socbench.engines.base import Engine
-from socbench.engines.cache import CACHE_FILE, CachedEngine, EngineCache
+from socbench.engines.cache import CachedEngine
+from socbench.engines.segment_cache import CacheStore, open_store
 from socbench.errors import ConfigError, validated
 
 
@@ -43,8 +44,9 @@ API_TYPES = tuple(sorted(_FACTORIES))
 
 
 def create_engine(api_type: str, model: str, settings: dict[str, Any] | None = None,
-                  cache_dir: Path | None = None) -> Engine:
-    """The backend for ``api_type`` ("config" is the OpenAI-compatible server), cached if ``cache_dir``.
+                  cache_dir: Path | None = None, cache_store: CacheStore = "sqlite") -> Engine:
+    """The backend for ``api_type`` ("config" is the OpenAI-compatible server), cached if ``cache_dir``
+    (in the SQLite file, or in segments shared by several processes and hosts: ``cache_store``).
 
     Creating an engine loads nothing: backends start on their first request, so a fully
     cached run never loads the model.
@@ -55,4 +57,4 @@ def create_engine(api_type: str, model: str, settings: dict[str, Any] | None = N
     engine = factory(model, dict(settings or {}))
     if cache_dir is None:
         return engine
-    return CachedEngine(engine, EngineCache(Path(cache_dir) / CACHE_FILE))
+    return CachedEngine(engine, open_store(cache_store, Path(cache_dir), engine.identity))

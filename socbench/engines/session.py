@@ -31,7 +31,8 @@ def get_engine(settings: EngineSettings) -> Engine:
     with _LOCK:
         if key not in _ENGINES:
             _ENGINES[key] = create_engine(settings.api_type, settings.model,
-                                          settings=settings.backend_options(), cache_dir=settings.cache_dir)
+                                          settings=settings.backend_options(), cache_dir=settings.cache_dir,
+                                          cache_store=settings.cache_store)
         return _ENGINES[key]
 
 

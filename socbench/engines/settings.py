@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from socbench.engines.segment_cache import CacheStore
 from socbench.engines.vllm_args import check_vllm_keys
 from socbench.errors import ConfigError, validated
 from socbench.models import DEFAULT_MODEL
@@ -253,6 +254,9 @@ class EngineSettings(BaseModel):
         "seconds a server may stay silent (no reply and no answer to a liveness probe) before its "
         "in-flight requests fail and are retried; a busy server is waited for (openai)"))
     cache_dir: Path | None = Field(None, description="engine cache folder (default: <output_dir>/.cache)")
+    cache_store: CacheStore = Field("sqlite", description=(
+        "engine cache store: sqlite (one file; one host) or segments (an append-only file per writing "
+        "process, safe in a folder shared by several workers and hosts, NFS included)"))
 
     @field_validator("api_type", mode="before")
     @classmethod

@@ -1,0 +1,259 @@
+"""The model sweep on a real Prefect server, work pools and process workers, deployed from prefect.yaml.
+
+Two models (served by vLLM's own OpenAI server, two endpoints) over the ten demo domains,
+cut into runs that two workers take at once; one worker is killed mid-sweep: only its
+domains fail, the sweep ends Failed naming them, and Retry completes them on the other
+worker without sending any answered request again. The numbers equal two single-process
+runs. Then a second pool stands in for the GPU pool (deployments/gpu.yaml): runs land there,
+and an engine limit of one engine per host holds with two workers on that host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import urllib.request
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+import test_prefect_e2e as e2e
+from test_prefect_e2e import BIN, ROOT, _flow_runs, _prefect, _stop, _wait
+
+from socbench.engines.segment_cache import HEADER, SEGMENTS_DIR
+from socbench.models import model_slug
+from tests.vllm_server import VllmServer
+
+pytestmark = pytest.mark.slow
+server = e2e.server  # the Prefect server fixture of the first end-to-end test
+FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
+DOMAINS = (1, 2, 3, 4, 6, 7, 8, 9, 10, 11)
+
+
+@pytest.fixture(scope="module")
+def tiny_b(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A second vLLM OpenAI server on the tiny model, serving it as ``tiny-b`` (a second model)."""
+    vllm = VllmServer(tiny_model, "tiny-b", tmp_path_factory.mktemp("vllm-tiny-b") / "server.log",
+                      dtype="float32")
+    try:
+        yield vllm.start()
+    finally:
+        vllm.stop()
+
+
+def _worker(env: dict, folder: Path, name: str, *options: str, pool: str = "socbench-local",
+            extra_env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+    """A process worker in its own process group (killing the group kills its flow runs too)."""
+    log = folder / f"{name}.log"
+    with log.open("w") as handle:
+        proc = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", pool, "--name", name,
+                                 *options], env={**env, **(extra_env or {})}, cwd=folder, stdout=handle,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, log
+
+
+def _post(env: dict, path: str, body: dict) -> list[dict]:
+    request = urllib.request.Request(f"{env['PREFECT_API_URL']}{path}", data=json.dumps(body).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return json.loads(response.read())
+
+
+def _children(env: dict, run_id: str) -> list[dict]:
+    return _post(env, "/flow_runs/filter", {"flow_runs": {"parent_flow_run_id": {"any_": [run_id]}}})
+
+
+def _sweep(env: dict, name: str) -> dict | None:
+    return next((r for r in _flow_runs(env) if r["name"] == name), None)
+
+
+def _batches(env: dict, parent: str) -> list[dict]:
+    """The runs the sweep named ``parent`` dispatched, each with the domain runs inside it."""
+    sweep = _sweep(env, parent)
+    runs = _children(env, sweep["id"]) if sweep else []  # none before the deployment run exists
+    for run in runs:
+        run["domains"] = {c["parameters"]["domain_id"]: c["state_type"] for c in _children(env, run["id"])}
+    return runs
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return _time(a["start_time"]) < _time(b["end_time"]) and _time(b["start_time"]) < _time(a["end_time"])
+
+
+def _cache_lines(cache_dir: Path) -> tuple[int, int]:
+    """(answer lines, distinct answers) over every segment: a re-sent answered request shows as a
+    second line with the same key."""
+    keys = [line.split("\t", 1)[0] for seg in (cache_dir / SEGMENTS_DIR).glob("*/*.seg")
+            for line in seg.read_text().splitlines() if line and line != HEADER]
+    return len(keys), len(set(keys))
+
+
+def _metrics(folder: Path) -> dict[str, tuple]:
+    fields = ("accuracy", "macro_f1", "correct_count", "total_count", "parse_failures", "engine_errors")
+    return {p.name: tuple(json.loads(p.read_text()).get(f) for f in fields)
+            for p in sorted(folder.glob("*_metrics.json"))}
+
+
+def _deploy(env: dict, *pools: str) -> None:
+    for pool in pools:
+        _prefect(env, "work-pool", "create", pool, "--type", "process", "--overwrite")
+    _prefect(env, "--no-prompt", "deploy", "--all")
+
+
+def _run_sweep(env: dict, name: str, config: dict) -> subprocess.Popen:
+    return subprocess.Popen([str(BIN / "prefect"), "deployment", "run", "issp-sweep/nightly", "--param",
+                             f"config={json.dumps(config)}", "--flow-run-name", name, "--watch"], env=env,
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _single_process_runs(runs: dict, models: list[dict], out: Path) -> None:
+    """Each model through the single-process ``issp`` flow (one engine for every domain), in this process."""
+    from flows.issp import issp
+    from socbench.config import RunConfig
+
+    for engine in models:
+        engine = {**engine, "api_base": ",".join(engine["api_base"])}
+        config = RunConfig.model_validate({**runs, "output_dir": str(out), "engine": engine})
+        state = issp(config, return_state=True)
+        assert state.is_completed(), state.message
+
+
+def _kill_mid_run(env: dict, worker: subprocess.Popen) -> dict:
+    """Wait until worker-a is inside a run with some domains done and some not, then SIGKILL its
+    process group: the worker and the run's process die together, as with a lost host."""
+    def a_mid_run() -> dict | None:
+        for batch in _batches(env, "sweep-main"):
+            done = sum(s == "COMPLETED" for s in batch["domains"].values())
+            if (batch["labels"].get("prefect.worker.name") == "worker-a" and batch["state_type"] == "RUNNING"
+                    and 0 < done < len(batch["parameters"]["domain_ids"])):
+                return batch
+        return None
+
+    killed = _wait(a_mid_run, 300, "worker-a to be half-way through a run", interval=0.3)
+    os.killpg(worker.pid, signal.SIGKILL)
+    return killed
+
+
+def _only_its_domains_failed(env: dict, killed: dict) -> tuple[dict, list[dict], list[int]]:
+    """The sweep ended Failed naming exactly the killed run's unfinished domains; all else completed."""
+    parent, batches = _sweep(env, "sweep-main"), _batches(env, "sweep-main")
+    lost = next(b for b in batches if b["id"] == killed["id"])
+    assert parent["state_type"] == "FAILED" and lost["state_type"] == "CRASHED"  # by the zombie automation
+    failed = sorted(d for d in killed["parameters"]["domain_ids"] if lost["domains"].get(d) != "COMPLETED")
+    model, message = killed["parameters"]["config"]["engine"]["model"], parent["state"]["message"]
+    assert all(f"{model}: " in message and f"({d})" in message for d in failed), message
+    assert message.count("Crashed") == len(failed)
+    assert all(b["state_type"] == "COMPLETED" for b in batches if b["id"] != killed["id"])
+    return parent, batches, failed
+
+
+def _retry(env: dict, parent: dict, controller_log: Path) -> None:
+    """``prefect flow-run retry`` on the sweep (the UI's Retry) once its process has exited (stack-notes)."""
+    exited = f"Process for flow run '{parent['name']}' exited"
+    _wait(lambda: exited in controller_log.read_text(), 120, "the controller to see the sweep's process exit")
+    _prefect(env, "flow-run", "retry", parent["id"])
+
+    def retried() -> dict | None:
+        run = _sweep(env, parent["name"])
+        return run if run["run_count"] > parent["run_count"] and run["state_type"] in FINAL else None
+
+    final = _wait(retried, 480, "the retried sweep", interval=1.0)
+    assert final["state_type"] == "COMPLETED", final["state"]
+
+
+def _same_as_single_process(models: list[dict], out: Path, single: Path) -> int:
+    """Each model's domain metrics equal the single-process run's; the leaderboard holds both
+    models x all ten domains. Returns the number of prompts answered."""
+    total = 0
+    for engine in models:
+        folder = model_slug(engine["model"])
+        ours, theirs = _metrics(out / folder), _metrics(single / folder)
+        assert len(ours) == len(DOMAINS) and ours == theirs
+        total += sum(m[3] for m in ours.values())
+    rows = [line.split(",") for line in (out / "report" / "leaderboard.csv").read_text().splitlines()[1:]]
+    expected = [(m["model"], str(d)) for m in models for d in DOMAINS]
+    assert sorted((r[0], r[2]) for r in rows if r[2]) == sorted(expected)
+    return total
+
+
+def _engine_holds(env: dict) -> list[tuple[datetime, datetime]]:
+    """(acquired, released) of every engine-limit lease, from the events the runs emitted."""
+    names = ["prefect.concurrency-limit.acquired", "prefect.concurrency-limit.released"]
+    events = _post(env, "/events/filter", {"filter": {"event": {"name": names}}, "limit": 50})["events"]
+    acquired = {e["id"]: _time(e["occurred"]) for e in events if e["event"].endswith(".acquired")}
+    return sorted((acquired[e["follows"]], _time(e["occurred"])) for e in events
+                  if e["event"].endswith(".released") and e.get("follows") in acquired)
+
+
+def _gpu_pool_one_engine_per_host(env: dict, url: str, folder: Path) -> None:
+    """A second pool stands in for socbench-gpu (deployments/gpu.yaml); two of its workers share one
+    host whose engine limit is 1: the sweep's runs land in that pool, overlap, and hold engines in turn."""
+    _prefect(env, "work-pool", "create", "socbench-gpu", "--type", "process", "--overwrite")
+    _prefect(env, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/gpu.yaml")
+    _prefect(env, "gcl", "create", "socbench-gpus-gpubox", "--limit", "1")
+    workers = [_worker(env, folder, f"gpu-{i}", "--limit", "1", pool="socbench-gpu",
+                       extra_env={"SOCBENCH_HOST": "gpubox"})[0] for i in (1, 2)]
+    model = {"api_type": "openai", "model": "tiny", "api_base": [f"{url}/v1"], "engine_slots": 1,
+             "deployment": "issp-domains/gpu", "domains_per_run": 2}
+    run = {"domain_id": "all", "start_domain_id": 8, "interview_count": 8, "structured": True,
+           "output_dir": str(folder / "gpu-results")}
+    try:
+        config = {"run": run, "models": [model], "engine_limit": "socbench-gpus-{host}"}
+        sweep = _run_sweep(env, "sweep-gpu", config)
+        assert sweep.wait(timeout=600) == 0, sweep.stdout.read()[-3000:]
+    finally:
+        for proc in workers:
+            _stop(proc)
+    batches = _batches(env, "sweep-gpu")
+    assert len(batches) == 2 and {b["work_pool_name"] for b in batches} == {"socbench-gpu"}
+    assert {b["labels"]["prefect.worker.name"] for b in batches} == {"gpu-1", "gpu-2"}
+    assert _overlap(*batches)  # both workers ran at once ...
+    holds = _wait(lambda: len(_engine_holds(env)) == 2 and _engine_holds(env), 60, "engine-limit events")
+    assert holds[0][1] <= holds[1][0] + timedelta(seconds=0.5)  # ... their engines one after the other
+
+
+def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_runs(
+        server: dict, tiny_server, tiny_b, tmp_path: Path, api_url) -> None:
+    env = {**server, "OPENAI_API_KEY": "unused", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30",
+           "PREFECT_WORKER_QUERY_SECONDS": "2"}
+    out = tmp_path / "results"
+    _deploy(env, "socbench-local")
+    _prefect(env, "automation", "create", "--from-file", str(ROOT / "deployments" / "zombie-runs.yaml"))
+    runs = {"domain_id": "all", "interview_count": 4, "output_dir": str(out), "structured": True}
+    models = [{"api_type": "openai", "model": "tiny", "api_base": [f"{tiny_server.url}/v1"]},
+              {"api_type": "openai", "model": "tiny-b", "api_base": [f"{tiny_b.url}/v1"]}]
+    sent = lambda: tiny_server.requests() + tiny_b.requests()  # noqa: E731
+    controller, controller_log = _worker(env, tmp_path, "controller", "--work-queue", "sweep")
+    workers = {name: _worker(env, tmp_path, name, "--work-queue", "default", "--limit", "1")[0]
+               for name in ("worker-a", "worker-b")}
+    try:
+        sweep = _run_sweep(env, "sweep-main", {"run": runs, "models": models, "domains_per_run": 5})
+        killed = _kill_mid_run(env, workers["worker-a"])
+        _single_process_runs(runs, models, tmp_path / "single")  # meanwhile: the dead run is noticed
+        assert sweep.wait(timeout=600) == 1, sweep.stdout.read()[-3000:]
+        parent, batches, failed = _only_its_domains_failed(env, killed)
+        # both workers ran domains at the same time (flow-run records: worker, process, start/end)
+        ran = {w: [b for b in batches if b["labels"].get("prefect.worker.name") == w and b["end_time"]]
+               for w in workers}
+        assert any(_overlap(a, b) for a in ran["worker-a"] for b in ran["worker-b"])
+        assert len({b["infrastructure_pid"] for b in batches}) == len(batches)  # one process per run
+
+        sent_before, stored_before = sent(), _cache_lines(out / ".cache")[1]
+        _retry(env, parent, controller_log)
+        reruns = [b for b in _batches(env, "sweep-main") if b["id"] not in {x["id"] for x in batches}]
+        assert [sorted(b["parameters"]["domain_ids"]) for b in reruns] == [failed]  # only what failed ...
+        assert reruns[0]["labels"]["prefect.worker.name"] == "worker-b"  # ... on the worker still up
+        lines, stored = _cache_lines(out / ".cache")
+        assert lines == stored  # no answer was ever asked (and stored) twice
+        assert sent() - sent_before == stored - stored_before > 0  # the retry sent only the missing ones
+        assert stored == _same_as_single_process(models, out, tmp_path / "single")
+        _gpu_pool_one_engine_per_host(env, tiny_server.url, tmp_path)
+    finally:
+        for proc in [*workers.values(), controller]:
+            _stop(proc)
