@@ -1,7 +1,6 @@
 """Every record that crosses a pipeline stage, in one file (simple-evals' ``types.py``).
 
-Records are frozen: each stage returns new ones. Option codes are always strings (``"1"``, ``"-4"``)
-so that JSON keys, prompts and answers compare directly.
+Records are frozen; option codes are always strings (``"1"``, ``"-4"``): JSON keys, prompts, answers compare.
 ISSP: DomainData -> Item -> PromptRequest -> EngineResult -> Extraction -> ScoredDomain.
 CP vs MCP: McqData -> McqPlan -> McqAnswers -> McqScores. Circular: Variant -> VariantResult.
 """
