@@ -53,6 +53,18 @@ def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any, list[float]]:
     return time.perf_counter() - start, result, load_avg()
 
 
+def worker_pass(code: str, *args: object) -> dict:
+    """Run ``python -c code args`` in a fresh process (one timed pass); its last stdout line is JSON
+    with ``seconds`` and ``answers``; the load average before and after is added."""
+    before = load_avg()
+    proc = subprocess.run([PY, "-c", code, *map(str, args)], capture_output=True, text=True, cwd=ROOT,
+                          check=False)
+    if proc.returncode:
+        raise SystemExit(f"pass {args} failed: {proc.stderr[-2000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"seconds": round(out["seconds"], 2), "answers": out["answers"], "load": [before, load_avg()]}
+
+
 def max_rss_mb() -> float:
     """Peak resident memory of this process in MB (ru_maxrss is KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

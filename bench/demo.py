@@ -59,30 +59,11 @@ engine.close()
 VARIANTS = ("before", "now", "one_step")
 
 
-def engine_pass(variant: str, n: int) -> dict:
-    before = common.load_avg()
-    proc = subprocess.run(
-        [common.PY, "-c", WORKER, variant, str(n)],
-        capture_output=True,
-        text=True,
-        cwd=common.ROOT,
-        check=False,
-    )
-    if proc.returncode:
-        raise SystemExit(f"engine pass {variant} failed: {proc.stderr[-2000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {
-        "seconds": round(out["seconds"], 2),
-        "answers": out["answers"],
-        "load": [before, common.load_avg()],
-    }
-
-
 def engine_side_by_side(n: int, repeats: int) -> dict:
     runs: dict[str, list[dict]] = {v: [] for v in VARIANTS}
     for r in range(repeats):
         for variant in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
-            runs[variant].append(engine_pass(variant, n))
+            runs[variant].append(common.worker_pass(WORKER, variant, n))
     median = {v: statistics.median(x["seconds"] for x in runs[v]) for v in VARIANTS}
     differ = sum(a != b for a, b in zip(runs["before"][0]["answers"], runs["now"][0]["answers"]))
     return {

@@ -10,9 +10,7 @@ Usage: ``python bench/threads.py [--items 100] [--prompts 200] [--repeats 2]``.
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -48,30 +46,11 @@ engine.close()
 """
 
 
-def one_pass(backend: str, threads: int, n: int) -> dict:
-    before = common.load_avg()
-    proc = subprocess.run(
-        [common.PY, "-c", WORKER, backend, str(threads), str(n)],
-        capture_output=True,
-        text=True,
-        cwd=common.ROOT,
-        check=False,
-    )
-    if proc.returncode:
-        raise SystemExit(f"{backend} with {threads} threads failed: {proc.stderr[-2000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {
-        "seconds": round(out["seconds"], 2),
-        "answers": out["answers"],
-        "load": [before, common.load_avg()],
-    }
-
-
 def measure(backend: str, n: int, repeats: int) -> dict:
     runs: dict[int, list[dict]] = {1: [], 2: []}
     for r in range(repeats):
         for threads in (1, 2) if r % 2 == 0 else (2, 1):
-            runs[threads].append(one_pass(backend, threads, n))
+            runs[threads].append(common.worker_pass(WORKER, backend, threads, n))
             time.sleep(1)
     one, two = (statistics.median(x["seconds"] for x in runs[t]) for t in (1, 2))
     same = runs[1][0]["answers"] == runs[2][0]["answers"]
