@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.report.output import fmt, markdown_table
 
 
@@ -79,7 +80,9 @@ def end(line: str) -> None:
 
 
 def _accuracy(row: Mapping[str, Any]) -> str:
-    return f"{fmt(row['accuracy'])} [{fmt(row['accuracy_ci_low'])}, {fmt(row['accuracy_ci_high'])}]"
+    low, high = row["accuracy_ci_low"], row["accuracy_ci_high"]
+    ci = f"[{fmt(low)}, {fmt(high)}]" if low is not None else f"[no CI: n < {MIN_CI}]"
+    return f"{fmt(row['accuracy'])} {ci}"
 
 
 def _margin(row: Mapping[str, Any]) -> str:

@@ -190,14 +190,14 @@ def test_cp_is_skipped_with_a_note(tmp_path: Path) -> None:
     assert not list(only_cp["folder"].glob("*circular*"))
 
 
-def test_engine_error_is_a_wrong_variant(tmp_path: Path) -> None:
+def test_engine_error_makes_the_run_incomplete_not_a_wrong_variant(tmp_path: Path) -> None:
+    """A variant without an answer is not scored as wrong (issue 12): no circular metrics, no files."""
     run = run_pipeline(RuleEngine("longest", fail_on="c"), tmp_path, items=(Q3,))  # q3's CAB order fails
-    lines = {"".join(line["pattern"]): line for line in jsonl(run["folder"] / "tiny_mcp_k0_circular.jsonl")}
-    assert (lines["CAB"]["prediction"], lines["CAB"]["correct"], lines["CAB"]["parse_error"]) == (
-        None, False, "injected failure")
-    metrics = run["results"]["circular"]["k"]["0"]["metrics"]
-    assert (metrics["acc_circular"], metrics["perf_circular"], metrics["vote_circular"]) == (
-        pytest.approx(2 / 3), 0.0, 1.0)
+    results = run["results"]
+    assert not results["complete"]
+    assert results["incomplete_reason"] == "1 engine error, first: injected failure"
+    assert results.get("circular") is None and not list(run["folder"].glob("*circular*"))
+    assert "| 0 | – | – | – | – | incomplete | – |" in run["files"].table_md.read_text()
 
 
 def test_all_possible_sampled_and_refused(tmp_path: Path) -> None:

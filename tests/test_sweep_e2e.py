@@ -10,6 +10,7 @@ and an engine limit of one engine per host holds with two workers on that host.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -176,9 +177,10 @@ def _same_as_single_process(models: list[dict], out: Path, single: Path) -> int:
         ours, theirs = _metrics(out / folder), _metrics(single / folder)
         assert len(ours) == len(DOMAINS) and ours == theirs
         total += sum(m[3] for m in ours.values())
-    rows = [line.split(",") for line in (out / "report" / "leaderboard.csv").read_text().splitlines()[1:]]
+    with (out / "report" / "leaderboard.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
     expected = [(m["model"], str(d)) for m in models for d in DOMAINS]
-    assert sorted((r[0], r[2]) for r in rows if r[2]) == sorted(expected)
+    assert sorted((r["model"], r["domain_id"]) for r in rows if r["domain_id"]) == sorted(expected)
     return total
 
 
