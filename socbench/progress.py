@@ -81,7 +81,7 @@ def end(line: str) -> None:
 
 def _accuracy(row: Mapping[str, Any]) -> str:
     low, high = row["accuracy_ci_low"], row["accuracy_ci_high"]
-    ci = f"[{fmt(low)}, {fmt(high)}]" if low is not None else f"[no CI: n < {MIN_CI}]"
+    ci = f"[{fmt(low)}, {fmt(high)}]" if fmt(low) != "n/a" else f"[no CI: n < {MIN_CI}]"  # None or NaN
     return f"{fmt(row['accuracy'])} {ci}"
 
 
