@@ -97,10 +97,11 @@ def main() -> int:
               env, STATE / "server.log")
         wait_healthy(env["PREFECT_API_URL"])
         prefect(["work-pool", "create", POOL, "--type", "process", "--overwrite"], env)
-        prefect(["--no-prompt", "deploy", "--all"], env)
         print("demo: starting a process worker", flush=True)
-        # stopped before the server (ExitStack unwinds in reverse): see stack-notes
+        # it starts up while the deployments are made; stopped before the server (ExitStack unwinds
+        # in reverse): see stack-notes
         start(stack, [str(BIN / "prefect"), "worker", "start", "--pool", POOL], env, STATE / "worker.log")
+        prefect(["--no-prompt", "deploy", "--all"], env)
         run = prefect(["deployment", "run", "issp/all-domains", "--watch"], env, check=False)
     summary = ROOT / "results" / "smollm2-135m-instruct" / "summary.md"
     if summary.exists():
