@@ -34,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
     from socbench.preflight import check_run
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
-    from socbench.progress import run_table
-
     outcome = run_flow("issp", config)
+    from socbench.progress import run_table  # after: it imports scikit-learn, while Prefect's API starts
+
     if outcome["rows"]:
         print("\n".join(run_table(outcome["rows"])))
     print(f"summary: {outcome['summary']}\nreport: {outcome['report']}", flush=True)

@@ -16,27 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from prefect.server.api.server import SubprocessASGIServer
 
-# Run as ``python -c`` with the port: Prefect's server app under uvicorn (as Prefect runs it),
-# plus a thread that ends the server when socbench's end of the stdin pipe closes.
-_SERVE = """
-import os, signal, sys, threading
-import uvicorn
-def _orphaned():
-    sys.stdin.buffer.read()
-    os.kill(os.getpid(), signal.SIGTERM)
-threading.Thread(target=_orphaned, daemon=True).start()
-uvicorn.run("prefect.server.api.server:create_app", factory=True, host="127.0.0.1", port=int(sys.argv[1]),
-            log_level="error", lifespan="on")
-"""
+from cli.prefect_spawn import claim, spawn
 
 
 class OwnPrefectApi(SubprocessASGIServer):
@@ -45,13 +32,7 @@ class OwnPrefectApi(SubprocessASGIServer):
     _instances: dict[int | None, SubprocessASGIServer] = {}  # apart from Prefect's own registry
 
     def _run_uvicorn_command(self) -> subprocess.Popen[Any]:  # Prefect 3.7.7's launch hook
-        from prefect.settings import get_current_settings
-
-        settings = get_current_settings().to_environment_variables(exclude_unset=True)
-        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-               "PREFECT__SERVER_FINAL": "1", **settings}
-        return subprocess.Popen([sys.executable, "-c", _SERVE, str(self.port)], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
+        return claim(self.port) or spawn(self.port)
 
     def stop(self) -> None:
         """Drain Prefect's log and event workers into the API, then terminate it."""
@@ -87,17 +68,19 @@ class _Starting:
 
 
 @contextlib.contextmanager
-def prefect_api(meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
+def prefect_api(meanwhile: Callable[[], object] | None = None, port: int | None = None) -> Iterator[str]:
     """The Prefect API the in-process flows use while inside; its URL. ``meanwhile`` (loading the
-    model) runs in this thread while the API starts, so the two waits overlap."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    model) runs in this thread while the API starts, so the two waits overlap; ``port``: the one
+    ``cli.prefect_spawn.spawn_early`` started. Flow-run heartbeats are off on this API: they only
+    feed crash detection on a shared server, and each flow run's end waited up to 1 s for them."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     if PREFECT_API_URL.value():
         if meanwhile is not None:
             meanwhile()
         yield PREFECT_API_URL.value()
         return
-    api = OwnPrefectApi()
+    api = OwnPrefectApi(port)
     starting = _Starting(api)
     prior = SubprocessASGIServer._instances.get(None)
     SubprocessASGIServer._instances[None] = api  # Prefect code that would start its own finds this one
@@ -107,7 +90,8 @@ def prefect_api(meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
                 meanwhile()
         finally:
             starting.wait()
-        with temporary_settings(updates={PREFECT_API_URL: api.api_url}):
+        no_heartbeats = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+        with temporary_settings(updates={PREFECT_API_URL: api.api_url, **no_heartbeats}):
             yield api.api_url
     finally:
         api.stop()
