@@ -41,15 +41,20 @@ def spawn(port: int) -> subprocess.Popen[Any]:
                             stdout=subprocess.DEVNULL, start_new_session=True)
 
 
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def spawn_early() -> int | None:
     """Start the server now, unless a ``PREFECT_API_URL`` is set; its port (``claim`` takes it)."""
     from prefect.settings import PREFECT_API_URL
 
     if PREFECT_API_URL.value():
         return None
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     _early[port] = spawn(port)
     return port
 
