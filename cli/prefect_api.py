@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from cli.prefect_spawn import claim, free_port, spawn
+from cli.prefect_spawn import claim, discard, free_port, spawn
 
 SERVER_MODULE = "prefect.server.api.server"  # 1.7 s to import: only loaded when Prefect itself needs it
 
@@ -163,6 +163,7 @@ def prefect_api(meanwhile: Callable[[], object] | None = None, port: int | None 
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     if PREFECT_API_URL.value():
+        discard(port)
         if meanwhile is not None:
             meanwhile()
         yield PREFECT_API_URL.value()
