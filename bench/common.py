@@ -99,10 +99,12 @@ def tiny_model() -> Path:
     return path
 
 
-def synth_data(respondents: int, domain: str = "all") -> Path:
-    """A Dataset_all folder with ``respondents`` synthetic respondents per domain (a temp dir)."""
+def synth_data(respondents: int, domain: str = "all", issp: Path | None = None) -> Path:
+    """A Dataset_all folder with ``respondents`` synthetic respondents per domain (a temp dir);
+    ``issp``: a folder with the real question sets (``qa/``) and codebooks (``codebooks/``)."""
     out = Path(tempfile.mkdtemp(prefix="bench-data-")) / "Dataset_all"
+    real = ["--qa_dir", str(issp / "qa"), "--codebook_dir", str(issp / "codebooks")] if issp else []
     subprocess.run([PY, "-m", "cli", "data", "synth", "--out", str(out), "--respondents",
-                    str(respondents), "--domain_id", domain], check=True, cwd=ROOT,
+                    str(respondents), "--domain_id", domain, *real], check=True, cwd=ROOT,
                    stdout=subprocess.DEVNULL)
     return out

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 SCRIPTS = ("arc_cp_vs_lmeval", "demo", "pipeline_vs_bare", "threads", "prefix_cache", "api_client",
-           "orchestration", "data_import")
+           "api_path", "orchestration", "data_import")
 # Default sizes: ARC on the first 300 items (``--limit 0`` alone for all 2,376), the
 # demo's engine comparison on 400 prompts plus one full `make demo`.
 DEFAULT_ARGS = {"arc_cp_vs_lmeval": ["--limit", "300"]}

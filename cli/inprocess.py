@@ -67,11 +67,20 @@ def quiet_libraries() -> None:
 
 def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = None) -> dict:
     """``flows.<name>.<name>_inprocess(config)`` on socbench's own Prefect API, progress shown;
-    ``meanwhile`` runs while that API starts."""
+    the API's server is spawned first, and the flow's imports and ``meanwhile`` run while it starts."""
     quiet_libraries()
+    from cli.prefect_spawn import spawn_early
+
+    port = spawn_early()
     from cli.prefect_api import prefect_api
     from socbench.progress import listening
 
-    run = getattr(importlib.import_module(f"flows.{name}"), f"{name}_inprocess")
-    with prefect_api(meanwhile), listening(ConsoleProgress()):
-        return run(config)
+    module = f"flows.{name}"
+
+    def imports_then_meanwhile() -> None:
+        importlib.import_module(module)
+        if meanwhile is not None:
+            meanwhile()
+
+    with prefect_api(imports_then_meanwhile, port), listening(ConsoleProgress()):
+        return getattr(importlib.import_module(module), f"{name}_inprocess")(config)

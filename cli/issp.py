@@ -34,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
     from socbench.preflight import check_run
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
-    from socbench.progress import run_table
+    outcome = run_flow("issp", config, meanwhile=_preload_figures)
+    from socbench.progress import run_table  # after: it imports scikit-learn, while Prefect's API starts
 
-    outcome = run_flow("issp", config)
     if outcome["rows"]:
         print("\n".join(run_table(outcome["rows"])))
     print(f"summary: {outcome['summary']}\nreport: {outcome['report']}", flush=True)
@@ -46,3 +46,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"socbench: error: {reason} (incomplete: rerun the same command to send only the missing "
               "requests)", file=sys.stderr)
     return 1 if outcome["failed"] or outcome["incomplete"] else 0
+
+
+def _preload_figures() -> None:
+    """matplotlib for the report, imported while Prefect's API starts (after the server is spawned:
+    ``socbench.report`` imports scikit-learn)."""
+    from socbench.report.output import preload_figures
+
+    preload_figures()

@@ -3,7 +3,7 @@
 Without a ``PREFECT_API_URL``, Prefect starts a temporary server itself, in socbench's
 process group: a Ctrl-C at the terminal (SIGINT to the whole group) killed that server first,
 and socbench then spent minutes reporting connection errors instead of saving its work. This
-one is Prefect's own server app (``SubprocessASGIServer``, the same database under
+one is Prefect's own server app (as its ``SubprocessASGIServer`` runs it, the same database under
 ``PREFECT_HOME``), started in a session of its own (``start_new_session``), so it only stops
 when socbench has finished: its workers' logs and events are drained first, then it is
 terminated. It also stops by itself when socbench dies, however (its stdin, a pipe from
@@ -16,42 +16,55 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
-import subprocess
+import importlib.util
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prefect.server.api.server import SubprocessASGIServer
+from cli.prefect_spawn import claim, discard, free_port, spawn
 
-# Run as ``python -c`` with the port: Prefect's server app under uvicorn (as Prefect runs it),
-# plus a thread that ends the server when socbench's end of the stdin pipe closes.
-_SERVE = """
-import os, signal, sys, threading
-import uvicorn
-def _orphaned():
-    sys.stdin.buffer.read()
-    os.kill(os.getpid(), signal.SIGTERM)
-threading.Thread(target=_orphaned, daemon=True).start()
-uvicorn.run("prefect.server.api.server:create_app", factory=True, host="127.0.0.1", port=int(sys.argv[1]),
-            log_level="error", lifespan="on")
-"""
+SERVER_MODULE = "prefect.server.api.server"  # 1.7 s to import: only loaded when Prefect itself needs it
 
 
-class OwnPrefectApi(SubprocessASGIServer):
-    """Prefect's temporary API server (its start-up, health wait and stop), in its own session."""
+class OwnPrefectApi:
+    """Prefect's temporary API server in a session of its own: what Prefect's ``SubprocessASGIServer``
+    offers its callers (``start``, ``stop``, ``api_url``), without importing Prefect's server modules
+    into socbench (the server process has them)."""
 
-    _instances: dict[int | None, SubprocessASGIServer] = {}  # apart from Prefect's own registry
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port if port is not None else free_port()
+        self.process: Any = None
 
-    def _run_uvicorn_command(self) -> subprocess.Popen[Any]:  # Prefect 3.7.7's launch hook
-        from prefect.settings import get_current_settings
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
 
-        settings = get_current_settings().to_environment_variables(exclude_unset=True)
-        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-               "PREFECT__SERVER_FINAL": "1", **settings}
-        return subprocess.Popen([sys.executable, "-c", _SERVE, str(self.port)], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
+    def start(self, timeout: float | None = None) -> None:
+        """Spawn the server (or take the early one), wait until ``/health`` answers; once."""
+        if self.process is not None:
+            return
+        import httpx
+        from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+        deadline = time.monotonic() + (timeout or PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+        self.process = claim(self.port) or spawn(self.port)
+        respawned = False
+        with httpx.Client() as client:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:  # exited: the port may have been taken meanwhile
+                    if respawned:
+                        break
+                    self.port, respawned = free_port(), True
+                    self.process = spawn(self.port)
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"{self.api_url}/health").status_code == 200:
+                        return
+                time.sleep(0.1)
+        code = self.process.poll()
+        raise RuntimeError("Timed out while attempting to connect to socbench's Prefect API server"
+                           + (f" (it exited with code {code})" if code is not None else ""))
 
     def stop(self) -> None:
         """Drain Prefect's log and event workers into the API, then terminate it."""
@@ -61,7 +74,62 @@ class OwnPrefectApi(SubprocessASGIServer):
         for worker in (APILogWorker, EventsWorker):
             with contextlib.suppress(Exception):
                 worker.drain_all(timeout=5)
-        super().stop()
+        process, self.process = self.process, None
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - not gone in 5 s
+                process.kill()
+                process.wait()
+
+
+class _StandIn:
+    """While socbench's API runs, Prefect code that would start a temporary server of its own
+    (``SubprocessASGIServer()``, its registry's ``None`` entry) gets this one: set at once if
+    Prefect's server module is loaded, else when something first imports it."""
+
+    def __init__(self, api: OwnPrefectApi) -> None:
+        self.api, self.prior, self.hooked = api, None, False
+        if SERVER_MODULE in sys.modules:
+            self._register(sys.modules[SERVER_MODULE])
+        else:
+            sys.meta_path.insert(0, self)  # type: ignore[arg-type]
+            self.hooked = True
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != SERVER_MODULE:
+            return None
+        self._unhook()
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            load = spec.loader.exec_module
+
+            def load_and_register(module: Any) -> None:
+                load(module)
+                self._register(module)
+
+            spec.loader.exec_module = load_and_register  # type: ignore[method-assign]
+        return spec
+
+    def _register(self, module: Any) -> None:
+        self.prior = module.SubprocessASGIServer._instances.get(None)
+        module.SubprocessASGIServer._instances[None] = self.api
+
+    def _unhook(self) -> None:
+        if self.hooked:
+            self.hooked = False
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(self)  # type: ignore[arg-type]
+
+    def remove(self) -> None:
+        self._unhook()
+        module = sys.modules.get(SERVER_MODULE)
+        if module is not None and module.SubprocessASGIServer._instances.get(None) is self.api:
+            if self.prior is not None:
+                module.SubprocessASGIServer._instances[None] = self.prior
+            else:
+                module.SubprocessASGIServer._instances.pop(None, None)
 
 
 class _Starting:
@@ -87,31 +155,31 @@ class _Starting:
 
 
 @contextlib.contextmanager
-def prefect_api(meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
+def prefect_api(meanwhile: Callable[[], object] | None = None, port: int | None = None) -> Iterator[str]:
     """The Prefect API the in-process flows use while inside; its URL. ``meanwhile`` (loading the
-    model) runs in this thread while the API starts, so the two waits overlap."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    model) runs in this thread while the API starts, so the two waits overlap; ``port``: the one
+    ``cli.prefect_spawn.spawn_early`` started. Flow-run heartbeats are off on this API: they only
+    feed crash detection on a shared server, and each flow run's end waited up to 1 s for them."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     if PREFECT_API_URL.value():
+        discard(port)
         if meanwhile is not None:
             meanwhile()
         yield PREFECT_API_URL.value()
         return
-    api = OwnPrefectApi()
+    api = OwnPrefectApi(port)
     starting = _Starting(api)
-    prior = SubprocessASGIServer._instances.get(None)
-    SubprocessASGIServer._instances[None] = api  # Prefect code that would start its own finds this one
+    stand_in = _StandIn(api)
     try:
         try:
             if meanwhile is not None:
                 meanwhile()
         finally:
             starting.wait()
-        with temporary_settings(updates={PREFECT_API_URL: api.api_url}):
+        no_heartbeats = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+        with temporary_settings(updates={PREFECT_API_URL: api.api_url, **no_heartbeats}):
             yield api.api_url
     finally:
         api.stop()
-        if prior is not None:
-            SubprocessASGIServer._instances[None] = prior
-        else:
-            SubprocessASGIServer._instances.pop(None, None)
+        stand_in.remove()

@@ -159,3 +159,20 @@ def test_grouped_per_country() -> None:
     assert list(grouped(accuracy, lambda i: i.person_id % 2)(items)) == ["0", "1"]
     table = breakdown({"accuracy": accuracy}, "country_code", items)
     assert table["DE"]["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_macro_f1_from_counts_is_sklearns_bit_for_bit() -> None:
+    """The per-question fast path gives exactly f1_score(average="macro", zero_division=0)."""
+    from socbench.metrics.classification import macro_f1_counts
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        codes = [str(c) for c in range(1, rng.randint(2, 12))]
+        n = rng.randint(1, 60)
+        y_true = [rng.choice(codes) for _ in range(n)]
+        y_pred = [rng.choice(codes + ["invalid"]) for _ in range(n)]
+        labels = sorted(set(codes[:rng.randint(1, len(codes))]) & (set(y_true) | set(y_pred)))
+        if not labels:
+            continue
+        expected = float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0))
+        assert macro_f1_counts(y_true, y_pred, labels) == expected

@@ -71,20 +71,24 @@ class _Liveness:
     """What one base URL has shown of life during a batch; the watchdog probes and judges it."""
 
     def __init__(self, base: str, now: float) -> None:
-        self.base, self.heard, self.in_flight = base, now, 0
+        self.base, self.heard = base, now
         self.down: str | None = None  # why the base is considered down, while it is
-        self.went_down = asyncio.Event()
+        self.sending: set[asyncio.Future[Any]] = set()  # the attempts in flight, cancelled when it goes down
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.sending)
 
     def mark_down(self, reason: str) -> None:
         self.down = reason
-        self.went_down.set()
+        for send in self.sending:
+            send.cancel()
         log.warning("%s", reason)
 
     def mark_up(self, now: float) -> None:
         if self.down is not None:
             log.info("%s answers again", host(self.base))
         self.heard, self.down = now, None
-        self.went_down.clear()
 
 
 @dataclass(frozen=True)
@@ -183,20 +187,17 @@ class Transport:
         """One attempt, given up when the base goes down meanwhile (it fails at once while down)."""
         if live.down is not None:
             return Reply(reason=live.down, retry=True)
-        live.in_flight += 1
         send = asyncio.ensure_future(self._send(http, live, live.base + call.path, call.body))
-        down = asyncio.ensure_future(live.went_down.wait())
+        live.sending.add(send)  # one task per attempt: ``mark_down`` cancels it (no waiter per request)
         try:
-            await asyncio.wait({send, down}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            live.in_flight -= 1
-            down.cancel()
-            if not send.done():
-                send.cancel()
-        if send.cancelled() or not send.done():
-            await asyncio.gather(send, return_exceptions=True)
+            return await send
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # this request itself is cancelled, not the base down
+                raise
             return Reply(reason=live.down or f"{host(live.base)} stopped answering", retry=True)
-        return send.result()
+        finally:
+            live.sending.discard(send)
 
     async def _send(self, http: Any, live: _Liveness, url: str, body: dict[str, Any]) -> Reply:
         import aiohttp

@@ -1,0 +1,178 @@
+"""Issue 15, API row: the whole ``socbench issp --api_type openai`` run vs its requests vs a batch-50 client.
+
+Data: the real ISSP question sets (``/work/shared/issp/``: ``qa/``, ``codebooks/``) with synthetic
+respondents (``socbench data synth``), 10 per domain: ~5,300 prompts over 10 domains. The fake
+OpenAI server (``bench/api_client.py``'s, 100 ms per answer) runs in its own process. Per pass,
+the sides alternate their order: (a) a plain aiohttp client sending the same request bodies in
+fixed batches of 50 (the original system); (b) socbench's request phase: the flow's engine
+(``CachedEngine(OpenAIEngine)``, 256 in flight) over all the prompts from an empty cache;
+(c) the whole CLI run, a fresh process and an empty output folder; (d) the same command again,
+fully cached. Targets: (c) <= (b) + 10 s; (a) / (b) >= 4.5; (d) <= 10 s. Every figure comes with
+the 1-min load average; (c) and (d) must write the same answers. ``--profile`` adds the
+phases of one more cached run (``bench/api_phases.py``).
+Usage: ``python bench/api_path.py [--quick] [--repeats 3] [--profile] [--issp /work/shared/issp]``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import api_client  # noqa: E402
+
+import common  # noqa: E402
+
+CONCURRENCY = 256
+
+
+def domain_prompts(data_dir: Path, url: str) -> list:
+    """Every domain's prompts, built by the flow's stage bodies (as the CLI run builds them)."""
+    from socbench.config import make_config
+    from socbench.domains import select_domains
+    from tasks.build_prompts import build_prompts
+    from tasks.country_special_options import country_special_options
+    from tasks.load_data import load_data
+
+    config = make_config(data_dir=str(data_dir), api_type="openai", api_base=url, model="fake-model")
+    prompts = []
+    for domain in select_domains("all", None, config.dataset_dir):
+        data = load_data.fn(domain.id, config)
+        prompts += build_prompts.fn(data, country_special_options.fn(data), config)
+    return prompts
+
+
+def request_phase(url: str, prompts: list) -> int:
+    """(b): the flow's engine, empty cache, all prompts in one call; the number answered."""
+    from socbench.config import make_config
+    from socbench.engines.session import close_engines, get_engine, run_prompts
+
+    out = tempfile.mkdtemp(prefix="bench-api-b-")
+    config = make_config(output_dir=out, api_type="openai", api_base=url, model="fake-model",
+                         concurrent_requests=CONCURRENCY)
+    try:
+        results = run_prompts(get_engine(config.engine_settings()), prompts)
+    finally:
+        close_engines()
+    return sum(r.error is None for r in results)
+
+
+def cli_run(url: str, data_dir: Path, out: Path) -> dict:
+    """(c)/(d): ``socbench issp`` in a fresh process; wall seconds (Python's start included)."""
+    command = [common.PY, "-m", "cli", "issp", "--api_type", "openai", "--api_base", url, "--model",
+               "fake-model", "--concurrent_requests", str(CONCURRENCY), "--data_dir", str(data_dir),
+               "--output_dir", str(out)]
+    seconds, proc, load = common.timed(lambda: subprocess.run(command, cwd=common.ROOT, capture_output=True,
+                                                              text=True))
+    if proc.returncode:
+        raise SystemExit(f"socbench issp failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return {"s": round(seconds, 2), "load": load}
+
+
+def answers(out: Path) -> dict[str, str]:
+    """Each domain's detailed results (answers, metrics; the timestamp left out), to compare two runs."""
+    found = {}
+    for path in sorted(out.glob("*/*_detailed.json")):
+        detailed = json.loads(path.read_text())
+        found[path.name] = json.dumps({k: v for k, v in detailed.items() if k != "timestamp"}, sort_keys=True)
+    return found
+
+
+def items(found: dict[str, str]) -> int:
+    return sum(len(json.loads(text)["details"]) for text in found.values())
+
+
+def one_pass(n: int, server, calls: list, prompts: list, data_dir: Path) -> dict:
+    """One alternating pass: (a) and (b) in turn (order flips with ``n``), then (c) and (d)."""
+    row: dict = {}
+
+    def side_a() -> None:
+        seconds, ok, load = common.timed(lambda: api_client.batched_client(server.url, calls))
+        assert ok == len(calls), f"batch-50 client: {ok} of {len(calls)} answered"
+        row["a_batched50_s"], row["a_load"] = round(seconds, 2), load
+
+    def side_b() -> None:
+        server.reset()
+        seconds, ok, load = common.timed(lambda: request_phase(server.url, prompts))
+        assert ok == len(prompts), f"socbench engine: {ok} of {len(prompts)} answered"
+        row["b_request_phase_s"], row["b_load"] = round(seconds, 2), load
+        row["b_max_in_flight"] = server.stats()["max_in_flight"]
+
+    for side in (side_a, side_b) if n % 2 == 0 else (side_b, side_a):
+        side()
+    out = Path(tempfile.mkdtemp(prefix="bench-api-cli-"))
+    first = cli_run(server.url, data_dir, out)
+    before = answers(out)
+    cached = cli_run(server.url, data_dir, out)
+    assert before and answers(out) == before, "the cached rerun wrote different answers"
+    row.update({"c_whole_run_s": first["s"], "c_load": first["load"], "d_cached_rerun_s": cached["s"],
+                "d_load": cached["load"], "items": items(before)})
+    print(f"pass {n + 1}: {row}", flush=True)
+    return row
+
+
+def profile_phases(url: str, data_dir: Path) -> list:
+    """Phase marks (seconds since start) of a cold and a cached run, from ``bench/api_phases.py``."""
+    out, rows = Path(tempfile.mkdtemp(prefix="bench-api-prof-")), []
+    for kind in ("whole run", "cached rerun"):
+        script = str(Path(__file__).with_name("api_phases.py"))
+        proc = subprocess.run([common.PY, script, "issp", "--api_type", "openai", "--api_base", url,
+                               "--model",
+                               "fake-model", "--concurrent_requests", str(CONCURRENCY), "--data_dir",
+                               str(data_dir), "--output_dir", str(out)],
+                              cwd=common.ROOT, capture_output=True, text=True, check=True)
+        marks = json.loads(proc.stderr.strip().splitlines()[-1])
+        rows.append({"run": kind, "load": common.load_avg(), "marks": marks})
+        print(f"{kind}: {marks}", flush=True)
+    return rows
+
+
+def main() -> None:
+    p = common.parser(__doc__)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--respondents", type=int, default=10, help="synthetic respondents per domain")
+    p.add_argument("--issp", type=Path, default=Path("/work/shared/issp"), help="real question sets")
+    p.add_argument("--profile", action="store_true")
+    args = p.parse_args()
+    common.setup_env(prefect=True)
+    data_dir = common.synth_data(2 if args.quick else args.respondents, "all", args.issp)
+    server = api_client.Server(latency_ms=100)
+    try:
+        prompts = domain_prompts(data_dir, server.url)
+        engine = api_client.engine(server.url, CONCURRENCY)
+        calls = [engine._generate_call(p) for p in prompts]
+        warm = cli_run(server.url, data_dir, Path(tempfile.mkdtemp(prefix="bench-api-warm-")))
+        print(f"warm-up run (creates Prefect's database in the fresh PREFECT_HOME, as any earlier run on a "
+              f"machine has): {warm}", flush=True)
+        passes = range(1 if args.quick else args.repeats)
+        rows = [one_pass(n, server, calls, prompts, data_dir) for n in passes]
+        phases = profile_phases(server.url, data_dir) if args.profile else []
+    finally:
+        server.stop()
+    med = {k: statistics.median(r[k] for r in rows)
+           for k in ("a_batched50_s", "b_request_phase_s", "c_whole_run_s", "d_cached_rerun_s")}
+    speedups = [r["a_batched50_s"] / r["b_request_phase_s"] for r in rows]  # pass by pass
+    overheads = [r["c_whole_run_s"] - r["b_request_phase_s"] for r in rows]
+    speedup, overhead = statistics.median(speedups), statistics.median(overheads)
+    met = {"whole_run_le_request_phase_plus_10s": overhead <= 10,
+           "request_phase_ge_4.5x_batch50": speedup >= 4.5,
+           "cached_rerun_le_10s": med["d_cached_rerun_s"] <= 10}
+    print(f"prompts {len(prompts)}; medians {med}\n  whole run - request phase: {overhead:.2f} s "
+          "(target <= 10)"
+          f"\n  batch-50 / request phase: {speedup:.2f}x (target >= 4.5)\n  cached rerun: "
+          f"{med['d_cached_rerun_s']:.2f} s (target <= 10)\n  met: {met}", flush=True)
+    common.report("api_path", {**med, "prompts": len(prompts), "whole_minus_request_s": round(overhead, 2)},
+                  "batch-50 client / socbench request phase", speedup,
+                  "whole run <= request phase + 10 s; >= 4.5x; cached rerun <= 10 s", all(met.values()),
+                  {"met": met, "passes": rows, "pair_speedups": [round(s, 2) for s in speedups],
+                   "whole_minus_request_s": [round(o, 2) for o in overheads], "phases": phases,
+                   "data": f"real ISSP question sets ({args.issp}), synthetic respondents",
+                   "warm_up_run": warm, "quick": args.quick})
+
+
+if __name__ == "__main__":
+    main()
