@@ -11,24 +11,20 @@ Ctrl-C (or SIGTERM) stops the server.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
-import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
 
 from local_demo import BIN, STATE, _free_port, demo_env, start, wait_healthy
+from local_demo import api as call
 
 
 def latest_run(api: str, flow: str = "issp") -> dict | None:
     """The newest run of ``flow`` in the served state, or None."""
-    body = json.dumps({"flows": {"name": {"any_": [flow]}}, "sort": "START_TIME_DESC", "limit": 1}).encode()
-    request = urllib.request.Request(f"{api}/flow_runs/filter", data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        runs = json.loads(response.read())
+    runs = call(api, "/flow_runs/filter", {"flows": {"name": {"any_": [flow]}}, "sort": "START_TIME_DESC",
+                                          "limit": 1})
     return runs[0] if runs else None
 
 

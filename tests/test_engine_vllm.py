@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
-from socbench.engines.settings import VllmSettings, cpu_compute_threads
+from socbench.engines.settings import VllmSettings, vllm_cpu_threads
 from socbench.errors import ConfigError
 from socbench.models import ResolvedModel, resolve_model
 from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
@@ -52,7 +52,7 @@ def test_cpu_defaults_and_gpu_defaults():
     assert cpu.enforce_eager and cpu.in_process and cpu.dtype == "bfloat16"
     assert cpu.max_num_batched_tokens == 16384 and cpu.block_size == 32
     assert cpu.kv_cache_space_gib == 1  # conftest's VLLM_CPU_KVCACHE_SPACE
-    assert cpu.cpu_threads == cpu_compute_threads() >= 1
+    assert cpu.cpu_threads == vllm_cpu_threads() >= 1
     gpu = VllmSettings.for_host(cuda=True)
     assert not gpu.enforce_eager and gpu.gpu_memory_utilization == 0.9 and gpu.enable_prefix_caching
     assert gpu.enable_chunked_prefill and gpu.dtype == "auto" and gpu.kv_cache_space_gib is None

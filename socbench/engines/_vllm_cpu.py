@@ -61,7 +61,7 @@ def register(threads: int | None = None) -> dict[str, Any]:
 
     Also sets the compute threads: an in-process engine keeps the process's torch thread
     count (vLLM's worker disables ``torch.set_num_threads`` once it starts), so it is set here,
-    before the engine starts (see ``settings.cpu_compute_threads``).
+    before the engine starts (see ``settings.vllm_cpu_threads``).
     """
     from vllm import ir
 

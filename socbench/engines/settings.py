@@ -65,20 +65,39 @@ def host_defaults(cuda: bool) -> dict[str, Any]:
         # shares nothing, and multi-token option scoring got 3x slower (measured)
         "block_size": 32,
         "kv_cache_space_gib": _env_int("VLLM_CPU_KVCACHE_SPACE", 2),
-        "cpu_threads": cpu_compute_threads(),
+        "cpu_threads": vllm_cpu_threads(),
     }
 
 
-def cpu_compute_threads() -> int:
-    """Compute threads for a CPU engine: ``OMP_NUM_THREADS`` if set, else one core fewer than the host
-    has, so the scheduler, tokenizer and Prefect keep a core.
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. a container's or taskset's share)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
-    Measured here (2 cores, issue 15): an in-process vLLM engine otherwise runs torch's default
-    of one thread per core (vLLM's own cut to 1 is skipped in-process), and with any other
-    load on the host two threads were 1.5-10x slower than one. Fixed, not adapted to the
-    load: the thread count changes transformers' bf16 results.
+
+def vllm_cpu_threads() -> int:
+    """Compute threads for the in-process CPU vLLM engine: ``OMP_NUM_THREADS`` if set, else every
+    usable core.
+
+    Measured on this 2-core host, idle (issue 15, ``bench/threads.py``): two threads answer the
+    demo prompts 1.47x faster than one, with the same answers (0 of 200, and 0 of the demo's
+    2,163, differ: vLLM's greedy answers do not depend on the count). With other load on the
+    host, two threads were 1.5-2x slower than one: ``OMP_NUM_THREADS=1`` there.
     """
-    return _env_int("OMP_NUM_THREADS", 0) or max(1, (os.cpu_count() or 1) - 1)
+    return _env_int("OMP_NUM_THREADS", 0) or usable_cores()
+
+
+def cpu_compute_threads() -> int:
+    """Compute threads for the transformers CPU engine: ``OMP_NUM_THREADS`` if set, else one core
+    fewer than the process may use, so the tokenizer and Prefect keep a core.
+
+    Measured here (2 cores, issue 15): with other load on the host two threads were 7-10x slower
+    than one (1.64x faster idle). Fixed, never adapted to the load: the thread count changes
+    transformers' bf16 log-likelihoods (up to 0.49 nats), hence CP choices.
+    """
+    return _env_int("OMP_NUM_THREADS", 0) or max(1, usable_cores() - 1)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -115,7 +134,7 @@ class VllmSettings(BaseModel):
     in_process: bool = False  # VLLM_ENABLE_V1_MULTIPROCESSING=0
     kv_cache_space_gib: int | None = None  # CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)
     submit_window: int = 1024  # requests kept queued in the engine at once
-    cpu_threads: int | None = None  # CPU compute threads (host default: cores - 1; None: torch's default)
+    cpu_threads: int | None = None  # CPU compute threads (host default: usable cores; None: torch's)
 
     @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "seed",
                      "max_logprobs", "submit_window")
