@@ -92,20 +92,8 @@ def write_files(folder: Path, rows: int, questions: int = 80, attributes: int = 
 def run_import(source: Path, out: Path, sizes: str) -> dict:
     start = time.perf_counter()
     proc = subprocess.run(
-        [
-            common.PY,
-            "-c",
-            CHILD,
-            "data",
-            "import",
-            str(source),
-            "--out",
-            str(out),
-            "--qa",
-            str(source.parent / "issp_qa_big.json"),
-            "--sizes",
-            sizes,
-        ],
+        [common.PY, "-c", CHILD, "data", "import", str(source), "--out", str(out),
+         "--qa", str(source.parent / "issp_qa_big.json"), "--sizes", sizes],
         capture_output=True,
         text=True,
         cwd=common.ROOT,

@@ -337,18 +337,8 @@ def test_spss_missing_range_and_a_text_country_in_a_csv(tmp_path: Path, capsys) 
         variable_value_labels={"q": {1: "One", 2: "Two", 97: "Refused", 98: "DK", 99: "Gone"}},
         missing_ranges={"q": [{"lo": 97, "hi": 99}]},
     )
-    code, err = _run(
-        capsys,
-        str(tmp_path / "r.sav"),
-        "--out",
-        str(tmp_path / "a"),
-        "--questions",
-        "q",
-        "--country",
-        "c",
-        "--sizes",
-        "8",
-    )
+    same = ("--questions", "q", "--country", "c", "--sizes", "8")
+    code, err = _run(capsys, str(tmp_path / "r.sav"), "--out", str(tmp_path / "a"), *same)
     assert code == 0, err
     (domain,) = read_manifest(tmp_path / "a" / "socbench.yaml").domains
     assert domain.missing_codes == [97, 98, 99] and domain.country_attribute == "c"
@@ -356,20 +346,8 @@ def test_spss_missing_range_and_a_text_country_in_a_csv(tmp_path: Path, capsys) 
     (tmp_path / "book.csv").write_text(
         "variable,label,code,value_label\nq,Question,1,One\nq,,2,Two\nc,Country,,\n"
     )
-    code, err = _run(
-        capsys,
-        str(tmp_path / "r.csv"),
-        "--codebook",
-        str(tmp_path / "book.csv"),
-        "--out",
-        str(tmp_path / "b"),
-        "--questions",
-        "q",
-        "--country",
-        "c",
-        "--sizes",
-        "8",
-    )
+    code, err = _run(capsys, str(tmp_path / "r.csv"), "--codebook", str(tmp_path / "book.csv"),
+                     "--out", str(tmp_path / "b"), *same)
     assert code == 0, err  # a text country column needs no labels; "NA" (Namibia) is not a blank
     stats = json.loads((tmp_path / "b" / "A_GroundTruth_sampling8" / "sampling_stats_r.json").read_text())
     assert stats["country_distribution"] == {"AT": 2, "DE": 2, "JP": 2, "NA": 2}

@@ -26,21 +26,8 @@ CASES = {
 
 
 def _import(source: Path, qa: Path, out: Path, seed: int = 42) -> int:
-    return main(
-        [
-            "data",
-            "import",
-            str(source),
-            "--out",
-            str(out),
-            "--qa",
-            str(qa),
-            "--sizes",
-            ",".join(map(str, SIZES)),
-            "--seed",
-            str(seed),
-        ]
-    )
+    return main(["data", "import", str(source), "--out", str(out), "--qa", str(qa),
+                 "--sizes", ",".join(map(str, SIZES)), "--seed", str(seed)])
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
