@@ -201,9 +201,10 @@ def _gpu_pool_one_engine_per_host(env: dict, url: str, folder: Path) -> None:
     _prefect(env, "gcl", "create", "socbench-gpus-gpubox", "--limit", "1")
     workers = [_worker(env, folder, f"gpu-{i}", "--limit", "1", pool="socbench-gpu",
                        extra_env={"SOCBENCH_HOST": "gpubox"})[0] for i in (1, 2)]
+    # runs long enough (4 + 3 domains) that the second worker takes its run while the first holds the engine
     model = {"api_type": "openai", "model": "tiny", "api_base": [f"{url}/v1"], "engine_slots": 1,
-             "deployment": "issp-domains/gpu", "domains_per_run": 2}
-    run = {"domain_id": "all", "start_domain_id": 8, "interview_count": 8, "structured": True,
+             "deployment": "issp-domains/gpu", "domains_per_run": 4}
+    run = {"domain_id": "all", "start_domain_id": 4, "interview_count": 8, "structured": True,
            "output_dir": str(folder / "gpu-results")}
     try:
         config = {"run": run, "models": [model], "engine_limit": "socbench-gpus-{host}"}
