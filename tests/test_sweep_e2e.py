@@ -221,6 +221,7 @@ def _gpu_pool_one_engine_per_host(env: dict, url: str, folder: Path) -> None:
     assert holds[0][1] <= holds[1][0] + timedelta(seconds=0.5)  # ... their engines one after the other
 
 
+@pytest.mark.timeout(1500)  # one server for both parts; the dead run alone waits ~90 s for the zombie rule
 def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_runs(
         server: dict, tiny_server, tiny_b, tmp_path: Path, api_url) -> None:
     env = {**server, "OPENAI_API_KEY": "unused", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30",
