@@ -84,8 +84,8 @@ def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> 
     return proc
 
 
-def prefect(args: list[str], env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=ROOT, check=check)
+def prefect(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=ROOT, check=True)
 
 
 def api(url: str, path: str, body: dict | None = None) -> dict:
