@@ -25,8 +25,8 @@ browser:
 	         "(the browser tests of the report and the Prefect UI are skipped without it)" >&2; \
 	  fi; }
 
-# The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision
-# (see docs/stack-notes in README): pip finds torch==2.13.0+cpu via the machine's pip config.
+# The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision;
+# pip finds torch==2.13.0+cpu via the machine's pip config.
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "setup: $(PYTHON) not found (set PYTHON=...)" >&2; exit 2; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -141,7 +141,7 @@ def main() -> int:
             prefect(["work-pool", "create", POOL, "--type", "process"], env)
         print("demo: starting a process worker", flush=True)
         # it starts up while the deployments are made; stopped before the server (ExitStack unwinds
-        # in reverse): see stack-notes
+        # in reverse): a flow-run process still exiting when the server goes away hangs
         start(stack, [str(BIN / "prefect"), "worker", "start", "--pool", POOL], env, STATE / "worker.log")
         prefect(["--no-prompt", "deploy", "--all"], env)
         completed = run_and_watch(env["PREFECT_API_URL"], "issp/all-domains")

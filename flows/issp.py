@@ -37,8 +37,8 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
     """One domain: load → options → prompts → engine → extract → score → report; Failed once its
     files are written if the engine left requests unanswered."""
     # Stage outputs are passed ``opaque``: Prefect still links each task to the one whose result it
-    # gets, but no longer walks every prompt and answer inside them (twice per task: 2/3 of a cached
-    # run's time).
+    # gets, but does not walk every prompt and answer inside them (walking them, twice per task, took
+    # 2/3 of a cached run's time).
     try:
         data = opaque(load_data(domain_id, config))
         items = opaque(country_special_options(data))

@@ -42,7 +42,7 @@ class Setting:
 
 
 def _flag_name(name: str, field: FieldInfo) -> str:
-    """A field's own name, or its last alias: ``engine_args`` is the seed's ``--engine``."""
+    """A field's own name, or its last alias: ``engine_args`` is the original system's ``--engine``."""
     alias = field.validation_alias
     return str(alias.choices[-1]) if isinstance(alias, AliasChoices) else name
 
@@ -128,7 +128,7 @@ class EngineRun(BaseModel):
 
 
 class RunConfig(EngineRun):
-    """What one ISSP run needs; field names are the seed's CLI flags."""
+    """What one ISSP run needs; field names are the original system's CLI flags."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -129,7 +129,7 @@ def get_domain(domain_id: int | str, data_dir: str | Path | None = None) -> Doma
 
 def select_domains(domain_id: int | str = "all", start_domain_id: int | str | None = None,
                    data_dir: str | Path | None = None) -> list[DomainSpec]:
-    """Domains to run: one id, or 'all' from ``start_domain_id`` on (the seed's semantics)."""
+    """Domains to run: one id, or 'all' from ``start_domain_id`` on (the original system's semantics)."""
     if str(domain_id).strip().lower() != "all":
         return [get_domain(domain_id, data_dir)]
     table = domain_table(data_dir)

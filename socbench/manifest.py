@@ -1,9 +1,9 @@
 """The survey manifest: ``socbench.yaml`` in a data folder declares its domains, no code edits.
 
-Why: the benchmark's ten ISSP domains used to be a table in code, so any other study meant
-editing ``socbench/domains.py``. A manifest lists each domain's id, name, slug, question
+Why: without it the domains are the ten ISSP modules of ``socbench/domains.py``, and any other
+study would mean editing code. A manifest lists each domain's id, name, slug, question
 file, answer file, country attribute, persona attributes and missing-value codes; when a
-folder has none, the ten ISSP domains apply exactly as before. This module only reads,
+folder has none, the ten ISSP domains apply. This module only reads,
 validates (pydantic) and writes the file; ``socbench.domains`` turns entries into
 ``DomainSpec`` rows. Every problem is one line naming the file and the field.
 """
@@ -25,7 +25,7 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.()-]*$")  # becomes part of result file names
 
 HEADER = (
-    "# socbench survey manifest: the domains of this data folder (see README, 'Your own survey').\n"
+    "# socbench survey manifest: the domains of this data folder (see socbench's docs/own-survey.md).\n"
     "# Paths are relative to this folder; answer_file is looked up in every A_GroundTruth_sampling<N>/.\n"
 )
 

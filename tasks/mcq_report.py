@@ -1,4 +1,4 @@
-"""MCQ stage 5: predictions, results, the seed's table and a plot (with ``--circular``, the
+"""MCQ stage 5: predictions, results, the original system's table and a plot (with ``--circular``, the
 circular files and summary table first); the tables as UI artifacts."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ its trie ancestors, and position ids restart in every group: each score is the p
 forward pass over context + continuation (the same math, without padding or per-option
 recomputation of the context). The LM head runs only where a position predicts a scored
 token. Why: CP with four options recomputed each context four times, one small forward
-pass per context (issue 15).
+pass per context.
 """
 
 from __future__ import annotations

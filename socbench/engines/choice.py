@@ -1,6 +1,6 @@
 """Which in-process backend runs a job: the one the user forced, or ``auto``'s pick for the method and host.
 
-Why a choice at all: on a CPU host the fastest backend depends on the method (issue 15).
+Why a choice at all: on a CPU host the fastest backend depends on the method.
 Scoring-only jobs (CP's log-likelihoods, MCP's option log-probs) run ~3x faster end to
 end on transformers here: it starts in ~2 s where vLLM's CPU engine needs 10-40 s, and
 ``engines/_packed`` computes each context once, many contexts per forward pass (vLLM

@@ -52,7 +52,7 @@ def cuda_available() -> bool:
 
 
 def host_defaults(cuda: bool) -> dict[str, Any]:
-    """Defaults that differ on a CPU host (stack-notes); a CUDA host keeps vLLM's usual values."""
+    """Defaults that differ on a CPU host (each measured there); a CUDA host keeps vLLM's usual values."""
     if cuda:
         return {}
     return {
@@ -81,7 +81,7 @@ def vllm_cpu_threads() -> int:
     """Compute threads for the in-process CPU vLLM engine: ``OMP_NUM_THREADS`` if set, else every
     usable core.
 
-    Measured on this 2-core host, idle (issue 15, ``bench/threads.py``): two threads answer the
+    Measured on this 2-core host, idle (``bench/threads.py``): two threads answer the
     demo prompts 1.47x faster than one, with the same answers (0 of 200, and 0 of the demo's
     2,163, differ: vLLM's greedy answers do not depend on the count). With other load on the
     host, two threads were 1.5-2x slower than one: ``OMP_NUM_THREADS=1`` there.
@@ -93,7 +93,7 @@ def cpu_compute_threads() -> int:
     """Compute threads for the transformers CPU engine: ``OMP_NUM_THREADS`` if set, else one core
     fewer than the process may use, so the tokenizer and Prefect keep a core.
 
-    Measured here (2 cores, issue 15): with other load on the host two threads were 7-10x slower
+    Measured here (2 cores, ``bench/threads.py``): with other load on the host two threads were 7-10x slower
     than one (1.64x faster idle). Fixed, never adapted to the load: the thread count changes
     transformers' bf16 log-likelihoods (up to 0.49 nats), hence CP choices.
     """
@@ -170,7 +170,7 @@ class VllmSettings(BaseModel):
 
     @classmethod
     def for_host(cls, overrides: dict[str, Any] | None = None, *, cuda: bool | None = None) -> VllmSettings:
-        """Host defaults (GPU: vLLM's usual values; CPU: stack-notes values), then ``overrides``."""
+        """Host defaults (GPU: vLLM's usual values; CPU: ``host_defaults``), then ``overrides``."""
         return validated(cls, dict(overrides or {}), within="--engine", context={"cuda": cuda})
 
     def engine_kwargs(self) -> dict[str, Any]:
@@ -250,7 +250,7 @@ class EngineSettings(BaseModel):
     """Which backend answers and how it is reached: the one engine record every run embeds.
 
     The engine session and the engine cache are keyed on it; field names are the CLI flags
-    (``engine_args`` is the seed's ``--engine``).
+    (``engine_args`` is the original system's ``--engine``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

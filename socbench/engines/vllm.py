@@ -125,7 +125,7 @@ class VllmEngine:
         return int(self._engine().model_config.max_model_len)
 
     def close(self) -> None:
-        """The seed's teardown: abort, shut the core down, free distributed state; idempotent."""
+        """The original system's teardown: abort, shut the core down, free distributed state; idempotent."""
         llm, self._llm = self._llm, None
         if llm is None:
             return

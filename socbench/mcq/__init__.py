@@ -4,7 +4,7 @@ Stages, each a plain function the Prefect tasks call once: ``load_mcq`` (items a
 few-shot pool) -> ``build_plan`` (engine requests per item and k, and per circular variant)
 -> ``ask_engine`` (answers by request key) -> ``score_mcq`` (predictions per item, k and
 method, and circular variant results; pure) -> ``write_mcq_files`` (predictions, results,
-the seed's table, a plot, the circular files). The records are in ``socbench.types``.
+the original system's table, a plot, the circular files). The records are in ``socbench.types``.
 
 Names load on first use, so the configuration (``socbench.mcq.config``) is read without
 importing scoring and plotting (the CLI builds its flags from it in a fraction of a second).

@@ -4,7 +4,7 @@
   option (source order), prediction, correct, the shots used;
 - ``<dataset>_results.json``: accuracies ``{k: {column: accuracy}}``, splits, settings,
   the scoring definitions, chance level, MCP probability mass and timings;
-- ``<dataset>_table.md`` / ``.csv``: the seed's table (rows k-shot, columns CP-RAW, CP-UN,
+- ``<dataset>_table.md`` / ``.csv``: the original system's table (rows k-shot, columns CP-RAW, CP-UN,
   CP-LN, CP-LN-char, MCP, MCP-Tolerance; empty where a method was not run);
 - ``<dataset>_accuracy.png``: the same table as grouped bars with the chance level.
 

@@ -6,7 +6,7 @@ and returns a float; an empty list gives NaN (the report writes it as ``null``).
 Two families, on purpose:
 
 * ``seed_macro_f1`` / ``seed_micro_f1`` keep the original system's *pooled* definitions
-  so numbers stay comparable with published seed results. They pool every question's
+  so numbers stay comparable with the original system's published results. They pool every question's
   codes into one label space (code ``"1"`` of every question is one class), and pooled
   micro-F1 over single-label predictions is mathematically equal to accuracy.
 * ``per_question_macro_f1`` is the meaningful one: macro-F1 within each question's own
@@ -51,7 +51,7 @@ def item_count(items: Sequence[ScoredItem]) -> float:
 
 
 def pooled_labels(items: Sequence[ScoredItem]) -> tuple[list[str], list[str]]:
-    """``(y_true, y_pred)`` in the seed's pooled label space.
+    """``(y_true, y_pred)`` in the original system's pooled label space.
 
     A prediction that is missing or not among the item's offered codes becomes
     ``INVALID``: always wrong, and never a class of its own in the macro average.
@@ -69,7 +69,7 @@ def _pooled_prediction(item: ScoredItem) -> str:
 
 
 def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
-    """The seed's pooled macro-F1 (kept for comparability, not for interpretation).
+    """The original system's pooled macro-F1 (kept for comparability, not for interpretation).
 
     Labels: the distinct *true* codes of the domain, pooled across questions
     (``labels=sorted(set(y_true))``). A predicted code no respondent holds, and
@@ -84,10 +84,10 @@ def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
 
 
 def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
-    """The seed's pooled micro-F1 over all labels (sklearn's default labels).
+    """The original system's pooled micro-F1 over all labels (sklearn's default labels).
 
     With one true and one predicted label per item this equals ``accuracy``
-    exactly; it is reported only because the seed's result files carry it.
+    exactly; it is reported only because the original system's result files carry it.
     """
     if not items:
         return math.nan

@@ -118,7 +118,7 @@ def _socbench_version() -> str:
 
 
 def convert_gguf(gguf: Path, out: Path) -> None:
-    """Dequantize a GGUF into a bf16 HF folder (stack-notes recipe).
+    """Dequantize a GGUF into a bf16 HF folder that vLLM and transformers both load.
 
     Uses transformers' GGUF reader directly rather than ``from_pretrained(gguf_file=)``,
     which in transformers 5 also requires ``accelerate`` for no benefit here.

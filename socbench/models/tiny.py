@@ -1,4 +1,4 @@
-"""A tiny random-weight Qwen2 model for tests and demos (stack-notes recipe).
+"""A tiny random-weight Qwen2 model for tests and demos: every engine path, in seconds.
 
 It knows no language, but it has a real byte-level BPE tokenizer and a ChatML chat
 template, so every engine path (chat rendering, constrained JSON, option log-probs,

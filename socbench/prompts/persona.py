@@ -1,6 +1,6 @@
 """ISSP persona prompts: one respondent's attributes + one question -> a PromptRequest.
 
-The seed's template, cleaned of its defects (doubled braces, ``person_id`` and raw
+The original system's template, cleaned of its defects (doubled braces, ``person_id`` and raw
 missing-value labels in the persona, ``[COUNTRY]`` placeholders never filled). Messages
 are laid out for prefix caching: the system message is the fixed instruction plus the
 persona JSON, byte-identical for every question of one respondent, and the user message

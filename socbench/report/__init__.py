@@ -1,4 +1,4 @@
-"""Result files (the seed's JSON plus summaries) and plots; see ``files``, ``plots``, ``circular``,
+"""Result files (the original system's JSON plus summaries) and plots; see ``files``, ``plots``, ``circular``,
 ``leaderboard`` and ``html`` (the ``socbench report`` leaderboard and self-contained HTML)."""
 
 from socbench.report.circular import (

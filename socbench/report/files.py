@@ -1,8 +1,8 @@
-"""The seed's result files, written atomically under ``<output_dir>/<model slug>/``.
+"""The original system's result files, written atomically under ``<output_dir>/<model slug>/``.
 
 Per domain: ``<Domain>_detailed.json`` (every scored item) and ``<Domain>_metrics.json``.
-Per run: ``summary.json``, ``summary.md`` and ``domain_accuracy.png``. The seed's keys
-are all present with the seed's meaning; extra keys (per-question macro-F1, baselines,
+Per run: ``summary.json``, ``summary.md`` and ``domain_accuracy.png``. The original
+system's keys are all present with its meaning; extra keys (per-question macro-F1, baselines,
 per-country breakdowns) are added beside them. Engine errors (no reply) are counted apart
 from parse failures (a reply that could not be read), each by reason; a domain with engine
 errors is marked ``complete: false`` and its accuracy and F1s are ``null``, never a score.
@@ -48,7 +48,7 @@ ALIGNMENT_LEVEL = "question"  # the headline: per question, pooled over countrie
 
 
 def detail_record(item: ScoredItem) -> dict[str, Any]:
-    """One item of ``details[]``, with the seed's keys (codes stay strings)."""
+    """One item of ``details[]``, with the original system's keys (codes stay strings)."""
     record: dict[str, Any] = {
         "person_id": item.person_id,
         "question_id": item.question_id,
@@ -122,7 +122,7 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
 
 def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain,
                         circular_settings: CircularSettings | None = None) -> tuple[Path, ...]:
-    """The ``report`` stage's files for one domain: the seed's two and, when ``scored`` holds
+    """The ``report`` stage's files for one domain: the original system's two and, when ``scored`` holds
     circular variants, ``<Domain>_circular.jsonl`` / ``_circular_metrics.json``."""
     paths = write_domain_files(output_dir, scored.result, scored.items)
     if scored.variants is None or circular_settings is None or not scored.result.complete:
@@ -295,12 +295,12 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
                   + ". Run the same command again: it sends exactly the requests that have no answer."]
     lines += ["", "Means are unweighted over domains. Margin: accuracy minus the strongest answer-free",
               "baseline on the same items (negative: the model does worse). macro-F1 and micro-F1 are the",
-              "seed's pooled definitions (pooled micro-F1 equals accuracy); per-question macro-F1 is the",
+              "original system's pooled ones (pooled micro-F1 = accuracy); per-question macro-F1 is the",
               "meaningful one. 95% CI: respondent-cluster bootstrap. 1-W1, 1-JS: 1 - normalised Wasserstein",
               "and 1 - Jensen-Shannon distance between model and human answer distributions, beside what",
               "uniform answers get. Modal agreement: the model's most chosen option is the people's, per",
               "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (uniform:",
-              "0). See the README (Scores and the report) and `socbench report`.",
+              "0). See docs/results.md (Scores and the report) and `socbench report`.",
               "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
               "", f"Unmapped countries (respondents kept, country unknown): "

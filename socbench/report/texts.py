@@ -1,5 +1,5 @@
 """The words of ``report.html``: what each section answers, and what every number means and
-is compared with (the README's "Scores and the report" says the same)."""
+is compared with (docs/results.md, "Scores and the report", says the same)."""
 
 from __future__ import annotations
 
