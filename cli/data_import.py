@@ -109,6 +109,6 @@ def run(args: argparse.Namespace) -> int:
     if summary.weight_note:
         print(f"weights: {summary.weight_note}")
     if args.replace:
-        print(f"replaced: the earlier domain {domain.slug}, {summary.replaced} of its files not rewritten removed")
+        print(f"replaced: the earlier domain {domain.slug} ({summary.replaced} old files removed)")
     print(f"next: socbench data validate --data_dir {args.out} --domain_id {domain.slug}")
     return 0

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 KINDS = ("missing", "infinite", "negative", "zero")
+NO_WEIGHTS = "the data has no design weights"
 
 
 def weight_problem(value: object) -> str | None:
@@ -52,7 +53,7 @@ def describe(counts: Counter[str]) -> str:
 def weights_off_reason(weights: Sequence[object], ids: Sequence[int]) -> str | None:
     """Why weighted metrics cannot be computed from these respondents' weights (None: they can)."""
     if all(value is None for value in weights):
-        return "the data has no design weights"
+        return NO_WEIGHTS
     counts, positions = weight_problems(weights)
     if not counts:
         return None

@@ -16,17 +16,19 @@ from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from pydantic import ValidationError
 
 from socbench.data.loaders import SAMPLE_PREFIX
-from socbench.data.survey_file import SurveyFile
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
 from socbench.manifest import Manifest, ManifestDomain, merge_domain
 from socbench.weights import describe, weight_problems
+
+if TYPE_CHECKING:
+    from socbench.data.survey_file import SurveyFile
 
 SOCIOBENCH = "SocioBench files (no sampling_stats with a source)"
 
@@ -162,6 +164,8 @@ def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> Weight
         raise ConfigError(f"--bad-weights {choice!r}: expected one of {', '.join(BAD_WEIGHTS)}")
     if weight is None:
         return WeightCheck(None)
+    import pandas as pd  # only an import reads a column (``data validate`` starts without pandas)
+
     numbers = pd.to_numeric(survey.columns([weight])[weight], errors="coerce")
     counts, positions = weight_problems(numbers.tolist())
     if not positions:
