@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {args.out}; samples {samples}")
     if summary.weight_note:
         print(f"weights: {summary.weight_note}")
-    if args.replace:
-        print(f"replaced: the earlier domain {domain.slug} ({summary.replaced} old files removed)")
+    if plan.stale:
+        print(f"replaced: domain {domain.slug} whole; {summary.replaced} old files not rewritten removed")
     print(f"next: socbench data validate --data_dir {args.out} --domain_id {domain.slug}")
     return 0

@@ -89,7 +89,7 @@ def test_reimport_needs_replace_and_replace_leaves_nothing_old(tmp_path: Path, c
         assert _files(out) == before  # byte for byte
     code, err, printed = _import(capsys, second, out, "--questions", "V5", "--sizes", "10", "--replace")
     assert code == 0, err
-    assert "replaced: the earlier domain survey (4 old files removed)" in printed
+    assert "replaced: domain survey whole; 4 old files not rewritten removed" in printed
     assert sorted(_files(out)) == ["A_GroundTruth_sampling10/issp_answer_survey.json",
                                    "A_GroundTruth_sampling10/sampling_stats_survey.json",
                                    "q&a/issp_qa_survey.json", "socbench.yaml"]
