@@ -181,6 +181,12 @@ def test_a_link_out_of_the_data_folder_is_an_error(tmp_path: Path, capsys, targe
     assert code == 2 and len(err) == 1, err
     assert "A_GroundTruth_sampling10/issp_answer_s.json: a link out of the data folder" in err[0]
     assert str(elsewhere / "issp_answer_s.json") in err[0]
+    if target == "folder":  # an import never writes through it either
+        before = _files(elsewhere)
+        code, err, _ = _import(capsys, _sav(tmp_path / "t.sav"), out, "--questions", "V5", "--sizes", "10")
+        assert code == 2 and len(err) == 1, err
+        assert "A_GroundTruth_sampling10: a link out of the data folder" in err[0]
+        assert _files(elsewhere) == before
 
 
 # ------------------------------------------------------------------------ weights

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import ValidationError
 
-from socbench.data.loaders import SAMPLE_PREFIX
+from socbench.data.loaders import SAMPLE_PREFIX, inside_folder
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
 from socbench.manifest import Manifest, ManifestDomain, merge_domain
@@ -91,6 +91,9 @@ def mixed_sources(root: Path, slug: str, answer_file: str) -> str | None:
 def check_existing(out: Path, slug: str, earlier: ManifestDomain | None, replace: bool) -> list[Path]:
     """The old domain's files (to remove once the new one is written, with ``replace``); without
     ``replace``, an existing domain is one ConfigError line naming it and its source."""
+    for folder in (out / QA_FOLDER, *sample_folders(out)):
+        if folder.exists():
+            inside_folder(out, folder)  # never write through a link out of the data folder
     files = domain_files(out, slug, earlier)
     if (not files and earlier is None) or replace:
         return files

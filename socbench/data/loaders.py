@@ -264,7 +264,7 @@ def inside_folder(root: Path, path: Path) -> Path:
     sample folder) that leads out of it is an error, so a data folder is read only from itself."""
     real = path.resolve()
     if not real.is_relative_to(Path(root).resolve()):
-        raise DataError(f"{path}: a link out of the data folder {root} (to {real}); copy the file in instead")
+        raise DataError(f"{path}: a link out of the data folder {root} (to {real}); copy it in instead")
     return path
 
 
