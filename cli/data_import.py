@@ -61,6 +61,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="for a .csv source: the labels, as CSV (variable,label,code,value_label) or ISSP-style JSON",
     )
+    flag(parser, "replace", action="store_true",
+         help="replace an existing domain of the same slug whole (every sample size; nothing of it kept)")
+    flag(
+        parser,
+        "bad_weights",
+        choices=("error", "drop", "unweighted"),
+        default="error",
+        help="respondents whose weight is missing, NaN, zero or negative: error (default; names them), "
+        "drop (leave them out of the samples, counted) or unweighted (import no weights)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -83,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         sizes=args.sizes,
         seed=args.seed,
         codebook=args.codebook,
+        replace=args.replace,
+        bad_weights=args.bad_weights,
     )
     plan = plan_import(request)  # every check, before any work
     summary = run_import(plan)
@@ -94,5 +106,9 @@ def run(args: argparse.Namespace) -> int:
         f"{summary.attributes} attributes, weight {summary.weight or 'none'} ({summary.seconds:.1f} s)"
     )
     print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {args.out}; samples {samples}")
+    if summary.weight_note:
+        print(f"weights: {summary.weight_note}")
+    if plan.stale:
+        print(f"replaced: domain {domain.slug} whole; {summary.replaced} old files not rewritten removed")
     print(f"next: socbench data validate --data_dir {args.out} --domain_id {domain.slug}")
     return 0

@@ -13,12 +13,14 @@ import sys
 from pathlib import Path
 
 from cli.flags import flag, positive_int
+from socbench.data.import_safety import mixed_sources
 from socbench.data.loaders import dataset_root, load_domain, sample_dir
 from socbench.data.options import build_items, summarize_items
 from socbench.data.sampling import stratum
 from socbench.domains import DomainSpec, select_domains
 from socbench.errors import DataError
 from socbench.types import DomainData
+from socbench.weights import NO_WEIGHTS, weights_off_reason
 
 COLUMNS = ("respondents", "questions", "countries", "scoreable_items", "excluded_items")
 
@@ -50,16 +52,33 @@ def domain_report(data: DomainData) -> dict[str, object]:
 
 
 def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int) -> tuple[dict, dict]:
-    """Reports and one-line errors, both keyed by domain id (as a string)."""
-    sample_dir(dataset_root(data_dir), dataset_size)  # shared problems: fail once, not per domain
+    """Reports, and each domain's problems (one line each), both keyed by domain id (as a string).
+
+    Beside what loading finds: sample folders of one domain that come from different source
+    files (``sampling_stats_<slug>.json``), and respondents without a usable design weight.
+    """
+    root = dataset_root(data_dir)
+    sample_dir(root, dataset_size)  # shared problems: fail once, not per domain
     reports: dict[str, dict] = {}
-    errors: dict[str, str] = {}
+    errors: dict[str, list[str]] = {}
     for domain in domains:
+        problems = [line] if (line := mixed_sources(root, domain.slug, domain.answer_file)) else []
         try:
-            reports[str(domain.id)] = domain_report(load_domain(data_dir, domain, dataset_size))
+            data = load_domain(data_dir, domain, dataset_size)
+            reports[str(domain.id)] = domain_report(data)
+            problems += weight_problems(data)
         except DataError as exc:
-            errors[str(domain.id)] = f"domain {domain.id}: {exc}"
+            problems.append(str(exc))
+        if problems:
+            errors[str(domain.id)] = [f"domain {domain.id}: {problem}" for problem in problems]
     return reports, errors
+
+
+def weight_problems(data: DomainData) -> list[str]:
+    """One line when some respondents' design weights are unusable (weighted metrics would be off)."""
+    people = data.respondents
+    reason = weights_off_reason([p.weight for p in people], [p.person_id for p in people])
+    return [] if reason in (None, NO_WEIGHTS) else [f"{data.source}: {reason}: weighted metrics will be off"]
 
 
 def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
@@ -90,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     elif reports:
         print(f"{args.data_dir} (sample size {args.dataset_size})")
         print(format_table(reports, names))
-    for message in errors.values():
-        print(f"socbench: error: {message}", file=sys.stderr)
+    for lines in errors.values():
+        for message in lines:
+            print(f"socbench: error: {message}", file=sys.stderr)
     return 2 if errors else 0

@@ -27,11 +27,19 @@ if TYPE_CHECKING:
     from socbench.types import McqData
 
 
-def check_output_dir(output_dir: Path, flag: str = "--output_dir") -> None:
-    """The output folder can be created and written (``flag`` names it in the error)."""
+def check_output_dir(output_dir: Path, flag: str = "--output_dir", *, create: bool = True) -> None:
+    """The output folder can be created and written (``flag`` names it in the error). With
+    ``create=False`` nothing is created: the nearest existing folder must be writable (an
+    import that fails later then leaves no empty folder behind)."""
+    folder = output_dir
+    while not create and not folder.exists() and folder.parent != folder:
+        folder = folder.parent
     try:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=output_dir, prefix=".write-test-"):
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+        elif not folder.is_dir():
+            raise NotADirectoryError(20, "not a folder", str(folder))
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
             pass
     except OSError as exc:
         raise ConfigError(f"{flag} {output_dir}: cannot write there ({exc.strerror or exc})") from None

@@ -45,6 +45,7 @@ from socbench.types import (
     Variant,
     VariantResult,
 )
+from socbench.weights import weights_off_reason
 
 NO_EXTRACTION = "no extraction for this item"
 NO_CODE = "no code extracted"
@@ -127,6 +128,7 @@ def summarize_domain(
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
     seed: int = 0,
     weights: Mapping[int, float] | None = None,
+    weights_off: str | None = None,
     engine_errors: Sequence[str] | None = None,
     texts: Mapping[str, str] | None = None,
     run: str = "",
@@ -137,7 +139,8 @@ def summarize_domain(
     baseline), so a headline number is never read without its floor. ``min_respondents``
     is the smallest group the distribution and ranking metrics score, and the fewest
     respondents an accuracy CI is given for; ``seed`` seeds the bootstrap;
-    ``weights`` (person id -> design weight) add weighted baselines and distribution scores.
+    ``weights`` (person id -> design weight) add weighted baselines and distribution scores;
+    without them, ``weights_off`` says why (shown in the summary and the report).
     ``engine_errors`` are the reasons of every failed request of the domain (default: those
     of ``scored``); with any, the result is incomplete and carries counts and baselines only.
     ``texts`` (question id -> wording) label the per-question view; ``run`` names the run's
@@ -155,7 +158,7 @@ def summarize_domain(
         parse_failure_reasons=dict(Counter(i.parse_error for i in scored if i.parse_error is not None)),
         engine_errors=len(engine_errors), engine_error_reasons=dict(Counter(engine_errors)),
         baselines=floor, unmapped_countries=dict(unmapped_countries), interview_count=interview_count,
-        run=run,
+        run=run, weights_off=None if weights is not None else weights_off or "no design weights given",
     )
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
@@ -202,9 +205,11 @@ def score_domain(
                          f"more than interview_count={interview_count}")
     scored = score_items(items, extractions, respondent_groups(data.respondents))
     failed = [e.engine_error for e in extractions.values() if e.engine_error is not None]  # variants too
+    weights, weights_off = design_weights(data)
     result = summarize_domain(data.domain_id, data.domain_name, model, items, scored, data.unmapped_countries,
-                              interviewed, min_respondents=min_respondents, weights=design_weights(data),
-                              engine_errors=failed, texts={q.id: q.text for q in data.questions}, run=run)
+                              interviewed, min_respondents=min_respondents, weights=weights,
+                              weights_off=weights_off, engine_errors=failed,
+                              texts={q.id: q.text for q in data.questions}, run=run)
     if circular_settings is None or not result.complete:
         return ScoredDomain(tuple(scored), result)
     variants = score_variants(items, extractions, circular_settings)
@@ -243,12 +248,13 @@ def country_breakdown(scored: Sequence[ScoredItem],
     return breakdown(COUNTRY_METRICS, "country_code", scored)
 
 
-def design_weights(data: DomainData) -> dict[int, float] | None:
-    """Person id -> design weight when every respondent has a finite, non-negative one, else None."""
-    weights = {person.person_id: person.weight for person in data.respondents}
-    if not weights or any(w is None or not math.isfinite(w) or w < 0 for w in weights.values()):
-        return None
-    return weights  # type: ignore[return-value]
+def design_weights(data: DomainData) -> tuple[dict[int, float] | None, str | None]:
+    """(person id -> design weight, None) when every respondent has a usable one (``socbench.weights``),
+    else (None, why weighted metrics are off)."""
+    people = data.respondents
+    reason = weights_off_reason([p.weight for p in people], [p.person_id for p in people]) if people \
+        else "no respondents"
+    return ({p.person_id: p.weight for p in people}, None) if reason is None else (None, reason)  # type: ignore[misc]
 
 
 def incomplete_reason(result: DomainResult) -> str | None:

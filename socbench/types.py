@@ -178,8 +178,7 @@ class ScoredItem:
 
 @dataclass(frozen=True)
 class DomainResult:
-    """Counts and metrics of one domain run; what ``report`` writes. ``breakdowns``, ``distribution``,
-    ``alignment``, ``questions``: see metrics.persona_groups, .distribution, .ranking, .questions."""
+    """One domain run's counts and metrics, for ``report`` (see metrics.persona_groups, .distribution...)."""
     domain_id: int
     domain_name: str
     model: str
@@ -201,6 +200,7 @@ class DomainResult:
     alignment: dict[str, dict[str, float]] = field(default_factory=dict)
     questions: dict[str, dict[str, Any]] = field(default_factory=dict)
     run: str = ""  # the run's folder name ("" = the model's); ``model`` is always the model asked
+    weights_off: str | None = None  # why there are no weighted metrics (None: there are)
 
     @property
     def complete(self) -> bool:

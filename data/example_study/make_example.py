@@ -33,7 +33,8 @@ def main() -> int:
     from socbench.data.example_study import write_study
 
     sav = write_study(HERE)
-    return socbench(["data", "import", str(sav), "--out", str(HERE / "Dataset_all"), *IMPORT_ARGS])
+    out = HERE / "Dataset_all"  # regenerated whole: the shipped domain is replaced
+    return socbench(["data", "import", str(sav), "--out", str(out), *IMPORT_ARGS, "--replace"])
 
 
 if __name__ == "__main__":

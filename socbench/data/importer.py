@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
 from socbench.data.import_records import (
     RecordLayout,
@@ -42,7 +43,6 @@ from socbench.manifest import (
     MANIFEST_NAMES,
     Manifest,
     ManifestDomain,
-    merge_domain,
     read_manifest,
     write_manifest,
 )
@@ -71,6 +71,8 @@ class ImportRequest(BaseModel):
     sizes: tuple[int, ...] = DEFAULT_SIZES
     seed: int = SAMPLE_SEED
     codebook: Path | None = None
+    replace: bool = False  # an existing domain of the slug is replaced whole (else: an error)
+    bad_weights: str = "error"  # error | drop | unweighted (import_safety.check_weights)
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,8 @@ class ImportPlan:
     entry: ManifestDomain
     manifest: Manifest
     question_file: bytes  # the question set to write
+    weights: safe.WeightCheck = safe.WeightCheck(None)
+    stale: tuple[Path, ...] = ()  # the old domain's files, removed once the new one is written
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,8 @@ class ImportSummary:
     weight: str | None
     seconds: float
     domain: ManifestDomain
+    weight_note: str | None = None  # how unusable weights were handled (--bad-weights)
+    replaced: int = 0  # files of the old domain removed (--replace)
 
 
 class _Row(NamedTuple):  # what the sampler needs of a respondent
@@ -270,9 +276,13 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     base = _base_manifest(request.out, slug)
     country_key = dict(attributes)[country] if country else None
     entry = _entry(request, base, slug, country_key, missing)
-    check_output_dir(request.out, "--out")
-    layout = RecordLayout(attributes, tuple(pairs), weight, survey.variables)
-    return ImportPlan(request, survey, layout, country, entry, merge_domain(base, entry), question_file)
+    earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
+    stale = safe.check_existing(request.out, slug, earlier, request.replace)
+    manifest = safe.merged_manifest(base, entry)
+    check_output_dir(request.out, "--out", create=False)
+    weights = safe.check_weights(survey, weight, request.bad_weights)
+    layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
+    return ImportPlan(request, survey, layout, country, entry, manifest, question_file, weights, tuple(stale))
 
 
 # ------------------------------------------------------------------------------ work
@@ -309,16 +319,18 @@ def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int, sha
         "source_file": plan.request.source.name,
         "source_sha256": sha,
         "source_respondents": len(rows),
+        **({"weights": plan.weights.note} if plan.weights.note else {}),
     }
 
 
-def _write_side_files(plan: ImportPlan) -> None:
+def _write_side_files(plan: ImportPlan) -> Path:
     out = plan.request.out
     qa_path = out / QA_FOLDER / f"issp_qa_{plan.entry.slug}.json"
     qa_path.parent.mkdir(parents=True, exist_ok=True)
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
         write_atomic(qa_path, plan.question_file)
     write_manifest(_manifest_path(out), plan.manifest)
+    return qa_path
 
 
 def run_import(plan: ImportPlan) -> ImportSummary:
@@ -328,28 +340,24 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     scale = 10 ** max(7, len(str(survey.n_rows)))  # SocioBench's ids: domain number, then the row
     person_ids = plan.entry.id * scale + np.arange(1, survey.n_rows + 1, dtype=np.int64)
     rows = _rows(plan, person_ids)
-    ranks = np.asarray(draw_ranks(rows, request.seed), dtype=np.int64)
+    ranks = np.asarray(draw_ranks(rows, request.seed, leave_out=plan.weights.dropped), dtype=np.int64)
     sizes = sorted(set(request.sizes))
     answer_file = f"issp_answer_{plan.entry.slug}.json"
     paths = {size: request.out / f"{SAMPLE_PREFIX}{size}" / answer_file for size in sizes}
-    offset = 0
-    with SampleWriters(paths) as writers:
-        for frame in survey.chunks(plan.layout.columns):
-            keep = ranks[offset : offset + len(frame)] < sizes[-1]
-            block = frame[keep]
-            for record, rank in zip(
-                block_records(block, person_ids[offset : offset + len(frame)][keep], plan.layout),
-                ranks[offset : offset + len(frame)][keep],
-            ):
-                writers.write(record, int(rank))
-            offset += len(frame)
-    if offset != survey.n_rows:
-        raise DataError(f"{survey.path}: read {offset} rows, the file declares {survey.n_rows}")
-    sha = file_sha256(request.source)
-    for size in sizes:
-        stats = json.dumps(_stats(plan, rows, ranks, size, sha), indent=2, ensure_ascii=False) + "\n"
-        write_atomic(paths[size].parent / f"sampling_stats_{plan.entry.slug}.json", stats.encode("utf-8"))
-    _write_side_files(plan)
+    stats_paths = {size: path.parent / safe.stats_name(plan.entry.slug) for size, path in paths.items()}
+    folders = (request.out, request.out / QA_FOLDER, *(path.parent for path in paths.values()))
+    created = [folder for folder in folders if not folder.exists()]
+    try:
+        writers = _write_samples(plan, paths, person_ids, ranks)
+        sha = file_sha256(request.source)
+        for size in sizes:
+            stats = json.dumps(_stats(plan, rows, ranks, size, sha), indent=2, ensure_ascii=False) + "\n"
+            write_atomic(stats_paths[size], stats.encode("utf-8"))
+        written = [*paths.values(), *stats_paths.values(), _write_side_files(plan)]
+    except BaseException:
+        safe.remove_empty(created)  # a failed import leaves no empty folders behind
+        raise
+    removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
     return ImportSummary(
         respondents=survey.n_rows,
         countries=len({r.country_code or r.country_name for r in rows}) if plan.country else 1,
@@ -359,7 +367,29 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         weight=plan.layout.weight,
         seconds=time.perf_counter() - start,
         domain=plan.entry,
+        weight_note=plan.weights.note,
+        replaced=len(removed),
     )
+
+
+def _write_samples(plan: ImportPlan, paths: dict[int, Path], person_ids: np.ndarray,
+                   ranks: np.ndarray) -> SampleWriters:
+    """Stream the kept rows of the file into every sample's answer file."""
+    survey, largest = plan.survey, max(paths)
+    offset = 0
+    with SampleWriters(paths) as writers:
+        for frame in survey.chunks(plan.layout.columns):
+            keep = ranks[offset : offset + len(frame)] < largest
+            block = frame[keep]
+            for record, rank in zip(
+                block_records(block, person_ids[offset : offset + len(frame)][keep], plan.layout),
+                ranks[offset : offset + len(frame)][keep],
+            ):
+                writers.write(record, int(rank))
+            offset += len(frame)
+    if offset != survey.n_rows:
+        raise DataError(f"{survey.path}: read {offset} rows, the file declares {survey.n_rows}")
+    return writers
 
 
 def import_survey(request: ImportRequest) -> ImportSummary:

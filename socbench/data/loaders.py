@@ -259,6 +259,15 @@ def dataset_root(data_dir: Path) -> Path:
     )
 
 
+def inside_folder(root: Path, path: Path) -> Path:
+    """``path`` when it resolves inside the data folder ``root``: a symbolic link (to a file or a
+    sample folder) that leads out of it is an error, so a data folder is read only from itself."""
+    real = path.resolve()
+    if not real.is_relative_to(Path(root).resolve()):
+        raise DataError(f"{path}: a link out of the data folder {root} (to {real}); copy it in instead")
+    return path
+
+
 def available_sizes(root: Path) -> list[int]:
     """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending."""
     sizes = [p.name[len(SAMPLE_PREFIX):] for p in Path(root).glob(f"{SAMPLE_PREFIX}*") if p.is_dir()]
@@ -365,6 +374,7 @@ def load_domain(
     for path, what in ((qa_path, "question"), (answer_path, "answer")):
         if not path.is_file():
             raise DataError(f"{path}: {what} file of domain {domain.id} ({domain.name}) not found")
+        inside_folder(root, path)
     questions = apply_missing_codes(load_questions(qa_path), domain.missing_codes)
     records = load_answer_records(answer_path)
     _check_question_ids(answer_path, records, questions)

@@ -11,6 +11,7 @@ records the seed next to the sample.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import zip_longest
@@ -66,11 +67,14 @@ def stratified_sample(respondents: Sequence[P], size: int, seed: int = SAMPLE_SE
     return tuple(person for person in respondents if id(person) in chosen)
 
 
-def draw_ranks(respondents: Sequence[P], seed: int = SAMPLE_SEED) -> list[int]:
+def draw_ranks(respondents: Sequence[P], seed: int = SAMPLE_SEED,
+               leave_out: Sequence[bool] | None = None) -> list[int]:
     """Each respondent's position in the draw order, in the order given.
 
     The sample of size ``n`` is exactly the respondents ranked below ``n``, so samples of
     several sizes are nested and a size at least the number of respondents keeps them all.
+    Respondents marked in ``leave_out`` are not drawn: they rank past every sample.
     """
-    rank = {id(person): i for i, person in enumerate(draw_order(respondents, seed))}
-    return [rank[id(person)] for person in respondents]
+    drawn = respondents if leave_out is None else [p for p, out in zip(respondents, leave_out) if not out]
+    rank = {id(person): i for i, person in enumerate(draw_order(drawn, seed))}
+    return [rank.get(id(person), sys.maxsize) for person in respondents]

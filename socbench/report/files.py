@@ -23,7 +23,7 @@ from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.metrics.distribution import headline_level
 from socbench.report.circular import write_domain_circular
-from socbench.report.labels import baseline_label, domain_label, signed
+from socbench.report.labels import baseline_label, domain_label, signed, weights_off_text
 from socbench.report.output import (
     atomic_open,
     finite_mean,
@@ -103,7 +103,8 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
         "per_question_macro_f1": result.metrics.get("per_question_macro_f1", math.nan),
         "excluded_by_reason": result.excluded_by_reason,
         "baselines": result.baselines, "per_country": result.per_country, **_extras(result),
-        "questions": result.questions, "persona_groups": persona_groups(scored),
+        "weighted_metrics_off": result.weights_off, "questions": result.questions,
+        "persona_groups": persona_groups(scored),
         "details": [detail_record(item) for item in scored],
     }
     metrics = {
@@ -113,6 +114,7 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
         "total_items": result.total_items, "excluded_by_reason": result.excluded_by_reason,
         "metrics": result.metrics, "baselines": result.baselines,
         "unmapped_countries": result.unmapped_countries, **_extras(result),
+        "weighted_metrics_off": result.weights_off,
         "questions": {qid: {k: v for k, v in view.items() if k != "countries"}
                       for qid, view in result.questions.items()},
     }
@@ -189,7 +191,8 @@ def domain_markdown(result: DomainResult) -> str:
         f"({result.interview_count} respondents); parse failures: {result.parse_failures} "
         f"({_counts_text(result.parse_failure_reasons)}); engine errors: {result.engine_errors}",
         f"- excluded: {_counts_text(result.excluded_by_reason)}",
-        f"- unmapped countries: {_counts_text(result.unmapped_countries)}", "",
+        f"- unmapped countries: {_counts_text(result.unmapped_countries)}",
+        *([f"- weighted metrics: off ({result.weights_off})"] if result.weights_off else []), "",
         *markdown_table(("metric", "value"), [
             *((name, _fmt(value)) for name, value in m.items()),
             *((f"baseline: {baseline_label(name)}", _fmt(value)) for name, value in result.baselines.items()),
@@ -240,6 +243,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "incomplete_reason": incomplete_reason(result),
         "excluded_count": sum(result.excluded_by_reason.values()),
         "unmapped_countries": dict(result.unmapped_countries),
+        "weighted_metrics_off": result.weights_off,
     }
 
 
@@ -305,6 +309,10 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
               "", f"Unmapped countries (respondents kept, country unknown): "
               f"{_counts_text(payload['unmapped_countries'])}."]
+    off = weights_off_text((domain_label(row["domain"]), row.get("weighted_metrics_off"))
+                           for row in payload["domains"])
+    if off:
+        lines += ["", f"Weighted metrics (design-weighted baselines and distributions) are off: {off}."]
     if payload["failed_domains"]:
         failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
         lines += ["", f"Failed domains: {failed}"]

@@ -33,7 +33,7 @@ from socbench.report.html_sections import (
     table,
 )
 from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incomplete_cells, incomplete_notes
-from socbench.report.labels import domain_label
+from socbench.report.labels import domain_label, weights_off_text
 from socbench.report.leaderboard import Leaderboard, ModelRun, leaderboard
 from socbench.report.output import atomic_open, now_timestamp
 from socbench.report.tables import (
@@ -188,7 +188,10 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, n_resamples
     if "model_scale" in figures.paths:
         sections.append(_image(figures.paths["model_scale"], "accuracy by model size"))
     failed = [f"{run.run}: domain {k} failed ({v})" for run in board.runs for k, v in run.failed.items()]
-    notes = [*figures.notes, *failed]
+    unweighted = [f"{run.run}: weighted metrics off: {text}" for run in board.runs
+                  if (text := weights_off_text((domain_label(d.domain), d.stored.weighted_metrics_off)
+                                               for d in run.domains))]
+    notes = [*figures.notes, *failed, *unweighted]
     if notes:
         sections.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     sections += ["<h2 id='definitions'>Definitions</h2>", "<dl>" + "".join(

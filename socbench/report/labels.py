@@ -9,6 +9,7 @@ scientist sees "Majority answer in the respondent's country", "Role of Governmen
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from socbench.data.countries import country_info
@@ -86,3 +87,12 @@ def ci_text(low: Any, high: Any, respondents: int, min_respondents: int) -> str:
     if respondents < min_respondents:
         return f"n/a (n < {min_respondents})"
     return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def weights_off_text(domains: Iterable[tuple[str, str | None]]) -> str:
+    """``"<reason>: Domain A, Domain B; <reason>: ..."``: why weighted metrics are off, grouped by reason."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in domains:
+        if reason:
+            by_reason.setdefault(reason, []).append(name)
+    return "; ".join(f"{reason}: {', '.join(names)}" for reason, names in by_reason.items())

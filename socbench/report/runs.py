@@ -66,6 +66,7 @@ class DetailedFile(BaseModel):
     complete: bool | None = None  # absent in files written before engine errors were counted apart
     engine_errors: int | None = None
     engine_error_reasons: dict[str, int] = {}
+    weighted_metrics_off: str | None = None  # why the domain has no design-weighted metrics
     details: list[DetailRecord]
 
 
