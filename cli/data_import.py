@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from cli.flags import flag, non_negative_int
@@ -25,6 +26,15 @@ def _sizes(text: str) -> tuple[int, ...]:
     if not sizes or any(size < 1 for size in sizes):
         raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
     return sizes
+
+
+def _codes(text: str) -> tuple[str, ...]:
+    from socbench.data.survey_file import canonical_code
+
+    codes = tuple(code for part in text.split(",") if (code := canonical_code(part)) is not None)
+    if not codes:
+        raise argparse.ArgumentTypeError(f"expected comma-separated codes, got {text!r}")
+    return codes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,6 +71,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="for a .csv source: the labels, as CSV (variable,label,code,value_label) or ISSP-style JSON",
     )
+    flag(
+        parser,
+        "missing",
+        type=_codes,
+        default=(),
+        help="codes that mean 'no answer' for every question that does not offer them, e.g. -9,-8,99 "
+        "(besides the file's user-missing declarations and missing labels)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -83,8 +101,10 @@ def run(args: argparse.Namespace) -> int:
         sizes=args.sizes,
         seed=args.seed,
         codebook=args.codebook,
+        missing=args.missing,
     )
     plan = plan_import(request)  # every check, before any work
+    print(plan.report, file=sys.stderr, end="")
     summary = run_import(plan)
     domain = summary.domain
     samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())
@@ -94,5 +114,6 @@ def run(args: argparse.Namespace) -> int:
         f"{summary.attributes} attributes, weight {summary.weight or 'none'} ({summary.seconds:.1f} s)"
     )
     print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {args.out}; samples {samples}")
+    print(f"import report: {args.out / f'import_report_{domain.slug}.md'}")
     print(f"next: socbench data validate --data_dir {args.out} --domain_id {domain.slug}")
     return 0

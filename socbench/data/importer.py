@@ -31,8 +31,10 @@ from socbench.data.import_records import (
     label_values,
     write_atomic,
 )
+from socbench.data.import_report import check_label_sizes, country_warnings, format_report
 from socbench.data.loaders import SAMPLE_PREFIX, load_questions
 from socbench.data.question_labels import question_records
+from socbench.data.question_scale import QuestionDecision, decide
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
@@ -71,6 +73,7 @@ class ImportRequest(BaseModel):
     sizes: tuple[int, ...] = DEFAULT_SIZES
     seed: int = SAMPLE_SEED
     codebook: Path | None = None
+    missing: tuple[str, ...] = ()  # --missing: codes missing for every question not offering them
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,13 @@ class ImportPlan:
     entry: ManifestDomain
     manifest: Manifest
     question_file: bytes  # the question set to write
+    decisions: tuple[QuestionDecision, ...]  # per question: options, missing codes, data counts
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def report(self) -> str:
+        """The import report (stderr and ``import_report_<slug>.md``)."""
+        return format_report(self.request.source.name, self.entry.slug, self.decisions, self.warnings)
 
 
 @dataclass(frozen=True)
@@ -107,8 +117,8 @@ class _Row(NamedTuple):  # what the sampler needs of a respondent
 # ---------------------------------------------------------------------------- planning
 
 
-def _questions(request: ImportRequest, survey: SurveyFile) -> tuple[list[tuple[str, str]], bytes, list[str]]:
-    """(file variable, question id) pairs, the question file's bytes, and the missing codes."""
+def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
+    """(file variable, question id) pairs of ``--qa`` or ``--questions``, each in the file."""
     if request.qa is not None and request.questions is not None:
         raise ConfigError(
             "--qa and --questions: give one (--qa for an ISSP question set, --questions otherwise)"
@@ -127,7 +137,7 @@ def _questions(request: ImportRequest, survey: SurveyFile) -> tuple[list[tuple[s
                 f"{survey.path}: variable {absent[0]} of the question set {request.qa} "
                 f"is not in the file{more}"
             )
-        return [(name, qid) for name, qid in pairs if name], request.qa.read_bytes(), []
+        return [(name, qid) for name, qid in pairs if name]
     if request.questions is None:
         raise ConfigError(
             f"{request.source}: name the questions with --qa QA_JSON (an ISSP question set) "
@@ -139,9 +149,37 @@ def _questions(request: ImportRequest, survey: SurveyFile) -> tuple[list[tuple[s
         if name is None:
             raise DataError(f"{survey.path}: variable {wanted} (--questions) is not in the file")
         names.append(name)
-    records, missing = question_records(survey, names)
-    text = json.dumps(records, indent=2, ensure_ascii=False) + "\n"
-    return [(name, name) for name in names], text.encode("utf-8"), missing
+    return [(name, name) for name in names]
+
+
+def _decisions(
+    request: ImportRequest, survey: SurveyFile, pairs: list[tuple[str, str]], counts: dict
+) -> tuple[list[QuestionDecision], bytes]:
+    """Each question's options and missing codes, and the question file's bytes."""
+    if request.qa is not None:
+        qa = {q.id: q for q in load_questions(request.qa)}
+        offered = {
+            qid: {c: label for o in (*q.special.values(), q.options) for c, label in o.items()}
+            for qid, q in qa.items()
+        }
+        decisions = [
+            decide(survey.variables[name], qid, counts[name], request.missing, offered=offered[qid])
+            for name, qid in pairs
+        ]
+        return decisions, request.qa.read_bytes()
+    records, decisions = question_records(survey, [name for name, _ in pairs], counts, request.missing)
+    return decisions, (json.dumps(records, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _check_answers(survey: SurveyFile, decisions: list[QuestionDecision]) -> None:
+    """A question no respondent answered substantively cannot be scored: one line naming it."""
+    for decision in decisions:
+        if decision.answered == 0:
+            held = ", ".join(f"{code}: {n}" for code, n in sorted(decision.counts.items())[:6])
+            raise DataError(
+                f"{survey.path}: variable {decision.variable} has no substantive answer in "
+                f"{survey.n_rows} rows (codes held: {held or 'only blanks'}); leave it out or fix its labels"
+            )
 
 
 def _country(request: ImportRequest, survey: SurveyFile, questions: set[str]) -> str | None:
@@ -221,7 +259,7 @@ def _base_manifest(out: Path, slug: str) -> Manifest | None:
 
 
 def _entry(
-    request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None, missing: list[str]
+    request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None
 ) -> ManifestDomain:
     """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
     earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
@@ -246,7 +284,6 @@ def _entry(
             slug=slug,
             module=f"imported from {request.source.name}",
             country_attribute=country_key,
-            missing_codes=[int(c) if c.lstrip("-").isdigit() else c for c in missing],
         )
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -261,18 +298,26 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     if not request.sizes or any(size < 1 for size in request.sizes):
         raise ConfigError(f"--sizes {','.join(map(str, request.sizes))}: expected positive integers")
     survey = open_survey(request.source, request.codebook)
-    pairs, question_file, missing = _questions(request, survey)
+    if survey.n_rows == 0:
+        raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")
+    pairs = _question_pairs(request, survey)
     question_vars = {name for name, _ in pairs}
     country = _country(request, survey, question_vars)
     weight = _weight(request, survey, question_vars)
     attributes = _attributes(survey, question_vars | ({weight} if weight else set()))
+    check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
+    counts = survey.code_counts([name for name, _ in pairs] + ([country] if country else []))
+    decisions, question_file = _decisions(request, survey, pairs, counts)
+    _check_answers(survey, decisions)
     slug = _slug(request)
     base = _base_manifest(request.out, slug)
     country_key = dict(attributes)[country] if country else None
-    entry = _entry(request, base, slug, country_key, missing)
+    entry = _entry(request, base, slug, country_key)
     check_output_dir(request.out, "--out")
     layout = RecordLayout(attributes, tuple(pairs), weight, survey.variables)
-    return ImportPlan(request, survey, layout, country, entry, merge_domain(base, entry), question_file)
+    warnings = country_warnings(survey, country, counts[country] if country else {})
+    return ImportPlan(request, survey, layout, country, entry, merge_domain(base, entry), question_file,
+                      tuple(decisions), tuple(warnings))
 
 
 # ------------------------------------------------------------------------------ work
@@ -318,6 +363,7 @@ def _write_side_files(plan: ImportPlan) -> None:
     qa_path.parent.mkdir(parents=True, exist_ok=True)
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
         write_atomic(qa_path, plan.question_file)
+    write_atomic(out / f"import_report_{plan.entry.slug}.md", plan.report.encode("utf-8"))
     write_manifest(_manifest_path(out), plan.manifest)
 
 
@@ -360,8 +406,3 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         seconds=time.perf_counter() - start,
         domain=plan.entry,
     )
-
-
-def import_survey(request: ImportRequest) -> ImportSummary:
-    """Plan (every check) then run: the whole ``data import``."""
-    return run_import(plan_import(request))
