@@ -12,7 +12,6 @@ stats and the folder's manifest (``socbench.yaml``).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
@@ -33,8 +32,8 @@ from socbench.data.import_records import (
 )
 from socbench.data.import_report import check_label_sizes, country_warnings, format_report
 from socbench.data.loaders import SAMPLE_PREFIX, load_questions
-from socbench.data.question_labels import question_records
-from socbench.data.question_scale import QuestionDecision, decide
+from socbench.data.question_labels import check_answers, json_bytes, question_set
+from socbench.data.question_scale import QuestionDecision
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
@@ -150,36 +149,6 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
             raise DataError(f"{survey.path}: variable {wanted} (--questions) is not in the file")
         names.append(name)
     return [(name, name) for name in names]
-
-
-def _decisions(
-    request: ImportRequest, survey: SurveyFile, pairs: list[tuple[str, str]], counts: dict
-) -> tuple[list[QuestionDecision], bytes]:
-    """Each question's options and missing codes, and the question file's bytes."""
-    if request.qa is not None:
-        qa = {q.id: q for q in load_questions(request.qa)}
-        offered = {
-            qid: {c: label for o in (*q.special.values(), q.options) for c, label in o.items()}
-            for qid, q in qa.items()
-        }
-        decisions = [
-            decide(survey.variables[name], qid, counts[name], request.missing, offered=offered[qid])
-            for name, qid in pairs
-        ]
-        return decisions, request.qa.read_bytes()
-    records, decisions = question_records(survey, [name for name, _ in pairs], counts, request.missing)
-    return decisions, (json.dumps(records, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _check_answers(survey: SurveyFile, decisions: list[QuestionDecision]) -> None:
-    """A question no respondent answered substantively cannot be scored: one line naming it."""
-    for decision in decisions:
-        if decision.answered == 0:
-            held = ", ".join(f"{code}: {n}" for code, n in sorted(decision.counts.items())[:6])
-            raise DataError(
-                f"{survey.path}: variable {decision.variable} has no substantive answer in "
-                f"{survey.n_rows} rows (codes held: {held or 'only blanks'}); leave it out or fix its labels"
-            )
 
 
 def _country(request: ImportRequest, survey: SurveyFile, questions: set[str]) -> str | None:
@@ -307,8 +276,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     attributes = _attributes(survey, question_vars | ({weight} if weight else set()))
     check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
     counts = survey.code_counts([name for name, _ in pairs] + ([country] if country else []))
-    decisions, question_file = _decisions(request, survey, pairs, counts)
-    _check_answers(survey, decisions)
+    decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing)
+    check_answers(survey, decisions)
     slug = _slug(request)
     base = _base_manifest(request.out, slug)
     country_key = dict(attributes)[country] if country else None
@@ -393,8 +362,8 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         raise DataError(f"{survey.path}: read {offset} rows, the file declares {survey.n_rows}")
     sha = file_sha256(request.source)
     for size in sizes:
-        stats = json.dumps(_stats(plan, rows, ranks, size, sha), indent=2, ensure_ascii=False) + "\n"
-        write_atomic(paths[size].parent / f"sampling_stats_{plan.entry.slug}.json", stats.encode("utf-8"))
+        stats = json_bytes(_stats(plan, rows, ranks, size, sha))
+        write_atomic(paths[size].parent / f"sampling_stats_{plan.entry.slug}.json", stats)
     _write_side_files(plan)
     return ImportSummary(
         respondents=survey.n_rows,

@@ -10,10 +10,12 @@ question only. The result is written for the user to edit.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from socbench.data.loaders import load_questions
 from socbench.data.question_scale import QuestionDecision, decide
 from socbench.data.survey_file import SurveyFile
 from socbench.errors import ConfigError, DataError
@@ -69,3 +71,54 @@ def question_records(
             "missing": {code: label for code, (label, _) in decision.missing.items()},
         })
     return records, decisions
+
+
+def question_set(
+    survey: SurveyFile,
+    qa_path: Path | None,
+    pairs: Sequence[tuple[str, str]],
+    counts: Mapping[str, Mapping[str, int]],
+    extra_missing: Sequence[str] = (),
+) -> tuple[list[QuestionDecision], bytes]:
+    """Each question's decision and the question file to write: ``--qa``'s set with the
+    file's missing codes added, else the set built from the labels of the named variables."""
+    if qa_path is not None:
+        qa = {q.id: q for q in load_questions(qa_path)}
+        offered = {
+            qid: {c: label for o in (*q.special.values(), q.options) for c, label in o.items()}
+            for qid, q in qa.items()
+        }
+        decisions = [
+            decide(survey.variables[name], qid, counts[name], extra_missing, offered=offered[qid])
+            for name, qid in pairs
+        ]
+        return decisions, _with_missing(qa_path, decisions)
+    records, decisions = question_records(survey, [name for name, _ in pairs], counts, extra_missing)
+    return decisions, json_bytes(records)
+
+
+def json_bytes(data: object) -> bytes:
+    """Indented UTF-8 JSON with a final new line, as every file the import writes."""
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> bytes:
+    """The question set with each question's missing codes from the file (``missing``), unless
+    the set already names them: exclusions are then reported as "missing code (No answer)"."""
+    records = json.loads(qa.read_text(encoding="utf-8"))
+    by_id = {d.question_id: d for d in decisions}
+    for record in records:
+        decision = by_id[str(record["question_id"]).strip()]
+        record.setdefault("missing", {code: label for code, (label, _) in decision.missing.items()})
+    return json_bytes(records)
+
+
+def check_answers(survey: SurveyFile, decisions: list[QuestionDecision]) -> None:
+    """A question no respondent answered substantively cannot be scored: one line naming it."""
+    for decision in decisions:
+        if decision.answered == 0:
+            held = ", ".join(f"{code}: {n}" for code, n in sorted(decision.counts.items())[:6])
+            raise DataError(
+                f"{survey.path}: variable {decision.variable} has no substantive answer in "
+                f"{survey.n_rows} rows (codes held: {held or 'only blanks'}); leave it out or fix its labels"
+            )
