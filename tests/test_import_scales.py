@@ -10,6 +10,7 @@ file's language, and every decision and exclusion in the import report.
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from socbench.data.loaders import is_missing_label, load_domain
 from socbench.data.options import INVALID_CODE, build_items
 from socbench.domains import get_domain
 from socbench.manifest import read_manifest
+from tests.conftest import ROOT
 
 AGREE = {1: "Strongly agree", 2: "Agree", 3: "Neither agree nor disagree", 4: "Disagree",
          5: "Strongly disagree"}
@@ -244,3 +246,16 @@ def test_oversized_label_is_one_line(where: str, tmp_path: Path, capsys) -> None
     assert code == 2 and len(err) == 1 and "1,000,001 characters" in err[0], err
     named = "variable q: value label of code 1" if where == "option" else "variable note: variable label"
     assert named in err[0]
+
+
+def test_manifest_missing_codes_stay_an_explicit_override(tmp_path: Path) -> None:
+    """The domain-level list, written only by a user, still applies to every question."""
+    shutil.copytree(ROOT / "data" / "example_study" / "Dataset_all", tmp_path / "d")
+    path = tmp_path / "d" / "socbench.yaml"
+    path.write_text(path.read_text().replace("missing_codes: []", "missing_codes: [3]"))
+    items = _items(tmp_path / "d", "wellbeing", 100)
+    q1 = items["Q1"]
+    assert all("3" not in dict(i.options) for i in q1)
+    threes = [i for i in q1 if i.true_code == "3"]
+    assert threes and all(i.excluded_reason == "missing code (Not very satisfied)" for i in threes)
+    assert {i.excluded_reason for i in q1 if i.true_code == "-9"} == {"missing code (No answer)"}
