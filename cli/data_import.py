@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from cli.flags import flag, non_negative_int
@@ -25,6 +26,15 @@ def _sizes(text: str) -> tuple[int, ...]:
     if not sizes or any(size < 1 for size in sizes):
         raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
     return sizes
+
+
+def _codes(text: str) -> tuple[str, ...]:
+    from socbench.data.survey_file import canonical_code
+
+    codes = tuple(code for part in text.split(",") if (code := canonical_code(part)) is not None)
+    if not codes:
+        raise argparse.ArgumentTypeError(f"expected comma-separated codes, got {text!r}")
+    return codes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,6 +81,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="respondents whose weight is missing, NaN, zero or negative: error (default; names them), "
         "drop (leave them out of the samples, counted) or unweighted (import no weights)",
     )
+    flag(
+        parser,
+        "missing",
+        type=_codes,
+        default=(),
+        help="codes that mean 'no answer' for every question that does not offer them, e.g. -9,-8,99 "
+        "(besides the file's user-missing declarations and missing labels)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -95,8 +113,10 @@ def run(args: argparse.Namespace) -> int:
         codebook=args.codebook,
         replace=args.replace,
         bad_weights=args.bad_weights,
+        missing=args.missing,
     )
     plan = plan_import(request)  # every check, before any work
+    print(plan.report, file=sys.stderr, end="")
     summary = run_import(plan)
     domain = summary.domain
     samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())
@@ -110,5 +130,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"weights: {summary.weight_note}")
     if plan.stale:
         print(f"replaced: domain {domain.slug} whole; {summary.replaced} old files not rewritten removed")
+    print(f"import report: {args.out / f'import_report_{domain.slug}.md'}")
     print(f"next: socbench data validate --data_dir {args.out} --domain_id {domain.slug}")
     return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 from cli.flags import flag, positive_int
 from socbench.data.import_safety import mixed_sources
 from socbench.data.loaders import dataset_root, load_domain, sample_dir
-from socbench.data.options import build_items, summarize_items
+from socbench.data.options import INVALID_CODE, build_items, exclusions_by_question, summarize_items
 from socbench.data.sampling import stratum
 from socbench.domains import DomainSpec, select_domains
 from socbench.errors import DataError
@@ -23,6 +23,7 @@ from socbench.types import DomainData
 from socbench.weights import NO_WEIGHTS, weights_off_reason
 
 COLUMNS = ("respondents", "questions", "countries", "scoreable_items", "excluded_items")
+SHOWN_QUESTIONS = 12  # per domain in the table; --json has every question
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def domain_report(data: DomainData) -> dict[str, object]:
     """Counts of one loaded domain, as printed by ``validate`` (and its ``--json``)."""
-    summary = summarize_items(build_items(data))
+    items = build_items(data)
+    summary = summarize_items(items)
     unmapped = sorted(data.unmapped_countries.items(), key=lambda kv: (-kv[1], kv[0]))
     return {
         "respondents": len(data.respondents),
@@ -47,6 +49,7 @@ def domain_report(data: DomainData) -> dict[str, object]:
         "scoreable_items": summary["scoreable"],
         "excluded_items": summary["excluded"],
         "excluded_by_reason": summary["excluded_by_reason"],
+        "excluded_by_question": exclusions_by_question(items),
         "unmapped_respondents": [{"country": name, "count": n} for name, n in unmapped],
     }
 
@@ -91,10 +94,28 @@ def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
     for key, report in reports.items():
         for reason, count in report["excluded_by_reason"].items():
             lines.append(f"  {names[key]}: excluded, {reason}: {count}")
+        lines += _question_lines(names[key], report)
         for entry in report["unmapped_respondents"]:
             lines.append(f"  {names[key]}: country not mapped: {entry['country']!r} "
                          f"({entry['count']} respondents)")
     return "\n".join(lines)
+
+
+def _question_lines(name: str, report: dict) -> list[str]:
+    """Per question, the exclusions: questions losing answers as "code not offered" first (a
+    scale whose answers are not among its options shows here by name), then the most excluded."""
+    by_question: dict[str, dict[str, int]] = report["excluded_by_question"]
+    order = sorted(
+        by_question, key=lambda q: (-by_question[q].get(INVALID_CODE, 0), -sum(by_question[q].values()))
+    )
+    lines = [
+        f"  {name} {qid}: excluded " + ", ".join(f"{reason}: {n}" for reason, n in by_question[qid].items())
+        for qid in order[:SHOWN_QUESTIONS]
+    ]
+    if len(order) > SHOWN_QUESTIONS:
+        more = len(order) - SHOWN_QUESTIONS
+        lines.append(f"  {name}: {more} more question(s) with exclusions (--json lists all)")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:

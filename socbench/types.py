@@ -24,11 +24,13 @@ Pattern = tuple[str, ...]  # an item's original option labels in the order displ
 # --------------------------------------------------------------------------- data
 @dataclass(frozen=True)
 class Question:
-    """One survey question: base options plus per-country overrides."""
+    """One survey question: base options plus per-country overrides, and its own missing codes
+    (code -> label; excluded at scoring with that label, never another question's)."""
     id: str
     text: str
     options: dict[Code, str]
     special: dict[str, dict[Code, str]] = field(default_factory=dict)
+    missing: dict[Code, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_ISSP = ROOT.parent / "shared" / "issp"
+# beside the checkout; SOCBENCH_SHARED_ISSP points elsewhere (a worktree one level deeper)
+SHARED_ISSP = Path(os.environ.get("SOCBENCH_SHARED_ISSP") or ROOT.parent / "shared" / "issp")
 DEMO_DATA = ROOT / "data" / "demo" / "Dataset_all"
 
 _STATE = Path(tempfile.mkdtemp(prefix="socbench-tests-"))

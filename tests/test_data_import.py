@@ -101,18 +101,20 @@ def test_csv_with_a_codebook(tmp_path: Path, capsys, book_format: str) -> None:
             "question": "How satisfied are you with your life?",
             "answer": {"1": "Very", "2": "Fairly", "3": "Not very"},
             "special": {},
+            "missing": {"-9": "Refused"},
         },
         {
             "question_id": "q2",
             "question": "Do you trust the government?",
             "answer": {"1": "Yes", "2": "No"},
             "special": {},
+            "missing": {"98": "Don't know"},
         },
     ]
     manifest = read_manifest(out / "socbench.yaml")
     (domain,) = manifest.domains
     assert (domain.id, domain.name, domain.slug, domain.country_attribute) == (1, "Life", "life", None)
-    assert domain.missing_codes == [-9, 98]
+    assert domain.missing_codes == []  # each question carries its own missing codes
     records = json.loads((out / "A_GroundTruth_sampling100" / "issp_answer_life.json").read_text())
     assert len(records) == 60  # a size above the respondent count keeps them all
     for record in records:
@@ -341,7 +343,10 @@ def test_spss_missing_range_and_a_text_country_in_a_csv(tmp_path: Path, capsys) 
     code, err = _run(capsys, str(tmp_path / "r.sav"), "--out", str(tmp_path / "a"), *same)
     assert code == 0, err
     (domain,) = read_manifest(tmp_path / "a" / "socbench.yaml").domains
-    assert domain.missing_codes == [97, 98, 99] and domain.country_attribute == "c"
+    assert domain.missing_codes == [] and domain.country_attribute == "c"
+    (record,) = json.loads((tmp_path / "a" / "q&a" / "issp_qa_r.json").read_text())
+    assert record["answer"] == {"1": "One", "2": "Two"}
+    assert record["missing"] == {"97": "Refused", "98": "DK", "99": "Gone"}  # the declared range
     frame.to_csv(tmp_path / "r.csv", index=False)
     (tmp_path / "book.csv").write_text(
         "variable,label,code,value_label\nq,Question,1,One\nq,,2,Two\nc,Country,,\n"

@@ -66,7 +66,14 @@ def _expected_value(value, labels: dict[int, str] | None) -> str:
 
 def test_layout_and_every_field_against_the_codebook(imported: dict) -> None:
     out, slug, data = imported["out"], imported["slug"], imported["data"]
-    assert (out / "q&a" / f"issp_qa_{slug}.json").read_bytes() == imported["qa"].read_bytes()
+    written = json.loads((out / "q&a" / f"issp_qa_{slug}.json").read_text())
+    book = {entry["domain"].lower(): entry["content"] for entry in imported["codebook"]}
+    for record in written:  # the question set as given, plus each question's missing codes from the file
+        missing = record.pop("missing")
+        labels = book[record["question_id"].lower()]
+        assert all(labels[code].strip().startswith(missing[code][:20]) for code in missing)
+        assert not set(missing) & set(record["answer"])
+    assert written == json.loads(imported["qa"].read_text())
     qa_ids = {q["question_id"].lower(): q["question_id"] for q in json.loads(imported["qa"].read_text())}
     names = {name.lower(): name for name in data.frame.columns}
     questions = {names[key]: qid for key, qid in qa_ids.items()}

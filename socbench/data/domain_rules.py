@@ -1,7 +1,9 @@
 """What a domain's manifest entry changes when its files are read.
 
 Why: a study other than ISSP names its own country attribute (or has none), chooses which
-attributes the persona shows and declares its missing-value codes. These rules are applied
+attributes the persona shows and, as an explicit override, missing-value codes for every
+question of the domain (an import writes each question's own missing codes into its
+question set instead, so one question's "8 = Can't choose" never removes another's 8). These rules are applied
 at the file boundary (``loaders``), so prompts, scoring and reports need no change.
 """
 
@@ -60,19 +62,24 @@ def persona_filter(
 
 
 def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:
-    """Questions without the declared missing-value codes among their options.
+    """Questions without the manifest's ``missing_codes`` among their options.
 
-    An answer with such a code is then not offered and is excluded at scoring, counted by
-    reason, exactly as ISSP missing codes are.
+    The user's explicit override: such a code becomes one of every question's missing codes
+    (its option label kept as the reason), so its answers are excluded, counted by reason.
     """
-    codes = {str(code) for code in missing}
+    codes = [str(code) for code in missing]
     if not codes:
         return questions
 
     def strip(options: Mapping[str, str]) -> dict[str, str]:
         return {code: label for code, label in options.items() if code not in codes}
 
+    def declared(q: Question) -> dict[str, str]:
+        labels = {**{c: label for o in q.special.values() for c, label in o.items()}, **q.options}
+        return {**q.missing, **{c: labels.get(c, f"{c}, manifest missing_codes") for c in codes}}
+
     return tuple(
-        replace(q, options=strip(q.options), special={c: strip(o) for c, o in q.special.items()})
+        replace(q, options=strip(q.options), special={c: strip(o) for c, o in q.special.items()},
+                missing=declared(q))
         for q in questions
     )

@@ -20,7 +20,8 @@ from typing import Any, Self
 import numpy as np
 import pandas as pd
 
-from socbench.data.survey_file import Variable, answer_values, map_codes
+from socbench.data.survey_file import SurveyFile, Variable, answer_values, map_codes
+from socbench.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -124,3 +125,23 @@ class SampleWriters:
                 os.replace(self._tmps[size], self.paths[size])
             else:
                 self._tmps[size].unlink(missing_ok=True)
+
+
+def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int, Path], person_ids: np.ndarray,
+                  ranks: np.ndarray) -> SampleWriters:
+    """Stream the rows some sample keeps into every sample's answer file (one pass over the file)."""
+    largest = max(paths)
+    offset = 0
+    with SampleWriters(paths) as writers:
+        for frame in survey.chunks(layout.columns):
+            keep = ranks[offset : offset + len(frame)] < largest
+            block = frame[keep]
+            for record, rank in zip(
+                block_records(block, person_ids[offset : offset + len(frame)][keep], layout),
+                ranks[offset : offset + len(frame)][keep],
+            ):
+                writers.write(record, int(rank))
+            offset += len(frame)
+    if offset != survey.n_rows:
+        raise DataError(f"{survey.path}: read {offset} rows, the file declares {survey.n_rows}")
+    return writers

@@ -12,7 +12,6 @@ stats and the folder's manifest (``socbench.yaml``).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
@@ -27,13 +26,14 @@ from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
 from socbench.data.import_records import (
     RecordLayout,
-    SampleWriters,
-    block_records,
     label_values,
     write_atomic,
+    write_samples,
 )
+from socbench.data.import_report import check_label_sizes, country_warnings, format_report
 from socbench.data.loaders import SAMPLE_PREFIX, load_questions
-from socbench.data.question_labels import question_records
+from socbench.data.question_labels import check_answers, json_bytes, question_set
+from socbench.data.question_scale import QuestionDecision
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
@@ -73,6 +73,7 @@ class ImportRequest(BaseModel):
     codebook: Path | None = None
     replace: bool = False  # an existing domain of the slug is replaced whole (else: an error)
     bad_weights: str = "error"  # error | drop | unweighted (import_safety.check_weights)
+    missing: tuple[str, ...] = ()  # --missing: codes missing for every question not offering them
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,15 @@ class ImportPlan:
     entry: ManifestDomain
     manifest: Manifest
     question_file: bytes  # the question set to write
+    decisions: tuple[QuestionDecision, ...]  # per question: options, missing codes, data counts
+    warnings: tuple[str, ...] = ()
     weights: safe.WeightCheck = safe.WeightCheck(None)
     stale: tuple[Path, ...] = ()  # the old domain's files, removed once the new one is written
+
+    @property
+    def report(self) -> str:
+        """The import report (stderr and ``import_report_<slug>.md``)."""
+        return format_report(self.request.source.name, self.entry.slug, self.decisions, self.warnings)
 
 
 @dataclass(frozen=True)
@@ -113,8 +121,8 @@ class _Row(NamedTuple):  # what the sampler needs of a respondent
 # ---------------------------------------------------------------------------- planning
 
 
-def _questions(request: ImportRequest, survey: SurveyFile) -> tuple[list[tuple[str, str]], bytes, list[str]]:
-    """(file variable, question id) pairs, the question file's bytes, and the missing codes."""
+def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
+    """(file variable, question id) pairs of ``--qa`` or ``--questions``, each in the file."""
     if request.qa is not None and request.questions is not None:
         raise ConfigError(
             "--qa and --questions: give one (--qa for an ISSP question set, --questions otherwise)"
@@ -133,7 +141,7 @@ def _questions(request: ImportRequest, survey: SurveyFile) -> tuple[list[tuple[s
                 f"{survey.path}: variable {absent[0]} of the question set {request.qa} "
                 f"is not in the file{more}"
             )
-        return [(name, qid) for name, qid in pairs if name], request.qa.read_bytes(), []
+        return [(name, qid) for name, qid in pairs if name]
     if request.questions is None:
         raise ConfigError(
             f"{request.source}: name the questions with --qa QA_JSON (an ISSP question set) "
@@ -145,9 +153,7 @@ def _questions(request: ImportRequest, survey: SurveyFile) -> tuple[list[tuple[s
         if name is None:
             raise DataError(f"{survey.path}: variable {wanted} (--questions) is not in the file")
         names.append(name)
-    records, missing = question_records(survey, names)
-    text = json.dumps(records, indent=2, ensure_ascii=False) + "\n"
-    return [(name, name) for name in names], text.encode("utf-8"), missing
+    return [(name, name) for name in names]
 
 
 def _country(request: ImportRequest, survey: SurveyFile, questions: set[str]) -> str | None:
@@ -227,7 +233,7 @@ def _base_manifest(out: Path, slug: str) -> Manifest | None:
 
 
 def _entry(
-    request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None, missing: list[str]
+    request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None
 ) -> ManifestDomain:
     """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
     earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
@@ -252,7 +258,6 @@ def _entry(
             slug=slug,
             module=f"imported from {request.source.name}",
             country_attribute=country_key,
-            missing_codes=[int(c) if c.lstrip("-").isdigit() else c for c in missing],
         )
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -267,22 +272,30 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     if not request.sizes or any(size < 1 for size in request.sizes):
         raise ConfigError(f"--sizes {','.join(map(str, request.sizes))}: expected positive integers")
     survey = open_survey(request.source, request.codebook)
-    pairs, question_file, missing = _questions(request, survey)
+    if survey.n_rows == 0:
+        raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")
+    pairs = _question_pairs(request, survey)
     question_vars = {name for name, _ in pairs}
     country = _country(request, survey, question_vars)
     weight = _weight(request, survey, question_vars)
     attributes = _attributes(survey, question_vars | ({weight} if weight else set()))
+    check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
+    counts = survey.code_counts([name for name, _ in pairs] + ([country] if country else []))
+    decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing)
+    check_answers(survey, decisions)
     slug = _slug(request)
     base = _base_manifest(request.out, slug)
     country_key = dict(attributes)[country] if country else None
-    entry = _entry(request, base, slug, country_key, missing)
+    entry = _entry(request, base, slug, country_key)
     earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
     stale = safe.check_existing(request.out, slug, earlier, request.replace)
     manifest = safe.merged_manifest(base, entry)
     check_output_dir(request.out, "--out", create=False)
     weights = safe.check_weights(survey, weight, request.bad_weights)
     layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
-    return ImportPlan(request, survey, layout, country, entry, manifest, question_file, weights, tuple(stale))
+    warnings = country_warnings(survey, country, counts[country] if country else {})
+    return ImportPlan(request, survey, layout, country, entry, manifest, question_file,
+                      tuple(decisions), tuple(warnings), weights, tuple(stale))
 
 
 # ------------------------------------------------------------------------------ work
@@ -329,6 +342,7 @@ def _write_side_files(plan: ImportPlan) -> Path:
     qa_path.parent.mkdir(parents=True, exist_ok=True)
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
         write_atomic(qa_path, plan.question_file)
+    write_atomic(out / f"import_report_{plan.entry.slug}.md", plan.report.encode("utf-8"))
     write_manifest(_manifest_path(out), plan.manifest)
     return qa_path
 
@@ -348,11 +362,10 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     folders = (request.out, request.out / QA_FOLDER, *(path.parent for path in paths.values()))
     created = [folder for folder in folders if not folder.exists()]
     try:
-        writers = _write_samples(plan, paths, person_ids, ranks)
+        writers = write_samples(plan.survey, plan.layout, paths, person_ids, ranks)
         sha = file_sha256(request.source)
         for size in sizes:
-            stats = json.dumps(_stats(plan, rows, ranks, size, sha), indent=2, ensure_ascii=False) + "\n"
-            write_atomic(stats_paths[size], stats.encode("utf-8"))
+            write_atomic(stats_paths[size], json_bytes(_stats(plan, rows, ranks, size, sha)))
         written = [*paths.values(), *stats_paths.values(), _write_side_files(plan)]
     except BaseException:
         safe.remove_empty(created)  # a failed import leaves no empty folders behind
@@ -370,28 +383,3 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         weight_note=plan.weights.note,
         replaced=len(removed),
     )
-
-
-def _write_samples(plan: ImportPlan, paths: dict[int, Path], person_ids: np.ndarray,
-                   ranks: np.ndarray) -> SampleWriters:
-    """Stream the kept rows of the file into every sample's answer file."""
-    survey, largest = plan.survey, max(paths)
-    offset = 0
-    with SampleWriters(paths) as writers:
-        for frame in survey.chunks(plan.layout.columns):
-            keep = ranks[offset : offset + len(frame)] < largest
-            block = frame[keep]
-            for record, rank in zip(
-                block_records(block, person_ids[offset : offset + len(frame)][keep], plan.layout),
-                ranks[offset : offset + len(frame)][keep],
-            ):
-                writers.write(record, int(rank))
-            offset += len(frame)
-    if offset != survey.n_rows:
-        raise DataError(f"{survey.path}: read {offset} rows, the file declares {survey.n_rows}")
-    return writers
-
-
-def import_survey(request: ImportRequest) -> ImportSummary:
-    """Plan (every check) then run: the whole ``data import``."""
-    return run_import(plan_import(request))

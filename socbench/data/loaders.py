@@ -8,10 +8,8 @@ listing the sizes that exist (the original code silently evaluated the 500 sampl
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,6 +26,7 @@ from pydantic import (
 
 from socbench.data.countries import codebook_country_table, resolve_country
 from socbench.data.domain_rules import apply_missing_codes, country_key_function, persona_filter
+from socbench.data.missing_labels import is_missing_label
 from socbench.domains import QA_FOLDER, DomainSpec
 from socbench.errors import ConfigError, DataError
 from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES
@@ -80,39 +79,6 @@ def _label(value: Any) -> str:
     raise ValueError(f"expected a text label, got {type(value).__name__}")
 
 
-# Survey missing-value labels: whole-label patterns, never substrings ("nap" must not match
-# "Navarra"). A label may start with the countries it applies to ("AT, CZ: Not available").
-_COUNTRY_LIST = re.compile(r"^[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*,\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:\s*")
-_MISSING_START = re.compile(
-    r"^(?:(?:no ans?w?er|no \(second\) answer|nap|nav|n/?a|not applicable|does not apply|not available"
-    r"|refused|resused|(?:i )?(?:don'?t|do not) (?:know|remember)|can'?t (?:choose|say|remember)"
-    r"|can ?not (?:choose|say)|hard to say|no information|information missing|break-off|missing)"
-    r"(?=$|\s*[,;:(/+.\-]|\s+incl)"  # "Don't know whether there is a God" is an answer
-    r"|(?:refused to answer|no (?:\(second\)|second|secound)"
-    r"|information insufficient|insufficient information"
-    r"|(?:non-|not )classifiable|wrong answer|invalid answers?)\b)"
-)
-_RAW_MISSING_CODE = re.compile(r"^(?:-\d+|9{2,}\d)$")  # -9, -1, 990, 999, 9999, 999990 ...
-
-
-@functools.lru_cache(maxsize=1 << 16)  # labels repeat across respondents
-def is_missing_label(value: str) -> bool:
-    """True for survey missing-value labels and raw missing codes, not for real answers.
-
-    "No answer", "NAP, other countries", "NAP (code 3 in WORK)", "Not available", "Refused",
-    "Don't know", "Can't choose", "Not applicable", "990", "9999" are missing; "No religion",
-    "No income", "Navarra", "Never" and ages such as "45" are not.
-    """
-    text = str(value).strip().replace("\u2019", "'")
-    if not text:
-        return True
-    number = re.sub(r"\.0+$", "", text)
-    if _RAW_MISSING_CODE.match(number):
-        return True
-    text = _COUNTRY_LIST.sub("", text)
-    return bool(_MISSING_START.match(text.lower()))
-
-
 # ----------------------------------------------------------------------- file models
 
 OptionCode = Annotated[str, BeforeValidator(_option_key)]
@@ -133,10 +99,14 @@ class QuestionRecord(BaseModel):
     question: Label
     answer: Annotated[dict[OptionCode, Label], Field(min_length=1)]
     special: Annotated[dict[str, dict[OptionCode, Label]], BeforeValidator(_none_to_dict)] = {}
+    missing: Annotated[dict[OptionCode, Label], BeforeValidator(_none_to_dict)] = {}  # optional
 
     def to_question(self) -> Question:
         special = {country.strip(): dict(options) for country, options in self.special.items()}
-        return Question(id=self.question_id, text=self.question, options=dict(self.answer), special=special)
+        offered = set(self.answer).union(*self.special.values())
+        missing = {code: label for code, label in self.missing.items() if code not in offered}
+        return Question(id=self.question_id, text=self.question, options=dict(self.answer),
+                        special=special, missing=missing)
 
 
 class AnswerRecord(BaseModel):

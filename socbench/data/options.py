@@ -2,9 +2,11 @@
 
 ISSP fields some questions with country-specific answer scales (``special``): Japan's
 "I think so" for "Agree", Taiwan's added code 6, and so on. An item is scoreable only when
-the respondent's true code is among the options offered to *that* respondent; ISSP missing
-codes (-9, -8, 8, 9, 98, 99, 990 ...) and absent answers are excluded and counted by reason
-(the original filter kept items whose true code was not among the options).
+the respondent's true code is among the options offered to *that* respondent. Otherwise it
+is excluded and counted by reason: no answer; a missing code *of that question* (its
+``missing`` labels, e.g. "missing code (Can't choose)"); or a code the question does not
+offer (a question set without ``missing`` labels, such as SocioBench's, puts ISSP missing
+codes -9, 8, 99 ... here). The original filter kept items whose code was not offered.
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ from socbench.types import Code, DomainData, Item, Question
 
 NO_ANSWER = "no answer recorded"
 INVALID_CODE = "code not offered (missing or invalid code)"
+MISSING_CODE = "missing code"
+
+
+def missing_reason(label: str) -> str:
+    """The exclusion reason of a question's own missing code: ``missing code (Can't choose)``."""
+    return f"{MISSING_CODE} ({' '.join(label.split())[:80]})"
 
 
 def _numeric_order(code: Code) -> tuple[int, float, str]:
@@ -53,11 +61,13 @@ def effective_options(question: Question,
     return tuple(base + [(code, override[code]) for code in added]), True
 
 
-def _exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...]) -> str | None:
+def _exclusion(
+    true_code: Code | None, options: tuple[tuple[Code, str], ...], missing: dict[Code, str]
+) -> str | None:
     if true_code is None:
         return NO_ANSWER
     if all(code != true_code for code, _ in options):
-        return INVALID_CODE
+        return missing_reason(missing[true_code]) if true_code in missing else INVALID_CODE
     return None
 
 
@@ -76,7 +86,7 @@ def build_items(data: DomainData) -> list[Item]:
                     options=options,
                     true_code=true_code,
                     country_specific=specific,
-                    excluded_reason=_exclusion(true_code, options),
+                    excluded_reason=_exclusion(true_code, options, question.missing),
                 )
             )
     return items
@@ -93,3 +103,13 @@ def summarize_items(items: Iterable[Item]) -> dict[str, object]:
         "excluded": total - reasons.get(None, 0),
         "excluded_by_reason": excluded,
     }
+
+
+def exclusions_by_question(items: Iterable[Item]) -> dict[str, dict[str, int]]:
+    """``{question id: {reason: n}}`` for questions with any excluded item, in first-seen order,
+    so a scale that loses its answers is visible by name and not only inside one total."""
+    out: dict[str, Counter] = {}
+    for item in items:
+        if item.excluded_reason is not None:
+            out.setdefault(item.question_id, Counter())[item.excluded_reason] += 1
+    return {qid: dict(sorted(reasons.items())) for qid, reasons in out.items()}

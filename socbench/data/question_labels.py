@@ -1,20 +1,23 @@
 """A question set from a survey file's own labels (``data import --questions``).
 
 Why: a study that is not ISSP has no curated ``issp_qa_*.json``; its variable labels are the
-question texts and its value labels the options. Missing-value codes (SPSS user-missing
-codes, and codes labelled "Don't know", "Refused", "No answer" ...) are not options: they
-go to the manifest's ``missing_codes`` so answers with them are excluded at scoring.
-The result is written for the user to edit.
+question texts and its value labels (and, for a scale labelled at some points only, its
+range: ``question_scale``) the options. Each question's missing-value codes (SPSS
+user-missing codes, codes labelled "Don't know", "Weiß nicht", "No answer" ..., ``--missing``)
+go into its own record's ``missing``, so answers with them are excluded at scoring for that
+question only. The result is written for the user to edit.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from socbench.data.loaders import is_missing_label
-from socbench.data.survey_file import SurveyFile, Variable
+from socbench.data.loaders import load_questions
+from socbench.data.question_scale import QuestionDecision, decide
+from socbench.data.survey_file import SurveyFile
 from socbench.errors import ConfigError, DataError
 
 
@@ -37,41 +40,85 @@ def parse_question_list(text: str) -> list[str]:
     return names
 
 
-def missing_codes_of(variable: Variable) -> list[str]:
-    """Codes of a variable that are not substantive answers, in code order."""
-    codes = set(variable.missing_codes)
-    codes |= {code for code, label in variable.value_labels.items() if is_missing_label(label)}
-    return sorted(codes, key=_code_order)
+def question_records(
+    survey: SurveyFile,
+    names: Sequence[str],
+    counts: Mapping[str, Mapping[str, int]],
+    extra_missing: Sequence[str] = (),
+) -> tuple[list[dict], list[QuestionDecision]]:
+    """``issp_qa`` records for the named variables, and each question's decision.
 
-
-def _code_order(code: str) -> tuple[int, float, str]:
-    try:
-        return (0, float(code), code)
-    except ValueError:
-        return (1, 0.0, code)
-
-
-def question_records(survey: SurveyFile, names: Sequence[str]) -> tuple[list[dict], list[str]]:
-    """``issp_qa`` records for the named variables, and every missing code met on the way.
-
-    Options keep the file's code order (ascending), without missing codes; a variable with
-    no value labels (or only missing ones) cannot be asked and is an error naming it.
+    Options and missing codes are decided per question (``question_scale.decide``) and
+    written into the record (``answer``, ``missing``); a variable with fewer than two
+    options cannot be asked and is an error naming it.
     """
     records: list[dict] = []
-    missing: set[str] = set()
+    decisions: list[QuestionDecision] = []
     for name in names:
         variable = survey.variables[name]
-        dropped = missing_codes_of(variable)
-        options = {
-            code: label
-            for code, label in sorted(variable.value_labels.items(), key=lambda kv: _code_order(kv[0]))
-            if code not in dropped
-        }
-        if len(options) < 2:
+        decision = decide(variable, name, counts[name], extra_missing)
+        if len(decision.options) < 2:
             raise DataError(
-                f"{survey.path}: variable {name} has {len(options)} labelled answer option(s); "
+                f"{survey.path}: variable {name} has {len(decision.options)} labelled answer option(s); "
                 f"a question needs its value labels (label it, or leave it out of --questions)"
             )
-        missing.update(dropped)
-        records.append({"question_id": name, "question": variable.key, "answer": options, "special": {}})
-    return records, sorted(missing, key=_code_order)
+        decisions.append(decision)
+        records.append({
+            "question_id": name,
+            "question": variable.key,
+            "answer": decision.options,
+            "special": {},
+            "missing": {code: label for code, (label, _) in decision.missing.items()},
+        })
+    return records, decisions
+
+
+def question_set(
+    survey: SurveyFile,
+    qa_path: Path | None,
+    pairs: Sequence[tuple[str, str]],
+    counts: Mapping[str, Mapping[str, int]],
+    extra_missing: Sequence[str] = (),
+) -> tuple[list[QuestionDecision], bytes]:
+    """Each question's decision and the question file to write: ``--qa``'s set with the
+    file's missing codes added, else the set built from the labels of the named variables."""
+    if qa_path is not None:
+        qa = {q.id: q for q in load_questions(qa_path)}
+        offered = {
+            qid: {c: label for o in (*q.special.values(), q.options) for c, label in o.items()}
+            for qid, q in qa.items()
+        }
+        decisions = [
+            decide(survey.variables[name], qid, counts[name], extra_missing, offered=offered[qid])
+            for name, qid in pairs
+        ]
+        return decisions, _with_missing(qa_path, decisions)
+    records, decisions = question_records(survey, [name for name, _ in pairs], counts, extra_missing)
+    return decisions, json_bytes(records)
+
+
+def json_bytes(data: object) -> bytes:
+    """Indented UTF-8 JSON with a final new line, as every file the import writes."""
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> bytes:
+    """The question set with each question's missing codes from the file (``missing``), unless
+    the set already names them: exclusions are then reported as "missing code (No answer)"."""
+    records = json.loads(qa.read_text(encoding="utf-8"))
+    by_id = {d.question_id: d for d in decisions}
+    for record in records:
+        decision = by_id[str(record["question_id"]).strip()]
+        record.setdefault("missing", {code: label for code, (label, _) in decision.missing.items()})
+    return json_bytes(records)
+
+
+def check_answers(survey: SurveyFile, decisions: list[QuestionDecision]) -> None:
+    """A question no respondent answered substantively cannot be scored: one line naming it."""
+    for decision in decisions:
+        if decision.answered == 0:
+            held = ", ".join(f"{code}: {n}" for code, n in sorted(decision.counts.items())[:6])
+            raise DataError(
+                f"{survey.path}: variable {decision.variable} has no substantive answer in "
+                f"{survey.n_rows} rows (codes held: {held or 'only blanks'}); leave it out or fix its labels"
+            )

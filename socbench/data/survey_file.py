@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,17 @@ class Variable:
     value_labels: dict[str, str] = field(default_factory=dict)
     is_string: bool = False
     missing_codes: tuple[str, ...] = ()  # declared user-missing codes (SPSS)
+    missing_ranges: tuple[tuple[float, float], ...] = ()  # declared user-missing ranges (SPSS)
+
+    def declared_missing(self, code: str) -> bool:
+        """Whether the file declares ``code`` user-missing (a discrete value or in a range)."""
+        if code in self.missing_codes:
+            return True
+        try:
+            number = float(code)
+        except ValueError:
+            return False
+        return any(low <= number <= high for low, high in self.missing_ranges)
 
     @property
     def key(self) -> str:
@@ -67,6 +79,17 @@ class SurveyFile:
             if self.n_rows
             else pd.DataFrame(columns=list(names))
         )
+
+    def code_counts(self, names: Sequence[str]) -> dict[str, Counter[str]]:
+        """``{variable: {canonical code: answers}}`` over the whole file (blanks not counted):
+        what the data holds, for the import's per-question decisions and its report."""
+        counts: dict[str, Counter[str]] = {name: Counter() for name in names}
+        for frame in self.chunks(list(dict.fromkeys(names))):
+            for name in counts:
+                for value, n in frame[name].value_counts(dropna=True).items():
+                    if (code := canonical_code(value)) is not None:
+                        counts[name][code] += int(n)
+        return counts
 
     def chunks(self, names: Sequence[str], chunk_rows: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
         """Row blocks of the named columns, in file order."""
@@ -136,11 +159,6 @@ def _as_answer(code: str) -> Any:
         return code
 
 
-def code_strings(series: pd.Series) -> np.ndarray:
-    """Canonical code strings of a column (object array, None where blank)."""
-    return map_codes(series, str)
-
-
 def answer_values(series: pd.Series) -> np.ndarray:
     """A column as JSON answer values: integer codes as int, others as their string, blanks None."""
     return map_codes(series, _as_answer)
@@ -173,6 +191,15 @@ def _spss_missing(meta: Any, name: str) -> tuple[str, ...]:
     return tuple(codes)
 
 
+def _spss_ranges(meta: Any, name: str) -> tuple[tuple[float, float], ...]:
+    entries = (meta.missing_ranges or {}).get(name, [])
+    return tuple(
+        (float(e["lo"]), float(e["hi"]))
+        for e in entries
+        if isinstance(e.get("lo"), (int, float)) and isinstance(e.get("hi"), (int, float))
+    )
+
+
 def _read_binary(path: Path, kind: str) -> SurveyFile:
     import pyreadstat
 
@@ -190,6 +217,7 @@ def _read_binary(path: Path, kind: str) -> SurveyFile:
             value_labels=_labels(meta.variable_value_labels.get(name)),
             is_string=types.get(name) == "string",
             missing_codes=_spss_missing(meta, name),
+            missing_ranges=_spss_ranges(meta, name),
         )
         for name in meta.column_names
     }
