@@ -94,9 +94,7 @@ def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
         scaled = np.where(missing, 0.0, (values - mean) / (std if std > 0 else 1.0))
         blocks.append(sparse.csr_matrix(np.column_stack([scaled, missing.astype(float)])))
     if categorical:
-        cats = frame[list(categorical)].map(lambda v: MISSING if v is None or (isinstance(v, float) and
-                                                                                 math.isnan(v)) or str(v).strip() == ""
-                                            else str(v)).astype(str)
+        cats = frame[list(categorical)].map(_category).astype(str)
         encoder = OneHotEncoder(min_frequency=min_category_count, handle_unknown="infrequent_if_exist",
                                 sparse_output=True, dtype=np.float64)
         blocks.append(sparse.csr_matrix(encoder.fit_transform(cats)))
@@ -104,7 +102,13 @@ def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
     return AttributeMatrix(pids, matrix, numeric, categorical)
 
 
-def assign_folds(person_ids: Sequence[int], k: int = DEFAULT_FOLDS, seed: int = DEFAULT_SEED) -> dict[int, int]:
+def _category(value: object) -> str:
+    missing = value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
+    return MISSING if missing else str(value)
+
+
+def assign_folds(person_ids: Sequence[int], k: int = DEFAULT_FOLDS,
+                 seed: int = DEFAULT_SEED) -> dict[int, int]:
     """Person id -> fold 0..k-1: a seeded shuffle dealt round-robin (balanced, one fold per person)."""
     if k < 2:
         raise ValueError(f"cross-fitting needs at least 2 folds, got {k}")
@@ -206,12 +210,13 @@ def _summarise(items: tuple[ScoredItem, ...], folds: dict[int, int], fallbacks: 
     per_question, distributions = {}, {}
     for (qid,), group in split_groups(items, ("question_id",)).items():
         codes = group_codes(group)
-        mean = np.mean([[item.distribution.get(c, 0.0) for c in codes] for item in group if item.distribution],
-                       axis=0)
+        vectors = [[item.distribution.get(c, 0.0) for c in codes] for item in group if item.distribution]
+        mean = np.mean(vectors, axis=0)
         distributions[qid] = {c: float(p) for c, p in zip(codes, mean, strict=True)}
         per_question[qid] = {"n": float(len(group)), "accuracy": accuracy(group),
                              "macro_f1": per_question_macro_f1(group)}
-    metrics = {"accuracy": accuracy(items), "macro_f1": per_question_macro_f1(items), "items": float(len(items))}
+    metrics = {"accuracy": accuracy(items), "macro_f1": per_question_macro_f1(items),
+               "items": float(len(items))}
     if weights is not None:
         w = np.array([weights[item.person_id] for item in items], dtype=float)
         metrics["weighted_accuracy"] = (float(np.average([i.correct for i in items], weights=w))
