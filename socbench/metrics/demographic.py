@@ -73,7 +73,7 @@ def _as_number(value: object) -> float | None:
 
 def is_numeric(values: Sequence[object]) -> bool:
     """Every non-missing value reads as a number, with at least ``MIN_NUMERIC_LEVELS`` levels."""
-    present = [v for v in values if v is not None and str(v).strip() != ""]
+    present = [v for v in values if not _missing(v)]
     numbers = [_as_number(v) for v in present]
     return bool(present) and all(n is not None for n in numbers) and len(set(numbers)) >= MIN_NUMERIC_LEVELS
 
@@ -87,8 +87,7 @@ def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
     categorical = tuple(c for c in frame.columns if c not in numeric)
     blocks = []
     for column in numeric:
-        values = np.array([math.nan if v is None or str(v).strip() == "" or _as_number(v) is None
-                           else _as_number(v) for v in frame[column]], dtype=float)
+        values = np.array([math.nan if _missing(v) else _as_number(v) for v in frame[column]], dtype=float)
         missing = np.isnan(values)
         mean, std = np.nanmean(values), np.nanstd(values)
         scaled = np.where(missing, 0.0, (values - mean) / (std if std > 0 else 1.0))
@@ -102,9 +101,12 @@ def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
     return AttributeMatrix(pids, matrix, numeric, categorical)
 
 
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
+
+
 def _category(value: object) -> str:
-    missing = value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
-    return MISSING if missing else str(value)
+    return MISSING if _missing(value) else str(value)
 
 
 def assign_folds(person_ids: Sequence[int], k: int = DEFAULT_FOLDS,
