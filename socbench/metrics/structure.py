@@ -72,7 +72,7 @@ class Structure:
 
 def cramers_v(table: np.ndarray) -> float:
     """Cramér's V of a groups × codes count table; 0 when only one row or column is non-empty."""
-    table = np.asarray(table, dtype=float)
+    table = np.asarray(table, dtype=np.int64)  # counts (scipy's association takes integers only)
     table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
     if min(table.shape) < 2:
         return 0.0
