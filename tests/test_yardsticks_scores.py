@@ -31,7 +31,8 @@ def test_simbench_worked_by_hand() -> None:
     # DE: humans 8x"1" 2x"2" -> (.8, .2); model all "1" -> (1, 0): TV = .2; TV(uniform) = .3.
     de = [si(p, "1" if p < 8 else "2", "1", country="DE", codes=two) for p in range(10)]
     # FR: humans 5/5 -> (.5, .5) = uniform, TV(uniform) = 0; model 5/5 -> TV = 0.
-    fr = [si(10 + p, "1" if p < 5 else "2", "1" if p % 2 else "2", country="FR", codes=two) for p in range(10)]
+    fr = [si(10 + p, "1" if p < 5 else "2", "1" if p % 2 else "2", country="FR", codes=two)
+          for p in range(10)]
     found = simbench_score(de + fr)
     # Normaliser = mean uniform TV = (.3 + 0) / 2 = .15. DE: 100 (1 - .2/.15) = -33.3; FR: 100.
     assert found.norm == pytest.approx(0.15)
@@ -90,7 +91,8 @@ def test_structure_v_and_planted_gap_signs() -> None:
 def test_unclear_gap_is_not_counted() -> None:
     codes = [str(1 + (pid // 2) % 4) for pid in range(60)]  # both sexes answer 1..4 alike ...
     codes[1] = "2"  # ... but one woman: a gap of 1/30 of a position, far from p < 0.05
-    items = [si(pid, code, code, groups={"sex": "female" if pid % 2 else "male"}) for pid, code in enumerate(codes)]
+    items = [si(pid, code, code, groups={"sex": "female" if pid % 2 else "male"})
+             for pid, code in enumerate(codes)]
     found = structure(items)
     (pair,) = found.pairs
     assert pair.gaps == ()
@@ -110,9 +112,9 @@ def test_persona_effect_mcnemar_by_hand() -> None:
     persona, control = [], []
     for pid in range(40):
         for q in range(5):
-            k = pid * 5 + q  # 200 items: 10 persona-only right, 2 control-only right, 100 both, 88 neither
-            a, b = (True, False) if k < 10 else (False, True) if k < 12 else (True, True) if k < 112 else (False,
-                                                                                                          False)
+            k = q * 40 + pid  # 200 items: 10 persona-only right, 2 control-only right, 100 both, 88 neither
+            a, b = ((True, False) if k < 10 else (False, True) if k < 12 else (True, True) if k < 112
+                    else (False, False))
             groups = {"sex": "female" if pid % 2 else "male"}
             persona.append(si(pid, "1", "1" if a else "2", q=f"Q{q}", groups=groups))
             control.append(si(pid, "1", "1" if b else "2", q=f"Q{q}"))
@@ -122,7 +124,8 @@ def test_persona_effect_mcnemar_by_hand() -> None:
     assert found.overall.mcnemar_p == pytest.approx(2 * (1 + 12 + 66) / 4096)
     assert found.overall.difference == pytest.approx((10 - 2) / 200)
     assert (found.overall.a_only, found.overall.b_only, found.only_no_persona) == (10, 2, 1)
-    assert found.verdict.endswith("+0.04 [" + found.verdict.split("[")[1].split("]")[0] + "], McNemar p = 0.0386")
+    low, high = found.overall.difference_ci
+    assert found.verdict == f"the persona helped: +0.04 [{low:+.2f}, {high:+.2f}], McNemar p = 0.0386"
     assert set(found.groups["sex"]) == {"female", "male"}
     assert sum(c.n_items for c in found.groups["sex"].values()) == 200
 

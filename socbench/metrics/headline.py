@@ -51,7 +51,7 @@ def structure_sentence(found: Structure) -> str:
     if math.isnan(found.profile_correlation):
         differ = ("do not differ between groups at all" if found.mean_simulated_v == 0
                   else "cannot be compared group by group")
-        parts.append(f"the simulated answers {differ} (real answers: average association "
+        parts.append(f"the simulated answers {differ} (in the survey they do: average association "
                      f"{_num(found.mean_real_v)} on a 0-1 scale)")
     else:
         parts.append(f"differences between groups in the simulated answers follow the real ones "
@@ -59,14 +59,17 @@ def structure_sentence(found: Structure) -> str:
                      f" average association {_num(found.mean_simulated_v)} simulated vs "
                      f"{_num(found.mean_real_v)} real)")
     if found.gaps:
-        parts.append(f"of {found.gaps} clear differences between groups in the survey, the model gets the "
-                     f"direction of {found.gaps_same_sign} right")
+        plural = "s" if found.gaps > 1 else ""
+        parts.append(f"of {found.gaps} clear difference{plural} between groups in the survey, the model gets "
+                     f"the direction of {found.gaps_same_sign} right")
     ratio = found.heterogeneity_ratio
     if not math.isnan(ratio):
         spread = ("as varied as the real ones" if 0.9 <= ratio <= 1.1
+                  else "not varied at all, where the real ones vary" if ratio == 0
                   else f"{abs(1 - ratio):.0%} {'less' if ratio < 1 else 'more'} varied than the real ones")
         parts.append(f"its answers are {spread}")
-    return "Across groups, " + "; ".join(parts) + "."
+    text = "; ".join(parts) + "."
+    return text[0].upper() + text[1:]
 
 
 def _strength(r: float) -> str:
