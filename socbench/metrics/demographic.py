@@ -37,6 +37,7 @@ from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import OneHotEncoder
+from threadpoolctl import threadpool_limits
 
 from socbench.metrics.classification import accuracy, per_question_macro_f1
 from socbench.metrics.distribution import group_codes, split_groups
@@ -133,7 +134,8 @@ class DemographicResult:
 
 def _learner(name: Learner, seed: int, c: float, max_iter: int):
     """lbfgs stops at a gradient tolerance of 1e-2: three times faster than sklearn's 1e-4 on
-    1,000 x 1,600 one-hot columns, same accuracy to the second decimal (bench/demographic_model.py)."""
+    1,000 x 1,600 one-hot columns, and on that synthetic domain no less accurate (stopping early
+    shrinks like a stronger penalty); bench/demographic_model.py measures the whole domain."""
     if name == "hgb":
         from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -184,27 +186,36 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
     folds = assign_folds([item.person_id for item in items], k, seed)
     answered: list[ScoredItem] = []
     fallbacks: dict[str, int] = {}
-    for (qid,), group in split_groups(items, ("question_id",)).items():
-        codes = group_codes(group)
-        pids = np.array([item.person_id for item in group])
-        x = encoded.rows(pids)
-        y = np.array([item.true_code for item in group])
-        w = np.array([weights[p] for p in pids], dtype=float) if weights is not None else None
-        fold = np.array([folds[p] for p in pids])
-        probs = np.zeros((len(group), len(codes)))
-        for f in range(k):
-            test = fold == f
-            if not test.any():
-                continue
-            train = ~test
-            if on_fit is not None:
-                on_fit(qid, f, pids[train], pids[test])
-            probs[test], reason = _fold_probabilities(x[train], y[train], None if w is None else w[train],
-                                                      x[test], codes, learner, seed, c, max_iter)
-            if reason:
-                fallbacks[reason] = fallbacks.get(reason, 0) + int(test.sum())
-        answered.extend(_scored(item, p, codes) for item, p in zip(group, probs, strict=True))
+    # One thread: a fit is a few hundred rows, and OpenMP threads on a shared 2-core host only contend.
+    with threadpool_limits(limits=1):
+        for (qid,), group in split_groups(items, ("question_id",)).items():
+            answered.extend(_question(qid, group, encoded, folds, k, weights, fallbacks, on_fit,
+                                      (learner, seed, c, max_iter)))
     return _summarise(tuple(answered), folds, fallbacks, weights)
+
+
+def _question(qid: str, group: list[ScoredItem], encoded: AttributeMatrix, folds: dict[int, int], k: int,
+              weights: Mapping[int, float] | None, fallbacks: dict[str, int], on_fit: FitHook | None,
+              settings: tuple[Learner, int, float, int]) -> list[ScoredItem]:
+    """One question's items answered by the models of the folds they were not in."""
+    codes = group_codes(group)
+    pids = np.array([item.person_id for item in group])
+    x, y = encoded.rows(pids), np.array([item.true_code for item in group])
+    w = np.array([weights[p] for p in pids], dtype=float) if weights is not None else None
+    fold = np.array([folds[p] for p in pids])
+    probs = np.zeros((len(group), len(codes)))
+    for f in range(k):
+        test = fold == f
+        if not test.any():
+            continue
+        train = ~test
+        if on_fit is not None:
+            on_fit(qid, f, pids[train], pids[test])
+        probs[test], reason = _fold_probabilities(x[train], y[train], None if w is None else w[train],
+                                                  x[test], codes, *settings)
+        if reason:
+            fallbacks[reason] = fallbacks.get(reason, 0) + int(test.sum())
+    return [_scored(item, p, codes) for item, p in zip(group, probs, strict=True)]
 
 
 def _summarise(items: tuple[ScoredItem, ...], folds: dict[int, int], fallbacks: dict[str, int],
