@@ -117,6 +117,14 @@ def test_fewer_respondents_than_folds_and_a_single_class() -> None:
     assert result.fallbacks == {"single_class_in_training": 3, "no_training_respondents": 1}
 
 
+def test_no_attributes_predicts_the_training_shares() -> None:
+    people = {pid: {} for pid in range(20)}
+    items = [item(pid, "Q1", "1" if pid < 15 else "2") for pid in range(20)]
+    result = demographic_model(items, people, k=2)
+    assert all(i.predicted_code == "1" for i in result.items)
+    assert result.metrics["accuracy"] == pytest.approx(15 / 20)
+
+
 def test_second_learner() -> None:
     items, people = domain(40)
     items = [i for i in items if i.question_id == "Q1"]

@@ -98,7 +98,8 @@ def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
         encoder = OneHotEncoder(min_frequency=min_category_count, handle_unknown="infrequent_if_exist",
                                 sparse_output=True, dtype=np.float64)
         blocks.append(sparse.csr_matrix(encoder.fit_transform(cats)))
-    matrix = sparse.hstack(blocks, format="csr") if blocks else sparse.csr_matrix((len(pids), 0))
+    # no attribute at all: one empty column, so the model is its intercept (the fold's answer shares)
+    matrix = sparse.hstack(blocks, format="csr") if blocks else sparse.csr_matrix((len(pids), 1))
     return AttributeMatrix(pids, matrix, numeric, categorical)
 
 
