@@ -1,0 +1,132 @@
+"""The demographic baseline: cross-fitting that never sees the respondent, and real data shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from socbench.metrics.classification import per_question_macro_f1
+from socbench.metrics.demographic import (
+    TOLERANCE,
+    assign_folds,
+    demographic_model,
+    encode_attributes,
+    is_numeric,
+)
+from socbench.types import ScoredItem
+
+CODES = ("1", "2", "3", "4")
+
+
+def item(pid: int, q: str, true: str, codes=CODES, country: str = "DE") -> ScoredItem:
+    return ScoredItem(pid, q, country, true, None, False, "no answer", False, tuple(codes))
+
+
+def domain(n: int = 120, seed: int = 1):
+    """Answers to Q1 follow sex (women 1, men 3, with noise); Q2 is noise."""
+    rng = np.random.default_rng(seed)
+    people, items = {}, []
+    for pid in range(n):
+        sex = "Female" if pid % 2 else "Male"
+        people[pid] = {"Sex of respondent": sex, "Age of respondent": f"{rng.integers(18, 90)} years",
+                       "Region": f"region {rng.integers(0, 8)}"}
+        lean = "1" if sex == "Female" else "3"
+        items.append(item(pid, "Q1", lean if rng.random() < 0.8 else str(rng.integers(1, 5))))
+        items.append(item(pid, "Q2", str(rng.integers(1, 5))))
+    return items, people
+
+
+def test_numeric_rule() -> None:
+    assert is_numeric(["47 years", "30", None, "", "81 years old"])
+    assert not is_numeric(["1", "2"])  # two levels: a category
+    assert not is_numeric(["47", "no answer", "30"])
+    encoded = encode_attributes({1: {"Age": "20", "Sex": "Male"}, 2: {"Age": "40", "Sex": "Female"},
+                                 3: {"Age": "60"}, 4: {"Sex": "Male"}}, min_category_count=1)
+    assert encoded.numeric == ("Age",) and encoded.categorical == ("Sex",)
+    dense = encoded.matrix.toarray()
+    # Age standardised (mean 40, population sd), missing at 0 with its flag; Sex one-hot incl. missing.
+    sd = np.std([20, 40, 60])
+    assert dense[:, 0] == pytest.approx([-20 / sd, 0, 20 / sd, 0]) and list(dense[:, 1]) == [0, 0, 0, 1]
+    assert dense[:, 2:].sum(axis=1).tolist() == [1, 1, 1, 1] and dense.shape[1] == 5
+
+
+def test_rare_categories_are_pooled() -> None:
+    people = {pid: {"Job": "common" if pid < 20 else f"rare {pid}"} for pid in range(25)}
+    assert encode_attributes(people, min_category_count=5).matrix.shape[1] == 2  # common + infrequent
+
+
+def test_no_respondent_is_in_its_own_training_fold() -> None:
+    items, people = domain()
+    fits = []
+    result = demographic_model(items, people, k=5, seed=3,
+                               on_fit=lambda q, f, train, test: fits.append((q, f, set(train), set(test))))
+    for _, fold, train, test in fits:
+        assert not train & test
+        assert all(result.folds[p] == fold for p in test) and all(result.folds[p] != fold for p in train)
+    for qid in ("Q1", "Q2"):
+        tested = [p for q, _, _, test in fits if q == qid for p in test]
+        assert sorted(tested) == list(range(120))  # each respondent predicted exactly once
+    assert result.folds == assign_folds(range(120), 5, 3)
+    assert sorted(np.bincount(list(result.folds.values()))) == [24] * 5
+
+
+def test_prediction_equals_an_independent_fit_on_the_other_folds() -> None:
+    items, people = domain()
+    result = demographic_model(items, people, k=5, seed=3)
+    encoded = encode_attributes(people)
+    q1 = [i for i in items if i.question_id == "Q1"]
+    train = [i for i in q1 if result.folds[i.person_id] != 0]
+    test = [i for i in q1 if result.folds[i.person_id] == 0]
+    model = LogisticRegression(C=1.0, max_iter=100, tol=TOLERANCE).fit(
+        encoded.rows([i.person_id for i in train]), [i.true_code for i in train])
+    expected = model.predict_proba(encoded.rows([i.person_id for i in test]))
+    got = {(i.person_id, i.question_id): i for i in result.items}
+    for row, it in zip(expected, test, strict=True):
+        dist = got[(it.person_id, "Q1")].distribution
+        assert [dist[c] for c in model.classes_] == pytest.approx(list(row))
+    q1_scored = [i for i in result.items if i.question_id == "Q1"]
+    assert result.per_question["Q1"]["accuracy"] == pytest.approx(np.mean([i.correct for i in q1_scored]))
+    assert result.per_question["Q1"]["macro_f1"] == pytest.approx(per_question_macro_f1(q1_scored))
+    assert result.per_question["Q1"]["accuracy"] > 0.6 > result.per_question["Q2"]["accuracy"]
+
+
+def test_small_question_unseen_class_and_weights() -> None:
+    items, people = domain(30)
+    five = ("1", "2", "3", "4", "5")
+    # Q3: 30 people, offered 5 codes; only respondent 0 answers "5" (a class in one fold only).
+    items += [item(pid, "Q3", "5" if pid == 0 else str(1 + pid % 2), codes=five) for pid in range(30)]
+    weights = {pid: 1.0 + pid % 3 for pid in range(30)}
+    result = demographic_model(items, people, weights=weights)
+    q3 = [i for i in result.items if i.question_id == "Q3"]
+    assert all(set(i.distribution) == set(five) for i in q3)
+    assert all(sum(i.distribution.values()) == pytest.approx(1) for i in q3)
+    assert next(i for i in q3 if i.person_id == 0).distribution["5"] == 0.0  # never in its own training
+    assert set(result.distributions["Q3"]) == set(five)
+    assert 0 <= result.metrics["weighted_accuracy"] <= 1
+
+
+def test_fewer_respondents_than_folds_and_a_single_class() -> None:
+    people = {pid: {"Sex": "Male" if pid % 2 else "Female"} for pid in range(3)}
+    items = [item(pid, "Q1", "2") for pid in range(3)] + [item(0, "Q2", "1")]
+    result = demographic_model(items, people, k=5)
+    q1 = [i for i in result.items if i.question_id == "Q1"]
+    assert all(i.predicted_code == "2" and i.correct for i in q1)  # training part has one class
+    q2 = next(i for i in result.items if i.question_id == "Q2")
+    assert q2.distribution == {c: 0.25 for c in CODES}  # nobody to learn from: uniform
+    assert result.fallbacks == {"single_class_in_training": 3, "no_training_respondents": 1}
+
+
+def test_no_attributes_predicts_the_training_shares() -> None:
+    people = {pid: {} for pid in range(20)}
+    items = [item(pid, "Q1", "1" if pid < 15 else "2") for pid in range(20)]
+    result = demographic_model(items, people, k=2)
+    assert all(i.predicted_code == "1" for i in result.items)
+    assert result.metrics["accuracy"] == pytest.approx(15 / 20)
+
+
+def test_second_learner() -> None:
+    items, people = domain(40)
+    items = [i for i in items if i.question_id == "Q1"]
+    result = demographic_model(items, people, learner="hgb")
+    assert len(result.items) == len(items) and 0 <= result.metrics["accuracy"] <= 1
