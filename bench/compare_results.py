@@ -37,7 +37,7 @@ RUNS: dict[str, list[str]] = {
 }
 DOMAINS = ["1", "3", "7"]
 VOLATILE = {"timestamp", "timing", "created", "wall_s", "seconds", "elapsed_s", "started", "finished",
-            "generated_at", "run_seconds", "duration_s"}
+            "generated_at", "run_seconds", "duration_s", "api_base"}  # api_base: the server's port
 RESULT_SUFFIXES = {".json", ".jsonl", ".csv"}
 
 
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                     for files in results.values() for v in files.values())
         print(f"{args.out / 'results.json'}: {sum(map(len, results.values()))} files, {count} records")
         return 0
-    a, b = (json.loads((d / "results.json").read_text()) for d in (args.a, args.b))
+    a, b = (normalise(json.loads((d / "results.json").read_text()), "<out>") for d in (args.a, args.b))
     found = differences(a, b)
     for line in found[:40]:
         print(line)

@@ -44,7 +44,7 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
         items = opaque(country_special_options(data))
         prompts = opaque(build_prompts(data, items, config))
         results = opaque(vllm_generate(prompts, config, domain_id))
-        extractions = opaque(extract(prompts, results, items, config))
+        extractions = opaque(extract(prompts, results))
         scored = opaque(score(data, items, extractions, config))
         report(scored, config)
         return finished(scored.unwrap().result)

@@ -360,8 +360,3 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         seconds=time.perf_counter() - start,
         domain=plan.entry,
     )
-
-
-def import_survey(request: ImportRequest) -> ImportSummary:
-    """Plan (every check) then run: the whole ``data import``."""
-    return run_import(plan_import(request))

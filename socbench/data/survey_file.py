@@ -136,11 +136,6 @@ def _as_answer(code: str) -> Any:
         return code
 
 
-def code_strings(series: pd.Series) -> np.ndarray:
-    """Canonical code strings of a column (object array, None where blank)."""
-    return map_codes(series, str)
-
-
 def answer_values(series: pd.Series) -> np.ndarray:
     """A column as JSON answer values: integer codes as int, others as their string, blanks None."""
     return map_codes(series, _as_answer)
