@@ -112,7 +112,7 @@ def test_csv_with_a_codebook(tmp_path: Path, capsys, book_format: str) -> None:
     manifest = read_manifest(out / "socbench.yaml")
     (domain,) = manifest.domains
     assert (domain.id, domain.name, domain.slug, domain.country_attribute) == (1, "Life", "life", None)
-    assert domain.missing_codes == [-9, 98]
+    assert domain.missing_codes == (-9, 98)
     records = json.loads((out / "A_GroundTruth_sampling100" / "issp_answer_life.json").read_text())
     assert len(records) == 60  # a size above the respondent count keeps them all
     for record in records:
@@ -341,7 +341,7 @@ def test_spss_missing_range_and_a_text_country_in_a_csv(tmp_path: Path, capsys) 
     code, err = _run(capsys, str(tmp_path / "r.sav"), "--out", str(tmp_path / "a"), *same)
     assert code == 0, err
     (domain,) = read_manifest(tmp_path / "a" / "socbench.yaml").domains
-    assert domain.missing_codes == [97, 98, 99] and domain.country_attribute == "c"
+    assert domain.missing_codes == (97, 98, 99) and domain.country_attribute == "c"
     frame.to_csv(tmp_path / "r.csv", index=False)
     (tmp_path / "book.csv").write_text(
         "variable,label,code,value_label\nq,Question,1,One\nq,,2,Two\nc,Country,,\n"
