@@ -68,12 +68,13 @@ def overhead(domains: list[int], data_dir: str) -> list[dict]:
 def child(kind: str, out: str, data_dir: str, model: str) -> None:
     """One ``issp`` run in this fresh process; prints its wall time and whether vLLM was imported."""
     start = time.perf_counter()
-    from flows.issp import issp_inprocess
+    from flows import run_inprocess
+    from flows.issp import issp
     from socbench.config import make_config
 
     config = make_config(data_dir=data_dir, output_dir=out, api_type="vllm", model=model, max_tokens=16)
     flow_start = time.perf_counter()
-    outcome = issp_inprocess(config)
+    outcome = run_inprocess(issp, config)
     end = time.perf_counter()
     print(json.dumps({"kind": kind, "flow_s": round(end - flow_start, 2), "process_s": round(end - start, 2),
                       "completed": len(outcome["completed"]), "failed": outcome["failed"],

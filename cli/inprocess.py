@@ -66,7 +66,7 @@ def quiet_libraries() -> None:
 
 
 def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = None) -> dict:
-    """``flows.<name>.<name>_inprocess(config)`` on socbench's own Prefect API, progress shown;
+    """The flow ``flows.<name>.<name>`` run in this process on socbench's own Prefect API, progress shown;
     the API's server is spawned first, and the flow's imports and ``meanwhile`` run while it starts."""
     quiet_libraries()
     from cli.prefect_spawn import spawn_early
@@ -83,4 +83,6 @@ def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = No
             meanwhile()
 
     with prefect_api(imports_then_meanwhile, port), listening(ConsoleProgress()):
-        return getattr(importlib.import_module(module), f"{name}_inprocess")(config)
+        from flows import run_inprocess
+
+        return run_inprocess(getattr(importlib.import_module(module), name), config)

@@ -52,5 +52,5 @@ def _preload(config: McqConfig, data: McqData) -> None:
     from socbench.mcq import build_plan, preload
 
     plan = build_plan(data, config.method, config.k_shot, config.tolerance, config.seed,
-                      config.circular_settings())
+                      config.expansion)
     preload(get_engine(config.engine_settings()), plan)

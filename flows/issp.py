@@ -10,8 +10,6 @@ results) and the engine cache sends only the requests without an answer.
 
 from __future__ import annotations
 
-from typing import Any
-
 from prefect import flow
 from prefect.states import Failed, State
 from prefect.utilities.annotations import opaque
@@ -44,7 +42,7 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
         items = opaque(country_special_options(data))
         prompts = opaque(build_prompts(data, items, config))
         results = opaque(vllm_generate(prompts, config, domain_id))
-        extractions = opaque(extract(prompts, results, items, config))
+        extractions = opaque(extract(prompts, results))
         scored = opaque(score(data, items, extractions, config))
         report(scored, config)
         return finished(scored.unwrap().result)
@@ -77,18 +75,7 @@ def issp(config: RunConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) 
     return run_domains(with_secret_key(config, api_key_secret))
 
 
-def issp_inprocess(config: RunConfig) -> dict:
-    """Run the ``issp`` flow in this process (ephemeral Prefect, no server); its outcome."""
-    state = issp(config, return_state=True)
-    outcome = state.result(raise_on_failure=False)
-    if isinstance(outcome, DomainsFailed):
-        return outcome.outcome
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome
-
-
-def run_domains(config: RunConfig) -> Any:
+def run_domains(config: RunConfig) -> dict | State:
     """The parent's body: every domain in turn on one engine, then the run summary; Failed
     (naming them) if a domain failed or is incomplete."""
     domains = select_domains(config.domain_id, config.start_domain_id, config.dataset_dir)
@@ -110,16 +97,5 @@ def run_domains(config: RunConfig) -> Any:
                "completed": [r.domain_id for r in results if r.complete]}
     if failed or incomplete:
         named = [f"domain {k} failed: {v}" for k, v in failed.items()] + list(incomplete.values())
-        raise DomainsFailed(f"{len(named)} domain(s) did not complete: " + "; ".join(named), outcome)
+        return Failed(message=f"{len(named)} domain(s) did not complete: " + "; ".join(named), data=outcome)
     return outcome
-
-
-class DomainsFailed(Exception):
-    """The parent's failure: some domains failed; ``outcome`` says which and where the summary is."""
-
-    @property
-    def outcome(self) -> dict:
-        return self.args[1]
-
-    def __str__(self) -> str:
-        return str(self.args[0])

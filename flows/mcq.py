@@ -50,11 +50,3 @@ def run_mcq(config: McqConfig) -> dict | State:
     finally:
         teardown_safely()
 
-
-def mcq_inprocess(config: McqConfig) -> dict:
-    """Run the ``mcq`` flow in this process (ephemeral Prefect, no server); its outcome."""
-    state = mcq(config, return_state=True)
-    outcome = state.result(raise_on_failure=False)  # an incomplete run's outcome too
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome

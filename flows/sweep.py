@@ -15,8 +15,9 @@ from __future__ import annotations
 from uuid import UUID
 
 from prefect import flow
+from prefect.states import Failed, State
 
-from flows.issp import DEFAULT_CONFIG, DomainsFailed, issp_domain
+from flows.issp import DEFAULT_CONFIG, issp_domain
 from socbench.config import RunConfig
 from socbench.domains import select_domains
 from socbench.sweep import SweepConfig, failure_text
@@ -30,7 +31,7 @@ from tasks.teardown import teardown_safely
 @flow(name="issp-domains", persist_result=True)
 def issp_domains(config: RunConfig = DEFAULT_CONFIG, domain_ids: list[int] | None = None,
                  engine_limit: str | None = None, engine_slots: int = 0,
-                 api_key_secret: str | None = None) -> list[int]:
+                 api_key_secret: str | None = None) -> list[int] | State:
     """Some domains of one model on one engine (default: the config's domains); Failed if any failed."""
     config = with_secret_key(config, api_key_secret)
     ids = domain_ids or [d.id for d in select_domains(config.domain_id, config.start_domain_id,
@@ -45,7 +46,7 @@ def issp_domains(config: RunConfig = DEFAULT_CONFIG, domain_ids: list[int] | Non
         finally:
             teardown_safely()
     if failed:
-        raise DomainsFailed(f"{len(failed)} domain(s) failed: {failed}", {"failed": failed})
+        return Failed(message=f"{len(failed)} domain(s) failed: {failed}", data={"failed": failed})
     return ids
 
 
@@ -53,7 +54,7 @@ DEFAULT_SWEEP = SweepConfig()  # the embedded model on the demo data, all domain
 
 
 @flow(name="issp-sweep", persist_result=True)
-def issp_sweep(config: SweepConfig = DEFAULT_SWEEP, api_key_secret: str | None = None) -> dict:
+def issp_sweep(config: SweepConfig = DEFAULT_SWEEP, api_key_secret: str | None = None) -> dict | State:
     """Every model over the domains, each run on whichever worker takes it; Failed naming what failed."""
     run = config.run
     domains = select_domains(run.domain_id, run.start_domain_id, run.dataset_dir)
@@ -65,5 +66,6 @@ def issp_sweep(config: SweepConfig = DEFAULT_SWEEP, api_key_secret: str | None =
     after = sweep_state()
     outcome = report_sweep(config, after, domain_ids)
     if after.failed:
-        raise DomainsFailed(failure_text(config, after.failed, {d.id: d.name for d in domains}), outcome)
+        names = {d.id: d.name for d in domains}
+        return Failed(message=failure_text(config, after.failed, names), data=outcome)
     return outcome

@@ -44,19 +44,6 @@ MAX_ALL_POSSIBLE_OPTIONS = 5  # 5! = 120 orders; 6! = 720 needs an explicit --ma
 _ENUMERATE_LIMIT = 40_320  # up to 8! orders are listed and sampled; beyond, drawn one by one
 
 
-def run_circular_settings(config: Any) -> CircularSettings | None:
-    """The circular settings of a run configuration, or None when circular evaluation is off.
-
-    ``max_variants``, ``shuffle_options`` and ``circular_labels`` are read if the configuration
-    has them.
-    """
-    if getattr(config, "circular", None) is None:
-        return None
-    return CircularSettings(config.circular, getattr(config, "max_variants", None), config.seed,
-                            bool(getattr(config, "shuffle_options", False)),
-                            getattr(config, "circular_labels", "order_only"))
-
-
 # ------------------------------------------------------------------------ patterns
 
 
@@ -149,3 +136,4 @@ def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
     return expand_item(item.item_id, [(code, labels[code]) for code in order], item.true_code, settings,
                        keep_labels=not relabel,
                        positions=[str(i) for i in range(1, len(order) + 1)] if relabel else None)
+

@@ -26,7 +26,7 @@ from pydantic.fields import FieldInfo
 
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, validated
-from socbench.types import SamplingSettings
+from socbench.types import CircularSettings, SamplingSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_DATA_DIR = PROJECT_ROOT / "data" / "demo" / "Dataset_all"
@@ -217,6 +217,14 @@ class RunConfig(EngineRun):
     @property
     def sampling(self) -> SamplingSettings:
         return SamplingSettings(self.temperature, self.top_p, self.max_tokens, None)
+
+    @functools.cached_property
+    def expansion(self) -> CircularSettings | None:
+        """How items expand into variants (None: one request per item); read once, here."""
+        if self.circular is None:
+            return None
+        return CircularSettings(self.circular, self.max_variants, self.seed, self.shuffle_options,
+                                self.circular_labels)
 
 
 def make_config(**params: Any) -> RunConfig:

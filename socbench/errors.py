@@ -72,5 +72,9 @@ class IncompleteDomain(Exception):
 
     def __init__(self, domain_id: int, engine_errors: int, first_reason: str) -> None:
         self.domain_id, self.engine_errors, self.first_reason = domain_id, engine_errors, first_reason
-        plural = "s" * (engine_errors != 1)
-        super().__init__(f"domain {domain_id}: {engine_errors} engine error{plural}, first: {first_reason}")
+        super().__init__(f"domain {domain_id}: {incomplete_reason(engine_errors, first_reason)}")
+
+
+def incomplete_reason(engine_errors: int, first_reason: str) -> str:
+    """``"K engine errors, first: <reason>"``: how an ISSP domain or an MCQ run says it is incomplete."""
+    return f"{engine_errors} engine error{'s' * (engine_errors != 1)}, first: {first_reason}"

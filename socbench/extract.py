@@ -23,12 +23,12 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from scipy.special import softmax
 
-from socbench.circular import issp_variants
-from socbench.types import CircularSettings, Code, EngineResult, Extraction, Item, PromptRequest
+from socbench.types import Code, EngineResult, Extraction, PromptRequest
 
 EMPTY = "empty response"
 NO_JSON = "no JSON answer found"
@@ -39,7 +39,6 @@ NO_LOGPROBS = "no log-probs for offered codes"
 FAILURES = (EMPTY, NO_JSON, TEMPLATE, NOT_A_CODE, NOT_OFFERED, NO_LOGPROBS)
 """Every extraction failure reason is one of these. An engine error (no reply at all) is not
 an extraction failure: it is carried apart, in ``Extraction.engine_error``."""
-ENGINE_ERROR = "engine error: "  # how files written before engine errors were counted apart prefixed them
 
 ANSWER_KEYS = ("answer", "option_id", "option")  # in order of preference within one object
 TEMPLATE_VALUES = frozenset({"option_id", "<option_id>", "option id", "<option id>", "id", "code", "..."})
@@ -160,7 +159,8 @@ def extract(
     result: EngineResult,
     options: Sequence[tuple[Code, str]] | None = None,
 ) -> Extraction:
-    """Extraction for one request; ``options`` (code, label) enables exact-label answers.
+    """Extraction for one request; ``options`` (code, label), by default the lines the request
+    showed, enable exact-label answers.
 
     An engine error is passed on as ``engine_error`` (never a parse failure); the reply text
     is kept as ``raw_reply``.
@@ -173,7 +173,7 @@ def extract(
             return Extraction(request.key, None, NO_LOGPROBS)
         best = max(request.offered_codes, key=lambda c: dist[c])  # first code wins a tie
         return Extraction(request.key, best, None, dist)
-    offered = options if options is not None else request.offered_codes
+    offered = options if options is not None else (request.options or request.offered_codes)
     code, failure = extract_answer(result.text, offered)
     return Extraction(request.key, code, failure, raw_reply=result.text)
 
@@ -181,20 +181,9 @@ def extract(
 def extract_all(
     prompts: Sequence[PromptRequest],
     results: Sequence[EngineResult],
-    items: Sequence[Item] | None = None,
-    circular: CircularSettings | None = None,
 ) -> dict[str, Extraction]:
-    """Extractions keyed by item id; ``results`` is in the same order as ``prompts``.
-
-    Pass ``items`` to accept exact option labels as answers (their options carry labels), and
-    with circular variants their ``circular`` settings: each variant's lines carry the labels
-    it displayed (relabelled variants show 1..n, not the codes).
-    """
+    """Extractions keyed by request id (``results`` in ``prompts`` order), each carrying its
+    request's variant on to scoring; exact option labels are accepted as the request showed them."""
     if len(prompts) != len(results):
         raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
-    labels: dict[str, Sequence[tuple[Code, str]]] = {item.item_id: item.options for item in items or ()}
-    if circular is not None:
-        labels.update({v.request_id: v.options for item in items or () if item.excluded_reason is None
-                       for v in issp_variants(item, circular)})
-    return {p.item_id: extract(p, r, labels.get(p.item_id, labels.get(p.item_id.partition("--")[0])))
-            for p, r in zip(prompts, results)}
+    return {p.item_id: replace(extract(p, r), variant=p.variant) for p, r in zip(prompts, results)}

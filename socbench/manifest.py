@@ -4,8 +4,9 @@ Why: without it the domains are the ten ISSP modules of ``socbench/domains.py``,
 study would mean editing code. A manifest lists each domain's id, name, slug, question
 file, answer file, country attribute, persona attributes and missing-value codes; when a
 folder has none, the ten ISSP domains apply. This module only reads,
-validates (pydantic) and writes the file; ``socbench.domains`` turns entries into
-``DomainSpec`` rows. Every problem is one line naming the file and the field.
+validates (pydantic) and writes the file. Its entry, ``DomainSpec``, is the one domain record:
+the ten ISSP rows in ``socbench.domains`` are the same record. Every problem is one line
+naming the file and the field.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from socbench.errors import DataError
 
 MANIFEST_NAMES = ("socbench.yaml", "socbench.yml")
+QA_FOLDER = "q&a"
 AUTO_COUNTRY = "auto"  # find the ISSP country attribute by its label (the default ISSP behaviour)
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.()-]*$")  # becomes part of result file names
@@ -33,16 +35,22 @@ HEADER = (
 class PersonaAttributes(BaseModel):
     """Which respondent attributes the persona shows (keys matched case-insensitively)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    include: list[str] = []  # empty: every attribute
-    exclude: list[str] = []
+    include: tuple[str, ...] = ()  # empty: every attribute
+    exclude: tuple[str, ...] = ()
 
 
-class ManifestDomain(BaseModel):
-    """One domain (one question set and its respondents)."""
+class DomainSpec(BaseModel):
+    """One domain (one question set and its respondents): id, name (names its result files), file
+    slug, source study, how to read its files, and ``title``, the name people read (default: ``name``).
 
-    model_config = ConfigDict(extra="forbid")
+    ``country_attribute`` is the attribute key holding the respondent's country; ``"auto"``
+    finds the ISSP one by its label and None means a single-country study. ``missing_codes``
+    are answer codes never offered as options (excluded at scoring).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Annotated[int, Field(ge=1)]
     name: str
@@ -52,7 +60,36 @@ class ManifestDomain(BaseModel):
     answer_file: str | None = None  # default issp_answer_<slug>.json
     country_attribute: str | None = None  # None: a single-country study; "auto": the ISSP label
     persona_attributes: PersonaAttributes = PersonaAttributes()
-    missing_codes: list[int | str] = []
+    missing_codes: tuple[int | str, ...] = ()
+    title: str = ""
+
+    @property
+    def display_name(self) -> str:
+        return self.title or self.name
+
+    @property
+    def qa_file(self) -> str:
+        return Path(self.question_file).name if self.question_file else f"issp_qa_{self.slug}.json"
+
+    @property
+    def qa_path(self) -> str:
+        """The question file relative to the dataset root."""
+        return self.question_file or f"{QA_FOLDER}/{self.qa_file}"
+
+    @property
+    def answer_name(self) -> str:
+        """The answer file's name in each ``A_GroundTruth_sampling<N>/``."""
+        return self.answer_file or f"issp_answer_{self.slug}.json"
+
+    @property
+    def profile_file(self) -> str:
+        return f"issp_profile_{self.name}.json"
+
+    @property
+    def missing_code_strings(self) -> tuple[str, ...]:
+        """The missing codes as the loaders write codes: " 098" -> "98", -9 -> "-9"."""
+        texts = (str(code).strip() for code in self.missing_codes)
+        return tuple(str(int(text)) if text.lstrip("-").isdigit() else text for text in texts)
 
     @field_validator("slug")
     @classmethod
@@ -91,7 +128,7 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     title: str = ""
-    domains: Annotated[list[ManifestDomain], Field(min_length=1)]
+    domains: Annotated[list[DomainSpec], Field(min_length=1)]
 
     @model_validator(mode="after")
     def _unique(self) -> Manifest:
@@ -158,7 +195,7 @@ def write_manifest(path: str | Path, manifest: Manifest) -> Path:
     if not body.get("title"):
         body.pop("title", None)
     for domain in body["domains"]:
-        for key in ("question_file", "answer_file", "module"):
+        for key in ("question_file", "answer_file", "module", "title"):
             if not domain.get(key):
                 domain.pop(key, None)
     text = HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
@@ -168,7 +205,7 @@ def write_manifest(path: str | Path, manifest: Manifest) -> Path:
     return path
 
 
-def merge_domain(manifest: Manifest | None, domain: ManifestDomain) -> Manifest:
+def merge_domain(manifest: Manifest | None, domain: DomainSpec) -> Manifest:
     """``manifest`` with ``domain`` added, replacing an entry with the same slug."""
     kept = [d for d in (manifest.domains if manifest else []) if d.slug != domain.slug]
     title = manifest.title if manifest else ""

@@ -124,7 +124,7 @@ def check_mcq(config: McqConfig) -> McqData:
     from socbench.mcq.datasets import load_mcq
 
     data = load_mcq(config.dataset, limit=config.limit, fewshot=max(config.k_shot) > 0)
-    settings = config.circular_settings()
+    settings = config.expansion
     if settings is not None:
         from socbench.mcq.circular import check_circular
 

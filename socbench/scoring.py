@@ -1,7 +1,7 @@
 """The ``score`` stage: Items + Extractions -> ScoredItems -> one DomainResult (a ScoredDomain).
 
-Only scoreable items (``excluded_reason is None``) are scored, each exactly once, and with
-circular evaluation every variant of them, once. An item whose extraction is missing or
+Only scoreable items (``excluded_reason is None``) are scored, each exactly once, and every
+request that showed a variant of one (``socbench.expansion``), once. An item whose extraction is missing or
 failed is wrong and carries ``parse_error``; so is one whose extracted code was not
 offered to that respondent. An item the engine could not answer carries ``engine_error``
 instead: that is no answer at all, and a domain with any is *incomplete* — its answer-based
@@ -14,13 +14,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
-from socbench.circular import issp_variants
+from socbench import errors
 from socbench.errors import IncompleteDomain
 from socbench.extract import NOT_OFFERED
 from socbench.metrics.baselines import baselines, margin_over_best
-from socbench.metrics.circular import circular_metrics
 from socbench.metrics.classification import (
     accuracy,
     item_count,
@@ -33,9 +31,8 @@ from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, distribution_
 from socbench.metrics.grouped import breakdown
 from socbench.metrics.persona_groups import persona_breakdowns, respondent_groups
 from socbench.metrics.questions import question_view
-from socbench.metrics.uncertainty import cluster_bootstrap_ci
+from socbench.metrics.uncertainty import accuracy_ci
 from socbench.types import (
-    CircularSettings,
     DomainData,
     DomainResult,
     Extraction,
@@ -171,7 +168,8 @@ def summarize_domain(
         **counts,
         breakdowns=persona_breakdowns(scored),
         distribution=distribution_scores(scored, min_respondents, weights),
-        accuracy_ci=accuracy_ci(scored, min_respondents, seed),
+        accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
+                                min_respondents=min_respondents, seed=seed),
         alignment=alignment, questions=questions,
     )
 
@@ -184,19 +182,16 @@ def score_domain(
     model: str,
     interview_count: int | str = "all",
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-    circular_settings: CircularSettings | None = None,
     run: str = "",
 ) -> ScoredDomain:
-    """The whole ``score`` stage for one domain: scored items, their DomainResult and, with
-    ``circular_settings``, every variant's answer and the circular scores.
+    """The whole ``score`` stage for one domain: scored items, their DomainResult and every
+    variant's answer (``socbench.expansion`` reduces them).
 
     The recorded ``interview_count`` is the number of respondents actually interviewed
     (distinct person ids among the items); ``interview_count`` is the requested limit,
     and more respondents than it means an earlier stage ignored it (a bug, not user input).
     Each scored item carries its respondent's persona groups (``metrics.persona_groups``).
-    With circular evaluation ``extractions`` also holds every variant's (by request id); the
-    normal prompt's answer is the normal result and ``circular_acc/perf/vote`` join ``metrics``
-    (``circular_relabel_*`` with relabelled options; ``*_sampled_*`` over sampled orders).
+    ``extractions`` holds every request's answer by request id; the normal prompt's is the item's.
     ``model`` is the model asked; ``run`` the run's folder name when it differs (a control run).
     """
     interviewed = len({item.person_id for item in items})
@@ -210,33 +205,8 @@ def score_domain(
                               interviewed, min_respondents=min_respondents, weights=weights,
                               weights_off=weights_off, engine_errors=failed,
                               texts={q.id: q.text for q in data.questions}, run=run)
-    if circular_settings is None or not result.complete:
-        return ScoredDomain(tuple(scored), result)
-    variants = score_variants(items, extractions, circular_settings)
-    scores = circular_metrics(variants, circular_settings.mode)
-    extra = circular_extras(scores.metrics, circular_settings)
-    return ScoredDomain(tuple(scored), replace(result, metrics={**result.metrics, **extra}),
-                        tuple(variants), scores)
-
-
-def circular_extras(metrics: Mapping[str, float], settings: CircularSettings) -> dict[str, float]:
-    """The circular metrics an ISSP domain adds to its own: acc/perf/vote of the run's family
-    (``circular_*``, ``circular_relabel_*``) and, over sampled orders, ``*_sampled_*``."""
-    prefix = "circular_relabel" if settings.labels == "relabel" else "circular"
-    extra = {f"{prefix}_{name}": metrics[f"{name}_{settings.mode}"] for name in ("acc", "perf", "vote")}
-    extra.update({f"{prefix}_sampled_{name}": metrics[f"{name}_sampled"] for name in ("acc", "perf", "vote")
-                  if f"{name}_sampled" in metrics})
-    return extra
-
-
-def accuracy_ci(scored: Sequence[ScoredItem], min_respondents: int,
-                seed: int = 0) -> tuple[float, float] | None:
-    """The respondent-bootstrap CI of accuracy, or None below ``min_respondents`` respondents
-    (an interval from two people would be printed as if it meant something)."""
-    if len({item.person_id for item in scored}) < min_respondents:
-        return None
-    people = [item.person_id for item in scored]
-    return cluster_bootstrap_ci([item.correct for item in scored], people, seed=seed)
+    variants = score_variants(items, extractions) if result.complete else []
+    return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 
 
 def country_breakdown(scored: Sequence[ScoredItem],
@@ -261,8 +231,7 @@ def incomplete_reason(result: DomainResult) -> str | None:
     """``"K engine errors, first: <reason>"``, or None for a complete domain."""
     if result.complete:
         return None
-    n = result.engine_errors
-    return f"{n} engine error{'s' * (n != 1)}, first: {_first_engine_error(result)}"
+    return errors.incomplete_reason(result.engine_errors, _first_engine_error(result))
 
 
 def raise_if_incomplete(result: DomainResult) -> None:
@@ -275,24 +244,22 @@ def _first_engine_error(result: DomainResult) -> str:
     return next(iter(result.engine_error_reasons), "unknown")
 
 
-# ------------------------------------------------------------------------- circular
+
+# ------------------------------------------------------------------- expanded items
 
 
-def variant_answer(variant: Variant, extraction: Extraction | None) -> VariantResult:
+def variant_answer(variant: Variant, extraction: Extraction) -> VariantResult:
     """A variant's answer, read as ``score_item`` reads the normal one but against the labels the
     variant displayed (its codes, or positions 1..n when relabelled)."""
-    if extraction is None:
-        return VariantResult.of(variant, None, NO_EXTRACTION)
     error = extraction.engine_error or extraction.failure or (None if extraction.code else NO_CODE)
     if error is None and extraction.code not in variant.shown:
         error = NOT_OFFERED
     return VariantResult.of(variant, extraction.code if error is None else None, error)
 
 
-def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction],
-                   settings: CircularSettings) -> list[VariantResult]:
-    """Every variant of every scoreable item; ``extractions`` is keyed by request id
-    (``Variant.request_id``); a failed, missing or unoffered answer is a None prediction
-    (wrong) with its reason."""
-    return [variant_answer(variant, extractions.get(variant.request_id))
-            for item in items if item.excluded_reason is None for variant in issp_variants(item, settings)]
+def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction]) -> list[VariantResult]:
+    """The answer of every request that showed a variant of its item, grouped by item in
+    ``items`` order; a failed or unoffered answer is a None prediction (wrong) with its reason."""
+    rank = {item.item_id: i for i, item in enumerate(items)}
+    answers = [variant_answer(e.variant, e) for e in extractions.values() if e.variant is not None]
+    return sorted(answers, key=lambda answer: rank.get(answer.qid, len(rank)))

@@ -2,8 +2,7 @@
 
 Records are frozen; option codes are always strings (``"1"``, ``"-4"``): JSON keys, prompts, answers compare.
 ISSP: DomainData -> Item -> PromptRequest -> EngineResult -> Extraction -> ScoredDomain.
-CP vs MCP: McqData -> McqPlan -> McqAnswers -> McqScores. Circular: Variant -> VariantResult.
-"""
+CP vs MCP: McqData -> McqPlan -> McqAnswers -> McqScores. Expanded items: Variant -> VariantResult."""
 
 from __future__ import annotations
 
@@ -21,11 +20,9 @@ CircularLabels = Literal["order_only", "relabel"]  # codes stay with their text 
 Pattern = tuple[str, ...]  # an item's original option labels in the order displayed
 
 
-# --------------------------------------------------------------------------- data
 @dataclass(frozen=True)
 class Question:
-    """One survey question: base options plus per-country overrides, and its own missing codes
-    (code -> label; excluded at scoring with that label, never another question's)."""
+    """A survey question: base options, per-country overrides, its own missing codes (code -> label)."""
     id: str
     text: str
     options: dict[Code, str]
@@ -76,7 +73,6 @@ class Item:
         return tuple(code for code, _ in self.options)
 
 
-# ------------------------------------------------------------------------ prompts
 @dataclass(frozen=True)
 class Message:
     role: Literal["system", "user", "assistant"]
@@ -106,6 +102,8 @@ class PromptRequest:
     structured: bool = False
     chat: bool = True
     sampling: SamplingSettings = SamplingSettings()
+    options: tuple[tuple[Code, str], ...] = ()  # (label, text) as shown: the labels an answer may name
+    variant: Variant | None = None  # which variant of its item this request shows (expanded items only)
 
     @property
     def key(self) -> str:
@@ -129,7 +127,6 @@ class LoglikelihoodRequest:
         return hashlib.sha256(json.dumps([self.context, self.continuation]).encode()).hexdigest()
 
 
-# ------------------------------------------------------------------------ results
 @dataclass(frozen=True)
 class EngineResult:
     """An engine's answer to one PromptRequest; ``error`` set means no usable answer."""
@@ -159,6 +156,7 @@ class Extraction:
     distribution: dict[Code, float] | None = None  # normalised probabilities (logprobs mode)
     engine_error: str | None = None
     raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
+    variant: Variant | None = None  # the request's variant, passed on for the reducer
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from socbench.types import McqData, McqPlan
 @task(name="mcq_prompts", cache_policy=NO_CACHE, persist_result=False)
 def mcq_prompts(data: McqData, config: McqConfig) -> McqPlan:
     plan = build_plan(data, config.method, config.k_shot, config.tolerance, config.seed,
-                      config.circular_settings())
+                      config.expansion)
     for note in circular_notes(plan.methods) if plan.circular_settings is not None else ():
         get_run_logger().info(note)
     return plan

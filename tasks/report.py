@@ -7,7 +7,6 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from socbench import progress
-from socbench.circular import run_circular_settings
 from socbench.config import RunConfig
 from socbench.report import (
     domain_markdown,
@@ -26,7 +25,7 @@ def report(scored: ScoredDomain, config: RunConfig) -> dict:
     """Write ``<Domain>_detailed.json`` / ``_metrics.json`` (and, with circular variants,
     ``_circular.jsonl`` / ``_circular_metrics.json``); post the domain's markdown report."""
     result = scored.result
-    paths = write_scored_domain(config.output_dir, scored, run_circular_settings(config))
+    paths = write_scored_domain(config.output_dir, scored, config.expansion)
     create_markdown_artifact(domain_markdown(result), key=f"issp-report-domain-{result.domain_id}",
                              description=f"ISSP {result.domain_name}: {result.model}")
     line = progress.domain_line(summary_row(result))

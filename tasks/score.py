@@ -1,12 +1,12 @@
-"""Stage 6: scored items, the domain's counts, metrics and baselines (and circular variants)."""
+"""Stage 6: scored items, the domain's counts, metrics and baselines (and reduced variants)."""
 
 from __future__ import annotations
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from socbench.circular import run_circular_settings
 from socbench.config import RunConfig
+from socbench.expansion import reduce_scored
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, ScoredDomain
 
@@ -14,6 +14,6 @@ from socbench.types import DomainData, Extraction, Item, ScoredDomain
 @task(name="score", cache_policy=NO_CACHE, persist_result=False)
 def score(data: DomainData, items: list[Item], extractions: dict[str, Extraction],
           config: RunConfig) -> ScoredDomain:
-    return score_domain(data, items, extractions, model=config.engine.model, run=config.run_name,
-                        interview_count=config.interview_count,
-                        circular_settings=run_circular_settings(config))
+    scored = score_domain(data, items, extractions, model=config.engine.model, run=config.run_name,
+                          interview_count=config.interview_count)
+    return reduce_scored(scored, config.expansion)

@@ -154,3 +154,14 @@ def test_no_private_name_is_imported_from_another_module() -> None:
             if private and not target.startswith(package + "."):
                 offenders.append(f"{name}: imports private module {target}")
     assert offenders == []
+
+
+EXPANSION_BLIND = ("tasks/extract.py", "tasks/score.py", "socbench/scoring.py", "socbench/extract.py")
+
+
+def test_extraction_and_scoring_do_not_name_circular_evaluation() -> None:
+    """Circular evaluation is an expansion at prompt building plus a reducer (``socbench.expansion``):
+    extraction and scoring read each request as it was shown, whatever expanded it."""
+    named = [path for path in EXPANSION_BLIND
+             if "circular" in (ROOT / path).read_text(encoding="utf-8").lower()]
+    assert named == [], f"these name circular evaluation: {named}"

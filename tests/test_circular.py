@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from socbench.circular import expand_item, issp_variants, rotations, run_circular_settings
+from socbench.circular import expand_item, issp_variants, rotations
 from socbench.config import make_config
 from socbench.errors import ConfigError, DataError
+from socbench.expansion import reduce_scored
 from socbench.metrics.circular import circular_metrics
 from socbench.prompts import PromptSettings, build_prompt, build_prompts
 from socbench.report.circular import (
@@ -303,7 +304,8 @@ def test_issp_variant_prompts_rotate_the_displayed_order(shuffle: bool) -> None:
         by_item.setdefault(request.item_id.split("--")[0], []).append(request)
     for base in normal:
         group = by_item[base.item_id]
-        assert group[0] == base  # identity variant: the normal request, same key and id
+        assert (group[0].key, group[0].item_id) == (base.key, base.item_id)  # identity: the normal request
+        assert [r.variant.pattern for r in group] == [r.option_order for r in group]  # each records its order
         assert [r.option_order for r in group] == rotations(base.option_order)
         labels = dict(shown_options(base))
         for request in group:
@@ -323,25 +325,21 @@ def test_build_prompt_order_override_matches_shuffle() -> None:
         shuffled.messages
 
 
-def ext(code: str | None, failure: str | None = None) -> Extraction:
-    return Extraction("k", code, failure)
-
-
 def issp_extractions() -> dict[str, Extraction]:
+    """Answers by request id, each carrying its variant as the extract stage passes it on."""
     settings = CircularSettings("circular")
-    ids = {item.item_id: [v.request_id for v in issp_variants(item, settings)] for item in ITEMS[:3]}
-    v5a, v12, v5b = ids["1:V5"], ids["1:V12"], ids["2:V5"]
-    return {
-        **{rid: ext("2") for rid in v5a},                                     # 3/3 right
-        v12[0]: ext("3"), v12[1]: ext("3"), v12[2]: ext("1"),                 # right, right, wrong
-        v12[3]: ext(None, "no JSON answer found"), v12[4]: ext("3"),          # failed, right
-        v5b[0]: ext("3"), v5b[1]: ext("1"), v5b[2]: ext("1"),                 # wrong, right, right
-    }
+    answers = {"1:V5": [("2", None)] * 3,                                          # 3/3 right
+               "1:V12": [("3", None), ("3", None), ("1", None),                   # right, right, wrong
+                         (None, "no JSON answer found"), ("3", None)],            # failed, right
+               "2:V5": [("3", None), ("1", None), ("1", None)]}                   # wrong, right, right
+    return {v.request_id: Extraction("k", code, failure, variant=v)
+            for item in ITEMS[:3] for v, (code, failure) in zip(issp_variants(item, settings),
+                                                               answers[item.item_id], strict=True)}
 
 
 def test_issp_score_stage_computes_circular_perf_beside_normal_scores() -> None:
     extractions = issp_extractions()
-    scored = score_domain(DATA, ITEMS, extractions, model="m", circular_settings=CircularSettings("circular"))
+    scored = reduce_scored(score_domain(DATA, ITEMS, extractions, model="m"), CircularSettings("circular"))
     result = scored.result
     plain = score_domain(DATA, ITEMS,
                          {i.item_id: extractions[i.item_id] for i in ITEMS[:3]}, model="m").result
@@ -360,22 +358,23 @@ def test_issp_score_stage_computes_circular_perf_beside_normal_scores() -> None:
 def test_an_engine_error_in_a_variant_makes_the_domain_incomplete() -> None:
     """A rotated variant the engine never answered is a missing request too: no circular scores."""
     extractions = issp_extractions()
-    v12 = [v.request_id for v in issp_variants(ITEMS[1], CircularSettings("circular"))]
-    extractions[v12[2]] = Extraction("k", None, engine_error="HTTP 503: overloaded")
-    scored = score_domain(DATA, ITEMS, extractions, model="m", circular_settings=CircularSettings("circular"))
+    v12 = issp_variants(ITEMS[1], CircularSettings("circular"))
+    failed = Extraction("k", None, engine_error="HTTP 503: overloaded", variant=v12[2])
+    extractions[v12[2].request_id] = failed
+    scored = reduce_scored(score_domain(DATA, ITEMS, extractions, model="m"), CircularSettings("circular"))
     result = scored.result
     assert all(s.engine_error is None for s in scored.items)  # the identity variants were answered
     assert not result.complete and result.engine_error_reasons == {"HTTP 503: overloaded": 1}
     assert not any(k.startswith("circular_") for k in result.metrics)
     assert math.isnan(result.metrics["accuracy"])
-    variants = score_variants(ITEMS, extractions, CircularSettings("circular"))
+    variants = score_variants(ITEMS, extractions)
     assert [v.parse_error for v in variants if v.qid == "1:V12"][2] == "HTTP 503: overloaded"
 
 
 def test_issp_circular_files_and_run_table(tmp_path: Path) -> None:
     settings = CircularSettings("circular")
     extractions = issp_extractions()
-    scored = score_domain(DATA, ITEMS, extractions, model="m", circular_settings=settings)
+    scored = reduce_scored(score_domain(DATA, ITEMS, extractions, model="m"), settings)
     result, variants = scored.result, list(scored.variants)
     _, _, jsonl, metrics_path = write_scored_domain(tmp_path, scored, settings)
     assert jsonl.name == "Citizenship_circular.jsonl" and jsonl.parent == tmp_path / "m"
@@ -394,6 +393,6 @@ def test_issp_circular_files_and_run_table(tmp_path: Path) -> None:
 
 
 def test_circular_settings_from_run_config() -> None:
-    assert run_circular_settings(make_config()) is None
-    settings = run_circular_settings(make_config(circular="all_possible", seed=5, shuffle_options=True))
+    assert make_config().expansion is None
+    settings = make_config(circular="all_possible", seed=5, shuffle_options=True).expansion
     assert settings == CircularSettings("all_possible", None, 5, True)

@@ -114,7 +114,7 @@ def test_csv_with_a_codebook(tmp_path: Path, capsys, book_format: str) -> None:
     manifest = read_manifest(out / "socbench.yaml")
     (domain,) = manifest.domains
     assert (domain.id, domain.name, domain.slug, domain.country_attribute) == (1, "Life", "life", None)
-    assert domain.missing_codes == []  # each question carries its own missing codes
+    assert domain.missing_codes == ()  # each question carries its own missing codes
     records = json.loads((out / "A_GroundTruth_sampling100" / "issp_answer_life.json").read_text())
     assert len(records) == 60  # a size above the respondent count keeps them all
     for record in records:
@@ -343,7 +343,7 @@ def test_spss_missing_range_and_a_text_country_in_a_csv(tmp_path: Path, capsys) 
     code, err = _run(capsys, str(tmp_path / "r.sav"), "--out", str(tmp_path / "a"), *same)
     assert code == 0, err
     (domain,) = read_manifest(tmp_path / "a" / "socbench.yaml").domains
-    assert domain.missing_codes == [] and domain.country_attribute == "c"
+    assert domain.missing_codes == () and domain.country_attribute == "c"
     (record,) = json.loads((tmp_path / "a" / "q&a" / "issp_qa_r.json").read_text())
     assert record["answer"] == {"1": "One", "2": "Two"}
     assert record["missing"] == {"97": "Refused", "98": "DK", "99": "Gone"}  # the declared range

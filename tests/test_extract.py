@@ -18,7 +18,7 @@ from socbench.extract import (
     extract_all,
     extract_answer,
 )
-from socbench.types import EngineResult, Item, PromptRequest
+from socbench.types import EngineResult, PromptRequest
 
 AGREE = [("1", "Strongly agree"), ("2", "Agree"), ("3", "Disagree"), ("-4", "Can't choose"), ("0", "None")]
 PERSONS = [("1", "0-4 persons"), ("2", "5-9 persons"), ("3", "10-19 persons"), ("5", "50 persons or more")]
@@ -148,11 +148,12 @@ def test_logprobs_missing_codes_and_ties() -> None:
 
 
 def test_extract_all_keys_by_item_and_checks_lengths() -> None:
-    a = PromptRequest(item_id="1:V5", messages=(), offered_codes=("1", "2"))
+    """Exact labels are read against the lines each request showed (``options``)."""
+    a = PromptRequest(item_id="1:V5", messages=(), offered_codes=("1", "2"),
+                      options=(("1", "Yes"), ("2", "No")))
     b = PromptRequest(item_id="2:V5", messages=(), offered_codes=("1", "2"))
-    items = [Item(1, "V5", "JP", (("1", "Yes"), ("2", "No")), "1", False)]
     got = extract_all([a, b], [EngineResult(a.key, text='{"answer": "No"}'),
-                               EngineResult(b.key, text='{"answer": "1"}')], items)
+                               EngineResult(b.key, text='{"answer": "1"}')])
     assert (got["1:V5"].code, got["2:V5"].code) == ("2", "1")
     with pytest.raises(ValueError):
         extract_all([a, b], [EngineResult(a.key, text="x")])

@@ -78,20 +78,3 @@ def test_compare_refuses_an_incomplete_run(results: Path, capsys) -> None:
     assert main(["report", str(results), "--compare", "org_Model-1.7B", "org_Model-360M"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--compare org_Model-360M: the run is incomplete (40 engine error(s)" in err[0]
-
-
-def test_files_from_before_engine_errors_were_apart_count_them(tmp_path: Path) -> None:
-    """An engine error written as a parse error ("engine error: ...") still marks the run incomplete."""
-    make_run(tmp_path, A, 0.6, seed=1)
-    path = tmp_path / A.replace("/", "_") / "Citizenship_detailed.json"
-    payload = json.loads(path.read_text())
-    payload["details"][0].update(parse_error="engine error: HTTP 404: model not found", llm_answer=None)
-    for key in ("complete", "engine_errors", "engine_error_reasons"):
-        payload.pop(key)
-    for detail in payload["details"]:
-        detail.pop("engine_error")
-    path.write_text(json.dumps(payload))
-    paths = write_report(tmp_path)  # nothing to rank, nothing to plot; the run is still listed
-    board = paths.leaderboard
-    assert board.overall == [] and board.incomplete[0]["first_engine_error"] == "HTTP 404: model not found"
-    assert paths.figures == {} and "Incomplete runs (not ranked)" in paths.html.read_text()

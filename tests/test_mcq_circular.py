@@ -218,9 +218,9 @@ def test_all_possible_sampled_and_refused(tmp_path: Path) -> None:
 
 
 def test_config_errors_are_one_line() -> None:
-    assert make_mcq_config(circular="all_possible", max_variants=5, seed=3).circular_settings() == \
+    assert make_mcq_config(circular="all_possible", max_variants=5, seed=3).expansion == \
         CircularSettings("all_possible", 5, 3)
-    assert make_mcq_config().circular_settings() is None
+    assert make_mcq_config().expansion is None
     with pytest.raises(ConfigError, match="--max_variants applies only"):
         make_mcq_config(max_variants=4)
     with pytest.raises(ConfigError, match="--max_variants applies only"):

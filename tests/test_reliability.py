@@ -139,7 +139,8 @@ class DiesOnce:
 
 def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_path, demo_data, monkeypatch):
     import flows.issp
-    from flows.issp import issp_inprocess
+    from flows import run_inprocess
+    from flows.issp import issp
 
     quick_retry = flows.issp.vllm_generate.with_options(retry_delay_seconds=0)
     monkeypatch.setattr(flows.issp, "vllm_generate", quick_retry)
@@ -148,7 +149,7 @@ def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_pat
     backend = DiesOnce(after=7)
     cache = EngineCache(config.engine.cache_dir / CACHE_FILE)
     session.register_engine(config.engine, CachedEngine(backend, cache))
-    outcome = issp_inprocess(config)
+    outcome = run_inprocess(issp, config)
     assert outcome["completed"] == [DOMAIN], outcome
     first, second = backend.calls
     assert second == first[7:]  # the retry asked only for what had not finished
@@ -205,7 +206,8 @@ class _Lines(logging.Handler):
 
 
 def test_server_refusing_connections_at_first_then_back(api_url, tmp_path, demo_data):
-    from flows.issp import issp_inprocess
+    from flows import run_inprocess
+    from flows.issp import issp
 
     logger, seen = logging.getLogger("socbench"), _Lines()
     level = logger.level
@@ -217,7 +219,7 @@ def test_server_refusing_connections_at_first_then_back(api_url, tmp_path, demo_
                                  model="fake-model", data_dir=str(demo_data),
                                  output_dir=str(tmp_path / "out"),
                                  engine={"max_retries": 40, "backoff_base_s": 0.1, "backoff_max_s": 1.0})
-            outcome = issp_inprocess(config)
+            outcome = run_inprocess(issp, config)
             stats = server.stats()
     finally:
         logger.removeHandler(seen)

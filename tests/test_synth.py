@@ -207,7 +207,7 @@ def test_real_question_sets_and_codebooks(shared_issp: Path, tmp_path: Path) -> 
         names = {v: k for k, v in table.items()} | {"Taiwan": "TW"}
         questions = [Question(q["question_id"], q["question"], q["answer"], q["special"])
                      for q in json.loads(source.read_text(encoding="utf-8"))]
-        records = json.loads((out / SAMPLE_DIR / domain.answer_file).read_text(encoding="utf-8"))
+        records = json.loads((out / SAMPLE_DIR / domain.answer_name).read_text(encoding="utf-8"))
         assert len(records) == 16
         for r in records:
             assert set(r["attributes"]) <= meanings
@@ -224,7 +224,7 @@ def test_demo_reads_through_loader_with_expected_exclusions(demo_data: Path) -> 
         data = load_domain(demo_data, domain)
         assert data.unmapped_countries == {} and len(data.respondents) == 40
         raw_q = json.loads((demo_data / "q&a" / domain.qa_file).read_text(encoding="utf-8"))
-        raw_r = json.loads((demo_data / SAMPLE_DIR / domain.answer_file).read_text(encoding="utf-8"))
+        raw_r = json.loads((demo_data / SAMPLE_DIR / domain.answer_name).read_text(encoding="utf-8"))
         codes = _demo_country_codes(domain.id)
         expected = Counter()
         for r in raw_r:

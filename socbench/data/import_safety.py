@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from socbench.data.loaders import SAMPLE_PREFIX, inside_folder
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
-from socbench.manifest import Manifest, ManifestDomain, merge_domain
+from socbench.manifest import DomainSpec, Manifest, merge_domain
 from socbench.weights import describe, weight_problems
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def sample_folders(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name[len(SAMPLE_PREFIX):]))
 
 
-def domain_files(root: Path, slug: str, entry: ManifestDomain | None = None) -> list[Path]:
+def domain_files(root: Path, slug: str, entry: DomainSpec | None = None) -> list[Path]:
     """Every file of domain ``slug`` in ``root``: its question file, and in each sample folder
     its answer file and sampling stats (the manifest entry's own file names too)."""
     questions = {f"{QA_FOLDER}/issp_qa_{slug}.json", *([entry.question_file] if entry and entry.question_file
@@ -88,7 +88,7 @@ def mixed_sources(root: Path, slug: str, answer_file: str) -> str | None:
             f"import the survey again with --replace")
 
 
-def check_existing(out: Path, slug: str, earlier: ManifestDomain | None, replace: bool) -> list[Path]:
+def check_existing(out: Path, slug: str, earlier: DomainSpec | None, replace: bool) -> list[Path]:
     """The old domain's files (to remove once the new one is written, with ``replace``); without
     ``replace``, an existing domain is one ConfigError line naming it and its source."""
     for folder in (out / QA_FOLDER, *sample_folders(out)):
@@ -132,7 +132,7 @@ def remove_empty(folders: Iterable[Path]) -> None:
             folder.rmdir()
 
 
-def merged_manifest(base: Manifest | None, entry: ManifestDomain) -> Manifest:
+def merged_manifest(base: Manifest | None, entry: DomainSpec) -> Manifest:
     """The folder's manifest with ``entry``; a name another domain has is one line naming it."""
     clash = next((d for d in (base.domains if base else []) if d.slug != entry.slug
                   and d.name.lower() == entry.name.lower()), None)

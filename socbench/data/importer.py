@@ -39,10 +39,9 @@ from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
 from socbench.manifest import (
-    AUTO_COUNTRY,
     MANIFEST_NAMES,
+    DomainSpec,
     Manifest,
-    ManifestDomain,
     read_manifest,
     write_manifest,
 )
@@ -84,7 +83,7 @@ class ImportPlan:
     survey: SurveyFile
     layout: RecordLayout
     country: str | None  # the country variable's name in the file
-    entry: ManifestDomain
+    entry: DomainSpec
     manifest: Manifest
     question_file: bytes  # the question set to write
     decisions: tuple[QuestionDecision, ...]  # per question: options, missing codes, data counts
@@ -107,7 +106,7 @@ class ImportSummary:
     attributes: int
     weight: str | None
     seconds: float
-    domain: ManifestDomain
+    domain: DomainSpec
     weight_note: str | None = None  # how unusable weights were handled (--bad-weights)
     replaced: int = 0  # files of the old domain removed (--replace)
 
@@ -224,17 +223,13 @@ def _base_manifest(out: Path, slug: str) -> Manifest | None:
     """The folder's manifest; for a SocioBench folder without one, its ISSP domains present."""
     if _manifest_path(out).is_file():
         return read_manifest(_manifest_path(out))
-    present = [
-        ManifestDomain(id=d.id, name=d.name, slug=d.slug, module=d.module, country_attribute=AUTO_COUNTRY)
-        for d in DOMAINS
-        if d.slug != slug and (out / QA_FOLDER / d.qa_file).is_file()
-    ]
+    present = [d for d in DOMAINS if d.slug != slug and (out / QA_FOLDER / d.qa_file).is_file()]
     return Manifest(domains=present) if present else None
 
 
 def _entry(
     request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None
-) -> ManifestDomain:
+) -> DomainSpec:
     """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
     earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
     taken = {d.id for d in (base.domains if base else []) if d.slug != slug}
@@ -252,7 +247,7 @@ def _entry(
         or "".join(part.capitalize() for part in re.split(r"[_-]+", slug))
     )
     try:
-        return ManifestDomain(
+        return DomainSpec(
             id=domain_id,
             name=name,
             slug=slug,

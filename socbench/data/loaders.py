@@ -321,8 +321,9 @@ def build_respondents(
             cache[name] = resolve_country(name, countries)
         return cache[name]
 
-    keep = persona_filter(domain.persona_include, domain.persona_exclude, country_attribute) if domain \
-        else (lambda key: True)
+    persona = domain.persona_attributes if domain else None
+    keep = (persona_filter(persona.include, persona.exclude, country_attribute) if persona
+            else (lambda key: True))
     country_key = country_key_function(country_attribute)
     respondents = tuple(_to_respondent(rec, ids, resolve, country_key, keep) for rec in records)
     unmapped: dict[str, int] = {}
@@ -340,12 +341,12 @@ def load_domain(
     root = dataset_root(data_dir)
     limit = parse_interview_count(interview_count)
     qa_path = root / domain.qa_path
-    answer_path = sample_dir(root, dataset_size) / domain.answer_file
+    answer_path = sample_dir(root, dataset_size) / domain.answer_name
     for path, what in ((qa_path, "question"), (answer_path, "answer")):
         if not path.is_file():
             raise DataError(f"{path}: {what} file of domain {domain.id} ({domain.name}) not found")
         inside_folder(root, path)
-    questions = apply_missing_codes(load_questions(qa_path), domain.missing_codes)
+    questions = apply_missing_codes(load_questions(qa_path), domain.missing_code_strings)
     records = load_answer_records(answer_path)
     _check_question_ids(answer_path, records, questions)
     codebook = load_codebook(data_dir, domain)

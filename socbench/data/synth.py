@@ -336,7 +336,7 @@ def write_dataset(out_dir: Path | str, domains: Iterable[DomainSpec], n_responde
                             "codebooks": str(books) if books else None, "domains": {}}
     for domain, qa_bytes, records in generated:
         _replace_atomic(out / "q&a" / domain.qa_file, qa_bytes)
-        _replace_atomic(out / SAMPLE_DIR / domain.answer_file, _json_bytes(records))
+        _replace_atomic(out / SAMPLE_DIR / domain.answer_name, _json_bytes(records))
         info["domains"][domain.slug] = _domain_summary(records, COUNTRY_KEYS[domain.id])
     info["domains"] = _merged_domains(out / INFO_FILE, info)
     write_json_atomic(out / INFO_FILE, info)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -11,9 +12,7 @@ from socbench.config import EngineRun, from_flat, max_variants_needs_all_possibl
 from socbench.engines.choice import BackendChoice, choose_backend, resolve_engine
 from socbench.engines.settings import EngineSettings
 from socbench.mcq.prompts import MAX_SHOTS
-
-if TYPE_CHECKING:
-    from socbench.types import CircularSettings
+from socbench.types import CircularSettings
 
 METHOD_NAMES = ("cp", "mcp")
 
@@ -87,10 +86,9 @@ class McqConfig(EngineRun):
             raise ValueError("is empty: give arc-easy, arc-challenge, mmlu or a JSONL file")
         return value.strip()
 
-    def circular_settings(self) -> CircularSettings | None:
+    @functools.cached_property
+    def expansion(self) -> CircularSettings | None:
         """How MCP items are expanded (seeded by ``seed``), or None without ``--circular``."""
-        from socbench.types import CircularSettings
-
         if self.circular is None:
             return None
         return CircularSettings(self.circular, self.max_variants, self.seed)

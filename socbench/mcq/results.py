@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from socbench import errors
 from socbench.mcq.circular import TABLE_MODE, circular_name, circular_notes
 from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT
 from socbench.mcq.scoring import COLUMNS, METHODS, accuracies, chance_accuracy
@@ -39,6 +40,7 @@ from socbench.report.circular import (
 )
 from socbench.report.output import (
     atomic_open,
+    json_safe,
     markdown_table,
     model_dir,
     new_figure,
@@ -77,8 +79,8 @@ def mcq_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
 def prediction_record(pred: Prediction, split: str) -> dict[str, Any]:
     return {"id": pred.item_id, "split": split, "k_shot": pred.k_shot, "method": COLUMNS[pred.method],
             "gold": pred.gold, "prediction": pred.prediction, "correct": pred.correct,
-            "scores": [_finite(s) for s in pred.scores], "shot_ids": list(pred.shot_ids),
-            "mass": _finite(pred.mass)}
+            "scores": [json_safe(s) for s in pred.scores], "shot_ids": list(pred.shot_ids),
+            "mass": json_safe(pred.mass)}
 
 
 def table_rows(table: Mapping[int, Mapping[str, float]], k_shots: Sequence[int]) -> list[dict[str, Any]]:
@@ -107,10 +109,8 @@ def table_notes(payload: Mapping[str, Any]) -> list[str]:
 
 def incomplete_reason(answers: McqAnswers) -> str | None:
     """``"K engine errors, first: <reason>"`` over MCP's option requests, or None when all were answered."""
-    errors = [r.error for r in answers.options.values() if r.error is not None]
-    if not errors:
-        return None
-    return f"{len(errors)} engine error{'s' * (len(errors) != 1)}, first: {errors[0]}"
+    failed = [r.error for r in answers.options.values() if r.error is not None]
+    return errors.incomplete_reason(len(failed), failed[0]) if failed else None
 
 
 def reported_accuracies(predictions: Sequence[Prediction],
@@ -233,11 +233,6 @@ def _table_frame(rows: Sequence[Mapping[str, Any]]):
     import pandas as pd
 
     return pd.DataFrame(list(rows), columns=["k-shot", *COLUMNS.values()])
-
-
-def _finite(value: float | None) -> float | None:
-    """Strict JSON has no NaN/inf (a bf16 log-prob can underflow to -inf)."""
-    return value if value is None or math.isfinite(value) else None
 
 
 def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, title: str, path: Path) -> Path:

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from socbench.circular import rotations
-from socbench.types import CircularMode, CircularScores, VariantResult
+from socbench.types import CircularMode, CircularScores, CircularSettings, ScoredDomain, VariantResult
 
 FAMILIES: tuple[str, ...] = ("origin", "circular", "all_possible")
 SAMPLED = "sampled"
@@ -118,3 +119,24 @@ def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> Ci
         variants={family: n for family, (_, _, n) in per_family.items()},
         sampled_questions=sum(any(r.sampled for r in group) for group in groups.values()),
     )
+
+
+# ------------------------------------------------------------------------- reducer
+
+
+def reduce_domain(scored: ScoredDomain, settings: CircularSettings) -> ScoredDomain:
+    """OpenCompass's metrics over the scored variants grouped by item; the run's family
+    (``circular_acc/perf/vote``) joins the domain's metrics."""
+    scores = circular_metrics(scored.variants or (), settings.mode)
+    metrics = {**scored.result.metrics, **circular_extras(scores.metrics, settings)}
+    return replace(scored, result=replace(scored.result, metrics=metrics), circular_scores=scores)
+
+
+def circular_extras(metrics: Mapping[str, float], settings: CircularSettings) -> dict[str, float]:
+    """The circular metrics an ISSP domain adds to its own: acc/perf/vote of the run's family
+    (``circular_*``, ``circular_relabel_*``) and, over sampled orders, ``*_sampled_*``."""
+    prefix = "circular_relabel" if settings.labels == "relabel" else "circular"
+    extra = {f"{prefix}_{name}": metrics[f"{name}_{settings.mode}"] for name in ("acc", "perf", "vote")}
+    extra.update({f"{prefix}_sampled_{name}": metrics[f"{name}_sampled"] for name in ("acc", "perf", "vote")
+                  if f"{name}_sampled" in metrics})
+    return extra

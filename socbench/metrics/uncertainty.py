@@ -60,6 +60,16 @@ def stratified_mean(values: Sequence[float], strata: Sequence | None = None) -> 
     return float(np.mean([values_a[strata_a == s].mean() for s in np.unique(strata_a)]))
 
 
+def accuracy_ci(correct: Sequence[float], clusters: Sequence, strata: Sequence | None = None, *,
+                min_respondents: int, n_resamples: int = DEFAULT_RESAMPLES,
+                seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """The respondent-bootstrap CI of accuracy, or None below ``min_respondents`` respondents
+    (an interval from two people would be printed as if it meant something)."""
+    if len(set(clusters)) < min_respondents:
+        return None
+    return cluster_bootstrap_ci(correct, clusters, strata, n_resamples=n_resamples, seed=seed)
+
+
 def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Sequence | None = None, *,
                          n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED,
                          confidence: float = CONFIDENCE) -> tuple[float, float]:

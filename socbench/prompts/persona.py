@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from socbench.circular import issp_variants, run_circular_settings
 from socbench.data.countries import country_attribute_key, country_info
 from socbench.data.loaders import is_missing_label
 from socbench.errors import DataError
+from socbench.expansion import Expansion, item_variants
 from socbench.shuffle import display_order, render_options
 from socbench.types import (
-    CircularSettings,
     DomainData,
     Item,
     Message,
@@ -267,22 +266,25 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
         structured=settings.structured and not logprobs,
         # Decoding settings do not change log-probs: keep them out of logprobs cache keys.
         sampling=SamplingSettings() if logprobs else settings.sampling,
+        options=item.options,
     )
 
 
 def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
-                    circular_settings: CircularSettings, system: str | None = None) -> list[PromptRequest]:
-    """One request per circular variant of ``item``: the order of option lines differs (and,
-    relabelled, their numbers), preceded by the normal request when no variant is it.
+                    expansion: Expansion, system: str | None = None) -> list[PromptRequest]:
+    """One request per variant of ``item``, recording the variant it shows: the order of option
+    lines differs (and, relabelled, their numbers), preceded by the normal request when no
+    variant is it.
 
     A variant whose prompt is the normal one keeps the plain item id and is byte-identical to
     the normal request (same cache key); the others carry ``<item id>--<pattern>``.
     """
-    variants = issp_variants(item, circular_settings)
+    variants = item_variants(item, expansion)
     normal = [] if any(v.request_id == item.item_id for v in variants) else \
         [build_prompt(item, respondent, question, settings, system)]
     return normal + [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern,
-                                          shown=variant.shown), item_id=variant.request_id)
+                                          shown=variant.shown), item_id=variant.request_id,
+                             options=variant.options, variant=variant)
                      for variant in variants]
 
 
@@ -297,12 +299,12 @@ def build_prompts(
     respondents: Mapping[int, Respondent],
     questions: Mapping[str, Question],
     settings: PromptSettings,
-    circular_settings: CircularSettings | None = None,
+    expansion: Expansion | None = None,
 ) -> list[PromptRequest]:
     """Prompts for the scoreable items, respondent by respondent (in ``respondents`` order).
 
     Items with an ``excluded_reason`` get no prompt. Within a respondent, items keep their
-    order (survey order), and all of them share one system message. With ``circular_settings``,
+    order (survey order), and all of them share one system message. With an ``expansion``,
     each item gives its variants' requests, adjacent (``variant_prompts``).
     """
     rank = {pid: i for i, pid in enumerate(respondents)}
@@ -321,23 +323,23 @@ def build_prompts(
         if item.person_id not in systems:
             systems[item.person_id] = system_message(respondent, settings)
         question = index[item.question_id.lower()]
-        if circular_settings is None:
+        if expansion is None:
             prompts.append(build_prompt(item, respondent, question, settings, systems[item.person_id]))
         else:
             system = systems[item.person_id]
-            prompts += variant_prompts(item, respondent, question, settings, circular_settings, system)
+            prompts += variant_prompts(item, respondent, question, settings, expansion, system)
     return prompts
 
 
 def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunConfig) -> list[PromptRequest]:
     """The ``build_prompts`` stage: one domain's items under one run configuration.
 
-    With ``config.circular`` set, every scoreable item is asked once per variant.
+    With an expansion (``config.expansion``), every scoreable item is asked once per variant.
     """
     respondents = {r.person_id: r for r in data.respondents}
     questions = {q.id: q for q in data.questions}
     settings = settings_from_config(config)
-    return build_prompts(items, respondents, questions, settings, run_circular_settings(config))
+    return build_prompts(items, respondents, questions, settings, config.expansion)
 
 
 def prompt_text(request: PromptRequest) -> str:

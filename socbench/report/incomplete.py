@@ -3,8 +3,7 @@
 A run with an incomplete domain is listed apart with its counts and never ranked, compared
 or plotted: its accuracy would count unanswered requests as wrong answers. A domain is
 incomplete when its detailed file says ``complete: false`` or any item carries an
-``engine_error`` (files written before engine errors were counted apart carry them as a
-``parse_error`` starting with ``engine error: ``). Works on the leaderboard's ``ModelRun``
+``engine_error``. Works on the leaderboard's ``ModelRun``
 and ``DomainRun`` records (read by ``report.leaderboard``).
 """
 
@@ -13,16 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from socbench.errors import ConfigError
-from socbench.extract import ENGINE_ERROR
 
 INCOMPLETE_HEAD = ("run", "model", "domains", "incomplete domains", "items", "engine errors",
                    "parse failures", "first engine error")
-
-
-def engine_error_of(detail: Any) -> str | None:
-    """The engine error of one detail record (``engine_error``, or a legacy ``engine error:`` parse error)."""
-    legacy = (detail.parse_error or "").startswith(ENGINE_ERROR)
-    return detail.engine_error or (detail.parse_error.removeprefix(ENGINE_ERROR) if legacy else None)
 
 
 def domain_engine_errors(dom: Any) -> tuple[int, str | None]:

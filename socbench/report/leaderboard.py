@@ -32,9 +32,9 @@ from socbench.metrics.uncertainty import (
     BOOTSTRAP_SEED,
     DEFAULT_RESAMPLES,
     PairedComparison,
-    cluster_bootstrap_ci,
     paired_comparison,
 )
+from socbench.metrics.uncertainty import accuracy_ci as interval
 from socbench.models import model_slug
 from socbench.report.labels import variant_label
 from socbench.report.output import finite_mean
@@ -78,10 +78,9 @@ def _stored_scores(dom: DomainRun) -> dict[str, Any]:
 
 def accuracy_ci(correct: Any, clusters: Any, strata: Any = None, *, n_resamples: int = DEFAULT_RESAMPLES,
                 seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
-    """The respondent-bootstrap CI, or (NaN, NaN) with fewer than ``MIN_RESPONDENTS`` respondents."""
-    if pd.Series(clusters).nunique() < MIN_RESPONDENTS:
-        return math.nan, math.nan
-    return cluster_bootstrap_ci(correct, clusters, strata, n_resamples=n_resamples, seed=seed)
+    """``metrics.uncertainty.accuracy_ci`` as table cells: (NaN, NaN) below ``MIN_RESPONDENTS``."""
+    return interval(correct, clusters, strata, min_respondents=MIN_RESPONDENTS, n_resamples=n_resamples,
+                    seed=seed) or (math.nan, math.nan)
 
 
 def domain_row(run: ModelRun, dom: DomainRun, *, n_resamples: int = DEFAULT_RESAMPLES,

@@ -18,7 +18,7 @@ from typing import Any
 
 from socbench.metrics.baselines import best_baseline
 from socbench.report.labels import domain_label
-from socbench.report.output import new_figure, save_figure
+from socbench.report.output import json_safe, new_figure, save_figure
 from socbench.types import DomainResult
 
 _SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([MB])(?![A-Za-z])", re.IGNORECASE)
@@ -48,7 +48,7 @@ def domain_accuracy_plot(results: Sequence[DomainResult], path: Path) -> Path:
     fig = new_figure(max(6.0, 0.8 * len(rows) + 2), 4.5)
     ax = fig.add_subplot()
     xs = range(len(rows))
-    accuracy = [_finite(r.metrics.get("accuracy")) if r.complete else math.nan for r in rows]
+    accuracy = [json_safe(r.metrics.get("accuracy")) or 0.0 if r.complete else math.nan for r in rows]
     ax.bar(xs, accuracy, color="tab:blue", label="model accuracy")
     best = [best_baseline(r.baselines) for r in rows]
     marks = [(x, b[1]) for x, b in zip(xs, best, strict=True) if b is not None]
@@ -62,10 +62,6 @@ def domain_accuracy_plot(results: Sequence[DomainResult], path: Path) -> Path:
     ax.set_title(f"ISSP accuracy by domain: {rows[0].run or rows[0].model if rows else ''}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, path)
-
-
-def _finite(value: float | None) -> float:
-    return value if value is not None and math.isfinite(value) else 0.0
 
 
 @dataclass(frozen=True)

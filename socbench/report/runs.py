@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-import socbench.report.incomplete as unfinished
 from socbench.domains import get_domain
 from socbench.errors import DataError, SocbenchError
 from socbench.metrics.baselines import BY_COUNTRY_QUESTION, BY_QUESTION, majority_item_scores
@@ -131,9 +130,8 @@ def items_frame(stored: DetailedFile) -> pd.DataFrame:
         "question_id": [d.question_id for d in details],
         "country_code": [d.country_code or "unmapped" for d in details],
         "correct": [d.correct for d in details],
-        "parse_failure": [d.parse_error is not None and unfinished.engine_error_of(d) is None
-                          for d in details],
-        "engine_error": [unfinished.engine_error_of(d) for d in details],
+        "parse_failure": [d.parse_error is not None and d.engine_error is None for d in details],
+        "engine_error": [d.engine_error for d in details],
         **groups, **item_baselines(details),
     })
 

@@ -1,0 +1,174 @@
+"""Results item by item before and after a refactor: run the same small ISSP and MCQ runs from two
+checkouts and compare every result file they write.
+
+``python bench/compare_results.py run --repo CHECKOUT --out DIR`` runs ``socbench issp`` (plain,
+circular, all_possible in logprobs mode, relabelled with shuffled options) on three demo domains
+and ``socbench mcq --circular`` on five ARC items, all against the project's deterministic test
+server (``tests/support/fake_openai.py``: answers are a hash of the prompt, so a changed prompt
+shows as a changed answer), and stores every result file, normalised (no times, no paths), in
+``DIR/results.json``. ``... compare DIR_A DIR_B`` prints the first differences and exits 1 if any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "fake-model"
+ISSP = ["--domain_id", "{domain}", "--interview_count", "6", "--concurrent_requests", "8"]
+RUNS: dict[str, list[str]] = {
+    "issp_plain": ["issp"],
+    "issp_circular": ["issp", "--circular", "circular"],
+    "issp_all_logprobs": ["issp", "--circular", "all_possible", "--max_variants", "8", "--mode", "logprobs"],
+    "issp_relabel_shuffled": ["issp", "--circular", "circular", "--circular_labels", "relabel",
+                              "--shuffle_options"],
+    "mcq_circular": ["mcq", "--dataset", "arc-easy", "--method", "cp,mcp", "--circular", "circular",
+                     "--limit", "5"],
+}
+DOMAINS = ["1", "3", "7"]
+VOLATILE = {"timestamp", "timing", "created", "wall_s", "seconds", "elapsed_s", "started", "finished",
+            "generated_at", "run_seconds", "duration_s", "api_base"}  # api_base: the server's port
+RESULT_SUFFIXES = {".json", ".jsonl", ".csv"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    """The fake OpenAI server of this checkout, as its documented script; waits until it answers."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "support.fake_openai", "--port", str(port)],
+                            cwd=ROOT / "tests", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/v1/models", timeout=2).read()
+            return proc, url
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"fake server exited: {proc.stderr.read().decode()[-2000:]}") from None
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("fake server did not answer within 60 s")
+
+
+def run_all(repo: Path, out: Path) -> dict[str, Any]:
+    """Every run of ``RUNS`` from ``repo``'s code; the normalised result files keyed by run."""
+    home = Path(tempfile.mkdtemp(prefix="compare-prefect-"))
+    env = dict(os.environ, PYTHONPATH=str(repo), PREFECT_HOME=str(home), OPENAI_API_KEY="sk-bench",
+               PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
+               PREFECT_RESULTS_LOCAL_STORAGE_PATH=str(home / "results"),
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", HF_HUB_OFFLINE="1")
+    server, url = start_server()
+    results: dict[str, Any] = {}
+    try:
+        for name, argv in RUNS.items():
+            folder = out / "runs" / name
+            engine = ["--api_type", "openai", "--api_base", url, "--model", MODEL,
+                      "--output_dir", str(folder)]
+            domains = DOMAINS if argv[0] == "issp" else [None]
+            for domain in domains:
+                extra = [a.format(domain=domain) for a in ISSP] if domain else []
+                cmd = [sys.executable, "-m", "cli", *argv, *engine, *extra]
+                started = time.monotonic()
+                proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+                print(f"{name} {domain or ''}: rc {proc.returncode}, {time.monotonic() - started:.0f} s",
+                      flush=True)
+                log = folder / f"stdout{domain or ''}.txt"
+                log.write_text(proc.stdout + "\n--- stderr\n" + proc.stderr)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"{name}: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
+            results[name] = collect(folder)
+    finally:
+        server.terminate()
+        server.wait(10)
+    return results
+
+
+def collect(folder: Path) -> dict[str, Any]:
+    """Every result file under ``folder`` (not the cache, not the report's figures), normalised."""
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.suffix not in RESULT_SUFFIXES or ".cache" in rel.parts or rel.parts[0].startswith("stdout"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json":
+            files[str(rel)] = normalise(json.loads(text), str(folder))
+        elif path.suffix == ".jsonl":
+            files[str(rel)] = [normalise(json.loads(line), str(folder)) for line in text.splitlines() if line]
+        else:
+            files[str(rel)] = text.splitlines()
+    return files
+
+
+def normalise(value: Any, folder: str) -> Any:
+    """``value`` without the keys that differ from run to run (times) and with paths made relative."""
+    if isinstance(value, dict):
+        return {k: normalise(v, folder) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [normalise(v, folder) for v in value]
+    if isinstance(value, str):
+        return value.replace(folder, "<out>")
+    return value
+
+
+def differences(a: Any, b: Any, where: str = "") -> list[str]:
+    """Where ``a`` and ``b`` differ, item by item (lists element-wise, dicts key by key)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = [f"{where}/{k}: only in {'A' if k in a else 'B'}" for k in sorted(set(a) ^ set(b))]
+        for key in sorted(set(a) & set(b)):
+            out += differences(a[key], b[key], f"{where}/{key}")
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        out = [f"{where}: {len(a)} vs {len(b)} entries"] if len(a) != len(b) else []
+        for i, (x, y) in enumerate(zip(a, b)):
+            out += differences(x, y, f"{where}[{i}]")
+        return out
+    if isinstance(a, float) and isinstance(b, float) and (a == b or (a != a and b != b)):
+        return []
+    return [] if a == b else [f"{where}: {a!r} vs {b!r}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run every case from a checkout; write DIR/results.json")
+    run.add_argument("--repo", type=Path, default=ROOT)
+    run.add_argument("--out", type=Path, required=True)
+    compare = sub.add_parser("compare", help="compare two DIRs written by run")
+    compare.add_argument("a", type=Path)
+    compare.add_argument("b", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        args.out.mkdir(parents=True, exist_ok=True)
+        results = run_all(args.repo.resolve(), args.out.resolve())
+        (args.out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True))
+        count = sum(len(v) if isinstance(v, list) else 1
+                    for files in results.values() for v in files.values())
+        print(f"{args.out / 'results.json'}: {sum(map(len, results.values()))} files, {count} records")
+        return 0
+    a, b = (normalise(json.loads((d / "results.json").read_text()), "<out>") for d in (args.a, args.b))
+    found = differences(a, b)
+    for line in found[:40]:
+        print(line)
+    print(f"{len(found)} differences" if found else "identical item by item")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
