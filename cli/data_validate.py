@@ -65,7 +65,7 @@ def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int) -> tu
     reports: dict[str, dict] = {}
     errors: dict[str, list[str]] = {}
     for domain in domains:
-        problems = [line] if (line := mixed_sources(root, domain.slug, domain.answer_file)) else []
+        problems = [line] if (line := mixed_sources(root, domain.slug, domain.answer_name)) else []
         try:
             data = load_domain(data_dir, domain, dataset_size)
             reports[str(domain.id)] = domain_report(data)
