@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -138,7 +139,8 @@ def _tokenizer(settings: EngineSettings):
     from socbench.models import resolve_model
 
     folder = settings.engine_args.get("tokenizer") or resolve_model(settings.model).path
-    return AutoTokenizer.from_pretrained(folder)
+    # no limit of its own: it would warn about every prompt longer than the model (we count those)
+    return AutoTokenizer.from_pretrained(folder, model_max_length=sys.maxsize)
 
 
 def _context_source(settings: EngineSettings) -> str:

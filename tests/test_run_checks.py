@@ -44,8 +44,8 @@ def dataset(root: Path, label: str = "Very important", persona_words: int = 0) -
     (folder / "q&a").mkdir(parents=True)
     (folder / "A_GroundTruth_sampling500").mkdir()
     answers = {"1": label, "2": "Fairly important", "3": "Not important"}
-    qa = [{"question_id": f"V{i}", "question": f"How important is thing {i}?", "answer": answers, "special": {}}
-          for i in (5, 6)]
+    qa = [{"question_id": f"V{i}", "question": f"How important is thing {i}?", "answer": answers,
+           "special": {}} for i in (5, 6)]
     (folder / "q&a" / "issp_qa_citizenship.json").write_text(json.dumps(qa))
     people = [{"person_id": 10000000 + i,
                "attributes": {"Country Prefix ISO 3166": "Japan", "Sex of Respondent": "Female",
@@ -53,6 +53,13 @@ def dataset(root: Path, label: str = "Very important", persona_words: int = 0) -
                "questions_answer": {"V5": 1, "V6": 2}} for i in range(2)]
     (folder / "A_GroundTruth_sampling500" / "issp_answer_citizenship.json").write_text(json.dumps(people))
     return folder
+
+
+def vllm_import_s() -> float:
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-c", "from vllm.engine.arg_utils import EngineArgs"], check=True,
+                   capture_output=True, timeout=600)
+    return time.monotonic() - start
 
 
 def test_seed_engine_block_is_one_line_with_vllms_reason_in_seconds(smollm2: Path, tmp_path: Path) -> None:
@@ -66,7 +73,9 @@ def test_seed_engine_block_is_one_line_with_vllms_reason_in_seconds(smollm2: Pat
     elapsed = time.monotonic() - start
     line = error_line(fitting)
     assert "Total number of attention heads (9) must be divisible by tensor parallel size (4)" in line
-    assert elapsed < 30, elapsed
+    # 30 s on an idle host; on a loaded one importing vLLM alone can take longer, so the bound is
+    # vLLM's import time (what any vLLM run pays) plus 15 s when that is more
+    assert elapsed < max(30.0, vllm_import_s() + 15), elapsed
     assert "no model results found" not in fitting.stderr + fitting.stdout
     assert not (tmp_path / "out" / "smollm2-135m-instruct").exists()
 
@@ -87,14 +96,15 @@ def test_option_labels_are_single_line_in_prompts(tmp_path: Path) -> None:
     assert "\n1. Very important (really)\n2. Fairly important\n3. Not important\n" in run.stdout
 
 
-def test_prompts_longer_than_the_context_are_one_line_before_any_request(tiny_model: Path, tmp_path: Path) -> None:
+def test_prompts_longer_than_the_context_are_one_line_before_any_request(tiny_model, tmp_path) -> None:
     """vLLM in-process with a short max_model_len, and transformers on the tiny model's own 2,048."""
     data = dataset(tmp_path, persona_words=3000)
     base = ["issp", "--model", str(tiny_model), "--data_dir", str(data), "--domain_id", "1",
             "--output_dir", str(tmp_path / "out")]
     line = error_line(socbench(*base, "--engine", '{"max_model_len": 512, "dtype": "float32"}'))
-    match = re.search(r"domain 1 Citizenship: 4 of 4 prompts are longer than the model's context: the longest "
-                      r"needs (\d+) tokens with its reply, the context is 512 \(--engine max_model_len\)", line)
+    match = re.search(r"domain 1 Citizenship: 4 of 4 prompts are longer than the model's context: the "
+                      r"longest needs (\d+) tokens with its reply, the context is 512 "
+                      r"\(--engine max_model_len\)", line)
     assert match and int(match.group(1)) > 512, line
     assert "a longer --engine max_model_len" in line and "persona_attributes: include:" in line
     line = error_line(socbench(*base, "--api_type", "hf", "--mode", "logprobs"))
