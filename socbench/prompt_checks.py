@@ -6,17 +6,19 @@ selected domain's, skipping a domain whose files cannot be read (in a run over s
 domains that one fails on its own in the flow, as before).
 
 Prompt length: tokenizing every prompt of a real import (thousands of ~13,000-token personas)
-would cost minutes, so only prompts that *could* be too long are tokenized. A prompt's token
+would cost minutes, so only prompts that *could* be too long are counted. A prompt's token
 count is at most its UTF-8 byte count plus ``SPECIAL_MARGIN``: every token of a byte-level
 BPE (GPT-2, Llama 3, Qwen, SmolLM) or byte-fallback SentencePiece tokenizer stands for at
 least one byte of the text (special tokens such as ``<|im_start|>`` for many), and the
 tokenizer adds at most a BOS/EOS and a dummy-prefix token of its own. A prompt whose bytes
-fit is therefore never over; every other one is tokenized exactly.
+fit is therefore never over; every other one is counted exactly, each distinct piece between
+special tokens (a persona, a question) tokenized once (``TokenCounter``).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,6 +32,7 @@ from socbench.types import PromptRequest
 
 log = logging.getLogger("socbench")
 
+CHECKED_WHOLE = 3  # prompts (the longest) counted whole, to check the piecewise count
 SPECIAL_MARGIN = 3  # tokens a tokenizer may add that stand for no byte of the text (BOS, EOS, dummy prefix)
 
 
@@ -76,18 +79,58 @@ def _texts(tokenizer, prompts: Sequence[PromptRequest]) -> list[str]:
     return [prompt_text(tokenizer, r) + r.answer_prefix for r in prompts]
 
 
+class TokenCounter:
+    """Exact token counts of many prompts that share long parts (a respondent's persona).
+
+    HF tokenizers cut the text at special tokens (``<|im_start|>``...) first and tokenize each
+    piece on its own, so a prompt's count is the sum of its pieces' counts plus one per special
+    token: each distinct piece (a persona, a question) is tokenized once. ``exact`` checks this
+    against a whole-text encoding; where it fails (a tokenizer that strips around special
+    tokens, say), every prompt is encoded whole.
+    """
+
+    def __init__(self, tokenizer) -> None:
+        from socbench.engines._chat import encode
+
+        self._encode = lambda text, special: len(encode(tokenizer, text, special=special))
+        specials = {str(t) for t in [*tokenizer.all_special_tokens, *tokenizer.get_added_vocab()] if t}
+        self._split = re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) \
+            if specials else None
+        self._added = {special: self._encode("", special) for special in (False, True)}
+        self._pieces: dict[str, int] = {}
+        self._whole = False
+
+    def _by_pieces(self, text: str, special: bool) -> int:
+        pieces = self._split.split(text) if self._split else [text]
+        n = self._added[special] + len(pieces) - 1
+        for piece in filter(None, pieces):
+            if piece not in self._pieces:
+                self._pieces[piece] = self._encode(piece, False)
+            n += self._pieces[piece]
+        return n
+
+    def exact(self, text: str, special: bool) -> int:
+        """The count, checked against the whole text's (the first prompts, until one disagrees)."""
+        whole = self._encode(text, special)
+        self._whole = self._whole or whole != self._by_pieces(text, special)
+        return whole
+
+    def count(self, text: str, special: bool) -> int:
+        return self._encode(text, special) if self._whole else self._by_pieces(text, special)
+
+
 def domain_overflow(domain: Domain, prompts: Sequence[PromptRequest], tokenizer,
                     context: int) -> Overflow | None:
-    """How many of ``prompts`` (with their replies) exceed ``context`` tokens, tokenizing only the
+    """How many of ``prompts`` (with their replies) exceed ``context`` tokens, counting only the
     prompts whose byte length could (module docstring); None when all fit."""
-    from socbench.engines._chat import encode
-
     texts = _texts(tokenizer, prompts)
     room = [context - reply_tokens(r) for r in prompts]
-    candidates = [i for i, text in enumerate(texts) if len(text.encode()) + SPECIAL_MARGIN > room[i]]
-    over, longest = 0, 0
-    for i in candidates:
-        n = len(encode(tokenizer, texts[i], special=not prompts[i].chat))
+    candidates = sorted((i for i, text in enumerate(texts) if len(text.encode()) + SPECIAL_MARGIN > room[i]),
+                        key=lambda i: -len(texts[i]))
+    counter, over, longest = TokenCounter(tokenizer), 0, 0
+    for rank, i in enumerate(candidates):
+        measure = counter.exact if rank < CHECKED_WHOLE else counter.count
+        n = measure(texts[i], not prompts[i].chat)
         if n > room[i]:
             over += 1
             longest = max(longest, n + context - room[i])

@@ -126,6 +126,26 @@ def test_prompt_length_check_tokenizes_exactly_where_bytes_could_overflow(tiny_m
         assert len(encode(tokenizer, text, special=True)) <= len(text.encode()) + SPECIAL_MARGIN, text
 
 
+def test_piecewise_token_counts_equal_whole_prompt_encodings(tiny_model: Path, smollm2: Path,
+                                                             demo_data: Path) -> None:
+    """Counting each persona and question once gives every prompt's exact token count."""
+    from transformers import AutoTokenizer
+
+    from socbench.config import make_config
+    from socbench.engines._chat import encode
+    from socbench.prompt_checks import TokenCounter, _texts, run_prompts
+
+    config = make_config(data_dir=str(demo_data), domain_id=3, interview_count=5, shuffle_options=True)
+    [prompts] = run_prompts(config).values()
+    for folder in (tiny_model, smollm2):
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        counter = TokenCounter(tokenizer)
+        for text in _texts(tokenizer, prompts):
+            assert counter.count(text, False) == len(encode(tokenizer, text, special=False))
+        personas = {p.messages[0].content for p in prompts}
+        assert sum(1 for piece in counter._pieces if piece.startswith("system")) == len(personas) == 5
+
+
 def test_fully_cached_api_run_rescores_with_the_server_down(tmp_path: Path, demo_data: Path) -> None:
     args = ["issp", "--api_type", "config", "--model", "fake-model", "--data_dir", str(demo_data),
             "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out")]
