@@ -9,7 +9,9 @@ others still run.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -17,10 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from socbench.config import RunConfig
-from socbench.data.loaders import dataset_root, load_domain, sample_dir
+from socbench.data.loaders import dataset_root, sample_dir
 from socbench.domains import select_domains
+from socbench.engines.session import get_engine
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, EngineError
+from socbench.prompt_checks import check_prompt_lengths, run_prompts, uncached
+
+log = logging.getLogger("socbench")
 
 if TYPE_CHECKING:
     from socbench.mcq.config import McqConfig
@@ -92,30 +98,63 @@ def check_structured(config: RunConfig) -> None:
     create_engine(engine.api_type, engine.model, settings=engine.backend_options()).check_structured()
 
 
-def check_engine(engine: EngineSettings) -> None:
-    """The backend can be reached: a server answers, accepts the key and serves ``--model``; or a
-    model resolves."""
+def check_engine(engine: EngineSettings) -> int | None:
+    """The backend can be used: a server answers, accepts the key and serves ``--model``; or the
+    model resolves and its backend accepts the settings (vLLM's own configuration, transformers'
+    device and dtype), before any weights load. The model's context in tokens (None: a server)."""
     if engine.api_type == "openai":
         key = os.environ.get(engine.api_key_env)
         if key is None and engine.api_key_env != "OPENAI_API_KEY":
             raise ConfigError(f"--api_key_env {engine.api_key_env}: that environment variable is not set")
         check_server(engine.api_base or "", engine.model, (key or "").strip() or None,
                      key_env=engine.api_key_env)
-    else:
-        from socbench.models import resolve_model
+        return None
+    from socbench.engines.engine_check import check_hf, check_vllm
+    from socbench.engines.settings import HfSettings, VllmSettings
+    from socbench.models import resolve_model
 
-        resolve_model(engine.model)
+    model = resolve_model(engine.model)
+    if engine.api_type == "hf":
+        return check_hf(model, HfSettings.from_options(engine.engine_args))
+    return check_vllm(model, VllmSettings.for_host(engine.engine_args))
 
 
 def check_run(config: RunConfig) -> None:
-    """Data folder, sample size, domains (a lone domain's files too), output folder, engine."""
+    """Data folder, sample size, domains (a lone domain's files too), output folder; then, unless
+    the engine cache answers every prompt (then nothing is sent: a rerun rescores with the server
+    down or the GPU elsewhere), the engine and that every prompt fits the model's context."""
     domains = select_domains(config.domain_id, config.start_domain_id, config.dataset_dir)
     sample_dir(dataset_root(config.dataset_dir), config.dataset_size)
-    if len(domains) == 1:
-        load_domain(config.dataset_dir, domains[0], config.dataset_size, config.interview_count)
+    prompts = run_prompts(config, domains)  # a lone domain's files are read here (an error is the run's)
     check_output_dir(config.output_dir)
-    check_engine(config.engine_settings())
+    settings = config.engine_settings()
+    if prompts and not uncached(get_engine(settings), prompts):
+        used = f"the server at {settings.api_base}" if settings.api_type == "openai" else settings.model
+        log.warning("every answer of this run is in the engine cache (%s): %s is not used",
+                    settings.cache_dir, used)
+        return
+    context = check_engine(settings)
     check_structured(config)
+    if context is not None:
+        check_prompt_lengths(prompts, _tokenizer(settings), context, _context_source(settings))
+
+
+def _tokenizer(settings: EngineSettings):
+    """The tokenizer the backend uses (vLLM and transformers both load the model folder's, unless
+    ``--engine tokenizer`` names another)."""
+    from transformers import AutoTokenizer
+
+    from socbench.models import resolve_model
+
+    folder = settings.engine_args.get("tokenizer") or resolve_model(settings.model).path
+    # no limit of its own: it would warn about every prompt longer than the model (we count those)
+    return AutoTokenizer.from_pretrained(folder, model_max_length=sys.maxsize)
+
+
+def _context_source(settings: EngineSettings) -> str:
+    if settings.api_type == "vllm" and settings.engine_args.get("max_model_len"):
+        return "--engine max_model_len"
+    return "the model's own max_model_len" if settings.api_type == "vllm" else "the model's config"
 
 
 def check_mcq(config: McqConfig) -> McqData:

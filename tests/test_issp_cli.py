@@ -65,7 +65,7 @@ def test_issp_against_openai_server(run_env: dict, tmp_path: Path, demo_data: Pa
         assert sent > 0
         second = _socbench(*args, env=run_env)
         assert second.returncode == 0, second.stderr[-3000:]
-        assert server.stats().requests == sent + 1  # everything from the cache (+1: the preflight's probe)
+        assert server.stats().requests == sent  # everything from the cache: not even the preflight's probe
 
     model_dir = out / "fake-model"
     for domain in DOMAINS:

@@ -209,3 +209,17 @@ def test_zero_progress_run_then_a_healthy_rerun_answers_every_item(tiny_model, r
     finally:
         server.stop()
         assert not server.group_alive()
+
+
+def test_fully_cached_run_rescores_with_the_server_stopped(tiny_server, run_env, demo_data, tmp_path):
+    """Issue 21, seen 11: rescoring a finished API run needs no server; one line says so."""
+    args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path / "out", 2)
+    first = socbench(args, run_env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    tiny_server.stop()  # the ``tiny_server`` fixture starts it again for the tests after this one
+    again = socbench(args, run_env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    notes = [line for line in again.stderr.splitlines() if "engine cache" in line]
+    assert notes == [f"every answer of this run is in the engine cache ({tmp_path / 'out' / '.cache'}): "
+                     f"the server at {tiny_server.url} is not used"]
+    assert read(tmp_path / "out", "tiny", "metrics")["complete"] is True

@@ -29,7 +29,8 @@ from typing import Any
 
 from socbench.engines import _chat
 from socbench.engines.base import ResultSink
-from socbench.engines.settings import VllmSettings, apply_vllm_env, cuda_available
+from socbench.engines.engine_check import llm_kwargs
+from socbench.engines.settings import VllmSettings, apply_vllm_env
 from socbench.errors import EngineError
 from socbench.models import ResolvedModel, socbench_home
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
@@ -98,12 +99,7 @@ class VllmEngine:
             from vllm import LLM
 
             imported = time.perf_counter()
-            kwargs = self.settings.engine_kwargs()
-            if self.settings.in_process and not cuda_available():  # see _vllm_cpu: same bits, faster
-                from socbench.engines import _vllm_cpu
-
-                kwargs.update(_vllm_cpu.register(self.settings.cpu_threads))
-            self._llm = LLM(model=str(self.model.path), **kwargs)
+            self._llm = LLM(model=str(self.model.path), **llm_kwargs(self.settings))
         except Exception as exc:
             if not _STARTED:  # a half-started engine may have set up process groups
                 _free_distributed()

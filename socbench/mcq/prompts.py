@@ -55,7 +55,9 @@ def cp_continuation(text: str) -> str:
 
 
 def mcp_query(item: McqItem) -> str:
-    options = "".join(f"{letter}. {text}\n" for letter, text in zip(letters(len(item.choices)), item.texts))
+    """Question and lettered options; an option is one line (a raw newline would break the list)."""
+    options = "".join(f"{letter}. {' '.join(text.split())}\n"
+                      for letter, text in zip(letters(len(item.choices)), item.texts))
     return f"Question: {item.question}\n{options}Answer:"
 
 

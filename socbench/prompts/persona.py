@@ -224,9 +224,12 @@ def user_message(question_text: str, item: Item, order: Sequence[str], words: Co
                  shown: Sequence[str] | None = None) -> str:
     """Question, options as ``id. text`` lines in the shown order, and the answer format.
 
+    Question and labels are single-line (whitespace, newlines included, collapsed) so a label
+    with a raw newline cannot break the numbered list.
+
     ``shown`` relabels the lines (circular ``relabel``: 1..n by position); default the codes.
     """
-    options = [(code, fill_placeholders(label, words)) for code, label in item.options]
+    options = [(code, fill_placeholders(" ".join(label.split()), words)) for code, label in item.options]
     if shown is not None:
         texts = dict(options)
         options, order = [(label, texts[code]) for label, code in zip(shown, order, strict=True)], shown
