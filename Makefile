@@ -9,7 +9,7 @@ export VLLM_CPU_KVCACHE_SPACE ?= 1
 export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
 export TORCH_COMPILE_DISABLE ?= 1
 
-.PHONY: setup browser lint test demo ui bench clean
+.PHONY: setup browser lint test test-fast demo ui bench clean
 
 setup: $(STAMP) browser
 
@@ -38,8 +38,14 @@ $(STAMP): requirements.lock pyproject.toml
 lint: setup
 	$(PY) -m ruff check .
 
+# Every test (CI). Tests marked `slow` start a process, an engine, a model or a Prefect API.
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The inner loop (minutes): only tests that start nothing; tests/support/guard.py fails an unmarked
+# test that starts a subprocess, loads a model, runs a flow or imports torch/transformers/vLLM.
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 demo: setup
 	$(PY) deployments/local_demo.py

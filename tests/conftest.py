@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.support.guard"]  # a test not marked slow fails where it starts a process
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_ISSP = ROOT.parent / "shared" / "issp"
 DEMO_DATA = ROOT / "data" / "demo" / "Dataset_all"

@@ -243,6 +243,7 @@ def _rows(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow  # runs writer processes
 def test_sigkilled_run_loses_only_unfinished_requests(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(RUNNER)
@@ -265,6 +266,7 @@ def test_sigkilled_run_loses_only_unfinished_requests(tmp_path):
     assert sum(r.cached for r in results) == kept and all(r.error is None for r in results)
 
 
+@pytest.mark.slow  # builds the tiny model in transformers
 def test_fully_cached_rerun_never_starts_the_vllm_backend(tmp_path, tiny_model):
     from socbench.engines.cache import cache_key
 

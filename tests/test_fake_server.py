@@ -50,6 +50,7 @@ def test_connection_refused_while_down_then_serving():
             assert json.load(response)["data"][0]["id"] == "fake-model"
 
 
+@pytest.mark.slow  # runs the fake server as a script
 def test_script_mode_binds_localhost_and_fails_first_attempts():
     proc = subprocess.Popen([sys.executable, "-m", "support.fake_openai", "--port", "0",
                              "--fault", "503=1", "--model", "m1"], stdout=subprocess.PIPE, text=True,
@@ -68,6 +69,7 @@ def test_script_mode_binds_localhost_and_fails_first_attempts():
         proc.wait(10)
 
 
+@pytest.mark.slow  # runs the fake server as a script
 def test_script_rejects_unknown_fault():
     done = subprocess.run([sys.executable, "-m", "support.fake_openai", "--fault", "teapot=1"],
                           capture_output=True, text=True, timeout=30, cwd=TESTS)

@@ -63,6 +63,7 @@ def test_incomplete_run_is_listed_apart_and_never_ranked(results: Path, tmp_path
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium not installed")
+@pytest.mark.slow  # runs chromium
 def test_html_report_shows_the_incomplete_run_in_a_browser(results: Path, tmp_path: Path) -> None:
     page = write_report(results, tmp_path / "site").html
     dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
