@@ -255,8 +255,8 @@ def test_sigkilled_run_loses_only_unfinished_requests(tmp_path):
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        time.sleep(0.2)  # let the server finish the requests it was serving
-        answered, received = server.stats().statuses["200"], server.stats().requests
+        stats = server.wait_idle()  # the server finishes the requests it was serving
+        answered, received = stats.statuses["200"], stats.requests
         engine = create_engine("openai", "fake-model", settings={"api_base": server.url}, cache_dir=cache_dir)
         kept = len(engine.cache)
         assert 12 <= kept < n and answered - kept <= 8  # at most the last moment's answers are lost

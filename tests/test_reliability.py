@@ -91,8 +91,7 @@ def test_sigkill_mid_domain_then_rerun_equals_an_uninterrupted_run(api_url, cli_
         proc.send_signal(signal.SIGKILL)
         output, _ = proc.communicate()
         assert proc.returncode == -signal.SIGKILL, output[-3000:]
-        time.sleep(0.3)  # let the server finish the requests it was serving
-        received, kept = server.stats().requests, cached_rows(killed)
+        received, kept = server.wait_idle().requests, cached_rows(killed)  # its last requests finished
         assert not (killed / "fake-model" / f"{NAME}_metrics.json").exists()  # nothing looks complete
 
         assert cli_in_process([*args, "--concurrent_requests", "16"]) == 0  # the same command, resumed
