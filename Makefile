@@ -9,20 +9,20 @@ export VLLM_CPU_KVCACHE_SPACE ?= 1
 export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
 export TORCH_COMPILE_DISABLE ?= 1
 
-.PHONY: setup browser lint test demo ui bench clean
+.PHONY: setup browser lint test test-fast demo ui bench clean
 
 setup: $(STAMP) browser
 
-# The report's tests render report.html in Debian's chromium (headless); CI runs as root on a fresh
-# machine, so install it there; elsewhere say how (those tests are skipped without it).
+# The browser tests drive Debian's chromium (headless) through chromium-driver (selenium); CI runs as
+# root on a fresh machine, so install both there; elsewhere say how (those tests are skipped without).
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@{ command -v chromium && command -v chromedriver; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "setup: installing Debian's chromium (the headless browser the report tests use)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    echo "setup: installing Debian's chromium and chromium-driver (the browser tests drive them)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else \
-	    echo "setup: chromium not found and not root: run 'sudo apt-get install -y chromium'" \
-	         "(the browser tests of the report and the Prefect UI are skipped without it)" >&2; \
+	    echo "setup: chromium or chromedriver not found and not root: run 'sudo apt-get install -y chromium" \
+	         "chromium-driver' (the browser tests of the report and the Prefect UI are skipped without them)" >&2; \
 	  fi; }
 
 # The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision;
@@ -38,8 +38,14 @@ $(STAMP): requirements.lock pyproject.toml
 lint: setup
 	$(PY) -m ruff check .
 
+# Every test (CI). Tests marked `slow` start a process, an engine, a model or a Prefect API.
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The inner loop (minutes): only tests that start nothing; tests/support/guard.py fails an unmarked
+# test that starts a subprocess, loads a model, runs a flow or imports torch/transformers/vLLM.
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 demo: setup
 	$(PY) deployments/local_demo.py

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.support.guard"]  # a test not marked slow fails where it starts a process
 ROOT = Path(__file__).resolve().parents[1]
 # beside the checkout; SOCBENCH_SHARED_ISSP points elsewhere (a worktree one level deeper)
 SHARED_ISSP = Path(os.environ.get("SOCBENCH_SHARED_ISSP") or ROOT.parent / "shared" / "issp")

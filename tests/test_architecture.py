@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("socbench", "cli", "tasks", "flows")
 NEVER_IN_LIBRARY = ("prefect", "flows", "tasks", "cli")
@@ -126,6 +128,7 @@ def test_the_library_never_imports_prefect_flows_tasks_or_the_cli() -> None:
     assert offenders == []
 
 
+@pytest.mark.slow  # runs Python in a subprocess
 def test_the_library_imports_where_prefect_cannot() -> None:
     """Every library module imports in a process where ``import prefect`` fails."""
     library = sorted(name for name in MODULES if name.split(".")[0] == "socbench")

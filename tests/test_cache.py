@@ -243,6 +243,7 @@ def _rows(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow  # runs writer processes
 def test_sigkilled_run_loses_only_unfinished_requests(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(RUNNER)
@@ -254,8 +255,8 @@ def test_sigkilled_run_loses_only_unfinished_requests(tmp_path):
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        time.sleep(0.2)  # let the server finish the requests it was serving
-        answered, received = server.stats().statuses["200"], server.stats().requests
+        stats = server.wait_idle()  # the server finishes the requests it was serving
+        answered, received = stats.statuses["200"], stats.requests
         engine = create_engine("openai", "fake-model", settings={"api_base": server.url}, cache_dir=cache_dir)
         kept = len(engine.cache)
         assert 12 <= kept < n and answered - kept <= 8  # at most the last moment's answers are lost
@@ -265,6 +266,7 @@ def test_sigkilled_run_loses_only_unfinished_requests(tmp_path):
     assert sum(r.cached for r in results) == kept and all(r.error is None for r in results)
 
 
+@pytest.mark.slow  # builds the tiny model in transformers
 def test_fully_cached_rerun_never_starts_the_vllm_backend(tmp_path, tiny_model):
     from socbench.engines.cache import cache_key
 

@@ -134,6 +134,7 @@ def test_report_shows_both_label_modes_and_marks_sampled_orders(tmp_path: Path) 
     assert "sampled orders (sampled: not all orders)" in write_report(tmp_path).html.read_text()
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_cli_relabel_writes_labelled_files(tmp_path: Path, demo_data: Path) -> None:
     home = tmp_path / "prefect"
     env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"),

@@ -84,6 +84,7 @@ def test_missing_data_dir(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "absent: folder not found" in err
 
 
+@pytest.mark.slow  # runs the console script
 def test_console_script(tmp_path):
     root = write_dataset(tmp_path)
     env = {**os.environ, "PYTHONPATH": ""}

@@ -121,6 +121,7 @@ def test_unknown_engine_key_names_it_and_cpu_knobs_stay_accepted() -> None:
         make_config(api_type="hf", engine={"batch_size": 0})
 
 
+@pytest.mark.slow  # imports vLLM
 def test_engine_keys_are_vllms_own_definition() -> None:
     """The names read from the source are exactly what vLLM's EngineArgs and LLM take."""
     from vllm import LLM
@@ -141,6 +142,7 @@ def test_engine_keys_are_vllms_own_definition() -> None:
     (["mcq", "--api_type", "config"], "--api_type config needs --api_base"),
     (["mcq", "--api_type", "openai", "--api_base", "http://127.0.0.1:9"], "--api_base http://127.0.0.1:9"),
 ])
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_bad_settings_are_one_line_exit_2_in_a_second(args: list[str], needle: str, tmp_path: Path) -> None:
     before = _children_cpu_seconds()
     result = subprocess.run([sys.executable, "-m", "cli", *args, "--output_dir", str(tmp_path)], cwd=ROOT,
@@ -158,6 +160,7 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_seed_block_on_the_command_line_gets_past_validation(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "cli", "issp", "--engine", json.dumps(SEED_ENGINE),
                              "--data_dir", str(tmp_path / "none")], cwd=ROOT, capture_output=True, text=True,

@@ -48,6 +48,7 @@ def engine(tiny: ResolvedModel):
     eng.close()
 
 
+@pytest.mark.slow  # loads the tiny model in transformers
 def test_settings_and_lazy_identity(tiny: ResolvedModel):
     from socbench.engines.hf import HfEngine
 
@@ -63,6 +64,7 @@ def test_settings_and_lazy_identity(tiny: ResolvedModel):
     eng.close()
 
 
+@pytest.mark.slow  # loads the tiny model in transformers
 def test_batched_generation_equals_one_by_one_greedy(engine, tiny_reference):
     model, tok = tiny_reference
     requests = [PromptRequest(item_id=f"g{i}", messages=persona("Tell me about you." + " Really." * i, i),
@@ -76,6 +78,7 @@ def test_batched_generation_equals_one_by_one_greedy(engine, tiny_reference):
         assert result.text == tok.decode(expected, skip_special_tokens=True)
 
 
+@pytest.mark.slow  # loads the tiny model in transformers
 def test_structured_is_unconstrained_text_not_an_error(engine):
     request = PromptRequest(item_id="s", messages=persona("Pick one."), structured=True,
                             offered_codes=("1", "2"), sampling=SamplingSettings(max_tokens=3))
@@ -84,6 +87,7 @@ def test_structured_is_unconstrained_text_not_an_error(engine):
 
 
 @pytest.mark.parametrize("codes,closing", [(("1", "2", "3"), ""), (("1", "10", "-4", "2"), '"')])
+@pytest.mark.slow  # loads the tiny model in transformers
 def test_option_logprobs_from_cache_equal_full_forward(engine, tiny_reference, codes, closing):
     model, tok = tiny_reference
     messages = persona("How much do you trust people?")
@@ -97,11 +101,13 @@ def test_option_logprobs_from_cache_equal_full_forward(engine, tiny_reference, c
         assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-4), code
 
 
+@pytest.mark.slow  # loads the tiny model in transformers
 def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, tiny_reference):
     model, tok = tiny_reference
     check_raw_prompt_letters(engine, model, tok, tolerance=1e-4)
 
 
+@pytest.mark.slow  # loads the tiny model in transformers
 def test_loglikelihood_groups_contexts_and_keeps_order(engine, tiny_reference):
     model, tok = tiny_reference
     question = "Question: Which animal lays eggs?\nAnswer:"
@@ -120,6 +126,7 @@ def test_loglikelihood_groups_contexts_and_keeps_order(engine, tiny_reference):
 
 
 @pytest.mark.parametrize("pack_tokens,pack_rows", [(8, 1), (24, 3), (512, 4)])
+@pytest.mark.slow  # loads the tiny model in transformers
 def test_packed_scoring_equals_one_full_forward_per_continuation(tiny: ResolvedModel, tiny_reference,
                                                                  pack_tokens, pack_rows):
     """Any row size (groups split, contexts repeated, trie nodes shared, padding) gives each

@@ -143,6 +143,7 @@ def test_server_down_for_the_first_half_second():
     assert all(r.error is None for r in results)
 
 
+@pytest.mark.slow  # imports vLLM
 def test_structured_sends_the_in_process_regex_and_json_schema_on_request():
     """Issue 12, seen 4: over the API ``--structured`` sent a JSON schema (any whitespace allowed)
     where in-process vLLM constrains with a regex; greedy answers differed."""

@@ -70,6 +70,7 @@ def test_bad_settings_name_the_key():
         VllmSettings.for_host({"data_parallel_size": 2})
 
 
+@pytest.mark.slow  # builds the tiny model in transformers
 def test_engine_is_lazy_and_close_before_start_is_harmless(tiny: ResolvedModel):
     from socbench.engines.vllm import VllmEngine
 
@@ -82,6 +83,7 @@ def test_engine_is_lazy_and_close_before_start_is_harmless(tiny: ResolvedModel):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.slow  # imports torch and vLLM
 def test_cpu_rms_norm_gives_vllm_natives_bits(dtype: str):
     """The faster RMSNorm the CPU engine registers computes exactly vLLM's native arithmetic."""
     import torch
@@ -104,6 +106,7 @@ def test_cpu_rms_norm_gives_vllm_natives_bits(dtype: str):
 # ------------------------------------------------------------------ tiny engine
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_cpu_engine_runs_our_rms_norm_on_one_thread(engine):
     import torch
     from vllm import ir
@@ -113,6 +116,7 @@ def test_cpu_engine_runs_our_rms_norm_on_one_thread(engine):
     assert engine.settings.cpu_threads == torch.get_num_threads() >= 1
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_generate_one_result_per_request_in_order(engine):
     requests = [PromptRequest(item_id=f"p{i}", messages=persona(f"Question {i}?", i),
                               sampling=SamplingSettings(max_tokens=1 + (7 * i) % 13)) for i in range(12)]
@@ -122,6 +126,7 @@ def test_generate_one_result_per_request_in_order(engine):
     assert sorted(seen) == list(range(12)) and all(r.error is None and r.text is not None for r in results)
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_bad_requests_fail_alone(engine):
     ok = PromptRequest(item_id="raw", messages=(Message("user", "Question: 2+2?\nAnswer:"),), chat=False,
                        sampling=SamplingSettings(max_tokens=3))
@@ -134,6 +139,7 @@ def test_bad_requests_fail_alone(engine):
     assert "needs offered codes" in results[3].error
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_structured_output_always_parses_to_an_offered_code(engine):
     code_sets = [("1", "2", "3", "4", "5"), ("1", "2", "10", "-4"), ("0", "95", "96"), ("-9", "8", "99")]
     requests = [PromptRequest(item_id=f"s{i}", messages=persona("How happy are you?", i), structured=True,
@@ -148,6 +154,7 @@ def test_structured_output_always_parses_to_an_offered_code(engine):
 
 @pytest.mark.parametrize("codes,method", [(("1", "2", "3", "4"), "single_token"),
                                           (("1", "10", "-4", "95"), "continuation")])
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_option_logprobs_match_transformers(engine, tiny_reference, codes, method):
     model, tok = tiny_reference
     messages = persona("How often do you attend religious services?")
@@ -164,6 +171,7 @@ def test_option_logprobs_match_transformers(engine, tiny_reference, codes, metho
         assert result.option_logprobs[code] == pytest.approx(expected, abs=1e-3), code
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_option_logprobs_more_codes_than_one_step(engine, tiny_reference):
     """vLLM scores at most 128 token ids per step: 150 single-token codes are split, numbers unchanged."""
     model, tok = tiny_reference
@@ -184,11 +192,13 @@ def test_option_logprobs_more_codes_than_one_step(engine, tiny_reference):
                                                                  abs=1e-4)
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_raw_prompt_option_logprobs_move_trailing_space_onto_codes(engine, tiny_reference):
     model, tok = tiny_reference
     check_raw_prompt_letters(engine, model, tok, tolerance=1e-3)
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_loglikelihood_matches_transformers(engine, tiny_reference):
     model, tok = tiny_reference
     requests = [LoglikelihoodRequest("Question: Which is a mammal?\nAnswer:", " whale"),
@@ -206,6 +216,7 @@ def test_loglikelihood_matches_transformers(engine, tiny_reference):
         assert result.logprob == pytest.approx(expected, abs=1e-3) and result.is_greedy == greedy
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_failed_start_is_one_engine_error_and_harmless(engine, tiny_model: Path, tmp_path: Path):
     import shutil
 
@@ -224,6 +235,7 @@ def test_failed_start_is_one_engine_error_and_harmless(engine, tiny_model: Path,
         max_tokens=2))])[0].error is None  # the module engine still answers
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_teardown_twice_then_a_new_engine_starts(engine, tiny: ResolvedModel):
     """Runs last: closes the module engine (twice) and starts another in the same process."""
     from socbench.engines.vllm import VllmEngine

@@ -23,6 +23,7 @@ from scipy.stats import wasserstein_distance
 from cli import main
 from socbench.data.example_study import QUESTIONS_FILE, write_study
 
+pytestmark = pytest.mark.slow  # runs the study's flow on a Prefect API
 ID_BASE = 10**7  # person_id = domain id (1) x 10^7 + row number (documented in docs/own-survey.md)
 
 

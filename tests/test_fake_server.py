@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from support import FakeConfig, FakeOpenAIServer
+from support.waiting import wait_for
 
 TESTS = Path(__file__).resolve().parent  # ``python -m support.fake_openai`` runs from here
 
@@ -26,6 +26,15 @@ def post(url: str, body: dict) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
+
+
+def _models(url: str) -> list[str] | None:
+    """The served model ids, or None while the server refuses connections."""
+    try:
+        with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as response:
+            return [m["id"] for m in json.load(response)["data"]]
+    except urllib.error.URLError:
+        return None
 
 
 def test_fault_decisions_are_seeded_per_request_and_attempt():
@@ -45,11 +54,10 @@ def test_connection_refused_while_down_then_serving():
     with FakeOpenAIServer(down_for_s=0.4) as server:
         with pytest.raises(urllib.error.URLError, match="refused"):
             urllib.request.urlopen(f"{server.url}/v1/models", timeout=5)
-        time.sleep(0.6)
-        with urllib.request.urlopen(f"{server.url}/v1/models", timeout=5) as response:
-            assert json.load(response)["data"][0]["id"] == "fake-model"
+        assert wait_for(lambda: _models(server.url), timeout_s=30) == ["fake-model"]  # up after 0.4 s
 
 
+@pytest.mark.slow  # runs the fake server as a script
 def test_script_mode_binds_localhost_and_fails_first_attempts():
     proc = subprocess.Popen([sys.executable, "-m", "support.fake_openai", "--port", "0",
                              "--fault", "503=1", "--model", "m1"], stdout=subprocess.PIPE, text=True,
@@ -68,6 +76,7 @@ def test_script_mode_binds_localhost_and_fails_first_attempts():
         proc.wait(10)
 
 
+@pytest.mark.slow  # runs the fake server as a script
 def test_script_rejects_unknown_fault():
     done = subprocess.run([sys.executable, "-m", "support.fake_openai", "--fault", "teapot=1"],
                           capture_output=True, text=True, timeout=30, cwd=TESTS)

@@ -155,6 +155,7 @@ def test_validates(imported: dict, capsys) -> None:
     assert report["scoreable_items"] > 0
 
 
+@pytest.mark.slow  # runs the CLI flow on a Prefect API with the tiny model
 def test_runs_through_socbench_issp(imported: dict, api_url: str, tiny_model: Path, tmp_path: Path,
                                     monkeypatch) -> None:
     if imported["fmt"] != "dta":

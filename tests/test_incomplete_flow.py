@@ -25,6 +25,7 @@ from socbench.types import EngineResult
 from support import FakeOpenAIServer
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # runs flows on a Prefect API and the CLI in a subprocess
 FIRST, SECOND = 10, 11  # SocialNetworks, WorkOrientations (``--start_domain_id 10``)
 REASON = "HTTP 503: injected by the test"
 

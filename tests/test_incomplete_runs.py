@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from cli import main
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard
+from tests.support.browser import browser, needs_browser
 from tests.test_report_html import A, B, make_run
 
 BROKEN = "org/Model-360M"
@@ -62,11 +61,13 @@ def test_incomplete_run_is_listed_apart_and_never_ranked(results: Path, tmp_path
     assert rows[0]["engine_errors"] == "40"
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium not installed")
+@needs_browser
+@pytest.mark.slow  # drives chromium
 def test_html_report_shows_the_incomplete_run_in_a_browser(results: Path, tmp_path: Path) -> None:
     page = write_report(results, tmp_path / "site").html
-    dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    with browser(tmp_path / "chromium") as chromium:
+        chromium.open(page.as_uri(), "Incomplete runs (not ranked)", "By domain")
+        dom = chromium.html()
     ranked, _, incomplete = dom.partition("Incomplete runs (not ranked)")
     incomplete, _, rest = incomplete.partition("By domain")
     assert "1. Is the model better than answer-free baselines?" in ranked and "org_Model-360M" not in ranked

@@ -19,6 +19,7 @@ from sklearn.metrics import f1_score
 from socbench.domains import DOMAINS
 from support.fake_openai import FakeOpenAIServer
 
+pytestmark = pytest.mark.slow  # runs the CLI in a subprocess
 SEED_KEYS = {"domain", "timestamp", "model", "correct_count", "total_count", "accuracy", "macro_f1",
              "micro_f1", "parse_failures", "excluded_count", "details"}
 DETAIL_KEYS = {"person_id", "question_id", "country_code", "true_answer", "llm_answer", "correct",

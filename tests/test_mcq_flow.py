@@ -49,6 +49,7 @@ def _lines(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "arc-easy_predictions.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow  # runs the MCQ flow on the tiny model
 def test_predictions_file_is_consistent(run: dict) -> None:
     lines = _lines(run["folder"])
     items = {i.id: i for i in load_mcq("arc-easy", limit=10).items}
@@ -65,6 +66,7 @@ def test_predictions_file_is_consistent(run: dict) -> None:
         assert line["id"] not in line["shot_ids"]
 
 
+@pytest.mark.slow  # runs the MCQ flow on the tiny model
 def test_accuracies_recomputed_from_predictions(run: dict) -> None:
     folder = run["folder"]
     hits: dict[tuple[int, str], list[bool]] = defaultdict(list)
@@ -90,6 +92,7 @@ def test_accuracies_recomputed_from_predictions(run: dict) -> None:
     assert (folder / "arc-easy_accuracy.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # runs the MCQ flow on the tiny model
 def test_rerun_from_cache_gives_the_same_predictions(run: dict) -> None:
     assert (run["folder"] / "arc-easy_predictions.jsonl").read_text() == run["first_predictions"]
 
@@ -106,6 +109,7 @@ def _logprob(model, tok, context: str, continuation: str) -> float:
     return float(rows[torch.arange(len(cont)), torch.tensor(cont)].sum())
 
 
+@pytest.mark.slow  # runs the MCQ flow on the tiny model
 def test_scores_match_transformers(run: dict) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -126,6 +130,7 @@ def test_scores_match_transformers(run: dict) -> None:
                                                         for a, b in zip(letters, digits)], abs=2e-3)
 
 
+@pytest.mark.slow  # runs the MCQ flow on the tiny model
 def test_hf_backend_gives_the_same_scores(run: dict) -> None:
     """The transformers backend (shared-context scoring) agrees with vLLM on the same requests."""
     from socbench.engines.registry import create_engine

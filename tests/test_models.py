@@ -39,6 +39,7 @@ def test_missing_gguf_and_plain_file(tmp_path: Path):
         resolve_model(str(other))
 
 
+@pytest.mark.slow  # builds the tiny model in transformers
 def test_folder_resolves_with_content_fingerprint(tiny_model: Path, tmp_path: Path):
     model = resolve_model(str(tiny_model))
     assert isinstance(model, ResolvedModel) and model.path == tiny_model.resolve()
@@ -75,6 +76,7 @@ def _copy_converter(source: Path, calls: list):
     return convert
 
 
+@pytest.mark.slow  # builds the tiny model in transformers
 def test_conversion_rebuilds_unmarked_folder_and_reuses_marked(tiny_model: Path, tmp_path: Path):
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF fake")
@@ -108,6 +110,7 @@ def test_failed_conversion_leaves_nothing_usable(tmp_path: Path):
     assert not target.exists() and list(target.parent.iterdir()) == []
 
 
+@pytest.mark.slow  # converts a GGUF with transformers
 def test_real_gguf_that_is_not_a_model_is_a_model_error(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("SOCBENCH_HOME", str(tmp_path / "home"))
     bad = tmp_path / "junk.gguf"
@@ -116,6 +119,7 @@ def test_real_gguf_that_is_not_a_model_is_a_model_error(tmp_path: Path, monkeypa
         resolve_model(str(bad))
 
 
+@pytest.mark.slow  # converts SmolLM2 with transformers
 def test_smollm2_conversion_record_and_files(smollm2: Path):
     """The embedded model: converted once, marked with what it came from, readable by old readers."""
     record = json.loads((smollm2 / MARKER).read_text())
@@ -132,6 +136,7 @@ def test_smollm2_conversion_record_and_files(smollm2: Path):
     assert resolve_model("smollm2-135m-instruct").path == smollm2  # second resolve: no rebuild
 
 
+@pytest.mark.slow  # converts and runs SmolLM2 in transformers
 def test_smollm2_knows_language(smollm2: Path):
     """Dequantized weights in the right layout: the model completes a fact greedily."""
     import torch
@@ -145,6 +150,7 @@ def test_smollm2_knows_language(smollm2: Path):
     assert "Paris" in tok.decode(out[0, ids["input_ids"].shape[1]:])
 
 
+@pytest.mark.slow  # builds the tiny model in transformers
 def test_tiny_model_is_deterministic_and_has_json_tokens(tiny_model: Path, tmp_path: Path):
     from transformers import AutoTokenizer
 

@@ -11,7 +11,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # starts a Prefect API server in a subprocess
 
 CHILD = """
 import sys

@@ -34,6 +34,7 @@ def one_line(run: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_misspelled_model_is_one_line_listing_what_is_served(demo_data: Path, tmp_path: Path) -> None:
     with FakeOpenAIServer(model="smollm2-135m") as server:
         line = one_line(issp(server.url + "/v1", demo_data, tmp_path, "--model", "smollm2-135"))
@@ -50,6 +51,7 @@ def test_check_server_accepts_the_served_model_with_or_without_v1(tmp_path: Path
             check_server(f"{server.url},{server.url}/v1", "n")
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_server_rejecting_structured_output_is_one_line_naming_the_flag(demo_data, tmp_path) -> None:
     with FakeOpenAIServer(structured_outputs=False) as server:  # answers 400 to it, as OpenAI does
         line = one_line(issp(server.url, demo_data, tmp_path, "--model", "fake-model"))
@@ -61,6 +63,7 @@ def test_server_rejecting_structured_output_is_one_line_naming_the_flag(demo_dat
     assert "--no-structured" in line and "structured_outputs" in line
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_server_ignoring_structured_output_is_one_line_naming_the_flag(demo_data, tmp_path) -> None:
     with FakeOpenAIServer(answer=lambda prompt, codes: "Sure! I'd say yes.") as server:
         line = one_line(issp(server.url, demo_data, tmp_path, "--model", "fake-model"))

@@ -206,6 +206,7 @@ def test_shuffled_order_is_uniform() -> None:
     assert chisquare(list(counts.values())).pvalue > 0.001
 
 
+@pytest.mark.slow  # runs Python in a subprocess
 def test_shuffled_order_same_in_another_process() -> None:
     codes = ("1", "2", "3", "4", "5", "-4", "95")
     mine = shuffled_order(codes, 42, 10000001, "V5")

@@ -75,6 +75,7 @@ def cli_in_process(monkeypatch):
     return main
 
 
+@pytest.mark.slow  # runs flows on a Prefect API
 def test_sigkill_mid_domain_then_rerun_equals_an_uninterrupted_run(api_url, cli_in_process, tmp_path,
                                                                     demo_data):
     killed, reference = tmp_path / "killed", tmp_path / "reference"
@@ -90,8 +91,7 @@ def test_sigkill_mid_domain_then_rerun_equals_an_uninterrupted_run(api_url, cli_
         proc.send_signal(signal.SIGKILL)
         output, _ = proc.communicate()
         assert proc.returncode == -signal.SIGKILL, output[-3000:]
-        time.sleep(0.3)  # let the server finish the requests it was serving
-        received, kept = server.stats().requests, cached_rows(killed)
+        received, kept = server.wait_idle().requests, cached_rows(killed)  # its last requests finished
         assert not (killed / "fake-model" / f"{NAME}_metrics.json").exists()  # nothing looks complete
 
         assert cli_in_process([*args, "--concurrent_requests", "16"]) == 0  # the same command, resumed
@@ -137,6 +137,7 @@ class DiesOnce:
         self.closes += 1
 
 
+@pytest.mark.slow  # runs flows on a Prefect API
 def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_path, demo_data, monkeypatch):
     import flows.issp
     from flows import run_inprocess
@@ -167,6 +168,7 @@ RECOVERED = set(FAULTS) - {"prose", "401", "timeout"}  # retried by the engine, 
 # ("timeout": a slow answer from a server that still answers its liveness probe is waited for, not retried)
 
 
+@pytest.mark.slow  # runs flows on a Prefect API
 def test_server_faults_every_item_answered_or_counted_with_its_reason(api_url, cli_in_process, tmp_path,
                                                                       demo_data, monkeypatch):
     # no capsys here: Prefect's console handler would keep its closed stream after the test
@@ -205,6 +207,7 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+@pytest.mark.slow  # runs flows on a Prefect API
 def test_server_refusing_connections_at_first_then_back(api_url, tmp_path, demo_data):
     from flows import run_inprocess
     from flows.issp import issp

@@ -1,4 +1,5 @@
-"""``report.html`` in a real browser (Debian's chromium, headless), read as a social scientist would.
+"""``report.html`` in a real browser (Debian's chromium, headless, through chromium-driver), read as a
+social scientist would.
 
 Four runs are scored and written by the real code: a good model, a weak one, an exact copy of
 the weak one under another name (a tie), a model stuck on "1", and a control run of the good
@@ -15,8 +16,6 @@ import csv
 import io
 import json
 import random
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -28,8 +27,9 @@ from socbench.report.files import write_domain_files
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Question, Respondent
+from tests.support.browser import browser, needs_browser
 
-pytestmark = pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium not installed")
+pytestmark = [pytest.mark.slow, needs_browser]  # drives chromium
 OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"), ("4", "Strongly disagree"))
 DOMAINS = ((1, "Citizenship"), (8, "RoleofGovernment"))
 COUNTRIES = ["DE"] * 20 + ["JP"] * 20 + ["FR"] * 4  # France: too few respondents for a CI (8 < 10)
@@ -115,12 +115,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> dict:
     make_run(out, GOOD, 0.5, seed=4, run=CONTROL)
     site = out / "site"
     paths = write_report(out, site)
-    uri = paths.html.as_uri()
-    browser = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
-    dom = subprocess.run([*browser, "--dump-dom", uri], capture_output=True, text=True, timeout=180).stdout
-    shot = site / "report.png"
-    subprocess.run([*browser, "--window-size=1400,3000", f"--screenshot={shot}", uri], capture_output=True,
-                   timeout=180)
+    with browser(tmp_path_factory.mktemp("chromium"), height=3000) as chromium:
+        chromium.open(paths.html.as_uri(), "org_Stuck-360M", "Citizenship (1)")
+        dom, shot = chromium.html(), chromium.screenshot(site / "report.png")
     parser = Tables()
     parser.feed(dom)
     with (site / "leaderboard.csv").open() as handle:

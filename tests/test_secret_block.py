@@ -15,6 +15,7 @@ import pytest
 from socbench.config import make_config
 from support.fake_openai import FakeOpenAIServer
 
+pytestmark = pytest.mark.slow  # runs a flow on a Prefect API
 PLANTED = "sk-planted-7f3a9c1e5d"
 
 

@@ -30,6 +30,7 @@ def _files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file()]
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_planted_env_key_leaks_nowhere(tmp_path: Path, demo_data: Path) -> None:
     home, out, cwd, tmp = (tmp_path / name for name in ("prefect", "out", "cwd", "tmp"))
     for folder in (cwd, tmp):

@@ -75,6 +75,7 @@ def _writer(tmp_path: Path, *args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow  # runs writer processes
 def test_two_processes_write_at_once_and_read_each_others_answers(tmp_path):
     n = 150
     procs = [_writer(tmp_path, "a", "b", str(n), "once"), _writer(tmp_path, "b", "a", str(n), "once")]
@@ -87,6 +88,7 @@ def test_two_processes_write_at_once_and_read_each_others_answers(tmp_path):
     assert len(store) == 2 * n + 20  # the shared answers stored twice are one answer each
 
 
+@pytest.mark.slow  # runs writer processes
 def test_killed_writer_keeps_every_reported_answer_and_a_torn_line_is_ignored(tmp_path):
     proc = _writer(tmp_path, "k", "-", "0", "forever")
     reported = 0

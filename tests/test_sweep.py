@@ -84,6 +84,7 @@ def test_settle_reads_done_running_and_failed_over_every_attempt():
     assert (0, 3) not in second.failed and second.pending(2, [1, 2, 3]) == {1: [1, 3]}
 
 
+@pytest.mark.slow  # serves the tiny model with vLLM on a Prefect API
 def test_a_rerun_of_the_sweeps_runs_is_served_from_the_shared_cache(tiny_server, tmp_path, api_url):
     """One dispatched run in-process, twice over the same segment cache: the second sends nothing."""
     from flows.sweep import issp_domains
@@ -99,6 +100,7 @@ def test_a_rerun_of_the_sweeps_runs_is_served_from_the_shared_cache(tiny_server,
     assert tiny_server.requests() - before == sent and sorted(tmp_path.rglob("*.seg")) == segments
 
 
+@pytest.mark.slow  # runs a flow on a Prefect API
 def test_an_engine_limit_that_does_not_exist_is_one_line(api_url):
     from prefect import flow
 

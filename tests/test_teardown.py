@@ -80,6 +80,7 @@ def no_engines_left():
 
 # the second teardown below runs outside a flow, where Prefect warns that its logs have no flow run
 @pytest.mark.filterwarnings("ignore:Logger 'prefect.task_runs' attempted to send logs")
+@pytest.mark.slow  # runs flows on a Prefect API
 def test_success_closes_the_real_engine_and_a_second_teardown_is_harmless(api_url, tmp_path, demo_data):
     from flows.issp import issp_domain
     from tasks.teardown import teardown_safely
@@ -98,6 +99,7 @@ def test_success_closes_the_real_engine_and_a_second_teardown_is_harmless(api_ur
     assert session.close_engines() == 0
 
 
+@pytest.mark.slow  # runs flows on a Prefect API
 def test_failing_task_still_closes(api_url, tmp_path, demo_data):
     from flows.issp import issp_domain
 
@@ -111,6 +113,7 @@ def test_failing_task_still_closes(api_url, tmp_path, demo_data):
     assert engine.calls == 1 and engine.closes == 1
 
 
+@pytest.mark.slow  # runs flows on a Prefect API
 def test_timeout_closes(api_url, tmp_path, demo_data):
     from flows.issp import issp_domain
 
@@ -139,6 +142,7 @@ issp_domain({domain}, config)
 """
 
 
+@pytest.mark.slow  # runs flows on a Prefect API
 def test_sigterm_closes(api_url, tmp_path, demo_data):
     script, marker = tmp_path / "run.py", tmp_path / "events.txt"
     script.write_text(SIGTERM_RUNNER.format(tests=str(TESTS), demo=str(demo_data), domain=DOMAIN))

@@ -29,6 +29,7 @@ from typing import Any
 from aiohttp import web
 
 from support.fake_model import Answer, FakeModel, fake_tokens, pick_code, token_logprob
+from support.waiting import wait_for
 
 __all__ = ["FAULT_KINDS", "FakeConfig", "FakeOpenAIServer", "FakeStats",
            "fake_tokens", "pick_code", "token_logprob"]
@@ -196,6 +197,16 @@ class FakeOpenAIServer:
             return replace(s, by_path=Counter(s.by_path), statuses=Counter(s.statuses),
                            faults=Counter(s.faults), attempts=Counter(s.attempts))
         return self._call(copy)
+
+    def wait_idle(self, timeout_s: float = 60) -> FakeStats:
+        """The stats once no request is being served (a killed client's requests still finish)."""
+        def idle() -> FakeStats | None:
+            stats = self.stats()
+            return stats if stats.in_flight == 0 else None
+
+        stats = wait_for(idle, timeout_s)
+        assert stats is not None, f"requests still being served after {timeout_s:.0f} s: {self.stats()}"
+        return stats
 
     def reset_stats(self) -> None:
         self._call(lambda: setattr(self._model, "stats", FakeStats()))
