@@ -17,14 +17,16 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from local_demo import BIN, STATE, _free_port, demo_env, start, wait_healthy
+from local_demo import BIN, FINAL, STATE, _free_port, demo_env, start, wait_healthy
 from local_demo import api as call
 
 
 def latest_run(api: str, flow: str = "issp") -> dict | None:
-    """The newest run of ``flow`` in the served state, or None."""
-    runs = call(api, "/flow_runs/filter", {"flows": {"name": {"any_": [flow]}}, "sort": "START_TIME_DESC",
-                                          "limit": 1})
+    """The run of ``flow`` that finished last (a final state, the latest end time), or None: not
+    the Scheduled nightly run (its expected start is in the future), nor one still running."""
+    ended = {"state": {"type": {"any_": list(FINAL)}}, "end_time": {"is_null_": False}}
+    runs = call(api, "/flow_runs/filter", {"flows": {"name": {"any_": [flow]}}, "flow_runs": ended,
+                                          "sort": "END_TIME_DESC", "limit": 1})
     return runs[0] if runs else None
 
 
