@@ -7,6 +7,7 @@ run's table and where the summary and the report are.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -67,8 +68,10 @@ def wait_healthy(url: str, timeout_s: float = 120.0, log: Path = STATE / "server
                      f"(log: {log})")
 
 
-def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    """Start a background process in its own group; stopped (TERM, then KILL) on exit."""
+def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path,
+          grace_s: float = 20.0) -> subprocess.Popen:
+    """Start a background process in its own group; on exit the group is stopped (TERM, then KILL
+    after ``grace_s``, and KILL for whatever of the group outlived its leader)."""
     handle = log.open("w")
     proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -77,9 +80,12 @@ def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> 
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                pass
+        with contextlib.suppress(ProcessLookupError):  # none left: the group is gone
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         handle.close()
 
     stack.callback(stop)

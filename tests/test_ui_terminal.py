@@ -107,8 +107,11 @@ def test_ui_links_the_run_that_finished_last(served_state: Path, tmp_path: Path)
     assert link is not None and link.group(1, 2) == ("started-first", "Completed"), text
 
 
-def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path) -> None:
+@pytest.mark.parametrize("when", ["starting", "serving"])
+def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path, when: str) -> None:
+    """Ctrl-C while the server starts (it answers no health check yet) or once the links are printed."""
     env = _env(served_state)
+    home = env["PREFECT_HOME"]
     pid, master = pty.fork()
     if pid == 0:  # the child: session leader, the pty its controlling terminal
         os.chdir(ROOT)
@@ -130,8 +133,13 @@ def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path) -> No
         status = code if done else None
         return status is not None
 
+    def ready() -> bool:
+        if when == "serving":
+            return READY in read()
+        return [p for p in processes_with_env("PREFECT_HOME", home) if p != pid] != []  # the server started
+
     try:
-        _wait(lambda: READY in read() or exited(), "printed URL", 240, read)
+        _wait(lambda: ready() or exited(), f"{when} server", 240, read)
         assert status is None, read()
         os.write(master, b"\x03")
         typed = time.monotonic()
@@ -143,9 +151,9 @@ def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path) -> No
             os.waitpid(pid, 0)
         os.close(master)
     text = shown[0].decode(errors="replace")
-    print(f"ui: exit {os.waitstatus_to_exitcode(status)}, {seconds:.1f} s after Ctrl-C")
+    print(f"ui ({when}): exit {os.waitstatus_to_exitcode(status)}, {seconds:.1f} s after Ctrl-C")
     assert seconds < 5 and os.waitstatus_to_exitcode(status) == 0, text[-3000:]
     assert "ui: stopping the server" in text and "Traceback" not in text, text[-3000:]
     # nothing left: not in its session, nor the server it started in a session of its own
-    _wait(lambda: session_members(pid) == [] and processes_with_env("PREFECT_HOME", env["PREFECT_HOME"]) == [],
+    _wait(lambda: session_members(pid) == [] and processes_with_env("PREFECT_HOME", home) == [],
           "end of every process it started", 5)
