@@ -114,8 +114,7 @@ def finished_line(line: str, seconds: float) -> str:
 def run_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The run's table for a terminal (at most 120 columns): domain, accuracy [95% CI], strongest
     baseline (its accuracy, then its name), margin, failures (parse, engine); an incomplete domain:
-    "incomplete", no margin.
-    ``summary.md`` and the report keep every column."""
+    "incomplete", no margin. ``summary.md`` and the report keep every column."""
     head = ("domain", "accuracy [95% CI]", "strongest baseline", "margin", "failures")
     cells = [[f"{row['domain_id']} {row['domain']}",
               _accuracy(row) if row.get("complete") is not False else "incomplete",
