@@ -1,15 +1,18 @@
-"""`make ui` (deployments/ui.py) seen from a terminal: the link it prints and Ctrl-C.
+"""`make ui` (deployments/ui.py) seen from a terminal: the link it prints and Ctrl-C; and the
+lines `make demo` prints per domain as it follows its run.
 
 Issue 22: it linked the Scheduled nightly run as "latest issp run" (the runs were sorted by start,
 and a scheduled run's expected start is tomorrow) and did not stop within 5 s of SIGINT. A real
 Prefect server holds runs made through its REST API: two completed (the one started first ended
 last), the nightly one scheduled for tomorrow, one still running; `ui.py` must link the one that
 ended last. On a pseudo-terminal (``tests/test_ctrl_c.py``'s pattern) Ctrl-C must end it and the
-server it started within seconds, leaving no process.
+server it started within seconds, leaving no process. The same server holds a demo run whose
+domain runs logged their lines: `make demo`'s follower prints each once, with its seconds.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pty
 import re
@@ -60,28 +63,62 @@ def _stop(ui: subprocess.Popen) -> None:
     ui.wait(timeout=60)
 
 
-def _seed_runs(api: str) -> None:
+class Api:
+    """Prefect's REST API, JSON in and out."""
+
+    def __init__(self, url: str) -> None:
+        self.client = httpx.Client(base_url=url, timeout=60)
+
+    def post(self, path: str, body: dict | list) -> dict:
+        response = self.client.post(path, json=body)
+        response.raise_for_status()
+        return response.json() if response.content else {}
+
+    def run(self, flow: str, name: str, state: dict, **fields) -> dict:
+        flow_id = self.post("/flows/", {"name": flow})["id"]
+        return self.post("/flow_runs/", {"flow_id": flow_id, "name": name, "state": state, **fields})
+
+    def finish(self, run: dict, kind: str = "COMPLETED", message: str | None = None) -> None:
+        state = {"type": kind, "message": message}
+        self.post(f"/flow_runs/{run['id']}/set_state", {"state": state, "force": True})
+
+
+LINE_10 = ("domain 10 SocialNetworks: 5 items, accuracy 0.400 [no CI: n < 10], best baseline "
+           "majority_question 0.300 (+0.100), 0 parse failures, 0 engine errors")
+LINE_12 = ("domain 12 Leisure: 5 items, INCOMPLETE, not a result (2 engine errors, first: HTTP 503), 0 parse "
+           "failures, 2 engine errors")
+
+
+def _seed_demo_run(api: Api) -> dict:
+    """An ``issp`` run and its domain runs as the demo's worker leaves them: domain 10 logs its line and
+    completes, 11 fails without one (its data could not be read), 12 logs its INCOMPLETE line and fails."""
+    parent = api.run("issp", "demo-run", {"type": "RUNNING"})
+    for domain_id in (10, 11, 12):
+        task = api.post("/task_runs/", {"flow_run_id": parent["id"], "task_key": "issp-domain",
+                                        "dynamic_key": str(domain_id), "name": f"issp-domain-{domain_id}"})
+        child = api.run("issp-domain", f"issp-domain-{domain_id}", {"type": "RUNNING"},
+                        parameters={"domain_id": domain_id}, parent_task_run_id=task["id"])
+        started = datetime.fromisoformat(api.client.get(f"/flow_runs/{child['id']}").json()["start_time"])
+        line = {10: LINE_10, 12: LINE_12}.get(domain_id)
+        logs = [{"name": "prefect.task_runs", "level": 20, "message": message, "flow_run_id": child["id"],
+                 "timestamp": (started + timedelta(seconds=seconds)).isoformat()}
+                for message, seconds in (("Beginning subflow run", 0.1), (line, 12.34)) if message]
+        api.post("/logs/", logs)
+        api.finish(child, *(("COMPLETED",) if domain_id == 10 else ("FAILED", f"domain {domain_id} failed")))
+    api.finish(parent, "FAILED")
+    return parent
+
+
+def _seed_runs(api: Api) -> None:
     """Runs of flow ``issp`` as a day of the demo leaves them, set through the REST API."""
-    with httpx.Client(base_url=api, timeout=60) as client:
-        def post(path: str, body: dict) -> dict:
-            response = client.post(path, json=body)
-            response.raise_for_status()
-            return response.json()
-
-        flow = post("/flows/", {"name": "issp"})["id"]
-
-        def run(name: str, state: dict) -> str:
-            return post("/flow_runs/", {"flow_id": flow, "name": name, "state": state})["id"]
-
-        def finish(run_id: str) -> None:
-            post(f"/flow_runs/{run_id}/set_state", {"state": {"type": "COMPLETED"}, "force": True})
-
-        first, second = run("started-first", {"type": "RUNNING"}), run("started-second", {"type": "RUNNING"})
-        finish(second)
-        finish(first)  # ended last: the one to link
-        tomorrow = (datetime.now(UTC) + timedelta(days=1)).isoformat()
-        run("nightly", {"type": "SCHEDULED", "state_details": {"scheduled_time": tomorrow}})
-        run("still-running", {"type": "RUNNING"})
+    _seed_demo_run(api)
+    first = api.run("issp", "started-first", {"type": "RUNNING"})
+    second = api.run("issp", "started-second", {"type": "RUNNING"})
+    api.finish(second)
+    api.finish(first)  # ended last: the one to link
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    api.run("issp", "nightly", {"type": "SCHEDULED", "state_details": {"scheduled_time": tomorrow}})
+    api.run("issp", "still-running", {"type": "RUNNING"})
 
 
 @pytest.fixture(scope="module")
@@ -93,18 +130,38 @@ def served_state(tmp_path_factory) -> Path:
                    env=_env(state), check=True, capture_output=True, timeout=300)
     ui, api = _serve(state, state / "seed.out")
     try:
-        _seed_runs(api)
+        _seed_runs(Api(api))
     finally:
         _stop(ui)
     return state
 
 
 def test_ui_links_the_run_that_finished_last(served_state: Path, tmp_path: Path) -> None:
-    ui, _ = _serve(served_state, tmp_path / "ui.out")
-    _stop(ui)
+    ui, api = _serve(served_state, tmp_path / "ui.out")
+    try:
+        demo = _demo_module()
+        parent = Api(api).post("/flow_runs/filter", {"flow_runs": {"name": {"any_": ["demo-run"]}}})[0]
+        lines = demo.DomainLines(api, parent["id"])
+        said = lines.new()
+        assert lines.new() == []  # each said once
+    finally:
+        _stop(ui)
     text = (tmp_path / "ui.out").read_text()
     link = re.search(r"latest issp run '([\w-]+)' \((\w+)\): (http://\S+/runs/flow-run/[\w-]+)", text)
     assert link is not None and link.group(1, 2) == ("started-first", "Completed"), text
+    # `make demo` follows its run the same way: each domain's line as the CLI prints it, and a domain
+    # run that ended without completing
+    assert said[:2] == [f"{LINE_10}, 12.3 s", f"{LINE_12}, 12.3 s"], said
+    assert sorted(said[2:]) == ["demo: issp-domain-11 Failed: domain 11 failed",
+                                "demo: issp-domain-12 Failed: domain 12 failed"], said
+
+
+def _demo_module():
+    """``deployments/local_demo.py``, a script: loaded from its file (no ``sys.path`` edit)."""
+    spec = importlib.util.spec_from_file_location("local_demo", ROOT / "deployments" / "local_demo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize("when", ["starting", "serving"])
