@@ -96,11 +96,26 @@ def prefect(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
     return subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=ROOT, check=True)
 
 
-def api(url: str, path: str, body: dict | None = None) -> dict:
-    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body."""
+RETRY = (429, 502, 503)  # what Prefect's own client retries: SQLite's "database is locked" comes back as 503
+
+
+def api(url: str, path: str, body: dict | None = None, tries: int = 6) -> dict:
+    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body. A busy
+    server's answers in ``RETRY`` are retried after 1, 2, 4, ... s (it rolled the call back)."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"{url}{path}", data=data, method="GET" if data is None else "POST",
                                      headers={"Content-Type": "application/json"})
+    for wait in (2**n for n in range(tries - 1)):
+        try:
+            return _answer(request)
+        except urllib.error.HTTPError as exc:
+            if exc.code not in RETRY:
+                raise
+        time.sleep(wait)
+    return _answer(request)
+
+
+def _answer(request: urllib.request.Request) -> dict:
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.loads(response.read() or b"null")
 
@@ -128,17 +143,19 @@ def run_and_watch(url: str, deployment: str) -> tuple[str, bool]:
     run = api(url, f"/deployments/{api(url, f'/deployments/name/{flow}/{name}')['id']}/create_flow_run", {})
     page = f"{url.removesuffix('/api')}/runs/flow-run/{run['id']}"
     print(f"demo: flow run '{run['name']}' of {deployment}: {page}", flush=True)
-    seen, domains = None, DomainLines(url, run["id"])
+    seen, domains, tick = None, DomainLines(url, run["id"]), 0
     while True:
         state = api(url, f"/flow_runs/{run['id']}")["state"]
         if state["name"] != seen:
             seen = state["name"]
             print(f"demo: {deployment}: {seen}", flush=True)
-        for line in domains.new():
-            print(line, flush=True)
+        if tick % 4 == 0 or state["type"] in FINAL:  # domains take minutes: every 2 s is soon enough
+            for line in domains.new():
+                print(line, flush=True)
         if state["type"] in FINAL:
             return run["id"], state["type"] == "COMPLETED"
         time.sleep(0.5)
+        tick += 1
 
 
 class DomainLines:
