@@ -50,8 +50,10 @@ class ConsoleProgress:
             self.bar.update(n)
 
     def end(self, line: str) -> None:
+        from socbench.progress import finished_line
+
         self._close_bar()
-        print(f"{line}, {time.monotonic() - self.started:.1f} s", file=self.stream, flush=True)
+        print(finished_line(line, time.monotonic() - self.started), file=self.stream, flush=True)
 
     def _close_bar(self) -> None:
         if self.bar is not None:

@@ -1,11 +1,13 @@
 """`make demo`: a local Prefect server + process worker, deploy, run `issp/all-domains`.
 
 Everything it starts lives under the project (`.prefect-demo/`) and is stopped on exit,
-also on Ctrl-C. Prints the summary table and where the report is.
+also on Ctrl-C. Prints a line per domain as it finishes (the one `socbench issp` prints), the
+run's table and where the summary and the report are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from contextlib import ExitStack
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,8 +68,10 @@ def wait_healthy(url: str, timeout_s: float = 120.0, log: Path = STATE / "server
                      f"(log: {log})")
 
 
-def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    """Start a background process in its own group; stopped (TERM, then KILL) on exit."""
+def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path,
+          grace_s: float = 20.0) -> subprocess.Popen:
+    """Start a background process in its own group; on exit the group is stopped (TERM, then KILL
+    after ``grace_s``, and KILL for whatever of the group outlived its leader)."""
     handle = log.open("w")
     proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -75,9 +80,12 @@ def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> 
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                pass
+        with contextlib.suppress(ProcessLookupError):  # none left: the group is gone
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         handle.close()
 
     stack.callback(stop)
@@ -88,11 +96,26 @@ def prefect(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
     return subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=ROOT, check=True)
 
 
-def api(url: str, path: str, body: dict | None = None) -> dict:
-    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body."""
+RETRY = (429, 502, 503)  # what Prefect's own client retries: SQLite's "database is locked" comes back as 503
+
+
+def api(url: str, path: str, body: dict | None = None, tries: int = 6) -> dict:
+    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body. A busy
+    server's answers in ``RETRY`` are retried after 1, 2, 4, ... s (it rolled the call back)."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"{url}{path}", data=data, method="GET" if data is None else "POST",
                                      headers={"Content-Type": "application/json"})
+    for wait in (2**n for n in range(tries - 1)):
+        try:
+            return _answer(request)
+        except urllib.error.HTTPError as exc:
+            if exc.code not in RETRY:
+                raise
+        time.sleep(wait)
+    return _answer(request)
+
+
+def _answer(request: urllib.request.Request) -> dict:
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.loads(response.read() or b"null")
 
@@ -107,8 +130,12 @@ def pool_exists(url: str) -> bool:
     return True
 
 
-def run_and_watch(url: str, deployment: str) -> bool:
-    """Create a run of ``deployment`` and follow it (a line per state); True if it completed.
+FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
+
+
+def run_and_watch(url: str, deployment: str) -> tuple[str, bool]:
+    """Create a run of ``deployment`` and follow it: a line per state, and per domain the line
+    ``socbench issp`` prints as it finishes; (the run's id, whether it completed).
 
     Over the REST API rather than ``prefect deployment run --watch``: no second Prefect import
     (~2 s here) at the start, and the end is seen within half a second."""
@@ -116,15 +143,65 @@ def run_and_watch(url: str, deployment: str) -> bool:
     run = api(url, f"/deployments/{api(url, f'/deployments/name/{flow}/{name}')['id']}/create_flow_run", {})
     page = f"{url.removesuffix('/api')}/runs/flow-run/{run['id']}"
     print(f"demo: flow run '{run['name']}' of {deployment}: {page}", flush=True)
-    seen = None
+    seen, domains, tick = None, DomainLines(url, run["id"]), 0
     while True:
         state = api(url, f"/flow_runs/{run['id']}")["state"]
         if state["name"] != seen:
             seen = state["name"]
             print(f"demo: {deployment}: {seen}", flush=True)
-        if state["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
-            return state["type"] == "COMPLETED"
+        if tick % 4 == 0 or state["type"] in FINAL:  # domains take minutes: every 2 s is soon enough
+            for line in domains.new():
+                print(line, flush=True)
+        if state["type"] in FINAL:
+            return run["id"], state["type"] == "COMPLETED"
         time.sleep(0.5)
+        tick += 1
+
+
+class DomainLines:
+    """What the domain runs of a run say as they end: the line each logs (``socbench.progress.
+    domain_line``) with its seconds, as ``socbench issp`` prints it, and the state of one that
+    ended without completing; each said once."""
+
+    def __init__(self, url: str, parent: str) -> None:
+        self.url, self.parent = url, parent
+        self.said: set[str] = set()  # domain runs whose line was printed
+        self.ended: set[str] = set()  # domain runs whose unfinished end was printed
+
+    def new(self) -> list[str]:
+        from socbench.progress import finished_line  # here, not at the top: it imports scikit-learn (2 s)
+
+        mine = {"flow_runs": {"parent_flow_run_id": {"any_": [self.parent]}}}
+        children = api(self.url, "/flow_runs/filter", mine)
+        waiting = {c["id"]: c for c in children if c["id"] not in self.said and c["start_time"]}
+        info = {"logs": {"flow_run_id": {"any_": list(waiting)}, "level": {"ge_": 20}}, "limit": 200}
+        logs = api(self.url, "/logs/filter", {**info, "sort": "TIMESTAMP_ASC"}) if waiting else []
+        lines = []
+        for log in logs:
+            child = waiting.get(log["flow_run_id"])
+            if child and log["message"].startswith(f"domain {child['parameters'].get('domain_id')} "):
+                took = datetime.fromisoformat(log["timestamp"]) - datetime.fromisoformat(child["start_time"])
+                lines.append(finished_line(log["message"], took.total_seconds()))
+                self.said.add(waiting.pop(child["id"])["id"])
+        for child in children:
+            state = child["state"]
+            if state["type"] in FINAL and state["type"] != "COMPLETED" and child["id"] not in self.ended:
+                self.ended.add(child["id"])
+                lines.append(f"demo: {child['name']} {state['name']}: {state.get('message') or 'no message'}")
+        return lines
+
+
+def summary_table(url: str, run_id: str) -> list[str]:
+    """The run's table for a terminal, from the ``issp-summary`` artifact the run published."""
+    from socbench.progress import run_table
+
+    found = api(url, "/artifacts/filter", {"artifacts": {"key": {"any_": ["issp-summary"]},
+                                                         "flow_run_id": {"any_": [run_id]}},
+                                           "sort": "CREATED_DESC", "limit": 1})
+    if not found:
+        return []
+    rows = found[0]["data"]
+    return run_table(json.loads(rows) if isinstance(rows, str) else rows)
 
 
 def main() -> int:
@@ -144,13 +221,14 @@ def main() -> int:
         # in reverse): a flow-run process still exiting when the server goes away hangs
         start(stack, [str(BIN / "prefect"), "worker", "start", "--pool", POOL], env, STATE / "worker.log")
         prefect(["--no-prompt", "deploy", "--all"], env)
-        completed = run_and_watch(env["PREFECT_API_URL"], "issp/all-domains")
+        run_id, completed = run_and_watch(env["PREFECT_API_URL"], "issp/all-domains")
+        table = summary_table(env["PREFECT_API_URL"], run_id)
     summary = ROOT / "results" / "smollm2-135m-instruct" / "summary.md"
-    if summary.exists():
-        print("\n" + summary.read_text())
+    if table:
+        print("\n" + "\n".join(table) + "\n")
     outcome = "completed" if completed else "FAILED"
     print(f"demo: finished in {time.monotonic() - started:.0f} s; the run {outcome}")
-    print(f"demo: results in {summary.parent}")
+    print(f"demo: results in {summary.parent} (every column: {summary.name})")
     print(f"demo: report (leaderboard, plots, HTML) in {ROOT / 'results' / 'report' / 'report.html'}")
     print("demo: `make ui` serves this run, its artifacts and the Retry button in the Prefect UI")
     return 0 if completed else 1

@@ -2,8 +2,9 @@
 
 `make demo` stops its server when the run ends; this starts a Prefect server on the same
 state, so the `issp` run, its domain runs, the summary and leaderboard artifacts and the
-Retry button are there to look at. Nothing runs flows (start `make demo` again for that);
-Ctrl-C (or SIGTERM) stops the server.
+Retry button are there to look at; "latest issp run" links the run that finished last. Nothing
+runs flows (start `make demo` again for that); Ctrl-C (or SIGTERM) stops the server and
+everything in its process group within seconds.
 
     .venv/bin/python deployments/ui.py [--state .prefect-demo] [--port 4200]
 """
@@ -17,15 +18,20 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from local_demo import BIN, STATE, _free_port, demo_env, start, wait_healthy
+from local_demo import BIN, FINAL, STATE, _free_port, demo_env, start, wait_healthy
 from local_demo import api as call
 
 
 def latest_run(api: str, flow: str = "issp") -> dict | None:
-    """The newest run of ``flow`` in the served state, or None."""
-    runs = call(api, "/flow_runs/filter", {"flows": {"name": {"any_": [flow]}}, "sort": "START_TIME_DESC",
-                                          "limit": 1})
+    """The run of ``flow`` that finished last (a final state, the latest end time), or None: not
+    the Scheduled nightly run (its expected start is in the future), nor one still running."""
+    ended = {"state": {"type": {"any_": list(FINAL)}}, "end_time": {"is_null_": False}}
+    runs = call(api, "/flow_runs/filter", {"flows": {"name": {"any_": [flow]}}, "flow_runs": ended,
+                                          "sort": "END_TIME_DESC", "limit": 1})
     return runs[0] if runs else None
+
+
+STOP_GRACE_S = 3.0  # then the server's group is killed: it runs no flows, and SQLite keeps its last commit
 
 
 def _stop(signum: int, frame: object) -> None:
@@ -48,24 +54,29 @@ def main(argv: list[str] | None = None) -> int:
     (args.state / "tmp").mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _stop)
     with ExitStack() as stack:
-        command = [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-        server = start(stack, command, env, args.state / "ui-server.log")
-        wait_healthy(env["PREFECT_API_URL"], log=args.state / "ui-server.log")
-        url = f"http://127.0.0.1:{port}"
-        print(f"ui: Prefect UI at {url} (state in {args.state}); Ctrl-C stops it", flush=True)
-        run = latest_run(env["PREFECT_API_URL"])
-        if run is not None:
-            print(f"ui: latest issp run '{run['name']}' ({run['state_name']}): "
-                  f"{url}/runs/flow-run/{run['id']}", flush=True)
-        print(f"ui: artifacts (summary, leaderboard, per-domain reports): {url}/artifacts", flush=True)
-        try:
+        try:  # Ctrl-C while the server starts stops it too
+            command = [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+            server = start(stack, command, env, args.state / "ui-server.log", grace_s=STOP_GRACE_S)
+            wait_healthy(env["PREFECT_API_URL"], log=args.state / "ui-server.log")
+            show_links(f"http://127.0.0.1:{port}", args.state)
             while server.poll() is None:
                 time.sleep(0.5)
         except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback; the stop is bounded
             print("ui: stopping the server", flush=True)
             return 0
     print(f"ui: the server exited (log: {args.state / 'ui-server.log'})", file=sys.stderr)
     return 1
+
+
+def show_links(url: str, state: Path) -> None:
+    """The UI's address, the run that finished last and the artifacts page."""
+    print(f"ui: Prefect UI at {url} (state in {state}); Ctrl-C stops it", flush=True)
+    run = latest_run(f"{url}/api")
+    if run is not None:
+        print(f"ui: latest issp run '{run['name']}' ({run['state_name']}): {url}/runs/flow-run/{run['id']}",
+              flush=True)
+    print(f"ui: artifacts (summary, leaderboard, per-domain reports): {url}/artifacts", flush=True)
 
 
 if __name__ == "__main__":

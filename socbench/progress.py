@@ -4,7 +4,7 @@ The stages call ``begin`` (a domain or a dataset starts), ``requests`` (how many
 engine), ``advance`` (one answered) and ``end`` (one line saying what came of it). The CLI
 listens (a bar on a terminal, the lines otherwise); with no listener (a Prefect worker, whose
 UI has its own artifacts) nothing is shown. ``domain_line`` and ``run_table`` say a domain's
-result in one line and a run's in a table, each score beside its strongest baseline.
+result in one line and a run's in a table for a terminal, each score beside its strongest baseline.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
-from socbench.report.output import fmt, markdown_table
+from socbench.report.output import fmt
+from socbench.report.terminal import terminal_table
 
 
 class Throttle:
@@ -105,12 +106,19 @@ def domain_line(row: Mapping[str, Any]) -> str:
     return f"{head}, accuracy {_accuracy(row)}, best baseline {_baseline(row)} ({_margin(row)}), {tail}"
 
 
+def finished_line(line: str, seconds: float) -> str:
+    """A stage's closing line with the seconds it took, as a console shows it (the CLI and ``make demo``)."""
+    return f"{line}, {seconds:.1f} s"
+
+
 def run_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The run's table as markdown lines: domain, accuracy [95% CI], strongest baseline, margin,
-    parse failures, engine errors (an incomplete domain: "incomplete", no margin)."""
-    head = ("domain", "accuracy [95% CI]", "best baseline", "margin", "parse failures", "engine errors")
+    """The run's table for a terminal (at most 120 columns): domain, accuracy [95% CI], strongest
+    baseline (its accuracy, then its name), margin, failures (parse, engine); an incomplete domain:
+    "incomplete", no margin. ``summary.md`` and the report keep every column."""
+    head = ("domain", "accuracy [95% CI]", "strongest baseline", "margin", "failures")
     cells = [[f"{row['domain_id']} {row['domain']}",
-              _accuracy(row) if row.get("complete") is not False else "incomplete", _baseline(row),
+              _accuracy(row) if row.get("complete") is not False else "incomplete",
+              f"{fmt(row['best_baseline_accuracy'])} {row['best_baseline'] or 'none'}",  # cut: keeps score
               _margin(row) if row.get("complete") is not False else "n/a",
-              str(row["parse_failures"]), str(row["engine_errors"])] for row in rows]
-    return markdown_table(head, cells)
+              f"{row['parse_failures']} parse, {row['engine_errors']} engine"] for row in rows]
+    return terminal_table(head, cells, shrink=(0, 2))
