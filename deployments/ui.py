@@ -17,8 +17,10 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from local_demo import BIN, STATE, _free_port, demo_env, start, wait_healthy
+from local_demo import STATE, demo_env
 from local_demo import api as call
+
+from socbench.processes import PrefectServer, free_port
 
 
 def latest_run(api: str, flow: str = "issp") -> dict | None:
@@ -43,14 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ui: no Prefect state in {args.state} (no {home / 'prefect.db'}): run `make demo` first",
               file=sys.stderr)
         return 2
-    port = args.port or _free_port()
+    port = args.port or free_port()
     env = demo_env(port, args.state)
     (args.state / "tmp").mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _stop)
     with ExitStack() as stack:
-        command = [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-        server = start(stack, command, env, args.state / "ui-server.log")
-        wait_healthy(env["PREFECT_API_URL"], log=args.state / "ui-server.log")
+        server = stack.enter_context(PrefectServer(env, port, args.state / "ui-server.log"))
         url = f"http://127.0.0.1:{port}"
         print(f"ui: Prefect UI at {url} (state in {args.state}); Ctrl-C stops it", flush=True)
         run = latest_run(env["PREFECT_API_URL"])
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{url}/runs/flow-run/{run['id']}", flush=True)
         print(f"ui: artifacts (summary, leaderboard, per-domain reports): {url}/artifacts", flush=True)
         try:
-            while server.poll() is None:
+            while server.proc.poll() is None:
                 time.sleep(0.5)
         except KeyboardInterrupt:
             print("ui: stopping the server", flush=True)

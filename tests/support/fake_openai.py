@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from support.fake_model import Answer, FakeModel, fake_tokens, pick_code, token_logprob
+from .fake_model import Answer, FakeModel, fake_tokens, pick_code, token_logprob
 
 __all__ = ["FAULT_KINDS", "FakeConfig", "FakeOpenAIServer", "FakeStats",
            "fake_tokens", "pick_code", "token_logprob"]
