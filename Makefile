@@ -5,13 +5,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.socbench-installed
 export SOCBENCH_HOME ?= $(CURDIR)/.socbench
-export VLLM_CPU_KVCACHE_SPACE ?= 1
-export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
-export TORCH_COMPILE_DISABLE ?= 1
+# vLLM's CPU settings (KV cache, in-process engine, no torch.compile) are defaulted in one place:
+# socbench/processes.py (CPU_ENV), by every script and test that starts an engine.
 
-.PHONY: setup browser lint test demo ui bench clean
+.PHONY: setup browser postgres lint test demo ui bench clean
 
-setup: $(STAMP) browser
+setup: $(STAMP) browser postgres
 
 # The report's tests render report.html in Debian's chromium (headless); CI runs as root on a fresh
 # machine, so install it there; elsewhere say how (those tests are skipped without it).
@@ -23,6 +22,19 @@ browser:
 	  else \
 	    echo "setup: chromium not found and not root: run 'sudo apt-get install -y chromium'" \
 	         "(the browser tests of the report and the Prefect UI are skipped without it)" >&2; \
+	  fi; }
+
+# The multi-worker tests (the sweep) and bench/scale_out.py run Prefect's server on a throwaway
+# PostgreSQL cluster (initdb/pg_ctl, socbench/processes.py), as docs/scale-out.md asks of several
+# workers; SQLite stays for the single-machine demo. As root (CI) install Debian's postgresql.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "setup: installing Debian's postgresql (the multi-worker tests' Prefect database)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	  else \
+	    echo "setup: PostgreSQL not found and not root: run 'sudo apt-get install -y postgresql'" \
+	         "(the sweep's multi-worker tests are skipped without it)" >&2; \
 	  fi; }
 
 # The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision
@@ -49,7 +61,7 @@ ui: setup
 	$(PY) deployments/ui.py
 
 bench: setup
-	$(PY) bench/run_all.py
+	$(PY) -m bench.run_all
 
 clean:
 	rm -rf $(VENV) .socbench .prefect-demo results

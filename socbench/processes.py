@@ -26,7 +26,10 @@ from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
 BIN = Path(sys.executable).parent  # the venv's console scripts (prefect)
-PG_BIN = Path("/usr/lib/postgresql/15/bin")  # Debian's postgresql (make setup installs it)
+# Debian's postgresql (make setup installs it): the newest major version's tools
+PG_BIN = max((p for p in Path("/usr/lib/postgresql").glob("*/bin") if p.parent.name.isdigit()),
+             key=lambda p: int(p.parent.name),
+             default=Path("/usr/lib/postgresql/15/bin"))
 
 # vLLM on a CPU host (stack-notes): without a KV-cache size start-up asks for 92 % of RAM; the
 # engine in-process starts in 3-5 s instead of 16-25 s; torch.compile costs 8-18 s on the first
