@@ -27,15 +27,12 @@ browser:
 # The multi-worker tests (the sweep) and bench/scale_out.py run Prefect's server on a throwaway
 # PostgreSQL cluster (initdb/pg_ctl, socbench/processes.py), as docs/scale-out.md asks of several
 # workers; SQLite stays for the single-machine demo. As root (CI) install Debian's postgresql.
+INITDB := /usr/lib/postgresql/*/bin/initdb
 postgres:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "setup: installing Debian's postgresql (the multi-worker tests' Prefect database)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
-	  else \
-	    echo "setup: PostgreSQL not found and not root: run 'sudo apt-get install -y postgresql'" \
-	         "(the sweep's multi-worker tests are skipped without it)" >&2; \
-	  fi; }
+	@ls $(INITDB) >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || { echo "setup: installing Debian's postgresql"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+	@ls $(INITDB) >/dev/null 2>&1 || echo "setup: no PostgreSQL: run 'sudo apt-get install -y postgresql'" \
+	  "(the sweep's multi-worker tests are skipped without it)" >&2
 
 # The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision
 # (see docs/stack-notes in README): pip finds torch==2.13.0+cpu via the machine's pip config.
