@@ -131,6 +131,7 @@ class PrefectServer:
                  log: Path | None = None, private: bool = False) -> None:
         self.env = dict(os.environ if env is None else env)
         self.port, self.log, self.private = port or free_port(), log, private
+        self.port_given = port is not None
         self.proc: subprocess.Popen[Any] | None = None
 
     @property
@@ -152,24 +153,26 @@ class PrefectServer:
         return self
 
     def wait(self, timeout_s: float = 120.0) -> PrefectServer:
-        """Until ``/api/health`` answers; a server that exited (its port taken meanwhile) is started
-        once more on another port. TimeoutError/RuntimeError name the log."""
-        if self.proc is None:
-            self.spawn()
-        deadline, respawned = time.monotonic() + timeout_s, False
-        while not answers(f"{self.api_url}/health"):
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                if respawned:
+        """Until ``/api/health`` answers; a server that exited (its free port taken meanwhile) is
+        started once more on another one. TimeoutError/RuntimeError name the log."""
+        respawned = False
+
+        def up() -> bool:
+            nonlocal respawned
+            if self.proc is None or self.proc.poll() is not None:
+                if self.proc is not None and (respawned or self.port_given):
                     raise RuntimeError(f"the Prefect server exited with code {self.proc.returncode} "
                                        f"(log: {self.log})")
-                self.port, respawned = free_port(), True
+                if self.proc is not None:
+                    self.port, respawned = free_port(), True
                 self.spawn()
-            if time.monotonic() > deadline:
-                self.stop()
-                raise TimeoutError(f"the Prefect server at {self.url} did not answer within "
-                                   f"{timeout_s:.0f} s (log: {self.log})")
-            time.sleep(0.1)
+            return answers(f"{self.api_url}/health")
+
+        try:
+            wait_for(up, timeout_s, f"the Prefect server at {self.url} (log: {self.log})", 0.1)
+        except TimeoutError:
+            self.stop()
+            raise
         return self
 
     def start(self, timeout_s: float = 120.0) -> PrefectServer:
