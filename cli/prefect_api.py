@@ -84,7 +84,9 @@ def prefect_api(meanwhile: Callable[[], object] | None = None,
                 yield server.api_url
         finally:
             _drain()
-            _use_everywhere(None)
+        # only after a run that ended normally: after Ctrl-C or an error, threads of the run may still
+        # be finishing, and without an API URL Prefect would start a temporary server for them
+        _use_everywhere(None)
     finally:
         if server is not None:
             server.stop()
