@@ -5,13 +5,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.socbench-installed
 export SOCBENCH_HOME ?= $(CURDIR)/.socbench
-export VLLM_CPU_KVCACHE_SPACE ?= 1
-export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
-export TORCH_COMPILE_DISABLE ?= 1
+# vLLM's CPU settings (KV cache, in-process engine, no torch.compile) are defaulted in one place:
+# socbench/processes.py (CPU_ENV), by every script and test that starts an engine.
 
-.PHONY: setup browser lint test test-fast demo ui bench clean
+.PHONY: setup browser postgres lint test test-fast demo ui bench clean
 
-setup: $(STAMP) browser
+setup: $(STAMP) browser postgres
 
 # The browser tests drive Debian's chromium (headless) through chromium-driver (selenium); CI runs as
 # root on a fresh machine, so install both there; elsewhere say how (those tests are skipped without).
@@ -25,7 +24,17 @@ browser:
 	         "chromium-driver' (the browser tests of the report and the Prefect UI are skipped without them)" >&2; \
 	  fi; }
 
-# The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision;
+# The multi-worker tests (the sweep) and bench/scale_out.py run Prefect's server on a throwaway
+# PostgreSQL cluster (initdb/pg_ctl, socbench/processes.py), as docs/scale-out.md asks of several
+# workers; SQLite stays for the single-machine demo. As root (CI) install Debian's postgresql.
+INITDB := /usr/lib/postgresql/*/bin/initdb
+postgres:
+	@ls $(INITDB) >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || { echo "setup: installing Debian's postgresql"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+	@ls $(INITDB) >/dev/null 2>&1 || echo "setup: no PostgreSQL: run 'sudo apt-get install -y postgresql'" \
+	  "(the sweep's multi-worker tests are skipped without it)" >&2
+
+# The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision
 # pip finds torch==2.13.0+cpu via the machine's pip config.
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "setup: $(PYTHON) not found (set PYTHON=...)" >&2; exit 2; }
@@ -55,7 +64,7 @@ ui: setup
 	$(PY) deployments/ui.py
 
 bench: setup
-	$(PY) bench/run_all.py
+	$(PY) -m bench.run_all
 
 clean:
 	rm -rf $(VENV) .socbench .prefect-demo results

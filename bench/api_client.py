@@ -6,7 +6,7 @@ a pipe. Target 4: 20,000 prompts, ``concurrent_requests=256`` vs fixed batches o
 original system), same request bodies. Target 6: domain-sized calls (27,750 prompts each)
 through the cached engine, the way the flow runs them, in a fresh process; resident memory
 after each domain, extrapolated to ten domains (277,500 prompts) when fewer were run.
-Usage: ``python bench/api_client.py [--quick] [--prompts 20000] [--domains 2]``.
+Usage: ``python -m bench.api_client [--quick] [--prompts 20000] [--domains 2]``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common
 
 DOMAIN_PROMPTS = 27_750  # 500 respondents x ~55 questions: one domain of a full run
 
@@ -29,8 +28,9 @@ class Server:
     """The fake server in a child process: ``url``, ``stats()``, ``reset()``, ``stop()``."""
 
     def __init__(self, latency_ms: float) -> None:
-        self.proc = subprocess.Popen([common.PY, __file__, "--serve", str(latency_ms)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, cwd=common.ROOT)
+        command = [common.PY, "-m", "bench.api_client", "--serve", str(latency_ms)]
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     cwd=common.ROOT)
         self.url = self.proc.stdout.readline().strip()
 
     def _ask(self, command: str) -> dict:
@@ -50,7 +50,7 @@ class Server:
 
 
 def serve(latency_ms: float) -> None:
-    from support.fake_openai import FakeOpenAIServer
+    from tests.support.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(latency_ms=latency_ms) as server:
         print(server.url, flush=True)
@@ -63,7 +63,7 @@ def serve(latency_ms: float) -> None:
 
 
 def requests(n: int, seed: int = 0) -> list:
-    from engines_bare import personas
+    from bench.engines_bare import personas
 
     return [pair[0] for pair in personas(n, seed)]
 
@@ -142,8 +142,8 @@ def memory_run(domains: int, per_domain: int) -> None:
 
 
 def memory(domains: int, per_domain: int) -> dict:
-    out = subprocess.run([common.PY, __file__, "--memory-child", str(domains), str(per_domain)], check=True,
-                         capture_output=True, text=True, cwd=common.ROOT).stdout
+    command = [common.PY, "-m", "bench.api_client", "--memory-child", str(domains), str(per_domain)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=common.ROOT).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     growth = (rows[-1]["rss_mb"] - rows[0]["rss_mb"]) / max(1, len(rows) - 1)  # per extra domain
     projected = rows[-1]["max_rss_mb"] + max(0.0, growth) * (10 - len(rows)) * DOMAIN_PROMPTS / per_domain

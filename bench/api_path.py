@@ -10,7 +10,7 @@ fixed batches of 50 (the original system); (b) socbench's request phase: the flo
 fully cached. Targets: (c) <= (b) + 10 s; (a) / (b) >= 4.5; (d) <= 10 s. Every figure comes with
 the 1-min load average; (c) and (d) must write the same answers. ``--profile`` adds the
 phases of one more cached run (``bench/api_phases.py``).
-Usage: ``python bench/api_path.py [--quick] [--repeats 3] [--profile] [--issp /work/shared/issp]``.
+Usage: ``python -m bench.api_path [--quick] [--repeats 3] [--profile] [--issp /work/shared/issp]``.
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import api_client  # noqa: E402
-
-import common  # noqa: E402
+from bench import api_client, common
 
 CONCURRENCY = 256
 
@@ -119,11 +115,9 @@ def profile_phases(url: str, data_dir: Path) -> list:
     """Phase marks (seconds since start) of a cold and a cached run, from ``bench/api_phases.py``."""
     out, rows = Path(tempfile.mkdtemp(prefix="bench-api-prof-")), []
     for kind in ("whole run", "cached rerun"):
-        script = str(Path(__file__).with_name("api_phases.py"))
-        proc = subprocess.run([common.PY, script, "issp", "--api_type", "openai", "--api_base", url,
-                               "--model",
-                               "fake-model", "--concurrent_requests", str(CONCURRENCY), "--data_dir",
-                               str(data_dir), "--output_dir", str(out)],
+        proc = subprocess.run([common.PY, "-m", "bench.api_phases", "issp", "--api_type", "openai",
+                               "--api_base", url, "--model", "fake-model", "--concurrent_requests",
+                               str(CONCURRENCY), "--data_dir", str(data_dir), "--output_dir", str(out)],
                               cwd=common.ROOT, capture_output=True, text=True, check=True)
         marks = json.loads(proc.stderr.strip().splitlines()[-1])
         rows.append({"run": kind, "load": common.load_avg(), "marks": marks})

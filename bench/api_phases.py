@@ -1,6 +1,6 @@
 """Where a ``socbench issp`` run's wall time goes: the CLI run with marks at its phases.
 
-Run as ``python bench/api_phases.py issp <flags>`` (``bench/api_path.py --profile`` does): the
+Run as ``python -m bench.api_phases issp <flags>`` (``bench/api_path.py --profile`` does): the
 same process as ``python -m cli``, with marks (seconds since start) when the Prefect API server
 is spawned, when the flow module is imported, when the API answers, at each stage task's start
 and end, at the run's report and at the API's stop; printed as one JSON list on stderr. The
@@ -13,7 +13,6 @@ import importlib
 import json
 import sys
 import time
-from pathlib import Path
 
 START = time.perf_counter()
 MARKS: list[tuple[str, float]] = []
@@ -39,11 +38,11 @@ def around(owner, name: str, label: str) -> None:
 
 
 def hook_flow() -> None:
-    import cli.prefect_api as api
     import tasks.report
+    from socbench.processes import PrefectServer
 
-    around(api._Starting, "wait", "api wait")
-    around(api.OwnPrefectApi, "stop", "api stop")
+    around(PrefectServer, "wait", "api wait")
+    around(PrefectServer, "stop", "api stop")
     around(tasks.report.report_run, "fn", "report_run")
     for stage in STAGES:
         around(getattr(importlib.import_module(f"tasks.{stage}"), stage), "fn", stage)
@@ -64,10 +63,9 @@ class FlowImportHook:
 
 
 def main() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import cli.prefect_spawn as spawn
+    import cli.prefect_api as api
 
-    around(spawn, "spawn_early", "spawn API")
+    around(api, "spawn_early", "spawn API")
     sys.meta_path.insert(0, FlowImportHook())
     from cli import main as cli_main
 

@@ -11,7 +11,7 @@ lm-evaluation-harness is never a project dependency: it runs from a side venv
 (``--lmeval_venv``, default /tmp/lmeval), made with ``python3.11 -m venv /tmp/lmeval &&
 /tmp/lmeval/bin/pip install --find-links /opt/wheels lm-eval "torch==2.13.0+cpu" transformers
 accelerate``. Without it the lm-eval side is "not measured".
-Usage: ``python bench/arc_cp_vs_lmeval.py [--limit 300] [--repeats 2] [--api_type auto]``.
+Usage: ``python -m bench.arc_cp_vs_lmeval [--limit 300] [--repeats 2] [--api_type auto]``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common
 
 TASK_YAML = """task: arc_easy_socbench
 dataset_path: json

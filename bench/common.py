@@ -18,17 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from socbench.processes import cpu_defaults
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "bench" / "out"
 PY = sys.executable
-sys.path.insert(0, str(ROOT / "tests"))  # test support (the fake OpenAI server) lives with the tests
 
 
 def setup_env(prefect: bool = False) -> None:
     """The CPU settings from stack-notes, and a private Prefect home when ``prefect``."""
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    os.environ.setdefault("TORCH_COMPILE_DISABLE", "1")
+    cpu_defaults()
     os.environ.setdefault("SOCBENCH_HOME", str(ROOT / ".socbench"))
     os.environ.setdefault("VLLM_CACHE_ROOT", str(ROOT / ".socbench" / "vllm"))
     if prefect:

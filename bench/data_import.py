@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common
 
 COUNTRIES = (
     "AT AU BE CH CL CN CZ DE DK ES FI FR GB-GBN HR HU IL IN IS IT JP KR LT NO NZ PH RU SE SI SK US"

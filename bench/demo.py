@@ -11,7 +11,7 @@ Two parts, one run:
 2. ``deployments/local_demo.py`` end to end (fresh results and Prefect state), with the
    time split by phase from the worker's log, and answers compared with ``--reference``
    (a results folder of an earlier demo run) when given.
-Usage: ``python bench/demo.py [--prompts 400] [--repeats 2] [--skip_demo] [--reference DIR]``.
+Usage: ``python -m bench.demo [--prompts 400] [--repeats 2] [--skip_demo] [--reference DIR]``.
 """
 
 from __future__ import annotations
@@ -21,19 +21,16 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common
 
 WORKER = """
 import dataclasses, json, sys, time
 variant, n = sys.argv[1], int(sys.argv[2])
-sys.path.insert(0, "bench")
-from engines import demo_prompts
+from bench.engines import demo_prompts
 from socbench.engines.settings import VllmSettings
 from socbench.engines.vllm import VllmEngine
 from socbench.models import resolve_model

@@ -3,18 +3,13 @@
 Prompts are the demo data's real ISSP prompts (all ten domains). Backends: ``vllm`` and ``hf``
 in-process on the model (default: the embedded SmolLM2), and ``config`` (the OpenAI-compatible
 client) against the project's test server. No cache: each figure is the backend alone.
-Usage: ``python bench/engines.py [--quick] [--model M] [--backends vllm,hf,config] [--n 400]``.
+Usage: ``python -m bench.engines [--quick] [--model M] [--backends vllm,hf,config] [--n 400]``.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pipeline_vs_bare import bare_generate, bare_score  # noqa: E402
-
-import common  # noqa: E402
+from bench import common
+from bench.pipeline_vs_bare import bare_generate, bare_score
 
 MODES = ("generate", "logprobs")
 
@@ -74,7 +69,7 @@ def main() -> None:
     args = p.parse_args()
     common.setup_env()
     n = 80 if args.quick else args.n
-    from support.fake_openai import FakeOpenAIServer
+    from tests.support.fake_openai import FakeOpenAIServer
 
     rows: list[dict] = []
     with FakeOpenAIServer(latency_ms=20) as server:

@@ -1,7 +1,7 @@
 """Bare engine throughput on SmolLM2: start-up, structured generate and option log-probs.
 
 No cache, no Prefect: what the in-process backends themselves cost on this host.
-Usage: ``python bench/engines_bare.py [--n 200] [--backends vllm,hf]``; prints JSON and writes
+Usage: ``python -m bench.engines_bare [--n 200] [--backends vllm,hf]``; prints JSON and writes
 ``bench/out/engines_bare.json``.
 """
 

@@ -5,7 +5,7 @@ the same stage bodies called directly (``task.fn``; the report stage's files wit
 artifact), each from an empty engine cache, against the fake OpenAI server (no latency).
 Cached rerun: the ``issp`` parent flow over the ten demo domains on the tiny vLLM model,
 then the same run again in a fresh process, which must not import vLLM at all.
-Usage: ``python bench/orchestration.py [--quick] [--domains 3]``.
+Usage: ``python -m bench.orchestration [--quick] [--domains 3]``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
-
-sys.path.insert(0, str(common.ROOT))
+from bench import common
 
 
 def direct(config, domain_id: int) -> None:
@@ -44,7 +40,7 @@ def overhead(domains: list[int], data_dir: str) -> list[dict]:
     from flows.issp import issp_domain
     from socbench.config import make_config
     from socbench.engines.session import close_engines
-    from support.fake_openai import FakeOpenAIServer
+    from tests.support.fake_openai import FakeOpenAIServer
 
     def config(tag: str):
         out = tempfile.mkdtemp(prefix=f"bench-orch-{tag}-")
@@ -86,7 +82,7 @@ def cached_rerun(data_dir: str, model: str) -> list[dict]:
     rows = []
     for kind in ("first", "rerun"):
         start = time.perf_counter()
-        proc = subprocess.run([common.PY, __file__, "--child", kind, out, data_dir, model],
+        proc = subprocess.run([common.PY, "-m", "bench.orchestration", "--child", kind, out, data_dir, model],
                               capture_output=True,
                               text=True, cwd=common.ROOT)
         lines = [line for line in proc.stdout.splitlines() if line.startswith('{"kind"')]

@@ -5,7 +5,7 @@ is reset before each timed pass so neither inherits the other's cache. Model: th
 Qwen2 (``socbench.models.tiny``): SmolLM2 is too slow on 2 cores for 5,000+ prompts per mode.
 The sides alternate ``--repeats`` times; the figure is the median of the pass-by-pass ratios (each
 pair ran back to back, so a change in the host's load hits both), with every pass's time and
-load average in the JSON. Usage: ``python bench/pipeline_vs_bare.py [--quick] [--prompts 6000]
+load average in the JSON. Usage: ``python -m bench.pipeline_vs_bare [--quick] [--prompts 6000]
 [--repeats 3] [--profile]``.
 """
 
@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common
 
 
 def stages(config, engine, domain_id: int):

@@ -5,19 +5,17 @@ continuations from a cached context (``max_tokens=1`` + ``logprob_token_ids`` pe
 Hit rate = sum of ``RequestOutput.num_cached_tokens`` / sum of prompt tokens, per pass, with
 the prefix cache reset before each pass. Part A uses the tiny model on synthetic ISSP
 prompts; part B uses SmolLM2 on ARC-Easy test items (0-shot and 5-shot CP contexts).
-Usage: ``python bench/prefix_cache.py [--quick] [--respondents 60] [--arc_items 40]``.
+Usage: ``python -m bench.prefix_cache [--quick] [--respondents 60] [--arc_items 40]``.
 """
 
 from __future__ import annotations
 
 import random
-import sys
 import tempfile
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common
 
 
 def _engine(model: str):

@@ -1,6 +1,6 @@
 """Run every bench script (``make bench``), one fresh process each; summary in bench/out/summary.json.
 
-Usage: ``python bench/run_all.py [--quick] [--only pipeline_vs_bare,api_client]``. Each script
+Usage: ``python -m bench.run_all [--quick] [--only pipeline_vs_bare,api_client]``. Each script
 prints its two figures and their ratio; this prints one line per script at the end.
 """
 
@@ -10,10 +10,8 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common
 
 SCRIPTS = ("arc_cp_vs_lmeval", "demo", "pipeline_vs_bare", "threads", "prefix_cache", "api_client",
            "api_path", "orchestration", "data_import")
@@ -32,7 +30,7 @@ def main() -> None:
         print(f"== {name} (load {common.load_avg()})", flush=True)
         start = time.perf_counter()
         extra = ["--quick"] if args.quick else DEFAULT_ARGS.get(name, [])
-        cmd = [common.PY, str(common.ROOT / "bench" / f"{name}.py"), *extra]
+        cmd = [common.PY, "-m", f"bench.{name}", *extra]
         rc = subprocess.run(cmd, cwd=common.ROOT).returncode
         out = common.OUT_DIR / f"{name}.json"
         record = json.loads(out.read_text()) if rc == 0 and out.exists() else {}

@@ -7,7 +7,7 @@ Workers: a real Prefect server, ``prefect deploy --all``, a controller worker (t
 parent's queue) and one, then two, ``--limit 1`` workers; the same sweep (two models served
 by vLLM's OpenAI server on the tiny model, the ten demo domains, two domains per run) on an
 empty cache each time; wall time of the sweep's flow run from its records.
-Usage: ``python bench/scale_out.py [--quick] [--skip-start]``.
+Usage: ``python -m bench.scale_out [--quick] [--skip-start]``.
 """
 
 from __future__ import annotations
@@ -22,11 +22,9 @@ from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
-
-sys.path.insert(0, str(common.ROOT / "deployments"))
-import local_demo  # noqa: E402 - the demo's server/worker helpers
+from bench import common
+from deployments import local_demo  # the demo's environment and worker helpers
+from socbench.processes import prefect_server
 
 
 def child_start(model: str, out: str) -> None:
@@ -44,7 +42,7 @@ def child_start(model: str, out: str) -> None:
     engine = get_engine(config.engine)
     engine.backend._engine()  # noqa: SLF001 - start it now, to time it apart from generation
     started = time.perf_counter()
-    from orchestration import direct
+    from bench.orchestration import direct
 
     direct(config, 1)
     done = time.perf_counter()
@@ -58,8 +56,8 @@ def engine_start(models: list[str]) -> list[dict]:
     rows = []
     for model in models:
         out = tempfile.mkdtemp(prefix="bench-start-")
-        proc = subprocess.run([common.PY, __file__, "--child-start", model, out], capture_output=True,
-                              text=True, cwd=common.ROOT)
+        proc = subprocess.run([common.PY, "-m", "bench.scale_out", "--child-start", model, out],
+                              capture_output=True, text=True, cwd=common.ROOT)
         lines = [line for line in proc.stdout.splitlines() if line.startswith('{"model"')]
         if proc.returncode or not lines:
             raise SystemExit(f"engine start of {model} failed:\n{proc.stderr[-3000:]}")
@@ -79,11 +77,12 @@ def _parent_wall(api: str) -> float:
 
 
 def sweeps(quick: bool) -> list[dict]:
-    from vllm_server import VllmServer, free_port
+    """The same sweep on one, then two workers; the server on PostgreSQL (docs/scale-out.md: SQLite
+    froze every API call for 60 s under three workers)."""
+    from tests.vllm_server import VllmServer
 
     state = Path(tempfile.mkdtemp(prefix="bench-scale-out-"))
-    port = free_port()
-    env = {**local_demo.demo_env(port), "OPENAI_API_KEY": "unused", "PREFECT_WORKER_QUERY_SECONDS": "1",
+    env = {**local_demo.demo_env(0), "OPENAI_API_KEY": "unused", "PREFECT_WORKER_QUERY_SECONDS": "1",
            "TMPDIR": str(state), "PREFECT_HOME": str(state / "home"),
            "PREFECT_MEMO_STORE_PATH": str(state / "home" / "memo_store.toml"),
            "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(state / "home" / "results")}
@@ -94,9 +93,7 @@ def sweeps(quick: bool) -> list[dict]:
     with ExitStack() as stack:
         stack.callback(vllm.stop)
         vllm.start()
-        local_demo.start(stack, [str(local_demo.BIN / "prefect"), "server", "start", "--host", "127.0.0.1",
-                                 "--port", str(port)], env, state / "server.log")
-        local_demo.wait_healthy(env["PREFECT_API_URL"])
+        env = stack.enter_context(prefect_server(env, state / "server.log", postgres=True))
         local_demo.prefect(["work-pool", "create", local_demo.POOL, "--type", "process", "--overwrite"], env)
         local_demo.prefect(["--no-prompt", "deploy", "--all"], env)
         local_demo.start(stack, [*worker, "--work-queue", "sweep"], env, state / "controller.log")

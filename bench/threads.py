@@ -5,18 +5,15 @@ vLLM: structured greedy answers to demo prompts (``cpu_threads``). Each pass is 
 process (the thread count must be set before the engine starts), the thread counts
 alternate ``--repeats`` times, the load average is recorded before and after every pass,
 and the answers are compared across thread counts (bf16 rounding can depend on them).
-Usage: ``python bench/threads.py [--items 100] [--prompts 200] [--repeats 2]``.
+Usage: ``python -m bench.threads [--items 100] [--prompts 200] [--repeats 2]``.
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from bench import common
 
 WORKER = """
 import json, sys, time, os
@@ -32,8 +29,7 @@ if backend == "hf":
     engine = HfEngine(model, HfSettings(torch_threads=threads))
     run = lambda: [r.logprob for r in engine.loglikelihood(requests)]
 else:
-    sys.path.insert(0, "bench")
-    from engines import demo_prompts
+    from bench.engines import demo_prompts
     from socbench.engines.settings import VllmSettings
     from socbench.engines.vllm import VllmEngine
     prompts = demo_prompts("generate", n)

@@ -71,10 +71,9 @@ def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = No
     """The flow ``flows.<name>.<name>`` run in this process on socbench's own Prefect API, progress shown;
     the API's server is spawned first, and the flow's imports and ``meanwhile`` run while it starts."""
     quiet_libraries()
-    from cli.prefect_spawn import spawn_early
+    from cli.prefect_api import prefect_api, spawn_early
 
-    port = spawn_early()
-    from cli.prefect_api import prefect_api
+    server = spawn_early()
     from socbench.progress import listening
 
     module = f"flows.{name}"
@@ -84,7 +83,7 @@ def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = No
         if meanwhile is not None:
             meanwhile()
 
-    with prefect_api(imports_then_meanwhile, port), listening(ConsoleProgress()):
+    with prefect_api(imports_then_meanwhile, server), listening(ConsoleProgress()):
         from flows import run_inprocess
 
         return run_inprocess(getattr(importlib.import_module(module), name), config)

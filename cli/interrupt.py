@@ -10,8 +10,8 @@ Two things make the exit certain: Prefect swallows a ``KeyboardInterrupt`` that 
 run is finishing (its engine treats it as raised "after user code finished"), and tearing down
 torch and vLLM at interpreter exit takes seconds. So the first SIGINT also starts a grace timer
 that ends the process after ``GRACE_S`` whatever it is doing, and the line is followed by an
-immediate exit. A second SIGINT exits at once. The API server then stops by itself (its stdin
-reaches end-of-file).
+immediate exit. A second SIGINT exits at once. The API server then stops by itself (it gets
+SIGTERM when socbench's process ends: ``socbench.processes.start_group(orphan_safe=True)``).
 """
 
 from __future__ import annotations

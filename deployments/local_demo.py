@@ -7,11 +7,8 @@ run's table and where the summary and the report are.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,16 +18,12 @@ from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 
+from socbench.processes import PrefectServer, cpu_defaults, free_port, start_group, stop_group
+
 ROOT = Path(__file__).resolve().parents[1]
 STATE = ROOT / ".prefect-demo"
 BIN = Path(sys.executable).parent
 POOL = "socbench-local"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
@@ -49,46 +42,14 @@ def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
         "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
     })
     env.setdefault("SOCBENCH_HOME", str(ROOT / ".socbench"))
-    for key, value in {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-                       "TORCH_COMPILE_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
-        env.setdefault(key, value)
+    cpu_defaults(env)
     return env
 
 
-def wait_healthy(url: str, timeout_s: float = 120.0, log: Path = STATE / "server.log") -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"demo: Prefect server at {url} not healthy after {timeout_s:.0f} s "
-                     f"(log: {log})")
-
-
-def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path,
-          grace_s: float = 20.0) -> subprocess.Popen:
-    """Start a background process in its own group; on exit the group is stopped (TERM, then KILL
-    after ``grace_s``, and KILL for whatever of the group outlived its leader)."""
-    handle = log.open("w")
-    proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-    def stop() -> None:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                pass
-        with contextlib.suppress(ProcessLookupError):  # none left: the group is gone
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        handle.close()
-
-    stack.callback(stop)
+def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """Start a background process in its own group; stopped (TERM, then KILL) on exit."""
+    proc = start_group(args, env, log, cwd=ROOT)
+    stack.callback(stop_group, proc)
     return proc
 
 
@@ -206,14 +167,12 @@ def summary_table(url: str, run_id: str) -> list[str]:
 
 def main() -> int:
     (STATE / "tmp").mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     env = demo_env(port)
     started = time.monotonic()
     with ExitStack() as stack:
         print(f"demo: starting Prefect server on 127.0.0.1:{port} (state in {STATE})", flush=True)
-        start(stack, [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-              env, STATE / "server.log")
-        wait_healthy(env["PREFECT_API_URL"])
+        stack.enter_context(PrefectServer(env, port, STATE / "server.log"))
         if not pool_exists(env["PREFECT_API_URL"]):  # made by an earlier demo in this state folder
             prefect(["work-pool", "create", POOL, "--type", "process"], env)
         print("demo: starting a process worker", flush=True)

@@ -18,8 +18,10 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from local_demo import BIN, FINAL, STATE, _free_port, demo_env, start, wait_healthy
+from local_demo import FINAL, STATE, demo_env
 from local_demo import api as call
+
+from socbench.processes import PrefectServer, free_port
 
 
 def latest_run(api: str, flow: str = "issp") -> dict | None:
@@ -49,17 +51,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ui: no Prefect state in {args.state} (no {home / 'prefect.db'}): run `make demo` first",
               file=sys.stderr)
         return 2
-    port = args.port or _free_port()
+    port = args.port or free_port()
     env = demo_env(port, args.state)
     (args.state / "tmp").mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _stop)
     with ExitStack() as stack:
         try:  # Ctrl-C while the server starts stops it too
-            command = [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-            server = start(stack, command, env, args.state / "ui-server.log", grace_s=STOP_GRACE_S)
-            wait_healthy(env["PREFECT_API_URL"], log=args.state / "ui-server.log")
-            show_links(f"http://127.0.0.1:{port}", args.state)
-            while server.poll() is None:
+            server = PrefectServer(env, port, args.state / "ui-server.log", grace_s=STOP_GRACE_S)
+            stack.callback(server.stop)
+            server.start()
+            show_links(server.url, args.state)
+            while server.proc is not None and server.proc.poll() is None:
                 time.sleep(0.5)
         except KeyboardInterrupt:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback; the stop is bounded

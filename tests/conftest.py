@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from socbench.processes import Postgres, cpu_defaults, prefect_server
+
 pytest_plugins = ["tests.support.guard"]  # a test not marked slow fails where it starts a process
+
 ROOT = Path(__file__).resolve().parents[1]
 # beside the checkout; SOCBENCH_SHARED_ISSP points elsewhere (a worktree one level deeper)
 SHARED_ISSP = Path(os.environ.get("SOCBENCH_SHARED_ISSP") or ROOT.parent / "shared" / "issp")
@@ -26,15 +29,12 @@ for key, value in {
     "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(_STATE / "prefect" / "results"),
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    "VLLM_CPU_KVCACHE_SPACE": "1",
-    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
     "VLLM_CACHE_ROOT": str(_STATE / "vllm"),
-    "TORCH_COMPILE_DISABLE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
 }.items():
     os.environ.setdefault(key, value)
+cpu_defaults()
 
 
 @pytest.fixture(scope="session")
@@ -76,14 +76,24 @@ def smollm2() -> Path:
     return resolve_model("smollm2-135m-instruct").path
 
 
-@pytest.fixture(scope="session")
-def api_url():
-    """One temporary Prefect API for every in-process flow test (starting one costs ~10 s)."""
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_api(folder: Path, postgres: bool = False):
+    """A Prefect server as the API of this context's in-process flows, its database in ``folder``
+    (``postgres``: a throwaway PostgreSQL cluster, as for several workers); yields its URL."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with prefect_test_harness(server_startup_timeout=120):
-        yield PREFECT_API_URL.value()
+    if postgres and not Postgres.available():
+        pytest.skip("PostgreSQL not found (make setup installs Debian's postgresql)")
+    sqlite = f"sqlite+aiosqlite:///{folder / 'prefect.db'}"  # not PREFECT_HOME's: ephemeral runs use that
+    env = {**os.environ, "PREFECT_API_DATABASE_CONNECTION_URL": sqlite}
+    with prefect_server(env, folder / "prefect-server.log", postgres=postgres) as served, \
+            temporary_settings(updates={PREFECT_API_URL: served["PREFECT_API_URL"]}):
+        yield served["PREFECT_API_URL"]
+
+
+@pytest.fixture(scope="session")
+def api_url(tmp_path_factory: pytest.TempPathFactory):
+    """One Prefect API for every in-process flow test (starting one costs ~10 s)."""
+    yield from prefect_api(tmp_path_factory.mktemp("prefect-api"))
 
 
 # ------------------------------------------------------------- vLLM's own OpenAI server

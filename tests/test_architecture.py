@@ -11,6 +11,7 @@ that package's ``__init__`` too: a cycle through a package's re-exports is a cyc
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -168,3 +169,85 @@ def test_extraction_and_scoring_do_not_name_circular_evaluation() -> None:
     named = [path for path in EXPANSION_BLIND
              if "circular" in (ROOT / path).read_text(encoding="utf-8").lower()]
     assert named == [], f"these name circular evaluation: {named}"
+
+
+# ------------------------------------------------- processes: one owner, no sys.path edits
+
+PROCESS_MODULE = ROOT / "socbench" / "processes.py"
+STARTS_A_SERVER = ("SubprocessASGIServer", "prefect_test_harness")
+SERVER_MODULES = ("prefect.testing", "prefect.server.api.server", "uvicorn")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring nodes (a docstring may say what a function starts)."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            found.add(id(body[0].value))
+    return found
+
+
+def server_starts(source: str) -> list[str]:
+    """What in ``source`` starts a Prefect server: ``prefect server start`` as a command (a list
+    ``[..., "server", "start", ...]`` or a string outside docstrings), Prefect's temporary server
+    or test harness, or uvicorn running Prefect's app."""
+    tree = ast.parse(source)
+    docstrings, found = _docstrings(tree), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.List | ast.Tuple):
+            words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            if any(a == "server" and b == "start" for a, b in zip(words, words[1:])):
+                found.append(f"line {node.lineno}: a 'server start' command")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if re.search(r"\bserver start\b", node.value) or any(n in node.value for n in STARTS_A_SERVER):
+                found.append(f"line {node.lineno}: {node.value[:60]!r}")
+        elif isinstance(node, ast.Name | ast.Attribute | ast.alias):
+            name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) \
+                else node.name
+            if name in STARTS_A_SERVER or name.startswith(SERVER_MODULES):
+                found.append(f"line {node.lineno}: {name}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(SERVER_MODULES):
+            found.append(f"line {node.lineno}: from {node.module}")
+    return found
+
+
+def _project_python(*folders: str) -> list[Path]:
+    return [p for folder in folders for p in sorted((ROOT / folder).rglob("*.py"))]
+
+
+def test_only_the_process_module_starts_a_prefect_server() -> None:
+    files = [p for p in _project_python("socbench", "cli", "tasks", "flows", "deployments", "bench", "tests")
+             if p not in (PROCESS_MODULE, Path(__file__).resolve())]
+    offenders = [f"{p.relative_to(ROOT)} {hit}" for p in files for hit in server_starts(p.read_text())]
+    assert offenders == []
+    assert server_starts(PROCESS_MODULE.read_text())  # the check sees the one that does
+
+
+def test_the_server_start_check_sees_each_way_to_start_one() -> None:
+    assert server_starts('"""Runs ``prefect server start``."""\nx = 1') == []
+    for code in ('subprocess.run([BIN, "server", "start", "--port", "1"])',
+                 'os.system("prefect server start")',
+                 "from prefect.testing.utilities import prefect_test_harness",
+                 "from prefect.server.api.server import SubprocessASGIServer", "import uvicorn"):
+        assert server_starts(code), code
+
+
+def sys_path_edits(source: str) -> list[str]:
+    """Every use of ``sys.path`` (an insert, append or assignment), child code strings included."""
+    tree = ast.parse(source)
+    found = [f"line {n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "path"
+             and isinstance(n.value, ast.Name) and n.value.id == "sys"]
+    found += [f"line {n.lineno} (in a string)" for n in ast.walk(tree)
+              if isinstance(n, ast.Constant) and isinstance(n.value, str) and "sys.path" in n.value
+              and id(n) not in _docstrings(tree)]
+    return found
+
+
+def test_bench_and_deployments_import_as_packages_without_sys_path_edits() -> None:
+    offenders = [f"{p.relative_to(ROOT)} {hit}" for p in _project_python("bench", "deployments")
+                 for hit in sys_path_edits(p.read_text())]
+    assert offenders == []
+    assert sys_path_edits("import sys\nsys.path.insert(0, 'x')") == ["line 2"]
+    assert sys_path_edits("CODE = 'import sys; sys.path[:0] = [\"bench\"]'") == ["line 1 (in a string)"]

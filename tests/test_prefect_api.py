@@ -1,8 +1,10 @@
-"""socbench's own Prefect API (``cli.prefect_api``): started early, stands in for Prefect's own.
+"""socbench's own Prefect API (``cli.prefect_api``): ``prefect server start`` spawned early, named
+by ``PREFECT_API_URL`` for the whole process while a run lasts, and gone after.
 
-Issue 15: the CLI spawns the API's server before its heavy imports and no longer imports
-Prefect's server modules itself (1.7 s); Prefect code that would start a temporary server of
-its own must still get socbench's, whenever it first imports ``prefect.server.api.server``.
+Issue 15: the CLI spawns the API's server before its heavy imports and never imports Prefect's
+server modules itself (1.7 s). Issue 22: no import hooks or private attributes of Prefect's;
+every thread of the process (those without the caller's context too) uses the same API, so
+Prefect never starts a temporary server of its own (its module is never imported).
 """
 
 from __future__ import annotations
@@ -18,34 +20,38 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.slow  # starts a Prefect API server in a subprocess
 
 CHILD = """
-import sys
-from cli.prefect_spawn import spawn_early
-from cli.prefect_api import prefect_api
+import os, sys, threading
+from cli.prefect_api import prefect_api, spawn_early
 from prefect import flow
 
 @flow
 def one() -> int:
     return 1
 
-port = spawn_early()
-with prefect_api(port=port) as url:
-    assert url == f"http://127.0.0.1:{port}/api", url
-    assert "prefect.server.api.server" not in sys.modules
-    from prefect.server.api.server import SubprocessASGIServer
-    assert SubprocessASGIServer().api_url == url  # Prefect's own start gets socbench's server
+server = spawn_early()
+with prefect_api(server=server) as url:
+    assert url == server.api_url == os.environ["PREFECT_API_URL"], url
     assert one() == 1
     from prefect.settings import get_current_settings
     assert get_current_settings().flows.heartbeat_frequency is None
-assert SubprocessASGIServer._instances.get(None) is None
-print("ok")
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(get_current_settings().api.url))
+    thread.start(); thread.join()
+    assert seen == [url], seen  # a thread without this context: the same API
+assert "prefect.server.api.server" not in sys.modules  # Prefect started no server of its own
+assert "PREFECT_API_URL" not in os.environ and server.proc is None
+print("ok", server.port)
 """
 
 
-def test_early_server_stands_in_for_prefects_own_and_is_gone_after(tmp_path):
+def test_early_server_is_the_api_of_every_thread_and_is_gone_after(tmp_path):
     home = tmp_path / "prefect"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
     env.update(PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
                PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", PYTHONPATH=str(ROOT))
     run = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=ROOT, capture_output=True, text=True,
                          timeout=300)
-    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stderr[-3000:]
+    port = int(run.stdout.split()[1])
+    listening = subprocess.run(["ss", "-ltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+    assert f":{port}" not in listening  # the server has stopped

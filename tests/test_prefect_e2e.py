@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from socbench.models import model_slug
+from socbench.processes import prefect_server, start_group, stop_group, wait_for
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -29,71 +28,26 @@ ROOT = Path(__file__).resolve().parents[1]
 BROKEN = "family"  # domain 3
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the process group, then SIGKILL it if it has not exited within 30 s."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(timeout=30)
-            return
-        except ProcessLookupError:
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
+def prefect_env(tmp_path: Path) -> dict:
+    """Project-local Prefect state for a server, its workers and the ``prefect`` commands."""
+    home = tmp_path / "prefect"
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {**os.environ,
+            "PREFECT_HOME": str(home),
+            "PREFECT_MEMO_STORE_PATH": str(home / "memo_store.toml"),
+            "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"),
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "SOCBENCH_PROJECT_DIR": str(ROOT),
+            "TMPDIR": str(tmp_path / "tmp"),
+            "PYTHONUNBUFFERED": "1"}  # the test reads the worker's log as it is written
 
 
 @pytest.fixture()
 def server(tmp_path: Path):
-    """A real Prefect server with project-local state; yields the environment to use it."""
-    port = _free_port()
-    env = dict(os.environ)
-    home = tmp_path / "prefect"
-    env.update({
-        "PREFECT_HOME": str(home),
-        "PREFECT_MEMO_STORE_PATH": str(home / "memo_store.toml"),
-        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"),
-        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-        "PREFECT_WORKER_QUERY_SECONDS": "1",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "SOCBENCH_PROJECT_DIR": str(ROOT),
-        "TMPDIR": str(tmp_path / "tmp"),
-        "PYTHONUNBUFFERED": "1",  # the test reads the worker's log as it is written
-    })
-    (tmp_path / "tmp").mkdir()
-    log = (tmp_path / "server.log").open("w")
-    proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1",
-                             "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait(lambda: _healthy(env["PREFECT_API_URL"]), 120, "the Prefect server")
+    """A real Prefect server (SQLite: one worker) with project-local state; yields its clients' env."""
+    with prefect_server(prefect_env(tmp_path), tmp_path / "server.log") as env:
         yield env
-    finally:
-        _stop(proc)
-        log.close()
 
 
 def _prefect(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -135,10 +89,8 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
     _prefect(env, "work-pool", "create", "socbench-local", "--type", "process", "--overwrite")
     _prefect(env, "--no-prompt", "deploy", "--all")
     worker_log = tmp_path / "worker.log"
-    with worker_log.open("w") as log:
-        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "socbench-local"],
-                                  env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+    command = [str(BIN / "prefect"), "worker", "start", "--pool", "socbench-local"]
+    worker = start_group(command, env, worker_log, cwd=tmp_path)
     try:
         config = {"domain_id": "all", "interview_count": 4, "data_dir": str(data), "output_dir": str(out),
                   "structured": True, "engine": {"api_type": "vllm", "model": str(tiny_model)}}
@@ -161,7 +113,7 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
         answers.write_text(good)  # fix the file, then retry the parent as the UI's Retry does
         # stack-notes: retrying before the worker reports the old process's exit gets overwritten
         exited = f"Process for flow run '{parent['name']}' exited"
-        _wait(lambda: exited in worker_log.read_text(), 120, "the worker to see the flow-run process exit")
+        wait_for(lambda: exited in worker_log.read_text(), 120, "the worker to see the flow-run process exit")
         _prefect(env, "flow-run", "retry", parent["id"])
 
         def finished() -> dict | None:
@@ -170,7 +122,7 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
                     and current["state_type"] in ("COMPLETED", "FAILED", "CRASHED"))
             return current if done else None
 
-        final = _wait(finished, 480, "the retried parent run to finish", interval=1.0)
+        final = wait_for(finished, 480, "the retried parent run to finish", interval_s=1.0)
         assert final["state_type"] == "COMPLETED", final["state"]
         reruns = [r for r in _flow_runs(env) if r["parent_task_run_id"] is not None]
         assert sorted(r["name"] for r in reruns).count("issp-domain-3") == 2
@@ -181,4 +133,4 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
         summary = json.loads((model_dir / "summary.json").read_text())
         assert len(summary["domains"]) == 10
     finally:
-        _stop(worker)
+        stop_group(worker, grace_s=30)

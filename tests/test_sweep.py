@@ -10,8 +10,15 @@ import pytest
 from socbench.errors import ConfigError
 from socbench.sweep import BatchRecord, DomainRecord, SweepConfig, SweepModel, settle
 from socbench.types import DomainResult
+from tests.conftest import prefect_api
 
 SERVERS = ["http://gpu1:8000/v1", "http://gpu2:8000/v1"]
+
+
+@pytest.fixture(scope="module")
+def api_url(tmp_path_factory: pytest.TempPathFactory):
+    """The sweep's runs on a Prefect server on PostgreSQL, the database a sweep's workers share."""
+    yield from prefect_api(tmp_path_factory.mktemp("prefect-api-pg"), postgres=True)
 
 
 def sweep(**values) -> SweepConfig:

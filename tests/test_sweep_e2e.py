@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import urllib.request
@@ -20,15 +19,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-import test_prefect_e2e as e2e
-from test_prefect_e2e import BIN, ROOT, _flow_runs, _prefect, _stop, _wait
+from test_prefect_e2e import BIN, ROOT, _flow_runs, _prefect, prefect_env
 
 from socbench.engines.segment_cache import HEADER, SEGMENTS_DIR
 from socbench.models import model_slug
+from socbench.processes import Postgres, prefect_server, signal_group, start_group, stop_group, wait_for
 from tests.vllm_server import VllmServer
 
 pytestmark = pytest.mark.slow
-server = e2e.server  # the Prefect server fixture of the first end-to-end test
 FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 DOMAINS = (1, 2, 3, 4, 6, 7, 8, 9, 10, 11)
 
@@ -44,15 +42,31 @@ def tiny_b(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
         vllm.stop()
 
 
+@pytest.fixture()
+def server(tmp_path: Path):
+    """A real Prefect server on a throwaway PostgreSQL, as docs/scale-out.md asks once several workers
+    poll it (SQLite froze every API call for 60 s under three); yields its clients' environment."""
+    if not Postgres.available():
+        pytest.skip("PostgreSQL not found (make setup installs Debian's postgresql)")
+    with prefect_server(prefect_env(tmp_path), tmp_path / "server.log", postgres=True) as env:
+        yield env
+
+
+@pytest.fixture()
+def api_url(server: dict):
+    """The in-process flows (the single-process reference runs) on the same server."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: server["PREFECT_API_URL"]}):
+        yield server["PREFECT_API_URL"]
+
+
 def _worker(env: dict, folder: Path, name: str, *options: str, pool: str = "socbench-local",
             extra_env: dict | None = None) -> tuple[subprocess.Popen, Path]:
     """A process worker in its own process group (killing the group kills its flow runs too)."""
     log = folder / f"{name}.log"
-    with log.open("w") as handle:
-        proc = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", pool, "--name", name,
-                                 *options], env={**env, **(extra_env or {})}, cwd=folder, stdout=handle,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    return proc, log
+    command = [str(BIN / "prefect"), "worker", "start", "--pool", pool, "--name", name, *options]
+    return start_group(command, {**env, **(extra_env or {})}, log, cwd=folder), log
 
 
 def _post(env: dict, path: str, body: dict) -> list[dict]:
@@ -136,8 +150,8 @@ def _kill_mid_run(env: dict, worker: subprocess.Popen) -> dict:
                 return batch
         return None
 
-    killed = _wait(a_mid_run, 300, "worker-a to be half-way through a run", interval=0.3)
-    os.killpg(worker.pid, signal.SIGKILL)
+    killed = wait_for(a_mid_run, 300, "worker-a to be half-way through a run", interval_s=0.3)
+    signal_group(worker, signal.SIGKILL)
     return killed
 
 
@@ -157,14 +171,14 @@ def _only_its_domains_failed(env: dict, killed: dict) -> tuple[dict, list[dict],
 def _retry(env: dict, parent: dict, controller_log: Path) -> None:
     """``prefect flow-run retry`` on the sweep (the UI's Retry) once its process has exited (stack-notes)."""
     exited = f"Process for flow run '{parent['name']}' exited"
-    _wait(lambda: exited in controller_log.read_text(), 120, "the controller to see the sweep's process exit")
+    wait_for(lambda: exited in controller_log.read_text(), 120, "the controller to see its process exit")
     _prefect(env, "flow-run", "retry", parent["id"])
 
     def retried() -> dict | None:
         run = _sweep(env, parent["name"])
         return run if run["run_count"] > parent["run_count"] and run["state_type"] in FINAL else None
 
-    final = _wait(retried, 480, "the retried sweep", interval=1.0)
+    final = wait_for(retried, 480, "the retried sweep", interval_s=1.0)
     assert final["state_type"] == "COMPLETED", final["state"]
 
 
@@ -212,12 +226,12 @@ def _gpu_pool_one_engine_per_host(env: dict, url: str, folder: Path) -> None:
         assert sweep.wait(timeout=600) == 0, sweep.stdout.read()[-3000:]
     finally:
         for proc in workers:
-            _stop(proc)
+            stop_group(proc, grace_s=30)
     batches = _batches(env, "sweep-gpu")
     assert len(batches) == 2 and {b["work_pool_name"] for b in batches} == {"socbench-gpu"}
     assert {b["labels"]["prefect.worker.name"] for b in batches} == {"gpu-1", "gpu-2"}
     assert _overlap(*batches)  # both workers ran at once ...
-    holds = _wait(lambda: len(_engine_holds(env)) == 2 and _engine_holds(env), 60, "engine-limit events")
+    holds = wait_for(lambda: len(_engine_holds(env)) == 2 and _engine_holds(env), 60, "engine-limit events")
     assert holds[0][1] <= holds[1][0] + timedelta(seconds=0.5)  # ... their engines one after the other
 
 
@@ -260,4 +274,4 @@ def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_ru
         _gpu_pool_one_engine_per_host(env, tiny_server.url, tmp_path)
     finally:
         for proc in [*workers.values(), controller]:
-            _stop(proc)
+            stop_group(proc, grace_s=30)

@@ -14,22 +14,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
+from socbench.processes import cpu_defaults, free_port, group_alive, start_group, stop_group, wait_for
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = ROOT / ".venv" / "bin" / "python"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class VllmServer:
@@ -58,22 +52,24 @@ class VllmServer:
         """Launch and wait for ``/v1/models`` (a no-op when already running)."""
         if self.running():
             return self
-        env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
-                   TORCH_COMPILE_DISABLE="1", PYTHONUNBUFFERED="1")
+        env = cpu_defaults({**os.environ, "TORCH_COMPILE_DISABLE": "1", "PYTHONUNBUFFERED": "1"})
         began = time.monotonic()
         with open(self.log_path, "ab") as log:
             log.write(f"\n=== start {time.strftime('%H:%M:%S')}: {' '.join(self.command())}\n".encode())
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                         start_new_session=True, cwd=str(ROOT))
-        while time.monotonic() - began < timeout_s:
+        self.proc = start_group(self.command(), env, self.log_path, cwd=ROOT)
+
+        def ready() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"vLLM server exited with {self.proc.returncode}: {self.log_tail()}")
-            if self.served_models() is not None:
-                self.startup_s = time.monotonic() - began
-                return self
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"vLLM server not ready after {timeout_s:.0f} s: {self.log_tail()}")
+            return self.served_models() is not None
+
+        try:
+            wait_for(ready, timeout_s, "vLLM's OpenAI server", interval_s=0.5)
+        except TimeoutError:
+            self.stop()
+            raise RuntimeError(f"vLLM server not ready after {timeout_s:.0f} s: {self.log_tail()}") from None
+        self.startup_s = time.monotonic() - began
+        return self
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -87,29 +83,17 @@ class VllmServer:
 
     def kill(self) -> None:
         """A crash: SIGKILL to the server and its engine-core child at once."""
-        self._signal_group(signal.SIGKILL)
-        self._reap(10)
+        if self.proc is not None:
+            stop_group(self.proc, grace_s=10, first=signal.SIGKILL)
 
     def stop(self, grace_s: float = 20.0) -> None:
         """SIGTERM to the group, then SIGKILL whatever is left; idempotent."""
-        if self.proc is None:
-            return
-        self._signal_group(signal.SIGTERM)
-        if not self._reap(grace_s):
-            self._signal_group(signal.SIGKILL)
-            self._reap(10)
+        if self.proc is not None:
+            stop_group(self.proc, grace_s)
 
     def group_alive(self) -> bool:
         """True while any process of the server's group exists (the engine core included)."""
-        if self.proc is None:
-            return False
-        try:
-            os.killpg(self.proc.pid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+        return self.proc is not None and group_alive(self.proc)
 
     def requests(self, path: str = "/v1/chat/completions") -> int:
         """POSTs to ``path`` the server has logged (uvicorn access log), over every start."""
@@ -119,23 +103,3 @@ class VllmServer:
     def log_tail(self, n: int = 2000) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         return text[-n:]
-
-    def _signal_group(self, sig: int) -> None:
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
-
-    def _reap(self, timeout_s: float) -> bool:
-        """Wait for the main process and every other member of its group to be gone."""
-        assert self.proc is not None
-        end = time.monotonic() + timeout_s
-        try:
-            self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            return False
-        while self.group_alive() and time.monotonic() < end:
-            time.sleep(0.1)
-        return not self.group_alive()

@@ -32,6 +32,7 @@ from socbench.engines.segment_cache import CacheStore
 from socbench.engines.vllm_args import check_vllm_keys
 from socbench.errors import ConfigError, validated
 from socbench.models import DEFAULT_MODEL
+from socbench.processes import CPU_ENV
 
 DType = Literal["auto", "bfloat16", "float16", "float32"]
 
@@ -64,7 +65,7 @@ def host_defaults(cuda: bool) -> dict[str, Any]:
         # prefix-cache granularity: with vLLM's CPU default (128) a ~120-token persona prompt
         # shares nothing, and multi-token option scoring got 3x slower (measured)
         "block_size": 32,
-        "kv_cache_space_gib": _env_int("VLLM_CPU_KVCACHE_SPACE", 2),
+        "kv_cache_space_gib": _env_int("VLLM_CPU_KVCACHE_SPACE", int(CPU_ENV["VLLM_CPU_KVCACHE_SPACE"])),
         "cpu_threads": vllm_cpu_threads(),
     }
 
@@ -320,7 +321,7 @@ def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> Non
     """
     os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # fork after torch/threads is unsafe
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.in_process else "1"
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", CPU_ENV["TOKENIZERS_PARALLELISM"])
     # vLLM compiles every structured request's regex on a new thread with a timeout (ReDoS guard):
     # ~1.5 ms per request measured; our regexes are built from escaped option codes
     os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "0")
@@ -332,4 +333,4 @@ def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> Non
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_space_gib)
     if settings.enforce_eager and not cuda_available():
         # the first log-probs request would otherwise compile a sampler op (8-18 s on CPU)
-        os.environ.setdefault("TORCH_COMPILE_DISABLE", "1")
+        os.environ.setdefault("TORCH_COMPILE_DISABLE", CPU_ENV["TORCH_COMPILE_DISABLE"])

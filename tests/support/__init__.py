@@ -1,5 +1,5 @@
 """Test support (not installed): a fault-injecting OpenAI-compatible server and its fake model."""
 
-from support.fake_openai import FAULT_KINDS, FakeConfig, FakeOpenAIServer, FakeStats
+from .fake_openai import FAULT_KINDS, FakeConfig, FakeOpenAIServer, FakeStats
 
 __all__ = ["FAULT_KINDS", "FakeConfig", "FakeOpenAIServer", "FakeStats"]

@@ -28,8 +28,8 @@ from typing import Any
 
 from aiohttp import web
 
-from support.fake_model import Answer, FakeModel, fake_tokens, pick_code, token_logprob
-from support.waiting import wait_for
+from .fake_model import Answer, FakeModel, fake_tokens, pick_code, token_logprob
+from .waiting import wait_for
 
 __all__ = ["FAULT_KINDS", "FakeConfig", "FakeOpenAIServer", "FakeStats",
            "fake_tokens", "pick_code", "token_logprob"]
