@@ -3,7 +3,7 @@ process groups, a Prefect server, a throwaway PostgreSQL cluster, and the CPU en
 
 Used by the CLI (its own Prefect API), ``deployments/`` (the demo's server), ``bench/`` and the
 tests. A Prefect server is only ever started here, through Prefect's documented command
-(``prefect server start``) and reached through ``PREFECT_API_URL``; nothing of Prefect is
+(``prefect server start --host 127.0.0.1``) and reached through ``PREFECT_API_URL``; nothing of Prefect is
 imported (socbench is a plain library). Each server runs in a session of its own, so a Ctrl-C
 at the terminal (SIGINT to the foreground group) reaches socbench, which then stops it in order.
 """

@@ -129,6 +129,7 @@ def test_validate_fails_on_a_domain_from_two_sources(tmp_path: Path, capsys) -> 
     assert "A_GroundTruth_sampling20: survey.sav (sha256" in err[0]
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_a_repeated_name_is_one_line_without_traceback(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -87,7 +87,7 @@ def test_endpoint_scale_offers_every_point_and_missing_codes_stay_per_question(
     assert qa["q2"]["missing"] == {}
     assert qa["q1"]["answer"] == {str(c): label for c, label in AGREE.items()}
     assert qa["q1"]["missing"] == {"8": "Can't choose"}
-    assert read_manifest(out / "socbench.yaml").domains[0].missing_codes == []
+    assert read_manifest(out / "socbench.yaml").domains[0].missing_codes == ()
     items = _items(out, "survey", 400)
     assert len(items["q2"]) == 400 and all(i.excluded_reason is None for i in items["q2"])  # 1-9 kept
     assert all(len(i.options) == 11 and ("8", "8") in i.options for i in items["q2"])

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from support.fake_openai import FakeOpenAIServer
 from tests.conftest import ROOT
 from tests.test_config import SEED_ENGINE
@@ -62,6 +64,7 @@ def vllm_import_s() -> float:
     return time.monotonic() - start
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_seed_engine_block_is_one_line_with_vllms_reason_in_seconds(smollm2: Path, tmp_path: Path) -> None:
     args = ["issp", "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out")]
     # the first run may inspect the model's architecture once (vLLM caches it under VLLM_CACHE_ROOT)
@@ -80,6 +83,7 @@ def test_seed_engine_block_is_one_line_with_vllms_reason_in_seconds(smollm2: Pat
     assert not (tmp_path / "out" / "smollm2-135m-instruct").exists()
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_transformers_settings_checked_against_torch_before_loading(tiny_model: Path, tmp_path: Path) -> None:
     args = ["issp", "--api_type", "hf", "--model", str(tiny_model), "--data_dir", str(dataset(tmp_path)),
             "--domain_id", "1", "--output_dir", str(tmp_path / "out")]
@@ -89,6 +93,7 @@ def test_transformers_settings_checked_against_torch_before_loading(tiny_model: 
     assert "--engine device='toaster': not a torch device" in line
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_option_labels_are_single_line_in_prompts(tmp_path: Path) -> None:
     data = dataset(tmp_path, label="Very\r\nimportant \n (really)")
     run = socbench("issp", "prompts", "--data_dir", str(data), "--domain_id", "1", "--limit", "1")
@@ -96,6 +101,7 @@ def test_option_labels_are_single_line_in_prompts(tmp_path: Path) -> None:
     assert "\n1. Very important (really)\n2. Fairly important\n3. Not important\n" in run.stdout
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_prompts_longer_than_the_context_are_one_line_before_any_request(tiny_model, tmp_path) -> None:
     """vLLM in-process with a short max_model_len, and transformers on the tiny model's own 2,048."""
     data = dataset(tmp_path, persona_words=3000)
@@ -146,6 +152,7 @@ def test_piecewise_token_counts_equal_whole_prompt_encodings(tiny_model: Path, s
         assert sum(1 for piece in counter._pieces if piece.startswith("system")) == len(personas) == 5
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_fully_cached_api_run_rescores_with_the_server_down(tmp_path: Path, demo_data: Path) -> None:
     args = ["issp", "--api_type", "config", "--model", "fake-model", "--data_dir", str(demo_data),
             "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out")]
