@@ -35,7 +35,7 @@ from tests.vllm_server import VllmServer
 
 pytestmark = pytest.mark.slow
 PROBE = 1  # a CLI run's preflight sends one tiny constrained request (is --structured honoured?)
-LOGPROB_TOLERANCE = 1e-6  # max |p_api - p_in_process| per option, fp32 on both sides (see the test)
+LOGPROB_TOLERANCE = 1e-4  # max |p_api - p_in_process| per option, fp32 on both sides (see the test)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,8 @@ def test_logprobs_over_the_api_equal_in_process(vllm_server_smollm2, smollm2_eng
     they differed by up to 0.055 in probability and one near-tie of 29 flipped: the engines
     batch differently (the server's batches are the requests in flight, the in-process engine
     takes all at once), so matmuls accumulate in another order, and bf16 logits are coarse
-    enough (steps of ~0.06 near 10) that ties between codes are common. Hence fp32 here.
+    enough (steps of ~0.06 near 10) that ties between codes are common. Hence fp32 here, where
+    a different batch still sums in another order: up to 7e-6 seen under load, so 1e-4.
     """
     args = issp_args(vllm_server_smollm2.url, "smollm2", demo_data, tmp_path, 5, "--mode", "logprobs")
     run = socbench(args, run_env)
