@@ -15,6 +15,7 @@ from prefect import flow
 from prefect.states import Failed, State
 
 from socbench.mcq.config import McqConfig
+from socbench.records import McqOutcome
 from tasks.mcq_engine import mcq_engine
 from tasks.mcq_load import mcq_load
 from tasks.mcq_prompts import mcq_prompts
@@ -27,14 +28,14 @@ DEFAULT_CONFIG = McqConfig()  # ARC-Easy, CP and MCP, 0-shot, the embedded model
 
 
 @flow(name="mcq", persist_result=True)
-def mcq(config: McqConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> dict:
+def mcq(config: McqConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> McqOutcome:
     """CP-RAW/UN/LN and MCP(-Tolerance) accuracies for each k (and with ``circular``
     (circular | all_possible) MCP's circular metrics); the files' paths. The API key is read
     as in ``issp`` (``config.engine.api_key_env`` or the Secret block ``api_key_secret``)."""
     return run_mcq(with_secret_key(config, api_key_secret))
 
 
-def run_mcq(config: McqConfig) -> dict | State:
+def run_mcq(config: McqConfig) -> McqOutcome | State:
     """The flow's body: each stage once, the engine released at the end; Failed (its outcome
     kept) when incomplete."""
     started = time.time()
@@ -44,8 +45,8 @@ def run_mcq(config: McqConfig) -> dict | State:
         answers = mcq_engine(plan, config)
         scores = mcq_score(plan, answers)
         outcome = mcq_report(data, plan, answers, scores, config, started)
-        if not outcome["complete"]:
-            return Failed(message=f"{outcome['dataset']}: {outcome['incomplete_reason']}", data=outcome)
+        if not outcome.complete:
+            return Failed(message=f"{outcome.dataset}: {outcome.incomplete_reason}", data=outcome)
         return outcome
     finally:
         teardown_safely()
