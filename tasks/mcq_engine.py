@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from socbench import progress
 from socbench.engines.session import get_engine
-from socbench.mcq import McqConfig, ask_engine
+from socbench.mcq import McqConfig, ask_engine, request_count
 from socbench.types import McqAnswers, McqPlan
 from tasks.progress import RequestProgress
 
@@ -19,8 +19,8 @@ from tasks.progress import RequestProgress
 @task(name="mcq_engine", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=[5, 30])
 def mcq_engine(plan: McqPlan, config: McqConfig) -> McqAnswers:
     progress.begin(f"{plan.dataset} ({config.engine.model})")
-    answered = RequestProgress("mcq-progress", f"{plan.dataset}: requests answered")
-    answers = ask_engine(get_engine(config.engine_settings()), plan, lambda done, total: answered.step(total),
+    answered = RequestProgress("mcq-progress", f"{plan.dataset}: requests answered", request_count(plan))
+    answers = ask_engine(get_engine(config.engine_settings()), plan, answered,
                          backend=config.backend_choice().record())
     answered.close()
     get_run_logger().info("%s: %d loglikelihood + %d option requests in %.1f s; engine cache %s",

@@ -23,7 +23,7 @@ def vllm_generate(prompts: list[PromptRequest], config: RunConfig, domain_id: in
     engine = get_engine(config.engine_settings())
     answered = RequestProgress(f"issp-progress-domain-{domain_id}",
                                f"ISSP domain {domain_id}: requests answered", total=len(prompts))
-    results = run_prompts(engine, prompts, on_result=lambda index, result: answered.step())
+    results = run_prompts(engine, prompts, on_result=answered)
     answered.close()
     failed = sum(1 for r in results if r.error is not None)
     cached = sum(1 for r in results if r.cached)
