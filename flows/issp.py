@@ -42,7 +42,8 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
         data = opaque(load_data(domain_id, config))
         items = opaque(country_special_options(data))
         prompts = opaque(build_prompts(data, items, config))
-        results = opaque(vllm_generate(prompts, config, domain_id))
+        results = opaque(vllm_generate(prompts, config, f"issp-progress-domain-{domain_id}",
+                                       f"ISSP domain {domain_id}"))
         extractions = opaque(extract(prompts, results))
         scored = opaque(score(data, items, extractions, config))
         report(scored, config)

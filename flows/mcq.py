@@ -10,19 +10,23 @@ in-process.
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from prefect import flow
 from prefect.states import Failed, State
 
+from socbench.mcq import ask_engine, request_count
 from socbench.mcq.config import McqConfig
 from socbench.records import McqOutcome
-from tasks.mcq_engine import mcq_engine
 from tasks.mcq_load import mcq_load
 from tasks.mcq_prompts import mcq_prompts
 from tasks.mcq_report import mcq_report
 from tasks.mcq_score import mcq_score
 from tasks.secrets import with_secret_key
 from tasks.teardown import teardown_safely
+from tasks.vllm_generate import vllm_generate
+
+mcq_engine = vllm_generate.with_options(name="mcq_engine")  # the one engine task, under MCQ's stage name
 
 DEFAULT_CONFIG = McqConfig()  # ARC-Easy, CP and MCP, 0-shot, the embedded model
 
@@ -42,7 +46,8 @@ def run_mcq(config: McqConfig) -> McqOutcome | State:
     try:
         data = mcq_load(config)
         plan = mcq_prompts(data, config)
-        answers = mcq_engine(plan, config)
+        answers = mcq_engine(plan, config, "mcq-progress", plan.dataset,
+                             partial(ask_engine, backend=config.backend_choice().record()), request_count)
         scores = mcq_score(plan, answers)
         outcome = mcq_report(data, plan, answers, scores, config, started)
         if not outcome.complete:
