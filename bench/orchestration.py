@@ -73,7 +73,7 @@ def child(kind: str, out: str, data_dir: str, model: str) -> None:
     outcome = run_inprocess(issp, config)
     end = time.perf_counter()
     print(json.dumps({"kind": kind, "flow_s": round(end - flow_start, 2), "process_s": round(end - start, 2),
-                      "completed": len(outcome["completed"]), "failed": outcome["failed"],
+                      "completed": len(outcome.completed), "failed": outcome.failed,
                       "vllm_imported": "vllm" in sys.modules, "load": common.load_avg()}), flush=True)
 
 

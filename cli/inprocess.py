@@ -67,7 +67,7 @@ def quiet_libraries() -> None:
         os.environ.setdefault(key, value)
 
 
-def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = None) -> dict:
+def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = None) -> Any:
     """The flow ``flows.<name>.<name>`` run in this process on socbench's own Prefect API, progress shown;
     the API's server is spawned first, and the flow's imports and ``meanwhile`` run while it starts."""
     quiet_libraries()

@@ -37,15 +37,15 @@ def run(args: argparse.Namespace) -> int:
     outcome = run_flow("issp", config, meanwhile=_preload_figures)
     from socbench.progress import run_table  # after: it imports scikit-learn, while Prefect's API starts
 
-    if outcome["rows"]:
-        print("\n".join(run_table(outcome["rows"])))
-    print(f"summary: {outcome['summary']}\nreport: {outcome['report']}", flush=True)
-    for domain_id, reason in outcome["failed"].items():
+    if outcome.rows:
+        print("\n".join(run_table(outcome.rows)))
+    print(f"summary: {outcome.summary}\nreport: {outcome.report}", flush=True)
+    for domain_id, reason in outcome.failed.items():
         print(f"socbench: error: domain {domain_id} failed: {reason}", file=sys.stderr)
-    for reason in outcome["incomplete"].values():
+    for reason in outcome.incomplete.values():
         print(f"socbench: error: {reason} (incomplete: rerun the same command to send only the missing "
               "requests)", file=sys.stderr)
-    return 1 if outcome["failed"] or outcome["incomplete"] else 0
+    return 0 if outcome.ok else 1
 
 
 def _preload_figures() -> None:

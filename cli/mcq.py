@@ -31,16 +31,15 @@ def run(args: argparse.Namespace) -> int:
     data = check_mcq(config)  # dataset, output folder, model or server: before Prefect or a model starts
 
     outcome = run_flow("mcq", config, meanwhile=lambda: _preload(config, data))  # loads as Prefect starts
-    with open(outcome["table"], encoding="utf-8") as handle:
+    with open(outcome.table, encoding="utf-8") as handle:
         print(handle.read(), end="")
-    if outcome.get("circular_table"):
-        with open(outcome["circular_table"], encoding="utf-8") as handle:
+    if outcome.circular_table:
+        with open(outcome.circular_table, encoding="utf-8") as handle:
             print(f"\n{handle.read()}", end="")
-    for name in ("results", "predictions", "csv", "plot", "circular_table"):
-        if outcome.get(name):
-            print(f"{name}: {outcome[name]}")
-    if not outcome["complete"]:
-        print(f"socbench: error: {outcome['dataset']}: {outcome['incomplete_reason']} (incomplete: MCP is "
+    for name, path in outcome.paths().items():
+        print(f"{name}: {path}")
+    if not outcome.complete:
+        print(f"socbench: error: {outcome.dataset}: {outcome.incomplete_reason} (incomplete: MCP is "
               "left out; rerun the same command to send only the missing requests)", file=sys.stderr)
         return 1
     return 0

@@ -17,6 +17,7 @@ from prefect.utilities.annotations import opaque
 from socbench.config import RunConfig
 from socbench.domains import select_domains
 from socbench.errors import IncompleteDomain
+from socbench.records import IsspOutcome
 from socbench.scoring import raise_if_incomplete
 from socbench.types import DomainResult
 from tasks.build_prompts import build_prompts
@@ -41,7 +42,8 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
         data = opaque(load_data(domain_id, config))
         items = opaque(country_special_options(data))
         prompts = opaque(build_prompts(data, items, config))
-        results = opaque(vllm_generate(prompts, config, domain_id))
+        results = opaque(vllm_generate(prompts, config, f"issp-progress-domain-{domain_id}",
+                                       f"ISSP domain {domain_id}"))
         extractions = opaque(extract(prompts, results))
         scored = opaque(score(data, items, extractions, config))
         report(scored, config)
@@ -66,7 +68,7 @@ DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data
 
 
 @flow(name="issp", persist_result=True)
-def issp(config: RunConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> dict:
+def issp(config: RunConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> IsspOutcome:
     """All requested domains on one engine; Failed if any domain failed or is incomplete.
 
     The API key comes from ``config.engine.api_key_env`` on the worker, or from the Prefect
@@ -75,7 +77,7 @@ def issp(config: RunConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) 
     return run_domains(with_secret_key(config, api_key_secret))
 
 
-def run_domains(config: RunConfig) -> dict | State:
+def run_domains(config: RunConfig) -> IsspOutcome | State:
     """The parent's body: every domain in turn on one engine, then the run summary; Failed
     (naming them) if a domain failed or is incomplete."""
     domains = select_domains(config.domain_id, config.start_domain_id, config.dataset_dir)
@@ -93,9 +95,10 @@ def run_domains(config: RunConfig) -> dict | State:
                 reasons[domain.id] = state.message or state.name
     finally:
         teardown_safely()
-    outcome = {**report_run(config, results, failed), "incomplete": incomplete, "failed": failed,
-               "completed": [r.domain_id for r in results if r.complete]}
-    if failed or incomplete:
+    written = report_run(config, results, failed)
+    outcome = IsspOutcome(written.summary, written.report, written.rows, failed, incomplete,
+                          [r.domain_id for r in results if r.complete])
+    if not outcome.ok:
         named = [f"domain {k} failed: {v}" for k, v in failed.items()] + list(incomplete.values())
         return Failed(message=f"{len(named)} domain(s) did not complete: " + "; ".join(named), data=outcome)
     return outcome

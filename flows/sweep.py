@@ -20,6 +20,7 @@ from prefect.states import Failed, State
 from flows.issp import DEFAULT_CONFIG, issp_domain
 from socbench.config import RunConfig
 from socbench.domains import select_domains
+from socbench.records import SweepOutcome
 from socbench.sweep import SweepConfig, failure_text
 from tasks.dispatch import dispatch_units, sweep_state, wait_for_runs
 from tasks.engine_slot import engine_slot
@@ -54,7 +55,8 @@ DEFAULT_SWEEP = SweepConfig()  # the embedded model on the demo data, all domain
 
 
 @flow(name="issp-sweep", persist_result=True)
-def issp_sweep(config: SweepConfig = DEFAULT_SWEEP, api_key_secret: str | None = None) -> dict | State:
+def issp_sweep(config: SweepConfig = DEFAULT_SWEEP,
+               api_key_secret: str | None = None) -> SweepOutcome | State:
     """Every model over the domains, each run on whichever worker takes it; Failed naming what failed."""
     run = config.run
     domains = select_domains(run.domain_id, run.start_domain_id, run.dataset_dir)

@@ -20,6 +20,7 @@ from socbench.config import RunConfig
 from socbench.engines.segment_cache import CacheStore
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError
+from socbench.records import BatchRecord
 from socbench.types import DomainResult
 
 DEPLOYMENT = re.compile(r"^[^/\s]+/[^/\s]+$")
@@ -142,29 +143,7 @@ def _check_deployment(value: str) -> str:
     return value
 
 
-# ------------------------------------------------------------------ what the runs' records say
-
-
-@dataclass(frozen=True)
-class DomainRecord:
-    """One domain's flow run inside a dispatched run."""
-
-    domain_id: int
-    completed: bool
-    message: str
-    result: DomainResult | None = None
-
-
-@dataclass(frozen=True)
-class BatchRecord:
-    """One dispatched run as Prefect recorded it, and the domain runs inside it."""
-
-    model: int
-    domain_ids: tuple[int, ...]
-    final: bool
-    message: str  # its final state's name and message ("" while it runs)
-    domains: tuple[DomainRecord, ...] = ()
-    run_id: str = ""
+# ------------------------------------------------------ what the runs' records (socbench.records) say
 
 
 @dataclass

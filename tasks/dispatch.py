@@ -21,7 +21,8 @@ from prefect.client.schemas.objects import FlowRun
 from prefect.deployments import run_deployment
 from prefect.runtime import flow_run as current_run
 
-from socbench.sweep import BatchRecord, DomainRecord, SweepConfig, SweepState, SweepUnit, settle
+from socbench.records import BatchRecord, DomainRecord
+from socbench.sweep import SweepConfig, SweepState, SweepUnit, settle
 
 MODEL_TAG = "socbench-model-"
 POLL_S = 2.0

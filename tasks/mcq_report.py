@@ -11,12 +11,13 @@ from prefect.cache_policies import NO_CACHE
 
 from socbench import progress
 from socbench.mcq import McqConfig, incomplete_reason, write_mcq_files
+from socbench.records import McqOutcome
 from socbench.types import McqAnswers, McqData, McqPlan, McqScores
 
 
 @task(name="mcq_report", cache_policy=NO_CACHE, persist_result=False)
 def mcq_report(data: McqData, plan: McqPlan, answers: McqAnswers, scores: McqScores,
-               config: McqConfig, started: float) -> dict:
+               config: McqConfig, started: float) -> McqOutcome:
     files = write_mcq_files(config.output_dir, config.engine.model, data, plan, answers, scores,
                             wall_s=time.time() - started)
     create_markdown_artifact(files.table_md.read_text(encoding="utf-8"), key="mcq-table",
@@ -27,8 +28,6 @@ def mcq_report(data: McqData, plan: McqPlan, answers: McqAnswers, scores: McqSco
     incomplete = incomplete_reason(answers)
     progress.end(f"{data.dataset}: {len(data.items)} items, "
                  + (f"INCOMPLETE, not a result ({incomplete})" if incomplete else "every request answered"))
-    return {"dataset": data.dataset, "complete": incomplete is None, "incomplete_reason": incomplete,
-            "table": str(files.table_md), "results": str(files.results),
-            "predictions": str(files.predictions), "csv": str(files.table_csv), "plot": str(files.plot),
-            "circular_table": str(files.circular_table) if files.circular_table else None,
-            "circular_notes": files.circular_notes}
+    return McqOutcome(data.dataset, incomplete, str(files.table_md), str(files.results),
+                      str(files.predictions), str(files.table_csv), str(files.plot),
+                      str(files.circular_table) if files.circular_table else None, list(files.circular_notes))

@@ -11,26 +11,19 @@ from socbench.progress import Throttle
 class RequestProgress:
     """Counts answers; updates the artifact at most every 2 s (and at the end), the listeners at each."""
 
-    def __init__(self, key: str, description: str, total: int | None = None) -> None:
+    def __init__(self, key: str, description: str, total: int) -> None:
         self.artifact = create_progress_artifact(0.0, key=key, description=description)
-        self.total: int | None = None
+        self.total = total
         self.done = 0
         self.throttle = Throttle(seconds=2.0)
-        if total is not None:
-            self._start(total)
-
-    def _start(self, total: int) -> None:
-        self.total = total
         progress.requests(total)
 
-    def step(self, total: int | None = None) -> None:
-        """One more answer (``total``: how many there will be, when only known once answers come)."""
-        if self.total is None and total is not None:
-            self._start(total)
+    def __call__(self, index: int, result: object) -> None:
+        """One more answer: the engines' ``on_result`` sink, for ISSP's prompts and MCQ's plan alike."""
         self.done += 1
         progress.advance()
         if self.throttle.ready() or self.done == self.total:
-            update_progress_artifact(self.artifact, progress=100.0 * self.done / max(1, self.total or 1))
+            update_progress_artifact(self.artifact, progress=100.0 * self.done / max(1, self.total))
 
     def close(self) -> None:
         update_progress_artifact(self.artifact, progress=100.0)

@@ -8,6 +8,7 @@ from prefect.cache_policies import NO_CACHE
 
 from socbench import progress
 from socbench.config import RunConfig
+from socbench.records import DomainReport, RunReport
 from socbench.report import (
     domain_markdown,
     leaderboard_rows,
@@ -21,7 +22,7 @@ from socbench.types import DomainResult, ScoredDomain
 
 
 @task(name="report", cache_policy=NO_CACHE, persist_result=False)
-def report(scored: ScoredDomain, config: RunConfig) -> dict:
+def report(scored: ScoredDomain, config: RunConfig) -> DomainReport:
     """Write ``<Domain>_detailed.json`` / ``_metrics.json`` (and, with circular variants,
     ``_circular.jsonl`` / ``_circular_metrics.json``); post the domain's markdown report."""
     result = scored.result
@@ -31,12 +32,12 @@ def report(scored: ScoredDomain, config: RunConfig) -> dict:
     line = progress.domain_line(summary_row(result))
     get_run_logger().info(line)
     progress.end(line)
-    return {"domain_id": result.domain_id, "domain": result.domain_name,
-            "accuracy": result.metrics.get("accuracy"), "files": [str(p) for p in paths]}
+    return DomainReport(result.domain_id, result.domain_name, result.metrics.get("accuracy"),
+                        tuple(str(p) for p in paths))
 
 
 @task(name="report_run", cache_policy=NO_CACHE, persist_result=False)
-def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int, str]) -> dict:
+def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int, str]) -> RunReport:
     """``summary.json``/``.md`` over the domains run, and the report (leaderboard, plots, HTML)
     over every run under ``output_dir``; summary and leaderboard posted as table artifacts.
     Their paths, and the summary's rows (for the CLI's table)."""
@@ -50,4 +51,4 @@ def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int,
                                                config.mode)
         create_markdown_artifact(markdown.read_text(encoding="utf-8"), key="issp-circular-summary",
                                  description=f"ISSP circular evaluation: {config.run_name}")
-    return {"summary": str(summary.path), "report": str(board.html), "rows": summary.rows}
+    return RunReport(str(summary.path), str(board.html), summary.rows)

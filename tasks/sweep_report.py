@@ -8,6 +8,7 @@ from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from socbench.records import SweepOutcome
 from socbench.report import leaderboard_rows, write_report, write_run_summary
 from socbench.sweep import SweepConfig, SweepState
 
@@ -17,10 +18,12 @@ def _artifact_key(name: str) -> str:
 
 
 @task(name="report_sweep", cache_policy=NO_CACHE, persist_result=False)
-def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) -> dict:
+def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) -> SweepOutcome:
     """``summary.json``/``.md`` per model over its domains (failed ones named), then the report
     (leaderboard, plots, HTML) over every run under the output folder; the outcome by model."""
-    outcome: dict = {"summaries": {}, "completed": {}, "failed": {}}
+    summaries: dict[str, str] = {}
+    completed: dict[str, list[int]] = {}
+    failures: dict[str, dict[int, str]] = {}
     for index in range(len(config.models)):
         run = config.run_config(index)
         results = [state.results[(index, d)] for d in domain_ids if (index, d) in state.results]
@@ -28,13 +31,12 @@ def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) 
         summary = write_run_summary(run.output_dir, run.run_name, results, failed)
         create_table_artifact(summary.rows, key=f"issp-sweep-summary-{_artifact_key(run.run_name)}",
                               description=f"ISSP sweep summary: {run.run_name}")
-        outcome["summaries"][run.run_name] = str(summary.path)
-        outcome["completed"][run.run_name] = [r.domain_id for r in results]
+        summaries[run.run_name] = str(summary.path)
+        completed[run.run_name] = [r.domain_id for r in results]
         if failed:
-            outcome["failed"][run.run_name] = failed
+            failures[run.run_name] = failed
     output_dir = config.run.output_dir
     board = write_report(output_dir)
     create_table_artifact(leaderboard_rows(board.leaderboard, per_domain=False), key="issp-sweep-leaderboard",
                           description=f"Leaderboard of every run under {output_dir} ({board.html})")
-    outcome["leaderboard"] = str(board.html)
-    return outcome
+    return SweepOutcome(summaries, completed, failures, str(board.html))

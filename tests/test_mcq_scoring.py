@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from socbench.mcq import accuracies, ask_engine, build_plan, score_plan, scoring
+from socbench.mcq import accuracies, ask_engine, build_plan, request_count, score_plan, scoring
 from socbench.mcq.prompts import UNCONDITIONAL_CONTEXT
 from socbench.types import (
     EngineResult,
@@ -84,8 +84,12 @@ class FixedNumbers:
 
     def option_logprobs(self, requests: list[PromptRequest], on_result=None) -> list[EngineResult]:
         self.calls.append("option_logprobs")
-        return [EngineResult(r.key, option_logprobs={c: self.options[c] for c in r.offered_codes})
-                for r in requests]
+        out = [EngineResult(r.key, option_logprobs={c: self.options[c] for c in r.offered_codes})
+               for r in requests]
+        for i, result in enumerate(out):
+            if on_result:
+                on_result(i, result)
+        return out
 
     def generate(self, requests, on_result=None):  # pragma: no cover - not used by MCQ
         raise AssertionError("MCQ never generates")
@@ -105,11 +109,11 @@ def test_plan_engine_and_scoring_end_to_end(gold: int) -> None:
                           {**{c: math.log(p) for c, p in zip("ABCD", LETTER_P)},
                            **{c: math.log(p) for c, p in zip("1234", DIGIT_P)}})
     plan = build_plan(_data(gold), ("cp", "mcp"), (0,), tolerance=True, seed=1)
-    seen: list[tuple[int, int]] = []
-    answers = ask_engine(engine, plan, progress=lambda done, total: seen.append((done, total)))
+    seen: list[int] = []
+    answers = ask_engine(engine, plan, on_result=lambda index, result: seen.append(index))
     assert engine.calls == ["loglikelihood", "option_logprobs"]
     assert len(answers.loglikelihoods) == 8 and len(answers.options) == 1  # 4 CP + 4 CP-UN, 1 MCP
-    assert seen[-1][1] == 9
+    assert len(seen) == request_count(plan) == 9
     predictions = {p.method: p for p in score_plan(plan, answers.loglikelihoods, answers.options)}
     expected = {"cp_raw": 2, "cp_ln_token": 1, "cp_ln_char": 0, "cp_un": 3, "mcp": 1, "mcp_tolerance": 0}
     assert {m: p.prediction for m, p in predictions.items()} == expected

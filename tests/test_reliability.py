@@ -151,7 +151,7 @@ def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_pat
     cache = EngineCache(config.engine.cache_dir / CACHE_FILE)
     session.register_engine(config.engine, CachedEngine(backend, cache))
     outcome = run_inprocess(issp, config)
-    assert outcome["completed"] == [DOMAIN], outcome
+    assert outcome.completed == [DOMAIN], outcome
     first, second = backend.calls
     assert second == first[7:]  # the retry asked only for what had not finished
     folder = tmp_path / "out" / "dies-once"
@@ -227,7 +227,7 @@ def test_server_refusing_connections_at_first_then_back(api_url, tmp_path, demo_
     finally:
         logger.removeHandler(seen)
         logger.setLevel(level)
-    assert outcome["completed"] == [DOMAIN] and not outcome["failed"]
+    assert outcome.completed == [DOMAIN] and not outcome.failed
     assert any("connection error" in line for line in seen.lines)  # requests really were refused
     detailed, _ = read_domain(tmp_path / "out")
     assert detailed["parse_failures"] == 0 and len(detailed["details"]) == stats.requests > 0

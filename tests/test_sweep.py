@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from socbench.errors import ConfigError
-from socbench.sweep import BatchRecord, DomainRecord, SweepConfig, SweepModel, settle
+from socbench.records import BatchRecord, DomainRecord
+from socbench.sweep import SweepConfig, SweepModel, settle
 from socbench.types import DomainResult
 from tests.conftest import prefect_api
 

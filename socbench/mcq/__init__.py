@@ -18,7 +18,7 @@ from typing import Any
 _HOMES = {
     "socbench.mcq.config": ("McqConfig", "make_mcq_config"),
     "socbench.mcq.datasets": ("load_jsonl", "load_mcq"),
-    "socbench.mcq.evaluate": ("ask_engine", "preload"),
+    "socbench.mcq.evaluate": ("ask_engine", "preload", "request_count"),
     "socbench.mcq.prompts": ("build_plan", "draw_shots"),
     "socbench.mcq.results": ("McqFiles", "incomplete_reason", "write_mcq_files"),
     "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "score_mcq", "score_plan"),

@@ -9,29 +9,17 @@ is stored as it arrives, so an interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
-from socbench.engines.base import Engine
+from socbench.engines.base import Engine, ResultSink
 from socbench.types import LoglikelihoodRequest, McqAnswers, McqPlan, PromptRequest
 
-Progress = Callable[[int, int], None]  # (answered so far, total)
 
-
-def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None,
+def ask_engine(engine: Engine, plan: McqPlan, on_result: ResultSink | None = None,
                backend: dict[str, str] | None = None) -> McqAnswers:
-    """All answers the plan needs; ``progress(done, total)`` as each arrives; ``backend`` is the
-    recorded backend choice (``engines.choice``)."""
+    """All answers the plan needs; ``on_result`` as each arrives (the engines' sink, as for ISSP's
+    prompts: one progress interface); ``backend`` is the recorded backend choice (``engines.choice``)."""
     ll_requests = loglikelihood_requests(plan)
     option_requests = option_requests_of(plan)
-    total = len(ll_requests) + len(option_requests)
-    done = 0
-
-    def on_result(index: int, result: object) -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(done, total)
-
     start = time.perf_counter()
     lls = engine.loglikelihood(ll_requests, on_result=on_result) if ll_requests else []
     options = engine.option_logprobs(option_requests, on_result=on_result) if option_requests else []
@@ -41,6 +29,11 @@ def ask_engine(engine: Engine, plan: McqPlan, progress: Progress | None = None,
     return McqAnswers({r.key: a for r, a in zip(ll_requests, lls, strict=True)},
                       {r.key: a for r, a in zip(option_requests, options, strict=True)}, seconds,
                       dict(engine.identity), cache, dict(backend or {}))
+
+
+def request_count(plan: McqPlan) -> int:
+    """How many requests ``ask_engine`` sends (the progress bar's total)."""
+    return len(loglikelihood_requests(plan)) + len(option_requests_of(plan))
 
 
 def loglikelihood_requests(plan: McqPlan) -> list[LoglikelihoodRequest]:
