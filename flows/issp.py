@@ -14,6 +14,7 @@ from prefect import flow
 from prefect.states import Failed, State
 from prefect.utilities.annotations import opaque
 
+from flows import failed as failed_state
 from socbench.config import RunConfig
 from socbench.domains import select_domains
 from socbench.errors import IncompleteDomain
@@ -100,5 +101,5 @@ def run_domains(config: RunConfig) -> IsspOutcome | State:
                           [r.domain_id for r in results if r.complete])
     if not outcome.ok:
         named = [f"domain {k} failed: {v}" for k, v in failed.items()] + list(incomplete.values())
-        return Failed(message=f"{len(named)} domain(s) did not complete: " + "; ".join(named), data=outcome)
+        return failed_state(f"{len(named)} domain(s) did not complete: " + "; ".join(named), outcome)
     return outcome

@@ -13,8 +13,9 @@ import time
 from functools import partial
 
 from prefect import flow
-from prefect.states import Failed, State
+from prefect.states import State
 
+from flows import failed as failed_state
 from socbench.mcq import ask_engine, request_count
 from socbench.mcq.config import McqConfig
 from socbench.records import McqOutcome
@@ -51,7 +52,7 @@ def run_mcq(config: McqConfig) -> McqOutcome | State:
         scores = mcq_score(plan, answers)
         outcome = mcq_report(data, plan, answers, scores, config, started)
         if not outcome.complete:
-            return Failed(message=f"{outcome.dataset}: {outcome.incomplete_reason}", data=outcome)
+            return failed_state(f"{outcome.dataset}: {outcome.incomplete_reason}", outcome)
         return outcome
     finally:
         teardown_safely()

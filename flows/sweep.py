@@ -15,8 +15,9 @@ from __future__ import annotations
 from uuid import UUID
 
 from prefect import flow
-from prefect.states import Failed, State
+from prefect.states import State
 
+from flows import failed as failed_state
 from flows.issp import DEFAULT_CONFIG, issp_domain
 from socbench.config import RunConfig
 from socbench.domains import select_domains
@@ -47,7 +48,7 @@ def issp_domains(config: RunConfig = DEFAULT_CONFIG, domain_ids: list[int] | Non
         finally:
             teardown_safely()
     if failed:
-        return Failed(message=f"{len(failed)} domain(s) failed: {failed}", data={"failed": failed})
+        return failed_state(f"{len(failed)} domain(s) failed: {failed}", {"failed": failed})
     return ids
 
 
@@ -69,5 +70,5 @@ def issp_sweep(config: SweepConfig = DEFAULT_SWEEP,
     outcome = report_sweep(config, after, domain_ids)
     if after.failed:
         names = {d.id: d.name for d in domains}
-        return Failed(message=failure_text(config, after.failed, names), data=outcome)
+        return failed_state(failure_text(config, after.failed, names), outcome)
     return outcome

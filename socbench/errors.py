@@ -78,3 +78,17 @@ class IncompleteDomain(Exception):
 def incomplete_reason(engine_errors: int, first_reason: str) -> str:
     """``"K engine errors, first: <reason>"``: how an ISSP domain or an MCQ run says it is incomplete."""
     return f"{engine_errors} engine error{'s' * (engine_errors != 1)}, first: {first_reason}"
+
+
+class RunFailed(Exception):
+    """A run that ended Failed, carrying its outcome (the files it wrote, what failed).
+
+    Prefect raises a Failed state's data when a deployment run's result is asked for, and
+    accepts only an exception there: the outcome travels inside one."""
+
+    def __init__(self, message: str, outcome: object) -> None:
+        super().__init__(message, outcome)
+        self.message, self.outcome = message, outcome
+
+    def __str__(self) -> str:
+        return self.message
