@@ -119,6 +119,7 @@ def test_prompts_longer_than_the_context_are_one_line_before_any_request(tiny_mo
     assert not (tmp_path / "out" / "tiny-qwen2").exists()  # nothing ran
 
 
+@pytest.mark.slow  # builds the tiny model (transformers) for its tokenizer
 def test_prompt_length_check_tokenizes_exactly_where_bytes_could_overflow(tiny_model: Path) -> None:
     """The byte bound holds: no prompt has more tokens than UTF-8 bytes + the margin."""
     from transformers import AutoTokenizer
@@ -132,6 +133,7 @@ def test_prompt_length_check_tokenizes_exactly_where_bytes_could_overflow(tiny_m
         assert len(encode(tokenizer, text, special=True)) <= len(text.encode()) + SPECIAL_MARGIN, text
 
 
+@pytest.mark.slow  # builds the tiny model and loads tokenizers (transformers)
 def test_piecewise_token_counts_equal_whole_prompt_encodings(tiny_model: Path, smollm2: Path,
                                                              demo_data: Path) -> None:
     """Counting each persona and question once gives every prompt's exact token count."""

@@ -125,6 +125,7 @@ def test_no_attributes_predicts_the_training_shares() -> None:
     assert result.metrics["accuracy"] == pytest.approx(15 / 20)
 
 
+@pytest.mark.slow  # gradient boosting: joblib counts the cores with lscpu in a subprocess
 def test_second_learner() -> None:
     items, people = domain(40)
     items = [i for i in items if i.question_id == "Q1"]
