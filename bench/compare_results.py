@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
+
+from socbench.processes import answers, free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "fake-model"
@@ -41,29 +41,20 @@ VOLATILE = {"timestamp", "timing", "created", "wall_s", "seconds", "elapsed_s", 
 RESULT_SUFFIXES = {".json", ".jsonl", ".csv"}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_server() -> tuple[subprocess.Popen, str]:
     """The fake OpenAI server of this checkout, as its documented script; waits until it answers."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "support.fake_openai", "--port", str(port)],
-                            cwd=ROOT / "tests", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            cwd=ROOT / "tests", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/v1/models", timeout=2).read()
-            return proc, url
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(f"fake server exited: {proc.stderr.read().decode()[-2000:]}") from None
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("fake server did not answer within 60 s")
+    try:
+        wait_for(lambda: proc.poll() is not None or answers(f"{url}/v1/models"), 60, "the fake server")
+    except TimeoutError:
+        proc.kill()
+        raise
+    if proc.poll() is not None:
+        raise RuntimeError(f"fake server exited with {proc.returncode}")
+    return proc, url
 
 
 def run_all(repo: Path, out: Path) -> dict[str, Any]:
