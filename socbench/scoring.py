@@ -5,8 +5,7 @@ request that showed a variant of one (``socbench.expansion``), once. An item who
 failed is wrong and carries ``parse_error``; so is one whose extracted code was not
 offered to that respondent. An item the engine could not answer carries ``engine_error``
 instead: that is no answer at all, and a domain with any is *incomplete* — its answer-based
-metrics are left out (NaN), never shown as a score, and ``raise_if_incomplete`` turns it
-into one ``IncompleteDomain`` line.
+metrics are left out (NaN), never shown as a score (``incomplete_reason`` says why).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from socbench import errors
-from socbench.errors import IncompleteDomain
 from socbench.extract import NOT_OFFERED
 from socbench.metrics.baselines import baselines, margin_over_best
 from socbench.metrics.classification import (
@@ -231,18 +229,7 @@ def incomplete_reason(result: DomainResult) -> str | None:
     """``"K engine errors, first: <reason>"``, or None for a complete domain."""
     if result.complete:
         return None
-    return errors.incomplete_reason(result.engine_errors, _first_engine_error(result))
-
-
-def raise_if_incomplete(result: DomainResult) -> None:
-    """Raise ``IncompleteDomain`` ("domain N: K engine errors, first: <reason>") unless complete."""
-    if not result.complete:
-        raise IncompleteDomain(result.domain_id, result.engine_errors, _first_engine_error(result))
-
-
-def _first_engine_error(result: DomainResult) -> str:
-    return next(iter(result.engine_error_reasons), "unknown")
-
+    return errors.incomplete_reason(result.engine_errors, next(iter(result.engine_error_reasons), "unknown"))
 
 
 # ------------------------------------------------------------------- expanded items
