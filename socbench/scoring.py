@@ -1,7 +1,7 @@
 """The ``score`` stage: Items + Extractions -> ScoredItems -> one DomainResult (a ScoredDomain).
 
 Only scoreable items (``excluded_reason is None``) are scored, each exactly once, and every
-request that showed a variant of one (``socbench.expansion``), once. An item whose extraction is missing or
+request that showed a variant of one (``PromptRequest.variant``), once. An item whose extraction is missing or
 failed is wrong and carries ``parse_error``; so is one whose extracted code was not
 offered to that respondent. An item the engine could not answer carries ``engine_error``
 instead: that is no answer at all, and a domain with any is *incomplete* — its answer-based
@@ -183,7 +183,7 @@ def score_domain(
     run: str = "",
 ) -> ScoredDomain:
     """The whole ``score`` stage for one domain: scored items, their DomainResult and every
-    variant's answer (``socbench.expansion`` reduces them).
+    variant's answer (``metrics.reduce_domain`` reduces them).
 
     The recorded ``interview_count`` is the number of respondents actually interviewed
     (distinct person ids among the items); ``interview_count`` is the requested limit,

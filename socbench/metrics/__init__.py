@@ -4,6 +4,7 @@ uncertainty (bootstrap, McNemar), and the yardsticks: the cross-fitted demograph
 SimBench's score, structure preservation, the persona effect and the report's lead sentences."""
 
 from socbench.metrics.baselines import baselines, majority_baseline, margin_over_best, uniform_baseline
+from socbench.metrics.circular import reduce_domain
 from socbench.metrics.classification import (
     accuracy,
     parse_failure_rate,
@@ -58,6 +59,7 @@ __all__ = [
     "persona_groups",
     "question_view",
     "rank_test",
+    "reduce_domain",
     "seed_macro_f1",
     "seed_micro_f1",
     "simbench_score",
