@@ -17,7 +17,7 @@ from socbench.metrics.distribution import distribution_scores, js_score, wassers
 from socbench.metrics.grouped import breakdown, grouped
 from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.persona_effect import PersonaEffect, persona_effect
-from socbench.metrics.persona_groups import find_persona_keys, persona_breakdowns, persona_groups
+from socbench.metrics.persona_groups import persona_breakdowns, persona_groups
 from socbench.metrics.questions import question_view
 from socbench.metrics.ranking import kendall_tau_b, modal_agreement, rank_test
 from socbench.metrics.simbench import SimBenchScore, simbench_score
@@ -42,7 +42,6 @@ __all__ = [
     "demographic_model",
     "distribution_scores",
     "encode_attributes",
-    "find_persona_keys",
     "grouped",
     "js_score",
     "kendall_tau_b",
