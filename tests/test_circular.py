@@ -15,7 +15,7 @@ from socbench.circular import expand_item, issp_variants, rotations
 from socbench.config import make_config
 from socbench.errors import ConfigError, DataError
 from socbench.metrics.circular import circular_metrics, reduce_domain
-from socbench.prompts import PromptSettings, build_prompt, build_prompts
+from socbench.prompts.persona import PromptSettings, build_prompt, build_prompts
 from socbench.report.circular import (
     circular_table,
     issp_circular_table,

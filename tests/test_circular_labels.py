@@ -19,7 +19,7 @@ import pytest
 from socbench.circular import issp_variants
 from socbench.extract import extract_all
 from socbench.metrics.circular import reduce_domain
-from socbench.prompts import PromptSettings, build_prompts
+from socbench.prompts.persona import PromptSettings, build_prompts
 from socbench.report.files import write_scored_domain
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
