@@ -96,17 +96,6 @@ def score_items(items: Sequence[Item], extractions: Mapping[str, Extraction],
     ]
 
 
-def domain_metrics(scored: Sequence[ScoredItem]) -> dict[str, float]:
-    """The headline metrics of one domain, by name (see ``metrics.classification``)."""
-    return {
-        "accuracy": accuracy(scored),
-        "macro_f1": seed_macro_f1(scored),
-        "micro_f1": seed_micro_f1(scored),
-        "per_question_macro_f1": per_question_macro_f1(scored),
-        "parse_failure_rate": parse_failure_rate(scored),
-    }
-
-
 def summarize_domain(
     domain_id: int,
     domain_name: str,
@@ -148,7 +137,8 @@ def summarize_domain(
     )
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
-    metrics = domain_metrics(scored)
+    metrics = {"accuracy": accuracy(scored), "macro_f1": seed_macro_f1(scored), "micro_f1": seed_micro_f1(scored),
+               "per_question_macro_f1": per_question_macro_f1(scored), "parse_failure_rate": parse_failure_rate(scored)}
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
     alignment, questions = question_view(items, scored, texts, min_respondents, weights, seed)
     return DomainResult(
