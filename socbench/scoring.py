@@ -137,8 +137,8 @@ def summarize_domain(
     )
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
-    metrics = {"accuracy": accuracy(scored), "macro_f1": seed_macro_f1(scored), "micro_f1": seed_micro_f1(scored),
-               "per_question_macro_f1": per_question_macro_f1(scored), "parse_failure_rate": parse_failure_rate(scored)}
+    answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
+    metrics = {name: metric(scored) for name, metric in zip(METRIC_NAMES, answer_metrics)}  # margin: below
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
     alignment, questions = question_view(items, scored, texts, min_respondents, weights, seed)
     return DomainResult(
