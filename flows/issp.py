@@ -17,9 +17,8 @@ from prefect.utilities.annotations import opaque
 from flows import failed as failed_state
 from socbench.config import RunConfig
 from socbench.domains import select_domains
-from socbench.errors import IncompleteDomain
 from socbench.records import IsspOutcome
-from socbench.scoring import raise_if_incomplete
+from socbench.scoring import incomplete_reason
 from socbench.types import DomainResult
 from tasks.build_prompts import build_prompts
 from tasks.country_special_options import country_special_options
@@ -58,11 +57,8 @@ def finished(result: DomainResult) -> DomainResult | State:
     """The result; for an incomplete domain a Failed state that carries it ("domain N: K engine
     errors, first: <reason>"): Prefect shows the domain Failed and a Retry of the parent runs it
     again, while the parent still lists it in the summary as incomplete."""
-    try:
-        raise_if_incomplete(result)
-    except IncompleteDomain as exc:
-        return Failed(message=str(exc), data=result)
-    return result
+    reason = incomplete_reason(result)
+    return result if reason is None else Failed(message=f"domain {result.domain_id}: {reason}", data=result)
 
 
 DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data

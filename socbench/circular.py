@@ -1,13 +1,10 @@
 """Circular evaluation (OpenCompass's CircularEval): re-ask a multiple-choice item with its
 options reordered; an item counts as truly solved only if every order is answered right.
 
-A right answer may be luck or a preference for a position. ``expand_item`` turns one item
-(id, labelled options, gold label) into variants (``types.Variant``): ``circular`` gives
-the n rotations of its options, ``all_possible`` all n! orders (refused for n > 5 unless
-``max_variants`` caps it with a seeded sample: the n rotations plus ``max_variants - n``
-other orders, so the rotation metrics survive sampling; its metrics are the ``sampled``
-family). Every item keeps its own labels and count; nothing assumes A-D. ``issp_variants``
-expands an ISSP item as that respondent sees it; ``mcq.circular`` expands an MCQ item.
+``expand_item`` turns one item into variants (``types.Variant``): ``circular`` the n rotations
+of its options, ``all_possible`` all n! orders (refused for n > 5 unless ``max_variants`` caps
+it: the n rotations plus a seeded sample of other orders, the ``sampled`` metric family).
+Every item keeps its own labels and count; nothing assumes A-D.
 
 Conventions (one place, used by prompts, scoring, metrics and reports):
 
@@ -90,8 +87,7 @@ def variant_patterns(labels: Sequence[str], settings: CircularSettings,
     if n > MAX_ALL_POSSIBLE_OPTIONS and settings.max_variants is None:
         raise ConfigError(f"--circular all_possible: item {qid} has {n} options ({total} orders); "
                           "pass --max_variants N to ask its rotations and a seeded sample of other orders "
-                          "(N in all), "
-                          "or use --circular circular")
+                          "(N in all), or use --circular circular")
     return all_orders(labels), False
 
 
@@ -120,13 +116,8 @@ def expand_item(qid: str, options: Sequence[tuple[str, str]], gold: str, setting
 
 
 def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
-    """Variants of one scoreable ISSP item: orders of the options as that respondent sees them.
-
-    The origin is the respondent's displayed order (survey order, or the run's seeded
-    shuffle). ``order_only``: codes stay attached to their text (``keep_labels``), the true code
-    is never remapped and the identity variant is exactly the normal prompt. ``relabel``: the
-    positions are numbered 1..n and the gold is the position of the true code.
-    """
+    """Variants of one scoreable ISSP item; the origin is the order that respondent is shown
+    (survey order, or the run's seeded shuffle)."""
     if item.true_code is None:
         raise ValueError(f"item {item.item_id} has no true code; only scoreable items have variants")
     order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,

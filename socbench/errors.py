@@ -29,7 +29,6 @@ class EngineError(SocbenchError):
     """An inference backend cannot be started or reached."""
 
 
-
 def first_problem(exc: Exception) -> tuple[str, object, str]:
     """(dotted location, input, message) of a pydantic ``ValidationError``'s first error."""
     err = exc.errors()[0]  # type: ignore[attr-defined]
@@ -60,19 +59,6 @@ def validated(model: type, values: object, *, within: str | None = None, context
         if not names:
             raise ConfigError(message) from None
         raise ConfigError(f"--{names[-1]} {shown}: {message}") from None
-class IncompleteDomain(Exception):
-    """A domain finished with engine errors: its numbers are not a result (exit code 1).
-
-    Not a ``SocbenchError``: the input was fine, the engine failed some requests. The
-    message is one line, ``domain N: K engine errors, first: <reason>``; rerunning the same
-    command sends exactly the requests that have no answer.
-    """
-
-    exit_code = 1
-
-    def __init__(self, domain_id: int, engine_errors: int, first_reason: str) -> None:
-        self.domain_id, self.engine_errors, self.first_reason = domain_id, engine_errors, first_reason
-        super().__init__(f"domain {domain_id}: {incomplete_reason(engine_errors, first_reason)}")
 
 
 def incomplete_reason(engine_errors: int, first_reason: str) -> str:

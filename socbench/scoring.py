@@ -1,12 +1,11 @@
 """The ``score`` stage: Items + Extractions -> ScoredItems -> one DomainResult (a ScoredDomain).
 
 Only scoreable items (``excluded_reason is None``) are scored, each exactly once, and every
-request that showed a variant of one (``socbench.expansion``), once. An item whose extraction is missing or
+request that showed a variant of one (``PromptRequest.variant``), once. An item whose extraction is missing or
 failed is wrong and carries ``parse_error``; so is one whose extracted code was not
 offered to that respondent. An item the engine could not answer carries ``engine_error``
 instead: that is no answer at all, and a domain with any is *incomplete* — its answer-based
-metrics are left out (NaN), never shown as a score, and ``raise_if_incomplete`` turns it
-into one ``IncompleteDomain`` line.
+metrics are left out (NaN), never shown as a score (``incomplete_reason`` says why).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from socbench import errors
-from socbench.errors import IncompleteDomain
 from socbench.extract import NOT_OFFERED
 from socbench.metrics.baselines import baselines, margin_over_best
 from socbench.metrics.classification import (
@@ -54,11 +52,8 @@ COUNTRY_METRICS = {"n": item_count, "accuracy": accuracy, "parse_failure_rate": 
 
 def score_item(item: Item, extraction: Extraction | None,
                groups: Mapping[str, str] | None = None) -> ScoredItem:
-    """Score one scoreable item against its extraction (None when there is none).
-
-    ``groups`` are the respondent's persona groups (sex, age group, ...), kept on the item
-    for the breakdowns.
-    """
+    """Score one scoreable item against its extraction (None when there is none); ``groups`` (the
+    respondent's persona groups) stay on the item for the breakdowns."""
     if item.true_code is None:
         raise ValueError(f"item {item.item_id} is scoreable but has no true code")
     predicted = extraction.code if extraction is not None else None
@@ -92,25 +87,13 @@ def score_item(item: Item, extraction: Extraction | None,
 
 def score_items(items: Sequence[Item], extractions: Mapping[str, Extraction],
                 groups: Mapping[int, Mapping[str, str]] | None = None) -> list[ScoredItem]:
-    """Score every scoreable item; ``extractions`` is keyed by ``item.item_id``, ``groups``
-    (persona groups) by person id."""
+    """Score every scoreable item; ``extractions`` keyed by item id, ``groups`` by person id."""
     groups = groups or {}
     return [
         score_item(item, extractions.get(item.item_id), groups.get(item.person_id))
         for item in items
         if item.excluded_reason is None
     ]
-
-
-def domain_metrics(scored: Sequence[ScoredItem]) -> dict[str, float]:
-    """The headline metrics of one domain, by name (see ``metrics.classification``)."""
-    return {
-        "accuracy": accuracy(scored),
-        "macro_f1": seed_macro_f1(scored),
-        "micro_f1": seed_micro_f1(scored),
-        "per_question_macro_f1": per_question_macro_f1(scored),
-        "parse_failure_rate": parse_failure_rate(scored),
-    }
 
 
 def summarize_domain(
@@ -132,16 +115,11 @@ def summarize_domain(
 ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
-    ``metrics`` also holds ``margin_over_best_baseline`` (accuracy minus the strongest
-    baseline), so a headline number is never read without its floor. ``min_respondents``
-    is the smallest group the distribution and ranking metrics score, and the fewest
-    respondents an accuracy CI is given for; ``seed`` seeds the bootstrap;
-    ``weights`` (person id -> design weight) add weighted baselines and distribution scores;
-    without them, ``weights_off`` says why (shown in the summary and the report).
-    ``engine_errors`` are the reasons of every failed request of the domain (default: those
-    of ``scored``); with any, the result is incomplete and carries counts and baselines only.
-    ``texts`` (question id -> wording) label the per-question view; ``run`` names the run's
-    folder when it is not the model's (a control run of the same model).
+    ``margin_over_best_baseline`` joins the metrics, so a headline number is never read without
+    its floor. ``min_respondents``: the smallest group a distribution, ranking or CI is given for.
+    Without ``weights``, ``weights_off`` says why. With any ``engine_errors`` (default: those of
+    ``scored``) the result is incomplete: counts and baselines only. ``run``: the run's folder
+    when it is not the model's (a control run).
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
@@ -159,7 +137,8 @@ def summarize_domain(
     )
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
-    metrics = domain_metrics(scored)
+    answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
+    metrics = {name: metric(scored) for name, metric in zip(METRIC_NAMES, answer_metrics)}  # margin: below
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
     alignment, questions = question_view(items, scored, texts, min_respondents, weights, seed)
     return DomainResult(
@@ -185,14 +164,10 @@ def score_domain(
     run: str = "",
 ) -> ScoredDomain:
     """The whole ``score`` stage for one domain: scored items, their DomainResult and every
-    variant's answer (``socbench.expansion`` reduces them).
+    variant's answer (``metrics.reduce_domain`` reduces them); ``extractions`` by request id.
 
-    The recorded ``interview_count`` is the number of respondents actually interviewed
-    (distinct person ids among the items); ``interview_count`` is the requested limit,
-    and more respondents than it means an earlier stage ignored it (a bug, not user input).
-    Each scored item carries its respondent's persona groups (``metrics.persona_groups``).
-    ``extractions`` holds every request's answer by request id; the normal prompt's is the item's.
-    ``model`` is the model asked; ``run`` the run's folder name when it differs (a control run).
+    The result records the respondents actually interviewed; more than the requested
+    ``interview_count`` means an earlier stage ignored it (a bug, not user input).
     """
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
@@ -231,18 +206,7 @@ def incomplete_reason(result: DomainResult) -> str | None:
     """``"K engine errors, first: <reason>"``, or None for a complete domain."""
     if result.complete:
         return None
-    return errors.incomplete_reason(result.engine_errors, _first_engine_error(result))
-
-
-def raise_if_incomplete(result: DomainResult) -> None:
-    """Raise ``IncompleteDomain`` ("domain N: K engine errors, first: <reason>") unless complete."""
-    if not result.complete:
-        raise IncompleteDomain(result.domain_id, result.engine_errors, _first_engine_error(result))
-
-
-def _first_engine_error(result: DomainResult) -> str:
-    return next(iter(result.engine_error_reasons), "unknown")
-
+    return errors.incomplete_reason(result.engine_errors, next(iter(result.engine_error_reasons), "unknown"))
 
 
 # ------------------------------------------------------------------- expanded items

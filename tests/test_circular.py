@@ -14,9 +14,8 @@ import pytest
 from socbench.circular import expand_item, issp_variants, rotations
 from socbench.config import make_config
 from socbench.errors import ConfigError, DataError
-from socbench.expansion import reduce_scored
-from socbench.metrics.circular import circular_metrics
-from socbench.prompts import PromptSettings, build_prompt, build_prompts
+from socbench.metrics.circular import circular_metrics, reduce_domain
+from socbench.prompts.persona import PromptSettings, build_prompt, build_prompts
 from socbench.report.circular import (
     circular_table,
     issp_circular_table,
@@ -339,7 +338,7 @@ def issp_extractions() -> dict[str, Extraction]:
 
 def test_issp_score_stage_computes_circular_perf_beside_normal_scores() -> None:
     extractions = issp_extractions()
-    scored = reduce_scored(score_domain(DATA, ITEMS, extractions, model="m"), CircularSettings("circular"))
+    scored = reduce_domain(score_domain(DATA, ITEMS, extractions, model="m"), CircularSettings("circular"))
     result = scored.result
     plain = score_domain(DATA, ITEMS,
                          {i.item_id: extractions[i.item_id] for i in ITEMS[:3]}, model="m").result
@@ -361,7 +360,7 @@ def test_an_engine_error_in_a_variant_makes_the_domain_incomplete() -> None:
     v12 = issp_variants(ITEMS[1], CircularSettings("circular"))
     failed = Extraction("k", None, engine_error="HTTP 503: overloaded", variant=v12[2])
     extractions[v12[2].request_id] = failed
-    scored = reduce_scored(score_domain(DATA, ITEMS, extractions, model="m"), CircularSettings("circular"))
+    scored = reduce_domain(score_domain(DATA, ITEMS, extractions, model="m"), CircularSettings("circular"))
     result = scored.result
     assert all(s.engine_error is None for s in scored.items)  # the identity variants were answered
     assert not result.complete and result.engine_error_reasons == {"HTTP 503: overloaded": 1}
@@ -374,7 +373,7 @@ def test_an_engine_error_in_a_variant_makes_the_domain_incomplete() -> None:
 def test_issp_circular_files_and_run_table(tmp_path: Path) -> None:
     settings = CircularSettings("circular")
     extractions = issp_extractions()
-    scored = reduce_scored(score_domain(DATA, ITEMS, extractions, model="m"), settings)
+    scored = reduce_domain(score_domain(DATA, ITEMS, extractions, model="m"), settings)
     result, variants = scored.result, list(scored.variants)
     _, _, jsonl, metrics_path = write_scored_domain(tmp_path, scored, settings)
     assert jsonl.name == "Citizenship_circular.jsonl" and jsonl.parent == tmp_path / "m"

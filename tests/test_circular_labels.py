@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from socbench.circular import issp_variants
-from socbench.expansion import reduce_scored
 from socbench.extract import extract_all
-from socbench.prompts import PromptSettings, build_prompts
+from socbench.metrics.circular import reduce_domain
+from socbench.prompts.persona import PromptSettings, build_prompts
 from socbench.report.files import write_scored_domain
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
@@ -43,7 +43,7 @@ def run(labels: str, answer, items: list[Item], mode: str = "circular"):
     prompts = build_prompts(items, people, {"V5": V5, "V9": V9}, PromptSettings(structured=True), settings)
     extractions = extract_all(prompts, answer(prompts))
     data = DomainData(1, "Citizenship", (V5, V9), tuple(people.values()), {}, "synthetic")
-    return prompts, reduce_scored(score_domain(data, items, extractions, model="m"), settings)
+    return prompts, reduce_domain(score_domain(data, items, extractions, model="m"), settings)
 
 
 ITEMS = [Item(pid, q.id, "JP", tuple(q.options.items()), true, False)
@@ -99,7 +99,7 @@ def test_all_possible_sampled_relabelled_keeps_rotations_and_labels_the_sample()
     prompts = build_prompts([item], people, {"V7": six}, PromptSettings(), settings)
     extractions = extract_all(prompts, always("1")(prompts))
     data = DomainData(1, "Citizenship", (six,), (people[0],), {}, "synthetic")
-    scored = reduce_scored(score_domain(data, [item], extractions, model="m"), settings)
+    scored = reduce_domain(score_domain(data, [item], extractions, model="m"), settings)
     metrics = scored.result.metrics
     assert scored.circular_scores.questions == {"origin": 1, "circular": 1, "all_possible": 0, "sampled": 1}
     assert metrics["circular_relabel_perf"] != metrics["circular_relabel_perf"]  # no question has all 720
@@ -126,7 +126,7 @@ def test_report_shows_both_label_modes_and_marks_sampled_orders(tmp_path: Path) 
     prompts = build_prompts([item], {0: Respondent(0, "Japan", "JP", {}, {})}, {"V7": six}, PromptSettings(),
                             settings)
     data = DomainData(2, "Environment", (six,), (Respondent(0, "Japan", "JP", {}, {}),), {}, "synthetic")
-    scored = reduce_scored(score_domain(data, [item], extract_all(prompts, always("2")(prompts)), model="m"),
+    scored = reduce_domain(score_domain(data, [item], extract_all(prompts, always("2")(prompts)), model="m"),
                            settings)
     write_scored_domain(tmp_path, scored, settings)
     payload = json.loads((tmp_path / "m" / "Environment_circular_metrics.json").read_text())

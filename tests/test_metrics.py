@@ -9,20 +9,22 @@ from collections import Counter
 import pytest
 from sklearn.metrics import f1_score
 
-from socbench.metrics import (
-    accuracy,
+from socbench.metrics.baselines import (
+    BY_COUNTRY_QUESTION,
     baselines,
-    grouped,
     majority_baseline,
+    majority_item_scores,
     margin_over_best,
+    uniform_baseline,
+)
+from socbench.metrics.classification import (
+    accuracy,
     parse_failure_rate,
     per_question_macro_f1,
     seed_macro_f1,
     seed_micro_f1,
-    uniform_baseline,
 )
-from socbench.metrics.baselines import BY_COUNTRY_QUESTION, majority_item_scores
-from socbench.metrics.grouped import breakdown
+from socbench.metrics.grouped import breakdown, grouped
 from socbench.types import ScoredItem
 
 CODES3 = ("1", "2", "3")

@@ -11,13 +11,14 @@ from socbench.data import build_items, load_domain
 from socbench.domains import DOMAINS, get_domain
 from socbench.metrics.persona_groups import (
     AGE_GROUP,
+    ATTRIBUTES,
     EDUCATION,
     EMPLOYMENT,
     RELIGION,
     SEX,
     UNKNOWN,
     age_group,
-    find_persona_keys,
+    classify_key,
     group_of,
     persona_breakdowns,
     persona_groups,
@@ -34,6 +35,18 @@ EMPLOYMENT_GROUPS = {"in paid work", "unemployed", "in education", "apprentice o
                      "not in paid work, worked before", "never in paid work"}
 
 
+def find_persona_keys(keys: list[str]) -> dict[str, str]:
+    """``{attribute: key}``: the best-priority key per persona attribute (ties: sorted order)."""
+    best: dict[str, tuple[int, str]] = {}
+    for key in keys:
+        found = classify_key(key)
+        if found is not None:
+            attribute, priority = found
+            if attribute not in best or (priority, key) < best[attribute]:
+                best[attribute] = (priority, key)
+    return {attr: best[attr][1] for attr in ATTRIBUTES if attr in best}
+
+
 def _codebook(path: Path) -> dict[str, dict]:
     """ISSP variable name (upper case) -> codebook entry."""
     return {entry["domain"].upper(): entry for entry in json.loads(path.read_text(encoding="utf-8"))}
@@ -45,7 +58,7 @@ def test_real_codebook_keys_are_found(shared_issp: Path) -> None:
     for path in paths:
         entries = _codebook(path)
         meaning_to_var = {e["meaning"]: var for var, e in entries.items()}
-        found = {attr: meaning_to_var[key] for attr, key in find_persona_keys(meaning_to_var).items()}
+        found = {attr: meaning_to_var[key] for attr, key in find_persona_keys(list(meaning_to_var)).items()}
         education = "EDULEVEL" if "DEGREE" not in entries else "DEGREE"  # 2020/2021 modules have no DEGREE
         assert found == {SEX: "SEX", AGE_GROUP: "AGE", EDUCATION: education, RELIGION: "RELIGGRP",
                          EMPLOYMENT: "MAINSTAT"}, path.name

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from socbench.errors import DataError
-from socbench.prompts import (
+from socbench.prompts.persona import (
     ANSWER_PREFIX,
     PromptSettings,
     build_prompts,
+    country_words,
+    fill_placeholders,
     prompt_text,
-    render_options,
-    shuffled_order,
 )
-from socbench.prompts.persona import country_words, fill_placeholders
+from socbench.shuffle import render_options, shuffled_order
 from socbench.types import Item, Question, Respondent, SamplingSettings
 
 UNFILLED = re.compile(r"\[\s*(country|nationality)|nationality\s*\]", re.IGNORECASE)

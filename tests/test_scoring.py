@@ -6,12 +6,10 @@ import math
 
 import pytest
 
-from socbench.errors import IncompleteDomain
 from socbench.scoring import (
     NO_EXTRACTION,
     NOT_OFFERED,
     incomplete_reason,
-    raise_if_incomplete,
     score_domain,
     score_items,
     summarize_domain,
@@ -118,9 +116,6 @@ def test_engine_errors_are_counted_apart_and_make_the_domain_incomplete() -> Non
     assert all(math.isnan(v) for v in result.metrics.values()) and "accuracy" in result.metrics
     assert result.accuracy_ci is None and result.per_country == {} and result.breakdowns == {}
     assert result.baselines["uniform"] == pytest.approx(1 / 3)  # answer-free: still there
-    with pytest.raises(IncompleteDomain, match=r"^domain 1: 2 engine errors, first: gave up") as info:
-        raise_if_incomplete(result)
-    assert info.value.exit_code == 1 and info.value.engine_errors == 2
 
 
 def test_complete_domain_passes_and_keeps_raw_replies() -> None:
@@ -129,4 +124,3 @@ def test_complete_domain_passes_and_keeps_raw_replies() -> None:
     assert scored[1].raw_reply == '{"answer": "3"}' and scored[1].engine_error is None
     result = summarize_domain(1, "Citizenship", "m", ITEMS, scored, {}, 4)
     assert result.complete and incomplete_reason(result) is None and result.engine_errors == 0
-    raise_if_incomplete(result)

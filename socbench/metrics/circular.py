@@ -124,9 +124,12 @@ def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> Ci
 # ------------------------------------------------------------------------- reducer
 
 
-def reduce_domain(scored: ScoredDomain, settings: CircularSettings) -> ScoredDomain:
+def reduce_domain(scored: ScoredDomain, settings: CircularSettings | None) -> ScoredDomain:
     """OpenCompass's metrics over the scored variants grouped by item; the run's family
-    (``circular_acc/perf/vote``) joins the domain's metrics."""
+    (``circular_acc/perf/vote``) joins the domain's metrics. An incomplete domain, or a run
+    without circular evaluation, is returned as is."""
+    if settings is None or scored.variants is None or not scored.result.complete:
+        return scored
     scores = circular_metrics(scored.variants or (), settings.mode)
     metrics = {**scored.result.metrics, **circular_extras(scores.metrics, settings)}
     return replace(scored, result=replace(scored.result, metrics=metrics), circular_scores=scores)

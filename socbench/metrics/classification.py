@@ -24,11 +24,7 @@ from sklearn.metrics import f1_score
 
 from socbench.types import ScoredItem
 
-INVALID = "invalid"
-"""Pooled label of an answer that could not be read or was not an offered code.
-
-ISSP codes are integer strings, so this label can never collide with a real code.
-"""
+INVALID = "invalid"  # pooled label of an unread or unoffered answer; never an ISSP code (integer strings)
 
 
 def accuracy(items: Sequence[ScoredItem]) -> float:
@@ -51,21 +47,11 @@ def item_count(items: Sequence[ScoredItem]) -> float:
 
 
 def pooled_labels(items: Sequence[ScoredItem]) -> tuple[list[str], list[str]]:
-    """``(y_true, y_pred)`` in the original system's pooled label space.
-
-    A prediction that is missing or not among the item's offered codes becomes
-    ``INVALID``: always wrong, and never a class of its own in the macro average.
-    """
-    y_true = [item.true_code for item in items]
-    y_pred = [_pooled_prediction(item) for item in items]
-    return y_true, y_pred
-
-
-def _pooled_prediction(item: ScoredItem) -> str:
-    code = item.predicted_code
-    if code is None or item.parse_error is not None or code not in item.offered_codes:
-        return INVALID
-    return code
+    """``(y_true, y_pred)`` in the original system's pooled label space; a missing or unoffered
+    prediction is ``INVALID``: always wrong, never a class of its own in the macro average."""
+    y_pred = [INVALID if i.predicted_code is None or i.parse_error is not None
+              or i.predicted_code not in i.offered_codes else i.predicted_code for i in items]
+    return [item.true_code for item in items], y_pred
 
 
 def seed_macro_f1(items: Sequence[ScoredItem]) -> float:

@@ -73,18 +73,6 @@ def classify_key(key: str) -> tuple[str, int] | None:
     return None
 
 
-def find_persona_keys(keys: Iterable[str]) -> dict[str, str]:
-    """``{attribute: key}``: the best-priority key per persona attribute (ties: sorted order)."""
-    best: dict[str, tuple[int, str]] = {}
-    for key in keys:
-        found = classify_key(key)
-        if found is not None:
-            attribute, priority = found
-            if attribute not in best or (priority, key) < best[attribute]:
-                best[attribute] = (priority, key)
-    return {attr: best[attr][1] for attr in ATTRIBUTES if attr in best}
-
-
 # ------------------------------------------------------------------------------- values
 
 _COUNTRY_NOTE = re.compile(r"[,;]\s*[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*,\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:.*$")

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from socbench.circular import issp_variants
 from socbench.data.countries import country_attribute_key, country_info
 from socbench.data.loaders import is_missing_label
 from socbench.errors import DataError
-from socbench.expansion import Expansion, item_variants
 from socbench.shuffle import display_order, render_options
 from socbench.types import (
+    CircularSettings,
     DomainData,
     Item,
     Message,
@@ -274,15 +275,10 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
 
 
 def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
-                    expansion: Expansion, system: str | None = None) -> list[PromptRequest]:
-    """One request per variant of ``item``, recording the variant it shows: the order of option
-    lines differs (and, relabelled, their numbers), preceded by the normal request when no
-    variant is it.
-
-    A variant whose prompt is the normal one keeps the plain item id and is byte-identical to
-    the normal request (same cache key); the others carry ``<item id>--<pattern>``.
-    """
-    variants = item_variants(item, expansion)
+                    expansion: CircularSettings, system: str | None = None) -> list[PromptRequest]:
+    """One request per variant of ``item`` (ids and the normal request: ``socbench.circular``),
+    preceded by the normal request when no variant is it."""
+    variants = issp_variants(item, expansion)
     normal = [] if any(v.request_id == item.item_id for v in variants) else \
         [build_prompt(item, respondent, question, settings, system)]
     return normal + [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern,
@@ -302,7 +298,7 @@ def build_prompts(
     respondents: Mapping[int, Respondent],
     questions: Mapping[str, Question],
     settings: PromptSettings,
-    expansion: Expansion | None = None,
+    expansion: CircularSettings | None = None,
 ) -> list[PromptRequest]:
     """Prompts for the scoreable items, respondent by respondent (in ``respondents`` order).
 
@@ -335,10 +331,7 @@ def build_prompts(
 
 
 def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunConfig) -> list[PromptRequest]:
-    """The ``build_prompts`` stage: one domain's items under one run configuration.
-
-    With an expansion (``config.expansion``), every scoreable item is asked once per variant.
-    """
+    """The ``build_prompts`` stage: one domain's items under one run configuration."""
     respondents = {r.person_id: r for r in data.respondents}
     questions = {q.id: q for q in data.questions}
     settings = settings_from_config(config)
