@@ -6,7 +6,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from socbench.config import RunConfig
-from socbench.metrics import reduce_domain
+from socbench.expansion import reduce_scored
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, ScoredDomain
 
@@ -16,4 +16,4 @@ def score(data: DomainData, items: list[Item], extractions: dict[str, Extraction
           config: RunConfig) -> ScoredDomain:
     scored = score_domain(data, items, extractions, model=config.engine.model, run=config.run_name,
                           interview_count=config.interview_count)
-    return reduce_domain(scored, config.expansion)
+    return reduce_scored(scored, config.expansion)
