@@ -63,10 +63,6 @@ DEFINITIONS = {
 ENGINE_METHODS = ("mcp", "mcp_tolerance")  # scored from option requests: the ones an engine error leaves out
 
 
-def mcq_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
-    return model_dir(output_dir, model) / "mcq"
-
-
 def prediction_record(pred: Prediction, split: str) -> dict[str, Any]:
     return {"id": pred.item_id, "split": split, "k_shot": pred.k_shot, "method": COLUMNS[pred.method],
             "gold": pred.gold, "prediction": pred.prediction, "correct": pred.correct,
@@ -186,7 +182,9 @@ def write_mcq_circular(folder: Path, model: str, plan: McqPlan, settings: Circul
 def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
                     answers: McqAnswers, scores: McqScores, wall_s: float | None = None) -> McqOutcome:
     """Write the five files of one run (with circular evaluation its circular files first); their paths."""
-    folder = mcq_dir(output_dir, model)
+    import pandas as pd  # slow to load: only when writing
+
+    folder = model_dir(output_dir, model) / "mcq"
     predictions = scores.predictions
     incomplete = incomplete_reason(answers)
     circular = (write_mcq_circular(folder, model, plan, plan.circular_settings, scores)
@@ -206,18 +204,13 @@ def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqDat
         handle.write(table_markdown(marked, title, table_notes(payload)))
     csv_path = folder / f"{data.dataset}_table.csv"
     with atomic_open(csv_path) as handle:
-        _table_frame(rows).to_csv(handle, index=False, float_format="%.6f")
+        frame = pd.DataFrame(rows, columns=["k-shot", *COLUMNS.values()])
+        frame.to_csv(handle, index=False, float_format="%.6f")
     plot = accuracy_plot(rows, payload["chance_accuracy"], title, folder / f"{data.dataset}_accuracy.png")
     results = write_json(folder / f"{data.dataset}_results.json", payload)
     return McqOutcome(data.dataset, incomplete, str(md_path), str(results), str(pred_path), str(csv_path),
                       str(plot), str(circular.table_md) if circular and circular.table_md else None,
                       list(circular.payload["notes"]) if circular else [])
-
-
-def _table_frame(rows: Sequence[Mapping[str, Any]]):
-    import pandas as pd
-
-    return pd.DataFrame(list(rows), columns=["k-shot", *COLUMNS.values()])
 
 
 def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, title: str, path: Path) -> Path:

@@ -37,7 +37,7 @@ from socbench.metrics.uncertainty import (
 from socbench.metrics.uncertainty import accuracy_ci as interval
 from socbench.models import model_slug
 from socbench.report.labels import variant_label
-from socbench.report.output import finite_mean
+from socbench.report.output import finite_mean, json_safe
 from socbench.report.runs import (  # noqa: F401  (re-exported: the report's readers live in runs)
     DETAILED_SUFFIX,
     DomainRun,
@@ -172,14 +172,10 @@ def leaderboard(output_dir: str | Path, **kwargs: Any) -> Leaderboard:
     return build_leaderboard(load_runs(output_dir), **kwargs)
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
-
-
 def leaderboard_rows(source: str | Path | Leaderboard, *, per_domain: bool = True) -> list[dict[str, Any]]:
     """Overall rows, incomplete runs, then run x domain rows, NaN as None, for a table artifact."""
     board = source if isinstance(source, Leaderboard) else leaderboard(source)
-    return [_jsonable(r) for r in board.overall + board.incomplete + (board.domains if per_domain else [])]
+    return [json_safe(r) for r in board.overall + board.incomplete + (board.domains if per_domain else [])]
 
 
 # -------------------------------------------------------------------------- comparisons

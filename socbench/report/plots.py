@@ -121,7 +121,7 @@ def _draw_scale(sized: list[tuple[float, dict[str, Any]]], path: Path) -> Path:
         means = [sum(acc[d] for d in common) / len(common) for acc in per_model]
         ax.plot(xs, means, color="black", marker="o", linewidth=2.5, label=f"mean ({len(common)} domains)")
     ax.set_xscale("log")
-    ax.set_xticks(xs, [_size_label(x) for x in xs], minor=False)
+    ax.set_xticks(xs, [size_label(x) for x in xs], minor=False)
     ax.set_xticks([], minor=True)
     ax.set_xlabel("parameters")
     ax.set_ylabel("accuracy")
@@ -130,5 +130,5 @@ def _draw_scale(sized: list[tuple[float, dict[str, Any]]], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def _size_label(params: float) -> str:
+def size_label(params: float) -> str:
     return f"{params / 1e9:g}B" if params >= 1e9 else f"{params / 1e6:g}M"
