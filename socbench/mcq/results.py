@@ -8,13 +8,9 @@
   CP-LN, CP-LN-char, MCP, MCP-Tolerance; empty where a method was not run);
 - ``<dataset>_accuracy.png``: the same table as grouped bars with the chance level.
 
-MCP's option requests can fail (an engine error) without stopping the run; a run with any is
-*incomplete*: ``complete`` is false with an ``incomplete_reason``, MCP and MCP-Tolerance are
-left out of the accuracies (``incomplete`` in the table) and no circular files are written.
-
-With ``--circular`` (``socbench.mcq.circular``), per k ``<dataset>_mcp_k<k>_circular.jsonl``
-and ``_circular_metrics.json``, one ``<dataset>_circular_summary.md``/``.csv``, and the
-metrics in the results under ``circular`` (its notes also under the table).
+With ``--circular``, per k ``<dataset>_mcp_k<k>_circular.jsonl`` and ``_circular_metrics.json``
+and one ``<dataset>_circular_summary.md``/``.csv``. A run with MCP engine errors is *incomplete*:
+MCP's columns are left out (a wrong number is worse than none) and no circular files are written.
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ correct`` plus the variant id, the original order and the answer mapped back), a
 that produced them (mode, seed, max_variants; a sample's orders are the patterns in the
 JSONL). The summary table has OpenCompass's ``CircularSummarizer`` layout: a header row
 ``dataset, version, mode, <model>, -, ...``, a row of metric names, then one row per
-dataset with percentages to two decimals and ``-`` where a value is missing. Every file is
-written atomically (``report.output.atomic_open``).
+dataset with percentages to two decimals and ``-`` where a value is missing.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ system's keys are all present with its meaning; extra keys (per-question macro-F
 per-country breakdowns) are added beside them. Engine errors (no reply) are counted apart
 from parse failures (a reply that could not be read), each by reason; a domain with engine
 errors is marked ``complete: false`` and its accuracy and F1s are ``null``, never a score.
-Every file is written to a temporary file in the same folder and moved into place, so a
-killed run never leaves a file that looks complete. NaN metrics (an empty domain) are written as ``null``.
 """
 
 from __future__ import annotations
