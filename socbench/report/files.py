@@ -14,6 +14,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
 DISTRIBUTION_SCORES = ("wasserstein", "uniform_wasserstein", "js", "uniform_js")  # each beside its floor
 ALIGNMENT_SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "kendall_tau_p")
 ALIGNMENT_LEVEL = "question"  # the headline: per question, pooled over countries
+_fmt = partial(fmt, digits=4)
 
 
 # ------------------------------------------------------------------------- per domain
@@ -200,10 +202,6 @@ def domain_markdown(result: DomainResult) -> str:
         lines += ["", f"Strongest baseline: {baseline_label(best[0])} ({_fmt(best[1])}); margin "
                   f"{signed(m.get('margin_over_best_baseline'), 4)}."]
     return "\n".join(lines) + "\n"
-
-
-def _fmt(value: float | None) -> str:
-    return fmt(value, digits=4)
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
