@@ -1,10 +1,7 @@
 """Report figures across runs: per-domain bars, country x domain heatmap, model scale.
 
-Drawn on matplotlib's Agg canvas via ``report.output``'s helpers (no pyplot state); the
-model-scale trend is ``plots.model_scale_plot`` itself, written into the report folder.
-The heatmap file is for papers and slides (the page shows the same grid as a table): rows
-are countries by name with at least ``MIN_RESPONDENTS`` respondents in some domain, each
-cell gives accuracy and respondents, and thinner cells are grey without a number.
+The heatmap file is for papers and slides (the page shows the same grid as a table); cells
+with fewer than ``MIN_RESPONDENTS`` respondents are grey without a number.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 ``domain_accuracy_plot``: one model's accuracy per domain with the strongest baseline
 marked. ``model_scale_plot``: accuracy against parameter count across every model folder
-under an output folder. matplotlib is imported inside the functions (it is slow to load
-and only the report needs it).
+under an output folder.
 """
 
 from __future__ import annotations
