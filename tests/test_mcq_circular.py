@@ -90,7 +90,7 @@ def run_pipeline(engine: RuleEngine, out: Path, items=(Q3, Q5, Q4), methods=("mc
     plan = build_plan(data, methods, k_shots, False, 7, CircularSettings(mode, max_variants, seed=7))
     answers = ask_engine(engine, plan)
     files = write_mcq_files(out, MODEL, data, plan, answers, score_mcq(plan, answers))
-    return {"results": json.loads(files.results.read_text()), "folder": model_dir(out, MODEL) / "mcq",
+    return {"results": json.loads(Path(files.results).read_text()), "folder": model_dir(out, MODEL) / "mcq",
             "plan": plan, "files": files}
 
 
@@ -182,7 +182,7 @@ def test_variants_share_requests_and_shots(tmp_path: Path) -> None:
 def test_cp_is_skipped_with_a_note(tmp_path: Path) -> None:
     run = run_pipeline(RuleEngine("first"), tmp_path / "both", methods=("cp", "mcp"))
     assert run["results"]["circular"]["notes"] == [CP_SKIPPED]
-    assert CP_SKIPPED in run["files"].table_md.read_text()
+    assert CP_SKIPPED in Path(run["files"].table).read_text()
     assert "CP-RAW" in run["results"]["accuracy"]["0"]  # the normal CP scores are still there
     only_cp = run_pipeline(RuleEngine("first"), tmp_path / "cp", methods=("cp",))
     assert only_cp["results"]["circular"]["notes"] == [CP_SKIPPED, NO_MCP]
@@ -197,7 +197,7 @@ def test_engine_error_makes_the_run_incomplete_not_a_wrong_variant(tmp_path: Pat
     assert not results["complete"]
     assert results["incomplete_reason"] == "1 engine error, first: injected failure"
     assert results.get("circular") is None and not list(run["folder"].glob("*circular*"))
-    assert "| 0 | – | – | – | – | incomplete | – |" in run["files"].table_md.read_text()
+    assert "| 0 | – | – | – | – | incomplete | – |" in Path(run["files"].table).read_text()
 
 
 def test_all_possible_sampled_and_refused(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ _HOMES = {
     "socbench.mcq.datasets": ("load_jsonl", "load_mcq"),
     "socbench.mcq.evaluate": ("ask_engine", "preload", "request_count"),
     "socbench.mcq.prompts": ("build_plan", "draw_shots"),
-    "socbench.mcq.results": ("McqFiles", "incomplete_reason", "write_mcq_files"),
+    "socbench.mcq.results": ("incomplete_reason", "write_mcq_files"),
     "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "score_mcq", "score_plan"),
     "socbench.mcq.specs": ("TASKS", "McqTaskSpec", "get_task"),
 }

@@ -1,16 +1,9 @@
 """Circular evaluation of MCP on multiple-choice tasks (OpenCompass's CircularEval).
 
-Each item is expanded with ``socbench.circular.expand_item`` over its own option count,
-labelled by position (A, B, ...) as MCP prompts show them: the texts move, the gold letter
-is remapped. The stages take the variants along with the normal requests, each in its
-own module: ``prompts.build_plan`` asks every variant of an (item, k) as an ordinary MCP
-request with the shots drawn for the original item (so variants share the engine cache
-and the one engine call; the identity variant *is* the normal MCP request, same key);
-``scoring.score_mcq`` reads each with the MCP rule and maps its letter back; and
-``results.write_mcq_files`` writes, per k, ``<dataset>_mcp_k<k>_circular.jsonl`` and
-``_circular_metrics.json``, one ``<dataset>_circular_summary.md``/``.csv`` (rows
-``<dataset>_mcp_k<k>``, OpenCompass's layout) and the metrics under ``circular`` in
-``<dataset>_results.json``.
+Each item is expanded over its own option count, labelled by position (A, B, ...) as MCP
+prompts show them: the texts move, the gold letter is remapped. Every variant is an ordinary
+MCP request with the original item's shots, so variants share the engine cache and call (the
+identity variant *is* the normal MCP request); ``results.write_mcq_files`` writes the files.
 
 CP is not expanded: a cloze prompt never shows the other options, so their order cannot
 change its answer. A run with ``--circular`` says so (``CP_SKIPPED``) and goes on.

@@ -8,13 +8,9 @@
   CP-LN, CP-LN-char, MCP, MCP-Tolerance; empty where a method was not run);
 - ``<dataset>_accuracy.png``: the same table as grouped bars with the chance level.
 
-MCP's option requests can fail (an engine error) without stopping the run; a run with any is
-*incomplete*: ``complete`` is false with an ``incomplete_reason``, MCP and MCP-Tolerance are
-left out of the accuracies (``incomplete`` in the table) and no circular files are written.
-
-With ``--circular`` (``socbench.mcq.circular``), per k ``<dataset>_mcp_k<k>_circular.jsonl``
-and ``_circular_metrics.json``, one ``<dataset>_circular_summary.md``/``.csv``, and the
-metrics in the results under ``circular`` (its notes also under the table).
+With ``--circular``, per k ``<dataset>_mcp_k<k>_circular.jsonl`` and ``_circular_metrics.json``
+and one ``<dataset>_circular_summary.md``/``.csv``. A run with MCP engine errors is *incomplete*:
+MCP's columns are left out (a wrong number is worse than none) and no circular files are written.
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +28,7 @@ from socbench import errors
 from socbench.mcq.circular import TABLE_MODE, circular_name, circular_notes
 from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT
 from socbench.mcq.scoring import COLUMNS, METHODS, accuracies, chance_accuracy
+from socbench.records import McqOutcome
 from socbench.report.circular import (
     circular_table,
     default_metric_types,
@@ -40,8 +37,9 @@ from socbench.report.circular import (
 )
 from socbench.report.output import (
     atomic_open,
+    fmt,
     json_safe,
-    markdown_table,
+    markdown_text,
     model_dir,
     new_figure,
     now_timestamp,
@@ -61,21 +59,6 @@ DEFINITIONS = {
 ENGINE_METHODS = ("mcp", "mcp_tolerance")  # scored from option requests: the ones an engine error leaves out
 
 
-@dataclass(frozen=True)
-class McqFiles:
-    predictions: Path
-    results: Path
-    table_md: Path
-    table_csv: Path
-    plot: Path
-    circular_table: Path | None = None
-    circular_notes: list[str] = field(default_factory=list)
-
-
-def mcq_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
-    return model_dir(output_dir, model) / "mcq"
-
-
 def prediction_record(pred: Prediction, split: str) -> dict[str, Any]:
     return {"id": pred.item_id, "split": split, "k_shot": pred.k_shot, "method": COLUMNS[pred.method],
             "gold": pred.gold, "prediction": pred.prediction, "correct": pred.correct,
@@ -89,9 +72,8 @@ def table_rows(table: Mapping[int, Mapping[str, float]], k_shots: Sequence[int])
 
 
 def table_markdown(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str] = ()) -> str:
-    head = list(rows[0]) if rows else ["k-shot", *COLUMNS.values()]
-    lines = [f"# {title}", "", *markdown_table(head, [[_cell(row[h]) for h in head] for row in rows])]
-    return "\n".join([*lines, *([""] if notes else []), *notes]) + "\n"
+    head = ["k-shot", *COLUMNS.values()]
+    return markdown_text(head, [[fmt(row[h], 4, missing="–") for h in head] for row in rows], title, notes)
 
 
 def table_notes(payload: Mapping[str, Any]) -> list[str]:
@@ -120,12 +102,6 @@ def reported_accuracies(predictions: Sequence[Prediction],
     if incomplete is None:
         return table
     return {k: {m: v for m, v in row.items() if m not in ENGINE_METHODS} for k, row in table.items()}
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
 def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
@@ -200,9 +176,11 @@ def write_mcq_circular(folder: Path, model: str, plan: McqPlan, settings: Circul
 
 
 def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
-                    answers: McqAnswers, scores: McqScores, wall_s: float | None = None) -> McqFiles:
+                    answers: McqAnswers, scores: McqScores, wall_s: float | None = None) -> McqOutcome:
     """Write the five files of one run (with circular evaluation its circular files first); their paths."""
-    folder = mcq_dir(output_dir, model)
+    import pandas as pd  # slow to load: only when writing
+
+    folder = model_dir(output_dir, model) / "mcq"
     predictions = scores.predictions
     incomplete = incomplete_reason(answers)
     circular = (write_mcq_circular(folder, model, plan, plan.circular_settings, scores)
@@ -222,17 +200,13 @@ def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqDat
         handle.write(table_markdown(marked, title, table_notes(payload)))
     csv_path = folder / f"{data.dataset}_table.csv"
     with atomic_open(csv_path) as handle:
-        _table_frame(rows).to_csv(handle, index=False, float_format="%.6f")
+        frame = pd.DataFrame(rows, columns=["k-shot", *COLUMNS.values()])
+        frame.to_csv(handle, index=False, float_format="%.6f")
     plot = accuracy_plot(rows, payload["chance_accuracy"], title, folder / f"{data.dataset}_accuracy.png")
     results = write_json(folder / f"{data.dataset}_results.json", payload)
-    return McqFiles(pred_path, results, md_path, csv_path, plot, circular.table_md if circular else None,
-                    list(circular.payload["notes"]) if circular else [])
-
-
-def _table_frame(rows: Sequence[Mapping[str, Any]]):
-    import pandas as pd
-
-    return pd.DataFrame(list(rows), columns=["k-shot", *COLUMNS.values()])
+    return McqOutcome(data.dataset, incomplete, str(md_path), str(results), str(pred_path), str(csv_path),
+                      str(plot), str(circular.table_md) if circular and circular.table_md else None,
+                      list(circular.payload["notes"]) if circular else [])
 
 
 def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, title: str, path: Path) -> Path:

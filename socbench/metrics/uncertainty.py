@@ -4,8 +4,7 @@ Items of one respondent are not independent (a persona the model misreads is mis
 every question), so CIs resample *respondents* with all their items (cluster bootstrap),
 not items. Across domains the resampling is stratified: respondents are resampled within
 each domain and the statistic is the unweighted mean of the per-domain accuracies, the
-same aggregate the summaries report. scipy's ``bootstrap`` does the resampling (percentile
-method, seeded); the statistic is vectorised over resamples with numpy.
+same aggregate the summaries report.
 
 The paired comparison of two models on the same items gives McNemar's exact test (a
 two-sided binomial test on the discordant items, scipy ``binomtest``) and the bootstrap CI

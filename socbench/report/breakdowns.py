@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 
 from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
-from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
-from socbench.report.leaderboard import MIN_RESPONDENTS, ModelRun, accuracy_ci, pooled_items
+from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, accuracy_ci
+from socbench.report.leaderboard import MIN_RESPONDENTS, NO_CI, ModelRun, pooled_items
 from socbench.report.runs import ITEM_BASELINES
 
 
@@ -28,8 +28,8 @@ def group_row(frame: pd.DataFrame, *, with_ci: bool = True, n_resamples: int = D
     """Respondents, items, accuracy [CI], strongest baseline and margin of one group of items."""
     respondents = int(frame["respondent"].nunique())
     accuracy = float(frame["correct"].mean())
-    low, high = (accuracy_ci(frame["correct"], frame["respondent"], n_resamples=n_resamples, seed=seed)
-                 if with_ci else (math.nan, math.nan))
+    low, high = (accuracy_ci(frame["correct"], frame["respondent"], min_respondents=MIN_RESPONDENTS,
+                             n_resamples=n_resamples, seed=seed) or NO_CI) if with_ci else NO_CI
     floors = {name: float(frame[name].mean()) for name in ITEM_BASELINES if frame[name].notna().all()}
     best = max(floors, key=lambda name: floors[name]) if floors else None
     floor = floors[best] if best else math.nan

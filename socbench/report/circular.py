@@ -6,8 +6,7 @@ correct`` plus the variant id, the original order and the answer mapped back), a
 that produced them (mode, seed, max_variants; a sample's orders are the patterns in the
 JSONL). The summary table has OpenCompass's ``CircularSummarizer`` layout: a header row
 ``dataset, version, mode, <model>, -, ...``, a row of metric names, then one row per
-dataset with percentages to two decimals and ``-`` where a value is missing. Every file is
-written atomically (``report.output.atomic_open``).
+dataset with percentages to two decimals and ``-`` where a value is missing.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from socbench.errors import DataError
 from socbench.metrics.circular import circular_metrics, families
-from socbench.report.output import atomic_open, markdown_table, model_dir, now_timestamp, write_json
+from socbench.report.output import atomic_open, markdown_text, model_dir, now_timestamp, write_json
 from socbench.types import CircularScores, CircularSettings, DomainResult, VariantResult
 
 if TYPE_CHECKING:
@@ -177,19 +176,14 @@ def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], met
     return pd.DataFrame(rows, columns=header1)
 
 
-def table_markdown(table: pd.DataFrame) -> str:
-    """The table as a markdown pipe table (first header row as header, like OpenCompass)."""
-    rows = [[str(cell) for cell in row] for row in table.itertuples(index=False)]
-    return "\n".join(markdown_table([str(c) for c in table.columns], rows)) + "\n"
-
-
 def write_circular_table(folder: str | os.PathLike[str], table: pd.DataFrame,
                          stem: str = "circular_summary") -> tuple[Path, Path]:
-    """``<stem>.md`` and ``<stem>.csv`` (both header rows, then the datasets)."""
+    """``<stem>.md`` (first header row as header, like OpenCompass) and ``<stem>.csv`` (both header
+    rows, then the datasets)."""
     folder = Path(folder)
     markdown, csv = folder / f"{stem}.md", folder / f"{stem}.csv"
     with atomic_open(markdown) as handle:
-        handle.write(table_markdown(table))
+        handle.write(markdown_text([str(c) for c in table.columns], table.itertuples(index=False)))
     with atomic_open(csv) as handle:
         table.to_csv(handle, index=False, lineterminator="\n")
     return markdown, csv

@@ -1,10 +1,7 @@
 """Report figures across runs: per-domain bars, country x domain heatmap, model scale.
 
-Drawn on matplotlib's Agg canvas via ``report.output``'s helpers (no pyplot state); the
-model-scale trend is ``plots.model_scale_plot`` itself, written into the report folder.
-The heatmap file is for papers and slides (the page shows the same grid as a table): rows
-are countries by name with at least ``MIN_RESPONDENTS`` respondents in some domain, each
-cell gives accuracy and respondents, and thinner cells are grey without a number.
+The heatmap file is for papers and slides (the page shows the same grid as a table); cells
+with fewer than ``MIN_RESPONDENTS`` respondents are grey without a number.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ import pandas as pd
 from socbench.report.labels import country_label, domain_label
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard, ModelRun, pooled_items
 from socbench.report.output import new_figure, save_figure
-from socbench.report.plots import model_scale_plot, parameter_count
+from socbench.report.plots import model_scale_plot, parameter_count, size_label
 
 DOMAIN_BARS = "domain_accuracy_by_run.png"
 HEATMAP = "country_domain_heatmap.png"
@@ -146,14 +143,10 @@ def draw_figures(board: Leaderboard, output_dir: Path, out_dir: Path) -> Figures
             paths["model_scale"] = scale.path
         notes += scale.notes
     elif sizes:
-        notes.append(f"every run is of one model size ({_size_text(next(iter(sizes)))}): no scale plot "
+        notes.append(f"every run is of one model size ({size_label(next(iter(sizes)))}): no scale plot "
                      "(it needs runs of at least two sizes)")
     else:
         notes.append("no run's model name carries a size (such as 135M or 1.7B): no scale plot")
     if "model_scale" not in paths:
         (out_dir / SCALE).unlink(missing_ok=True)  # never leave a stale plot from an earlier report
     return Figures(paths, notes)
-
-
-def _size_text(params: float) -> str:
-    return f"{params / 1e9:g}B" if params >= 1e9 else f"{params / 1e6:g}M"

@@ -6,8 +6,6 @@ system's keys are all present with its meaning; extra keys (per-question macro-F
 per-country breakdowns) are added beside them. Engine errors (no reply) are counted apart
 from parse failures (a reply that could not be read), each by reason; a domain with engine
 errors is marked ``complete: false`` and its accuracy and F1s are ``null``, never a score.
-Every file is written to a temporary file in the same folder and moved into place, so a
-killed run never leaves a file that looks complete. NaN metrics (an empty domain) are written as ``null``.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
 DISTRIBUTION_SCORES = ("wasserstein", "uniform_wasserstein", "js", "uniform_js")  # each beside its floor
 ALIGNMENT_SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "kendall_tau_p")
 ALIGNMENT_LEVEL = "question"  # the headline: per question, pooled over countries
+_fmt = partial(fmt, digits=4)
 
 
 # ------------------------------------------------------------------------- per domain
@@ -202,10 +202,6 @@ def domain_markdown(result: DomainResult) -> str:
         lines += ["", f"Strongest baseline: {baseline_label(best[0])} ({_fmt(best[1])}); margin "
                   f"{signed(m.get('margin_over_best_baseline'), 4)}."]
     return "\n".join(lines) + "\n"
-
-
-def _fmt(value: float | None) -> str:
-    return fmt(value, digits=4)
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:

@@ -1,11 +1,6 @@
-"""The sections of ``report.html``, each answering one question a social scientist asks:
-is the model better than answer-free baselines (and where not), for whom (countries,
-persona groups), on which questions, and how its answers are distributed beside people's.
-
-Plain HTML and inline CSS only (no scripts): tables hold the same numbers as the JSON and
-CSV files; a cell whose margin is negative carries the class ``neg`` and says "(below
-baseline)"; a group with fewer than ``MIN_RESPONDENTS`` respondents is greyed (class
-``few``) and has no CI. Long parts (per question, per country) sit in ``<details>``.
+"""The sections of ``report.html`` (plain HTML, no scripts): tables hold the same numbers as
+the JSON and CSV files; a negative margin has class ``neg``, a group with fewer than
+``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI; long parts sit in ``<details>``.
 """
 
 from __future__ import annotations

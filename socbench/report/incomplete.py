@@ -1,10 +1,7 @@
 """Runs that are not results: some request got no answer from the engine (engine errors).
 
 A run with an incomplete domain is listed apart with its counts and never ranked, compared
-or plotted: its accuracy would count unanswered requests as wrong answers. A domain is
-incomplete when its detailed file says ``complete: false`` or any item carries an
-``engine_error``. Works on the leaderboard's ``ModelRun``
-and ``DomainRun`` records (read by ``report.leaderboard``).
+or plotted: its accuracy would count unanswered requests as wrong answers.
 """
 
 from __future__ import annotations

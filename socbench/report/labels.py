@@ -1,9 +1,7 @@
 """Names people read: baselines, domains, countries, run variants, and signed margins.
 
-Result files keep their stable keys (``majority_country_question``, ``RoleofGovernment``,
-``DE``); every table and page a person reads goes through these functions, so a social
-scientist sees "Majority answer in the respondent's country", "Role of Government" and
-"Germany (DE)", and a margin below zero is marked as such wherever it appears.
+Result files keep their stable keys (``RoleofGovernment``, ``DE``); every table and page a
+person reads goes through these functions ("Role of Government", "Germany (DE)").
 """
 
 from __future__ import annotations

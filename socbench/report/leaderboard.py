@@ -32,12 +32,15 @@ from socbench.metrics.uncertainty import (
     BOOTSTRAP_SEED,
     DEFAULT_RESAMPLES,
     PairedComparison,
+    accuracy_ci,
     paired_comparison,
 )
-from socbench.metrics.uncertainty import accuracy_ci as interval
 from socbench.models import model_slug
+from socbench.report.files import ALIGNMENT_LEVEL
+from socbench.report.files import ALIGNMENT_SCORES as ALIGNMENT
+from socbench.report.files import DISTRIBUTION_SCORES as SCORES
 from socbench.report.labels import variant_label
-from socbench.report.output import finite_mean
+from socbench.report.output import finite_mean, json_safe
 from socbench.report.runs import (  # noqa: F401  (re-exported: the report's readers live in runs)
     DETAILED_SUFFIX,
     DomainRun,
@@ -48,10 +51,8 @@ from socbench.report.runs import (  # noqa: F401  (re-exported: the report's rea
     read_run,
 )
 
-SCORES = ("wasserstein", "uniform_wasserstein", "js", "uniform_js")  # each beside its floor
-ALIGNMENT = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "kendall_tau_p")
-ALIGNMENT_LEVEL = "question"
-MIN_RESPONDENTS = DEFAULT_MIN_RESPONDENTS  # fewer respondents: no CI, no distribution score
+MIN_RESPONDENTS = DEFAULT_MIN_RESPONDENTS  # fewer respondents: no CI (NaN, never an interval from two people)
+NO_CI = (math.nan, math.nan)
 MAX_PAIRWISE_RUNS = 6  # all pairs are compared in the report up to this many runs
 
 
@@ -76,19 +77,13 @@ def _stored_scores(dom: DomainRun) -> dict[str, Any]:
     }
 
 
-def accuracy_ci(correct: Any, clusters: Any, strata: Any = None, *, n_resamples: int = DEFAULT_RESAMPLES,
-                seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
-    """``metrics.uncertainty.accuracy_ci`` as table cells: (NaN, NaN) below ``MIN_RESPONDENTS``."""
-    return interval(correct, clusters, strata, min_respondents=MIN_RESPONDENTS, n_resamples=n_resamples,
-                    seed=seed) or (math.nan, math.nan)
-
-
 def domain_row(run: ModelRun, dom: DomainRun, *, n_resamples: int = DEFAULT_RESAMPLES,
                seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """One run x domain line of the leaderboard."""
     items = dom.items
     accuracy = float(items["correct"].mean()) if len(items) else math.nan
-    low, high = accuracy_ci(items["correct"], items["person_id"], n_resamples=n_resamples, seed=seed)
+    low, high = accuracy_ci(items["correct"], items["person_id"], min_respondents=MIN_RESPONDENTS,
+                            n_resamples=n_resamples, seed=seed) or NO_CI
     stored = _stored_scores(dom)
     return {
         "run": run.run, "model": run.model, "variant": variant_label(run.run, run.model),
@@ -105,7 +100,7 @@ def model_row(run: ModelRun, rows: Sequence[dict[str, Any]], *, n_resamples: int
     """One run's overall line: means over its domains; CI stratified by domain."""
     frame = pooled_items(run)
     low, high = accuracy_ci(frame["correct"], frame["respondent"], frame["domain"],
-                            n_resamples=n_resamples, seed=seed)
+                            min_respondents=MIN_RESPONDENTS, n_resamples=n_resamples, seed=seed) or NO_CI
     means = {key: finite_mean(r[key] for r in rows) for key in (
         "accuracy", "best_baseline_accuracy", "margin_over_best_baseline", "per_question_macro_f1",
         *(f"{name}_score" for name in SCORES), *ALIGNMENT[:3], "parse_failure_rate")}
@@ -172,14 +167,10 @@ def leaderboard(output_dir: str | Path, **kwargs: Any) -> Leaderboard:
     return build_leaderboard(load_runs(output_dir), **kwargs)
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
-
-
 def leaderboard_rows(source: str | Path | Leaderboard, *, per_domain: bool = True) -> list[dict[str, Any]]:
     """Overall rows, incomplete runs, then run x domain rows, NaN as None, for a table artifact."""
     board = source if isinstance(source, Leaderboard) else leaderboard(source)
-    return [_jsonable(r) for r in board.overall + board.incomplete + (board.domains if per_domain else [])]
+    return [json_safe(r) for r in board.overall + board.incomplete + (board.domains if per_domain else [])]
 
 
 # -------------------------------------------------------------------------- comparisons

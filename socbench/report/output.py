@@ -86,10 +86,17 @@ def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> list[s
             *("| " + " | ".join(str(cell).replace("|", "/") for cell in row) + " |" for row in rows)]
 
 
-def fmt(value: Any, digits: int = 3) -> str:
-    """A table cell: floats to ``digits`` decimals, None/NaN/inf as ``n/a``, the rest as text."""
+def markdown_text(head: Sequence[str], rows: Iterable[Sequence[str]], title: str = "",
+                  notes: Sequence[str] = ()) -> str:
+    """A markdown file: ``# title`` (if any), the pipe table, then the notes."""
+    lines = [*([f"# {title}", ""] if title else []), *markdown_table(head, rows)]
+    return "\n".join([*lines, *([""] if notes else []), *notes]) + "\n"
+
+
+def fmt(value: Any, digits: int = 3, missing: str = "n/a") -> str:
+    """A table cell: floats to ``digits`` decimals, None/NaN/inf as ``missing``, the rest as text."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
+        return missing
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 

@@ -2,8 +2,7 @@
 
 ``domain_accuracy_plot``: one model's accuracy per domain with the strongest baseline
 marked. ``model_scale_plot``: accuracy against parameter count across every model folder
-under an output folder. matplotlib is imported inside the functions (it is slow to load
-and only the report needs it).
+under an output folder.
 """
 
 from __future__ import annotations
@@ -121,7 +120,7 @@ def _draw_scale(sized: list[tuple[float, dict[str, Any]]], path: Path) -> Path:
         means = [sum(acc[d] for d in common) / len(common) for acc in per_model]
         ax.plot(xs, means, color="black", marker="o", linewidth=2.5, label=f"mean ({len(common)} domains)")
     ax.set_xscale("log")
-    ax.set_xticks(xs, [_size_label(x) for x in xs], minor=False)
+    ax.set_xticks(xs, [size_label(x) for x in xs], minor=False)
     ax.set_xticks([], minor=True)
     ax.set_xlabel("parameters")
     ax.set_ylabel("accuracy")
@@ -130,5 +129,5 @@ def _draw_scale(sized: list[tuple[float, dict[str, Any]]], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def _size_label(params: float) -> str:
+def size_label(params: float) -> str:
     return f"{params / 1e9:g}B" if params >= 1e9 else f"{params / 1e6:g}M"

@@ -1,15 +1,11 @@
 """Reading result folders for the report: one ``ModelRun`` per run folder, one ``DomainRun``
 per ``<Domain>_detailed.json``.
 
-A *run* is one folder ``<output_dir>/<run name>/`` holding ``<Domain>_detailed.json`` files
-(and normally ``summary.json``); runs are named by their folder, so two runs of one model
-(say with and without persona) sit side by side under different folder names, while
-``model`` stays the model asked. Each domain's items become one pandas frame with, per
-item, correctness, the failure kinds, the respondent's persona groups and what each
-answer-free baseline expects on it (recomputed with ``metrics.baselines`` from the true
-codes and offered codes the details carry), so the report can put a CI and a baseline on
-any group of items. Files written before those fields existed still read: their group
-baselines are NaN. Circular metrics files beside them are read too.
+Runs are named by their folder, so two runs of one model (say with and without persona) sit
+side by side while ``model`` stays the model asked. Each domain's items become one frame with
+correctness, failure kinds, persona groups and each answer-free baseline's expectation
+(recomputed from the codes the details carry), so the report can put a CI and a baseline on
+any group of items. Older files without those fields still read (their baselines are NaN).
 """
 
 from __future__ import annotations

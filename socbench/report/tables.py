@@ -1,9 +1,5 @@
 """The leaderboard's tables as people read them: header rows, cells, ``leaderboard.md`` and
 ``leaderboard.csv``. The same cells fill the markdown file, the console and ``report.html``.
-
-Cells use the names in ``report.labels`` (baselines in words, ISSP domain titles), print a
-margin with its sign and "(below baseline)" when negative, print a CI only from at least
-``MIN_RESPONDENTS`` respondents, and give each score its comparison a column of its own.
 """
 
 from __future__ import annotations
