@@ -1,18 +1,10 @@
 """Checks on a run's prompts before any request is sent: they fit the model's context, and
-whether the engine cache already answers every one of them.
+whether the engine cache already answers every one (a domain whose files cannot be read is
+skipped here and fails on its own in the flow).
 
-Both need the prompts, which are cheap to build (no model): ``run_prompts`` builds each
-selected domain's, skipping a domain whose files cannot be read (in a run over several
-domains that one fails on its own in the flow, as before).
-
-Prompt length: tokenizing every prompt of a real import (thousands of ~13,000-token personas)
-would cost minutes, so only prompts that *could* be too long are counted. A prompt's token
-count is at most its UTF-8 byte count plus ``SPECIAL_MARGIN``: every token of a byte-level
-BPE (GPT-2, Llama 3, Qwen, SmolLM) or byte-fallback SentencePiece tokenizer stands for at
-least one byte of the text (special tokens such as ``<|im_start|>`` for many), and the
-tokenizer adds at most a BOS/EOS and a dummy-prefix token of its own. A prompt whose bytes
-fit is therefore never over; every other one is counted exactly, each distinct piece between
-special tokens (a persona, a question) tokenized once (``TokenCounter``).
+Only prompts that could be too long are tokenized: a byte-level BPE or byte-fallback
+SentencePiece token stands for at least one byte, so a prompt's token count is at most its
+UTF-8 byte count plus ``SPECIAL_MARGIN``; the others are counted exactly (``TokenCounter``).
 """
 
 from __future__ import annotations
@@ -80,14 +72,9 @@ def _texts(tokenizer, prompts: Sequence[PromptRequest]) -> list[str]:
 
 
 class TokenCounter:
-    """Exact token counts of many prompts that share long parts (a respondent's persona).
-
-    HF tokenizers cut the text at special tokens (``<|im_start|>``...) first and tokenize each
-    piece on its own, so a prompt's count is the sum of its pieces' counts plus one per special
-    token: each distinct piece (a persona, a question) is tokenized once. ``exact`` checks this
-    against a whole-text encoding; where it fails (a tokenizer that strips around special
-    tokens, say), every prompt is encoded whole.
-    """
+    """Exact token counts of prompts that share long parts: HF tokenizers cut at special tokens
+    first, so a count is the sum of its pieces' plus one per special token, and each distinct
+    piece is tokenized once. Where ``exact`` finds that false, prompts are encoded whole."""
 
     def __init__(self, tokenizer) -> None:
         from socbench.engines._chat import encode

@@ -1,8 +1,5 @@
-"""The one ``Engine`` protocol every backend implements (lm-eval's ``LM`` shape).
-
-Each method takes a list and returns a same-length list in the same order; batching,
-reordering and concurrency are the backend's business. Caching is not: it lives once in
-``CachedEngine`` (``engines/cache.py``), which wraps any backend.
+"""The one ``Engine`` protocol every backend implements (lm-eval's ``LM`` shape): a list in, a
+same-length list out in the same order. Caching lives once in ``CachedEngine`` (``cache.py``).
 """
 
 from __future__ import annotations
@@ -24,10 +21,8 @@ finished request) and advances progress. Backends call it from the calling threa
 class Engine(Protocol):
     @property
     def identity(self) -> dict[str, str]:
-        """What changes the answers: backend, model and its resolved identity, dtype...
-
-        Folded into every cache key; never holds secrets, URLs' keys or concurrency.
-        """
+        """What changes the answers (backend, model, dtype...): folded into every cache key, so
+        never secrets, URLs' keys or concurrency."""
         ...
 
     def generate(self, requests: Sequence[PromptRequest],

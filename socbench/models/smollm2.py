@@ -1,10 +1,8 @@
 """Built-in models shipped as GGUF in a Python package, and GGUF -> HF folder conversion.
 
-vLLM and transformers both load plain HF folders, so a GGUF file is converted once
-(dequantized, saved in bf16) into ``$SOCBENCH_HOME/models/<name>``. The conversion is
-atomic: it is built in a temporary folder beside the target, ``socbench_model.json``
-(what it was built from) is written last, then the folder is moved into place. A folder
-without that marker is never used; it is rebuilt.
+A GGUF is converted once (bf16) into ``$SOCBENCH_HOME/models/<name>``, atomically: built in a
+temporary folder, ``socbench_model.json`` written last, then moved into place; a folder
+without that marker is rebuilt.
 """
 
 from __future__ import annotations
@@ -82,10 +80,8 @@ def read_marker(folder: Path) -> dict | None:
 
 def ensure_converted(gguf: Path, target: Path, provenance: dict,
                      convert: Callable[[Path, Path], None] | None = None) -> Path:
-    """Convert ``gguf`` into ``target`` unless a finished build from the same file is there.
-
-    ``convert(gguf, folder)`` writes the HF files (default: dequantize with transformers).
-    """
+    """Convert ``gguf`` into ``target`` (with ``convert(gguf, folder)``) unless a finished build
+    from the same file is there."""
     marker = read_marker(target)
     if marker and marker.get("gguf_sha256") == provenance.get("gguf_sha256"):
         return target
@@ -118,11 +114,8 @@ def _socbench_version() -> str:
 
 
 def convert_gguf(gguf: Path, out: Path) -> None:
-    """Dequantize a GGUF into a bf16 HF folder that vLLM and transformers both load.
-
-    Uses transformers' GGUF reader directly rather than ``from_pretrained(gguf_file=)``,
-    which in transformers 5 also requires ``accelerate`` for no benefit here.
-    """
+    """Dequantize a GGUF into a bf16 HF folder with transformers' GGUF reader
+    (``from_pretrained(gguf_file=)`` would also require ``accelerate``)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint

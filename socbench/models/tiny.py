@@ -1,8 +1,5 @@
-"""A tiny random-weight Qwen2 model for tests and demos: every engine path, in seconds.
-
-It knows no language, but it has a real byte-level BPE tokenizer and a ChatML chat
-template, so every engine path (chat rendering, constrained JSON, option log-probs,
-loglikelihood) runs on it in seconds in both vLLM and transformers.
+"""A tiny random-weight Qwen2 model for tests and demos: it knows no language, but its real
+byte-level BPE tokenizer and ChatML template run every engine path in seconds.
 """
 
 from __future__ import annotations
