@@ -132,6 +132,7 @@ class VllmEngine:
         """Keep up to ``submit_window`` requests in the engine; ``finish(sub, output)`` may queue
         follow-ups and gets the exception vLLM raised on add instead, so one bad prompt fails one result."""
         from vllm.exceptions import VLLMClientError
+        from vllm.inputs import tokens_input
         from vllm.sampling_params import RequestOutputKind
 
         core = self._engine().llm_engine
@@ -148,7 +149,7 @@ class VllmEngine:
                     request_id = str(self._next_id)
                     self._next_id += 1
                     try:
-                        core.add_request(request_id, _tokens_input(sub.tokens), sub.params)
+                        core.add_request(request_id, tokens_input(sub.tokens), sub.params)
                     except (ValueError, VLLMClientError) as exc:
                         follow_ups.extend(finish(sub, exc))
                         continue
@@ -285,7 +286,6 @@ class VllmEngine:
 # ---------------------------------------------------------------------- helpers
 
 
-
 def _free_distributed() -> None:
     """Model-parallel groups, the process group and accelerator cache (vLLM's own cleanup), then gc."""
     with suppress(Exception):
@@ -293,12 +293,6 @@ def _free_distributed() -> None:
 
         cleanup_dist_env_and_memory()
     gc.collect()
-
-
-def _tokens_input(tokens: list[int]):
-    from vllm.inputs import tokens_input
-
-    return tokens_input(tokens)
 
 
 # Every request gets SamplingParams of its own, so vLLM need not deep-copy them on the way in (as its
@@ -321,11 +315,8 @@ def _generate_params(request: PromptRequest):
 def _score_params(logprob_token_ids: list[int] | None = None):
     from vllm import SamplingParams
 
-    if logprob_token_ids is not None:
-        return SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=logprob_token_ids,
-                              detokenize=False, skip_clone=FRESH)
-    return SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False,
-                          skip_clone=FRESH)
+    asks = {"prompt_logprobs": 0} if logprob_token_ids is None else {"logprob_token_ids": logprob_token_ids}
+    return SamplingParams(max_tokens=1, temperature=0.0, detokenize=False, skip_clone=FRESH, **asks)
 
 
 def _children(plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[int]:
