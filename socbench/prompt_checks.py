@@ -65,12 +65,6 @@ def reply_tokens(request: PromptRequest) -> int:
     return request.sampling.max_tokens
 
 
-def _texts(tokenizer, prompts: Sequence[PromptRequest]) -> list[str]:
-    from socbench.engines._chat import prompt_text
-
-    return [prompt_text(tokenizer, r) + r.answer_prefix for r in prompts]
-
-
 class TokenCounter:
     """Exact token counts of prompts that share long parts: HF tokenizers cut at special tokens
     first, so a count is the sum of its pieces' plus one per special token, and each distinct
@@ -110,7 +104,9 @@ def domain_overflow(domain: Domain, prompts: Sequence[PromptRequest], tokenizer,
                     context: int) -> Overflow | None:
     """How many of ``prompts`` (with their replies) exceed ``context`` tokens, counting only the
     prompts whose byte length could (module docstring); None when all fit."""
-    texts = _texts(tokenizer, prompts)
+    from socbench.engines._chat import prompt_text
+
+    texts = [prompt_text(tokenizer, r) + r.answer_prefix for r in prompts]
     room = [context - reply_tokens(r) for r in prompts]
     candidates = sorted((i for i, text in enumerate(texts) if len(text.encode()) + SPECIAL_MARGIN > room[i]),
                         key=lambda i: -len(texts[i]))
@@ -124,8 +120,7 @@ def domain_overflow(domain: Domain, prompts: Sequence[PromptRequest], tokenizer,
     return Overflow(domain, over, len(prompts), longest) if over else None
 
 
-def check_prompt_lengths(prompts: Prompts, tokenizer, context: int,
-                         where: str) -> None:
+def check_prompt_lengths(prompts: Prompts, tokenizer, context: int, where: str) -> None:
     """Every prompt and its reply fit ``context`` tokens; else one ConfigError line with the count,
     the longest, the context and the two ways out. ``where`` says where the context comes from."""
     overflows = [o for d, p in prompts.items() if (o := domain_overflow(d, p, tokenizer, context))]
@@ -147,9 +142,4 @@ def uncached(engine, prompts: Prompts) -> int:
     from socbench.engines.session import prompt_method
 
     missing = getattr(engine, "missing", None)
-    total = 0
-    for domain_prompts in prompts.values():
-        if domain_prompts:
-            total += missing(prompt_method(domain_prompts), domain_prompts) if missing \
-                else len(domain_prompts)
-    return total
+    return sum(missing(prompt_method(p), p) if missing else len(p) for p in prompts.values() if p)
