@@ -10,11 +10,8 @@ from typing import Protocol, runtime_checkable
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
 
 ResultSink = Callable[[int, object], None]
-"""Called by a backend as each request finishes: ``(index in the input list, result)``.
-
-``CachedEngine`` passes one that stores the result at once (so a killed run keeps every
-finished request) and advances progress. Backends call it from the calling thread.
-"""
+"""Called by a backend, from the calling thread, as each request finishes: ``(index, result)``;
+``CachedEngine``'s stores the result at once, so a killed run keeps every finished request."""
 
 
 @runtime_checkable

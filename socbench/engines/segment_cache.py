@@ -73,12 +73,7 @@ class SegmentCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         """Stored JSON values of those keys that are present, read from every segment."""
         wanted = set(keys)
-        found: dict[str, str] = {}
-        if wanted:
-            for key, value in self._records():
-                if key in wanted:
-                    found[key] = value
-        return found
+        return {key: value for key, value in self._records() if key in wanted} if wanted else {}
 
     def put(self, key: str, method: str, value: str) -> None:
         """Append one answer to this process's segment (created on the first answer)."""

