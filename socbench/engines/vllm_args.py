@@ -80,9 +80,7 @@ def check_vllm_keys(values: dict, own: set[str]) -> dict:
     known = vllm_arguments()
     unknown = [key for key in values if key not in own and (known is None or key not in known)]
     removed = tuple(key for key in unknown if key in REMOVED)
-    for key in unknown:
-        if key in REMOVED:
-            continue
+    for key in (key for key in unknown if key not in REMOVED):
         if key == "model":
             raise ConfigError("--engine model: the model is set by --model")
         where = (f"vLLM {vllm_version()}'s EngineArgs" if known
