@@ -67,10 +67,6 @@ class _Liveness:
         self.down: str | None = None  # why the base is considered down, while it is
         self.sending: set[asyncio.Future[Any]] = set()  # the attempts in flight, cancelled when it goes down
 
-    @property
-    def in_flight(self) -> int:
-        return len(self.sending)
-
     def mark_down(self, reason: str) -> None:
         self.down = reason
         for send in self.sending:
@@ -226,7 +222,7 @@ class Transport:
         interval = min(max(timeout / 4, 0.05), 10.0)
         while True:
             await asyncio.sleep(interval)
-            if live.in_flight == 0 and live.down is None:
+            if not live.sending and live.down is None:
                 live.heard = loop.time()  # idle: nothing to be silent about
                 continue
             if live.down is None and loop.time() - live.heard < interval:
