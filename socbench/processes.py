@@ -1,8 +1,8 @@
 """Every process socbench starts beside itself: free ports, health waits, process groups, a
 Prefect server, a throwaway PostgreSQL cluster, and the CPU environment.
 
-A Prefect server is started only through ``prefect server start`` and reached through
-``PREFECT_API_URL`` (nothing of Prefect imported); each runs in its own session, so a Ctrl-C
+A Prefect server is started only through ``prefect server start --host 127.0.0.1`` and reached
+through ``PREFECT_API_URL`` (nothing of Prefect imported); each runs in its own session, so a Ctrl-C
 reaches socbench, which then stops it in order.
 """
 
