@@ -1,9 +1,6 @@
-"""Checks a run's settings before any flow or model starts, so mistakes cost seconds.
-
-Each failure is one ``SocbenchError`` line naming the setting. Problems inside one domain's
-files are checked here only when the run has that one domain (then they are the whole run's
-problem: one line, exit 2); in a run over several, that domain fails on its own and the
-others still run.
+"""Checks a run's settings before any flow or model starts: each failure is one ``SocbenchError``
+line naming the setting. A domain's own files are checked here only in a single-domain run;
+in a run over several, that domain fails on its own and the others still run.
 """
 
 from __future__ import annotations
@@ -66,13 +63,9 @@ def _get_models(url: str, api_key: str | None, timeout_s: float) -> tuple[int, o
 
 def check_server(api_base: str, model: str | None = None, api_key: str | None = None,
                  timeout_s: float = 5.0, key_env: str = "OPENAI_API_KEY") -> None:
-    """Every OpenAI-compatible base URL answers, accepts the key and serves ``model``.
-
-    ``/v1/models`` must list ``model`` (else a ConfigError naming ``--model`` and listing what
-    the server does serve), so a misspelled name never reaches a run. A server whose
-    ``/v1/models`` does not answer 200 with a model list (a proxy without it) is not checked
-    further; a refused key (401/403) names ``--api_key_env``.
-    """
+    """Every OpenAI-compatible base URL answers, accepts the key (401/403 names ``--api_key_env``)
+    and lists ``model`` in ``/v1/models`` (else a ConfigError naming ``--model``); a server
+    without a model list is not checked further."""
     for url in (u.strip().rstrip("/").removesuffix("/v1") for u in api_base.split(",")):
         try:
             status, body = _get_models(url, api_key, timeout_s)

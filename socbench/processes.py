@@ -1,11 +1,9 @@
-"""Every process socbench starts beside itself, in one place: free ports, waiting for health,
-process groups, a Prefect server, a throwaway PostgreSQL cluster, and the CPU environment.
+"""Every process socbench starts beside itself: free ports, health waits, process groups, a
+Prefect server, a throwaway PostgreSQL cluster, and the CPU environment.
 
-Used by the CLI (its own Prefect API), ``deployments/`` (the demo's server), ``bench/`` and the
-tests. A Prefect server is only ever started here, through Prefect's documented command
-(``prefect server start --host 127.0.0.1``) and reached through ``PREFECT_API_URL``; nothing of Prefect is
-imported (socbench is a plain library). Each server runs in a session of its own, so a Ctrl-C
-at the terminal (SIGINT to the foreground group) reaches socbench, which then stops it in order.
+A Prefect server is started only through ``prefect server start --host 127.0.0.1`` and reached
+through ``PREFECT_API_URL`` (nothing of Prefect imported); each runs in its own session, so a Ctrl-C
+reaches socbench, which then stops it in order.
 """
 
 from __future__ import annotations
@@ -121,11 +119,8 @@ def stop_group(proc: subprocess.Popen[Any] | None, grace_s: float = 20.0,
 
 
 class PrefectServer:
-    """``prefect server start`` on 127.0.0.1 (a free port unless given), in its own session.
-
-    ``env`` is the environment it runs with (``PREFECT_HOME``, a database URL, ...); ``api_url``
-    is what its clients put in ``PREFECT_API_URL``. ``private``: a server for one socbench run
-    (no UI, no scheduler or late-run services, analytics off, stopped when socbench dies)."""
+    """``prefect server start`` on 127.0.0.1 (a free port unless given), in its own session, with
+    ``env``; ``private``: one run's server (no UI or background services, stopped when socbench dies)."""
 
     def __init__(self, env: MutableMapping[str, str] | None = None, port: int | None = None,
                  log: Path | None = None, private: bool = False, grace_s: float = 20.0) -> None:
@@ -191,11 +186,8 @@ class PrefectServer:
 
 
 class Postgres:
-    """A throwaway PostgreSQL cluster on 127.0.0.1 (``initdb``/``pg_ctl``, trust auth, user
-    ``postgres``) with one database; ``url`` is Prefect's asyncpg connection URL for it.
-
-    initdb refuses to run as root: as root the cluster belongs to Debian's ``postgres`` user
-    (``setpriv`` to it). Gone with its folder on ``stop()``."""
+    """A throwaway PostgreSQL cluster on 127.0.0.1 with one database; ``url`` is Prefect's asyncpg
+    URL for it. As root it runs as Debian's ``postgres`` user (initdb refuses root)."""
 
     def __init__(self, database: str = "prefect", port: int | None = None, bin_dir: Path = PG_BIN) -> None:
         self.database, self.port, self.bin_dir = database, port or free_port(), bin_dir

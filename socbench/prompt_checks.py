@@ -1,18 +1,10 @@
 """Checks on a run's prompts before any request is sent: they fit the model's context, and
-whether the engine cache already answers every one of them.
+whether the engine cache already answers every one (a domain whose files cannot be read is
+skipped here and fails on its own in the flow).
 
-Both need the prompts, which are cheap to build (no model): ``run_prompts`` builds each
-selected domain's, skipping a domain whose files cannot be read (in a run over several
-domains that one fails on its own in the flow, as before).
-
-Prompt length: tokenizing every prompt of a real import (thousands of ~13,000-token personas)
-would cost minutes, so only prompts that *could* be too long are counted. A prompt's token
-count is at most its UTF-8 byte count plus ``SPECIAL_MARGIN``: every token of a byte-level
-BPE (GPT-2, Llama 3, Qwen, SmolLM) or byte-fallback SentencePiece tokenizer stands for at
-least one byte of the text (special tokens such as ``<|im_start|>`` for many), and the
-tokenizer adds at most a BOS/EOS and a dummy-prefix token of its own. A prompt whose bytes
-fit is therefore never over; every other one is counted exactly, each distinct piece between
-special tokens (a persona, a question) tokenized once (``TokenCounter``).
+Only prompts that could be too long are tokenized: a byte-level BPE or byte-fallback
+SentencePiece token stands for at least one byte, so a prompt's token count is at most its
+UTF-8 byte count plus ``SPECIAL_MARGIN``; the others are counted exactly (``TokenCounter``).
 """
 
 from __future__ import annotations
@@ -73,21 +65,10 @@ def reply_tokens(request: PromptRequest) -> int:
     return request.sampling.max_tokens
 
 
-def _texts(tokenizer, prompts: Sequence[PromptRequest]) -> list[str]:
-    from socbench.engines._chat import prompt_text
-
-    return [prompt_text(tokenizer, r) + r.answer_prefix for r in prompts]
-
-
 class TokenCounter:
-    """Exact token counts of many prompts that share long parts (a respondent's persona).
-
-    HF tokenizers cut the text at special tokens (``<|im_start|>``...) first and tokenize each
-    piece on its own, so a prompt's count is the sum of its pieces' counts plus one per special
-    token: each distinct piece (a persona, a question) is tokenized once. ``exact`` checks this
-    against a whole-text encoding; where it fails (a tokenizer that strips around special
-    tokens, say), every prompt is encoded whole.
-    """
+    """Exact token counts of prompts that share long parts: HF tokenizers cut at special tokens
+    first, so a count is the sum of its pieces' plus one per special token, and each distinct
+    piece is tokenized once. Where ``exact`` finds that false, prompts are encoded whole."""
 
     def __init__(self, tokenizer) -> None:
         from socbench.engines._chat import encode
@@ -123,7 +104,9 @@ def domain_overflow(domain: Domain, prompts: Sequence[PromptRequest], tokenizer,
                     context: int) -> Overflow | None:
     """How many of ``prompts`` (with their replies) exceed ``context`` tokens, counting only the
     prompts whose byte length could (module docstring); None when all fit."""
-    texts = _texts(tokenizer, prompts)
+    from socbench.engines._chat import prompt_text
+
+    texts = [prompt_text(tokenizer, r) + r.answer_prefix for r in prompts]
     room = [context - reply_tokens(r) for r in prompts]
     candidates = sorted((i for i, text in enumerate(texts) if len(text.encode()) + SPECIAL_MARGIN > room[i]),
                         key=lambda i: -len(texts[i]))
@@ -137,8 +120,7 @@ def domain_overflow(domain: Domain, prompts: Sequence[PromptRequest], tokenizer,
     return Overflow(domain, over, len(prompts), longest) if over else None
 
 
-def check_prompt_lengths(prompts: Prompts, tokenizer, context: int,
-                         where: str) -> None:
+def check_prompt_lengths(prompts: Prompts, tokenizer, context: int, where: str) -> None:
     """Every prompt and its reply fit ``context`` tokens; else one ConfigError line with the count,
     the longest, the context and the two ways out. ``where`` says where the context comes from."""
     overflows = [o for d, p in prompts.items() if (o := domain_overflow(d, p, tokenizer, context))]
@@ -160,9 +142,4 @@ def uncached(engine, prompts: Prompts) -> int:
     from socbench.engines.session import prompt_method
 
     missing = getattr(engine, "missing", None)
-    total = 0
-    for domain_prompts in prompts.values():
-        if domain_prompts:
-            total += missing(prompt_method(domain_prompts), domain_prompts) if missing \
-                else len(domain_prompts)
-    return total
+    return sum(missing(prompt_method(p), p) if missing else len(p) for p in prompts.values() if p)

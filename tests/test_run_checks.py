@@ -140,15 +140,15 @@ def test_piecewise_token_counts_equal_whole_prompt_encodings(tiny_model: Path, s
     from transformers import AutoTokenizer
 
     from socbench.config import make_config
-    from socbench.engines._chat import encode
-    from socbench.prompt_checks import TokenCounter, _texts, run_prompts
+    from socbench.engines._chat import encode, prompt_text
+    from socbench.prompt_checks import TokenCounter, run_prompts
 
     config = make_config(data_dir=str(demo_data), domain_id=3, interview_count=5, shuffle_options=True)
     [prompts] = run_prompts(config).values()
     for folder in (tiny_model, smollm2):
         tokenizer = AutoTokenizer.from_pretrained(folder)
         counter = TokenCounter(tokenizer)
-        for text in _texts(tokenizer, prompts):
+        for text in (prompt_text(tokenizer, p) + p.answer_prefix for p in prompts):
             assert counter.count(text, False) == len(encode(tokenizer, text, special=False))
         personas = {p.messages[0].content for p in prompts}
         assert sum(1 for piece in counter._pieces if piece.startswith("system")) == len(personas) == 5

@@ -1,17 +1,7 @@
-"""Prompt rendering and option-scoring plans shared by the vLLM and transformers backends.
-
-Both backends turn requests into the same token ids here, so their answers and
-log-probs are comparable and nothing is tokenized two ways.
-
-Tokenization rules:
-- chat prompts: the model's chat template with ``add_generation_prompt``, encoded without
-  adding special tokens again (the template has them);
-- raw prompts (``chat=False``) and loglikelihood: the tokenizer's default encoding (adds BOS
-  when the model uses one);
-- a continuation (option code, cloze answer) is split off lm-evaluation-harness's way:
-  trailing whitespace of the context moves onto the continuation, and continuation tokens
-  are "tokens of the whole minus tokens of the context" for loglikelihood; option codes
-  are encoded on their own so every code shares one context.
+"""Prompt rendering and option-scoring plans shared by the vLLM and transformers backends, so
+both tokenize alike: chat prompts through the chat template (no special tokens added again),
+raw prompts and loglikelihood with the tokenizer's default encoding, continuations split off
+lm-evaluation-harness's way (the context's trailing whitespace moves onto them).
 """
 
 from __future__ import annotations
@@ -30,12 +20,8 @@ MAX_SINGLE_STEP_CODES = 128  # vLLM's cap on logprob_token_ids per request (larg
 
 @dataclass(frozen=True)
 class OptionPlan:
-    """How to score one request's offered codes.
-
-    ``single_token``: each code is one distinct token; its log-prob is read from the next-token
-    distribution after ``context`` (one step). ``continuation``: each code (plus the closing
-    quote when the prefix opened one) is a token sequence scored as a continuation.
-    """
+    """How to score one request's codes: ``single_token`` (each code one distinct token, read after
+    ``context`` in one step) or ``continuation`` (each code, plus a closing quote, a sequence)."""
 
     context: tuple[int, ...]
     continuations: dict[Code, tuple[int, ...]]
@@ -66,11 +52,8 @@ def split_trailing_space(context: str, continuation: str) -> tuple[str, str]:
 
 
 def option_plan(tokenizer, request: PromptRequest) -> OptionPlan:
-    """Tokenize a logprobs-mode request: one shared context, one token sequence per code.
-
-    Trailing whitespace moves onto the codes: of the answer prefix for chat prompts (the
-    template's own newline stays), of the whole text for raw prompts (as lm-eval does).
-    """
+    """One shared context, one token sequence per code; trailing whitespace (of the answer prefix
+    for chat, of the whole text for raw prompts) moves onto the codes."""
     text = prompt_text(tokenizer, request)
     if request.chat:
         prefix, lead = split_trailing_space(request.answer_prefix, "")

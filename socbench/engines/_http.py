@@ -1,19 +1,11 @@
-"""HTTP transport of the OpenAI-compatible backend: bounded concurrency, retries, liveness.
+"""HTTP transport of the OpenAI-compatible backend (private to ``openai_api.py``): at most
+``concurrent_requests`` in flight; retries with full-jitter backoff (``Retry-After`` honoured)
+for 429/408/409/5xx, dropped connections and malformed bodies.
 
-Private to ``openai_api.py``. All calls of a batch are submitted at once; a semaphore keeps
-at most ``concurrent_requests`` in flight. Retries (exponential backoff with full jitter,
-``Retry-After`` honoured) cover 429/408/409/5xx, dropped connections and malformed bodies;
-a well-formed reply with unusable content is asked once more (an empty text twice is then the
-model's reply, a parse failure downstream, as in-process; no log-probs twice is an error).
-
-Timeouts never discard the work of a server that is alive. A busy server (a long queue, a
-slow CPU) can take minutes to answer a request while it is healthy, so a request is not cut
-for taking long: it is cut only when its server has been *silent* for ``timeout_s`` — no
-answer to it, to any other request, nor to a liveness probe of ``GET /v1/models`` that a
-watchdog sends while requests are in flight. Then every in-flight request of that base URL
-fails with the reason, the base is marked down (attempts against it fail at once, without
-a request) until a probe gets an answer again, and retries go on as usual. A request that
-takes longer than ``max_request_s`` (the openai SDK's 10 minutes) is cut anyway.
+A busy server can take minutes per request while healthy, so a request is cut only when its
+server has been *silent* for ``timeout_s`` (no answer to anything, nor to a watchdog's
+``GET /v1/models`` probe): then its in-flight requests fail and are retried, and the base is
+down (attempts fail at once) until a probe is answered. ``max_request_s`` caps any request.
 """
 
 from __future__ import annotations
@@ -74,10 +66,6 @@ class _Liveness:
         self.base, self.heard = base, now
         self.down: str | None = None  # why the base is considered down, while it is
         self.sending: set[asyncio.Future[Any]] = set()  # the attempts in flight, cancelled when it goes down
-
-    @property
-    def in_flight(self) -> int:
-        return len(self.sending)
 
     def mark_down(self, reason: str) -> None:
         self.down = reason
@@ -234,7 +222,7 @@ class Transport:
         interval = min(max(timeout / 4, 0.05), 10.0)
         while True:
             await asyncio.sleep(interval)
-            if live.in_flight == 0 and live.down is None:
+            if not live.sending and live.down is None:
                 live.heard = loop.time()  # idle: nothing to be silent about
                 continue
             if live.down is None and loop.time() - live.heard < interval:

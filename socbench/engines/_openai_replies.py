@@ -1,8 +1,7 @@
 """Reading OpenAI-compatible replies, and planning how option codes are scored over HTTP.
 
-Private to ``openai_api.py``. Parsers raise ``Unusable`` for a well-formed reply whose
-content cannot be used (the engine asks once more; an empty text twice is the model's reply),
-and KeyError/TypeError/... for a malformed one (retried like a transport error).
+Private to ``openai_api.py``. Parsers raise ``Unusable`` for a well-formed reply with unusable
+content (asked once more) and KeyError/TypeError/... for a malformed one (retried).
 """
 
 from __future__ import annotations
@@ -14,12 +13,8 @@ from typing import Any, Literal
 
 
 class Unusable(Exception):
-    """A well-formed reply whose content cannot be used.
-
-    ``reply`` is what the model said when asking again gave the same: an empty text reply is
-    the model's answer (a parse failure, as in-process), not an engine error; None means the
-    server gave nothing usable at all (an engine error).
-    """
+    """A well-formed reply whose content cannot be used. ``reply``: what the model said when asked
+    again gave the same (an empty text is its answer); None: nothing usable (an engine error)."""
 
     def __init__(self, reason: str, reply: str | None = None) -> None:
         super().__init__(reason)
@@ -28,14 +23,10 @@ class Unusable(Exception):
 
 @dataclass(frozen=True)
 class OptionPlan:
-    """How one request's codes are scored (the same rule as the in-process backends, ``_chat``).
-
-    ``single_token``: every code is one distinct token after the prefix; one request asks for
-    exactly those tokens. ``continuation``: each code (plus the closing quote when the prefix
-    opened one) is appended to the prefix and its tokens are scored from prompt log-probs, one
-    request per code. ``top``: no tokenizer (no ``/tokenize``): codes are looked up by text
-    among the top log-probs of one request; a code not among them gets ``-inf``.
-    """
+    """How one request's codes are scored (``_chat``'s rule): ``single_token`` asks for the codes'
+    tokens in one request; ``continuation`` scores prefix + code (+ closing quote) from prompt
+    log-probs, one request per code; ``top`` (no ``/tokenize``) looks codes up by text among
+    the top log-probs, ``-inf`` when absent."""
 
     method: Literal["single_token", "continuation", "top"]
     tokens: dict[str, tuple[int, ...]]  # code -> its token ids (one id for single_token)
@@ -131,10 +122,8 @@ def prompt_tail_logprob(data: dict[str, Any], expected: tuple[int, ...]) -> floa
 
 
 def continuation_score(data: dict[str, Any], n_chars: int) -> tuple[float, int, bool]:
-    """(sum of log-probs, token count, greedy?) of the echoed tokens covering the last n_chars.
-
-    Counted from the end, so a BOS token at the start does not shift the boundary.
-    """
+    """(sum of log-probs, token count, greedy?) of the echoed tokens covering the last n_chars
+    (counted from the end, so a BOS token does not shift the boundary)."""
     lp = data["choices"][0]["logprobs"]
     tokens, offsets = lp["tokens"], lp["text_offset"]
     logprobs, tops = lp["token_logprobs"], lp["top_logprobs"]

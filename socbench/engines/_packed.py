@@ -1,15 +1,10 @@
 """Continuation scoring in transformers: each context computed once, many contexts per forward pass.
 
-A scoring group is one context and the continuations scored after it (an ARC question's
-options; a prompt's option codes). The continuations' tokens form a trie, so a token
-shared by several continuations is computed once; a group is laid out as its context
-tokens followed by its trie nodes, and groups are packed side by side into rows of about
-``row_tokens`` tokens. A 4-D attention mask lets each token see only its own context and
-its trie ancestors, and position ids restart in every group: each score is the plain
-forward pass over context + continuation (the same math, without padding or per-option
-recomputation of the context). The LM head runs only where a position predicts a scored
-token. Why: CP with four options recomputed each context four times, one small forward
-pass per context.
+A group (one context and its continuations) is laid out as its context then its continuations'
+token trie; groups are packed into rows of about ``row_tokens``, with a 4-D attention mask
+(a token sees its context and trie ancestors) and per-group position ids, so each score equals
+the plain forward pass. The LM head runs only where a scored token is predicted.
+See docs/performance.md.
 """
 
 from __future__ import annotations
@@ -109,10 +104,8 @@ def pack(groups: Sequence[Group], row_tokens: int) -> list[_Row]:
 
 def iter_scores(model, groups: Sequence[Group], row_tokens: int = 256,
                 rows_per_pass: int = 4) -> Iterator[tuple[int, int, Score]]:
-    """(group index, continuation index, (log P(continuation | context), greedy?)), pass by pass.
-
-    Yielded as each forward pass finishes, so the caller can store results as they come.
-    """
+    """(group index, continuation index, (log P(continuation | context), greedy?)), yielded as each
+    forward pass finishes so the caller stores results as they come."""
     import torch
 
     rows = pack(groups, row_tokens)
@@ -155,11 +148,8 @@ def _forward(model, batch: list[_Row]):
 
 
 def _normalizers(logits, chunk: int = 16):
-    """log-sum-exp (fp32) and argmax (the first maximum on ties) of each row of logits.
-
-    In chunks of a few rows, in place: the fp32 copy of all rows at once is memory-bound
-    (measured 4x slower than this for 10,000 rows of a 49k vocabulary).
-    """
+    """log-sum-exp (fp32) and argmax (first maximum on ties) per row of logits, a few rows at a
+    time in place (an fp32 copy of all rows was measured 4x slower)."""
     import torch
 
     lse = torch.empty(logits.shape[0], dtype=torch.float32, device=logits.device)

@@ -1,18 +1,9 @@
-"""A faster RMSNorm for vLLM's CPU engine, bit for bit equal to vLLM's own ("native") one.
+"""A faster RMSNorm for vLLM's CPU engine, bit for bit equal to vLLM's native one.
 
-On CPU, vLLM 0.32 runs RMSNorm as its native PyTorch code (its C++ kernels are registered
-for GPUs only): out-of-place float32 copies, ``pow``, ``mean``, several temporaries. In a
-profile of the demo prompts on SmolLM2 (hidden size 576) that was ~40 % of the engine's
-CPU time, more than the matrix products. The same arithmetic done in place is ~2x faster
-(measured 10.4 -> 5.8 ms per 4,096 tokens on one thread) and gives identical bits, so every
-answer stays the same; vLLM's C++ CPU kernel would be faster still but rounds differently
-(a third of the outputs differ by one bf16 step), so it is not used.
-
-It goes in through vLLM's own extension point (``vllm.ir`` ops: ``register_impl`` plus the
-engine's ``ir_op_priority``) and only for an in-process CPU engine, where the registration
-is visible to the model runner. Imported only when such an engine starts (torch is loaded
-by then); no ``from __future__ import annotations``: torch infers the ops' schemas from
-these annotations.
+vLLM 0.32 runs RMSNorm on CPU as out-of-place PyTorch code (~40 % of engine time on SmolLM2);
+the same arithmetic in place is ~2x faster with identical bits (docs/performance.md). It goes in
+through ``vllm.ir`` (``register_impl`` + ``ir_op_priority``), for an in-process CPU engine only.
+No ``from __future__ import annotations``: torch infers the ops' schemas from the annotations.
 """
 
 from typing import Any
@@ -57,12 +48,8 @@ def fused_add_rms_norm(x: Tensor, x_residual: Tensor, weight: Tensor | None, eps
 
 
 def register(threads: int | None = None) -> dict[str, Any]:
-    """Register the kernels once; the engine keyword argument that makes vLLM use them.
-
-    Also sets the compute threads: an in-process engine keeps the process's torch thread
-    count (vLLM's worker disables ``torch.set_num_threads`` once it starts), so it is set here,
-    before the engine starts (see ``settings.vllm_cpu_threads``).
-    """
+    """Register the kernels once; the engine keyword argument that makes vLLM use them. Also sets
+    torch's threads now: vLLM's worker disables ``torch.set_num_threads`` once it starts."""
     from vllm import ir
 
     if threads:

@@ -1,8 +1,5 @@
-"""The one ``Engine`` protocol every backend implements (lm-eval's ``LM`` shape).
-
-Each method takes a list and returns a same-length list in the same order; batching,
-reordering and concurrency are the backend's business. Caching is not: it lives once in
-``CachedEngine`` (``engines/cache.py``), which wraps any backend.
+"""The one ``Engine`` protocol every backend implements (lm-eval's ``LM`` shape): a list in, a
+same-length list out in the same order. Caching lives once in ``CachedEngine`` (``cache.py``).
 """
 
 from __future__ import annotations
@@ -13,21 +10,16 @@ from typing import Protocol, runtime_checkable
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
 
 ResultSink = Callable[[int, object], None]
-"""Called by a backend as each request finishes: ``(index in the input list, result)``.
-
-``CachedEngine`` passes one that stores the result at once (so a killed run keeps every
-finished request) and advances progress. Backends call it from the calling thread.
-"""
+"""Called by a backend, from the calling thread, as each request finishes: ``(index, result)``;
+``CachedEngine``'s stores the result at once, so a killed run keeps every finished request."""
 
 
 @runtime_checkable
 class Engine(Protocol):
     @property
     def identity(self) -> dict[str, str]:
-        """What changes the answers: backend, model and its resolved identity, dtype...
-
-        Folded into every cache key; never holds secrets, URLs' keys or concurrency.
-        """
+        """What changes the answers (backend, model, dtype...): folded into every cache key, so
+        never secrets, URLs' keys or concurrency."""
         ...
 
     def generate(self, requests: Sequence[PromptRequest],

@@ -1,10 +1,8 @@
 """The one engine cache: a content-addressed SQLite file and the ``CachedEngine`` wrapper.
 
-Key = sha256 over (the backend's identity, the method, the request's content key), so a
-cache file can hold answers of many models side by side. Only successful answers are
-stored: an error is asked again on the next run. Each answer is stored as the backend
-reports it, by a writer thread that commits whatever has queued up (short transactions,
-milliseconds behind), so a killed run keeps everything but the last moment's results.
+Key = sha256 over (backend identity, method, request content key), so one file holds many
+models' answers. Only successes are stored, each as the backend reports it, by a writer thread
+(short transactions), so a killed run keeps everything but the last moment's results.
 """
 
 from __future__ import annotations
@@ -208,11 +206,8 @@ class CacheStats:
 
 
 class CachedEngine:
-    """Any ``Engine`` behind the cache: only misses reach the backend, each stored as it finishes.
-
-    A call whose requests are all hits never touches the backend (backends start lazily, so a
-    fully cached rerun does not even load the model). ``close()`` closes backend and cache.
-    """
+    """Any ``Engine`` behind the cache: only misses reach the backend, each stored as it finishes;
+    ``close()`` closes backend and cache."""
 
     def __init__(self, backend: Engine, cache: EngineCache) -> None:
         self.backend = backend

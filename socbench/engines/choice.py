@@ -1,15 +1,8 @@
 """Which in-process backend runs a job: the one the user forced, or ``auto``'s pick for the method and host.
 
-Why a choice at all: on a CPU host the fastest backend depends on the method.
-Scoring-only jobs (CP's log-likelihoods, MCP's option log-probs) run ~3x faster end to
-end on transformers here: it starts in ~2 s where vLLM's CPU engine needs 10-40 s, and
-``engines/_packed`` computes each context once, many contexts per forward pass (vLLM
-recomputes a context for every option because prompt-logprob requests skip its prefix
-cache). Generation needs vLLM's constrained decoding, and ISSP prompts share persona
-prefixes across questions that only vLLM's prefix cache reuses. On a GPU vLLM wins both.
-
-The choice is made once per run here and recorded in its results (requested, chosen,
-why); ``vllm``/``hf`` are always obeyed as given.
+On a CPU host scoring-only jobs run ~3x faster on transformers (quick start, ``_packed``
+computes each context once); generation needs vLLM's constrained decoding and prefix cache.
+On a GPU vLLM wins both. The choice is recorded in the run's results (requested, chosen, why).
 """
 
 from __future__ import annotations

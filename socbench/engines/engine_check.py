@@ -1,13 +1,9 @@
 """Backend settings checked by the backend's own rules before weights load or Prefect starts.
 
-vLLM: its own ``VllmConfig`` is built from ``--engine`` and the model's ``config.json``
-(``EngineArgs.create_engine_config``: no weights, no engine; ~3 s after vLLM's import, plus a
-one-time inspection of the model's architecture that vLLM caches under ``VLLM_CACHE_ROOT``).
-So the original system's block on a model that cannot take it (9 attention heads and
-``tensor_parallel_size`` 4, ``max_model_len`` over the model's 8,192) is one line with vLLM's
-own reason in seconds, not six tracebacks after a minute. transformers: dtype, device and
-thread count checked against torch and the model's config read. Both return the context
-length the prompt-length check measures prompts against.
+vLLM builds its ``VllmConfig`` from ``--engine`` and the model's ``config.json`` (no weights;
+seconds), so a model that cannot take the settings is one line with vLLM's reason rather than
+tracebacks after a minute; transformers' dtype, device and threads are checked against torch.
+Both return the context length prompts are measured against.
 """
 
 from __future__ import annotations
@@ -79,10 +75,7 @@ def _quiet() -> Iterator[None]:
 
 
 def check_vllm(model: ResolvedModel, settings: VllmSettings) -> int:
-    """vLLM's own configuration for ``model`` with these settings; its context length (tokens).
-
-    A refusal is one ConfigError line carrying vLLM's reason.
-    """
+    """vLLM's own configuration for ``model``; its context length (a refusal: one ConfigError line)."""
     apply_vllm_env(settings, cache_root=str(socbench_home() / "vllm"))
     try:
         with _quiet():

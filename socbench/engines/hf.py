@@ -1,9 +1,7 @@
 """transformers backend: the reference implementation, and a fallback where vLLM is absent.
 
-Scoring computes each context once and packs many contexts with their continuations into
-one forward pass (``_packed``): option codes of one prompt, and all continuations of one
-context in ``loglikelihood``. ``structured`` is not supported here (no constrained decoding in plain
-transformers): such requests get unconstrained text and the extractor reads what it can.
+Scoring packs contexts and their continuations into few forward passes (``_packed``).
+``structured`` requests get free text (no constrained decoding in plain transformers).
 """
 
 from __future__ import annotations

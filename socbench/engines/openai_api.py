@@ -1,34 +1,12 @@
-"""OpenAI-compatible HTTP backend (a vLLM server, OpenAI, ...): aiohttp, bounded concurrency, retries.
+"""OpenAI-compatible HTTP backend (a vLLM server, OpenAI, ...); transport and retries: ``_http.py``.
 
-All requests of a call are submitted at once (transport, retries and the liveness watchdog
-that replaces short timeouts: ``_http.py``); each result is reported through ``on_result`` as
-it finishes. A reply with unusable content (null or empty message, no log-probs) is asked once
-more, then becomes an ``EngineResult`` with ``error``. The API key never leaves the
-Authorization header.
-
-What each method sends (vLLM server extensions where the OpenAI API has no equivalent):
-
-- ``generate``: ``/v1/chat/completions``; ``chat=False`` sends the raw text to ``/v1/completions``.
-  ``structured`` adds ``structured_outputs: {regex: ...}`` (mode "regex", the default: the very
-  regex the in-process vLLM backend uses, ``_chat.answer_regex``, so greedy answers agree) or,
-  for servers without vLLM's extension, an OpenAI ``response_format`` json_schema (mode
-  "json_schema"; chat only; it allows whitespace the regex does not). ``check_structured``
-  sends one tiny constrained request before a run, so a server that rejects or ignores the
-  constraint is one line naming ``--structured``. An unstructured request
-  with an ``answer_prefix`` starts the reply with it (assistant message +
-  ``continue_final_message``) and the text returned includes it, as in the vLLM backend.
-- ``option_logprobs``: the same scoring rule as the in-process backends (``_chat.option_plan``),
-  with the server's ``/tokenize`` giving the tokens (``prefix+code`` minus ``prefix``): if every
-  code is one distinct token, one request per item asks for exactly those tokens after the
-  prefix (``logprob_token_ids`` + ``return_tokens_as_token_ids``, one generated token);
-  otherwise one request per code sends ``prefix + code`` (+ the closing quote) as the
-  assistant message and sums that tail's ``prompt_logprobs``. Without ``/tokenize`` (e.g. the
-  OpenAI API) codes are looked up by text among the ``top_logprobs`` (20) of one request and a
-  code not among them gets ``-inf`` (multi-token codes never match there).
-- ``loglikelihood``: ``/v1/completions`` with ``echo: true, max_tokens: 0, logprobs: 1``; the
-  continuation is the echoed tokens covering its last ``len(continuation)`` characters.
-  Requests still failing after the retry budget raise ``EngineError`` once the others are
-  reported (``LoglikelihoodResult`` has no error field).
+A reply with unusable content is asked once more, then becomes an ``EngineResult`` with
+``error``; the API key never leaves the Authorization header. vLLM-server extensions are used
+where the OpenAI API has none: ``structured_outputs`` regex (the in-process backend's
+``_chat.answer_regex``, so greedy answers agree), ``/tokenize`` and ``logprob_token_ids`` for
+option scoring by ``_chat.option_plan``'s rule; without ``/tokenize`` codes are looked up by text
+among the ``top_logprobs`` (multi-token codes then get ``-inf``). ``loglikelihood`` reads the
+echoed prompt log-probs of ``/v1/completions``.
 """
 
 from __future__ import annotations
@@ -64,12 +42,8 @@ T = TypeVar("T")
 
 
 class OpenAISettings(BaseModel):
-    """How to reach the server; only ``model`` and ``structured_mode`` change answers.
-
-    ``timeout_s`` is how long a server may stay silent (no answer to any request nor to a
-    liveness probe) before its in-flight requests fail and are retried; a busy but alive
-    server is never cut short before ``max_request_s`` (``_http.py``).
-    """
+    """How to reach the server; only ``model`` and ``structured_mode`` change answers
+    (``timeout_s``: silence before in-flight requests are retried, see ``_http.py``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -138,12 +112,8 @@ class OpenAIEngine:
         """Nothing to release: each call opens and closes its own HTTP session."""
 
     def check_structured(self) -> None:
-        """One tiny constrained request: the server must accept the constraint and honour it.
-
-        Raises a ConfigError naming ``--structured`` when the server rejects the constraint
-        (HTTP 400/422, e.g. OpenAI's API has no ``structured_outputs``) or ignores it (a reply
-        the constraint does not allow), and an EngineError when the request fails otherwise.
-        """
+        """One tiny constrained request, so a server that rejects (HTTP 400/422) or ignores the
+        constraint is one ConfigError naming ``--structured`` before a run."""
         if self.settings.structured_mode == "none":
             return
         codes, where = ("1", "2"), f"the server at {self.identity['api_base']}"

@@ -46,11 +46,7 @@ API_TYPES = tuple(sorted(_FACTORIES))
 def create_engine(api_type: str, model: str, settings: dict[str, Any] | None = None,
                   cache_dir: Path | None = None, cache_store: CacheStore = "sqlite") -> Engine:
     """The backend for ``api_type`` ("config" is the OpenAI-compatible server), cached if ``cache_dir``
-    (in the SQLite file, or in segments shared by several processes and hosts: ``cache_store``).
-
-    Creating an engine loads nothing: backends start on their first request, so a fully
-    cached run never loads the model.
-    """
+    (in ``cache_store``). Loads nothing: backends start on their first request."""
     factory = _FACTORIES.get(api_type)
     if factory is None:
         raise ConfigError(f"--api_type {api_type!r} is not a backend; choose one of {', '.join(API_TYPES)}")

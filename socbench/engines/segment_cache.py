@@ -1,18 +1,10 @@
 """The engine cache for several processes and hosts: append-only segment files in a shared folder.
 
-SQLite is one host's store: its locks are not safe on NFS, and one writer at a time is a
-queue once ten workers answer at once. Answers are content-addressed and never change, so
-no writer needs to coordinate with another: each process appends to a segment file of its
-own (``<host>-<pid>-<random>.seg``) and readers read every segment. A line is
-``<key>\\t<method>\\t<value JSON>\\n``; a line without its newline (a writer killed mid-write,
-or still writing) is not read, so a killed writer loses at most its last line. Each line is
-handed to the operating system as it is stored (a process kill loses nothing written);
-segments are fsynced at most every ``SYNC_S`` seconds and on close, which is when another
-host's NFS client sees them. One folder per backend identity keeps each model's scan small.
-
-``SegmentCache`` has ``EngineCache``'s interface (``get_many``, ``put``, ``flush``, ``len``,
-``close``), so ``CachedEngine`` stays the one place of caching; ``open_store`` picks the
-store named by the engine record's ``cache_store``.
+SQLite's locks are not safe on NFS. Answers are content-addressed and never change, so each
+process appends ``<key>\\t<method>\\t<value JSON>\\n`` lines to its own segment
+(``<host>-<pid>-<random>.seg``) and readers read them all; a line without its newline is not
+read. Lines are written as stored; fsync at most every ``SYNC_S`` seconds and on close.
+``SegmentCache`` has ``EngineCache``'s interface; ``open_store`` picks by ``cache_store``.
 """
 
 from __future__ import annotations
@@ -81,12 +73,7 @@ class SegmentCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         """Stored JSON values of those keys that are present, read from every segment."""
         wanted = set(keys)
-        found: dict[str, str] = {}
-        if wanted:
-            for key, value in self._records():
-                if key in wanted:
-                    found[key] = value
-        return found
+        return {key: value for key, value in self._records() if key in wanted} if wanted else {}
 
     def put(self, key: str, method: str, value: str) -> None:
         """Append one answer to this process's segment (created on the first answer)."""

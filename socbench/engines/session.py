@@ -1,9 +1,5 @@
-"""Process-wide engines, created on first use and closed once (the flows' ``finally``).
-
-An engine cannot travel between Prefect tasks (it is not serialisable), so tasks ask this
-module for the engine of their run's ``EngineSettings``; one engine per settings record.
-Creating an engine is cheap: backends load the model on their first cache miss, so a
-fully cached rerun never loads it.
+"""Process-wide engines, one per ``EngineSettings``, created on first use and closed once (the
+flows' ``finally``): an engine is not serialisable, so Prefect tasks ask this module for it.
 """
 
 from __future__ import annotations
@@ -44,11 +40,8 @@ def register_engine(settings: EngineSettings, engine: Engine) -> None:
 
 
 def close_engines() -> int:
-    """Tear down every engine of this process; idempotent. Returns how many were open.
-
-    One engine failing to close does not keep the others open: all are closed, then the
-    first failure is raised.
-    """
+    """Tear down every engine of this process; idempotent. Returns how many were open. All are
+    closed even if one fails; then the first failure is raised."""
     with _LOCK:
         engines = list(_ENGINES.values())
         _ENGINES.clear()

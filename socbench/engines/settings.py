@@ -1,11 +1,6 @@
-"""Engine settings: which backend answers (``EngineSettings``), and each backend's own knobs.
-
-``EngineSettings`` is the one record every run embeds (ISSP and MCQ); the engine session and
-the engine cache are keyed on it. ``--engine`` carries the backend's knobs as JSON: for vLLM
-any argument of vLLM's own ``EngineArgs`` plus socbench's CPU knobs (``VllmSettings``), for
-transformers ``HfSettings``, for a server ``OpenAISettings``. Every key and value is checked
-when the record is built, so a mistake is one ConfigError line before any work starts.
-Nothing here imports torch or vllm at module level.
+"""Engine settings: which backend answers (``EngineSettings``, the record every run embeds and the
+session and cache are keyed on), and each backend's own knobs from ``--engine``, checked when the
+record is built. Nothing here imports torch or vllm at module level.
 """
 
 from __future__ import annotations
@@ -80,24 +75,14 @@ def usable_cores() -> int:
 
 def vllm_cpu_threads() -> int:
     """Compute threads for the in-process CPU vLLM engine: ``OMP_NUM_THREADS`` if set, else every
-    usable core.
-
-    Measured on this 2-core host, idle (``bench/threads.py``): two threads answer the
-    demo prompts 1.47x faster than one, with the same answers (0 of 200, and 0 of the demo's
-    2,163, differ: vLLM's greedy answers do not depend on the count). With other load on the
-    host, two threads were 1.5-2x slower than one: ``OMP_NUM_THREADS=1`` there.
-    """
+    usable core (its greedy answers do not depend on the count; ``bench/threads.py``)."""
     return _env_int("OMP_NUM_THREADS", 0) or usable_cores()
 
 
 def cpu_compute_threads() -> int:
     """Compute threads for the transformers CPU engine: ``OMP_NUM_THREADS`` if set, else one core
-    fewer than the process may use, so the tokenizer and Prefect keep a core.
-
-    Measured here (2 cores, ``bench/threads.py``): with other load on the host two threads were 7-10x slower
-    than one (1.64x faster idle). Fixed, never adapted to the load: the thread count changes
-    transformers' bf16 log-likelihoods (up to 0.49 nats), hence CP choices.
-    """
+    fewer than usable, so the tokenizer and Prefect keep one. Never adapted to the load: the count
+    changes bf16 log-likelihoods (up to 0.49 nats), hence CP choices (``bench/threads.py``)."""
     return _env_int("OMP_NUM_THREADS", 0) or max(1, usable_cores() - 1)
 
 
@@ -248,11 +233,8 @@ def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
 
 
 class EngineSettings(BaseModel):
-    """Which backend answers and how it is reached: the one engine record every run embeds.
-
-    The engine session and the engine cache are keyed on it; field names are the CLI flags
-    (``engine_args`` is the original system's ``--engine``).
-    """
+    """Which backend answers and how it is reached; field names are the CLI flags (``engine_args``
+    is the original system's ``--engine``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -314,11 +296,8 @@ class EngineSettings(BaseModel):
 
 
 def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> None:
-    """Process environment vLLM reads at engine start; call before importing vllm.
-
-    Explicit settings win; other variables are only defaulted so the user's environment
-    stays in charge (e.g. OMP_NUM_THREADS, VLLM_CACHE_ROOT).
-    """
+    """Process environment vLLM reads at engine start; call before importing vllm. Explicit settings
+    win; other variables are only defaulted, so the user's environment stays in charge."""
     os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # fork after torch/threads is unsafe
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.in_process else "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", CPU_ENV["TOKENIZERS_PARALLELISM"])

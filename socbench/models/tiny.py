@@ -1,8 +1,5 @@
-"""A tiny random-weight Qwen2 model for tests and demos: every engine path, in seconds.
-
-It knows no language, but it has a real byte-level BPE tokenizer and a ChatML chat
-template, so every engine path (chat rendering, constrained JSON, option log-probs,
-loglikelihood) runs on it in seconds in both vLLM and transformers.
+"""A tiny random-weight Qwen2 model for tests and demos: it knows no language, but its real
+byte-level BPE tokenizer and ChatML template run every engine path in seconds.
 """
 
 from __future__ import annotations
@@ -55,20 +52,12 @@ def _train_tokenizer(rng: random.Random):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE,
-        special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # every byte (digits, " { } :) is a token
-        show_progress=False,
-    )
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=list(SPECIAL_TOKENS),
+                                  show_progress=False,  # every byte (digits, " { } :) is a token:
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(_corpus(rng), trainer=trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=CHATML_TEMPLATE,
-        model_max_length=2048,
-    )
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   chat_template=CHATML_TEMPLATE, model_max_length=2048)
 
 
 def _build_model(vocab_size: int, eos_id: int, pad_id: int):
@@ -76,20 +65,10 @@ def _build_model(vocab_size: int, eos_id: int, pad_id: int):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(SEED)
-    config = Qwen2Config(
-        vocab_size=vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,  # head size 32: the CPU attention needs >= 32
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        eos_token_id=eos_id,
-        pad_token_id=pad_id,
-        bos_token_id=None,
-        torch_dtype="float32",
-    )
+    config = Qwen2Config(vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2,  # head size 32: CPU attention: >= 32
+                         max_position_embeddings=2048, tie_word_embeddings=True, eos_token_id=eos_id,
+                         pad_token_id=pad_id, bos_token_id=None, torch_dtype="float32")
     return Qwen2ForCausalLM(config).eval()
 
 
