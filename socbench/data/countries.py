@@ -1,11 +1,7 @@
 """ISSP country names -> ``C_ALPHAN`` codes, and display names for prompts.
 
-The answer files carry the country as the codebook's display name, verbatim from ISSP:
-typos ("United Stated"), variants across files ("Taiwan" vs "Taiwan, China"), sub-samples
-("Belgium–Flanders") and code-prefixed forms ("DE-W-Germany-West"). The original system
-matched names exactly and silently skipped Taiwan; here every variant seen in the ten
-codebooks is in one table, names are normalised (case, accents, punctuation, dashes, word
-order), and a name that still cannot be mapped is reported by the caller, never dropped.
+Answer files spell countries as the codebook does (typos, variants, sub-samples, code prefixes);
+every variant seen is in one table, names are normalised, and an unmapped name is reported, never dropped.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """What a domain's manifest entry changes when its files are read.
 
-Why: a study other than ISSP names its own country attribute (or has none), chooses which
-attributes the persona shows and, as an explicit override, missing-value codes for every
-question of the domain (an import writes each question's own missing codes into its
-question set instead, so one question's "8 = Can't choose" never removes another's 8). These rules are applied
-at the file boundary (``loaders``), so prompts, scoring and reports need no change.
+Why: a non-ISSP study names its own country attribute, persona attributes and missing codes;
+applied at the file boundary (``loaders``), so prompts, scoring and reports need no change.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """``socbench data import``: an archive's survey file -> the ``Dataset_all`` layout, no code edits.
 
-Why: the benchmark reads SocioBench's layout, but what a social scientist has is the
-archive's ``.dta``/``.sav`` (or a CSV with a codebook). ``plan_import`` checks everything
-from the file's metadata first (questions present, country variable present and labelled,
-weight numeric, names valid), so a problem is one line naming the file and the variable
-before any work; ``run_import`` then reads the country column once, draws nested
-country-stratified samples (SocioBench's scheme, seeded) and streams the rows those
-samples keep into ``A_GroundTruth_sampling<N>/``, beside the question set, the sampling
-stats and the folder's manifest (``socbench.yaml``).
+Why: ``plan_import`` checks everything from the file's metadata first, so a problem is one line
+before any work; ``run_import`` then draws nested country-stratified samples and streams the rows
+they keep into ``A_GroundTruth_sampling<N>/``, beside the question set, stats and manifest.
 """
 
 from __future__ import annotations

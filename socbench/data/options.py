@@ -1,12 +1,8 @@
 """Options each respondent was actually shown, and the items that can be scored.
 
-ISSP fields some questions with country-specific answer scales (``special``): Japan's
-"I think so" for "Agree", Taiwan's added code 6, and so on. An item is scoreable only when
-the respondent's true code is among the options offered to *that* respondent. Otherwise it
-is excluded and counted by reason: no answer; a missing code *of that question* (its
-``missing`` labels, e.g. "missing code (Can't choose)"); or a code the question does not
-offer (a question set without ``missing`` labels, such as SocioBench's, puts ISSP missing
-codes -9, 8, 99 ... here). The original filter kept items whose code was not offered.
+An item is scoreable only when the true code is among the options offered to *that* respondent
+(ISSP's country-specific ``special`` scales); otherwise it is excluded and counted by reason: no
+answer, a missing code of that question, or a code the question does not offer.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Country-stratified, reproducible, nested respondent samples.
 
-Each country's respondents (sorted by person_id, so file order does not matter) get their
-own seeded permutation; countries are visited in a seeded order and the sample of size
-``n`` is the first ``n`` picks of the round-robin over those permutations. Hence per-country
-counts differ by at most one (while no country runs out), the same seed always gives the
-same sample, and a smaller sample is a prefix — a subset — of every larger one. The caller
-records the seed next to the sample.
+A seeded round-robin over seeded per-country permutations: per-country counts differ by at most
+one, the same seed gives the same sample, and a smaller sample is a prefix of every larger one.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""Survey microdata files as an archive publishes them: Stata ``.dta``, SPSS ``.sav``/``.zsav``,
-or ``.csv`` with a codebook, read with their variable and value labels.
+"""Survey microdata as archives publish it (``.dta``, ``.sav``/``.zsav``, ``.csv`` + codebook), with labels.
 
-Why: a social scientist has the archive's file, not a benchmark's JSON. ``pyreadstat``
-(ReadStat) reads both binary formats with their labels; ``open_survey`` reads only the
-metadata, ``columns`` a few whole columns, and ``chunks`` streams every column in row
-blocks, so a 60,000 x 400 file never sits in memory as Python objects. SPSS user-missing
-codes (8, 9, -9 ...) are read as the recorded numbers (``user_missing=True``), never
-turned into blanks: the respondent's raw code is what the benchmark keeps.
+Why: ``open_survey`` reads only metadata and ``chunks`` streams row blocks, so a 60,000 x 400 file
+never sits in memory as Python objects. SPSS user-missing codes are kept as the recorded numbers
+(``user_missing=True``): the respondent's raw code is what the benchmark keeps.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Synthetic ISSP respondents and datasets: ``synthesize`` and ``write_dataset``.
 
-Why: the real answer files cannot ship with the project, yet the pipeline needs data on which
-a persona-aware predictor measurably beats the per-question majority. This module gives each
-synthetic person (``synth_model``) the attributes a SocioBench answer file holds, labelled
-from a real codebook (``issp_profile_<Domain>.json``) when one is given, with survey
-missing-value labels here and there, and writes the ``Dataset_all`` layout atomically and
-byte-reproducibly (same seed, same bytes).
+Why: the real answer files cannot ship, yet the pipeline needs data on which a persona-aware
+predictor beats the majority. Written atomically and byte-reproducibly (same seed, same bytes).
 """
 
 from __future__ import annotations
