@@ -42,13 +42,8 @@ def country_override(question: Question, country_code: str | None) -> dict[Code,
 
 def effective_options(question: Question,
                       country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
-    """Base options overlaid with the country's override, and whether there was one.
-
-    Existing codes keep their survey position with the country's label; codes only the
-    country offers are appended in numeric order. A respondent whose country could not be
-    mapped (``country_code`` None) is shown the base options: no override can be chosen
-    for an unknown country, and such respondents are reported separately by the loader.
-    """
+    """Base options overlaid with the country's override, and whether there was one. Country-only
+    codes are appended in numeric order; an unmapped country (None) is shown the base options."""
     override = country_override(question, country_code)
     if not override:
         return tuple(question.options.items()), False

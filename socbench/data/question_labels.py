@@ -42,12 +42,8 @@ def question_records(
     counts: Mapping[str, Mapping[str, int]],
     extra_missing: Sequence[str] = (),
 ) -> tuple[list[dict], list[QuestionDecision]]:
-    """``issp_qa`` records for the named variables, and each question's decision.
-
-    Options and missing codes are decided per question (``question_scale.decide``) and
-    written into the record (``answer``, ``missing``); a variable with fewer than two
-    options cannot be asked and is an error naming it.
-    """
+    """``issp_qa`` records for the named variables, and each question's decision
+    (``question_scale.decide``); a variable with fewer than two options is an error naming it."""
     records: list[dict] = []
     decisions: list[QuestionDecision] = []
     for name in names:

@@ -114,10 +114,8 @@ def _choose_countries(domain: DomainSpec, questions: Sequence[Question], index: 
 
 
 def _national_religion(countries: Sequence[tuple[str, str]], index: dict[str, dict]) -> tuple[str, str, dict]:
-    """(country code, attribute key, code -> label) of one country-specific religion variable.
-
-    Every other country's respondents hold "NAP, other countries" there, as in ISSP files.
-    """
+    """(country code, attribute key, code -> label) of one country-specific religion variable
+    (other countries hold "NAP, other countries" there, as in ISSP files)."""
     if not index:
         code, name = countries[0]
         return code, demo.NATIONAL_RELIGION_KEY.format(name=name), {}
@@ -218,12 +216,8 @@ def as_question(raw: Question | dict) -> Question:
 
 def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respondents: int, seed: int,
                codebook: Sequence[Any] | None = None) -> list[dict]:
-    """Answer-file records (``person_id``, ``attributes``, ``questions_answer``) for one domain.
-
-    ``questions`` are Question records or raw ``issp_qa_*.json`` entries; ``codebook`` is an
-    ``issp_profile_<Domain>.json`` (parsed JSON or loader records) whose labels name the
-    attributes and whose country table supplies the countries (demo countries without one).
-    """
+    """Answer-file records for one domain; ``codebook`` (an ``issp_profile_<Domain>.json``) names the
+    attributes and supplies the countries (demo countries without one)."""
     if n_respondents < 1:
         raise ConfigError(f"--respondents must be a positive integer, got {n_respondents}")
     if seed < 0:
@@ -316,12 +310,8 @@ def _domain_files(domain: DomainSpec, qa: Path | None, books: Path | None, n_res
 
 def write_dataset(out_dir: Path | str, domains: Iterable[DomainSpec], n_respondents: int, seed: int,
                   qa_dir: Path | str | None = None, codebook_dir: Path | str | None = None) -> dict:
-    """Write ``q&a/`` and ``A_GroundTruth_sampling500/`` for each domain plus ``synth_info.json``.
-
-    Questions are the demo sets, or copied byte for byte from ``qa_dir``. Every domain is
-    generated before anything is written, so a bad input leaves ``out_dir`` untouched.
-    Returns the info record that was written.
-    """
+    """Write ``q&a/``, ``A_GroundTruth_sampling500/`` and ``synth_info.json`` (returned); every domain is
+    generated before anything is written, so a bad input leaves ``out_dir`` untouched."""
     out = Path(out_dir)
     qa = _check_dir(qa_dir, "--qa_dir")
     books = _check_dir(codebook_dir, "--codebook_dir")
