@@ -76,11 +76,14 @@ def block_records(
 
 
 def write_atomic(path: Path, payload: bytes) -> Path:
-    """Write ``payload`` to a temporary sibling and rename it onto ``path``."""
+    """Write ``payload`` to a temporary sibling and rename it onto ``path`` (no half-written file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(payload)
-    tmp.replace(path)
+    try:
+        tmp.write_bytes(payload)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

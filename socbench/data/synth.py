@@ -7,7 +7,6 @@ predictor beats the majority. Written atomically and byte-reproducibly (same see
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from socbench.data import demo_questions as demo
+from socbench.data.import_records import write_atomic
 from socbench.data.loaders import load_codebook, load_questions
 from socbench.data.synth_model import Person, answer, balanced_countries, make_person, question_model
 from socbench.domains import DOMAINS, DomainSpec
@@ -267,22 +267,6 @@ def read_codebook(codebook_dir: Path, domain: DomainSpec) -> list[dict]:
     return [e.model_dump() for e in entries]
 
 
-def _replace_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a sibling temporary file, then ``os.replace`` it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON (UTF-8, ``ensure_ascii=False``, indent 1) atomically."""
-    _replace_atomic(path, _json_bytes(data))
-
-
 def _check_dir(path: Path | str | None, flag: str) -> Path | None:
     if path is None or str(path) == "":
         return None
@@ -321,11 +305,11 @@ def write_dataset(out_dir: Path | str, domains: Iterable[DomainSpec], n_responde
                             "respondents_per_domain": n_respondents, "questions": str(qa) if qa else "demo",
                             "codebooks": str(books) if books else None, "domains": {}}
     for domain, qa_bytes, records in generated:
-        _replace_atomic(out / "q&a" / domain.qa_file, qa_bytes)
-        _replace_atomic(out / SAMPLE_DIR / domain.answer_name, _json_bytes(records))
+        write_atomic(out / "q&a" / domain.qa_file, qa_bytes)
+        write_atomic(out / SAMPLE_DIR / domain.answer_name, _json_bytes(records))
         info["domains"][domain.slug] = _domain_summary(records, COUNTRY_KEYS[domain.id])
     info["domains"] = _merged_domains(out / INFO_FILE, info)
-    write_json_atomic(out / INFO_FILE, info)
+    write_atomic(out / INFO_FILE, _json_bytes(info))
     return info
 
 
