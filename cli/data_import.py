@@ -38,57 +38,30 @@ def _codes(text: str) -> tuple[str, ...]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "import",
-        help="import a .dta/.sav/.csv survey file into the benchmark layout",
-        description=DESCRIPTION,
-    )
+    parser = sub.add_parser("import", help="import a .dta/.sav/.csv survey file into the benchmark layout",
+                            description=DESCRIPTION)
     parser.add_argument("source", type=Path, help="the survey file: .dta, .sav, .zsav or .csv")
     flag(parser, "out", type=Path, required=True, help="the data folder to write (then: --data_dir there)")
     flag(parser, "qa", type=Path, default=None, help="an ISSP question set issp_qa_<slug>.json")
-    flag(
-        parser,
-        "questions",
-        default=None,
-        help="question variables V1,V2,... or @file (variable label = question, value labels = options)",
-    )
+    flag(parser, "questions", default=None,
+         help="question variables V1,V2,... or @file (variable label = question, value labels = options)")
     flag(parser, "country", default=None, help="the country variable (default C_ALPHAN when present)")
     flag(parser, "weight", default=None, help="the design weight variable (default WEIGHT when present)")
     flag(parser, "slug", default=None, help="file slug of the domain (default: from --qa or the file name)")
     flag(parser, "name", default=None, help="display name of the domain (default: ISSP's, or from the slug)")
-    flag(
-        parser,
-        "sizes",
-        type=_sizes,
-        default=(500, 1000, 2000),
-        help="nested sample sizes (default 500,1000,2000; a size >= the respondents keeps them all)",
-    )
+    flag(parser, "sizes", type=_sizes, default=(500, 1000, 2000),
+         help="nested sample sizes (default 500,1000,2000; a size >= the respondents keeps them all)")
     flag(parser, "seed", type=non_negative_int, default=42, help="sampling seed (default 42)")
-    flag(
-        parser,
-        "codebook",
-        type=Path,
-        default=None,
-        help="for a .csv source: the labels, as CSV (variable,label,code,value_label) or ISSP-style JSON",
-    )
+    flag(parser, "codebook", type=Path, default=None,
+         help="for a .csv source: the labels, as CSV (variable,label,code,value_label) or ISSP-style JSON")
     flag(parser, "replace", action="store_true",
          help="replace an existing domain of the same slug whole (every sample size; nothing of it kept)")
-    flag(
-        parser,
-        "bad_weights",
-        choices=("error", "drop", "unweighted"),
-        default="error",
-        help="respondents whose weight is missing, NaN, zero or negative: error (default; names them), "
-        "drop (leave them out of the samples, counted) or unweighted (import no weights)",
-    )
-    flag(
-        parser,
-        "missing",
-        type=_codes,
-        default=(),
-        help="codes that mean 'no answer' for every question that does not offer them, e.g. -9,-8,99 "
-        "(besides the file's user-missing declarations and missing labels)",
-    )
+    flag(parser, "bad_weights", choices=("error", "drop", "unweighted"), default="error",
+         help="respondents whose weight is missing, NaN, zero or negative: error (default; names them), "
+         "drop (leave them out of the samples, counted) or unweighted (import no weights)")
+    flag(parser, "missing", type=_codes, default=(),
+         help="codes that mean 'no answer' for every question that does not offer them, e.g. -9,-8,99 "
+         "(besides the file's user-missing declarations and missing labels)")
     parser.set_defaults(handler=run)
 
 
@@ -99,22 +72,8 @@ def run(args: argparse.Namespace) -> int:
     questions = tuple(parse_question_list(args.questions)) if args.questions is not None else None
     if args.qa is not None and not args.qa.is_file():
         raise ConfigError(f"--qa {args.qa}: question set not found")
-    request = ImportRequest(
-        source=args.source,
-        out=args.out,
-        qa=args.qa,
-        questions=questions,
-        country=args.country,
-        weight=args.weight,
-        slug=args.slug,
-        name=args.name,
-        sizes=args.sizes,
-        seed=args.seed,
-        codebook=args.codebook,
-        replace=args.replace,
-        bad_weights=args.bad_weights,
-        missing=args.missing,
-    )
+    fields = {name: getattr(args, name) for name in ImportRequest.model_fields if name != "questions"}
+    request = ImportRequest(**fields, questions=questions)
     plan = plan_import(request)  # every check, before any work
     print(plan.report, file=sys.stderr, end="")
     summary = run_import(plan)

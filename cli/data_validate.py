@@ -55,11 +55,8 @@ def domain_report(data: DomainData) -> dict[str, object]:
 
 
 def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int) -> tuple[dict, dict]:
-    """Reports, and each domain's problems (one line each), both keyed by domain id (as a string).
-
-    Beside what loading finds: sample folders of one domain that come from different source
-    files (``sampling_stats_<slug>.json``), and respondents without a usable design weight.
-    """
+    """Reports and each domain's problems (loading, mixed source files, unusable weights), keyed by
+    domain id (as a string)."""
     root = dataset_root(data_dir)
     sample_dir(root, dataset_size)  # shared problems: fail once, not per domain
     reports: dict[str, dict] = {}

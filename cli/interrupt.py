@@ -1,17 +1,8 @@
 """Ctrl-C: exit 130 within seconds with one line, everything finished kept, nothing left running.
 
-A terminal sends SIGINT to the whole foreground process group. socbench's own Prefect API is out
-of that group (``cli.prefect_api``); socbench itself gets ``KeyboardInterrupt``, and on the way
-out the engines are closed (``finally`` in the flows) and the API stopped. The console is quiet
-meanwhile (Prefect's "Crash detected!" lines still reach its API and UI). Every answer is in the
-engine cache the moment it arrives, so nothing finished is lost.
-
-Two things make the exit certain: Prefect swallows a ``KeyboardInterrupt`` that arrives while a
-run is finishing (its engine treats it as raised "after user code finished"), and tearing down
-torch and vLLM at interpreter exit takes seconds. So the first SIGINT also starts a grace timer
-that ends the process after ``GRACE_S`` whatever it is doing, and the line is followed by an
-immediate exit. A second SIGINT exits at once. The API server then stops by itself (it gets
-SIGTERM when socbench's process ends: ``socbench.processes.start_group(orphan_safe=True)``).
+Every answer is in the engine cache as it arrives, so nothing finished is lost. Prefect may swallow
+a ``KeyboardInterrupt`` while a run finishes and torch/vLLM teardown takes seconds, so the first
+SIGINT also starts a timer that ends the process after ``GRACE_S``; a second SIGINT exits at once.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """socbench's own Prefect API for an in-process run, out of reach of the terminal's Ctrl-C.
 
-Without a ``PREFECT_API_URL``, Prefect would start a temporary server itself, in socbench's
-process group: a Ctrl-C at the terminal (SIGINT to the whole group) killed that server first,
-and socbench then spent minutes reporting connection errors instead of saving its work. This
-one is ``prefect server start`` (``socbench.processes.PrefectServer``, the same database under
-``PREFECT_HOME``) in a session of its own, spawned before socbench's heavy imports so the two
-overlap (~3 s each on a 2-core box). Once it answers, ``PREFECT_API_URL`` names it, in the
-environment, so every thread and client of this process uses it and Prefect starts nothing of
-its own. It stops when socbench has finished (logs and events drained first), and by itself
-when socbench dies, however.
-
-With ``PREFECT_API_URL`` set (a server of the user's, or a test's), or a profile naming one,
-that API is used as it is and nothing is started.
+Why: a temporary server Prefect starts itself sits in socbench's process group, so Ctrl-C killed
+it first and socbench spent minutes on connection errors. This one (``PrefectServer``) runs in a
+session of its own, spawned before the heavy imports; ``PREFECT_API_URL`` then names it for every
+client. With ``PREFECT_API_URL`` set, or a profile naming one, that API is used and nothing started.
 """
 
 from __future__ import annotations

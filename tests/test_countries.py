@@ -7,8 +7,13 @@ import re
 
 import pytest
 
-from socbench.data import COUNTRIES, country_attribute_key, country_info, resolve_country
-from socbench.data.countries import normalize_name
+from socbench.data.countries import (
+    COUNTRIES,
+    country_attribute_key,
+    country_info,
+    normalize_name,
+    resolve_country,
+)
 
 
 @pytest.mark.parametrize("name, code", [

@@ -18,15 +18,9 @@ from fixtures.data_layer.issp_dataset import (
     write_dataset,
     write_json,
 )
-from socbench.data import (
-    is_missing_label,
-    load_codebook,
-    load_domain,
-    load_questions,
-    normalize_code,
-    stratified_sample,
-)
-from socbench.data.sampling import draw_order
+from socbench.data.loaders import load_codebook, load_domain, load_questions, normalize_code
+from socbench.data.missing_labels import is_missing_label
+from socbench.data.sampling import draw_order, stratified_sample
 from socbench.domains import get_domain
 from socbench.errors import ConfigError, DataError
 from socbench.types import Respondent

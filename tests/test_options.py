@@ -7,15 +7,8 @@ from collections import Counter
 import pytest
 
 from fixtures.data_layer.issp_dataset import FAMILY_EXPECTED, NATID_EXPECTED, write_dataset
-from socbench.data import (
-    INVALID_CODE,
-    NO_ANSWER,
-    build_items,
-    effective_options,
-    load_domain,
-    load_questions,
-    summarize_items,
-)
+from socbench.data.loaders import load_domain, load_questions
+from socbench.data.options import INVALID_CODE, NO_ANSWER, build_items, effective_options, summarize_items
 from socbench.domains import get_domain
 from socbench.types import Question
 

@@ -1,11 +1,7 @@
 """ISSP country names -> ``C_ALPHAN`` codes, and display names for prompts.
 
-The answer files carry the country as the codebook's display name, verbatim from ISSP:
-typos ("United Stated"), variants across files ("Taiwan" vs "Taiwan, China"), sub-samples
-("Belgium–Flanders") and code-prefixed forms ("DE-W-Germany-West"). The original system
-matched names exactly and silently skipped Taiwan; here every variant seen in the ten
-codebooks is in one table, names are normalised (case, accents, punctuation, dashes, word
-order), and a name that still cannot be mapped is reported by the caller, never dropped.
+Answer files spell countries as the codebook does (typos, variants, sub-samples, code prefixes);
+every variant seen is in one table, names are normalised, and an unmapped name is reported, never dropped.
 """
 
 from __future__ import annotations
@@ -146,11 +142,8 @@ def _known(code: str, extra_codes: set[str]) -> bool:
 
 
 def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | None:
-    """Map an ISSP country name (or code, or "XX-Name" label) to its ``C_ALPHAN`` code.
-
-    ``extra`` is a codebook's C_ALPHAN table (code -> display name); its names are tried
-    first and its codes count as known. Returns None when nothing matches.
-    """
+    """An ISSP country name (or code, or "XX-Name") -> its ``C_ALPHAN`` code, else None; ``extra``
+    (a codebook's code -> name table) is tried first."""
     text = _NUMERIC_PREFIX.sub("", str(name).strip().translate(_DASHES))
     extra_index = None
     if extra:
@@ -180,13 +173,8 @@ def country_info(code: str, name: str | None = None) -> CountryInfo:
 
 
 def country_attribute_key(attributes: Mapping[str, object]) -> str | None:
-    """The attribute holding the respondent's C_ALPHAN country name, whatever its case.
-
-    Keys differ by domain ("Country Prefix ISO 3166", "Country/ Sample Prefix ISO 3166 code -
-    alphanumeric", ...). Some files also carry numeric country tables whose labels start
-    with "Country ... ISO 3166"; the alphanumeric prefix table is preferred, then sample
-    tables (finer than whole-nation ones).
-    """
+    """The attribute holding the C_ALPHAN country name (keys differ by domain); the alphanumeric
+    prefix table is preferred over numeric ones, then sample tables over whole-nation ones."""
     candidates = [k for k in attributes if k.lower().startswith("country") and "iso 3166" in k.lower()]
     if not candidates:
         return None

@@ -1,11 +1,7 @@
 """The demo's question sets and vocabulary, written for socbench (not ISSP text).
 
-Each domain has 5-6 short questions in the style of its ISSP module: Likert scales, a few
-categorical ones, one with ``0``/``95`` codes, country overrides that relabel or add a code,
-and ``[COUNTRY]``/``[NATIONALITY]`` placeholders. ``DRIVERS`` says which respondent traits
-push an answer towards higher codes (ordinal) or towards one option (categorical, keyed by
-code); ``synth`` reads them, the question files written to disk do not carry them.
-Trait names: age, female, edu, relig, work, urban, married (see ``socbench.data.synth``).
+Each entry's drivers say which traits (age, female, edu, relig, work, urban, married) push an
+answer up (ordinal) or towards one option (categorical); ``synth`` reads them, files do not carry them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """What a domain's manifest entry changes when its files are read.
 
-Why: a study other than ISSP names its own country attribute (or has none), chooses which
-attributes the persona shows and, as an explicit override, missing-value codes for every
-question of the domain (an import writes each question's own missing codes into its
-question set instead, so one question's "8 = Can't choose" never removes another's 8). These rules are applied
-at the file boundary (``loaders``), so prompts, scoring and reports need no change.
+Why: a non-ISSP study names its own country attribute, persona attributes and missing codes;
+applied at the file boundary (``loaders``), so prompts, scoring and reports need no change.
 """
 
 from __future__ import annotations
@@ -22,11 +19,8 @@ def _norm(key: str) -> str:
 
 
 def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str, object]], str | None]:
-    """How to find the country attribute in one respondent's attributes.
-
-    ``"auto"``: the ISSP country table by its label (any module's spelling); None: no
-    country (a single-country study); otherwise that key, matched case- and space-insensitively.
-    """
+    """How to find the country attribute: ``"auto"`` the ISSP country table by its label; None no
+    country; otherwise that key, matched case- and space-insensitively."""
     if country_attribute == AUTO_COUNTRY:
         return country_attribute_key
     if country_attribute is None:
@@ -44,11 +38,8 @@ def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str
 def persona_filter(
     include: Iterable[str], exclude: Iterable[str], country_attribute: str | None
 ) -> Callable[[str], bool]:
-    """Whether an attribute key stays in the respondent's attributes (and so in the persona).
-
-    A named country attribute is dropped: the persona shows the country as "Country"
-    (read from the country name), never twice.
-    """
+    """Whether an attribute stays in the persona; a named country attribute is dropped (the persona
+    shows it as "Country", never twice)."""
     keep = {_norm(k) for k in include}
     drop = {_norm(k) for k in exclude}
     if country_attribute not in (None, AUTO_COUNTRY):
@@ -62,11 +53,8 @@ def persona_filter(
 
 
 def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:
-    """Questions without the manifest's ``missing_codes`` among their options.
-
-    The user's explicit override: such a code becomes one of every question's missing codes
-    (its option label kept as the reason), so its answers are excluded, counted by reason.
-    """
+    """Questions with the manifest's ``missing_codes`` (the user's override) taken out of their options
+    and made missing codes of every question, each option label kept as the reason."""
     codes = [str(code) for code in missing]
     if not codes:
         return questions

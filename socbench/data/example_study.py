@@ -1,11 +1,8 @@
 """A small synthetic non-ISSP study as an SPSS file: the example behind "Your own survey".
 
-Why: the importer's whole path (labels, user-missing codes, a design weight, one country,
-questions built from labels, a manifest) needs a study that is not ISSP and that anyone
-may redistribute. The "Community Wellbeing Survey" is invented; its values are drawn from
-a seeded generator in which answers depend on the persona (age, education, community,
-employment), so a model that reads the persona can beat the per-question majority.
-``data/example_study/make_example.py`` writes the ``.sav`` with this module and imports it.
+Why: the importer's whole path needs a study anyone may redistribute; answers depend on the
+persona, so a model that reads it can beat the majority. ``data/example_study/make_example.py``
+writes the ``.sav`` with this module and imports it.
 """
 
 from __future__ import annotations

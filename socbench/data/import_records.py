@@ -1,10 +1,7 @@
 """Respondent records from row blocks of a survey file, streamed into the sample files.
 
-Why: a full ISSP file (60,000 x 400) as Python dicts would need gigabytes; here each row
-block becomes records only for the rows some sample keeps, column by column (vectorised
-code and label lookups), and each record is written at once to every
-``A_GroundTruth_sampling<N>/`` file whose nested sample holds it. Files are written to a
-temporary name and renamed, so an interrupted import never leaves a file that looks whole.
+Why: a full ISSP file as Python dicts would need gigabytes; only rows some sample keeps become
+records. Files are written under a temporary name and renamed, so none ever looks whole too early.
 """
 
 from __future__ import annotations
@@ -79,11 +76,14 @@ def block_records(
 
 
 def write_atomic(path: Path, payload: bytes) -> Path:
-    """Write ``payload`` to a temporary sibling and rename it onto ``path``."""
+    """Write ``payload`` to a temporary sibling and rename it onto ``path`` (no half-written file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(payload)
-    tmp.replace(path)
+    try:
+        tmp.write_bytes(payload)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

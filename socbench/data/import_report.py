@@ -1,11 +1,7 @@
 """What ``data import`` decided, for the user to review: on stderr and in ``import_report_<slug>.md``.
 
-Why: an import turns a file's labels into the options a model is scored on. Every decision
-that changes what is measured (options filled in by the scale rule, each question's
-missing codes and where they came from, answers that will not be scored and why) is
-written down per question, beside the data it describes. Labels too long for a prompt
-stop the import; country codes without a label are a warning (the persona would say
-``"Country": "7"``).
+Why: every decision that changes what is measured is written down per question. Labels too long
+for a prompt stop the import; country codes without a label are a warning.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """What an import may write over, and what a domain's files say about where they came from.
 
-Why: an import that overwrites a domain's q&a and answer files but leaves its sample
-folders of other sizes in place gives one domain two surveys, and importing into a copy of
-SocioBench's ``Dataset_all`` with ``--slug family`` used to overwrite the original Family
-files. So a domain that exists is written only with ``--replace``, which removes every file
-of the old domain (all sample sizes, its q&a file) once the new one is in place; and every
-sample folder's ``sampling_stats_<slug>.json`` names its source file's sha256, so ``data
-validate`` can tell a domain assembled from different sources.
+Why: overwriting a domain but keeping its other sample sizes gives one domain two surveys. So an
+existing domain is written only with ``--replace`` (old files removed once the new one is in place),
+and each ``sampling_stats_<slug>.json`` names its source's sha256 for ``data validate`` to compare.
 """
 
 from __future__ import annotations

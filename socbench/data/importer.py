@@ -1,13 +1,8 @@
 """``socbench data import``: an archive's survey file -> the ``Dataset_all`` layout, no code edits.
 
-Why: the benchmark reads SocioBench's layout, but what a social scientist has is the
-archive's ``.dta``/``.sav`` (or a CSV with a codebook). ``plan_import`` checks everything
-from the file's metadata first (questions present, country variable present and labelled,
-weight numeric, names valid), so a problem is one line naming the file and the variable
-before any work; ``run_import`` then reads the country column once, draws nested
-country-stratified samples (SocioBench's scheme, seeded) and streams the rows those
-samples keep into ``A_GroundTruth_sampling<N>/``, beside the question set, the sampling
-stats and the folder's manifest (``socbench.yaml``).
+Why: ``plan_import`` checks everything from the file's metadata first, so a problem is one line
+before any work; ``run_import`` then draws nested country-stratified samples and streams the rows
+they keep into ``A_GroundTruth_sampling<N>/``, beside the question set, stats and manifest.
 """
 
 from __future__ import annotations
@@ -24,12 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
-from socbench.data.import_records import (
-    RecordLayout,
-    label_values,
-    write_atomic,
-    write_samples,
-)
+from socbench.data.import_records import RecordLayout, label_values, write_atomic, write_samples
 from socbench.data.import_report import check_label_sizes, country_warnings, format_report
 from socbench.data.loaders import SAMPLE_PREFIX, load_questions
 from socbench.data.question_labels import check_answers, json_bytes, question_set
@@ -38,13 +28,7 @@ from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
-from socbench.manifest import (
-    MANIFEST_NAMES,
-    DomainSpec,
-    Manifest,
-    read_manifest,
-    write_manifest,
-)
+from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, read_manifest, write_manifest
 from socbench.models.smollm2 import file_sha256
 from socbench.preflight import check_output_dir
 
@@ -123,9 +107,8 @@ class _Row(NamedTuple):  # what the sampler needs of a respondent
 def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
     """(file variable, question id) pairs of ``--qa`` or ``--questions``, each in the file."""
     if request.qa is not None and request.questions is not None:
-        raise ConfigError(
-            "--qa and --questions: give one (--qa for an ISSP question set, --questions otherwise)"
-        )
+        raise ConfigError("--qa and --questions: give one "
+                          "(--qa for an ISSP question set, --questions otherwise)")
     if request.qa is not None:
         questions = load_questions(request.qa)
         pairs = [(survey.find(q.id), q.id) for q in questions]
@@ -161,9 +144,8 @@ def _country(request: ImportRequest, survey: SurveyFile, questions: set[str]) ->
     name = survey.find(wanted)
     if name is None:
         if request.country:
-            raise DataError(
-                f"{survey.path}: country variable {request.country} (--country) is not in the file"
-            )
+            raise DataError(f"{survey.path}: country variable {request.country} (--country) "
+                            "is not in the file")
         if request.qa is not None:
             raise DataError(
                 f"{survey.path}: country variable {ISSP_COUNTRY} is not in the file "
@@ -227,9 +209,7 @@ def _base_manifest(out: Path, slug: str) -> Manifest | None:
     return Manifest(domains=present) if present else None
 
 
-def _entry(
-    request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None
-) -> DomainSpec:
+def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None) -> DomainSpec:
     """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
     earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
     taken = {d.id for d in (base.domains if base else []) if d.slug != slug}
@@ -247,19 +227,13 @@ def _entry(
         or "".join(part.capitalize() for part in re.split(r"[_-]+", slug))
     )
     try:
-        return DomainSpec(
-            id=domain_id,
-            name=name,
-            slug=slug,
-            module=f"imported from {request.source.name}",
-            country_attribute=country_key,
-        )
+        return DomainSpec(id=domain_id, name=name, slug=slug, module=f"imported from {request.source.name}",
+                          country_attribute=country_key)
     except ValidationError as exc:
         err = exc.errors()[0]
         flag = {"slug": "--slug", "name": "--name"}.get(str(err["loc"][0]), str(err["loc"][0]))
-        raise ConfigError(
-            f"{flag} {err.get('input')!r}: {err['msg'].removeprefix('Value error, ')}"
-        ) from None
+        message = err["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{flag} {err.get('input')!r}: {message}") from None
 
 
 def plan_import(request: ImportRequest) -> ImportPlan:
@@ -300,9 +274,8 @@ def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:
     """Each respondent's stratum (country code, else the name as written) for the sampler."""
     if plan.country is None:
         return [_Row(int(pid), None, None) for pid in person_ids]
-    names = label_values(
-        plan.survey.columns([plan.country])[plan.country], plan.survey.variables[plan.country]
-    )
+    column = plan.survey.columns([plan.country])[plan.country]
+    names = label_values(column, plan.survey.variables[plan.country])
     codes = {name: resolve_country(name) for name in set(names) if name is not None}
     return [_Row(int(pid), codes.get(name), name) for pid, name in zip(person_ids, names)]
 
@@ -366,15 +339,7 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         safe.remove_empty(created)  # a failed import leaves no empty folders behind
         raise
     removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
-    return ImportSummary(
-        respondents=survey.n_rows,
-        countries=len({r.country_code or r.country_name for r in rows}) if plan.country else 1,
-        samples=dict(writers.counts),
-        questions=len(plan.layout.questions),
-        attributes=len(plan.layout.attributes),
-        weight=plan.layout.weight,
-        seconds=time.perf_counter() - start,
-        domain=plan.entry,
-        weight_note=plan.weights.note,
-        replaced=len(removed),
-    )
+    countries = len({r.country_code or r.country_name for r in rows}) if plan.country else 1
+    return ImportSummary(survey.n_rows, countries, dict(writers.counts), len(plan.layout.questions),
+                         len(plan.layout.attributes), plan.layout.weight, time.perf_counter() - start,
+                         plan.entry, weight_note=plan.weights.note, replaced=len(removed))

@@ -40,10 +40,7 @@ NO_COUNTRY = "(no country attribute)"
 
 def normalize_code(value: Any) -> str | None:
     """An answer code as a canonical string: 3, "3", 3.0, " 03" -> "3"; None, "" -> None.
-
-    Non-numeric strings are kept (stripped) so they are later excluded as "not offered"
-    rather than silently coerced; booleans and containers are schema errors.
-    """
+    Non-numeric strings are kept (excluded later as "not offered", never coerced)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -306,12 +303,8 @@ def build_respondents(
     records: list[AnswerRecord], questions: tuple[Question, ...], countries: dict[str, str] | None = None,
     domain: DomainSpec | None = None,
 ) -> tuple[tuple[Respondent, ...], dict[str, int]]:
-    """Respondents plus ``{country name: count}`` of those whose country could not be mapped.
-
-    ``domain`` (default: an ISSP domain) names the country attribute (none for a
-    single-country study, whose respondents are then not reported as unmapped) and the
-    persona attributes to keep.
-    """
+    """Respondents plus ``{country name: count}`` of those whose country could not be mapped;
+    ``domain`` (default ISSP) names the country attribute and the persona attributes to keep."""
     ids = {q.id.lower(): q.id for q in questions}
     cache: dict[str, str | None] = {}
     country_attribute = domain.country_attribute if domain else AUTO_COUNTRY

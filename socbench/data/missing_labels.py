@@ -1,12 +1,8 @@
 """Which value labels mark a missing answer, in English and in the ISSP countries' languages.
 
-Why: ISSP's integrated files use English labels ("Can't choose", "No answer", "NAP",
-"Refused", "Don't know"), but national study files and most other surveys are labelled in
-their own language ("Weiß nicht", "Ne sait pas", "No contesta", "Nie wiem", "わからない").
-A label is missing only as a whole label or its leading phrase followed by punctuation or
-the end ("No sabe leer", "Don't know whether there is a God", "Trifft nicht zu" are answers;
-"nap" must not match "Navarra"), so persona attributes such as "No religion", "Navarra" or
-"Never" are kept. A label may start with the countries it applies to ("AT, CZ: Not available").
+A label is missing only as a whole label or its leading phrase followed by punctuation or the
+end ("Don't know whether there is a God" is an answer; "nap" must not match "Navarra"), so persona
+attributes are kept. A label may start with the countries it applies to ("AT, CZ: Not available").
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Options each respondent was actually shown, and the items that can be scored.
 
-ISSP fields some questions with country-specific answer scales (``special``): Japan's
-"I think so" for "Agree", Taiwan's added code 6, and so on. An item is scoreable only when
-the respondent's true code is among the options offered to *that* respondent. Otherwise it
-is excluded and counted by reason: no answer; a missing code *of that question* (its
-``missing`` labels, e.g. "missing code (Can't choose)"); or a code the question does not
-offer (a question set without ``missing`` labels, such as SocioBench's, puts ISSP missing
-codes -9, 8, 99 ... here). The original filter kept items whose code was not offered.
+An item is scoreable only when the true code is among the options offered to *that* respondent
+(ISSP's country-specific ``special`` scales); otherwise it is excluded and counted by reason: no
+answer, a missing code of that question, or a code the question does not offer.
 """
 
 from __future__ import annotations
@@ -46,13 +42,8 @@ def country_override(question: Question, country_code: str | None) -> dict[Code,
 
 def effective_options(question: Question,
                       country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
-    """Base options overlaid with the country's override, and whether there was one.
-
-    Existing codes keep their survey position with the country's label; codes only the
-    country offers are appended in numeric order. A respondent whose country could not be
-    mapped (``country_code`` None) is shown the base options: no override can be chosen
-    for an unknown country, and such respondents are reported separately by the loader.
-    """
+    """Base options overlaid with the country's override, and whether there was one. Country-only
+    codes are appended in numeric order; an unmapped country (None) is shown the base options."""
     override = country_override(question, country_code)
     if not override:
         return tuple(question.options.items()), False

@@ -1,11 +1,7 @@
 """A question set from a survey file's own labels (``data import --questions``).
 
-Why: a study that is not ISSP has no curated ``issp_qa_*.json``; its variable labels are the
-question texts and its value labels (and, for a scale labelled at some points only, its
-range: ``question_scale``) the options. Each question's missing-value codes (SPSS
-user-missing codes, codes labelled "Don't know", "Weiß nicht", "No answer" ..., ``--missing``)
-go into its own record's ``missing``, so answers with them are excluded at scoring for that
-question only. The result is written for the user to edit.
+Why: a non-ISSP study has no curated ``issp_qa_*.json``. Each question's missing codes go into its
+own record's ``missing``, so they are excluded for that question only. Written for the user to edit.
 """
 
 from __future__ import annotations
@@ -46,12 +42,8 @@ def question_records(
     counts: Mapping[str, Mapping[str, int]],
     extra_missing: Sequence[str] = (),
 ) -> tuple[list[dict], list[QuestionDecision]]:
-    """``issp_qa`` records for the named variables, and each question's decision.
-
-    Options and missing codes are decided per question (``question_scale.decide``) and
-    written into the record (``answer``, ``missing``); a variable with fewer than two
-    options cannot be asked and is an error naming it.
-    """
+    """``issp_qa`` records for the named variables, and each question's decision
+    (``question_scale.decide``); a variable with fewer than two options is an error naming it."""
     records: list[dict] = []
     decisions: list[QuestionDecision] = []
     for name in names:

@@ -1,11 +1,7 @@
 """Country-stratified, reproducible, nested respondent samples.
 
-Each country's respondents (sorted by person_id, so file order does not matter) get their
-own seeded permutation; countries are visited in a seeded order and the sample of size
-``n`` is the first ``n`` picks of the round-robin over those permutations. Hence per-country
-counts differ by at most one (while no country runs out), the same seed always gives the
-same sample, and a smaller sample is a prefix — a subset — of every larger one. The caller
-records the seed next to the sample.
+A seeded round-robin over seeded per-country permutations: per-country counts differ by at most
+one, the same seed gives the same sample, and a smaller sample is a prefix of every larger one.
 """
 
 from __future__ import annotations
@@ -69,12 +65,8 @@ def stratified_sample(respondents: Sequence[P], size: int, seed: int = SAMPLE_SE
 
 def draw_ranks(respondents: Sequence[P], seed: int = SAMPLE_SEED,
                leave_out: Sequence[bool] | None = None) -> list[int]:
-    """Each respondent's position in the draw order, in the order given.
-
-    The sample of size ``n`` is exactly the respondents ranked below ``n``, so samples of
-    several sizes are nested and a size at least the number of respondents keeps them all.
-    Respondents marked in ``leave_out`` are not drawn: they rank past every sample.
-    """
+    """Each respondent's position in the draw order: the sample of size ``n`` is those ranked below
+    ``n`` (so samples nest); ``leave_out`` rank past every sample."""
     drawn = respondents if leave_out is None else [p for p, out in zip(respondents, leave_out) if not out]
     rank = {id(person): i for i, person in enumerate(draw_order(drawn, seed))}
     return [rank.get(id(person), sys.maxsize) for person in respondents]

@@ -1,12 +1,8 @@
-"""Survey microdata files as an archive publishes them: Stata ``.dta``, SPSS ``.sav``/``.zsav``,
-or ``.csv`` with a codebook, read with their variable and value labels.
+"""Survey microdata as archives publish it (``.dta``, ``.sav``/``.zsav``, ``.csv`` + codebook), with labels.
 
-Why: a social scientist has the archive's file, not a benchmark's JSON. ``pyreadstat``
-(ReadStat) reads both binary formats with their labels; ``open_survey`` reads only the
-metadata, ``columns`` a few whole columns, and ``chunks`` streams every column in row
-blocks, so a 60,000 x 400 file never sits in memory as Python objects. SPSS user-missing
-codes (8, 9, -9 ...) are read as the recorded numbers (``user_missing=True``), never
-turned into blanks: the respondent's raw code is what the benchmark keeps.
+Why: ``open_survey`` reads only metadata and ``chunks`` streams row blocks, so a 60,000 x 400 file
+never sits in memory as Python objects. SPSS user-missing codes are kept as the recorded numbers
+(``user_missing=True``): the respondent's raw code is what the benchmark keeps.
 """
 
 from __future__ import annotations
@@ -142,11 +138,7 @@ def canonical_code(value: Any) -> str | None:
 
 
 def map_codes(series: pd.Series, fn: Callable[[str], Any]) -> np.ndarray:
-    """``fn(canonical code)`` for every cell (None for blanks), computed once per distinct value.
-
-    A survey column holds few distinct values (an id column is the exception), so this is
-    a factorisation plus a handful of Python calls instead of one per cell.
-    """
+    """``fn(canonical code)`` for every cell (None for blanks), computed once per distinct value."""
     positions, uniques = pd.factorize(series, use_na_sentinel=True)
     table = [None if (code := canonical_code(value)) is None else fn(code) for value in uniques]
     return np.array([*table, None], dtype=object)[positions]  # position -1 (blank) -> None
@@ -266,13 +258,8 @@ def _read_csv(path: Path, codebook: Path) -> SurveyFile:
 
 
 def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
-    """``{variable name (lower case): (label, {code: value label})}`` from a codebook file.
-
-    Two formats: JSON like the ISSP ``issp_profile_*.json`` codebooks (an array of
-    ``{"domain": name, "meaning": label, "content": {code: value label}}``), or CSV with the
-    columns ``variable,label,code,value_label`` (one row per value label; a variable without
-    value labels has one row with ``code`` empty).
-    """
+    """``{variable (lower case): (label, {code: value label})}`` from an ISSP-style JSON codebook, or a
+    CSV ``variable,label,code,value_label`` (a variable without value labels: one row, ``code`` empty)."""
     if not path.is_file():
         raise DataError(f"{path}: codebook not found")
     if path.suffix.lower() == ".json":

@@ -1,17 +1,12 @@
 """Synthetic ISSP respondents and datasets: ``synthesize`` and ``write_dataset``.
 
-Why: the real answer files cannot ship with the project, yet the pipeline needs data on which
-a persona-aware predictor measurably beats the per-question majority. This module gives each
-synthetic person (``synth_model``) the attributes a SocioBench answer file holds, labelled
-from a real codebook (``issp_profile_<Domain>.json``) when one is given, with survey
-missing-value labels here and there, and writes the ``Dataset_all`` layout atomically and
-byte-reproducibly (same seed, same bytes).
+Why: the real answer files cannot ship, yet the pipeline needs data on which a persona-aware
+predictor beats the majority. Written atomically and byte-reproducibly (same seed, same bytes).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from socbench.data import demo_questions as demo
+from socbench.data.import_records import write_atomic
 from socbench.data.loaders import load_codebook, load_questions
 from socbench.data.synth_model import Person, answer, balanced_countries, make_person, question_model
 from socbench.domains import DOMAINS, DomainSpec
@@ -118,10 +114,8 @@ def _choose_countries(domain: DomainSpec, questions: Sequence[Question], index: 
 
 
 def _national_religion(countries: Sequence[tuple[str, str]], index: dict[str, dict]) -> tuple[str, str, dict]:
-    """(country code, attribute key, code -> label) of one country-specific religion variable.
-
-    Every other country's respondents hold "NAP, other countries" there, as in ISSP files.
-    """
+    """(country code, attribute key, code -> label) of one country-specific religion variable
+    (other countries hold "NAP, other countries" there, as in ISSP files)."""
     if not index:
         code, name = countries[0]
         return code, demo.NATIONAL_RELIGION_KEY.format(name=name), {}
@@ -222,12 +216,8 @@ def as_question(raw: Question | dict) -> Question:
 
 def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respondents: int, seed: int,
                codebook: Sequence[Any] | None = None) -> list[dict]:
-    """Answer-file records (``person_id``, ``attributes``, ``questions_answer``) for one domain.
-
-    ``questions`` are Question records or raw ``issp_qa_*.json`` entries; ``codebook`` is an
-    ``issp_profile_<Domain>.json`` (parsed JSON or loader records) whose labels name the
-    attributes and whose country table supplies the countries (demo countries without one).
-    """
+    """Answer-file records for one domain; ``codebook`` (an ``issp_profile_<Domain>.json``) names the
+    attributes and supplies the countries (demo countries without one)."""
     if n_respondents < 1:
         raise ConfigError(f"--respondents must be a positive integer, got {n_respondents}")
     if seed < 0:
@@ -277,22 +267,6 @@ def read_codebook(codebook_dir: Path, domain: DomainSpec) -> list[dict]:
     return [e.model_dump() for e in entries]
 
 
-def _replace_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a sibling temporary file, then ``os.replace`` it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON (UTF-8, ``ensure_ascii=False``, indent 1) atomically."""
-    _replace_atomic(path, _json_bytes(data))
-
-
 def _check_dir(path: Path | str | None, flag: str) -> Path | None:
     if path is None or str(path) == "":
         return None
@@ -320,12 +294,8 @@ def _domain_files(domain: DomainSpec, qa: Path | None, books: Path | None, n_res
 
 def write_dataset(out_dir: Path | str, domains: Iterable[DomainSpec], n_respondents: int, seed: int,
                   qa_dir: Path | str | None = None, codebook_dir: Path | str | None = None) -> dict:
-    """Write ``q&a/`` and ``A_GroundTruth_sampling500/`` for each domain plus ``synth_info.json``.
-
-    Questions are the demo sets, or copied byte for byte from ``qa_dir``. Every domain is
-    generated before anything is written, so a bad input leaves ``out_dir`` untouched.
-    Returns the info record that was written.
-    """
+    """Write ``q&a/``, ``A_GroundTruth_sampling500/`` and ``synth_info.json`` (returned); every domain is
+    generated before anything is written, so a bad input leaves ``out_dir`` untouched."""
     out = Path(out_dir)
     qa = _check_dir(qa_dir, "--qa_dir")
     books = _check_dir(codebook_dir, "--codebook_dir")
@@ -335,11 +305,11 @@ def write_dataset(out_dir: Path | str, domains: Iterable[DomainSpec], n_responde
                             "respondents_per_domain": n_respondents, "questions": str(qa) if qa else "demo",
                             "codebooks": str(books) if books else None, "domains": {}}
     for domain, qa_bytes, records in generated:
-        _replace_atomic(out / "q&a" / domain.qa_file, qa_bytes)
-        _replace_atomic(out / SAMPLE_DIR / domain.answer_name, _json_bytes(records))
+        write_atomic(out / "q&a" / domain.qa_file, qa_bytes)
+        write_atomic(out / SAMPLE_DIR / domain.answer_name, _json_bytes(records))
         info["domains"][domain.slug] = _domain_summary(records, COUNTRY_KEYS[domain.id])
     info["domains"] = _merged_domains(out / INFO_FILE, info)
-    write_json_atomic(out / INFO_FILE, info)
+    write_atomic(out / INFO_FILE, _json_bytes(info))
     return info
 
 

@@ -1,12 +1,8 @@
 """The answer model behind ``socbench data synth``: synthetic people and how they answer.
 
-A respondent's traits are correlated as in real surveys (education falls with age, religion
-and religiosity follow the country, main status follows age). Each answer comes from an
-ordered logit (categorical questions: a multinomial logit) whose latent value is a country
-effect plus weighted standardised traits plus logistic noise, so a reader of the persona can
-beat the per-question majority while the answers stay noisy. Religion questions lean on
-religiosity, work questions on employment. Everything is drawn from numpy Generators seeded
-by (seed, domain, question, country), never from global state.
+Traits are correlated as in real surveys; each answer is an ordered (or multinomial) logit over
+a country effect plus weighted traits plus noise, so reading the persona beats the majority while
+answers stay noisy. All draws come from Generators seeded by (seed, domain, question, country).
 """
 
 from __future__ import annotations
