@@ -8,6 +8,7 @@ any model is loaded. On the command line the settings are flat (``--model``, not
 
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,9 @@ def settings_of(model: type[BaseModel]) -> dict[str, Setting]:
     for name, field in model.model_fields.items():
         inner = field.annotation
         if isinstance(inner, type) and issubclass(inner, BaseModel):
-            entries = [Setting(s.name, (name, *s.path), s.field) for s in settings_of(inner).values()]
+            parent = field.get_default(call_default_factory=True)
+            entries = [Setting(s.name, (name, *s.path), _default_from(parent, s))
+                       for s in settings_of(inner).values()]
         else:
             entries = [Setting(_flag_name(name, field), (name,), field)]
         for entry in entries:
@@ -62,6 +65,19 @@ def settings_of(model: type[BaseModel]) -> dict[str, Setting]:
                 raise TypeError(f"{model.__name__}: two settings named {entry.name!r}")
             found[entry.name] = entry
     return found
+
+
+def _default_from(parent: Any, setting: Setting) -> FieldInfo:
+    """The setting's field with the default its parent record's default holds (``McqConfig``'s
+    engine defaults to ``auto``), so ``--help`` shows the default a run really gets."""
+    value = parent
+    for part in setting.path:
+        value = getattr(value, part, None)
+    if parent is None or value == setting.field.default:
+        return setting.field
+    own = copy.copy(setting.field)
+    own.default = value
+    return own
 
 
 def from_flat(model: type[BaseModel], values: dict[str, Any]) -> Any:

@@ -15,7 +15,7 @@ import pytest
 from cli import main
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard
-from tests.support.browser import browser, needs_browser
+from support.browser import browser, needs_browser
 from tests.test_report_html import A, B, make_run
 
 BROKEN = "org/Model-360M"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import browser, needs_browser
+from support.browser import browser, needs_browser
 
 pytestmark = [pytest.mark.slow, needs_browser]  # runs the CLI, a Prefect server and chromium
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,7 +27,7 @@ from socbench.report.files import write_domain_files
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Question, Respondent
-from tests.support.browser import browser, needs_browser
+from support.browser import browser, needs_browser
 
 pytestmark = [pytest.mark.slow, needs_browser]  # drives chromium
 OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"), ("4", "Strongly disagree"))
