@@ -42,8 +42,8 @@ def _help(command: str, capsys: pytest.CaptureFixture[str]) -> str:
     return " ".join(capsys.readouterr().out.split())
 
 
-@pytest.mark.parametrize("command, model", [("issp", RunConfig), ("mcq", McqConfig)])
-def test_every_setting_is_a_flag_with_its_default_in_help(command, model, capsys) -> None:
+@pytest.mark.parametrize("command, model, backend", [("issp", RunConfig, "vllm"), ("mcq", McqConfig, "auto")])
+def test_every_setting_is_a_flag_with_its_default_in_help(command, model, backend, capsys) -> None:
     text = _help(command, capsys)
     for name in settings_of(model):
         assert f"--{name}" in text, name
@@ -51,7 +51,8 @@ def test_every_setting_is_a_flag_with_its_default_in_help(command, model, capsys
                  "--cache_dir", "--engine"):  # one engine record: every backend on both commands
         assert flag in text
     assert "(default: smollm2-135m-instruct)" in text and "(default: <output_dir>/.cache)" in text
-    assert "(default: vllm)" in text and "(default: results)" in text
+    assert f"CPU; the choice is recorded; socbench mcq's default) (default: {backend})" in text
+    assert "(default: results)" in text
 
 
 def test_flags_in_snake_and_kebab_case_fill_the_nested_record() -> None:
