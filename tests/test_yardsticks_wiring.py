@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from socbench.metrics.demographic import demographic_model
 from socbench.report.files import summary_markdown, summary_payload, write_domain_files, write_summary
 from socbench.report.leaderboard import leaderboard
 from socbench.report.tables import leaderboard_markdown
@@ -160,3 +162,14 @@ def test_files_summary_and_leaderboard_carry_them(data: DomainData, tmp_path: Pa
     assert board.domains[0]["best_baseline"] == DEMOGRAPHIC  # read back with the other baselines
     text = leaderboard_markdown(board)
     assert "## Yardsticks" in text and "| all domains | flat |" in text
+
+
+def test_the_survey_design_weights_enter_the_fit(data: DomainData) -> None:
+    weighted = replace(data, respondents=tuple(replace(p, weight=1.0 if p.person_id % 2 else 3.0)
+                                               for p in data.respondents))
+    scored = score_domain(weighted, items_of(weighted), by_rule(weighted), model="m")
+    weights = {p.person_id: p.weight for p in weighted.respondents}
+    expected = demographic_model(scored.items, shown_attributes(weighted), weights=weights)
+    unweighted = demographic_model(scored.items, shown_attributes(weighted))
+    assert scored.result.yardsticks[DEMOGRAPHIC]["distributions"] == expected.distributions
+    assert expected.distributions != unweighted.distributions
