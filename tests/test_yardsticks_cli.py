@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import subprocess
 import sys
@@ -28,8 +27,10 @@ import pytest
 
 from support.fake_openai import FakeOpenAIServer, pick_code
 from tests.conftest import ROOT
+from tests.test_issp_cli import run_env as cli_env
 
 pytestmark = pytest.mark.slow  # runs the CLI in subprocesses
+run_env = cli_env  # the fixture: the CLI's own Prefect home and a test key
 N = 300
 ANSWERS = {"1": "Very important", "2": "Fairly important", "3": "Not very important", "4": "Not important"}
 PLANTED = "How important is voting in every election?"
@@ -72,15 +73,6 @@ def by_age(prompt: str, codes: tuple[str, ...]) -> str:
     return json.dumps({"answer": "4" if age and int(age.group(1)) >= 30 else "1"})
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    home = tmp_path_factory.mktemp("prefect-cli")
-    env = dict(os.environ)
-    env.update({"PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"),
-                "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"), "OPENAI_API_KEY": "sk-test"})
-    return env
-
-
 def socbench(env: dict, *args: str) -> None:
     run = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True,
                          env=env, timeout=600)
@@ -107,8 +99,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_data(tmp_path_factory.mktemp("planted"))
 
 
-def test_always_one_keeps_none_of_the_structure(env: dict, data: Path, tmp_path: Path) -> None:
-    found = issp(env, data, tmp_path / "out", always_one)
+def test_always_one_keeps_none_of_the_structure(run_env: dict, data: Path, tmp_path: Path) -> None:
+    found = issp(run_env, data, tmp_path / "out", always_one)
     assert found["demographic_model"]["per_question"]["V5"]["accuracy"] >= 0.8
     model = found["structure"]["model"]
     assert model["pairs"] == 6  # 2 questions x (age group, sex, country)
@@ -118,7 +110,9 @@ def test_always_one_keeps_none_of_the_structure(env: dict, data: Path, tmp_path:
     assert found["simbench"]["model"] < found["simbench"]["demographic_model"]
 
 
-def test_the_rule_keeps_the_structure_and_no_persona_hides_it(env: dict, data: Path, tmp_path: Path) -> None:
+def test_the_rule_keeps_the_structure_and_no_persona_hides_it(run_env: dict, data: Path,
+                                                               tmp_path: Path) -> None:
+    env = run_env
     out = tmp_path / "out"
     found = issp(env, data, out, by_age)
     assert found["demographic_model"]["per_question"]["V5"]["accuracy"] >= 0.8
