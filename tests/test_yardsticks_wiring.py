@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from socbench.metrics.demographic import demographic_model
-from socbench.report.files import summary_markdown, summary_payload, write_domain_files, write_summary
+from socbench.report.files import domain_markdown, summary_markdown, summary_payload, write_domain_files, write_summary
 from socbench.report.leaderboard import leaderboard
 from socbench.report.tables import leaderboard_markdown
 from socbench.scoring import score_domain, summarize_domain
@@ -153,6 +153,9 @@ def test_files_summary_and_leaderboard_carry_them(data: DomainData, tmp_path: Pa
     assert row["demographic_model_accuracy"] == rule.yardsticks[DEMOGRAPHIC]["accuracy"]
     assert row["structure_correlation"] == rule.yardsticks["structure"]["model"]["profile_correlation"]
     assert payload["mean"]["simbench_score"] == pytest.approx(row["simbench_score"])
+    sb = rule.yardsticks["simbench"]
+    assert f"| SimBench score (model / demographic model) | {sb['model']:.4f} / {sb[DEMOGRAPHIC]:.4f} |" \
+        in domain_markdown(rule)
     head = summary_markdown(payload).splitlines()[2]
     assert "| SimBench | demographic model | structure correlation | heterogeneity ratio |" in head
     board = leaderboard(tmp_path, n_resamples=50)

@@ -36,13 +36,16 @@ from socbench.report.output import (
 from socbench.report.plots import domain_accuracy_plot
 from socbench.scoring import incomplete_reason
 from socbench.types import CircularSettings, DomainResult, ScoredDomain, ScoredItem
-from socbench.yardsticks import HEADLINE_KEYS, headline, pooled_simbench
+from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, headline, pooled_simbench, yardstick
 
 SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
 DISTRIBUTION_SCORES = ("wasserstein", "uniform_wasserstein", "js", "uniform_js")  # each beside its floor
 ALIGNMENT_SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "kendall_tau_p")
 ALIGNMENT_LEVEL = "question"  # the headline: per question, pooled over countries
 _fmt = partial(fmt, digits=4)
+YARDSTICK_ROWS = (("SimBench score", ("simbench",), ()),
+                  ("structure: correlation of group differences", ("structure",), ("profile_correlation",)),
+                  ("structure: heterogeneity ratio", ("structure",), ("heterogeneity_ratio",)))
 
 
 # ------------------------------------------------------------------------- per domain
@@ -174,6 +177,10 @@ def _extra_rows(result: DomainResult) -> list[tuple[str, str]]:
                  for name in DISTRIBUTION_SCORES]
     rows += [(f"ranking alignment (per question): {name.replace('_', ' ')}", _fmt(value))
              for name, value in alignment_headline(result.alignment).items()]
+    if result.yardsticks:  # the LLM's answers beside the demographic model's
+        rows += [(f"{label} (model / demographic model)", " / ".join(
+            _fmt(yardstick(result.yardsticks, *path, who, *key)) for who in ("model", DEMOGRAPHIC)))
+            for label, path, key in YARDSTICK_ROWS]
     for attribute, groups in result.breakdowns.items():
         text = ", ".join(f"{g} {_fmt(v.get('accuracy'))} (n={int(v.get('n', 0))})" for g, v in groups.items())
         rows.append((f"accuracy by {attribute}", text))
