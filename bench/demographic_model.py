@@ -3,7 +3,10 @@
 A synthetic domain shaped like an ISSP module: 1,000 respondents, 30 questions with 4-5 codes,
 200 attributes (age as a number, 199 categorical with 2-12 levels, some rare, 3% missing);
 answers depend on age and a few attributes. Wall and CPU seconds, with the load average (the
-host's 2 cores are shared), go to ``bench/out/demographic_model.json``.
+host's 2 cores are shared), go to ``bench/out/demographic_model.json``; so does what the score
+stage pays for all yardsticks of that domain (``socbench.yardsticks.domain_yardsticks``: the
+demographic model, SimBench and structure figures for it and for an LLM's answers; groups: age
+band and one other attribute).
 Usage: ``python bench/demographic_model.py [--respondents 1000] [--questions 30] [--attributes 200]``.
 """
 
@@ -13,12 +16,15 @@ import argparse
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from socbench.metrics.demographic import demographic_model, encode_attributes
+from socbench.metrics.persona_groups import age_group
 from socbench.types import ScoredItem
+from socbench.yardsticks import domain_yardsticks
 
 OUT = Path(__file__).resolve().parent / "out" / "demographic_model.json"
 BUDGET_S = 15.0
@@ -68,9 +74,24 @@ def main() -> None:
               "macro_f1": round(result.metrics["macro_f1"], 3), "fallbacks": result.fallbacks,
               "load_avg_before": [round(x, 2) for x in load_before],
               "load_avg_after": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}
+    record.update(yardsticks_seconds(items, people))
     print(json.dumps(record, indent=2))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(record, indent=2))
+
+
+def yardsticks_seconds(items: list[ScoredItem], people: dict) -> dict[str, float]:
+    """Wall and CPU seconds of every yardstick of the domain, the LLM answering by a hash."""
+    groups = {pid: {"age_group": str(age_group(attrs["Age of respondent"])),
+                    "attribute 1": attrs.get("attribute 1", "missing")} for pid, attrs in people.items()}
+    answered = [replace(item, parse_error=None, groups=groups[item.person_id],
+                        predicted_code=item.offered_codes[(item.person_id * 7 + len(item.question_id))
+                                                          % len(item.offered_codes)])
+                for item in items]
+    wall, cpu = time.perf_counter(), time.process_time()
+    domain_yardsticks(answered, people)
+    return {"yardsticks_wall_seconds": round(time.perf_counter() - wall, 2),
+            "yardsticks_cpu_seconds": round(time.process_time() - cpu, 2)}
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from socbench.types import (
     VariantResult,
 )
 from socbench.weights import weights_off_reason
+from socbench.yardsticks import DEMOGRAPHIC, domain_yardsticks, shown_attributes
 
 NO_EXTRACTION = "no extraction for this item"
 NO_CODE = "no code extracted"
@@ -112,6 +113,7 @@ def summarize_domain(
     engine_errors: Sequence[str] | None = None,
     texts: Mapping[str, str] | None = None,
     run: str = "",
+    attributes: Mapping[int, Mapping[str, str]] | None = None,
 ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
@@ -119,7 +121,9 @@ def summarize_domain(
     its floor. ``min_respondents``: the smallest group a distribution, ranking or CI is given for.
     Without ``weights``, ``weights_off`` says why. With any ``engine_errors`` (default: those of
     ``scored``) the result is incomplete: counts and baselines only. ``run``: the run's folder
-    when it is not the model's (a control run).
+    when it is not the model's (a control run). ``attributes`` (person id -> the persona attributes
+    the prompts showed) add the yardsticks (``socbench.yardsticks``) to a complete domain, and the
+    demographic model to its baselines.
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
@@ -137,6 +141,10 @@ def summarize_domain(
     )
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
+    extra = None if attributes is None else domain_yardsticks(
+        scored, attributes, weights=weights, min_respondents=min_respondents, seed=seed)
+    if extra is not None:
+        floor = counts["baselines"] = {**floor, DEMOGRAPHIC: extra.demographic_accuracy}
     answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
     metrics = {name: metric(scored) for name, metric in zip(METRIC_NAMES, answer_metrics)}  # margin: below
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
@@ -149,7 +157,7 @@ def summarize_domain(
         distribution=distribution_scores(scored, min_respondents, weights),
         accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
                                 min_respondents=min_respondents, seed=seed),
-        alignment=alignment, questions=questions,
+        alignment=alignment, questions=questions, yardsticks=extra.record if extra is not None else {},
     )
 
 
@@ -162,12 +170,14 @@ def score_domain(
     interview_count: int | str = "all",
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
     run: str = "",
+    include_persona: bool = True,
 ) -> ScoredDomain:
     """The whole ``score`` stage for one domain: scored items, their DomainResult and every
     variant's answer (``metrics.reduce_domain`` reduces them); ``extractions`` by request id.
 
     The result records the respondents actually interviewed; more than the requested
     ``interview_count`` means an earlier stage ignored it (a bug, not user input).
+    ``include_persona``: whether the prompts showed the persona (the demographic model's inputs).
     """
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
@@ -179,7 +189,8 @@ def score_domain(
     result = summarize_domain(data.domain_id, data.domain_name, model, items, scored, data.unmapped_countries,
                               interviewed, min_respondents=min_respondents, weights=weights,
                               weights_off=weights_off, engine_errors=failed,
-                              texts={q.id: q.text for q in data.questions}, run=run)
+                              texts={q.id: q.text for q in data.questions}, run=run,
+                              attributes=shown_attributes(data, include_persona))
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 

@@ -1,5 +1,4 @@
 """Every record that crosses a pipeline stage, in one file (simple-evals' ``types.py``).
-
 Records are frozen; option codes are always strings (``"1"``, ``"-4"``): JSON keys, prompts, answers compare.
 ISSP: DomainData -> Item -> PromptRequest -> EngineResult -> Extraction -> ScoredDomain.
 CP vs MCP: McqData -> McqPlan -> McqAnswers -> McqScores. Expanded items: Variant -> VariantResult."""
@@ -201,6 +200,7 @@ class DomainResult:
     questions: dict[str, dict[str, Any]] = field(default_factory=dict)
     run: str = ""  # the run's folder name ("" = the model's); ``model`` is always the model asked
     weights_off: str | None = None  # why there are no weighted metrics (None: there are)
+    yardsticks: dict[str, Any] = field(default_factory=dict)  # socbench.yardsticks (empty: older results)
 
     @property
     def complete(self) -> bool:

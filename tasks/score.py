@@ -15,5 +15,5 @@ from socbench.types import DomainData, Extraction, Item, ScoredDomain
 def score(data: DomainData, items: list[Item], extractions: dict[str, Extraction],
           config: RunConfig) -> ScoredDomain:
     scored = score_domain(data, items, extractions, model=config.engine.model, run=config.run_name,
-                          interview_count=config.interview_count)
+                          interview_count=config.interview_count, include_persona=config.include_persona)
     return reduce_scored(scored, config.expansion)

@@ -36,12 +36,16 @@ from socbench.report.output import (
 from socbench.report.plots import domain_accuracy_plot
 from socbench.scoring import incomplete_reason
 from socbench.types import CircularSettings, DomainResult, ScoredDomain, ScoredItem
+from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, headline, pooled_simbench, yardstick
 
 SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
 DISTRIBUTION_SCORES = ("wasserstein", "uniform_wasserstein", "js", "uniform_js")  # each beside its floor
 ALIGNMENT_SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "kendall_tau_p")
 ALIGNMENT_LEVEL = "question"  # the headline: per question, pooled over countries
 _fmt = partial(fmt, digits=4)
+YARDSTICK_ROWS = (("SimBench score", ("simbench",), ()),
+                  ("structure: correlation of group differences", ("structure",), ("profile_correlation",)),
+                  ("structure: heterogeneity ratio", ("structure",), ("heterogeneity_ratio",)))
 
 
 # ------------------------------------------------------------------------- per domain
@@ -134,10 +138,10 @@ def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain
 
 
 def _extras(result: DomainResult) -> dict[str, Any]:
-    """Accuracy CI, persona breakdowns, distribution scores and ranking alignment."""
+    """Accuracy CI, persona breakdowns, distribution scores, ranking alignment and yardsticks."""
     return {"accuracy_ci": list(result.accuracy_ci) if result.accuracy_ci else None,
             "breakdowns": result.breakdowns, "distribution": result.distribution,
-            "alignment": result.alignment}
+            "alignment": result.alignment, "yardsticks": result.yardsticks}
 
 
 def persona_groups(scored: Sequence[ScoredItem]) -> dict[str, dict[str, str]]:
@@ -173,6 +177,10 @@ def _extra_rows(result: DomainResult) -> list[tuple[str, str]]:
                  for name in DISTRIBUTION_SCORES]
     rows += [(f"ranking alignment (per question): {name.replace('_', ' ')}", _fmt(value))
              for name, value in alignment_headline(result.alignment).items()]
+    if result.yardsticks:  # the LLM's answers beside the demographic model's
+        rows += [(f"{label} (model / demographic model)", " / ".join(
+            _fmt(yardstick(result.yardsticks, *path, who, *key)) for who in ("model", DEMOGRAPHIC)))
+            for label, path, key in YARDSTICK_ROWS]
     for attribute, groups in result.breakdowns.items():
         text = ", ".join(f"{g} {_fmt(v.get('accuracy'))} (n={int(v.get('n', 0))})" for g, v in groups.items())
         rows.append((f"accuracy by {attribute}", text))
@@ -230,7 +238,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "domain_id": result.domain_id, "domain": result.domain_name,
         **{name: result.metrics.get(name, math.nan) for name in SUMMARY_METRICS},
         "accuracy_ci_low": ci[0], "accuracy_ci_high": ci[1], **distribution_headline(result),
-        **alignment_headline(result.alignment),
+        **alignment_headline(result.alignment), **headline(result.yardsticks),
         "best_baseline": best[0] if best else None,
         "best_baseline_accuracy": best[1] if best else math.nan,
         "margin_over_best_baseline": accuracy - best[1] if best else math.nan,
@@ -255,7 +263,8 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
     rows = [summary_row(r) for r in sorted(results, key=lambda r: r.domain_id)]
     incomplete = {str(r.domain_id): incomplete_reason(r) for r in results if not r.complete}
     mean_keys = (*SUMMARY_METRICS, "best_baseline_accuracy", "margin_over_best_baseline",
-                 *(f"{name}_score" for name in DISTRIBUTION_SCORES), *ALIGNMENT_SCORES[:3])
+                 *(f"{name}_score" for name in DISTRIBUTION_SCORES), *ALIGNMENT_SCORES[:3],
+                 *HEADLINE_KEYS[1:])  # SimBench's mean pools rows: below
     unmapped: dict[str, int] = {}
     for row in rows:
         for name, n in row["unmapped_countries"].items():
@@ -267,7 +276,8 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
         "domains": rows,
         "complete": not incomplete,
         "incomplete_domains": incomplete,
-        "mean": {key: math.nan if incomplete else finite_mean(row[key] for row in rows) for key in mean_keys},
+        "mean": {key: math.nan if incomplete else finite_mean(row[key] for row in rows) for key in mean_keys}
+        | {"simbench_score": math.nan if incomplete else pooled_simbench(rows)},
         "totals": {key: sum(row[key] for row in rows)
                    for key in ("scoreable_items", "parse_failures", "engine_errors", "excluded_count")},
         "unmapped_countries": dict(sorted(unmapped.items())),
@@ -280,7 +290,8 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     shows "incomplete" where its accuracy would be, and an incomplete run has no means."""
     head = ("domain", "accuracy", "95% CI", "strongest baseline", "baseline accuracy", "margin",
             "per-question macro-F1", "macro-F1 (seed)", "micro-F1 (seed)", "1-W1", "1-W1 uniform", "1-JS",
-            "1-JS uniform", "modal agreement", "modal agreement uniform", "Kendall tau", "items",
+            "1-JS uniform", "modal agreement", "modal agreement uniform", "Kendall tau", "SimBench",
+            "demographic model", "structure correlation", "heterogeneity ratio", "items",
             "parse failures", "engine errors", "excluded")
     rows = [[f"{domain_label(row['domain'])} ({row['domain_id']})", *_metric_cells(row),
              *_count_cells(row)] for row in payload["domains"]]
@@ -300,7 +311,13 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "and 1 - Jensen-Shannon distance between model and human answer distributions, beside what",
               "uniform answers get. Modal agreement: the model's most chosen option is the people's, per",
               "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (uniform:",
-              "0). See docs/results.md (Scores and the report) and `socbench report`.",
+              "0). SimBench: 100 x (1 - TV(model, people) / TV(uniform, people)) per country x question",
+              "(0 = uniform answers, 100 = the people's distribution; its mean pools the domains' rows, as",
+              "SimBench does). Demographic model: a classifier on the persona attributes the model was",
+              "shown, cross-fitted over respondents (also a baseline). Structure correlation: how well the",
+              "differences between groups in the model's answers follow the real ones; heterogeneity ratio:",
+              "how varied its answers are against the real ones (< 1: less varied). See docs/results.md",
+              "(Scores and the report), docs/yardsticks.md and `socbench report`.",
               "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
               "", f"Unmapped countries (respondents kept, country unknown): "
@@ -331,7 +348,7 @@ def _metric_cells(row: Mapping[str, Any]) -> list[str]:
             _fmt(row["per_question_macro_f1"]), _fmt(row["macro_f1"]), _fmt(row["micro_f1"]),
             *(_fmt(row.get(f"{name}_score")) for name in DISTRIBUTION_SCORES),
             _fmt(row.get("modal_agreement")), _fmt(row.get("uniform_modal_agreement")),
-            _fmt(row.get("kendall_tau"))]
+            _fmt(row.get("kendall_tau")), *(_fmt(row.get(key)) for key in HEADLINE_KEYS)]
 
 
 def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],

@@ -20,6 +20,7 @@ BASELINE_LABELS = {
     "uniform": "Uniform guess among the offered options",
     "majority_question": "Majority answer to the question (all other respondents)",
     "majority_country_question": "Majority answer in the respondent's country",
+    "demographic_model": "Demographic model (a classifier on the persona attributes)",
 }
 WEIGHTED = " (survey-weighted)"
 VARIANT_LABELS = {"logprobs": "log-prob answers", "no_persona": "no persona (control)",

@@ -50,6 +50,7 @@ from socbench.report.runs import (  # noqa: F401  (re-exported: the report's rea
     read_domain,
     read_run,
 )
+from socbench.yardsticks import HEADLINE_KEYS, headline, pooled_simbench
 
 MIN_RESPONDENTS = DEFAULT_MIN_RESPONDENTS  # fewer respondents: no CI (NaN, never an interval from two people)
 NO_CI = (math.nan, math.nan)
@@ -73,7 +74,7 @@ def _stored_scores(dom: DomainRun) -> dict[str, Any]:
         "per_question_macro_f1": _nan(dom.stored.per_question_macro_f1),
         "distribution_level": level,
         **{f"{name}_score": dist[level].get(name, math.nan) if level else math.nan for name in SCORES},
-        **{name: _nan(aligned.get(name)) for name in ALIGNMENT},
+        **{name: _nan(aligned.get(name)) for name in ALIGNMENT}, **headline(dom.stored.yardsticks),
     }
 
 
@@ -103,7 +104,8 @@ def model_row(run: ModelRun, rows: Sequence[dict[str, Any]], *, n_resamples: int
                             min_respondents=MIN_RESPONDENTS, n_resamples=n_resamples, seed=seed) or NO_CI
     means = {key: finite_mean(r[key] for r in rows) for key in (
         "accuracy", "best_baseline_accuracy", "margin_over_best_baseline", "per_question_macro_f1",
-        *(f"{name}_score" for name in SCORES), *ALIGNMENT[:3], "parse_failure_rate")}
+        *(f"{name}_score" for name in SCORES), *ALIGNMENT[:3], "parse_failure_rate", *HEADLINE_KEYS[1:])}
+    means["simbench_score"] = pooled_simbench(rows)  # SimBench's pooling: every row of every domain once
     below = [r["domain"] for r in rows if not r["margin_over_best_baseline"] > 0]
     return {"run": run.run, "model": run.model, "variant": variant_label(run.run, run.model),
             "domain_id": None, "domain": "ALL", "domains": len(rows),

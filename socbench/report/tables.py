@@ -14,13 +14,14 @@ from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed
 from socbench.report.leaderboard import ALIGNMENT, MIN_RESPONDENTS, SCORES, Leaderboard
 from socbench.report.output import atomic_open, fmt, markdown_table
+from socbench.yardsticks import HEADLINE_KEYS
 
 CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain", "domains", "respondents",
                "items", "accuracy", "accuracy_ci_low", "accuracy_ci_high", "best_baseline",
                "best_baseline_accuracy", "margin_over_best_baseline", "domains_not_above_baseline",
                "per_question_macro_f1", "distribution_level", *(f"{name}_score" for name in SCORES),
                *ALIGNMENT, "parse_failure_rate", "failed_domains", "complete", "engine_errors",
-               "incomplete_domains", "first_engine_error")
+               "incomplete_domains", "first_engine_error", *HEADLINE_KEYS)
 
 OVERALL_HEAD = ("rank", "run", "model", "variant", "domains", "respondents", "items", "accuracy [95% CI]",
                 "strongest baseline (mean over domains)", "margin", "domains not above baseline",
@@ -29,6 +30,8 @@ DOMAIN_HEAD = ("domain", "run", "respondents", "items", "accuracy [95% CI]", "st
                "baseline accuracy", "margin", "per-question macro-F1", "parse failures")
 DISTRIBUTION_HEAD = ("domain", "run", "level", "1-W1", "1-W1 uniform", "1-JS", "1-JS uniform",
                      "modal agreement", "modal agreement uniform", "Kendall tau", "Kendall tau p (mean)")
+YARDSTICK_HEAD = ("domain", "run", "SimBench", "demographic model accuracy", "structure correlation",
+                  "heterogeneity ratio")
 COMPARE_HEAD = ("A", "B", "shared items", "accuracy A", "accuracy B", "A - B [95% CI]",
                 "A only / B only right", "McNemar p")
 
@@ -69,6 +72,12 @@ def distribution_cells(row: dict[str, Any]) -> list[str]:
             *(fmt(row[name]) for name in ALIGNMENT[:3]), p_text(row["kendall_tau_p"])]
 
 
+def yardstick_cells(row: dict[str, Any]) -> list[str]:
+    """A run's (domain "ALL") or a domain's SimBench score and demographic-model and structure figures."""
+    title = "all domains" if row["domain"] == "ALL" else domain_title(row)
+    return [title, row["run"], fmt(row["simbench_score"], 1), *(fmt(row[key]) for key in HEADLINE_KEYS[1:])]
+
+
 def compare_cells(a: str, b: str, cmp: PairedComparison) -> list[str]:
     low, high = cmp.difference_ci
     return [a, b, str(cmp.n_items), fmt(cmp.accuracy_a), fmt(cmp.accuracy_b),
@@ -87,12 +96,24 @@ NOTES = (
     f"(within each domain); not shown below {MIN_RESPONDENTS} respondents. Rank: 1 + the number of runs "
     "whose CI lies wholly above this run's (overlapping CIs share a rank). Strongest baseline: the best of "
     "a uniform guess and the majority answer of the other respondents to the question, overall or in the "
-    "respondent's country, on the same items; margin = accuracy minus it (negative: below baseline). "
+    "respondent's country, or the demographic model (see Yardsticks), on the same items; margin = accuracy "
+    "minus it (negative: below baseline). "
     "1-W1 / 1-JS: 1 - normalised Wasserstein / Jensen-Shannon distance between the model's and the "
     "people's answer distributions, beside what uniform answers get. Modal agreement: the model's most "
     "chosen option is the people's (uniform: 1/k); Kendall tau: rank correlation of option shares "
     "(uniform: 0), p from a permutation test of the mean. Paired comparisons: McNemar's exact test on the "
     "discordant items and the respondent-bootstrap CI of the accuracy difference."
+)
+
+
+YARDSTICKS_NOTE = (
+    "SimBench: 100 x (1 - TV(model, people) / TV(uniform, people)) per country x question (SimBench, "
+    "arXiv 2510.17516: 0 = uniform answers, 100 = the people's distribution; all domains: every "
+    "row pooled, as SimBench pools). Demographic model: a classifier on the persona attributes the "
+    "model was shown, cross-fitted over respondents (it is one of the baselines above). Structure "
+    "correlation: how closely the differences between groups in the model's answers follow the real "
+    "ones; heterogeneity ratio: how varied the model's answers are against the real ones (< 1: less "
+    "varied). See docs/yardsticks.md."
 )
 
 
@@ -105,7 +126,9 @@ def leaderboard_markdown(board: Leaderboard) -> str:
             unfinished.INCOMPLETE_HEAD, [unfinished.incomplete_cells(r) for r in board.incomplete])]
     lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, [domain_cells(r) for r in ordered]),
               "", "## Answer distributions and ranking alignment", "",
-              *markdown_table(DISTRIBUTION_HEAD, [distribution_cells(r) for r in ordered])]
+              *markdown_table(DISTRIBUTION_HEAD, [distribution_cells(r) for r in ordered]),
+              "", "## Yardsticks", "", YARDSTICKS_NOTE, "",
+              *markdown_table(YARDSTICK_HEAD, [yardstick_cells(r) for r in board.overall + ordered])]
     if board.comparisons:
         lines += ["", "## Paired comparisons", "",
                   *markdown_table(COMPARE_HEAD, [compare_cells(*c) for c in board.comparisons])]
