@@ -60,7 +60,7 @@ def make_run(out: Path, model: str, run: str, *, persona: bool, seed: int, yards
             pid, country = domain_id * 1000 + i, ("DE", "JP")[i % 2]
             people.append(Respondent(pid, country, country, {
                 "Sex of Respondent": ("Male", "Female")[i % 2 == 0 or i % 5 == 0],
-                "Age of respondent": f"{20 + i} years"}, {}))
+                "Age of respondent": f"{20 + i if i < 36 else 70} years"}, {}))  # 8 people over 60
             female = i % 2 == 0 or i % 5 == 0
             for q in ("V1", "V2", "V3"):
                 item = Item(pid, q, country, OPTS, str(truth.randint(1, 4)), False)
@@ -173,7 +173,7 @@ def test_persona_effect_in_one_line_and_per_group_by_hand(report: dict) -> None:
     assert line in report["md"]
     rows = {cells[1]: cells for cells in (
         [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
-        for tr in re.findall(r"<tr>(.*?)</tr>", persona_part.split("</table>")[0]) if "<td" in tr)}
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", persona_part.split("</table>")[0]) if "<td" in tr)}
     sex = {pid: g["sex"] for f in with_p.values() for pid, g in f["persona_groups"].items()}
     for group in ("female", "male"):
         keys = [k for k in a if sex[str(k[1])] == group]
@@ -181,6 +181,8 @@ def test_persona_effect_in_one_line_and_per_group_by_hand(report: dict) -> None:
         assert rows[group][0] == "sex" and rows[group][3] == str(len(keys))
         assert rows[group][6].startswith(f"{diff:+.3f}")
     assert rows["female"][8] == "the persona helped"
+    assert rows["60+"][6].endswith("n/a (n < 10)") and rows["60+"][8] == "too few respondents to tell"
+    assert "<tr class='few'><td class='txt'>age group</td><td>60+</td>" in persona_part
 
 
 def test_no_internal_names_where_a_person_reads(report: dict) -> None:

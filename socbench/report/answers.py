@@ -23,7 +23,7 @@ from socbench.metrics.persona_groups import ATTRIBUTES
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.html_sections import details, esc, note, run_heading, table
 from socbench.report.labels import domain_label, p_text
-from socbench.report.leaderboard import DomainRun, Leaderboard, ModelRun, pooled_items
+from socbench.report.leaderboard import MIN_RESPONDENTS, DomainRun, Leaderboard, ModelRun, pooled_items
 from socbench.report.output import fmt, markdown_table
 from socbench.report.texts import LEADS
 from socbench.types import ScoredItem
@@ -37,7 +37,7 @@ STRUCTURE_HEAD = ("answers of", "SimBench score (0 = uniform, 100 = people's)",
                   "group differences: correlation with the survey's", "average association simulated / real",
                   "clear survey gaps in the right direction",
                   "variety of answers vs people's (1 = as varied)")
-PERSONA_HEAD = ("attribute", "group", "respondents", "items", "with persona", "without",
+PERSONA_HEAD = ("persona attribute", "group", "respondents", "items", "with persona", "without",
                 "difference [95% CI]", "McNemar p", "verdict")
 NOT_COMPUTED = ("No demographic model, SimBench score or structure figures in these result files (written "
                 "before they existed): score the run again to see them.")
@@ -172,17 +172,22 @@ def persona_line(persona: ModelRun, control: ModelRun, effect: PersonaEffect | N
 
 
 def _effect_cells(comparison: PairedComparison) -> list[str]:
+    """A group's cells; below ``MIN_RESPONDENTS`` respondents no CI and no verdict, as everywhere."""
     low, high = comparison.difference_ci
-    ci = "" if math.isnan(low) else f" [{low:+.3f}, {high:+.3f}]"
+    few = comparison.n_respondents < MIN_RESPONDENTS
+    ci = (f" n/a (n < {MIN_RESPONDENTS})" if few
+          else "" if math.isnan(low) else f" [{low:+.3f}, {high:+.3f}]")
     return [str(comparison.n_respondents), str(comparison.n_items), fmt(comparison.accuracy_a),
             fmt(comparison.accuracy_b), f"{comparison.difference:+.3f}{ci}", p_text(comparison.mcnemar_p),
-            verdict(comparison).split(":")[0]]
+            "too few respondents to tell" if few else verdict(comparison).split(":")[0]]
 
 
-def persona_rows(effect: PersonaEffect) -> list[list[str]]:
-    """PERSONA_HEAD rows: every persona group of every attribute."""
-    return [[attribute.replace("_", " "), group, *_effect_cells(comparison)]
-            for attribute, groups in effect.groups.items() for group, comparison in groups.items()]
+def persona_rows(effect: PersonaEffect) -> tuple[list[list[str]], list[str]]:
+    """PERSONA_HEAD rows, every persona group of every attribute, and their classes (``few``)."""
+    found = [(attribute, group, comparison) for attribute, groups in effect.groups.items()
+             for group, comparison in groups.items()]
+    return ([[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in found],
+            ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in found])
 
 
 # ---------------------------------------------------------------------- rendering
@@ -210,7 +215,7 @@ def answer_html(board: Leaderboard) -> list[str]:
         effect = compare_persona(persona, control)
         parts.append(f"<p class='headline'>{esc(persona_line(persona, control, effect))}</p>")
         if effect is not None and effect.groups:
-            parts.append(table(PERSONA_HEAD, persona_rows(effect)))
+            parts.append(table(PERSONA_HEAD, *persona_rows(effect)))
     return parts
 
 
@@ -227,5 +232,5 @@ def answer_markdown(board: Leaderboard) -> list[str]:
         effect = compare_persona(persona, control)
         lines += [persona_line(persona, control, effect), ""]
         if effect is not None and effect.groups:
-            lines += [*markdown_table(PERSONA_HEAD, persona_rows(effect)), ""]
+            lines += [*markdown_table(PERSONA_HEAD, persona_rows(effect)[0]), ""]
     return lines[:-1]  # no blank line at its end
