@@ -145,12 +145,17 @@ def persona_pairs(runs: Sequence[ModelRun]) -> list[tuple[ModelRun, ModelRun]]:
 
 
 def run_items(run: ModelRun) -> list[ScoredItem]:
-    """A run's items as the paired comparison reads them: keys unique across domains, persona groups."""
+    """A run's items as the paired comparison reads them: keys unique across domains (the person id is
+    ``<domain>:<id>``, a string: pairing and clustering need only equal keys), persona groups."""
     frame = pooled_items(run)
     present = [a for a in ATTRIBUTES if a in frame.columns]
-    return [ScoredItem(r.respondent, f"{r.domain}:{r.question_id}", r.country_code, "", None, bool(r.correct),
-                       None, False, (), groups={a: getattr(r, a) for a in present})
-            for r in frame.itertuples(index=False)]
+    columns = [frame[a].tolist() for a in present]
+    groups = [dict(zip(present, values, strict=True)) for values in zip(*columns, strict=True)] if present \
+        else [{} for _ in range(len(frame))]
+    rows = zip(frame["respondent"].tolist(), (frame["domain"] + ":" + frame["question_id"]).tolist(),
+               frame["country_code"].tolist(), frame["correct"].tolist(), groups, strict=True)
+    return [ScoredItem(person, question, country, "", None, bool(correct), None, False, (), groups=found)
+            for person, question, country, correct, found in rows]
 
 
 def compare_persona(persona: ModelRun, control: ModelRun) -> PersonaEffect | None:

@@ -67,12 +67,13 @@ DEFINITIONS = (
                     "-1 to 1, 1 = the same order of preference, 0 = unrelated. Uniform answers score 0. p: "
                     "one-sided permutation test of tau > 0 (the model's shares permuted over the options; "
                     "exact up to 7 options); per domain, the test of the mean tau over questions."),
-    ("Demographic model", "A classifier (regularised multinomial logistic regression; gradient boosting "
-                          "where it does better) trained per question on exactly the persona attributes "
-                          "the model was shown, cross-fitted over respondents (5 folds): each respondent's "
-                          "answer is predicted by a model that never saw them. Survey-weighted when the "
-                          "data has weights. It is the strongest honest baseline: a model that cannot beat "
-                          "it knows nothing about people their attributes do not already tell."),
+    ("Demographic model", "A classifier (regularised multinomial logistic regression by default, histogram "
+                          "gradient boosting as a second learner) trained per question on exactly the "
+                          "persona attributes the model was shown, cross-fitted over respondents (5 folds): "
+                          "each respondent's answer is predicted by a model that never saw them. "
+                          "Survey-weighted when the data has weights. It is the strongest honest baseline: "
+                          "a model that cannot beat it knows nothing about people their attributes do not "
+                          "already tell."),
     ("SimBench score", "SimBench's distribution score (Hu et al. 2025, arXiv 2510.17516): 100 x (1 - "
                        "TV(model, people) / TV(uniform, people)), TV the total variation distance, per "
                        "question x country group, the uniform distance averaged over the domain's groups "
