@@ -101,10 +101,11 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
     title = f"{domain_label(dom.domain)} — {row['run']}"
     found = dom.stored.yardsticks
     structure, simbench = found.get("structure") or {}, found.get("simbench") or {}
-    if not structure:
+    if not found:
         return DomainAnswer(title, lead, (NOT_COMPUTED,), ())
     lines = [f"{label}: {structure_sentence(structure[key], who)}"
              for key, label, who in PREDICTORS if key in structure]
+    lines = lines or ["No structure figures for this domain."]
     rows = tuple(_structure_row(label.lower().removeprefix("a "), simbench.get(key), structure[key])
                  for key, label, _ in PREDICTORS if key in structure)
     return DomainAnswer(title, lead, tuple([*lines, *_comparison(structure), *_simbench(simbench)]), rows)
