@@ -62,7 +62,7 @@ class DetailedFile(BaseModel):
     engine_errors: int | None = None
     engine_error_reasons: dict[str, int] = {}
     weighted_metrics_off: str | None = None  # why the domain has no design-weighted metrics
-    yardsticks: dict[str, Any] = {}  # demographic model, SimBench, structure (absent in older files)
+    yardsticks: dict[str, Any] = {}  # socbench.yardsticks' record (absent in older files)
     details: list[DetailRecord]
 
 
