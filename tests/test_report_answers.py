@@ -72,9 +72,10 @@ def make_run(out: Path, model: str, run: str, *, persona: bool, seed: int, yards
         scored = score_domain(data, items, extractions, model=model, run=run)
         detailed, _ = write_domain_files(out, scored.result, scored.items)
         results.append(scored.result)
-        if yardsticks is not None:  # what the score stage stores beside the other metrics
-            payload = json.loads(detailed.read_text())
-            detailed.write_text(json.dumps({**payload, "yardsticks": yardsticks}))
+        payload = json.loads(detailed.read_text())  # the yardsticks planted, or none (an older file)
+        payload.pop("yardsticks", None)
+        payload["baselines"].pop("demographic_model", None)
+        detailed.write_text(json.dumps({**payload, **({"yardsticks": yardsticks} if yardsticks else {})}))
     write_run_summary(out, run, results)
 
 
