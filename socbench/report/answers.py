@@ -70,9 +70,11 @@ class DomainAnswer:
 
 
 def _structure_row(label: str, simbench: Any, figures: Mapping[str, Any]) -> tuple[str, ...]:
+    found = figures.get("gaps")
+    gaps = f"{figures.get('gaps_same_sign') or 0} of {found}" if found else "no clear gap"
     return (label, fmt(_number(simbench), 1), fmt(_number(figures.get("profile_correlation"))),
             f"{fmt(_number(figures.get('mean_simulated_v')))} / {fmt(_number(figures.get('mean_real_v')))}",
-            f"{figures.get('gaps_same_sign') or 0} of {figures.get('gaps') or 0}",
+            gaps,
             fmt(_number(figures.get("heterogeneity_ratio"))))
 
 
@@ -87,11 +89,12 @@ def _comparison(structure: Mapping[str, Mapping[str, Any]]) -> list[str]:
     model, demographic = (_correlation(structure.get(k) or {}) for k, *_ in PREDICTORS)
     if not (math.isfinite(model) and math.isfinite(demographic)):
         return []
+    both = f"(correlation {fmt(model, 2)} vs {fmt(demographic, 2)})"
     if model > demographic:
-        return ["The model's group differences follow the survey's more closely than the classifier's: it "
-                "carries structure the attributes alone do not."]
-    return ["The classifier on the same attributes reproduces the survey's group differences at least as "
-            "closely as the model: the model adds no structure beyond the attributes."]
+        return [f"The model's group differences follow the survey's more closely than the classifier's "
+                f"{both}: it carries structure the attributes alone do not."]
+    return [f"The classifier on the same attributes reproduces the survey's group differences at least as "
+            f"closely as the model {both}: the model adds no structure beyond the attributes."]
 
 
 def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
