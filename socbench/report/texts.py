@@ -67,10 +67,10 @@ DEFINITIONS = (
                     "-1 to 1, 1 = the same order of preference, 0 = unrelated. Uniform answers score 0. p: "
                     "one-sided permutation test of tau > 0 (the model's shares permuted over the options; "
                     "exact up to 7 options); per domain, the test of the mean tau over questions."),
-    ("Demographic model", "A classifier (regularised multinomial logistic regression by default, histogram "
-                          "gradient boosting as a second learner) trained per question on exactly the "
-                          "persona attributes the model was shown, cross-fitted over respondents (5 folds): "
-                          "each respondent's answer is predicted by a model that never saw them. "
+    ("Demographic model", "A classifier (regularised multinomial logistic regression) trained per question "
+                          "on exactly the persona attributes the model was shown (none for a run without "
+                          "persona: then it knows only the answer shares), cross-fitted over respondents (5 "
+                          "folds): each respondent's answer is predicted by a model that never saw them. "
                           "Survey-weighted when the data has weights. It is the strongest honest baseline: "
                           "a model that cannot beat it knows nothing about people their attributes do not "
                           "already tell."),
