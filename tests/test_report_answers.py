@@ -23,7 +23,9 @@ from scipy.stats import binomtest
 from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.structure import structure
 from socbench.report import write_domain_files, write_run_summary
+from socbench.report.answers import persona_pairs
 from socbench.report.html import write_report
+from socbench.report.runs import ModelRun
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent, ScoredItem
 
@@ -197,3 +199,11 @@ def test_no_control_run_says_how_to_get_one(tmp_path: Path) -> None:
     make_run(tmp_path, MODEL, PERSONA, persona=True, seed=1, yardsticks=YARDSTICKS)
     page = write_report(tmp_path, tmp_path / "site").html.read_text()
     assert "run the same model with --no_persona into the same results folder" in page
+
+
+def test_control_runs_pair_with_their_own_variant() -> None:
+    """``-no_persona`` pairs with the same run name without it, variants included, and only if present."""
+    runs = [ModelRun(name, "org/M", Path(name), ()) for name in (
+        "org_M", "org_M-no_persona", "org_M-logprobs", "org_M-logprobs-no_persona", "org_N-no_persona")]
+    assert [(a.run, b.run) for a, b in persona_pairs(runs)] == [
+        ("org_M", "org_M-no_persona"), ("org_M-logprobs", "org_M-logprobs-no_persona")]

@@ -74,8 +74,7 @@ def _structure_row(label: str, simbench: Any, figures: Mapping[str, Any]) -> tup
     gaps = f"{figures.get('gaps_same_sign') or 0} of {found}" if found else "no clear gap"
     return (label, fmt(_number(simbench), 1), fmt(_number(figures.get("profile_correlation"))),
             f"{fmt(_number(figures.get('mean_simulated_v')))} / {fmt(_number(figures.get('mean_real_v')))}",
-            gaps,
-            fmt(_number(figures.get("heterogeneity_ratio"))))
+            gaps, fmt(_number(figures.get("heterogeneity_ratio"))))
 
 
 def _correlation(figures: Mapping[str, Any]) -> float:
@@ -191,12 +190,21 @@ def _effect_cells(comparison: PairedComparison) -> list[str]:
             "too few respondents to tell" if few else verdict(comparison).split(":")[0]]
 
 
-def persona_rows(effect: PersonaEffect) -> tuple[list[list[str]], list[str]]:
+def persona_rows(effect: PersonaEffect | None) -> tuple[list[list[str]], list[str]]:
     """PERSONA_HEAD rows, every persona group of every attribute, and their classes (``few``)."""
-    found = [(attribute, group, comparison) for attribute, groups in effect.groups.items()
+    found = [(attribute, group, comparison) for attribute, groups in (effect.groups if effect else {}).items()
              for group, comparison in groups.items()]
     return ([[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in found],
             ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in found])
+
+
+def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]], list[str]]]:
+    """Per persona run with its control here: the one line, and the per-group rows and classes."""
+    found = []
+    for persona, control in persona_pairs(runs):
+        effect = compare_persona(persona, control)
+        found.append((persona_line(persona, control, effect), *persona_rows(effect)))
+    return found
 
 
 # ---------------------------------------------------------------------- rendering
@@ -216,15 +224,12 @@ def answer_html(board: Leaderboard) -> list[str]:
     for i, (run, answers) in enumerate(domain_answers(board)):
         parts.append(details(run_heading(run), "".join(map(_html_domain, answers)), open_=i == 0))
     parts.append("<h3 id='persona'>Did the persona help?</h3>")
-    pairs = persona_pairs(board.runs)
-    if not pairs:
+    effects = persona_answers(board.runs)
+    if not effects:
         return [*parts, note(NO_CONTROL)]
     parts.append(f"<p class='lead'>{esc(LEADS['persona'])}</p>")
-    for persona, control in pairs:
-        effect = compare_persona(persona, control)
-        parts.append(f"<p class='headline'>{esc(persona_line(persona, control, effect))}</p>")
-        if effect is not None and effect.groups:
-            parts.append(table(PERSONA_HEAD, *persona_rows(effect)))
+    for line, rows, classes in effects:
+        parts += [f"<p class='headline'>{esc(line)}</p>", table(PERSONA_HEAD, rows, classes) if rows else ""]
     return parts
 
 
@@ -235,11 +240,8 @@ def answer_markdown(board: Leaderboard) -> list[str]:
         for answer in answers:
             lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
             lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
-    pairs = persona_pairs(board.runs)
-    lines += ["## Did the persona help?", ""] + ([NO_CONTROL, ""] if not pairs else [])
-    for persona, control in pairs:
-        effect = compare_persona(persona, control)
-        lines += [persona_line(persona, control, effect), ""]
-        if effect is not None and effect.groups:
-            lines += [*markdown_table(PERSONA_HEAD, persona_rows(effect)[0]), ""]
+    effects = persona_answers(board.runs)
+    lines += ["## Did the persona help?", ""] + ([NO_CONTROL, ""] if not effects else [])
+    for line, rows, _ in effects:
+        lines += [line, "", *([*markdown_table(PERSONA_HEAD, rows), ""] if rows else [])]
     return lines[:-1]  # no blank line at its end
