@@ -24,7 +24,8 @@ LEADS = {
         "alone: a rule that never reads the persona (guess uniformly, or give the answer most other "
         "respondents gave, overall or in the same country) already gets some right. The margin is accuracy "
         "minus the strongest such baseline on the same items; a negative margin is marked \"below "
-        "baseline\"."),
+        "baseline\". Results that have the demographic model (a classifier on the persona attributes "
+        "the model was shown, see the answer above) count it among the baselines."),
     "groups": (
         "Accuracy per country and persona group, pooled over domains, each with its respondents, a 95% "
         f"respondent-bootstrap CI (only from {MIN_N} respondents on) and the strongest answer-free baseline "
