@@ -7,6 +7,7 @@ model (its own folder, its model not rewritten). The page rendered by chromium m
 numbers of the JSON files in its tables, name baselines and domains in words, mark negative
 margins, give no CI from fewer than 10 respondents, rank tied runs alike, show the stuck
 model's answers at once, and have no empty plot; a screenshot is written for a person to look at.
+Each domain section, unfolded as a reader would, opens with its lead sentence under its title.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from socbench.metrics.headline import lead_sentence
 from socbench.report import write_run_summary
 from socbench.report.files import write_domain_files
 from socbench.report.html import write_report
@@ -118,12 +120,15 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> dict:
     with browser(tmp_path_factory.mktemp("chromium"), height=3000) as chromium:
         chromium.open(paths.html.as_uri(), "org_Stuck-360M", "Citizenship (1)")
         dom, shot = chromium.html(), chromium.screenshot(site / "report.png")
+        sections = chromium.driver.execute_script(  # every run's domains, as a reader sees them unfolded
+            "document.querySelectorAll('details').forEach(d => d.open = true);"
+            "return [...document.querySelectorAll('section.domain')].map(s => s.innerText);")
     parser = Tables()
     parser.feed(dom)
     with (site / "leaderboard.csv").open() as handle:
         csv_rows = {(r["run"], r["domain"]): r for r in csv.DictReader(handle)}
     return {"out": out, "dom": dom, "tables": parser.tables, "images": parser.images, "shot": shot,
-            "csv": csv_rows, "paths": paths}
+            "csv": csv_rows, "paths": paths, "sections": sections}
 
 
 def details(out: Path, run: str) -> dict[str, dict]:
@@ -229,3 +234,24 @@ def test_page_renders_with_no_empty_plot(page: dict) -> None:
     shot = imread(page["shot"])[..., :3]
     assert shot.shape[:2] == (3000, 1400) and (shot < 0.9).any(axis=-1).mean() > 0.02
     assert not page["paths"].notes or all("no scale plot" not in n for n in page["paths"].notes)
+
+
+def test_each_domain_section_opens_with_its_lead_line(page: dict) -> None:
+    """The first line a reader sees under each domain's title is the answer, from the files' numbers."""
+    runs = ("org_Good-1.7B", "org_Weak-135M", "org_Twin-135M", "org_Stuck-360M", CONTROL)
+    lines = {text.splitlines()[0]: [line for line in text.splitlines()[1:] if line.strip()]
+             for text in page["sections"]}
+    assert len(page["sections"]) == len(runs) * len(DOMAINS)
+    for run in runs:
+        for domain, stored in details(page["out"], run).items():
+            row = page["csv"][(run, domain)]
+            demographic = (stored.get("yardsticks") or {}).get("demographic_model", {}).get("accuracy")
+            lead = lead_sentence(np.mean([d["correct"] for d in stored["details"]]),
+                                 (float(row["accuracy_ci_low"]), float(row["accuracy_ci_high"])),
+                                 np.nan if demographic is None else demographic,
+                                 max(stored["baselines"][k] for k in ("majority_question",
+                                                                       "majority_country_question")))
+            title = f"{'Citizenship' if domain == 'Citizenship' else 'Role of Government'} — {run}"
+            assert lines[title][0] == lead
+    persona = visible_text(page["dom"]).split("Did the persona help?", 1)[1]
+    assert f"org_Good-1.7B against its run without persona ({CONTROL}): " in persona

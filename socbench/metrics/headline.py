@@ -9,6 +9,9 @@ names (no "Cramér's V", no "heterogeneity ratio").
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any
 
 from socbench.metrics.structure import Structure
 
@@ -43,8 +46,24 @@ def lead_sentence(accuracy: float, ci: tuple[float, float] | None, demographic: 
     return f"{head} — {tail}"
 
 
-def structure_sentence(found: Structure) -> str:
-    """Plain words for the structure figures of one predictor's answers."""
+def _figures(stored: Mapping[str, Any]) -> SimpleNamespace:
+    """The figures as a result file stores them (null for NaN; ``pairs`` a count or a list)."""
+    def number(key: str) -> float:
+        value = stored.get(key)
+        return math.nan if value is None else float(value)
+    pairs = stored.get("pairs") or 0
+    return SimpleNamespace(pairs=len(pairs) if isinstance(pairs, (list, tuple)) else int(pairs),
+                           gaps=int(stored.get("gaps") or 0),
+                           gaps_same_sign=int(stored.get("gaps_same_sign") or 0),
+                           **{k: number(k) for k in ("profile_correlation", "mean_real_v", "mean_simulated_v",
+                                                     "heterogeneity_ratio")})
+
+
+def structure_sentence(found: Structure | Mapping[str, Any], who: str = "the model") -> str:
+    """Plain words for the structure figures of one predictor's (``who``'s) answers, computed or
+    as a result file stores them."""
+    if isinstance(found, Mapping):
+        found = _figures(found)  # type: ignore[assignment]
     if not found.pairs:
         return "Too few respondents per group to compare how answers differ between groups."
     parts = []
@@ -60,7 +79,7 @@ def structure_sentence(found: Structure) -> str:
                      f"{_num(found.mean_real_v)} real)")
     if found.gaps:
         plural = "s" if found.gaps > 1 else ""
-        parts.append(f"of {found.gaps} clear difference{plural} between groups in the survey, the model gets "
+        parts.append(f"of {found.gaps} clear difference{plural} between groups in the survey, {who} gets "
                      f"the direction of {found.gaps_same_sign} right")
     ratio = found.heterogeneity_ratio
     if not math.isnan(ratio):

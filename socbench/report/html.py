@@ -2,10 +2,12 @@
 
 ``report.html`` needs nothing but a browser: figures are embedded as base64 PNG, the CSS
 is inline, and there are no scripts, fonts or links to fetch, so it reads offline and
-can be mailed or attached to a CI run as one file. The page answers, in order: is the
-model better than the answer-free baselines (and where not), for whom (countries, persona
-groups), on which questions, and how its answer distribution differs from people's; then
-circular evaluation, model size and the definitions of every number.
+can be mailed or attached to a CI run as one file. The page answers, in order: per domain, the
+answer in one line (accuracy beside a classifier on the same attributes and the majority answer),
+whether the simulated population keeps the survey's structure, and whether the persona helped
+(``report.answers``); is the model better than the answer-free baselines (and where not), for
+whom (countries, persona groups), on which questions, and how its answer distribution differs
+from people's; then circular evaluation, model size and the definitions of every number.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
 from socbench.report import breakdowns
+from socbench.report.answers import answer_html
 from socbench.report.circular_section import circular_section
 from socbench.report.figures import Figures, draw_figures
 from socbench.report.html_sections import (
@@ -60,6 +63,8 @@ h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; 
 h4 { margin: 1rem 0 0.2rem; font-weight: 600; }
 .meta, .note { color: #555; font-size: 0.9rem; }
 .lead { font-size: 1rem; max-width: 60rem; }
+.headline { font-size: 1.05rem; font-weight: 600; max-width: 70rem; }
+section.domain { margin: 0.6rem 0 1.4rem; } section.domain p { max-width: 70rem; margin: 0.3rem 0; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.8rem; }
 th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.55rem; text-align: right; white-space: nowrap; }
 th { background: #f2f4f7; text-align: center; white-space: normal; min-width: 3.5rem; }
@@ -175,10 +180,12 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, n_resamples
         f"<h1>{esc(title)}</h1>",
         f"<p class='meta'>Generated {esc(now_timestamp())}; {len(board.runs)} complete run(s), "
         f"{len(board.incomplete)} incomplete; {len(board.domains)} run x domain result(s).</p>",
-        "<p class='meta'><a href='#baselines'>1. Baselines</a> · <a href='#groups'>2. For whom</a> · "
+        "<p class='meta'><a href='#answer'>The answer</a> · <a href='#baselines'>1. Baselines</a> · "
+        "<a href='#groups'>2. For whom</a> · "
         "<a href='#questions'>3. Questions</a> · <a href='#distributions'>4. Distributions</a> · "
         "<a href='#circular'>5. Circular</a> · <a href='#scale'>6. Model size</a> · "
         "<a href='#definitions'>Definitions</a></p>",
+        *(answer_html(board) if board.runs else []),
         *baselines_section(board, figures),
     ]
     if board.runs:

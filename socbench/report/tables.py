@@ -11,6 +11,7 @@ import pandas as pd
 
 import socbench.report.incomplete as unfinished
 from socbench.metrics.uncertainty import PairedComparison
+from socbench.report.answers import answer_markdown
 from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed
 from socbench.report.leaderboard import ALIGNMENT, MIN_RESPONDENTS, SCORES, Leaderboard
 from socbench.report.output import atomic_open, fmt, markdown_table
@@ -124,6 +125,7 @@ def leaderboard_markdown(board: Leaderboard) -> str:
     if board.incomplete:
         lines += ["", "## Incomplete runs (not ranked)", "", unfinished.INCOMPLETE_NOTE, "", *markdown_table(
             unfinished.INCOMPLETE_HEAD, [unfinished.incomplete_cells(r) for r in board.incomplete])]
+    lines += ["", *answer_markdown(board)] if board.runs else []
     lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, [domain_cells(r) for r in ordered]),
               "", "## Answer distributions and ranking alignment", "",
               *markdown_table(DISTRIBUTION_HEAD, [distribution_cells(r) for r in ordered]),

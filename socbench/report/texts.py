@@ -6,12 +6,26 @@ from __future__ import annotations
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_N
 
 LEADS = {
+    "answer": (
+        "Each domain opens with the answer: the model's accuracy with its 95% CI beside a classifier trained "
+        "on the same attributes the model was shown (each respondent predicted by a model that never saw "
+        "them) and beside always giving the most common answer. Then whether the simulated population "
+        "keeps the survey's structure: do answers differ between groups (women and men, age groups, "
+        "countries) as people's do, and are they as varied? The same figures for the classifier show "
+        "whether the model adds anything its attributes alone do not carry. SimBench scores place the "
+        "answer distribution on SimBench's published scale."),
+    "persona": (
+        "The persona run against the same model's run without persona, on the items both answered: the "
+        "difference in accuracy (with persona minus without) with its 95% respondent-bootstrap CI and "
+        "McNemar's exact p, overall and per persona group. \"Helped\" needs the whole CI above zero, "
+        "\"hurt\" below."),
     "baselines": (
         "Accuracy is the share of items where the model gave the respondent's own answer. It means little "
         "alone: a rule that never reads the persona (guess uniformly, or give the answer most other "
         "respondents gave, overall or in the same country) already gets some right. The margin is accuracy "
         "minus the strongest such baseline on the same items; a negative margin is marked \"below "
-        "baseline\"."),
+        "baseline\". Results that have the demographic model (a classifier on the persona attributes "
+        "the model was shown, see the answer above) count it among the baselines."),
     "groups": (
         "Accuracy per country and persona group, pooled over domains, each with its respondents, a 95% "
         f"respondent-bootstrap CI (only from {MIN_N} respondents on) and the strongest answer-free baseline "
@@ -54,6 +68,29 @@ DEFINITIONS = (
                     "-1 to 1, 1 = the same order of preference, 0 = unrelated. Uniform answers score 0. p: "
                     "one-sided permutation test of tau > 0 (the model's shares permuted over the options; "
                     "exact up to 7 options); per domain, the test of the mean tau over questions."),
+    ("Demographic model", "A classifier (regularised multinomial logistic regression) trained per question "
+                          "on exactly the persona attributes the model was shown (none for a run without "
+                          "persona: then it knows only the answer shares), cross-fitted over respondents (5 "
+                          "folds): each respondent's answer is predicted by a model that never saw them. "
+                          "Survey-weighted when the data has weights. It is the strongest honest baseline: "
+                          "a model that cannot beat it knows nothing about people their attributes do not "
+                          "already tell."),
+    ("SimBench score", "SimBench's distribution score (Hu et al. 2025, arXiv 2510.17516): 100 x (1 - "
+                       "TV(model, people) / TV(uniform, people)), TV the total variation distance, per "
+                       "question x country group, the uniform distance averaged over the domain's groups "
+                       "as SimBench's scorer does, then averaged. 0 = no better than uniform answers, "
+                       "100 = people's distribution, negative = worse than uniform. SimBench's published "
+                       "leaderboard: 40.8 for its best model, 12.7 for the mean of 45 models."),
+    ("Structure figures", "Per question x attribute (and country) with enough respondents, the "
+                          "association between group and answer (Cramér's V, 0-1) in people's and in the "
+                          "simulated answers; the correlation of the two profiles (1 = the same groups "
+                          "differ as much); of the survey's clear gaps between two groups (Welch p < "
+                          "0.05), how many the simulation gets in the right direction; the variety of "
+                          "the simulated answers over people's (entropy ratio, median over questions: "
+                          "below 1 the model compresses the population, 0 = everyone answers alike)."),
+    ("Persona effect", "Accuracy with persona minus without on the items both runs answered, its 95% "
+                       "respondent-bootstrap CI and McNemar's exact p on the items only one run got "
+                       "right; per persona group too."),
     ("Circular evaluation", "acc: accuracy over every reordered variant; perf: share of questions with every "
                             "variant right; vote: the majority answer over the variants is right. Order-only "
                             "keeps codes with their text (order bias); relabelled numbers options 1..n by "
