@@ -22,6 +22,7 @@ from socbench.scoring import incomplete_reason
 from socbench.types import DomainResult
 from tasks.build_prompts import build_prompts
 from tasks.country_special_options import country_special_options
+from tasks.export import export
 from tasks.extract import extract
 from tasks.load_data import load_data
 from tasks.report import report, report_run
@@ -93,6 +94,8 @@ def run_domains(config: RunConfig) -> IsspOutcome | State:
     finally:
         teardown_safely()
     written = report_run(config, results, failed)
+    if config.export and results:
+        export(config)
     outcome = IsspOutcome(written.summary, written.report, written.rows, failed, incomplete,
                           [r.domain_id for r in results if r.complete])
     if not outcome.ok:

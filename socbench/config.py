@@ -29,6 +29,8 @@ from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, validated
 from socbench.types import CircularSettings, SamplingSettings
 
+EXPORT_FORMATS = ("csv", "parquet", "dta", "sav")  # socbench export / --export
+ExportFormat = Literal["csv", "parquet", "dta", "sav"]
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_DATA_DIR = PROJECT_ROOT / "data" / "demo" / "Dataset_all"
 
@@ -95,6 +97,15 @@ def from_flat(model: type[BaseModel], values: dict[str, Any]) -> Any:
             target = target.setdefault(part, {})
         target[setting.name] = value  # keyed by the flag's name, so an error names that flag
     return validated(model, nested)
+
+
+def comma_list(value: Any) -> Any:
+    """``"cp,mcp"`` / ``"0,1,5"`` / ``[0, 1]`` / ``5`` -> a list of stripped parts (other values as given)."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (int, float)):
+        return [value]
+    return value
 
 
 def positive(value: int | None) -> int | None:
@@ -178,6 +189,16 @@ class RunConfig(EngineRun):
         "order_only", description="with --circular: order_only keeps each code with its text (order bias); "
                                   "relabel numbers options 1..n by position (label and order bias, as "
                                   "OpenCompass)")
+    export: tuple[ExportFormat, ...] = Field(
+        (), description="at the end of the run, export its answers (socbench export) in these formats, "
+                        "comma-separated: csv,parquet,dta,sav; into <run folder>/export/")
+    export_wide: bool = Field(False, description="with --export: the survey's own shape and labels (socbench "
+                                                 "export --wide; a domain from socbench data import)")
+
+    @field_validator("export", mode="before")
+    @classmethod
+    def _formats(cls, value: Any) -> Any:
+        return tuple(dict.fromkeys(comma_list(value)))
 
     @field_validator("interview_count", mode="before")
     @classmethod
@@ -198,6 +219,11 @@ class RunConfig(EngineRun):
         """``data_dir``, or the demo data (kept None in the record, so no path of this machine
         becomes a deployment's default)."""
         return self.data_dir or DEMO_DATA_DIR
+
+    def data_record(self) -> dict[str, Any]:
+        """Which respondents the run read, as ``summary.json`` records it (``socbench export``)."""
+        return {"data_dir": str(self.dataset_dir.expanduser().resolve()), "dataset_size": self.dataset_size,
+                "interview_count": self.interview_count}
 
     @property
     def include_persona(self) -> bool:

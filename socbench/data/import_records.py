@@ -48,18 +48,19 @@ def _weights(column: pd.Series) -> list[float | None]:
 
 
 def block_records(
-    frame: pd.DataFrame, person_ids: Sequence[int], layout: RecordLayout
+    frame: pd.DataFrame, person_ids: Sequence[int], layout: RecordLayout, rows: Sequence[int] | None = None
 ) -> list[dict[str, Any]]:
-    """The answer-file records of one row block (all of its rows, in order)."""
+    """The answer-file records of one row block (all of its rows, in order); ``rows``: each one's row
+    number in the source file (1 = the first respondent), kept so an export merges back onto it."""
     attr_keys = [key for _, key in layout.attributes]
     attr_cols = [label_values(frame[name], layout.labels[name]) for name, _ in layout.attributes]
     qids = [qid for _, qid in layout.questions]
     answer_cols = [answer_values(frame[name]) for name, _ in layout.questions]
     weights = _weights(frame[layout.weight]) if layout.weight else None
-    rows = len(frame)
-    attr_rows = zip(*attr_cols) if attr_cols else [()] * rows
+    n_rows = len(frame)
+    attr_rows = zip(*attr_cols) if attr_cols else [()] * n_rows
     records = []
-    for i, (attrs, answers) in enumerate(zip(attr_rows, zip(*answer_cols) if answer_cols else [()] * rows)):
+    for i, (attrs, answers) in enumerate(zip(attr_rows, zip(*answer_cols) if answer_cols else [()] * n_rows)):
         record: dict[str, Any] = {
             "person_id": int(person_ids[i]),
             "attributes": (
@@ -71,6 +72,8 @@ def block_records(
         }
         if weights is not None:
             record["weight"] = weights[i]
+        if rows is not None:
+            record["source_row"] = int(rows[i])
         records.append(record)
     return records
 
@@ -136,8 +139,9 @@ def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int, Pat
         for frame in survey.chunks(layout.columns):
             keep = ranks[offset : offset + len(frame)] < largest
             block = frame[keep]
+            rows = np.arange(offset + 1, offset + len(frame) + 1)[keep]
             for record, rank in zip(
-                block_records(block, person_ids[offset : offset + len(frame)][keep], layout),
+                block_records(block, person_ids[offset : offset + len(frame)][keep], layout, rows),
                 ranks[offset : offset + len(frame)][keep],
             ):
                 writers.write(record, int(rank))

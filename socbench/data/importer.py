@@ -26,6 +26,7 @@ from socbench.data.question_labels import check_answers, json_bytes, question_se
 from socbench.data.question_scale import QuestionDecision
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
+from socbench.data.variables import source_variables, variables_path
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
 from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, read_manifest, write_manifest
@@ -311,6 +312,8 @@ def _write_side_files(plan: ImportPlan) -> Path:
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
         write_atomic(qa_path, plan.question_file)
     write_atomic(out / f"import_report_{plan.entry.slug}.md", plan.report.encode("utf-8"))
+    record = source_variables(plan.survey, plan.layout.questions, plan.layout.weight, plan.country)
+    write_atomic(variables_path(out, plan.entry.slug), json_bytes(record.model_dump(mode="json")))
     write_manifest(_manifest_path(out), plan.manifest)
     return qa_path
 

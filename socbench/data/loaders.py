@@ -115,6 +115,7 @@ class AnswerRecord(BaseModel):
     attributes: dict[str, Any]
     questions_answer: dict[str, AnswerCode]
     weight: float | None = None  # the survey's design weight, when the importer kept one
+    source_row: int | None = None  # row in the imported file (1 = first respondent), for exports
 
     @model_validator(mode="before")
     @classmethod

@@ -8,22 +8,13 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from socbench.config import EngineRun, from_flat, max_variants_needs_all_possible, positive
+from socbench.config import EngineRun, comma_list, from_flat, max_variants_needs_all_possible, positive
 from socbench.engines.choice import BackendChoice, choose_backend, resolve_engine
 from socbench.engines.settings import EngineSettings
 from socbench.mcq.prompts import MAX_SHOTS
 from socbench.types import CircularSettings
 
 METHOD_NAMES = ("cp", "mcp")
-
-
-def _csv(value: Any) -> Any:
-    """``"cp,mcp"`` / ``"0,1,5"`` / ``[0, 1]`` / ``5`` -> a list of stripped parts."""
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    if isinstance(value, (int, float)):
-        return [value]
-    return value
 
 
 class McqConfig(EngineRun):
@@ -50,7 +41,7 @@ class McqConfig(EngineRun):
     @field_validator("method", mode="before")
     @classmethod
     def _methods(cls, value: Any) -> Any:
-        parts = [str(p).strip().lower() for p in _csv(value)]
+        parts = [str(p).strip().lower() for p in comma_list(value)]
         if not parts:
             raise ValueError(f"choose one or more of {','.join(METHOD_NAMES)}")
         return tuple(m for m in METHOD_NAMES if m in parts) if set(parts) <= set(METHOD_NAMES) else parts
@@ -58,7 +49,7 @@ class McqConfig(EngineRun):
     @field_validator("k_shot", mode="before")
     @classmethod
     def _shots(cls, value: Any) -> Any:
-        parts = _csv(value)
+        parts = comma_list(value)
         if not parts or any(not str(p).strip().isdigit() or int(p) > MAX_SHOTS for p in parts):
             raise ValueError(f"expected comma-separated shot counts from 0 to {MAX_SHOTS}, e.g. 0,1,5")
         return tuple(sorted({int(p) for p in parts}))

@@ -352,10 +352,13 @@ def _metric_cells(row: Mapping[str, Any]) -> list[str]:
 
 
 def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],
-                  failed: Mapping[int, str] | None = None, model: str | None = None) -> RunSummary:
-    """Write ``summary.json``, ``summary.md`` and ``domain_accuracy.png`` into a model folder."""
+                  failed: Mapping[int, str] | None = None, model: str | None = None,
+                  data: Mapping[str, Any] | None = None) -> RunSummary:
+    """Write ``summary.json``, ``summary.md`` and ``domain_accuracy.png`` into a model folder;
+    ``data`` (``RunConfig.data_record``: which respondents the run read) is recorded under
+    ``data``, so ``socbench export`` finds their weights, labels and rows in the source file."""
     folder = Path(folder)
-    payload = summary_payload(results, failed, model)
+    payload = summary_payload(results, failed, model) | ({"data": dict(data)} if data else {})
     path = write_json(folder / "summary.json", payload)
     markdown = folder / "summary.md"
     with atomic_open(markdown) as handle:
@@ -365,7 +368,8 @@ def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult
 
 
 def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Sequence[DomainResult],
-                      failed: Mapping[int, str] | None = None) -> RunSummary:
+                      failed: Mapping[int, str] | None = None,
+                      data: Mapping[str, Any] | None = None) -> RunSummary:
     """``write_summary`` into ``<output_dir>/<run slug>/`` (``run``: the run's name, e.g.
     ``RunConfig.run_name``; a model's own runs are named after it)."""
-    return write_summary(model_dir(output_dir, run), results, failed, run)
+    return write_summary(model_dir(output_dir, run), results, failed, run, data)

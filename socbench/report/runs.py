@@ -42,6 +42,7 @@ class DetailRecord(BaseModel):
     parse_error: str | None = None
     engine_error: str | None = None
     offered_codes: list[str] | None = None  # absent in files written before the report needed it
+    option_distribution: dict[str, float] | None = None  # logprobs mode: each offered code's probability
 
 
 class DetailedFile(BaseModel):

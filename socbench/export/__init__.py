@@ -1,0 +1,97 @@
+"""``socbench export``: a run's answers back into the formats survey researchers open.
+
+Long (default): one row per scored item, every domain of the run in one file. Wide: per domain, the
+model's answers in the survey's own shape and the real answers beside them (``<stem>_real``),
+labelled as the imported file was. Everything is checked before a file is written: a folder that is
+not a run, a format the file name contradicts, a domain without import metadata (wide) are one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from socbench.config import EXPORT_FORMATS as FORMATS
+from socbench.errors import ConfigError, DataError
+from socbench.export.long import long_table
+from socbench.export.source import DomainSource, domain_source, run_data
+from socbench.export.wide import wide_tables
+from socbench.export.writers import write_table
+from socbench.report.runs import DETAILED_SUFFIX, ModelRun, read_run
+
+EXPORT_FOLDER = "export"  # default place: <run folder>/export/
+LONG_STEM = "answers_long"
+
+__all__ = ["EXPORT_FOLDER", "FORMATS", "Exported", "export_formats", "export_run", "resolve_format"]
+
+
+@dataclass(frozen=True)
+class Exported:
+    paths: tuple[Path, ...]
+    notes: tuple[str, ...] = ()  # what the files lack and why (no data folder: no weights)
+
+
+def resolve_format(fmt: str | None, out: Path | None) -> str:
+    """``--format``, else the one ``--out``'s suffix names, else csv; a contradiction is one line."""
+    suffix = out.suffix.lower().lstrip(".") if out is not None else ""
+    if fmt is None:
+        return suffix if suffix in FORMATS else "csv"
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt}: unknown format (expected one of {', '.join(FORMATS)})")
+    if suffix and suffix != fmt:
+        raise ConfigError(f"--out {out}: the name ends in .{suffix} but --format is {fmt}")
+    return fmt
+
+
+def _run(run_dir: Path) -> ModelRun:
+    if not run_dir.is_dir():
+        raise DataError(f"{run_dir}: run folder not found")
+    run = read_run(run_dir)
+    if run is None:
+        raise DataError(f"{run_dir}: not a run folder (no <Domain>{DETAILED_SUFFIX}; give the folder of "
+                        "one run, e.g. results/<model>)")
+    return run
+
+
+def _wide_paths(out: Path, domain: str, several: bool) -> tuple[Path, Path]:
+    stem = f"{out.stem}_{domain}" if several else out.stem
+    return out.with_name(f"{stem}{out.suffix}"), out.with_name(f"{stem}_real{out.suffix}")
+
+
+def export_run(run_dir: str | Path, fmt: str | None = None, out: str | Path | None = None, wide: bool = False,
+               data_dir: str | Path | None = None) -> Exported:
+    """Write the run's answers; the paths written and notes on what they lack."""
+    run_dir = Path(run_dir).expanduser()
+    out_path = Path(out).expanduser() if out is not None else None
+    fmt = resolve_format(fmt, out_path)
+    run = _run(run_dir)
+    data = run_data(run, Path(data_dir).expanduser() if data_dir is not None else None)
+    if data is None and wide:
+        raise DataError(f"{run_dir}: the run's data folder is not known (summary.json records none, or it "
+                        "moved): give --data_dir (the folder `socbench data import` wrote)")
+    sources: list[DomainSource | None] = [domain_source(data, d, wide) if data else None for d in run.domains]
+    folder = run_dir / EXPORT_FOLDER
+    if not wide:
+        frame, labels = long_table(list(zip(run.domains, sources)))
+        path = write_table(frame, out_path or folder / f"{LONG_STEM}.{fmt}", fmt, labels)
+        note = () if data else (f"weight and source_row are blank: {run_dir}/summary.json names no data "
+                                "folder that exists (give --data_dir)",)
+        return Exported((path,), note)
+    tables = [(domain.domain, *wide_tables(domain, source)) for domain, source in zip(run.domains, sources)
+              if source is not None]  # every domain checked before a file is written
+    paths: list[Path] = []
+    for name, model, real, labels in tables:
+        model_path, real_path = _wide_paths(out_path or folder / f"answers.{fmt}", name,
+                                            len(tables) > 1 or out_path is None)
+        paths += [write_table(model, model_path, fmt, labels), write_table(real, real_path, fmt, labels)]
+    return Exported(tuple(paths))
+
+
+def export_formats(run_dir: str | Path, formats: tuple[str, ...], wide: bool = False,
+                   data_dir: str | Path | None = None) -> Exported:
+    """What a run's config asks at its end (``--export``): the long table in each format, and with
+    ``wide`` the survey's own shape too, all under ``<run folder>/export/``."""
+    done = [export_run(run_dir, fmt, data_dir=data_dir) for fmt in formats]
+    done += [export_run(run_dir, fmt, wide=True, data_dir=data_dir) for fmt in formats if wide]
+    notes = tuple(dict.fromkeys(note for e in done for note in e.notes))
+    return Exported(tuple(path for e in done for path in e.paths), notes)

@@ -1,0 +1,25 @@
+"""Stage 8 (when the config asks, ``--export``): the run's answers as csv/parquet/dta/sav files."""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from socbench.config import RunConfig
+from socbench.export import export_formats
+from socbench.report.output import model_dir
+
+
+@task(name="export", cache_policy=NO_CACHE, persist_result=False)
+def export(config: RunConfig) -> list[str]:
+    """``socbench export`` of this run in each format of ``config.export`` (and ``--wide`` with
+    ``export_wide``); the files listed in a markdown artifact. The paths written."""
+    done = export_formats(model_dir(config.output_dir, config.run_name), config.export, config.export_wide,
+                          config.dataset_dir)
+    lines = [f"- `{path}`" for path in done.paths] + [f"- note: {note}" for note in done.notes]
+    create_markdown_artifact("\n".join(["# Exported answers", "", *lines]), key="issp-export",
+                             description=f"socbench export: {config.run_name}")
+    for line in lines:
+        get_run_logger().info(f"export {line[2:]}")
+    return [str(path) for path in done.paths]
