@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from socbench.config import RunConfig
 from socbench.data.loaders import dataset_root, sample_dir
+from socbench.data.variables import read_variables
 from socbench.domains import select_domains
 from socbench.engines.session import get_engine
 from socbench.engines.settings import EngineSettings
@@ -118,6 +119,11 @@ def check_run(config: RunConfig) -> None:
     down or the GPU elsewhere), the engine and that every prompt fits the model's context."""
     domains = select_domains(config.domain_id, config.start_domain_id, config.dataset_dir)
     sample_dir(dataset_root(config.dataset_dir), config.dataset_size)
+    if config.export_wide:
+        if not config.export:
+            raise ConfigError("--export_wide: name the formats with --export (e.g. --export sav)")
+        for domain in domains:  # --wide needs what the import kept of the source file
+            read_variables(dataset_root(config.dataset_dir), domain.slug)
     prompts = run_prompts(config, domains)  # a lone domain's files are read here (an error is the run's)
     check_output_dir(config.output_dir)
     settings = config.engine_settings()

@@ -66,7 +66,8 @@ def study(run_env: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
              "--country", "CNTRY", "--weight", "WT", "--slug", "study", "--sizes", "500")
     runs = {}
     with FakeOpenAIServer() as server:
-        for name, extra in (("plain", ()), ("circular", ("--circular", "circular"))):
+        for name, extra in (("plain", ("--export", "csv,sav", "--export_wide")),
+                            ("circular", ("--circular", "circular"))):
             out = folder / name
             socbench(run_env, "issp", "--api_type", "config", "--api_base", server.url,
                      "--model", "fake-model", "--data_dir", str(data), "--domain_id", "study",
@@ -185,6 +186,18 @@ def test_wide_export_reads_back_with_r_haven(study: dict, run_env: dict, fmt: st
     _check_values(*frames, source, answers)
 
 
+def test_the_flow_exports_when_the_config_asks(study: dict, run_env: dict, tmp_path: Path) -> None:
+    """``--export csv,sav --export_wide``: the export task wrote what ``socbench export`` writes."""
+    folder = study["runs"]["plain"] / "export"
+    assert {"answers_long.csv", "answers_long.sav", "answers_Study.sav", "answers_Study_real.sav"} <= \
+        {p.name for p in folder.iterdir()}
+    for name, args in (("answers_long.sav", ()), ("answers_Study.sav", ("--wide",))):
+        out = tmp_path / name
+        socbench(run_env, "export", str(study["runs"]["plain"]), "--out", str(out), *args)
+        ours, _ = pyreadstat.read_sav(folder / name, user_missing=True)
+        pd.testing.assert_frame_equal(ours, pyreadstat.read_sav(out, user_missing=True)[0])
+
+
 def test_bad_input_is_one_line(tmp_path: Path, demo_data: Path, capsys) -> None:
     """Not a run folder, a format the name contradicts, --wide on a domain never imported: exit 2."""
     run = tmp_path / "run"
@@ -196,9 +209,12 @@ def test_bad_input_is_one_line(tmp_path: Path, demo_data: Path, capsys) -> None:
     for args, needle in (((str(tmp_path / "empty"),), "not a run folder"),
                          ((str(run), "--format", "xlsx"), "invalid choice"),
                          ((str(run), "--format", "sav", "--out", str(tmp_path / "a.csv")), "ends in .csv"),
-                         ((str(run), "--wide"), "no import metadata")):
+                         ((str(run), "--wide"), "no import metadata"),
+                         (("issp", "--export", "sav", "--export_wide", "--domain_id", "1"),
+                          "no import metadata"),
+                         (("issp", "--export_wide"), "--export_wide: name the formats")):
         try:
-            code = main(["export", *args])
+            code = main(["export", *args]) if args[0] != "issp" else main(list(args))
         except SystemExit as exc:  # argparse's own errors
             code = exc.code
         err = capsys.readouterr().err
