@@ -8,9 +8,9 @@ export SOCBENCH_HOME ?= $(CURDIR)/.socbench
 # vLLM's CPU settings (KV cache, in-process engine, no torch.compile) are defaulted in one place:
 # socbench/processes.py (CPU_ENV), by every script and test that starts an engine.
 
-.PHONY: setup browser postgres lint test test-fast demo ui bench clean
+.PHONY: setup browser postgres haven lint test test-fast demo ui bench clean
 
-setup: $(STAMP) browser postgres
+setup: $(STAMP) browser postgres haven
 
 # The browser tests drive Debian's chromium (headless) through chromium-driver (selenium); CI runs as
 # root on a fresh machine, so install both there; elsewhere say how (those tests are skipped without).
@@ -33,6 +33,18 @@ postgres:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 	@ls $(INITDB) >/dev/null 2>&1 || echo "setup: no PostgreSQL: run 'sudo apt-get install -y postgresql'" \
 	  "(the sweep's multi-worker tests are skipped without it)" >&2
+
+# `socbench export` writes .sav/.dta for SPSS, Stata and R; its round-trip test reads them back with R's
+# haven, the reader R users use (Debian's r-cran-haven). As root (CI) install it; elsewhere say how.
+haven:
+	@Rscript -e 'library(haven)' >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "setup: installing Debian's r-cran-haven (the export tests read .sav/.dta back with R's haven)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq r-cran-haven >/dev/null; \
+	  else \
+	    echo "setup: R's haven not found and not root: run 'sudo apt-get install -y r-cran-haven'" \
+	         "(the R part of the export tests is skipped without it)" >&2; \
+	  fi; }
 
 # The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision
 # pip finds torch==2.13.0+cpu via the machine's pip config.
