@@ -92,7 +92,8 @@ def test_reimport_needs_replace_and_replace_leaves_nothing_old(tmp_path: Path, c
     assert "replaced: domain survey whole; 4 old files not rewritten removed" in printed
     assert sorted(_files(out)) == ["A_GroundTruth_sampling10/issp_answer_survey.json",
                                    "A_GroundTruth_sampling10/sampling_stats_survey.json",
-                                   "import_report_survey.md", "q&a/issp_qa_survey.json", "socbench.yaml"]
+                                   "import_report_survey.md", "q&a/issp_qa_survey.json", "socbench.yaml",
+                                   "variables_survey.json"]
     assert not (out / "A_GroundTruth_sampling20").exists() and not (out / "A_GroundTruth_sampling50").exists()
     stats = json.loads((out / "A_GroundTruth_sampling10" / "sampling_stats_survey.json").read_text())
     assert (stats["source_sha256"], stats["source_respondents"]) == (_sha(second), 40)
