@@ -67,12 +67,12 @@ def study(run_env: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
     runs = {}
     with FakeOpenAIServer() as server:
         for name, extra in (("plain", ("--export", "csv,sav", "--export_wide")),
-                            ("circular", ("--circular", "circular"))):
+                            ("circular", ("--circular", "circular")), ("logprobs", ("--mode", "logprobs"))):
             out = folder / name
             socbench(run_env, "issp", "--api_type", "config", "--api_base", server.url,
                      "--model", "fake-model", "--data_dir", str(data), "--domain_id", "study",
                      "--output_dir", str(out), "--concurrent_requests", "16", *extra)
-            runs[name] = out / "fake-model"
+            runs[name] = out / ("fake-model-logprobs" if name == "logprobs" else "fake-model")
     return {"sav": sav, "data": data, "runs": runs, "folder": folder}
 
 
@@ -99,6 +99,21 @@ def test_long_export_equals_the_detailed_results(study: dict, run_env: dict, kin
         assert source.at[row.source_row - 1, "WT"] == pytest.approx(row.weight)  # the row's own weight
         assert source.at[row.source_row - 1, row.variable] == row.true_code
     assert frame["true_label"].notna().all() and set(frame["domain"]) == {"Study"}
+
+
+def test_long_export_carries_the_option_probabilities(study: dict, run_env: dict, tmp_path: Path) -> None:
+    """Logprobs mode: one ``p_<code>`` column per code (-9 -> ``p_m9``), each item's own probabilities."""
+    out = tmp_path / "long.dta"
+    socbench(run_env, "export", str(study["runs"]["logprobs"]), "--out", str(out))
+    frame, meta = pyreadstat.read_dta(out)
+    details = detailed(study["runs"]["logprobs"])["details"]
+    assert len(frame) == len(details) and all("option_distribution" in d for d in details)
+    columns = [c for c in frame.columns if c.startswith("p_")]
+    assert columns == ["p_1", "p_2", "p_3", "p_4"]  # -9 and "Can't choose" (8) are missing, not offered
+    for row, item in zip(frame.to_dict("records"), details):
+        shown = {f"p_{code}": p for code, p in item["option_distribution"].items()}
+        assert shown == pytest.approx({c: row[c] for c in columns if not np.isnan(row[c])})
+    assert meta.column_names_to_labels["p_4"] == "Model's probability of code 4"
 
 
 def _expected(study: dict) -> tuple[pd.DataFrame, object, dict[tuple[int, str], float]]:
