@@ -93,12 +93,14 @@ def run_domains(config: RunConfig) -> IsspOutcome | State:
                 reasons[domain.id] = state.message or state.name
     finally:
         teardown_safely()
+    # before the report, which links the files; a failed export still leaves summary and report
+    exported = export(config, return_state=True) if config.export and results else None
     written = report_run(config, results, failed)
-    if config.export and results:
-        export(config)
     outcome = IsspOutcome(written.summary, written.report, written.rows, failed, incomplete,
                           [r.domain_id for r in results if r.complete])
     if not outcome.ok:
         named = [f"domain {k} failed: {v}" for k, v in failed.items()] + list(incomplete.values())
         return failed_state(f"{len(named)} domain(s) did not complete: " + "; ".join(named), outcome)
+    if exported is not None and not exported.is_completed():
+        return failed_state(f"export failed: {exported.message or exported.name}", outcome)
     return outcome

@@ -16,7 +16,7 @@ def export(config: RunConfig) -> list[str]:
     """``socbench export`` of this run in each format of ``config.export`` (and ``--wide`` with
     ``export_wide``); the files listed in a markdown artifact. The paths written."""
     done = export_formats(model_dir(config.output_dir, config.run_name), config.export, config.export_wide,
-                          config.dataset_dir)
+                          config.data_record())
     lines = [f"- `{path}`" for path in done.paths] + [f"- note: {note}" for note in done.notes]
     create_markdown_artifact("\n".join(["# Exported answers", "", *lines]), key="issp-export",
                              description=f"socbench export: {config.run_name}")

@@ -211,6 +211,8 @@ def test_the_flow_exports_when_the_config_asks(study: dict, run_env: dict, tmp_p
         socbench(run_env, "export", str(study["runs"]["plain"]), "--out", str(out), *args)
         ours, _ = pyreadstat.read_sav(folder / name, user_missing=True)
         pd.testing.assert_frame_equal(ours, pyreadstat.read_sav(out, user_missing=True)[0])
+    page = (study["runs"]["plain"].parent / "report" / "report.html").read_text()  # the report links them
+    assert "href='../fake-model/export/answers_Study_real.sav'" in page
 
 
 def test_bad_input_is_one_line(tmp_path: Path, demo_data: Path, capsys) -> None:

@@ -8,8 +8,10 @@ not a run, a format the file name contradicts, a domain without import metadata 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from socbench.config import EXPORT_FORMATS as FORMATS
 from socbench.errors import ConfigError, DataError
@@ -59,13 +61,14 @@ def _wide_paths(out: Path, domain: str, several: bool) -> tuple[Path, Path]:
 
 
 def export_run(run_dir: str | Path, fmt: str | None = None, out: str | Path | None = None, wide: bool = False,
-               data_dir: str | Path | None = None) -> Exported:
-    """Write the run's answers; the paths written and notes on what they lack."""
+               data_dir: str | Path | None = None, record: Mapping[str, Any] | None = None) -> Exported:
+    """Write the run's answers; the paths written and notes on what they lack. ``record``: which
+    respondents the run read (``RunConfig.data_record``; default: what ``summary.json`` records)."""
     run_dir = Path(run_dir).expanduser()
     out_path = Path(out).expanduser() if out is not None else None
     fmt = resolve_format(fmt, out_path)
     run = _run(run_dir)
-    data = run_data(run, Path(data_dir).expanduser() if data_dir is not None else None)
+    data = run_data(run, Path(data_dir).expanduser() if data_dir is not None else None, record)
     if data is None and wide:
         raise DataError(f"{run_dir}: the run's data folder is not known (summary.json records none, or it "
                         "moved): give --data_dir (the folder `socbench data import` wrote)")
@@ -87,11 +90,12 @@ def export_run(run_dir: str | Path, fmt: str | None = None, out: str | Path | No
     return Exported(tuple(paths))
 
 
-def export_formats(run_dir: str | Path, formats: tuple[str, ...], wide: bool = False,
-                   data_dir: str | Path | None = None) -> Exported:
+def export_formats(run_dir: str | Path, formats: tuple[str, ...], wide: bool,
+                   record: Mapping[str, Any]) -> Exported:
     """What a run's config asks at its end (``--export``): the long table in each format, and with
-    ``wide`` the survey's own shape too, all under ``<run folder>/export/``."""
-    done = [export_run(run_dir, fmt, data_dir=data_dir) for fmt in formats]
-    done += [export_run(run_dir, fmt, wide=True, data_dir=data_dir) for fmt in formats if wide]
+    ``wide`` the survey's own shape too, all under ``<run folder>/export/``; ``record``: which
+    respondents the run read (``RunConfig.data_record``)."""
+    done = [export_run(run_dir, fmt, record=record) for fmt in formats]
+    done += [export_run(run_dir, fmt, wide=True, record=record) for fmt in formats if wide]
     notes = tuple(dict.fromkeys(note for e in done for note in e.notes))
     return Exported(tuple(path for e in done for path in e.paths), notes)

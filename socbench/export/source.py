@@ -7,8 +7,10 @@ to the sample file the run read, found through ``summary.json``'s ``data_dir`` (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from socbench.data.import_safety import sample_folders
 from socbench.data.loaders import (
@@ -44,11 +46,12 @@ class RunData:
     interview_count: int | str = "all"
 
 
-def run_data(run: ModelRun, data_dir: Path | None) -> RunData | None:
-    """``--data_dir``, else the data folder ``summary.json`` records; None when neither is there."""
+def run_data(run: ModelRun, data_dir: Path | None, record: Mapping[str, Any] | None = None) -> RunData | None:
+    """``--data_dir``, else the data folder ``record`` (default: ``summary.json``'s ``data``) names;
+    None when neither is there."""
     summary = run.folder / "summary.json"
-    recorded = read_json(summary).get("data") if summary.is_file() else None
-    recorded = recorded if isinstance(recorded, dict) else {}
+    recorded = record if record is not None else read_json(summary).get("data") if summary.is_file() else None
+    recorded = recorded if isinstance(recorded, Mapping) else {}
     folder = data_dir or (Path(recorded["data_dir"]) if isinstance(recorded.get("data_dir"), str) else None)
     if folder is None or (data_dir is None and not folder.is_dir()):
         return None

@@ -28,6 +28,7 @@ from socbench.report.html_sections import (
     details,
     distribution_blocks,
     esc,
+    exports_section,
     heat_table,
     note,
     persona_table,
@@ -174,8 +175,8 @@ def _ranked(board: Leaderboard) -> list[ModelRun]:
 
 
 def render_html(board: Leaderboard, figures: Figures, title: str, *, n_resamples: int = DEFAULT_RESAMPLES,
-                seed: int = BOOTSTRAP_SEED) -> str:
-    """The report page as one HTML string (figures embedded)."""
+                seed: int = BOOTSTRAP_SEED, out_dir: Path | None = None) -> str:
+    """The report page as one HTML string (figures embedded; exported answers linked from ``out_dir``)."""
     sections = [
         f"<h1>{esc(title)}</h1>",
         f"<p class='meta'>Generated {esc(now_timestamp())}; {len(board.runs)} complete run(s), "
@@ -201,6 +202,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, n_resamples
     notes = [*figures.notes, *failed, *unweighted]
     if notes:
         sections.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+    sections += exports_section(board.runs, out_dir) if out_dir is not None else []
     sections += ["<h2 id='definitions'>Definitions</h2>", "<dl>" + "".join(
         f"<dt>{esc(term)}</dt><dd>{esc(text)}</dd>" for term, text in DEFINITIONS) + "</dl>"]
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -224,6 +226,6 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     page = out / "report.html"
     with atomic_open(page) as handle:
         handle.write(render_html(board, figures, f"socbench report: {output_dir.resolve().name}",
-                                 n_resamples=n_resamples, seed=seed))
+                                 n_resamples=n_resamples, seed=seed, out_dir=out))
     notes = [*figures.notes, *incomplete_notes(board.incomplete)]
     return ReportPaths(out, md, csv, page, figures.paths, board, notes)

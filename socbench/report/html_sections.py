@@ -6,8 +6,10 @@ the JSON and CSV files; a negative margin has class ``neg``, a group with fewer 
 from __future__ import annotations
 
 import html
+import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from socbench.report.labels import baseline_label, below, ci_text, country_label, domain_label, p_text, signed
@@ -202,3 +204,17 @@ def distribution_blocks(dom: DomainRun) -> str:
 
 def run_heading(run: ModelRun) -> str:
     return f"{run.run} (model {run.model})" if run.run != run.model else run.run
+
+
+def exports_section(runs: Sequence[ModelRun], out_dir: Path) -> list[str]:
+    """Links to each run's exported answers (``socbench export`` / ``--export``), when it has any."""
+    items = [f"<li>{esc(run.run)}: " + ", ".join(
+        f"<a href='{esc(Path(os.path.relpath(path, out_dir)).as_posix())}'>{esc(path.name)}</a>"
+        for path in files) + "</li>"
+        for run in runs if (files := sorted(p for p in (run.folder / "export").glob("*") if p.is_file()
+                                            and not p.name.startswith(".")))]
+    if not items:
+        return []
+    return ["<h2 id='exports'>Answers as files</h2>",
+            "<p>Each run's answers for SPSS, Stata, R and pandas (<code>socbench export</code>; "
+            "<code>_real</code>: the real answers in the survey's own shape).</p>", "<ul>", *items, "</ul>"]
