@@ -25,6 +25,7 @@ from socbench.records import SweepOutcome
 from socbench.sweep import SweepConfig, failure_text
 from tasks.dispatch import dispatch_units, sweep_state, wait_for_runs
 from tasks.engine_slot import engine_slot
+from tasks.export import export
 from tasks.secrets import with_secret_key
 from tasks.sweep_report import report_sweep
 from tasks.teardown import teardown_safely
@@ -67,6 +68,9 @@ def issp_sweep(config: SweepConfig = DEFAULT_SWEEP,
     launched = dispatch_units(config, units, api_key_secret)
     wait_for_runs([*launched, *map(UUID, before.running_runs)])
     after = sweep_state()
+    if run.export:  # every model run with results, as `issp --export` does (before the report links it)
+        for index in sorted({i for i, _ in after.results}):
+            export(config.run_config(index), return_state=True)
     outcome = report_sweep(config, after, domain_ids)
     if after.failed:
         names = {d.id: d.name for d in domains}
