@@ -1,0 +1,80 @@
+"""``socbench.export`` without a run: the long table of a detailed file, every format written and read
+back, the labels of the wide table and the format rules (the round trip is tests/test_export.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyreadstat
+import pytest
+
+from socbench.config import EXPORT_FORMATS as FORMATS
+from socbench.data.variables import SourceVariable, SourceVariables
+from socbench.errors import ConfigError
+from socbench.export import resolve_format
+from socbench.export.long import long_table
+from socbench.export.wide import wide_labels
+from socbench.export.writers import write_table
+from socbench.report.runs import read_domain
+
+DETAILS = [
+    {"person_id": 10000001, "question_id": "V5", "country_code": "DE", "true_answer": "1", "llm_answer": "1",
+     "correct": True, "option_distribution": {"1": 0.7, "2": 0.2, "-9": 0.1}},
+    {"person_id": 10000002, "question_id": "V5", "country_code": "JP", "true_answer": "2", "llm_answer": None,
+     "correct": False, "parse_error": "no JSON object in the reply"},
+]
+
+
+def _domain(tmp_path: Path):
+    path = tmp_path / "Citizenship_detailed.json"
+    path.write_text(json.dumps({"domain": "Citizenship", "model": "m", "details": DETAILS,
+                                "questions": {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}}))
+    return read_domain(path)
+
+
+def test_long_table_of_a_detailed_file(tmp_path: Path) -> None:
+    frame, labels = long_table([(_domain(tmp_path), None)])
+    assert list(frame["true_code"]) == [1, 2] and frame["model_code"].isna().tolist() == [False, True]
+    assert list(frame["true_label"]) == ["Yes", "No"] and frame["model_label"].tolist()[0] == "Yes"
+    assert list(frame["correct"]) == [1, 0] and frame["weight"].isna().all()  # no data folder: blank
+    assert list(frame.columns[-3:]) == ["p_m9", "p_1", "p_2"]  # codes in numeric order, -9 -> m9
+    assert frame.loc[0, "p_m9"] == 0.1 and frame.loc[1, ["p_1", "p_2"]].isna().all()
+    assert labels.columns["p_m9"] == "Model's probability of code -9"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_reads_back(tmp_path: Path, fmt: str) -> None:
+    frame, labels = long_table([(_domain(tmp_path), None)])
+    path = write_table(frame, tmp_path / f"long.{fmt}", fmt, labels)
+    assert [p.name for p in tmp_path.glob("*long*")] == [path.name]  # no temporary file left
+    if fmt in ("sav", "dta"):
+        back, meta = (pyreadstat.read_sav if fmt == "sav" else pyreadstat.read_dta)(str(path))
+        assert meta.column_names_to_labels["true_code"] == "Respondent's answer (code)"
+    else:
+        back = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
+    assert list(back.columns) == list(frame.columns) and len(back) == 2
+    assert list(back["true_code"]) == [1, 2] and back.loc[1, "parse_error"] == "no JSON object in the reply"
+
+
+def test_wide_labels_carry_the_imported_declarations() -> None:
+    question = SourceVariable(name="v5", question_id="V5", label="Vote?", missing_ranges=[(-9, -9)],
+                              value_labels={"1": "Yes", "2": "No", "-9": "No answer"})
+    weight = SourceVariable(name="WEIGHT", label="Design weight")
+    labels = wide_labels(SourceVariables(source_file="s.sav", kind="SPSS", rows=3, questions=[question],
+                                         weight=weight))
+    assert labels.columns["v5"] == "Vote?" and labels.columns["WEIGHT"] == "Design weight"
+    assert labels.values == {"v5": {1: "Yes", 2: "No", -9: "No answer"}}
+    assert labels.missing == {"v5": [(-9.0, -9.0)]} and "s.sav" in labels.columns["source_row"]
+
+
+@pytest.mark.parametrize(("fmt", "out", "expected"), [(None, None, "csv"), (None, "a.sav", "sav"),
+                                                      ("dta", "a.dta", "dta"), ("parquet", None, "parquet")])
+def test_the_format_comes_from_the_flag_or_the_name(fmt, out, expected) -> None:
+    assert resolve_format(fmt, Path(out) if out else None) == expected
+
+
+def test_a_name_that_contradicts_the_format_is_one_line() -> None:
+    with pytest.raises(ConfigError, match=r"--out a.csv: the name ends in .csv but --format is sav"):
+        resolve_format("sav", Path("a.csv"))
