@@ -189,6 +189,9 @@ class RunConfig(EngineRun):
         "order_only", description="with --circular: order_only keeps each code with its text (order bias); "
                                   "relabel numbers options 1..n by position (label and order bias, as "
                                   "OpenCompass)")
+    samples: int = Field(1, ge=1, description="ask each item K times (needs --temperature > 0; draw k "
+                                              "seeded seed + k): modal answer scored, K-draw distribution, "
+                                              "agreement")
     export: tuple[ExportFormat, ...] = Field(
         (), description="at the end of the run, export its answers (socbench export) in these formats, "
                         "comma-separated: csv,parquet,dta,sav; into <run folder>/export/")
@@ -213,6 +216,15 @@ class RunConfig(EngineRun):
 
     _positive = field_validator("dataset_size", "max_tokens", "max_variants")(positive)
     _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
+
+    @model_validator(mode="after")
+    def _samples(self) -> RunConfig:
+        """Repeated draws need sampling, and one expansion at a time."""
+        if self.samples > 1 and self.temperature <= 0:
+            raise ValueError(f"--samples {self.samples} needs --temperature > 0 (at 0 every draw is alike)")
+        if self.samples > 1 and (self.circular is not None or self.mode == "logprobs"):
+            raise ValueError(f"--samples {self.samples}: not with --circular or --mode logprobs")
+        return self
 
     @property
     def dataset_dir(self) -> Path:

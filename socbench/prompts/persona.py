@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from socbench.data.countries import country_attribute_key, country_info
 from socbench.data.loaders import is_missing_label
 from socbench.errors import DataError
-from socbench.expansion import item_variants
+from socbench.expansion import draw_prompts, item_variants
 from socbench.shuffle import display_order, render_options
 from socbench.types import (
     CircularSettings,
@@ -335,7 +335,8 @@ def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunCon
     respondents = {r.person_id: r for r in data.respondents}
     questions = {q.id: q for q in data.questions}
     settings = settings_from_config(config)
-    return build_prompts(items, respondents, questions, settings, config.expansion)
+    prompts = build_prompts(items, respondents, questions, settings, config.expansion)
+    return draw_prompts(prompts, config.samples, config.seed)
 
 
 def prompt_text(request: PromptRequest) -> str:

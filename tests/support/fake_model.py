@@ -8,6 +8,7 @@ code is picked by a hash of the prompt (``pick_code``); echoed prompt tokens sco
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import re
 import zlib
@@ -17,7 +18,7 @@ from typing import Any
 _TOKEN = re.compile(r"\d|[^\W\d_]+|\s+|.", re.S)
 _OPTION = re.compile(r"^\s*([A-Za-z0-9-]+)[.)]\s+\S", re.M)
 ID_BASE = 1000
-Answer = Callable[[str, tuple[str, ...]], str]
+Answer = Callable[..., str]  # (prompt, codes) -> content, or (prompt, codes, seed) (the request's "seed")
 PROSE = "I would probably pick the second one."
 
 
@@ -86,7 +87,9 @@ class FakeModel:
     def reply(self, chat: bool, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
         """The response payload; ``fault`` may be null/empty/prose content."""
         prompt, codes = prompt_and_codes(body)
-        content: str | None = _continue(self.answer(prompt, codes), body)
+        seeded = len(inspect.signature(self.answer).parameters) >= 3  # a sampling model: sees the seed
+        said = self.answer(prompt, codes, body.get("seed")) if seeded else self.answer(prompt, codes)
+        content: str | None = _continue(said, body)
         content = {"null": None, "empty": "", "prose": PROSE}.get(fault, content)
         payload = (self._chat if chat else self._completion)(body, prompt, codes, content)
         if body.get("prompt_logprobs") is not None and content is not None:
