@@ -118,3 +118,5 @@ def test_draws_match_the_server(run_env: dict, tmp_path: Path) -> None:
     assert metrics["samples"] == 8
     assert metrics["draw_agreement"] == pytest.approx(expected_agreement(8), abs=0.08)
     assert abs(metrics["draw_fleiss_kappa"]) < 0.1  # every item draws from one distribution: no agreement
+    (row,) = json.loads((out / "fake-model" / "summary.json").read_text())["domains"]
+    assert (row["samples"], row["draw_agreement"]) == (8, metrics["draw_agreement"])

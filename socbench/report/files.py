@@ -39,6 +39,7 @@ from socbench.types import CircularSettings, DomainResult, ScoredDomain, ScoredI
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, headline, pooled_simbench, yardstick
 
 SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
+DRAW_KEYS = ("samples", "draw_agreement", "draw_fleiss_kappa")  # socbench.draws' record (--samples K)
 DISTRIBUTION_SCORES = ("wasserstein", "uniform_wasserstein", "js", "uniform_js")  # each beside its floor
 ALIGNMENT_SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "kendall_tau_p")
 ALIGNMENT_LEVEL = "question"  # the headline: per question, pooled over countries
@@ -248,6 +249,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "excluded_count": sum(result.excluded_by_reason.values()),
         "unmapped_countries": dict(result.unmapped_countries),
         "weighted_metrics_off": result.weights_off,
+        **{key: result.metrics[key] for key in DRAW_KEYS if key in result.metrics},  # --samples K
     }
 
 
