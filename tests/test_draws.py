@@ -10,6 +10,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from socbench.config import RunConfig
@@ -120,3 +121,7 @@ def test_draws_match_the_server(run_env: dict, tmp_path: Path) -> None:
     assert abs(metrics["draw_fleiss_kappa"]) < 0.1  # every item draws from one distribution: no agreement
     (row,) = json.loads((out / "fake-model" / "summary.json").read_text())["domains"]
     assert (row["samples"], row["draw_agreement"]) == (8, metrics["draw_agreement"])
+    board = pd.read_csv(out / "report" / "leaderboard.csv")  # the leaderboard has them too
+    overall = board.loc[board["domain"] == "ALL", "draw_agreement"].item()
+    assert overall == pytest.approx(row["draw_agreement"])
+    assert "## Repeated draws" in (out / "report" / "leaderboard.md").read_text()

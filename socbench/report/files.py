@@ -139,10 +139,11 @@ def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain
 
 
 def _extras(result: DomainResult) -> dict[str, Any]:
-    """Accuracy CI, persona breakdowns, distribution scores, ranking alignment and yardsticks."""
+    """Accuracy CI, persona breakdowns, distribution scores, ranking alignment, yardsticks, draws."""
     return {"accuracy_ci": list(result.accuracy_ci) if result.accuracy_ci else None,
             "breakdowns": result.breakdowns, "distribution": result.distribution,
-            "alignment": result.alignment, "yardsticks": result.yardsticks}
+            "alignment": result.alignment, "yardsticks": result.yardsticks,
+            "draws": {key: result.metrics[key] for key in DRAW_KEYS if key in result.metrics}}
 
 
 def persona_groups(scored: Sequence[ScoredItem]) -> dict[str, dict[str, str]]:

@@ -36,7 +36,7 @@ from socbench.metrics.uncertainty import (
     paired_comparison,
 )
 from socbench.models import model_slug
-from socbench.report.files import ALIGNMENT_LEVEL
+from socbench.report.files import ALIGNMENT_LEVEL, DRAW_KEYS
 from socbench.report.files import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.report.files import DISTRIBUTION_SCORES as SCORES
 from socbench.report.labels import variant_label
@@ -56,6 +56,7 @@ MIN_RESPONDENTS = DEFAULT_MIN_RESPONDENTS  # fewer respondents: no CI (NaN, neve
 NO_CI = (math.nan, math.nan)
 MAX_PAIRWISE_RUNS = 6  # all pairs are compared in the report up to this many runs
 
+DRAW_SCORES = DRAW_KEYS[1:]  # agreement and Fleiss' kappa of --samples K (socbench.draws); NaN without
 
 def _nan(value: float | None) -> float:
     return math.nan if value is None else float(value)
@@ -75,6 +76,7 @@ def _stored_scores(dom: DomainRun) -> dict[str, Any]:
         "distribution_level": level,
         **{f"{name}_score": dist[level].get(name, math.nan) if level else math.nan for name in SCORES},
         **{name: _nan(aligned.get(name)) for name in ALIGNMENT}, **headline(dom.stored.yardsticks),
+        **{name: _nan(dom.stored.draws.get(name)) for name in DRAW_SCORES},
     }
 
 
@@ -104,7 +106,8 @@ def model_row(run: ModelRun, rows: Sequence[dict[str, Any]], *, n_resamples: int
                             min_respondents=MIN_RESPONDENTS, n_resamples=n_resamples, seed=seed) or NO_CI
     means = {key: finite_mean(r[key] for r in rows) for key in (
         "accuracy", "best_baseline_accuracy", "margin_over_best_baseline", "per_question_macro_f1",
-        *(f"{name}_score" for name in SCORES), *ALIGNMENT[:3], "parse_failure_rate", *HEADLINE_KEYS[1:])}
+        *(f"{name}_score" for name in SCORES), *ALIGNMENT[:3], "parse_failure_rate", *HEADLINE_KEYS[1:],
+        *DRAW_SCORES)}
     means["simbench_score"] = pooled_simbench(rows)  # SimBench's pooling: every row of every domain once
     below = [r["domain"] for r in rows if not r["margin_over_best_baseline"] > 0]
     return {"run": run.run, "model": run.model, "variant": variant_label(run.run, run.model),

@@ -64,6 +64,7 @@ class DetailedFile(BaseModel):
     engine_error_reasons: dict[str, int] = {}
     weighted_metrics_off: str | None = None  # why the domain has no design-weighted metrics
     yardsticks: dict[str, Any] = {}  # socbench.yardsticks' record (absent in older files)
+    draws: dict[str, float | None] = {}  # --samples K: samples, draw_agreement, draw_fleiss_kappa
     details: list[DetailRecord]
 
 

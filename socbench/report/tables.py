@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import socbench.report.incomplete as unfinished
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.answers import answer_markdown
 from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed
-from socbench.report.leaderboard import ALIGNMENT, MIN_RESPONDENTS, SCORES, Leaderboard
+from socbench.report.leaderboard import ALIGNMENT, DRAW_SCORES, MIN_RESPONDENTS, SCORES, Leaderboard
 from socbench.report.output import atomic_open, fmt, markdown_table
 from socbench.yardsticks import HEADLINE_KEYS
 
@@ -22,7 +23,7 @@ CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain",
                "best_baseline_accuracy", "margin_over_best_baseline", "domains_not_above_baseline",
                "per_question_macro_f1", "distribution_level", *(f"{name}_score" for name in SCORES),
                *ALIGNMENT, "parse_failure_rate", "failed_domains", "complete", "engine_errors",
-               "incomplete_domains", "first_engine_error", *HEADLINE_KEYS)
+               "incomplete_domains", "first_engine_error", *HEADLINE_KEYS, *DRAW_SCORES)
 
 OVERALL_HEAD = ("rank", "run", "model", "variant", "domains", "respondents", "items", "accuracy [95% CI]",
                 "strongest baseline (mean over domains)", "margin", "domains not above baseline",
@@ -33,6 +34,7 @@ DISTRIBUTION_HEAD = ("domain", "run", "level", "1-W1", "1-W1 uniform", "1-JS", "
                      "modal agreement", "modal agreement uniform", "Kendall tau", "Kendall tau p (mean)")
 YARDSTICK_HEAD = ("domain", "run", "SimBench", "demographic model accuracy", "structure correlation",
                   "heterogeneity ratio")
+DRAWS_HEAD = ("domain", "run", "mean agreement across draws", "Fleiss' kappa across draws")
 COMPARE_HEAD = ("A", "B", "shared items", "accuracy A", "accuracy B", "A - B [95% CI]",
                 "A only / B only right", "McNemar p")
 
@@ -77,6 +79,12 @@ def yardstick_cells(row: dict[str, Any]) -> list[str]:
     """A run's (domain "ALL") or a domain's SimBench score and demographic-model and structure figures."""
     title = "all domains" if row["domain"] == "ALL" else domain_title(row)
     return [title, row["run"], fmt(row["simbench_score"], 1), *(fmt(row[key]) for key in HEADLINE_KEYS[1:])]
+
+
+def draw_cells(row: dict[str, Any]) -> list[str]:
+    """A run's or a domain's mean agreement and Fleiss' kappa across its --samples draws."""
+    title = "all domains" if row["domain"] == "ALL" else domain_title(row)
+    return [title, row["run"], fmt(row["draw_agreement"]), fmt(row["draw_fleiss_kappa"])]
 
 
 def compare_cells(a: str, b: str, cmp: PairedComparison) -> list[str]:
@@ -131,6 +139,9 @@ def leaderboard_markdown(board: Leaderboard) -> str:
               *markdown_table(DISTRIBUTION_HEAD, [distribution_cells(r) for r in ordered]),
               "", "## Yardsticks", "", YARDSTICKS_NOTE, "",
               *markdown_table(YARDSTICK_HEAD, [yardstick_cells(r) for r in board.overall + ordered])]
+    drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]
+    if drawn:  # runs with --samples K
+        lines += ["", "## Repeated draws", "", *markdown_table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
     if board.comparisons:
         lines += ["", "## Paired comparisons", "",
                   *markdown_table(COMPARE_HEAD, [compare_cells(*c) for c in board.comparisons])]
