@@ -125,3 +125,4 @@ def test_draws_match_the_server(run_env: dict, tmp_path: Path) -> None:
     overall = board.loc[board["domain"] == "ALL", "draw_agreement"].item()
     assert overall == pytest.approx(row["draw_agreement"])
     assert "## Repeated draws" in (out / "report" / "leaderboard.md").read_text()
+    assert "Fleiss&#x27; kappa across draws" in (out / "report" / "report.html").read_text()  # and the report

@@ -13,6 +13,7 @@ from people's; then circular evaluation, model size and the definitions of every
 from __future__ import annotations
 
 import base64
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,12 +45,14 @@ from socbench.report.tables import (
     COMPARE_HEAD,
     DISTRIBUTION_HEAD,
     DOMAIN_HEAD,
+    DRAWS_HEAD,
     NOTES,
     OVERALL_HEAD,
     compare_cells,
     distribution_cells,
     domain_cells,
     domain_order,
+    draw_cells,
     overall_cells,
     write_leaderboard,
 )
@@ -155,6 +158,11 @@ def questions_section(board: Leaderboard) -> list[str]:
     heading = "<h2 id='distributions'>4. How do its answers differ from people's?</h2>"
     rows = [distribution_cells(r) for r in domain_order(board)]
     blocks = [heading, _lead("distributions"), table(DISTRIBUTION_HEAD, rows)]
+    drawn = [r for r in board.overall + domain_order(board) if math.isfinite(r["draw_agreement"])]
+    if drawn:  # --samples K: how often the K draws of an item agree
+        blocks += [note("Repeated draws (--samples K): the share of an item's draws giving its modal "
+                        "answer (mean over items) and Fleiss' kappa across draws (0: chance agreement)."),
+                   table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
     for i, run in enumerate(_ranked(board)):
         domains = [d for d in run.domains if d.stored.questions]
         if not domains:
