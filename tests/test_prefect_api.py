@@ -1,56 +1,57 @@
-"""``socbench.processes.prefect_api``: a busy Prefect server's 503 (SQLite "database is locked", the
-call rolled back) is retried the way Prefect's own client retries it; other errors are not.
+"""socbench's own Prefect API (``cli.prefect_api``): ``prefect server start`` spawned early, named
+by ``PREFECT_API_URL`` for the whole process while a run lasts, and gone after.
 
-A CI run lost three tests to one such 503 while seeding runs through the REST API.
+Issue 15: the CLI spawns the API's server before its heavy imports and never imports Prefect's
+server modules itself (1.7 s). Issue 22: no import hooks or private attributes of Prefect's;
+every thread of the process (those without the caller's context too) uses the same API, so
+Prefect never starts a temporary server of its own (its module is never imported).
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import urllib.error
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import os
+import subprocess
+import sys
 
 import pytest
 
-from socbench.processes import prefect_api
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # starts a Prefect API server in a subprocess
+
+CHILD = """
+import os, sys, threading
+from cli.prefect_api import prefect_api, spawn_early
+from prefect import flow
+
+@flow
+def one() -> int:
+    return 1
+
+server = spawn_early()
+with prefect_api(server=server) as url:
+    assert url == server.api_url == os.environ["PREFECT_API_URL"], url
+    assert one() == 1
+    from prefect.settings import get_current_settings
+    assert get_current_settings().flows.heartbeat_frequency is None
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(get_current_settings().api.url))
+    thread.start(); thread.join()
+    assert seen == [url], seen  # a thread without this context: the same API
+assert "prefect.server.api.server" not in sys.modules  # Prefect started no server of its own
+assert "PREFECT_API_URL" not in os.environ and server.proc is None
+print("ok", server.port)
+"""
 
 
-@pytest.fixture
-def server() -> Iterator[tuple[str, list[str]]]:
-    """Answers 503 to the first POST to /busy, then 201 with the body it got; 404 elsewhere."""
-    seen: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            seen.append(self.path)
-            code = 404 if self.path != "/busy" else 503 if seen.count("/busy") == 1 else 201
-            self.send_response(code)
-            self.end_headers()
-            self.wfile.write(body if code == 201 else b'{"exception_message": "Service Unavailable"}')
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
-    finally:
-        httpd.shutdown()
-
-
-def test_a_503_is_retried_and_the_answer_returned(server: tuple[str, list[str]]) -> None:
-    url, seen = server
-    assert prefect_api(url, "/busy", {"name": "x"}) == {"name": "x"}
-    assert seen == ["/busy", "/busy"]
-
-
-def test_other_errors_are_raised_at_once(server: tuple[str, list[str]]) -> None:
-    url, seen = server
-    with pytest.raises(urllib.error.HTTPError) as raised:
-        prefect_api(url, "/missing", {})
-    assert raised.value.code == 404 and json.loads(raised.value.read())["exception_message"]
-    assert seen == ["/missing"]
+def test_early_server_is_the_api_of_every_thread_and_is_gone_after(tmp_path):
+    home = tmp_path / "prefect"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
+    env.update(PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", PYTHONPATH=str(ROOT))
+    run = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stderr[-3000:]
+    port = int(run.stdout.split()[1])
+    listening = subprocess.run(["ss", "-ltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+    assert f":{port}" not in listening  # the server has stopped
