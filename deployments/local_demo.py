@@ -13,12 +13,12 @@ import subprocess
 import sys
 import time
 import urllib.error
-import urllib.request
 from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 
 from socbench.processes import PrefectServer, cpu_defaults, free_port, start_group, stop_group
+from socbench.processes import prefect_api as api
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE = ROOT / ".prefect-demo"
@@ -55,30 +55,6 @@ def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> 
 
 def prefect(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=ROOT, check=True)
-
-
-RETRY = (429, 502, 503)  # what Prefect's own client retries: SQLite's "database is locked" comes back as 503
-
-
-def api(url: str, path: str, body: dict | None = None, tries: int = 6) -> dict:
-    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body. A busy
-    server's answers in ``RETRY`` are retried after 1, 2, 4, ... s (it rolled the call back)."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"{url}{path}", data=data, method="GET" if data is None else "POST",
-                                     headers={"Content-Type": "application/json"})
-    for wait in (2**n for n in range(tries - 1)):
-        try:
-            return _answer(request)
-        except urllib.error.HTTPError as exc:
-            if exc.code not in RETRY:
-                raise
-        time.sleep(wait)
-    return _answer(request)
-
-
-def _answer(request: urllib.request.Request) -> dict:
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read() or b"null")
 
 
 def pool_exists(url: str) -> bool:

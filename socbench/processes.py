@@ -9,6 +9,7 @@ reaches socbench, which then stops it in order.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
@@ -116,6 +118,30 @@ def stop_group(proc: subprocess.Popen[Any] | None, grace_s: float = 20.0,
             proc.wait(timeout=wait_s)
             wait_for(lambda: not group_alive(proc), wait_s, "the process group to exit", 0.05)
             return
+
+
+RETRY = (429, 502, 503)  # what Prefect's own client retries: SQLite's "database is locked" comes back as 503
+
+
+def prefect_api(url: str, path: str, body: dict | None = None, tries: int = 6) -> dict:
+    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body. A busy
+    server's answers in ``RETRY`` are retried after 1, 2, 4, ... s (it rolled the call back)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{url}{path}", data=data, method="GET" if data is None else "POST",
+                                     headers={"Content-Type": "application/json"})
+    for wait in (2**n for n in range(tries - 1)):
+        try:
+            return _answer(request)
+        except urllib.error.HTTPError as exc:
+            if exc.code not in RETRY:
+                raise
+        time.sleep(wait)
+    return _answer(request)
+
+
+def _answer(request: urllib.request.Request) -> dict:
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read() or b"null")
 
 
 class PrefectServer:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
-from socbench.engines.settings import VllmSettings, vllm_cpu_threads
+from socbench.engines import settings as engine_settings
+from socbench.engines.settings import VllmSettings, cpu_bf16, vllm_cpu_threads
 from socbench.errors import ConfigError
 from socbench.models import ResolvedModel, resolve_model
 from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
@@ -47,9 +48,17 @@ def engine(tiny: ResolvedModel):
 # ------------------------------------------------------------------ settings (no engine)
 
 
+@pytest.mark.parametrize(("native", "dtype"), [(True, "bfloat16"), (False, "float32")])
+def test_cpu_dtype_follows_the_cpus_bf16_support(monkeypatch, native: bool, dtype: str) -> None:
+    """bf16 only where the CPU computes it (AVX512_BF16/AMX): elsewhere it is 4x slower than fp32."""
+    monkeypatch.setattr(engine_settings, "cpu_bf16", lambda: native)
+    assert VllmSettings.for_host(cuda=False).dtype == dtype
+    assert VllmSettings.for_host(cuda=True).dtype == "auto"
+
+
 def test_cpu_defaults_and_gpu_defaults():
     cpu = VllmSettings.for_host(cuda=False)
-    assert cpu.enforce_eager and cpu.in_process and cpu.dtype == "bfloat16"
+    assert cpu.enforce_eager and cpu.in_process and cpu.dtype == ("bfloat16" if cpu_bf16() else "float32")
     assert cpu.max_num_batched_tokens == 16384 and cpu.block_size == 32
     assert cpu.kv_cache_space_gib == 1  # conftest's VLLM_CPU_KVCACHE_SPACE
     assert cpu.cpu_threads == vllm_cpu_threads() >= 1

@@ -14,7 +14,6 @@ import csv
 import json
 import signal
 import subprocess
-import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +22,15 @@ from test_prefect_e2e import BIN, ROOT, _flow_runs, _prefect, prefect_env
 
 from socbench.engines.segment_cache import HEADER, SEGMENTS_DIR
 from socbench.models import model_slug
-from socbench.processes import Postgres, prefect_server, signal_group, start_group, stop_group, wait_for
+from socbench.processes import (
+    Postgres,
+    prefect_api,
+    prefect_server,
+    signal_group,
+    start_group,
+    stop_group,
+    wait_for,
+)
 from tests.vllm_server import VllmServer
 
 pytestmark = pytest.mark.slow
@@ -70,10 +77,7 @@ def _worker(env: dict, folder: Path, name: str, *options: str, pool: str = "socb
 
 
 def _post(env: dict, path: str, body: dict) -> list[dict]:
-    request = urllib.request.Request(f"{env['PREFECT_API_URL']}{path}", data=json.dumps(body).encode(),
-                                     method="POST", headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=120) as response:
-        return json.loads(response.read())
+    return prefect_api(env["PREFECT_API_URL"], path, body)
 
 
 def _children(env: dict, run_id: str) -> list[dict]:

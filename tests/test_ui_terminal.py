@@ -24,9 +24,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 
+from socbench.processes import prefect_api
 from support.processes import processes_with_env, session_members
 from tests.conftest import ROOT
 
@@ -64,15 +64,17 @@ def _stop(ui: subprocess.Popen) -> None:
 
 
 class Api:
-    """Prefect's REST API, JSON in and out."""
+    """Prefect's REST API, JSON in and out, retried as Prefect's own client does (a busy SQLite
+    server answers 503 and rolls the call back: seen in CI)."""
 
     def __init__(self, url: str) -> None:
-        self.client = httpx.Client(base_url=url, timeout=60)
+        self.url = url
 
     def post(self, path: str, body: dict | list) -> dict:
-        response = self.client.post(path, json=body)
-        response.raise_for_status()
-        return response.json() if response.content else {}
+        return prefect_api(self.url, path, body) or {}
+
+    def get(self, path: str) -> dict:
+        return prefect_api(self.url, path)
 
     def run(self, flow: str, name: str, state: dict, **fields) -> dict:
         flow_id = self.post("/flows/", {"name": flow})["id"]
@@ -98,7 +100,7 @@ def _seed_demo_run(api: Api) -> dict:
                                         "dynamic_key": str(domain_id), "name": f"issp-domain-{domain_id}"})
         child = api.run("issp-domain", f"issp-domain-{domain_id}", {"type": "RUNNING"},
                         parameters={"domain_id": domain_id}, parent_task_run_id=task["id"])
-        started = datetime.fromisoformat(api.client.get(f"/flow_runs/{child['id']}").json()["start_time"])
+        started = datetime.fromisoformat(api.get(f"/flow_runs/{child['id']}")["start_time"])
         line = {10: LINE_10, 12: LINE_12}.get(domain_id)
         logs = [{"name": "prefect.task_runs", "level": 20, "message": message, "flow_run_id": child["id"],
                  "timestamp": (started + timedelta(seconds=seconds)).isoformat()}

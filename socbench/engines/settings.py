@@ -47,6 +47,18 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+@functools.cache
+def cpu_bf16() -> bool:
+    """Whether this CPU computes bfloat16 itself (AVX512_BF16 or AMX). There bf16 is 2-3x faster
+    than fp32; without, vLLM's CPU linear falls back to torch and bf16 is 4x slower (measured: one
+    demo domain 163 s against 37 s on an AVX2-only EPYC)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
 def host_defaults(cuda: bool) -> dict[str, Any]:
     """Defaults that differ on a CPU host (each measured there); a CUDA host keeps vLLM's usual values."""
     if cuda:
@@ -54,7 +66,7 @@ def host_defaults(cuda: bool) -> dict[str, Any]:
     return {
         "enforce_eager": True,  # torch.compile costs 34-78 s on CPU
         "in_process": True,  # start-up 3-5 s instead of 16-25 s
-        "dtype": "bfloat16",  # 2-3x faster than fp32 on AVX512_BF16 CPUs
+        "dtype": "bfloat16" if cpu_bf16() else "float32",
         # a per-request seed + chunked prefill crashed the CPU engine; a large budget avoids it
         "max_num_batched_tokens": 16384,
         # prefix-cache granularity: with vLLM's CPU default (128) a ~120-token persona prompt
