@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
+from socbench.report.labels import baseline_label
 from socbench.report.output import fmt
 from socbench.report.terminal import terminal_table
 
@@ -92,11 +93,11 @@ def _margin(row: Mapping[str, Any]) -> str:
 
 
 def _baseline(row: Mapping[str, Any]) -> str:
-    return f"{row['best_baseline'] or 'none'} {fmt(row['best_baseline_accuracy'])}"
+    return f"{baseline_label(row['best_baseline'], short=True)} {fmt(row['best_baseline_accuracy'])}"
 
 
 def domain_line(row: Mapping[str, Any]) -> str:
-    """``domain 3 Family: 145 items, accuracy 0.412 [0.350, 0.470], best baseline majority 0.380
+    """``domain 3 Family: 145 items, accuracy 0.412 [0.350, 0.470], best baseline majority answer 0.380
     (+0.032), 0 parse failures, 0 engine errors`` from a summary row (``summary_row``); an
     incomplete domain says so instead of a score."""
     head = f"domain {row['domain_id']} {row['domain']}: {row['scoreable_items']} items"
@@ -118,7 +119,8 @@ def run_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     head = ("domain", "accuracy [95% CI]", "strongest baseline", "margin", "failures")
     cells = [[f"{row['domain_id']} {row['domain']}",
               _accuracy(row) if row.get("complete") is not False else "incomplete",
-              f"{fmt(row['best_baseline_accuracy'])} {row['best_baseline'] or 'none'}",  # cut: keeps score
+              # the score first: a cut keeps it
+              f"{fmt(row['best_baseline_accuracy'])} {baseline_label(row['best_baseline'], short=True)}",
               _margin(row) if row.get("complete") is not False else "n/a",
               f"{row['parse_failures']} parse, {row['engine_errors']} engine"] for row in rows]
     return terminal_table(head, cells, shrink=(0, 2))

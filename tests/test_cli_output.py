@@ -23,7 +23,8 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.slow
 LINE = re.compile(r"^domain (\d+) (\w+): (\d+) items, "
                   r"accuracy (\d\.\d{3}) \[(?:\d\.\d{3}, \d\.\d{3}|no CI: n < 10)\], "
-                  r"best baseline \w+ \d\.\d{3} \([+-]\d\.\d{3}\), "
+                  r"best baseline (?:majority answer|majority in country|uniform guess|demographic model) "
+                  r"\d\.\d{3} \([+-]\d\.\d{3}\), "
                   r"0 parse failures, 0 engine errors, \d+\.\d s$")
 OFFLINE_DEFAULTS = ("PREFECT_SERVER_ANALYTICS_ENABLED", "DO_NOT_TRACK")
 

@@ -48,7 +48,7 @@ def test_the_run_table_fits_120_columns_with_its_five_columns() -> None:
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in body]
     assert cells[0][0].startswith("1 Citizenship") and cells[0][0].endswith("…")  # cut, not wrapped
     assert cells[6][0] == "7 Religion and Religiosity"  # short enough: whole
-    assert cells[1][1] == "0.320 [0.260, 0.380]" and cells[1][2].startswith("0.380 majority_country_")
+    assert cells[1][1] == "0.320 [0.260, 0.380]" and cells[1][2].startswith("0.380 majority in country")
     assert cells[1][3:] == ["-0.060", "12 parse, 0 engine"]
     assert cells[4][1] == "0.380 [no CI: n < 10]"
     assert cells[7][1:4:2] == ["incomplete", "n/a"] and cells[7][4] == "84 parse, 37 engine"
@@ -64,8 +64,8 @@ def test_a_cell_too_long_for_any_width_is_cut_and_a_narrow_table_stays_whole() -
 
 def test_the_domain_line_is_the_same_for_the_cli_and_the_demo() -> None:
     line = finished_line(domain_line(row(2, "Family")), 12.34)
-    assert line == ("domain 3 Family: 1452 items, accuracy 0.340 [0.280, 0.400], best baseline majority_"
-                    "country_question_weighted 0.380 (-0.040), 24 parse failures, 0 engine errors, 12.3 s")
+    assert line == ("domain 3 Family: 1452 items, accuracy 0.340 [0.280, 0.400], best baseline majority "
+                    "in country (weighted) 0.380 (-0.040), 24 parse failures, 0 engine errors, 12.3 s")
 
 
 def test_the_mcq_table_fits_120_columns() -> None:

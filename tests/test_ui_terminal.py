@@ -86,7 +86,7 @@ class Api:
 
 
 LINE_10 = ("domain 10 SocialNetworks: 5 items, accuracy 0.400 [no CI: n < 10], best baseline "
-           "majority_question 0.300 (+0.100), 0 parse failures, 0 engine errors")
+           "majority answer 0.300 (+0.100), 0 parse failures, 0 engine errors")
 LINE_12 = ("domain 12 Leisure: 5 items, INCOMPLETE, not a result (2 engine errors, first: HTTP 503), 0 parse "
            "failures, 2 engine errors")
 

@@ -23,18 +23,23 @@ BASELINE_LABELS = {
     "demographic_model": "Demographic model (a classifier on the persona attributes)",
 }
 WEIGHTED = " (survey-weighted)"
+# the same, short enough for a terminal line (the CLI's and `make demo`'s per-domain line, its table)
+BASELINE_SHORT = {"uniform": "uniform guess", "majority_question": "majority answer",
+                  "majority_country_question": "majority in country",
+                  "demographic_model": "demographic model"}
 VARIANT_LABELS = {"logprobs": "log-prob answers", "no_persona": "no persona (control)",
                   "shuffled": "options shuffled"}
 _TITLES = {d.name: d.display_name for d in DOMAINS}
 
 
-def baseline_label(name: str | None) -> str:
+def baseline_label(name: str | None, short: bool = False) -> str:
     """A baseline's name for people: "majority_country_question" -> "Majority answer in the
-    respondent's country"; ``_weighted`` ones say "(survey-weighted)"."""
+    respondent's country" (``short``: "majority in country"); ``_weighted`` ones say so."""
     if not name:
-        return "n/a"
+        return "n/a" if not short else "none"
     base, weighted = (name.removesuffix("_weighted"), name.endswith("_weighted"))
-    return BASELINE_LABELS.get(base, base.replace("_", " ")) + (WEIGHTED if weighted else "")
+    label = (BASELINE_SHORT if short else BASELINE_LABELS).get(base, base.replace("_", " "))
+    return label + ((" (weighted)" if short else WEIGHTED) if weighted else "")
 
 
 def domain_label(name: str) -> str:
