@@ -11,12 +11,13 @@ results) and the engine cache sends only the requests without an answer.
 from __future__ import annotations
 
 from prefect import flow
-from prefect.states import Failed, State
+from prefect.states import State
 from prefect.utilities.annotations import opaque
 
 from flows import failed as failed_state
 from socbench.config import RunConfig
 from socbench.domains import select_domains
+from socbench.errors import RunFailed
 from socbench.records import IsspOutcome
 from socbench.scoring import incomplete_reason
 from socbench.types import DomainResult
@@ -59,7 +60,7 @@ def finished(result: DomainResult) -> DomainResult | State:
     errors, first: <reason>"): Prefect shows the domain Failed and a Retry of the parent runs it
     again, while the parent still lists it in the summary as incomplete."""
     reason = incomplete_reason(result)
-    return result if reason is None else Failed(message=f"domain {result.domain_id}: {reason}", data=result)
+    return result if reason is None else failed_state(f"domain {result.domain_id}: {reason}", result)
 
 
 DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data
@@ -86,6 +87,7 @@ def run_domains(config: RunConfig) -> IsspOutcome | State:
         for domain in domains:
             state = issp_domain(domain.id, config, own_engine=False, return_state=True)
             result = state.result(raise_on_failure=False)
+            result = result.outcome if isinstance(result, RunFailed) else result
             if isinstance(result, DomainResult):
                 results.append(result)
             if not state.is_completed():
