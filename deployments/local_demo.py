@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 
-from socbench.processes import PrefectServer, cpu_defaults, free_port, start_group, stop_group
+from socbench.processes import PrefectServer, cpu_defaults, free_port, interruptible, start_group, stop_group
 from socbench.processes import prefect_api as api
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,6 +142,7 @@ def summary_table(url: str, run_id: str) -> list[str]:
 
 
 def main() -> int:
+    interruptible()
     (STATE / "tmp").mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = demo_env(port)

@@ -21,7 +21,7 @@ from pathlib import Path
 from local_demo import FINAL, STATE, demo_env
 from local_demo import api as call
 
-from socbench.processes import PrefectServer, free_port
+from socbench.processes import PrefectServer, free_port, interruptible
 
 
 def latest_run(api: str, flow: str = "issp") -> dict | None:
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     env = demo_env(port, args.state)
     (args.state / "tmp").mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _stop)
+    interruptible()
     with ExitStack() as stack:
         try:  # Ctrl-C while the server starts stops it too
             server = PrefectServer(env, port, args.state / "ui-server.log", grace_s=STOP_GRACE_S)

@@ -74,6 +74,13 @@ def answers(url: str, timeout_s: float = 2.0) -> bool:
         return False
 
 
+def interruptible() -> None:
+    """Ctrl-C raises KeyboardInterrupt here even if this process inherited SIGINT ignored: bash
+    ignores it for a script's background jobs and Python keeps an inherited ignore, so `make ui`
+    started from such a script sat through Ctrl-C on its own terminal (seen in a CI-like loop)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def start_group(args: list[str], env: MutableMapping[str, str] | None = None, log: Path | None = None,
                 cwd: Path | None = None, orphan_safe: bool = False) -> subprocess.Popen[Any]:
     """``args`` in a session (and process group) of its own, output to ``log`` (else discarded).

@@ -174,6 +174,9 @@ def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path, when:
     pid, master = pty.fork()
     if pid == 0:  # the child: session leader, the pty its controlling terminal
         os.chdir(ROOT)
+        # as a background job of a script starts it (bash ignores SIGINT there; an exec keeps the
+        # ignore): Ctrl-C on its own terminal must stop it all the same
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         os.execve(sys.executable, [*UI, "--state", str(served_state)], env)
     shown, status = [b""], None
 
