@@ -56,15 +56,16 @@ def modal_extraction(draws: Sequence[Extraction], samples: int) -> tuple[Extract
     failed = next((d for d in draws if d.engine_error is not None), None)
     if failed is not None:
         return failed, None
-    codes = [d.code for d in draws if d.code is not None]
+    every = tuple(d.code for d in draws)
+    codes = [code for code in every if code is not None]
     if not codes:
-        return draws[0], None
+        return replace(draws[0], draws=every), None
     counts = Counter(codes)
     top = max(counts.values())
     mode = next(code for code in codes if counts[code] == top)  # ties: the code drawn first
     chosen = next(d for d in draws if d.code == mode)
     shares = {code: n / len(codes) for code, n in counts.items()}
-    return replace(chosen, distribution=shares), top / samples
+    return replace(chosen, distribution=shares, draws=every), top / samples
 
 
 def fleiss_kappa(table: np.ndarray) -> float:

@@ -83,6 +83,7 @@ def score_item(item: Item, extraction: Extraction | None,
         groups=dict(groups or {}),
         engine_error=engine_error,
         raw_reply=extraction.raw_reply if extraction is not None else None,
+        draws=extraction.draws if extraction is not None else None,
     )
 
 

@@ -31,8 +31,7 @@ class Question:
 
 @dataclass(frozen=True)
 class Respondent:
-    """A real (or synthetic) person: attributes without missing-value labels, and answers.
-    ``country_code`` is None when the country name could not be mapped (kept and reported)."""
+    """A real or synthetic person: attributes (no missing labels), answers; country_code None: unmapped."""
     person_id: int
     country_name: str | None
     country_code: str | None
@@ -147,8 +146,7 @@ class LoglikelihoodResult:
 
 @dataclass(frozen=True)
 class Extraction:
-    """The code read from an answer, or None with the reason: ``failure`` (the reply could not be
-    read) or ``engine_error`` (no reply at all: not an answer; the domain is incomplete)."""
+    """The code of an answer, or None and why: ``failure`` (unreadable), ``engine_error`` (no reply)."""
     key: str
     code: Code | None
     failure: str | None = None
@@ -156,6 +154,7 @@ class Extraction:
     engine_error: str | None = None
     raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
     variant: Variant | None = None  # the request's variant, passed on for the reducer
+    draws: tuple[Code | None, ...] | None = None  # --samples K: every draw's code, in draw order
 
 
 @dataclass(frozen=True)
@@ -173,6 +172,7 @@ class ScoredItem:
     groups: dict[str, str] = field(default_factory=dict)  # persona attribute -> group (sex, age_group, ...)
     engine_error: str | None = None  # no reply (the engine failed): not a parse failure, not an answer
     raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
+    draws: tuple[Code | None, ...] | None = None  # --samples K: every draw's code (the long export's rows)
 
 
 @dataclass(frozen=True)

@@ -126,3 +126,8 @@ def test_draws_match_the_server(run_env: dict, tmp_path: Path) -> None:
     assert overall == pytest.approx(row["draw_agreement"])
     assert "## Repeated draws" in (out / "report" / "leaderboard.md").read_text()
     assert "Fleiss&#x27; kappa across draws" in (out / "report" / "report.html").read_text()  # and the report
+    socbench(run_env, "export", str(out / "fake-model"))  # the long export: one row per draw too
+    long = pd.read_csv(out / "fake-model" / "export" / "answers_long.csv")
+    drawn = long[long["row_kind"] == "draw"]
+    assert len(long[long["row_kind"] == "answer"]) == items and len(drawn) == items * 8
+    assert sorted(set(drawn["draw"])) == list(range(1, 9))

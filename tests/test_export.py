@@ -88,9 +88,15 @@ def test_long_export_equals_the_detailed_results(study: dict, run_env: dict, kin
     printed = socbench(run_env, "export", str(run), "--format", fmt).stdout
     path = run / "export" / f"answers_long.{fmt}"
     assert f"export: {path}" in printed and "note:" not in printed
-    frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
+    everything = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
+    frame = everything[everything["row_kind"] == "answer"]  # the items as scored
     details = detailed(run)["details"]
     assert len(frame) == len(details) > 0
+    variants = everything[everything["row_kind"] == "variant"]  # circular: every other order asked
+    jsonl = [json.loads(line) for f in run.glob("*_circular.jsonl") for line in f.read_text().splitlines()]
+    asked = [v for v in jsonl if v["pattern"] != v["origin"]]  # order_only: the origin is the item's prompt
+    assert bool(jsonl) == (kind == "circular") and len(variants) == len(asked)
+    assert variants["correct"].tolist() == [int(v["correct"]) for v in asked]
     source, _ = pyreadstat.read_sav(study["sav"], user_missing=True)
     for row, item in zip(frame.itertuples(), details):
         assert (str(row.person_id), row.question_id) == (str(item["person_id"]), item["question_id"])

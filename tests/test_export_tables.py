@@ -44,6 +44,33 @@ def test_long_table_of_a_detailed_file(tmp_path: Path) -> None:
     assert labels.columns["p_m9"] == "Model's probability of code -9"
 
 
+def test_draws_and_circular_variants_get_rows_of_their_own(tmp_path: Path) -> None:
+    """``row_kind`` answer rows are the detailed items as they are; a --samples item adds one row per
+    draw, a circular item one per variant it asked apart from its own prompt (answer mapped back)."""
+    drawn = {**DETAILS[0], "draws": ["1", "2", None]}
+    path = tmp_path / "Citizenship_detailed.json"
+    path.write_text(json.dumps({"domain": "Citizenship", "model": "m", "details": [drawn, DETAILS[1]],
+                                "questions": {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}}))
+    variants = [{"qid": "10000002:V5", "pattern": ["1", "2"], "shown": ["1", "2"], "origin": ["1", "2"],
+                 "gold": "2", "prediction": None, "parse_error": "no JSON object in the reply"},
+                {"qid": "10000002:V5", "pattern": ["2", "1"], "shown": ["2", "1"], "origin": ["1", "2"],
+                 "gold": "2", "prediction": "2"}]
+    (tmp_path / "Citizenship_circular.jsonl").write_text("".join(json.dumps(v) + "\n" for v in variants))
+    frame, _ = long_table([(read_domain(path), None)])
+    answers = frame[frame["row_kind"] == "answer"]
+    assert answers["model_code"].tolist()[0] == 1 and answers["model_code"].isna().tolist() == [False, True]
+    assert answers["correct"].tolist() == [1, 0] and answers["person_id"].tolist() == [10000001, 10000002]
+    draws = frame[frame["row_kind"] == "draw"]
+    assert draws["draw"].tolist() == [1, 2, 3] and draws["model_code"].tolist()[:2] == [1, 2]
+    assert draws["correct"].tolist() == [1, 0, 0]
+    assert draws["parse_error"].notna().tolist() == [False, False, True]
+    assert (draws["person_id"] == 10000001).all() and draws["p_1"].isna().all()
+    (variant,) = frame[frame["row_kind"] == "variant"].to_dict("records")
+    assert (variant["person_id"], variant["order"], variant["model_code"]) == (10000002, "2 1", 2)
+    assert variant["correct"] == 1
+    assert variant["model_label"] == "No" and variant["true_label"] == "No"
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_format_reads_back(tmp_path: Path, fmt: str) -> None:
     frame, labels = long_table([(_domain(tmp_path), None)])

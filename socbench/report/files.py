@@ -69,6 +69,8 @@ def detail_record(item: ScoredItem) -> dict[str, Any]:
     }
     if item.distribution is not None:
         record["option_distribution"] = item.distribution
+    if item.draws is not None:
+        record["draws"] = list(item.draws)
     return record
 
 

@@ -43,6 +43,7 @@ class DetailRecord(BaseModel):
     engine_error: str | None = None
     offered_codes: list[str] | None = None  # absent in files written before the report needed it
     option_distribution: dict[str, float] | None = None  # logprobs mode: each offered code's probability
+    draws: list[str | None] | None = None  # --samples K: every draw's code, in draw order
 
 
 class DetailedFile(BaseModel):
