@@ -165,3 +165,18 @@ def test_pack_lays_out_every_continuation_once_within_the_row_size():
         mask = row.mask()
         for i, parent in enumerate(row.parents):
             assert mask[i, i] and (parent < 0 or (mask[i] >= mask[parent]).all())
+
+
+@pytest.mark.slow  # loads the tiny model in transformers
+def test_draws_sample_with_their_seeds(engine):
+    """--samples K on transformers: draw k's requests are sampled after seeding with draw k's seed
+    (per batch: transformers has no per-request generator), so the same draws asked again give the
+    same texts, and the K draws of one prompt are not all the same."""
+    from socbench.draws import draw_prompts
+
+    prompts = [PromptRequest(item_id=f"d{i}", messages=persona("Who are you?", i),
+                             sampling=SamplingSettings(temperature=1.0, max_tokens=8)) for i in range(3)]
+    draws = draw_prompts(prompts, 4, 7)
+    texts = [r.text for r in engine.generate(draws)]
+    assert None not in texts and all(len(set(texts[i:i + 4])) > 1 for i in (0, 4, 8))
+    assert [r.text for r in engine.generate(draws)] == texts

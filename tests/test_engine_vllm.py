@@ -136,6 +136,21 @@ def test_generate_one_result_per_request_in_order(engine):
 
 
 @pytest.mark.slow  # starts vLLM in-process on the tiny model
+def test_draws_are_seeded_per_request(engine):
+    """--samples K in-process: each draw has its own seed, so a draw asked again (alone or in another
+    batch) gives the same text, and the K draws of one prompt are not all the same."""
+    from socbench.draws import draw_prompts
+
+    prompts = [PromptRequest(item_id=f"d{i}", messages=persona(f"Question {i}?", i),
+                             sampling=SamplingSettings(temperature=1.0, max_tokens=8)) for i in range(2)]
+    draws = draw_prompts(prompts, 4, 7)
+    texts = [r.text for r in engine.generate(draws)]
+    assert None not in texts and len(set(texts[:4])) > 1 and len(set(texts[4:])) > 1
+    assert [r.text for r in engine.generate(draws[::-1])] == texts[::-1]
+    assert engine.generate([draws[5]])[0].text == texts[5]
+
+
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
 def test_bad_requests_fail_alone(engine):
     ok = PromptRequest(item_id="raw", messages=(Message("user", "Question: 2+2?\nAnswer:"),), chat=False,
                        sampling=SamplingSettings(max_tokens=3))

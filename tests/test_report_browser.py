@@ -19,6 +19,7 @@ import json
 import random
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pytest
@@ -115,6 +116,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> dict:
     make_run(out, TWIN, 0.3, seed=2)
     make_run(out, STUCK, 0.0, seed=3, stuck=True)
     make_run(out, GOOD, 0.5, seed=4, run=CONTROL)
+    # a run with a file as `socbench export` leaves it
+    (out / CONTROL / "export").mkdir()
+    (out / CONTROL / "export" / "answers_long.csv").write_text("domain,person_id\n")
     site = out / "site"
     paths = write_report(out, site)
     with browser(tmp_path_factory.mktemp("chromium"), height=3000) as chromium:
@@ -123,12 +127,14 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> dict:
         sections = chromium.driver.execute_script(  # every run's domains, as a reader sees them unfolded
             "document.querySelectorAll('details').forEach(d => d.open = true);"
             "return [...document.querySelectorAll('section.domain')].map(s => s.innerText);")
+        links = chromium.driver.execute_script(  # as the browser resolves them
+            "return [...document.querySelectorAll('#exports ~ ul a')].map(a => [a.innerText, a.href]);")
     parser = Tables()
     parser.feed(dom)
     with (site / "leaderboard.csv").open() as handle:
         csv_rows = {(r["run"], r["domain"]): r for r in csv.DictReader(handle)}
     return {"out": out, "dom": dom, "tables": parser.tables, "images": parser.images, "shot": shot,
-            "csv": csv_rows, "paths": paths, "sections": sections}
+            "csv": csv_rows, "paths": paths, "sections": sections, "links": links}
 
 
 def details(out: Path, run: str) -> dict[str, dict]:
@@ -255,3 +261,10 @@ def test_each_domain_section_opens_with_its_lead_line(page: dict) -> None:
             assert lines[title][0] == lead
     persona = visible_text(page["dom"]).split("Did the persona help?", 1)[1]
     assert f"org_Good-1.7B against its run without persona ({CONTROL}): " in persona
+
+
+def test_the_report_links_each_run_s_exported_answers(page: dict) -> None:
+    """A run with ``socbench export`` files gets a link to each, and each link opens that file."""
+    (name, href), = page["links"]
+    assert name == "answers_long.csv"
+    assert Path(unquote(urlparse(href).path)) == page["out"] / CONTROL / "export" / "answers_long.csv"

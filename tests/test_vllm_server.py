@@ -212,6 +212,22 @@ def test_zero_progress_run_then_a_healthy_rerun_answers_every_item(tiny_model, r
         assert not server.group_alive()
 
 
+def test_draws_over_vllm_s_server(tiny_server, run_env, demo_data, tmp_path):
+    """--samples K against vLLM's server: each draw is a request with its own seed; every item keeps
+    its K draws, and a rerun with a larger K sends only the new draws (and the preflight probe)."""
+    args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path / "out", 2, "--temperature", "1")
+    first = socbench([*args, "--samples", "3"], run_env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    details = read(tmp_path / "out", "tiny")["details"]
+    assert details and all(len(d["draws"]) == 3 for d in details)
+    before = tiny_server.requests()
+    more = socbench([*args, "--samples", "4"], run_env)
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert tiny_server.requests() - before == len(details) + PROBE
+    metrics = read(tmp_path / "out", "tiny", "metrics")["metrics"]
+    assert metrics["samples"] == 4 and 0.25 <= metrics["draw_agreement"] <= 1
+
+
 def test_fully_cached_run_rescores_with_the_server_stopped(tiny_server, run_env, demo_data, tmp_path):
     """Issue 21, seen 11: rescoring a finished API run needs no server; one line says so."""
     args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path / "out", 2)
