@@ -1,7 +1,8 @@
 """Issue 15, row 1: ARC-Easy test CP, socbench (`socbench mcq --method cp`) vs lm-evaluation-harness.
 
 Both sides end to end (a fresh process each, model load included), the embedded
-SmolLM2-135M-Instruct in bf16, the same items (socbench's packaged ARC-Easy test, written to a
+SmolLM2-135M-Instruct in one dtype on both sides (``--dtype``, default the host's: bf16 on a GPU or a
+CPU that computes it, fp32 elsewhere), the same items (socbench's packaged ARC-Easy test, written to a
 JSONL for an lm-eval task with arc_easy's prompt). The sides alternate, ``--repeats`` times
 each, after one untimed warm-up of each (dataset caches, Prefect's database); the load average
 is recorded after every pass. The check is per item: lm-eval's own per-option log-likelihoods
@@ -24,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from bench import common
+from socbench.engines.settings import cuda_available, default_dtype
 
 TASK_YAML = """task: arc_easy_socbench
 dataset_path: json
@@ -41,7 +43,8 @@ metric_list:
 """
 
 
-def socbench_pass(limit: int | None, out: Path, api_type: str, env: dict[str, str]) -> tuple[float, dict]:
+def socbench_pass(limit: int | None, out: Path, api_type: str, dtype: str,
+                  env: dict[str, str]) -> tuple[float, dict]:
     cmd = [
         common.PY,
         "-m",
@@ -57,6 +60,8 @@ def socbench_pass(limit: int | None, out: Path, api_type: str, env: dict[str, st
         "smollm2-135m-instruct",
         "--output_dir",
         str(out),
+        "--engine",
+        json.dumps({"dtype": dtype}),
     ]
     if limit:
         cmd += ["--limit", str(limit)]
@@ -99,7 +104,8 @@ def lmeval_task(limit: int | None, work: Path) -> list[str]:
     return [r["id"] for r in rows]
 
 
-def lmeval_pass(venv: Path, work: Path, out: Path, batch: int, env: dict[str, str]) -> tuple[float, dict]:
+def lmeval_pass(venv: Path, work: Path, out: Path, batch: int, dtype: str,
+                env: dict[str, str]) -> tuple[float, dict]:
     from socbench.models import resolve_model
 
     model = resolve_model("smollm2-135m-instruct").path
@@ -108,7 +114,7 @@ def lmeval_pass(venv: Path, work: Path, out: Path, batch: int, env: dict[str, st
         "--model",
         "hf",
         "--model_args",
-        f"pretrained={model},dtype=bfloat16",
+        f"pretrained={model},dtype={dtype}",
         "--tasks",
         "arc_easy_socbench",
         "--include_path",
@@ -138,7 +144,7 @@ def lmeval_pass(venv: Path, work: Path, out: Path, batch: int, env: dict[str, st
 
 
 def compare(ours: dict, theirs: dict) -> dict:
-    """Per item: the same CP-RAW choice? how far apart are the per-option log-likelihoods (bf16)?"""
+    """Per item: the same CP-RAW choice? how far apart are the per-option log-likelihoods?"""
     same = diffs = 0
     worst = 0.0
     for item, lls in theirs["loglikelihoods"].items():
@@ -164,6 +170,7 @@ def main() -> None:
     p.add_argument("--api_type", default="auto", help="socbench backend (auto, hf, vllm)")
     p.add_argument("--lmeval_venv", default="/tmp/lmeval")
     p.add_argument("--lmeval_batch", type=int, default=16)
+    p.add_argument("--dtype", default=default_dtype(cuda_available()), help="both sides (default: host's)")
     args = p.parse_args()
     common.setup_env(prefect=True)
     limit = (100 if args.quick else args.limit) or None
@@ -175,9 +182,10 @@ def main() -> None:
         lmeval_task(limit, work)
     ours_runs, theirs_runs = [], []
     for n in range(args.repeats + 1):  # pass 0 of each side is the untimed warm-up
-        ours_runs.append(socbench_pass(limit, work / f"socbench-{n}", args.api_type, env))
+        ours_runs.append(socbench_pass(limit, work / f"socbench-{n}", args.api_type, args.dtype, env))
         if have_lmeval:
-            theirs_runs.append(lmeval_pass(venv, work, work / f"lmeval-{n}", args.lmeval_batch, env))
+            lmeval_out = work / f"lmeval-{n}"
+            theirs_runs.append(lmeval_pass(venv, work, lmeval_out, args.lmeval_batch, args.dtype, env))
         print(
             f"pass {n}: socbench {ours_runs[-1][0]:.1f} s"
             + (f", lm-eval {theirs_runs[-1][0]:.1f} s" if have_lmeval else "")
@@ -195,6 +203,7 @@ def main() -> None:
         "backend": ours_runs[-1][1]["backend"],
         "accuracy": ours_runs[-1][1]["accuracy"],
         "repeats": args.repeats,
+        "dtype": args.dtype,
     }
     if not have_lmeval:
         figures["lmeval_s"] = f"not measured (no side venv at {venv})"

@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.reference import chat_ids, check_raw_prompt_letters, reference
 from socbench.engines import settings as engine_settings
-from socbench.engines.settings import VllmSettings, cpu_bf16, vllm_cpu_threads
+from socbench.engines.settings import HfSettings, VllmSettings, cpu_bf16, vllm_cpu_threads
 from socbench.errors import ConfigError
 from socbench.models import ResolvedModel, resolve_model
 from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
@@ -54,6 +54,9 @@ def test_cpu_dtype_follows_the_cpus_bf16_support(monkeypatch, native: bool, dtyp
     monkeypatch.setattr(engine_settings, "cpu_bf16", lambda: native)
     assert VllmSettings.for_host(cuda=False).dtype == dtype
     assert VllmSettings.for_host(cuda=True).dtype == "auto"
+    assert HfSettings(device="cpu").dtype == dtype  # transformers too: bf16 there was 8x slower here
+    assert HfSettings(device="cuda").dtype == "bfloat16"
+    assert HfSettings.from_options({"dtype": "float16", "device": "cpu"}).dtype == "float16"
 
 
 def test_cpu_defaults_and_gpu_defaults():

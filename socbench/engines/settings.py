@@ -59,6 +59,11 @@ def cpu_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+def default_dtype(cuda: bool) -> str:
+    """bf16 on a GPU and on a CPU that computes it; fp32 elsewhere (bf16 measured 4-8x slower there)."""
+    return "bfloat16" if cuda or cpu_bf16() else "float32"
+
+
 def host_defaults(cuda: bool) -> dict[str, Any]:
     """Defaults that differ on a CPU host (each measured there); a CUDA host keeps vLLM's usual values."""
     if cuda:
@@ -66,7 +71,7 @@ def host_defaults(cuda: bool) -> dict[str, Any]:
     return {
         "enforce_eager": True,  # torch.compile costs 34-78 s on CPU
         "in_process": True,  # start-up 3-5 s instead of 16-25 s
-        "dtype": "bfloat16" if cpu_bf16() else "float32",
+        "dtype": default_dtype(cuda=False),
         # a per-request seed + chunked prefill crashed the CPU engine; a large budget avoids it
         "max_num_batched_tokens": 16384,
         # prefix-cache granularity: with vLLM's CPU default (128) a ~120-token persona prompt
@@ -187,12 +192,22 @@ class HfSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    dtype: DType = "bfloat16"
+    dtype: DType = "bfloat16"  # the validator below sets the host's when none is given
     batch_size: int = 16
     device: str = "auto"
     torch_threads: int | None = None  # None: cores - 1 on a CPU device (cpu_compute_threads), torch's on GPU
     pack_tokens: int = 256  # tokens per packed scoring row (contexts + continuations, see engines/_packed)
     pack_rows: int = 4  # packed rows per scoring forward pass
+
+    @model_validator(mode="before")
+    @classmethod
+    def _host_dtype(cls, values: Any) -> Any:
+        """No dtype given: the host's (``default_dtype``) for the device the model will run on."""
+        if isinstance(values, dict) and "dtype" not in values:
+            device = values.get("device", "auto")
+            cuda = cuda_available() if device == "auto" else str(device).startswith("cuda")
+            values = {**values, "dtype": default_dtype(cuda)}
+        return values
 
     @field_validator("batch_size", "pack_tokens", "pack_rows")
     @classmethod
