@@ -77,29 +77,29 @@ def domain_long(domain: DomainRun, source: DomainSource | None) -> pd.DataFrame:
             "weight": person.weight if person else None, "question_id": item.question_id,
             "variable": names.get(item.question_id, item.question_id),
             "true_code": item.true_answer, "true_label": options.get(str(item.true_answer)),
-            **_answer(item.llm_answer, item.true_answer, options), "correct": int(item.correct),
+            **_answer(item.llm_answer, options), "correct": int(item.correct),
             "parse_error": item.parse_error, "engine_error": item.engine_error,
             **{probability_column(code): p for code, p in (item.option_distribution or {}).items()},
         }
         rows.append(row)
         by_item[f"{item.person_id}:{item.question_id}"] = row
-        extra += [{**_base(row), "row_kind": "draw", "draw": k, **_answer(code, item.true_answer, options),
+        extra += [{**_base(row), "row_kind": "draw", "draw": k, **_answer(code, options),
+                   "correct": int(code is not None and str(code) == str(item.true_answer)),
                    "parse_error": None if code is not None else "no readable code in this draw"}
                   for k, code in enumerate(item.draws or (), start=1)]
     for variant in circular_variants(domain):
         base = by_item.get(variant.qid)
         if base is not None and variant.request_id != variant.qid:  # else it was the item's own prompt
             options = labels.get(base["question_id"], {})
-            answer = _answer(variant.to_original(variant.prediction), base["true_code"], options)
+            answer = _answer(variant.to_original(variant.prediction), options)
             extra.append({**_base(base), "row_kind": "variant", "order": " ".join(variant.pattern),
                           **answer, "correct": int(variant.correct), "parse_error": variant.parse_error})
     rows += extra
     return pd.DataFrame(rows, columns=list(LONG_LABELS)) if not rows else pd.DataFrame(rows)
 
 
-def _answer(code: str | None, true_code: str | None, options: dict[str, str]) -> dict:
-    return {"model_code": code, "model_label": options.get(str(code)) if code is not None else None,
-            "correct": int(code is not None and str(code) == str(true_code))}
+def _answer(code: str | None, options: dict[str, str]) -> dict:
+    return {"model_code": code, "model_label": options.get(str(code)) if code is not None else None}
 
 
 def _base(row: dict) -> dict:
