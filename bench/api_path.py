@@ -30,9 +30,9 @@ def domain_prompts(data_dir: Path, url: str) -> list:
     """Every domain's prompts, built by the flow's stage bodies (as the CLI run builds them)."""
     from socbench.config import make_config
     from socbench.domains import select_domains
-    from tasks.build_prompts import build_prompts
-    from tasks.country_special_options import country_special_options
-    from tasks.load_data import load_data
+    from socbench.tasks.build_prompts import build_prompts
+    from socbench.tasks.country_special_options import country_special_options
+    from socbench.tasks.load_data import load_data
 
     config = make_config(data_dir=str(data_dir), api_type="openai", api_base=url, model="fake-model")
     prompts = []
@@ -59,7 +59,7 @@ def request_phase(url: str, prompts: list) -> int:
 
 def cli_run(url: str, data_dir: Path, out: Path) -> dict:
     """(c)/(d): ``socbench issp`` in a fresh process; wall seconds (Python's start included)."""
-    command = [common.PY, "-m", "cli", "issp", "--api_type", "openai", "--api_base", url, "--model",
+    command = [common.PY, "-m", "socbench.cli", "issp", "--api_type", "openai", "--api_base", url, "--model",
                "fake-model", "--concurrent_requests", str(CONCURRENCY), "--data_dir", str(data_dir),
                "--output_dir", str(out)]
     seconds, proc, load = common.timed(lambda: subprocess.run(command, cwd=common.ROOT, capture_output=True,

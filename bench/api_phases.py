@@ -38,21 +38,21 @@ def around(owner, name: str, label: str) -> None:
 
 
 def hook_flow() -> None:
-    import tasks.report
+    import socbench.tasks.report
     from socbench.processes import PrefectServer
 
     around(PrefectServer, "wait", "api wait")
     around(PrefectServer, "stop", "api stop")
-    around(tasks.report.report_run, "fn", "report_run")
+    around(socbench.tasks.report.report_run, "fn", "report_run")
     for stage in STAGES:
-        around(getattr(importlib.import_module(f"tasks.{stage}"), stage), "fn", stage)
+        around(getattr(importlib.import_module(f"socbench.tasks.{stage}"), stage), "fn", stage)
 
 
 class FlowImportHook:
     """Imports ``flows.issp`` with marks around it, then puts the other hooks in."""
 
     def find_spec(self, name, path, target=None):
-        if name != "flows.issp":
+        if name != "socbench.flows.issp":
             return None
         sys.meta_path.remove(self)
         mark("import flows.issp begin")
@@ -63,11 +63,11 @@ class FlowImportHook:
 
 
 def main() -> None:
-    import cli.prefect_api as api
+    import socbench.cli.prefect_api as api
 
     around(api, "spawn_early", "spawn API")
     sys.meta_path.insert(0, FlowImportHook())
-    from cli import main as cli_main
+    from socbench.cli import main as cli_main
 
     sys.argv = ["socbench", *sys.argv[1:]]
     try:

@@ -103,7 +103,7 @@ def synth_data(respondents: int, domain: str = "all", issp: Path | None = None) 
     ``issp``: a folder with the real question sets (``qa/``) and codebooks (``codebooks/``)."""
     out = Path(tempfile.mkdtemp(prefix="bench-data-")) / "Dataset_all"
     real = ["--qa_dir", str(issp / "qa"), "--codebook_dir", str(issp / "codebooks")] if issp else []
-    subprocess.run([PY, "-m", "cli", "data", "synth", "--out", str(out), "--respondents",
+    subprocess.run([PY, "-m", "socbench.cli", "data", "synth", "--out", str(out), "--respondents",
                     str(respondents), "--domain_id", domain, *real], check=True, cwd=ROOT,
                    stdout=subprocess.DEVNULL)
     return out

@@ -74,7 +74,7 @@ def run_all(repo: Path, out: Path) -> dict[str, Any]:
             domains = DOMAINS if argv[0] == "issp" else [None]
             for domain in domains:
                 extra = [a.format(domain=domain) for a in ISSP] if domain else []
-                cmd = [sys.executable, "-m", "cli", *argv, *engine, *extra]
+                cmd = [sys.executable, "-m", "socbench.cli", *argv, *engine, *extra]
                 started = time.monotonic()
                 proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
                 print(f"{name} {domain or ''}: rc {proc.returncode}, {time.monotonic() - started:.0f} s",

@@ -22,11 +22,11 @@ from bench import common
 def direct(config, domain_id: int) -> None:
     from socbench.engines.session import get_engine, run_prompts
     from socbench.report import write_scored_domain
-    from tasks.build_prompts import build_prompts
-    from tasks.country_special_options import country_special_options
-    from tasks.extract import extract
-    from tasks.load_data import load_data
-    from tasks.score import score
+    from socbench.tasks.build_prompts import build_prompts
+    from socbench.tasks.country_special_options import country_special_options
+    from socbench.tasks.extract import extract
+    from socbench.tasks.load_data import load_data
+    from socbench.tasks.score import score
 
     data = load_data.fn(domain_id, config)
     items = country_special_options.fn(data)
@@ -37,9 +37,9 @@ def direct(config, domain_id: int) -> None:
 
 
 def overhead(domains: list[int], data_dir: str) -> list[dict]:
-    from flows.issp import issp_domain
     from socbench.config import make_config
     from socbench.engines.session import close_engines
+    from socbench.flows.issp import issp_domain
     from tests.support.fake_openai import FakeOpenAIServer
 
     def config(tag: str):
@@ -64,9 +64,9 @@ def overhead(domains: list[int], data_dir: str) -> list[dict]:
 def child(kind: str, out: str, data_dir: str, model: str) -> None:
     """One ``issp`` run in this fresh process; prints its wall time and whether vLLM was imported."""
     start = time.perf_counter()
-    from flows import run_inprocess
-    from flows.issp import issp
     from socbench.config import make_config
+    from socbench.flows import run_inprocess
+    from socbench.flows.issp import issp
 
     config = make_config(data_dir=data_dir, output_dir=out, api_type="vllm", model=model, max_tokens=16)
     flow_start = time.perf_counter()

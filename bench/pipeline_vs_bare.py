@@ -22,11 +22,11 @@ from bench import common
 def stages(config, engine, domain_id: int):
     """The flow's stage bodies without Prefect (task.fn); returns (n prompts, domain result)."""
     from socbench.engines.session import run_prompts
-    from tasks.build_prompts import build_prompts
-    from tasks.country_special_options import country_special_options
-    from tasks.extract import extract
-    from tasks.load_data import load_data
-    from tasks.score import score
+    from socbench.tasks.build_prompts import build_prompts
+    from socbench.tasks.country_special_options import country_special_options
+    from socbench.tasks.extract import extract
+    from socbench.tasks.load_data import load_data
+    from socbench.tasks.score import score
 
     data = load_data.fn(domain_id, config)
     items = country_special_options.fn(data)
@@ -81,9 +81,9 @@ def one_mode(
     inner = engine.backend
     llm, tok = inner._engine(), inner.tokenizer  # start-up is not part of either figure
     try:
-        from tasks.build_prompts import build_prompts
-        from tasks.country_special_options import country_special_options
-        from tasks.load_data import load_data
+        from socbench.tasks.build_prompts import build_prompts
+        from socbench.tasks.country_special_options import country_special_options
+        from socbench.tasks.load_data import load_data
 
         data = load_data.fn(domain_id, config)
         prompts = build_prompts.fn(data, country_special_options.fn(data), config)
@@ -190,9 +190,9 @@ def main() -> None:
 def probe_prompts(data_dir: Path, domain_id: int) -> int:
     """Prompts per domain for this data (to size the respondents for the target count)."""
     from socbench.config import make_config
-    from tasks.build_prompts import build_prompts
-    from tasks.country_special_options import country_special_options
-    from tasks.load_data import load_data
+    from socbench.tasks.build_prompts import build_prompts
+    from socbench.tasks.country_special_options import country_special_options
+    from socbench.tasks.load_data import load_data
 
     config = make_config(data_dir=str(data_dir), domain_id=domain_id)
     data = load_data.fn(domain_id, config)

@@ -30,7 +30,7 @@ from socbench.processes import prefect_server
 def child_start(model: str, out: str) -> None:
     """In this fresh process: imports, engine start and one domain (prints one JSON line)."""
     began = time.perf_counter()
-    import flows.sweep  # noqa: F401 - what a deployment run imports first
+    import socbench.flows.sweep  # noqa: F401 - what a deployment run imports first
     from socbench.config import make_config
     from socbench.engines.session import get_engine
 

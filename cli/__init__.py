@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from cli.interrupt import exit_interrupted, interruptible
+from socbench.cli.interrupt import exit_interrupted, interruptible
 from socbench.errors import SocbenchError
 
 # subcommand name -> module under cli (imported when the parser is built; each is light)
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser,
                                 metavar="{" + ",".join(_COMMANDS) + "}")
     for name in _COMMANDS:
-        importlib.import_module(f"cli.{name}").register(sub)
+        importlib.import_module(f"socbench.cli.{name}").register(sub)
     return parser
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli import data_import, data_synth, data_validate
+from socbench.cli import data_import, data_synth, data_validate
 
 
 def register(sub: argparse._SubParsersAction) -> None:

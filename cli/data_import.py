@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cli.flags import flag, non_negative_int
+from socbench.cli.flags import flag, non_negative_int
 from socbench.errors import ConfigError
 
 DESCRIPTION = (

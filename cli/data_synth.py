@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli.flags import flag, non_negative_int
+from socbench.cli.flags import flag, non_negative_int
 from socbench.errors import ConfigError
 
 SYNTH_SEED = 20261122

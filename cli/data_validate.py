@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from cli.flags import flag, positive_int
+from socbench.cli.flags import flag, positive_int
 from socbench.data.import_safety import mixed_sources
 from socbench.data.loaders import dataset_root, load_domain, sample_dir
 from socbench.data.options import INVALID_CODE, build_items, exclusions_by_question, summarize_items

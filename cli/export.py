@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.flags import flag
+from socbench.cli.flags import flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:

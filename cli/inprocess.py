@@ -71,12 +71,12 @@ def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = No
     """The flow ``flows.<name>.<name>`` run in this process on socbench's own Prefect API, progress shown;
     the API's server is spawned first, and the flow's imports and ``meanwhile`` run while it starts."""
     quiet_libraries()
-    from cli.prefect_api import prefect_api, spawn_early
+    from socbench.cli.prefect_api import prefect_api, spawn_early
 
     server = spawn_early()
     from socbench.progress import listening
 
-    module = f"flows.{name}"
+    module = f"socbench.flows.{name}"
 
     def imports_then_meanwhile() -> None:
         importlib.import_module(module)
@@ -84,6 +84,6 @@ def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = No
             meanwhile()
 
     with prefect_api(imports_then_meanwhile, server), listening(ConsoleProgress()):
-        from flows import run_inprocess
+        from socbench.flows import run_inprocess
 
         return run_inprocess(getattr(importlib.import_module(module), name), config)

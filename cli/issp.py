@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cli.flags import add_config_flags, config_from_args
+from socbench.cli.flags import add_config_flags, config_from_args
 from socbench.config import RunConfig
 
 
@@ -21,14 +21,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                         "process. `socbench issp prompts --help`: print prompts instead.")
     add_config_flags(parser, RunConfig)
     parser.set_defaults(handler=run)
-    from cli.issp_prompts import register_prompts
+    from socbench.cli.issp_prompts import register_prompts
 
     register_prompts(sub)
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(RunConfig, args)
-    from cli.inprocess import quiet_libraries, run_flow
+    from socbench.cli.inprocess import quiet_libraries, run_flow
 
     quiet_libraries()
     from socbench.preflight import check_run

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from cli.flags import add_config_flags, config_from_args, flag, positive_int
+from socbench.cli.flags import add_config_flags, config_from_args, flag, positive_int
 from socbench.config import RunConfig
 from socbench.types import Item, PromptRequest
 

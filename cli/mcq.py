@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cli.flags import add_config_flags, config_from_args
+from socbench.cli.flags import add_config_flags, config_from_args
 from socbench.mcq.config import McqConfig
 from socbench.types import McqData
 
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.inprocess import quiet_libraries, run_flow
+    from socbench.cli.inprocess import quiet_libraries, run_flow
 
     quiet_libraries()
     from socbench.preflight import check_mcq

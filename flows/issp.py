@@ -14,23 +14,23 @@ from prefect import flow
 from prefect.states import State
 from prefect.utilities.annotations import opaque
 
-from flows import failed as failed_state
 from socbench.config import RunConfig
 from socbench.domains import select_domains
 from socbench.errors import RunFailed
+from socbench.flows import failed as failed_state
 from socbench.records import IsspOutcome
 from socbench.scoring import incomplete_reason
+from socbench.tasks.build_prompts import build_prompts
+from socbench.tasks.country_special_options import country_special_options
+from socbench.tasks.export import export
+from socbench.tasks.extract import extract
+from socbench.tasks.load_data import load_data
+from socbench.tasks.report import report, report_run
+from socbench.tasks.score import score
+from socbench.tasks.secrets import with_secret_key
+from socbench.tasks.teardown import teardown_safely
+from socbench.tasks.vllm_generate import vllm_generate
 from socbench.types import DomainResult
-from tasks.build_prompts import build_prompts
-from tasks.country_special_options import country_special_options
-from tasks.export import export
-from tasks.extract import extract
-from tasks.load_data import load_data
-from tasks.report import report, report_run
-from tasks.score import score
-from tasks.secrets import with_secret_key
-from tasks.teardown import teardown_safely
-from tasks.vllm_generate import vllm_generate
 
 
 @flow(name="issp-domain", persist_result=True, flow_run_name="issp-domain-{domain_id}")

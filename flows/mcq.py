@@ -15,17 +15,17 @@ from functools import partial
 from prefect import flow
 from prefect.states import State
 
-from flows import failed as failed_state
+from socbench.flows import failed as failed_state
 from socbench.mcq import ask_engine, request_count
 from socbench.mcq.config import McqConfig
 from socbench.records import McqOutcome
-from tasks.mcq_load import mcq_load
-from tasks.mcq_prompts import mcq_prompts
-from tasks.mcq_report import mcq_report
-from tasks.mcq_score import mcq_score
-from tasks.secrets import with_secret_key
-from tasks.teardown import teardown_safely
-from tasks.vllm_generate import vllm_generate
+from socbench.tasks.mcq_load import mcq_load
+from socbench.tasks.mcq_prompts import mcq_prompts
+from socbench.tasks.mcq_report import mcq_report
+from socbench.tasks.mcq_score import mcq_score
+from socbench.tasks.secrets import with_secret_key
+from socbench.tasks.teardown import teardown_safely
+from socbench.tasks.vllm_generate import vllm_generate
 
 mcq_engine = vllm_generate.with_options(name="mcq_engine")  # the one engine task, under MCQ's stage name
 

@@ -17,18 +17,18 @@ from uuid import UUID
 from prefect import flow
 from prefect.states import State
 
-from flows import failed as failed_state
-from flows.issp import DEFAULT_CONFIG, issp_domain
 from socbench.config import RunConfig
 from socbench.domains import select_domains
+from socbench.flows import failed as failed_state
+from socbench.flows.issp import DEFAULT_CONFIG, issp_domain
 from socbench.records import SweepOutcome
 from socbench.sweep import SweepConfig, failure_text
-from tasks.dispatch import dispatch_units, sweep_state, wait_for_runs
-from tasks.engine_slot import engine_slot
-from tasks.export import export
-from tasks.secrets import with_secret_key
-from tasks.sweep_report import report_sweep
-from tasks.teardown import teardown_safely
+from socbench.tasks.dispatch import dispatch_units, sweep_state, wait_for_runs
+from socbench.tasks.engine_slot import engine_slot
+from socbench.tasks.export import export
+from socbench.tasks.secrets import with_secret_key
+from socbench.tasks.sweep_report import report_sweep
+from socbench.tasks.teardown import teardown_safely
 
 
 @flow(name="issp-domains", persist_result=True)

@@ -31,8 +31,13 @@ from socbench.types import CircularSettings, SamplingSettings
 
 EXPORT_FORMATS = ("csv", "parquet", "dta", "sav")  # socbench export / --export
 ExportFormat = Literal["csv", "parquet", "dta", "sav"]
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEMO_DATA_DIR = PROJECT_ROOT / "data" / "demo" / "Dataset_all"
+
+
+def demo_data_dir() -> Path:
+    """The synthetic demo data: the checkout's ``data/demo``, installed as ``socbench._demo``."""
+    import socbench._demo
+
+    return Path(next(iter(socbench._demo.__path__))) / "Dataset_all"
 
 
 @dataclass(frozen=True)
@@ -230,7 +235,7 @@ class RunConfig(EngineRun):
     def dataset_dir(self) -> Path:
         """``data_dir``, or the demo data (kept None in the record, so no path of this machine
         becomes a deployment's default)."""
-        return self.data_dir or DEMO_DATA_DIR
+        return self.data_dir or demo_data_dir()
 
     def data_record(self) -> dict[str, Any]:
         """Which respondents the run read, as ``summary.json`` records it (``socbench export``)."""

@@ -16,7 +16,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from socbench.engines.session import get_engine, run_prompts
-from tasks.progress import RequestProgress
+from socbench.tasks.progress import RequestProgress
 
 Work = TypeVar("Work")
 Answers = TypeVar("Answers")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from socbench.report.files import write_scored_domain
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import CircularSettings, DomainData, EngineResult, Item, Question, Respondent
+from support import CLI
 from support.fake_openai import FakeOpenAIServer
 
 V5 = Question("V5", "How important is it to vote?",
@@ -144,7 +144,7 @@ def test_cli_relabel_writes_labelled_files(tmp_path: Path, demo_data: Path) -> N
         args = ["issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
                 "--data_dir", str(demo_data), "--domain_id", "1", "--interview_count", "3",
                 "--output_dir", str(out), "--circular", "circular", "--circular_labels", "relabel"]
-        done = subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env,
+        done = subprocess.run([*CLI, *args], capture_output=True, text=True, env=env,
                               timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     folder = out / "fake-model"
@@ -153,7 +153,7 @@ def test_cli_relabel_writes_labelled_files(tmp_path: Path, demo_data: Path) -> N
     assert payload["metrics"]["perf_circular"] == 0.0 and payload["questions"]["circular"] > 0
     assert (folder / "circular_relabel_summary.md").read_text().count("relabelled") >= 1
     assert not (folder / "Citizenship_circular_metrics.json").exists()
-    bad = subprocess.run([sys.executable, "-m", "cli", "issp", "--circular_labels", "relabel"],
+    bad = subprocess.run([*CLI, "issp", "--circular_labels", "relabel"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "--circular_labels relabel applies only with --circular" in bad.stderr
 

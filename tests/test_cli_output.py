@@ -13,11 +13,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
 from socbench.report.labels import baseline_label
+from support import CLI
 from support.processes import processes_with_env
 from tests.conftest import ROOT
 
@@ -37,7 +37,7 @@ def test_per_domain_lines_on_stderr_and_only_the_table_and_paths_on_stdout(tiny_
            if not k.startswith("PREFECT_API_") and k not in OFFLINE_DEFAULTS}
     env.update(PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
                PREFECT_RESULTS_LOCAL_STORAGE_PATH=str(home / "results"))
-    run = subprocess.run([sys.executable, "-m", "cli", "issp", "--model", str(tiny_model), "--engine",
+    run = subprocess.run([*CLI, "issp", "--model", str(tiny_model), "--engine",
                           '{"dtype": "float32"}', "--data_dir", str(demo_data), "--domain_id", "all",
                           "--start_domain_id", "10", "--interview_count", "5", "--output_dir", str(out)],
                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cli import main
 from fixtures.data_layer.issp_dataset import FAMILY_EXPECTED, NATID_EXPECTED, write_dataset
+from socbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / ".venv" / "bin" / "socbench"

@@ -11,20 +11,20 @@ import json
 import logging
 import resource
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from cli import build_parser, main
-from cli.flags import config_from_args
+from socbench.cli import build_parser, main
+from socbench.cli.flags import config_from_args
 from socbench.config import RunConfig, make_config, settings_of
 from socbench.engines import session
 from socbench.engines.settings import EngineSettings, VllmSettings
 from socbench.engines.vllm_args import _warn_removed, vllm_arguments
 from socbench.errors import ConfigError
 from socbench.mcq.config import McqConfig, make_mcq_config
+from support import CLI
 from tests.conftest import ROOT
 
 # the original system's AsyncEngineArgs block, pasted as it is
@@ -86,8 +86,8 @@ def test_one_engine_record_for_issp_and_mcq_and_the_session_keys_on_it(tmp_path)
 
 
 def test_flows_take_the_config_record_and_prefect_yaml_nests_it() -> None:
-    from flows.issp import issp
-    from flows.mcq import mcq
+    from socbench.flows.issp import issp
+    from socbench.flows.mcq import mcq
 
     spec = {d["name"]: d for d in yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]}
     for flow, name, model in ((issp, "all-domains", RunConfig), (mcq, "arc-easy", McqConfig)):
@@ -146,7 +146,7 @@ def test_engine_keys_are_vllms_own_definition() -> None:
 @pytest.mark.slow  # runs the CLI in a subprocess
 def test_bad_settings_are_one_line_exit_2_in_a_second(args: list[str], needle: str, tmp_path: Path) -> None:
     before = _children_cpu_seconds()
-    result = subprocess.run([sys.executable, "-m", "cli", *args, "--output_dir", str(tmp_path)], cwd=ROOT,
+    result = subprocess.run([*CLI, *args, "--output_dir", str(tmp_path)], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     cpu = _children_cpu_seconds() - before
     lines = [line for line in result.stderr.splitlines() if line.strip()]
@@ -163,7 +163,7 @@ def _children_cpu_seconds() -> float:
 
 @pytest.mark.slow  # runs the CLI in a subprocess
 def test_seed_block_on_the_command_line_gets_past_validation(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "cli", "issp", "--engine", json.dumps(SEED_ENGINE),
+    result = subprocess.run([*CLI, "issp", "--engine", json.dumps(SEED_ENGINE),
                              "--data_dir", str(tmp_path / "none")], cwd=ROOT, capture_output=True, text=True,
                             timeout=120)
     warning, error = result.stderr.splitlines()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from support import CLI
 from support.processes import processes_with_env, session_members
 from support.waiting import wait_for
 from tests.conftest import ROOT
@@ -37,7 +38,7 @@ def run_on_a_terminal(args: list[str], env: dict, ready,
     pid, master = pty.fork()
     if pid == 0:  # the child: session leader, the pty its controlling terminal
         os.chdir(ROOT)
-        os.execve(sys.executable, [sys.executable, "-m", "cli", *args], env)
+        os.execve(sys.executable, [*CLI, *args], env)
     shown, typed, status, deadline = b"", None, None, time.monotonic() + timeout_s
     try:
         while status is None and time.monotonic() < deadline:

@@ -16,7 +16,7 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from cli import main
+from socbench.cli import main
 from socbench.data.example_study import MISSING_LABELS, QUESTIONS, SAV_NAME, build_study
 from socbench.data.loaders import load_domain
 from socbench.domains import DOMAINS, domain_table, get_domain, select_domains

@@ -20,7 +20,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import wasserstein_distance
 
-from cli import main
+from socbench.cli import main
 from socbench.data.example_study import QUESTIONS_FILE, write_study
 
 pytestmark = pytest.mark.slow  # runs the study's flow on a Prefect API

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,8 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from cli import main
+from socbench.cli import main
+from support import CLI
 from support.fake_openai import FakeOpenAIServer
 from tests.conftest import ROOT
 from tests.test_issp_cli import run_env as cli_env
@@ -51,7 +51,7 @@ def write_sav(path: Path, seed: int = 11) -> Path:
 
 
 def socbench(env: dict, *args: str, code: int = 0) -> subprocess.CompletedProcess:
-    run = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True,
+    run = subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
                          env=env, timeout=600)
     assert run.returncode == code, run.stderr[-3000:]
     return run

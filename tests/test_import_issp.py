@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cli import main
 from fixtures import issp_microdata as micro
+from socbench.cli import main
 
 SIZES = (500, 1000, 2000)
 CASES = {

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cli import main
 from fixtures import issp_microdata as micro
+from socbench.cli import main
 from socbench.data.loaders import load_domain
 from socbench.data.options import INVALID_CODE, build_items
 from socbench.domains import get_domain

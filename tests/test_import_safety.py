@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from cli import main
+from socbench.cli import main
 from socbench.data import build_items, load_domain
 from socbench.data.example_study import SAV_NAME
 from socbench.domains import get_domain
@@ -32,6 +31,7 @@ from socbench.report.files import domain_markdown, write_run_summary, write_scor
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import Extraction
+from support import CLI
 from tests.conftest import ROOT
 
 EXAMPLE_SAV = ROOT / "data" / "example_study" / SAV_NAME
@@ -136,7 +136,7 @@ def test_a_repeated_name_is_one_line_without_traceback(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def cli(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "cli", "data", "import", *argv, "--out", str(out)],
+        return subprocess.run([*CLI, "data", "import", *argv, "--out", str(out)],
                               capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
 
     assert cli(str(_sav(tmp_path / "life.sav")), "--questions", "V5", "--name", "Life").returncode == 0

@@ -19,7 +19,7 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from cli import main
+from socbench.cli import main
 from socbench.data.loaders import is_missing_label, load_domain
 from socbench.data.options import INVALID_CODE, build_items
 from socbench.domains import get_domain

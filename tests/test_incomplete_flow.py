@@ -14,7 +14,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -22,7 +21,7 @@ from socbench.config import make_config
 from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
 from socbench.types import EngineResult
-from support import FakeOpenAIServer
+from support import CLI, FakeOpenAIServer
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow  # runs flows on a Prefect API and the CLI in a subprocess
@@ -73,7 +72,7 @@ def test_incomplete_domain_fails_and_a_retry_of_the_parent_sends_exactly_the_mis
     from prefect.cli.flow_run import retry
     from prefect.client.orchestration import get_client
 
-    from flows.issp import issp
+    from socbench.flows.issp import issp
 
     config = make_config(domain_id="all", start_domain_id=FIRST, interview_count=4, api_type="hf",
                          model="fails-in-second-call", data_dir=str(demo_data),
@@ -115,7 +114,7 @@ def test_mcq_with_failed_mcp_requests_is_incomplete_and_exits_1(api_url, tmp_pat
     out = tmp_path / "out"
     env = dict(os.environ, PREFECT_API_URL=api_url, OPENAI_API_KEY="sk-test")
     with FakeOpenAIServer(faults={"401": 0.3}, fail_attempts=1000) as server:  # a key refused for good
-        run = subprocess.run([sys.executable, "-m", "cli", "mcq", "--api_type", "config", "--api_base",
+        run = subprocess.run([*CLI, "mcq", "--api_type", "config", "--api_base",
                               server.url, "--model", "fake-model", "--method", "mcp", "--tolerance",
                               "--k_shot", "0", "--limit", "8", "--output_dir", str(out)],
                              env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)

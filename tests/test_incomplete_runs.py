@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import main
+from socbench.cli import main
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard
 from support.browser import browser, needs_browser

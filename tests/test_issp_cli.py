@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from sklearn.metrics import f1_score
 
 from socbench.domains import DOMAINS
+from support import CLI
 from support.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow  # runs the CLI in a subprocess
@@ -29,7 +29,7 @@ METRIC_KEYS = {"domain", "domain_id", "model", "timestamp", "accuracy", "macro_f
 
 
 def _socbench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True,
+    return subprocess.run([*CLI, *args], capture_output=True, text=True,
                           env=env, timeout=600)
 
 

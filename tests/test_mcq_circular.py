@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from cli import main
 from socbench.circular import rotations
+from socbench.cli import main
 from socbench.errors import ConfigError
 from socbench.mcq import ask_engine, build_plan, load_mcq, make_mcq_config, score_mcq, write_mcq_files
 from socbench.mcq.circular import CP_SKIPPED, NO_MCP, check_circular

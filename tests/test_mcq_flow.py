@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli import main
+from socbench.cli import main
 from socbench.mcq import McqConfig, ask_engine, build_plan, load_mcq, score_plan
 from socbench.mcq.prompts import cp_context, mcp_prompt
 from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
@@ -172,6 +172,6 @@ def test_prefect_yaml_deploys_mcq_on_the_same_pool() -> None:
     assert arc["work_pool"] == by_name["all-domains"]["work_pool"]
     config = McqConfig.model_validate(arc["parameters"]["config"])
     assert config.dataset == "arc-easy" and config.k_shot == (0, 1)
-    from flows.mcq import mcq
+    from socbench.flows.mcq import mcq
 
     assert set(arc["parameters"]) <= set(mcq.parameters.properties)

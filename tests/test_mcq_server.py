@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from cli import main
-from cli.inprocess import QUIET
 from fixtures.reference import reference
+from socbench.cli import main
+from socbench.cli.inprocess import QUIET
 
 pytestmark = pytest.mark.slow
 

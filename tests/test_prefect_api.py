@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow  # starts a Prefect API server in a subprocess
 
 CHILD = """
 import os, sys, threading
-from cli.prefect_api import prefect_api, spawn_early
+from socbench.cli.prefect_api import prefect_api, spawn_early
 from prefect import flow
 
 @flow

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from support import CLI
 from support.browser import browser, needs_browser
 
 pytestmark = [pytest.mark.slow, needs_browser]  # runs the CLI, a Prefect server and chromium
@@ -31,7 +32,7 @@ def _seed(state: Path, model: Path, out: Path) -> None:
     env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo_store.toml"),
            "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results")}
     env.pop("PREFECT_API_URL", None)
-    done = subprocess.run([sys.executable, "-m", "cli", "issp", "--api_type", "hf", "--model", str(model),
+    done = subprocess.run([*CLI, "issp", "--api_type", "hf", "--model", str(model),
                            "--domain_id", "all", "--start_domain_id", "10", "--interview_count", "2",
                            "--output_dir", str(out)], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -10,7 +10,6 @@ failed every request instead of saying so once.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,14 @@ import pytest
 from socbench.config import make_config
 from socbench.errors import ConfigError
 from socbench.preflight import check_run, check_server
+from support import CLI
 from support.fake_openai import FakeOpenAIServer
 
 
 def issp(url: str, demo_data: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     args = ["issp", "--api_type", "config", "--api_base", url, "--data_dir", str(demo_data),
             "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out"), *extra]
-    command = [sys.executable, "-m", "cli", *args]
+    command = [*CLI, *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 

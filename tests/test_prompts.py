@@ -343,7 +343,7 @@ def _dataset(root: Path) -> Path:
 
 
 def test_cli_prints_the_first_prompts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from cli.issp_prompts import register_prompts
+    from socbench.cli.issp_prompts import register_prompts
 
     parser = argparse.ArgumentParser()
     register_prompts(parser.add_subparsers())

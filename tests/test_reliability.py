@@ -21,20 +21,19 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from cli import main
-from cli.inprocess import QUIET
+from socbench.cli import main
+from socbench.cli.inprocess import QUIET
 from socbench.config import make_config
 from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
 from socbench.types import EngineResult
-from support import FakeOpenAIServer
+from support import CLI, FakeOpenAIServer
 
 DOMAIN, NAME, SLUG = 3, "Family", "family"
 PROBE = 1  # a CLI run's preflight sends one tiny constrained request (``--structured`` honoured?)
@@ -83,7 +82,7 @@ def test_sigkill_mid_domain_then_rerun_equals_an_uninterrupted_run(api_url, cli_
     env = dict(os.environ, PREFECT_API_URL=api_url, TMPDIR=str(tmp_path / "tmp"), OPENAI_API_KEY="sk-test")
     with FakeOpenAIServer(latency_ms=50) as server:
         args = issp_args(server.url, demo_data, killed, 40)
-        proc = subprocess.Popen([sys.executable, "-m", "cli", *args, "--concurrent_requests", "4"],
+        proc = subprocess.Popen([*CLI, *args, "--concurrent_requests", "4"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 180
         while cached_rows(killed) < 20 and proc.poll() is None and time.monotonic() < deadline:
@@ -139,12 +138,12 @@ class DiesOnce:
 
 @pytest.mark.slow  # runs flows on a Prefect API
 def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_path, demo_data, monkeypatch):
-    import flows.issp
-    from flows import run_inprocess
-    from flows.issp import issp
+    import socbench.flows.issp
+    from socbench.flows import run_inprocess
+    from socbench.flows.issp import issp
 
-    quick_retry = flows.issp.vllm_generate.with_options(retry_delay_seconds=0)
-    monkeypatch.setattr(flows.issp, "vllm_generate", quick_retry)
+    quick_retry = socbench.flows.issp.vllm_generate.with_options(retry_delay_seconds=0)
+    monkeypatch.setattr(socbench.flows.issp, "vllm_generate", quick_retry)
     config = make_config(domain_id=DOMAIN, interview_count=5, api_type="hf", model="dies-once",
                          data_dir=str(demo_data), output_dir=str(tmp_path / "out"))
     backend = DiesOnce(after=7)
@@ -209,8 +208,8 @@ class _Lines(logging.Handler):
 
 @pytest.mark.slow  # runs flows on a Prefect API
 def test_server_refusing_connections_at_first_then_back(api_url, tmp_path, demo_data):
-    from flows import run_inprocess
-    from flows.issp import issp
+    from socbench.flows import run_inprocess
+    from socbench.flows.issp import issp
 
     logger, seen = logging.getLogger("socbench"), _Lines()
     level = logger.level

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli import main
+from socbench.cli import main
 from socbench.report import write_domain_files, write_run_summary
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows

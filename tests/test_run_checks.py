@@ -23,6 +23,7 @@ from typing import TypeVar
 
 import pytest
 
+from support import CLI
 from support.fake_openai import FakeOpenAIServer
 from tests.conftest import ROOT
 from tests.test_config import SEED_ENGINE
@@ -31,7 +32,7 @@ T = TypeVar("T")
 
 
 def socbench(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

@@ -24,7 +24,7 @@ def test_key_from_secret_block(api_url, demo_data: Path, tmp_path: Path,
     from prefect.blocks.system import Secret
     from prefect.client.orchestration import get_client
 
-    from flows.issp import issp
+    from socbench.flows.issp import issp
 
     Secret(value=PLANTED).save("socbench-test-key", overwrite=True)
     out = tmp_path / "out"

@@ -15,12 +15,11 @@ import re
 import socket
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from support import FakeOpenAIServer
+from support import CLI, FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = "sk-PLANTED-env-9d41b7c2e0"
@@ -43,7 +42,7 @@ def test_planted_env_key_leaks_nowhere(tmp_path: Path, demo_data: Path) -> None:
     # 401 bodies echo the Authorization header back, as OpenAI's "Incorrect API key" does
     with FakeOpenAIServer(model="../escape/fake-model", faults={"401": 0.2, "503": 0.2}) as server:
         run = subprocess.run(
-            [sys.executable, "-m", "cli", "issp", "--api_type", "config", "--api_base", server.url,
+            [*CLI, "issp", "--api_type", "config", "--api_base", server.url,
              "--model", "../escape/fake-model", "--data_dir", str(demo_data), "--domain_id", "1",
              "--interview_count", "5", "--output_dir", str(out)],
             env=env, cwd=cwd, capture_output=True, text=True, timeout=600)

@@ -95,7 +95,7 @@ def test_settle_reads_done_running_and_failed_over_every_attempt():
 @pytest.mark.slow  # serves the tiny model with vLLM on a Prefect API
 def test_a_rerun_of_the_sweeps_runs_is_served_from_the_shared_cache(tiny_server, tmp_path, api_url):
     """One dispatched run in-process, twice over the same segment cache: the second sends nothing."""
-    from flows.sweep import issp_domains
+    from socbench.flows.sweep import issp_domains
 
     config = sweep(run={"output_dir": str(tmp_path), "interview_count": 2, "structured": True},
                    models=[{"api_type": "openai", "model": "tiny", "api_base": [f"{tiny_server.url}/v1"]}])
@@ -112,7 +112,7 @@ def test_a_rerun_of_the_sweeps_runs_is_served_from_the_shared_cache(tiny_server,
 def test_an_engine_limit_that_does_not_exist_is_one_line(api_url):
     from prefect import flow
 
-    from tasks.engine_slot import engine_slot
+    from socbench.tasks.engine_slot import engine_slot
 
     @flow
     def hold() -> None:

@@ -133,8 +133,8 @@ def _run_sweep(env: dict, name: str, config: dict) -> subprocess.Popen:
 
 def _single_process_runs(runs: dict, models: list[dict], out: Path) -> None:
     """Each model through the single-process ``issp`` flow (one engine for every domain), in this process."""
-    from flows.issp import issp
     from socbench.config import RunConfig
+    from socbench.flows.issp import issp
 
     for engine in models:
         engine = {**engine, "api_base": ",".join(engine["api_base"])}

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli import main
+from socbench.cli import main
 from socbench.data import build_items, load_domain, summarize_items
 from socbench.data.demo_questions import DEMO_COUNTRIES, demo_question_set
 from socbench.data.options import INVALID_CODE, NO_ANSWER, effective_options

@@ -82,8 +82,8 @@ def no_engines_left():
 @pytest.mark.filterwarnings("ignore:Logger 'prefect.task_runs' attempted to send logs")
 @pytest.mark.slow  # runs flows on a Prefect API
 def test_success_closes_the_real_engine_and_a_second_teardown_is_harmless(api_url, tmp_path, demo_data):
-    from flows.issp import issp_domain
-    from tasks.teardown import teardown_safely
+    from socbench.flows.issp import issp_domain
+    from socbench.tasks.teardown import teardown_safely
 
     with FakeOpenAIServer() as server:
         config = make_config(domain_id=DOMAIN, interview_count=2, api_type="config", api_base=server.url,
@@ -101,7 +101,7 @@ def test_success_closes_the_real_engine_and_a_second_teardown_is_harmless(api_ur
 
 @pytest.mark.slow  # runs flows on a Prefect API
 def test_failing_task_still_closes(api_url, tmp_path, demo_data):
-    from flows.issp import issp_domain
+    from socbench.flows.issp import issp_domain
 
     (tmp_path / "out").write_text("a file where the output folder should be")  # the report task fails
     config = config_for("teardown-failure", tmp_path, demo_data, cache_dir=str(tmp_path / "cache"))
@@ -115,7 +115,7 @@ def test_failing_task_still_closes(api_url, tmp_path, demo_data):
 
 @pytest.mark.slow  # runs flows on a Prefect API
 def test_timeout_closes(api_url, tmp_path, demo_data):
-    from flows.issp import issp_domain
+    from socbench.flows.issp import issp_domain
 
     config = config_for("teardown-timeout", tmp_path, demo_data)
     engine = RecordingEngine("teardown-timeout", block_s=60)
@@ -133,7 +133,7 @@ from pathlib import Path
 sys.path.insert(0, {tests!r})
 from test_teardown import RecordingEngine, config_for
 from socbench.engines.session import register_engine
-from flows.issp import issp_domain
+from socbench.flows.issp import issp_domain
 
 tmp, marker = Path(sys.argv[1]), Path(sys.argv[2])
 config = config_for("teardown-sigterm", tmp, Path({demo!r}))

@@ -19,7 +19,6 @@ import os
 import re
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from socbench.data import build_items, load_domain
 from socbench.domains import get_domain
 from socbench.extract import distribution_of
 from socbench.prompts import build_domain_prompts
+from support import CLI
 from tests.test_reliability import cached_rows
 from tests.vllm_server import VllmServer
 
@@ -51,7 +51,7 @@ def issp_args(url: str, model: str, demo_data: Path, out: Path, count: int, *ext
 
 
 def socbench(args: list[str], env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env,
                           timeout=timeout)
 
 
@@ -143,7 +143,7 @@ def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_s
                                                                           tmp_path):
     killed, reference = tmp_path / "killed", tmp_path / "reference"
     args = issp_args(tiny_server.url, "tiny", demo_data, killed, 20, "--concurrent_requests", "4")
-    proc = subprocess.Popen([sys.executable, "-m", "cli", *args], env=run_env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*CLI, *args], env=run_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 300
     while cached_rows(killed) < 20 and proc.poll() is None and time.monotonic() < deadline:

@@ -29,7 +29,7 @@ IMPORT_ARGS = [
 
 
 def main() -> int:
-    from cli import main as socbench
+    from socbench.cli import main as socbench
     from socbench.data.example_study import write_study
 
     sav = write_study(HERE)
