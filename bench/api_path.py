@@ -22,36 +22,31 @@ import tempfile
 from pathlib import Path
 
 from bench import api_client, common
+from socbench.studies import task_for
 
 CONCURRENCY = 256
 
 
 def domain_prompts(data_dir: Path, url: str) -> list:
-    """Every domain's prompts, built by the flow's stage bodies (as the CLI run builds them)."""
+    """Every domain's prompts, built by the pipeline's stages (as the CLI run builds them)."""
+    from socbench import pipeline
     from socbench.config import make_config
-    from socbench.domains import select_domains
-    from socbench.tasks.build_prompts import build_prompts
-    from socbench.tasks.country_special_options import country_special_options
-    from socbench.tasks.load_data import load_data
 
     config = make_config(data_dir=str(data_dir), api_type="openai", api_base=url, model="fake-model")
-    prompts = []
-    for domain in select_domains("all", None, config.dataset_dir):
-        data = load_data.fn(domain.id, config)
-        prompts += build_prompts.fn(data, country_special_options.fn(data), config)
-    return prompts
+    return pipeline.all_requests(pipeline.plans(task_for(config)))
 
 
 def request_phase(url: str, prompts: list) -> int:
     """(b): the flow's engine, empty cache, all prompts in one call; the number answered."""
+    from socbench import pipeline
     from socbench.config import make_config
-    from socbench.engines.session import close_engines, get_engine, run_prompts
+    from socbench.engines.session import close_engines, get_engine
 
     out = tempfile.mkdtemp(prefix="bench-api-b-")
     config = make_config(output_dir=out, api_type="openai", api_base=url, model="fake-model",
                          concurrent_requests=CONCURRENCY)
     try:
-        results = run_prompts(get_engine(config.engine_settings()), prompts)
+        results = pipeline.generate(get_engine(config.engine_settings()), prompts)
     finally:
         close_engines()
     return sum(r.error is None for r in results)

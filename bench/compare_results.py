@@ -57,6 +57,14 @@ def start_server() -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
+def command(repo: Path) -> list[str]:
+    """``socbench`` of ``repo``: its own venv where it has one; ``cli`` was a top-level package before the
+    wheel mapped it into ``socbench.cli``."""
+    python = repo / ".venv" / "bin" / "python"
+    mapped = "socbench.cli" in (repo / "pyproject.toml").read_text(encoding="utf-8")
+    return [str(python if python.exists() else sys.executable), "-m", "socbench.cli" if mapped else "cli"]
+
+
 def run_all(repo: Path, out: Path) -> dict[str, Any]:
     """Every run of ``RUNS`` from ``repo``'s code; the normalised result files keyed by run."""
     home = Path(tempfile.mkdtemp(prefix="compare-prefect-"))
@@ -74,7 +82,7 @@ def run_all(repo: Path, out: Path) -> dict[str, Any]:
             domains = DOMAINS if argv[0] == "issp" else [None]
             for domain in domains:
                 extra = [a.format(domain=domain) for a in ISSP] if domain else []
-                cmd = [sys.executable, "-m", "socbench.cli", *argv, *engine, *extra]
+                cmd = [*command(repo), *argv, *engine, *extra]
                 started = time.monotonic()
                 proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
                 print(f"{name} {domain or ''}: rc {proc.returncode}, {time.monotonic() - started:.0f} s",

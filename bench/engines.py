@@ -10,23 +10,17 @@ from __future__ import annotations
 
 from bench import common
 from bench.pipeline_vs_bare import bare_generate, bare_score
+from socbench.studies import task_for
 
 MODES = ("generate", "logprobs")
 
 
 def demo_prompts(mode: str, n: int) -> list:
     """The first ``n`` demo prompts over all domains (respondent-grouped, as the flow sends them)."""
+    from socbench import pipeline
     from socbench.config import make_config
-    from socbench.data import build_items, load_domain
-    from socbench.domains import DOMAINS
-    from socbench.prompts import build_domain_prompts
 
-    config = make_config(mode=mode)
-    prompts: list = []
-    for domain in DOMAINS:
-        data = load_domain(config.dataset_dir, domain)
-        prompts += build_domain_prompts(data, build_items(data), config)
-    return prompts[:n]
+    return pipeline.all_requests(pipeline.plans(task_for(make_config(mode=mode))))[:n]
 
 
 def backend(name: str, model: str, server_url: str | None):

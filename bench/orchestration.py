@@ -17,23 +17,17 @@ import tempfile
 import time
 
 from bench import common
+from socbench.studies import task_for
 
 
 def direct(config, domain_id: int) -> None:
-    from socbench.engines.session import get_engine, run_prompts
-    from socbench.report import write_scored_domain
-    from socbench.tasks.build_prompts import build_prompts
-    from socbench.tasks.country_special_options import country_special_options
-    from socbench.tasks.extract import extract
-    from socbench.tasks.load_data import load_data
-    from socbench.tasks.score import score
+    """The same stages without Prefect: the pipeline's functions, the report's files without artifacts."""
+    from socbench import pipeline
+    from socbench.engines.session import get_engine
 
-    data = load_data.fn(domain_id, config)
-    items = country_special_options.fn(data)
-    prompts = build_prompts.fn(data, items, config)
-    results = run_prompts(get_engine(config.engine_settings()), prompts)
-    extractions = extract.fn(prompts, results, items)
-    write_scored_domain(config.output_dir, score.fn(data, items, extractions, config))
+    study = task_for(config)
+    unit = study.unit(domain_id)
+    study.report(pipeline.score_unit(study, unit, get_engine(config.engine_settings())), 0.0)
 
 
 def overhead(domains: list[int], data_dir: str) -> list[dict]:

@@ -17,24 +17,16 @@ import tempfile
 from pathlib import Path
 
 from bench import common
+from socbench.studies import task_for
 
 
 def stages(config, engine, domain_id: int):
-    """The flow's stage bodies without Prefect (task.fn); returns (n prompts, domain result)."""
-    from socbench.engines.session import run_prompts
-    from socbench.tasks.build_prompts import build_prompts
-    from socbench.tasks.country_special_options import country_special_options
-    from socbench.tasks.extract import extract
-    from socbench.tasks.load_data import load_data
-    from socbench.tasks.score import score
+    """The pipeline's stages without Prefect; returns (the prompts, domain result)."""
+    from socbench import pipeline
 
-    data = load_data.fn(domain_id, config)
-    items = country_special_options.fn(data)
-    prompts = build_prompts.fn(data, items, config)
-    results = run_prompts(engine, prompts)
-    extractions = extract.fn(prompts, results, items)
-    result = score.fn(data, items, extractions, config).result
-    return prompts, result
+    study = task_for(config)
+    unit = study.unit(domain_id)
+    return pipeline.plan(study, unit).prompts.requests, pipeline.score_unit(study, unit, engine).result
 
 
 def bare_generate(llm, tok, prompts) -> int:

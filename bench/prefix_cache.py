@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from bench import common
+from socbench.studies import task_for
 
 
 def _engine(model: str):
@@ -34,21 +35,18 @@ def hit_rate(outputs) -> float:
 
 
 def _issp_prompts(data_dir: Path, mode: str) -> list:
+    from socbench import pipeline
     from socbench.config import make_config
-    from socbench.data import build_items, load_domain
-    from socbench.domains import get_domain
-    from socbench.prompts import build_domain_prompts
 
     config = make_config(data_dir=str(data_dir), domain_id=1, mode=mode, max_tokens=16,
                          output_dir=tempfile.mkdtemp(prefix="bench-pc-"))
-    data = load_domain(config.dataset_dir, get_domain(1), config.dataset_size, config.interview_count)
-    return build_domain_prompts(data, build_items(data), config)
+    return list(pipeline.all_requests(pipeline.plans(task_for(config))))
 
 
 def part_a(model: Path, respondents: int) -> list[dict]:
     from socbench.engines import _chat
-    from socbench.engines.session import run_prompts
     from socbench.engines.vllm import _children, _generate_params, _score_params
+    from socbench.pipeline import generate
 
     data_dir = common.synth_data(respondents, "1")
     engine, llm, tok = _engine(str(model))
@@ -69,7 +67,7 @@ def part_a(model: Path, respondents: int) -> list[dict]:
                 llm.reset_prefix_cache()
                 bare_s, outs, load_bare = common.timed(partial(llm.generate, use_tqdm=False), inputs, params)
                 llm.reset_prefix_cache()
-                eng_s, _, load_eng = common.timed(run_prompts, engine, prompts)
+                eng_s, _, load_eng = common.timed(generate, engine, prompts)
                 rows.append({"mode": mode, "order": order, "prompts": len(prompts),
                              "hit_rate": round(hit_rate(outs), 3),
                              "bare_s": round(bare_s, 2), "engine_s": round(eng_s, 2),

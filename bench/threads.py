@@ -24,7 +24,7 @@ if backend == "hf":
     from socbench.engines.hf import HfEngine
     from socbench.engines.settings import HfSettings
     from socbench.mcq import build_plan, load_mcq
-    from socbench.mcq.evaluate import loglikelihood_requests
+    from socbench.mcq.prompts import loglikelihood_requests
     requests = loglikelihood_requests(build_plan(load_mcq("arc-easy", limit=n), ["cp"], [0], False, 1234))
     engine = HfEngine(model, HfSettings(torch_threads=threads))
     run = lambda: [r.logprob for r in engine.loglikelihood(requests)]

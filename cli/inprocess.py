@@ -67,7 +67,47 @@ def quiet_libraries() -> None:
         os.environ.setdefault(key, value)
 
 
-def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = None) -> Any:
+def run(config: Any, listener: Any = None) -> Any:
+    """The preflight, then the study's flow in this process (the model loading while Prefect's API starts),
+    progress shown on ``listener`` (default: the console's); the flow's ``Outcome``."""
+    quiet_libraries()
+    from socbench.preflight import check_run
+    from socbench.studies import task_for
+
+    check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
+    return run_flow(task_for(config).name, config, meanwhile=lambda: _preload(config), listener=listener)
+
+
+def run_study(config: Any) -> int:
+    """``socbench issp`` / ``socbench mcq``: ``run``, then its table and files on stdout, what did not
+    complete on stderr; exit 1 unless every unit completed."""
+    outcome = run(config)
+    if outcome.printed:
+        print(outcome.printed)
+    print("\n".join(f"{name}: {path}" for name, path in outcome.paths.items()), flush=True)
+    for reason in outcome.failed.values():
+        print(f"socbench: error: {reason}", file=sys.stderr)
+    for reason in outcome.incomplete.values():
+        print(f"socbench: error: {reason} (incomplete: rerun the same command to send only the missing "
+              "requests)", file=sys.stderr)
+    return 0 if outcome.ok else 1
+
+
+def _preload(config: Any) -> None:
+    """While the API starts: the model, unless the engine cache answers every request the preflight
+    built; and matplotlib for the report (after the server is spawned: it imports scikit-learn too)."""
+    from socbench import pipeline
+    from socbench.engines.session import get_engine
+    from socbench.report.output import preload_figures
+    from socbench.studies import task_for
+
+    requests = pipeline.all_requests(pipeline.plans(task_for(config)))
+    pipeline.preload(get_engine(config.engine_settings()), requests)
+    preload_figures()
+
+
+def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = None,
+             listener: Any = None) -> Any:
     """The flow ``flows.<name>.<name>`` run in this process on socbench's own Prefect API, progress shown;
     the API's server is spawned first, and the flow's imports and ``meanwhile`` run while it starts."""
     quiet_libraries()
@@ -83,7 +123,7 @@ def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = No
         if meanwhile is not None:
             meanwhile()
 
-    with prefect_api(imports_then_meanwhile, server), listening(ConsoleProgress()):
+    with prefect_api(imports_then_meanwhile, server), listening(listener or ConsoleProgress()):
         from socbench.flows import run_inprocess
 
         return run_inprocess(getattr(importlib.import_module(module), name), config)

@@ -14,27 +14,37 @@ from socbench.types import DomainResult
 
 
 @dataclass(frozen=True)
-class DomainReport:
-    """ISSP ``report``: one domain's written files."""
+class Artifact:
+    """Something for the Prefect UI: a markdown text or a table, under a key (lowercase, digits, dashes)."""
 
-    domain_id: int
-    domain: str
-    accuracy: float | None
+    key: str
+    description: str
+    markdown: str | None = None
+    table: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class UnitReport:
+    """What a unit's ``report`` wrote: the line that says what came of it, the UI's artifacts, the files."""
+
+    line: str
+    artifacts: tuple[Artifact, ...]
     files: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class RunReport:
-    """ISSP ``report_run``: the summary and report paths and the summary's rows (the CLI's table)."""
+    """What ``report_run`` wrote over a run: the text the CLI prints (the run's table), the files it
+    names on stdout (summary, report, ...) and the UI's artifacts."""
 
-    summary: str
-    report: str
-    rows: list[dict[str, Any]]
+    printed: str
+    paths: dict[str, str]
+    artifacts: tuple[Artifact, ...] = ()
 
 
 @dataclass(frozen=True)
-class IsspOutcome(RunReport):
-    """The ``issp`` flow's outcome: the run's report and what did not complete (by domain id)."""
+class Outcome(RunReport):
+    """A run's outcome (``issp``, ``mcq``): its report and the units that did not complete, by id."""
 
     failed: dict[int, str] = field(default_factory=dict)  # no result: its data could not be read, ...
     incomplete: dict[int, str] = field(default_factory=dict)  # "domain N: K engine errors, first: ..."
@@ -43,32 +53,6 @@ class IsspOutcome(RunReport):
     @property
     def ok(self) -> bool:
         return not self.failed and not self.incomplete
-
-
-@dataclass(frozen=True)
-class McqOutcome:
-    """The ``mcq`` flow's outcome: the files written; ``incomplete_reason`` when MCP requests
-    got engine errors (MCP left out of the table)."""
-
-    dataset: str
-    incomplete_reason: str | None
-    table: str
-    results: str
-    predictions: str
-    csv: str
-    plot: str
-    circular_table: str | None = None
-    circular_notes: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return self.incomplete_reason is None
-
-    def paths(self) -> dict[str, str]:
-        """The files to name on stdout, in the CLI's order."""
-        named = {"results": self.results, "predictions": self.predictions, "csv": self.csv,
-                 "plot": self.plot, "circular_table": self.circular_table}
-        return {name: path for name, path in named.items() if path}
 
 
 @dataclass(frozen=True)

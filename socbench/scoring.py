@@ -14,7 +14,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from socbench import errors
 from socbench.extract import NOT_OFFERED
 from socbench.metrics.baselines import baselines, margin_over_best
 from socbench.metrics.classification import (
@@ -212,13 +211,6 @@ def design_weights(data: DomainData) -> tuple[dict[int, float] | None, str | Non
     reason = weights_off_reason([p.weight for p in people], [p.person_id for p in people]) if people \
         else "no respondents"
     return ({p.person_id: p.weight for p in people}, None) if reason is None else (None, reason)  # type: ignore[misc]
-
-
-def incomplete_reason(result: DomainResult) -> str | None:
-    """``"K engine errors, first: <reason>"``, or None for a complete domain."""
-    if result.complete:
-        return None
-    return errors.incomplete_reason(result.engine_errors, next(iter(result.engine_error_reasons), "unknown"))
 
 
 # ------------------------------------------------------------------- expanded items

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from socbench.errors import ConfigError
+from socbench.errors import ConfigError, incomplete_reason
 
 Code = str
 Mode = Literal["generate", "logprobs"]
@@ -145,6 +145,15 @@ class LoglikelihoodResult:
 
 
 @dataclass(frozen=True)
+class Answers:
+    """The engine's answers to a unit's requests, in request order, and what they cost."""
+    results: tuple[Any, ...]  # EngineResult | LoglikelihoodResult
+    seconds: float
+    identity: dict[str, str]  # the engine's (backend, model, dtype...)
+    cache: dict[str, int]  # CachedEngine's hits/misses, if any
+
+
+@dataclass(frozen=True)
 class Extraction:
     """The code of an answer, or None and why: ``failure`` (unreadable), ``engine_error`` (no reply)."""
     key: str
@@ -206,6 +215,17 @@ class DomainResult:
     def complete(self) -> bool:
         """Every request was answered by the engine; only then are the metrics a result."""
         return self.engine_errors == 0
+
+    @property
+    def unit_id(self) -> int:
+        return self.domain_id
+
+    @property
+    def incomplete_reason(self) -> str | None:
+        """``"K engine errors, first: <reason>"``, or None for a complete domain."""
+        if self.complete:
+            return None
+        return incomplete_reason(self.engine_errors, next(iter(self.engine_error_reasons), "unknown"))
 
 
 @dataclass(frozen=True)
@@ -373,7 +393,6 @@ class McqAnswers:
     seconds: float
     identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
     cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
-    backend: dict[str, str] = field(default_factory=dict)  # engines.choice: requested, chosen, why
 
 
 @dataclass(frozen=True)

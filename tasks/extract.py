@@ -1,15 +1,15 @@
-"""Stage 5: the code each answer names, or a counted parse failure."""
+"""Stage 5: what each answer says (ISSP: the code it names, or a counted parse failure)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from socbench.extract import extract_all
-from socbench.types import EngineResult, Extraction, PromptRequest
+from socbench.task import Prompts, Task
 
 
 @task(name="extract", cache_policy=NO_CACHE, persist_result=False)
-def extract(prompts: list[PromptRequest], results: list[EngineResult]) -> dict[str, Extraction]:
-    """Extractions keyed by request id (each request carries the option labels it showed)."""
-    return extract_all(prompts, results)
+def extract(study: Task, prompts: Prompts, answers: Any) -> Any:
+    return study.extract(prompts, answers)

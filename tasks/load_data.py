@@ -1,20 +1,17 @@
-"""Stage 1: read one domain's question set and respondents."""
+"""Stage 1: a unit's samples (an ISSP domain's respondents and questions, an MCQ dataset)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from socbench import progress
-from socbench.config import RunConfig
-from socbench.data import load_domain
-from socbench.domains import get_domain
-from socbench.types import DomainData
+from socbench import pipeline, progress
+from socbench.task import Task, Unit
 
 
 @task(name="load_data", cache_policy=NO_CACHE, persist_result=False)
-def load_data(domain_id: int, config: RunConfig) -> DomainData:
-    """Validated DomainData for the configured sample size and interview count."""
-    domain = get_domain(domain_id, config.dataset_dir)
-    progress.begin(f"domain {domain.id} {domain.name}")
-    return load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count)
+def load_data(study: Task, unit: Unit) -> Any:
+    progress.begin(unit.label)
+    return pipeline.load(study, unit)

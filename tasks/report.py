@@ -1,54 +1,41 @@
-"""Stage 7: result files for a domain (and the run summary), posted as UI artifacts."""
+"""Stage 7: a unit's record of the results log (and, at the end, the run's summary and report), posted
+as UI artifacts."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from socbench import progress
-from socbench.config import RunConfig
-from socbench.records import DomainReport, RunReport
-from socbench.report import (
-    domain_markdown,
-    leaderboard_rows,
-    write_report,
-    write_run_summary,
-    write_scored_domain,
-)
-from socbench.report.circular import write_run_circular_table
-from socbench.report.files import summary_row
-from socbench.types import DomainResult, ScoredDomain
+from socbench.records import Artifact, RunReport, UnitReport
+from socbench.task import Task
+
+
+def post(artifacts: Sequence[Artifact]) -> None:
+    for made in artifacts:
+        if made.table is not None:
+            create_table_artifact(made.table, key=made.key, description=made.description)
+        else:
+            create_markdown_artifact(made.markdown or "", key=made.key, description=made.description)
 
 
 @task(name="report", cache_policy=NO_CACHE, persist_result=False)
-def report(scored: ScoredDomain, config: RunConfig) -> DomainReport:
-    """Write ``<Domain>_detailed.json`` / ``_metrics.json`` (and, with circular variants,
-    ``_circular.jsonl`` / ``_circular_metrics.json``); post the domain's markdown report."""
-    result = scored.result
-    paths = write_scored_domain(config.output_dir, scored, config.expansion)
-    create_markdown_artifact(domain_markdown(result), key=f"issp-report-domain-{result.domain_id}",
-                             description=f"ISSP {result.domain_name}: {result.model}")
-    line = progress.domain_line(summary_row(result))
-    get_run_logger().info(line)
-    progress.end(line)
-    return DomainReport(result.domain_id, result.domain_name, result.metrics.get("accuracy"),
-                        tuple(str(p) for p in paths))
+def report(study: Task, scored: Any, seconds: float) -> UnitReport:
+    """Write the unit's files; post its artifacts; log and show the line that says what came of it."""
+    written = study.report(scored, seconds)
+    post(written.artifacts)
+    get_run_logger().info(written.line)
+    progress.end(written.line)
+    return written
 
 
 @task(name="report_run", cache_policy=NO_CACHE, persist_result=False)
-def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int, str]) -> RunReport:
-    """``summary.json``/``.md`` over the domains run, and the report (leaderboard, plots, HTML)
-    over every run under ``output_dir``; summary and leaderboard posted as table artifacts.
-    Their paths, and the summary's rows (for the CLI's table)."""
-    summary = write_run_summary(config.output_dir, config.run_name, results, failed, config.data_record())
-    create_table_artifact(summary.rows, key="issp-summary", description=f"ISSP summary: {config.run_name}")
-    board = write_report(config.output_dir)
-    create_table_artifact(leaderboard_rows(board.leaderboard, per_domain=False), key="issp-leaderboard",
-                          description=f"Leaderboard of every run under {config.output_dir} ({board.html})")
-    if config.circular is not None and results:
-        markdown, _ = write_run_circular_table(config.output_dir, config.run_name, results, config.circular,
-                                               config.mode)
-        create_markdown_artifact(markdown.read_text(encoding="utf-8"), key="issp-circular-summary",
-                                 description=f"ISSP circular evaluation: {config.run_name}")
-    return RunReport(str(summary.path), str(board.html), summary.rows)
+def report_run(study: Task, results: list[Any], failed: dict[int, str]) -> RunReport:
+    """The run's summary over the units run and the report over every run beside it."""
+    written = study.finish(results, failed)
+    post(written.artifacts)
+    return written

@@ -1,16 +1,15 @@
-"""Stage 6: scored items, the domain's counts, metrics and baselines (and reduced variants or draws)."""
+"""Stage 6: a unit's scored items, counts, metrics and baselines (and reduced variants or draws)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from socbench.config import RunConfig
-from socbench.score_stage import score_expanded
-from socbench.types import DomainData, Extraction, Item, ScoredDomain
+from socbench.task import Prompts, Task
 
 
 @task(name="score", cache_policy=NO_CACHE, persist_result=False)
-def score(data: DomainData, items: list[Item], extractions: dict[str, Extraction],
-          config: RunConfig) -> ScoredDomain:
-    return score_expanded(data, items, extractions, config)
+def score(study: Task, samples: Any, prompts: Prompts, extracted: Any) -> Any:
+    return study.score(samples, prompts, extracted)

@@ -83,7 +83,8 @@ def test_incomplete_domain_fails_and_a_retry_of_the_parent_sends_exactly_the_mis
     state = issp(config, return_state=True)
     assert state.is_failed()
     parent = state.state_details.flow_run_id
-    assert f"domain {SECOND}: {len(backend.calls[1][::2])} engine errors, first: {REASON}" in state.message
+    assert f"domain {SECOND} WorkOrientations: {len(backend.calls[1][::2])} engine errors, first: {REASON}" \
+        in state.message
     assert _flow_runs(parent) == {f"issp-domain-{FIRST}": ["COMPLETED"], f"issp-domain-{SECOND}": ["FAILED"]}
     folder = tmp_path / "out" / "fails-in-second-call"
     metrics = json.loads((folder / "WorkOrientations_metrics.json").read_text())

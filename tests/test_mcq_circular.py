@@ -21,13 +21,15 @@ import pytest
 from socbench.circular import rotations
 from socbench.cli import main
 from socbench.errors import ConfigError
-from socbench.mcq import ask_engine, build_plan, load_mcq, make_mcq_config, score_mcq, write_mcq_files
-from socbench.mcq.circular import CP_SKIPPED, NO_MCP, check_circular
+from socbench.mcq import build_plan, load_mcq, make_mcq_config, score_mcq, write_mcq_files
+from socbench.mcq.circular import CP_SKIPPED, NO_MCP
 from socbench.mcq.datasets import letters
 from socbench.mcq.prompts import SHOT_SEPARATOR
 from socbench.metrics.circular import circular_metrics
+from socbench.pipeline import answer
 from socbench.report.circular import read_variants
 from socbench.report.output import model_dir
+from socbench.studies.mcq import plan_requests, read_answers
 from socbench.types import CircularSettings, EngineResult, LoglikelihoodResult, McqData, McqItem
 
 MODEL = "fixed-rule"
@@ -88,9 +90,9 @@ def run_pipeline(engine: RuleEngine, out: Path, items=(Q3, Q5, Q4), methods=("mc
     """The flow's stages without Prefect; the results JSON and the MCQ folder."""
     data = McqData("tiny", "test", "validation", tuple(items), SHOTS, "memory")
     plan = build_plan(data, methods, k_shots, False, 7, CircularSettings(mode, max_variants, seed=7))
-    answers = ask_engine(engine, plan)
+    answers = read_answers(plan, answer(engine, plan_requests(plan)))
     files = write_mcq_files(out, MODEL, data, plan, answers, score_mcq(plan, answers))
-    return {"results": json.loads(Path(files.results).read_text()), "folder": model_dir(out, MODEL) / "mcq",
+    return {"results": json.loads(files["results"].read_text()), "folder": model_dir(out, MODEL) / "mcq",
             "plan": plan, "files": files}
 
 
@@ -182,11 +184,11 @@ def test_variants_share_requests_and_shots(tmp_path: Path) -> None:
 def test_cp_is_skipped_with_a_note(tmp_path: Path) -> None:
     run = run_pipeline(RuleEngine("first"), tmp_path / "both", methods=("cp", "mcp"))
     assert run["results"]["circular"]["notes"] == [CP_SKIPPED]
-    assert CP_SKIPPED in Path(run["files"].table).read_text()
+    assert CP_SKIPPED in run["files"]["table"].read_text()
     assert "CP-RAW" in run["results"]["accuracy"]["0"]  # the normal CP scores are still there
     only_cp = run_pipeline(RuleEngine("first"), tmp_path / "cp", methods=("cp",))
     assert only_cp["results"]["circular"]["notes"] == [CP_SKIPPED, NO_MCP]
-    assert only_cp["results"]["circular"]["k"] == {} and only_cp["files"].circular_table is None
+    assert only_cp["results"]["circular"]["k"] == {} and "circular_table" not in only_cp["files"]
     assert not list(only_cp["folder"].glob("*circular*"))
 
 
@@ -197,7 +199,7 @@ def test_engine_error_makes_the_run_incomplete_not_a_wrong_variant(tmp_path: Pat
     assert not results["complete"]
     assert results["incomplete_reason"] == "1 engine error, first: injected failure"
     assert results.get("circular") is None and not list(run["folder"].glob("*circular*"))
-    assert "| 0 | – | – | – | – | incomplete | – |" in Path(run["files"].table).read_text()
+    assert "| 0 | – | – | – | – | incomplete | – |" in run["files"]["table"].read_text()
 
 
 def test_all_possible_sampled_and_refused(tmp_path: Path) -> None:
@@ -213,8 +215,8 @@ def test_all_possible_sampled_and_refused(tmp_path: Path) -> None:
     six = McqItem(id="q6", question="Six?", choices=tuple(zip("ABCDEF", "uvwxyz")), gold=0, split="test")
     data = McqData("six", "test", "", (Q3, six), (), "memory")
     with pytest.raises(ConfigError, match="item q6 has 6 options"):
-        check_circular(data, CircularSettings("all_possible"))
-    check_circular(data, CircularSettings("all_possible", max_variants=24))
+        build_plan(data, ("mcp",), (0,), False, 1, CircularSettings("all_possible"))
+    build_plan(data, ("mcp",), (0,), False, 1, CircularSettings("all_possible", max_variants=24))
 
 
 def test_config_errors_are_one_line() -> None:

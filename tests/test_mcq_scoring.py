@@ -10,8 +10,10 @@ import math
 
 import pytest
 
-from socbench.mcq import accuracies, ask_engine, build_plan, request_count, score_plan, scoring
+from socbench.mcq import accuracies, build_plan, score_plan, scoring
 from socbench.mcq.prompts import UNCONDITIONAL_CONTEXT
+from socbench.pipeline import answer, request_count
+from socbench.studies.mcq import plan_requests, read_answers
 from socbench.types import (
     EngineResult,
     LoglikelihoodRequest,
@@ -110,10 +112,11 @@ def test_plan_engine_and_scoring_end_to_end(gold: int) -> None:
                            **{c: math.log(p) for c, p in zip("1234", DIGIT_P)}})
     plan = build_plan(_data(gold), ("cp", "mcp"), (0,), tolerance=True, seed=1)
     seen: list[int] = []
-    answers = ask_engine(engine, plan, on_result=lambda index, result: seen.append(index))
+    answers = read_answers(plan, answer(engine, plan_requests(plan),
+                                        on_result=lambda index, result: seen.append(index)))
     assert engine.calls == ["loglikelihood", "option_logprobs"]
     assert len(answers.loglikelihoods) == 8 and len(answers.options) == 1  # 4 CP + 4 CP-UN, 1 MCP
-    assert len(seen) == request_count(plan) == 9
+    assert len(seen) == request_count(plan_requests(plan)) == 9
     predictions = {p.method: p for p in score_plan(plan, answers.loglikelihoods, answers.options)}
     expected = {"cp_raw": 2, "cp_ln_token": 1, "cp_ln_char": 0, "cp_un": 3, "mcp": 1, "mcp_tolerance": 0}
     assert {m: p.prediction for m, p in predictions.items()} == expected
@@ -129,7 +132,7 @@ def test_engine_error_counts_as_wrong() -> None:
             return [EngineResult(r.key, error="prompt too long") for r in requests]
 
     plan = build_plan(_data(1), ("mcp",), (0,), tolerance=False, seed=1)
-    answers = ask_engine(Failing({}, {}, {}), plan)
+    answers = read_answers(plan, answer(Failing({}, {}, {}), plan_requests(plan)))
     [pred] = score_plan(plan, answers.loglikelihoods, answers.options)
     assert pred.prediction is None and not pred.correct
     errors = {key: r.error for key, r in answers.options.items() if r.error}

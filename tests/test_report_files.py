@@ -11,7 +11,7 @@ from socbench.models import model_slug
 from socbench.report import model_scale_plot, write_domain_files, write_run_summary
 from socbench.report.output import atomic_open, model_dir, write_json
 from socbench.report.plots import parameter_count
-from socbench.scoring import incomplete_reason, score_items, summarize_domain
+from socbench.scoring import score_items, summarize_domain
 from socbench.types import Extraction, Item
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -149,7 +149,7 @@ def test_incomplete_domain_files_say_so_and_hold_no_score(tmp_path: Path) -> Non
     complete, _ = domain(1, "Citizenship", "m", ANSWERS)
     summary = write_run_summary(tmp_path, "m", [complete, result])
     payload = json.loads(summary.path.read_text())
-    assert payload["complete"] is False and payload["incomplete_domains"] == {"3": incomplete_reason(result)}
+    assert payload["complete"] is False and payload["incomplete_domains"] == {"3": result.incomplete_reason}
     assert payload["mean"]["accuracy"] is None and payload["totals"]["engine_errors"] == 2
     md = summary.markdown.read_text()
     assert "| Family (3) | incomplete |" in md and "| **mean** | n/a |" in md

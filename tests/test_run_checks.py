@@ -137,7 +137,7 @@ def test_prompt_length_check_tokenizes_exactly_where_bytes_could_overflow(tiny_m
     from transformers import AutoTokenizer
 
     from socbench.engines._chat import encode
-    from socbench.prompt_checks import SPECIAL_MARGIN
+    from socbench.preflight import SPECIAL_MARGIN
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     for text in ["", "a", "ß" * 50, "日本語のテキスト" * 20, "<|im_start|>user\n\u00e9\u00e8 x<|im_end|>",
@@ -151,12 +151,13 @@ def test_piecewise_token_counts_equal_whole_prompt_encodings(tiny_model: Path, s
     """Counting each persona and question once gives every prompt's exact token count."""
     from transformers import AutoTokenizer
 
+    from socbench import pipeline
     from socbench.config import make_config
     from socbench.engines._chat import encode, prompt_text
-    from socbench.prompt_checks import TokenCounter, run_prompts
+    from socbench.preflight import TokenCounter
 
     config = make_config(data_dir=str(demo_data), domain_id=3, interview_count=5, shuffle_options=True)
-    [prompts] = run_prompts(config).values()
+    prompts = pipeline.all_requests(pipeline.plans(config.task()))
     for folder in (tiny_model, smollm2):
         tokenizer = AutoTokenizer.from_pretrained(folder)
         counter = TokenCounter(tokenizer)

@@ -9,7 +9,6 @@ import pytest
 from socbench.scoring import (
     NO_EXTRACTION,
     NOT_OFFERED,
-    incomplete_reason,
     score_domain,
     score_items,
     summarize_domain,
@@ -112,7 +111,7 @@ def test_engine_errors_are_counted_apart_and_make_the_domain_incomplete() -> Non
     assert (result.parse_failures, result.engine_errors) == (2, 2)
     assert result.parse_failure_reasons == {"no JSON object in the reply": 1, NOT_OFFERED: 1}
     assert result.engine_error_reasons == {refused: 1, "HTTP 404: model not found": 1}
-    assert not result.complete and incomplete_reason(result) == f"2 engine errors, first: {refused}"
+    assert not result.complete and result.incomplete_reason == f"2 engine errors, first: {refused}"
     assert all(math.isnan(v) for v in result.metrics.values()) and "accuracy" in result.metrics
     assert result.accuracy_ci is None and result.per_country == {} and result.breakdowns == {}
     assert result.baselines["uniform"] == pytest.approx(1 / 3)  # answer-free: still there
@@ -123,4 +122,4 @@ def test_complete_domain_passes_and_keeps_raw_replies() -> None:
     scored = score_items(ITEMS, extractions)
     assert scored[1].raw_reply == '{"answer": "3"}' and scored[1].engine_error is None
     result = summarize_domain(1, "Citizenship", "m", ITEMS, scored, {}, 4)
-    assert result.complete and incomplete_reason(result) is None and result.engine_errors == 0
+    assert result.complete and result.incomplete_reason is None and result.engine_errors == 0

@@ -1,18 +1,18 @@
-"""Process-wide engines, one per ``EngineSettings``, created on first use and closed once (the
-flows' ``finally``): an engine is not serialisable, so Prefect tasks ask this module for it.
+"""Process-wide engines, one per ``EngineSettings``, created on first use: an engine is not serialisable,
+so Prefect tasks ask this module for it. A flow's ``finally`` closes them, except an engine registered
+with ``keep`` (a test session's, shared by many flows), which stays its caller's to close.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 
-from socbench.engines.base import Engine, ResultSink
+from socbench.engines.base import Engine
 from socbench.engines.settings import EngineSettings
-from socbench.types import EngineResult, PromptRequest
 
 _LOCK = threading.Lock()
 _ENGINES: dict[str, Engine] = {}
+_KEPT: set[str] = set()  # keys of engines their caller closes
 
 
 def _session_key(settings: EngineSettings) -> str:
@@ -20,7 +20,7 @@ def _session_key(settings: EngineSettings) -> str:
 
 
 def get_engine(settings: EngineSettings) -> Engine:
-    """The cached engine for these settings, made on first call."""
+    """The engine for these settings, made on first call."""
     from socbench.engines.registry import create_engine
 
     key = _session_key(settings)
@@ -32,19 +32,30 @@ def get_engine(settings: EngineSettings) -> Engine:
         return _ENGINES[key]
 
 
-def register_engine(settings: EngineSettings, engine: Engine) -> None:
-    """Use ``engine`` for runs with these settings (an already started backend, or a test's own);
-    it is then closed by ``close_engines`` like any other."""
+def register_engine(settings: EngineSettings, engine: Engine, *, keep: bool = False) -> None:
+    """Use ``engine`` for runs with these settings (an already started backend, a test's own); closed by
+    ``close_engines`` like any other, unless ``keep`` (then the caller closes it, after ``forget_engine``)."""
+    key = _session_key(settings)
     with _LOCK:
-        _ENGINES[_session_key(settings)] = engine
+        _ENGINES[key] = engine
+        _KEPT.discard(key)
+        if keep:
+            _KEPT.add(key)
+
+
+def forget_engine(settings: EngineSettings) -> Engine | None:
+    """Stop using the engine for these settings; it is returned, not closed."""
+    with _LOCK:
+        _KEPT.discard(_session_key(settings))
+        return _ENGINES.pop(_session_key(settings), None)
 
 
 def close_engines() -> int:
-    """Tear down every engine of this process; idempotent. Returns how many were open. All are
+    """Tear down every engine but the kept ones; idempotent. Returns how many were open. All are
     closed even if one fails; then the first failure is raised."""
     with _LOCK:
-        engines = list(_ENGINES.values())
-        _ENGINES.clear()
+        closing = [key for key in _ENGINES if key not in _KEPT]
+        engines = [_ENGINES.pop(key) for key in closing]
     failure: BaseException | None = None
     for engine in engines:
         try:
@@ -54,19 +65,3 @@ def close_engines() -> int:
     if failure is not None:
         raise failure
     return len(engines)
-
-
-def prompt_method(prompts: Sequence[PromptRequest]) -> str:
-    """The engine method for these prompts: ``option_logprobs`` or ``generate``."""
-    modes = {p.mode for p in prompts}
-    if len(modes) > 1:
-        raise ValueError(f"one run uses one mode, got {sorted(modes)}")
-    return "option_logprobs" if modes == {"logprobs"} else "generate"
-
-
-def run_prompts(engine: Engine, prompts: Sequence[PromptRequest],
-                on_result: ResultSink | None = None) -> list[EngineResult]:
-    """Send prompts to the engine by their mode; same order out as in."""
-    if not prompts:
-        return []
-    return getattr(engine, prompt_method(prompts))(prompts, on_result=on_result)

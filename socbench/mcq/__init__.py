@@ -2,7 +2,7 @@
 
 Stages, each a plain function the Prefect tasks call once: ``load_mcq`` (items and the
 few-shot pool) -> ``build_plan`` (engine requests per item and k, and per circular variant)
--> ``ask_engine`` (answers by request key) -> ``score_mcq`` (predictions per item, k and
+-> the engine (``socbench.pipeline``: answers by request key) -> ``score_mcq`` (predictions per item, k and
 method, and circular variant results; pure) -> ``write_mcq_files`` (predictions, results,
 the original system's table, a plot, the circular files). The records are in ``socbench.types``.
 
@@ -18,9 +18,8 @@ from typing import Any
 _HOMES = {
     "socbench.mcq.config": ("McqConfig", "make_mcq_config"),
     "socbench.mcq.datasets": ("load_jsonl", "load_mcq"),
-    "socbench.mcq.evaluate": ("ask_engine", "preload", "request_count"),
-    "socbench.mcq.prompts": ("build_plan", "draw_shots"),
-    "socbench.mcq.results": ("incomplete_reason", "write_mcq_files"),
+    "socbench.mcq.prompts": ("build_plan", "draw_shots", "loglikelihood_requests", "option_requests_of"),
+    "socbench.mcq.results": ("incomplete_reason", "mcq_files", "mcq_folder", "write_mcq_files"),
     "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "score_mcq", "score_plan"),
     "socbench.mcq.specs": ("TASKS", "McqTaskSpec", "get_task"),
 }

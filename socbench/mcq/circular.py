@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from socbench.circular import expand_item, variant_patterns
+from socbench.circular import expand_item
 from socbench.mcq.datasets import letters
-from socbench.types import CircularSettings, McqData, McqItem, Variant
+from socbench.types import CircularSettings, McqItem, Variant
 
 CP_SKIPPED = ("circular: CP skipped (a cloze prompt does not show the other options, "
               "so their order cannot change its answer); circular metrics are for MCP")
@@ -33,15 +33,6 @@ def expand_mcq_item(item: McqItem, settings: CircularSettings) -> list[tuple[Var
     variants = expand_item(item.id, tuple(zip(keys, item.texts, strict=True)), keys[item.gold], settings)
     return [(v, replace(item, id=v.request_id, choices=v.options, gold=v.shown.index(v.gold)))
             for v in variants]
-
-
-def check_circular(data: McqData, settings: CircularSettings) -> None:
-    """Fail in seconds (ConfigError) if an item cannot be expanded, e.g. all_possible over 6 options."""
-    first_of_size: dict[int, McqItem] = {}
-    for item in data.items:
-        first_of_size.setdefault(len(item.choices), item)
-    for n, item in first_of_size.items():
-        variant_patterns(letters(n), settings, qid=item.id)
 
 
 def circular_notes(methods: Sequence[str]) -> tuple[str, ...]:

@@ -144,3 +144,13 @@ def build_plan(data: McqData, methods: Sequence[str], k_shots: Sequence[int], to
                 variants += variant_prompts(item, drawn[:k], k, tolerance, circular_settings)
     return McqPlan(data.dataset, tuple(methods), tuple(k_shots), tolerance, seed, tuple(prompts),
                    circular_settings, tuple(variants))
+
+
+def loglikelihood_requests(plan: McqPlan) -> list[LoglikelihoodRequest]:
+    """Unique by key (CP-UN's requests are shared by every k)."""
+    return list({r.key: r for p in plan.prompts for r in (*p.cp, *p.uncond)}.values())
+
+
+def option_requests_of(plan: McqPlan) -> list[PromptRequest]:
+    """Unique by key: an identity variant's request is the normal MCP request."""
+    return list({p.mcp.key: p.mcp for p in (*plan.prompts, *plan.variants) if p.mcp is not None}.values())

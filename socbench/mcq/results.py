@@ -28,7 +28,6 @@ from socbench import errors
 from socbench.mcq.circular import TABLE_MODE, circular_name, circular_notes
 from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT
 from socbench.mcq.scoring import COLUMNS, METHODS, accuracies, chance_accuracy
-from socbench.records import McqOutcome
 from socbench.report.circular import (
     circular_table,
     default_metric_types,
@@ -117,14 +116,14 @@ def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
 
 
 def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictions: Sequence[Prediction],
-                    model: str, wall_s: float | None,
-                    circular_report: CircularReport | None = None) -> dict[str, Any]:
+                    model: str, wall_s: float | None, circular_report: CircularReport | None = None,
+                    backend: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``<dataset>_results.json``: accuracies per k and method, settings, definitions, timings
     (and what the circular part wrote)."""
     incomplete = incomplete_reason(answers)
     table = reported_accuracies(predictions, incomplete)
     return {
-        "dataset": data.dataset, "model": model, "engine": answers.identity, "backend": answers.backend,
+        "dataset": data.dataset, "model": model, "engine": answers.identity, "backend": dict(backend or {}),
         "timestamp": now_timestamp(),
         "eval_split": data.eval_split, "fewshot_split": data.fewshot_split or None, "source": data.source,
         "items": len(data.items), "seed": plan.seed, "k_shots": list(plan.k_shots),
@@ -175,38 +174,47 @@ def write_mcq_circular(folder: Path, model: str, plan: McqPlan, settings: Circul
     return CircularReport(payload, md)
 
 
+def mcq_folder(output_dir: str | os.PathLike[str], model: str) -> Path:
+    return model_dir(output_dir, model) / "mcq"
+
+
+def mcq_files(folder: Path, dataset: str) -> dict[str, Path]:
+    """A dataset's files, by the name the CLI gives them (the circular table exists with ``--circular``)."""
+    names = {"results": "results.json", "predictions": "predictions.jsonl", "csv": "table.csv",
+             "plot": "accuracy.png", "table": "table.md", "circular_table": "circular_summary.md"}
+    return {name: folder / f"{dataset}_{suffix}" for name, suffix in names.items()}
+
+
 def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
-                    answers: McqAnswers, scores: McqScores, wall_s: float | None = None) -> McqOutcome:
+                    answers: McqAnswers, scores: McqScores, wall_s: float | None = None,
+                    backend: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Write the five files of one run (with circular evaluation its circular files first); their paths."""
     import pandas as pd  # slow to load: only when writing
 
-    folder = model_dir(output_dir, model) / "mcq"
+    folder = mcq_folder(output_dir, model)
+    files = mcq_files(folder, data.dataset)
     predictions = scores.predictions
     incomplete = incomplete_reason(answers)
     circular = (write_mcq_circular(folder, model, plan, plan.circular_settings, scores)
                 if plan.circular_settings is not None and incomplete is None else None)
-    payload = results_payload(data, plan, answers, predictions, model, wall_s, circular)
+    payload = results_payload(data, plan, answers, predictions, model, wall_s, circular, backend)
     split = {item.id: item.split for item in data.items}
-    pred_path = folder / f"{data.dataset}_predictions.jsonl"
-    with atomic_open(pred_path) as handle:
+    with atomic_open(files["predictions"]) as handle:
         for pred in predictions:
             handle.write(json.dumps(prediction_record(pred, split[pred.item_id]), allow_nan=False) + "\n")
     rows = table_rows(reported_accuracies(predictions, incomplete), plan.k_shots)
     title = f"{data.dataset} ({data.eval_split}, {len(data.items)} items): {model}"
     left_out = {COLUMNS[p.method] for p in predictions if p.method in ENGINE_METHODS} if incomplete else set()
-    md_path = folder / f"{data.dataset}_table.md"
-    with atomic_open(md_path) as handle:
+    with atomic_open(files["table"]) as handle:
         marked = [{h: "incomplete" if h in left_out else v for h, v in row.items()} for row in rows]
         handle.write(table_markdown(marked, title, table_notes(payload)))
-    csv_path = folder / f"{data.dataset}_table.csv"
-    with atomic_open(csv_path) as handle:
+    with atomic_open(files["csv"]) as handle:
         frame = pd.DataFrame(rows, columns=["k-shot", *COLUMNS.values()])
         frame.to_csv(handle, index=False, float_format="%.6f")
-    plot = accuracy_plot(rows, payload["chance_accuracy"], title, folder / f"{data.dataset}_accuracy.png")
-    results = write_json(folder / f"{data.dataset}_results.json", payload)
-    return McqOutcome(data.dataset, incomplete, str(md_path), str(results), str(pred_path), str(csv_path),
-                      str(plot), str(circular.table_md) if circular and circular.table_md else None,
-                      list(circular.payload["notes"]) if circular else [])
+    accuracy_plot(rows, payload["chance_accuracy"], title, files["plot"])
+    write_json(files["results"], payload)
+    written = circular is not None and circular.table_md is not None  # else an older run's table
+    return {name: path for name, path in files.items() if name != "circular_table" or written}
 
 
 def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, title: str, path: Path) -> Path:

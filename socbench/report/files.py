@@ -34,7 +34,6 @@ from socbench.report.output import (
     write_json,
 )
 from socbench.report.plots import domain_accuracy_plot
-from socbench.scoring import incomplete_reason
 from socbench.types import CircularSettings, DomainResult, ScoredDomain, ScoredItem
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, headline, pooled_simbench, yardstick
 
@@ -86,7 +85,7 @@ def _headline(result: DomainResult, scored: Sequence[ScoredItem]) -> dict[str, A
         "excluded_count": sum(result.excluded_by_reason.values()),
         "engine_errors": result.engine_errors,
         "complete": result.complete,
-        "incomplete_reason": incomplete_reason(result),
+        "incomplete_reason": result.incomplete_reason,
         "parse_failure_reasons": result.parse_failure_reasons,
         "engine_error_reasons": result.engine_error_reasons,
     }
@@ -197,7 +196,7 @@ def domain_markdown(result: DomainResult) -> str:
     best = best_baseline(result.baselines)
     lines = [
         f"# {domain_label(result.domain_name)} (domain {result.domain_id}): {result.run or result.model}", "",
-        *([f"**Incomplete, not a result**: {incomplete_reason(result)}. Run the same command again to "
+        *([f"**Incomplete, not a result**: {result.incomplete_reason}. Run the same command again to "
            "send exactly the requests that have no answer.", ""] if not result.complete else []),
         f"- scoreable items: {result.scoreable_items} of {result.total_items} "
         f"({result.interview_count} respondents); parse failures: {result.parse_failures} "
@@ -248,7 +247,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "margin_over_best_baseline": accuracy - best[1] if best else math.nan,
         "scoreable_items": result.scoreable_items, "parse_failures": result.parse_failures,
         "engine_errors": result.engine_errors, "complete": result.complete,
-        "incomplete_reason": incomplete_reason(result),
+        "incomplete_reason": result.incomplete_reason,
         "excluded_count": sum(result.excluded_by_reason.values()),
         "unmapped_countries": dict(result.unmapped_countries),
         "weighted_metrics_off": result.weights_off,
@@ -266,7 +265,7 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
     the means are null (not a result).
     """
     rows = [summary_row(r) for r in sorted(results, key=lambda r: r.domain_id)]
-    incomplete = {str(r.domain_id): incomplete_reason(r) for r in results if not r.complete}
+    incomplete = {str(r.domain_id): r.incomplete_reason for r in results if not r.complete}
     mean_keys = (*SUMMARY_METRICS, "best_baseline_accuracy", "margin_over_best_baseline",
                  *(f"{name}_score" for name in DISTRIBUTION_SCORES), *ALIGNMENT_SCORES[:3],
                  *HEADLINE_KEYS[1:])  # SimBench's mean pools rows: below
