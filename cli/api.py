@@ -45,13 +45,13 @@ class EvalResult:
     @property
     def metrics(self) -> dict[str, dict[str, Any]]:
         """Each unit's headline metrics, by unit name (an ISSP domain, an MCQ dataset)."""
-        from socbench.log import unit_metrics
+        from socbench.log.read import unit_metrics
 
         return unit_metrics(self.folder)
 
     def to_pandas(self) -> pd.DataFrame:
         """Every scored item of the run, one row each, with the unit it belongs to."""
-        from socbench.log import items_frame
+        from socbench.log.read import items_frame
 
         return items_frame(self.folder)
 

@@ -4,8 +4,9 @@
     socbench report results/ --out site/
     socbench report results/ --compare RUN_A RUN_B [--domain_id 3]   # paired comparison only
 
-A run is a folder ``<output_dir>/<name>/`` with ``<Domain>_detailed.json`` files; ``--compare``
-takes folder names (or model names when they are unambiguous).
+A run is a folder ``<output_dir>/<name>/`` with ``<Domain>_detailed.json`` files (an MCQ run:
+``<model>/mcq/<dataset>_results.json``); ``--compare`` takes folder names (or model names when they are
+unambiguous). Every number is the one the run wrote; only the comparisons are computed here.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
          help="paired comparison of two runs on their shared items (McNemar exact, bootstrap CI); "
               "prints it, writes nothing")
     flag(parser, "domain_id", default=None, help="with --compare: one domain only (its name, or an ISSP id)")
-    flag(parser, "resamples", type=positive_int, default=1000, help="bootstrap resamples (default 1000)")
-    flag(parser, "seed", type=int, default=0, help="bootstrap seed (default 0)")
+    flag(parser, "resamples", type=positive_int, default=1000,
+         help="bootstrap resamples of the comparisons (default 1000)")
+    flag(parser, "seed", type=int, default=0, help="bootstrap seed of the comparisons (default 0)")
     parser.set_defaults(handler=run)
 
 
@@ -51,10 +53,11 @@ def run(args: argparse.Namespace) -> int:
 
 def compare(args: argparse.Namespace) -> int:
     from socbench.domains import get_domain
-    from socbench.report.leaderboard import compare_runs, find_run, load_runs
+    from socbench.log.read import load_runs
+    from socbench.report.leaderboard import compare_runs, find_run
     from socbench.report.tables import COMPARE_HEAD, compare_cells, markdown_table
 
-    runs = load_runs(Path(args.output_dir))
+    runs = load_runs(Path(args.output_dir)).issp
     a, b = (find_run(runs, name) for name in args.compare)
     if a.run == b.run:
         raise ConfigError(f"--compare {args.compare[0]} {args.compare[1]}: both name run {a.run}")

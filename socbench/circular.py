@@ -23,6 +23,19 @@ Conventions (one place, used by prompts, scoring, metrics and reports):
 * a variant's id is ``"<qid>--<pattern>"``; its ``request_id`` is the plain ``qid`` when its
   prompt is the normal one (identity order, own labels), so that request is byte-identical
   to the non-circular one (same cache entry, same normal score).
+
+Metrics (OpenCompass's ``CircularEvaluator``), per pattern family ``k``: origin (the identity
+order), circular (its rotations), all_possible (all n! orders, when that mode ran) and sampled (the
+seeded sample asked instead, ``--max_variants``): ``acc_k`` (every variant a question), ``more_N_k``
+(questions with at least N of their ``k`` variants right), ``perf_k`` (every one right) and ``vote_k``
+(the majority answer, mapped back, is gold; ties go to the answer seen first, ``Counter.most_common``;
+an unreadable answer votes "-"). A question enters ``k`` only if all its ``k`` patterns ran, so
+``perf_sampled`` (an upper bound of perf over all orders) is never read as ``perf_all_possible``.
+Values are fractions; a family with no question gives NaN; items may differ in option count.
+
+Multiple-choice items (``expand_mcq_item``) are labelled by position (A, B, ...) as MCP shows them;
+each variant is an ordinary MCP request with the item's shots (the identity variant *is* the normal
+one). CP is not expanded: a cloze prompt never shows the other options (``CP_SKIPPED``).
 """
 
 from __future__ import annotations
@@ -30,12 +43,25 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from socbench.errors import ConfigError, DataError
+from socbench.mcq.datasets import letters
 from socbench.shuffle import display_order, order_seed
-from socbench.types import CircularSettings, Item, Pattern, Variant
+from socbench.types import (
+    CircularMode,
+    CircularScores,
+    CircularSettings,
+    Item,
+    McqItem,
+    Pattern,
+    ScoredDomain,
+    Variant,
+    VariantResult,
+)
 
 MAX_ALL_POSSIBLE_OPTIONS = 5  # 5! = 120 orders; 6! = 720 needs an explicit --max_variants
 _ENUMERATE_LIMIT = 40_320  # up to 8! orders are listed and sampled; beyond, drawn one by one
@@ -128,3 +154,143 @@ def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
                        keep_labels=not relabel,
                        positions=[str(i) for i in range(1, len(order) + 1)] if relabel else None)
 
+
+# ----------------------------------------------------------- multiple-choice items
+
+CP_SKIPPED = ("circular: CP skipped (a cloze prompt does not show the other options, "
+              "so their order cannot change its answer); circular metrics are for MCP")
+NO_MCP = "circular: nothing to expand, MCP was not run (add mcp to --method)"
+TABLE_MODE = "mcp"  # the summary table's ``mode`` column (OpenCompass: gen, ppl, ...)
+
+
+def expand_mcq_item(item: McqItem, settings: CircularSettings) -> list[tuple[Variant, McqItem]]:
+    """Each variant with the item as displayed: id ``request_id``, options reordered, gold remapped.
+
+    Options are labelled by position, as MCP shows them, whatever the source's labels.
+    """
+    keys = letters(len(item.choices))
+    variants = expand_item(item.id, tuple(zip(keys, item.texts, strict=True)), keys[item.gold], settings)
+    return [(v, replace(item, id=v.request_id, choices=v.options, gold=v.shown.index(v.gold)))
+            for v in variants]
+
+
+def circular_notes(methods: Sequence[str]) -> tuple[str, ...]:
+    """What a circular run leaves out, one line each (printed, logged, in the results JSON)."""
+    return ((CP_SKIPPED,) if "cp" in methods else ()) + (() if "mcp" in methods else (NO_MCP,))
+
+
+def circular_name(dataset: str, k: int) -> str:
+    """The files' stem and the summary table's row: ``<dataset>_mcp_k<k>``."""
+    return f"{dataset}_mcp_k{k}"
+
+
+# ------------------------------------------------------------------------ metrics
+
+FAMILIES: tuple[str, ...] = ("origin", "circular", "all_possible")
+SAMPLED = "sampled"
+UNREADABLE = "-"  # OpenCompass's vote for an answer that is not an option
+
+
+def families(mode: CircularMode) -> tuple[str, ...]:
+    """The pattern families a run in ``mode`` reports."""
+    return FAMILIES if mode == "all_possible" else FAMILIES[:2]
+
+
+def group_by_question(results: Sequence[VariantResult]) -> dict[str, list[VariantResult]]:
+    """Variants by qid, in first-seen order; a repeated pattern or a foreign order is a bug."""
+    groups: dict[str, list[VariantResult]] = {}
+    for result in results:
+        group = groups.setdefault(result.qid, [])
+        if group and (group[0].origin != result.origin or group[0].gold_original != result.gold_original):
+            raise ValueError(f"question {result.qid}: variants disagree on the original options or gold")
+        if sorted(result.pattern) != sorted(result.origin):
+            raise ValueError(f"question {result.qid}: pattern {result.pattern} "
+                             f"is not an order of {result.origin}")
+        if any(other.pattern == result.pattern for other in group):
+            raise ValueError(f"question {result.qid}: pattern {result.pattern} given twice")
+        group.append(result)
+    return groups
+
+
+def _members(group: Sequence[VariantResult], family: str) -> tuple[list[VariantResult], int] | None:
+    """The question's variants in ``family`` and the family's size, or None if one is missing.
+
+    Every pattern is a checked, distinct order of the origin, so all_possible needs no
+    listing of the n! orders: it holds the whole group when that has n! unsampled orders;
+    sampled holds the whole group when its orders were sampled.
+    """
+    origin = group[0].origin
+    sampled = any(result.sampled for result in group)
+    if family in ("all_possible", SAMPLED):
+        size = len(group) if sampled else math.factorial(len(origin))
+        return (list(group), size) if len(group) == size and sampled == (family == SAMPLED) else None
+    wanted = {origin} if family == "origin" else set(rotations(origin))
+    members = [result for result in group if result.pattern in wanted]
+    return (members, len(wanted)) if len(members) == len(wanted) else None
+
+
+def vote_right(members: Sequence[VariantResult]) -> bool:
+    """The most common mapped-back answer (first seen wins a tie) is the gold option."""
+    votes = Counter(result.to_original(result.prediction) or UNREADABLE for result in members)
+    return votes.most_common(1)[0][0] == members[0].gold_original
+
+
+def _share(flags: Sequence[bool]) -> float:
+    return sum(flags) / len(flags) if flags else math.nan
+
+
+def family_metrics(groups: dict[str, list[VariantResult]], family: str) -> tuple[dict[str, float], int, int]:
+    """acc, more_N, perf and vote of one family; also how many questions and variants entered."""
+    entered = [m for m in (_members(group, family) for group in groups.values()) if m is not None]
+    variants = [result for members, _ in entered for result in members]
+    right = [sum(result.correct for result in members) for members, _ in entered]
+    largest = max((size for _, size in entered), default=1)
+    metrics = {f"acc_{family}": _share([result.correct for result in variants])}
+    for n in range(1, largest):
+        metrics[f"more_{n}_{family}"] = _share([count >= n for count in right])
+    metrics[f"perf_{family}"] = _share([count == size for count, (_, size) in zip(right, entered)])
+    metrics[f"vote_{family}"] = _share([vote_right(members) for members, _ in entered])
+    return metrics, len(entered), len(variants)
+
+
+def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> CircularScores:
+    """All metrics of one run, keys in OpenCompass's order (acc, then more/perf, then vote)."""
+    groups = group_by_question(results)
+    sampled = any(result.sampled for result in results)
+    per_family = {family: family_metrics(groups, family)
+                  for family in families(mode) + ((SAMPLED,) if sampled else ())}
+    metrics: dict[str, float] = {}
+    for prefix in ("acc_", "more_", "vote_"):
+        for values, _, _ in per_family.values():
+            metrics.update({name: value for name, value in values.items()
+                            if name.startswith(prefix) or (prefix == "more_" and name.startswith("perf_"))})
+    return CircularScores(
+        metrics=metrics,
+        questions={family: entered for family, (_, entered, _) in per_family.items()},
+        variants={family: n for family, (_, _, n) in per_family.items()},
+        sampled_questions=sum(any(r.sampled for r in group) for group in groups.values()),
+    )
+
+
+# ------------------------------------------------------------------------- reducer
+
+
+def reduce_domain(scored: ScoredDomain, settings: CircularSettings | None) -> ScoredDomain:
+    """OpenCompass's metrics over the scored variants grouped by item; the run's family
+    (``circular_acc/perf/vote``) joins the domain's metrics. An incomplete domain, or a run
+    without circular evaluation, is returned as is."""
+    if settings is None or scored.variants is None or not scored.result.complete:
+        return scored
+    scores = circular_metrics(scored.variants or (), settings.mode)
+    metrics = {**scored.result.metrics, **circular_extras(scores.metrics, settings)}
+    return replace(scored, result=replace(scored.result, metrics=metrics), circular_scores=scores)
+
+
+def circular_extras(metrics: Mapping[str, float], settings: CircularSettings) -> dict[str, float]:
+    """The circular metrics an ISSP domain adds to its own: acc/perf/vote of the run's family
+    (``circular_*``, ``circular_relabel_*``) and, over sampled orders, ``*_sampled_*``."""
+    prefix = "circular_relabel" if settings.labels == "relabel" else "circular"
+    extra = {f"{prefix}_{name}": metrics[f"{name}_{settings.mode}"] for name in ("acc", "perf", "vote")}
+    extra.update({f"{prefix}_sampled_{name}": metrics[f"{name}_sampled"] for name in ("acc", "perf", "vote")
+                  if f"{name}_sampled" in metrics})
+    return extra

@@ -13,8 +13,8 @@ expansions: circular evaluation (``socbench.circular``: variants) and repeated d
 from __future__ import annotations
 
 from socbench.circular import issp_variants as item_variants
+from socbench.circular import reduce_domain as reduce_scored
 from socbench.draws import draw_prompts, reduce_draws
-from socbench.metrics.circular import reduce_domain as reduce_scored
 from socbench.types import CircularSettings
 
 Expansion = CircularSettings  # a run's expansion settings (``RunConfig.expansion``)

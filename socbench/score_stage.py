@@ -2,7 +2,7 @@
 
 Why: scoring sees one extraction per item and never names an expansion; repeated draws are
 reduced to their modal extraction before it (``socbench.draws``) and circular variants after it
-(``socbench.metrics.circular``), both through ``socbench.expansion``.
+(``socbench.circular``), both through ``socbench.expansion``.
 """
 
 from __future__ import annotations

@@ -13,19 +13,21 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
 
 from socbench.extract import NOT_OFFERED
-from socbench.metrics.baselines import baselines, margin_over_best
+from socbench.metrics.baselines import baselines, item_baselines, margin_over_best
 from socbench.metrics.classification import (
     accuracy,
-    item_count,
     parse_failure_rate,
     per_question_macro_f1,
     seed_macro_f1,
     seed_micro_f1,
 )
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, distribution_scores
-from socbench.metrics.grouped import breakdown
+from socbench.metrics.grouped import group_rows
 from socbench.metrics.persona_groups import persona_breakdowns, respondent_groups
 from socbench.metrics.questions import question_view
 from socbench.metrics.uncertainty import accuracy_ci
@@ -47,7 +49,6 @@ NO_CODE = "no code extracted"
 
 METRIC_NAMES = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1", "parse_failure_rate",
                 "margin_over_best_baseline")
-COUNTRY_METRICS = {"n": item_count, "accuracy": accuracy, "parse_failure_rate": parse_failure_rate}
 
 
 def score_item(item: Item, extraction: Extraction | None,
@@ -127,7 +128,8 @@ def summarize_domain(
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
-    floor = baselines(scored, weights)
+    expected = item_baselines(scored)  # each baseline on each item: the domain's, and each group's
+    floor = baselines(scored, weights, expected)
     excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
     counts = dict(
         domain_id=domain_id, domain_name=domain_name, model=model, total_items=len(items),
@@ -151,9 +153,9 @@ def summarize_domain(
     alignment, questions = question_view(items, scored, texts, min_respondents, weights, seed)
     return DomainResult(
         metrics=metrics,
-        per_country=country_breakdown(scored, unmapped_countries),
+        per_country=country_breakdown(scored, unmapped_countries, expected),
         **counts,
-        breakdowns=persona_breakdowns(scored),
+        breakdowns=persona_breakdowns(scored, expected),
         distribution=distribution_scores(scored, min_respondents, weights),
         accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
                                 min_respondents=min_respondents, seed=seed),
@@ -195,13 +197,13 @@ def score_domain(
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 
 
-def country_breakdown(scored: Sequence[ScoredItem],
-                      unmapped: Mapping[str, int]) -> dict[str, dict[str, float]]:
-    """Per-country metrics; empty for a study without countries (no code and nothing unmapped),
-    rather than one group called "unmapped"."""
+def country_breakdown(scored: Sequence[ScoredItem], unmapped: Mapping[str, int],
+                      expected: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """``metrics.grouped.group_rows`` per country; empty for a study without countries (no code and
+    nothing unmapped), rather than one group called "unmapped"."""
     if not unmapped and all(item.country_code is None for item in scored):
         return {}
-    return breakdown(COUNTRY_METRICS, "country_code", scored)
+    return group_rows(scored, "country_code", expected)
 
 
 def design_weights(data: DomainData) -> tuple[dict[int, float] | None, str | None]:

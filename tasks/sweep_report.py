@@ -9,7 +9,9 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from socbench.records import SweepOutcome
-from socbench.report import leaderboard_rows, write_report, write_run_summary
+from socbench.report.files import write_run_summary
+from socbench.report.html import write_report
+from socbench.report.leaderboard import leaderboard_rows
 from socbench.sweep import SweepConfig, SweepState
 
 

@@ -11,18 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from socbench.circular import expand_item, issp_variants, rotations
+from socbench.circular import circular_metrics, expand_item, issp_variants, reduce_domain, rotations
 from socbench.config import make_config
 from socbench.errors import ConfigError, DataError
-from socbench.metrics.circular import circular_metrics, reduce_domain
+from socbench.log.read import read_variants
+from socbench.log.write import write_scored_domain
 from socbench.prompts.persona import PromptSettings, build_prompt, build_prompts
-from socbench.report.circular import (
-    circular_table,
-    issp_circular_table,
-    read_variants,
-    write_circular_table,
-)
-from socbench.report.files import write_scored_domain
+from socbench.report.circular import circular_table, issp_circular_table, write_circular_table
 from socbench.scoring import score_domain, score_variants
 from socbench.types import (
     CircularSettings,

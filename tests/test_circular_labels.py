@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from socbench.circular import issp_variants
+from socbench.circular import issp_variants, reduce_domain
 from socbench.extract import extract_all
-from socbench.metrics.circular import reduce_domain
+from socbench.log.write import write_scored_domain
 from socbench.prompts.persona import PromptSettings, build_prompts
-from socbench.report.files import write_scored_domain
+from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import CircularSettings, DomainData, EngineResult, Item, Question, Respondent
@@ -111,6 +111,7 @@ def test_report_shows_both_label_modes_and_marks_sampled_orders(tmp_path: Path) 
     for labels in ("order_only", "relabel"):
         _, scored = run(labels, always("1"), ITEMS)
         write_scored_domain(tmp_path, scored, CircularSettings("circular", seed=1, labels=labels))
+    write_run_summary(tmp_path, "m", [scored.result])  # the run's end: the report reads runs that ended
     page = write_report(tmp_path).html.read_text()
     section = page.split("id='circular'", 1)[1].split("<h2", 1)[0]
     rows = [row.split("</td><td")[:8] for row in section.split("<tr>")[2:]]
@@ -129,6 +130,7 @@ def test_report_shows_both_label_modes_and_marks_sampled_orders(tmp_path: Path) 
     scored = reduce_domain(score_domain(data, [item], extract_all(prompts, always("2")(prompts)), model="m"),
                            settings)
     write_scored_domain(tmp_path, scored, settings)
+    write_run_summary(tmp_path, "m", [scored.result])
     payload = json.loads((tmp_path / "m" / "Environment_circular_metrics.json").read_text())
     assert payload["sampled_questions"] == 1 and "not all n! orders" in payload["sampled"]
     assert "sampled orders (sampled: not all orders)" in write_report(tmp_path).html.read_text()

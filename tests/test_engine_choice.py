@@ -43,7 +43,7 @@ def test_mcq_defaults_to_auto_and_runs_the_chosen_backend():
 def test_mcq_run_records_the_choice(tiny_model: Path, tmp_path: Path):
     """``socbench mcq`` with the default ``auto`` on this CPU host scores CP on transformers, says so."""
     from socbench.cli import main
-    from socbench.report.files import model_dir
+    from socbench.report.output import model_dir
 
     argv = ["mcq", "--method", "cp", "--limit", "3", "--model", str(tiny_model),
             "--output_dir", str(tmp_path)]

@@ -19,6 +19,7 @@ import pytest
 from socbench.cli import main
 from support import CLI
 from support.fake_openai import FakeOpenAIServer
+from support.records import detailed_record
 from tests.conftest import ROOT
 from tests.test_issp_cli import run_env as cli_env
 
@@ -226,8 +227,7 @@ def test_bad_input_is_one_line(tmp_path: Path, demo_data: Path, capsys) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (tmp_path / "empty").mkdir()
-    (run / "Citizenship_detailed.json").write_text(json.dumps({"domain": "Citizenship", "model": "m",
-                                                               "details": []}))
+    (run / "Citizenship_detailed.json").write_text(json.dumps(detailed_record([], {})))
     (run / "summary.json").write_text(json.dumps({"data": {"data_dir": str(demo_data)}}))
     for args, needle in (((str(tmp_path / "empty"),), "not a run folder"),
                          ((str(run), "--format", "xlsx"), "invalid choice"),

@@ -17,7 +17,8 @@ from socbench.export import resolve_format
 from socbench.export.long import long_table
 from socbench.export.wide import wide_labels
 from socbench.export.writers import write_table
-from socbench.report.runs import read_domain
+from socbench.log.read import read_domain
+from support.records import detailed_record
 
 DETAILS = [
     {"person_id": 10000001, "question_id": "V5", "country_code": "DE", "true_answer": "1", "llm_answer": "1",
@@ -29,8 +30,7 @@ DETAILS = [
 
 def _domain(tmp_path: Path):
     path = tmp_path / "Citizenship_detailed.json"
-    path.write_text(json.dumps({"domain": "Citizenship", "model": "m", "details": DETAILS,
-                                "questions": {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}}))
+    path.write_text(json.dumps(detailed_record(DETAILS, {"V5": {"options": [["1", "Yes"], ["2", "No"]]}})))
     return read_domain(path)
 
 
@@ -49,8 +49,8 @@ def test_draws_and_circular_variants_get_rows_of_their_own(tmp_path: Path) -> No
     draw, a circular item one per variant it asked apart from its own prompt (answer mapped back)."""
     drawn = {**DETAILS[0], "draws": ["1", "2", None]}
     path = tmp_path / "Citizenship_detailed.json"
-    path.write_text(json.dumps({"domain": "Citizenship", "model": "m", "details": [drawn, DETAILS[1]],
-                                "questions": {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}}))
+    questions = {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}
+    path.write_text(json.dumps(detailed_record([drawn, DETAILS[1]], questions)))
     variants = [{"qid": "10000002:V5", "pattern": ["1", "2"], "shown": ["1", "2"], "origin": ["1", "2"],
                  "gold": "2", "prediction": None, "parse_error": "no JSON object in the reply"},
                 {"qid": "10000002:V5", "pattern": ["2", "1"], "shown": ["2", "1"], "origin": ["1", "2"],

@@ -18,16 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from socbench.circular import rotations
+from socbench.circular import CP_SKIPPED, NO_MCP, circular_metrics, rotations
 from socbench.cli import main
 from socbench.errors import ConfigError
-from socbench.mcq import build_plan, load_mcq, make_mcq_config, score_mcq, write_mcq_files
-from socbench.mcq.circular import CP_SKIPPED, NO_MCP
+from socbench.log.read import read_variants
+from socbench.mcq import build_plan, load_mcq, make_mcq_config, score_mcq
 from socbench.mcq.datasets import letters
 from socbench.mcq.prompts import SHOT_SEPARATOR
-from socbench.metrics.circular import circular_metrics
 from socbench.pipeline import answer
-from socbench.report.circular import read_variants
+from socbench.report.mcq import write_mcq_files
 from socbench.report.output import model_dir
 from socbench.studies.mcq import plan_requests, read_answers
 from socbench.types import CircularSettings, EngineResult, LoglikelihoodResult, McqData, McqItem

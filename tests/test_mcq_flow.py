@@ -22,7 +22,7 @@ from socbench.mcq import McqConfig, build_plan, load_mcq, score_plan
 from socbench.mcq.prompts import cp_context, mcp_prompt
 from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
 from socbench.pipeline import answer
-from socbench.report.files import model_dir
+from socbench.report.output import model_dir
 from socbench.studies.mcq import plan_requests, read_answers
 from tests.conftest import ROOT
 

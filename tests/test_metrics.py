@@ -12,6 +12,7 @@ from sklearn.metrics import f1_score
 from socbench.metrics.baselines import (
     BY_COUNTRY_QUESTION,
     baselines,
+    item_baselines,
     majority_baseline,
     majority_item_scores,
     margin_over_best,
@@ -24,7 +25,7 @@ from socbench.metrics.classification import (
     seed_macro_f1,
     seed_micro_f1,
 )
-from socbench.metrics.grouped import breakdown, grouped
+from socbench.metrics.grouped import group_rows
 from socbench.types import ScoredItem
 
 CODES3 = ("1", "2", "3")
@@ -154,13 +155,16 @@ def test_grouped_per_country() -> None:
         si(3, "q", "1", None, country="DE"), si(4, "q", "1", "2", country="FR"),
         si(5, "q", "3", "3", country=None),
     ]
-    by_country = grouped(accuracy, "country_code")
-    assert by_country(items) == pytest.approx({"DE": 2 / 3, "FR": 0.0, "unmapped": 1.0})
-    assert grouped(parse_failure_rate, "country_code")(items) == pytest.approx(
+    expected = item_baselines(items)
+    rows = group_rows(items, "country_code", expected)
+    assert {c: r["accuracy"] for c, r in rows.items()} == pytest.approx(
+        {"DE": 2 / 3, "FR": 0.0, "unmapped": 1.0})
+    assert {c: r["parse_failure_rate"] for c, r in rows.items()} == pytest.approx(
         {"DE": 1 / 3, "FR": 0.0, "unmapped": 0.0})
-    assert list(grouped(accuracy, lambda i: i.person_id % 2)(items)) == ["0", "1"]
-    table = breakdown({"accuracy": accuracy}, "country_code", items)
-    assert table["DE"]["accuracy"] == pytest.approx(2 / 3)
+    assert list(group_rows(items, lambda i: i.person_id % 2, expected)) == ["0", "1"]
+    de = rows["DE"]  # the baselines on the group's own items, and the margin over the strongest
+    assert (de["n"], de["respondents"], de["baselines"]["uniform"]) == (3.0, 3, pytest.approx(1 / 3))
+    assert de["margin_over_best_baseline"] == pytest.approx(2 / 3 - de["best_baseline_accuracy"])
 
 
 def test_macro_f1_from_counts_is_sklearns_bit_for_bit() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from socbench.data import build_items, load_domain
 from socbench.domains import DOMAINS, get_domain
+from socbench.metrics.baselines import item_baselines
 from socbench.metrics.persona_groups import (
     AGE_GROUP,
     ATTRIBUTES,
@@ -131,9 +132,12 @@ def test_persona_breakdowns_by_hand() -> None:
 
     items = [item(1, True, {SEX: "female"}), item(2, False, {SEX: "female"}), item(3, True, {SEX: "male"}),
              item(4, True, {})]
-    table = persona_breakdowns(items)
+    table = persona_breakdowns(items, item_baselines(items))
     assert set(table) == {SEX}
-    assert table[SEX]["female"] == pytest.approx({"n": 2, "accuracy": 0.5, "parse_failure_rate": 0.0})
+    female = table[SEX]["female"]
+    assert {k: female[k] for k in ("n", "accuracy", "parse_failure_rate", "respondents")} == pytest.approx(
+        {"n": 2, "accuracy": 0.5, "parse_failure_rate": 0.0, "respondents": 2})
+    assert female["baselines"]["uniform"] == 0.5 and female["margin_over_best_baseline"] <= 0
     assert table[SEX]["male"]["accuracy"] == 1.0 and table[SEX][UNKNOWN]["n"] == 1
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
+from socbench.log.write import write_domain_files
 from socbench.metrics.ranking import kendall_tau_b, mean_tau_p, modal_agreement, rank_test
-from socbench.report import write_domain_files
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Question, Respondent
 

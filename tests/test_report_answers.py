@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
+from socbench.log.read import ModelRun
+from socbench.log.write import write_domain_files
 from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.structure import structure
-from socbench.report import write_domain_files, write_run_summary
 from socbench.report.answers import persona_pairs
+from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
-from socbench.report.runs import ModelRun
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent, ScoredItem
 

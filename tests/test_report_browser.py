@@ -24,9 +24,9 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pytest
 
+from socbench.log.write import write_domain_files
 from socbench.metrics.headline import lead_sentence
-from socbench.report import write_run_summary
-from socbench.report.files import write_domain_files
+from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Question, Respondent

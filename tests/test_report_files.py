@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from socbench.log.write import write_domain_files
 from socbench.models import model_slug
-from socbench.report import model_scale_plot, write_domain_files, write_run_summary
+from socbench.report.files import write_run_summary
 from socbench.report.output import atomic_open, model_dir, write_json
-from socbench.report.plots import parameter_count
+from socbench.report.plots import model_scale_plot, parameter_count
 from socbench.scoring import score_items, summarize_domain
 from socbench.types import Extraction, Item
 

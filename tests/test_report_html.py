@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from socbench.cli import main
-from socbench.report import write_domain_files, write_run_summary
+from socbench.log.write import write_domain_files
+from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
 from socbench.scoring import score_domain
@@ -171,7 +172,7 @@ def test_scale_plot_left_out_with_one_sized_model(tmp_path: Path, capsys) -> Non
 
 @pytest.mark.parametrize("argv, message", [
     (["missing"], "results folder not found"),
-    (["empty"], "no model results found"),
+    (["empty"], "no results of a run here"),
     (["results", "--compare", "org_Model-1.7B", "nope"], "--compare 'nope': no such run"),
     (["results", "--domain_id", "3"], "--domain_id applies only with --compare"),
 ])

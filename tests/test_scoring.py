@@ -75,7 +75,11 @@ def test_summarize_domain_counts_and_metrics() -> None:
     assert result.metrics["accuracy"] == pytest.approx(1 / 5)
     assert result.metrics["micro_f1"] == pytest.approx(1 / 5)
     assert result.metrics["parse_failure_rate"] == pytest.approx(3 / 5)
-    assert result.per_country["DE"] == pytest.approx({"n": 2, "accuracy": 0.5, "parse_failure_rate": 0.0})
+    de = result.per_country["DE"]
+    assert {k: de[k] for k in ("n", "accuracy", "parse_failure_rate")} == pytest.approx(
+        {"n": 2, "accuracy": 0.5, "parse_failure_rate": 0.0})
+    assert de["respondents"] == 1 and de["baselines"]["uniform"] == pytest.approx(1 / 3)
+    assert de["margin_over_best_baseline"] == pytest.approx(0.5 - de["best_baseline_accuracy"])
     assert result.per_country["TW"]["parse_failure_rate"] == pytest.approx(1.0)
     assert set(result.per_country) == {"DE", "TW", "unmapped"}
     assert result.baselines["uniform"] == pytest.approx(1 / 3)

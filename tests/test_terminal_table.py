@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-from socbench.mcq.results import table_markdown, table_rows
-from socbench.mcq.scoring import METHODS
+from socbench.mcq.scoring import COLUMNS
 from socbench.progress import domain_line, finished_line, run_table
+from socbench.report.mcq import table_markdown
 from socbench.report.terminal import terminal_table
 
 NAMES = ["Citizenship and Political Participation in Europe", "Environment and Climate Change Attitudes",
@@ -69,7 +69,7 @@ def test_the_domain_line_is_the_same_for_the_cli_and_the_demo() -> None:
 
 
 def test_the_mcq_table_fits_120_columns() -> None:
-    rows = table_rows({k: {m: 0.25 + k / 100 for m in METHODS} for k in (0, 1, 5, 25)}, [0, 1, 5, 25])
+    rows = [{"k-shot": k, **{c: 0.25 + k / 100 for c in COLUMNS.values()}} for k in (0, 1, 5, 25)]
     text = table_markdown(rows, "CP vs MCP: ARC-Challenge")
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert len(table) == 6 and all(len(line) <= 120 for line in table)

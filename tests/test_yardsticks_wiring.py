@@ -16,14 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from socbench.log.summary import summary_payload
+from socbench.log.write import write_domain_files
 from socbench.metrics.demographic import demographic_model
-from socbench.report.files import (
-    domain_markdown,
-    summary_markdown,
-    summary_payload,
-    write_domain_files,
-    write_summary,
-)
+from socbench.report.files import domain_markdown, summary_markdown, write_summary
 from socbench.report.leaderboard import leaderboard
 from socbench.report.tables import leaderboard_markdown
 from socbench.scoring import score_domain, summarize_domain

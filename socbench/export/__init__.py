@@ -19,7 +19,7 @@ from socbench.export.long import long_table
 from socbench.export.source import DomainSource, domain_source, run_data
 from socbench.export.wide import wide_tables
 from socbench.export.writers import write_table
-from socbench.report.runs import DETAILED_SUFFIX, ModelRun, read_run
+from socbench.log.read import DETAILED_SUFFIX, ModelRun, read_run
 
 EXPORT_FOLDER = "export"  # default place: <run folder>/export/
 LONG_STEM = "answers_long"

@@ -14,8 +14,7 @@ import pandas as pd
 
 from socbench.export.source import DomainSource
 from socbench.export.writers import Labels
-from socbench.report.circular import read_variants
-from socbench.report.runs import DETAILED_SUFFIX, DomainRun
+from socbench.log.read import DETAILED_SUFFIX, DomainRun, read_variants
 from socbench.types import VariantResult
 
 LONG_LABELS = {

@@ -23,8 +23,8 @@ from socbench.data.loaders import (
 from socbench.data.variables import SourceVariables, read_variables, variables_path
 from socbench.domains import get_domain
 from socbench.errors import DataError
+from socbench.log.read import DomainRun, ModelRun, read_json
 from socbench.manifest import DomainSpec
-from socbench.report.runs import DomainRun, ModelRun, read_json
 
 
 @dataclass(frozen=True)

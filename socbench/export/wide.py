@@ -16,7 +16,7 @@ from socbench.errors import DataError
 from socbench.export.long import numeric_codes
 from socbench.export.source import DomainSource
 from socbench.export.writers import Labels, code_number
-from socbench.report.runs import DomainRun
+from socbench.log.read import DomainRun
 
 ROW = "source_row"
 PERSON = "person_id"

@@ -3,8 +3,8 @@
 Stages, each a plain function the Prefect tasks call once: ``load_mcq`` (items and the
 few-shot pool) -> ``build_plan`` (engine requests per item and k, and per circular variant)
 -> the engine (``socbench.pipeline``: answers by request key) -> ``score_mcq`` (predictions per item, k and
-method, and circular variant results; pure) -> ``write_mcq_files`` (predictions, results,
-the original system's table, a plot, the circular files). The records are in ``socbench.types``.
+method, and circular variant results; pure) -> ``report.mcq.write_mcq_files`` (the results log's records,
+``socbench.log``, then the original system's table and a plot). The records are in ``socbench.types``.
 
 Names load on first use, so the configuration (``socbench.mcq.config``) is read without
 importing scoring and plotting (the CLI builds its flags from it in a fraction of a second).
@@ -19,8 +19,8 @@ _HOMES = {
     "socbench.mcq.config": ("McqConfig", "make_mcq_config"),
     "socbench.mcq.datasets": ("load_jsonl", "load_mcq"),
     "socbench.mcq.prompts": ("build_plan", "draw_shots", "loglikelihood_requests", "option_requests_of"),
-    "socbench.mcq.results": ("incomplete_reason", "mcq_files", "mcq_folder", "write_mcq_files"),
-    "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "score_mcq", "score_plan"),
+    "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "incomplete_reason", "score_mcq",
+                             "score_plan"),
     "socbench.mcq.specs": ("TASKS", "McqTaskSpec", "get_task"),
 }
 _LAZY = {name: module for module, names in _HOMES.items() for name in names}

@@ -22,8 +22,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
+from socbench.circular import expand_mcq_item
 from socbench.errors import ConfigError
-from socbench.mcq.circular import expand_mcq_item
 from socbench.mcq.datasets import letters
 from socbench.types import (
     CircularSettings,
@@ -131,7 +131,7 @@ def variant_prompts(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: 
 def build_plan(data: McqData, methods: Sequence[str], k_shots: Sequence[int], tolerance: bool,
                seed: int, circular_settings: CircularSettings | None = None) -> McqPlan:
     """Requests for every (item, k), shots drawn from ``data.fewshot_pool``; with
-    ``circular_settings`` also every MCP variant (``mcq.circular``)."""
+    ``circular_settings`` also every MCP variant (``socbench.circular``)."""
     pools = _pools(data.fewshot_pool)
     top = max(k_shots, default=0)
     prompts: list[ItemPrompts] = []

@@ -23,8 +23,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from socbench import errors
 from socbench.mcq.datasets import letters
-from socbench.mcq.prompts import digits
+from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT, digits
 from socbench.types import (
     EngineResult,
     ItemPrompts,
@@ -39,6 +40,15 @@ from socbench.types import (
 METHODS = ("cp_raw", "cp_un", "cp_ln_token", "cp_ln_char", "mcp", "mcp_tolerance")
 COLUMNS = {"cp_raw": "CP-RAW", "cp_un": "CP-UN", "cp_ln_token": "CP-LN", "cp_ln_char": "CP-LN-char",
            "mcp": "MCP", "mcp_tolerance": "MCP-Tolerance"}
+DEFINITIONS = {
+    "CP-RAW": "sum of log P(' option text' | 'Question: q\\nAnswer:') (lm-evaluation-harness acc)",
+    "CP-UN": f"CP-RAW minus log P(' option text' | '{UNCONDITIONAL_CONTEXT}')",
+    "CP-LN": "CP-RAW divided by the option's token count (per-token length normalisation)",
+    "CP-LN-char": "CP-RAW divided by the option text's character count (lm-evaluation-harness acc_norm)",
+    "MCP": f"log P('{MCP_ANSWER_PREFIX}<letter>' | question, lettered options, 'Answer:')",
+    "MCP-Tolerance": "log(P(' <letter>') + P(' <index digit>')): naming the option's digit also counts",
+}
+ENGINE_METHODS = ("mcp", "mcp_tolerance")  # scored from option requests: the ones an engine error leaves out
 Scores = tuple[float | None, ...]
 
 
@@ -156,3 +166,30 @@ def accuracies(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]
 def chance_accuracy(n_options: Sequence[int]) -> float:
     """Expected accuracy of a uniform random guess: the mean of 1/n over items."""
     return float(np.mean([1.0 / n for n in n_options])) if n_options else math.nan
+
+
+def incomplete_reason(answers: McqAnswers) -> str | None:
+    """``"K engine errors, first: <reason>"`` over MCP's option requests, or None when all were answered."""
+    failed = [r.error for r in answers.options.values() if r.error is not None]
+    return errors.incomplete_reason(len(failed), failed[0]) if failed else None
+
+
+def reported_accuracies(predictions: Sequence[Prediction],
+                        incomplete: str | None) -> dict[int, dict[str, float]]:
+    """``accuracies``, less MCP's columns when requests failed: a wrong number is worse than none."""
+    table = accuracies(predictions)
+    if incomplete is None:
+        return table
+    return {k: {m: v for m, v in row.items() if m not in ENGINE_METHODS} for k, row in table.items()}
+
+
+def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
+    """Mean probability MCP puts on the scored codes, per k and method (format-following)."""
+    masses: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for pred in predictions:
+        if pred.mass is not None:
+            masses[(pred.k_shot, pred.method)].append(pred.mass)
+    out: dict[int, dict[str, float]] = defaultdict(dict)
+    for (k, method), values in sorted(masses.items()):
+        out[k][COLUMNS[method]] = sum(values) / len(values)
+    return dict(out)

@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from socbench.metrics.grouped import UNMAPPED
 from socbench.types import ScoredItem
 
+UNMAPPED = "unmapped"  # the group of an item without a country (or any key): reported, never dropped
 BY_QUESTION = ("question_id",)
 BY_COUNTRY_QUESTION = ("country_code", "question_id")
 
@@ -114,14 +114,25 @@ def _frame(items: Sequence[ScoredItem], keys: list[str]) -> pd.DataFrame:
     return frame
 
 
-def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None = None) -> dict[str, float]:
+ITEM_BASELINES = ("uniform", "majority_question", "majority_country_question")
+
+
+def item_baselines(items: Sequence[ScoredItem]) -> dict[str, np.ndarray]:
+    """What each unweighted baseline expects on each item (``items`` order): a domain's baselines are
+    their means, and so are a group's on its items (``metrics.grouped.group_rows``)."""
+    if not items:
+        return {name: np.array([]) for name in ITEM_BASELINES}
+    return {"uniform": np.array([1.0 / len(item.offered_codes) for item in items]),
+            "majority_question": majority_item_scores(items, BY_QUESTION),
+            "majority_country_question": majority_item_scores(items, BY_COUNTRY_QUESTION)}
+
+
+def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None = None,
+              expected: Mapping[str, np.ndarray] | None = None) -> dict[str, float]:
     """All baselines by name, on the same items the model was scored on (weighted majority
-    baselines too when the survey's ``weights`` are given)."""
-    values = {
-        "uniform": uniform_baseline(items),
-        "majority_question": majority_baseline(items, BY_QUESTION),
-        "majority_country_question": majority_baseline(items, BY_COUNTRY_QUESTION),
-    }
+    baselines too when the survey's ``weights`` are given); ``expected``: ``item_baselines(items)``."""
+    expected = item_baselines(items) if expected is None else expected
+    values = {name: float(scores.mean()) if len(scores) else math.nan for name, scores in expected.items()}
     if weights is not None:
         pairs = (("majority_question", BY_QUESTION), ("majority_country_question", BY_COUNTRY_QUESTION))
         for name, by in pairs:

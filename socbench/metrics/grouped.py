@@ -1,21 +1,29 @@
-"""Breakdowns of any metric by a key (Inspect's ``grouped`` metric idea), in one place.
+"""Breakdowns by a key (Inspect's ``grouped`` metric idea), in one place. Group names are strings (they
+become JSON keys); a ``None`` key, such as an unmapped country, is reported under ``UNMAPPED`` rather
+than dropped.
 
-``grouped(accuracy, "country_code")(items)`` gives ``{"DE": 0.41, "JP": 0.38, ...}``.
-Group names are strings (they become JSON keys); a ``None`` key, such as an unmapped
-country, is reported under ``UNMAPPED`` rather than dropped.
+``group_rows`` is the one breakdown the result files and the report show (per country, per persona
+group): items, respondents, accuracy, the answer-free baselines on the group's own items and the
+margin over the strongest. The score stage computes it per domain; ``pooled_rows`` pools a run's
+domains (item-weighted, a respondent of each domain a cluster of its own) with the accuracy's CI.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
+import numpy as np
+
+from socbench.metrics.baselines import UNMAPPED, best_baseline
+from socbench.metrics.classification import accuracy, parse_failure_rate
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
+from socbench.metrics.uncertainty import accuracy_ci
 from socbench.types import ScoredItem
 
-Metric = Callable[[Sequence[ScoredItem]], float]
 Key = str | Callable[[ScoredItem], Hashable]
-
-UNMAPPED = "unmapped"
 
 
 def _key_function(key: Key) -> Callable[[ScoredItem], str]:
@@ -28,31 +36,59 @@ def _key_function(key: Key) -> Callable[[ScoredItem], str]:
     return group_name
 
 
-def split(items: Sequence[ScoredItem], key: Key) -> dict[str, list[ScoredItem]]:
-    """Items by group name, groups in sorted order (stable, diff-friendly output)."""
+def split_index(items: Sequence[ScoredItem], key: Key) -> dict[str, list[int]]:
+    """Item positions by group name, groups in sorted order (stable, diff-friendly output)."""
     name_of = _key_function(key)
-    groups: dict[str, list[ScoredItem]] = defaultdict(list)
-    for item in items:
-        groups[name_of(item)].append(item)
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, item in enumerate(items):
+        groups[name_of(item)].append(i)
     return {name: groups[name] for name in sorted(groups)}
 
 
-def grouped(metric: Metric, key: Key) -> Callable[[Sequence[ScoredItem]], dict[str, float]]:
-    """Wrap ``metric`` so it returns ``{group: metric(items of that group)}``.
-
-    ``key`` is a ScoredItem attribute name (``"country_code"``) or a function of an item.
-    """
-
-    def by_group(items: Sequence[ScoredItem]) -> dict[str, float]:
-        return {name: metric(group) for name, group in split(items, key).items()}
-
-    return by_group
+def split(items: Sequence[ScoredItem], key: Key) -> dict[str, list[ScoredItem]]:
+    """Items by group name, groups in sorted order."""
+    return {name: [items[i] for i in index] for name, index in split_index(items, key).items()}
 
 
-def breakdown(metrics: Mapping[str, Metric], key: Key,
-              items: Sequence[ScoredItem]) -> dict[str, dict[str, float]]:
-    """Several metrics per group: ``{group: {metric name: value}}`` (per-country tables)."""
-    return {
-        name: {metric_name: metric(group) for metric_name, metric in metrics.items()}
-        for name, group in split(items, key).items()
-    }
+def group_row(group: Sequence[ScoredItem], floors: Mapping[str, float],
+              clusters: Sequence[str] | None = None) -> dict[str, Any]:
+    """One group: items ``n``, respondents, accuracy, parse failure rate, the baselines on its items
+    (``floors``), the strongest and the margin over it; with ``clusters`` (each item's respondent)
+    the accuracy's respondent-bootstrap CI too (NaN below ``DEFAULT_MIN_RESPONDENTS`` respondents)."""
+    right, best = accuracy(group), best_baseline(floors)
+    row = {"n": float(len(group)), "accuracy": right, "parse_failure_rate": parse_failure_rate(group),
+           "respondents": len(set(clusters if clusters is not None else (i.person_id for i in group))),
+           "baselines": dict(floors), "best_baseline": best[0] if best else None,
+           "best_baseline_accuracy": best[1] if best else math.nan,
+           "margin_over_best_baseline": right - best[1] if best else math.nan}
+    if clusters is not None:
+        ci = accuracy_ci([i.correct for i in group], clusters, min_respondents=DEFAULT_MIN_RESPONDENTS)
+        row["accuracy_ci_low"], row["accuracy_ci_high"] = ci or (math.nan, math.nan)
+    return row
+
+
+def group_rows(items: Sequence[ScoredItem], key: Key,
+               expected: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """``group_row`` per group of one domain; ``expected``: each baseline's per-item expectation."""
+    return {name: group_row([items[i] for i in index],
+                            {b: float(v[index].mean()) for b, v in expected.items()})
+            for name, index in split_index(items, key).items()}
+
+
+def pooled_rows(domains: Sequence[tuple[str, Sequence[ScoredItem], Mapping[str, Mapping[str, Any]],
+                                        Mapping[str, float]]], key: Key) -> dict[str, dict[str, Any]]:
+    """Groups pooled over domains, each ``(name, items, its group_rows, its baselines)``: a group's
+    baselines are its domains' item-weighted (a domain without the group's row gives its own), its
+    respondents ``<domain>:<person id>``, and its accuracy gets a CI."""
+    parts: dict[str, list[tuple[str, list[ScoredItem], Mapping[str, float]]]] = defaultdict(list)
+    for domain, items, rows, floors in domains:
+        for name, group in split(items, key).items():
+            parts[name].append((domain, group, rows[name]["baselines"] if name in rows else floors))
+    pooled = {}
+    for name in sorted(parts):
+        found = parts[name]
+        group = [item for _, items, _ in found for item in items]
+        floors = {b: sum(f[b] * len(items) for _, items, f in found) / len(group) for b in found[0][2]}
+        clusters = [f"{d}:{i.person_id}" for d, items, _ in found for i in items]
+        pooled[name] = group_row(group, floors, clusters)
+    return pooled

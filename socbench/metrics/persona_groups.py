@@ -20,18 +20,18 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
 
 from socbench.data.loaders import is_missing_label
-from socbench.metrics.classification import accuracy, item_count, parse_failure_rate
-from socbench.metrics.grouped import Metric, breakdown
+from socbench.metrics.grouped import group_rows
 from socbench.types import Respondent, ScoredItem
 
 SEX, AGE_GROUP, EDUCATION, RELIGION, EMPLOYMENT = "sex", "age_group", "education", "religion", "employment"
 ATTRIBUTES = (SEX, AGE_GROUP, EDUCATION, RELIGION, EMPLOYMENT)
 UNKNOWN = "unknown"
 AGE_BANDS = ((15, 29, "15-29"), (30, 44, "30-44"), (45, 59, "45-59"), (60, 130, "60+"))
-GROUP_METRICS: dict[str, Metric] = {"n": item_count, "accuracy": accuracy,
-                                    "parse_failure_rate": parse_failure_rate}
 
 _R = r"^(?:r:\s*|respondent'?s?:?\s*)?"  # optional "R: " / "Respondent's " prefix
 # Patterns per attribute, highest priority first, matched (re.search) on the lower-cased key.
@@ -164,12 +164,12 @@ def respondent_groups(respondents: Iterable[Respondent]) -> dict[int, dict[str, 
     return {person.person_id: persona_groups(person.attributes) for person in respondents}
 
 
-def persona_breakdowns(items: Sequence[ScoredItem], metrics: Mapping[str, Metric] = GROUP_METRICS,
-                       ) -> dict[str, dict[str, dict[str, float]]]:
-    """``{attribute: {group: {n, accuracy, parse_failure_rate}}}`` for attributes any item has.
-
-    Items whose respondent lacks the attribute are reported under ``unknown``.
+def persona_breakdowns(items: Sequence[ScoredItem], expected: Mapping[str, np.ndarray],
+                       ) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{attribute: {group: metrics.grouped.group_row}}`` for attributes any item has (``expected``:
+    ``metrics.baselines.item_baselines(items)``). Items whose respondent lacks the attribute are
+    reported under ``unknown``.
     """
     present = [attr for attr in ATTRIBUTES if any(attr in item.groups for item in items)]
-    return {attr: breakdown(metrics, lambda item, a=attr: item.groups.get(a, UNKNOWN), items)
+    return {attr: group_rows(items, lambda item, a=attr: item.groups.get(a, UNKNOWN), expected)
             for attr in present}

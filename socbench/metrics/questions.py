@@ -18,8 +18,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from socbench.metrics.baselines import UNMAPPED
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, Weights, group_codes, split_groups
-from socbench.metrics.grouped import UNMAPPED
 from socbench.metrics.ranking import LEVELS, group_record, level_groups, level_summary
 from socbench.types import Code, Item, ScoredItem
 

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.persona_effect import PersonaEffect, persona_effect, verdict
-from socbench.metrics.persona_groups import ATTRIBUTES
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.html_sections import details, esc, note, run_heading, table
 from socbench.report.labels import domain_label, p_text
-from socbench.report.leaderboard import MIN_RESPONDENTS, DomainRun, Leaderboard, ModelRun, pooled_items
+from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import fmt, markdown_table
 from socbench.report.texts import LEADS
 from socbench.types import ScoredItem
@@ -150,15 +150,9 @@ def persona_pairs(runs: Sequence[ModelRun]) -> list[tuple[ModelRun, ModelRun]]:
 def run_items(run: ModelRun) -> list[ScoredItem]:
     """A run's items as the paired comparison reads them: keys unique across domains (the person id is
     ``<domain>:<id>``, a string: pairing and clustering need only equal keys), persona groups."""
-    frame = pooled_items(run)
-    present = [a for a in ATTRIBUTES if a in frame.columns]
-    columns = [frame[a].tolist() for a in present]
-    groups = [dict(zip(present, values, strict=True)) for values in zip(*columns, strict=True)] if present \
-        else [{} for _ in range(len(frame))]
-    rows = zip(frame["respondent"].tolist(), (frame["domain"] + ":" + frame["question_id"]).tolist(),
-               frame["country_code"].tolist(), frame["correct"].tolist(), groups, strict=True)
-    return [ScoredItem(person, question, country, "", None, bool(correct), None, False, (), groups=found)
-            for person, question, country, correct, found in rows]
+    return [replace(item, person_id=f"{d.domain}:{item.person_id}",
+                    question_id=f"{d.domain}:{item.question_id}")
+            for d in run.domains for item in d.stored.items()]
 
 
 def compare_persona(persona: ModelRun, control: ModelRun) -> PersonaEffect | None:

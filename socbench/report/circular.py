@@ -1,137 +1,32 @@
-"""Circular-evaluation files: every variant as JSONL, the metrics JSON and the summary table.
-
-``<name>_circular.jsonl`` holds one line per variant (``qid, pattern, gold, prediction,
-correct`` plus the variant id, the original order and the answer mapped back), and
-``<name>_circular_metrics.json`` the OpenCompass metrics (fractions) with the settings
-that produced them (mode, seed, max_variants; a sample's orders are the patterns in the
-JSONL). The summary table has OpenCompass's ``CircularSummarizer`` layout: a header row
-``dataset, version, mode, <model>, -, ...``, a row of metric names, then one row per
-dataset with percentages to two decimals and ``-`` where a value is missing.
+"""Circular evaluation in the report: OpenCompass's ``CircularSummarizer`` table (a header row
+``dataset, version, mode, <model>, -, ...``, a row of metric names, then one row per dataset with
+percentages to two decimals and ``-`` where a value is missing) for an ISSP run and an MCQ dataset, and
+section 5 of ``report.html``, read from each run's circular metrics records (``log.records.CircularRecord``):
+which options the variants showed (order-only: the survey's codes, only the lines move; relabelled:
+1..n by position), and per family (rotations, all orders, or a sampled set of orders) the questions that
+entered, accuracy in the original order and over the variants, perf (every variant right) and vote.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from socbench.errors import DataError
-from socbench.metrics.circular import circular_metrics, families
-from socbench.report.output import atomic_open, markdown_text, model_dir, now_timestamp, write_json
-from socbench.types import CircularScores, CircularSettings, DomainResult, VariantResult
+from socbench.circular import families
+from socbench.report.html_sections import esc, note, table
+from socbench.report.labels import domain_label
+from socbench.report.output import atomic_open, fmt, markdown_text, model_dir
+from socbench.types import DomainResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
-TIE_RULE = "vote ties go to the answer seen first in the file (Counter.most_common, as OpenCompass)"
+    from socbench.log.read import ModelRun
+
 EMPTY_CELL = "-"
-MEASURES = {
-    "order_only": "order bias: each code stays with its text, only the lines move (the survey's own codes)",
-    "relabel": "label and order bias: options numbered 1..n by position in each order, the answer mapped "
-               "back (OpenCompass's relabelling)",
-}
-SAMPLED_NOTE = ("the *_sampled metrics are over a seeded sample of orders (the n rotations plus others, "
-                "--max_variants), not all n! orders; perf_sampled is an upper bound of perf over all orders")
-
-
-def circular_stem(settings: CircularSettings) -> str:
-    """``circular`` (order-only, the default) or ``circular_relabel``: names files and metrics."""
-    return "circular_relabel" if settings.labels == "relabel" else "circular"
-
-
-# --------------------------------------------------------------------- variant files
-
-
-def variant_record(result: VariantResult) -> dict[str, Any]:
-    """One JSONL line; ``pattern``/``shown``/``origin`` are label lists (codes stay strings)."""
-    return {
-        "qid": result.qid, "variant_id": result.variant_id, "pattern": list(result.pattern),
-        "gold": result.gold, "prediction": result.prediction, "correct": result.correct,
-        "is_origin": result.is_origin, "origin": list(result.origin), "shown": list(result.shown),
-        "gold_original": result.gold_original, "prediction_original": result.to_original(result.prediction),
-        "sampled": result.sampled, "parse_error": result.parse_error,
-    }
-
-
-class VariantRecord(BaseModel):
-    """A ``*_circular.jsonl`` line as read back (extra keys are derived and ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    qid: str
-    pattern: list[str]
-    shown: list[str]
-    origin: list[str]
-    gold: str
-    prediction: str | None
-    sampled: bool = False
-    parse_error: str | None = None
-
-    def to_result(self) -> VariantResult:
-        return VariantResult(self.qid, tuple(self.pattern), tuple(self.shown), tuple(self.origin), self.gold,
-                             sampled=self.sampled, prediction=self.prediction, parse_error=self.parse_error)
-
-
-def write_variants(path: Path, results: Sequence[VariantResult]) -> Path:
-    """Atomically write one JSON line per variant."""
-    with atomic_open(path) as handle:
-        for result in results:
-            handle.write(json.dumps(variant_record(result), ensure_ascii=False) + "\n")
-    return path
-
-
-def read_variants(path: Path) -> list[VariantResult]:
-    """Variant results from a ``*_circular.jsonl`` file; a bad line names file and line."""
-    results = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            results.append(VariantRecord.model_validate_json(line).to_result())
-        except ValidationError as exc:
-            reason = exc.errors()[0]["msg"]
-            raise DataError(f"{path}:{number}: not a circular variant record ({reason})") from None
-    return results
-
-
-def metrics_payload(scores: CircularScores, settings: CircularSettings, **about: Any) -> dict[str, Any]:
-    """The metrics JSON: ``about`` (dataset, model, ...) then settings, counts and metrics."""
-    return {
-        **about, "timestamp": now_timestamp(), "circular": settings.mode, "labels": settings.labels,
-        "measures": MEASURES[settings.labels], "seed": settings.seed,
-        "max_variants": settings.max_variants, "shuffle_options": settings.shuffle_options,
-        "questions": scores.questions, "variants": scores.variants,
-        "sampled_questions": scores.sampled_questions,
-        **({"sampled": SAMPLED_NOTE} if scores.sampled_questions else {}),
-        "scale": "fraction", "tie_rule": TIE_RULE, "metrics": scores.metrics,
-    }
-
-
-def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult],
-                         settings: CircularSettings, scores: CircularScores | None = None,
-                         **about: Any) -> tuple[Path, Path, CircularScores]:
-    """``<name>_circular.jsonl`` and ``<name>_circular_metrics.json`` in ``folder`` (``_circular_relabel``
-    with relabelled options; ``scores``: the results' metrics when the score stage computed them)."""
-    scores = scores or circular_metrics(results, settings.mode)
-    stem = f"{name}_{circular_stem(settings)}"
-    jsonl = write_variants(folder / f"{stem}.jsonl", results)
-    payload = metrics_payload(scores, settings, **about)
-    return jsonl, write_json(folder / f"{stem}_metrics.json", payload), scores
-
-
-def write_domain_circular(output_dir: str | os.PathLike[str], result: DomainResult,
-                          variants: Sequence[VariantResult], settings: CircularSettings,
-                          scores: CircularScores | None = None) -> tuple[Path, Path]:
-    """An ISSP domain's circular files beside its ``_detailed.json``."""
-    jsonl, metrics, _ = write_circular_files(
-        model_dir(output_dir, result.run or result.model), result.domain_name, variants, settings, scores,
-        domain=result.domain_name, domain_id=result.domain_id, model=result.model)
-    return jsonl, metrics
 
 
 # ---------------------------------------------------------------------- summary table
@@ -218,3 +113,43 @@ def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, res
     run, beside ``summary.json``; ``model`` is the run's name."""
     return write_circular_table(model_dir(output_dir, model), issp_circular_table(results, mode, prompt_mode),
                                 stem=f"{issp_stem(results)}_summary")
+
+
+# ------------------------------------------------------------------ report.html
+
+FAMILY_LABELS = {"circular": "rotations (n orders)", "all_possible": "all n! orders",
+                 "sampled": "sampled orders (sampled: not all orders)"}
+LABEL_MODES = {"order_only": "order-only (codes kept)", "relabel": "relabelled 1..n"}
+HEAD = ("domain", "run", "options shown", "orders", "questions", "accuracy, original order",
+        "accuracy over variants", "perf (all variants right)", "vote")
+LEAD = ("Each question is asked again with its options reordered; perf counts a question only when "
+        "every order is answered right. Order-only keeps each survey code with its text, so it measures "
+        "order bias alone: a model that always answers \"1\" names the same option in every order and looks "
+        "perfectly consistent (perf equals its accuracy). Relabelled numbers the options 1..n by position in "
+        "each order and maps the answer back, as OpenCompass does: it measures label and order bias, and "
+        "always \"1\" scores perf 0. Sampled orders (--max_variants) always include the n rotations; their "
+        "metrics are marked sampled and are an upper bound of the same metric over all orders.")
+
+
+def circular_rows(run: ModelRun) -> list[list[str]]:
+    """One row per (domain file, family) of a run's circular metrics."""
+    rows = []
+    for record in run.circular.values():
+        metrics: dict[str, Any] = record.metrics
+        labels = LABEL_MODES.get(record.labels, record.labels)
+        for family, label in FAMILY_LABELS.items():
+            if f"perf_{family}" not in metrics:
+                continue
+            rows.append([domain_label(str(record.domain)), run.run, labels, label,
+                         str(record.questions.get(family, "n/a")),
+                         fmt(metrics.get("acc_origin")), fmt(metrics.get(f"acc_{family}")),
+                         fmt(metrics.get(f"perf_{family}")), fmt(metrics.get(f"vote_{family}"))])
+    return rows
+
+
+def circular_section(runs: Sequence[ModelRun]) -> list[str]:
+    rows = [row for run in runs for row in circular_rows(run)]
+    head = "<h2 id='circular'>5. Circular evaluation (option order and labels)</h2>"
+    if not rows:
+        return [head, note("No circular evaluation in these results (socbench issp --circular circular).")]
+    return [head, f"<p class='lead'>{esc(LEAD)}</p>", table(HEAD, rows)]

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from socbench.log.read import ModelRun
 from socbench.report.labels import country_label, domain_label
-from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard, ModelRun, pooled_items
+from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import new_figure, save_figure
 from socbench.report.plots import model_scale_plot, parameter_count, size_label
 
@@ -71,13 +72,13 @@ def _gap(a: float, b: float) -> float:
 
 
 def country_domain_accuracy(run: ModelRun) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Accuracy and respondents per country (rows, by name) and domain (columns, in domain order);
-    countries with fewer than ``MIN_RESPONDENTS`` respondents in every domain are left out."""
-    frame = pooled_items(run)
-    columns = [d.domain for d in run.domains]
-    accuracy = frame.pivot_table(index="country_code", columns="domain", values="correct", aggfunc="mean")
-    people = frame.pivot_table(index="country_code", columns="domain", values="respondent", aggfunc="nunique")
-    accuracy, people = accuracy.reindex(columns=columns), people.reindex(columns=columns).fillna(0)
+    """Accuracy and respondents per country (rows, by name) and domain (columns, in domain order), as
+    each domain's record holds them; countries with fewer than ``MIN_RESPONDENTS`` respondents in every
+    domain are left out."""
+    def table(key: str) -> pd.DataFrame:
+        return pd.DataFrame({d.domain: {c: row[key] for c, row in d.stored.per_country.items()}
+                             for d in run.domains}, columns=[d.domain for d in run.domains])
+    accuracy, people = table("accuracy"), table("respondents").fillna(0)
     keep = sorted((c for c in people.index if (people.loc[c] >= MIN_RESPONDENTS).any()), key=country_label)
     return accuracy.reindex(keep), people.reindex(keep)
 

@@ -18,10 +18,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from socbench.log.read import ModelRun
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
-from socbench.report import breakdowns
 from socbench.report.answers import answer_html
-from socbench.report.circular_section import circular_section
+from socbench.report.circular import circular_section
 from socbench.report.figures import Figures, draw_figures
 from socbench.report.html_sections import (
     QUESTION_HEAD,
@@ -39,7 +39,8 @@ from socbench.report.html_sections import (
 )
 from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incomplete_cells, incomplete_notes
 from socbench.report.labels import domain_label, weights_off_text
-from socbench.report.leaderboard import Leaderboard, ModelRun, leaderboard
+from socbench.report.leaderboard import Leaderboard, leaderboard
+from socbench.report.mcq import mcq_section
 from socbench.report.output import atomic_open, now_timestamp
 from socbench.report.tables import (
     COMPARE_HEAD,
@@ -133,19 +134,21 @@ def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
     return parts
 
 
-def groups_section(board: Leaderboard, n_resamples: int, seed: int) -> list[str]:
-    """2. For whom: countries (pooled and by domain) and persona groups, per run."""
+def groups_section(board: Leaderboard) -> list[str]:
+    """2. For whom: countries (pooled and by domain) and persona groups, per run, as the run computed them
+    (``summary.json``'s ``pooled``, each domain's ``per_country``)."""
     parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", _lead("groups")]
     for i, run in enumerate(_ranked(board)):
-        body = []
-        countries = breakdowns.country_rows(run, n_resamples=n_resamples, seed=seed)
+        body, pooled = [], run.summary.pooled if run.summary else {}
+        countries = pooled.get("countries") or {}
         if countries:
+            cells = {(country, d.domain): row for d in run.domains
+                     for country, row in d.stored.per_country.items()}
             body += ["<h4>Countries (pooled over domains)</h4>", country_table(countries),
-                     "<h4>Countries by domain</h4>",
-                     heat_table(breakdowns.country_domain_cells(run), [d.domain for d in run.domains])]
+                     "<h4>Countries by domain</h4>", heat_table(cells, [d.domain for d in run.domains])]
         else:
             body.append(note("No countries in these results (a single-country study)."))
-        personas = breakdowns.persona_rows(run, n_resamples=n_resamples, seed=seed)
+        personas = pooled.get("persona_groups") or {}
         body += (["<h4>Persona groups (pooled over domains)</h4>", persona_table(personas)] if personas
                  else [note("No persona groups were recorded with these results.")])
         parts.append(details(run_heading(run), "".join(body), open_=i == 0))
@@ -182,23 +185,23 @@ def _ranked(board: Leaderboard) -> list[ModelRun]:
     return [by_name[row["run"]] for row in board.overall]
 
 
-def render_html(board: Leaderboard, figures: Figures, title: str, *, n_resamples: int = DEFAULT_RESAMPLES,
-                seed: int = BOOTSTRAP_SEED, out_dir: Path | None = None) -> str:
+def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Path | None = None) -> str:
     """The report page as one HTML string (figures embedded; exported answers linked from ``out_dir``)."""
     sections = [
         f"<h1>{esc(title)}</h1>",
         f"<p class='meta'>Generated {esc(now_timestamp())}; {len(board.runs)} complete run(s), "
-        f"{len(board.incomplete)} incomplete; {len(board.domains)} run x domain result(s).</p>",
+        f"{len(board.incomplete)} incomplete; {len(board.domains)} run x domain result(s); "
+        f"{len(board.mcq)} multiple-choice result(s).</p>",
         "<p class='meta'><a href='#answer'>The answer</a> · <a href='#baselines'>1. Baselines</a> · "
         "<a href='#groups'>2. For whom</a> · "
         "<a href='#questions'>3. Questions</a> · <a href='#distributions'>4. Distributions</a> · "
         "<a href='#circular'>5. Circular</a> · <a href='#scale'>6. Model size</a> · "
-        "<a href='#definitions'>Definitions</a></p>",
+        "<a href='#mcq'>7. Multiple choice</a> · <a href='#definitions'>Definitions</a></p>",
         *(answer_html(board) if board.runs else []),
-        *baselines_section(board, figures),
+        *(baselines_section(board, figures) if board.runs or board.incomplete else []),
     ]
     if board.runs:
-        sections += [*groups_section(board, n_resamples, seed), *questions_section(board)]
+        sections += [*groups_section(board), *questions_section(board)]
     sections += circular_section(board.runs)
     sections.append("<h2 id='scale'>6. Model size</h2>")
     if "model_scale" in figures.paths:
@@ -207,9 +210,10 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, n_resamples
     unweighted = [f"{run.run}: weighted metrics off: {text}" for run in board.runs
                   if (text := weights_off_text((domain_label(d.domain), d.stored.weighted_metrics_off)
                                                for d in run.domains))]
-    notes = [*figures.notes, *failed, *unweighted]
+    notes = [*board.notes, *figures.notes, *failed, *unweighted]
     if notes:
         sections.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+    sections += mcq_section(board.mcq)
     sections += exports_section(board.runs, out_dir) if out_dir is not None else []
     sections += ["<h2 id='definitions'>Definitions</h2>", "<dl>" + "".join(
         f"<dt>{esc(term)}</dt><dd>{esc(text)}</dd>" for term, text in DEFINITIONS) + "</dl>"]
@@ -222,7 +226,8 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> ReportPaths:
     """Read every run under ``output_dir``; write the leaderboard, figures and report.html.
 
-    ``out_dir`` defaults to ``<output_dir>/report``. Raises DataError when there is nothing
+    ``out_dir`` defaults to ``<output_dir>/report``; ``n_resamples``/``seed``: the bootstrap of the
+    paired comparisons (every other number is the runs' own). Raises DataError when there is nothing
     to report.
     """
     output_dir = Path(output_dir).expanduser()
@@ -233,7 +238,7 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     figures = draw_figures(board, output_dir, out)
     page = out / "report.html"
     with atomic_open(page) as handle:
-        handle.write(render_html(board, figures, f"socbench report: {output_dir.resolve().name}",
-                                 n_resamples=n_resamples, seed=seed, out_dir=out))
-    notes = [*figures.notes, *incomplete_notes(board.incomplete)]
+        title = f"socbench report: {output_dir.resolve().name}"
+        handle.write(render_html(board, figures, title, out_dir=out))
+    notes = [*board.notes, *figures.notes, *incomplete_notes(board.incomplete)]
     return ReportPaths(out, md, csv, page, figures.paths, board, notes)

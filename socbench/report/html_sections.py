@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from socbench.log.read import DomainRun, ModelRun
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
 from socbench.report.labels import baseline_label, below, ci_text, country_label, domain_label, p_text, signed
-from socbench.report.leaderboard import MIN_RESPONDENTS, DomainRun, ModelRun
 from socbench.report.output import fmt
 
 COUNTRY_HEAD = ("country", "respondents", "items", "accuracy [95% CI]", "strongest baseline on these items",
@@ -62,8 +63,14 @@ def details(summary: str, body: str, open_: bool = False) -> str:
     return f"<details{' open' if open_ else ''}><summary>{esc(summary)}</summary>{body}</details>"
 
 
+def enough(row: dict[str, Any]) -> bool:
+    """A group with a CI and a colour: ``MIN_RESPONDENTS`` respondents or more."""
+    return row["respondents"] >= MIN_RESPONDENTS
+
+
 def _group_cells(row: dict[str, Any]) -> list[str]:
-    return [str(row["respondents"]), str(row["items"]),
+    """A ``metrics.grouped.group_row`` pooled over a run's domains (with its CI)."""
+    return [str(row["respondents"]), str(int(row["n"])),
             f"{fmt(row['accuracy'])} " + ci_text(row["accuracy_ci_low"], row["accuracy_ci_high"],
                                                  row["respondents"], MIN_RESPONDENTS),
             baseline_label(row["best_baseline"]), fmt(row["best_baseline_accuracy"]),
@@ -71,9 +78,9 @@ def _group_cells(row: dict[str, Any]) -> list[str]:
 
 
 def country_table(rows: dict[str, dict[str, Any]]) -> str:
-    order = sorted(rows, key=lambda c: (not rows[c]["enough"], country_label(c)))
+    order = sorted(rows, key=lambda c: (not enough(rows[c]), country_label(c)))
     return table(COUNTRY_HEAD, [[country_label(c), *_group_cells(rows[c])] for c in order],
-                 ["few" if not rows[c]["enough"] else "" for c in order])
+                 ["few" if not enough(rows[c]) else "" for c in order])
 
 
 def persona_table(groups: dict[str, dict[str, dict[str, Any]]]) -> str:
@@ -81,14 +88,14 @@ def persona_table(groups: dict[str, dict[str, dict[str, Any]]]) -> str:
     for attribute, by_group in groups.items():
         for group, row in by_group.items():
             rows.append([attribute.replace("_", " "), group, *_group_cells(row)])
-            classes.append("" if row["enough"] else "few")
+            classes.append("" if enough(row) else "few")
     return table(PERSONA_HEAD, rows, classes)
 
 
 def _heat_style(row: dict[str, Any]) -> str:
     """Background by margin: green above the baseline, red below, paler when close to it."""
     margin = row["margin_over_best_baseline"]
-    if not row["enough"] or margin != margin:
+    if not enough(row) or margin != margin:
         return ""
     strength = min(1.0, abs(margin) / 0.2)
     hue = 130 if margin >= 0 else 0
@@ -98,7 +105,7 @@ def _heat_style(row: dict[str, Any]) -> str:
 def heat_table(cells: dict[tuple[str, str], dict[str, Any]], domains: Sequence[str]) -> str:
     """Country x domain: accuracy, margin and respondents per cell; thin cells greyed, no number."""
     countries = sorted({c for c, _ in cells}, key=country_label)
-    shown = [c for c in countries if any(cells.get((c, d), {}).get("enough") for d in domains)]
+    shown = [c for c in countries if any(enough(cells[c, d]) for d in domains if (c, d) in cells)]
     head = "".join(f"<th>{esc(domain_label(d))}</th>" for d in domains)
     body = []
     for country in shown:
@@ -107,7 +114,7 @@ def heat_table(cells: dict[tuple[str, str], dict[str, Any]], domains: Sequence[s
             row = cells.get((country, domain))
             if row is None:
                 tds.append("<td class='empty'></td>")
-            elif not row["enough"]:
+            elif not enough(row):
                 tds.append(f"<td class='few'>n={row['respondents']}</td>")
             else:
                 margin = signed(row["margin_over_best_baseline"])

@@ -15,13 +15,12 @@ INCOMPLETE_HEAD = ("run", "model", "domains", "incomplete domains", "items", "en
 
 
 def domain_engine_errors(dom: Any) -> tuple[int, str | None]:
-    """(engine errors, first reason) of one ``DomainRun``; (0, None) when it is complete."""
-    stored, reasons = dom.stored, dom.items["engine_error"].dropna()
-    count = stored.engine_errors if stored.engine_errors is not None else len(reasons)
-    first = next(iter(stored.engine_error_reasons), None) or (str(reasons.iloc[0]) if len(reasons) else None)
-    if stored.complete is False or len(reasons):
-        return max(count, 1), first or "unknown"
-    return 0, None
+    """(engine errors, first reason) of one ``DomainRun``, as its record counts them; (0, None) when it
+    is complete."""
+    stored = dom.stored
+    if stored.complete and not stored.engine_errors:
+        return 0, None
+    return max(stored.engine_errors, 1), next(iter(stored.engine_error_reasons), "unknown")
 
 
 def incomplete_row(run: Any) -> dict[str, Any] | None:
@@ -32,9 +31,9 @@ def incomplete_row(run: Any) -> dict[str, Any] | None:
         return None
     return {"run": run.run, "model": run.model, "complete": False, "domains": len(run.domains),
             "incomplete_domains": ", ".join(f"{dom.domain} ({n})" for dom, n, _ in bad),
-            "items": sum(len(dom.items) for dom in run.domains),
+            "items": sum(dom.stored.total_count for dom in run.domains),
             "engine_errors": sum(n for _, n, _ in bad),
-            "parse_failures": int(sum(dom.items["parse_failure"].sum() for dom in run.domains)),
+            "parse_failures": sum(dom.stored.parse_failures for dom in run.domains),
             "first_engine_error": bad[0][2]}
 
 

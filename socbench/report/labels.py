@@ -12,7 +12,7 @@ from typing import Any
 
 from socbench.data.countries import country_info
 from socbench.domains import DOMAINS
-from socbench.metrics.grouped import UNMAPPED
+from socbench.metrics.baselines import UNMAPPED
 from socbench.models import model_slug
 from socbench.report.output import fmt
 

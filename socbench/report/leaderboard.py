@@ -1,16 +1,15 @@
-"""The leaderboard over every run under an output folder (``socbench report``).
-
-Accuracy, its CI and the parse-failure rate are recomputed from the per-item details
-(``report.runs``); baselines, per-question macro-F1, distribution scores and ranking
-alignment are read from what the score stage wrote beside them. A run's overall numbers
-are unweighted means over its domains (as in ``summary.json``); its CI resamples
-respondents within each domain. A CI needs at least ``MIN_RESPONDENTS`` respondents: below
-that it is NaN (shown as "n/a (n < 10)"), never an interval from two people.
+"""The leaderboard over every run under an output folder (``socbench report``), read from the runs'
+results logs: a run x domain line is the domain's record (``log.summary.leaderboard_line``), a run's line the
+``pooled`` line of its ``summary.json`` (unweighted means over its domains; the CI resamples
+respondents within each domain), both computed by the run. A CI needs at least ``MIN_RESPONDENTS``
+respondents: below that it is NaN (shown as "n/a (n < 10)"), never an interval from two people. Only
+what compares runs is computed here: the paired comparisons.
 
 Ranks are tie-aware: a run's rank is 1 + the number of runs *clearly* ahead of it, i.e.
 whose 95% CI lies wholly above its own (or, where a CI is undefined, whose accuracy is
 higher). Runs with overlapping CIs, and runs with equal accuracy, share a rank. A run
-with engine errors is not ranked: it is listed apart (``report.incomplete``).
+with engine errors is not ranked: it is listed apart (``report.incomplete``); a run whose summary
+does not cover its domain records (stopped before its end) is named in one line, to be run again.
 """
 
 from __future__ import annotations
@@ -26,95 +25,47 @@ import pandas as pd
 
 import socbench.report.incomplete as unfinished
 from socbench.errors import ConfigError, DataError
-from socbench.metrics.baselines import best_baseline
-from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, headline_level
+from socbench.log.read import McqRun, ModelRun, load_runs
+from socbench.log.summary import DRAW_KEYS, leaderboard_line
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.uncertainty import (
     BOOTSTRAP_SEED,
     DEFAULT_RESAMPLES,
     PairedComparison,
-    accuracy_ci,
     paired_comparison,
 )
 from socbench.models import model_slug
-from socbench.report.files import ALIGNMENT_LEVEL, DRAW_KEYS
-from socbench.report.files import ALIGNMENT_SCORES as ALIGNMENT
-from socbench.report.files import DISTRIBUTION_SCORES as SCORES
 from socbench.report.labels import variant_label
-from socbench.report.output import finite_mean, json_safe
-from socbench.report.runs import (  # noqa: F401  (re-exported: the report's readers live in runs)
-    DETAILED_SUFFIX,
-    DomainRun,
-    ModelRun,
-    load_runs,
-    pooled_items,
-    read_domain,
-    read_run,
-)
-from socbench.yardsticks import HEADLINE_KEYS, headline, pooled_simbench
+from socbench.report.output import json_safe
 
 MIN_RESPONDENTS = DEFAULT_MIN_RESPONDENTS  # fewer respondents: no CI (NaN, never an interval from two people)
-NO_CI = (math.nan, math.nan)
 MAX_PAIRWISE_RUNS = 6  # all pairs are compared in the report up to this many runs
-
 DRAW_SCORES = DRAW_KEYS[1:]  # agreement and Fleiss' kappa of --samples K (socbench.draws); NaN without
-
-def _nan(value: float | None) -> float:
-    return math.nan if value is None else float(value)
-
-
-def _stored_scores(dom: DomainRun) -> dict[str, Any]:
-    """Baseline, per-question F1, headline distribution scores and alignment of a domain."""
-    best = best_baseline({k: _nan(v) for k, v in dom.stored.baselines.items()})
-    dist = {level: {k: _nan(v) for k, v in scores.items()}
-            for level, scores in dom.stored.distribution.items()}
-    level = headline_level(dist)
-    aligned = dom.stored.alignment.get(ALIGNMENT_LEVEL, {})
-    return {
-        "best_baseline": best[0] if best else None,
-        "best_baseline_accuracy": best[1] if best else math.nan,
-        "per_question_macro_f1": _nan(dom.stored.per_question_macro_f1),
-        "distribution_level": level,
-        **{f"{name}_score": dist[level].get(name, math.nan) if level else math.nan for name in SCORES},
-        **{name: _nan(aligned.get(name)) for name in ALIGNMENT}, **headline(dom.stored.yardsticks),
-        **{name: _nan(dom.stored.draws.get(name)) for name in DRAW_SCORES},
-    }
+UNFINISHED = ("{folder}: its summary.json does not cover the domain records beside it (the run stopped "
+              "before its end, or files were copied in): run the same command again to finish it (the "
+              "answers come from the engine cache)")
 
 
-def domain_row(run: ModelRun, dom: DomainRun, *, n_resamples: int = DEFAULT_RESAMPLES,
-               seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
-    """One run x domain line of the leaderboard."""
-    items = dom.items
-    accuracy = float(items["correct"].mean()) if len(items) else math.nan
-    low, high = accuracy_ci(items["correct"], items["person_id"], min_respondents=MIN_RESPONDENTS,
-                            n_resamples=n_resamples, seed=seed) or NO_CI
-    stored = _stored_scores(dom)
-    return {
-        "run": run.run, "model": run.model, "variant": variant_label(run.run, run.model),
-        "domain_id": dom.domain_id, "domain": dom.domain,
-        "respondents": int(items["person_id"].nunique()), "items": len(items),
-        "accuracy": accuracy, "accuracy_ci_low": low, "accuracy_ci_high": high,
-        **stored, "margin_over_best_baseline": accuracy - stored["best_baseline_accuracy"],
-        "parse_failure_rate": float(items["parse_failure"].mean()) if len(items) else math.nan,
-    }
+def _names(run: ModelRun) -> dict[str, Any]:
+    return {"run": run.run, "model": run.model, "variant": variant_label(run.run, run.model)}
 
 
-def model_row(run: ModelRun, rows: Sequence[dict[str, Any]], *, n_resamples: int = DEFAULT_RESAMPLES,
-              seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
-    """One run's overall line: means over its domains; CI stratified by domain."""
-    frame = pooled_items(run)
-    low, high = accuracy_ci(frame["correct"], frame["respondent"], frame["domain"],
-                            min_respondents=MIN_RESPONDENTS, n_resamples=n_resamples, seed=seed) or NO_CI
-    means = {key: finite_mean(r[key] for r in rows) for key in (
-        "accuracy", "best_baseline_accuracy", "margin_over_best_baseline", "per_question_macro_f1",
-        *(f"{name}_score" for name in SCORES), *ALIGNMENT[:3], "parse_failure_rate", *HEADLINE_KEYS[1:],
-        *DRAW_SCORES)}
-    means["simbench_score"] = pooled_simbench(rows)  # SimBench's pooling: every row of every domain once
-    below = [r["domain"] for r in rows if not r["margin_over_best_baseline"] > 0]
-    return {"run": run.run, "model": run.model, "variant": variant_label(run.run, run.model),
-            "domain_id": None, "domain": "ALL", "domains": len(rows),
-            "respondents": sum(r["respondents"] for r in rows), "items": sum(r["items"] for r in rows),
-            **means, "accuracy_ci_low": low, "accuracy_ci_high": high, "failed_domains": len(run.failed),
-            "domains_not_above_baseline": len(below)}
+def domain_rows(run: ModelRun) -> list[dict[str, Any]]:
+    """The run x domain lines of one run."""
+    return [{**_names(run), **leaderboard_line(dom.stored)} for dom in run.domains]
+
+
+def model_row(run: ModelRun) -> dict[str, Any]:
+    """A run's line, as its summary pooled it."""
+    pooled = run.summary.pooled if run.summary else {}
+    return {**_names(run), "domain_id": None, "domain": "ALL", **pooled["line"],
+            "failed_domains": len(run.failed)}
+
+
+def finished(run: ModelRun) -> bool:
+    """The run's summary covers exactly the domain records in its folder."""
+    stamps = {dom.domain: dom.stored.timestamp for dom in run.domains}
+    return run.summary is not None and run.summary.pooled.get("records") == stamps
 
 
 def _ahead(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -142,19 +93,20 @@ class Leaderboard:
     domains: list[dict[str, Any]]  # one per complete run x domain
     comparisons: list[tuple[str, str, PairedComparison]]
     incomplete: list[dict[str, Any]] = field(default_factory=list)  # runs with engine errors: never ranked
+    mcq: list[McqRun] = field(default_factory=list)  # CP vs MCP runs, beside (``report.mcq``)
+    notes: list[str] = field(default_factory=list)  # runs left out, each with what to do
 
 
-def build_leaderboard(runs: Sequence[ModelRun], *, n_resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = BOOTSTRAP_SEED) -> Leaderboard:
+def build_leaderboard(runs: Sequence[ModelRun], mcq: Sequence[McqRun] = (), notes: Sequence[str] = (), *,
+                      n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Leaderboard:
     """Rows for every complete run and domain, paired comparisons of all their pairs (few runs
-    only), and the incomplete runs apart (``report.incomplete``)."""
+    only), the incomplete runs apart (``report.incomplete``) and the unfinished ones named."""
+    left_out = [UNFINISHED.format(folder=run.folder) for run in runs if not finished(run)]
+    runs = [run for run in runs if finished(run)]
     incomplete = [row for run in runs if (row := unfinished.incomplete_row(run)) is not None]
     runs = [run for run in runs if run.run not in {row["run"] for row in incomplete}]
-    domains, overall = [], []
-    for run in runs:
-        rows = [domain_row(run, d, n_resamples=n_resamples, seed=seed) for d in run.domains]
-        domains += rows
-        overall.append(model_row(run, rows, n_resamples=n_resamples, seed=seed))
+    domains = [row for run in runs for row in domain_rows(run)]
+    overall = [model_row(run) for run in runs]
     tie_aware_ranks(overall)
     comparisons = []
     if 2 <= len(runs) <= MAX_PAIRWISE_RUNS:
@@ -165,11 +117,12 @@ def build_leaderboard(runs: Sequence[ModelRun], *, n_resamples: int = DEFAULT_RE
                 comparisons.append((a.run, b.run, compare_runs(a, b, n_resamples=n_resamples, seed=seed)))
             except DataError:
                 continue  # no shared items: nothing to compare
-    return Leaderboard(list(runs), overall, domains, comparisons, incomplete)
+    return Leaderboard(list(runs), overall, domains, comparisons, incomplete, list(mcq), [*notes, *left_out])
 
 
 def leaderboard(output_dir: str | Path, **kwargs: Any) -> Leaderboard:
-    return build_leaderboard(load_runs(output_dir), **kwargs)
+    found = load_runs(output_dir)
+    return build_leaderboard(found.issp, found.mcq, found.notes, **kwargs)
 
 
 def leaderboard_rows(source: str | Path | Leaderboard, *, per_domain: bool = True) -> list[dict[str, Any]]:

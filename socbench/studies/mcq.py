@@ -9,14 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from socbench.mcq.circular import circular_notes
+from socbench.circular import circular_notes
+from socbench.log.write import mcq_files, mcq_folder
 from socbench.mcq.config import McqConfig
 from socbench.mcq.datasets import load_mcq
 from socbench.mcq.prompts import build_plan, loglikelihood_requests, option_requests_of
-from socbench.mcq.results import mcq_files, mcq_folder, write_mcq_files
-from socbench.mcq.scoring import score_mcq
+from socbench.mcq.scoring import incomplete_reason, score_mcq
 from socbench.records import Artifact, RunReport, UnitReport
-from socbench.report import write_report
+from socbench.report.html import write_report
+from socbench.report.mcq import write_mcq_files
 from socbench.task import Prompts, Request, Unit
 from socbench.types import Answers, McqAnswers, McqData, McqPlan, McqScores
 
@@ -88,8 +89,6 @@ class McqTask:
         return read_answers(prompts.plan, answers)
 
     def score(self, samples: McqData, prompts: Prompts, extracted: McqAnswers) -> McqScored:
-        from socbench.mcq.results import incomplete_reason
-
         return McqScored(samples, prompts.plan, extracted, score_mcq(prompts.plan, extracted),
                          McqResult(1, samples.dataset, incomplete_reason(extracted)))
 

@@ -1,0 +1,245 @@
+"""A run's results log, read back: what the run wrote, never recomputed.
+
+An ISSP run folder ``<output_dir>/<run>/`` holds per domain ``<Domain>_detailed.json`` (its record and
+every item), ``<Domain>_metrics.json`` (the record alone) and, with circular evaluation,
+``<Domain>_circular[_relabel]_metrics.json``; and the run's ``summary.json``. An MCQ run's
+``<output_dir>/<model>/mcq/`` holds per dataset ``<dataset>_results.json`` and ``_predictions.jsonl``.
+Every record is read through its model (``log.records``); one written by an older socbench is named in
+one line saying to re-score it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+from pydantic import BaseModel, ValidationError
+
+from socbench.errors import DataError
+from socbench.log.records import (
+    FORMAT,
+    CircularRecord,
+    DetailedRecord,
+    DomainRecord,
+    McqRecord,
+    SummaryRecord,
+    VariantRow,
+)
+from socbench.types import VariantResult
+
+DETAILED_SUFFIX = "_detailed.json"
+METRICS_SUFFIX = "_metrics.json"
+RESULTS_SUFFIX = "_results.json"
+PREDICTIONS_SUFFIX = "_predictions.jsonl"
+MCQ_FOLDER = "mcq"
+R = TypeVar("R", bound=BaseModel)
+
+
+class Rescore(DataError):
+    """A results log this socbench does not read as it is: the same command, run again, rewrites it."""
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read ({exc})") from None
+
+
+def rescore_line(path: Path, found: Any) -> str:
+    if isinstance(found, int) and found > FORMAT:
+        return f"{path}: written by a newer socbench (results format {found}; this one reads {FORMAT})"
+    return (f"{path.parent}: written by an older socbench (no results format {FORMAT}): re-score it by "
+            "running the same command again (the answers come from the engine cache)")
+
+
+def read_record(path: Path, model: type[R], payload: Any = None) -> R:
+    """One record (``payload``: its JSON, when read already); an older or newer format is a ``Rescore``
+    line, a bad field one DataError line."""
+    payload = read_json(path) if payload is None else payload
+    found = payload.get("format") if isinstance(payload, dict) else None
+    if found != FORMAT:
+        raise Rescore(rescore_line(path, found))
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise DataError(f"{path}: field '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
+
+
+def read_variants(path: Path) -> list[VariantResult]:
+    """Variant results from a ``*_circular.jsonl`` file; a bad line names file and line."""
+    results = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            results.append(VariantRow.model_validate_json(line).result())
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"]
+            raise DataError(f"{path}:{number}: not a circular variant record ({reason})") from None
+    return results
+
+
+def _records(folder: Path, suffix: str) -> list[Path]:
+    """A folder's files of one kind (a circular metrics file is not a domain's)."""
+    return [path for path in sorted(Path(folder).glob(f"*{suffix}")) if "_circular" not in path.name]
+
+
+@dataclass(frozen=True)
+class DomainRun:
+    """One domain of one run: its record as written, with every item."""
+
+    path: Path
+    stored: DetailedRecord
+
+    @property
+    def domain(self) -> str:
+        return self.stored.domain
+
+    @property
+    def domain_id(self) -> int:
+        return self.stored.domain_id
+
+    @cached_property
+    def items(self) -> pd.DataFrame:
+        """person_id (text), question_id, correct: what pairs two runs' answers item by item."""
+        details = self.stored.details
+        return pd.DataFrame({"person_id": [str(d.person_id) for d in details],
+                             "question_id": [d.question_id for d in details],
+                             "correct": [d.correct for d in details]})
+
+
+def domain_records(folder: Path) -> list[DetailedRecord]:
+    """Every domain record of an ISSP run folder, in domain order."""
+    return [d.stored for d in read_domains(folder)]
+
+
+def read_domain(path: Path) -> DomainRun:
+    return DomainRun(path, read_record(path, DetailedRecord))
+
+
+def read_domains(folder: Path) -> list[DomainRun]:
+    found = [read_domain(path) for path in _records(folder, DETAILED_SUFFIX)]
+    return sorted(found, key=lambda d: (d.domain_id, d.domain))
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """One ISSP run folder: its domains; its summary (None: the run has not finished) and circular
+    metrics are read when asked for (``socbench export`` needs neither)."""
+
+    run: str  # folder name
+    model: str
+    folder: Path
+    domains: tuple[DomainRun, ...]
+
+    @cached_property
+    def summary(self) -> SummaryRecord | None:
+        path = self.folder / "summary.json"
+        return read_record(path, SummaryRecord) if path.is_file() else None
+
+    @cached_property
+    def circular(self) -> dict[str, CircularRecord]:
+        """File stem -> record, of every ``<Domain>_circular[_relabel]_metrics.json``."""
+        return {path.name.removesuffix(METRICS_SUFFIX): read_record(path, CircularRecord)
+                for path in sorted(self.folder.glob(f"*_circular*{METRICS_SUFFIX}"))}
+
+    @property
+    def failed(self) -> dict[str, str]:
+        return self.summary.failed_domains if self.summary else {}
+
+
+@dataclass(frozen=True)
+class McqRun:
+    """One MCQ dataset of one model's run."""
+
+    run: str  # the model's folder name
+    path: Path
+    record: McqRecord
+
+
+def read_run(folder: Path) -> ModelRun | None:
+    """An ISSP run folder, or None when it holds no domain record."""
+    domains = read_domains(folder)
+    return ModelRun(folder.name, domains[0].stored.model, folder, tuple(domains)) if domains else None
+
+
+def read_mcq(folder: Path) -> list[McqRun]:
+    """The MCQ datasets a model folder's ``mcq/`` holds."""
+    return [McqRun(folder.name, path, read_record(path, McqRecord))
+            for path in _records(folder / MCQ_FOLDER, RESULTS_SUFFIX)]
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Every run under a results folder: ISSP and MCQ, and a line for each one left out (to re-score)."""
+
+    issp: list[ModelRun]
+    mcq: list[McqRun]
+    notes: list[str]
+
+
+def load_runs(output_dir: str | Path) -> Runs:
+    """Every run under ``output_dir`` (or ``output_dir`` itself when it is a run folder)."""
+    root = Path(output_dir).expanduser()
+    if not root.is_dir():
+        raise DataError(f"{root}: results folder not found")
+    own = [root] if _records(root, DETAILED_SUFFIX) or (root / MCQ_FOLDER).is_dir() else []
+    folders = own or [f for f in sorted(root.iterdir()) if f.is_dir() and not f.name.startswith(".")]
+    runs = Runs([], [], [])
+    for folder in folders:
+        try:
+            issp, mcq = read_run(folder), read_mcq(folder)
+            if issp is not None:
+                _ = issp.summary, issp.circular  # read now, so an older one is left out here
+        except Rescore as exc:
+            runs.notes.append(str(exc))
+            continue
+        runs.issp.extend([issp] if issp else [])
+        runs.mcq.extend(mcq)
+    if not runs.issp and not runs.mcq:
+        raise DataError("; ".join(runs.notes) or f"{root}: no results of a run here (expected <run>/<Domain>"
+                        f"{DETAILED_SUFFIX} or <model>/{MCQ_FOLDER}/<dataset>{RESULTS_SUFFIX})")
+    return runs
+
+
+# --------------------------------------------------------------------- socbench.evaluate
+
+
+def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
+    """Each unit's metrics as the run wrote them: an ISSP domain's ``metrics``, ``baselines`` and counts;
+    an MCQ dataset's accuracies per k and method."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in _records(folder, METRICS_SUFFIX):
+        rec = read_record(path, DomainRecord)
+        found[rec.domain] = {**rec.metrics, "complete": rec.complete, "baselines": rec.baselines,
+                             "scoreable_items": rec.total_count}
+    for path in _records(folder, RESULTS_SUFFIX):
+        mcq = read_record(path, McqRecord)
+        found[mcq.dataset] = {"accuracy": mcq.accuracy, "complete": mcq.complete,
+                              "chance_accuracy": mcq.chance_accuracy}
+    return found
+
+
+def items_frame(folder: Path) -> pd.DataFrame:
+    """Every item of the run: an ISSP domain's scored items (``domain`` column), an MCQ dataset's
+    predictions per k and method (``dataset`` column)."""
+    frames = []
+    for path in _records(folder, DETAILED_SUFFIX):
+        payload = read_json(path)
+        record = read_record(path, DomainRecord, payload)
+        frames.append(pd.DataFrame(payload["details"]).assign(domain=record.domain))
+    for path in _records(folder, PREDICTIONS_SUFFIX):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        frames.append(pd.DataFrame([json.loads(line) for line in lines if line.strip()])
+                      .assign(dataset=path.name.removesuffix(PREDICTIONS_SUFFIX)))
+    if not frames:
+        raise DataError(f"{folder}: no results of a run here")
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,234 @@
+"""The records of a run's results log: one pydantic model per file, written and read through the same model.
+
+The original system's keys keep their names and meaning; ``format`` (``FORMAT``) and ``task`` say what
+wrote a record. A number the run could not give (an incomplete domain, too few respondents) is written
+``null`` and read back as NaN (``Num``), as the run held it. Per-item rows (``details[]``, predictions,
+circular variants) are written as plain dicts by the functions beside their models (hundreds of
+thousands per run) and read through the models.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from socbench.types import Prediction, ScoredItem, VariantResult
+
+FORMAT = 2  # 1: files without ``format`` (socbench before the results log); read only by re-scoring
+TEXT_KEYS = ("domain", "best_baseline", "distribution_level", "incomplete_reason", "weighted_metrics_off")
+Num = Annotated[int | float, BeforeValidator(lambda value: math.nan if value is None else value)]
+
+
+def nan_for_null(value: Any) -> Any:
+    """A table of numbers as the run held it: JSON's null back to NaN (text fields keep None)."""
+    if isinstance(value, dict):
+        return {k: math.nan if v is None and k not in TEXT_KEYS else nan_for_null(v)
+                for k, v in value.items()}
+    return value
+
+
+Numbers = Annotated[dict[str, Any], BeforeValidator(nan_for_null)]  # rows of numbers (group rows, lines)
+
+
+class Record(BaseModel):
+    """What every record carries: which socbench format, which study, which model and run."""
+
+    model_config = ConfigDict(extra="ignore")
+    format: int
+    task: str
+    model: str
+    run: str | None = None
+    timestamp: str = ""
+
+
+class DomainRecord(Record):
+    """``<Domain>_metrics.json``: one ISSP domain's counts, metrics, baselines and breakdowns (the
+    per-country and per-persona-group rows are ``metrics.grouped.group_row``)."""
+
+    domain: str
+    domain_id: int
+    interview_count: int
+    respondents: int  # respondents with a scored item
+    correct_count: int
+    total_count: int  # scoreable items
+    accuracy: Num
+    macro_f1: Num
+    micro_f1: Num
+    per_question_macro_f1: Num
+    parse_failures: int
+    excluded_count: int
+    engine_errors: int
+    complete: bool
+    incomplete_reason: str | None
+    parse_failure_reasons: dict[str, int]
+    engine_error_reasons: dict[str, int]
+    total_items: int
+    excluded_by_reason: dict[str, int]
+    metrics: dict[str, Num]
+    baselines: dict[str, Num]
+    per_country: Numbers  # country -> metrics.grouped.group_row
+    unmapped_countries: dict[str, int]
+    accuracy_ci: list[float] | None
+    breakdowns: Numbers  # persona attribute -> group -> metrics.grouped.group_row
+    distribution: dict[str, dict[str, Num]]
+    alignment: dict[str, dict[str, Num]]
+    yardsticks: dict[str, Any] = {}  # none for an incomplete domain
+    draws: dict[str, Num]
+    weighted_metrics_off: str | None
+    questions: dict[str, dict[str, Any]]
+    summary: Numbers  # the domain's line of ``summary.json`` (``log.summary.summary_row``)
+
+
+class DetailRow(BaseModel):
+    """One scored item of ``details[]`` (codes are strings, as the survey's)."""
+
+    model_config = ConfigDict(extra="ignore")
+    person_id: int | str
+    question_id: str
+    country_code: str | None = None
+    true_answer: str
+    llm_answer: str | None = None
+    correct: bool
+    is_country_specific: bool = False
+    parse_error: str | None = None
+    engine_error: str | None = None
+    raw_reply: str | None = None
+    offered_codes: list[str] = []
+    option_distribution: dict[str, float] | None = None  # logprobs mode: each offered code's probability
+    draws: list[str | None] | None = None  # --samples K: every draw's code, in draw order
+
+    def item(self, groups: dict[str, str]) -> ScoredItem:
+        return ScoredItem(self.person_id, self.question_id, self.country_code, self.true_answer,  # type: ignore[arg-type]
+                          self.llm_answer, self.correct, self.parse_error, self.is_country_specific,
+                          tuple(self.offered_codes), self.option_distribution, groups, self.engine_error,
+                          self.raw_reply, tuple(self.draws) if self.draws is not None else None)
+
+
+def detail_row(item: ScoredItem) -> dict[str, Any]:
+    """A ``DetailRow`` as written (optional keys only when the item has them)."""
+    row: dict[str, Any] = {
+        "person_id": item.person_id, "question_id": item.question_id, "country_code": item.country_code,
+        "true_answer": item.true_code, "llm_answer": item.predicted_code, "correct": item.correct,
+        "is_country_specific": item.country_specific, "parse_error": item.parse_error,
+        "engine_error": item.engine_error, "raw_reply": item.raw_reply,
+        "offered_codes": list(item.offered_codes),
+    }
+    if item.distribution is not None:
+        row["option_distribution"] = item.distribution
+    if item.draws is not None:
+        row["draws"] = list(item.draws)
+    return row
+
+
+class DetailedRecord(DomainRecord):
+    """``<Domain>_detailed.json``: the domain's record, each respondent's persona groups and every item."""
+
+    persona_groups: dict[str, dict[str, str]]
+    details: list[DetailRow]
+
+    def items(self) -> list[ScoredItem]:
+        """The scored items, with their respondents' persona groups."""
+        return [d.item(self.persona_groups.get(str(d.person_id), {})) for d in self.details]
+
+
+class SummaryRecord(Record):
+    """``summary.json``: the domains run by the last command (``domains``, ``mean``: the original
+    system's) and ``pooled``: the run folder's leaderboard line over every domain it holds."""
+
+    domains: list[dict[str, Any]]
+    complete: bool
+    incomplete_domains: dict[str, str | None]
+    mean: dict[str, Num]
+    totals: dict[str, int]
+    unmapped_countries: dict[str, int]
+    failed_domains: dict[str, str]
+    pooled: Numbers
+    data: dict[str, Any] | None = None
+
+
+class CircularRecord(Record):
+    """``<name>_circular[_relabel]_metrics.json``: OpenCompass's metrics (fractions) of one ISSP domain
+    or one MCQ dataset and k, with the settings that produced them."""
+
+    domain: str | None = None
+    domain_id: int | None = None
+    dataset: str | None = None
+    method: str | None = None
+    k_shot: int | None = None
+    circular: str
+    labels: str
+    measures: str
+    seed: int
+    max_variants: int | None
+    shuffle_options: bool
+    questions: dict[str, int]
+    variants: dict[str, int]
+    sampled_questions: int
+    sampled: str | None = None
+    scale: str
+    tie_rule: str
+    metrics: dict[str, Num]
+
+
+class VariantRow(BaseModel):
+    """A ``*_circular.jsonl`` line as read back (its other keys are derived)."""
+
+    model_config = ConfigDict(extra="ignore")
+    qid: str
+    pattern: list[str]
+    shown: list[str]
+    origin: list[str]
+    gold: str
+    prediction: str | None
+    sampled: bool = False
+    parse_error: str | None = None
+
+    def result(self) -> VariantResult:
+        return VariantResult(self.qid, tuple(self.pattern), tuple(self.shown), tuple(self.origin), self.gold,
+                             sampled=self.sampled, prediction=self.prediction, parse_error=self.parse_error)
+
+
+def variant_row(result: VariantResult) -> dict[str, Any]:
+    """A ``VariantRow`` as written, with the answer mapped back to the original labels."""
+    return {
+        "qid": result.qid, "variant_id": result.variant_id, "pattern": list(result.pattern),
+        "gold": result.gold, "prediction": result.prediction, "correct": result.correct,
+        "is_origin": result.is_origin, "origin": list(result.origin), "shown": list(result.shown),
+        "gold_original": result.gold_original, "prediction_original": result.to_original(result.prediction),
+        "sampled": result.sampled, "parse_error": result.parse_error,
+    }
+
+
+class McqRecord(Record):
+    """``<dataset>_results.json``: CP and MCP accuracies per k and method column, chance, settings,
+    the scoring definitions, MCP's probability mass, timings and the circular part."""
+
+    dataset: str
+    engine: dict[str, Any]
+    backend: dict[str, str]
+    eval_split: str
+    fewshot_split: str | None
+    source: str
+    items: int
+    seed: int
+    k_shots: list[int]
+    methods: list[str]
+    tolerance: bool
+    accuracy: dict[str, dict[str, Num]]
+    chance_accuracy: Num
+    mcp_probability_mass: dict[str, dict[str, Num]]
+    mcp_engine_errors: int
+    complete: bool
+    incomplete_reason: str | None
+    definitions: dict[str, str]
+    timing: dict[str, Any]
+    circular: dict[str, Any] | None = None
+
+
+def prediction_row(pred: Prediction, split: str, column: str) -> dict[str, Any]:
+    """One line of ``<dataset>_predictions.jsonl`` (``column``: the method's table name)."""
+    return {"id": pred.item_id, "split": split, "k_shot": pred.k_shot, "method": column, "gold": pred.gold,
+            "prediction": pred.prediction, "correct": pred.correct, "scores": list(pred.scores),
+            "shot_ids": list(pred.shot_ids), "mass": pred.mass}

@@ -1,0 +1,214 @@
+"""Writing a unit's records of the results log, atomically, under ``<output_dir>/<run slug>/``.
+
+ISSP, per domain: ``<Domain>_detailed.json`` (the record, persona groups, every scored item) and
+``<Domain>_metrics.json`` (the record); with circular evaluation ``<Domain>_circular[_relabel].jsonl``
+and ``_metrics.json``. MCQ, under ``<model slug>/mcq/``: ``<dataset>_results.json``,
+``_predictions.jsonl`` and, per k, ``<dataset>_mcp_k<k>_circular.jsonl``/``_metrics.json``. Engine errors
+(no reply) are counted apart from parse failures, each by reason; a domain with engine errors is
+``complete: false`` and its accuracy and F1s are ``null``, never a score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from socbench.circular import circular_metrics, circular_name, circular_notes
+from socbench.log.read import MCQ_FOLDER
+from socbench.log.records import (
+    FORMAT,
+    CircularRecord,
+    DomainRecord,
+    McqRecord,
+    detail_row,
+    prediction_row,
+    variant_row,
+)
+from socbench.log.summary import DRAW_KEYS, summary_row
+from socbench.mcq.scoring import (
+    COLUMNS,
+    DEFINITIONS,
+    chance_accuracy,
+    incomplete_reason,
+    mean_mass,
+    reported_accuracies,
+)
+from socbench.report.output import atomic_open, json_safe, model_dir, now_timestamp, write_json
+from socbench.types import (
+    CircularScores,
+    CircularSettings,
+    DomainResult,
+    McqAnswers,
+    McqData,
+    McqPlan,
+    McqScores,
+    ScoredDomain,
+    ScoredItem,
+    VariantResult,
+)
+
+TIE_RULE = "vote ties go to the answer seen first in the file (Counter.most_common, as OpenCompass)"
+MEASURES = {
+    "order_only": "order bias: each code stays with its text, only the lines move (the survey's own codes)",
+    "relabel": "label and order bias: options numbered 1..n by position in each order, the answer mapped "
+               "back (OpenCompass's relabelling)",
+}
+SAMPLED_NOTE = ("the *_sampled metrics are over a seeded sample of orders (the n rotations plus others, "
+                "--max_variants), not all n! orders; perf_sampled is an upper bound of perf over all orders")
+
+
+def domain_record(result: DomainResult, scored: Sequence[ScoredItem], timestamp: str) -> DomainRecord:
+    """The domain's record: the original system's keys and every breakdown the score stage computed."""
+    m, ci = result.metrics, result.accuracy_ci
+    return DomainRecord(
+        format=FORMAT, task="issp", model=result.model, run=result.run or result.model, timestamp=timestamp,
+        domain=result.domain_name, domain_id=result.domain_id, interview_count=result.interview_count,
+        respondents=len({item.person_id for item in scored}), correct_count=sum(i.correct for i in scored),
+        total_count=result.scoreable_items, accuracy=m.get("accuracy", math.nan),
+        macro_f1=m.get("macro_f1", math.nan), micro_f1=m.get("micro_f1", math.nan),
+        per_question_macro_f1=m.get("per_question_macro_f1", math.nan), parse_failures=result.parse_failures,
+        excluded_count=sum(result.excluded_by_reason.values()), engine_errors=result.engine_errors,
+        complete=result.complete, incomplete_reason=result.incomplete_reason,
+        parse_failure_reasons=result.parse_failure_reasons, engine_error_reasons=result.engine_error_reasons,
+        total_items=result.total_items, excluded_by_reason=result.excluded_by_reason, metrics=m,
+        baselines=result.baselines, per_country=result.per_country,
+        unmapped_countries=result.unmapped_countries,
+        accuracy_ci=list(ci) if ci else None, breakdowns=result.breakdowns, distribution=result.distribution,
+        alignment=result.alignment, yardsticks=result.yardsticks,
+        draws={key: m[key] for key in DRAW_KEYS if key in m}, weighted_metrics_off=result.weights_off,
+        questions=result.questions, summary=summary_row(result))
+
+
+def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
+                       scored: Sequence[ScoredItem], timestamp: str | None = None) -> tuple[Path, Path]:
+    """Write ``<Domain>_detailed.json`` and ``<Domain>_metrics.json``; return their paths.
+
+    ``total_count`` is the number of scoreable items, ``excluded_count`` the excluded ones.
+    """
+    if len(scored) != result.scoreable_items:
+        raise ValueError(f"{result.domain_name}: {len(scored)} scored items but "
+                         f"{result.scoreable_items} scoreable in the DomainResult")
+    folder = model_dir(output_dir, result.run or result.model)
+    record = domain_record(result, scored, timestamp or now_timestamp()).model_dump()
+    groups = {str(item.person_id): item.groups for item in scored if item.groups}
+    detailed = {**record, "persona_groups": groups, "details": [detail_row(item) for item in scored]}
+    metrics = {**record, "questions": {qid: {k: v for k, v in view.items() if k != "countries"}
+                                       for qid, view in result.questions.items()}}
+    return (write_json(folder / f"{result.domain_name}_detailed.json", detailed),
+            write_json(folder / f"{result.domain_name}_metrics.json", metrics))
+
+
+def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain,
+                        circular_settings: CircularSettings | None = None) -> tuple[Path, ...]:
+    """The ``report`` stage's files for one domain: its two records and, when ``scored`` holds circular
+    variants, ``<Domain>_circular.jsonl`` / ``_circular_metrics.json``."""
+    paths = write_domain_files(output_dir, scored.result, scored.items)
+    result = scored.result
+    if scored.variants is None or circular_settings is None or not result.complete:
+        return paths  # an incomplete domain has no circular scores
+    scores = scored.circular_scores or circular_metrics(scored.variants, circular_settings.mode)
+    return (*paths, *write_circular_files(
+        model_dir(output_dir, result.run or result.model), result.domain_name, scored.variants,
+        circular_settings, scores, domain=result.domain_name, domain_id=result.domain_id, model=result.model))
+
+
+# ---------------------------------------------------------------------------- circular
+
+
+def circular_stem(settings: CircularSettings) -> str:
+    """``circular`` (order-only, the default) or ``circular_relabel``: names files and metrics."""
+    return "circular_relabel" if settings.labels == "relabel" else "circular"
+
+
+def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult],
+                         settings: CircularSettings, scores: CircularScores,
+                         **about: Any) -> tuple[Path, Path]:
+    """``<name>_circular.jsonl`` (one line per variant) and ``<name>_circular_metrics.json`` in ``folder``
+    (``_circular_relabel`` with relabelled options); ``about``: dataset or domain, model, ..."""
+    stem = f"{name}_{circular_stem(settings)}"
+    jsonl = folder / f"{stem}.jsonl"
+    with atomic_open(jsonl) as handle:
+        for result in results:
+            handle.write(json.dumps(variant_row(result), ensure_ascii=False) + "\n")
+    record = CircularRecord(
+        format=FORMAT, task="mcq" if "dataset" in about else "issp", timestamp=now_timestamp(), **about,
+        circular=settings.mode, labels=settings.labels, measures=MEASURES[settings.labels],
+        seed=settings.seed, max_variants=settings.max_variants, shuffle_options=settings.shuffle_options,
+        questions=scores.questions, variants=scores.variants, sampled_questions=scores.sampled_questions,
+        **({"sampled": SAMPLED_NOTE} if scores.sampled_questions else {}), scale="fraction",
+        tie_rule=TIE_RULE, metrics=scores.metrics)
+    return jsonl, write_json(folder / f"{stem}_metrics.json", record.model_dump(exclude_unset=True))
+
+
+# --------------------------------------------------------------------------------- MCQ
+
+
+def mcq_folder(output_dir: str | os.PathLike[str], model: str) -> Path:
+    return model_dir(output_dir, model) / MCQ_FOLDER
+
+
+def mcq_files(folder: Path, dataset: str) -> dict[str, Path]:
+    """A dataset's files, by the name the CLI gives them (the circular table exists with ``--circular``)."""
+    names = {"results": "results.json", "predictions": "predictions.jsonl", "csv": "table.csv",
+             "plot": "accuracy.png", "table": "table.md", "circular_table": "circular_summary.md"}
+    return {name: folder / f"{dataset}_{suffix}" for name, suffix in names.items()}
+
+
+def mcq_circular(folder: Path, model: str, plan: McqPlan, scores: McqScores) -> dict[str, Any]:
+    """Per k the variants JSONL and metrics record (MCP's only: CP is not expanded); the part of
+    ``<dataset>_results.json`` that says what they hold and where (the summary table: ``report.mcq``)."""
+    settings = plan.circular_settings
+    assert settings is not None
+    by_k: dict[str, Any] = {}
+    for k, variants in scores.variants.items():
+        found = circular_metrics(variants, settings.mode)
+        jsonl, metrics = write_circular_files(folder, circular_name(plan.dataset, k), variants, settings,
+                                              found, dataset=plan.dataset, model=model, method="MCP",
+                                              k_shot=k)
+        by_k[str(k)] = {"questions": found.questions, "variants": found.variants,
+                        "sampled_questions": found.sampled_questions, "metrics": found.metrics,
+                        "files": {"variants": str(jsonl), "metrics": str(metrics)}}
+    table = folder / f"{plan.dataset}_circular_summary"
+    return {"mode": settings.mode, "max_variants": settings.max_variants, "seed": settings.seed,
+            "method": "MCP" if by_k else None, "notes": list(circular_notes(plan.methods)),
+            "scale": "fraction", "k": by_k,
+            "table": {"markdown": f"{table}.md", "csv": f"{table}.csv"} if by_k else None}
+
+
+def write_mcq_log(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
+                  answers: McqAnswers, scores: McqScores, wall_s: float | None = None,
+                  backend: Mapping[str, str] | None = None) -> McqRecord:
+    """``<dataset>_predictions.jsonl``, ``<dataset>_results.json`` (accuracies per k and method column,
+    settings, definitions, timings) and, with ``--circular`` and every request answered, the circular
+    files; the record."""
+    folder = mcq_folder(output_dir, model)
+    files, predictions = mcq_files(folder, data.dataset), scores.predictions
+    incomplete = incomplete_reason(answers)
+    asked = plan.circular_settings is not None and incomplete is None
+    circular = mcq_circular(folder, model, plan, scores) if asked else None
+    split = {item.id: item.split for item in data.items}
+    with atomic_open(files["predictions"]) as handle:
+        for pred in predictions:
+            row = prediction_row(pred, split[pred.item_id], COLUMNS[pred.method])
+            handle.write(json.dumps(json_safe(row), allow_nan=False) + "\n")
+    record = McqRecord(
+        format=FORMAT, task="mcq", dataset=data.dataset, model=model, engine=answers.identity,
+        backend=dict(backend or {}), timestamp=now_timestamp(), eval_split=data.eval_split,
+        fewshot_split=data.fewshot_split or None, source=data.source, items=len(data.items), seed=plan.seed,
+        k_shots=list(plan.k_shots), methods=list(plan.methods), tolerance=plan.tolerance,
+        accuracy={str(k): {COLUMNS[m]: acc for m, acc in row.items()}
+                  for k, row in reported_accuracies(predictions, incomplete).items()},
+        chance_accuracy=chance_accuracy([len(item.choices) for item in data.items]),
+        mcp_probability_mass={str(k): v for k, v in mean_mass(predictions).items()},
+        mcp_engine_errors=sum(r.error is not None for r in answers.options.values()),
+        complete=incomplete is None, incomplete_reason=incomplete, definitions=DEFINITIONS,
+        timing={"engine_s": answers.seconds, "wall_s": wall_s, "engine_cache": answers.cache,
+                "loglikelihood_requests": len(answers.loglikelihoods),
+                "option_requests": len(answers.options)},
+        **({"circular": circular} if circular is not None else {}))
+    write_json(files["results"], record.model_dump(exclude_unset=True))
+    return record

@@ -1,0 +1,141 @@
+"""CP vs MCP as people read it: the original system's table per dataset (rows k-shot, columns CP-RAW,
+CP-UN, CP-LN, CP-LN-char, MCP, MCP-Tolerance; empty where a method was not run) as
+``<dataset>_table.md``/``.csv``, the same as grouped bars with the chance level (``_accuracy.png``), the
+circular summary (``<dataset>_circular_summary.md``/``.csv``), and the MCQ section of ``report.html``.
+Every number is read from the dataset's record (``<dataset>_results.json``); a run with MCP engine
+errors shows "incomplete" where MCP's columns would be.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from socbench.circular import circular_name
+from socbench.log.records import McqRecord
+from socbench.log.write import mcq_files, mcq_folder, write_mcq_log
+from socbench.mcq.scoring import COLUMNS, ENGINE_METHODS
+from socbench.report.circular import circular_table, default_metric_types, write_circular_table
+from socbench.report.html_sections import details, esc, note, table
+from socbench.report.output import atomic_open, fmt, markdown_text, new_figure, save_figure
+from socbench.types import McqAnswers, McqData, McqPlan, McqScores
+
+if TYPE_CHECKING:
+    from socbench.log.read import McqRun
+
+TABLE_MODE = "mcp"  # the circular summary table's ``mode`` column (OpenCompass: gen, ppl, ...)
+INCOMPLETE = "incomplete"
+
+
+def table_rows(record: McqRecord) -> list[dict[str, Any]]:
+    """One row per k: ``{"k-shot": k, "CP-RAW": acc or None, ...}``; a column an engine error left out
+    reads "incomplete"."""
+    asked = [m for m in ENGINE_METHODS if "mcp" in record.methods and (m == "mcp" or record.tolerance)]
+    left_out = {COLUMNS[m] for m in asked} if not record.complete else set()
+    return [{"k-shot": k, **{c: INCOMPLETE if c in left_out else record.accuracy.get(str(k), {}).get(c)
+                             for c in COLUMNS.values()}} for k in record.k_shots]
+
+
+def table_markdown(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str] = ()) -> str:
+    head = ["k-shot", *COLUMNS.values()]
+    return markdown_text(head, [[fmt(row[h], 4, missing="–") for h in head] for row in rows], title, notes)
+
+
+def table_notes(record: McqRecord) -> list[str]:
+    """What a reader of the table needs: where shots came from, chance, the two CP-LNs."""
+    shots = record.fewshot_split or "none (0-shot only)"
+    return [f"Accuracy on {record.items} items; chance {record.chance_accuracy:.4f}. "
+            f"Shots from: {shots} (seed {record.seed}).",
+            "CP-LN divides by the option's token count, CP-LN-char by its character count "
+            "(lm-evaluation-harness acc_norm); CP-RAW is lm-evaluation-harness acc.",
+            *(record.circular or {}).get("notes", []),
+            *([f"**Incomplete run: not a result.** MCP and MCP-Tolerance are left out: "
+               f"{record.incomplete_reason}. Run the same command again: it sends exactly the requests "
+               "that have no answer."] if not record.complete else [])]
+
+
+def title(record: McqRecord) -> str:
+    return f"{record.dataset} ({record.eval_split}, {record.items} items): {record.model}"
+
+
+def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
+                    answers: McqAnswers, scores: McqScores, wall_s: float | None = None,
+                    backend: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """The dataset's records (``log.write.write_mcq_log``), then its table, CSV, plot and circular summary;
+    every path written."""
+    import pandas as pd  # slow to load: only when writing
+
+    record = write_mcq_log(output_dir, model, data, plan, answers, scores, wall_s, backend)
+    folder = mcq_folder(output_dir, model)
+    files = mcq_files(folder, data.dataset)
+    rows = table_rows(record)
+    with atomic_open(files["table"]) as handle:
+        handle.write(table_markdown(rows, title(record), table_notes(record)))
+    numbers = [{k: None if v == INCOMPLETE else v for k, v in row.items()} for row in rows]
+    with atomic_open(files["csv"]) as handle:
+        frame = pd.DataFrame(numbers, columns=["k-shot", *COLUMNS.values()])
+        frame.to_csv(handle, index=False, float_format="%.6f")
+    accuracy_plot(numbers, record.chance_accuracy, title(record), files["plot"])
+    by_k = (record.circular or {}).get("k") or {}
+    if by_k:  # else an older run's table stays unnamed
+        names = {circular_name(data.dataset, int(k)): found["metrics"] for k, found in by_k.items()}
+        summary = circular_table({model: names}, default_metric_types(record.circular["mode"]),  # type: ignore[index]
+                                 modes=dict.fromkeys(names, TABLE_MODE))
+        write_circular_table(folder, summary, stem=f"{data.dataset}_circular_summary")
+    return {name: path for name, path in files.items() if name != "circular_table" or by_k}
+
+
+def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, heading: str, path: Path) -> Path:
+    """Grouped bars: one group per method column, one bar per k; a dashed line at chance."""
+    columns = [c for c in COLUMNS.values() if any(row[c] is not None for row in rows)]
+    fig = new_figure(max(6.0, 1.2 * len(columns) + 2.5), 4.5)
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(rows))
+    for i, row in enumerate(rows):
+        xs = [j + (i - (len(rows) - 1) / 2) * width for j in range(len(columns))]
+        ax.bar(xs, [row[c] or 0.0 for c in columns], width, label=f"{row['k-shot']}-shot")
+    if math.isfinite(chance):
+        ax.axhline(chance, color="black", linestyle="--", linewidth=1, label=f"chance ({chance:.2f})")
+    ax.set_xticks(range(len(columns)), columns)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.set_title(heading, fontsize="medium")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return save_figure(fig, path)
+
+
+# ------------------------------------------------------------------ report.html
+
+
+def circular_rows(record: McqRecord) -> tuple[list[str], list[list[str]]]:
+    """Per k the circular metrics (acc, more_N, perf, vote of each family), in OpenCompass's order."""
+    by_k = (record.circular or {}).get("k") or {}
+    names = list(dict.fromkeys(name for found in by_k.values() for name in found["metrics"]))
+    return (["k-shot", "questions", *names],
+            [[k, str(max(found["questions"].values(), default=0)),
+              *(fmt(found["metrics"].get(n)) for n in names)] for k, found in by_k.items()])
+
+
+def mcq_section(runs: Sequence[McqRun]) -> list[str]:
+    """7. Multiple choice: per model and dataset the CP/MCP table with chance, and its circular metrics."""
+    head = "<h2 id='mcq'>7. Multiple choice: CP vs MCP</h2>"
+    if not runs:
+        return [head, note("No multiple-choice runs in these results (socbench mcq).")]
+    parts = [head, note("Accuracy per k-shot and scoring method (Robinson et al. 2022); chance is a uniform "
+                        "guess among each item's options. An incomplete run (MCP requests without an answer) "
+                        "shows \"incomplete\" where MCP's numbers would be.")]
+    for i, run in enumerate(runs):
+        record = run.record
+        cells = [[str(row["k-shot"]), *(fmt(row[c], 4) for c in COLUMNS.values())]
+                 for row in table_rows(record)]
+        body = [table(["k-shot", *COLUMNS.values()], cells),
+                note(" ".join(table_notes(record)).replace("**", ""))]
+        circular_head, rows = circular_rows(record)
+        if rows:
+            body += [f"<h4>Circular evaluation of MCP ({esc(record.circular['mode'])})</h4>",  # type: ignore[index]
+                     table(circular_head, rows)]
+        parts.append(details(f"{title(record)} (run {run.run})", "".join(body), open_=i == 0))
+    return parts
