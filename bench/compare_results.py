@@ -6,7 +6,8 @@ circular, all_possible in logprobs mode, relabelled with shuffled options) on th
 and ``socbench mcq --circular`` on five ARC items, all against the project's deterministic test
 server (``tests/support/fake_openai.py``: answers are a hash of the prompt, so a changed prompt
 shows as a changed answer), and stores every result file, normalised (no times, no paths), in
-``DIR/results.json``. ``... compare DIR_A DIR_B`` prints the first differences and exits 1 if any.
+``DIR/results.json``. ``... compare DIR_A DIR_B`` prints the first differences and exits 1 if any; keys
+only in B (fields a newer version adds) are listed apart and are not differences.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +145,12 @@ def differences(a: Any, b: Any, where: str = "") -> list[str]:
     return [] if a == b else [f"{where}: {a!r} vs {b!r}"]
 
 
+def split_added(found: list[str]) -> tuple[list[str], list[str]]:
+    """(changed or missing values, keys only in B): a key B adds changes nothing A had."""
+    added = [line for line in found if line.endswith(": only in B")]
+    return [line for line in found if not line.endswith(": only in B")], added
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -162,11 +170,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.out / 'results.json'}: {sum(map(len, results.values()))} files, {count} records")
         return 0
     a, b = (normalise(json.loads((d / "results.json").read_text()), "<out>") for d in (args.a, args.b))
-    found = differences(a, b)
-    for line in found[:40]:
+    changed, added = split_added(differences(a, b))
+    for line in changed[:40]:
         print(line)
-    print(f"{len(found)} differences" if found else "identical item by item")
-    return 1 if found else 0
+    if added:  # new fields are not differences in what was computed: listed by name
+        names = Counter(line.rsplit("/", 1)[-1].removesuffix(": only in B") for line in added)
+        listed = ", ".join(f"{name} ({n})" for name, n in sorted(names.items()))
+        print(f"{len(added)} keys only in B (added): {listed}")
+    print(f"{len(changed)} differences" if changed else "identical item by item")
+    return 1 if changed else 0
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ import pytest
 
 from socbench.log.write import write_domain_files
 from socbench.models import model_slug
+from socbench.report.figures import draw_figures, parameter_count
 from socbench.report.files import write_run_summary
+from socbench.report.leaderboard import leaderboard
 from socbench.report.output import atomic_open, model_dir, write_json
-from socbench.report.plots import model_scale_plot, parameter_count
 from socbench.scoring import score_items, summarize_domain
 from socbench.types import Extraction, Item
 
@@ -166,18 +167,23 @@ def test_parameter_count(name: str, params: float | None) -> None:
     assert parameter_count(name) == params
 
 
+def _scored_run(out: Path, model: str, answers: list[tuple[str, str | None]]) -> None:
+    result, scored = domain(1, "Citizenship", model, answers)
+    write_domain_files(out, result, scored)
+    write_run_summary(out, model, [result])
+
+
 def test_model_scale_plot(tmp_path: Path) -> None:
     for model, acc in (("org/SmolLM2-135M", ANSWERS), ("org/SmolLM2-1.7B", [("1", "1")] * 4),
                        ("gpt-4o", ANSWERS)):
-        write_run_summary(tmp_path, model, [domain(1, "Citizenship", model, acc)[0]])
-    plot = model_scale_plot(tmp_path)
-    assert plot.path == tmp_path / "model_scale.png" and plot.path.read_bytes()[:8] == PNG_MAGIC
-    assert plot.models == [("org/SmolLM2-135M", 135e6), ("org/SmolLM2-1.7B", 1.7e9)]
-    assert any("gpt-4o" in note for note in plot.notes)
+        _scored_run(tmp_path, model, acc)
+    figures = draw_figures(leaderboard(tmp_path), tmp_path)
+    assert figures.paths["model_scale"].read_bytes()[:8] == PNG_MAGIC
+    assert any("gpt-4o" in note and "left out of the scale plot" in note for note in figures.notes)
 
 
 def test_model_scale_plot_needs_two_sized_models(tmp_path: Path) -> None:
-    model = "org/SmolLM2-135M"
-    write_run_summary(tmp_path, model, [domain(1, "Citizenship", model, ANSWERS)[0]])
-    plot = model_scale_plot(tmp_path)
-    assert plot.path is None and not (tmp_path / "model_scale.png").exists()
+    _scored_run(tmp_path, "org/SmolLM2-135M", ANSWERS)
+    figures = draw_figures(leaderboard(tmp_path), tmp_path)
+    assert "model_scale" not in figures.paths and not (tmp_path / "model_scale.png").exists()
+    assert any("every run is of one model size (135M)" in note for note in figures.notes)

@@ -19,7 +19,7 @@ import pytest
 from socbench.log.summary import summary_payload
 from socbench.log.write import write_domain_files
 from socbench.metrics.demographic import demographic_model
-from socbench.report.files import domain_markdown, summary_markdown, write_summary
+from socbench.report.files import domain_markdown, summary_markdown, write_run_summary
 from socbench.report.leaderboard import leaderboard
 from socbench.report.tables import leaderboard_markdown
 from socbench.scoring import score_domain, summarize_domain
@@ -148,7 +148,7 @@ def test_files_summary_and_leaderboard_carry_them(data: DomainData, tmp_path: Pa
     assert model["profile_correlation"] is None  # NaN as null: nothing varies
     assert model["mean_simulated_v"] == 0 and model["heterogeneity_ratio"] == 0
     assert model["gaps"] >= 1 and model["gaps_same_sign"] == 0
-    write_summary(tmp_path / "flat", [flat.result])
+    write_run_summary(tmp_path, "flat", [flat.result])
     payload = summary_payload([rule])
     row = payload["domains"][0]
     assert row["simbench_score"] == rule.yardsticks["simbench"]["model"]

@@ -116,11 +116,6 @@ class DomainRun:
                              "correct": [d.correct for d in details]})
 
 
-def domain_records(folder: Path) -> list[DetailedRecord]:
-    """Every domain record of an ISSP run folder, in domain order."""
-    return [d.stored for d in read_domains(folder)]
-
-
 def read_domain(path: Path) -> DomainRun:
     return DomainRun(path, read_record(path, DetailedRecord))
 

@@ -1,10 +1,10 @@
-"""The records of a run's results log: one pydantic model per file, written and read through the same model.
-
-The original system's keys keep their names and meaning; ``format`` (``FORMAT``) and ``task`` say what
-wrote a record. A number the run could not give (an incomplete domain, too few respondents) is written
-``null`` and read back as NaN (``Num``), as the run held it. Per-item rows (``details[]``, predictions,
-circular variants) are written as plain dicts by the functions beside their models (hundreds of
-thousands per run) and read through the models.
+"""The records of a run's results log: one pydantic model per file, which the writer builds and every
+reader validates. A model declares what readers rely on; the rest of what the writer gives it (the
+original system's keys, with their names and meaning) is kept as written. ``format`` (``FORMAT``) and
+``task`` say what wrote a record. A number the run could not give (an incomplete domain, too few
+respondents) is written ``null`` and read back as NaN (``Num``). Per-item rows (``details[]``,
+predictions, circular variants) are plain dicts from the functions beside their models (hundreds of
+thousands per run), read through the models.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ Numbers = Annotated[dict[str, Any], BeforeValidator(nan_for_null)]  # rows of nu
 class Record(BaseModel):
     """What every record carries: which socbench format, which study, which model and run."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="allow")
     format: int
     task: str
     model: str
@@ -49,31 +49,16 @@ class DomainRecord(Record):
 
     domain: str
     domain_id: int
-    interview_count: int
     respondents: int  # respondents with a scored item
-    correct_count: int
     total_count: int  # scoreable items
-    accuracy: Num
-    macro_f1: Num
-    micro_f1: Num
-    per_question_macro_f1: Num
     parse_failures: int
-    excluded_count: int
     engine_errors: int
     complete: bool
-    incomplete_reason: str | None
-    parse_failure_reasons: dict[str, int]
     engine_error_reasons: dict[str, int]
-    total_items: int
-    excluded_by_reason: dict[str, int]
     metrics: dict[str, Num]
     baselines: dict[str, Num]
     per_country: Numbers  # country -> metrics.grouped.group_row
-    unmapped_countries: dict[str, int]
-    accuracy_ci: list[float] | None
     breakdowns: Numbers  # persona attribute -> group -> metrics.grouped.group_row
-    distribution: dict[str, dict[str, Num]]
-    alignment: dict[str, dict[str, Num]]
     yardsticks: dict[str, Any] = {}  # none for an incomplete domain
     draws: dict[str, Num]
     weighted_metrics_off: str | None
@@ -135,40 +120,19 @@ class DetailedRecord(DomainRecord):
 
 class SummaryRecord(Record):
     """``summary.json``: the domains run by the last command (``domains``, ``mean``: the original
-    system's) and ``pooled``: the run folder's leaderboard line over every domain it holds."""
+    system's) and ``pooled``: the run folder's leaderboard line over every domain record it holds."""
 
-    domains: list[dict[str, Any]]
-    complete: bool
-    incomplete_domains: dict[str, str | None]
-    mean: dict[str, Num]
-    totals: dict[str, int]
-    unmapped_countries: dict[str, int]
     failed_domains: dict[str, str]
     pooled: Numbers
-    data: dict[str, Any] | None = None
 
 
 class CircularRecord(Record):
     """``<name>_circular[_relabel]_metrics.json``: OpenCompass's metrics (fractions) of one ISSP domain
     or one MCQ dataset and k, with the settings that produced them."""
 
-    domain: str | None = None
-    domain_id: int | None = None
-    dataset: str | None = None
-    method: str | None = None
-    k_shot: int | None = None
-    circular: str
+    domain: str | None = None  # an MCQ dataset's has ``dataset``
     labels: str
-    measures: str
-    seed: int
-    max_variants: int | None
-    shuffle_options: bool
     questions: dict[str, int]
-    variants: dict[str, int]
-    sampled_questions: int
-    sampled: str | None = None
-    scale: str
-    tie_rule: str
     metrics: dict[str, Num]
 
 
@@ -206,11 +170,8 @@ class McqRecord(Record):
     the scoring definitions, MCP's probability mass, timings and the circular part."""
 
     dataset: str
-    engine: dict[str, Any]
-    backend: dict[str, str]
     eval_split: str
     fewshot_split: str | None
-    source: str
     items: int
     seed: int
     k_shots: list[int]
@@ -218,12 +179,8 @@ class McqRecord(Record):
     tolerance: bool
     accuracy: dict[str, dict[str, Num]]
     chance_accuracy: Num
-    mcp_probability_mass: dict[str, dict[str, Num]]
-    mcp_engine_errors: int
     complete: bool
     incomplete_reason: str | None
-    definitions: dict[str, str]
-    timing: dict[str, Any]
     circular: dict[str, Any] | None = None
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from socbench.log.read import domain_records
+from socbench.log.read import read_domains
 from socbench.log.records import FORMAT, DetailedRecord, DomainRecord, SummaryRecord
 from socbench.metrics.baselines import ITEM_BASELINES, best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, headline_level
@@ -153,7 +153,7 @@ def write_summary_json(folder: str | os.PathLike[str], results: Sequence[DomainR
     (``RunConfig.data_record``: which respondents the run read) is recorded under ``data``, so
     ``socbench export`` finds their weights, labels and rows in the source file. The payload."""
     folder = Path(folder)
-    payload = summary_payload(results, failed, model, pooled(domain_records(folder)))
+    payload = summary_payload(results, failed, model, pooled([d.stored for d in read_domains(folder)]))
     payload |= {"data": dict(data)} if data else {}
     SummaryRecord.model_validate(payload)  # the reader's model: what is written can be read
     write_json(folder / "summary.json", payload)

@@ -14,6 +14,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from socbench.log.records import (
     prediction_row,
     variant_row,
 )
-from socbench.log.summary import DRAW_KEYS, summary_row
+from socbench.log.summary import DRAW_KEYS, SUMMARY_METRICS, summary_row
 from socbench.mcq.scoring import (
     COLUMNS,
     DEFINITIONS,
@@ -62,25 +63,19 @@ SAMPLED_NOTE = ("the *_sampled metrics are over a seeded sample of orders (the n
 
 
 def domain_record(result: DomainResult, scored: Sequence[ScoredItem], timestamp: str) -> DomainRecord:
-    """The domain's record: the original system's keys and every breakdown the score stage computed."""
-    m, ci = result.metrics, result.accuracy_ci
+    """The domain's record: the original system's keys, every breakdown the score stage computed, and the
+    domain's line of ``summary.json``."""
+    m = result.metrics
+    own = {f.name: getattr(result, f.name) for f in fields(result)
+           if f.name not in ("domain_name", "scoreable_items", "weights_off", "run")}
     return DomainRecord(
-        format=FORMAT, task="issp", model=result.model, run=result.run or result.model, timestamp=timestamp,
-        domain=result.domain_name, domain_id=result.domain_id, interview_count=result.interview_count,
-        respondents=len({item.person_id for item in scored}), correct_count=sum(i.correct for i in scored),
-        total_count=result.scoreable_items, accuracy=m.get("accuracy", math.nan),
-        macro_f1=m.get("macro_f1", math.nan), micro_f1=m.get("micro_f1", math.nan),
-        per_question_macro_f1=m.get("per_question_macro_f1", math.nan), parse_failures=result.parse_failures,
-        excluded_count=sum(result.excluded_by_reason.values()), engine_errors=result.engine_errors,
-        complete=result.complete, incomplete_reason=result.incomplete_reason,
-        parse_failure_reasons=result.parse_failure_reasons, engine_error_reasons=result.engine_error_reasons,
-        total_items=result.total_items, excluded_by_reason=result.excluded_by_reason, metrics=m,
-        baselines=result.baselines, per_country=result.per_country,
-        unmapped_countries=result.unmapped_countries,
-        accuracy_ci=list(ci) if ci else None, breakdowns=result.breakdowns, distribution=result.distribution,
-        alignment=result.alignment, yardsticks=result.yardsticks,
-        draws={key: m[key] for key in DRAW_KEYS if key in m}, weighted_metrics_off=result.weights_off,
-        questions=result.questions, summary=summary_row(result))
+        **own, format=FORMAT, task="issp", run=result.run or result.model, timestamp=timestamp,
+        domain=result.domain_name, respondents=len({item.person_id for item in scored}),
+        correct_count=sum(item.correct for item in scored), total_count=result.scoreable_items,
+        **{name: m.get(name, math.nan) for name in SUMMARY_METRICS},
+        excluded_count=sum(result.excluded_by_reason.values()), complete=result.complete,
+        incomplete_reason=result.incomplete_reason, draws={key: m[key] for key in DRAW_KEYS if key in m},
+        weighted_metrics_off=result.weights_off, summary=summary_row(result))
 
 
 def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,

@@ -45,11 +45,6 @@ def split_index(items: Sequence[ScoredItem], key: Key) -> dict[str, list[int]]:
     return {name: groups[name] for name in sorted(groups)}
 
 
-def split(items: Sequence[ScoredItem], key: Key) -> dict[str, list[ScoredItem]]:
-    """Items by group name, groups in sorted order."""
-    return {name: [items[i] for i in index] for name, index in split_index(items, key).items()}
-
-
 def group_row(group: Sequence[ScoredItem], floors: Mapping[str, float],
               clusters: Sequence[str] | None = None) -> dict[str, Any]:
     """One group: items ``n``, respondents, accuracy, parse failure rate, the baselines on its items
@@ -82,8 +77,9 @@ def pooled_rows(domains: Sequence[tuple[str, Sequence[ScoredItem], Mapping[str, 
     respondents ``<domain>:<person id>``, and its accuracy gets a CI."""
     parts: dict[str, list[tuple[str, list[ScoredItem], Mapping[str, float]]]] = defaultdict(list)
     for domain, items, rows, floors in domains:
-        for name, group in split(items, key).items():
-            parts[name].append((domain, group, rows[name]["baselines"] if name in rows else floors))
+        for name, index in split_index(items, key).items():
+            own = rows[name]["baselines"] if name in rows else floors
+            parts[name].append((domain, [items[i] for i in index], own))
     pooled = {}
     for name in sorted(parts):
         found = parts[name]

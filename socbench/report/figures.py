@@ -1,4 +1,5 @@
-"""Report figures across runs: per-domain bars, country x domain heatmap, model scale.
+"""Report figures across runs: per-domain bars (also a run's ``domain_accuracy.png``), country x domain
+heatmap, model scale (the size read from the model's name).
 
 The heatmap file is for papers and slides (the page shows the same grid as a table); cells
 with fewer than ``MIN_RESPONDENTS`` respondents are grey without a number.
@@ -7,8 +8,11 @@ with fewer than ``MIN_RESPONDENTS`` respondents are grey without a number.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,7 +21,28 @@ from socbench.log.read import ModelRun
 from socbench.report.labels import country_label, domain_label
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import new_figure, save_figure
-from socbench.report.plots import model_scale_plot, parameter_count, size_label
+
+_SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([MB])(?![A-Za-z])", re.IGNORECASE)
+_SCALE = {"M": 1e6, "B": 1e9}
+
+
+def parameter_count(model: str) -> float | None:
+    """Parameters from a size tag in a model name: ``135M``, ``1.7B``, ``7b``; None if absent.
+
+    The last tag wins (``org/Model-2-7B`` -> 7e9). Mixture tags such as ``8x7B`` are not
+    read (the active and total sizes differ), nor ``128k`` (a context length), so such
+    models are left out of scale plots.
+    """
+    matches = _SIZE.findall(model.rsplit("/", 1)[-1])
+    if not matches:
+        return None
+    number, unit = matches[-1]
+    return float(number) * _SCALE[unit.upper()]
+
+
+def size_label(params: float) -> str:
+    return f"{params / 1e9:g}B" if params >= 1e9 else f"{params / 1e6:g}M"
+
 
 DOMAIN_BARS = "domain_accuracy_by_run.png"
 HEATMAP = "country_domain_heatmap.png"
@@ -32,12 +57,13 @@ class Figures:
     notes: list[str] = field(default_factory=list)
 
 
-def domain_bars(board: Leaderboard, path: Path) -> Path:
-    """Accuracy per domain, one bar per run with its 95% CI; a black tick marks the
-    strongest baseline on that run's items."""
-    domains = sorted({(r["domain_id"] or 99, r["domain"]) for r in board.domains})
-    runs = [row["run"] for row in board.overall]
-    by_key = {(r["run"], r["domain"]): r for r in board.domains}
+def domain_bars(rows: Sequence[dict[str, Any]], runs: Sequence[str], path: Path, title: str) -> Path:
+    """Accuracy per domain, one bar per run with its 95% CI; a black tick marks the strongest baseline
+    on that run's items. ``rows``: summary or leaderboard lines with their ``run``; an incomplete
+    domain gets no bar and "(incomplete)" under its name."""
+    domains = sorted({(r["domain_id"] or 99, r["domain"]) for r in rows})
+    by_key = {(r["run"], r["domain"]): r for r in rows}
+    unfinished = {r["domain"] for r in rows if r.get("complete") is False}
     width = 0.8 / max(len(runs), 1)
     fig = new_figure(max(7.0, 1.1 * len(domains) * max(1, len(runs) / 2) + 3), 4.8)
     ax = fig.add_subplot()
@@ -59,10 +85,11 @@ def domain_bars(board: Leaderboard, path: Path) -> Path:
             ax.hlines([b for _, b in ticks], [p - width / 2 for p, _ in ticks],
                       [p + width / 2 for p, _ in ticks],
                       colors="black", linewidth=2, label="strongest baseline" if i == 0 else None)
-    ax.set_xticks(range(len(domains)), [domain_label(d) for _, d in domains], rotation=30, ha="right")
+    ax.set_xticks(range(len(domains)), [domain_label(d) + (" (incomplete)" if d in unfinished else "")
+                                        for _, d in domains], rotation=30, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy (95% CI)")
-    ax.set_title("ISSP accuracy by domain and run")
+    ax.set_title(title)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, path)
 
@@ -119,14 +146,40 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
     return save_figure(fig, path)
 
 
-def draw_figures(board: Leaderboard, output_dir: Path, out_dir: Path) -> Figures:
+def model_scale(board: Leaderboard, path: Path) -> Path:
+    """Accuracy against parameter count (from the model's name) over the complete runs: one thin line per
+    domain and a thick one for the mean over the domains every plotted run has (like with like)."""
+    sized = sorted((params, run.run) for run in board.runs if (params := parameter_count(run.model)))
+    per_run = [{r["domain"]: r["accuracy"] for r in board.domains if r["run"] == name} for _, name in sized]
+    xs = [params for params, _ in sized]
+    fig = new_figure(8.0, 4.5)
+    ax = fig.add_subplot()
+    for domain in sorted(set().union(*per_run)):
+        points = [(x, acc[domain]) for x, acc in zip(xs, per_run, strict=True) if domain in acc]
+        ax.plot(*zip(*points, strict=True), marker=".", linewidth=0.8, alpha=0.5, label=domain_label(domain))
+    common = set.intersection(*(set(acc) for acc in per_run))
+    if common:
+        means = [sum(acc[d] for d in common) / len(common) for acc in per_run]
+        ax.plot(xs, means, color="black", marker="o", linewidth=2.5, label=f"mean ({len(common)} domains)")
+    ax.set_xscale("log")
+    ax.set_xticks(sorted(set(xs)), [size_label(x) for x in sorted(set(xs))], minor=False)
+    ax.set_xticks([], minor=True)
+    ax.set_xlabel("parameters")
+    ax.set_ylabel("accuracy")
+    ax.set_title("ISSP accuracy by model size")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return save_figure(fig, path)
+
+
+def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
     """All report figures into ``out_dir``; the scale plot is left out (with a note) when the
     runs' model names give fewer than two distinct parameter counts."""
     if not board.runs:  # every run is incomplete: nothing may be drawn as a score
         for name in (DOMAIN_BARS, HEATMAP, SCALE):
             (out_dir / name).unlink(missing_ok=True)
         return Figures({}, ["no complete run: no figures"])
-    paths = {"domain_bars": domain_bars(board, out_dir / DOMAIN_BARS)}
+    paths = {"domain_bars": domain_bars(board.domains, [row["run"] for row in board.overall],
+                                        out_dir / DOMAIN_BARS, "ISSP accuracy by domain and run")}
     notes = []
     heatmap = country_domain_heatmap(board, out_dir / HEATMAP)
     if heatmap is None:
@@ -138,11 +191,9 @@ def draw_figures(board: Leaderboard, output_dir: Path, out_dir: Path) -> Figures
         notes.append(f"heatmap shows the 6 most accurate of {len(board.runs)} runs")
     sizes = {size for run in board.runs if (size := parameter_count(run.model)) is not None}
     if len(sizes) >= 2:
-        # model_scale_plot writes to output_dir / name; an absolute name puts it in out_dir.
-        scale = model_scale_plot(output_dir, name=str((out_dir / SCALE).resolve()))
-        if scale.path is not None:
-            paths["model_scale"] = scale.path
-        notes += scale.notes
+        paths["model_scale"] = model_scale(board, out_dir / SCALE)
+        notes += [f"{run.run}: no parameter count in the model's name, left out of the scale plot"
+                  for run in board.runs if parameter_count(run.model) is None]
     elif sizes:
         notes.append(f"every run is of one model size ({size_label(next(iter(sizes)))}): no scale plot "
                      "(it needs runs of at least two sizes)")

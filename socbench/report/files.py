@@ -1,6 +1,6 @@
 """The run's files for people, beside its results log (``socbench.log``): a domain's markdown report
 (the UI artifact), ``summary.md`` (the table of ``summary.json``) and ``domain_accuracy.png``; and
-``write_summary``, the end of a run: ``summary.json`` then these.
+``write_run_summary``, the end of a run: ``summary.json`` then these.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from socbench.log.summary import (
 )
 from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
+from socbench.report.figures import domain_bars
 from socbench.report.labels import baseline_label, domain_label, signed, weights_off_text
 from socbench.report.output import atomic_open, fmt, json_safe, markdown_table, model_dir
-from socbench.report.plots import domain_accuracy_plot
 from socbench.types import DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 
@@ -164,23 +164,18 @@ def _metric_cells(row: Mapping[str, Any]) -> list[str]:
             _fmt(row.get("kendall_tau")), *(_fmt(row.get(key)) for key in HEADLINE_KEYS)]
 
 
-def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],
-                  failed: Mapping[int, str] | None = None, model: str | None = None,
-                  data: Mapping[str, Any] | None = None) -> RunSummary:
-    """Write ``summary.json`` (``log.summary``), ``summary.md`` and ``domain_accuracy.png`` into a run
-    folder; ``data``: which respondents the run read (``RunConfig.data_record``)."""
-    folder = Path(folder)
-    payload = write_summary_json(folder, results, failed, model, data)
-    markdown = folder / "summary.md"
-    with atomic_open(markdown) as handle:
-        handle.write(summary_markdown(payload))
-    plot = domain_accuracy_plot(results, folder / "domain_accuracy.png") if results else None
-    return RunSummary(folder / "summary.json", markdown, plot, json_safe(payload["domains"]))
-
-
 def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Sequence[DomainResult],
                       failed: Mapping[int, str] | None = None,
                       data: Mapping[str, Any] | None = None) -> RunSummary:
-    """``write_summary`` into ``<output_dir>/<run slug>/`` (``run``: the run's name, e.g.
-    ``RunConfig.run_name``; a model's own runs are named after it)."""
-    return write_summary(model_dir(output_dir, run), results, failed, run, data)
+    """The end of a run: ``summary.json`` (``log.summary``), ``summary.md`` and ``domain_accuracy.png`` in
+    ``<output_dir>/<run slug>/`` (``run``: ``RunConfig.run_name``; a model's own runs are named after it);
+    ``data``: which respondents the run read (``RunConfig.data_record``)."""
+    folder = model_dir(output_dir, run)
+    payload = write_summary_json(folder, results, failed, run, data)
+    markdown = folder / "summary.md"
+    with atomic_open(markdown) as handle:
+        handle.write(summary_markdown(payload))
+    rows = [{**row, "run": run} for row in payload["domains"]]
+    plot = domain_bars(rows, [run], folder / "domain_accuracy.png", f"ISSP accuracy by domain: {run}") \
+        if results else None
+    return RunSummary(folder / "summary.json", markdown, plot, json_safe(payload["domains"]))

@@ -235,7 +235,7 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     out = Path(out_dir).expanduser() if out_dir is not None else output_dir / REPORT_FOLDER
     out.mkdir(parents=True, exist_ok=True)
     md, csv = write_leaderboard(board, out)
-    figures = draw_figures(board, output_dir, out)
+    figures = draw_figures(board, out)
     page = out / "report.html"
     with atomic_open(page) as handle:
         title = f"socbench report: {output_dir.resolve().name}"
