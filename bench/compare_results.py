@@ -39,7 +39,7 @@ RUNS: dict[str, list[str]] = {
 }
 DOMAINS = ["1", "3", "7"]
 VOLATILE = {"timestamp", "timing", "created", "wall_s", "seconds", "elapsed_s", "started", "finished",
-            "generated_at", "run_seconds", "duration_s", "api_base", "source"}  # the port; the venv path
+            "generated_at", "run_seconds", "duration_s", "api_base", "source", "data_dir"}  # port; checkout
 RESULT_SUFFIXES = {".json", ".jsonl", ".csv"}
 
 

@@ -98,14 +98,8 @@ class DomainRun:
 
     path: Path
     stored: DetailedRecord
-
-    @property
-    def domain(self) -> str:
-        return self.stored.domain
-
-    @property
-    def domain_id(self) -> int:
-        return self.stored.domain_id
+    domain: str
+    domain_id: int
 
     @cached_property
     def items(self) -> pd.DataFrame:
@@ -117,7 +111,8 @@ class DomainRun:
 
 
 def read_domain(path: Path) -> DomainRun:
-    return DomainRun(path, read_record(path, DetailedRecord))
+    stored = read_record(path, DetailedRecord)
+    return DomainRun(path, stored, stored.domain, stored.domain_id)
 
 
 def read_domains(folder: Path) -> list[DomainRun]:

@@ -77,9 +77,12 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
 
 
 def leaderboard_line(record: DomainRecord) -> dict[str, Any]:
-    """A domain's line of the leaderboard: its summary line, respondents, items, parse failure rate and
-    the agreement of repeated draws (NaN without ``--samples``)."""
-    return {**record.summary, "respondents": record.respondents, "items": record.total_count,
+    """A domain's line of the leaderboard: its summary line (a complete domain's: the leaderboard lists an
+    incomplete one apart), respondents, items, parse failure rate and the agreement of repeated draws
+    (NaN without ``--samples``)."""
+    line = {k: v for k, v in record.summary.items()
+            if k not in ("complete", "engine_errors", "incomplete_reason")}
+    return {**line, "respondents": record.respondents, "items": record.total_count,
             "parse_failure_rate": record.metrics.get("parse_failure_rate", math.nan),
             **{key: record.draws.get(key, math.nan) for key in DRAW_KEYS[1:]}}
 

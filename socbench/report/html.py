@@ -7,7 +7,8 @@ answer in one line (accuracy beside a classifier on the same attributes and the 
 whether the simulated population keeps the survey's structure, and whether the persona helped
 (``report.answers``); is the model better than the answer-free baselines (and where not), for
 whom (countries, persona groups), on which questions, and how its answer distribution differs
-from people's; then circular evaluation, model size and the definitions of every number.
+from people's; then circular evaluation, model size, each CP-vs-MCP run (``report.mcq``) and the
+definitions of every number. Every number is read from the runs' results logs (``socbench.log``).
 """
 
 from __future__ import annotations
