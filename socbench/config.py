@@ -163,7 +163,9 @@ class RunConfig(EngineRun):
                                  description="domain id or slug (the manifest's, else 1-4, 6-11) or 'all'")
     start_domain_id: int | None = Field(None, description="with --domain_id all: start at this domain")
     interview_count: int | Literal["all"] = Field("all", description="respondents per domain: N or 'all'")
-    dataset_size: int = Field(500, description="sample size: reads A_GroundTruth_sampling<N>")
+    dataset_size: int | Literal["all"] = Field(
+        500, description="sample size: reads A_GroundTruth_sampling<N>; all: every respondent (data import "
+                         "--sizes all)")
     data_dir: Path | None = Field(None, description="a SocioBench Dataset_all folder "
                                                     "(default: the demo data)")
     output_dir: Path = Field(Path("results"), description="results go to <output_dir>/<run name>/")
@@ -203,7 +205,7 @@ class RunConfig(EngineRun):
     def _formats(cls, value: Any) -> Any:
         return tuple(dict.fromkeys(comma_list(value)))
 
-    @field_validator("interview_count", mode="before")
+    @field_validator("interview_count", "dataset_size", mode="before")
     @classmethod
     def _count(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() == "all":
@@ -214,7 +216,7 @@ class RunConfig(EngineRun):
             raise ValueError(f"expected a positive integer or 'all', got {value!r}")
         return int(value)
 
-    _positive = field_validator("dataset_size", "max_tokens", "max_variants")(positive)
+    _positive = field_validator("max_tokens", "max_variants")(positive)
     _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 
     @model_validator(mode="after")

@@ -33,6 +33,7 @@ from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES
 from socbench.types import DomainData, Question, Respondent
 
 SAMPLE_PREFIX = "A_GroundTruth_sampling"
+ALL_SIZE = "all"  # the sample folder holding every respondent: A_GroundTruth_samplingall
 NO_COUNTRY = "(no country attribute)"
 
 # ------------------------------------------------------------------ codes and labels
@@ -236,16 +237,19 @@ def inside_folder(root: Path, path: Path) -> Path:
     return path
 
 
-def available_sizes(root: Path) -> list[int]:
-    """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending."""
+def available_sizes(root: Path) -> list[int | str]:
+    """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending; ``all`` (every
+    respondent, ``data import --sizes all``) last."""
     sizes = [p.name[len(SAMPLE_PREFIX):] for p in Path(root).glob(f"{SAMPLE_PREFIX}*") if p.is_dir()]
-    return sorted(int(s) for s in sizes if s.isdigit())
+    return [*sorted(int(s) for s in sizes if s.isdigit()), *([ALL_SIZE] if ALL_SIZE in sizes else [])]
 
 
-def sample_dir(root: Path, dataset_size: int) -> Path:
-    """The folder of one sample size; never falls back to another size."""
-    if isinstance(dataset_size, bool) or not isinstance(dataset_size, int) or dataset_size < 1:
-        raise ConfigError(f"--dataset_size {dataset_size!r}: expected a positive integer")
+def sample_dir(root: Path, dataset_size: int | str) -> Path:
+    """The folder of one sample size (``all``: ``A_GroundTruth_samplingall``); never falls back to
+    another size."""
+    if dataset_size != ALL_SIZE and (isinstance(dataset_size, bool) or not isinstance(dataset_size, int)
+                                     or dataset_size < 1):
+        raise ConfigError(f"--dataset_size {dataset_size!r}: expected a positive integer or 'all'")
     folder = Path(root) / f"{SAMPLE_PREFIX}{dataset_size}"
     if not folder.is_dir():
         sizes = ", ".join(map(str, available_sizes(root))) or "none"
@@ -329,7 +333,7 @@ def build_respondents(
 
 
 def load_domain(
-    data_dir: Path, domain: DomainSpec, dataset_size: int = 500, interview_count: int | str = "all"
+    data_dir: Path, domain: DomainSpec, dataset_size: int | str = 500, interview_count: int | str = "all"
 ) -> DomainData:
     """Questions and respondents of one domain and sample size (first N respondents if asked)."""
     root = dataset_root(data_dir)

@@ -42,7 +42,7 @@ class RunData:
     """The data folder a run read, and which of its respondents (``summary.json``'s ``data``)."""
 
     root: Path
-    dataset_size: int | None = None  # None: not recorded (the smallest sample holding the run is used)
+    dataset_size: int | str | None = None  # None: not recorded (the smallest sample holding the run is used)
     interview_count: int | str = "all"
 
 
@@ -56,7 +56,7 @@ def run_data(run: ModelRun, data_dir: Path | None, record: Mapping[str, Any] | N
     if folder is None or (data_dir is None and not folder.is_dir()):
         return None
     size = recorded.get("dataset_size")
-    return RunData(dataset_root(folder), size if isinstance(size, int) else None,
+    return RunData(dataset_root(folder), size if isinstance(size, int) or size == "all" else None,
                    recorded.get("interview_count", "all"))
 
 
