@@ -163,6 +163,10 @@ class RunConfig(EngineRun):
                                  description="domain id or slug (the manifest's, else 1-4, 6-11) or 'all'")
     start_domain_id: int | None = Field(None, description="with --domain_id all: start at this domain")
     interview_count: int | Literal["all"] = Field("all", description="respondents per domain: N or 'all'")
+    interview_sample: Literal["stratified", "first"] = Field(
+        "stratified", description="with --interview_count N: stratified: a seeded sample stratified by "
+                                  "country (the same for every model and rerun); first: the first N in file "
+                                  "order (the original system's)")
     dataset_size: int = Field(500, description="sample size: reads A_GroundTruth_sampling<N>")
     data_dir: Path | None = Field(None, description="a SocioBench Dataset_all folder "
                                                     "(default: the demo data)")
@@ -235,7 +239,7 @@ class RunConfig(EngineRun):
     def data_record(self) -> dict[str, Any]:
         """Which respondents the run read, as ``summary.json`` records it (``socbench export``)."""
         return {"data_dir": str(self.dataset_dir.expanduser().resolve()), "dataset_size": self.dataset_size,
-                "interview_count": self.interview_count}
+                "interview_count": self.interview_count, "interview_sample": self.interview_sample}
 
     @property
     def include_persona(self) -> bool:

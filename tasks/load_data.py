@@ -17,4 +17,5 @@ def load_data(domain_id: int, config: RunConfig) -> DomainData:
     """Validated DomainData for the configured sample size and interview count."""
     domain = get_domain(domain_id, config.dataset_dir)
     progress.begin(f"domain {domain.id} {domain.name}")
-    return load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count)
+    return load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count,
+                       config.interview_sample)
