@@ -66,8 +66,9 @@ def _in_run(records: list[AnswerRecord], data: RunData, people: set[str],
             spec: DomainSpec) -> list[AnswerRecord]:
     """The records the run read: its sample (drawn again) or first ``interview_count`` (sample size
     unknown: through the last one asked)."""
-    if data.dataset_size is not None and data.interview_sample == "first":
-        return records[:parse_interview_count(data.interview_count)]
+    limit = parse_interview_count(data.interview_count)
+    if data.dataset_size is not None and (limit is None or data.interview_sample == "first"):
+        return records[:limit]
     if data.dataset_size is not None:
         drawn = load_domain(data.root, spec, data.dataset_size, data.interview_count, data.interview_sample)
         asked = {person.person_id for person in drawn.respondents}
