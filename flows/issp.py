@@ -16,6 +16,7 @@ from prefect.utilities.annotations import opaque
 
 from flows import failed as failed_state
 from socbench.config import RunConfig
+from socbench.data_use import check_data_use
 from socbench.domains import select_domains
 from socbench.errors import RunFailed
 from socbench.records import IsspOutcome
@@ -80,6 +81,7 @@ def run_domains(config: RunConfig) -> IsspOutcome | State:
     """The parent's body: every domain in turn on one engine, then the run summary; Failed
     (naming them) if a domain failed or is incomplete."""
     domains = select_domains(config.domain_id, config.start_domain_id, config.dataset_dir)
+    check_data_use(config, domains)  # licensed data (as the CLI's preflight): a deployment run fails here
     results: list[DomainResult] = []
     failed: dict[int, str] = {}  # no result (its data could not be read, ...)
     incomplete: dict[int, str] = {}  # a result with engine errors: "domain N: K engine errors, first: ..."

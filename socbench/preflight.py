@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from socbench.config import RunConfig
 from socbench.data.loaders import dataset_root, sample_dir
 from socbench.data.variables import read_variables
+from socbench.data_use import check_data_use
 from socbench.domains import select_domains
 from socbench.engines.session import get_engine
 from socbench.engines.settings import EngineSettings
@@ -114,11 +115,15 @@ def check_engine(engine: EngineSettings) -> int | None:
 
 
 def check_run(config: RunConfig) -> None:
-    """Data folder, sample size, domains (a lone domain's files too), output folder; then, unless
+    """Data folder, sample size, domains, where their data may go (``socbench.data_use``), a lone
+    domain's files, output folder; then, unless
     the engine cache answers every prompt (then nothing is sent: a rerun rescores with the server
     down or the GPU elsewhere), the engine and that every prompt fits the model's context."""
     domains = select_domains(config.domain_id, config.start_domain_id, config.dataset_dir)
     sample_dir(dataset_root(config.dataset_dir), config.dataset_size)
+    acknowledged = check_data_use(config, domains)  # licensed data: before anything is sent
+    if acknowledged:
+        log.warning(acknowledged)
     if config.export_wide:
         if not config.export:
             raise ConfigError("--export_wide: name the formats with --export (e.g. --export sav)")

@@ -38,7 +38,8 @@ def run_prompts(config: RunConfig, domains: Sequence[Domain] | None = None) -> P
     prompts: dict[Domain, list[PromptRequest]] = {}
     for domain in chosen:
         try:
-            data = load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count)
+            data = load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count,
+                               config.interview_sample)
         except SocbenchError:
             if len(chosen) == 1:
                 raise
