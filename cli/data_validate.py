@@ -29,8 +29,8 @@ SHOWN_QUESTIONS = 12  # per domain in the table; --json has every question
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("validate", help="check an ISSP dataset and count scoreable items per domain")
     flag(parser, "data_dir", type=Path, required=True, help="a SocioBench Dataset_all folder (or its parent)")
-    flag(parser, "dataset_size", type=positive_int, default=500,
-         help="sample size: reads A_GroundTruth_sampling<N> (default 500)")
+    flag(parser, "dataset_size", type=lambda text: "all" if text.strip() == "all" else positive_int(text),
+         default=500, help="sample size: reads A_GroundTruth_sampling<N> (default 500; all: ...samplingall)")
     flag(parser, "domain_id", default="all",
          help="domain id or slug (the manifest's, else 1-4, 6-11) or 'all' (default)")
     flag(parser, "json", action="store_true", help="print one JSON object instead of a table")
@@ -54,7 +54,7 @@ def domain_report(data: DomainData) -> dict[str, object]:
     }
 
 
-def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int) -> tuple[dict, dict]:
+def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int | str) -> tuple[dict, dict]:
     """Reports and each domain's problems (loading, mixed source files, unusable weights), keyed by
     domain id (as a string)."""
     root = dataset_root(data_dir)

@@ -66,6 +66,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
     incomplete, or the export failed."""
     study = task_for(config)
     units = study.units()
+    study.check()  # as the CLI's preflight: a deployment run that may not start fails here, with the reason
     results: list[Any] = []
     failures: dict[int, str] = {}  # no result (its data could not be read, ...)
     incomplete: dict[int, str] = {}  # a result with engine errors: "domain N: K engine errors, first: ..."

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -47,7 +47,8 @@ class DomainSpec(BaseModel):
 
     ``country_attribute`` is the attribute key holding the respondent's country; ``"auto"``
     finds the ISSP one by its label and None means a single-country study. ``missing_codes``
-    are answer codes never offered as options (excluded at scoring).
+    are answer codes never offered as options (excluded at scoring). ``data_use``: ``local`` (licensed
+    microdata: prompts go only to loopback or private-network servers, ``socbench.data_use``) or ``remote``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -61,6 +62,7 @@ class DomainSpec(BaseModel):
     country_attribute: str | None = None  # None: a single-country study; "auto": the ISSP label
     persona_attributes: PersonaAttributes = PersonaAttributes()
     missing_codes: tuple[int | str, ...] = ()
+    data_use: Literal["local", "remote"] = "local"
     title: str = ""
 
     @property

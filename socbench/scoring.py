@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from socbench.extract import NOT_OFFERED
 from socbench.metrics.baselines import baselines, margin_over_best
@@ -191,6 +192,7 @@ def score_domain(
                               weights_off=weights_off, engine_errors=failed,
                               texts={q.id: q.text for q in data.questions}, run=run,
                               attributes=shown_attributes(data, include_persona))
+    result = replace(result, sample=data.sample)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 

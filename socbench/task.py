@@ -65,8 +65,9 @@ class Task(Protocol):
         """The run's folder: where its results log is written."""
         ...
 
-    def check(self) -> None:
-        """The task's own checks before any work (the preflight reads every unit's data too)."""
+    def check(self) -> list[str]:
+        """The task's own checks before any work (the preflight reads every unit's data too); the notes a
+        user must see (one line each)."""
         ...
 
     def load(self, unit: Unit) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any, Literal, get_args
 
 from socbench.errors import ConfigError, incomplete_reason
@@ -49,6 +49,7 @@ class DomainData:
     respondents: tuple[Respondent, ...]
     unmapped_countries: dict[str, int]  # country name -> respondents that could not be mapped
     source: str  # the answer file read
+    sample: dict[str, Any] = field(default_factory=dict)  # who was asked, how drawn (sampling.sample_record)
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,7 @@ class PromptRequest:
         """Content hash over everything that can change the engine's answer."""
         payload = {"messages": [[m.role, m.content] for m in self.messages], "mode": self.mode,
                    "codes": list(self.offered_codes), "prefix": self.answer_prefix,
-                   "structured": self.structured, "chat": self.chat,
-                   "sampling": [self.sampling.temperature, self.sampling.top_p,
-                                self.sampling.max_tokens, self.sampling.seed]}
+                   "structured": self.structured, "chat": self.chat, "sampling": list(astuple(self.sampling))}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -210,6 +209,7 @@ class DomainResult:
     run: str = ""  # the run's folder name ("" = the model's); ``model`` is always the model asked
     weights_off: str | None = None  # why there are no weighted metrics (None: there are)
     yardsticks: dict[str, Any] = field(default_factory=dict)  # socbench.yardsticks (empty: older results)
+    sample: dict[str, Any] = field(default_factory=dict)  # DomainData.sample (empty: older results)
 
     @property
     def complete(self) -> bool:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
 from socbench.data.import_records import RecordLayout, label_values, write_atomic, write_samples
-from socbench.data.import_report import check_label_sizes, country_warnings, format_report
+from socbench.data.import_report import SUMMARY_SECTIONS, check_label_sizes, country_warnings, format_report
 from socbench.data.loaders import SAMPLE_PREFIX, load_questions
 from socbench.data.question_labels import check_answers, json_bytes, question_set
 from socbench.data.question_scale import QuestionDecision
@@ -52,12 +53,15 @@ class ImportRequest(BaseModel):
     weight: str | None = None
     slug: str | None = None
     name: str | None = None
-    sizes: tuple[int, ...] = DEFAULT_SIZES
+    sizes: tuple[int | Literal["all"], ...] = DEFAULT_SIZES  # "all": everyone (A_GroundTruth_samplingall)
     seed: int = SAMPLE_SEED
     codebook: Path | None = None
     replace: bool = False  # an existing domain of the slug is replaced whole (else: an error)
     bad_weights: str = "error"  # error | drop | unweighted (import_safety.check_weights)
     missing: tuple[str, ...] = ()  # --missing: codes missing for every question not offering them
+    scale_conflict: Literal["file", "refuse"] = "file"  # --qa options that disagree with the file's
+    sep: str | None = None  # a .csv source's separator and decimal mark (None: detected)
+    decimal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,18 +79,24 @@ class ImportPlan:
     warnings: tuple[str, ...] = ()
     weights: safe.WeightCheck = safe.WeightCheck(None)
     stale: tuple[Path, ...] = ()  # the old domain's files, removed once the new one is written
+    country_counts: Mapping[str, int] = field(default_factory=dict)  # respondents per country code
 
     @property
     def report(self) -> str:
-        """The import report (stderr and ``import_report_<slug>.md``)."""
-        return format_report(self.request.source.name, self.entry.slug, self.decisions, self.warnings)
+        """The whole import report (``import_report_<slug>.md``)."""
+        return format_report(self)
+
+    @property
+    def summary(self) -> str:
+        """The report's summary and warnings (stderr)."""
+        return format_report(self, SUMMARY_SECTIONS)
 
 
 @dataclass(frozen=True)
 class ImportSummary:
     respondents: int
     countries: int
-    samples: dict[int, int]  # size asked -> respondents written
+    samples: dict[int | str, int]  # size asked (or "all") -> respondents written
     questions: int
     attributes: int
     weight: str | None
@@ -239,9 +249,9 @@ def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key
 
 def plan_import(request: ImportRequest) -> ImportPlan:
     """Every check, from the file's metadata only; one line per problem, before any work."""
-    if not request.sizes or any(size < 1 for size in request.sizes):
-        raise ConfigError(f"--sizes {','.join(map(str, request.sizes))}: expected positive integers")
-    survey = open_survey(request.source, request.codebook)
+    if not request.sizes or any(size != "all" and size < 1 for size in request.sizes):
+        raise ConfigError(f"--sizes {','.join(map(str, request.sizes))}: expected positive integers or 'all'")
+    survey = open_survey(request.source, request.codebook, request.sep, request.decimal)
     if survey.n_rows == 0:
         raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")
     pairs = _question_pairs(request, survey)
@@ -251,7 +261,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     attributes = _attributes(survey, question_vars | ({weight} if weight else set()))
     check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
     counts = survey.code_counts([name for name, _ in pairs] + ([country] if country else []))
-    decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing)
+    decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing,
+                                            request.scale_conflict)
     check_answers(survey, decisions)
     slug = _slug(request)
     base = _base_manifest(request.out, slug)
@@ -264,8 +275,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     weights = safe.check_weights(survey, weight, request.bad_weights)
     layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
     warnings = country_warnings(survey, country, counts[country] if country else {})
-    return ImportPlan(request, survey, layout, country, entry, manifest, question_file,
-                      tuple(decisions), tuple(warnings), weights, tuple(stale))
+    return ImportPlan(request, survey, layout, country, entry, manifest, question_file, tuple(decisions),
+                      tuple(warnings), weights, tuple(stale), dict(counts[country]) if country else {})
 
 
 # ------------------------------------------------------------------------------ work
@@ -281,9 +292,9 @@ def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:
     return [_Row(int(pid), codes.get(name), name) for pid, name in zip(person_ids, names)]
 
 
-def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int, sha: str) -> dict:
+def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int | str, sha: str) -> dict:
     """``sampling_stats_<slug>.json`` of one size: SocioBench's keys plus the source's provenance."""
-    kept = [row for row, rank in zip(rows, ranks) if rank < size]
+    kept = [row for row, rank in zip(rows, ranks) if rank < _limit(size, len(rows))]
     counts = Counter(
         (row.country_code or row.country_name or NO_COUNTRY) if plan.country else NO_COUNTRY for row in kept
     )
@@ -303,6 +314,11 @@ def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int, sha
         "source_respondents": len(rows),
         **({"weights": plan.weights.note} if plan.weights.note else {}),
     }
+
+
+def _limit(size: int | str, respondents: int) -> int:
+    """The draw ranks a sample keeps: ``all`` keeps every respondent (but those left out)."""
+    return respondents if size == "all" else int(size)
 
 
 def _write_side_files(plan: ImportPlan) -> Path:
@@ -326,14 +342,15 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     person_ids = plan.entry.id * scale + np.arange(1, survey.n_rows + 1, dtype=np.int64)
     rows = _rows(plan, person_ids)
     ranks = np.asarray(draw_ranks(rows, request.seed, leave_out=plan.weights.dropped), dtype=np.int64)
-    sizes = sorted(set(request.sizes))
+    sizes = sorted(set(request.sizes), key=lambda size: _limit(size, survey.n_rows))
     answer_file = f"issp_answer_{plan.entry.slug}.json"
     paths = {size: request.out / f"{SAMPLE_PREFIX}{size}" / answer_file for size in sizes}
     stats_paths = {size: path.parent / safe.stats_name(plan.entry.slug) for size, path in paths.items()}
     folders = (request.out, request.out / QA_FOLDER, *(path.parent for path in paths.values()))
     created = [folder for folder in folders if not folder.exists()]
     try:
-        writers = write_samples(plan.survey, plan.layout, paths, person_ids, ranks)
+        limits = {size: _limit(size, survey.n_rows) for size in sizes}
+        writers = write_samples(plan.survey, plan.layout, paths, person_ids, ranks, limits)
         sha = file_sha256(request.source)
         for size in sizes:
             write_atomic(stats_paths[size], json_bytes(_stats(plan, rows, ranks, size, sha)))

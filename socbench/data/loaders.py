@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,12 +28,14 @@ from pydantic import (
 from socbench.data.countries import codebook_country_table, resolve_country
 from socbench.data.domain_rules import apply_missing_codes, country_key_function, persona_filter
 from socbench.data.missing_labels import is_missing_label
+from socbench.data.sampling import sample_record, stratified_sample
 from socbench.domains import QA_FOLDER, DomainSpec
 from socbench.errors import ConfigError, DataError
 from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES
 from socbench.types import DomainData, Question, Respondent
 
 SAMPLE_PREFIX = "A_GroundTruth_sampling"
+ALL_SIZE = "all"  # the sample folder holding every respondent: A_GroundTruth_samplingall
 NO_COUNTRY = "(no country attribute)"
 
 # ------------------------------------------------------------------ codes and labels
@@ -236,16 +239,19 @@ def inside_folder(root: Path, path: Path) -> Path:
     return path
 
 
-def available_sizes(root: Path) -> list[int]:
-    """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending."""
+def available_sizes(root: Path) -> list[int | str]:
+    """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending; ``all`` (every
+    respondent, ``data import --sizes all``) last."""
     sizes = [p.name[len(SAMPLE_PREFIX):] for p in Path(root).glob(f"{SAMPLE_PREFIX}*") if p.is_dir()]
-    return sorted(int(s) for s in sizes if s.isdigit())
+    return [*sorted(int(s) for s in sizes if s.isdigit()), *([ALL_SIZE] if ALL_SIZE in sizes else [])]
 
 
-def sample_dir(root: Path, dataset_size: int) -> Path:
-    """The folder of one sample size; never falls back to another size."""
-    if isinstance(dataset_size, bool) or not isinstance(dataset_size, int) or dataset_size < 1:
-        raise ConfigError(f"--dataset_size {dataset_size!r}: expected a positive integer")
+def sample_dir(root: Path, dataset_size: int | str) -> Path:
+    """The folder of one sample size (``all``: ``A_GroundTruth_samplingall``); never falls back to
+    another size."""
+    if dataset_size != ALL_SIZE and (isinstance(dataset_size, bool) or not isinstance(dataset_size, int)
+                                     or dataset_size < 1):
+        raise ConfigError(f"--dataset_size {dataset_size!r}: expected a positive integer or 'all'")
     folder = Path(root) / f"{SAMPLE_PREFIX}{dataset_size}"
     if not folder.is_dir():
         sizes = ", ".join(map(str, available_sizes(root))) or "none"
@@ -320,18 +326,24 @@ def build_respondents(
             else (lambda key: True))
     country_key = country_key_function(country_attribute)
     respondents = tuple(_to_respondent(rec, ids, resolve, country_key, keep) for rec in records)
-    unmapped: dict[str, int] = {}
-    for person in respondents:
-        if person.country_code is None and country_attribute is not None:
-            label = person.country_name or NO_COUNTRY
-            unmapped[label] = unmapped.get(label, 0) + 1
-    return respondents, unmapped
+    return respondents, count_unmapped(respondents, country_attribute)
+
+
+def count_unmapped(respondents: Sequence[Respondent], country_attribute: str | None) -> dict[str, int]:
+    """``{country name: count}`` of the respondents whose country could not be mapped."""
+    if country_attribute is None:
+        return {}
+    return dict(Counter(p.country_name or NO_COUNTRY for p in respondents if p.country_code is None))
 
 
 def load_domain(
-    data_dir: Path, domain: DomainSpec, dataset_size: int = 500, interview_count: int | str = "all"
+    data_dir: Path, domain: DomainSpec, dataset_size: int | str = 500, interview_count: int | str = "all",
+    interview_sample: str = "stratified",
 ) -> DomainData:
-    """Questions and respondents of one domain and sample size (first N respondents if asked)."""
+    """Questions and respondents of one domain and sample size. With ``interview_count`` N below the
+    file's respondents: a seeded sample stratified by country, proportional with every country in it
+    where N allows (the same respondents for every model and rerun), or the first N in file order
+    (``interview_sample`` ``"first"``, the original system's); ``sample`` records which and how."""
     root = dataset_root(data_dir)
     limit = parse_interview_count(interview_count)
     qa_path = root / domain.qa_path
@@ -345,7 +357,13 @@ def load_domain(
     _check_question_ids(answer_path, records, questions)
     codebook = load_codebook(data_dir, domain)
     countries = codebook_country_table(codebook) if codebook else None
-    respondents, unmapped = build_respondents(records[:limit], questions, countries or None, domain)
+    first = interview_sample == "first"
+    respondents, unmapped = build_respondents(records[:limit] if first else records, questions,
+                                              countries or None, domain)
+    drawn = "all" if limit is None or limit >= len(records) else interview_sample
+    if drawn == "stratified":
+        respondents = stratified_sample(respondents, limit, proportional=True)
+        unmapped = count_unmapped(respondents, domain.country_attribute)
     return DomainData(
         domain_id=domain.id,
         domain_name=domain.name,
@@ -353,4 +371,5 @@ def load_domain(
         respondents=respondents,
         unmapped_countries=unmapped,
         source=str(answer_path),
+        sample=sample_record(respondents, drawn, len(records)),
     )

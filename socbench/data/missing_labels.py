@@ -90,3 +90,11 @@ def is_missing_label(value: str) -> bool:
         return True
     text = _COUNTRY_LIST.sub("", text)
     return bool(_MISSING_START.match(text.lower()))
+
+
+def is_missing_option(code: str, label: str) -> bool:
+    """An option that must never be offered: its label is a missing label ("Not asked", "No answer").
+    A label that is the code itself is a scale point ("-1" on a -5..5 scale), and an empty one is
+    merely unlabelled: both stay options."""
+    text = " ".join(str(label).split())
+    return bool(text) and text != str(code) and is_missing_label(text)

@@ -2,7 +2,9 @@
 
 An item is scoreable only when the true code is among the options offered to *that* respondent
 (ISSP's country-specific ``special`` scales); otherwise it is excluded and counted by reason: no
-answer, a missing code of that question, or a code the question does not offer.
+answer, a missing code of that question, or a code the question does not offer. An option whose
+label is a missing label is never offered, in the base set or a country's override (ISSP Family
+V31 relabels code 6 "Not asked" for Spain): its answers are excluded as that missing code.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from socbench.data.missing_labels import is_missing_option
 from socbench.types import Code, DomainData, Item, Question
 
 NO_ANSWER = "no answer recorded"
@@ -40,16 +43,28 @@ def country_override(question: Question, country_code: str | None) -> dict[Code,
     return question.special.get(nation) if nation != country_code else None
 
 
+def _overlaid(question: Question, country_code: str | None) -> tuple[list[tuple[Code, str]], bool]:
+    override = country_override(question, country_code)
+    if not override:
+        return list(question.options.items()), False
+    base = [(code, override.get(code, label)) for code, label in question.options.items()]
+    added = sorted((code for code in override if code not in question.options), key=_numeric_order)
+    return base + [(code, override[code]) for code in added], True
+
+
 def effective_options(question: Question,
                       country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
     """Base options overlaid with the country's override, and whether there was one. Country-only
-    codes are appended in numeric order; an unmapped country (None) is shown the base options."""
-    override = country_override(question, country_code)
-    if not override:
-        return tuple(question.options.items()), False
-    base = [(code, override.get(code, label)) for code, label in question.options.items()]
-    added = sorted((code for code in override if code not in question.options), key=_numeric_order)
-    return tuple(base + [(code, override[code]) for code in added]), True
+    codes are appended in numeric order; an unmapped country (None) is shown the base options;
+    options labelled as missing are left out."""
+    shown, specific = _overlaid(question, country_code)
+    return tuple((code, label) for code, label in shown if not is_missing_option(code, label)), specific
+
+
+def _withheld(question: Question, country_code: str | None) -> dict[Code, str]:
+    """Codes left out for their missing label, as missing codes for the exclusion reason."""
+    shown = _overlaid(question, country_code)[0]
+    return {code: label for code, label in shown if is_missing_option(code, label)}
 
 
 def _exclusion(
@@ -65,9 +80,14 @@ def _exclusion(
 def build_items(data: DomainData) -> list[Item]:
     """One Item per (respondent, question): respondents in file order, questions in survey order."""
     items: list[Item] = []
+    shown: dict[tuple[str, str | None], tuple] = {}  # per (question, country): computed once
     for person in data.respondents:
         for question in data.questions:
-            options, specific = effective_options(question, person.country_code)
+            key = (question.id, person.country_code)
+            if key not in shown:
+                shown[key] = (*effective_options(question, person.country_code),
+                              {**_withheld(question, person.country_code), **question.missing})
+            options, specific, missing = shown[key]
             true_code = person.answers.get(question.id)
             items.append(
                 Item(
@@ -77,7 +97,7 @@ def build_items(data: DomainData) -> list[Item]:
                     options=options,
                     true_code=true_code,
                     country_specific=specific,
-                    excluded_reason=_exclusion(true_code, options, question.missing),
+                    excluded_reason=_exclusion(true_code, options, missing),
                 )
             )
     return items

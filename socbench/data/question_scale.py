@@ -57,6 +57,9 @@ class QuestionDecision:
     filled: tuple[str, ...] = ()  # codes the scale rule added
     missing: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (label, source)
     counts: Mapping[str, int] = field(default_factory=dict)  # answers per code, whole file
+    conflicts: tuple[str, ...] = ()  # how a question set's options disagree with the file's (scale_check)
+    notes: tuple[str, ...] = ()  # other changes to the question set, one line each
+    text: str | None = None  # the question text, where the import changed it
 
     def excluded(self) -> dict[str, int]:
         """Answers that will not be scored, by reason (blanks are not counted here)."""

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from socbench.data.csv_dialect import csv_options
 from socbench.errors import ConfigError, DataError
 
 FORMATS = {".dta": "Stata", ".sav": "SPSS", ".zsav": "SPSS", ".csv": "CSV"}
@@ -61,6 +62,7 @@ class SurveyFile:
     kind: str  # Stata | SPSS | CSV
     variables: dict[str, Variable]
     n_rows: int
+    csv: dict[str, str] = field(default_factory=dict)  # a .csv's separator and decimal mark (csv_dialect)
 
     def find(self, name: str) -> str | None:
         """The variable's name as the file spells it (names match case-insensitively)."""
@@ -96,7 +98,7 @@ class SurveyFile:
 
     def _chunks(self, names: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
         if self.kind == "CSV":
-            for frame in pd.read_csv(self.path, usecols=names, chunksize=chunk_rows, **CSV_NA):
+            for frame in pd.read_csv(self.path, usecols=names, chunksize=chunk_rows, **self.csv, **CSV_NA):
                 yield frame[names]
             return
         import pyreadstat
@@ -216,8 +218,10 @@ def _read_binary(path: Path, kind: str) -> SurveyFile:
     return SurveyFile(path, kind, variables, int(meta.number_rows or 0))
 
 
-def open_survey(path: str | Path, codebook: str | Path | None = None) -> SurveyFile:
-    """The file's variables and row count; one DataError line for an unreadable file."""
+def open_survey(path: str | Path, codebook: str | Path | None = None, sep: str | None = None,
+                decimal: str | None = None) -> SurveyFile:
+    """The file's variables and row count; one DataError line for an unreadable file. ``sep`` and
+    ``decimal``: a .csv's separator and decimal mark (default: detected, ``csv_dialect``)."""
     path = Path(path).expanduser()
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
@@ -231,18 +235,20 @@ def open_survey(path: str | Path, codebook: str | Path | None = None) -> SurveyF
             raise ConfigError(
                 f"--codebook {codebook}: only a .csv source needs a codebook ({path.name} has labels)"
             )
+        if sep is not None or decimal is not None:
+            raise ConfigError(f"--sep/--decimal: only a .csv source has them ({path.name} is {kind})")
         return _read_binary(path, kind)
     if codebook is None:
         raise ConfigError(
             f"{path}: a .csv source needs --codebook (a codebook .csv or .json with the labels)"
         )
-    return _read_csv(path, Path(codebook).expanduser())
+    return _read_csv(path, Path(codebook).expanduser(), csv_options(path, sep, decimal))
 
 
-def _read_csv(path: Path, codebook: Path) -> SurveyFile:
+def _read_csv(path: Path, codebook: Path, dialect: dict[str, str]) -> SurveyFile:
     try:
-        head = pd.read_csv(path, nrows=1000, **CSV_NA)  # column types from the first rows
-        rows = len(pd.read_csv(path, usecols=[0], **CSV_NA))  # quoted new lines count right
+        head = pd.read_csv(path, nrows=1000, **dialect, **CSV_NA)  # column types from the first rows
+        rows = len(pd.read_csv(path, usecols=[0], **dialect, **CSV_NA))  # quoted new lines count right
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read as CSV ({exc})") from None
     book = read_codebook(codebook)
@@ -251,7 +257,7 @@ def _read_csv(path: Path, codebook: Path) -> SurveyFile:
         label, values = book.get(str(name).lower(), (None, {}))
         is_string = head[name].dtype == object or pd.api.types.is_string_dtype(head[name].dtype)
         variables[str(name)] = Variable(name=str(name), label=label, value_labels=values, is_string=is_string)
-    return SurveyFile(path, "CSV", variables, rows)
+    return SurveyFile(path, "CSV", variables, rows, dialect)
 
 
 # ------------------------------------------------------------------------ codebooks
@@ -265,7 +271,7 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
     if path.suffix.lower() == ".json":
         return _json_codebook(path)
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep=csv_options(path)["sep"])
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read the codebook as CSV ({exc})") from None
     missing = [c for c in CODEBOOK_CSV_COLUMNS if c not in frame.columns]

@@ -120,7 +120,7 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
         "total_items": result.total_items, "excluded_by_reason": result.excluded_by_reason,
         "metrics": result.metrics, "baselines": result.baselines,
         "unmapped_countries": result.unmapped_countries, **_extras(result),
-        "weighted_metrics_off": result.weights_off,
+        "weighted_metrics_off": result.weights_off, "sample": result.sample,
         "questions": {qid: {k: v for k, v in view.items() if k != "countries"}
                       for qid, view in result.questions.items()},
     }
@@ -251,6 +251,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "excluded_count": sum(result.excluded_by_reason.values()),
         "unmapped_countries": dict(result.unmapped_countries),
         "weighted_metrics_off": result.weights_off,
+        "sample": {k: v for k, v in result.sample.items() if k != "person_ids"},  # those: _metrics.json
         **{key: result.metrics[key] for key in DRAW_KEYS if key in result.metrics},  # --samples K
     }
 

@@ -15,6 +15,7 @@ from typing import Any
 from socbench.report.labels import baseline_label, below, ci_text, country_label, domain_label, p_text, signed
 from socbench.report.leaderboard import MIN_RESPONDENTS, DomainRun, ModelRun
 from socbench.report.output import fmt
+from socbench.shuffle import option_text
 
 COUNTRY_HEAD = ("country", "respondents", "items", "accuracy [95% CI]", "strongest baseline on these items",
                 "baseline accuracy", "margin")
@@ -135,7 +136,7 @@ def _modal(shares: dict[str, float] | None, labels: dict[str, str]) -> str:
     if not shares:
         return "n/a"
     code = max(shares, key=lambda c: shares[c])
-    return f"{code}. {labels.get(code, '')} ({100 * shares[code]:.0f}%)"
+    return f"{option_text(code, labels.get(code, ''))} ({100 * shares[code]:.0f}%)"
 
 
 def _shares(view: dict[str, Any]) -> tuple[dict[str, float], dict[str, float] | None, str]:
@@ -164,7 +165,7 @@ def _bars(view: dict[str, Any]) -> str:
     for code, label in view.get("options", []):
         people, answered = human.get(code, 0.0), (model or {}).get(code, 0.0)
         rows.append(
-            f"<tr><td class='opt'>{esc(code)}. {esc(label)}</td>"
+            f"<tr><td class='opt'>{esc(option_text(code, label))}</td>"
             f"<td class='share'><span class='bar people' style='width:{100 * people:.1f}%'></span>"
             f"<span class='pct'>{100 * people:.1f}%</span></td>"
             f"<td class='share'><span class='bar model' style='width:{100 * answered:.1f}%'></span>"

@@ -13,6 +13,7 @@ from socbench.config import RunConfig
 from socbench.data import build_items, load_domain
 from socbench.data.loaders import dataset_root, sample_dir
 from socbench.data.variables import read_variables
+from socbench.data_use import check_data_use
 from socbench.domains import get_domain, select_domains
 from socbench.errors import ConfigError
 from socbench.extract import extract_all
@@ -59,20 +60,26 @@ class IsspTask:
         domain = get_domain(unit_id, self.config.dataset_dir)
         return Unit(domain.id, domain.name, f"domain {domain.id} {domain.name}")
 
-    def check(self) -> None:
-        """The sample size exists; ``--export_wide`` has formats and what the import kept of the source."""
+    def check(self) -> list[str]:
+        """The sample size exists; the prompts may go where the engine is (``socbench.data_use``: the
+        acknowledgement of a remote host is the note returned); ``--export_wide`` has formats and what the
+        import kept of the source file."""
         c = self.config
         root = dataset_root(c.dataset_dir)
         sample_dir(root, c.dataset_size)
+        domains = [get_domain(unit.id, c.dataset_dir) for unit in self.units()]
+        acknowledged = check_data_use(c, domains)
         if c.export_wide and not c.export:
             raise ConfigError("--export_wide: name the formats with --export (e.g. --export sav)")
-        for unit in self.units() if c.export_wide else ():
-            read_variables(root, get_domain(unit.id, c.dataset_dir).slug)
+        for domain in domains if c.export_wide else ():
+            read_variables(root, domain.slug)
+        return [acknowledged] if acknowledged else []
 
     def load(self, unit: Unit) -> DomainData:
         c = self.config
         domain = get_domain(unit.id, c.dataset_dir)
-        return load_domain(c.dataset_dir, domain, c.dataset_size, c.interview_count)
+        check_data_use(c, [domain])  # on a worker too: a licensed study's prompts stay where they may go
+        return load_domain(c.dataset_dir, domain, c.dataset_size, c.interview_count, c.interview_sample)
 
     def special_options(self, data: DomainData) -> IsspSamples:
         return IsspSamples(data, tuple(build_items(data)))

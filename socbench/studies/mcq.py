@@ -68,8 +68,9 @@ class McqTask:
     def unit(self, unit_id: int) -> Unit:
         return self.units()[0]
 
-    def check(self) -> None:
-        """Nothing beyond the dataset itself, which the preflight reads."""
+    def check(self) -> list[str]:
+        """Nothing beyond the dataset itself, which the preflight reads (public data: it may go anywhere)."""
+        return []
 
     def load(self, unit: Unit) -> McqData:
         return load_mcq(self.config.dataset, limit=self.config.limit, fewshot=max(self.config.k_shot) > 0)
