@@ -204,11 +204,16 @@ def test_what_stata_cannot_hold_is_changed_once_and_mapped(study: dict, runs: di
     assert f"export: {tmp_path / 'wide_SpssArchive_dta_mapping.csv'}" in printed
 
 
-def test_a_format_that_cannot_be_written_is_one_line_and_the_others_are_written(runs: dict) -> None:
+def test_a_format_that_cannot_be_written_is_one_line_and_the_others_are_written(
+        runs: dict, run_env: dict, tmp_path: Path) -> None:
     """``--export dta,sav --export_wide`` on a file with a 2,100-character text answer: .sav (long and
     wide) and the long .dta are written; the wide .dta is one line on stderr, in summary.json,
-    summary.md and report.html; exit 1, no traceback."""
+    summary.md and report.html; exit 1, no traceback. ``socbench export`` of it: the line, exit 2."""
     folder, run = runs["unwritable"]
+    alone = socbench(run_env, "export", str(folder), "--wide", "--out", str(tmp_path / "a.dta"), code=2)
+    assert alone.stderr.splitlines() == ["socbench: error: a.dta: variable open_q: a text of 2,100 "
+                                         "characters; Stata's str# holds at most 2,045 (export it as csv, "
+                                         "parquet or sav)"]
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-3000:]
     errors = [line for line in run.stderr.splitlines() if line.startswith("socbench: error:")]
     assert errors == ["socbench: error: export failed: dta --wide: answers_Unwritable.dta: variable open_q: "
