@@ -2,7 +2,8 @@
 
 Progress on stderr (``cli.inprocess``); on stdout the table in 120 columns (domain, accuracy
 [CI], strongest baseline, margin, failures) and the paths of the summary and the HTML report.
-Exit 1 if a domain failed or is incomplete, one line each on stderr.
+Exit 1 if a domain failed or is incomplete or an ``--export`` format could not be written, one line
+each on stderr.
 ``socbench issp prompts ...`` prints prompts for inspection instead (``cli.issp_prompts``).
 """
 
@@ -45,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     for reason in outcome.incomplete.values():
         print(f"socbench: error: {reason} (incomplete: rerun the same command to send only the missing "
               "requests)", file=sys.stderr)
+    for line in outcome.export_failed:
+        print(f"socbench: error: export failed: {line}", file=sys.stderr)
     return 0 if outcome.ok else 1
 
 

@@ -24,7 +24,7 @@ from socbench.scoring import incomplete_reason
 from socbench.types import DomainResult
 from tasks.build_prompts import build_prompts
 from tasks.country_special_options import country_special_options
-from tasks.export import export
+from tasks.export import export, export_failures
 from tasks.extract import extract
 from tasks.load_data import load_data
 from tasks.report import report, report_run
@@ -98,13 +98,13 @@ def run_domains(config: RunConfig) -> IsspOutcome | State:
     finally:
         teardown_safely()
     # before the report, which links the files; a failed export still leaves summary and report
-    exported = export(config, return_state=True) if config.export and results else None
-    written = report_run(config, results, failed)
+    export_failed = export_failures(export(config, return_state=True) if config.export and results else None)
+    written = report_run(config, results, failed, export_failed)
     outcome = IsspOutcome(written.summary, written.report, written.rows, failed, incomplete,
-                          [r.domain_id for r in results if r.complete])
-    if not outcome.ok:
+                          [r.domain_id for r in results if r.complete], export_failed)
+    if failed or incomplete:
         named = [f"domain {k} failed: {v}" for k, v in failed.items()] + list(incomplete.values())
         return failed_state(f"{len(named)} domain(s) did not complete: " + "; ".join(named), outcome)
-    if exported is not None and not exported.is_completed():
-        return failed_state(f"export failed: {exported.message or exported.name}", outcome)
+    if export_failed:
+        return failed_state("export failed: " + "; ".join(export_failed), outcome)
     return outcome

@@ -37,11 +37,13 @@ def report(scored: ScoredDomain, config: RunConfig) -> DomainReport:
 
 
 @task(name="report_run", cache_policy=NO_CACHE, persist_result=False)
-def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int, str]) -> RunReport:
-    """``summary.json``/``.md`` over the domains run, and the report (leaderboard, plots, HTML)
-    over every run under ``output_dir``; summary and leaderboard posted as table artifacts.
-    Their paths, and the summary's rows (for the CLI's table)."""
-    summary = write_run_summary(config.output_dir, config.run_name, results, failed, config.data_record())
+def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int, str],
+               export_failed: list[str] | None = None) -> RunReport:
+    """``summary.json``/``.md`` over the domains run (and the ``--export`` formats that failed), and the
+    report (leaderboard, plots, HTML) over every run under ``output_dir``; summary and leaderboard
+    posted as table artifacts. Their paths, and the summary's rows (for the CLI's table)."""
+    summary = write_run_summary(config.output_dir, config.run_name, results, failed, config.data_record(),
+                                export_failed or ())
     create_table_artifact(summary.rows, key="issp-summary", description=f"ISSP summary: {config.run_name}")
     board = write_report(config.output_dir)
     create_table_artifact(leaderboard_rows(board.leaderboard, per_domain=False), key="issp-leaderboard",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from socbench.data.question_scale import QuestionDecision, code_order
-from socbench.data.survey_file import SurveyFile
+from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
 from socbench.errors import DataError
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def country_warnings(survey: SurveyFile, country: str | None, counts: Mapping[st
     if country is None or survey.variables[country].is_string:
         return []
     labels = survey.variables[country].value_labels
-    bare = {code: n for code, n in counts.items() if code not in labels}
+    bare = {code: n for code, n in counts.items() if code not in labels and code != SYSTEM_MISSING}
     if not bare:
         return []
     ordered = sorted(bare.items(), key=lambda kv: code_order(kv[0]))
@@ -76,7 +76,7 @@ def question_lines(decision: QuestionDecision) -> list[str]:
     excluded = decision.excluded()
     total = sum(decision.counts.values())
     text = "; ".join(f"{reason}: {n}" for reason, n in excluded.items()) or "none"
-    lines.append(f"  - answers in the file: {total}, substantive {decision.answered}; not scored: {text}")
+    lines.append(f"  - rows in the file: {total}, answers scored {decision.answered}; not scored: {text}")
     unoffered = decision.unoffered()
     if unoffered:
         lines.append(
@@ -136,8 +136,10 @@ def questions_section(plan: ImportPlan) -> list[str]:
         "",
         "Options are the labelled codes that are not missing; a numeric question whose data holds "
         "unlabelled codes inside its labelled range offers every code of that range. Missing codes "
-        "are per question: declared user-missing in the file, else a missing label, else --missing. "
-        "A question set's options are checked against the file's labels (see docs/own-survey.md).",
+        "are per question: declared missing in the file (SPSS user-missing codes and ranges, Stata's "
+        ".a-.z, R's NA in a numeric CSV column), else a missing label, else --missing. Blank cells are "
+        "counted as system-missing. A question set's options are checked against the file's labels "
+        "(see docs/own-survey.md).",
         "",
     ]
     return lines + [line for decision in plan.decisions for line in question_lines(decision)]

@@ -335,6 +335,9 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     if payload["failed_domains"]:
         failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
         lines += ["", f"Failed domains: {failed}"]
+    if payload.get("export_failed"):
+        lines += ["", "**Export failed** (every other format was written): "
+                  + "; ".join(payload["export_failed"])]
     return "\n".join(lines) + "\n"
 
 
@@ -359,12 +362,14 @@ def _metric_cells(row: Mapping[str, Any]) -> list[str]:
 
 def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],
                   failed: Mapping[int, str] | None = None, model: str | None = None,
-                  data: Mapping[str, Any] | None = None) -> RunSummary:
+                  data: Mapping[str, Any] | None = None, export_failed: Sequence[str] = ()) -> RunSummary:
     """Write ``summary.json``, ``summary.md`` and ``domain_accuracy.png`` into a model folder;
     ``data`` (``RunConfig.data_record``: which respondents the run read) is recorded under
-    ``data``, so ``socbench export`` finds their weights, labels and rows in the source file."""
+    ``data``, so ``socbench export`` finds their weights, labels and rows in the source file;
+    ``export_failed``: the ``--export`` formats that could not be written, one line why each."""
     folder = Path(folder)
     payload = summary_payload(results, failed, model) | ({"data": dict(data)} if data else {})
+    payload |= {"export_failed": list(export_failed)} if export_failed else {}
     path = write_json(folder / "summary.json", payload)
     markdown = folder / "summary.md"
     with atomic_open(markdown) as handle:
@@ -375,7 +380,7 @@ def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult
 
 def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Sequence[DomainResult],
                       failed: Mapping[int, str] | None = None,
-                      data: Mapping[str, Any] | None = None) -> RunSummary:
+                      data: Mapping[str, Any] | None = None, export_failed: Sequence[str] = ()) -> RunSummary:
     """``write_summary`` into ``<output_dir>/<run slug>/`` (``run``: the run's name, e.g.
     ``RunConfig.run_name``; a model's own runs are named after it)."""
-    return write_summary(model_dir(output_dir, run), results, failed, run, data)
+    return write_summary(model_dir(output_dir, run), results, failed, run, data, export_failed)

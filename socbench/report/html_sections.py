@@ -208,14 +208,19 @@ def run_heading(run: ModelRun) -> str:
 
 
 def exports_section(runs: Sequence[ModelRun], out_dir: Path) -> list[str]:
-    """Links to each run's exported answers (``socbench export`` / ``--export``), when it has any."""
-    items = [f"<li>{esc(run.run)}: " + ", ".join(
-        f"<a href='{esc(Path(os.path.relpath(path, out_dir)).as_posix())}'>{esc(path.name)}</a>"
-        for path in files) + "</li>"
-        for run in runs if (files := sorted(p for p in (run.folder / "export").glob("*") if p.is_file()
-                                            and not p.name.startswith(".")))]
+    """Links to each run's exported answers (``socbench export`` / ``--export``), when it has any, and
+    the ``--export`` formats that could not be written, with why."""
+    items = []
+    for run in runs:
+        files = [p for p in sorted((run.folder / "export").glob("*")) if p.is_file() and p.name[0] != "."]
+        links = ", ".join(f"<a href='{esc(Path(os.path.relpath(p, out_dir)).as_posix())}'>{esc(p.name)}</a>"
+                          for p in files)
+        failures = "".join(f"<br><b>export failed</b>: {esc(why)}" for why in run.export_failed)
+        items += [f"<li>{esc(run.run)}: {links}{failures}</li>"] if files or failures else []
     if not items:
         return []
     return ["<h2 id='exports'>Answers as files</h2>",
             "<p>Each run's answers for SPSS, Stata, R and pandas (<code>socbench export</code>; "
-            "<code>_real</code>: the real answers in the survey's own shape).</p>", "<ul>", *items, "</ul>"]
+            "<code>_real</code>: the real answers in the survey's own shape; <code>_mapping.csv</code>: the "
+            "names, labels and missing codes a format could not hold, as written).</p>",
+            "<ul>", *items, "</ul>"]

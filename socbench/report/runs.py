@@ -90,6 +90,7 @@ class ModelRun:
     domains: tuple[DomainRun, ...]
     failed: dict[str, str] = field(default_factory=dict)
     circular: dict[str, dict[str, Any]] = field(default_factory=dict)  # file stem -> circular metrics JSON
+    export_failed: tuple[str, ...] = ()  # summary.json: --export formats not written, one line why each
 
 
 def read_json(path: Path) -> Any:
@@ -166,7 +167,7 @@ def read_run(folder: Path) -> ModelRun | None:
     summary = read_json(folder / "summary.json") if (folder / "summary.json").is_file() else {}
     model = str(domains[0].stored.model or summary.get("model"))
     return ModelRun(folder.name, model, folder, tuple(domains), dict(summary.get("failed_domains") or {}),
-                    read_circular(folder))
+                    read_circular(folder), tuple(summary.get("export_failed") or ()))
 
 
 def load_runs(output_dir: str | Path) -> list[ModelRun]:
