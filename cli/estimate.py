@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{given[0]}: the budget planner needs --budget, --cost_human and --cost_model "
                           f"({missing} missing)")
     from socbench.estimates.items import run_items
-    from socbench.estimates.render import HEAD, domain_lines, question_rows, table_cells
+    from socbench.estimates.render import HEAD, LEGEND, domain_lines, question_rows, table_cells
     from socbench.estimates.study import Settings, estimate_items
     from socbench.report.output import write_json
     from socbench.report.terminal import terminal_table
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     record = estimate_items(items, settings)
     path = write_json(Path(args.run_dir).expanduser() / "estimates.json", record)
     print("\n".join(terminal_table(HEAD, [table_cells(row) for row in question_rows(record)], shrink=(0, 1))))
-    print("\n" + "\n".join(domain_lines(record)))
+    print(LEGEND + "\n\n" + "\n".join(domain_lines(record)))
     for note in record["notes"]:
         print(f"note: {note}")
     print(f"estimates: {path}")

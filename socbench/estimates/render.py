@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-HEAD = ("domain", "question", "target", "n", "PPI estimate [95% CI]", "classical CI", "gain [CI]",
-        "coverage PPI/classical")
+HEAD = ("domain", "question", "target", "n", "PPI [95% CI]", "classical CI", "gain [CI]", "coverage")
+LEGEND = ("n: labelled respondents; gain: the respondents the classical interval would need to be as "
+          "narrow, as a multiple of n;\ncoverage: share of the repeated splits whose 95% interval held the "
+          "full-sample value, PPI / classical.")
 
 
 def question_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -57,12 +59,13 @@ def domain_lines(record: dict[str, Any]) -> list[str]:
         if not gain["questions"]:
             lines.append(f"{d['domain']}: no question has enough labelled respondents for an estimate.")
             continue
-        lines.append(f"{d['domain']}: these answers are worth {_num(gain['median'], 1)} x your sample "
-                     f"(n = {d['labelled']} of {d['respondents']} respondents labelled; median gain "
-                     f"over {gain['questions']} questions, quartiles {_num(gain['q25'], 2)}-"
-                     f"{_num(gain['q75'], 2)}, 95% CI over repeated splits {_pair(gain['median_ci'], 2)}).")
-        lines.append(f"  coverage of the 95% intervals over repeated splits: PPI {_num(d['coverage'], 3)}, "
-                     f"classical {_num(d['classical_coverage'], 3)} (nominal 0.95).")
+        lines += [f"{d['domain']}: these answers are worth {_num(gain['median'], 1)} x your sample "
+                  f"(n = {d['labelled']} of {d['respondents']} respondents labelled).",
+                  f"  median gain over {gain['questions']} questions {_num(gain['median'], 2)} (quartiles "
+                  f"{_num(gain['q25'], 2)}-{_num(gain['q75'], 2)}; 95% CI over repeated splits "
+                  f"{_pair(gain['median_ci'], 2)})",
+                  f"  coverage of the 95% intervals over repeated splits: PPI {_num(d['coverage'], 3)}, "
+                  f"classical {_num(d['classical_coverage'], 3)} (nominal 0.95)"]
         if d.get("plan"):
             lines.append("  budget: " + plan_text(d["plan"]))
     return lines
@@ -71,8 +74,8 @@ def domain_lines(record: dict[str, Any]) -> list[str]:
 def plan_text(plan: dict[str, float]) -> str:
     if not plan["model_answers"]:
         return (f"spend it all on {plan['humans']:.0f} respondents: the model's answers would not narrow "
-                f"the interval enough to pay for themselves.")
-    return (f"{plan['humans']:.0f} respondents and {plan['model_answers']:.0f} model answers "
-            f"(cost {plan['cost']:.2f}) act like {plan['effective_n']:.0f} respondents, "
+                "the interval enough to pay for themselves")
+    return (f"{plan['humans']:.0f} respondents and {plan['model_answers']:.0f} model answers (cost "
+            f"{plan['cost']:.2f}) act like {plan['effective_n']:.0f}\n    respondents, "
             f"{_num(plan['gain_over_humans_only'], 2)} x the {plan['humans_only_n']:.0f} the budget buys "
-            "alone.")
+            "alone")
