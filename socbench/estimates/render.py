@@ -75,7 +75,6 @@ def plan_text(plan: dict[str, float]) -> str:
     if not plan["model_answers"]:
         return (f"spend it all on {plan['humans']:.0f} respondents: the model's answers would not narrow "
                 "the interval enough to pay for themselves")
-    return (f"{plan['humans']:.0f} respondents and {plan['model_answers']:.0f} model answers (cost "
-            f"{plan['cost']:.2f}) act like {plan['effective_n']:.0f}\n    respondents, "
-            f"{_num(plan['gain_over_humans_only'], 2)} x the {plan['humans_only_n']:.0f} the budget buys "
-            "alone")
+    return (f"{plan['humans']:.0f} respondents + {plan['model_answers']:.0f} model answers (cost "
+            f"{plan['cost']:.2f}) = {plan['effective_n']:.0f} effective respondents, "
+            f"{_num(plan['gain_over_humans_only'], 2)} x the {plan['humans_only_n']:.0f} it buys alone")
