@@ -15,12 +15,12 @@ the tests check these numbers. Variances use ddof 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit
-from scipy.stats import norm
 
 Family = Literal["ols", "logistic"]
 
@@ -46,8 +46,13 @@ class Estimate:
 
     def ci(self, alpha: float = 0.05, classical: bool = False) -> tuple[np.ndarray, np.ndarray]:
         centre, se = (self.classical, self.classical_se) if classical else (self.estimate, self.se)
-        half = norm.ppf(1 - alpha / 2) * se
+        half = z_value(alpha) * se
         return centre - half, centre + half
+
+
+def z_value(alpha: float) -> float:
+    """The normal quantile of a two-sided 1 - alpha interval."""
+    return NormalDist().inv_cdf(1 - alpha / 2)
 
 
 def unit_weights(w: np.ndarray | None, n: int) -> np.ndarray:

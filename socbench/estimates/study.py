@@ -22,11 +22,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from socbench.data.question_scale import code_order
 from socbench.errors import ConfigError
-from socbench.estimates.ppi import Estimate, classical_fit, plan_budget, ppi_mean, ppi_regression
+from socbench.estimates.ppi import Estimate, classical_fit, plan_budget, ppi_mean, ppi_regression, z_value
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.persona_groups import AGE_BANDS, AGE_GROUP, ATTRIBUTES, SEX, UNKNOWN
 
@@ -73,7 +72,7 @@ class Question:
     yhat: np.ndarray  # the model's
     w: np.ndarray | None
     row_of: np.ndarray  # domain person index -> row here, -1 where the person was not asked
-    frame: pd.DataFrame  # the question's items (country, persona groups), in row order
+    groups: dict[str, np.ndarray]  # country_code and each persona attribute, in row order
     no_model_answer: int
 
     def rows(self, people: np.ndarray) -> np.ndarray:
@@ -92,12 +91,10 @@ class Question:
 
 def _indicators(codes: list[str], answers: pd.Series, shares: pd.Series | None = None) -> np.ndarray:
     """Respondents x codes: 1 at the answer (or the model's shares); a row of 0 for no answer."""
-    index = {code: i for i, code in enumerate(codes)}
-    out = np.zeros((len(answers), len(codes)))
-    for row, (code, dist) in enumerate(zip(answers, shares if shares is not None else [None] * len(answers))):
-        for c, p in (dist or {code: 1.0}).items():
-            if c in index:
-                out[row, index[c]] = p
+    at = pd.Categorical(answers.astype(object), categories=codes).codes
+    out = np.vstack([np.eye(len(codes)), np.zeros(len(codes))])[at]  # code -1 (none): the zero row
+    for row in np.flatnonzero(shares.notna()) if shares is not None else ():
+        out[row] = [shares.iloc[row].get(code, 0.0) for code in codes]
     return out
 
 
@@ -116,32 +113,34 @@ def question(qid: str, frame: pd.DataFrame, person_index: dict[str, int]) -> Que
     row_of = np.full(len(person_index), -1)
     row_of[[person_index[p] for p in frame["person_id"]]] = np.arange(len(frame))
     w = frame["weight"].to_numpy(dtype=float)
-    return Question(qid, names, y, yhat, None if np.isnan(w).any() else w, row_of,
-                    frame.reset_index(drop=True), int((~answered).sum()))
+    groups = {c: frame[c].to_numpy(dtype=object) for c in ("country_code", *ATTRIBUTES) if c in frame}
+    return Question(qid, names, y, yhat, None if np.isnan(w).any() else w, row_of, groups,
+                    int((~answered).sum()))
 
 
-def _fields(est: Estimate, j: int, full: float, alpha: float) -> dict[str, Any]:
-    (low, high), (c_low, c_high) = est.ci(alpha), est.ci(alpha, classical=True)
-    return {"n": est.n, "N": est.N, "estimate": float(est.estimate[j]), "ci": [float(low[j]), float(high[j])],
-            "classical": float(est.classical[j]), "classical_ci": [float(c_low[j]), float(c_high[j])],
-            "lambda": float(est.lam[j]), "rho": float(est.rho[j]), "gain": float(est.gain[j]),
-            "full_sample": float(full)}
+def _fields(e: Estimate, full: np.ndarray, alpha: float) -> list[dict[str, Any]]:
+    """Each entry of an estimate as plain numbers, beside its value from all respondents."""
+    (low, high), (c_low, c_high) = e.ci(alpha), e.ci(alpha, classical=True)
+    return [{"n": e.n, "N": e.N, "estimate": float(e.estimate[j]), "ci": [float(low[j]), float(high[j])],
+             "classical": float(e.classical[j]), "classical_ci": [float(c_low[j]), float(c_high[j])],
+             "lambda": float(e.lam[j]), "rho": float(e.rho[j]), "gain": float(e.gain[j]),
+             "full_sample": float(full[j])} for j in range(len(e.estimate))]
 
 
 def _in_group(q: Question, rows: np.ndarray, column: str, value: str) -> np.ndarray:
-    return rows[q.frame[column].to_numpy()[rows] == value]
+    return rows[q.groups[column][rows] == value]
 
 
 def _groups(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[dict[str, Any]]:
     """Per country with enough labelled respondents (when the question was asked in several)."""
-    countries = sorted(set(q.frame["country_code"]))
+    countries = sorted(set(q.groups["country_code"]))
     found = []
     for country in countries if len(countries) > 1 else ():
         gl, gu = _in_group(q, lab, "country_code", country), _in_group(q, unl, "country_code", country)
         if len(gl) >= s.min_respondents and len(gu) >= 2:
-            est, full = q.estimate(gl, gu), q.full(np.flatnonzero(q.frame["country_code"] == country))
-            found += [{"target": name, "group": f"country={country}", **_fields(est, j, full[j], s.alpha)}
-                      for j, name in enumerate(q.names)]
+            est, full = q.estimate(gl, gu), q.full(np.flatnonzero(q.groups["country_code"] == country))
+            found += [{"target": name, "group": f"country={country}", **fields}
+                      for name, fields in zip(q.names, _fields(est, full, s.alpha))]
     return found
 
 
@@ -154,35 +153,34 @@ def _gap_pairs(levels: set[str]) -> list[tuple[str, str, str]]:
 def _gaps(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[dict[str, Any]]:
     """First minus second group of the question's headline target, where both have enough labelled."""
     found = []
-    for attribute in (a for a in (SEX, AGE_GROUP) if a in q.frame):
-        for _, first, second in _gap_pairs(set(q.frame[attribute])):
+    for attribute in (a for a in (SEX, AGE_GROUP) if a in q.groups):
+        for _, first, second in _gap_pairs(set(q.groups[attribute])):
             sides = [(_in_group(q, lab, attribute, g), _in_group(q, unl, attribute, g))
                      for g in (first, second)]
             if any(len(gl) < s.min_respondents or len(gu) < 2 for gl, gu in sides):
                 continue
             (a, b) = (q.estimate(gl, gu) for gl, gu in sides)
-            full = [q.full(np.flatnonzero(q.frame[attribute] == g))[0] for g in (first, second)]
+            full_a, full_b = (q.full(np.flatnonzero(q.groups[attribute] == g)) for g in (first, second))
             diff = Estimate(a.estimate - b.estimate, np.hypot(a.se, b.se), a.classical - b.classical,
                             np.hypot(a.classical_se, b.classical_se), a.lam, a.rho, a.n + b.n, a.N + b.N)
-            record = _fields(diff, 0, full[0] - full[1], s.alpha)
+            record = _fields(diff, full_a - full_b, s.alpha)[0]
             found.append({"target": q.names[0], "attribute": attribute, "groups": [first, second],
                           **{k: v for k, v in record.items() if k not in ("lambda", "rho")}})
     return found
 
 
-def _design(frame: pd.DataFrame, lab: np.ndarray,
-            s: Settings) -> tuple[np.ndarray, list[str], dict[str, str]]:
+def _design(q: Question, lab: np.ndarray, s: Settings) -> tuple[np.ndarray, list[str], dict[str, str]]:
     """Intercept plus one dummy per persona group with enough labelled respondents; the most common
     group of each attribute (and the thin ones) is the reference."""
-    columns, names, reference = [np.ones(len(frame))], ["intercept"], {}
-    for attribute in (a for a in ATTRIBUTES if a in frame):
-        counts = frame[attribute].iloc[lab].value_counts()
+    columns, names, reference = [np.ones(len(q.y))], ["intercept"], {}
+    for attribute in (a for a in ATTRIBUTES if a in q.groups):
+        counts = pd.Series(q.groups[attribute][lab]).value_counts()
         kept = [g for g in counts.index if counts[g] >= s.min_respondents and g != UNKNOWN]
         if len(kept) < 2:
             continue
         reference[attribute] = kept[0]
         for group in kept[1:]:
-            columns.append((frame[attribute] == group).to_numpy(dtype=float))
+            columns.append((q.groups[attribute] == group).astype(float))
             names.append(f"{attribute}={group}")
     return np.column_stack(columns), names, reference
 
@@ -190,7 +188,7 @@ def _design(frame: pd.DataFrame, lab: np.ndarray,
 def _regression(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> dict[str, Any] | None:
     """OLS of the mean code (a scale) or logistic of the first option (two options) on the groups."""
     family = "ols" if q.names[0] == MEAN else "logistic" if len(q.names) == 2 else None
-    x, names, reference = _design(q.frame, lab, s)
+    x, names, reference = _design(q, lab, s)
     if family is None or len(names) < 2:
         return None
     y, yhat, w = q.y[:, 0], q.yhat[:, 0], q.w
@@ -200,7 +198,7 @@ def _regression(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> d
         full = classical_fit(family, x, y, w)
     except np.linalg.LinAlgError:
         return None
-    terms = [{"term": name, **_fields(est, j, full[j], s.alpha)} for j, name in enumerate(names)]
+    terms = [{"term": name, **fields} for name, fields in zip(names, _fields(est, full, s.alpha))]
     return {"family": family, "target": q.names[0], "reference": reference, "lambda": float(est.lam[0]),
             "terms": terms}
 
@@ -239,7 +237,7 @@ class Check:
 
 def repeated_check(questions: list[Question], people: int, n: int, rng: np.random.Generator,
                    s: Settings) -> Check:
-    z = float(norm.ppf(1 - s.alpha / 2))
+    z = z_value(s.alpha)
     totals = {q.question_id: q.full() for q in questions}
     check = Check({q.question_id: np.zeros((2, len(q.names))) for q in questions},
                   {q.question_id: [] for q in questions}, [])
@@ -270,9 +268,9 @@ def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
     est, full = q.estimate(lab, unl), q.full()
     gains, covered = np.array(check.gains[q.question_id]), check.covered[q.question_id]
     done = len(gains)
-    for j, name in enumerate(q.names):
+    for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha))):
         record["estimates"].append({
-            "target": name, "group": "all", **_fields(est, j, full[j], s.alpha), "repeats": done,
+            "target": name, "group": "all", **fields, "repeats": done,
             "coverage": float(covered[0, j] / done) if done else float("nan"),
             "classical_coverage": float(covered[1, j] / done) if done else float("nan"),
             "gain_ci": _interval(gains[:, j], s.alpha) if done else None})
