@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from cli import main
+from socbench.errors import ConfigError
 from socbench.estimates.items import COLUMNS, run_items
 from socbench.estimates.render import question_rows
 from socbench.estimates.study import Settings, estimate_items
@@ -186,6 +187,17 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, args: list[str
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (run / "estimates.json").exists()
+
+
+def test_a_domain_too_small_for_the_fraction_is_left_out_and_said_so() -> None:
+    items = pd.concat([planted(people=300, ps={"Q0": 0.5}),
+                       planted(people=60, ps={"Q0": 0.5}).assign(domain="Family")])
+    record = estimate_items(items, Settings(repeats=5))  # 10%: 30 and 6 labelled
+    assert [d["domain"] for d in record["domains"]] == ["Citizenship"]
+    assert record["notes"] == ["Family: left out: 60 respondents, 6 labelled, fewer than the 10 an interval "
+                               "needs (give --labelled or a larger --fraction)"]
+    with pytest.raises(ConfigError, match="--fraction 0.1: Family: left out"):
+        estimate_items(items[items["domain"] == "Family"], Settings(repeats=5))
 
 
 def test_a_folder_that_is_not_a_run_is_one_line(tmp_path: Path, capsys) -> None:

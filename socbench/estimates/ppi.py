@@ -40,9 +40,11 @@ class Estimate:
 
     @property
     def gain(self) -> np.ndarray:
-        """Effective sample size as a multiple of n: humans the classical interval would need."""
+        """Effective sample size as a multiple of n: humans the classical interval would need (NaN
+        where either interval has no width: every labelled answer alike)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (self.classical_se / self.se) ** 2
+            ratio = (self.classical_se / self.se) ** 2
+        return np.where((self.se > 0) & (self.classical_se > 0), ratio, np.nan)
 
     def ci(self, alpha: float = 0.05, classical: bool = False) -> tuple[np.ndarray, np.ndarray]:
         centre, se = (self.classical, self.classical_se) if classical else (self.estimate, self.se)

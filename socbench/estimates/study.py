@@ -45,15 +45,18 @@ class Settings:
     cost_model: float | None = None
     min_respondents: int = DEFAULT_MIN_RESPONDENTS
 
-    def labelled_of(self, domain: str, people: int) -> int:
-        """Labelled respondents of a domain; a size the domain cannot give is one line."""
+    def labelled_of(self, domain: str, people: int) -> int | str:
+        """Labelled respondents of a domain, or why a fraction of it is too few to estimate from;
+        a ``--labelled`` size the domain cannot give is one line."""
         fraction = self.fraction or DEFAULT_FRACTION
         n = self.labelled if self.labelled is not None else round(fraction * people)
-        flag = f"--labelled {self.labelled}" if self.labelled is not None else f"--fraction {fraction}"
-        if not self.min_respondents <= n < people:
-            raise ConfigError(f"{flag}: {domain} has {people} respondents; the labelled part must hold at "
-                              f"least {self.min_respondents} and leave some unlabelled ({n} asked)")
-        return n
+        if self.min_respondents <= n < people:
+            return n
+        if self.labelled is not None:
+            raise ConfigError(f"--labelled {n}: {domain} has {people} respondents; the labelled part must "
+                              f"hold at least {self.min_respondents} and leave some unlabelled")
+        return (f"{domain}: left out: {people} respondents, {n} labelled, fewer than the "
+                f"{self.min_respondents} an interval needs (give --labelled or a larger --fraction)")
 
     def plan(self, rho: float) -> dict[str, float] | None:
         """The budget planner's split for this PPI correlation (None without a budget)."""
@@ -218,6 +221,16 @@ def _spread(values: list[float]) -> dict[str, float]:
     return {"median": float(median), "q25": float(q25), "q75": float(q75)}
 
 
+def _mean(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
+
+
+def _median(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.median(finite)) if finite else float("nan")
+
+
 def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | None:
     """The central 1 - alpha range of values over repeated splits (None without any)."""
     finite = np.asarray(values, dtype=float)
@@ -253,7 +266,7 @@ def repeated_check(questions: list[Question], people: int, n: int, rng: np.rando
                                              np.abs(est.classical - full) <= z * est.classical_se]
             check.gains[q.question_id].append(est.gain)
             headline.append(est.gain[0])
-        check.medians.append(float(np.median(headline)) if headline else float("nan"))
+        check.medians.append(_median(headline))
     return check
 
 
@@ -284,7 +297,7 @@ def estimate_domain(domain: str, items: pd.DataFrame, s: Settings) -> dict[str, 
     """Every question of one domain, its repeated-split check and (with a budget) its plan."""
     people = sorted(set(items["person_id"]))
     index = {p: i for i, p in enumerate(people)}
-    n = s.labelled_of(domain, len(people))
+    n = int(s.labelled_of(domain, len(people)))
     questions = [question(qid, frame, index) for qid, frame in items.groupby("question_id", sort=False)]
     rng = np.random.default_rng(s.seed)
     lab_people, unl_people = _split(len(people), n, rng, iid=False)
@@ -295,17 +308,20 @@ def estimate_domain(domain: str, items: pd.DataFrame, s: Settings) -> dict[str, 
     return {"domain": domain, "respondents": len(people), "labelled": n, "questions": records,
             "gain": {**_spread([h["gain"] for h in heads]), "questions": len(heads),
                      "median_ci": _interval(check.medians, s.alpha)},
-            "coverage": float(np.mean([h["coverage"] for h in heads])) if heads else float("nan"),
-            "classical_coverage": float(np.mean([h["classical_coverage"] for h in heads])) if heads
-            else float("nan"), "plan": {"rho": rho, **plan} if heads and (plan := s.plan(rho)) else None}
+            "coverage": _mean([h["coverage"] for h in heads]),
+            "classical_coverage": _mean([h["classical_coverage"] for h in heads]),
+            "plan": {"rho": rho, **plan} if heads and (plan := s.plan(rho)) else None}
 
 
 def estimate_items(items: pd.DataFrame, settings: Settings) -> dict[str, Any]:
     """The estimates record of a run's items (``run_items``): plain, JSON-ready dicts. Every
     domain's labelled size is checked before any is estimated."""
-    domains = list(items.groupby("domain", sort=False))
-    for name, frame in domains:
-        settings.labelled_of(str(name), frame["person_id"].nunique())
+    domains = {str(name): frame for name, frame in items.groupby("domain", sort=False)}
+    sizes = {name: settings.labelled_of(name, f["person_id"].nunique()) for name, f in domains.items()}
+    left_out = [why for why in sizes.values() if isinstance(why, str)]
+    if len(left_out) == len(domains):
+        raise ConfigError(f"--fraction {settings.fraction or DEFAULT_FRACTION}: {left_out[0]}")
     return {"run": items.attrs.get("run"), "model": items.attrs.get("model"), "settings": asdict(settings),
-            "notes": list(items.attrs.get("notes", [])),
-            "domains": [estimate_domain(str(name), frame, settings) for name, frame in domains]}
+            "notes": [*items.attrs.get("notes", []), *left_out],
+            "domains": [estimate_domain(name, frame, settings) for name, frame in domains.items()
+                        if not isinstance(sizes[name], str)]}
