@@ -128,3 +128,27 @@ def test_a_planted_server_gives_gains_that_rise_with_p_and_nominal_coverage(run_
     v3 = heads["V3"]
     assert f"{v3['estimate']:.3f} [{v3['ci'][0]:.3f}, {v3['ci'][1]:.3f}]" in shown
     assert "Citizenship: these answers are worth" in shown and "budget: " in shown
+
+
+def test_a_real_engine_in_logprobs_mode_estimates_from_its_option_shares(run_env: dict, tiny_model: Path,
+                                                                         tmp_path: Path) -> None:
+    """The same data answered in-process by a real engine (the tiny random model, logprobs mode): the
+    estimator reads each answer's option probabilities, and the check holds for a model of no skill."""
+    from socbench.estimates.items import run_items
+
+    data, _ = write_data(tmp_path)
+    out = tmp_path / "out"
+    socbench(run_env, "issp", "--model", str(tiny_model), "--engine", '{"dtype": "float32"}', "--mode",
+             "logprobs", "--data_dir", str(data), "--domain_id", "1", "--interview_count", "200",
+             "--output_dir", str(out))
+    (run,) = out.glob("*-logprobs")
+    items = run_items(run)
+    assert len(items) == 200 * len(QUESTIONS) and items["model_shares"].map(bool).all()
+    assert all(sum(shares.values()) == pytest.approx(1, abs=1e-3) for shares in items["model_shares"])
+    socbench(run_env, "estimate", str(run), "--fraction", "0.25", "--repeats", "100")
+    (domain,) = json.loads((run / "estimates.json").read_text())["domains"]
+    tolerance = 3.5 * math.sqrt(0.95 * 0.05 / 100)
+    for question in domain["questions"]:
+        head = question["estimates"][0]
+        assert question["no_model_answer"] == 0 and head["gain"] > 0.95
+        assert abs(head["coverage"] - 0.95) < tolerance and abs(head["classical_coverage"] - 0.95) < tolerance
