@@ -16,10 +16,9 @@ from typing import Any
 from socbench.config import EXPORT_FORMATS as FORMATS
 from socbench.errors import ConfigError, DataError
 from socbench.export.long import long_table
-from socbench.export.source import DomainSource, domain_source, run_data
+from socbench.export.source import DomainSource, domain_source, run_data, run_folder
 from socbench.export.wide import wide_tables
 from socbench.export.writers import write_tables
-from socbench.report.runs import DETAILED_SUFFIX, ModelRun, read_run
 
 EXPORT_FOLDER = "export"  # default place: <run folder>/export/
 LONG_STEM = "answers_long"
@@ -46,16 +45,6 @@ def resolve_format(fmt: str | None, out: Path | None) -> str:
     return fmt
 
 
-def _run(run_dir: Path) -> ModelRun:
-    if not run_dir.is_dir():
-        raise DataError(f"{run_dir}: run folder not found")
-    run = read_run(run_dir)
-    if run is None:
-        raise DataError(f"{run_dir}: not a run folder (no <Domain>{DETAILED_SUFFIX}; give the folder of "
-                        "one run, e.g. results/<model>)")
-    return run
-
-
 def _wide_paths(out: Path, domain: str, several: bool) -> tuple[Path, Path]:
     stem = f"{out.stem}_{domain}" if several else out.stem
     return out.with_name(f"{stem}{out.suffix}"), out.with_name(f"{stem}_real{out.suffix}")
@@ -70,7 +59,7 @@ def export_run(run_dir: str | Path, fmt: str | None = None, out: str | Path | No
     run_dir = Path(run_dir).expanduser()
     out_path = Path(out).expanduser() if out is not None else None
     fmt = resolve_format(fmt, out_path)
-    run = _run(run_dir)
+    run = run_folder(run_dir)
     data = run_data(run, Path(data_dir).expanduser() if data_dir is not None else None, record)
     if data is None and wide:
         raise DataError(f"{run_dir}: the run's data folder is not known (summary.json records none, or it "
