@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from socbench.domains import study_name
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, validated
 from socbench.types import CircularSettings, SamplingSettings
@@ -233,9 +234,10 @@ class RunConfig(EngineRun):
         return self.data_dir or DEMO_DATA_DIR
 
     def data_record(self) -> dict[str, Any]:
-        """Which respondents the run read, as ``summary.json`` records it (``socbench export``)."""
+        """Which respondents the run read, as ``summary.json`` records it (``socbench export``), and the
+        study's own name (the report's titles)."""
         return {"data_dir": str(self.dataset_dir.expanduser().resolve()), "dataset_size": self.dataset_size,
-                "interview_count": self.interview_count}
+                "interview_count": self.interview_count, "study": study_name(self.dataset_dir)}
 
     @property
     def include_persona(self) -> bool:

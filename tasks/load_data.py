@@ -8,6 +8,7 @@ from prefect.cache_policies import NO_CACHE
 from socbench import progress
 from socbench.config import RunConfig
 from socbench.data import load_domain
+from socbench.data.loaders import unmapped_line
 from socbench.domains import get_domain
 from socbench.types import DomainData
 
@@ -17,4 +18,7 @@ def load_data(domain_id: int, config: RunConfig) -> DomainData:
     """Validated DomainData for the configured sample size and interview count."""
     domain = get_domain(domain_id, config.dataset_dir)
     progress.begin(f"domain {domain.id} {domain.name}")
-    return load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count)
+    data = load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count)
+    if line := unmapped_line(data):
+        progress.note(line)
+    return data

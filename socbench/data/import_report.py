@@ -77,12 +77,15 @@ def question_lines(decision: QuestionDecision) -> list[str]:
 
 
 def format_report(
-    source: str, slug: str, decisions: Sequence[QuestionDecision], warnings: Sequence[str]
+    source: str, slug: str, decisions: Sequence[QuestionDecision], warnings: Sequence[str],
+    roles: Sequence[str] = (),
 ) -> str:
-    """The whole report as Markdown (the same text goes to stderr)."""
+    """The whole report as Markdown (the same text goes to stderr); ``roles``: its section on roles
+    and the persona (``data.roles.role_lines``)."""
     lines = [f"# Import report: {slug} (from {source})", ""]
     if warnings:
         lines += ["## Warnings", "", *(f"- {warning}" for warning in warnings), ""]
+    lines += roles
     filled = sum(bool(d.filled) for d in decisions)
     lines += [
         f"## Questions ({len(decisions)}; {filled} filled in by the scale rule)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -24,12 +25,21 @@ from socbench.data.import_report import check_label_sizes, country_warnings, for
 from socbench.data.loaders import SAMPLE_PREFIX, load_questions
 from socbench.data.question_labels import check_answers, json_bytes, question_set
 from socbench.data.question_scale import QuestionDecision
+from socbench.data.roles import (
+    BACKGROUND,
+    NONE,
+    country_labels,
+    names_countries,
+    persona_variables,
+    propose_roles,
+    role_lines,
+)
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
-from socbench.data.survey_file import SurveyFile, open_survey
+from socbench.data.survey_file import SurveyFile, Variable, open_survey
 from socbench.data.variables import source_variables, variables_path
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
-from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, read_manifest, write_manifest
+from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, Roles, read_manifest, write_manifest
 from socbench.models.smollm2 import file_sha256
 from socbench.preflight import check_output_dir
 
@@ -58,6 +68,9 @@ class ImportRequest(BaseModel):
     replace: bool = False  # an existing domain of the slug is replaced whole (else: an error)
     bad_weights: str = "error"  # error | drop | unweighted (import_safety.check_weights)
     missing: tuple[str, ...] = ()  # --missing: codes missing for every question not offering them
+    roles: tuple[tuple[str, str], ...] = ()  # --roles ROLE=VAR ("none": the study has no such variable)
+    study_country: str | None = None  # --study_country: the study's one country, where no variable holds it
+    persona: str | tuple[str, ...] = BACKGROUND  # --persona: background | all | the variables named
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,7 @@ class ImportPlan:
     survey: SurveyFile
     layout: RecordLayout
     country: str | None  # the country variable's name in the file
+    group: str | None  # a grouping variable that is not a country (region, wave), when the study has one
     entry: DomainSpec
     manifest: Manifest
     question_file: bytes  # the question set to write
@@ -75,11 +89,18 @@ class ImportPlan:
     warnings: tuple[str, ...] = ()
     weights: safe.WeightCheck = safe.WeightCheck(None)
     stale: tuple[Path, ...] = ()  # the old domain's files, removed once the new one is written
+    roles: tuple[str, ...] = ()  # the report's lines on roles and the persona
+
+    @property
+    def strata(self) -> str | None:
+        """The variable respondents are grouped (and samples stratified) by."""
+        return self.group or self.country
 
     @property
     def report(self) -> str:
         """The import report (stderr and ``import_report_<slug>.md``)."""
-        return format_report(self.request.source.name, self.entry.slug, self.decisions, self.warnings)
+        return format_report(self.request.source.name, self.entry.slug, self.decisions, self.warnings,
+                             self.roles)
 
 
 @dataclass(frozen=True)
@@ -139,54 +160,97 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
     return [(name, name) for name in names]
 
 
-def _country(request: ImportRequest, survey: SurveyFile, questions: set[str]) -> str | None:
-    """The country variable: ``--country``, else ISSP's ``C_ALPHAN`` (required with ``--qa``)."""
-    wanted = request.country or ISSP_COUNTRY
-    name = survey.find(wanted)
-    if name is None:
-        if request.country:
-            raise DataError(f"{survey.path}: country variable {request.country} (--country) "
-                            "is not in the file")
-        if request.qa is not None:
-            raise DataError(
-                f"{survey.path}: country variable {ISSP_COUNTRY} is not in the file "
-                f"(name the country variable with --country VAR)"
-            )
-        return None  # a single-country study
-    variable = survey.variables[name]
-    if name in questions:
-        raise ConfigError(f"--country {name}: that variable is one of the questions")
-    if not variable.is_string and not variable.value_labels:
-        raise DataError(
-            f"{survey.path}: country variable {name} is unlabelled: its numeric codes name no "
-            f"country (add value labels, or pick another variable with --country)"
-        )
-    return name
+def _flag(role: str, name: str = "") -> str:
+    """The flag that declares ``role`` (``--country``, ``--roles sex``), with the variable named."""
+    if role in ("country", "weight"):
+        return f"--{role} {name}".strip()
+    return f"--roles {role}={name}" if name else f"--roles {role}"
 
 
-def _weight(request: ImportRequest, survey: SurveyFile, questions: set[str]) -> str | None:
-    name = survey.find(request.weight or ISSP_WEIGHT)
-    if name is None:
-        if request.weight:
-            raise DataError(f"{survey.path}: weight variable {request.weight} (--weight) is not in the file")
-        return None
-    if survey.variables[name].is_string or name in questions:
-        what = "text, not a number" if survey.variables[name].is_string else "one of the questions"
-        raise DataError(f"{survey.path}: weight variable {name} is {what}")
-    return name
+def _declared(request: ImportRequest, survey: SurveyFile, questions: set[str]) -> dict[str, str | None]:
+    """The roles the user named (``--country``, ``--weight``, ``--roles``; else ISSP's C_ALPHAN and
+    WEIGHT by name), each checked against the file; ``none`` declares a role absent."""
+    declared = dict(request.roles)
+    for role, value in (("country", request.country), ("weight", request.weight)):
+        if value and declared.setdefault(role, value) != value:
+            raise ConfigError(f"--{role} {value} and --roles {role}={declared[role]}: give one")
+    for role, default in (("country", ISSP_COUNTRY), ("weight", ISSP_WEIGHT)):
+        if role not in declared and survey.find(default):
+            declared[role] = default
+    found: dict[str, str | None] = {}
+    for role, wanted in declared.items():
+        name = NONE if wanted.lower() == NONE else survey.find(wanted)
+        if name is None:
+            raise DataError(f"{survey.path}: {role} variable {wanted} ({_flag(role)}) is not in the file")
+        if name in questions:
+            raise ConfigError(f"{_flag(role, name)}: that variable is one of the questions")
+        problem = _unusable(role, survey.variables[name]) if name != NONE else None
+        if problem:
+            raise DataError(f"{survey.path}: {role} variable {name} is {problem}")
+        found[role] = name
+    return found
 
 
-def _attributes(survey: SurveyFile, skip: set[str]) -> tuple[tuple[str, str], ...]:
-    """Every other variable, keyed by its label (its name when unlabelled or the label repeats)."""
+def _unusable(role: str, variable: Variable) -> str | None:
+    """Why a variable cannot play ``role`` (None: it can)."""
+    if role == "weight" and variable.is_string:
+        return "text, not a number"
+    if role in ("country", "group") and not variable.is_string and not variable.value_labels:
+        return ("unlabelled: its numeric codes name no country (add value labels, or pick another "
+                "variable with --country)" if role == "country" else "unlabelled: its codes name no group")
+    return None
+
+
+def _roles(request: ImportRequest, survey: SurveyFile,
+           questions: set[str]) -> dict[str, tuple[str | None, str]]:
+    """Every role's variable: declared, else proposed from the labels (``data.roles``); a proposal that
+    cannot play its role is dropped, and a grouping variable is only proposed for a study without country."""
+    declared = _declared(request, survey, questions)
+    candidates = [n for n in survey.variables if n not in questions]
+    roles = propose_roles(survey, candidates, declared)
+    for role, (name, how) in roles.items():
+        unusable = how != "declared" and name and _unusable(role, survey.variables[name])
+        if unusable or (role == "group" and how != "declared" and roles["country"][0]):
+            roles[role] = (None, "")
+    if request.qa is not None and roles["country"][0] is None and declared.get("country") != NONE:
+        raise DataError(f"{survey.path}: country variable {ISSP_COUNTRY} is not in the file "
+                        f"(name the country variable with --country VAR)")
+    return roles
+
+
+def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The persona variables, keyed by their label (their name when unlabelled or the label repeats)."""
     pairs: list[tuple[str, str]] = []
     used: set[str] = set()
-    for name, variable in survey.variables.items():
-        if name in skip:
-            continue
+    for name in names:
+        variable = survey.variables[name]
         key = variable.key if variable.key not in used else f"{variable.key} ({name})"
         used.add(key)
         pairs.append((name, key))
     return tuple(pairs)
+
+
+def _strata(survey: SurveyFile, roles: dict[str, tuple[str | None, str]], counts: Mapping[str, Counter[str]],
+            study_country: str | None) -> tuple[str | None, str | None, list[str]]:
+    """(country variable, grouping variable, notices): a country variable whose values name no
+    countries ("North", "Santiago") groups the respondents instead, said in one line."""
+    country, group = roles["country"][0], roles["group"][0]
+    if country is None:
+        return None, group, []
+    labels = country_labels(survey.variables[country], counts[country])
+    if names_countries(labels) or group is not None:
+        unknown = {label: n for label, n in labels.items() if resolve_country(label) is None}
+        ordered = sorted(unknown.items(), key=lambda kv: -kv[1])[:6]
+        shown = ", ".join(f"{label!r} ({n})" for label, n in ordered)
+        return country, group, [f"country variable {country}: {sum(unknown.values())} respondents under "
+                                f"labels that name no country ({shown}): kept, with their country unknown "
+                                "(one group in baselines and breakdowns)"] if unknown else []
+    roles["group"], roles["country"] = (country, "its values name no country"), (None, "")
+    shown = ", ".join(list(labels)[:5]) + (", ..." if len(labels) > 5 else "")
+    where = (f"the study's country in the prompts: {study_country}" if study_country
+             else "--study_country NAME names the study's country in the prompts")
+    return None, country, [f"variable {country}: its values ({shown}) name no country: it groups the "
+                           f"respondents (strata, baselines, breakdowns) instead of a country; {where}"]
 
 
 def _slug(request: ImportRequest) -> str:
@@ -210,7 +274,8 @@ def _base_manifest(out: Path, slug: str) -> Manifest | None:
     return Manifest(domains=present) if present else None
 
 
-def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None) -> DomainSpec:
+def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None,
+           roles: Roles) -> DomainSpec:
     """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
     earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
     taken = {d.id for d in (base.domains if base else []) if d.slug != slug}
@@ -229,7 +294,7 @@ def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key
     )
     try:
         return DomainSpec(id=domain_id, name=name, slug=slug, module=f"imported from {request.source.name}",
-                          country_attribute=country_key)
+                          country_attribute=country_key, country=request.study_country or "", roles=roles)
     except ValidationError as exc:
         err = exc.errors()[0]
         flag = {"slug": "--slug", "name": "--name"}.get(str(err["loc"][0]), str(err["loc"][0]))
@@ -246,38 +311,47 @@ def plan_import(request: ImportRequest) -> ImportPlan:
         raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")
     pairs = _question_pairs(request, survey)
     question_vars = {name for name, _ in pairs}
-    country = _country(request, survey, question_vars)
-    weight = _weight(request, survey, question_vars)
-    attributes = _attributes(survey, question_vars | ({weight} if weight else set()))
+    roles = _roles(request, survey, question_vars)
+    weight = roles["weight"][0]
+    others = [n for n in survey.variables if n not in question_vars and n != weight]
+    role_vars = {name for name, _ in roles.values() if name}
+    persona, left_out = persona_variables(survey, others, role_vars, request.persona)
+    attributes = _attributes(survey, persona)
     check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
-    counts = survey.code_counts([name for name, _ in pairs] + ([country] if country else []))
+    wanted = roles["country"][0] or roles["group"][0]
+    counts = survey.code_counts([name for name, _ in pairs] + ([wanted] if wanted else []))
+    country, group, notices = _strata(survey, roles, counts, request.study_country)
     decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing)
     check_answers(survey, decisions)
     slug = _slug(request)
     base = _base_manifest(request.out, slug)
-    country_key = dict(attributes)[country] if country else None
-    entry = _entry(request, base, slug, country_key)
+    keys = dict(attributes)
+    declared = Roles(**{role: keys.get(name) for role, (name, _) in roles.items()
+                        if name and role not in ("country", "weight")})
+    entry = _entry(request, base, slug, keys[country] if country else None, declared)
     earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
     stale = safe.check_existing(request.out, slug, earlier, request.replace)
     manifest = safe.merged_manifest(base, entry)
     check_output_dir(request.out, "--out", create=False)
     weights = safe.check_weights(survey, weight, request.bad_weights)
     layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
-    warnings = country_warnings(survey, country, counts[country] if country else {})
-    return ImportPlan(request, survey, layout, country, entry, manifest, question_file,
-                      tuple(decisions), tuple(warnings), weights, tuple(stale))
+    warnings = [*notices, *country_warnings(survey, country, counts[country] if country else {})]
+    unassigned = [n for n in others if n not in role_vars]
+    lines = role_lines(survey, roles, persona, left_out, unassigned)
+    return ImportPlan(request, survey, layout, country, group, entry, manifest, question_file,
+                      tuple(decisions), tuple(warnings), weights, tuple(stale), tuple(lines))
 
 
 # ------------------------------------------------------------------------------ work
 
 
 def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:
-    """Each respondent's stratum (country code, else the name as written) for the sampler."""
-    if plan.country is None:
+    """Each respondent's stratum (country code, else the name as written; a group's label) for the sampler."""
+    if plan.strata is None:
         return [_Row(int(pid), None, None) for pid in person_ids]
-    column = plan.survey.columns([plan.country])[plan.country]
-    names = label_values(column, plan.survey.variables[plan.country])
-    codes = {name: resolve_country(name) for name in set(names) if name is not None}
+    column = plan.survey.columns([plan.strata])[plan.strata]
+    names = label_values(column, plan.survey.variables[plan.strata])
+    codes = {name: resolve_country(name) for name in set(names) if name is not None and plan.country}
     return [_Row(int(pid), codes.get(name), name) for pid, name in zip(person_ids, names)]
 
 
@@ -285,7 +359,7 @@ def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int, sha
     """``sampling_stats_<slug>.json`` of one size: SocioBench's keys plus the source's provenance."""
     kept = [row for row, rank in zip(rows, ranks) if rank < size]
     counts = Counter(
-        (row.country_code or row.country_name or NO_COUNTRY) if plan.country else NO_COUNTRY for row in kept
+        (row.country_code or row.country_name or NO_COUNTRY) if plan.strata else NO_COUNTRY for row in kept
     )
     return {
         "domain": plan.entry.name,
@@ -296,7 +370,7 @@ def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int, sha
         "country_distribution": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         "total_countries": len(counts) if plan.country else 0,
         "random_seed": plan.request.seed,
-        "stratified_by": plan.country,
+        "stratified_by": plan.strata,
         "nested": True,
         "source_file": plan.request.source.name,
         "source_sha256": sha,
@@ -342,7 +416,7 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         safe.remove_empty(created)  # a failed import leaves no empty folders behind
         raise
     removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
-    countries = len({r.country_code or r.country_name for r in rows}) if plan.country else 1
+    countries = len({r.country_code or r.country_name for r in rows}) if plan.strata else 1
     return ImportSummary(survey.n_rows, countries, dict(writers.counts), len(plan.layout.questions),
                          len(plan.layout.attributes), plan.layout.weight, time.perf_counter() - start,
                          plan.entry, weight_note=plan.weights.note, replaced=len(removed))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,8 +30,8 @@ from socbench.data.domain_rules import apply_missing_codes, country_key_function
 from socbench.data.missing_labels import is_missing_label
 from socbench.domains import QA_FOLDER, DomainSpec
 from socbench.errors import ConfigError, DataError
-from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES
-from socbench.types import DomainData, Question, Respondent
+from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES, PersonaAttributes, Roles
+from socbench.types import COUNTRY, DomainData, Question, Respondent
 
 SAMPLE_PREFIX = "A_GroundTruth_sampling"
 NO_COUNTRY = "(no country attribute)"
@@ -280,23 +281,49 @@ def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tupl
         raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
 
 
-def _to_respondent(rec: AnswerRecord, ids: dict[str, str], resolve: Callable[[str], str | None],
-                   country_key: Callable[[dict], str | None], keep: Callable[[str], bool]) -> Respondent:
-    key = country_key(rec.attributes)
-    raw = rec.attributes.get(key) if key else None
-    name = str(raw).strip() if raw is not None and str(raw).strip() else None
+@dataclass(frozen=True)
+class _Reading:
+    """How one domain's records become respondents (``build_respondents``)."""
+
+    ids: dict[str, str]  # question id, lower-cased -> as in the question set
+    resolve: Callable[[str], str | None]  # country name -> code
+    country_key: Callable[[Mapping[str, Any]], str | None]
+    group_key: Callable[[Mapping[str, Any]], str | None]
+    weight_key: Callable[[Mapping[str, Any]], str | None]
+    keep: Callable[[str], bool]  # stays in the persona
+    study_country: str | None = None  # the study's one country (manifest ``country``)
+
+
+def _text(attributes: Mapping[str, Any], key: str | None) -> str | None:
+    raw = attributes.get(key) if key else None
+    return " ".join(str(raw).split()) or None if raw is not None else None
+
+
+def _weight(rec: AnswerRecord, reading: _Reading) -> float | None:
+    """The record's weight, else the value of the declared weight attribute (a hand-made file)."""
+    text = _text(rec.attributes, reading.weight_key(rec.attributes)) if rec.weight is None else None
+    try:
+        return rec.weight if text is None else float(text)
+    except ValueError:
+        return None  # counted where weights are checked (``socbench.weights``)
+
+
+def _to_respondent(rec: AnswerRecord, reading: _Reading) -> Respondent:
+    name = _text(rec.attributes, reading.country_key(rec.attributes)) or reading.study_country
+    group = _text(rec.attributes, reading.group_key(rec.attributes))
     attributes = {
         k: str(v).strip() for k, v in rec.attributes.items()
-        if v is not None and not is_missing_label(str(v)) and keep(k)
+        if v is not None and not is_missing_label(str(v)) and reading.keep(k)
     }
-    answers = {ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
+    answers = {reading.ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
     return Respondent(
         person_id=rec.person_id,
         country_name=name,
-        country_code=resolve(name) if name else None,
+        country_code=reading.resolve(name) if name else None,
         attributes=attributes,
         answers=answers,
-        weight=rec.weight,
+        weight=_weight(rec, reading),
+        group=None if group is None or is_missing_label(group) else group,
     )
 
 
@@ -304,28 +331,48 @@ def build_respondents(
     records: list[AnswerRecord], questions: tuple[Question, ...], countries: dict[str, str] | None = None,
     domain: DomainSpec | None = None,
 ) -> tuple[tuple[Respondent, ...], dict[str, int]]:
-    """Respondents plus ``{country name: count}`` of those whose country could not be mapped;
-    ``domain`` (default ISSP) names the country attribute and the persona attributes to keep."""
-    ids = {q.id.lower(): q.id for q in questions}
+    """Respondents plus ``{name: count}`` of those in no group: whose country could not be mapped (or
+    who have no value of the grouping variable); ``domain`` (default ISSP) names the country attribute,
+    the roles and the persona attributes to keep."""
     cache: dict[str, str | None] = {}
     country_attribute = domain.country_attribute if domain else AUTO_COUNTRY
+    roles = domain.roles if domain else Roles()
 
     def resolve(name: str) -> str | None:
         if name not in cache:
             cache[name] = resolve_country(name, countries)
         return cache[name]
 
-    persona = domain.persona_attributes if domain else None
-    keep = (persona_filter(persona.include, persona.exclude, country_attribute) if persona
-            else (lambda key: True))
-    country_key = country_key_function(country_attribute)
-    respondents = tuple(_to_respondent(rec, ids, resolve, country_key, keep) for rec in records)
+    persona = domain.persona_attributes if domain else PersonaAttributes()
+    hidden = (persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k))
+    reading = _Reading({q.id.lower(): q.id for q in questions}, resolve,
+                       country_key_function(country_attribute), country_key_function(roles.group),
+                       country_key_function(roles.weight),
+                       persona_filter(persona.include, hidden, country_attribute),
+                       (domain.country or None) if domain else None)
+    respondents = tuple(_to_respondent(rec, reading) for rec in records)
     unmapped: dict[str, int] = {}
     for person in respondents:
-        if person.country_code is None and country_attribute is not None:
+        if roles.group and person.group is None:
+            label = f"(no {roles.group})"
+        elif not roles.group and person.country_code is None and (country_attribute or person.country_name):
             label = person.country_name or NO_COUNTRY
-            unmapped[label] = unmapped.get(label, 0) + 1
+        else:
+            continue
+        unmapped[label] = unmapped.get(label, 0) + 1
     return respondents, unmapped
+
+
+def unmapped_line(data: DomainData) -> str | None:
+    """One line when respondents pool into one unknown group (a country name that maps to no country,
+    or no value of the grouping variable): they are kept, and counted where the run is watched."""
+    if not data.unmapped_countries:
+        return None
+    ordered = sorted(data.unmapped_countries.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{name!r} ({n})" for name, n in ordered[:5]) + (", ..." if len(ordered) > 5 else "")
+    what = "country unknown" if data.grouping == COUNTRY else f"no {data.grouping}"
+    return (f"domain {data.domain_id} {data.domain_name}: {sum(data.unmapped_countries.values())} "
+            f"respondents pooled into one '{what}' group (baselines, breakdowns): {shown}")
 
 
 def load_domain(
@@ -353,4 +400,6 @@ def load_domain(
         respondents=respondents,
         unmapped_countries=unmapped,
         source=str(answer_path),
+        grouping=domain.roles.group or COUNTRY,
+        roles=domain.roles.declared(),
     )

@@ -67,13 +67,13 @@ def build_items(data: DomainData) -> list[Item]:
     items: list[Item] = []
     for person in data.respondents:
         for question in data.questions:
-            options, specific = effective_options(question, person.country_code)
+            options, specific = effective_options(question, person.group_code)
             true_code = person.answers.get(question.id)
             items.append(
                 Item(
                     person_id=person.person_id,
                     question_id=question.id,
-                    country_code=person.country_code,
+                    country_code=person.group_code,
                     options=options,
                     true_code=true_code,
                     country_specific=specific,

@@ -22,7 +22,7 @@ from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.metrics.distribution import headline_level
 from socbench.report.circular import write_domain_circular
-from socbench.report.labels import baseline_label, domain_label, signed, weights_off_text
+from socbench.report.labels import baseline_label, domain_label, signed, study_title, weights_off_text
 from socbench.report.output import (
     atomic_open,
     finite_mean,
@@ -105,8 +105,8 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
     stamp = timestamp or now_timestamp()
     head = _headline(result, scored)
     detailed = {
-        "domain": result.domain_name, "timestamp": stamp, "model": result.model,
-        "run": result.run or result.model, **head,
+        "domain": result.domain_name, "domain_id": result.domain_id, "grouping": result.grouping,
+        "timestamp": stamp, "model": result.model, "run": result.run or result.model, **head,
         "per_question_macro_f1": result.metrics.get("per_question_macro_f1", math.nan),
         "excluded_by_reason": result.excluded_by_reason,
         "baselines": result.baselines, "per_country": result.per_country, **_extras(result),
@@ -120,7 +120,7 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
         "timestamp": stamp, "interview_count": result.interview_count, **head,
         "total_items": result.total_items, "excluded_by_reason": result.excluded_by_reason,
         "metrics": result.metrics, "baselines": result.baselines,
-        "unmapped_countries": result.unmapped_countries, **_extras(result),
+        "unmapped_countries": result.unmapped_countries, "grouping": result.grouping, **_extras(result),
         "weighted_metrics_off": result.weights_off,
         "questions": {qid: {k: v for k, v in view.items() if k != "countries"}
                       for qid, view in result.questions.items()},
@@ -304,7 +304,8 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     rows.append(["**mean**", *_metric_cells(mean), *_count_cells(totals)])
     run = payload.get("run") or payload["model"]
     title = payload["model"] if run == payload["model"] else f"{run} (model {payload['model']})"
-    lines = [f"# ISSP results: {title}", "", *markdown_table(head, rows)]
+    lines = [f"# {study_title([(payload.get('data') or {}).get('study')])} results: {title}", "",
+             *markdown_table(head, rows)]
     if payload["incomplete_domains"]:
         lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
                   + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())
@@ -315,8 +316,9 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "meaningful one. 95% CI: respondent-cluster bootstrap. 1-W1, 1-JS: 1 - normalised Wasserstein",
               "and 1 - Jensen-Shannon distance between model and human answer distributions, beside what",
               "uniform answers get. Modal agreement: the model's most chosen option is the people's, per",
-              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (uniform:",
-              "0). SimBench: 100 x (1 - TV(model, people) / TV(uniform, people)) per country x question",
+              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (a random",
+              "order: 0; n/a where the shares are all equal). SimBench: 100 x (1 - TV(model, people) /",
+              "TV(uniform, people)) per country x question",
               "(0 = uniform answers, 100 = the people's distribution; its mean pools the domains' rows, as",
               "SimBench does). Demographic model: a classifier on the persona attributes the model was",
               "shown, cross-fitted over respondents (also a baseline). Structure correlation: how well the",
@@ -368,7 +370,8 @@ def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult
     markdown = folder / "summary.md"
     with atomic_open(markdown) as handle:
         handle.write(summary_markdown(payload))
-    plot = domain_accuracy_plot(results, folder / "domain_accuracy.png") if results else None
+    study = study_title([(data or {}).get("study")])
+    plot = domain_accuracy_plot(results, folder / "domain_accuracy.png", study) if results else None
     return RunSummary(path, markdown, plot, json_safe(payload["domains"]))
 
 
