@@ -246,7 +246,7 @@ def _strata(survey: SurveyFile, roles: dict[str, tuple[str | None, str]], counts
                                 f"labels that name no country ({shown}): kept, with their country unknown "
                                 "(one group in baselines and breakdowns)"] if unknown else []
     roles["group"], roles["country"] = (country, "its values name no country"), (None, "")
-    shown = ", ".join(list(labels)[:5]) + (", ..." if len(labels) > 5 else "")
+    shown = ", ".join(sorted(labels)[:5]) + (", ..." if len(labels) > 5 else "")
     where = (f"the study's country in the prompts: {study_country}" if study_country
              else "--study_country NAME names the study's country in the prompts")
     return None, country, [f"variable {country}: its values ({shown}) name no country: it groups the "
