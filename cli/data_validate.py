@@ -95,8 +95,8 @@ def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
         lines += _question_lines(names[key], report)
         grouping = report["grouping"]
         if grouping != COUNTRY:
-            lines.append(f"  {names[key]}: grouped by {grouping} ({report['countries']} groups; not a country "
-                         "variable): strata, the majority-in-group baseline and breakdowns use it")
+            lines.append(f"  {names[key]}: grouped by {grouping} ({report['countries']} groups; not a "
+                         "country variable): strata, the majority-in-group baseline and breakdowns use it")
         what = "country not mapped" if grouping == COUNTRY else f"no {grouping} recorded"
         for entry in report["unmapped_respondents"]:
             lines.append(f"  {names[key]}: {what}: {entry['country']!r} ({entry['count']} respondents)")

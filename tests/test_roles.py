@@ -25,6 +25,8 @@ import yaml
 from cli import main
 from socbench.data import build_items, load_domain
 from socbench.data.loaders import unmapped_line
+from socbench.data.roles import propose_roles
+from socbench.data.survey_file import SurveyFile, Variable
 from socbench.domains import get_domain, study_name
 from socbench.metrics.persona_groups import respondent_groups
 from socbench.report import write_report, write_run_summary, write_scored_domain
@@ -39,10 +41,12 @@ POLL_VALUES = {"region": REGIONS, "sexo": {1: "Hombre", 2: "Mujer"},
                "educ": {1: "Primaria", 2: "Secundaria", 3: "Postsecundaria"},
                "voto": {1: "Sí", 2: "No", 3: "Indeciso", 4: "Abstención", 9: "No responde"},
                "confianza": {1: "Mucha", 2: "Algo", 3: "Poca", 4: "Ninguna", 9: "No responde"}}
-COUNTRIES_DE = {36: "Australien", 578: "Norwegen", 752: "Schweden", 840: "Vereinigte Staaten", 999: "Atlantis"}
+COUNTRIES_DE = {36: "Australien", 578: "Norwegen", 752: "Schweden", 840: "Vereinigte Staaten",
+                999: "Atlantis"}
 WORLD_LABELS = {"idnr": "Befragten-ID", "land": "Land", "geschl": "Geschlecht", "alter": "Alter",
                 "degree": "Holds a university degree", "relig": "Member of a religion",
-                "partei": "Parteipräferenz", "gew": "Gewichtungsfaktor", "kinder": "Q6 Ideal number of children",
+                "partei": "Parteipräferenz", "gew": "Gewichtungsfaktor",
+                "kinder": "Q6 Ideal number of children",
                 "q1": "Q1 Trust in parliament", "q2": "Q2 Trust in the courts"}
 
 
@@ -52,7 +56,8 @@ def poll_frame(n: int = 300, seed: int = 5) -> pd.DataFrame:
     return pd.DataFrame({"folio": np.arange(1001, 1001 + n), "region": region, "sexo": rng.integers(1, 3, n),
                          "edad": rng.integers(18, 80, n), "educ": rng.integers(1, 4, n),
                          "ingreso": rng.integers(2, 200, n) * 1000,
-                         "voto": np.where(rng.random(n) < 0.05, 9, np.where(region == 3, 1, rng.integers(1, 5, n))),
+                         "voto": np.where(rng.random(n) < 0.05, 9,
+                                          np.where(region == 3, 1, rng.integers(1, 5, n))),
                          "confianza": rng.choice([1, 2, 3, 4, 9], n)}).astype(float)
 
 
@@ -74,7 +79,8 @@ def write_world(folder: Path, n: int = 240, seed: int = 9) -> Path:
                           "q1": rng.integers(1, 5, n), "q2": rng.integers(1, 5, n)}).astype(float)
     yes_no = {0: "No", 1: "Yes"}
     trust = {1: "Complete trust", 2: "Some trust", 3: "Little trust", 4: "No trust"}
-    values = {"land": COUNTRIES_DE, "geschl": {1: "männlich", 2: "weiblich"}, "degree": yes_no, "relig": yes_no,
+    values = {"land": COUNTRIES_DE, "geschl": {1: "männlich", 2: "weiblich"}, "degree": yes_no,
+              "relig": yes_no,
               "partei": {1: "SPD", 2: "CDU/CSU", 3: "Grüne"}, "q1": trust, "q2": trust}
     path = folder / "world.dta"
     pyreadstat.write_dta(frame, path, column_labels=WORLD_LABELS, variable_value_labels=values)
@@ -135,13 +141,15 @@ def test_a_region_is_a_grouping_variable_everywhere(tmp_path: Path, capsys) -> N
     assert {p.group for p in data.respondents} == set(REGIONS.values())
     assert {p.country_code for p in data.respondents} == {"CL"} and data.unmapped_countries == {}
     assert unmapped_line(data) is None
-    assert "majority_group_question" in result.baselines and "majority_country_question" not in result.baselines
+    assert "majority_group_question" in result.baselines
+    assert "majority_country_question" not in result.baselines
     assert set(result.per_country) == set(REGIONS.values()) and result.grouping == "Región"
     assert {"sex", "age_group", "education"} <= set(result.breakdowns)
     html = run["report"].html.read_text()
     board = run["report"].leaderboard_md.read_text()
     assert board.startswith("# Plebiscite leaderboard") and "ISSP" not in board + html
-    assert "By Región (pooled over domains)" in html and "Majority answer in the respondent&#x27;s group" in html
+    assert "By Región (pooled over domains)" in html
+    assert "Majority answer in the respondent&#x27;s group" in html
     assert "(n/a)" not in board and "Plebiscite (1)" in board
     assert "country unknown" not in html and "Niger" not in html
 
@@ -153,8 +161,10 @@ def test_proposed_roles_from_german_and_english_labels(tmp_path: Path, capsys) -
     assert "country variable land: 6 respondents under labels that name no country ('Atlantis' (6))" in err
     for line in ('- country: land "Land" (proposed', '- weight: gew "Gewichtungsfaktor" (proposed',
                  '- respondent id: idnr "Befragten-ID" (proposed', '- sex: geschl "Geschlecht" (proposed',
-                 '- age: alter "Alter" (proposed', '- education: degree "Holds a university degree" (proposed',
-                 '- religion: relig "Member of a religion" (proposed', '- party: partei "Parteipräferenz" (proposed',
+                 '- age: alter "Alter" (proposed',
+                 '- education: degree "Holds a university degree" (proposed',
+                 '- religion: relig "Member of a religion" (proposed',
+                 '- party: partei "Parteipräferenz" (proposed',
                  "- left out (1): kinder"):
         assert line in err
     stats = json.loads((out / "A_GroundTruth_sampling500" / "sampling_stats_world.json").read_text())
@@ -212,7 +222,8 @@ def test_a_haven_written_poll_runs_grouped_by_region(api_url: str, tiny_model: P
 
     script = "\n".join(["library(haven)", f'd <- read.csv("{tmp_path / "poll.csv"}", encoding = "UTF-8")',
                         *(labelled(name) for name in POLL_VALUES),
-                        *(f'attr(d${n}, "label") <- "{POLL_LABELS[n]}"' for n in POLL_LABELS if n not in POLL_VALUES),
+                        *(f'attr(d${n}, "label") <- "{POLL_LABELS[n]}"'
+                          for n in POLL_LABELS if n not in POLL_VALUES),
                         f'write_sav(d, "{tmp_path / "plebiscito.sav"}")'])
     (tmp_path / "write.R").write_text(script, encoding="utf-8")
     subprocess.run(["Rscript", str(tmp_path / "write.R")], check=True, capture_output=True)
@@ -230,3 +241,46 @@ def test_a_haven_written_poll_runs_grouped_by_region(api_url: str, tiny_model: P
     assert "By Región (pooled over domains)" in html and "ISSP" not in html
     summary = (next(results.rglob("summary.md"))).read_text()
     assert summary.startswith("# Plebiscite results")
+
+
+LANGUAGE_LABELS = {  # respondent_id, country, weight, sex, age, education, religion, party
+    "fr": ("Identifiant du répondant", "Pays", "Pondération", "Sexe", "Âge du répondant", "Niveau d'études",
+           "Religion", "Parti politique"),
+    "es": ("Identificador del entrevistado", "País", "Ponderación", "Sexo", "Edad", "Nivel educativo",
+           "Religión", "Partido político"),
+    "it": ("Identificativo intervistato", "Paese", "Fattore di ponderazione", "Sesso", "Età",
+           "Titolo di studio", "Religione", "Partito votato"),
+    "nl": ("Respondentnummer", "Land", "Weegfactor", "Geslacht", "Leeftijd", "Hoogst voltooide opleiding",
+           "Religie", "Partij"),
+    "pt": ("Identificador do inquirido", "País", "Ponderação", "Sexo", "Idade", "Nível de escolaridade",
+           "Religião", "Partido"),
+    "de": ("Befragten-ID", "Erhebungsland", "Gewichtungsfaktor", "Geschlecht", "Alter",
+           "Höchster Schulabschluss", "Konfession", "Parteipräferenz"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGE_LABELS))
+def test_roles_proposed_from_labels_in_other_languages(language: str) -> None:
+    roles = ("respondent_id", "country", "weight", "sex", "age", "education", "religion", "party")
+    names = [f"v{i}" for i in range(len(roles))]
+    labels = dict(zip(names, LANGUAGE_LABELS[language], strict=True))
+    labels |= {"q1": "Q1 Confiance dans le gouvernement", "x": "Ingreso"}  # an item and an unassigned one
+    survey = SurveyFile(Path("f.sav"), "SPSS", {n: Variable(n, label) for n, label in labels.items()}, 1)
+    found = propose_roles(survey, list(labels), {})
+    assert {role: found[role][0] for role in roles} == dict(zip(roles, names, strict=True))
+    assert found["group"] == (None, "") and found["employment"] == (None, "")
+
+
+def test_issp_codebooks_propose_the_background_block(shared_issp: Path) -> None:
+    """The real codebooks: the comparative variables, never a country's own version ("Belgium: Party
+    voted for") nor a spouse's; the simplified ISCED where a module has no DEGREE."""
+    for path in sorted((shared_issp / "codebooks").glob("*.json")):
+        book = json.loads(path.read_text())
+        variables = {e["domain"]: Variable(e["domain"], e["meaning"]) for e in book}
+        survey = SurveyFile(path, "Stata", variables, 1)
+        found = {role: name for role, (name, _) in propose_roles(survey, list(survey.variables), {}).items()}
+        education = "EDULEVEL" if "EDULEVEL" in survey.variables else "DEGREE"
+        assert found == {"respondent_id": "CASEID", "country": found["country"], "group": None,
+                         "weight": found["weight"], "sex": "SEX", "age": "AGE", "education": education,
+                         "religion": "RELIGGRP", "party": "PARTY_LR", "employment": "MAINSTAT"}, path.name
+        assert found["country"].lower() in ("c_alphan", "v3", "country", "c_sample"), path.name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -25,17 +25,9 @@ from socbench.data.import_report import check_label_sizes, country_warnings, for
 from socbench.data.loaders import SAMPLE_PREFIX, load_questions
 from socbench.data.question_labels import check_answers, json_bytes, question_set
 from socbench.data.question_scale import QuestionDecision
-from socbench.data.roles import (
-    BACKGROUND,
-    NONE,
-    country_labels,
-    names_countries,
-    persona_variables,
-    propose_roles,
-    role_lines,
-)
+from socbench.data.roles import BACKGROUND, country_or_group, persona_variables, plan_roles, role_lines
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
-from socbench.data.survey_file import SurveyFile, Variable, open_survey
+from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.data.variables import source_variables, variables_path
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
@@ -43,8 +35,6 @@ from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, Roles, read_
 from socbench.models.smollm2 import file_sha256
 from socbench.preflight import check_output_dir
 
-ISSP_COUNTRY = "C_ALPHAN"
-ISSP_WEIGHT = "WEIGHT"
 DEFAULT_SIZES = (500, 1000, 2000)
 NO_COUNTRY = "(no country)"
 
@@ -160,64 +150,6 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
     return [(name, name) for name in names]
 
 
-def _flag(role: str, name: str = "") -> str:
-    """The flag that declares ``role`` (``--country``, ``--roles sex``), with the variable named."""
-    if role in ("country", "weight"):
-        return f"--{role} {name}".strip()
-    return f"--roles {role}={name}" if name else f"--roles {role}"
-
-
-def _declared(request: ImportRequest, survey: SurveyFile, questions: set[str]) -> dict[str, str | None]:
-    """The roles the user named (``--country``, ``--weight``, ``--roles``; else ISSP's C_ALPHAN and
-    WEIGHT by name), each checked against the file; ``none`` declares a role absent."""
-    declared = dict(request.roles)
-    for role, value in (("country", request.country), ("weight", request.weight)):
-        if value and declared.setdefault(role, value) != value:
-            raise ConfigError(f"--{role} {value} and --roles {role}={declared[role]}: give one")
-    for role, default in (("country", ISSP_COUNTRY), ("weight", ISSP_WEIGHT)):
-        if role not in declared and survey.find(default):
-            declared[role] = default
-    found: dict[str, str | None] = {}
-    for role, wanted in declared.items():
-        name = NONE if wanted.lower() == NONE else survey.find(wanted)
-        if name is None:
-            raise DataError(f"{survey.path}: {role} variable {wanted} ({_flag(role)}) is not in the file")
-        if name in questions:
-            raise ConfigError(f"{_flag(role, name)}: that variable is one of the questions")
-        problem = _unusable(role, survey.variables[name]) if name != NONE else None
-        if problem:
-            raise DataError(f"{survey.path}: {role} variable {name} is {problem}")
-        found[role] = name
-    return found
-
-
-def _unusable(role: str, variable: Variable) -> str | None:
-    """Why a variable cannot play ``role`` (None: it can)."""
-    if role == "weight" and variable.is_string:
-        return "text, not a number"
-    if role in ("country", "group") and not variable.is_string and not variable.value_labels:
-        return ("unlabelled: its numeric codes name no country (add value labels, or pick another "
-                "variable with --country)" if role == "country" else "unlabelled: its codes name no group")
-    return None
-
-
-def _roles(request: ImportRequest, survey: SurveyFile,
-           questions: set[str]) -> dict[str, tuple[str | None, str]]:
-    """Every role's variable: declared, else proposed from the labels (``data.roles``); a proposal that
-    cannot play its role is dropped, and a grouping variable is only proposed for a study without country."""
-    declared = _declared(request, survey, questions)
-    candidates = [n for n in survey.variables if n not in questions]
-    roles = propose_roles(survey, candidates, declared)
-    for role, (name, how) in roles.items():
-        unusable = how != "declared" and name and _unusable(role, survey.variables[name])
-        if unusable or (role == "group" and how != "declared" and roles["country"][0]):
-            roles[role] = (None, "")
-    if request.qa is not None and roles["country"][0] is None and declared.get("country") != NONE:
-        raise DataError(f"{survey.path}: country variable {ISSP_COUNTRY} is not in the file "
-                        f"(name the country variable with --country VAR)")
-    return roles
-
-
 def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """The persona variables, keyed by their label (their name when unlabelled or the label repeats)."""
     pairs: list[tuple[str, str]] = []
@@ -228,29 +160,6 @@ def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, st
         used.add(key)
         pairs.append((name, key))
     return tuple(pairs)
-
-
-def _strata(survey: SurveyFile, roles: dict[str, tuple[str | None, str]], counts: Mapping[str, Counter[str]],
-            study_country: str | None) -> tuple[str | None, str | None, list[str]]:
-    """(country variable, grouping variable, notices): a country variable whose values name no
-    countries ("North", "Santiago") groups the respondents instead, said in one line."""
-    country, group = roles["country"][0], roles["group"][0]
-    if country is None:
-        return None, group, []
-    labels = country_labels(survey.variables[country], counts[country])
-    if names_countries(labels) or group is not None:
-        unknown = {label: n for label, n in labels.items() if resolve_country(label) is None}
-        ordered = sorted(unknown.items(), key=lambda kv: -kv[1])[:6]
-        shown = ", ".join(f"{label!r} ({n})" for label, n in ordered)
-        return country, group, [f"country variable {country}: {sum(unknown.values())} respondents under "
-                                f"labels that name no country ({shown}): kept, with their country unknown "
-                                "(one group in baselines and breakdowns)"] if unknown else []
-    roles["group"], roles["country"] = (country, "its values name no country"), (None, "")
-    shown = ", ".join(sorted(labels)[:5]) + (", ..." if len(labels) > 5 else "")
-    where = (f"the study's country in the prompts: {study_country}" if study_country
-             else "--study_country NAME names the study's country in the prompts")
-    return None, country, [f"variable {country}: its values ({shown}) name no country: it groups the "
-                           f"respondents (strata, baselines, breakdowns) instead of a country; {where}"]
 
 
 def _slug(request: ImportRequest) -> str:
@@ -311,7 +220,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
         raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")
     pairs = _question_pairs(request, survey)
     question_vars = {name for name, _ in pairs}
-    roles = _roles(request, survey, question_vars)
+    asked = [*request.roles, ("country", request.country), ("weight", request.weight)]
+    roles = plan_roles(survey, question_vars, asked, request.qa is not None)
     weight = roles["weight"][0]
     others = [n for n in survey.variables if n not in question_vars and n != weight]
     role_vars = {name for name, _ in roles.values() if name}
@@ -320,7 +230,7 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
     wanted = roles["country"][0] or roles["group"][0]
     counts = survey.code_counts([name for name, _ in pairs] + ([wanted] if wanted else []))
-    country, group, notices = _strata(survey, roles, counts, request.study_country)
+    country, group, notices = country_or_group(survey, roles, counts, request.study_country)
     decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing)
     check_answers(survey, decisions)
     slug = _slug(request)

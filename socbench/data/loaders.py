@@ -8,6 +8,7 @@ listing the sizes that exist (the original code silently evaluated the 500 sampl
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -316,15 +317,8 @@ def _to_respondent(rec: AnswerRecord, reading: _Reading) -> Respondent:
         if v is not None and not is_missing_label(str(v)) and reading.keep(k)
     }
     answers = {reading.ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
-    return Respondent(
-        person_id=rec.person_id,
-        country_name=name,
-        country_code=reading.resolve(name) if name else None,
-        attributes=attributes,
-        answers=answers,
-        weight=_weight(rec, reading),
-        group=None if group is None or is_missing_label(group) else group,
-    )
+    return Respondent(rec.person_id, name, reading.resolve(name) if name else None, attributes, answers,
+                      _weight(rec, reading), None if group is None or is_missing_label(group) else group)
 
 
 def build_respondents(
@@ -334,14 +328,9 @@ def build_respondents(
     """Respondents plus ``{name: count}`` of those in no group: whose country could not be mapped (or
     who have no value of the grouping variable); ``domain`` (default ISSP) names the country attribute,
     the roles and the persona attributes to keep."""
-    cache: dict[str, str | None] = {}
     country_attribute = domain.country_attribute if domain else AUTO_COUNTRY
     roles = domain.roles if domain else Roles()
-
-    def resolve(name: str) -> str | None:
-        if name not in cache:
-            cache[name] = resolve_country(name, countries)
-        return cache[name]
+    resolve = functools.lru_cache(maxsize=None)(lambda name: resolve_country(name, countries))
 
     persona = domain.persona_attributes if domain else PersonaAttributes()
     hidden = (persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k))

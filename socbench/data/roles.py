@@ -14,14 +14,16 @@ asks for it (``--persona all`` or a list).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from socbench.data.countries import resolve_country
 from socbench.data.missing_labels import is_missing_label
 from socbench.data.survey_file import SurveyFile, Variable
-from socbench.errors import DataError
+from socbench.errors import ConfigError, DataError
 from socbench.manifest import PERSONA_ROLES
 
+ISSP_COUNTRY, ISSP_WEIGHT = "C_ALPHAN", "WEIGHT"  # taken by name when present and not declared
 IMPORT_ROLES = ("respondent_id", "country", "group", "weight", *PERSONA_ROLES)
 NONE = "none"  # a role declared absent: nothing is proposed for it
 BACKGROUND, ALL = "background", "all"  # --persona
@@ -41,14 +43,15 @@ ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
     "country": (r"^(?:country|land|pays|país|paese|nazione)\b|\bcountry\b|erhebungsland",),
     "group": (r"\b(?:region|région|región|regione|regio|região|bundesland|province|provincia|provincie|"
               r"província|wave|welle|vague)\b|^state$|\b(?:federal|us) state\b",),
-    "weight": (r"^(?:design |sampling |survey |post-?stratification )?weight(?:ing)?(?: factor| variable)?$"
+    "weight": (r"^(?:design |sampling |survey )?weight(?:ing)?(?: factor| variable)?$"
                r"|^gewicht(?:ung)?(?:sfaktor)?$|^(?:facteur de )?pondération$|^poids$|^ponderaci[oó]n$"
                r"|^factor de (?:ponderación|expansión)$|^(?:fattore di )?ponderazione$"
-               r"|^weegfactor$|^weging$",),
+               r"|^weegfactor$|^weging$|^pondera[çc][ãa]o$",),
     "sex": (r"\b(?:sex|gender|geschlecht|sexe|genre|sexo|género|sesso|genere|geslacht)\b",),
     "age": (r"^(?:r:\s*)?(?:age|alter|âge|edad|età|leeftijd|idade)\b|\bage of (?:the )?respondent"
             r"|respondent'?s age|\balter de[rs] befragten",),
-    "education": (r"\b(?:degree|level|highest|isced|abschluss|diplôme|niveau|nivel|titolo|qualification)\b.*"
+    "education": (r"(?:simplified|international comparison|comparative).*(?:educa|degree)",
+                  r"\b(?:degree|level|highest|isced|abschluss|diplôme|niveau|nivel|titolo|qualification)\b.*"
                   r"(?:educa|bildung|schul|étude|estudio|istruzione|opleiding|onderwijs|ensino)|^isced|"
                   r"\b(?:degree|schulabschluss|bildungsabschluss|diplôme|titolo di studio)\b",
                   r"\b(?:education\w*|bildung|schul\w*|ausbildung|éducation|études|educación|estudios|"
@@ -76,7 +79,8 @@ def is_item(variable: Variable) -> bool:
 def _rank(role: str, variable: Variable) -> int | None:
     """The priority of the first of ``role``'s patterns the variable's label matches (0 = best)."""
     text = label_text(variable)
-    if is_item(variable) or _OTHERS.search(text):
+    head, colon, _ = text.partition(":")
+    if is_item(variable) or _OTHERS.search(text) or (colon and resolve_country(head)):  # "Belgium: Party"
         return None
     return next((i for i, pattern in enumerate(_COMPILED[role]) if pattern.search(text)), None)
 
@@ -95,6 +99,93 @@ def propose_roles(survey: SurveyFile, candidates: Sequence[str],
         chosen[role] = (name, "proposed from its label" if name else "")
         taken.add(name)
     return {role: chosen[role] for role in IMPORT_ROLES}
+
+
+def _flag(role: str, name: str = "") -> str:
+    """The flag that declares ``role`` (``--country``, ``--roles sex``), with the variable named."""
+    if role in ("country", "weight"):
+        return f"--{role} {name}".strip()
+    return f"--roles {role}={name}" if name else f"--roles {role}"
+
+
+Asked = Sequence[tuple[str, str | None]]  # (role, variable) as the user named them
+
+
+def _declared(survey: SurveyFile, questions: set[str], asked: Asked) -> dict[str, str]:
+    """The roles the user named (``asked``: ``--roles``, then ``--country`` and ``--weight`` as their
+    roles; else ISSP's C_ALPHAN and WEIGHT by name), each checked against the file; ``none``
+    declares a role absent."""
+    declared: dict[str, str] = {}
+    for role, value in asked:
+        if value and declared.setdefault(role, value) != value:
+            raise ConfigError(f"--{role} {value} and --roles {role}={declared[role]}: give one")
+    for role, default in (("country", ISSP_COUNTRY), ("weight", ISSP_WEIGHT)):
+        if role not in declared and survey.find(default):
+            declared[role] = default
+    found: dict[str, str] = {}
+    for role, wanted in declared.items():
+        name = NONE if wanted.lower() == NONE else survey.find(wanted)
+        if name is None:
+            raise DataError(f"{survey.path}: {role} variable {wanted} ({_flag(role)}) is not in the file")
+        if name in questions:
+            raise ConfigError(f"{_flag(role, name)}: that variable is one of the questions")
+        problem = _unusable(role, survey.variables[name]) if name != NONE else None
+        if problem:
+            raise DataError(f"{survey.path}: {role} variable {name} is {problem}")
+        found[role] = name
+    return found
+
+
+def _unusable(role: str, variable: Variable) -> str | None:
+    """Why a variable cannot play ``role`` (None: it can)."""
+    if role == "weight" and variable.is_string:
+        return "text, not a number"
+    if role in ("country", "group") and not variable.is_string and not variable.value_labels:
+        return ("unlabelled: its numeric codes name no country (add value labels, or pick another "
+                "variable with --country)" if role == "country" else "unlabelled: its codes name no group")
+    return None
+
+
+def plan_roles(survey: SurveyFile, questions: set[str], asked: Asked,
+               issp: bool) -> dict[str, tuple[str | None, str]]:
+    """Every role's variable: declared, else proposed from the labels; a proposal that cannot play its
+    role is dropped, and a grouping variable is only proposed for a study without country. ``issp``
+    (a ``--qa`` question set) needs a country variable unless declared absent."""
+    declared = _declared(survey, questions, asked)
+    candidates = [n for n in survey.variables if n not in questions]
+    roles = propose_roles(survey, candidates, declared)
+    for role, (name, how) in roles.items():
+        unusable = how != "declared" and name and _unusable(role, survey.variables[name])
+        if unusable or (role == "group" and how != "declared" and roles["country"][0]):
+            roles[role] = (None, "")
+    if issp and roles["country"][0] is None and declared.get("country") != NONE:
+        raise DataError(f"{survey.path}: country variable {ISSP_COUNTRY} is not in the file "
+                        f"(name the country variable with --country VAR)")
+    return roles
+
+
+def country_or_group(survey: SurveyFile, roles: dict[str, tuple[str | None, str]],
+                     counts: Mapping[str, Counter[str]],
+                     study_country: str | None) -> tuple[str | None, str | None, list[str]]:
+    """(country variable, grouping variable, notices): a country variable whose values name no
+    countries ("North", "Santiago") groups the respondents instead, said in one line."""
+    country, group = roles["country"][0], roles["group"][0]
+    if country is None:
+        return None, group, []
+    labels = country_labels(survey.variables[country], counts[country])
+    if names_countries(labels) or group is not None:
+        unknown = {label: n for label, n in labels.items() if resolve_country(label) is None}
+        ordered = sorted(unknown.items(), key=lambda kv: -kv[1])[:6]
+        shown = ", ".join(f"{label!r} ({n})" for label, n in ordered)
+        return country, group, [f"country variable {country}: {sum(unknown.values())} respondents under "
+                                f"labels that name no country ({shown}): kept, with their country unknown "
+                                "(one group in baselines and breakdowns)"] if unknown else []
+    roles["group"], roles["country"] = (country, "its values name no country"), (None, "")
+    shown = ", ".join(sorted(labels)[:5]) + (", ..." if len(labels) > 5 else "")
+    where = (f"the study's country in the prompts: {study_country}" if study_country
+             else "--study_country NAME names the study's country in the prompts")
+    return None, country, [f"variable {country}: its values ({shown}) name no country: it groups the "
+                           f"respondents (strata, baselines, breakdowns) instead of a country; {where}"]
 
 
 def country_labels(variable: Variable, counts: Mapping[str, int]) -> dict[str, int]:

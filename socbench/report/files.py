@@ -35,7 +35,7 @@ from socbench.report.output import (
 )
 from socbench.report.plots import domain_accuracy_plot
 from socbench.scoring import incomplete_reason
-from socbench.types import CircularSettings, DomainResult, ScoredDomain, ScoredItem
+from socbench.types import COUNTRY, CircularSettings, DomainResult, ScoredDomain, ScoredItem
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, headline, pooled_simbench, yardstick
 
 SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
@@ -203,7 +203,8 @@ def domain_markdown(result: DomainResult) -> str:
         f"({result.interview_count} respondents); parse failures: {result.parse_failures} "
         f"({_counts_text(result.parse_failure_reasons)}); engine errors: {result.engine_errors}",
         f"- excluded: {_counts_text(result.excluded_by_reason)}",
-        f"- unmapped countries: {_counts_text(result.unmapped_countries)}",
+        f"- pooled as one unknown {'country' if result.grouping == COUNTRY else result.grouping} (kept): "
+        f"{_counts_text(result.unmapped_countries)}",
         *([f"- weighted metrics: off ({result.weights_off})"] if result.weights_off else []), "",
         *markdown_table(("metric", "value"), [
             *((name, _fmt(value)) for name, value in m.items()),
@@ -327,7 +328,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "(Scores and the report), docs/yardsticks.md and `socbench report`.",
               "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
-              "", f"Unmapped countries (respondents kept, country unknown): "
+              "", f"Respondents in no country or group (kept, pooled as one unknown group): "
               f"{_counts_text(payload['unmapped_countries'])}."]
     off = weights_off_text((domain_label(row["domain"]), row.get("weighted_metrics_off"))
                            for row in payload["domains"])
