@@ -149,7 +149,8 @@ def _iso_index() -> tuple[dict[str, str], dict[str, str]]:
              for country in pycountry.countries]
     names = [(name, code) for country, code in known for name in
              {getattr(country, key, None) for key in ("name", "official_name", "common_name")} - {None}]
-    pairs = [(country.alpha_3, code) for country, code in known] + names  # English first: it wins a clash
+    codes = [(iso, code) for country, code in known for iso in (country.alpha_2, country.alpha_3)]
+    pairs = codes + names  # English first: it wins a clash
     pairs += [(book.gettext(name), code) for book in books for name, code in names]
     return _build_index(pairs)
 

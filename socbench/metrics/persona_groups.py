@@ -54,6 +54,7 @@ _KEY_PATTERNS: dict[str, tuple[str, ...]] = {
         _R + r"religio(?:n|us affiliation|us denomination)\b",
         r"country specific religious affiliation or denomination",
     ),
+    PARTY: (r"\bparty\b.*\bleft.right\b", _R + r"party (?:r |respondent )?voted for\b"),
     EMPLOYMENT: (
         _R + r"main (?:employment )?status$",
         _R + r"(?:current )?(?:employment|work|labou?r force) status\b",

@@ -38,7 +38,7 @@ from socbench.report.html_sections import (
     table,
 )
 from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incomplete_cells, incomplete_notes
-from socbench.report.labels import domain_label, weights_off_text
+from socbench.report.labels import domain_label, study_title, weights_off_text
 from socbench.report.leaderboard import Leaderboard, ModelRun, leaderboard
 from socbench.report.output import atomic_open, now_timestamp
 from socbench.report.tables import (
@@ -236,7 +236,8 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     figures = draw_figures(board, output_dir, out)
     page = out / "report.html"
     with atomic_open(page) as handle:
-        handle.write(render_html(board, figures, f"socbench report: {output_dir.resolve().name}",
+        title = f"{study_title(run.study for run in board.runs)} results: {output_dir.resolve().name}"
+        handle.write(render_html(board, figures, f"{title} (socbench report)",
                                  n_resamples=n_resamples, seed=seed, out_dir=out))
     notes = [*figures.notes, *incomplete_notes(board.incomplete)]
     return ReportPaths(out, md, csv, page, figures.paths, board, notes)
