@@ -140,10 +140,10 @@ def _unusable(role: str, variable: Variable) -> str | None:
     """Why a variable cannot play ``role`` (None: it can)."""
     if role == "weight" and variable.is_string:
         return "text, not a number"
-    if role in ("country", "group") and not variable.is_string and not variable.value_labels:
+    if role == "country" and not variable.is_string and not variable.value_labels:
         return ("unlabelled: its numeric codes name no country (add value labels, or pick another "
-                "variable with --country)" if role == "country" else "unlabelled: its codes name no group")
-    return None
+                "variable with --country)")
+    return None  # a group may be unlabelled: its codes name its groups (wave 1, 2, 3)
 
 
 def plan_roles(survey: SurveyFile, questions: set[str], asked: Asked,
