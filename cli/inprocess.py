@@ -55,6 +55,10 @@ class ConsoleProgress:
         self._close_bar()
         print(finished_line(line, time.monotonic() - self.started), file=self.stream, flush=True)
 
+    def note(self, line: str) -> None:
+        self._close_bar()
+        print(f"socbench: warning: {line}", file=self.stream, flush=True)
+
     def _close_bar(self) -> None:
         if self.bar is not None:
             self.bar.close()

@@ -8,6 +8,7 @@ from prefect.cache_policies import NO_CACHE
 from socbench import progress
 from socbench.config import RunConfig
 from socbench.data import load_domain
+from socbench.data.loaders import unmapped_line
 from socbench.data_use import check_data_use
 from socbench.domains import get_domain
 from socbench.types import DomainData
@@ -20,5 +21,8 @@ def load_data(domain_id: int, config: RunConfig) -> DomainData:
     domain = get_domain(domain_id, config.dataset_dir)
     check_data_use(config, [domain])
     progress.begin(f"domain {domain.id} {domain.name}")
-    return load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count,
+    data = load_domain(config.dataset_dir, domain, config.dataset_size, config.interview_count,
                        config.interview_sample)
+    if line := unmapped_line(data):
+        progress.note(line)
+    return data

@@ -8,6 +8,7 @@ from prefect.cache_policies import NO_CACHE
 
 from socbench import progress
 from socbench.config import RunConfig
+from socbench.domains import study_name
 from socbench.records import DomainReport, RunReport
 from socbench.report import (
     domain_markdown,
@@ -28,7 +29,8 @@ def report(scored: ScoredDomain, config: RunConfig) -> DomainReport:
     result = scored.result
     paths = write_scored_domain(config.output_dir, scored, config.expansion)
     create_markdown_artifact(domain_markdown(result), key=f"issp-report-domain-{result.domain_id}",
-                             description=f"ISSP {result.domain_name}: {result.model}")
+                             description=f"{study_name(config.dataset_dir)} {result.domain_name}: "
+                                         f"{result.model}")
     line = progress.domain_line(summary_row(result))
     get_run_logger().info(line)
     progress.end(line)
@@ -42,9 +44,11 @@ def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int,
     """``summary.json``/``.md`` over the domains run (and the ``--export`` formats that failed), and the
     report (leaderboard, plots, HTML) over every run under ``output_dir``; summary and leaderboard
     posted as table artifacts. Their paths, and the summary's rows (for the CLI's table)."""
-    summary = write_run_summary(config.output_dir, config.run_name, results, failed, config.data_record(),
+    data = config.data_record()
+    summary = write_run_summary(config.output_dir, config.run_name, results, failed, data,
                                 export_failed or ())
-    create_table_artifact(summary.rows, key="issp-summary", description=f"ISSP summary: {config.run_name}")
+    create_table_artifact(summary.rows, key="issp-summary",
+                          description=f"{data['study']} summary: {config.run_name}")
     board = write_report(config.output_dir)
     create_table_artifact(leaderboard_rows(board.leaderboard, per_domain=False), key="issp-leaderboard",
                           description=f"Leaderboard of every run under {config.output_dir} ({board.html})")
@@ -52,5 +56,5 @@ def report_run(config: RunConfig, results: list[DomainResult], failed: dict[int,
         markdown, _ = write_run_circular_table(config.output_dir, config.run_name, results, config.circular,
                                                config.mode)
         create_markdown_artifact(markdown.read_text(encoding="utf-8"), key="issp-circular-summary",
-                                 description=f"ISSP circular evaluation: {config.run_name}")
+                                 description=f"{data['study']} circular evaluation: {config.run_name}")
     return RunReport(str(summary.path), str(board.html), summary.rows)

@@ -104,7 +104,8 @@ def summary_section(plan: ImportPlan) -> list[str]:
             reasons["missing code" if reason.startswith("missing code") else reason] += n
     blank = survey.n_rows * len(decisions) - sum(sum(d.counts.values()) for d in decisions)
     reasons["blank (no answer recorded)"] += blank
-    countries = (f"{len(plan.country_counts)} countries ({plan.country})" if plan.country
+    countries = (f"{len(plan.country_counts)} groups by {plan.group} (not countries)" if plan.group else
+                 f"{len(plan.country_counts)} countries ({plan.country})" if plan.country
                  else "one country (no country variable)")
     lines = ["## Summary", "",
              f"- {survey.n_rows:,} respondents, {countries}, {len(decisions)} questions "
@@ -129,6 +130,11 @@ def warnings_section(plan: ImportPlan) -> list[str]:
     return ["## Warnings", "", *(f"- {warning}" for warning in plan.warnings), ""] if plan.warnings else []
 
 
+def roles_section(plan: ImportPlan) -> list[str]:
+    """Each role and the variable chosen for it, the persona, and the variables given no role."""
+    return list(plan.roles)
+
+
 def questions_section(plan: ImportPlan) -> list[str]:
     filled = sum(bool(d.filled) for d in plan.decisions)
     lines = [
@@ -147,7 +153,7 @@ def questions_section(plan: ImportPlan) -> list[str]:
 
 Section = Callable[["ImportPlan"], list[str]]
 SUMMARY_SECTIONS: tuple[Section, ...] = (summary_section, warnings_section)
-REPORT_SECTIONS: tuple[Section, ...] = (*SUMMARY_SECTIONS, questions_section)
+REPORT_SECTIONS: tuple[Section, ...] = (*SUMMARY_SECTIONS, roles_section, questions_section)
 
 
 def format_report(plan: ImportPlan, sections: Sequence[Section] = REPORT_SECTIONS) -> str:

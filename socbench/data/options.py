@@ -85,17 +85,17 @@ def build_items(data: DomainData) -> list[Item]:
     shown: dict[tuple[str, str | None], tuple] = {}  # per (question, country): computed once
     for person in data.respondents:
         for question in data.questions:
-            key = (question.id, person.country_code)
+            key = (question.id, person.group_code)
             if key not in shown:
-                shown[key] = (*effective_options(question, person.country_code),
-                              {**_withheld(question, person.country_code), **question.missing})
+                shown[key] = (*effective_options(question, person.group_code),
+                              {**_withheld(question, person.group_code), **question.missing})
             options, specific, missing = shown[key]
             true_code = person.answers.get(question.id)
             items.append(
                 Item(
                     person_id=person.person_id,
                     question_id=question.id,
-                    country_code=person.country_code,
+                    country_code=person.group_code,
                     options=options,
                     true_code=true_code,
                     country_specific=specific,

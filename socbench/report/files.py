@@ -22,7 +22,7 @@ from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.metrics.distribution import headline_level
 from socbench.report.circular import write_domain_circular
-from socbench.report.labels import baseline_label, domain_label, signed, weights_off_text
+from socbench.report.labels import baseline_label, domain_label, signed, study_title, weights_off_text
 from socbench.report.output import (
     atomic_open,
     finite_mean,
@@ -35,7 +35,7 @@ from socbench.report.output import (
 )
 from socbench.report.plots import domain_accuracy_plot
 from socbench.scoring import incomplete_reason
-from socbench.types import CircularSettings, DomainResult, ScoredDomain, ScoredItem
+from socbench.types import COUNTRY, CircularSettings, DomainResult, ScoredDomain, ScoredItem
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, headline, pooled_simbench, yardstick
 
 SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
@@ -105,8 +105,8 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
     stamp = timestamp or now_timestamp()
     head = _headline(result, scored)
     detailed = {
-        "domain": result.domain_name, "timestamp": stamp, "model": result.model,
-        "run": result.run or result.model, **head,
+        "domain": result.domain_name, "domain_id": result.domain_id, "grouping": result.grouping,
+        "timestamp": stamp, "model": result.model, "run": result.run or result.model, **head,
         "per_question_macro_f1": result.metrics.get("per_question_macro_f1", math.nan),
         "excluded_by_reason": result.excluded_by_reason,
         "baselines": result.baselines, "per_country": result.per_country, **_extras(result),
@@ -120,7 +120,7 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
         "timestamp": stamp, "interview_count": result.interview_count, **head,
         "total_items": result.total_items, "excluded_by_reason": result.excluded_by_reason,
         "metrics": result.metrics, "baselines": result.baselines,
-        "unmapped_countries": result.unmapped_countries, **_extras(result),
+        "unmapped_countries": result.unmapped_countries, "grouping": result.grouping, **_extras(result),
         "weighted_metrics_off": result.weights_off, "sample": result.sample,
         "questions": {qid: {k: v for k, v in view.items() if k != "countries"}
                       for qid, view in result.questions.items()},
@@ -203,7 +203,8 @@ def domain_markdown(result: DomainResult) -> str:
         f"({result.interview_count} respondents); parse failures: {result.parse_failures} "
         f"({_counts_text(result.parse_failure_reasons)}); engine errors: {result.engine_errors}",
         f"- excluded: {_counts_text(result.excluded_by_reason)}",
-        f"- unmapped countries: {_counts_text(result.unmapped_countries)}",
+        f"- pooled as one unknown {'country' if result.grouping == COUNTRY else result.grouping} (kept): "
+        f"{_counts_text(result.unmapped_countries)}",
         *([f"- weighted metrics: off ({result.weights_off})"] if result.weights_off else []), "",
         *markdown_table(("metric", "value"), [
             *((name, _fmt(value)) for name, value in m.items()),
@@ -305,7 +306,8 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     rows.append(["**mean**", *_metric_cells(mean), *_count_cells(totals)])
     run = payload.get("run") or payload["model"]
     title = payload["model"] if run == payload["model"] else f"{run} (model {payload['model']})"
-    lines = [f"# ISSP results: {title}", "", *markdown_table(head, rows)]
+    lines = [f"# {study_title([(payload.get('data') or {}).get('study')])} results: {title}", "",
+             *markdown_table(head, rows)]
     if payload["incomplete_domains"]:
         lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
                   + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())
@@ -316,8 +318,9 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "meaningful one. 95% CI: respondent-cluster bootstrap. 1-W1, 1-JS: 1 - normalised Wasserstein",
               "and 1 - Jensen-Shannon distance between model and human answer distributions, beside what",
               "uniform answers get. Modal agreement: the model's most chosen option is the people's, per",
-              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (uniform:",
-              "0). SimBench: 100 x (1 - TV(model, people) / TV(uniform, people)) per country x question",
+              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (a random",
+              "order: 0; n/a where the shares are all equal). SimBench: 100 x (1 - TV(model, people) /",
+              "TV(uniform, people)) per country x question",
               "(0 = uniform answers, 100 = the people's distribution; its mean pools the domains' rows, as",
               "SimBench does). Demographic model: a classifier on the persona attributes the model was",
               "shown, cross-fitted over respondents (also a baseline). Structure correlation: how well the",
@@ -326,7 +329,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "(Scores and the report), docs/yardsticks.md and `socbench report`.",
               "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
-              "", f"Unmapped countries (respondents kept, country unknown): "
+              "", f"Respondents in no country or group (kept, pooled as one unknown group): "
               f"{_counts_text(payload['unmapped_countries'])}."]
     off = weights_off_text((domain_label(row["domain"]), row.get("weighted_metrics_off"))
                            for row in payload["domains"])
@@ -374,7 +377,8 @@ def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult
     markdown = folder / "summary.md"
     with atomic_open(markdown) as handle:
         handle.write(summary_markdown(payload))
-    plot = domain_accuracy_plot(results, folder / "domain_accuracy.png") if results else None
+    study = study_title([(data or {}).get("study")])
+    plot = domain_accuracy_plot(results, folder / "domain_accuracy.png", study) if results else None
     return RunSummary(path, markdown, plot, json_safe(payload["domains"]))
 
 
