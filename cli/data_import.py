@@ -38,6 +38,25 @@ def _codes(text: str) -> tuple[str, ...]:
     return codes
 
 
+def _roles(text: str) -> tuple[tuple[str, str], ...]:
+    from socbench.data.roles import IMPORT_ROLES
+
+    pairs = [part.split("=", 1) for part in text.split(",") if part.strip()]
+    bad = next((p for p in pairs if len(p) != 2 or p[0].strip() not in IMPORT_ROLES or not p[1].strip()),
+               None)
+    if bad is not None or not pairs:
+        raise argparse.ArgumentTypeError(f"expected ROLE=VAR,... with ROLE one of {', '.join(IMPORT_ROLES)} "
+                                         f"(VAR 'none': no such variable), got {'='.join(bad or [text])!r}")
+    return tuple((role.strip(), name.strip()) for role, name in pairs)
+
+
+def _persona(text: str) -> str | tuple[str, ...]:
+    from socbench.data.question_labels import parse_question_list
+    from socbench.data.roles import ALL, BACKGROUND
+
+    return text if text in (ALL, BACKGROUND) else tuple(parse_question_list(text))
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("import", help="import a .dta/.sav/.csv survey file into the benchmark layout",
                             description=DESCRIPTION)
@@ -48,6 +67,15 @@ def register(sub: argparse._SubParsersAction) -> None:
          help="question variables V1,V2,... or @file (variable label = question, value labels = options)")
     flag(parser, "country", default=None, help="the country variable (default C_ALPHAN when present)")
     flag(parser, "weight", default=None, help="the design weight variable (default WEIGHT when present)")
+    flag(parser, "roles", type=_roles, default=(),
+         help="what variables are: ROLE=VAR,... with ROLE respondent_id, country, group (a grouping variable "
+         "that is not a country: region, state, wave), weight, sex, age, education, religion, party, "
+         "employment; VAR 'none' for none. Roles not named are proposed from the labels (import report)")
+    flag(parser, "study_country", default=None,
+         help="the study's one country (a name or code) when no variable holds it: the prompts name it")
+    flag(parser, "persona", type=_persona, default="background",
+         help="the persona's attributes: background (default: every variable that is not a numbered "
+         "questionnaire item), all, or V1,V2,... (@file)")
     flag(parser, "slug", default=None, help="file slug of the domain (default: from --qa or the file name)")
     flag(parser, "name", default=None, help="display name of the domain (default: ISSP's, or from the slug)")
     flag(parser, "sizes", type=_sizes, default=(500, 1000, 2000),
@@ -87,9 +115,11 @@ def run(args: argparse.Namespace) -> int:
     summary = run_import(plan)
     domain = summary.domain
     samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())
+    groups = ("countries" if plan.country else f"groups of {plan.group}" if plan.group
+              else "country (no country variable)")
     print(
         f"imported {args.source.name}: {summary.respondents} respondents, {summary.countries} "
-        f"{'countries' if plan.country else 'country (no country variable)'}, {summary.questions} questions, "
+        f"{groups}, {summary.questions} questions, "
         f"{summary.attributes} attributes, weight {summary.weight or 'none'} ({summary.seconds:.1f} s)"
     )
     print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {args.out}; samples {samples}")

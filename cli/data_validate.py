@@ -19,7 +19,7 @@ from socbench.data.options import INVALID_CODE, build_items, exclusions_by_quest
 from socbench.data.sampling import stratum
 from socbench.domains import DomainSpec, select_domains
 from socbench.errors import DataError
-from socbench.types import DomainData
+from socbench.types import COUNTRY, DomainData
 from socbench.weights import NO_WEIGHTS, weights_off_reason
 
 COLUMNS = ("respondents", "questions", "countries", "scoreable_items", "excluded_items")
@@ -45,7 +45,8 @@ def domain_report(data: DomainData) -> dict[str, object]:
     return {
         "respondents": len(data.respondents),
         "questions": len(data.questions),
-        "countries": len({stratum(p) for p in data.respondents}),
+        "countries": len({stratum(p) for p in data.respondents}),  # or groups of ``grouping``
+        "grouping": data.grouping,
         "scoreable_items": summary["scoreable"],
         "excluded_items": summary["excluded"],
         "excluded_by_reason": summary["excluded_by_reason"],
@@ -92,9 +93,13 @@ def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
         for reason, count in report["excluded_by_reason"].items():
             lines.append(f"  {names[key]}: excluded, {reason}: {count}")
         lines += _question_lines(names[key], report)
+        grouping = report["grouping"]
+        if grouping != COUNTRY:
+            lines.append(f"  {names[key]}: grouped by {grouping} ({report['countries']} groups; not a "
+                         "country variable): strata, the majority-in-group baseline and breakdowns use it")
+        what = "country not mapped" if grouping == COUNTRY else f"no {grouping} recorded"
         for entry in report["unmapped_respondents"]:
-            lines.append(f"  {names[key]}: country not mapped: {entry['country']!r} "
-                         f"({entry['count']} respondents)")
+            lines.append(f"  {names[key]}: {what}: {entry['country']!r} ({entry['count']} respondents)")
     return "\n".join(lines)
 
 

@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from socbench.domains import study_name
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, validated
 from socbench.types import CircularSettings, SamplingSettings
@@ -248,13 +249,15 @@ class RunConfig(EngineRun):
 
     def data_record(self) -> dict[str, Any]:
         """Which respondents the run read, as ``summary.json`` records it (``socbench export``), and the
-        licensed studies it sent to another host (``socbench.data_use``)."""
+        licensed studies it sent to another host (``socbench.data_use``), the study's own name (the
+        report's titles)."""
         from socbench.data_use import remote_data
         from socbench.domains import select_domains
 
         sent = remote_data(self, select_domains(self.domain_id, self.start_domain_id, self.dataset_dir))
         return {"data_dir": str(self.dataset_dir.expanduser().resolve()), "dataset_size": self.dataset_size,
                 "interview_count": self.interview_count, "interview_sample": self.interview_sample,
+                "study": study_name(self.dataset_dir),
                 **({"sent_remote": {**sent, "acknowledged": "--allow_remote_data"}} if sent else {})}
 
     @property

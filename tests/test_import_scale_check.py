@@ -107,7 +107,7 @@ def test_codes_are_scored_only_under_the_files_own_labels(module_file, tmp_path:
     assert len(scored) == expected - spanish_six
     spanish = [i for i in items if i.question_id == "V31" and i.country_code == "ES"]
     assert spanish and all("6" not in dict(i.options) for i in spanish)
-    assert Counter(i.excluded_reason for i in spanish if i.true_code == "6") == {"missing code (Not asked)":
+    assert Counter(i.excluded_reason for i in spanish if i.true_code == "6") == {"missing code 6 (Not asked)":
                                                                                  spanish_six}
     report = (out / "import_report_citizenship.md").read_text()
     assert '3 "3, Very important" is "3" in the file' in report

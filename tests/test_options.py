@@ -62,7 +62,7 @@ def test_options_labelled_as_missing_are_never_offered():
     assert [c for c, _ in effective_options(q, "PL")[0]] == ["1", "6", "-1"]  # a bare code: a scale point
     people = tuple(Respondent(i, None, country, {}, {"V31": "6"}) for i, country in enumerate(["ES", "FR"]))
     spain, france = build_items(DomainData(3, "Family", (q,), people, {}, "hand-made"))
-    assert spain.excluded_reason == "missing code (Not asked)" and france.excluded_reason is None
+    assert spain.excluded_reason == "missing code 6 (Not asked)" and france.excluded_reason is None
 
 
 def _items(tmp_path, domain_id=3):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from socbench.data.question_scale import QuestionDecision, code_order
-from socbench.data.survey_file import SurveyFile
+from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
 from socbench.errors import DataError
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def country_warnings(survey: SurveyFile, country: str | None, counts: Mapping[st
     if country is None or survey.variables[country].is_string:
         return []
     labels = survey.variables[country].value_labels
-    bare = {code: n for code, n in counts.items() if code not in labels}
+    bare = {code: n for code, n in counts.items() if code not in labels and code != SYSTEM_MISSING}
     if not bare:
         return []
     ordered = sorted(bare.items(), key=lambda kv: code_order(kv[0]))
@@ -76,7 +76,7 @@ def question_lines(decision: QuestionDecision) -> list[str]:
     excluded = decision.excluded()
     total = sum(decision.counts.values())
     text = "; ".join(f"{reason}: {n}" for reason, n in excluded.items()) or "none"
-    lines.append(f"  - answers in the file: {total}, substantive {decision.answered}; not scored: {text}")
+    lines.append(f"  - rows in the file: {total}, answers scored {decision.answered}; not scored: {text}")
     unoffered = decision.unoffered()
     if unoffered:
         lines.append(
@@ -104,7 +104,8 @@ def summary_section(plan: ImportPlan) -> list[str]:
             reasons["missing code" if reason.startswith("missing code") else reason] += n
     blank = survey.n_rows * len(decisions) - sum(sum(d.counts.values()) for d in decisions)
     reasons["blank (no answer recorded)"] += blank
-    countries = (f"{len(plan.country_counts)} countries ({plan.country})" if plan.country
+    countries = (f"{len(plan.country_counts)} groups by {plan.group} (not countries)" if plan.group else
+                 f"{len(plan.country_counts)} countries ({plan.country})" if plan.country
                  else "one country (no country variable)")
     lines = ["## Summary", "",
              f"- {survey.n_rows:,} respondents, {countries}, {len(decisions)} questions "
@@ -129,6 +130,11 @@ def warnings_section(plan: ImportPlan) -> list[str]:
     return ["## Warnings", "", *(f"- {warning}" for warning in plan.warnings), ""] if plan.warnings else []
 
 
+def roles_section(plan: ImportPlan) -> list[str]:
+    """Each role and the variable chosen for it, the persona, and the variables given no role."""
+    return list(plan.roles)
+
+
 def questions_section(plan: ImportPlan) -> list[str]:
     filled = sum(bool(d.filled) for d in plan.decisions)
     lines = [
@@ -136,8 +142,10 @@ def questions_section(plan: ImportPlan) -> list[str]:
         "",
         "Options are the labelled codes that are not missing; a numeric question whose data holds "
         "unlabelled codes inside its labelled range offers every code of that range. Missing codes "
-        "are per question: declared user-missing in the file, else a missing label, else --missing. "
-        "A question set's options are checked against the file's labels (see docs/own-survey.md).",
+        "are per question: declared missing in the file (SPSS user-missing codes and ranges, Stata's "
+        ".a-.z, R's NA in a numeric CSV column), else a missing label, else --missing. Blank cells are "
+        "counted as system-missing. A question set's options are checked against the file's labels "
+        "(see docs/own-survey.md).",
         "",
     ]
     return lines + [line for decision in plan.decisions for line in question_lines(decision)]
@@ -145,7 +153,7 @@ def questions_section(plan: ImportPlan) -> list[str]:
 
 Section = Callable[["ImportPlan"], list[str]]
 SUMMARY_SECTIONS: tuple[Section, ...] = (summary_section, warnings_section)
-REPORT_SECTIONS: tuple[Section, ...] = (*SUMMARY_SECTIONS, questions_section)
+REPORT_SECTIONS: tuple[Section, ...] = (*SUMMARY_SECTIONS, roles_section, questions_section)
 
 
 def format_report(plan: ImportPlan, sections: Sequence[Section] = REPORT_SECTIONS) -> str:

@@ -8,10 +8,12 @@ listing the sizes that exist (the original code silently evaluated the 500 sampl
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,8 +33,8 @@ from socbench.data.missing_labels import is_missing_label
 from socbench.data.sampling import sample_record, stratified_sample
 from socbench.domains import QA_FOLDER, DomainSpec
 from socbench.errors import ConfigError, DataError
-from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES
-from socbench.types import DomainData, Question, Respondent
+from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES, PersonaAttributes, Roles
+from socbench.types import COUNTRY, DomainData, Question, Respondent
 
 SAMPLE_PREFIX = "A_GroundTruth_sampling"
 ALL_SIZE = "all"  # the sample folder holding every respondent: A_GroundTruth_samplingall
@@ -286,54 +288,90 @@ def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tupl
         raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
 
 
-def _to_respondent(rec: AnswerRecord, ids: dict[str, str], resolve: Callable[[str], str | None],
-                   country_key: Callable[[dict], str | None], keep: Callable[[str], bool]) -> Respondent:
-    key = country_key(rec.attributes)
-    raw = rec.attributes.get(key) if key else None
-    name = str(raw).strip() if raw is not None and str(raw).strip() else None
+@dataclass(frozen=True)
+class _Reading:
+    """How one domain's records become respondents (``build_respondents``)."""
+
+    ids: dict[str, str]  # question id, lower-cased -> as in the question set
+    resolve: Callable[[str], str | None]  # country name -> code
+    country_key: Callable[[Mapping[str, Any]], str | None]
+    group_key: Callable[[Mapping[str, Any]], str | None]
+    weight_key: Callable[[Mapping[str, Any]], str | None]
+    keep: Callable[[str], bool]  # stays in the persona
+    study_country: str | None = None  # the study's one country (manifest ``country``)
+
+
+def _text(attributes: Mapping[str, Any], key: str | None) -> str | None:
+    raw = attributes.get(key) if key else None
+    return " ".join(str(raw).split()) or None if raw is not None else None
+
+
+def _weight(rec: AnswerRecord, reading: _Reading) -> float | None:
+    """The record's weight, else the value of the declared weight attribute (a hand-made file)."""
+    text = _text(rec.attributes, reading.weight_key(rec.attributes)) if rec.weight is None else None
+    try:
+        return rec.weight if text is None else float(text)
+    except ValueError:
+        return None  # counted where weights are checked (``socbench.weights``)
+
+
+def _to_respondent(rec: AnswerRecord, reading: _Reading) -> Respondent:
+    name = _text(rec.attributes, reading.country_key(rec.attributes)) or reading.study_country
+    group = _text(rec.attributes, reading.group_key(rec.attributes))
     attributes = {
         k: str(v).strip() for k, v in rec.attributes.items()
-        if v is not None and not is_missing_label(str(v)) and keep(k)
+        if v is not None and not is_missing_label(str(v)) and reading.keep(k)
     }
-    answers = {ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
-    return Respondent(
-        person_id=rec.person_id,
-        country_name=name,
-        country_code=resolve(name) if name else None,
-        attributes=attributes,
-        answers=answers,
-        weight=rec.weight,
-    )
+    answers = {reading.ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
+    return Respondent(rec.person_id, name, reading.resolve(name) if name else None, attributes, answers,
+                      _weight(rec, reading), None if group is None or is_missing_label(group) else group)
 
 
 def build_respondents(
     records: list[AnswerRecord], questions: tuple[Question, ...], countries: dict[str, str] | None = None,
     domain: DomainSpec | None = None,
 ) -> tuple[tuple[Respondent, ...], dict[str, int]]:
-    """Respondents plus ``{country name: count}`` of those whose country could not be mapped;
-    ``domain`` (default ISSP) names the country attribute and the persona attributes to keep."""
-    ids = {q.id.lower(): q.id for q in questions}
-    cache: dict[str, str | None] = {}
+    """Respondents plus ``{name: count}`` of those in no group: whose country could not be mapped (or
+    who have no value of the grouping variable); ``domain`` (default ISSP) names the country attribute,
+    the roles and the persona attributes to keep."""
     country_attribute = domain.country_attribute if domain else AUTO_COUNTRY
+    roles = domain.roles if domain else Roles()
+    resolve = functools.lru_cache(maxsize=None)(lambda name: resolve_country(name, countries))
 
-    def resolve(name: str) -> str | None:
-        if name not in cache:
-            cache[name] = resolve_country(name, countries)
-        return cache[name]
-
-    persona = domain.persona_attributes if domain else None
-    keep = (persona_filter(persona.include, persona.exclude, country_attribute) if persona
-            else (lambda key: True))
-    country_key = country_key_function(country_attribute)
-    respondents = tuple(_to_respondent(rec, ids, resolve, country_key, keep) for rec in records)
-    return respondents, count_unmapped(respondents, country_attribute)
+    persona = domain.persona_attributes if domain else PersonaAttributes()
+    hidden = (persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k))
+    reading = _Reading({q.id.lower(): q.id for q in questions}, resolve,
+                       country_key_function(country_attribute), country_key_function(roles.group),
+                       country_key_function(roles.weight),
+                       persona_filter(persona.include, hidden, country_attribute),
+                       (domain.country or None) if domain else None)
+    respondents = tuple(_to_respondent(rec, reading) for rec in records)
+    return respondents, count_unmapped(respondents, country_attribute, roles.group)
 
 
-def count_unmapped(respondents: Sequence[Respondent], country_attribute: str | None) -> dict[str, int]:
-    """``{country name: count}`` of the respondents whose country could not be mapped."""
-    if country_attribute is None:
-        return {}
-    return dict(Counter(p.country_name or NO_COUNTRY for p in respondents if p.country_code is None))
+def count_unmapped(respondents: Sequence[Respondent], country_attribute: str | None,
+                   group: str | None) -> dict[str, int]:
+    """``{name: count}`` of the respondents in no group: whose country could not be mapped, or who have no
+    value of the grouping variable."""
+    unmapped: Counter[str] = Counter()
+    for person in respondents:
+        if group and person.group is None:
+            unmapped[f"(no {group})"] += 1
+        elif not group and person.country_code is None and (country_attribute or person.country_name):
+            unmapped[person.country_name or NO_COUNTRY] += 1
+    return dict(unmapped)
+
+
+def unmapped_line(data: DomainData) -> str | None:
+    """One line when respondents pool into one unknown group (a country name that maps to no country,
+    or no value of the grouping variable): they are kept, and counted where the run is watched."""
+    if not data.unmapped_countries:
+        return None
+    ordered = sorted(data.unmapped_countries.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{name!r} ({n})" for name, n in ordered[:5]) + (", ..." if len(ordered) > 5 else "")
+    what = "country unknown" if data.grouping == COUNTRY else f"no {data.grouping}"
+    return (f"domain {data.domain_id} {data.domain_name}: {sum(data.unmapped_countries.values())} "
+            f"respondents pooled into one '{what}' group (baselines, breakdowns): {shown}")
 
 
 def load_domain(
@@ -363,7 +401,7 @@ def load_domain(
     drawn = "all" if limit is None or limit >= len(records) else interview_sample
     if drawn == "stratified":
         respondents = stratified_sample(respondents, limit, proportional=True)
-        unmapped = count_unmapped(respondents, domain.country_attribute)
+        unmapped = count_unmapped(respondents, domain.country_attribute, domain.roles.group)
     return DomainData(
         domain_id=domain.id,
         domain_name=domain.name,
@@ -372,4 +410,6 @@ def load_domain(
         unmapped_countries=unmapped,
         source=str(answer_path),
         sample=sample_record(respondents, drawn, len(records)),
+        grouping=domain.roles.group or COUNTRY,
+        roles=domain.roles.declared(),
     )

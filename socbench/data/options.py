@@ -12,17 +12,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from socbench.data.missing_labels import is_missing_option
+from socbench.data.missing_labels import STATA_MISSING, is_missing_option
 from socbench.types import Code, DomainData, Item, Question
 
-NO_ANSWER = "no answer recorded"
+NO_ANSWER = "system-missing (no answer recorded)"
 INVALID_CODE = "code not offered (missing or invalid code)"
-MISSING_CODE = "missing code"
 
 
-def missing_reason(label: str) -> str:
-    """The exclusion reason of a question's own missing code: ``missing code (Can't choose)``."""
-    return f"{MISSING_CODE} ({' '.join(label.split())[:80]})"
+def missing_reason(code: Code, label: str) -> str:
+    """The exclusion reason of a question's own missing code, its kind by name (the import report
+    and ``data validate`` count under the same words): ``missing code 8 (Can't choose)``, ``Stata
+    missing .a (Don't know)``, ``missing code NA (R's NA in the CSV)``."""
+    kind = "Stata missing" if STATA_MISSING.match(code) else "missing code"
+    return f"{kind} {code} ({' '.join(label.split())[:80]})"
 
 
 def _numeric_order(code: Code) -> tuple[int, float, str]:
@@ -73,7 +75,7 @@ def _exclusion(
     if true_code is None:
         return NO_ANSWER
     if all(code != true_code for code, _ in options):
-        return missing_reason(missing[true_code]) if true_code in missing else INVALID_CODE
+        return missing_reason(true_code, missing[true_code]) if true_code in missing else INVALID_CODE
     return None
 
 
@@ -83,17 +85,17 @@ def build_items(data: DomainData) -> list[Item]:
     shown: dict[tuple[str, str | None], tuple] = {}  # per (question, country): computed once
     for person in data.respondents:
         for question in data.questions:
-            key = (question.id, person.country_code)
+            key = (question.id, person.group_code)
             if key not in shown:
-                shown[key] = (*effective_options(question, person.country_code),
-                              {**_withheld(question, person.country_code), **question.missing})
+                shown[key] = (*effective_options(question, person.group_code),
+                              {**_withheld(question, person.group_code), **question.missing})
             options, specific, missing = shown[key]
             true_code = person.answers.get(question.id)
             items.append(
                 Item(
                     person_id=person.person_id,
                     question_id=question.id,
-                    country_code=person.country_code,
+                    country_code=person.group_code,
                     options=options,
                     true_code=true_code,
                     country_specific=specific,

@@ -34,8 +34,9 @@ P = TypeVar("P", bound=_Person)
 
 
 def stratum(person: _Person) -> str:
-    """The stratum of a respondent: its country code, else its country name as written."""
-    return person.country_code or person.country_name or "(unknown)"
+    """The stratum of a respondent: its group (a grouping variable that is not a country), else its
+    country code, else its country name as written."""
+    return getattr(person, "group", None) or person.country_code or person.country_name or "(unknown)"
 
 
 def _rng(seed: int, label: str) -> np.random.Generator:

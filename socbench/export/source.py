@@ -25,7 +25,7 @@ from socbench.data.variables import SourceVariables, read_variables, variables_p
 from socbench.domains import get_domain
 from socbench.errors import DataError
 from socbench.manifest import DomainSpec
-from socbench.report.runs import DomainRun, ModelRun, read_json
+from socbench.report.runs import DETAILED_SUFFIX, DomainRun, ModelRun, read_json, read_run
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,17 @@ class RunData:
     dataset_size: int | str | None = None  # None: not recorded (the smallest sample holding the run is used)
     interview_count: int | str = "all"
     interview_sample: str = "first"  # not recorded: a run from before samples were drawn
+
+
+def run_folder(run_dir: Path) -> ModelRun:
+    """One run's folder read, or a one-line DataError naming what it is not."""
+    if not run_dir.is_dir():
+        raise DataError(f"{run_dir}: run folder not found")
+    run = read_run(run_dir)
+    if run is None:
+        raise DataError(f"{run_dir}: not a run folder (no <Domain>{DETAILED_SUFFIX}; give the folder of "
+                        "one run, e.g. results/<model>)")
+    return run
 
 
 def run_data(run: ModelRun, data_dir: Path | None, record: Mapping[str, Any] | None = None) -> RunData | None:

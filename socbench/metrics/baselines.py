@@ -4,7 +4,8 @@
 * ``majority_question``: answer each question with the most common true code among the
   *other* respondents (leave-one-respondent-out, so a respondent's own answer never
   predicts itself).
-* ``majority_country_question``: the same within the respondent's (country, question).
+* ``majority_country_question``: the same within the respondent's (country, question); named
+  ``majority_group_question`` in a study grouped by a variable that is not a country (region, wave).
 
 Ties between modal codes are split evenly: with ``t`` tied codes the item scores ``1/t``
 when its true code is among them (the expected accuracy of a random tie-break; no bias
@@ -25,10 +26,15 @@ import numpy as np
 import pandas as pd
 
 from socbench.metrics.grouped import UNMAPPED
-from socbench.types import ScoredItem
+from socbench.types import COUNTRY, ScoredItem
 
 BY_QUESTION = ("question_id",)
-BY_COUNTRY_QUESTION = ("country_code", "question_id")
+BY_COUNTRY_QUESTION = ("country_code", "question_id")  # the items' country_code holds their group
+
+
+def group_baseline(grouping: str = COUNTRY) -> str:
+    """The name of the majority answer in the respondent's group: country, or the study's grouping."""
+    return "majority_country_question" if grouping == COUNTRY else "majority_group_question"
 
 
 def uniform_baseline(items: Sequence[ScoredItem]) -> float:
@@ -114,16 +120,18 @@ def _frame(items: Sequence[ScoredItem], keys: list[str]) -> pd.DataFrame:
     return frame
 
 
-def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None = None) -> dict[str, float]:
+def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None = None,
+              grouping: str = COUNTRY) -> dict[str, float]:
     """All baselines by name, on the same items the model was scored on (weighted majority
-    baselines too when the survey's ``weights`` are given)."""
+    baselines too when the survey's ``weights`` are given); ``grouping``: what the items'
+    country_code holds (``DomainData.grouping``)."""
     values = {
         "uniform": uniform_baseline(items),
         "majority_question": majority_baseline(items, BY_QUESTION),
-        "majority_country_question": majority_baseline(items, BY_COUNTRY_QUESTION),
+        group_baseline(grouping): majority_baseline(items, BY_COUNTRY_QUESTION),
     }
     if weights is not None:
-        pairs = (("majority_question", BY_QUESTION), ("majority_country_question", BY_COUNTRY_QUESTION))
+        pairs = (("majority_question", BY_QUESTION), (group_baseline(grouping), BY_COUNTRY_QUESTION))
         for name, by in pairs:
             scores = weighted_majority_item_scores(items, weights, by) if items else np.array([])
             values[f"{name}_weighted"] = float(scores.mean()) if len(scores) else math.nan

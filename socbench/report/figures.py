@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from socbench.report.labels import country_label, domain_label
+from socbench.report.labels import country_label, domain_label, study_title
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard, ModelRun, pooled_items
 from socbench.report.output import new_figure, save_figure
 from socbench.report.plots import model_scale_plot, parameter_count, size_label
@@ -61,7 +61,7 @@ def domain_bars(board: Leaderboard, path: Path) -> Path:
     ax.set_xticks(range(len(domains)), [domain_label(d) for _, d in domains], rotation=30, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy (95% CI)")
-    ax.set_title("ISSP accuracy by domain and run")
+    ax.set_title(f"{study_title(run.study for run in board.runs)} accuracy by domain and run")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, path)
 
@@ -78,7 +78,9 @@ def country_domain_accuracy(run: ModelRun) -> tuple[pd.DataFrame, pd.DataFrame]:
     accuracy = frame.pivot_table(index="country_code", columns="domain", values="correct", aggfunc="mean")
     people = frame.pivot_table(index="country_code", columns="domain", values="respondent", aggfunc="nunique")
     accuracy, people = accuracy.reindex(columns=columns), people.reindex(columns=columns).fillna(0)
-    keep = sorted((c for c in people.index if (people.loc[c] >= MIN_RESPONDENTS).any()), key=country_label)
+    by = run.grouping
+    keep = sorted((c for c in people.index if (people.loc[c] >= MIN_RESPONDENTS).any()),
+                  key=lambda c: country_label(c, by))
     return accuracy.reindex(keep), people.reindex(keep)
 
 
@@ -104,7 +106,8 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
                           cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(table.columns)), [domain_label(d) for d in table.columns], rotation=40,
                       ha="right", fontsize="small")
-        ax.set_yticks(range(len(table.index)), [country_label(c) for c in table.index], fontsize="small")
+        by = runs[name].grouping
+        ax.set_yticks(range(len(table.index)), [country_label(c, by) for c in table.index], fontsize="small")
         ax.set_title(name, fontsize="medium")
         for (y, x), v in np.ndenumerate(values):
             n = int(people.iat[y, x])
@@ -114,7 +117,9 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
             elif n:
                 ax.text(x, y, f"n={n}", ha="center", va="center", fontsize=6, color="0.45")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
-    fig.suptitle(f"Accuracy by country and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
+    groupings = {runs[name].grouping for name, *_ in tables}
+    by = groupings.pop() if len(groupings) == 1 else "group"
+    fig.suptitle(f"Accuracy by {by} and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
     return save_figure(fig, path)
 
 

@@ -22,7 +22,7 @@ from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.metrics.distribution import headline_level
 from socbench.report.circular import write_domain_circular
-from socbench.report.labels import baseline_label, domain_label, signed, weights_off_text
+from socbench.report.labels import baseline_label, domain_label, signed, study_title, weights_off_text
 from socbench.report.output import (
     atomic_open,
     finite_mean,
@@ -34,7 +34,7 @@ from socbench.report.output import (
     write_json,
 )
 from socbench.report.plots import domain_accuracy_plot
-from socbench.types import CircularSettings, DomainResult, ScoredDomain, ScoredItem
+from socbench.types import COUNTRY, CircularSettings, DomainResult, ScoredDomain, ScoredItem
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, headline, pooled_simbench, yardstick
 
 SUMMARY_METRICS = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1")
@@ -104,8 +104,8 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
     stamp = timestamp or now_timestamp()
     head = _headline(result, scored)
     detailed = {
-        "domain": result.domain_name, "timestamp": stamp, "model": result.model,
-        "run": result.run or result.model, **head,
+        "domain": result.domain_name, "domain_id": result.domain_id, "grouping": result.grouping,
+        "timestamp": stamp, "model": result.model, "run": result.run or result.model, **head,
         "per_question_macro_f1": result.metrics.get("per_question_macro_f1", math.nan),
         "excluded_by_reason": result.excluded_by_reason,
         "baselines": result.baselines, "per_country": result.per_country, **_extras(result),
@@ -119,7 +119,7 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
         "timestamp": stamp, "interview_count": result.interview_count, **head,
         "total_items": result.total_items, "excluded_by_reason": result.excluded_by_reason,
         "metrics": result.metrics, "baselines": result.baselines,
-        "unmapped_countries": result.unmapped_countries, **_extras(result),
+        "unmapped_countries": result.unmapped_countries, "grouping": result.grouping, **_extras(result),
         "weighted_metrics_off": result.weights_off, "sample": result.sample,
         "questions": {qid: {k: v for k, v in view.items() if k != "countries"}
                       for qid, view in result.questions.items()},
@@ -202,7 +202,8 @@ def domain_markdown(result: DomainResult) -> str:
         f"({result.interview_count} respondents); parse failures: {result.parse_failures} "
         f"({_counts_text(result.parse_failure_reasons)}); engine errors: {result.engine_errors}",
         f"- excluded: {_counts_text(result.excluded_by_reason)}",
-        f"- unmapped countries: {_counts_text(result.unmapped_countries)}",
+        f"- pooled as one unknown {'country' if result.grouping == COUNTRY else result.grouping} (kept): "
+        f"{_counts_text(result.unmapped_countries)}",
         *([f"- weighted metrics: off ({result.weights_off})"] if result.weights_off else []), "",
         *markdown_table(("metric", "value"), [
             *((name, _fmt(value)) for name, value in m.items()),
@@ -304,7 +305,8 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     rows.append(["**mean**", *_metric_cells(mean), *_count_cells(totals)])
     run = payload.get("run") or payload["model"]
     title = payload["model"] if run == payload["model"] else f"{run} (model {payload['model']})"
-    lines = [f"# ISSP results: {title}", "", *markdown_table(head, rows)]
+    lines = [f"# {study_title([(payload.get('data') or {}).get('study')])} results: {title}", "",
+             *markdown_table(head, rows)]
     if payload["incomplete_domains"]:
         lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
                   + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())
@@ -315,8 +317,9 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "meaningful one. 95% CI: respondent-cluster bootstrap. 1-W1, 1-JS: 1 - normalised Wasserstein",
               "and 1 - Jensen-Shannon distance between model and human answer distributions, beside what",
               "uniform answers get. Modal agreement: the model's most chosen option is the people's, per",
-              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (uniform:",
-              "0). SimBench: 100 x (1 - TV(model, people) / TV(uniform, people)) per country x question",
+              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (a random",
+              "order: 0; n/a where the shares are all equal). SimBench: 100 x (1 - TV(model, people) /",
+              "TV(uniform, people)) per country x question",
               "(0 = uniform answers, 100 = the people's distribution; its mean pools the domains' rows, as",
               "SimBench does). Demographic model: a classifier on the persona attributes the model was",
               "shown, cross-fitted over respondents (also a baseline). Structure correlation: how well the",
@@ -325,7 +328,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "(Scores and the report), docs/yardsticks.md and `socbench report`.",
               "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
-              "", f"Unmapped countries (respondents kept, country unknown): "
+              "", f"Respondents in no country or group (kept, pooled as one unknown group): "
               f"{_counts_text(payload['unmapped_countries'])}."]
     off = weights_off_text((domain_label(row["domain"]), row.get("weighted_metrics_off"))
                            for row in payload["domains"])
@@ -334,6 +337,9 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     if payload["failed_domains"]:
         failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
         lines += ["", f"Failed domains: {failed}"]
+    if payload.get("export_failed"):
+        lines += ["", "**Export failed** (every other format was written): "
+                  + "; ".join(payload["export_failed"])]
     return "\n".join(lines) + "\n"
 
 
@@ -358,23 +364,26 @@ def _metric_cells(row: Mapping[str, Any]) -> list[str]:
 
 def write_summary(folder: str | os.PathLike[str], results: Sequence[DomainResult],
                   failed: Mapping[int, str] | None = None, model: str | None = None,
-                  data: Mapping[str, Any] | None = None) -> RunSummary:
+                  data: Mapping[str, Any] | None = None, export_failed: Sequence[str] = ()) -> RunSummary:
     """Write ``summary.json``, ``summary.md`` and ``domain_accuracy.png`` into a model folder;
     ``data`` (``RunConfig.data_record``: which respondents the run read) is recorded under
-    ``data``, so ``socbench export`` finds their weights, labels and rows in the source file."""
+    ``data``, so ``socbench export`` finds their weights, labels and rows in the source file;
+    ``export_failed``: the ``--export`` formats that could not be written, one line why each."""
     folder = Path(folder)
     payload = summary_payload(results, failed, model) | ({"data": dict(data)} if data else {})
+    payload |= {"export_failed": list(export_failed)} if export_failed else {}
     path = write_json(folder / "summary.json", payload)
     markdown = folder / "summary.md"
     with atomic_open(markdown) as handle:
         handle.write(summary_markdown(payload))
-    plot = domain_accuracy_plot(results, folder / "domain_accuracy.png") if results else None
+    study = study_title([(data or {}).get("study")])
+    plot = domain_accuracy_plot(results, folder / "domain_accuracy.png", study) if results else None
     return RunSummary(path, markdown, plot, json_safe(payload["domains"]))
 
 
 def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Sequence[DomainResult],
                       failed: Mapping[int, str] | None = None,
-                      data: Mapping[str, Any] | None = None) -> RunSummary:
+                      data: Mapping[str, Any] | None = None, export_failed: Sequence[str] = ()) -> RunSummary:
     """``write_summary`` into ``<output_dir>/<run slug>/`` (``run``: the run's name, e.g.
     ``RunConfig.run_name``; a model's own runs are named after it)."""
-    return write_summary(model_dir(output_dir, run), results, failed, run, data)
+    return write_summary(model_dir(output_dir, run), results, failed, run, data, export_failed)

@@ -38,7 +38,7 @@ from socbench.report.html_sections import (
     table,
 )
 from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incomplete_cells, incomplete_notes
-from socbench.report.labels import domain_label, weights_off_text
+from socbench.report.labels import domain_label, study_title, weights_off_text
 from socbench.report.leaderboard import Leaderboard, ModelRun, leaderboard
 from socbench.report.output import atomic_open, now_timestamp
 from socbench.report.tables import (
@@ -57,6 +57,7 @@ from socbench.report.tables import (
     write_leaderboard,
 )
 from socbench.report.texts import DEFINITIONS, LEADS
+from socbench.types import COUNTRY
 
 REPORT_FOLDER = "report"
 CSS = """
@@ -137,14 +138,16 @@ def groups_section(board: Leaderboard, n_resamples: int, seed: int) -> list[str]
     """2. For whom: countries (pooled and by domain) and persona groups, per run."""
     parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", _lead("groups")]
     for i, run in enumerate(_ranked(board)):
-        body = []
+        body, by = [], run.grouping
         countries = breakdowns.country_rows(run, n_resamples=n_resamples, seed=seed)
         if countries:
-            body += ["<h4>Countries (pooled over domains)</h4>", country_table(countries),
-                     "<h4>Countries by domain</h4>",
-                     heat_table(breakdowns.country_domain_cells(run), [d.domain for d in run.domains])]
+            heading = "Countries" if by == COUNTRY else f"By {by}"
+            body += [f"<h4>{esc(heading)} (pooled over domains)</h4>", country_table(countries, by),
+                     f"<h4>{esc(heading)} by domain</h4>",
+                     heat_table(breakdowns.country_domain_cells(run), [d.domain for d in run.domains], by)]
         else:
-            body.append(note("No countries in these results (a single-country study)."))
+            body.append(note("No countries or groups in these results (a single-country study that names "
+                             "neither its country nor a grouping variable)."))
         personas = breakdowns.persona_rows(run, n_resamples=n_resamples, seed=seed)
         body += (["<h4>Persona groups (pooled over domains)</h4>", persona_table(personas)] if personas
                  else [note("No persona groups were recorded with these results.")])
@@ -233,7 +236,8 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     figures = draw_figures(board, output_dir, out)
     page = out / "report.html"
     with atomic_open(page) as handle:
-        handle.write(render_html(board, figures, f"socbench report: {output_dir.resolve().name}",
+        title = f"{study_title(run.study for run in board.runs)} results: {output_dir.resolve().name}"
+        handle.write(render_html(board, figures, f"{title} (socbench report)",
                                  n_resamples=n_resamples, seed=seed, out_dir=out))
     notes = [*figures.notes, *incomplete_notes(board.incomplete)]
     return ReportPaths(out, md, csv, page, figures.paths, board, notes)

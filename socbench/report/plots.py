@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.metrics.baselines import best_baseline
-from socbench.report.labels import domain_label
+from socbench.report.labels import domain_label, study_title
 from socbench.report.output import json_safe, new_figure, save_figure
 from socbench.types import DomainResult
 
@@ -38,7 +38,7 @@ def parameter_count(model: str) -> float | None:
     return float(number) * _SCALE[unit.upper()]
 
 
-def domain_accuracy_plot(results: Sequence[DomainResult], path: Path) -> Path:
+def domain_accuracy_plot(results: Sequence[DomainResult], path: Path, study: str = "Survey") -> Path:
     """Bar chart of accuracy per domain; a black tick marks each domain's strongest baseline.
 
     An incomplete domain (engine errors) gets no bar and "(incomplete)" under its name.
@@ -58,7 +58,7 @@ def domain_accuracy_plot(results: Sequence[DomainResult], path: Path) -> Path:
     ax.set_xticks(list(xs), names, rotation=35, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
-    ax.set_title(f"ISSP accuracy by domain: {rows[0].run or rows[0].model if rows else ''}")
+    ax.set_title(f"{study} accuracy by domain: {rows[0].run or rows[0].model if rows else ''}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, path)
 
@@ -124,7 +124,8 @@ def _draw_scale(sized: list[tuple[float, dict[str, Any]]], path: Path) -> Path:
     ax.set_xticks([], minor=True)
     ax.set_xlabel("parameters")
     ax.set_ylabel("accuracy")
-    ax.set_title("ISSP accuracy by model size")
+    study = study_title((s.get("data") or {}).get("study") for _, s in sized)
+    ax.set_title(f"{study} accuracy by model size")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, path)
 

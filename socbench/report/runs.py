@@ -22,13 +22,13 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from socbench.domains import get_domain
 from socbench.errors import DataError, SocbenchError
-from socbench.metrics.baselines import BY_COUNTRY_QUESTION, BY_QUESTION, majority_item_scores
+from socbench.metrics.baselines import BY_COUNTRY_QUESTION, BY_QUESTION, group_baseline, majority_item_scores
 from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
-from socbench.types import ScoredItem
+from socbench.types import COUNTRY, ScoredItem
 
 DETAILED_SUFFIX = "_detailed.json"
 CIRCULAR_SUFFIX = "_metrics.json"
-ITEM_BASELINES = ("uniform", "majority_question", "majority_country_question")
+ITEM_BASELINES = ("uniform", "majority_question", group_baseline(), group_baseline("group"))
 
 
 class DetailRecord(BaseModel):
@@ -51,6 +51,8 @@ class DetailedFile(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     domain: str
+    domain_id: int | None = None  # absent in files written before it was recorded here
+    grouping: str = COUNTRY  # what country_code holds: a country, or the study's grouping variable
     model: str
     run: str | None = None
     per_question_macro_f1: float | None = None
@@ -90,6 +92,15 @@ class ModelRun:
     domains: tuple[DomainRun, ...]
     failed: dict[str, str] = field(default_factory=dict)
     circular: dict[str, dict[str, Any]] = field(default_factory=dict)  # file stem -> circular metrics JSON
+    export_failed: tuple[str, ...] = ()  # summary.json: --export formats not written, one line why each
+    study: str = ""  # the survey's own name (summary.json's data.study; "" when not recorded)
+
+    @property
+    def grouping(self) -> str:
+        """What the run's items are grouped by: "country", the grouping variable its domains share
+        ("Region"), or "group" when they differ."""
+        found = {d.stored.grouping for d in self.domains}
+        return found.pop() if len(found) == 1 else "group"
 
 
 def read_json(path: Path) -> Any:
@@ -108,15 +119,17 @@ def _domain_id(name: str) -> int | None:
         return None
 
 
-def item_baselines(details: list[DetailRecord]) -> dict[str, np.ndarray]:
-    """What each baseline expects on each item (NaN when the offered codes were not recorded)."""
+def item_baselines(details: list[DetailRecord], grouping: str = COUNTRY) -> dict[str, np.ndarray]:
+    """What each baseline expects on each item (NaN when the offered codes were not recorded, and
+    for the majority in a group of the kind this domain does not have)."""
+    found = dict.fromkeys(ITEM_BASELINES, np.full(len(details), math.nan))
     if not details or any(d.offered_codes is None or d.true_answer is None for d in details):
-        return {name: np.full(len(details), math.nan) for name in ITEM_BASELINES}
+        return found
     items = [ScoredItem(0, d.question_id, d.country_code, str(d.true_answer), None, False, None, False,
                         tuple(d.offered_codes or ())) for d in details]
-    return {"uniform": np.array([1.0 / len(d.offered_codes or ()) for d in details]),
-            "majority_question": majority_item_scores(items, BY_QUESTION),
-            "majority_country_question": majority_item_scores(items, BY_COUNTRY_QUESTION)}
+    return found | {"uniform": np.array([1.0 / len(d.offered_codes or ()) for d in details]),
+                    "majority_question": majority_item_scores(items, BY_QUESTION),
+                    group_baseline(grouping): majority_item_scores(items, BY_COUNTRY_QUESTION)}
 
 
 def items_frame(stored: DetailedFile) -> pd.DataFrame:
@@ -132,7 +145,7 @@ def items_frame(stored: DetailedFile) -> pd.DataFrame:
         "correct": [d.correct for d in details],
         "parse_failure": [d.parse_error is not None and d.engine_error is None for d in details],
         "engine_error": [d.engine_error for d in details],
-        **groups, **item_baselines(details),
+        **groups, **item_baselines(details, stored.grouping),
     })
 
 
@@ -144,7 +157,8 @@ def read_domain(path: Path) -> DomainRun:
         err = exc.errors()[0]
         where = ".".join(map(str, err["loc"]))
         raise DataError(f"{path}: field '{where}': {err['msg']}") from None
-    return DomainRun(stored.domain, _domain_id(stored.domain), path, items_frame(stored), stored)
+    domain_id = stored.domain_id if stored.domain_id is not None else _domain_id(stored.domain)
+    return DomainRun(stored.domain, domain_id, path, items_frame(stored), stored)
 
 
 def read_circular(folder: Path) -> dict[str, dict[str, Any]]:
@@ -165,8 +179,10 @@ def read_run(folder: Path) -> ModelRun | None:
     domains = sorted((read_domain(p) for p in paths), key=lambda d: (d.domain_id or 99, d.domain))
     summary = read_json(folder / "summary.json") if (folder / "summary.json").is_file() else {}
     model = str(domains[0].stored.model or summary.get("model"))
+    issp = all(_domain_id(d.domain) for d in domains)  # older results record no study
+    study = (summary.get("data") or {}).get("study") or ("ISSP" if issp else "")
     return ModelRun(folder.name, model, folder, tuple(domains), dict(summary.get("failed_domains") or {}),
-                    read_circular(folder))
+                    read_circular(folder), tuple(summary.get("export_failed") or ()), study)
 
 
 def load_runs(output_dir: str | Path) -> list[ModelRun]:
