@@ -21,9 +21,10 @@ from socbench.studies import task_for
 
 
 def stages(config, engine, domain_id: int):
-    """The pipeline's stages without Prefect; returns (the prompts, domain result)."""
+    """The pipeline's stages without Prefect, the plan built again each time; (the prompts, domain result)."""
     from socbench import pipeline
 
+    pipeline.forget()
     study = task_for(config)
     unit = study.unit(domain_id)
     return pipeline.plan(study, unit).prompts.requests, pipeline.score_unit(study, unit, engine).result
@@ -73,12 +74,9 @@ def one_mode(
     inner = engine.backend
     llm, tok = inner._engine(), inner.tokenizer  # start-up is not part of either figure
     try:
-        from socbench.tasks.build_prompts import build_prompts
-        from socbench.tasks.country_special_options import country_special_options
-        from socbench.tasks.load_data import load_data
+        from socbench import pipeline
 
-        data = load_data.fn(domain_id, config)
-        prompts = build_prompts.fn(data, country_special_options.fn(data), config)
+        prompts = list(pipeline.all_requests(pipeline.plans(task_for(config))))
         bare_fn = bare_score if mode == "logprobs" else bare_generate
         bare_fn(llm, tok, prompts[:64])  # warm-up (sampler, structured-output compilation)
         bare_runs, pipe_runs = [], []
@@ -181,14 +179,11 @@ def main() -> None:
 
 def probe_prompts(data_dir: Path, domain_id: int) -> int:
     """Prompts per domain for this data (to size the respondents for the target count)."""
+    from socbench import pipeline
     from socbench.config import make_config
-    from socbench.tasks.build_prompts import build_prompts
-    from socbench.tasks.country_special_options import country_special_options
-    from socbench.tasks.load_data import load_data
 
     config = make_config(data_dir=str(data_dir), domain_id=domain_id)
-    data = load_data.fn(domain_id, config)
-    return len(build_prompts.fn(data, country_special_options.fn(data), config))
+    return len(pipeline.all_requests(pipeline.plans(task_for(config))))
 
 
 if __name__ == "__main__":

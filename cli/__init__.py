@@ -16,7 +16,7 @@ from socbench.cli.interrupt import exit_interrupted, interruptible
 from socbench.errors import SocbenchError
 
 # subcommand name -> module under cli (imported when the parser is built; each is light)
-_COMMANDS = ("data", "issp", "mcq", "report", "export")
+_COMMANDS = ("data", "issp", "mcq", "report", "export", "estimate")
 
 
 class Parser(argparse.ArgumentParser):

@@ -19,7 +19,7 @@ from socbench.data.options import INVALID_CODE, build_items, exclusions_by_quest
 from socbench.data.sampling import stratum
 from socbench.domains import DomainSpec, select_domains
 from socbench.errors import DataError
-from socbench.types import DomainData
+from socbench.types import COUNTRY, DomainData
 from socbench.weights import NO_WEIGHTS, weights_off_reason
 
 COLUMNS = ("respondents", "questions", "countries", "scoreable_items", "excluded_items")
@@ -29,8 +29,8 @@ SHOWN_QUESTIONS = 12  # per domain in the table; --json has every question
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("validate", help="check an ISSP dataset and count scoreable items per domain")
     flag(parser, "data_dir", type=Path, required=True, help="a SocioBench Dataset_all folder (or its parent)")
-    flag(parser, "dataset_size", type=positive_int, default=500,
-         help="sample size: reads A_GroundTruth_sampling<N> (default 500)")
+    flag(parser, "dataset_size", type=lambda text: "all" if text.strip() == "all" else positive_int(text),
+         default=500, help="sample size: reads A_GroundTruth_sampling<N> (default 500; all: ...samplingall)")
     flag(parser, "domain_id", default="all",
          help="domain id or slug (the manifest's, else 1-4, 6-11) or 'all' (default)")
     flag(parser, "json", action="store_true", help="print one JSON object instead of a table")
@@ -45,7 +45,8 @@ def domain_report(data: DomainData) -> dict[str, object]:
     return {
         "respondents": len(data.respondents),
         "questions": len(data.questions),
-        "countries": len({stratum(p) for p in data.respondents}),
+        "countries": len({stratum(p) for p in data.respondents}),  # or groups of ``grouping``
+        "grouping": data.grouping,
         "scoreable_items": summary["scoreable"],
         "excluded_items": summary["excluded"],
         "excluded_by_reason": summary["excluded_by_reason"],
@@ -54,7 +55,7 @@ def domain_report(data: DomainData) -> dict[str, object]:
     }
 
 
-def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int) -> tuple[dict, dict]:
+def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int | str) -> tuple[dict, dict]:
     """Reports and each domain's problems (loading, mixed source files, unusable weights), keyed by
     domain id (as a string)."""
     root = dataset_root(data_dir)
@@ -92,9 +93,13 @@ def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
         for reason, count in report["excluded_by_reason"].items():
             lines.append(f"  {names[key]}: excluded, {reason}: {count}")
         lines += _question_lines(names[key], report)
+        grouping = report["grouping"]
+        if grouping != COUNTRY:
+            lines.append(f"  {names[key]}: grouped by {grouping} ({report['countries']} groups; not a "
+                         "country variable): strata, the majority-in-group baseline and breakdowns use it")
+        what = "country not mapped" if grouping == COUNTRY else f"no {grouping} recorded"
         for entry in report["unmapped_respondents"]:
-            lines.append(f"  {names[key]}: country not mapped: {entry['country']!r} "
-                         f"({entry['count']} respondents)")
+            lines.append(f"  {names[key]}: {what}: {entry['country']!r} ({entry['count']} respondents)")
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ answers in a second file (``_real``); ``source_row`` merges both back onto the s
 from __future__ import annotations
 
 import argparse
+import sys
 
 from socbench.cli.flags import flag
 
@@ -43,4 +44,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     for path in exported.paths:
         print(f"export: {path}")
-    return 0
+    for line in exported.failed:
+        print(f"socbench: error: {line}", file=sys.stderr)
+    return 2 if exported.failed else 0

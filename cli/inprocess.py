@@ -55,6 +55,10 @@ class ConsoleProgress:
         self._close_bar()
         print(finished_line(line, time.monotonic() - self.started), file=self.stream, flush=True)
 
+    def note(self, line: str) -> None:
+        self._close_bar()
+        print(f"socbench: warning: {line}", file=self.stream, flush=True)
+
     def _close_bar(self) -> None:
         if self.bar is not None:
             self.bar.close()
@@ -90,6 +94,8 @@ def run_study(config: Any) -> int:
     for reason in outcome.incomplete.values():
         print(f"socbench: error: {reason} (incomplete: rerun the same command to send only the missing "
               "requests)", file=sys.stderr)
+    for line in outcome.export_failed:
+        print(f"socbench: error: export failed: {line}", file=sys.stderr)
     return 0 if outcome.ok else 1
 
 

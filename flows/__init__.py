@@ -19,7 +19,7 @@ from socbench.studies import task_for
 from socbench.task import Task
 from socbench.tasks.build_prompts import build_prompts
 from socbench.tasks.country_special_options import country_special_options
-from socbench.tasks.export import export
+from socbench.tasks.export import export, export_failures
 from socbench.tasks.extract import extract
 from socbench.tasks.load_data import load_data
 from socbench.tasks.report import report, report_run
@@ -66,6 +66,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
     incomplete, or the export failed."""
     study = task_for(config)
     units = study.units()
+    study.check()  # as the CLI's preflight: a deployment run that may not start fails here, with the reason
     results: list[Any] = []
     failures: dict[int, str] = {}  # no result (its data could not be read, ...)
     incomplete: dict[int, str] = {}  # a result with engine errors: "domain N: K engine errors, first: ..."
@@ -83,16 +84,17 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
         teardown_safely()
         pipeline.forget()
     # before the report, which links the files; a failed export still leaves summary and report
-    exported = export(config, return_state=True) if getattr(config, "export", ()) and results else None
-    written = report_run(study, results, failures)
+    exporting = getattr(config, "export", ()) and results
+    export_failed = export_failures(export(config, return_state=True) if exporting else None)
+    written = report_run(study, results, failures, export_failed)
     outcome = Outcome(written.printed, written.paths, written.artifacts, failures, incomplete,
-                      [r.unit_id for r in results if r.incomplete_reason is None])
-    if not outcome.ok:
+                      [r.unit_id for r in results if r.incomplete_reason is None], export_failed)
+    if failures or incomplete:
         labels = {unit.id: unit.label for unit in units}
         named = [f"{labels[k]} failed: {v}" for k, v in failures.items()] + list(incomplete.values())
         return failed(f"{len(named)} unit(s) did not complete: " + "; ".join(named), outcome)
-    if exported is not None and not exported.is_completed():
-        return failed(f"export failed: {exported.message or exported.name}", outcome)
+    if export_failed:
+        return failed("export failed: " + "; ".join(export_failed), outcome)
     return outcome
 
 

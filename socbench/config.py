@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from socbench.domains import study_name
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, validated
 from socbench.types import CircularSettings, SamplingSettings
@@ -168,7 +169,13 @@ class RunConfig(EngineRun):
                                  description="domain id or slug (the manifest's, else 1-4, 6-11) or 'all'")
     start_domain_id: int | None = Field(None, description="with --domain_id all: start at this domain")
     interview_count: int | Literal["all"] = Field("all", description="respondents per domain: N or 'all'")
-    dataset_size: int = Field(500, description="sample size: reads A_GroundTruth_sampling<N>")
+    interview_sample: Literal["stratified", "first"] = Field(
+        "stratified", description="with --interview_count N: stratified: a seeded sample stratified by "
+                                  "country (the same for every model and rerun); first: the first N in file "
+                                  "order (the original system's)")
+    dataset_size: int | Literal["all"] = Field(
+        500, description="sample size: reads A_GroundTruth_sampling<N>; all: every respondent (data import "
+                         "--sizes all)")
     data_dir: Path | None = Field(None, description="a SocioBench Dataset_all folder "
                                                     "(default: the demo data)")
     output_dir: Path = Field(Path("results"), description="results go to <output_dir>/<run name>/")
@@ -202,13 +209,16 @@ class RunConfig(EngineRun):
                         "comma-separated: csv,parquet,dta,sav; into <run folder>/export/")
     export_wide: bool = Field(False, description="with --export: the survey's own shape and labels (socbench "
                                                  "export --wide; a domain from socbench data import)")
+    allow_remote_data: bool = Field(
+        False, description="send prompts of a study with data_use: local (imported microdata) to a server "
+                           "not on loopback or a private network: acknowledges that its licence allows it")
 
     @field_validator("export", mode="before")
     @classmethod
     def _formats(cls, value: Any) -> Any:
         return tuple(dict.fromkeys(comma_list(value)))
 
-    @field_validator("interview_count", mode="before")
+    @field_validator("interview_count", "dataset_size", mode="before")
     @classmethod
     def _count(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() == "all":
@@ -219,7 +229,7 @@ class RunConfig(EngineRun):
             raise ValueError(f"expected a positive integer or 'all', got {value!r}")
         return int(value)
 
-    _positive = field_validator("dataset_size", "max_tokens", "max_variants")(positive)
+    _positive = field_validator("max_tokens", "max_variants")(positive)
     _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 
     @model_validator(mode="after")
@@ -238,9 +248,17 @@ class RunConfig(EngineRun):
         return self.data_dir or demo_data_dir()
 
     def data_record(self) -> dict[str, Any]:
-        """Which respondents the run read, as ``summary.json`` records it (``socbench export``)."""
+        """Which respondents the run read, as ``summary.json`` records it (``socbench export``), and the
+        licensed studies it sent to another host (``socbench.data_use``), the study's own name (the
+        report's titles)."""
+        from socbench.data_use import remote_data
+        from socbench.domains import select_domains
+
+        sent = remote_data(self, select_domains(self.domain_id, self.start_domain_id, self.dataset_dir))
         return {"data_dir": str(self.dataset_dir.expanduser().resolve()), "dataset_size": self.dataset_size,
-                "interview_count": self.interview_count}
+                "interview_count": self.interview_count, "interview_sample": self.interview_sample,
+                "study": study_name(self.dataset_dir),
+                **({"sent_remote": {**sent, "acknowledged": "--allow_remote_data"}} if sent else {})}
 
     @property
     def include_persona(self) -> bool:

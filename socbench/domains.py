@@ -15,7 +15,7 @@ from socbench.errors import ConfigError
 from socbench.manifest import AUTO_COUNTRY, QA_FOLDER, DomainSpec, load_manifest
 
 __all__ = ["DOMAINS", "ISSP_BY_SLUG", "QA_FOLDER", "DomainSpec", "domain_table", "get_domain",
-           "select_domains"]
+           "select_domains", "study_name"]
 
 
 def _issp(number: int, name: str, slug: str, module: str, title: str = "") -> DomainSpec:
@@ -48,6 +48,15 @@ def domain_table(data_dir: str | Path | None = None) -> tuple[DomainSpec, ...]:
     if manifest is None:
         return DOMAINS
     return tuple(sorted(manifest.domains, key=lambda d: d.id))
+
+
+def study_name(data_dir: str | Path | None = None) -> str:
+    """The study's own name, for titles: the manifest's ``title``, else "ISSP" when every domain is
+    an ISSP module (no manifest: the ten), else its domains' names."""
+    manifest = load_manifest(data_dir)
+    if manifest is None or all(d.slug in ISSP_BY_SLUG for d in manifest.domains) and not manifest.title:
+        return "ISSP"
+    return manifest.title or ", ".join(d.display_name for d in manifest.domains)
 
 
 def get_domain(domain_id: int | str, data_dir: str | Path | None = None) -> DomainSpec:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -41,13 +41,43 @@ class PersonaAttributes(BaseModel):
     exclude: tuple[str, ...] = ()
 
 
+PERSONA_ROLES = ("sex", "age", "education", "religion", "party", "employment")  # persona groups
+ROLES = ("respondent_id", "group", "weight", *PERSONA_ROLES)
+
+
+class Roles(BaseModel):
+    """Which attribute (its key in the answer files) is what, beside ``country_attribute``: the
+    respondent id and design weight (never shown in the persona), ``group``, a grouping variable that
+    is not a country (region, state, wave: strata, baselines and breakdowns use it where a study has
+    no country), and the attributes persona groups and structure figures read. Unset: none declared
+    (then ISSP-style labels are recognised, ``metrics.persona_groups``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    respondent_id: str | None = None
+    group: str | None = None
+    weight: str | None = None
+    sex: str | None = None
+    age: str | None = None
+    education: str | None = None
+    religion: str | None = None
+    party: str | None = None
+    employment: str | None = None
+
+    def declared(self) -> dict[str, str]:
+        """``{role: attribute key}`` of the roles set."""
+        return {role: key for role in ROLES if (key := getattr(self, role))}
+
+
 class DomainSpec(BaseModel):
     """One domain (one question set and its respondents): id, name (names its result files), file
     slug, source study, how to read its files, and ``title``, the name people read (default: ``name``).
 
     ``country_attribute`` is the attribute key holding the respondent's country; ``"auto"``
-    finds the ISSP one by its label and None means a single-country study. ``missing_codes``
-    are answer codes never offered as options (excluded at scoring).
+    finds the ISSP one by its label and None means a single-country study, whose ``country`` (a
+    name or code, optional) the prompts name. ``roles`` says which attribute is what. ``missing_codes``
+    are answer codes never offered as options (excluded at scoring). ``data_use``: ``local`` (licensed
+    microdata: prompts go only to loopback or private-network servers, ``socbench.data_use``) or ``remote``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -59,8 +89,11 @@ class DomainSpec(BaseModel):
     question_file: str | None = None  # default q&a/issp_qa_<slug>.json
     answer_file: str | None = None  # default issp_answer_<slug>.json
     country_attribute: str | None = None  # None: a single-country study; "auto": the ISSP label
+    country: str = ""  # the study's one country, where no attribute holds it ("Chile", "CL")
+    roles: Roles = Roles()
     persona_attributes: PersonaAttributes = PersonaAttributes()
     missing_codes: tuple[int | str, ...] = ()
+    data_use: Literal["local", "remote"] = "local"
     title: str = ""
 
     @property
@@ -195,9 +228,12 @@ def write_manifest(path: str | Path, manifest: Manifest) -> Path:
     if not body.get("title"):
         body.pop("title", None)
     for domain in body["domains"]:
-        for key in ("question_file", "answer_file", "module", "title"):
+        for key in ("question_file", "answer_file", "module", "title", "country"):
             if not domain.get(key):
                 domain.pop(key, None)
+        if not (roles := {role: key for role, key in domain.pop("roles").items() if key}):
+            continue
+        domain["roles"] = roles
     text = HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")

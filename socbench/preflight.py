@@ -214,12 +214,14 @@ def check_engine(engine: EngineSettings) -> int | None:
 
 def check_run(config: Any) -> None:
     """A run of any Task: its units and their data (a lone unit's files too; in a run over several, a unit
-    that cannot be read fails on its own in the flow), the task's own checks and the output folder; then,
-    unless the engine cache answers every request (then nothing is sent: a rerun rescores with the server
-    down or the GPU elsewhere), the engine and that every prompt fits the model's context. The prompts
-    built here are the ones the flow sends (``socbench.pipeline`` remembers them)."""
+    that cannot be read fails on its own in the flow), the task's own checks (where its data may go:
+    ``socbench.data_use``) and the output folder; then, unless the engine cache answers every request
+    (then nothing is sent: a rerun rescores with the server down or the GPU elsewhere), the engine and
+    that every prompt fits the model's context. The prompts built here are the ones the flow sends
+    (``socbench.pipeline`` remembers them)."""
     study = task_for(config)
-    study.check()
+    for note in study.check():
+        log.warning(note)
     plans = pipeline.plans(study)
     check_output_dir(config.output_dir)
     settings = config.engine_settings()

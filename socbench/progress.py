@@ -44,6 +44,8 @@ class Listener(Protocol):
 
     def end(self, line: str) -> None: ...
 
+    def note(self, line: str) -> None: ...
+
 
 _LISTENERS: list[Listener] = []
 
@@ -76,6 +78,12 @@ def advance(n: int = 1) -> None:
 def end(line: str) -> None:
     for listener in _LISTENERS:
         listener.end(line)
+
+
+def note(line: str) -> None:
+    """A warning the watcher must see (respondents pooled into one unknown group)."""
+    for listener in _LISTENERS:
+        listener.note(line)
 
 
 # ------------------------------------------------------------------ a domain, a run

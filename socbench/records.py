@@ -49,10 +49,11 @@ class Outcome(RunReport):
     failed: dict[int, str] = field(default_factory=dict)  # no result: its data could not be read, ...
     incomplete: dict[int, str] = field(default_factory=dict)  # "domain N: K engine errors, first: ..."
     completed: list[int] = field(default_factory=list)
+    export_failed: list[str] = field(default_factory=list)  # --export formats not written, one line why each
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.incomplete
+        return not self.failed and not self.incomplete and not self.export_failed
 
 
 @dataclass(frozen=True)

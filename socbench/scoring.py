@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from socbench.metrics.persona_groups import persona_breakdowns, respondent_group
 from socbench.metrics.questions import question_view
 from socbench.metrics.uncertainty import accuracy_ci
 from socbench.types import (
+    COUNTRY,
     DomainData,
     DomainResult,
     Extraction,
@@ -115,6 +117,7 @@ def summarize_domain(
     texts: Mapping[str, str] | None = None,
     run: str = "",
     attributes: Mapping[int, Mapping[str, str]] | None = None,
+    grouping: str = COUNTRY,
 ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
@@ -124,12 +127,12 @@ def summarize_domain(
     ``scored``) the result is incomplete: counts and baselines only. ``run``: the run's folder
     when it is not the model's (a control run). ``attributes`` (person id -> the persona attributes
     the prompts showed) add the yardsticks (``socbench.yardsticks``) to a complete domain, and the
-    demographic model to its baselines.
+    demographic model to its baselines. ``grouping``: what the items' country_code holds.
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
-    expected = item_baselines(scored)  # each baseline on each item: the domain's, and each group's
-    floor = baselines(scored, weights, expected)
+    expected = item_baselines(scored, grouping)  # each baseline on each item: the domain's, and each group's
+    floor = baselines(scored, weights, grouping, expected)
     excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
     counts = dict(
         domain_id=domain_id, domain_name=domain_name, model=model, total_items=len(items),
@@ -140,6 +143,7 @@ def summarize_domain(
         engine_errors=len(engine_errors), engine_error_reasons=dict(Counter(engine_errors)),
         baselines=floor, unmapped_countries=dict(unmapped_countries), interview_count=interview_count,
         run=run, weights_off=None if weights is not None else weights_off or "no design weights given",
+        grouping=grouping,
     )
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
@@ -185,14 +189,15 @@ def score_domain(
     if isinstance(interview_count, int) and interviewed > interview_count:
         raise ValueError(f"{data.domain_name}: {interviewed} respondents in the items, "
                          f"more than interview_count={interview_count}")
-    scored = score_items(items, extractions, respondent_groups(data.respondents))
+    scored = score_items(items, extractions, respondent_groups(data.respondents, data.roles))
     failed = [e.engine_error for e in extractions.values() if e.engine_error is not None]  # variants too
     weights, weights_off = design_weights(data)
     result = summarize_domain(data.domain_id, data.domain_name, model, items, scored, data.unmapped_countries,
                               interviewed, min_respondents=min_respondents, weights=weights,
                               weights_off=weights_off, engine_errors=failed,
                               texts={q.id: q.text for q in data.questions}, run=run,
-                              attributes=shown_attributes(data, include_persona))
+                              attributes=shown_attributes(data, include_persona), grouping=data.grouping)
+    result = replace(result, sample=data.sample)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 

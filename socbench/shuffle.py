@@ -40,8 +40,16 @@ def display_order(
     return shuffled_order(codes, run_seed, person_id, question_id) if shuffle else tuple(codes)
 
 
+def option_text(code: Code, label: str) -> str:
+    """``code. label``, or the bare code where the label is only its number: an end-labelled
+    scale's inner points read "2", not "2. 2" (nor "2. 02")."""
+    text = label.strip()
+    bare = text == code or (text.isdigit() and code.isdigit() and int(text) == int(code))
+    return code if bare else f"{code}. {label}"
+
+
 def render_options(options: Options, order: Sequence[Code] | None = None) -> str:
-    """``id. text`` lines in ``order`` (default: the options' own order).
+    """``id. text`` lines (``option_text``) in ``order`` (default: the options' own order).
 
     ``order`` must be a permutation of the option codes; the circular-evaluation module
     passes its rotations here.
@@ -50,4 +58,4 @@ def render_options(options: Options, order: Sequence[Code] | None = None) -> str
     shown = list(labels) if order is None else list(order)
     if sorted(shown) != sorted(labels):
         raise ValueError(f"option order {shown} is not a permutation of codes {list(labels)}")
-    return "\n".join(f"{code}. {labels[code]}" for code in shown)
+    return "\n".join(option_text(code, labels[code]) for code in shown)

@@ -65,12 +65,18 @@ class Task(Protocol):
         """The run's folder: where its results log is written."""
         ...
 
-    def check(self) -> None:
-        """The task's own checks before any work (the preflight reads every unit's data too)."""
+    def check(self) -> list[str]:
+        """The task's own checks before any work (the preflight reads every unit's data too); the notes a
+        user must see (one line each)."""
         ...
 
     def load(self, unit: Unit) -> Any:
         """``load_data``: the unit's samples, validated."""
+        ...
+
+    def notes(self, data: Any) -> list[str]:
+        """What the watcher of a run must see about a unit's samples (respondents pooled into one unknown
+        group), one line each."""
         ...
 
     def special_options(self, data: Any) -> Any:
@@ -93,7 +99,8 @@ class Task(Protocol):
         """``report``: write the unit's record of the results log (``seconds``: the unit's wall time)."""
         ...
 
-    def finish(self, results: Sequence[Any], failed: dict[int, str]) -> RunReport:
-        """``report_run``: the run's summary over the units' results (``failed``: units without one) and
-        the report over every run beside it."""
+    def finish(self, results: Sequence[Any], failed: dict[int, str],
+               export_failed: Sequence[str]) -> RunReport:
+        """``report_run``: the run's summary over the units' results (``failed``: units without one; the
+        ``--export`` formats that could not be written) and the report over every run beside it."""
         ...

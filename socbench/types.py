@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any, Literal, get_args
 
 from socbench.errors import ConfigError, incomplete_reason
@@ -38,6 +38,15 @@ class Respondent:
     attributes: dict[str, str]
     answers: dict[str, Code | None]  # question id (as in the question set) -> normalised code
     weight: float | None = None  # the survey's design weight, when the data carries one
+    group: str | None = None  # the value of the study's grouping variable that is not a country (region)
+
+    @property
+    def group_code(self) -> str | None:
+        """What items, baselines and breakdowns group by (``Item.country_code``): group, else country."""
+        return self.group if self.group is not None else self.country_code
+
+
+COUNTRY = "country"  # DomainData.grouping of a study grouped by country
 
 
 @dataclass(frozen=True)
@@ -47,8 +56,11 @@ class DomainData:
     domain_name: str
     questions: tuple[Question, ...]
     respondents: tuple[Respondent, ...]
-    unmapped_countries: dict[str, int]  # country name -> respondents that could not be mapped
+    unmapped_countries: dict[str, int]  # country (or group) name -> respondents not mapped to one
     source: str  # the answer file read
+    sample: dict[str, Any] = field(default_factory=dict)  # who was asked, how drawn (sampling.sample_record)
+    grouping: str = COUNTRY  # what respondents are grouped by: COUNTRY, or the grouping attribute ("Region")
+    roles: dict[str, str] = field(default_factory=dict)  # role -> attribute key (socbench.manifest.Roles)
 
 
 @dataclass(frozen=True)
@@ -108,9 +120,7 @@ class PromptRequest:
         """Content hash over everything that can change the engine's answer."""
         payload = {"messages": [[m.role, m.content] for m in self.messages], "mode": self.mode,
                    "codes": list(self.offered_codes), "prefix": self.answer_prefix,
-                   "structured": self.structured, "chat": self.chat,
-                   "sampling": [self.sampling.temperature, self.sampling.top_p,
-                                self.sampling.max_tokens, self.sampling.seed]}
+                   "structured": self.structured, "chat": self.chat, "sampling": list(astuple(self.sampling))}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -210,6 +220,8 @@ class DomainResult:
     run: str = ""  # the run's folder name ("" = the model's); ``model`` is always the model asked
     weights_off: str | None = None  # why there are no weighted metrics (None: there are)
     yardsticks: dict[str, Any] = field(default_factory=dict)  # socbench.yardsticks (empty: older results)
+    sample: dict[str, Any] = field(default_factory=dict)  # DomainData.sample (empty: older results)
+    grouping: str = COUNTRY  # what ``per_country`` and the items' country_code group by (DomainData's)
 
     @property
     def complete(self) -> bool:

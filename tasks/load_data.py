@@ -14,4 +14,7 @@ from socbench.task import Task, Unit
 @task(name="load_data", cache_policy=NO_CACHE, persist_result=False)
 def load_data(study: Task, unit: Unit) -> Any:
     progress.begin(unit.label)
-    return pipeline.load(study, unit)
+    data = pipeline.load(study, unit)
+    for line in study.notes(data):
+        progress.note(line)
+    return data

@@ -34,8 +34,10 @@ def report(study: Task, scored: Any, seconds: float) -> UnitReport:
 
 
 @task(name="report_run", cache_policy=NO_CACHE, persist_result=False)
-def report_run(study: Task, results: list[Any], failed: dict[int, str]) -> RunReport:
-    """The run's summary over the units run and the report over every run beside it."""
-    written = study.finish(results, failed)
+def report_run(study: Task, results: list[Any], failed: dict[int, str],
+               export_failed: list[str]) -> RunReport:
+    """The run's summary over the units run (and the ``--export`` formats that failed) and the report over
+    every run beside it."""
+    written = study.finish(results, failed, export_failed)
     post(written.artifacts)
     return written

@@ -32,7 +32,7 @@ def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) 
         failed = {d: state.failed[(index, d)] for d in domain_ids if (index, d) in state.failed}
         summary = write_run_summary(run.output_dir, run.run_name, results, failed, run.data_record())
         create_table_artifact(summary.rows, key=f"issp-sweep-summary-{_artifact_key(run.run_name)}",
-                              description=f"ISSP sweep summary: {run.run_name}")
+                              description=f"{run.data_record()['study']} sweep summary: {run.run_name}")
         summaries[run.run_name] = str(summary.path)
         completed[run.run_name] = [r.domain_id for r in results]
         if failed:

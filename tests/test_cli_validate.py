@@ -40,7 +40,7 @@ def test_table_report(tmp_path, capsys):
     assert header.split() == ["id", "domain", "respondents", "questions", "countries", "scoreable_items",
                               "excluded_items", "unmapped"]
     assert row.split() == ["3", "Family", "8", "3", "6", "17", "7", "2"]
-    assert "Family: excluded, no answer recorded: 3" in out
+    assert "Family: excluded, system-missing (no answer recorded): 3" in out
     assert "Family: country not mapped: 'Narnia' (2 respondents)" in out
 
 

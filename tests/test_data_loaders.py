@@ -115,14 +115,32 @@ def test_subsamples_resolve(tmp_path):
 
 
 @pytest.mark.parametrize("count, expected", [(3, 3), ("2", 2), ("all", 8), ("ALL", 8), (100, 8)])
-def test_interview_count_takes_first_respondents(tmp_path, count, expected):
-    data = load_domain(write_dataset(tmp_path), FAMILY, interview_count=count)
+def test_interview_sample_first_takes_first_respondents(tmp_path, count, expected):
+    data = load_domain(write_dataset(tmp_path), FAMILY, interview_count=count, interview_sample="first")
     assert [p.person_id for p in data.respondents] == list(range(30000001, 30000001 + expected))
+    assert data.sample["drawn"] == ("first" if expected < 8 else "all")
 
 
 def test_unmapped_counted_for_selected_respondents_only(tmp_path):
-    data = load_domain(write_dataset(tmp_path), FAMILY, interview_count=6)
+    data = load_domain(write_dataset(tmp_path), FAMILY, interview_count=6, interview_sample="first")
     assert data.unmapped_countries == {"Narnia": 1}
+
+
+def test_interview_count_draws_a_recorded_stratified_sample(tmp_path):
+    """Issue 29: N below the domain's size is a seeded sample with one respondent of each of the 6 strata
+    (Narnia by name, Taiwan twice in the file), in file order, the same on every load, and recorded."""
+    root = write_dataset(tmp_path)
+    data = load_domain(root, FAMILY, interview_count=6)
+    assert len({p.country_code or p.country_name for p in data.respondents}) == 6
+    ids = [p.person_id for p in data.respondents]
+    assert ids == sorted(ids) and ids == [p.person_id for p in load_domain(root, FAMILY, 500, 6).respondents]
+    assert data.unmapped_countries == {"Narnia": 1}
+    assert data.sample == {"drawn": "stratified", "population": 8, "respondents": 6, "seed": 42,
+                           "strata": {"DE": 1, "JP": 1, "KR": 1, "Narnia": 1, "TW": 1, "US": 1},
+                           "stratified_by": "country, proportional (Huntington-Hill)", "person_ids": ids}
+    assert load_domain(root, FAMILY).sample == {"drawn": "all", "population": 8, "respondents": 8,
+                                                "strata": {"DE": 1, "JP": 1, "KR": 1, "Narnia": 2, "TW": 2,
+                                                           "US": 1}}
 
 
 @pytest.mark.parametrize("count", [0, -1, "some", True])
@@ -282,6 +300,21 @@ def test_small_country_is_exhausted_others_stay_balanced():
     counts = Counter(p.country_code for p in stratified_sample(people, 60))
     assert counts["IS"] == 3 and abs(counts["AT"] - counts["JP"]) <= 1 and sum(counts.values()) == 60
     assert len(draw_order(people)) == len(people)
+
+
+def test_proportional_sample_has_every_country_then_their_shares():
+    """A file sorted by country: every country in the first draws, then each near its quota (within one)."""
+    sizes = {"US": 400, "AU": 100, "NO": 60, "SE": 40}
+    people = population(sizes)
+    samples = {n: stratified_sample(people, n, proportional=True) for n in (2, 4, 20, 60)}
+    assert len({p.country_code for p in samples[2]}) == 2
+    assert Counter(p.country_code for p in samples[4]) == dict.fromkeys(sizes, 1)
+    for n in (20, 60):
+        counts = Counter(p.country_code for p in samples[n])
+        assert all(abs(counts[c] - n * k / 600) < 1 for c, k in sizes.items()), counts
+    assert {id(p) for p in samples[20]} < {id(p) for p in samples[60]}  # nested
+    assert {p.person_id for p in stratified_sample(people[::-1], 20, proportional=True)} == \
+        {p.person_id for p in samples[20]}  # order free
 
 
 @pytest.mark.parametrize("size", [0, 1000, "10"])

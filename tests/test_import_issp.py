@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,11 @@ def test_layout_and_every_field_against_the_codebook(imported: dict) -> None:
     qa_ids = {q["question_id"].lower(): q["question_id"] for q in json.loads(imported["qa"].read_text())}
     names = {name.lower(): name for name in data.frame.columns}
     questions = {names[key]: qid for key, qid in qa_ids.items()}
-    keys = micro.attribute_keys(data, set(questions) | {"WEIGHT"})
+    # the persona is the codebook's background block: its module items are numbered Q1a, O2, ...
+    items = {name for name in data.frame.columns if re.match(r"\s*[QO]\d", data.labels[name])}
+    keys = micro.attribute_keys(data, set(questions) | {"WEIGHT"} | items)
+    if imported["fmt"] == "dta":  # Family: Q6, Q8, Q16-17 and Q32-34 are attitudes and others' traits
+        assert {"V21", "V28", "V37", "V40", "V65", "V66", "V67"} <= items - set(questions)
     book = {entry["domain"]: entry for entry in imported["codebook"]}
     records = _records(out, 2000, slug)
     assert len(records) == 2000

@@ -69,5 +69,5 @@ def test_family_codebook_every_substantive_code_offered_and_scored(shared_issp: 
     for qid, question in imported.items():  # every substantive code of every question is scored
         assert all(seen[(qid, code)] > 0 for code in question["answer"]), qid
     excluded = Counter(i.excluded_reason for i in items if i.question_id == "V5" and i.excluded_reason)
-    assert set(excluded) == {"missing code (No answer)", next(r for r in excluded if "Can't choose" in r)}
+    assert set(excluded) == {"missing code 9 (No answer)", next(r for r in excluded if "Can't choose" in r)}
     assert seen[("LIFESAT", "8")] and seen[("LIFESAT", "9")]  # answers there, missing codes in V5

@@ -94,7 +94,7 @@ def test_endpoint_scale_offers_every_point_and_missing_codes_stay_per_question(
     eights = [i for i in items["q2"] if i.true_code == "8"]
     assert len(eights) == int((frame["q2"] == 8).sum()) > 0  # q2's 8 is an answer, not q1's missing code
     excluded = Counter(i.excluded_reason for i in items["q1"] if i.excluded_reason)
-    assert excluded == {"missing code (Can't choose)": int((frame["q1"] == 8).sum())}
+    assert excluded == {"missing code 8 (Can't choose)": int((frame["q1"] == 8).sum())}
     report = (out / "import_report_survey.md").read_text()
     assert "q2: 11 options" in report and "filled in by the scale rule" in report
     assert "1, 2, 3, 4, 5, 6, 7, 8, 9" in report and "8 \"Can't choose\" (value label)" in report
@@ -159,7 +159,7 @@ def test_german_labels_without_declared_missing_values(tmp_path: Path, capsys) -
     assert qa["F2"]["missing"] == {"-1": "Verweigert"}
     items = _items(out, "allbus", 60)
     assert Counter(i.excluded_reason for i in items["F1"]) == {
-        None: 40, "missing code (Weiß nicht)": 10, "missing code (Keine Angabe)": 10}
+        None: 40, "missing code -9 (Weiß nicht)": 10, "missing code -8 (Keine Angabe)": 10}
 
 
 @pytest.mark.parametrize("label", [
@@ -257,5 +257,5 @@ def test_manifest_missing_codes_stay_an_explicit_override(tmp_path: Path) -> Non
     q1 = items["Q1"]
     assert all("3" not in dict(i.options) for i in q1)
     threes = [i for i in q1 if i.true_code == "3"]
-    assert threes and all(i.excluded_reason == "missing code (Not very satisfied)" for i in threes)
-    assert {i.excluded_reason for i in q1 if i.true_code == "-9"} == {"missing code (No answer)"}
+    assert threes and all(i.excluded_reason == "missing code 3 (Not very satisfied)" for i in threes)
+    assert {i.excluded_reason for i in q1 if i.true_code == "-9"} == {"missing code -9 (No answer)"}

@@ -10,7 +10,7 @@ from fixtures.data_layer.issp_dataset import FAMILY_EXPECTED, NATID_EXPECTED, wr
 from socbench.data.loaders import load_domain, load_questions
 from socbench.data.options import INVALID_CODE, NO_ANSWER, build_items, effective_options, summarize_items
 from socbench.domains import get_domain
-from socbench.types import Question
+from socbench.types import DomainData, Question, Respondent
 
 Q = Question(
     id="V1", text="t", options={"1": "Agree", "2": "Neither", "3": "Disagree"},
@@ -44,10 +44,25 @@ def test_real_overrides(shared_issp):
     family = {q.id: q for q in load_questions(shared_issp / "qa" / "issp_qa_family.json")}
     options, specific = effective_options(family["V12"], "TW")
     assert specific and [c for c, _ in options] == ["1", "2", "3", "6"]
+    assert "6" not in dict(effective_options(family["V31"], "ES")[0])  # "Not asked" in Spain
+    assert "6" in dict(effective_options(family["V31"], "DE")[0])
     networks = {q.id: q for q in load_questions(shared_issp / "qa" / "issp_qa_socialnetworks.json")}
     options, _ = effective_options(networks["v53"], "HU")
     assert [c for c, _ in options] == ["1", "2", "3", "4", "5", "7", "6"]
     assert dict(options)["5"] == "None" and dict(options)["6"] == "Almost none"
+
+
+def test_options_labelled_as_missing_are_never_offered():
+    """A country override labelled "Not asked" (ISSP Family V31, Spain) takes code 6 away from that
+    country, in a SocioBench folder read as it is (no import); its answers are that missing code."""
+    q = Question(id="V31", text="t", options={"1": "Mother at home", "6": "Father at home"},
+                 special={"ES": {"6": "Not asked"}, "TW": {"7": "No answer"}, "PL": {"-1": "-1"}})
+    assert effective_options(q, "ES") == ((("1", "Mother at home"),), True)
+    assert [c for c, _ in effective_options(q, "TW")[0]] == ["1", "6"]
+    assert [c for c, _ in effective_options(q, "PL")[0]] == ["1", "6", "-1"]  # a bare code: a scale point
+    people = tuple(Respondent(i, None, country, {}, {"V31": "6"}) for i, country in enumerate(["ES", "FR"]))
+    spain, france = build_items(DomainData(3, "Family", (q,), people, {}, "hand-made"))
+    assert spain.excluded_reason == "missing code 6 (Not asked)" and france.excluded_reason is None
 
 
 def _items(tmp_path, domain_id=3):

@@ -23,7 +23,7 @@ from socbench.prompts.persona import (
     fill_placeholders,
     prompt_text,
 )
-from socbench.shuffle import render_options, shuffled_order
+from socbench.shuffle import option_text, render_options, shuffled_order
 from socbench.types import Item, Question, Respondent, SamplingSettings
 
 UNFILLED = re.compile(r"\[\s*(country|nationality)|nationality\s*\]", re.IGNORECASE)
@@ -181,7 +181,7 @@ def test_options_rendered_in_shown_order() -> None:
             assert request.offered_codes == tuple(labels)  # survey order, always
             assert sorted(request.option_order) == sorted(labels)
             block = request.messages[1].content.split("Options:\n")[1].split("\n\n")[0]
-            assert block.splitlines() == [f"{c}. {labels[c]}" for c in request.option_order]
+            assert block.splitlines() == [option_text(c, labels[c]) for c in request.option_order]
 
 
 def test_shuffle_off_by_default_and_seeded_when_on() -> None:
@@ -216,6 +216,11 @@ def test_shuffled_order_same_in_another_process() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert tuple(out.stdout.strip().split(",")) == mine
     assert sorted(mine) == sorted(codes)
+
+
+def test_end_labelled_scale_points_read_as_numbers() -> None:
+    options = {"0": "Completely dissatisfied", "1": "1", "2": "02", "-1": "-1", "10": "10 Completely"}
+    assert render_options(options) == "0. Completely dissatisfied\n1\n2\n-1\n10. 10 Completely"
 
 
 def test_render_options_rejects_a_wrong_order() -> None:

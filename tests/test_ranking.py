@@ -29,10 +29,8 @@ def test_tau_b_equals_scipy_with_ties_and_its_conventions() -> None:
             human = rng.integers(0, 5, k) / 5
             expected = kendalltau(model, human).statistic
             got = float(kendall_tau_b(model, human))
-            if np.ptp(human) == 0:
-                assert math.isnan(got)  # people show no order to recover
-            elif np.ptp(model) == 0:
-                assert got == 0.0  # a constant (uniform) model orders no pair
+            if np.ptp(human) == 0 or np.ptp(model) == 0:
+                assert math.isnan(got) and math.isnan(expected)  # a constant ranking has no order
             else:
                 assert got == pytest.approx(expected, abs=1e-12)
     rows = rng.random((6, 5))
@@ -54,7 +52,7 @@ def test_permutation_p_value_is_the_exact_share_of_orders_at_least_as_aligned() 
     assert test.kendall_tau == pytest.approx(kendalltau(model, human).statistic)
     assert test.p_value == pytest.approx(np.mean(np.array(by_hand) >= test.kendall_tau - 1e-12))
     assert sorted(test.null) == pytest.approx(sorted(by_hand))
-    assert rank_test(np.full(4, 0.25), human).p_value == 1.0  # nothing to permute
+    assert math.isnan(rank_test(np.full(4, 0.25), human).p_value)  # a constant ranking: no order, no test
 
 
 def test_mean_tau_test_finds_alignment_only_where_there_is_some() -> None:
@@ -127,3 +125,13 @@ def test_too_few_respondents_get_shares_but_no_alignment() -> None:
     assert view["respondents"] == 6 and not view["enough_respondents"]
     assert math.isnan(view["kendall_tau"]) and view["model"]["2"] == 1.0
     assert result.alignment["question"]["groups"] == 0 and view["countries"] == {}
+
+
+def test_one_answer_to_everything_is_not_a_constant_ranking() -> None:
+    """Answering 1 to every question ranks option 1 first and ties the rest: tau-b 2/sqrt(6) = 0.816
+    with three options people rank 1 > 2 > 3 (docs/results.md); equal shares (uniform answers) are a
+    constant ranking: tau undefined, no test, left out of the mean."""
+    human = np.array([0.5, 0.3, 0.2])
+    assert float(kendall_tau_b(np.array([1.0, 0.0, 0.0]), human)) == pytest.approx(2 / math.sqrt(6))
+    flat = rank_test(np.full(3, 1 / 3), human)
+    assert math.isnan(flat.kendall_tau) and math.isnan(flat.p_value)

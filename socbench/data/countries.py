@@ -1,11 +1,15 @@
-"""ISSP country names -> ``C_ALPHAN`` codes, and display names for prompts.
+"""Country names -> ``C_ALPHAN`` codes, and display names for prompts.
 
 Answer files spell countries as the codebook does (typos, variants, sub-samples, code prefixes);
 every variant seen is in one table, names are normalised, and an unmapped name is reported, never dropped.
+Past the table, ISO 3166 (pycountry: alpha-3 codes, English names and their translations in the
+major European languages: "Australien", "Allemagne", "Países Bajos") maps a name to its code.
 """
 
 from __future__ import annotations
 
+import functools
+import gettext
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -38,7 +42,9 @@ COUNTRIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "FI": ("Finland", "Finnish", ()),
     "FR": ("France", "French", ()),
     "GB-GBN": ("Great Britain", "British", ("United Kingdom – Great Britain", "United Kingdom", "UK", "GB",
-                                           "Britain", "Great Britain and/or United Kingdom")),
+                                           "Britain", "Great Britain and/or United Kingdom", "Großbritannien",
+                                           "Grande-Bretagne", "Gran Bretaña", "Gran Bretagna",
+                                           "Groot-Brittannië", "Grã-Bretanha")),
     "GE": ("Georgia", "Georgian", ()),
     "HR": ("Croatia", "Croatian", ()),
     "HU": ("Hungary", "Hungarian", ()),
@@ -126,11 +132,34 @@ def _build_index(pairs: list[tuple[str, str]], strict: bool = False) -> tuple[di
 _EXACT, _LOOSE = _build_index([(n, code) for code in COUNTRIES for n in _names_of(code)], strict=True)
 
 
+# the languages whose country names map (pycountry's translations of ISO 3166-1)
+LANGUAGES = ("de", "fr", "es", "it", "nl", "pt", "pl", "sv", "da", "nb", "fi", "cs", "hu", "ro", "ca", "sl",
+             "hr")
+
+
+@functools.lru_cache(maxsize=1)
+def _iso_index() -> tuple[dict[str, str], dict[str, str]]:
+    """ISO 3166 alpha-3 codes and names (English and ``LANGUAGES``) -> the table's code ("GB" is
+    "GB-GBN"), else the ISO alpha-2 code; built once, on the first name the table does not know."""
+    import pycountry
+
+    books = [gettext.translation("iso3166-1", pycountry.LOCALES_DIR, languages=[lang], fallback=True)
+             for lang in LANGUAGES]
+    known = [(country, _EXACT.get(normalize_name(country.alpha_2), country.alpha_2))
+             for country in pycountry.countries]
+    names = [(name, code) for country, code in known for name in
+             {getattr(country, key, None) for key in ("name", "official_name", "common_name")} - {None}]
+    codes = [(iso, code) for country, code in known for iso in (country.alpha_2, country.alpha_3)]
+    pairs = codes + names  # English first: it wins a clash
+    pairs += [(book.gettext(name), code) for book in books for name, code in names]
+    return _build_index(pairs)
+
+
 def _lookup(name: str, extra: tuple[dict[str, str], dict[str, str]] | None) -> str | None:
     norm = normalize_name(name)
     if not norm:
         return None
-    for exact, loose in ((extra or ({}, {})), (_EXACT, _LOOSE)):
+    for exact, loose in ((extra or ({}, {})), (_EXACT, _LOOSE), _iso_index()):
         code = exact.get(norm) or loose.get(_sorted_tokens(norm))
         if code:
             return code
@@ -169,6 +198,10 @@ def country_info(code: str, name: str | None = None) -> CountryInfo:
     if key in COUNTRIES:
         display, nationality, _ = COUNTRIES[key]
         return CountryInfo(key, display, nationality)
+    import pycountry
+
+    iso = pycountry.countries.get(alpha_2=key) if len(key) == 2 else None
+    name = getattr(iso, "common_name", None) or getattr(iso, "name", None) or name
     return CountryInfo(key, name or key, name or key)
 
 

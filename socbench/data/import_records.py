@@ -92,10 +92,12 @@ def write_atomic(path: Path, payload: bytes) -> Path:
 
 class SampleWriters:
     """One streaming JSON-array writer per sample size; ``write`` sends a record to each
-    sample whose draw rank it falls within (nested samples share their records)."""
+    sample whose draw rank it falls within (``limits``: ranks kept per size; nested samples share
+    their records)."""
 
-    def __init__(self, paths: Mapping[int, Path]) -> None:
-        self.paths = dict(sorted(paths.items()))
+    def __init__(self, paths: Mapping[int | str, Path], limits: Mapping[int | str, int]) -> None:
+        self.paths = dict(paths)
+        self.limits = dict(limits)
         self.counts = {size: 0 for size in self.paths}
         self._handles: dict[int, Any] = {}
         self._tmps: dict[int, Path] = {}
@@ -112,7 +114,7 @@ class SampleWriters:
     def write(self, record: Mapping[str, Any], rank: int) -> None:
         text = json.dumps(record, ensure_ascii=False, allow_nan=False)
         for size, handle in self._handles.items():
-            if rank < size:
+            if rank < self.limits[size]:
                 handle.write(",\n" if self.counts[size] else "\n")
                 handle.write(text)
                 self.counts[size] += 1
@@ -130,12 +132,12 @@ class SampleWriters:
                 self._tmps[size].unlink(missing_ok=True)
 
 
-def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int, Path], person_ids: np.ndarray,
-                  ranks: np.ndarray) -> SampleWriters:
+def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | str, Path],
+                  person_ids: np.ndarray, ranks: np.ndarray, limits: dict[int | str, int]) -> SampleWriters:
     """Stream the rows some sample keeps into every sample's answer file (one pass over the file)."""
-    largest = max(paths)
+    largest = max(limits.values())
     offset = 0
-    with SampleWriters(paths) as writers:
+    with SampleWriters(paths, limits) as writers:
         for frame in survey.chunks(layout.columns):
             keep = ranks[offset : offset + len(frame)] < largest
             block = frame[keep]

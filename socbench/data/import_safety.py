@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import ValidationError
 
-from socbench.data.loaders import SAMPLE_PREFIX, inside_folder
+from socbench.data.loaders import SAMPLE_PREFIX, available_sizes, inside_folder
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
 from socbench.manifest import DomainSpec, Manifest, merge_domain
@@ -34,10 +34,8 @@ def stats_name(slug: str) -> str:
 
 
 def sample_folders(root: Path) -> list[Path]:
-    """Every ``A_GroundTruth_sampling<N>`` folder of ``root``, by size."""
-    found = [p for p in root.glob(f"{SAMPLE_PREFIX}*")
-             if p.name[len(SAMPLE_PREFIX):].isdigit() and p.is_dir()]
-    return sorted(found, key=lambda p: int(p.name[len(SAMPLE_PREFIX):]))
+    """Every ``A_GroundTruth_sampling<N>`` folder of ``root``, by size (``...samplingall`` last)."""
+    return [root / f"{SAMPLE_PREFIX}{size}" for size in available_sizes(root)]
 
 
 def domain_files(root: Path, slug: str, entry: DomainSpec | None = None) -> list[Path]:

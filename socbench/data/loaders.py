@@ -8,9 +8,12 @@ listing the sizes that exist (the original code silently evaluated the 500 sampl
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,12 +30,14 @@ from pydantic import (
 from socbench.data.countries import codebook_country_table, resolve_country
 from socbench.data.domain_rules import apply_missing_codes, country_key_function, persona_filter
 from socbench.data.missing_labels import is_missing_label
+from socbench.data.sampling import sample_record, stratified_sample
 from socbench.domains import QA_FOLDER, DomainSpec
 from socbench.errors import ConfigError, DataError
-from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES
-from socbench.types import DomainData, Question, Respondent
+from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES, PersonaAttributes, Roles
+from socbench.types import COUNTRY, DomainData, Question, Respondent
 
 SAMPLE_PREFIX = "A_GroundTruth_sampling"
+ALL_SIZE = "all"  # the sample folder holding every respondent: A_GroundTruth_samplingall
 NO_COUNTRY = "(no country attribute)"
 
 # ------------------------------------------------------------------ codes and labels
@@ -236,16 +241,19 @@ def inside_folder(root: Path, path: Path) -> Path:
     return path
 
 
-def available_sizes(root: Path) -> list[int]:
-    """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending."""
+def available_sizes(root: Path) -> list[int | str]:
+    """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending; ``all`` (every
+    respondent, ``data import --sizes all``) last."""
     sizes = [p.name[len(SAMPLE_PREFIX):] for p in Path(root).glob(f"{SAMPLE_PREFIX}*") if p.is_dir()]
-    return sorted(int(s) for s in sizes if s.isdigit())
+    return [*sorted(int(s) for s in sizes if s.isdigit()), *([ALL_SIZE] if ALL_SIZE in sizes else [])]
 
 
-def sample_dir(root: Path, dataset_size: int) -> Path:
-    """The folder of one sample size; never falls back to another size."""
-    if isinstance(dataset_size, bool) or not isinstance(dataset_size, int) or dataset_size < 1:
-        raise ConfigError(f"--dataset_size {dataset_size!r}: expected a positive integer")
+def sample_dir(root: Path, dataset_size: int | str) -> Path:
+    """The folder of one sample size (``all``: ``A_GroundTruth_samplingall``); never falls back to
+    another size."""
+    if dataset_size != ALL_SIZE and (isinstance(dataset_size, bool) or not isinstance(dataset_size, int)
+                                     or dataset_size < 1):
+        raise ConfigError(f"--dataset_size {dataset_size!r}: expected a positive integer or 'all'")
     folder = Path(root) / f"{SAMPLE_PREFIX}{dataset_size}"
     if not folder.is_dir():
         sizes = ", ".join(map(str, available_sizes(root))) or "none"
@@ -280,58 +288,100 @@ def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tupl
         raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
 
 
-def _to_respondent(rec: AnswerRecord, ids: dict[str, str], resolve: Callable[[str], str | None],
-                   country_key: Callable[[dict], str | None], keep: Callable[[str], bool]) -> Respondent:
-    key = country_key(rec.attributes)
-    raw = rec.attributes.get(key) if key else None
-    name = str(raw).strip() if raw is not None and str(raw).strip() else None
+@dataclass(frozen=True)
+class _Reading:
+    """How one domain's records become respondents (``build_respondents``)."""
+
+    ids: dict[str, str]  # question id, lower-cased -> as in the question set
+    resolve: Callable[[str], str | None]  # country name -> code
+    country_key: Callable[[Mapping[str, Any]], str | None]
+    group_key: Callable[[Mapping[str, Any]], str | None]
+    weight_key: Callable[[Mapping[str, Any]], str | None]
+    keep: Callable[[str], bool]  # stays in the persona
+    study_country: str | None = None  # the study's one country (manifest ``country``)
+
+
+def _text(attributes: Mapping[str, Any], key: str | None) -> str | None:
+    raw = attributes.get(key) if key else None
+    return " ".join(str(raw).split()) or None if raw is not None else None
+
+
+def _weight(rec: AnswerRecord, reading: _Reading) -> float | None:
+    """The record's weight, else the value of the declared weight attribute (a hand-made file)."""
+    text = _text(rec.attributes, reading.weight_key(rec.attributes)) if rec.weight is None else None
+    try:
+        return rec.weight if text is None else float(text)
+    except ValueError:
+        return None  # counted where weights are checked (``socbench.weights``)
+
+
+def _to_respondent(rec: AnswerRecord, reading: _Reading) -> Respondent:
+    name = _text(rec.attributes, reading.country_key(rec.attributes)) or reading.study_country
+    group = _text(rec.attributes, reading.group_key(rec.attributes))
     attributes = {
         k: str(v).strip() for k, v in rec.attributes.items()
-        if v is not None and not is_missing_label(str(v)) and keep(k)
+        if v is not None and not is_missing_label(str(v)) and reading.keep(k)
     }
-    answers = {ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
-    return Respondent(
-        person_id=rec.person_id,
-        country_name=name,
-        country_code=resolve(name) if name else None,
-        attributes=attributes,
-        answers=answers,
-        weight=rec.weight,
-    )
+    answers = {reading.ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
+    return Respondent(rec.person_id, name, reading.resolve(name) if name else None, attributes, answers,
+                      _weight(rec, reading), None if group is None or is_missing_label(group) else group)
 
 
 def build_respondents(
     records: list[AnswerRecord], questions: tuple[Question, ...], countries: dict[str, str] | None = None,
     domain: DomainSpec | None = None,
 ) -> tuple[tuple[Respondent, ...], dict[str, int]]:
-    """Respondents plus ``{country name: count}`` of those whose country could not be mapped;
-    ``domain`` (default ISSP) names the country attribute and the persona attributes to keep."""
-    ids = {q.id.lower(): q.id for q in questions}
-    cache: dict[str, str | None] = {}
+    """Respondents plus ``{name: count}`` of those in no group: whose country could not be mapped (or
+    who have no value of the grouping variable); ``domain`` (default ISSP) names the country attribute,
+    the roles and the persona attributes to keep."""
     country_attribute = domain.country_attribute if domain else AUTO_COUNTRY
+    roles = domain.roles if domain else Roles()
+    resolve = functools.lru_cache(maxsize=None)(lambda name: resolve_country(name, countries))
 
-    def resolve(name: str) -> str | None:
-        if name not in cache:
-            cache[name] = resolve_country(name, countries)
-        return cache[name]
+    persona = domain.persona_attributes if domain else PersonaAttributes()
+    hidden = (persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k))
+    reading = _Reading({q.id.lower(): q.id for q in questions}, resolve,
+                       country_key_function(country_attribute), country_key_function(roles.group),
+                       country_key_function(roles.weight),
+                       persona_filter(persona.include, hidden, country_attribute),
+                       (domain.country or None) if domain else None)
+    respondents = tuple(_to_respondent(rec, reading) for rec in records)
+    return respondents, count_unmapped(respondents, country_attribute, roles.group)
 
-    persona = domain.persona_attributes if domain else None
-    keep = (persona_filter(persona.include, persona.exclude, country_attribute) if persona
-            else (lambda key: True))
-    country_key = country_key_function(country_attribute)
-    respondents = tuple(_to_respondent(rec, ids, resolve, country_key, keep) for rec in records)
-    unmapped: dict[str, int] = {}
+
+def count_unmapped(respondents: Sequence[Respondent], country_attribute: str | None,
+                   group: str | None) -> dict[str, int]:
+    """``{name: count}`` of the respondents in no group: whose country could not be mapped, or who have no
+    value of the grouping variable."""
+    unmapped: Counter[str] = Counter()
     for person in respondents:
-        if person.country_code is None and country_attribute is not None:
-            label = person.country_name or NO_COUNTRY
-            unmapped[label] = unmapped.get(label, 0) + 1
-    return respondents, unmapped
+        if group and person.group is None:
+            unmapped[f"(no {group})"] += 1
+        elif not group and person.country_code is None and (country_attribute or person.country_name):
+            unmapped[person.country_name or NO_COUNTRY] += 1
+    return dict(unmapped)
+
+
+def unmapped_line(data: DomainData) -> str | None:
+    """One line when respondents pool into one unknown group (a country name that maps to no country,
+    or no value of the grouping variable): they are kept, and counted where the run is watched."""
+    if not data.unmapped_countries:
+        return None
+    ordered = sorted(data.unmapped_countries.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{name!r} ({n})" for name, n in ordered[:5]) + (", ..." if len(ordered) > 5 else "")
+    what = "country unknown" if data.grouping == COUNTRY else f"no {data.grouping}"
+    return (f"domain {data.domain_id} {data.domain_name}: {sum(data.unmapped_countries.values())} "
+            f"respondents pooled into one '{what}' group (baselines, breakdowns): {shown}")
 
 
 def load_domain(
-    data_dir: Path, domain: DomainSpec, dataset_size: int = 500, interview_count: int | str = "all"
+    data_dir: Path, domain: DomainSpec, dataset_size: int | str = 500, interview_count: int | str = "all",
+    interview_sample: str = "stratified",
 ) -> DomainData:
-    """Questions and respondents of one domain and sample size (first N respondents if asked)."""
+    """Questions and respondents of one domain and sample size. With ``interview_count`` N below the
+    file's respondents: a seeded sample stratified by country, proportional with every country in it
+    where N allows (the same respondents for every model and rerun), or the first N in file order
+    (``interview_sample`` ``"first"``, the original system's); ``sample`` records which and how."""
     root = dataset_root(data_dir)
     limit = parse_interview_count(interview_count)
     qa_path = root / domain.qa_path
@@ -345,7 +395,13 @@ def load_domain(
     _check_question_ids(answer_path, records, questions)
     codebook = load_codebook(data_dir, domain)
     countries = codebook_country_table(codebook) if codebook else None
-    respondents, unmapped = build_respondents(records[:limit], questions, countries or None, domain)
+    first = interview_sample == "first"
+    respondents, unmapped = build_respondents(records[:limit] if first else records, questions,
+                                              countries or None, domain)
+    drawn = "all" if limit is None or limit >= len(records) else interview_sample
+    if drawn == "stratified":
+        respondents = stratified_sample(respondents, limit, proportional=True)
+        unmapped = count_unmapped(respondents, domain.country_attribute, domain.roles.group)
     return DomainData(
         domain_id=domain.id,
         domain_name=domain.name,
@@ -353,4 +409,7 @@ def load_domain(
         respondents=respondents,
         unmapped_countries=unmapped,
         source=str(answer_path),
+        sample=sample_record(respondents, drawn, len(records)),
+        grouping=domain.roles.group or COUNTRY,
+        roles=domain.roles.declared(),
     )

@@ -11,7 +11,8 @@ import functools
 import re
 
 _COUNTRY_LIST = re.compile(r"^[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*,\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:\s*")
-_RAW_MISSING_CODE = re.compile(r"^(?:-\d+|9{2,}\d)$")  # -9, -1, 990, 999, 9999, 999990 ...
+STATA_MISSING = re.compile(r"^\.[a-z]$")  # Stata's extended missing values .a-.z, as the import keeps them
+_RAW_MISSING_CODE = re.compile(r"^(?:-\d+|9{2,}\d|\.[a-z])$")  # -9, -1, 990, 999, 9999, 999990, .a ...
 
 # Leading phrases, lower case; each must be followed by the end of the label or punctuation.
 _PHRASES = {
@@ -79,7 +80,7 @@ def is_missing_label(value: str) -> bool:
     """True for survey missing-value labels and raw missing codes, not for real answers.
 
     "No answer", "NAP, other countries", "Can't choose", "Weiß nicht", "Keine Angabe",
-    "Ne sait pas", "No contesta", "990", "-9" are missing; "No religion", "No income",
+    "Ne sait pas", "No contesta", "990", "-9", ".a" are missing; "No religion", "No income",
     "Navarra", "Never", "Trifft nicht zu" and ages such as "45" are not.
     """
     text = " ".join(str(value).split()).replace("\u2019", "'")
@@ -90,3 +91,11 @@ def is_missing_label(value: str) -> bool:
         return True
     text = _COUNTRY_LIST.sub("", text)
     return bool(_MISSING_START.match(text.lower()))
+
+
+def is_missing_option(code: str, label: str) -> bool:
+    """An option that must never be offered: its label is a missing label ("Not asked", "No answer").
+    A label that is the code itself is a scale point ("-1" on a -5..5 scale), and an empty one is
+    merely unlabelled: both stay options."""
+    text = " ".join(str(label).split())
+    return bool(text) and text != str(code) and is_missing_label(text)

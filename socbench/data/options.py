@@ -2,7 +2,9 @@
 
 An item is scoreable only when the true code is among the options offered to *that* respondent
 (ISSP's country-specific ``special`` scales); otherwise it is excluded and counted by reason: no
-answer, a missing code of that question, or a code the question does not offer.
+answer, a missing code of that question, or a code the question does not offer. An option whose
+label is a missing label is never offered, in the base set or a country's override (ISSP Family
+V31 relabels code 6 "Not asked" for Spain): its answers are excluded as that missing code.
 """
 
 from __future__ import annotations
@@ -10,16 +12,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from socbench.data.missing_labels import STATA_MISSING, is_missing_option
 from socbench.types import Code, DomainData, Item, Question
 
-NO_ANSWER = "no answer recorded"
+NO_ANSWER = "system-missing (no answer recorded)"
 INVALID_CODE = "code not offered (missing or invalid code)"
-MISSING_CODE = "missing code"
 
 
-def missing_reason(label: str) -> str:
-    """The exclusion reason of a question's own missing code: ``missing code (Can't choose)``."""
-    return f"{MISSING_CODE} ({' '.join(label.split())[:80]})"
+def missing_reason(code: Code, label: str) -> str:
+    """The exclusion reason of a question's own missing code, its kind by name (the import report
+    and ``data validate`` count under the same words): ``missing code 8 (Can't choose)``, ``Stata
+    missing .a (Don't know)``, ``missing code NA (R's NA in the CSV)``."""
+    kind = "Stata missing" if STATA_MISSING.match(code) else "missing code"
+    return f"{kind} {code} ({' '.join(label.split())[:80]})"
 
 
 def _numeric_order(code: Code) -> tuple[int, float, str]:
@@ -40,16 +45,28 @@ def country_override(question: Question, country_code: str | None) -> dict[Code,
     return question.special.get(nation) if nation != country_code else None
 
 
+def _overlaid(question: Question, country_code: str | None) -> tuple[list[tuple[Code, str]], bool]:
+    override = country_override(question, country_code)
+    if not override:
+        return list(question.options.items()), False
+    base = [(code, override.get(code, label)) for code, label in question.options.items()]
+    added = sorted((code for code in override if code not in question.options), key=_numeric_order)
+    return base + [(code, override[code]) for code in added], True
+
+
 def effective_options(question: Question,
                       country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
     """Base options overlaid with the country's override, and whether there was one. Country-only
-    codes are appended in numeric order; an unmapped country (None) is shown the base options."""
-    override = country_override(question, country_code)
-    if not override:
-        return tuple(question.options.items()), False
-    base = [(code, override.get(code, label)) for code, label in question.options.items()]
-    added = sorted((code for code in override if code not in question.options), key=_numeric_order)
-    return tuple(base + [(code, override[code]) for code in added]), True
+    codes are appended in numeric order; an unmapped country (None) is shown the base options;
+    options labelled as missing are left out."""
+    shown, specific = _overlaid(question, country_code)
+    return tuple((code, label) for code, label in shown if not is_missing_option(code, label)), specific
+
+
+def _withheld(question: Question, country_code: str | None) -> dict[Code, str]:
+    """Codes left out for their missing label, as missing codes for the exclusion reason."""
+    shown = _overlaid(question, country_code)[0]
+    return {code: label for code, label in shown if is_missing_option(code, label)}
 
 
 def _exclusion(
@@ -58,26 +75,31 @@ def _exclusion(
     if true_code is None:
         return NO_ANSWER
     if all(code != true_code for code, _ in options):
-        return missing_reason(missing[true_code]) if true_code in missing else INVALID_CODE
+        return missing_reason(true_code, missing[true_code]) if true_code in missing else INVALID_CODE
     return None
 
 
 def build_items(data: DomainData) -> list[Item]:
     """One Item per (respondent, question): respondents in file order, questions in survey order."""
     items: list[Item] = []
+    shown: dict[tuple[str, str | None], tuple] = {}  # per (question, country): computed once
     for person in data.respondents:
         for question in data.questions:
-            options, specific = effective_options(question, person.country_code)
+            key = (question.id, person.group_code)
+            if key not in shown:
+                shown[key] = (*effective_options(question, person.group_code),
+                              {**_withheld(question, person.group_code), **question.missing})
+            options, specific, missing = shown[key]
             true_code = person.answers.get(question.id)
             items.append(
                 Item(
                     person_id=person.person_id,
                     question_id=question.id,
-                    country_code=person.country_code,
+                    country_code=person.group_code,
                     options=options,
                     true_code=true_code,
                     country_specific=specific,
-                    excluded_reason=_exclusion(true_code, options, question.missing),
+                    excluded_reason=_exclusion(true_code, options, missing),
                 )
             )
     return items

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from socbench.data.loaders import load_questions
 from socbench.data.question_scale import QuestionDecision, decide
-from socbench.data.survey_file import SurveyFile
+from socbench.data.scale_check import checked_decision, file_record, refuse_conflicts
+from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
 from socbench.errors import ConfigError, DataError
 
 
@@ -71,19 +72,17 @@ def question_set(
     pairs: Sequence[tuple[str, str]],
     counts: Mapping[str, Mapping[str, int]],
     extra_missing: Sequence[str] = (),
+    scale_conflict: str = "file",
 ) -> tuple[list[QuestionDecision], bytes]:
-    """Each question's decision and the question file to write: ``--qa``'s set with the
-    file's missing codes added, else the set built from the labels of the named variables."""
+    """Each question's decision and the question file to write: ``--qa``'s set checked against the
+    file's labels (``scale_check``) with the file's missing codes added, else the set built from
+    the labels of the named variables."""
     if qa_path is not None:
         qa = {q.id: q for q in load_questions(qa_path)}
-        offered = {
-            qid: {c: label for o in (*q.special.values(), q.options) for c, label in o.items()}
-            for qid, q in qa.items()
-        }
-        decisions = [
-            decide(survey.variables[name], qid, counts[name], extra_missing, offered=offered[qid])
-            for name, qid in pairs
-        ]
+        decisions = [checked_decision(survey.variables[name], qa[qid], counts[name], extra_missing)
+                     for name, qid in pairs]
+        if scale_conflict == "refuse":
+            refuse_conflicts(survey.path, qa_path, decisions)
         return decisions, _with_missing(qa_path, decisions)
     records, decisions = question_records(survey, [name for name, _ in pairs], counts, extra_missing)
     return decisions, json_bytes(records)
@@ -95,13 +94,16 @@ def json_bytes(data: object) -> bytes:
 
 
 def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> bytes:
-    """The question set with each question's missing codes from the file (``missing``), unless
-    the set already names them: exclusions are then reported as "missing code (No answer)"."""
-    records = json.loads(qa.read_text(encoding="utf-8"))
+    """The question set with each question's missing codes from the file added to its ``missing``
+    (the set's own labels win): exclusions are then reported as "missing code -9 (No answer)". A
+    question whose options disagree with the file's gets the file's (``scale_check.file_record``)."""
     by_id = {d.question_id: d for d in decisions}
-    for record in records:
+    records = []
+    for record in json.loads(qa.read_text(encoding="utf-8")):
         decision = by_id[str(record["question_id"]).strip()]
-        record.setdefault("missing", {code: label for code, (label, _) in decision.missing.items()})
+        own = record.get("missing") or {}
+        record["missing"] = {**{code: label for code, (label, _) in decision.missing.items()}, **own}
+        records.append(file_record(record, decision))
     return json_bytes(records)
 
 
@@ -109,7 +111,8 @@ def check_answers(survey: SurveyFile, decisions: list[QuestionDecision]) -> None
     """A question no respondent answered substantively cannot be scored: one line naming it."""
     for decision in decisions:
         if decision.answered == 0:
-            held = ", ".join(f"{code}: {n}" for code, n in sorted(decision.counts.items())[:6])
+            held = ", ".join(f"{code}: {n}" for code, n in sorted(decision.counts.items())[:6]
+                             if code != SYSTEM_MISSING)
             raise DataError(
                 f"{survey.path}: variable {decision.variable} has no substantive answer in "
                 f"{survey.n_rows} rows (codes held: {held or 'only blanks'}); leave it out or fix its labels"

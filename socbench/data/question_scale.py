@@ -28,10 +28,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from socbench.data.missing_labels import is_missing_label
-from socbench.data.survey_file import Variable
+from socbench.data.missing_labels import STATA_MISSING, is_missing_label
+from socbench.data.options import NO_ANSWER, missing_reason
+from socbench.data.survey_file import R_NA, SYSTEM_MISSING, Variable
 
-DECLARED = "declared user-missing in the file"
+DECLARED = "declared missing in the file"
+R_NA_LABEL = "R's NA in the CSV"
 LABELLED = "value label"
 FLAG = "--missing"
 NON_INTEGER = "non-integer code"
@@ -56,16 +58,21 @@ class QuestionDecision:
     options: dict[str, str]  # code -> label, in code order
     filled: tuple[str, ...] = ()  # codes the scale rule added
     missing: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (label, source)
-    counts: Mapping[str, int] = field(default_factory=dict)  # answers per code, whole file
+    counts: Mapping[str, int] = field(default_factory=dict)  # answers per code (blanks: SYSTEM_MISSING)
+    conflicts: tuple[str, ...] = ()  # how a question set's options disagree with the file's (scale_check)
+    notes: tuple[str, ...] = ()  # other changes to the question set, one line each
+    text: str | None = None  # the question text, where the import changed it
 
     def excluded(self) -> dict[str, int]:
-        """Answers that will not be scored, by reason (blanks are not counted here)."""
+        """Answers that will not be scored, by reason (the words ``data validate`` counts under)."""
         reasons: Counter[str] = Counter()
         for code, n in self.counts.items():
             if code in self.options:
                 continue
-            if code in self.missing:
-                reasons[f"missing code {code} ({self.missing[code][0]})"] += n
+            if code == SYSTEM_MISSING:
+                reasons[NO_ANSWER] += n
+            elif code in self.missing:
+                reasons[missing_reason(code, self.missing[code][0])] += n
             else:
                 reasons[UNLABELLED if _INTEGER.match(code) else NON_INTEGER] += n
         return dict(sorted(reasons.items()))
@@ -80,17 +87,19 @@ class QuestionDecision:
         return {
             code: n
             for code, n in sorted(self.counts.items(), key=lambda kv: code_order(kv[0]))
-            if code not in self.options and code not in self.missing
+            if code not in self.options and code not in self.missing and code != SYSTEM_MISSING
         }
 
 
 def _file_missing(variable: Variable, codes: Iterable[str]) -> dict[str, tuple[str, str]]:
-    """Missing codes the file itself marks: declarations first, then value labels."""
+    """Missing codes the file itself marks: declarations (SPSS user-missing, Stata .a-.z, R's NA in a
+    CSV) first, then value labels."""
     labels = variable.value_labels
     out: dict[str, tuple[str, str]] = {}
-    for code in sorted(set(codes) | set(labels), key=code_order):
-        if variable.declared_missing(code):
-            out[code] = (labels.get(code, "user-missing"), DECLARED)
+    for code in sorted(set(codes) - {SYSTEM_MISSING} | set(labels), key=code_order):
+        if variable.declared_missing(code):  # R's NA, Stata's .a-.z, SPSS user-missing
+            kind = R_NA_LABEL if code == R_NA else "no label" if STATA_MISSING.match(code) else "user-missing"
+            out[code] = (labels.get(code, kind), DECLARED)
         elif code in labels and is_missing_label(labels[code]):
             out[code] = (labels[code], LABELLED)
     return out

@@ -1,8 +1,9 @@
 """Survey microdata as archives publish it (``.dta``, ``.sav``/``.zsav``, ``.csv`` + codebook), with labels.
 
 Why: ``open_survey`` reads only metadata and ``chunks`` streams row blocks, so a 60,000 x 400 file
-never sits in memory as Python objects. SPSS user-missing codes are kept as the recorded numbers
-(``user_missing=True``): the respondent's raw code is what the benchmark keeps.
+never sits in memory as Python objects. Every kind of missing value is kept as what it is: SPSS
+user-missing codes as the recorded numbers, Stata's extended missing values as ``.a``-``.z``, R's
+``NA`` in a numeric CSV column as ``NA``; only a blank (system-missing) becomes None.
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from socbench.data.csv_dialect import csv_options
+from socbench.data.missing_labels import STATA_MISSING
 from socbench.errors import ConfigError, DataError
 
 FORMATS = {".dta": "Stata", ".sav": "SPSS", ".zsav": "SPSS", ".csv": "CSV"}
 CHUNK_ROWS = 10_000
 CODEBOOK_CSV_COLUMNS = ("variable", "label", "code", "value_label")
 CSV_NA = {"keep_default_na": False, "na_values": [""]}  # only an empty cell is blank ("NA" is Namibia)
+R_NA = "NA"  # R's missing value as write.csv writes it: a missing code of a numeric CSV column
+SYSTEM_MISSING = "."  # the key of blank cells in ``code_counts`` (never an answer code)
 
 
 @dataclass(frozen=True)
@@ -34,12 +39,13 @@ class Variable:
     label: str | None
     value_labels: dict[str, str] = field(default_factory=dict)
     is_string: bool = False
-    missing_codes: tuple[str, ...] = ()  # declared user-missing codes (SPSS)
+    missing_codes: tuple[str, ...] = ()  # declared user-missing codes (SPSS; CSV: R's NA)
     missing_ranges: tuple[tuple[float, float], ...] = ()  # declared user-missing ranges (SPSS)
 
     def declared_missing(self, code: str) -> bool:
-        """Whether the file declares ``code`` user-missing (a discrete value or in a range)."""
-        if code in self.missing_codes:
+        """Whether the file declares ``code`` missing (SPSS: a discrete value or in a range; Stata's
+        .a-.z; R's NA in a numeric CSV column)."""
+        if code in self.missing_codes or STATA_MISSING.match(code):
             return True
         try:
             number = float(code)
@@ -61,6 +67,7 @@ class SurveyFile:
     kind: str  # Stata | SPSS | CSV
     variables: dict[str, Variable]
     n_rows: int
+    csv: dict[str, str] = field(default_factory=dict)  # a .csv's separator and decimal mark (csv_dialect)
 
     def find(self, name: str) -> str | None:
         """The variable's name as the file spells it (names match case-insensitively)."""
@@ -77,39 +84,47 @@ class SurveyFile:
         )
 
     def code_counts(self, names: Sequence[str]) -> dict[str, Counter[str]]:
-        """``{variable: {canonical code: answers}}`` over the whole file (blanks not counted):
-        what the data holds, for the import's per-question decisions and its report."""
+        """``{variable: {canonical code: answers}}`` over the whole file, blanks (system-missing) under
+        ``SYSTEM_MISSING``: what the data holds, for the import's per-question decisions and report."""
         counts: dict[str, Counter[str]] = {name: Counter() for name in names}
         for frame in self.chunks(list(dict.fromkeys(names))):
             for name in counts:
-                for value, n in frame[name].value_counts(dropna=True).items():
-                    if (code := canonical_code(value)) is not None:
-                        counts[name][code] += int(n)
+                for value, n in frame[name].value_counts(dropna=False).items():
+                    counts[name][canonical_code(value) or SYSTEM_MISSING] += int(n)
         return counts
 
     def chunks(self, names: Sequence[str], chunk_rows: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
         """Row blocks of the named columns, in file order."""
         try:
             yield from self._chunks(list(names), chunk_rows)
-        except (OSError, ValueError, *_readstat_errors()) as exc:
+        except (OSError, ValueError, *readstat_errors()) as exc:
             raise DataError(f"{self.path}: cannot read the {self.kind} file ({exc})") from None
 
     def _chunks(self, names: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
         if self.kind == "CSV":
-            for frame in pd.read_csv(self.path, usecols=names, chunksize=chunk_rows, **CSV_NA):
+            for frame in pd.read_csv(self.path, usecols=names, chunksize=chunk_rows, **self.csv, **CSV_NA):
                 yield frame[names]
             return
         import pyreadstat
 
-        reader = pyreadstat.read_dta if self.kind == "Stata" else pyreadstat.read_sav
-        extra = {"user_missing": True} if self.kind == "SPSS" else {}
-        for frame, _ in pyreadstat.read_file_in_chunks(
-            reader, str(self.path), chunksize=chunk_rows, usecols=names, **extra
-        ):
-            yield frame[names]
+        def read(reader: Callable, user_missing: bool) -> Iterator[tuple[pd.DataFrame, Any]]:
+            return pyreadstat.read_file_in_chunks(reader, str(self.path), chunksize=chunk_rows, usecols=names,
+                                                  user_missing=user_missing)
+
+        if self.kind == "SPSS":
+            yield from (frame[names] for frame, _ in read(pyreadstat.read_sav, True))
+            return
+        # Stata twice: pyreadstat 1.3.7 gives the letters of .a-.z only with user_missing=True, and then
+        # reads a later system-missing cell of an integer column as an arbitrary number
+        for (plain, _), (tagged, _) in zip(read(pyreadstat.read_dta, False), read(pyreadstat.read_dta, True)):
+            for name in names:
+                if not self.variables[name].is_string and plain[name].isna().any():
+                    letters = plain[name].isna() & tagged[name].map(lambda v: isinstance(v, str))
+                    plain[name] = plain[name].astype(object).where(~letters, "." + tagged[name][letters])
+            yield plain[names]
 
 
-def _readstat_errors() -> tuple[type[Exception], ...]:
+def readstat_errors() -> tuple[type[Exception], ...]:
     """ReadStat's error types (pyreadstat is imported only when a binary file is read)."""
     import pyreadstat
 
@@ -128,7 +143,7 @@ def canonical_code(value: Any) -> str | None:
     if isinstance(value, (float, np.floating)):
         return str(int(value)) if float(value).is_integer() else repr(float(value))
     text = str(value).strip()
-    if not text:
+    if text in ("", SYSTEM_MISSING):  # a "." cell: Stata's and SAS's system-missing in a CSV
         return None
     try:
         number = float(text)
@@ -159,10 +174,11 @@ def answer_values(series: pd.Series) -> np.ndarray:
 # ------------------------------------------------------------------------- opening
 
 
-def _labels(mapping: dict[Any, Any] | None) -> dict[str, str]:
+def _labels(mapping: dict[Any, Any] | None, tagged: bool = False) -> dict[str, str]:
+    """Value labels by canonical code; ``tagged``: a letter key is Stata's extended missing ``.a``."""
     out: dict[str, str] = {}
     for code, label in (mapping or {}).items():
-        key = canonical_code(code)
+        key = f".{code}" if tagged and isinstance(code, str) else canonical_code(code)
         if key is not None and label is not None and str(label).strip():
             out[key] = str(label).strip()
     return out
@@ -196,17 +212,16 @@ def _read_binary(path: Path, kind: str) -> SurveyFile:
     import pyreadstat
 
     reader = pyreadstat.read_dta if kind == "Stata" else pyreadstat.read_sav
-    extra = {"user_missing": True} if kind == "SPSS" else {}
     try:
-        _, meta = reader(str(path), metadataonly=True, **extra)
-    except (OSError, ValueError, *_readstat_errors()) as exc:
+        _, meta = reader(str(path), metadataonly=True, user_missing=True)
+    except (OSError, ValueError, *readstat_errors()) as exc:
         raise DataError(f"{path}: cannot read as a {kind} file ({exc})") from None
     types = meta.readstat_variable_types or {}
     variables = {
         name: Variable(
             name=name,
             label=meta.column_names_to_labels.get(name),
-            value_labels=_labels(meta.variable_value_labels.get(name)),
+            value_labels=_labels(meta.variable_value_labels.get(name), tagged=kind == "Stata"),
             is_string=types.get(name) == "string",
             missing_codes=_spss_missing(meta, name),
             missing_ranges=_spss_ranges(meta, name),
@@ -216,8 +231,10 @@ def _read_binary(path: Path, kind: str) -> SurveyFile:
     return SurveyFile(path, kind, variables, int(meta.number_rows or 0))
 
 
-def open_survey(path: str | Path, codebook: str | Path | None = None) -> SurveyFile:
-    """The file's variables and row count; one DataError line for an unreadable file."""
+def open_survey(path: str | Path, codebook: str | Path | None = None, sep: str | None = None,
+                decimal: str | None = None) -> SurveyFile:
+    """The file's variables and row count; one DataError line for an unreadable file. ``sep`` and
+    ``decimal``: a .csv's separator and decimal mark (default: detected, ``csv_dialect``)."""
     path = Path(path).expanduser()
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
@@ -231,27 +248,32 @@ def open_survey(path: str | Path, codebook: str | Path | None = None) -> SurveyF
             raise ConfigError(
                 f"--codebook {codebook}: only a .csv source needs a codebook ({path.name} has labels)"
             )
+        if sep is not None or decimal is not None:
+            raise ConfigError(f"--sep/--decimal: only a .csv source has them ({path.name} is {kind})")
         return _read_binary(path, kind)
     if codebook is None:
         raise ConfigError(
             f"{path}: a .csv source needs --codebook (a codebook .csv or .json with the labels)"
         )
-    return _read_csv(path, Path(codebook).expanduser())
+    return _read_csv(path, Path(codebook).expanduser(), csv_options(path, sep, decimal))
 
 
-def _read_csv(path: Path, codebook: Path) -> SurveyFile:
+def _read_csv(path: Path, codebook: Path, dialect: dict[str, str]) -> SurveyFile:
     try:
-        head = pd.read_csv(path, nrows=1000, **CSV_NA)  # column types from the first rows
-        rows = len(pd.read_csv(path, usecols=[0], **CSV_NA))  # quoted new lines count right
+        head = pd.read_csv(path, nrows=1000, **dialect, **CSV_NA)  # column types from the first rows
+        rows = len(pd.read_csv(path, usecols=[0], **dialect, **CSV_NA))  # quoted new lines count right
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read as CSV ({exc})") from None
     book = read_codebook(codebook)
     variables = {}
     for name in head.columns:
         label, values = book.get(str(name).lower(), (None, {}))
-        is_string = head[name].dtype == object or pd.api.types.is_string_dtype(head[name].dtype)
-        variables[str(name)] = Variable(name=str(name), label=label, value_labels=values, is_string=is_string)
-    return SurveyFile(path, "CSV", variables, rows)
+        text = head[name].dropna().astype(str).str.strip()
+        is_string = (head[name].dtype == object or pd.api.types.is_string_dtype(head[name].dtype)) and bool(
+            pd.to_numeric(text[text != R_NA], errors="coerce").isna().any())  # numbers and R's NA: numeric
+        variables[str(name)] = Variable(name=str(name), label=label, value_labels=values, is_string=is_string,
+                                        missing_codes=() if is_string else (R_NA,))
+    return SurveyFile(path, "CSV", variables, rows, dialect)
 
 
 # ------------------------------------------------------------------------ codebooks
@@ -265,7 +287,7 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
     if path.suffix.lower() == ".json":
         return _json_codebook(path)
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep=csv_options(path)["sep"])
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read the codebook as CSV ({exc})") from None
     missing = [c for c in CODEBOOK_CSV_COLUMNS if c not in frame.columns]

@@ -16,10 +16,9 @@ from typing import Any
 from socbench.config import EXPORT_FORMATS as FORMATS
 from socbench.errors import ConfigError, DataError
 from socbench.export.long import long_table
-from socbench.export.source import DomainSource, domain_source, run_data
+from socbench.export.source import DomainSource, domain_source, run_data, run_folder
 from socbench.export.wide import wide_tables
-from socbench.export.writers import write_table
-from socbench.log.read import DETAILED_SUFFIX, ModelRun, read_run
+from socbench.export.writers import write_tables
 
 EXPORT_FOLDER = "export"  # default place: <run folder>/export/
 LONG_STEM = "answers_long"
@@ -30,7 +29,8 @@ __all__ = ["EXPORT_FOLDER", "FORMATS", "Exported", "export_formats", "export_run
 @dataclass(frozen=True)
 class Exported:
     paths: tuple[Path, ...]
-    notes: tuple[str, ...] = ()  # what the files lack and why (no data folder: no weights)
+    notes: tuple[str, ...] = ()  # what the files lack or had to change, and why
+    failed: tuple[str, ...] = ()  # per format that could not be written: one line why
 
 
 def resolve_format(fmt: str | None, out: Path | None) -> str:
@@ -45,16 +45,6 @@ def resolve_format(fmt: str | None, out: Path | None) -> str:
     return fmt
 
 
-def _run(run_dir: Path) -> ModelRun:
-    if not run_dir.is_dir():
-        raise DataError(f"{run_dir}: run folder not found")
-    run = read_run(run_dir)
-    if run is None:
-        raise DataError(f"{run_dir}: not a run folder (no <Domain>{DETAILED_SUFFIX}; give the folder of "
-                        "one run, e.g. results/<model>)")
-    return run
-
-
 def _wide_paths(out: Path, domain: str, several: bool) -> tuple[Path, Path]:
     stem = f"{out.stem}_{domain}" if several else out.stem
     return out.with_name(f"{stem}{out.suffix}"), out.with_name(f"{stem}_real{out.suffix}")
@@ -62,12 +52,14 @@ def _wide_paths(out: Path, domain: str, several: bool) -> tuple[Path, Path]:
 
 def export_run(run_dir: str | Path, fmt: str | None = None, out: str | Path | None = None, wide: bool = False,
                data_dir: str | Path | None = None, record: Mapping[str, Any] | None = None) -> Exported:
-    """Write the run's answers; the paths written and notes on what they lack. ``record``: which
-    respondents the run read (``RunConfig.data_record``; default: what ``summary.json`` records)."""
+    """Write the run's answers; the paths written, notes on what they lack or had to change, and one
+    line per file set that could not be written (a wide domain's failure never stops the others).
+    ``record``: which respondents the run read (``RunConfig.data_record``; default: what
+    ``summary.json`` records). Bad input (not a run, no import metadata) raises before any file."""
     run_dir = Path(run_dir).expanduser()
     out_path = Path(out).expanduser() if out is not None else None
     fmt = resolve_format(fmt, out_path)
-    run = _run(run_dir)
+    run = run_folder(run_dir)
     data = run_data(run, Path(data_dir).expanduser() if data_dir is not None else None, record)
     if data is None and wide:
         raise DataError(f"{run_dir}: the run's data folder is not known (summary.json records none, or it "
@@ -76,26 +68,39 @@ def export_run(run_dir: str | Path, fmt: str | None = None, out: str | Path | No
     folder = run_dir / EXPORT_FOLDER
     if not wide:
         frame, labels = long_table(list(zip(run.domains, sources)))
-        path = write_table(frame, out_path or folder / f"{LONG_STEM}.{fmt}", fmt, labels)
-        note = () if data else (f"weight and source_row are blank: {run_dir}/summary.json names no data "
-                                "folder that exists (give --data_dir)",)
-        return Exported((path,), note)
-    tables = [(domain.domain, *wide_tables(domain, source)) for domain, source in zip(run.domains, sources)
-              if source is not None]  # every domain checked before a file is written
-    paths: list[Path] = []
-    for name, model, real, labels in tables:
-        model_path, real_path = _wide_paths(out_path or folder / f"answers.{fmt}", name,
-                                            len(tables) > 1 or out_path is None)
-        paths += [write_table(model, model_path, fmt, labels), write_table(real, real_path, fmt, labels)]
-    return Exported(tuple(paths))
+        sets = [([(frame, out_path or folder / f"{LONG_STEM}.{fmt}")], labels)]
+    else:
+        tables = [(domain.domain, *wide_tables(domain, source))  # all checked before a file is written
+                  for domain, source in zip(run.domains, sources) if source is not None]
+        several = len(tables) > 1 or out_path is None
+        sets = [(list(zip((model, real), _wide_paths(out_path or folder / f"answers.{fmt}", name, several))),
+                 labels) for name, model, real, labels in tables]
+    paths, notes, failed = [], [], []
+    for tables_of_set, labels in sets:
+        try:
+            written, changed = write_tables(tables_of_set, fmt, labels)
+            paths, notes = paths + written, notes + changed
+        except DataError as exc:
+            failed.append(str(exc))
+    if data is None:  # only the long export gets here without one
+        notes.append(f"weight and source_row are blank: {run_dir}/summary.json names no data folder that "
+                     "exists (give --data_dir)")
+    return Exported(tuple(paths), tuple(notes), tuple(failed))
 
 
 def export_formats(run_dir: str | Path, formats: tuple[str, ...], wide: bool,
                    record: Mapping[str, Any]) -> Exported:
     """What a run's config asks at its end (``--export``): the long table in each format, and with
     ``wide`` the survey's own shape too, all under ``<run folder>/export/``; ``record``: which
-    respondents the run read (``RunConfig.data_record``)."""
-    done = [export_run(run_dir, fmt, record=record) for fmt in formats]
-    done += [export_run(run_dir, fmt, wide=True, record=record) for fmt in formats if wide]
+    respondents the run read (``RunConfig.data_record``). A format that cannot be written is one
+    line in ``failed`` and never stops the others."""
+    done, failed = [], []
+    for fmt, shape in [(fmt, False) for fmt in formats] + [(fmt, True) for fmt in formats if wide]:
+        what = f"{fmt}{' --wide' if shape else ''}"
+        try:
+            done.append(export_run(run_dir, fmt, wide=shape, record=record))
+            failed += [f"{what}: {line}" for line in done[-1].failed]
+        except DataError as exc:
+            failed.append(f"{what}: {exc}")
     notes = tuple(dict.fromkeys(note for e in done for note in e.notes))
-    return Exported(tuple(path for e in done for path in e.paths), notes)
+    return Exported(tuple(path for e in done for path in e.paths), notes, tuple(failed))

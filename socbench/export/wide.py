@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from socbench.data.missing_labels import STATA_MISSING
 from socbench.data.variables import SourceVariable, SourceVariables
 from socbench.errors import DataError
 from socbench.export.long import numeric_codes
@@ -23,7 +24,8 @@ PERSON = "person_id"
 
 
 def wide_labels(variables: SourceVariables) -> Labels:
-    """Each column's label, value labels (numeric codes) and SPSS missing declarations, as imported."""
+    """Each column's label, value labels (numeric codes and Stata's ``.a``-``.z``) and SPSS missing
+    declarations, as imported."""
     kept = [v for v in (variables.weight, *variables.questions) if v is not None]
     return Labels(
         columns={ROW: f"Row in {variables.source_file} (1 = first respondent)",
@@ -34,7 +36,9 @@ def wide_labels(variables: SourceVariables) -> Labels:
 
 
 def _numeric(labels: dict[str, str]) -> bool:
-    return not pd.to_numeric(pd.Series(list(labels)), errors="coerce").isna().any()
+    """Numeric codes (Stata's ``.a``-``.z`` among them): what .sav and .dta label."""
+    codes = [code for code in labels if not STATA_MISSING.match(code)]
+    return not pd.to_numeric(pd.Series(codes, dtype=object), errors="coerce").isna().any()
 
 
 def _column(variable: SourceVariable, codes: list[str | None]) -> pd.Series:

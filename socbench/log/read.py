@@ -29,6 +29,8 @@ from socbench.log.records import (
     SummaryRecord,
     VariantRow,
 )
+from socbench.metrics.baselines import UNMAPPED
+from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
 from socbench.types import VariantResult
 
 DETAILED_SUFFIX = "_detailed.json"
@@ -103,11 +105,15 @@ class DomainRun:
 
     @cached_property
     def items(self) -> pd.DataFrame:
-        """person_id (text), question_id, correct: what pairs two runs' answers item by item."""
-        details = self.stored.details
-        return pd.DataFrame({"person_id": [str(d.person_id) for d in details],
-                             "question_id": [d.question_id for d in details],
-                             "correct": [d.correct for d in details]})
+        """person_id (text), question_id, country_code ("unmapped": none), correct and the persona
+        groups the run recorded: what pairs two runs' answers item by item, and the estimators' rows."""
+        details, groups = self.stored.details, self.stored.persona_groups
+        people = [str(d.person_id) for d in details]
+        present = [a for a in ATTRIBUTES if any(a in found for found in groups.values())]
+        return pd.DataFrame({"person_id": people, "question_id": [d.question_id for d in details],
+                             "country_code": [d.country_code or UNMAPPED for d in details],
+                             "correct": [d.correct for d in details],
+                             **{a: [groups.get(p, {}).get(a, UNKNOWN) for p in people] for a in present}})
 
 
 def read_domain(path: Path) -> DomainRun:
@@ -144,6 +150,22 @@ class ModelRun:
     @property
     def failed(self) -> dict[str, str]:
         return self.summary.failed_domains if self.summary else {}
+
+    @property
+    def export_failed(self) -> list[str]:
+        return self.summary.export_failed if self.summary else []
+
+    @property
+    def study(self) -> str:
+        """The survey's own name, as the run recorded it (``summary.json``'s ``data.study``; "": none)."""
+        return str(self.summary.data.get("study") or "") if self.summary else ""
+
+    @property
+    def grouping(self) -> str:
+        """What the run's items are grouped by: "country", the grouping variable its domains share
+        ("Region"), or "group" when they differ."""
+        found = {d.stored.grouping for d in self.domains}
+        return found.pop() if len(found) == 1 else "group"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from socbench.types import Prediction, ScoredItem, VariantResult
+from socbench.types import COUNTRY, Prediction, ScoredItem, VariantResult
 
 FORMAT = 2  # 1: files without ``format`` (socbench before the results log); read only by re-scoring
 TEXT_KEYS = ("domain", "best_baseline", "distribution_level", "incomplete_reason", "weighted_metrics_off")
@@ -49,6 +49,7 @@ class DomainRecord(Record):
 
     domain: str
     domain_id: int
+    grouping: str = COUNTRY  # what country_code holds: a country, or the study's grouping variable
     respondents: int  # respondents with a scored item
     total_count: int  # scoreable items
     parse_failures: int
@@ -123,6 +124,8 @@ class SummaryRecord(Record):
     system's) and ``pooled``: the run folder's leaderboard line over every domain record it holds."""
 
     failed_domains: dict[str, str]
+    export_failed: list[str] = []  # the --export formats not written, one line why each
+    data: dict[str, Any] = {}  # which respondents the run read (``RunConfig.data_record``: study, data_dir)
     pooled: Numbers
 
 

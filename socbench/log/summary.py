@@ -17,7 +17,7 @@ from typing import Any
 
 from socbench.log.read import read_domains
 from socbench.log.records import FORMAT, DetailedRecord, DomainRecord, SummaryRecord
-from socbench.metrics.baselines import ITEM_BASELINES, best_baseline
+from socbench.metrics.baselines import best_baseline, group_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, headline_level
 from socbench.metrics.grouped import pooled_rows
 from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
@@ -72,6 +72,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "excluded_count": sum(result.excluded_by_reason.values()),
         "unmapped_countries": dict(result.unmapped_countries),
         "weighted_metrics_off": result.weights_off,
+        "sample": {k: v for k, v in result.sample.items() if k != "person_ids"},  # those: _metrics.json
         **{key: result.metrics[key] for key in DRAW_KEYS if key in result.metrics},  # --samples K
     }
 
@@ -105,8 +106,9 @@ def pooled(records: Sequence[DetailedRecord]) -> dict[str, Any]:
             "simbench_score": pooled_simbench(rows),  # SimBench's pooling: every row of every domain once
             "accuracy_ci_low": ci[0] if ci else math.nan, "accuracy_ci_high": ci[1] if ci else math.nan,
             "domains_not_above_baseline": sum(not r["margin_over_best_baseline"] > 0 for r in rows)}
-    parts = [(r.domain, found, {b: r.baselines[b] for b in ITEM_BASELINES})
-             for r, (_, found) in zip(records, items, strict=True)]
+    names = [("uniform", "majority_question", group_baseline(r.grouping)) for r in records]
+    parts = [(r.domain, found, {b: r.baselines[b] for b in own})
+             for r, (_, found), own in zip(records, items, names, strict=True)]
     countries = pooled_rows([(d, found, r.per_country, f) for r, (d, found, f) in zip(records, parts)],
                             "country_code") if any(r.per_country for r in records) else {}
     persona = {attr: pooled_rows([(d, found, r.breakdowns.get(attr, {}), f) for r, (d, found, f)
@@ -151,13 +153,16 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
 
 def write_summary_json(folder: str | os.PathLike[str], results: Sequence[DomainResult],
                        failed: Mapping[int, str] | None = None, model: str | None = None,
-                       data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                       data: Mapping[str, Any] | None = None,
+                       export_failed: Sequence[str] = ()) -> dict[str, Any]:
     """Write ``summary.json`` into a run folder (``pooled`` over every domain record there); ``data``
     (``RunConfig.data_record``: which respondents the run read) is recorded under ``data``, so
-    ``socbench export`` finds their weights, labels and rows in the source file. The payload."""
+    ``socbench export`` finds their weights, labels and rows in the source file; ``export_failed``: the
+    ``--export`` formats that could not be written, one line why each. The payload."""
     folder = Path(folder)
     payload = summary_payload(results, failed, model, pooled([d.stored for d in read_domains(folder)]))
     payload |= {"data": dict(data)} if data else {}
+    payload |= {"export_failed": list(export_failed)} if export_failed else {}
     SummaryRecord.model_validate(payload)  # the reader's model: what is written can be read
     write_json(folder / "summary.json", payload)
     return payload

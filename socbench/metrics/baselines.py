@@ -4,7 +4,8 @@
 * ``majority_question``: answer each question with the most common true code among the
   *other* respondents (leave-one-respondent-out, so a respondent's own answer never
   predicts itself).
-* ``majority_country_question``: the same within the respondent's (country, question).
+* ``majority_country_question``: the same within the respondent's (country, question); named
+  ``majority_group_question`` in a study grouped by a variable that is not a country (region, wave).
 
 Ties between modal codes are split evenly: with ``t`` tied codes the item scores ``1/t``
 when its true code is among them (the expected accuracy of a random tie-break; no bias
@@ -24,11 +25,16 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from socbench.types import ScoredItem
+from socbench.types import COUNTRY, ScoredItem
 
 UNMAPPED = "unmapped"  # the group of an item without a country (or any key): reported, never dropped
 BY_QUESTION = ("question_id",)
-BY_COUNTRY_QUESTION = ("country_code", "question_id")
+BY_COUNTRY_QUESTION = ("country_code", "question_id")  # the items' country_code holds their group
+
+
+def group_baseline(grouping: str = COUNTRY) -> str:
+    """The name of the majority answer in the respondent's group: country, or the study's grouping."""
+    return "majority_country_question" if grouping == COUNTRY else "majority_group_question"
 
 
 def uniform_baseline(items: Sequence[ScoredItem]) -> float:
@@ -114,27 +120,27 @@ def _frame(items: Sequence[ScoredItem], keys: list[str]) -> pd.DataFrame:
     return frame
 
 
-ITEM_BASELINES = ("uniform", "majority_question", "majority_country_question")
-
-
-def item_baselines(items: Sequence[ScoredItem]) -> dict[str, np.ndarray]:
+def item_baselines(items: Sequence[ScoredItem], grouping: str = COUNTRY) -> dict[str, np.ndarray]:
     """What each unweighted baseline expects on each item (``items`` order): a domain's baselines are
-    their means, and so are a group's on its items (``metrics.grouped.group_rows``)."""
+    their means, and so are a group's on its items (``metrics.grouped.group_rows``); ``grouping``: what
+    the items' country_code holds (``DomainData.grouping``)."""
+    names = ("uniform", "majority_question", group_baseline(grouping))
     if not items:
-        return {name: np.array([]) for name in ITEM_BASELINES}
-    return {"uniform": np.array([1.0 / len(item.offered_codes) for item in items]),
-            "majority_question": majority_item_scores(items, BY_QUESTION),
-            "majority_country_question": majority_item_scores(items, BY_COUNTRY_QUESTION)}
+        return {name: np.array([]) for name in names}
+    return dict(zip(names, (np.array([1.0 / len(item.offered_codes) for item in items]),
+                            majority_item_scores(items, BY_QUESTION),
+                            majority_item_scores(items, BY_COUNTRY_QUESTION)), strict=True))
 
 
 def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None = None,
-              expected: Mapping[str, np.ndarray] | None = None) -> dict[str, float]:
+              grouping: str = COUNTRY, expected: Mapping[str, np.ndarray] | None = None) -> dict[str, float]:
     """All baselines by name, on the same items the model was scored on (weighted majority
-    baselines too when the survey's ``weights`` are given); ``expected``: ``item_baselines(items)``."""
-    expected = item_baselines(items) if expected is None else expected
+    baselines too when the survey's ``weights`` are given); ``grouping``: what the items'
+    country_code holds; ``expected``: ``item_baselines(items, grouping)``."""
+    expected = item_baselines(items, grouping) if expected is None else expected
     values = {name: float(scores.mean()) if len(scores) else math.nan for name, scores in expected.items()}
     if weights is not None:
-        pairs = (("majority_question", BY_QUESTION), ("majority_country_question", BY_COUNTRY_QUESTION))
+        pairs = (("majority_question", BY_QUESTION), (group_baseline(grouping), BY_COUNTRY_QUESTION))
         for name, by in pairs:
             scores = weighted_majority_item_scores(items, weights, by) if items else np.array([])
             values[f"{name}_weighted"] = float(scores.mean()) if len(scores) else math.nan

@@ -84,7 +84,8 @@ def pooled_rows(domains: Sequence[tuple[str, Sequence[ScoredItem], Mapping[str, 
     for name in sorted(parts):
         found = parts[name]
         group = [item for _, items, _ in found for item in items]
-        floors = {b: sum(f[b] * len(items) for _, items, f in found) / len(group) for b in found[0][2]}
+        common = [b for b in found[0][2] if all(b in f for _, _, f in found)]  # groupings may differ
+        floors = {b: sum(f[b] * len(items) for _, items, f in found) / len(group) for b in common}
         clusters = [f"{d}:{i.person_id}" for d, items, _ in found for i in items]
         pooled[name] = group_row(group, floors, clusters)
     return pooled

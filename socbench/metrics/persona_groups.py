@@ -1,6 +1,8 @@
-"""Persona groups (sex, age group, education, religion, employment) from respondent attributes.
+"""Persona groups (sex, age group, education, religion, party, employment) from respondent attributes.
 
-Attribute keys are ISSP codebook labels, and they differ by module: "Sex of Respondent" and
+A study that declares its roles (``socbench.manifest.Roles``: which attribute is sex, age, ...)
+is grouped by exactly those attributes. Otherwise keys are recognised as ISSP codebook labels.
+These differ by module, and they differ by module: "Sex of Respondent" and
 "Sex of respondent"; "Highest completed education level: Categories for international
 comparison", "Comparative: highest completed degree of education (derived from nat_DEGR)"
 or, where a module has no DEGREE, "ISCED 2011 simplified: ..."; "Groups of religious
@@ -29,7 +31,9 @@ from socbench.metrics.grouped import group_rows
 from socbench.types import Respondent, ScoredItem
 
 SEX, AGE_GROUP, EDUCATION, RELIGION, EMPLOYMENT = "sex", "age_group", "education", "religion", "employment"
-ATTRIBUTES = (SEX, AGE_GROUP, EDUCATION, RELIGION, EMPLOYMENT)
+PARTY = "party"
+ATTRIBUTES = (SEX, AGE_GROUP, EDUCATION, RELIGION, PARTY, EMPLOYMENT)
+ROLE_ATTRIBUTE = {"age": AGE_GROUP}  # a role's persona group, where the names differ
 UNKNOWN = "unknown"
 AGE_BANDS = ((15, 29, "15-29"), (30, 44, "30-44"), (45, 59, "45-59"), (60, 130, "60+"))
 
@@ -50,6 +54,7 @@ _KEY_PATTERNS: dict[str, tuple[str, ...]] = {
         _R + r"religio(?:n|us affiliation|us denomination)\b",
         r"country specific religious affiliation or denomination",
     ),
+    PARTY: (r"\bparty\b.*\bleft.right\b", _R + r"party (?:r |respondent )?voted for\b"),
     EMPLOYMENT: (
         _R + r"main (?:employment )?status$",
         _R + r"(?:current )?(?:employment|work|labou?r force) status\b",
@@ -138,14 +143,24 @@ def group_of(attribute: str, value: str) -> str | None:
     return label or None
 
 
-def persona_groups(attributes: Mapping[str, str]) -> dict[str, str]:
+def _declared(attributes: Mapping[str, str], roles: Mapping[str, str]) -> dict[str, list[tuple[int, str]]]:
+    """The declared roles' keys as found in ``attributes`` (case- and space-insensitively)."""
+    keys = {" ".join(key.split()).lower(): key for key in attributes}
+    found = {ROLE_ATTRIBUTE.get(role, role): " ".join(key.split()).lower() for role, key in roles.items()}
+    return {attribute: [(0, keys[norm])] for attribute, norm in found.items()
+            if attribute in ATTRIBUTES and norm in keys}
+
+
+def persona_groups(attributes: Mapping[str, str], roles: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{attribute: group}`` for the persona attributes this respondent has.
 
-    Keys are tried in priority order, so a missing preferred value (dropped by the loader
-    or a missing-value label) falls back to the next variable.
+    With persona ``roles`` (role -> attribute key) declared, exactly those; otherwise recognised keys are
+    tried in priority order, so a missing preferred value (dropped by the loader or a missing-value
+    label) falls back to the next variable.
     """
-    ranked: dict[str, list[tuple[int, str]]] = {}
-    for key in attributes:
+    declared = any(ROLE_ATTRIBUTE.get(role, role) in ATTRIBUTES for role in roles or ())
+    ranked = _declared(attributes, roles or {}) if declared else {}
+    for key in () if declared else attributes:
         found = classify_key(key)
         if found is not None:
             ranked.setdefault(found[0], []).append((found[1], key))
@@ -159,9 +174,10 @@ def persona_groups(attributes: Mapping[str, str]) -> dict[str, str]:
     return groups
 
 
-def respondent_groups(respondents: Iterable[Respondent]) -> dict[int, dict[str, str]]:
+def respondent_groups(respondents: Iterable[Respondent],
+                      roles: Mapping[str, str] | None = None) -> dict[int, dict[str, str]]:
     """``{person_id: persona groups}`` for ``score_domain`` to attach to the scored items."""
-    return {person.person_id: persona_groups(person.attributes) for person in respondents}
+    return {person.person_id: persona_groups(person.attributes, roles) for person in respondents}
 
 
 def persona_breakdowns(items: Sequence[ScoredItem], expected: Mapping[str, np.ndarray],

@@ -12,9 +12,14 @@ design weights in the ``weighted_*`` scores):
   (``uniform_modal_agreement``). Unit: share of groups, in [0, 1].
 * ``kendall_tau``: Kendall's tau-b between the two share vectors over the k options (ties
   handled as tau-b does; equal to ``scipy.stats.kendalltau``). In [-1, 1]: 1 = same order
-  of preference, 0 = unrelated, -1 = reversed. A constant model distribution (uniform
-  answers) orders no pair and scores 0 (``uniform_kendall_tau``); a group whose human shares
-  are all equal has no order to recover and is left out.
+  of preference, 0 = unrelated, -1 = reversed; a random order scores 0 in expectation
+  (``uniform_kendall_tau``, the chance level). Tau is undefined (NaN) for a constant ranking:
+  a model whose shares are all equal (uniform answers) orders no pair, and a group whose human
+  shares are all equal has no order to recover; such groups are left out of the mean
+  (``tau_groups`` counts the rest). A model that gives one answer to everything is not a
+  constant ranking: its shares (1, 0, ..., 0) put that option first and tie the rest, so its
+  tau-b is high when that option is people's favourite (2/sqrt(6) = 0.816 with three options
+  people rank 1 > 2 > 3): read it beside modal agreement, not as a ranking.
 * ``kendall_tau_p``: one-sided permutation test of tau > 0 (scipy's ``permutation_test``,
   permuting the model's shares over the options: exact over all k! orders for k <= 7,
   else 9,999 seeded resamples). Per level, the p-value of the *mean* tau over groups under
@@ -54,15 +59,15 @@ LEVELS = {"question": ("question_id",), "country_question": ("country_code", "qu
 
 
 def kendall_tau_b(model: np.ndarray, human: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Tau-b of ``model`` (rows of share vectors, or one) against ``human``; 0 where ``model``
-    is constant, NaN where ``human`` is."""
+    """Tau-b of ``model`` (rows of share vectors, or one) against ``human``; NaN where either is
+    constant (no order: tau-b is 0/0, as scipy's ``kendalltau`` says)."""
     model, human = np.moveaxis(np.asarray(model, float), axis, -1), np.asarray(human, float)
     i, j = np.triu_indices(human.shape[-1], 1)
     sx, sy = np.sign(_round(model[..., i] - model[..., j])), np.sign(_round(human[i] - human[j]))
     tied_model, tied_human = (sx * sx).sum(-1), (sy * sy).sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = (sx * sy).sum(-1) / np.sqrt(tied_model * tied_human)
-    return np.where(tied_human == 0, np.nan, np.where(tied_model == 0, 0.0, tau))
+    return np.where((tied_human == 0) | (tied_model == 0), np.nan, tau)
 
 
 def _round(values: np.ndarray) -> np.ndarray:
@@ -90,8 +95,8 @@ def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
     """Modal agreement, tau-b and its one-sided permutation p-value for one group."""
     agreement = modal_agreement(model, human)
     tau = float(kendall_tau_b(model, human))
-    if math.isnan(tau) or float(np.ptp(_round(model))) == 0:  # nothing to permute: p is 1
-        return RankTest(agreement, tau, math.nan if math.isnan(tau) else 1.0, np.array([tau]))
+    if math.isnan(tau):  # a constant ranking on either side: no order, no test
+        return RankTest(agreement, tau, math.nan, np.array([tau]))
     exact = len(human) <= EXACT_MAX_OPTIONS
     result = permutation_test((model,), lambda x, axis=-1: kendall_tau_b(x, human, axis),
                               permutation_type="pairings", vectorized=True, alternative="greater",

@@ -28,7 +28,7 @@ from socbench.report.output import fmt, markdown_table
 from socbench.report.texts import LEADS
 from socbench.types import ScoredItem
 
-MAJORITY_BASELINES = ("majority_question", "majority_country_question")
+MAJORITY_BASELINES = ("majority_question", "majority_country_question", "majority_group_question")
 PREDICTORS = (("model", "This model", "the model"),
               ("demographic_model", "A classifier on the same attributes", "the classifier"))
 SIMBENCH_BEST = 40.8  # SimBench's best published model (arXiv 2510.17516); 12.7 the mean of 45
@@ -88,7 +88,9 @@ def _comparison(structure: Mapping[str, Mapping[str, Any]]) -> list[str]:
     model, demographic = (_correlation(structure.get(k) or {}) for k, *_ in PREDICTORS)
     if not (math.isfinite(model) and math.isfinite(demographic)):
         return []
-    both = f"(correlation {fmt(model, 2)} vs {fmt(demographic, 2)})"
+    shown = [fmt(_number((structure.get(k) or {}).get("profile_correlation"))) for k, *_ in PREDICTORS]
+    both = "(correlation {} vs {})".format(*(text if text != "n/a" else "n/a: no differences between groups"
+                                             for text in shown))  # as the table shows them
     if model > demographic:
         return [f"The model's group differences follow the survey's more closely than the classifier's "
                 f"{both}: it carries structure the attributes alone do not."]

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from socbench.log.read import ModelRun
-from socbench.report.labels import country_label, domain_label
+from socbench.report.labels import country_label, domain_label, study_title
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import new_figure, save_figure
 
@@ -106,7 +106,8 @@ def country_domain_accuracy(run: ModelRun) -> tuple[pd.DataFrame, pd.DataFrame]:
         return pd.DataFrame({d.domain: {c: row[key] for c, row in d.stored.per_country.items()}
                              for d in run.domains}, columns=[d.domain for d in run.domains])
     accuracy, people = table("accuracy"), table("respondents").fillna(0)
-    keep = sorted((c for c in people.index if (people.loc[c] >= MIN_RESPONDENTS).any()), key=country_label)
+    keep = sorted((c for c in people.index if (people.loc[c] >= MIN_RESPONDENTS).any()),
+                  key=lambda c: country_label(c, run.grouping))
     return accuracy.reindex(keep), people.reindex(keep)
 
 
@@ -132,7 +133,8 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
                           cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(table.columns)), [domain_label(d) for d in table.columns], rotation=40,
                       ha="right", fontsize="small")
-        ax.set_yticks(range(len(table.index)), [country_label(c) for c in table.index], fontsize="small")
+        by = runs[name].grouping
+        ax.set_yticks(range(len(table.index)), [country_label(c, by) for c in table.index], fontsize="small")
         ax.set_title(name, fontsize="medium")
         for (y, x), v in np.ndenumerate(values):
             n = int(people.iat[y, x])
@@ -142,7 +144,9 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
             elif n:
                 ax.text(x, y, f"n={n}", ha="center", va="center", fontsize=6, color="0.45")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
-    fig.suptitle(f"Accuracy by country and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
+    groupings = {runs[name].grouping for name, *_ in tables}
+    by = groupings.pop() if len(groupings) == 1 else "group"
+    fig.suptitle(f"Accuracy by {by} and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
     return save_figure(fig, path)
 
 
@@ -166,7 +170,7 @@ def model_scale(board: Leaderboard, path: Path) -> Path:
     ax.set_xticks([], minor=True)
     ax.set_xlabel("parameters")
     ax.set_ylabel("accuracy")
-    ax.set_title("ISSP accuracy by model size")
+    ax.set_title(f"{study_title(run.study for run in board.runs)} accuracy by model size")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, path)
 
@@ -178,8 +182,9 @@ def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
         for name in (DOMAIN_BARS, HEATMAP, SCALE):
             (out_dir / name).unlink(missing_ok=True)
         return Figures({}, ["no complete run: no figures"])
+    study = study_title(run.study for run in board.runs)
     paths = {"domain_bars": domain_bars(board.domains, [row["run"] for row in board.overall],
-                                        out_dir / DOMAIN_BARS, "ISSP accuracy by domain and run")}
+                                        out_dir / DOMAIN_BARS, f"{study} accuracy by domain and run")}
     notes = []
     heatmap = country_domain_heatmap(board, out_dir / HEATMAP)
     if heatmap is None:

@@ -21,9 +21,9 @@ from socbench.log.summary import (
 from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.report.figures import domain_bars
-from socbench.report.labels import baseline_label, domain_label, signed, weights_off_text
+from socbench.report.labels import baseline_label, domain_label, signed, study_title, weights_off_text
 from socbench.report.output import atomic_open, fmt, json_safe, markdown_table, model_dir
-from socbench.types import DomainResult
+from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 
 _fmt = partial(fmt, digits=4)
@@ -68,7 +68,8 @@ def domain_markdown(result: DomainResult) -> str:
         f"({result.interview_count} respondents); parse failures: {result.parse_failures} "
         f"({_counts_text(result.parse_failure_reasons)}); engine errors: {result.engine_errors}",
         f"- excluded: {_counts_text(result.excluded_by_reason)}",
-        f"- unmapped countries: {_counts_text(result.unmapped_countries)}",
+        f"- pooled as one unknown {'country' if result.grouping == COUNTRY else result.grouping} (kept): "
+        f"{_counts_text(result.unmapped_countries)}",
         *([f"- weighted metrics: off ({result.weights_off})"] if result.weights_off else []), "",
         *markdown_table(("metric", "value"), [
             *((name, _fmt(value)) for name, value in m.items()),
@@ -112,7 +113,8 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     rows.append(["**mean**", *_metric_cells(mean), *_count_cells(totals)])
     run = payload.get("run") or payload["model"]
     title = payload["model"] if run == payload["model"] else f"{run} (model {payload['model']})"
-    lines = [f"# ISSP results: {title}", "", *markdown_table(head, rows)]
+    lines = [f"# {study_title([(payload.get('data') or {}).get('study')])} results: {title}", "",
+             *markdown_table(head, rows)]
     if payload["incomplete_domains"]:
         lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
                   + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())
@@ -123,8 +125,9 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "meaningful one. 95% CI: respondent-cluster bootstrap. 1-W1, 1-JS: 1 - normalised Wasserstein",
               "and 1 - Jensen-Shannon distance between model and human answer distributions, beside what",
               "uniform answers get. Modal agreement: the model's most chosen option is the people's, per",
-              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (uniform:",
-              "0). SimBench: 100 x (1 - TV(model, people) / TV(uniform, people)) per country x question",
+              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (a random",
+              "order: 0; n/a where the shares are all equal). SimBench: 100 x (1 - TV(model, people) /",
+              "TV(uniform, people)) per country x question",
               "(0 = uniform answers, 100 = the people's distribution; its mean pools the domains' rows, as",
               "SimBench does). Demographic model: a classifier on the persona attributes the model was",
               "shown, cross-fitted over respondents (also a baseline). Structure correlation: how well the",
@@ -133,7 +136,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "(Scores and the report), docs/yardsticks.md and `socbench report`.",
               "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
-              "", f"Unmapped countries (respondents kept, country unknown): "
+              "", f"Respondents in no country or group (kept, pooled as one unknown group): "
               f"{_counts_text(payload['unmapped_countries'])}."]
     off = weights_off_text((domain_label(row["domain"]), row.get("weighted_metrics_off"))
                            for row in payload["domains"])
@@ -142,6 +145,9 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     if payload["failed_domains"]:
         failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
         lines += ["", f"Failed domains: {failed}"]
+    if payload.get("export_failed"):
+        lines += ["", "**Export failed** (every other format was written): "
+                  + "; ".join(payload["export_failed"])]
     return "\n".join(lines) + "\n"
 
 
@@ -165,17 +171,19 @@ def _metric_cells(row: Mapping[str, Any]) -> list[str]:
 
 
 def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Sequence[DomainResult],
-                      failed: Mapping[int, str] | None = None,
-                      data: Mapping[str, Any] | None = None) -> RunSummary:
+                      failed: Mapping[int, str] | None = None, data: Mapping[str, Any] | None = None,
+                      export_failed: Sequence[str] = ()) -> RunSummary:
     """The end of a run: ``summary.json`` (``log.summary``), ``summary.md`` and ``domain_accuracy.png`` in
     ``<output_dir>/<run slug>/`` (``run``: ``RunConfig.run_name``; a model's own runs are named after it);
-    ``data``: which respondents the run read (``RunConfig.data_record``)."""
+    ``data``: which respondents the run read (``RunConfig.data_record``); ``export_failed``: the
+    ``--export`` formats that could not be written, one line why each."""
     folder = model_dir(output_dir, run)
-    payload = write_summary_json(folder, results, failed, run, data)
+    payload = write_summary_json(folder, results, failed, run, data, export_failed)
     markdown = folder / "summary.md"
     with atomic_open(markdown) as handle:
         handle.write(summary_markdown(payload))
     rows = [{**row, "run": run} for row in payload["domains"]]
-    plot = domain_bars(rows, [run], folder / "domain_accuracy.png", f"ISSP accuracy by domain: {run}") \
+    study = study_title([(data or {}).get("study")])
+    plot = domain_bars(rows, [run], folder / "domain_accuracy.png", f"{study} accuracy by domain: {run}") \
         if results else None
     return RunSummary(folder / "summary.json", markdown, plot, json_safe(payload["domains"]))

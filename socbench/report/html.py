@@ -39,7 +39,7 @@ from socbench.report.html_sections import (
     table,
 )
 from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incomplete_cells, incomplete_notes
-from socbench.report.labels import domain_label, weights_off_text
+from socbench.report.labels import domain_label, study_title, weights_off_text
 from socbench.report.leaderboard import Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
 from socbench.report.output import atomic_open, now_timestamp
@@ -59,6 +59,7 @@ from socbench.report.tables import (
     write_leaderboard,
 )
 from socbench.report.texts import DEFINITIONS, LEADS
+from socbench.types import COUNTRY
 
 REPORT_FOLDER = "report"
 CSS = """
@@ -140,15 +141,18 @@ def groups_section(board: Leaderboard) -> list[str]:
     (``summary.json``'s ``pooled``, each domain's ``per_country``)."""
     parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", _lead("groups")]
     for i, run in enumerate(_ranked(board)):
-        body, pooled = [], run.summary.pooled if run.summary else {}
+        body, by, pooled = [], run.grouping, run.summary.pooled if run.summary else {}
         countries = pooled.get("countries") or {}
         if countries:
+            heading = "Countries" if by == COUNTRY else f"By {by}"
             cells = {(country, d.domain): row for d in run.domains
                      for country, row in d.stored.per_country.items()}
-            body += ["<h4>Countries (pooled over domains)</h4>", country_table(countries),
-                     "<h4>Countries by domain</h4>", heat_table(cells, [d.domain for d in run.domains])]
+            body += [f"<h4>{esc(heading)} (pooled over domains)</h4>", country_table(countries, by),
+                     f"<h4>{esc(heading)} by domain</h4>",
+                     heat_table(cells, [d.domain for d in run.domains], by)]
         else:
-            body.append(note("No countries in these results (a single-country study)."))
+            body.append(note("No countries or groups in these results (a single-country study that names "
+                             "neither its country nor a grouping variable)."))
         personas = pooled.get("persona_groups") or {}
         body += (["<h4>Persona groups (pooled over domains)</h4>", persona_table(personas)] if personas
                  else [note("No persona groups were recorded with these results.")])
@@ -239,7 +243,7 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     figures = draw_figures(board, out)
     page = out / "report.html"
     with atomic_open(page) as handle:
-        title = f"socbench report: {output_dir.resolve().name}"
-        handle.write(render_html(board, figures, title, out_dir=out))
+        title = f"{study_title(run.study for run in board.runs)} results: {output_dir.resolve().name}"
+        handle.write(render_html(board, figures, f"{title} (socbench report)", out_dir=out))
     notes = [*board.notes, *figures.notes, *incomplete_notes(board.incomplete)]
     return ReportPaths(out, md, csv, page, figures.paths, board, notes)

@@ -16,6 +16,8 @@ from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
 from socbench.report.labels import baseline_label, below, ci_text, country_label, domain_label, p_text, signed
 from socbench.report.output import fmt
+from socbench.shuffle import option_text
+from socbench.types import COUNTRY
 
 COUNTRY_HEAD = ("country", "respondents", "items", "accuracy [95% CI]", "strongest baseline on these items",
                 "baseline accuracy", "margin")
@@ -77,9 +79,11 @@ def _group_cells(row: dict[str, Any]) -> list[str]:
             signed(row["margin_over_best_baseline"])]
 
 
-def country_table(rows: dict[str, dict[str, Any]]) -> str:
-    order = sorted(rows, key=lambda c: (not enough(rows[c]), country_label(c)))
-    return table(COUNTRY_HEAD, [[country_label(c), *_group_cells(rows[c])] for c in order],
+def country_table(rows: dict[str, dict[str, Any]], grouping: str = COUNTRY) -> str:
+    """Per country (or group of the study's ``grouping`` variable), pooled over domains."""
+    order = sorted(rows, key=lambda c: (not enough(rows[c]), country_label(c, grouping)))
+    return table((grouping, *COUNTRY_HEAD[1:]), [[country_label(c, grouping), *_group_cells(rows[c])]
+                                                 for c in order],
                  ["few" if not enough(rows[c]) else "" for c in order])
 
 
@@ -102,9 +106,10 @@ def _heat_style(row: dict[str, Any]) -> str:
     return f" style='background: hsl({hue}, 60%, {96 - 30 * strength:.0f}%)'"
 
 
-def heat_table(cells: dict[tuple[str, str], dict[str, Any]], domains: Sequence[str]) -> str:
-    """Country x domain: accuracy, margin and respondents per cell; thin cells greyed, no number."""
-    countries = sorted({c for c, _ in cells}, key=country_label)
+def heat_table(cells: dict[tuple[str, str], dict[str, Any]], domains: Sequence[str],
+               grouping: str = COUNTRY) -> str:
+    """Country (or group) x domain: accuracy, margin and respondents per cell; thin cells greyed."""
+    countries = sorted({c for c, _ in cells}, key=lambda c: country_label(c, grouping))
     shown = [c for c in countries if any(enough(cells[c, d]) for d in domains if (c, d) in cells)]
     head = "".join(f"<th>{esc(domain_label(d))}</th>" for d in domains)
     body = []
@@ -121,17 +126,18 @@ def heat_table(cells: dict[tuple[str, str], dict[str, Any]], domains: Sequence[s
                 text = f"{fmt(row['accuracy'])} ({margin}) n={row['respondents']}"
                 tds.append(f"<td class='heat{' neg' if below(row['margin_over_best_baseline']) else ''}'"
                            f"{_heat_style(row)}>{esc(text)}</td>")
-        body.append(f"<tr><th class='rowhead'>{esc(country_label(country))}</th>{''.join(tds)}</tr>")
+        name = esc(country_label(country, grouping))
+        body.append(f"<tr><th class='rowhead'>{name}</th>{''.join(tds)}</tr>")
     hidden = len(countries) - len(shown)
     if not shown:
-        return note(f"No country has {MIN_RESPONDENTS} or more respondents in any one domain of this run: "
-                    "no country x domain grid (see the pooled table above).")
+        return note(f"No {grouping} has {MIN_RESPONDENTS} or more respondents in any one domain of this run: "
+                    f"no {grouping} x domain grid (see the pooled table above).")
     lead = note(f"Accuracy (margin over the strongest baseline on the same items) and respondents per "
-                f"country and domain; green above the baseline, red below. Cells with fewer than "
+                f"{grouping} and domain; green above the baseline, red below. Cells with fewer than "
                 f"{MIN_RESPONDENTS} respondents show only n, greyed."
-                + (f" {hidden} countries with fewer than {MIN_RESPONDENTS} respondents in every domain "
+                + (f" {hidden} of them with fewer than {MIN_RESPONDENTS} respondents in every domain "
                    "are left out of this grid (they are in the table above)." if hidden else ""))
-    return (lead + "<div class='scroll'><table class='heatmap'><thead><tr><th>country</th>"
+    return (lead + f"<div class='scroll'><table class='heatmap'><thead><tr><th>{esc(grouping)}</th>"
             f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
@@ -142,7 +148,7 @@ def _modal(shares: dict[str, float] | None, labels: dict[str, str]) -> str:
     if not shares:
         return "n/a"
     code = max(shares, key=lambda c: shares[c])
-    return f"{code}. {labels.get(code, '')} ({100 * shares[code]:.0f}%)"
+    return f"{option_text(code, labels.get(code, ''))} ({100 * shares[code]:.0f}%)"
 
 
 def _shares(view: dict[str, Any]) -> tuple[dict[str, float], dict[str, float] | None, str]:
@@ -171,7 +177,7 @@ def _bars(view: dict[str, Any]) -> str:
     for code, label in view.get("options", []):
         people, answered = human.get(code, 0.0), (model or {}).get(code, 0.0)
         rows.append(
-            f"<tr><td class='opt'>{esc(code)}. {esc(label)}</td>"
+            f"<tr><td class='opt'>{esc(option_text(code, label))}</td>"
             f"<td class='share'><span class='bar people' style='width:{100 * people:.1f}%'></span>"
             f"<span class='pct'>{100 * people:.1f}%</span></td>"
             f"<td class='share'><span class='bar model' style='width:{100 * answered:.1f}%'></span>"
@@ -187,17 +193,19 @@ def _bars(view: dict[str, Any]) -> str:
             + note(caption))
 
 
-def _country_alignment(view: dict[str, Any]) -> str:
+def _country_alignment(view: dict[str, Any], grouping: str) -> str:
     countries = view.get("countries") or {}
     if not countries:
         return ""
     labels = dict(map(tuple, view.get("options", [])))
-    rows = [[country_label(c), str(r["respondents"]), fmt(r.get("accuracy")), _modal(r.get("human"), labels),
+    rows = [[country_label(c, grouping), str(r["respondents"]), fmt(r.get("accuracy")),
+             _modal(r.get("human"), labels),
              _modal(r.get("model"), labels), fmt(r.get("modal_agreement")), fmt(r.get("kendall_tau"))]
             for c, r in countries.items()]
-    head = ("country", "respondents", "accuracy", "people's most chosen", "model's most chosen",
+    head = (grouping, "respondents", "accuracy", "people's most chosen", "model's most chosen",
             "modal agreement", "Kendall tau")
-    return details(f"by country ({len(rows)} with at least {MIN_RESPONDENTS} respondents)", table(head, rows))
+    return details(f"by {grouping} ({len(rows)} with at least {MIN_RESPONDENTS} respondents)",
+                   table(head, rows))
 
 
 def distribution_blocks(dom: DomainRun) -> str:
@@ -205,7 +213,7 @@ def distribution_blocks(dom: DomainRun) -> str:
     parts = []
     for qid, view in dom.stored.questions.items():
         parts.append(f"<div class='question'><h4>{esc(qid)}: {esc(view.get('text', ''))}</h4>"
-                     f"{_bars(view)}{_country_alignment(view)}</div>")
+                     f"{_bars(view)}{_country_alignment(view, dom.stored.grouping)}</div>")
     return "".join(parts)
 
 
@@ -214,14 +222,19 @@ def run_heading(run: ModelRun) -> str:
 
 
 def exports_section(runs: Sequence[ModelRun], out_dir: Path) -> list[str]:
-    """Links to each run's exported answers (``socbench export`` / ``--export``), when it has any."""
-    items = [f"<li>{esc(run.run)}: " + ", ".join(
-        f"<a href='{esc(Path(os.path.relpath(path, out_dir)).as_posix())}'>{esc(path.name)}</a>"
-        for path in files) + "</li>"
-        for run in runs if (files := sorted(p for p in (run.folder / "export").glob("*") if p.is_file()
-                                            and not p.name.startswith(".")))]
+    """Links to each run's exported answers (``socbench export`` / ``--export``), when it has any, and
+    the ``--export`` formats that could not be written, with why."""
+    items = []
+    for run in runs:
+        files = [p for p in sorted((run.folder / "export").glob("*")) if p.is_file() and p.name[0] != "."]
+        links = ", ".join(f"<a href='{esc(Path(os.path.relpath(p, out_dir)).as_posix())}'>{esc(p.name)}</a>"
+                          for p in files)
+        failures = "".join(f"<br><b>export failed</b>: {esc(why)}" for why in run.export_failed)
+        items += [f"<li>{esc(run.run)}: {links}{failures}</li>"] if files or failures else []
     if not items:
         return []
     return ["<h2 id='exports'>Answers as files</h2>",
             "<p>Each run's answers for SPSS, Stata, R and pandas (<code>socbench export</code>; "
-            "<code>_real</code>: the real answers in the survey's own shape).</p>", "<ul>", *items, "</ul>"]
+            "<code>_real</code>: the real answers in the survey's own shape; <code>_mapping.csv</code>: the "
+            "names, labels and missing codes a format could not hold, as written).</p>",
+            "<ul>", *items, "</ul>"]

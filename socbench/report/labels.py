@@ -15,17 +15,20 @@ from socbench.domains import DOMAINS
 from socbench.metrics.baselines import UNMAPPED
 from socbench.models import model_slug
 from socbench.report.output import fmt
+from socbench.types import COUNTRY
 
 BASELINE_LABELS = {
     "uniform": "Uniform guess among the offered options",
     "majority_question": "Majority answer to the question (all other respondents)",
     "majority_country_question": "Majority answer in the respondent's country",
+    "majority_group_question": "Majority answer in the respondent's group (the study's grouping variable)",
     "demographic_model": "Demographic model (a classifier on the persona attributes)",
 }
 WEIGHTED = " (survey-weighted)"
 # the same, short enough for a terminal line (the CLI's and `make demo`'s per-domain line, its table)
 BASELINE_SHORT = {"uniform": "uniform guess", "majority_question": "majority answer",
                   "majority_country_question": "majority in country",
+                  "majority_group_question": "majority in group",
                   "demographic_model": "demographic model"}
 VARIANT_LABELS = {"logprobs": "log-prob answers", "no_persona": "no persona (control)",
                   "shuffled": "options shuffled"}
@@ -48,12 +51,22 @@ def domain_label(name: str) -> str:
     return _TITLES.get(name, name)
 
 
-def country_label(code: str | None) -> str:
-    """"DE" -> "Germany (DE)"; an unmapped country stays "unmapped"."""
+def country_label(code: str | None, grouping: str = COUNTRY) -> str:
+    """"DE" -> "Germany (DE)"; an unmapped country stays "unmapped"; a group of a study grouped by
+    another variable (``grouping``: "Region") is named as the data names it."""
     if code is None or code == UNMAPPED:
-        return "country unknown (unmapped)"
+        return "country unknown (unmapped)" if grouping == COUNTRY else f"no {grouping} recorded"
+    if grouping != COUNTRY:
+        return code
     info = country_info(code)
     return code if info.name == info.code else f"{info.name} ({info.code})"
+
+
+def study_title(studies: Iterable[Any]) -> str:
+    """The name titles give the results: the study they share (``summary.json``'s ``data.study``:
+    the survey's own name), else "Survey" (several studies, or none recorded)."""
+    found = {str(s) for s in studies if s}
+    return found.pop() if len(found) == 1 else "Survey"
 
 
 def variant_label(run: str, model: str) -> str:

@@ -15,7 +15,7 @@ from socbench.log.summary import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.answers import answer_markdown
-from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed
+from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed, study_title
 from socbench.report.leaderboard import DRAW_SCORES, MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import atomic_open, fmt, markdown_table
 from socbench.yardsticks import HEADLINE_KEYS
@@ -60,7 +60,9 @@ def overall_cells(row: dict[str, Any]) -> list[str]:
 
 
 def domain_title(row: dict[str, Any]) -> str:
-    return f"{domain_label(row['domain'])} ({fmt(row['domain_id'])})"
+    """"Role of Government (8)"; the name alone where the results do not record the id."""
+    known = isinstance(row["domain_id"], int)
+    return f"{domain_label(row['domain'])} ({row['domain_id']})" if known else domain_label(row["domain"])
 
 
 def domain_cells(row: dict[str, Any]) -> list[str]:
@@ -112,7 +114,8 @@ NOTES = (
     "1-W1 / 1-JS: 1 - normalised Wasserstein / Jensen-Shannon distance between the model's and the "
     "people's answer distributions, beside what uniform answers get. Modal agreement: the model's most "
     "chosen option is the people's (uniform: 1/k); Kendall tau: rank correlation of option shares "
-    "(uniform: 0), p from a permutation test of the mean. Paired comparisons: McNemar's exact test on the "
+    "(a random order: 0; n/a where the shares are all equal), p from a permutation test of the mean. "
+    "Paired comparisons: McNemar's exact test on the "
     "discordant items and the respondent-bootstrap CI of the accuracy difference."
 )
 
@@ -130,7 +133,7 @@ YARDSTICKS_NOTE = (
 
 def leaderboard_markdown(board: Leaderboard) -> str:
     ordered = domain_order(board)
-    lines = ["# ISSP leaderboard", "",
+    lines = [f"# {study_title(run.study for run in board.runs)} leaderboard", "",
              *markdown_table(OVERALL_HEAD, [overall_cells(r) for r in board.overall])]
     if board.incomplete:
         lines += ["", "## Incomplete runs (not ranked)", "", unfinished.INCOMPLETE_NOTE, "", *markdown_table(

@@ -65,7 +65,10 @@ DEFINITIONS = (
                         "chose (ties count as the chance that random tie-breaks agree); 0-1. Uniform answers "
                         "score 1/k."),
     ("Kendall tau", "Rank correlation (tau-b) between the model's and people's option shares of a question; "
-                    "-1 to 1, 1 = the same order of preference, 0 = unrelated. Uniform answers score 0. p: "
+                    "-1 to 1, 1 = the same order of preference, 0 = unrelated (a random order's expected "
+                    "value). n/a where either side's shares are all equal (no order: uniform answers). A "
+                    "model giving one answer to everything ranks that option first and ties the rest: "
+                    "its tau is high when that option is people's favourite. p: "
                     "one-sided permutation test of tau > 0 (the model's shares permuted over the options; "
                     "exact up to 7 options); per domain, the test of the mean tau over questions."),
     ("Demographic model", "A classifier (regularised multinomial logistic regression) trained per question "

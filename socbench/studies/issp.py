@@ -11,9 +11,10 @@ from typing import ClassVar
 
 from socbench.config import RunConfig
 from socbench.data import build_items, load_domain
-from socbench.data.loaders import dataset_root, sample_dir
+from socbench.data.loaders import dataset_root, sample_dir, unmapped_line
 from socbench.data.variables import read_variables
-from socbench.domains import get_domain, select_domains
+from socbench.data_use import check_data_use
+from socbench.domains import get_domain, select_domains, study_name
 from socbench.errors import ConfigError
 from socbench.extract import extract_all
 from socbench.log.summary import summary_row
@@ -56,20 +57,30 @@ class IsspTask:
         domain = get_domain(unit_id, self.config.dataset_dir)
         return Unit(domain.id, domain.name, f"domain {domain.id} {domain.name}")
 
-    def check(self) -> None:
-        """The sample size exists; ``--export_wide`` has formats and what the import kept of the source."""
+    def check(self) -> list[str]:
+        """The sample size exists; the prompts may go where the engine is (``socbench.data_use``: the
+        acknowledgement of a remote host is the note returned); ``--export_wide`` has formats and what the
+        import kept of the source file."""
         c = self.config
         root = dataset_root(c.dataset_dir)
         sample_dir(root, c.dataset_size)
+        domains = [get_domain(unit.id, c.dataset_dir) for unit in self.units()]
+        acknowledged = check_data_use(c, domains)
         if c.export_wide and not c.export:
             raise ConfigError("--export_wide: name the formats with --export (e.g. --export sav)")
-        for unit in self.units() if c.export_wide else ():
-            read_variables(root, get_domain(unit.id, c.dataset_dir).slug)
+        for domain in domains if c.export_wide else ():
+            read_variables(root, domain.slug)
+        return [acknowledged] if acknowledged else []
 
     def load(self, unit: Unit) -> DomainData:
         c = self.config
         domain = get_domain(unit.id, c.dataset_dir)
-        return load_domain(c.dataset_dir, domain, c.dataset_size, c.interview_count)
+        check_data_use(c, [domain])  # on a worker too: a licensed study's prompts stay where they may go
+        return load_domain(c.dataset_dir, domain, c.dataset_size, c.interview_count, c.interview_sample)
+
+    def notes(self, data: DomainData) -> list[str]:
+        line = unmapped_line(data)
+        return [line] if line else []
 
     def special_options(self, data: DomainData) -> IsspSamples:
         return IsspSamples(data, tuple(build_items(data)))
@@ -87,21 +98,25 @@ class IsspTask:
         result = scored.result
         paths = write_scored_domain(self.config.output_dir, scored, self.config.expansion)
         markdown = Artifact(f"issp-report-domain-{result.domain_id}",
-                            f"ISSP {result.domain_name}: {result.model}", markdown=domain_markdown(result))
+                            f"{study_name(self.config.dataset_dir)} {result.domain_name}: {result.model}",
+                            markdown=domain_markdown(result))
         return UnitReport(domain_line(summary_row(result)), (markdown,), tuple(str(p) for p in paths))
 
-    def finish(self, results: Sequence[DomainResult], failed: dict[int, str]) -> RunReport:
-        """``summary.json``/``.md`` over the domains run, the circular table, and the report (leaderboard,
-        plots, HTML) over every run under ``output_dir``."""
+    def finish(self, results: Sequence[DomainResult], failed: dict[int, str],
+               export_failed: Sequence[str] = ()) -> RunReport:
+        """``summary.json``/``.md`` over the domains run (and the ``--export`` formats that failed), the
+        circular table, and the report (leaderboard, plots, HTML) over every run under ``output_dir``."""
         c = self.config
-        summary = write_run_summary(c.output_dir, c.run_name, results, failed, c.data_record())
+        data = c.data_record()
+        summary = write_run_summary(c.output_dir, c.run_name, results, failed, data, export_failed)
         board = write_report(c.output_dir)
-        artifacts = [Artifact("issp-summary", f"ISSP summary: {c.run_name}", table=summary.rows),
+        study = data["study"]
+        artifacts = [Artifact("issp-summary", f"{study} summary: {c.run_name}", table=summary.rows),
                      Artifact("issp-leaderboard", f"Leaderboard of every run under {c.output_dir} "
                               f"({board.html})", table=leaderboard_rows(board.leaderboard, per_domain=False))]
         if c.circular is not None and results:
             markdown, _ = write_run_circular_table(c.output_dir, c.run_name, results, c.circular, c.mode)
-            artifacts.append(Artifact("issp-circular-summary", f"ISSP circular evaluation: {c.run_name}",
+            artifacts.append(Artifact("issp-circular-summary", f"{study} circular evaluation: {c.run_name}",
                                       markdown=markdown.read_text(encoding="utf-8")))
         return RunReport("\n".join(run_table(summary.rows)) if summary.rows else "",
                          {"summary": str(summary.path), "report": str(board.html)}, tuple(artifacts))

@@ -69,11 +69,15 @@ class McqTask:
     def unit(self, unit_id: int) -> Unit:
         return self.units()[0]
 
-    def check(self) -> None:
-        """Nothing beyond the dataset itself, which the preflight reads."""
+    def check(self) -> list[str]:
+        """Nothing beyond the dataset itself, which the preflight reads (public data: it may go anywhere)."""
+        return []
 
     def load(self, unit: Unit) -> McqData:
         return load_mcq(self.config.dataset, limit=self.config.limit, fewshot=max(self.config.k_shot) > 0)
+
+    def notes(self, data: McqData) -> list[str]:
+        return []
 
     def special_options(self, data: McqData) -> McqData:
         return data  # every item shows its own options to everyone
@@ -106,7 +110,8 @@ class McqTask:
             f"INCOMPLETE, not a result ({incomplete})" if incomplete else "every request answered")
         return UnitReport(line, tuple(artifacts), tuple(str(p) for p in files.values()))
 
-    def finish(self, results: Sequence[McqResult], failed: dict[int, str]) -> RunReport:
+    def finish(self, results: Sequence[McqResult], failed: dict[int, str],
+               export_failed: Sequence[str] = ()) -> RunReport:
         """The tables of the run's datasets for the terminal, and the report over every run beside it."""
         folder = self.folder()
         printed, paths = [], {}

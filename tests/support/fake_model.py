@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 _TOKEN = re.compile(r"\d|[^\W\d_]+|\s+|.", re.S)
-_OPTION = re.compile(r"^\s*([A-Za-z0-9-]+)[.)]\s+\S", re.M)
+_OPTION = re.compile(r"^\s*([A-Za-z0-9-]+)[.)]\s+\S|^\s*(-?\d+)\s*$", re.M)  # "2. text" or a bare "2"
 ID_BASE = 1000
 Answer = Callable[..., str]  # (prompt, codes) -> content, or (prompt, codes, seed) (the request's "seed")
 PROSE = "I would probably pick the second one."
@@ -55,7 +55,7 @@ def prompt_and_codes(body: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     schema = (body.get("structured_outputs") or {}).get("json") or \
         ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
     enum = schema.get("properties", {}).get("answer", {}).get("enum") or _regex_codes(body)
-    return prompt, tuple(enum) if enum else tuple(dict.fromkeys(_OPTION.findall(prompt)))
+    return prompt, tuple(enum) if enum else tuple(dict.fromkeys(a or b for a, b in _OPTION.findall(prompt)))
 
 
 def _regex_codes(body: dict[str, Any]) -> list[str] | None:
