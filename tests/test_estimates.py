@@ -21,6 +21,7 @@ from socbench.errors import ConfigError
 from socbench.estimates.items import COLUMNS, run_items
 from socbench.estimates.render import question_rows
 from socbench.estimates.study import Settings, estimate_items
+from support.records import detailed_record, summary_record
 
 CODES = ("1", "2", "3", "4", "5")
 PS = {"Q0": 0.0, "Q1": 0.5, "Q2": 0.9, "Q3": "constant"}
@@ -115,11 +116,11 @@ def write_run(folder: Path, items: pd.DataFrame, data_dir: Path | None = None) -
     groups = {str(pid): {"sex": s, "age_group": a} for pid, s, a in people.itertuples(index=False)}
     options = [[c, f"label {c}"] for c in CODES]
     questions = {qid: {"options": options} for qid in items["question_id"].unique()}
-    detailed = {"domain": "Citizenship", "model": "fake-model", "details": details, "persona_groups": groups,
-                "questions": questions}
+    detailed = {**detailed_record(details, questions, model="fake-model"), "persona_groups": groups,
+                "weighted_metrics_off": None}
     (folder / "Citizenship_detailed.json").write_text(json.dumps(detailed))
     if data_dir is not None:
-        summary = {"data": {"data_dir": str(data_dir), "dataset_size": 500, "interview_count": "all"}}
+        summary = summary_record({"data_dir": str(data_dir), "dataset_size": 500, "interview_count": "all"})
         (folder / "summary.json").write_text(json.dumps(summary))
     return folder
 

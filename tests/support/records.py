@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from socbench.log.records import FORMAT
 from socbench.log.write import domain_record
 from socbench.report.output import json_safe
 from socbench.scoring import score_items, summarize_domain
@@ -19,3 +20,9 @@ def detailed_record(details: list[dict[str, Any]], questions: dict[str, Any], do
     result = summarize_domain(1, domain, model, items, scored, {}, 1)
     record = domain_record(result, scored, "2025-01-01T00:00:00+00:00").model_dump()
     return json_safe({**record, "persona_groups": {}, "details": details, "questions": questions})
+
+
+def summary_record(data: dict[str, Any], model: str = "m") -> dict[str, Any]:
+    """``summary.json``'s content as far as a reader of ``data`` needs it (no domain pooled)."""
+    return {"format": FORMAT, "task": "issp", "model": model, "failed_domains": {}, "pooled": {},
+            "data": data}
