@@ -19,7 +19,7 @@ import pytest
 from socbench.cli import main
 from support import CLI
 from support.fake_openai import FakeOpenAIServer
-from support.records import detailed_record
+from support.records import detailed_record, summary_record
 from tests.conftest import ROOT
 from tests.test_issp_cli import run_env as cli_env
 
@@ -228,7 +228,7 @@ def test_bad_input_is_one_line(tmp_path: Path, demo_data: Path, capsys) -> None:
     run.mkdir()
     (tmp_path / "empty").mkdir()
     (run / "Citizenship_detailed.json").write_text(json.dumps(detailed_record([], {})))
-    (run / "summary.json").write_text(json.dumps({"data": {"data_dir": str(demo_data)}}))
+    (run / "summary.json").write_text(json.dumps(summary_record({"data_dir": str(demo_data)})))
     for args, needle in (((str(tmp_path / "empty"),), "not a run folder"),
                          ((str(run), "--format", "xlsx"), "invalid choice"),
                          ((str(run), "--format", "sav", "--out", str(tmp_path / "a.csv")), "ends in .csv"),
