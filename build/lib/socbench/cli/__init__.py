@@ -1,0 +1,58 @@
+"""The ``socbench`` command: one console script, a subcommand per job.
+
+Each subcommand module exposes ``register(subparsers)``; handlers return an exit code.
+A ``SocbenchError`` becomes one line on stderr and exit code 2 (no traceback); Ctrl-C, one
+line and exit code 130 (``cli.interrupt``).
+This package sits beside ``socbench/`` (the library never imports it, nor Prefect).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from socbench.cli.interrupt import exit_interrupted, interruptible
+from socbench.errors import SocbenchError
+
+# subcommand name -> module under cli (imported when the parser is built; each is light)
+_COMMANDS = ("data", "issp", "mcq", "report", "export", "estimate")
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own errors: one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="socbench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser,
+                                metavar="{" + ",".join(_COMMANDS) + "}")
+    for name in _COMMANDS:
+        importlib.import_module(f"socbench.cli.{name}").register(sub)
+    return parser
+
+
+def route(argv: list[str]) -> list[str]:
+    """``issp prompts ...`` is its own parser (``issp-prompts``), so that ``issp`` has no
+    sub-command slot in which a mistyped flag's value would read as a sub-command."""
+    if argv[:2] == ["issp", "prompts"]:
+        return ["issp-prompts", *argv[2:]]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(route(list(sys.argv[1:] if argv is None else argv)))
+    try:
+        with interruptible():
+            return int(args.handler(args) or 0)
+    except SocbenchError as exc:
+        print(f"socbench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        exit_interrupted()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

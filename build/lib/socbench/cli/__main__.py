@@ -1,0 +1,7 @@
+"""``python -m cli``: the ``socbench`` command."""
+
+import sys
+
+from socbench.cli import main
+
+sys.exit(main())

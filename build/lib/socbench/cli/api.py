@@ -1,0 +1,81 @@
+"""``socbench.evaluate``: the Python front door beside the command line.
+
+It runs exactly what ``socbench issp`` / ``socbench mcq`` run (the preflight, then the study's Prefect flow
+in this process, on the API that ``PREFECT_API_URL`` names or on socbench's own temporary one) and returns
+what the run wrote to its results log, typed: per-unit metrics and every item as a DataFrame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from socbench.config import from_flat
+from socbench.errors import ConfigError
+from socbench.records import Outcome
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+CONFIGS = {"issp": "socbench.config:RunConfig", "mcq": "socbench.mcq.config:McqConfig"}
+
+
+class Quiet:
+    """No progress on the console (a notebook shows the result, not bars)."""
+
+    def begin(self, label: str) -> None: ...
+    def requests(self, total: int) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def end(self, line: str) -> None: ...
+    def note(self, line: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """A finished run: whether it completed, its folder, and what its results log holds."""
+
+    task: str
+    folder: Path
+    outcome: Outcome
+
+    @property
+    def complete(self) -> bool:
+        return self.outcome.ok
+
+    @property
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """Each unit's headline metrics, by unit name (an ISSP domain, an MCQ dataset)."""
+        from socbench.log import unit_metrics
+
+        return unit_metrics(self.folder)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """Every scored item of the run, one row each, with the unit it belongs to."""
+        from socbench.log import items_frame
+
+        return items_frame(self.folder)
+
+
+def config_of(task: str, settings: dict[str, Any]) -> Any:
+    """The run configuration of ``task`` from flat settings (the CLI's flags as keyword arguments)."""
+    if task not in CONFIGS:
+        raise ConfigError(f"task {task!r}: expected one of {', '.join(CONFIGS)}")
+    import importlib
+
+    module, name = CONFIGS[task].split(":")
+    return from_flat(getattr(importlib.import_module(module), name), settings)
+
+
+def evaluate(task: str = "issp", *, progress: bool = False, **settings: Any) -> EvalResult:
+    """Run ``task`` ("issp" or "mcq") with ``settings`` named as the CLI's flags, e.g.
+    ``evaluate("issp", model="smollm2-135m-instruct", domain_id=3, interview_count=20)``.
+
+    A bad setting raises ``ConfigError`` before any work; a run that did not complete is returned with
+    ``complete`` False (its ``outcome`` says which units and why), never as a score."""
+    from socbench.cli.inprocess import run
+    from socbench.studies import task_for
+
+    config = config_of(task, settings)
+    outcome = run(config, listener=None if progress else Quiet())
+    return EvalResult(task, task_for(config).folder(), outcome)

@@ -1,0 +1,43 @@
+"""``socbench data synth``: write a synthetic SocioBench ``Dataset_all`` folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from socbench.cli.flags import flag, non_negative_int
+from socbench.errors import ConfigError
+
+SYNTH_SEED = 20261122
+DEFAULT_RESPONDENTS = 40
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "synth", help="write synthetic respondents (demo or your question sets) in the Dataset_all layout",
+        description="Write q&a/ and A_GroundTruth_sampling500/ for each domain, with seeded synthetic "
+                    "respondents whose answers depend on their attributes. Not ISSP data.")
+    flag(parser, "out", type=Path, required=True, help="the Dataset_all folder to write")
+    flag(parser, "qa_dir", type=Path, default=None,
+         help="folder with issp_qa_<slug>.json to copy and answer (default: the built-in demo questions)")
+    flag(parser, "codebook_dir", type=Path, default=None,
+         help="folder with issp_profile_<Domain>.json codebooks for attribute names and labels")
+    flag(parser, "respondents", type=int, default=DEFAULT_RESPONDENTS,
+         help=f"respondents per domain (default {DEFAULT_RESPONDENTS})")
+    flag(parser, "seed", type=non_negative_int, default=SYNTH_SEED,
+         help=f"random seed (default {SYNTH_SEED})")
+    flag(parser, "domain_id", type=str, default="all", help="domain id, slug or 'all' (default all)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from socbench.data.synth import write_dataset
+    from socbench.domains import select_domains
+
+    if args.respondents < 1:
+        raise ConfigError(f"--respondents must be a positive integer, got {args.respondents}")
+    domains = select_domains(args.domain_id)
+    info = write_dataset(args.out, domains, args.respondents, args.seed, args.qa_dir, args.codebook_dir)
+    print(f"wrote {len(domains)} domain(s) x {args.respondents} synthetic respondents to {args.out} "
+          f"(seed {args.seed}, questions: {info['questions']})")
+    return 0

@@ -1,0 +1,123 @@
+"""Flags: derived from the run configurations' fields, or declared with ``flag`` for the rest.
+
+Every flag is accepted in the original system's snake_case (``--data_dir``) and in kebab-case
+(``--data-dir``). A configuration's flags carry its fields' descriptions and defaults; the
+values given are validated by the configuration itself (``socbench.config.from_flat``), so a
+bad value is one line naming its flag, exactly as for a flow parameter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import types
+import typing
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from socbench.config import Setting, from_flat, settings_of
+
+
+def flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, **kwargs: Any) -> None:
+    """Add ``--name_with_underscores`` and ``--name-with-dashes`` as one option."""
+    snake = name.replace("-", "_")
+    kebab = name.replace("_", "-")
+    names = [f"--{snake}"] + ([f"--{kebab}"] if kebab != snake else [])
+    kwargs.setdefault("dest", snake)
+    parser.add_argument(*names, **kwargs)
+
+
+def _int_at_least(text: str, low: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected a {what} integer, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "positive")
+
+
+def non_negative_int(text: str) -> int:
+    return _int_at_least(text, 0, "non-negative")
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A JSON object given on the command line (``--engine '{"dtype": "float32"}'``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg} at character {exc.pos}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"dtype\": \"float32\"}}', "
+                                         f"got {text!r}")
+    return value
+
+
+# ------------------------------------------------------------- flags from a configuration
+
+
+def _choices(annotation: Any) -> list[str]:
+    """The values of a Literal (or optional Literal) field, for the help text; else []."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return [str(v) for v in typing.get_args(annotation)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return _choices(args[0]) if len(args) == 1 else []
+    return []
+
+
+def _is(annotation: Any, kind: type) -> bool:
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    args = typing.get_args(annotation) if union else ()
+    return annotation is kind or kind in args or typing.get_origin(annotation) is kind
+
+
+def _help(field: FieldInfo, required: bool) -> str:
+    """The field's description and its default (unless there is nothing to show)."""
+    text = (field.description or "").replace("%", "%%")
+    default = field.get_default(call_default_factory=True)
+    if required or default is None or default is False or default == {}:
+        return text
+    shown = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
+    return f"{text} (default: {shown})"
+
+
+def add_config_flags(parser: argparse.ArgumentParser, model: type[BaseModel],
+                     only: Iterable[str] | None = None, required: Iterable[str] = ()) -> None:
+    """One flag per setting of ``model`` (``only`` those, if given); absent flags keep the
+    configuration's defaults, which ``--help`` shows."""
+    wanted = set(only) if only is not None else None
+    for setting in settings_of(model).values():
+        if wanted is None or setting.name in wanted:
+            _add(parser, setting, setting.name in set(required))
+
+
+def _add(parser: argparse.ArgumentParser, setting: Setting, required: bool) -> None:
+    annotation, field = setting.field.annotation, setting.field
+    kwargs: dict[str, Any] = {"help": _help(field, required), "required": required}
+    if not required:
+        kwargs["default"] = argparse.SUPPRESS
+    if _is(annotation, bool):
+        default = field.get_default(call_default_factory=True)
+        kwargs["action"] = "store_true" if default is False else argparse.BooleanOptionalAction
+    elif _is(annotation, dict):
+        kwargs.update(type=json_object, metavar="JSON")
+    elif _choices(annotation):
+        kwargs["metavar"] = "{" + ",".join(_choices(annotation)) + "}"
+    else:
+        kwargs["metavar"] = setting.name.upper()
+    flag(parser, setting.name, **kwargs)
+
+
+def config_from_args(model: type[BaseModel], args: argparse.Namespace, **extra: Any) -> Any:
+    """The configuration from the flags given (plus ``extra`` settings); validated as a whole."""
+    names = settings_of(model)
+    given = {key: value for key, value in vars(args).items() if key in names}
+    return from_flat(model, {**given, **extra})

@@ -1,0 +1,135 @@
+"""Running a flow in this process for the CLI: quiet libraries, socbench's own Prefect API, and
+the run's progress on stderr (stdout keeps socbench's own output only, so it can be piped).
+
+On a terminal each domain (or dataset) shows a bar while its requests are answered, then one
+line saying what came of it; elsewhere (a log file, a pipe) just the lines.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+# Defaults a user's environment may override; set before Prefect or vLLM is imported.
+QUIET = {
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",  # offline: "Failed to send telemetry" (ERROR)
+    "DO_NOT_TRACK": "1",  # Prefect's client-side usage data (and its notice on a terminal)
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "VLLM_LOGGING_LEVEL": "WARNING",
+    "VLLM_LOGGING_STREAM": "ext://sys.stderr",  # vLLM logs to stdout by default
+}
+
+
+class ConsoleProgress:
+    """``socbench.progress``'s listener for a console: a tqdm bar on a terminal, and one line per
+    domain with its wall time."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.label, self.started, self.bar = "", time.monotonic(), None
+
+    def begin(self, label: str) -> None:
+        self._close_bar()
+        self.label, self.started = label, time.monotonic()
+
+    def requests(self, total: int) -> None:
+        self._close_bar()
+        if self.tty:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=self.label, unit="req", leave=False, file=self.stream)
+
+    def advance(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def end(self, line: str) -> None:
+        from socbench.progress import finished_line
+
+        self._close_bar()
+        print(finished_line(line, time.monotonic() - self.started), file=self.stream, flush=True)
+
+    def note(self, line: str) -> None:
+        self._close_bar()
+        print(f"socbench: warning: {line}", file=self.stream, flush=True)
+
+    def _close_bar(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def quiet_libraries() -> None:
+    """``QUIET`` where the environment does not say otherwise; before anything imports vLLM or Prefect."""
+    for key, value in QUIET.items():
+        os.environ.setdefault(key, value)
+
+
+def run(config: Any, listener: Any = None) -> Any:
+    """The preflight, then the study's flow in this process (the model loading while Prefect's API starts),
+    progress shown on ``listener`` (default: the console's); the flow's ``Outcome``."""
+    quiet_libraries()
+    from socbench.preflight import check_run
+    from socbench.studies import task_for
+
+    check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
+    return run_flow(task_for(config).name, config, meanwhile=lambda: _preload(config), listener=listener)
+
+
+def run_study(config: Any) -> int:
+    """``socbench issp`` / ``socbench mcq``: ``run``, then its table and files on stdout, what did not
+    complete on stderr; exit 1 unless every unit completed."""
+    outcome = run(config)
+    if outcome.printed:
+        print(outcome.printed)
+    print("\n".join(f"{name}: {path}" for name, path in outcome.paths.items()), flush=True)
+    for reason in outcome.failed.values():
+        print(f"socbench: error: {reason}", file=sys.stderr)
+    for reason in outcome.incomplete.values():
+        print(f"socbench: error: {reason} (incomplete: rerun the same command to send only the missing "
+              "requests)", file=sys.stderr)
+    for line in outcome.export_failed:
+        print(f"socbench: error: export failed: {line}", file=sys.stderr)
+    return 0 if outcome.ok else 1
+
+
+def _preload(config: Any) -> None:
+    """While the API starts: the model, unless the engine cache answers every request the preflight
+    built; and matplotlib for the report (after the server is spawned: it imports scikit-learn too)."""
+    from socbench import pipeline
+    from socbench.engines.session import get_engine
+    from socbench.report.output import preload_figures
+    from socbench.studies import task_for
+
+    requests = pipeline.all_requests(pipeline.plans(task_for(config)))
+    pipeline.preload(get_engine(config.engine_settings()), requests)
+    preload_figures()
+
+
+def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = None,
+             listener: Any = None) -> Any:
+    """The flow ``flows.<name>.<name>`` run in this process on socbench's own Prefect API, progress shown;
+    the API's server is spawned first, and the flow's imports and ``meanwhile`` run while it starts."""
+    quiet_libraries()
+    from socbench.cli.prefect_api import prefect_api, spawn_early
+
+    server = spawn_early()
+    from socbench.progress import listening
+
+    module = f"socbench.flows.{name}"
+
+    def imports_then_meanwhile() -> None:
+        importlib.import_module(module)
+        if meanwhile is not None:
+            meanwhile()
+
+    with prefect_api(imports_then_meanwhile, server), listening(listener or ConsoleProgress()):
+        from socbench.flows import run_inprocess
+
+        return run_inprocess(getattr(importlib.import_module(module), name), config)

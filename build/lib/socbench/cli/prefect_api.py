@@ -1,0 +1,84 @@
+"""socbench's own Prefect API for an in-process run, out of reach of the terminal's Ctrl-C.
+
+Why: a temporary server Prefect starts itself sits in socbench's process group, so Ctrl-C killed
+it first and socbench spent minutes on connection errors. This one (``PrefectServer``) runs in a
+session of its own, spawned before the heavy imports; ``PREFECT_API_URL`` then names it for every
+client. With ``PREFECT_API_URL`` set, or a profile naming one, that API is used and nothing started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+
+from socbench.processes import PrefectServer
+
+
+def spawn_early() -> PrefectServer | None:
+    """Start the server now (no wait), unless ``PREFECT_API_URL`` is in the environment."""
+    if os.environ.get("PREFECT_API_URL"):
+        return None
+    return PrefectServer(private=True).spawn()
+
+
+def _use_everywhere(url: str | None) -> None:
+    """``PREFECT_API_URL`` for this process, threads without the caller's context included."""
+    from prefect.context import refresh_global_settings_context
+
+    if url is None:
+        os.environ.pop("PREFECT_API_URL", None)
+    else:
+        os.environ["PREFECT_API_URL"] = url
+    refresh_global_settings_context()
+
+
+def _drain() -> None:
+    """Prefect's log and event workers into the API, before it stops."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        with contextlib.suppress(Exception):
+            worker.drain_all(timeout=5)
+
+
+@contextlib.contextmanager
+def prefect_api(meanwhile: Callable[[], object] | None = None,
+                server: PrefectServer | None = None) -> Iterator[str]:
+    """The Prefect API the in-process flows use while inside; its URL. ``meanwhile`` (the flow's
+    imports, loading the model) runs while the API starts; ``server``: the one ``spawn_early``
+    started. Flow-run heartbeats are off on this API: they only feed crash detection on a shared
+    server, and each flow run's end waited up to 1 s for them."""
+    if server is None:
+        server = spawn_early()
+    try:
+        if meanwhile is not None:
+            meanwhile()
+        from prefect.settings import (
+            PREFECT_API_URL,
+            PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+            PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+            temporary_settings,
+        )
+
+        configured = PREFECT_API_URL.value()
+        if configured or server is None:  # a profile names an API after all
+            if server is not None:
+                server.stop()
+                server = None
+            yield configured
+            return
+        server.wait(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+        _use_everywhere(server.api_url)
+        try:
+            with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+                yield server.api_url
+        finally:
+            _drain()
+        # only after a run that ended normally: after Ctrl-C or an error, threads of the run may still
+        # be finishing, and without an API URL Prefect would start a temporary server for them
+        _use_everywhere(None)
+    finally:
+        if server is not None:
+            server.stop()

@@ -1,0 +1,309 @@
+"""Run configurations, each declared once: the CLI's flags, the flows' parameters and the
+library's arguments are these pydantic models.
+
+Every setting is checked here, so a bad value fails with one line naming its flag before
+any model is loaded. On the command line the settings are flat (``--model``, not
+``--engine.model``): ``settings_of`` lists them, ``from_flat`` nests them back.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+
+from socbench.domains import study_name
+from socbench.engines.settings import EngineSettings
+from socbench.errors import ConfigError, validated
+from socbench.types import CircularSettings, SamplingSettings
+
+EXPORT_FORMATS = ("csv", "parquet", "dta", "sav")  # socbench export / --export
+ExportFormat = Literal["csv", "parquet", "dta", "sav"]
+
+
+def demo_data_dir() -> Path:
+    """The synthetic demo data: the checkout's ``data/demo``, installed as ``socbench._demo``."""
+    import socbench._demo
+
+    return Path(next(iter(socbench._demo.__path__))) / "Dataset_all"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One flat setting: its flag name, its path in the record (field names), its field."""
+
+    name: str
+    path: tuple[str, ...]
+    field: FieldInfo
+
+
+def _flag_name(name: str, field: FieldInfo) -> str:
+    """A field's own name, or its last alias: ``engine_args`` is the original system's ``--engine``."""
+    alias = field.validation_alias
+    return str(alias.choices[-1]) if isinstance(alias, AliasChoices) else name
+
+
+@functools.cache
+def settings_of(model: type[BaseModel]) -> dict[str, Setting]:
+    """Every setting of ``model`` by flag name; fields of nested records are flattened."""
+    found: dict[str, Setting] = {}
+    for name, field in model.model_fields.items():
+        inner = field.annotation
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            parent = field.get_default(call_default_factory=True)
+            entries = [Setting(s.name, (name, *s.path), _default_from(parent, s))
+                       for s in settings_of(inner).values()]
+        else:
+            entries = [Setting(_flag_name(name, field), (name,), field)]
+        for entry in entries:
+            if entry.name in found:
+                raise TypeError(f"{model.__name__}: two settings named {entry.name!r}")
+            found[entry.name] = entry
+    return found
+
+
+def _default_from(parent: Any, setting: Setting) -> FieldInfo:
+    """The setting's field with the default its parent record's default holds (``McqConfig``'s
+    engine defaults to ``auto``), so ``--help`` shows the default a run really gets."""
+    value = parent
+    for part in setting.path:
+        value = getattr(value, part, None)
+    if parent is None or value == setting.field.default:
+        return setting.field
+    own = copy.copy(setting.field)
+    own.default = value
+    return own
+
+
+def from_flat(model: type[BaseModel], values: dict[str, Any]) -> Any:
+    """``model`` from flat settings (flags or keyword arguments; None means the default)."""
+    known = {**{s.path[-1]: s for s in settings_of(model).values()}, **settings_of(model)}
+    nested: dict[str, Any] = {}
+    for key, value in values.items():
+        setting = known.get(key.replace("-", "_"))
+        if setting is None:
+            raise ConfigError(f"--{key}: unknown setting")
+        if value is None:
+            continue
+        target = nested
+        for part in setting.path[:-1]:
+            target = target.setdefault(part, {})
+        target[setting.name] = value  # keyed by the flag's name, so an error names that flag
+    return validated(model, nested)
+
+
+def comma_list(value: Any) -> Any:
+    """``"cp,mcp"`` / ``"0,1,5"`` / ``[0, 1]`` / ``5`` -> a list of stripped parts (other values as given)."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (int, float)):
+        return [value]
+    return value
+
+
+def positive(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise ValueError(f"must be a positive integer, got {value}")
+    return value
+
+
+def max_variants_needs_all_possible(config: Any) -> Any:
+    """``--max_variants`` samples ``all_possible`` orders; anywhere else it would be ignored."""
+    if config.max_variants is not None and config.circular != "all_possible":
+        raise ConfigError("--max_variants applies only with --circular all_possible "
+                          "(circular asks the n rotations)")
+    if getattr(config, "circular_labels", "order_only") != "order_only" and config.circular is None:
+        raise ConfigError(f"--circular_labels {config.circular_labels} applies only with --circular "
+                          "circular|all_possible")
+    return config
+
+
+class EngineRun(BaseModel):
+    """A run that writes to ``output_dir`` and asks the engine ``engine``; the engine cache
+    defaults to ``<output_dir>/.cache``, so the answers stay beside the results. That default
+    is filled in when the record is built and left out when it is written (a flow parameter,
+    the UI's form), so changing ``output_dir`` there moves the cache with it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cache_beside_results(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        output_dir = data.get("output_dir") or cls.model_fields["output_dir"].default
+        engine = data.get("engine") or {}
+        cache_dir = Path(output_dir) / ".cache"
+        if isinstance(engine, EngineSettings):
+            if engine.cache_dir is None:
+                engine = engine.model_copy(update={"cache_dir": cache_dir})
+        elif isinstance(engine, dict) and engine.get("cache_dir") is None:
+            engine = {**engine, "cache_dir": cache_dir}
+        return {**data, "engine": engine}
+
+    @model_serializer(mode="wrap")
+    def _derived_cache_dir_unset(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.engine.cache_dir == Path(self.output_dir) / ".cache":
+            data["engine"] = {**data["engine"], "cache_dir": None}
+        return data
+
+
+class RunConfig(EngineRun):
+    """What one ISSP run needs; field names are the original system's CLI flags."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    domain_id: int | str = Field("all",
+                                 description="domain id or slug (the manifest's, else 1-4, 6-11) or 'all'")
+    start_domain_id: int | None = Field(None, description="with --domain_id all: start at this domain")
+    interview_count: int | Literal["all"] = Field("all", description="respondents per domain: N or 'all'")
+    interview_sample: Literal["stratified", "first"] = Field(
+        "stratified", description="with --interview_count N: stratified: a seeded sample stratified by "
+                                  "country (the same for every model and rerun); first: the first N in file "
+                                  "order (the original system's)")
+    dataset_size: int | Literal["all"] = Field(
+        500, description="sample size: reads A_GroundTruth_sampling<N>; all: every respondent (data import "
+                         "--sizes all)")
+    data_dir: Path | None = Field(None, description="a SocioBench Dataset_all folder "
+                                                    "(default: the demo data)")
+    output_dir: Path = Field(Path("results"), description="results go to <output_dir>/<run name>/")
+    engine: EngineSettings = EngineSettings()
+    mode: Literal["generate", "logprobs"] = Field(
+        "generate", description="generate: the model writes {\"answer\": code}; logprobs: the most likely "
+                                "offered code after {\"answer\": \"")
+    structured: bool | None = Field(None, description="constrain answers to {\"answer\": code} (default: on "
+                                                      "for vllm)")
+    seed: int = Field(42, description="run seed: option shuffling and circular samples")
+    shuffle_options: bool = Field(False, description="shuffle options, seeded per (seed, person, question); "
+                                                     "recorded")
+    no_persona: bool = Field(False, description="control run: leave the persona out of the prompt")
+    temperature: float = Field(0.0, ge=0, description="sampling temperature")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling mass")
+    max_tokens: int = Field(64, description="tokens per generated answer")
+    circular: Literal["circular", "all_possible"] | None = Field(
+        None, description="re-ask every item with its options rotated (circular) or in all orders")
+    max_variants: int | None = Field(None, description="with --circular all_possible: ask N orders per item "
+                                                       "(its n rotations plus a seeded sample of others) "
+                                                       "where it has more")
+    circular_labels: Literal["order_only", "relabel"] = Field(
+        "order_only", description="with --circular: order_only keeps each code with its text (order bias); "
+                                  "relabel numbers options 1..n by position (label and order bias, as "
+                                  "OpenCompass)")
+    samples: int = Field(1, ge=1, description="ask each item K times (needs --temperature > 0; draw k "
+                                              "seeded seed + k): modal answer scored, K-draw distribution, "
+                                              "agreement")
+    export: tuple[ExportFormat, ...] = Field(
+        (), description="at the end of the run, export its answers (socbench export) in these formats, "
+                        "comma-separated: csv,parquet,dta,sav; into <run folder>/export/")
+    export_wide: bool = Field(False, description="with --export: the survey's own shape and labels (socbench "
+                                                 "export --wide; a domain from socbench data import)")
+    allow_remote_data: bool = Field(
+        False, description="send prompts of a study with data_use: local (imported microdata) to a server "
+                           "not on loopback or a private network: acknowledges that its licence allows it")
+
+    @field_validator("export", mode="before")
+    @classmethod
+    def _formats(cls, value: Any) -> Any:
+        return tuple(dict.fromkeys(comma_list(value)))
+
+    @field_validator("interview_count", "dataset_size", mode="before")
+    @classmethod
+    def _count(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "all":
+            return "all"
+        if isinstance(value, str) and not value.strip().isdigit():
+            raise ValueError(f"expected a positive integer or 'all', got {value!r}")
+        if int(value) < 1:
+            raise ValueError(f"expected a positive integer or 'all', got {value!r}")
+        return int(value)
+
+    _positive = field_validator("max_tokens", "max_variants")(positive)
+    _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
+
+    @model_validator(mode="after")
+    def _samples(self) -> RunConfig:
+        """Repeated draws need sampling, and one expansion at a time."""
+        if self.samples > 1 and self.temperature <= 0:
+            raise ValueError(f"--samples {self.samples} needs --temperature > 0 (at 0 every draw is alike)")
+        if self.samples > 1 and (self.circular is not None or self.mode == "logprobs"):
+            raise ValueError(f"--samples {self.samples}: not with --circular or --mode logprobs")
+        return self
+
+    @property
+    def dataset_dir(self) -> Path:
+        """``data_dir``, or the demo data (kept None in the record, so no path of this machine
+        becomes a deployment's default)."""
+        return self.data_dir or demo_data_dir()
+
+    def data_record(self) -> dict[str, Any]:
+        """Which respondents the run read, as ``summary.json`` records it (``socbench export``), and the
+        licensed studies it sent to another host (``socbench.data_use``), the study's own name (the
+        report's titles)."""
+        from socbench.data_use import remote_data
+        from socbench.domains import select_domains
+
+        sent = remote_data(self, select_domains(self.domain_id, self.start_domain_id, self.dataset_dir))
+        return {"data_dir": str(self.dataset_dir.expanduser().resolve()), "dataset_size": self.dataset_size,
+                "interview_count": self.interview_count, "interview_sample": self.interview_sample,
+                "study": study_name(self.dataset_dir),
+                **({"sent_remote": {**sent, "acknowledged": "--allow_remote_data"}} if sent else {})}
+
+    @property
+    def include_persona(self) -> bool:
+        return not self.no_persona
+
+    def engine_settings(self) -> EngineSettings:
+        """The engine record with ``auto`` resolved: logprobs mode is scoring, generate is generation."""
+        from socbench.engines.choice import resolve_engine
+
+        return resolve_engine(self.engine, "scoring" if self.mode == "logprobs" else "generation")
+
+    @property
+    def use_structured(self) -> bool:
+        """Constrained JSON is on by default for every backend that has it (vLLM, OpenAI-compatible
+        servers): small models need it, and both send the same regex."""
+        if self.structured is not None:
+            return self.structured
+        return self.engine_settings().api_type in ("vllm", "openai")
+
+    @property
+    def run_name(self) -> str:
+        """The model, plus the variant when it is not the default, so runs never overwrite
+        each other: ``<model>-logprobs``, ``<model>-no_persona``, ``<model>-shuffled``."""
+        parts = [self.engine.model]
+        if self.mode == "logprobs":
+            parts.append("logprobs")
+        if self.no_persona:
+            parts.append("no_persona")
+        if self.shuffle_options:
+            parts.append("shuffled")
+        return "-".join(parts)
+
+    @property
+    def sampling(self) -> SamplingSettings:
+        return SamplingSettings(self.temperature, self.top_p, self.max_tokens, None)
+
+    @functools.cached_property
+    def expansion(self) -> CircularSettings | None:
+        """How items expand into variants (None: one request per item); read once, here."""
+        if self.circular is None:
+            return None
+        return CircularSettings(self.circular, self.max_variants, self.seed, self.shuffle_options,
+                                self.circular_labels)
+
+
+def make_config(**params: Any) -> RunConfig:
+    """A RunConfig from flat settings (as the CLI's flags); a bad value is one ConfigError line."""
+    return from_flat(RunConfig, params)

@@ -1,0 +1,153 @@
+"""Respondent records from row blocks of a survey file, streamed into the sample files.
+
+Why: a full ISSP file as Python dicts would need gigabytes; only rows some sample keeps become
+records. Files are written under a temporary name and renamed, so none ever looks whole too early.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import numpy as np
+import pandas as pd
+
+from socbench.data.survey_file import SurveyFile, Variable, answer_values, map_codes
+from socbench.errors import DataError
+
+
+@dataclass(frozen=True)
+class RecordLayout:
+    """Which file columns become what: attribute keys, question ids, the weight column."""
+
+    attributes: tuple[tuple[str, str], ...]  # (variable name, attribute key)
+    questions: tuple[tuple[str, str], ...]  # (variable name, question id)
+    weight: str | None
+    labels: Mapping[str, Variable]
+
+    @property
+    def columns(self) -> list[str]:
+        names = [name for name, _ in self.attributes] + [name for name, _ in self.questions]
+        return list(dict.fromkeys(names + ([self.weight] if self.weight else [])))
+
+
+def label_values(column: pd.Series, variable: Variable) -> np.ndarray:
+    """Value label of each cell, its raw code where there is none, None where blank."""
+    labels = variable.value_labels
+    return map_codes(column, lambda code: labels.get(code, code))
+
+
+def _weights(column: pd.Series) -> list[float | None]:
+    numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return [float(x) if np.isfinite(x) else None for x in numbers]
+
+
+def block_records(
+    frame: pd.DataFrame, person_ids: Sequence[int], layout: RecordLayout, rows: Sequence[int] | None = None
+) -> list[dict[str, Any]]:
+    """The answer-file records of one row block (all of its rows, in order); ``rows``: each one's row
+    number in the source file (1 = the first respondent), kept so an export merges back onto it."""
+    attr_keys = [key for _, key in layout.attributes]
+    attr_cols = [label_values(frame[name], layout.labels[name]) for name, _ in layout.attributes]
+    qids = [qid for _, qid in layout.questions]
+    answer_cols = [answer_values(frame[name]) for name, _ in layout.questions]
+    weights = _weights(frame[layout.weight]) if layout.weight else None
+    n_rows = len(frame)
+    attr_rows = zip(*attr_cols) if attr_cols else [()] * n_rows
+    records = []
+    for i, (attrs, answers) in enumerate(zip(attr_rows, zip(*answer_cols) if answer_cols else [()] * n_rows)):
+        record: dict[str, Any] = {
+            "person_id": int(person_ids[i]),
+            "attributes": (
+                {k: v for k, v in zip(attr_keys, attrs) if v is not None}
+                if None in attrs
+                else dict(zip(attr_keys, attrs))
+            ),
+            "questions_answer": dict(zip(qids, answers)),
+        }
+        if weights is not None:
+            record["weight"] = weights[i]
+        if rows is not None:
+            record["source_row"] = int(rows[i])
+        records.append(record)
+    return records
+
+
+def write_atomic(path: Path, payload: bytes) -> Path:
+    """Write ``payload`` to a temporary sibling and rename it onto ``path`` (no half-written file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(payload)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+class SampleWriters:
+    """One streaming JSON-array writer per sample size; ``write`` sends a record to each
+    sample whose draw rank it falls within (``limits``: ranks kept per size; nested samples share
+    their records)."""
+
+    def __init__(self, paths: Mapping[int | str, Path], limits: Mapping[int | str, int]) -> None:
+        self.paths = dict(paths)
+        self.limits = dict(limits)
+        self.counts = {size: 0 for size in self.paths}
+        self._handles: dict[int, Any] = {}
+        self._tmps: dict[int, Path] = {}
+
+    def __enter__(self) -> Self:
+        for size, path in self.paths.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            self._tmps[size] = tmp
+            self._handles[size] = tmp.open("w", encoding="utf-8")
+            self._handles[size].write("[")
+        return self
+
+    def write(self, record: Mapping[str, Any], rank: int) -> None:
+        text = json.dumps(record, ensure_ascii=False, allow_nan=False)
+        for size, handle in self._handles.items():
+            if rank < self.limits[size]:
+                handle.write(",\n" if self.counts[size] else "\n")
+                handle.write(text)
+                self.counts[size] += 1
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for size, handle in self._handles.items():
+            if kind is None:
+                handle.write("\n]\n")
+            handle.close()
+            if kind is None:
+                os.replace(self._tmps[size], self.paths[size])
+            else:
+                self._tmps[size].unlink(missing_ok=True)
+
+
+def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | str, Path],
+                  person_ids: np.ndarray, ranks: np.ndarray, limits: dict[int | str, int]) -> SampleWriters:
+    """Stream the rows some sample keeps into every sample's answer file (one pass over the file)."""
+    largest = max(limits.values())
+    offset = 0
+    with SampleWriters(paths, limits) as writers:
+        for frame in survey.chunks(layout.columns):
+            keep = ranks[offset : offset + len(frame)] < largest
+            block = frame[keep]
+            rows = np.arange(offset + 1, offset + len(frame) + 1)[keep]
+            for record, rank in zip(
+                block_records(block, person_ids[offset : offset + len(frame)][keep], layout, rows),
+                ranks[offset : offset + len(frame)][keep],
+            ):
+                writers.write(record, int(rank))
+            offset += len(frame)
+    if offset != survey.n_rows:
+        raise DataError(f"{survey.path}: read {offset} rows, the file declares {survey.n_rows}")
+    return writers

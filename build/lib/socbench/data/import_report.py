@@ -1,0 +1,163 @@
+"""What ``data import`` decided, for the user to review: a summary on stderr, the whole report in
+``import_report_<slug>.md``.
+
+Why: every decision that changes what is measured is written down per question. Labels too long
+for a prompt stop the import; country codes without a label are a warning.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from socbench.data.question_scale import QuestionDecision, code_order
+from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
+from socbench.errors import DataError
+
+if TYPE_CHECKING:
+    from socbench.data.importer import ImportPlan
+
+MAX_LABEL = 1_000  # characters: the longest real ISSP label is under 300
+
+
+def check_label_sizes(survey: SurveyFile, names: Sequence[str]) -> None:
+    """A variable or value label over ``MAX_LABEL`` would go into every prompt: one line naming it."""
+    for name in names:
+        variable = survey.variables[name]
+        texts = [("variable label", variable.label or "")]
+        texts += [(f"value label of code {code}", label) for code, label in variable.value_labels.items()]
+        for what, text in texts:
+            if len(text) > MAX_LABEL:
+                raise DataError(
+                    f"{survey.path}: variable {name}: {what} is {len(text):,} characters "
+                    f"(at most {MAX_LABEL:,} go into a prompt); shorten it in the file or codebook"
+                )
+
+
+def country_warnings(survey: SurveyFile, country: str | None, counts: Mapping[str, int]) -> list[str]:
+    """Country codes the file does not label: the persona would show the bare number."""
+    if country is None or survey.variables[country].is_string:
+        return []
+    labels = survey.variables[country].value_labels
+    bare = {code: n for code, n in counts.items() if code not in labels and code != SYSTEM_MISSING}
+    if not bare:
+        return []
+    ordered = sorted(bare.items(), key=lambda kv: code_order(kv[0]))
+    shown = ", ".join(f"{code} ({n} respondents)" for code, n in ordered)
+    return [
+        f"country variable {country}: code(s) without a label: {shown}; these respondents' persona "
+        f'says "Country": "<code>" and their country is unmapped (label the codes in the file)'
+    ]
+
+
+def _quoted(code: str, label: str) -> str:
+    return code if label == code else f'{code} "{label}"'
+
+
+def question_lines(decision: QuestionDecision) -> list[str]:
+    """The report's lines for one question."""
+    options = ", ".join(_quoted(code, label) for code, label in decision.options.items())
+    lines = [f"- {decision.question_id}: {len(decision.options)} options: {options}"]
+    if decision.conflicts:
+        lines.append("  - the question set's options disagree with the file's value labels, so these are the "
+                     "file's own: " + "; ".join(decision.conflicts))
+    lines += [f"  - {note}" for note in decision.notes]
+    if decision.filled:
+        lines.append(
+            f"  - filled in by the scale rule (unlabelled points of a labelled range that the data "
+            f"holds): {', '.join(decision.filled)}"
+        )
+    if decision.missing:
+        shown = "; ".join(
+            f"{_quoted(code, label)} ({source})" for code, (label, source) in decision.missing.items()
+        )
+        lines.append(f"  - missing codes: {shown}")
+    excluded = decision.excluded()
+    total = sum(decision.counts.values())
+    text = "; ".join(f"{reason}: {n}" for reason, n in excluded.items()) or "none"
+    lines.append(f"  - rows in the file: {total}, answers scored {decision.answered}; not scored: {text}")
+    unoffered = decision.unoffered()
+    if unoffered:
+        lines.append(
+            "  - codes in the data neither offered nor missing (kept as recorded, excluded at scoring): "
+            + ", ".join(f"{code} ({n})" for code, n in unoffered.items())
+        )
+    return lines
+
+
+# ------------------------------------------------------------------------------ sections
+# Each section is a function of the plan giving its Markdown lines (none: left out); the report is
+# REPORT_SECTIONS in order, and its summary (stderr) SUMMARY_SECTIONS.
+
+
+def _ids(decisions: Sequence[QuestionDecision]) -> str:
+    return ", ".join(d.question_id for d in decisions[:12]) + (" ..." if len(decisions) > 12 else "")
+
+
+def summary_section(plan: ImportPlan) -> list[str]:
+    """Respondents, countries, questions, and the answers scored and not scored by reason."""
+    decisions, survey = plan.decisions, plan.survey
+    reasons: Counter[str] = Counter()
+    for decision in decisions:
+        for reason, n in decision.excluded().items():
+            reasons["missing code" if reason.startswith("missing code") else reason] += n
+    blank = survey.n_rows * len(decisions) - sum(sum(d.counts.values()) for d in decisions)
+    reasons["blank (no answer recorded)"] += blank
+    countries = (f"{len(plan.country_counts)} groups by {plan.group} (not countries)" if plan.group else
+                 f"{len(plan.country_counts)} countries ({plan.country})" if plan.country
+                 else "one country (no country variable)")
+    lines = ["## Summary", "",
+             f"- {survey.n_rows:,} respondents, {countries}, {len(decisions)} questions "
+             f"({plan.request.qa.name if plan.request.qa else 'from the file labels'})",
+             f"- {survey.n_rows * len(decisions):,} answers (respondents x questions): "
+             f"{sum(d.answered for d in decisions):,} scored; not scored: "
+             + ("; ".join(f"{r} {n:,}" for r, n in sorted(reasons.items()) if n) or "none")]
+    conflicts = [d for d in decisions if d.conflicts]
+    if conflicts:
+        lines.append(f"- {len(conflicts)} questions asked on the file's own options (the question set's "
+                     f"disagree with the file's value labels): {_ids(conflicts)}")
+    filled = [d for d in decisions if d.filled]
+    if filled:
+        lines.append(f"- {len(filled)} filled in by the scale rule: {_ids(filled)}")
+    noted = [d for d in decisions if d.notes and not d.conflicts]
+    if noted:
+        lines.append(f"- {len(noted)} other questions with notes (options not offered, ...): {_ids(noted)}")
+    return [*lines, ""]
+
+
+def warnings_section(plan: ImportPlan) -> list[str]:
+    return ["## Warnings", "", *(f"- {warning}" for warning in plan.warnings), ""] if plan.warnings else []
+
+
+def roles_section(plan: ImportPlan) -> list[str]:
+    """Each role and the variable chosen for it, the persona, and the variables given no role."""
+    return list(plan.roles)
+
+
+def questions_section(plan: ImportPlan) -> list[str]:
+    filled = sum(bool(d.filled) for d in plan.decisions)
+    lines = [
+        f"## Questions ({len(plan.decisions)}; {filled} filled in by the scale rule)",
+        "",
+        "Options are the labelled codes that are not missing; a numeric question whose data holds "
+        "unlabelled codes inside its labelled range offers every code of that range. Missing codes "
+        "are per question: declared missing in the file (SPSS user-missing codes and ranges, Stata's "
+        ".a-.z, R's NA in a numeric CSV column), else a missing label, else --missing. Blank cells are "
+        "counted as system-missing. A question set's options are checked against the file's labels "
+        "(see docs/own-survey.md).",
+        "",
+    ]
+    return lines + [line for decision in plan.decisions for line in question_lines(decision)]
+
+
+Section = Callable[["ImportPlan"], list[str]]
+SUMMARY_SECTIONS: tuple[Section, ...] = (summary_section, warnings_section)
+REPORT_SECTIONS: tuple[Section, ...] = (*SUMMARY_SECTIONS, roles_section, questions_section)
+
+
+def format_report(plan: ImportPlan, sections: Sequence[Section] = REPORT_SECTIONS) -> str:
+    """The report as Markdown: ``import_report_<slug>.md`` (all sections), stderr (the summary)."""
+    lines = [f"# Import report: {plan.entry.slug} (from {plan.request.source.name})", ""]
+    lines += [line for section in sections for line in section(plan)]
+    return "\n".join(lines).rstrip("\n") + "\n"

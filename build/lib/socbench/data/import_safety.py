@@ -1,0 +1,186 @@
+"""What an import may write over, and what a domain's files say about where they came from.
+
+Why: overwriting a domain but keeping its other sample sizes gives one domain two surveys. So an
+existing domain is written only with ``--replace`` (old files removed once the new one is in place),
+and each ``sampling_stats_<slug>.json`` names its source's sha256 for ``data validate`` to compare.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pydantic import ValidationError
+
+from socbench.data.loaders import SAMPLE_PREFIX, available_sizes, inside_folder
+from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
+from socbench.errors import ConfigError, DataError
+from socbench.manifest import DomainSpec, Manifest, merge_domain
+from socbench.weights import describe, weight_problems
+
+if TYPE_CHECKING:
+    from socbench.data.survey_file import SurveyFile
+
+SOCIOBENCH = "SocioBench files (no sampling_stats with a source)"
+
+
+def stats_name(slug: str) -> str:
+    return f"sampling_stats_{slug}.json"
+
+
+def sample_folders(root: Path) -> list[Path]:
+    """Every ``A_GroundTruth_sampling<N>`` folder of ``root``, by size (``...samplingall`` last)."""
+    return [root / f"{SAMPLE_PREFIX}{size}" for size in available_sizes(root)]
+
+
+def domain_files(root: Path, slug: str, entry: DomainSpec | None = None) -> list[Path]:
+    """Every file of domain ``slug`` in ``root``: its question file, and in each sample folder
+    its answer file and sampling stats (the manifest entry's own file names too)."""
+    questions = {f"{QA_FOLDER}/issp_qa_{slug}.json", *([entry.question_file] if entry and entry.question_file
+                                                         else [])}
+    answers = {f"issp_answer_{slug}.json", stats_name(slug), *([entry.answer_file] if entry and
+                                                                entry.answer_file else [])}
+    candidates = [root / name for name in sorted(questions)]
+    candidates += [folder / name for folder in sample_folders(root) for name in sorted(answers)]
+    return [path for path in candidates if path.is_file() or path.is_symlink()]
+
+
+def _stats_source(path: Path) -> str | None:
+    """``"<file> (sha256 <first 12>)"`` from one sampling stats file, None when it names none."""
+    try:
+        stats = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    sha = stats.get("source_sha256") if isinstance(stats, dict) else None
+    if not isinstance(sha, str) or not sha:
+        return None
+    return f"{stats.get('source_file') or 'unnamed file'} (sha256 {sha[:12]})"
+
+
+def folder_sources(root: Path, slug: str, answer_file: str) -> dict[str, str]:
+    """Sample folder name -> the source of the domain's answers there (``SOCIOBENCH`` when the
+    folder's stats name none), for every folder that holds the domain's answer file."""
+    sources = {}
+    for folder in sample_folders(root):
+        if (folder / answer_file).is_file():
+            sources[folder.name] = _stats_source(folder / stats_name(slug)) or SOCIOBENCH
+    return sources
+
+
+def mixed_sources(root: Path, slug: str, answer_file: str) -> str | None:
+    """One line when the domain's sample folders come from different sources, else None."""
+    sources = folder_sources(root, slug, answer_file)
+    if len(set(sources.values())) < 2:
+        return None
+    shown = "; ".join(f"{folder}: {source}" for folder, source in sources.items())
+    return (f"{root}: the sample folders of '{slug}' come from different sources ({shown}); "
+            f"import the survey again with --replace")
+
+
+def check_existing(out: Path, slug: str, earlier: DomainSpec | None, replace: bool) -> list[Path]:
+    """The old domain's files (to remove once the new one is written, with ``replace``); without
+    ``replace``, an existing domain is one ConfigError line naming it and its source."""
+    for folder in (out / QA_FOLDER, *sample_folders(out)):
+        if folder.exists():
+            inside_folder(out, folder)  # never write through a link out of the data folder
+    files = domain_files(out, slug, earlier)
+    if (not files and earlier is None) or replace:
+        return files
+    issp = ISSP_BY_SLUG.get(slug)
+    name = earlier.name if earlier else issp.name if issp else slug
+    number = earlier.id if earlier else issp.id if issp else None
+    sources = sorted({s for f in files if f.name == stats_name(slug) and (s := _stats_source(f))})
+    source = ", ".join(sources) if sources else SOCIOBENCH if files else "its manifest entry only"
+    raise ConfigError(
+        f"--out {out}: domain {name!r} (slug {slug}{f', id {number}' if number else ''}) already exists "
+        f"there, from {source}: add --replace to replace it whole (every sample size), "
+        f"or import under another --slug"
+    )
+
+
+def remove_stale(old: Iterable[Path], written: Iterable[Path], keep: Iterable[Path]) -> list[Path]:
+    """Remove the old domain's files the new import did not write (``keep``: never removed, the
+    import's own inputs), then sample folders left empty; the paths removed."""
+    spared = {p.absolute() for p in written} | {p.resolve() for p in keep}
+    removed = []
+    for path in old:
+        if path.absolute() in spared or (not path.is_symlink() and path.resolve() in spared):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+        if path.parent.name.startswith(SAMPLE_PREFIX):
+            with suppress(OSError):
+                path.parent.rmdir()  # only when empty
+    return removed
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    """Remove the folders an import created, deepest first, where they are still empty."""
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        with suppress(OSError):
+            folder.rmdir()
+
+
+def merged_manifest(base: Manifest | None, entry: DomainSpec) -> Manifest:
+    """The folder's manifest with ``entry``; a name another domain has is one line naming it."""
+    clash = next((d for d in (base.domains if base else []) if d.slug != entry.slug
+                  and d.name.lower() == entry.name.lower()), None)
+    if clash is not None:
+        raise ConfigError(f"--name {entry.name!r}: domain {clash.id} (slug {clash.slug}) of the folder "
+                          f"already has that name (names name the result files); choose another --name")
+    try:
+        return merge_domain(base, entry)
+    except ValidationError as exc:
+        raise ConfigError(f"--out: the manifest with the new domain is invalid "
+                          f"({exc.errors()[0]['msg'].removeprefix('Value error, ')})") from None
+
+
+# ---------------------------------------------------------------------------- weights
+
+BAD_WEIGHTS = ("error", "drop", "unweighted")
+
+
+@dataclass(frozen=True)
+class WeightCheck:
+    """The weight variable to write (None: none), the rows left out, and what was done."""
+
+    weight: str | None
+    dropped: np.ndarray | None = None  # rows without a usable weight (--bad-weights drop)
+    note: str | None = None  # the chosen handling, counted (import output and sampling stats)
+
+
+def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> WeightCheck:
+    """Every weight usable (``socbench.weights``), else one DataError line naming the count and the
+    first rows, unless the user chose to drop those respondents or to import without weights."""
+    if choice not in BAD_WEIGHTS:
+        raise ConfigError(f"--bad-weights {choice!r}: expected one of {', '.join(BAD_WEIGHTS)}")
+    if weight is None:
+        return WeightCheck(None)
+    import pandas as pd  # only an import reads a column (``data validate`` starts without pandas)
+
+    numbers = pd.to_numeric(survey.columns([weight])[weight], errors="coerce")
+    counts, positions = weight_problems(numbers.tolist())
+    if not positions:
+        return WeightCheck(weight)
+    what = f"{len(positions)} of {survey.n_rows} respondents have no usable weight ({describe(counts)})"
+    if choice == "error":
+        rows = ", ".join(str(i + 1) for i in positions[:5])
+        raise DataError(
+            f"{survey.path}: weight variable {weight}: {what}, first rows {rows} (counted from 1): "
+            f"fix the file, or choose --bad-weights drop (leave them out) or --bad-weights unweighted "
+            f"(import no weights)"
+        )
+    if choice == "unweighted":
+        return WeightCheck(None, None, f"{weight} not written, weighted metrics off: {what} "
+                                       f"(--bad-weights unweighted)")
+    if len(positions) == survey.n_rows:
+        raise DataError(f"{survey.path}: weight variable {weight}: no respondent has a usable weight "
+                        f"({describe(counts)}); --bad-weights drop would leave none")
+    dropped = np.zeros(survey.n_rows, dtype=bool)
+    dropped[positions] = True
+    return WeightCheck(weight, dropped, f"{what}: left out (--bad-weights drop)")

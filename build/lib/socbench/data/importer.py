@@ -1,0 +1,349 @@
+"""``socbench data import``: an archive's survey file -> the ``Dataset_all`` layout, no code edits.
+
+Why: ``plan_import`` checks everything from the file's metadata first, so a problem is one line
+before any work; ``run_import`` then draws nested country-stratified samples and streams the rows
+they keep into ``A_GroundTruth_sampling<N>/``, beside the question set, stats and manifest.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from socbench.data import import_safety as safe
+from socbench.data.countries import resolve_country
+from socbench.data.import_records import RecordLayout, label_values, write_atomic, write_samples
+from socbench.data.import_report import SUMMARY_SECTIONS, check_label_sizes, country_warnings, format_report
+from socbench.data.loaders import SAMPLE_PREFIX, load_questions
+from socbench.data.question_labels import check_answers, json_bytes, question_set
+from socbench.data.question_scale import QuestionDecision
+from socbench.data.roles import BACKGROUND, country_or_group, persona_variables, plan_roles, role_lines
+from socbench.data.sampling import SAMPLE_SEED, draw_ranks
+from socbench.data.survey_file import SurveyFile, open_survey
+from socbench.data.variables import source_variables, variables_path
+from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
+from socbench.errors import ConfigError, DataError
+from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, Roles, read_manifest, write_manifest
+from socbench.models.smollm2 import file_sha256
+from socbench.preflight import check_output_dir
+
+DEFAULT_SIZES = (500, 1000, 2000)
+NO_COUNTRY = "(no country)"
+
+
+class ImportRequest(BaseModel):
+    """What the user asked for (the flags of ``socbench data import``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: Path
+    out: Path
+    qa: Path | None = None
+    questions: tuple[str, ...] | None = None
+    country: str | None = None
+    weight: str | None = None
+    slug: str | None = None
+    name: str | None = None
+    sizes: tuple[int | Literal["all"], ...] = DEFAULT_SIZES  # "all": everyone (A_GroundTruth_samplingall)
+    seed: int = SAMPLE_SEED
+    codebook: Path | None = None
+    replace: bool = False  # an existing domain of the slug is replaced whole (else: an error)
+    bad_weights: str = "error"  # error | drop | unweighted (import_safety.check_weights)
+    missing: tuple[str, ...] = ()  # --missing: codes missing for every question not offering them
+    scale_conflict: Literal["file", "refuse"] = "file"  # --qa options that disagree with the file's
+    sep: str | None = None  # a .csv source's separator and decimal mark (None: detected)
+    decimal: str | None = None
+    roles: tuple[tuple[str, str], ...] = ()  # --roles ROLE=VAR ("none": the study has no such variable)
+    study_country: str | None = None  # --study_country: the study's one country, where no variable holds it
+    persona: str | tuple[str, ...] = BACKGROUND  # --persona: background | all | the variables named
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """Everything checked and decided before any row is read."""
+
+    request: ImportRequest
+    survey: SurveyFile
+    layout: RecordLayout
+    country: str | None  # the country variable's name in the file
+    group: str | None  # a grouping variable that is not a country (region, wave), when the study has one
+    entry: DomainSpec
+    manifest: Manifest
+    question_file: bytes  # the question set to write
+    decisions: tuple[QuestionDecision, ...]  # per question: options, missing codes, data counts
+    warnings: tuple[str, ...] = ()
+    weights: safe.WeightCheck = safe.WeightCheck(None)
+    stale: tuple[Path, ...] = ()  # the old domain's files, removed once the new one is written
+    country_counts: Mapping[str, int] = field(default_factory=dict)  # respondents per country (or group)
+    roles: tuple[str, ...] = ()  # the report's lines on roles and the persona
+
+    @property
+    def strata(self) -> str | None:
+        """The variable respondents are grouped (and samples stratified) by."""
+        return self.group or self.country
+
+    @property
+    def report(self) -> str:
+        """The whole import report (``import_report_<slug>.md``)."""
+        return format_report(self)
+
+    @property
+    def summary(self) -> str:
+        """The report's summary and warnings (stderr)."""
+        return format_report(self, SUMMARY_SECTIONS)
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    respondents: int
+    countries: int
+    samples: dict[int | str, int]  # size asked (or "all") -> respondents written
+    questions: int
+    attributes: int
+    weight: str | None
+    seconds: float
+    domain: DomainSpec
+    weight_note: str | None = None  # how unusable weights were handled (--bad-weights)
+    replaced: int = 0  # files of the old domain removed (--replace)
+
+
+class _Row(NamedTuple):  # what the sampler needs of a respondent
+    person_id: int
+    country_code: str | None
+    country_name: str | None
+
+
+# ---------------------------------------------------------------------------- planning
+
+
+def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
+    """(file variable, question id) pairs of ``--qa`` or ``--questions``, each in the file."""
+    if request.qa is not None and request.questions is not None:
+        raise ConfigError("--qa and --questions: give one "
+                          "(--qa for an ISSP question set, --questions otherwise)")
+    if request.qa is not None:
+        questions = load_questions(request.qa)
+        pairs = [(survey.find(q.id), q.id) for q in questions]
+        absent = [qid for name, qid in pairs if name is None]
+        if absent:
+            more = (
+                f" ({len(absent)} of the {len(pairs)} are missing: {', '.join(absent[:8])})"
+                if len(absent) > 1
+                else ""
+            )
+            raise DataError(
+                f"{survey.path}: variable {absent[0]} of the question set {request.qa} "
+                f"is not in the file{more}"
+            )
+        return [(name, qid) for name, qid in pairs if name]
+    if request.questions is None:
+        raise ConfigError(
+            f"{request.source}: name the questions with --qa QA_JSON (an ISSP question set) "
+            f"or --questions V1,V2,... (from the file's labels)"
+        )
+    names = []
+    for wanted in request.questions:
+        name = survey.find(wanted)
+        if name is None:
+            raise DataError(f"{survey.path}: variable {wanted} (--questions) is not in the file")
+        names.append(name)
+    return [(name, name) for name in names]
+
+
+def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The persona variables, keyed by their label (their name when unlabelled or the label repeats)."""
+    pairs: list[tuple[str, str]] = []
+    used: set[str] = set()
+    for name in names:
+        variable = survey.variables[name]
+        key = variable.key if variable.key not in used else f"{variable.key} ({name})"
+        used.add(key)
+        pairs.append((name, key))
+    return tuple(pairs)
+
+
+def _slug(request: ImportRequest) -> str:
+    if request.slug:
+        return request.slug
+    stem = request.qa.stem if request.qa is not None else request.source.stem
+    stem = stem.removeprefix("issp_qa_") if request.qa is not None else stem
+    return re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_-") or "survey"
+
+
+def _manifest_path(out: Path) -> Path:
+    """The manifest of the folder written to (``socbench.yaml`` unless it has a ``.yml``)."""
+    return next((out / name for name in MANIFEST_NAMES if (out / name).is_file()), out / MANIFEST_NAMES[0])
+
+
+def _base_manifest(out: Path, slug: str) -> Manifest | None:
+    """The folder's manifest; for a SocioBench folder without one, its ISSP domains present."""
+    if _manifest_path(out).is_file():
+        return read_manifest(_manifest_path(out))
+    present = [d for d in DOMAINS if d.slug != slug and (out / QA_FOLDER / d.qa_file).is_file()]
+    return Manifest(domains=present) if present else None
+
+
+def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None,
+           roles: Roles) -> DomainSpec:
+    """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
+    earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
+    taken = {d.id for d in (base.domains if base else []) if d.slug != slug}
+    issp = ISSP_BY_SLUG.get(slug)
+    if earlier is not None:
+        domain_id = earlier.id
+    elif issp is not None and issp.id not in taken:
+        domain_id = issp.id
+    else:
+        domain_id = max(taken | {0}) + 1
+    name = (
+        request.name
+        or (earlier.name if earlier else None)
+        or (issp.name if issp else None)
+        or "".join(part.capitalize() for part in re.split(r"[_-]+", slug))
+    )
+    try:
+        return DomainSpec(id=domain_id, name=name, slug=slug, module=f"imported from {request.source.name}",
+                          country_attribute=country_key, country=request.study_country or "", roles=roles)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = {"slug": "--slug", "name": "--name"}.get(str(err["loc"][0]), str(err["loc"][0]))
+        message = err["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{flag} {err.get('input')!r}: {message}") from None
+
+
+def plan_import(request: ImportRequest) -> ImportPlan:
+    """Every check, from the file's metadata only; one line per problem, before any work."""
+    if not request.sizes or any(size != "all" and size < 1 for size in request.sizes):
+        raise ConfigError(f"--sizes {','.join(map(str, request.sizes))}: expected positive integers or 'all'")
+    survey = open_survey(request.source, request.codebook, request.sep, request.decimal)
+    if survey.n_rows == 0:
+        raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")
+    pairs = _question_pairs(request, survey)
+    question_vars = {name for name, _ in pairs}
+    asked = [*request.roles, ("country", request.country), ("weight", request.weight)]
+    roles = plan_roles(survey, question_vars, asked, request.qa is not None)
+    weight = roles["weight"][0]
+    others = [n for n in survey.variables if n not in question_vars and n != weight]
+    role_vars = {name for name, _ in roles.values() if name}
+    persona, left_out = persona_variables(survey, others, role_vars, request.persona)
+    attributes = _attributes(survey, persona)
+    check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
+    wanted = roles["country"][0] or roles["group"][0]
+    counts = survey.code_counts([name for name, _ in pairs] + ([wanted] if wanted else []))
+    country, group, notices = country_or_group(survey, roles, counts, request.study_country)
+    decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing,
+                                            request.scale_conflict)
+    check_answers(survey, decisions)
+    slug = _slug(request)
+    base = _base_manifest(request.out, slug)
+    keys = dict(attributes)
+    declared = Roles(**{role: keys.get(name) for role, (name, _) in roles.items()
+                        if name and role not in ("country", "weight")})
+    entry = _entry(request, base, slug, keys[country] if country else None, declared)
+    earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
+    stale = safe.check_existing(request.out, slug, earlier, request.replace)
+    manifest = safe.merged_manifest(base, entry)
+    check_output_dir(request.out, "--out", create=False)
+    weights = safe.check_weights(survey, weight, request.bad_weights)
+    layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
+    warnings = [*notices, *country_warnings(survey, country, counts[country] if country else {})]
+    unassigned = [n for n in others if n not in role_vars]
+    lines = role_lines(survey, roles, persona, left_out, unassigned)
+    strata = group or country
+    return ImportPlan(request, survey, layout, country, group, entry, manifest, question_file,
+                      tuple(decisions), tuple(warnings), weights, tuple(stale),
+                      dict(counts[strata]) if strata else {}, tuple(lines))
+
+
+# ------------------------------------------------------------------------------ work
+
+
+def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:
+    """Each respondent's stratum (country code, else the name as written; a group's label) for the sampler."""
+    if plan.strata is None:
+        return [_Row(int(pid), None, None) for pid in person_ids]
+    column = plan.survey.columns([plan.strata])[plan.strata]
+    names = label_values(column, plan.survey.variables[plan.strata])
+    codes = {name: resolve_country(name) for name in set(names) if name is not None and plan.country}
+    return [_Row(int(pid), codes.get(name), name) for pid, name in zip(person_ids, names)]
+
+
+def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int | str, sha: str) -> dict:
+    """``sampling_stats_<slug>.json`` of one size: SocioBench's keys plus the source's provenance."""
+    kept = [row for row, rank in zip(rows, ranks) if rank < _limit(size, len(rows))]
+    counts = Counter(
+        (row.country_code or row.country_name or NO_COUNTRY) if plan.strata else NO_COUNTRY for row in kept
+    )
+    return {
+        "domain": plan.entry.name,
+        "domain_number": plan.entry.id,
+        "slug": plan.entry.slug,
+        "target_size": size,
+        "actual_size": len(kept),
+        "country_distribution": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "total_countries": len(counts) if plan.country else 0,
+        "random_seed": plan.request.seed,
+        "stratified_by": plan.strata,
+        "nested": True,
+        "source_file": plan.request.source.name,
+        "source_sha256": sha,
+        "source_respondents": len(rows),
+        **({"weights": plan.weights.note} if plan.weights.note else {}),
+    }
+
+
+def _limit(size: int | str, respondents: int) -> int:
+    """The draw ranks a sample keeps: ``all`` keeps every respondent (but those left out)."""
+    return respondents if size == "all" else int(size)
+
+
+def _write_side_files(plan: ImportPlan) -> Path:
+    out = plan.request.out
+    qa_path = out / QA_FOLDER / f"issp_qa_{plan.entry.slug}.json"
+    qa_path.parent.mkdir(parents=True, exist_ok=True)
+    if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
+        write_atomic(qa_path, plan.question_file)
+    write_atomic(out / f"import_report_{plan.entry.slug}.md", plan.report.encode("utf-8"))
+    record = source_variables(plan.survey, plan.layout.questions, plan.layout.weight, plan.country)
+    write_atomic(variables_path(out, plan.entry.slug), json_bytes(record.model_dump(mode="json")))
+    write_manifest(_manifest_path(out), plan.manifest)
+    return qa_path
+
+
+def run_import(plan: ImportPlan) -> ImportSummary:
+    """Sample, stream the kept rows into the sample files, write question set, stats, manifest."""
+    start = time.perf_counter()
+    survey, request = plan.survey, plan.request
+    scale = 10 ** max(7, len(str(survey.n_rows)))  # SocioBench's ids: domain number, then the row
+    person_ids = plan.entry.id * scale + np.arange(1, survey.n_rows + 1, dtype=np.int64)
+    rows = _rows(plan, person_ids)
+    ranks = np.asarray(draw_ranks(rows, request.seed, leave_out=plan.weights.dropped), dtype=np.int64)
+    sizes = sorted(set(request.sizes), key=lambda size: _limit(size, survey.n_rows))
+    answer_file = f"issp_answer_{plan.entry.slug}.json"
+    paths = {size: request.out / f"{SAMPLE_PREFIX}{size}" / answer_file for size in sizes}
+    stats_paths = {size: path.parent / safe.stats_name(plan.entry.slug) for size, path in paths.items()}
+    folders = (request.out, request.out / QA_FOLDER, *(path.parent for path in paths.values()))
+    created = [folder for folder in folders if not folder.exists()]
+    try:
+        limits = {size: _limit(size, survey.n_rows) for size in sizes}
+        writers = write_samples(plan.survey, plan.layout, paths, person_ids, ranks, limits)
+        sha = file_sha256(request.source)
+        for size in sizes:
+            write_atomic(stats_paths[size], json_bytes(_stats(plan, rows, ranks, size, sha)))
+        written = [*paths.values(), *stats_paths.values(), _write_side_files(plan)]
+    except BaseException:
+        safe.remove_empty(created)  # a failed import leaves no empty folders behind
+        raise
+    removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
+    countries = len({r.country_code or r.country_name for r in rows}) if plan.strata else 1
+    return ImportSummary(survey.n_rows, countries, dict(writers.counts), len(plan.layout.questions),
+                         len(plan.layout.attributes), plan.layout.weight, time.perf_counter() - start,
+                         plan.entry, weight_note=plan.weights.note, replaced=len(removed))

@@ -1,0 +1,418 @@
+"""Read a SocioBench ``Dataset_all`` folder into typed records (pydantic at the file boundary).
+
+Every problem with the user's files is a one-line ``DataError`` naming the file and, where
+it applies, the line/column (malformed JSON) or the record index and field (schema). Sample
+sizes are never substituted: a missing ``A_GroundTruth_sampling<N>`` folder is an error
+listing the sizes that exist (the original code silently evaluated the 500 sample).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import numbers
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+
+from socbench.data.countries import codebook_country_table, resolve_country
+from socbench.data.domain_rules import apply_missing_codes, country_key_function, persona_filter
+from socbench.data.missing_labels import is_missing_label
+from socbench.data.sampling import sample_record, stratified_sample
+from socbench.domains import QA_FOLDER, DomainSpec
+from socbench.errors import ConfigError, DataError
+from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES, PersonaAttributes, Roles
+from socbench.types import COUNTRY, DomainData, Question, Respondent
+
+SAMPLE_PREFIX = "A_GroundTruth_sampling"
+ALL_SIZE = "all"  # the sample folder holding every respondent: A_GroundTruth_samplingall
+NO_COUNTRY = "(no country attribute)"
+
+# ------------------------------------------------------------------ codes and labels
+
+
+def normalize_code(value: Any) -> str | None:
+    """An answer code as the one canonical string the benchmark compares: 3, "3", 3.0, numpy's 3, " 03"
+    -> "3"; 1.5 -> "1.5"; None, NaN, "" -> None. Other strings are kept as written (excluded later as
+    "not offered", never coerced)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+        raise ValueError(f"expected an integer code, a numeric string or null, got {type(value).__name__}")
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return None if math.isnan(number) else str(int(number)) if number.is_integer() else repr(number)
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        return str(int(text))
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
+
+
+def _option_key(value: Any) -> str:
+    code = normalize_code(value)
+    if code is None:
+        raise ValueError("an option code is empty")
+    return code
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"expected a text label, got {type(value).__name__}")
+
+
+# ----------------------------------------------------------------------- file models
+
+OptionCode = Annotated[str, BeforeValidator(_option_key)]
+AnswerCode = Annotated[str | None, BeforeValidator(normalize_code)]
+Label = Annotated[str, BeforeValidator(_label)]
+
+
+def _none_to_dict(value: Any) -> Any:
+    return {} if value is None else value
+
+
+class QuestionRecord(BaseModel):
+    """One entry of ``issp_qa_<slug>.json``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: Annotated[str, BeforeValidator(lambda v: _label(v).strip()), Field(min_length=1)]
+    question: Label
+    answer: Annotated[dict[OptionCode, Label], Field(min_length=1)]
+    special: Annotated[dict[str, dict[OptionCode, Label]], BeforeValidator(_none_to_dict)] = {}
+    missing: Annotated[dict[OptionCode, Label], BeforeValidator(_none_to_dict)] = {}  # optional
+
+    def to_question(self) -> Question:
+        special = {country.strip(): dict(options) for country, options in self.special.items()}
+        offered = set(self.answer).union(*self.special.values())
+        missing = {code: label for code, label in self.missing.items() if code not in offered}
+        return Question(id=self.question_id, text=self.question, options=dict(self.answer),
+                        special=special, missing=missing)
+
+
+class AnswerRecord(BaseModel):
+    """One respondent of ``issp_answer_<slug>.json``; ``id`` is accepted for ``person_id``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    person_id: int
+    attributes: dict[str, Any]
+    questions_answer: dict[str, AnswerCode]
+    weight: float | None = None  # the survey's design weight, when the importer kept one
+    source_row: int | None = None  # row in the imported file (1 = first respondent), for exports
+
+    @model_validator(mode="before")
+    @classmethod
+    def _id_fallback(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "person_id" not in data and "id" in data:
+            return {**data, "person_id": data["id"]}
+        return data
+
+
+class CodebookEntry(BaseModel):
+    """One variable of an ``issp_profile_<Domain>.json`` codebook."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    domain: Label
+    meaning: Label
+    question: Annotated[str, BeforeValidator(lambda v: "" if v is None else _label(v))] = ""
+    content: Annotated[dict[str, Label], BeforeValidator(_none_to_dict)] = {}
+    special: Annotated[dict[str, dict[str, Label]], BeforeValidator(_none_to_dict)] = {}
+
+
+# ----------------------------------------------------------------------- file reading
+
+_JSON_TYPES = {dict: "an object", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
+def _read_json_array(path: Path, what: str) -> list[Any]:
+    """Parse a JSON file that must hold an array; errors name file, line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: {what} file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
+    if not isinstance(data, list):
+        kind = "null" if data is None else _JSON_TYPES.get(type(data), type(data).__name__)
+        raise DataError(f"{path}: expected a JSON array of {what} records at the top level, got {kind}")
+    return data
+
+
+def _validate(path: Path, raw: list[Any], model: type[BaseModel], what: str) -> list[Any]:
+    """Validate every record; the first failure names record index, field and person."""
+    try:
+        return TypeAdapter(list[model]).validate_python(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        index, *field = err["loc"]
+        where = f"{what} record {index}"
+        record = raw[index] if isinstance(index, int) and index < len(raw) else None
+        if isinstance(record, dict) and ("person_id" in record or "id" in record):
+            where += f" (person_id {record.get('person_id', record.get('id'))})"
+        detail = f"field '{'.'.join(map(str, field))}': " if field else ""
+        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        message = err["msg"].replace("\n", " ")
+        raise DataError(f"{path}: {where}: {detail}{message}{more}") from None
+
+
+def load_questions(path: Path) -> tuple[Question, ...]:
+    """Questions in survey order; ids kept as written, unique case-insensitively."""
+    path = Path(path)
+    records = _validate(path, _read_json_array(path, "question"), QuestionRecord, "question")
+    seen: dict[str, str] = {}
+    for rec in records:
+        key = rec.question_id.lower()
+        if key in seen:
+            raise DataError(f"{path}: question id {rec.question_id!r} repeats {seen[key]!r} "
+                            "(ids are case-insensitive)")
+        seen[key] = rec.question_id
+    return tuple(rec.to_question() for rec in records)
+
+
+def load_answer_records(path: Path) -> list[AnswerRecord]:
+    """Respondent records of one answer file, validated."""
+    path = Path(path)
+    return _validate(path, _read_json_array(path, "respondent"), AnswerRecord, "respondent")
+
+
+def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | None:
+    """The optional ``issp_profile_<Domain>.json`` beside (or above) the dataset, any case."""
+    data_dir = Path(data_dir).expanduser()
+    wanted = domain.profile_file.lower()
+    for folder in dict.fromkeys([data_dir, data_dir / "Dataset_all", data_dir.parent]):
+        if not folder.is_dir():
+            continue
+        matches = sorted(p for p in folder.iterdir() if p.name.lower() == wanted and p.is_file())
+        if matches:
+            return _validate(matches[0], _read_json_array(matches[0], "codebook"), CodebookEntry, "codebook")
+    return None
+
+
+# --------------------------------------------------------------------- dataset layout
+
+
+def dataset_root(data_dir: Path) -> Path:
+    """The ``Dataset_all`` folder: ``data_dir`` itself or its ``Dataset_all`` child."""
+    data_dir = Path(data_dir).expanduser()
+    if not data_dir.is_dir():
+        raise DataError(f"--data_dir {data_dir}: folder not found")
+    for candidate in (data_dir, data_dir / "Dataset_all"):
+        if (candidate / QA_FOLDER).is_dir() or any((candidate / n).is_file() for n in MANIFEST_NAMES):
+            return candidate
+    raise DataError(
+        f"--data_dir {data_dir}: no '{QA_FOLDER}' folder there or in {data_dir / 'Dataset_all'} "
+        f"(expected a SocioBench Dataset_all folder)"
+    )
+
+
+def inside_folder(root: Path, path: Path) -> Path:
+    """``path`` when it resolves inside the data folder ``root``: a symbolic link (to a file or a
+    sample folder) that leads out of it is an error, so a data folder is read only from itself."""
+    real = path.resolve()
+    if not real.is_relative_to(Path(root).resolve()):
+        raise DataError(f"{path}: a link out of the data folder {root} (to {real}); copy it in instead")
+    return path
+
+
+def available_sizes(root: Path) -> list[int | str]:
+    """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending; ``all`` (every
+    respondent, ``data import --sizes all``) last."""
+    sizes = [p.name[len(SAMPLE_PREFIX):] for p in Path(root).glob(f"{SAMPLE_PREFIX}*") if p.is_dir()]
+    return [*sorted(int(s) for s in sizes if s.isdigit()), *([ALL_SIZE] if ALL_SIZE in sizes else [])]
+
+
+def sample_dir(root: Path, dataset_size: int | str) -> Path:
+    """The folder of one sample size (``all``: ``A_GroundTruth_samplingall``); never falls back to
+    another size."""
+    if dataset_size != ALL_SIZE and (isinstance(dataset_size, bool) or not isinstance(dataset_size, int)
+                                     or dataset_size < 1):
+        raise ConfigError(f"--dataset_size {dataset_size!r}: expected a positive integer or 'all'")
+    folder = Path(root) / f"{SAMPLE_PREFIX}{dataset_size}"
+    if not folder.is_dir():
+        sizes = ", ".join(map(str, available_sizes(root))) or "none"
+        raise DataError(
+            f"{folder}: sample folder for --dataset_size {dataset_size} not found; sizes present: {sizes}"
+        )
+    return folder
+
+
+def parse_interview_count(value: int | str) -> int | None:
+    """``N`` -> N, ``"all"`` -> None (all respondents)."""
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return None
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        count = 0
+    if isinstance(value, bool) or count < 1:
+        raise ConfigError(f"--interview_count {value!r}: expected a positive integer or 'all'")
+    return count
+
+
+# ------------------------------------------------------------------------ respondents
+
+
+def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tuple[Question, ...]) -> None:
+    known = {q.id.lower() for q in questions}
+    unknown = sorted({qid for rec in records for qid in rec.questions_answer
+                      if qid.strip().lower() not in known})
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" ... ({len(unknown)} in all)" if len(unknown) > 5 else "")
+        raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How one domain's records become respondents (``build_respondents``)."""
+
+    ids: dict[str, str]  # question id, lower-cased -> as in the question set
+    resolve: Callable[[str], str | None]  # country name -> code
+    country_key: Callable[[Mapping[str, Any]], str | None]
+    group_key: Callable[[Mapping[str, Any]], str | None]
+    weight_key: Callable[[Mapping[str, Any]], str | None]
+    keep: Callable[[str], bool]  # stays in the persona
+    study_country: str | None = None  # the study's one country (manifest ``country``)
+
+
+def _text(attributes: Mapping[str, Any], key: str | None) -> str | None:
+    raw = attributes.get(key) if key else None
+    return " ".join(str(raw).split()) or None if raw is not None else None
+
+
+def _weight(rec: AnswerRecord, reading: _Reading) -> float | None:
+    """The record's weight, else the value of the declared weight attribute (a hand-made file)."""
+    text = _text(rec.attributes, reading.weight_key(rec.attributes)) if rec.weight is None else None
+    try:
+        return rec.weight if text is None else float(text)
+    except ValueError:
+        return None  # counted where weights are checked (``socbench.weights``)
+
+
+def _to_respondent(rec: AnswerRecord, reading: _Reading) -> Respondent:
+    name = _text(rec.attributes, reading.country_key(rec.attributes)) or reading.study_country
+    group = _text(rec.attributes, reading.group_key(rec.attributes))
+    attributes = {
+        k: str(v).strip() for k, v in rec.attributes.items()
+        if v is not None and not is_missing_label(str(v)) and reading.keep(k)
+    }
+    answers = {reading.ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
+    return Respondent(rec.person_id, name, reading.resolve(name) if name else None, attributes, answers,
+                      _weight(rec, reading), None if group is None or is_missing_label(group) else group)
+
+
+def build_respondents(
+    records: list[AnswerRecord], questions: tuple[Question, ...], countries: dict[str, str] | None = None,
+    domain: DomainSpec | None = None,
+) -> tuple[tuple[Respondent, ...], dict[str, int]]:
+    """Respondents plus ``{name: count}`` of those in no group: whose country could not be mapped (or
+    who have no value of the grouping variable); ``domain`` (default ISSP) names the country attribute,
+    the roles and the persona attributes to keep."""
+    country_attribute = domain.country_attribute if domain else AUTO_COUNTRY
+    roles = domain.roles if domain else Roles()
+    resolve = functools.lru_cache(maxsize=None)(lambda name: resolve_country(name, countries))
+
+    persona = domain.persona_attributes if domain else PersonaAttributes()
+    hidden = (persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k))
+    reading = _Reading({q.id.lower(): q.id for q in questions}, resolve,
+                       country_key_function(country_attribute), country_key_function(roles.group),
+                       country_key_function(roles.weight),
+                       persona_filter(persona.include, hidden, country_attribute),
+                       (domain.country or None) if domain else None)
+    respondents = tuple(_to_respondent(rec, reading) for rec in records)
+    return respondents, count_unmapped(respondents, country_attribute, roles.group)
+
+
+def count_unmapped(respondents: Sequence[Respondent], country_attribute: str | None,
+                   group: str | None) -> dict[str, int]:
+    """``{name: count}`` of the respondents in no group: whose country could not be mapped, or who have no
+    value of the grouping variable."""
+    unmapped: Counter[str] = Counter()
+    for person in respondents:
+        if group and person.group is None:
+            unmapped[f"(no {group})"] += 1
+        elif not group and person.country_code is None and (country_attribute or person.country_name):
+            unmapped[person.country_name or NO_COUNTRY] += 1
+    return dict(unmapped)
+
+
+def unmapped_line(data: DomainData) -> str | None:
+    """One line when respondents pool into one unknown group (a country name that maps to no country,
+    or no value of the grouping variable): they are kept, and counted where the run is watched."""
+    if not data.unmapped_countries:
+        return None
+    ordered = sorted(data.unmapped_countries.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{name!r} ({n})" for name, n in ordered[:5]) + (", ..." if len(ordered) > 5 else "")
+    what = "country unknown" if data.grouping == COUNTRY else f"no {data.grouping}"
+    return (f"domain {data.domain_id} {data.domain_name}: {sum(data.unmapped_countries.values())} "
+            f"respondents pooled into one '{what}' group (baselines, breakdowns): {shown}")
+
+
+def load_domain(
+    data_dir: Path, domain: DomainSpec, dataset_size: int | str = 500, interview_count: int | str = "all",
+    interview_sample: str = "stratified",
+) -> DomainData:
+    """Questions and respondents of one domain and sample size. With ``interview_count`` N below the
+    file's respondents: a seeded sample stratified by country, proportional with every country in it
+    where N allows (the same respondents for every model and rerun), or the first N in file order
+    (``interview_sample`` ``"first"``, the original system's); ``sample`` records which and how."""
+    root = dataset_root(data_dir)
+    limit = parse_interview_count(interview_count)
+    qa_path = root / domain.qa_path
+    answer_path = sample_dir(root, dataset_size) / domain.answer_name
+    for path, what in ((qa_path, "question"), (answer_path, "answer")):
+        if not path.is_file():
+            raise DataError(f"{path}: {what} file of domain {domain.id} ({domain.name}) not found")
+        inside_folder(root, path)
+    questions = apply_missing_codes(load_questions(qa_path), domain.missing_code_strings)
+    records = load_answer_records(answer_path)
+    _check_question_ids(answer_path, records, questions)
+    codebook = load_codebook(data_dir, domain)
+    countries = codebook_country_table(codebook) if codebook else None
+    first = interview_sample == "first"
+    respondents, unmapped = build_respondents(records[:limit] if first else records, questions,
+                                              countries or None, domain)
+    drawn = "all" if limit is None or limit >= len(records) else interview_sample
+    if drawn == "stratified":
+        respondents = stratified_sample(respondents, limit, proportional=True)
+        unmapped = count_unmapped(respondents, domain.country_attribute, domain.roles.group)
+    return DomainData(
+        domain_id=domain.id,
+        domain_name=domain.name,
+        questions=questions,
+        respondents=respondents,
+        unmapped_countries=unmapped,
+        source=str(answer_path),
+        sample=sample_record(respondents, drawn, len(records)),
+        grouping=domain.roles.group or COUNTRY,
+        roles=domain.roles.declared(),
+    )

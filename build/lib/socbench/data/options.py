@@ -1,0 +1,128 @@
+"""Options each respondent was actually shown, and the items that can be scored.
+
+An item is scoreable only when the true code is among the options offered to *that* respondent
+(ISSP's country-specific ``special`` scales); otherwise it is excluded and counted by reason: no
+answer, a missing code of that question, or a code the question does not offer. An option whose
+label is a missing label is never offered, in the base set or a country's override (ISSP Family
+V31 relabels code 6 "Not asked" for Spain): its answers are excluded as that missing code.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from socbench.data.missing_labels import STATA_MISSING, is_missing_option
+from socbench.types import Code, DomainData, Item, Question
+
+NO_ANSWER = "system-missing (no answer recorded)"
+INVALID_CODE = "code not offered (missing or invalid code)"
+
+
+def missing_reason(code: Code, label: str) -> str:
+    """The exclusion reason of a question's own missing code, its kind by name (the import report
+    and ``data validate`` count under the same words): ``missing code 8 (Can't choose)``, ``Stata
+    missing .a (Don't know)``, ``missing code NA (R's NA in the CSV)``."""
+    kind = "Stata missing" if STATA_MISSING.match(code) else "missing code"
+    return f"{kind} {code} ({' '.join(label.split())[:80]})"
+
+
+def _numeric_order(code: Code) -> tuple[int, float, str]:
+    try:
+        return (0, float(code), code)
+    except ValueError:
+        return (1, 0.0, code)
+
+
+def country_override(question: Question, country_code: str | None) -> dict[Code, str] | None:
+    """The question's override for a country: exact code first, else the nation of a
+    sub-sample ("DE-W" falls back to "DE"); None when the country has none."""
+    if not country_code:
+        return None
+    if country_code in question.special:
+        return question.special[country_code]
+    nation = country_code.split("-")[0]
+    return question.special.get(nation) if nation != country_code else None
+
+
+def _overlaid(question: Question, country_code: str | None) -> tuple[list[tuple[Code, str]], bool]:
+    override = country_override(question, country_code)
+    if not override:
+        return list(question.options.items()), False
+    base = [(code, override.get(code, label)) for code, label in question.options.items()]
+    added = sorted((code for code in override if code not in question.options), key=_numeric_order)
+    return base + [(code, override[code]) for code in added], True
+
+
+def effective_options(question: Question,
+                      country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
+    """Base options overlaid with the country's override, and whether there was one. Country-only
+    codes are appended in numeric order; an unmapped country (None) is shown the base options;
+    options labelled as missing are left out."""
+    shown, specific = _overlaid(question, country_code)
+    return tuple((code, label) for code, label in shown if not is_missing_option(code, label)), specific
+
+
+def _withheld(question: Question, country_code: str | None) -> dict[Code, str]:
+    """Codes left out for their missing label, as missing codes for the exclusion reason."""
+    shown = _overlaid(question, country_code)[0]
+    return {code: label for code, label in shown if is_missing_option(code, label)}
+
+
+def _exclusion(
+    true_code: Code | None, options: tuple[tuple[Code, str], ...], missing: dict[Code, str]
+) -> str | None:
+    if true_code is None:
+        return NO_ANSWER
+    if all(code != true_code for code, _ in options):
+        return missing_reason(true_code, missing[true_code]) if true_code in missing else INVALID_CODE
+    return None
+
+
+def build_items(data: DomainData) -> list[Item]:
+    """One Item per (respondent, question): respondents in file order, questions in survey order."""
+    items: list[Item] = []
+    shown: dict[tuple[str, str | None], tuple] = {}  # per (question, country): computed once
+    for person in data.respondents:
+        for question in data.questions:
+            key = (question.id, person.group_code)
+            if key not in shown:
+                shown[key] = (*effective_options(question, person.group_code),
+                              {**_withheld(question, person.group_code), **question.missing})
+            options, specific, missing = shown[key]
+            true_code = person.answers.get(question.id)
+            items.append(
+                Item(
+                    person_id=person.person_id,
+                    question_id=question.id,
+                    country_code=person.group_code,
+                    options=options,
+                    true_code=true_code,
+                    country_specific=specific,
+                    excluded_reason=_exclusion(true_code, options, missing),
+                )
+            )
+    return items
+
+
+def summarize_items(items: Iterable[Item]) -> dict[str, object]:
+    """``{"total", "scoreable", "excluded", "excluded_by_reason": {reason: n}}``."""
+    reasons = Counter(item.excluded_reason for item in items)
+    excluded = {reason: n for reason, n in sorted(reasons.items(), key=lambda kv: str(kv[0])) if reason}
+    total = sum(reasons.values())
+    return {
+        "total": total,
+        "scoreable": reasons.get(None, 0),
+        "excluded": total - reasons.get(None, 0),
+        "excluded_by_reason": excluded,
+    }
+
+
+def exclusions_by_question(items: Iterable[Item]) -> dict[str, dict[str, int]]:
+    """``{question id: {reason: n}}`` for questions with any excluded item, in first-seen order,
+    so a scale that loses its answers is visible by name and not only inside one total."""
+    out: dict[str, Counter] = {}
+    for item in items:
+        if item.excluded_reason is not None:
+            out.setdefault(item.question_id, Counter())[item.excluded_reason] += 1
+    return {qid: dict(sorted(reasons.items())) for qid, reasons in out.items()}

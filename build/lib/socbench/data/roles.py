@@ -1,0 +1,243 @@
+"""What each variable of an imported file is: its roles, and whether it belongs in the persona.
+
+Why: strata, baselines, persona groups and structure figures need to know which variable is the
+country (or a grouping variable that is not one: region, state, wave), the respondent id, the
+weight, sex, age, education, religion, party and employment. A user declares them (``data import
+--roles``); the rest are proposed from the variable labels, in English, German, French, Spanish,
+Italian, Dutch and Portuguese, and the import report lists every choice and what it left
+unassigned. The persona is the study's background variables: a variable whose label carries a
+questionnaire item number ("Q6 Ideal number of children", "O2 Feelings about Bible": ISSP's
+module items) is an answer to another question, left out unless it plays a role or the user
+asks for it (``--persona all`` or a list).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from socbench.data.countries import resolve_country
+from socbench.data.missing_labels import is_missing_label
+from socbench.data.survey_file import SurveyFile, Variable
+from socbench.errors import ConfigError, DataError
+from socbench.manifest import PERSONA_ROLES
+
+ISSP_COUNTRY, ISSP_WEIGHT = "C_ALPHAN", "WEIGHT"  # taken by name when present and not declared
+IMPORT_ROLES = ("respondent_id", "country", "group", "weight", *PERSONA_ROLES)
+NONE = "none"  # a role declared absent: nothing is proposed for it
+BACKGROUND, ALL = "background", "all"  # --persona
+ITEM_NUMBER = re.compile(r"^\s*[QO]\d{1,3}[a-z]{0,2}\b")  # "Q16a ...", "O4b ...": a questionnaire item
+# someone else's attribute, or a per-country version of one: never a role of the respondent
+_OTHERS = re.compile(
+    r"spouse|partner|mother|father|parent|child|household|specific|birth|born|attend|"
+    r"ehepartner|mutter|vater|haushalt|geburt|conjoint|mère|père|ménage|naissance|cónyuge|pareja|madre|"
+    r"padre|hogar|nacimiento|coniuge|nascita|echtgeno|moeder|vader|huishouden|geboorte|cônjuge|mãe|"
+    r"\bpai\b|domicílio|nascimento")
+# per role, patterns in priority order over the lower-cased label (or name when unlabelled)
+ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
+    "respondent_id": (r"\b(?:respondent|case|person|befragten|interview)\w*[ -]?"
+                      r"(?:id|identifi\w*|n(?:umb|umm)er)\b"
+                      r"|\bid\b.*\b(?:respondent|befragte|répondant|entrevistad|intervistat)|^(?:id|caseid|respid|"
+                      r"serial(?: number)?)$|identifiant|identificador|identificativo|respondentnummer",),
+    "country": (r"^(?:country|land|pays|país|paese|nazione)\b|\bcountry\b|erhebungsland",),
+    "group": (r"\b(?:region|région|región|regione|regio|região|bundesland|province|provincia|provincie|"
+              r"província|wave|welle|vague)\b|^state$|\b(?:federal|us) state\b",),
+    "weight": (r"^(?:design |sampling |survey )?weight(?:ing)?(?: factor| variable)?$"
+               r"|^gewicht(?:ung)?(?:sfaktor)?$|^(?:facteur de )?pondération$|^poids$|^ponderaci[oó]n$"
+               r"|^factor de (?:ponderación|expansión)$|^(?:fattore di )?ponderazione$"
+               r"|^weegfactor$|^weging$|^pondera[çc][ãa]o$",),
+    "sex": (r"\b(?:sex|gender|geschlecht|sexe|genre|sexo|género|sesso|genere|geslacht)\b",),
+    "age": (r"^(?:r:\s*)?(?:age|alter|âge|edad|età|leeftijd|idade)\b|\bage of (?:the )?respondent"
+            r"|respondent'?s age|\balter de[rs] befragten",),
+    "education": (r"(?:simplified|international comparison|comparative).*(?:educa|degree)",
+                  r"\b(?:degree|level|highest|isced|abschluss|diplôme|niveau|nivel|titolo|qualification)\b.*"
+                  r"(?:educa|bildung|schul|étude|estudio|istruzione|opleiding|onderwijs|ensino)|^isced|"
+                  r"\b(?:degree|schulabschluss|bildungsabschluss|diplôme|titolo di studio)\b",
+                  r"\b(?:education\w*|bildung|schul\w*|ausbildung|éducation|études|educación|estudios|"
+                  r"escolaridad|istruzione|opleiding|onderwijs|educação|escolaridade|instrução)\b"),
+    "religion": (r"\b(?:religio\w*|denomination|konfession|kirche|confession|religión|religione|religie|"
+                 r"kerkgenootschap|religião|igreja)\b",),
+    "party": (r"\b(?:party|partei\w*|parti|partido|partito|partij)\b",),
+    "employment": (r"\bmain (?:employment )?status\b|\b(?:employment|work|labou?r force) status\b",
+                   r"in paid work|\berwerbs\w*|beschäftigung|situation professionnelle|situación laboral|"
+                   r"condizione (?:professionale|occupazionale)|arbeidssituatie"
+                   r"|situação (?:profissional|laboral)"),
+}
+_COMPILED = {role: tuple(re.compile(p) for p in patterns) for role, patterns in ROLE_PATTERNS.items()}
+
+
+def label_text(variable: Variable) -> str:
+    return " ".join((variable.label or variable.name).split()).lower()
+
+
+def is_item(variable: Variable) -> bool:
+    """A questionnaire item by its label's item number (ISSP codebooks number every module item)."""
+    return bool(ITEM_NUMBER.match(variable.label or ""))
+
+
+def _rank(role: str, variable: Variable) -> int | None:
+    """The priority of the first of ``role``'s patterns the variable's label matches (0 = best)."""
+    text = label_text(variable)
+    head, colon, _ = text.partition(":")
+    if is_item(variable) or _OTHERS.search(text) or (colon and resolve_country(head)):  # "Belgium: Party"
+        return None
+    return next((i for i, pattern in enumerate(_COMPILED[role]) if pattern.search(text)), None)
+
+
+def propose_roles(survey: SurveyFile, candidates: Sequence[str],
+                  declared: Mapping[str, str | None]) -> dict[str, tuple[str | None, str]]:
+    """``{role: (variable or None, how)}``: declared ones as given (``none``: no variable), else the
+    candidate whose label matches the role's highest-priority pattern, first in file order; a
+    variable plays one role. ``how`` is "declared", "proposed from its label" or ""."""
+    chosen = {role: (None if name == NONE else name, "declared") for role, name in declared.items() if name}
+    taken = {name for name, _ in chosen.values()}
+    for role in (r for r in IMPORT_ROLES if r not in chosen):
+        ranked = [(rank, index, name) for index, name in enumerate(candidates) if name not in taken
+                  and (rank := _rank(role, survey.variables[name])) is not None]
+        name = min(ranked)[2] if ranked else None
+        chosen[role] = (name, "proposed from its label" if name else "")
+        taken.add(name)
+    return {role: chosen[role] for role in IMPORT_ROLES}
+
+
+def _flag(role: str, name: str = "") -> str:
+    """The flag that declares ``role`` (``--country``, ``--roles sex``), with the variable named."""
+    if role in ("country", "weight"):
+        return f"--{role} {name}".strip()
+    return f"--roles {role}={name}" if name else f"--roles {role}"
+
+
+Asked = Sequence[tuple[str, str | None]]  # (role, variable) as the user named them
+
+
+def _declared(survey: SurveyFile, questions: set[str], asked: Asked) -> dict[str, str]:
+    """The roles the user named (``asked``: ``--roles``, then ``--country`` and ``--weight`` as their
+    roles; else ISSP's C_ALPHAN and WEIGHT by name), each checked against the file; ``none``
+    declares a role absent."""
+    declared: dict[str, str] = {}
+    for role, value in asked:
+        if value and declared.setdefault(role, value) != value:
+            raise ConfigError(f"--{role} {value} and --roles {role}={declared[role]}: give one")
+    for role, default in (("country", ISSP_COUNTRY), ("weight", ISSP_WEIGHT)):
+        if role not in declared and survey.find(default):
+            declared[role] = default
+    found: dict[str, str] = {}
+    for role, wanted in declared.items():
+        name = NONE if wanted.lower() == NONE else survey.find(wanted)
+        if name is None:
+            raise DataError(f"{survey.path}: {role} variable {wanted} ({_flag(role)}) is not in the file")
+        if name in questions:
+            raise ConfigError(f"{_flag(role, name)}: that variable is one of the questions")
+        problem = _unusable(role, survey.variables[name]) if name != NONE else None
+        if problem:
+            raise DataError(f"{survey.path}: {role} variable {name} is {problem}")
+        found[role] = name
+    return found
+
+
+def _unusable(role: str, variable: Variable) -> str | None:
+    """Why a variable cannot play ``role`` (None: it can)."""
+    if role == "weight" and variable.is_string:
+        return "text, not a number"
+    if role == "country" and not variable.is_string and not variable.value_labels:
+        return ("unlabelled: its numeric codes name no country (add value labels, or pick another "
+                "variable with --country)")
+    return None  # a group may be unlabelled: its codes name its groups (wave 1, 2, 3)
+
+
+def plan_roles(survey: SurveyFile, questions: set[str], asked: Asked,
+               issp: bool) -> dict[str, tuple[str | None, str]]:
+    """Every role's variable: declared, else proposed from the labels; a proposal that cannot play its
+    role is dropped, and a grouping variable is only proposed for a study without country. ``issp``
+    (a ``--qa`` question set) needs a country variable unless declared absent."""
+    declared = _declared(survey, questions, asked)
+    candidates = [n for n in survey.variables if n not in questions]
+    roles = propose_roles(survey, candidates, declared)
+    for role, (name, how) in roles.items():
+        unusable = how != "declared" and name and _unusable(role, survey.variables[name])
+        if unusable or (role == "group" and how != "declared" and roles["country"][0]):
+            roles[role] = (None, "")
+    if issp and roles["country"][0] is None and declared.get("country") != NONE:
+        raise DataError(f"{survey.path}: country variable {ISSP_COUNTRY} is not in the file "
+                        f"(name the country variable with --country VAR)")
+    return roles
+
+
+def country_or_group(survey: SurveyFile, roles: dict[str, tuple[str | None, str]],
+                     counts: Mapping[str, Counter[str]],
+                     study_country: str | None) -> tuple[str | None, str | None, list[str]]:
+    """(country variable, grouping variable, notices): a country variable whose values name no
+    countries ("North", "Santiago") groups the respondents instead, said in one line."""
+    country, group = roles["country"][0], roles["group"][0]
+    if country is None:
+        return None, group, []
+    labels = country_labels(survey.variables[country], counts[country])
+    if names_countries(labels) or group is not None:
+        unknown = {label: n for label, n in labels.items() if resolve_country(label) is None}
+        ordered = sorted(unknown.items(), key=lambda kv: -kv[1])[:6]
+        shown = ", ".join(f"{label!r} ({n})" for label, n in ordered)
+        return country, group, [f"country variable {country}: {sum(unknown.values())} respondents under "
+                                f"labels that name no country ({shown}): kept, with their country unknown "
+                                "(one group in baselines and breakdowns)"] if unknown else []
+    roles["group"], roles["country"] = (country, "its values name no country"), (None, "")
+    shown = ", ".join(sorted(labels)[:5]) + (", ..." if len(labels) > 5 else "")
+    where = (f"the study's country in the prompts: {study_country}" if study_country
+             else "--study_country NAME names the study's country in the prompts")
+    return None, country, [f"variable {country}: its values ({shown}) name no country: it groups the "
+                           f"respondents (strata, baselines, breakdowns) instead of a country; {where}"]
+
+
+def country_labels(variable: Variable, counts: Mapping[str, int]) -> dict[str, int]:
+    """Respondents per label of a country variable's values (missing labels left out)."""
+    found: dict[str, int] = {}
+    for code, n in counts.items():
+        label = " ".join(str(variable.value_labels.get(code, code)).split())
+        if label and not is_missing_label(label):
+            found[label] = found.get(label, 0) + n
+    return found
+
+
+def names_countries(labels: Mapping[str, int]) -> bool:
+    """Whether a variable's values name countries: more than half of its distinct labels do
+    ("Australien", "NOR", "27601 DE-W-Germany-West"); else it is a grouping variable."""
+    return 2 * sum(resolve_country(label) is not None for label in labels) > len(labels)
+
+
+def persona_variables(survey: SurveyFile, names: Sequence[str], roles: set[str],
+                      asked: str | tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(persona variables, those left out): ``asked`` is ``background`` (every variable that is not
+    a questionnaire item, and every role), ``all``, or the variables named."""
+    if asked == ALL:
+        return list(names), []
+    if asked == BACKGROUND:
+        keep = [n for n in names if n in roles or not is_item(survey.variables[n])]
+    else:
+        absent = next((n for n in asked if survey.find(n) not in names), None)
+        if absent is not None:
+            raise DataError(f"{survey.path}: variable {absent} (--persona) is not in the file, or is a "
+                            "question or the weight")
+        keep = [n for n in names if n in {survey.find(n) for n in asked} | roles]
+    return keep, [n for n in names if n not in keep]
+
+
+def role_lines(survey: SurveyFile, roles: Mapping[str, tuple[str | None, str]], persona: Sequence[str],
+               left_out: Sequence[str], unassigned: Sequence[str]) -> list[str]:
+    """The import report's section on roles and the persona."""
+    def quoted(name: str) -> str:
+        label = survey.variables[name].label
+        return f'{name} "{label}"' if label and label != name else name
+
+    lines = ["## Roles", "", "Declare or change them with --roles ROLE=VAR,... (ROLE=none: no such "
+             "variable), --country and --weight; they are written to the manifest's roles.", ""]
+    lines += [f"- {role.replace('_', ' ')}: {quoted(name) + f' ({how})' if name else 'none'}"
+              for role, (name, how) in roles.items()]
+    lines += [f"- not assigned a role ({len(unassigned)}): {', '.join(unassigned) or 'none'}", "",
+              f"## Persona ({len(persona)} attributes)", "",
+              "The respondent's background variables, shown in every prompt; a variable whose label "
+              "carries a questionnaire item number (Q6, O2) answers another question and is left out "
+              "unless it plays a role (--persona all, or --persona V1,V2,... names them).", "",
+              f"- shown: {', '.join(quoted(n) for n in persona) or 'none'}"]
+    if left_out:
+        lines.append(f"- left out ({len(left_out)}): {', '.join(left_out)}")
+    return [*lines, ""]

@@ -1,0 +1,114 @@
+"""Country-stratified, reproducible, nested respondent samples.
+
+Seeded per-country permutations, taken in turn: equally (the importer's samples, a round-robin:
+per-country counts differ by at most one) or proportionally (``--interview_count``: every country
+first, then Huntington-Hill). The same seed gives the same sample, and a smaller sample is a
+prefix of every larger one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from itertools import zip_longest
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+
+from socbench.errors import ConfigError
+
+SAMPLE_SEED = 42
+
+
+class _Person(Protocol):
+    person_id: int
+    country_code: str | None
+    country_name: str | None
+
+
+P = TypeVar("P", bound=_Person)
+
+
+def stratum(person: _Person) -> str:
+    """The stratum of a respondent: its group (a grouping variable that is not a country), else its
+    country code, else its country name as written."""
+    return getattr(person, "group", None) or person.country_code or person.country_name or "(unknown)"
+
+
+def _rng(seed: int, label: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"{seed}:{label}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def _queues(respondents: Sequence[P], seed: int) -> list[list[P]]:
+    """Each stratum's seeded permutation, the strata in a seeded order."""
+    groups: dict[str, list[P]] = defaultdict(list)
+    for person in respondents:
+        groups[stratum(person)].append(person)
+    countries = sorted(groups)
+    countries = [countries[i] for i in _rng(seed, "countries").permutation(len(countries))]
+    queues = []
+    for country in countries:
+        members = sorted(groups[country], key=lambda p: p.person_id)
+        queues.append([members[i] for i in _rng(seed, country).permutation(len(members))])
+    return queues
+
+
+def draw_order(respondents: Sequence[P], seed: int = SAMPLE_SEED) -> list[P]:
+    """Every respondent in draw order: the round-robin over seeded per-country permutations."""
+    return [person for round_ in zip_longest(*_queues(respondents, seed)) for person in round_
+            if person is not None]
+
+
+def proportional_order(respondents: Sequence[P], seed: int = SAMPLE_SEED) -> list[P]:
+    """Every respondent in draw order, each prefix apportioned to the strata by Huntington-Hill: a
+    stratum's priority is its size over sqrt(c(c+1)) with c drawn so far, infinite at c = 0, so every
+    stratum comes in first, then prefixes follow the strata's shares (house-monotone: samples nest)."""
+    queues = _queues(respondents, seed)
+    heap = [(-math.inf, index, 0) for index in range(len(queues))]
+    order: list[P] = []
+    while heap:
+        _, index, taken = heapq.heappop(heap)
+        queue = queues[index]
+        order.append(queue[taken])
+        if taken + 1 < len(queue):
+            heapq.heappush(heap, (-len(queue) / math.sqrt((taken + 1) * (taken + 2)), index, taken + 1))
+    return order
+
+
+def stratified_sample(respondents: Sequence[P], size: int, seed: int = SAMPLE_SEED,
+                      proportional: bool = False) -> tuple[P, ...]:
+    """``size`` respondents stratified by country (equally, or ``proportional`` to the strata's
+    sizes), returned in their original order."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"sample size {size!r}: expected a positive integer")
+    if size > len(respondents):
+        raise ConfigError(f"sample size {size} exceeds the {len(respondents)} respondents available")
+    order = (proportional_order if proportional else draw_order)(respondents, seed)
+    chosen = {id(person) for person in order[:size]}
+    return tuple(person for person in respondents if id(person) in chosen)
+
+
+def draw_ranks(respondents: Sequence[P], seed: int = SAMPLE_SEED,
+               leave_out: Sequence[bool] | None = None) -> list[int]:
+    """Each respondent's position in the draw order: the sample of size ``n`` is those ranked below
+    ``n`` (so samples nest); ``leave_out`` rank past every sample."""
+    drawn = respondents if leave_out is None else [p for p, out in zip(respondents, leave_out) if not out]
+    rank = {id(person): i for i, person in enumerate(draw_order(drawn, seed))}
+    return [rank.get(id(person), sys.maxsize) for person in respondents]
+
+
+def sample_record(people: Sequence[_Person], drawn: str, population: int) -> dict[str, Any]:
+    """Which respondents a run asked, for its results: ``drawn`` (all, stratified, first), from how
+    many, per stratum, the seed of a stratified draw, and the person ids of any sample."""
+    record: dict[str, Any] = {"drawn": drawn, "population": population, "respondents": len(people),
+                              "strata": dict(sorted(Counter(map(stratum, people)).items()))}
+    if drawn == "stratified":
+        record.update(seed=SAMPLE_SEED, stratified_by="country, proportional (Huntington-Hill)")
+    if drawn != "all":
+        record["person_ids"] = [person.person_id for person in people]
+    return record

@@ -1,0 +1,315 @@
+"""Survey microdata as archives publish it (``.dta``, ``.sav``/``.zsav``, ``.csv`` + codebook), with labels.
+
+Why: ``open_survey`` reads only metadata and ``chunks`` streams row blocks, so a 60,000 x 400 file
+never sits in memory as Python objects. Every kind of missing value is kept as what it is: SPSS
+user-missing codes as the recorded numbers, Stata's extended missing values as ``.a``-``.z``, R's
+``NA`` in a numeric CSV column as ``NA``; only a blank (system-missing) becomes None.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from socbench.data.csv_dialect import csv_options
+from socbench.data.loaders import normalize_code
+from socbench.data.missing_labels import STATA_MISSING
+from socbench.errors import ConfigError, DataError
+
+FORMATS = {".dta": "Stata", ".sav": "SPSS", ".zsav": "SPSS", ".csv": "CSV"}
+CHUNK_ROWS = 10_000
+CODEBOOK_CSV_COLUMNS = ("variable", "label", "code", "value_label")
+CSV_NA = {"keep_default_na": False, "na_values": [""]}  # only an empty cell is blank ("NA" is Namibia)
+R_NA = "NA"  # R's missing value as write.csv writes it: a missing code of a numeric CSV column
+SYSTEM_MISSING = "."  # the key of blank cells in ``code_counts`` (never an answer code)
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One variable: name, label (None when unlabelled), value labels by canonical code."""
+
+    name: str
+    label: str | None
+    value_labels: dict[str, str] = field(default_factory=dict)
+    is_string: bool = False
+    missing_codes: tuple[str, ...] = ()  # declared user-missing codes (SPSS; CSV: R's NA)
+    missing_ranges: tuple[tuple[float, float], ...] = ()  # declared user-missing ranges (SPSS)
+
+    def declared_missing(self, code: str) -> bool:
+        """Whether the file declares ``code`` missing (SPSS: a discrete value or in a range; Stata's
+        .a-.z; R's NA in a numeric CSV column)."""
+        if code in self.missing_codes or STATA_MISSING.match(code):
+            return True
+        try:
+            number = float(code)
+        except ValueError:
+            return False
+        return any(low <= number <= high for low, high in self.missing_ranges)
+
+    @property
+    def key(self) -> str:
+        """The attribute key: the variable label, else the name."""
+        return self.label.strip() if self.label and self.label.strip() else self.name
+
+
+@dataclass(frozen=True)
+class SurveyFile:
+    """A readable survey file and its variables in file order (metadata only)."""
+
+    path: Path
+    kind: str  # Stata | SPSS | CSV
+    variables: dict[str, Variable]
+    n_rows: int
+    csv: dict[str, str] = field(default_factory=dict)  # a .csv's separator and decimal mark (csv_dialect)
+
+    def find(self, name: str) -> str | None:
+        """The variable's name as the file spells it (names match case-insensitively)."""
+        if name in self.variables:
+            return name
+        return next((v for v in self.variables if v.lower() == name.strip().lower()), None)
+
+    def columns(self, names: Sequence[str]) -> pd.DataFrame:
+        """Whole columns (a few of them: country, weight) in one read."""
+        return (
+            pd.concat(list(self.chunks(names, chunk_rows=max(self.n_rows, 1))), ignore_index=True)
+            if self.n_rows
+            else pd.DataFrame(columns=list(names))
+        )
+
+    def code_counts(self, names: Sequence[str]) -> dict[str, Counter[str]]:
+        """``{variable: {canonical code: answers}}`` over the whole file, blanks (system-missing) under
+        ``SYSTEM_MISSING``: what the data holds, for the import's per-question decisions and report."""
+        counts: dict[str, Counter[str]] = {name: Counter() for name in names}
+        for frame in self.chunks(list(dict.fromkeys(names))):
+            for name in counts:
+                for value, n in frame[name].value_counts(dropna=False).items():
+                    counts[name][canonical_code(value) or SYSTEM_MISSING] += int(n)
+        return counts
+
+    def chunks(self, names: Sequence[str], chunk_rows: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+        """Row blocks of the named columns, in file order."""
+        try:
+            yield from self._chunks(list(names), chunk_rows)
+        except (OSError, ValueError, *readstat_errors()) as exc:
+            raise DataError(f"{self.path}: cannot read the {self.kind} file ({exc})") from None
+
+    def _chunks(self, names: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
+        if self.kind == "CSV":
+            for frame in pd.read_csv(self.path, usecols=names, chunksize=chunk_rows, **self.csv, **CSV_NA):
+                yield frame[names]
+            return
+        import pyreadstat
+
+        def read(reader: Callable, user_missing: bool) -> Iterator[tuple[pd.DataFrame, Any]]:
+            return pyreadstat.read_file_in_chunks(reader, str(self.path), chunksize=chunk_rows, usecols=names,
+                                                  user_missing=user_missing)
+
+        if self.kind == "SPSS":
+            yield from (frame[names] for frame, _ in read(pyreadstat.read_sav, True))
+            return
+        # Stata twice: pyreadstat 1.3.7 gives the letters of .a-.z only with user_missing=True, and then
+        # reads a later system-missing cell of an integer column as an arbitrary number
+        for (plain, _), (tagged, _) in zip(read(pyreadstat.read_dta, False), read(pyreadstat.read_dta, True)):
+            for name in names:
+                if not self.variables[name].is_string and plain[name].isna().any():
+                    letters = plain[name].isna() & tagged[name].map(lambda v: isinstance(v, str))
+                    plain[name] = plain[name].astype(object).where(~letters, "." + tagged[name][letters])
+            yield plain[names]
+
+
+def readstat_errors() -> tuple[type[Exception], ...]:
+    """ReadStat's error types (pyreadstat is imported only when a binary file is read)."""
+    import pyreadstat
+
+    return (pyreadstat.ReadstatError, pyreadstat.PyreadstatError)
+
+
+# ---------------------------------------------------------------------------- codes
+
+
+def canonical_code(value: Any) -> str | None:
+    """A cell's code as the benchmark compares it (``normalize_code``); a "." cell (Stata's and SAS's
+    system-missing written into a CSV) is a blank too."""
+    if isinstance(value, str) and value.strip() == SYSTEM_MISSING:
+        return None
+    return normalize_code(value)
+
+
+def map_codes(series: pd.Series, fn: Callable[[str], Any]) -> np.ndarray:
+    """``fn(canonical code)`` for every cell (None for blanks), computed once per distinct value."""
+    positions, uniques = pd.factorize(series, use_na_sentinel=True)
+    table = [None if (code := canonical_code(value)) is None else fn(code) for value in uniques]
+    return np.array([*table, None], dtype=object)[positions]  # position -1 (blank) -> None
+
+
+def _as_answer(code: str) -> Any:
+    try:
+        return int(code)
+    except ValueError:
+        return code
+
+
+def answer_values(series: pd.Series) -> np.ndarray:
+    """A column as JSON answer values: integer codes as int, others as their string, blanks None."""
+    return map_codes(series, _as_answer)
+
+
+# ------------------------------------------------------------------------- opening
+
+
+def _labels(mapping: dict[Any, Any] | None, tagged: bool = False) -> dict[str, str]:
+    """Value labels by canonical code; ``tagged``: a letter key is Stata's extended missing ``.a``."""
+    out: dict[str, str] = {}
+    for code, label in (mapping or {}).items():
+        key = f".{code}" if tagged and isinstance(code, str) else canonical_code(code)
+        if key is not None and label is not None and str(label).strip():
+            out[key] = str(label).strip()
+    return out
+
+
+def _spss_missing(meta: Any, name: str) -> tuple[str, ...]:
+    """Declared user-missing codes: discrete values, and the labelled codes inside a range."""
+    codes: list[str] = []
+    labelled = [
+        code for code in (meta.variable_value_labels.get(name) or {}) if isinstance(code, (int, float))
+    ]
+    for entry in (meta.missing_ranges or {}).get(name, []):
+        low, high = entry.get("lo"), entry.get("hi")
+        if not isinstance(low, (int, float)) or not isinstance(high, (int, float)):
+            continue
+        values = [low] if low == high else [code for code in labelled if low <= code <= high]
+        codes += [code for value in values if (code := canonical_code(value)) is not None]
+    return tuple(codes)
+
+
+def _spss_ranges(meta: Any, name: str) -> tuple[tuple[float, float], ...]:
+    entries = (meta.missing_ranges or {}).get(name, [])
+    return tuple(
+        (float(e["lo"]), float(e["hi"]))
+        for e in entries
+        if isinstance(e.get("lo"), (int, float)) and isinstance(e.get("hi"), (int, float))
+    )
+
+
+def _read_binary(path: Path, kind: str) -> SurveyFile:
+    import pyreadstat
+
+    reader = pyreadstat.read_dta if kind == "Stata" else pyreadstat.read_sav
+    try:
+        _, meta = reader(str(path), metadataonly=True, user_missing=True)
+    except (OSError, ValueError, *readstat_errors()) as exc:
+        raise DataError(f"{path}: cannot read as a {kind} file ({exc})") from None
+    types = meta.readstat_variable_types or {}
+    variables = {
+        name: Variable(
+            name=name,
+            label=meta.column_names_to_labels.get(name),
+            value_labels=_labels(meta.variable_value_labels.get(name), tagged=kind == "Stata"),
+            is_string=types.get(name) == "string",
+            missing_codes=_spss_missing(meta, name),
+            missing_ranges=_spss_ranges(meta, name),
+        )
+        for name in meta.column_names
+    }
+    return SurveyFile(path, kind, variables, int(meta.number_rows or 0))
+
+
+def open_survey(path: str | Path, codebook: str | Path | None = None, sep: str | None = None,
+                decimal: str | None = None) -> SurveyFile:
+    """The file's variables and row count; one DataError line for an unreadable file. ``sep`` and
+    ``decimal``: a .csv's separator and decimal mark (default: detected, ``csv_dialect``)."""
+    path = Path(path).expanduser()
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise ConfigError(
+            f"{path}: unknown survey format {path.suffix!r} (expected .dta, .sav, .zsav or .csv)"
+        )
+    if not path.is_file():
+        raise DataError(f"{path}: survey file not found")
+    if kind != "CSV":
+        if codebook is not None:
+            raise ConfigError(
+                f"--codebook {codebook}: only a .csv source needs a codebook ({path.name} has labels)"
+            )
+        if sep is not None or decimal is not None:
+            raise ConfigError(f"--sep/--decimal: only a .csv source has them ({path.name} is {kind})")
+        return _read_binary(path, kind)
+    if codebook is None:
+        raise ConfigError(
+            f"{path}: a .csv source needs --codebook (a codebook .csv or .json with the labels)"
+        )
+    return _read_csv(path, Path(codebook).expanduser(), csv_options(path, sep, decimal))
+
+
+def _read_csv(path: Path, codebook: Path, dialect: dict[str, str]) -> SurveyFile:
+    try:
+        head = pd.read_csv(path, nrows=1000, **dialect, **CSV_NA)  # column types from the first rows
+        rows = len(pd.read_csv(path, usecols=[0], **dialect, **CSV_NA))  # quoted new lines count right
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read as CSV ({exc})") from None
+    book = read_codebook(codebook)
+    variables = {}
+    for name in head.columns:
+        label, values = book.get(str(name).lower(), (None, {}))
+        text = head[name].dropna().astype(str).str.strip()
+        is_string = (head[name].dtype == object or pd.api.types.is_string_dtype(head[name].dtype)) and bool(
+            pd.to_numeric(text[text != R_NA], errors="coerce").isna().any())  # numbers and R's NA: numeric
+        variables[str(name)] = Variable(name=str(name), label=label, value_labels=values, is_string=is_string,
+                                        missing_codes=() if is_string else (R_NA,))
+    return SurveyFile(path, "CSV", variables, rows, dialect)
+
+
+# ------------------------------------------------------------------------ codebooks
+
+
+def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
+    """``{variable (lower case): (label, {code: value label})}`` from an ISSP-style JSON codebook, or a
+    CSV ``variable,label,code,value_label`` (a variable without value labels: one row, ``code`` empty)."""
+    if not path.is_file():
+        raise DataError(f"{path}: codebook not found")
+    if path.suffix.lower() == ".json":
+        return _json_codebook(path)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep=csv_options(path)["sep"])
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the codebook as CSV ({exc})") from None
+    missing = [c for c in CODEBOOK_CSV_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(
+            f"{path}: codebook column(s) {', '.join(missing)} missing "
+            f"(expected {','.join(CODEBOOK_CSV_COLUMNS)})"
+        )
+    book: dict[str, tuple[str | None, dict[str, str]]] = {}
+    for row in frame.itertuples(index=False):
+        name = str(row.variable).strip()
+        if not name:
+            continue
+        label, values = book.get(name.lower(), (None, {}))
+        label = label or (str(row.label).strip() or None)
+        code = canonical_code(row.code)
+        if code is not None and str(row.value_label).strip():
+            values[code] = str(row.value_label).strip()
+        book[name.lower()] = (label, values)
+    return book
+
+
+def _json_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the codebook as JSON ({exc})") from None
+    if not isinstance(raw, list) or not all(isinstance(e, dict) and "domain" in e for e in raw):
+        raise DataError(f'{path}: expected a JSON array of {{"domain", "meaning", "content"}} entries')
+    book: dict[str, tuple[str | None, dict[str, str]]] = {}
+    for entry in raw:
+        name = str(entry["domain"]).strip().lower()
+        if name not in book:  # first entry wins, as in the ISSP codebooks
+            book[name] = (str(entry.get("meaning") or "").strip() or None, _labels(entry.get("content")))
+    return book

@@ -1,0 +1,80 @@
+"""Licensed data stays where its licence allows: prompts built from a ``local`` study go only to
+in-process engines and to servers on loopback or private-network addresses.
+
+Why: archive microdata (ISSP, ESS, WVS) is licensed for research, and archives forbid uploading it to
+public AI services; a persona prompt carries a respondent's attributes and answers. Any other host
+needs ``--allow_remote_data``, and the run records it. Checked before anything is sent, by the CLI's
+preflight and again by the flow's first stage (a deployment run on a worker too).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from socbench.data.loaders import dataset_root
+from socbench.data.synth import INFO_FILE
+from socbench.errors import ConfigError
+from socbench.manifest import DomainSpec, find_manifest
+
+if TYPE_CHECKING:
+    from socbench.config import RunConfig
+
+ACKNOWLEDGE = "--allow_remote_data"
+REMOTE_HOSTS = "SOCBENCH_REMOTE_HOSTS"  # comma-separated hosts treated as non-local, whatever they resolve to
+
+
+def data_use(root: Path, domain: DomainSpec) -> str:
+    """``local`` or ``remote``: the manifest's ``data_use``; a folder without a manifest is an ISSP one
+    (licensed microdata: local) unless ``socbench data synth`` wrote it (synthetic: remote)."""
+    if find_manifest(root) is None and (root / INFO_FILE).is_file():
+        return "remote"
+    return domain.data_use
+
+
+def _resolves_local(host: str) -> bool:
+    try:
+        found = socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return False  # a name that does not resolve is not known to be local
+    addresses = {ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in found}
+    return bool(addresses) and all(a.is_loopback or a.is_private for a in addresses)
+
+
+def is_local_host(host: str) -> bool:
+    """Every address ``host`` resolves to is loopback or private-network (and ``$SOCBENCH_REMOTE_HOSTS``
+    does not name it)."""
+    remote = {name.strip().lower() for name in os.environ.get(REMOTE_HOSTS, "").split(",")}
+    return host.lower() not in remote and _resolves_local(host)
+
+
+def remote_data(config: RunConfig, domains: Sequence[DomainSpec]) -> dict[str, Any] | None:
+    """``{"studies": [...], "hosts": [...]}``: the ``local`` studies of ``domains`` and the non-local
+    hosts their prompts would go to; None when nothing would leave loopback or the private network."""
+    settings = config.engine_settings()
+    if settings.api_type != "openai":
+        return None  # in-process engines
+    root = dataset_root(config.dataset_dir)
+    studies = [d.display_name for d in domains if data_use(root, d) == "local"]
+    urls = (url.strip() for url in (settings.api_base or "").split(",") if url.strip())
+    hosts = [h for h in dict.fromkeys(urlsplit(url).hostname or url for url in urls) if not is_local_host(h)]
+    return {"studies": studies, "hosts": hosts} if studies and hosts else None
+
+
+def check_data_use(config: RunConfig, domains: Sequence[DomainSpec]) -> str | None:
+    """A ConfigError line unless every prompt stays local or ``--allow_remote_data`` acknowledges that it
+    does not; then the line to print (None: nothing leaves)."""
+    sent = remote_data(config, domains)
+    if sent is None:
+        return None
+    what = f"data of {', '.join(sent['studies'])} (data_use: local) to {', '.join(sent['hosts'])}"
+    if not config.allow_remote_data:
+        raise ConfigError(f"--api_base: refused to send the licensed {what}, not a loopback or "
+                          f"private-network address; pass {ACKNOWLEDGE} if the licence allows it (or set "
+                          "data_use: remote in the study's socbench.yaml)")
+    return f"sending the licensed {what}, as {ACKNOWLEDGE} acknowledges"

@@ -1,0 +1,111 @@
+"""Repeated draws per item (``--samples K`` at ``--temperature`` > 0): an expansion of the pipeline.
+
+Why: a model without log-probabilities gives one answer per item, so a stable answer and a coin
+flip look alike. Each item is asked K times, draw ``k`` with its own seed (``run seed + k``,
+recorded), so every draw is cached under its own key and a rerun with a larger K sends only the new
+draws. The reducer turns the draws of an item into one answer, the modal one (ties: the code drawn
+first), scored as the item's answer so accuracy stays comparable; the K-draw shares become the
+item's answer distribution (what the distribution and ranking metrics read where log-probabilities
+are absent) and the share of draws agreeing with the mode its agreement. Per domain: mean agreement
+and Fleiss' kappa across draws (items as subjects, draws as raters). Extraction and scoring are
+untouched: they see ordinary requests and one extraction per item.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from socbench.types import Extraction, PromptRequest
+
+DRAW_MARK = "~draw"
+
+
+def draw_seed(run_seed: int, draw: int) -> int:
+    """Draw ``draw``'s seed: the same for that draw whatever K is, so larger K reuses the cache."""
+    return run_seed + draw
+
+
+def draw_id(item_id: str, draw: int) -> str:
+    return f"{item_id}{DRAW_MARK}{draw}"
+
+
+def item_of(request_id: str) -> str:
+    """The item a draw's request id belongs to (an ordinary id is its own item)."""
+    return request_id.split(DRAW_MARK, 1)[0]
+
+
+def draw_prompts(prompts: Sequence[PromptRequest], samples: int, run_seed: int) -> list[PromptRequest]:
+    """Each prompt ``samples`` times, adjacent, draw ``k`` seeded ``draw_seed(run_seed, k)``."""
+    if samples <= 1:
+        return list(prompts)
+    return [replace(p, item_id=draw_id(p.item_id, k),
+                    sampling=replace(p.sampling, seed=draw_seed(run_seed, k)))
+            for p in prompts for k in range(samples)]
+
+
+def modal_extraction(draws: Sequence[Extraction], samples: int) -> tuple[Extraction, float | None]:
+    """One item's extraction (the modal code's first draw, carrying the K-draw shares as its
+    distribution) and its agreement: the share of the K draws that gave the modal code.
+
+    A draw the engine did not answer makes the item an engine error (incomplete: a rerun asks it
+    again); with no readable draw the item is the first draw's parse failure (agreement None)."""
+    failed = next((d for d in draws if d.engine_error is not None), None)
+    if failed is not None:
+        return failed, None
+    every = tuple(d.code for d in draws)
+    codes = [code for code in every if code is not None]
+    if not codes:
+        return replace(draws[0], draws=every), None
+    counts = Counter(codes)
+    top = max(counts.values())
+    mode = next(code for code in codes if counts[code] == top)  # ties: the code drawn first
+    chosen = next(d for d in draws if d.code == mode)
+    shares = {code: n / len(codes) for code, n in counts.items()}
+    return replace(chosen, distribution=shares, draws=every), top / samples
+
+
+def fleiss_kappa(table: np.ndarray) -> float:
+    """Fleiss' kappa of a subjects x categories count table (the same number of raters per row).
+    NaN when it is undefined (one subject, or every rating in one category)."""
+    table = np.asarray(table, dtype=float)
+    if table.ndim != 2 or len(table) < 2:
+        return float("nan")
+    raters = table.sum(axis=1)
+    if not np.all(raters == raters[0]) or raters[0] < 2:
+        raise ValueError("Fleiss' kappa needs the same number (>= 2) of ratings per subject")
+    n = raters[0]
+    p_cat = table.sum(axis=0) / table.sum()
+    p_item = ((table * (table - 1)).sum(axis=1)) / (n * (n - 1))
+    expected = float((p_cat ** 2).sum())
+    if expected >= 1:
+        return float("nan")
+    return (float(p_item.mean()) - expected) / (1 - expected)
+
+
+def reduce_draws(extractions: Mapping[str, Extraction], samples: int,
+                 run_seed: int) -> tuple[dict[str, Extraction], dict[str, float]]:
+    """Extractions by item id (the modal draw's), and the domain's draw record: K, the seeds, mean
+    agreement and Fleiss' kappa over the items whose K draws were all readable."""
+    if samples <= 1:
+        return dict(extractions), {}
+    grouped: dict[str, list[Extraction]] = {}
+    for request_id, extraction in extractions.items():
+        grouped.setdefault(item_of(request_id), []).append(extraction)
+    reduced: dict[str, Extraction] = {}
+    agreements: list[float] = []
+    for item_id, draws in grouped.items():
+        reduced[item_id], agreement = modal_extraction(draws, samples)
+        if agreement is not None:
+            agreements.append(agreement)
+    complete = [[d.code for d in draws] for draws in grouped.values()
+                if len(draws) == samples and all(d.code is not None for d in draws)]
+    categories = sorted({code for codes in complete for code in codes})
+    table = np.array([[codes.count(c) for c in categories] for codes in complete]) if complete \
+        else np.zeros((0, 0))
+    return reduced, {"samples": samples, "draw_seed_0": draw_seed(run_seed, 0),  # draw k: + k
+                     "draw_agreement": float(np.mean(agreements)) if agreements else float("nan"),
+                     "draw_fleiss_kappa": fleiss_kappa(table), "draw_items": len(complete)}

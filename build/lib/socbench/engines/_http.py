@@ -1,0 +1,259 @@
+"""HTTP transport of the OpenAI-compatible backend (private to ``openai_api.py``): at most
+``concurrent_requests`` in flight; retries with full-jitter backoff (``Retry-After`` honoured)
+for 429/408/409/5xx, dropped connections and malformed bodies.
+
+A busy server can take minutes per request while healthy, so a request is cut only when its
+server has been *silent* for ``timeout_s`` (no answer to anything, nor to a watchdog's
+``GET /v1/models`` probe): then its in-flight requests fail and are retried, and the base is
+down (attempts fail at once) until a probe is answered. ``max_request_s`` caps any request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from itertools import count
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import SecretStr
+
+from socbench.engines import _openai_replies as replies
+
+log = logging.getLogger("socbench")
+T = TypeVar("T")
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_S = 300.0
+PROBE_PATH = "/v1/models"
+
+
+class TransportSettings(Protocol):
+    api_base: tuple[str, ...]
+    api_key: SecretStr | None
+    concurrent_requests: int
+    timeout_s: float  # silence before in-flight requests of a base fail
+    max_request_s: float  # ceiling for one request, however alive its server
+    connect_timeout_s: float
+    max_retries: int
+    backoff_base_s: float
+    backoff_max_s: float
+
+
+@dataclass(frozen=True)
+class Call:
+    path: str
+    body: dict[str, Any]
+    parse: Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Reply:
+    data: dict[str, Any] | None = None
+    reason: str = ""
+    retry: bool = False
+    retry_after: float | None = None
+
+
+class _Liveness:
+    """What one base URL has shown of life during a batch; the watchdog probes and judges it."""
+
+    def __init__(self, base: str, now: float) -> None:
+        self.base, self.heard = base, now
+        self.down: str | None = None  # why the base is considered down, while it is
+        self.sending: set[asyncio.Future[Any]] = set()  # the attempts in flight, cancelled when it goes down
+
+    def mark_down(self, reason: str) -> None:
+        self.down = reason
+        for send in self.sending:
+            send.cancel()
+        log.warning("%s", reason)
+
+    def mark_up(self, now: float) -> None:
+        if self.down is not None:
+            log.info("%s answers again", host(self.base))
+        self.heard, self.down = now, None
+
+
+@dataclass(frozen=True)
+class _Batch:
+    http: Any  # aiohttp.ClientSession
+    gate: asyncio.Semaphore
+    lives: dict[str, _Liveness]
+
+
+def host(base: str) -> str:
+    parts = urlsplit(base)
+    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+
+
+def _run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine in a private event loop; in a worker thread if this thread runs one."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())  # type: ignore[arg-type]
+    with ThreadPoolExecutor(1, thread_name_prefix="socbench-openai") as pool:
+        return pool.submit(lambda: asyncio.run(factory())).result()  # type: ignore[arg-type]
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return min(max(float(value), 0.0), MAX_RETRY_AFTER_S) if value else None
+    except ValueError:
+        return None  # an HTTP date: fall back to backoff
+
+
+class Transport:
+    """Sends batches of calls; nothing is held open between batches."""
+
+    def __init__(self, settings: TransportSettings) -> None:
+        self.settings = settings
+        self._turn = count()
+        self._random = random.Random()
+
+    def run_all(self, calls: list[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
+        """Send every call (at most ``concurrent_requests`` in flight); ``finish(i, value, error)`` each."""
+        return _run_sync(lambda: self._main(calls, finish)) if calls else []
+
+    async def _main(self, calls: list[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
+        import aiohttp
+
+        s = self.settings
+        headers = {"Authorization": f"Bearer {s.api_key.get_secret_value()}"} if s.api_key else {}
+        timeout = aiohttp.ClientTimeout(total=s.max_request_s, sock_connect=s.connect_timeout_s)
+        connector = aiohttp.TCPConnector(limit=s.concurrent_requests + len(s.api_base))  # + one probe each
+        now = asyncio.get_running_loop().time()
+        async with aiohttp.ClientSession(connector=connector, headers=headers, timeout=timeout) as http:
+            batch = _Batch(http, asyncio.Semaphore(s.concurrent_requests),
+                           {base: _Liveness(base, now) for base in s.api_base})
+
+            async def one(index: int) -> Any:
+                return finish(index, *await self._ask(batch, calls[index]))
+
+            tasks = [asyncio.ensure_future(one(i)) for i in range(len(calls))]
+            watchdogs = [asyncio.ensure_future(self._watch(http, live)) for live in batch.lives.values()]
+            try:
+                return await asyncio.gather(*tasks)
+            finally:  # a failing sink stops the batch: cancel the rest before the session closes
+                for task in (*tasks, *watchdogs):
+                    task.cancel()
+                await asyncio.gather(*tasks, *watchdogs, return_exceptions=True)
+
+    async def _ask(self, batch: _Batch, call: Call) -> tuple[Any, str | None]:
+        """One call with retries: ``(value, None)`` or ``(None, reason)``."""
+        reason, unusable = "", 0
+        attempts, bases, first = self.settings.max_retries + 1, self.settings.api_base, next(self._turn)
+        for attempt in range(attempts):
+            async with batch.gate:  # round-robin; a retry goes to the next server
+                live = batch.lives[bases[(first + attempt) % len(bases)]]
+                reply = await self._post(batch.http, live, call)
+            if reply.data is not None:
+                try:
+                    return call.parse(reply.data), None
+                except replies.Unusable as exc:
+                    unusable += 1
+                    if unusable > 1:  # the same twice: the model's (empty) reply, or nothing usable
+                        return (exc.reply, None) if exc.reply is not None else (None, self.redact(str(exc)))
+                    reply = Reply(reason=str(exc), retry=True)
+                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    malformed = f"malformed response ({type(exc).__name__}: {exc})"[:200]
+                    reply = Reply(reason=malformed, retry=True)
+            reason = self.redact(reply.reason)
+            if not reply.retry:
+                return None, reason
+            if attempt + 1 < attempts:
+                log.debug("retrying %s after attempt %d: %s", call.path, attempt + 1, reason)
+                await asyncio.sleep(self._delay(attempt, reply.retry_after))
+        return None, f"gave up after {attempts} attempts: {reason}"
+
+    async def _post(self, http: Any, live: _Liveness, call: Call) -> Reply:
+        """One attempt, given up when the base goes down meanwhile (it fails at once while down)."""
+        if live.down is not None:
+            return Reply(reason=live.down, retry=True)
+        send = asyncio.ensure_future(self._send(http, live, live.base + call.path, call.body))
+        live.sending.add(send)  # one task per attempt: ``mark_down`` cancels it (no waiter per request)
+        try:
+            return await send
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # this request itself is cancelled, not the base down
+                raise
+            return Reply(reason=live.down or f"{host(live.base)} stopped answering", retry=True)
+        finally:
+            live.sending.discard(send)
+
+    async def _send(self, http: Any, live: _Liveness, url: str, body: dict[str, Any]) -> Reply:
+        import aiohttp
+
+        try:
+            async with http.post(url, json=body) as response:
+                live.heard = asyncio.get_running_loop().time()  # any status: the server is alive
+                status, text = response.status, await response.text()
+                retry_after = _retry_after(response.headers.get("Retry-After"))
+        except aiohttp.ConnectionTimeoutError:
+            limit = self.settings.connect_timeout_s
+            return Reply(reason=f"connection error (no connection within {limit:g} s)", retry=True)
+        except TimeoutError:
+            return Reply(reason=f"no response within {self.settings.max_request_s:g} s", retry=True)
+        except aiohttp.ClientError as exc:
+            return Reply(reason=f"connection error ({type(exc).__name__}: {exc})", retry=True)
+        except UnicodeDecodeError:
+            return Reply(reason="response body is not text", retry=True)
+        live.heard = asyncio.get_running_loop().time()
+        if status != 200:
+            return Reply(reason=f"HTTP {status}: {' '.join(text.split())[:200]}",
+                         retry=status in RETRY_STATUS, retry_after=retry_after)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            return Reply(reason=f"malformed JSON body ({len(text)} bytes)", retry=True)
+        if not isinstance(data, dict):
+            return Reply(reason="JSON body is not an object", retry=True)
+        return Reply(data=data)
+
+    async def _watch(self, http: Any, live: _Liveness) -> None:
+        """While requests are in flight (or the base is down), probe it when it has been quiet."""
+        loop, timeout = asyncio.get_running_loop(), self.settings.timeout_s
+        interval = min(max(timeout / 4, 0.05), 10.0)
+        while True:
+            await asyncio.sleep(interval)
+            if not live.sending and live.down is None:
+                live.heard = loop.time()  # idle: nothing to be silent about
+                continue
+            if live.down is None and loop.time() - live.heard < interval:
+                continue
+            problem = await self._probe(http, live.base, min(timeout, 10.0))
+            if problem is None:
+                live.mark_up(loop.time())
+            elif live.down is None and loop.time() - live.heard >= timeout:
+                live.mark_down(f"{host(live.base)} stopped answering: nothing for {timeout:g} s "
+                               f"(liveness probe GET {PROBE_PATH}: {problem})")
+
+    async def _probe(self, http: Any, base: str, timeout_s: float) -> str | None:
+        """None when the server answers ``GET /v1/models`` (any status), else why not."""
+        import aiohttp
+
+        try:
+            limit = aiohttp.ClientTimeout(total=timeout_s)
+            async with http.get(base + PROBE_PATH, timeout=limit) as response:
+                await response.read()
+                return None
+        except TimeoutError:
+            return f"no reply within {timeout_s:g} s"
+        except aiohttp.ClientError as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return retry_after
+        cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** attempt)
+        return self._random.uniform(0, cap)  # full jitter
+
+    def redact(self, text: str) -> str:
+        key = self.settings.api_key.get_secret_value() if self.settings.api_key else ""
+        return text.replace(key, "***") if key else text

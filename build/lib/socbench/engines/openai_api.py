@@ -1,0 +1,288 @@
+"""OpenAI-compatible HTTP backend (a vLLM server, OpenAI, ...); transport and retries: ``_http.py``.
+
+A reply with unusable content is asked once more, then becomes an ``EngineResult`` with
+``error``; the API key never leaves the Authorization header. vLLM-server extensions are used
+where the OpenAI API has none: ``structured_outputs`` regex (the in-process backend's
+``_chat.answer_regex``, so greedy answers agree), ``/tokenize`` and ``logprob_token_ids`` for
+option scoring by ``_chat.option_plan``'s rule; without ``/tokenize`` codes are looked up by text
+among the ``top_logprobs`` (multi-token codes then get ``-inf``). ``loglikelihood`` reads the
+echoed prompt log-probs of ``/v1/completions``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from functools import partial
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from socbench.engines import _chat
+from socbench.engines import _openai_replies as replies
+from socbench.engines._http import Call, Transport, host
+from socbench.engines.base import ResultSink
+from socbench.errors import ConfigError, EngineError
+from socbench.types import (
+    EngineResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    Message,
+    PromptRequest,
+    SamplingSettings,
+)
+
+log = logging.getLogger("socbench")
+T = TypeVar("T")
+
+
+class OpenAISettings(BaseModel):
+    """How to reach the server; only ``model`` and ``structured_mode`` change answers
+    (``timeout_s``: silence before in-flight requests are retried, see ``_http.py``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    api_base: tuple[str, ...]
+    model: str
+    api_key: SecretStr | None = None
+    concurrent_requests: int = Field(64, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_request_s: float = Field(600.0, gt=0)
+    connect_timeout_s: float = Field(5.0, gt=0)
+    max_retries: int = Field(6, ge=0)
+    backoff_base_s: float = Field(0.5, ge=0)
+    backoff_max_s: float = Field(30.0, ge=0)
+    structured_mode: Literal["regex", "json_schema", "none"] = "regex"
+    exact_option_tokens: bool = True
+    top_logprobs: int = Field(20, ge=1)
+
+    @field_validator("api_base", mode="before")
+    @classmethod
+    def _urls(cls, value: Any) -> tuple[str, ...]:
+        urls = [u.strip() for u in (value.split(",") if isinstance(value, str) else value) if u.strip()]
+        if not urls:
+            raise ConfigError("--api_base: no URL given (expected http(s)://host:port)")
+        for url in urls:
+            try:
+                parts = urlsplit(url)
+                ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ConfigError(f"--api_base {url!r} is not an http(s) URL")
+        return tuple(url.rstrip("/").removesuffix("/v1") for url in urls)
+
+
+def resolve_api_key(api_key_env: str = "OPENAI_API_KEY") -> SecretStr | None:
+    """The key from the environment variable named ``api_key_env`` (keys never go on a command line)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env):
+        raise ConfigError("--api_key_env must name an environment variable (the key itself is never a flag)")
+    value = os.environ.get(api_key_env, "").strip()
+    return SecretStr(value) if value else None
+
+
+def answer_schema(codes: Sequence[str]) -> dict[str, Any]:
+    """JSON schema of the one accepted reply: ``{"answer": "<offered code>"}``."""
+    return {"type": "object", "properties": {"answer": {"type": "string", "enum": list(codes)}},
+            "required": ["answer"], "additionalProperties": False}
+
+
+class OpenAIEngine:
+    """``Engine`` over an OpenAI-compatible server; nothing is held open between calls."""
+
+    def __init__(self, settings: OpenAISettings) -> None:
+        self.settings = settings
+        self._http = Transport(settings)
+        self._tokens: dict[str, list[int]] = {"": []}  # text -> the server's token ids (/tokenize)
+        self._tokenize_ok = settings.exact_option_tokens
+
+    @property
+    def identity(self) -> dict[str, str]:
+        hosts = sorted(host(base) for base in self.settings.api_base)
+        return {"backend": "openai", "model": self.settings.model, "api_base": ",".join(hosts),
+                "structured_mode": self.settings.structured_mode,
+                "option_tokens": "exact" if self.settings.exact_option_tokens else "top"}
+
+    def close(self) -> None:
+        """Nothing to release: each call opens and closes its own HTTP session."""
+
+    def check_structured(self) -> None:
+        """One tiny constrained request, so a server that rejects (HTTP 400/422) or ignores the
+        constraint is one ConfigError naming ``--structured`` before a run."""
+        if self.settings.structured_mode == "none":
+            return
+        codes, where = ("1", "2"), f"the server at {self.identity['api_base']}"
+        text = 'Answer as JSON, {"answer": "<code>"}.\n1. Yes\n2. No'
+        probe = PromptRequest(item_id="preflight", messages=(Message("user", text),), offered_codes=codes,
+                              structured=True, sampling=SamplingSettings(max_tokens=16))
+        result = self.generate([probe])[0]
+        hint = ("run with --no-structured, or --engine '{\"structured_mode\": \"json_schema\"}' for a server "
+                "with OpenAI's response_format")
+        if result.error is not None and result.error.startswith(("HTTP 400", "HTTP 422")):
+            raise ConfigError(f"--structured: {where} rejected the constrained request "
+                              f"({self.settings.structured_mode}: {result.error[:160]}); {hint}")
+        if result.error is not None:
+            raise EngineError(f"--api_base: {where} failed a test request: {result.error[:200]}")
+        if not _honours(result.text or "", codes, self.settings.structured_mode):
+            raise ConfigError(f"--structured: {where} ignored the constraint (it replied "
+                              f"{(result.text or '')[:60]!r}); {hint}")
+
+    # ------------------------------------------------------------------ Engine methods
+
+    def generate(self, requests: Sequence[PromptRequest],
+                 on_result: ResultSink | None = None) -> list[EngineResult]:
+        def finish(i: int, text: str | None, error: str | None) -> EngineResult:
+            prefix = _started(requests[i])
+            result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
+            return _report(on_result, i, result)
+
+        return self._http.run_all([self._generate_call(r) for r in requests], finish)
+
+    def option_logprobs(self, requests: Sequence[PromptRequest],
+                        on_result: ResultSink | None = None) -> list[EngineResult]:
+        plans = self._plans(requests)
+        owners = [(i, code, call) for i, r in enumerate(requests) if r.offered_codes
+                  for code, call in self._option_calls(r, plans[i])]
+        pending = Counter(i for i, _, _ in owners)
+        parts: dict[int, dict[str, float]] = defaultdict(dict)
+        errors: dict[int, str] = {}
+        results: list[EngineResult | None] = [None] * len(requests)
+
+        def finish(j: int, value: Any, error: str | None) -> None:
+            i, code, _ = owners[j]
+            if error is not None:
+                errors.setdefault(i, error)
+            else:
+                parts[i].update(value if code is None else {code: value})
+            pending[i] -= 1
+            if pending[i] == 0:
+                key, codes = requests[i].key, requests[i].offered_codes
+                results[i] = _report(on_result, i, EngineResult(key, error=errors[i]) if i in errors else
+                                     EngineResult(key, option_logprobs={c: parts[i][c] for c in codes}))
+
+        for i, request in enumerate(requests):
+            if not request.offered_codes:
+                results[i] = _report(on_result, i, EngineResult(request.key, error="no offered codes"))
+        self._http.run_all([call for _, _, call in owners], finish)
+        return results  # type: ignore[return-value]
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
+                      on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
+        failed: list[str] = []
+
+        def finish(i: int, value: Any, error: str | None) -> LoglikelihoodResult | None:
+            if error is not None:
+                failed.append(error)
+                return None
+            return _report(on_result, i, LoglikelihoodResult(requests[i].key, *value))
+
+        results = self._http.run_all([self._loglikelihood_call(r) for r in requests], finish)
+        if failed:
+            raise EngineError(f"{len(failed)} of {len(requests)} loglikelihood requests to "
+                              f"{self.identity['api_base']} failed; first: {failed[0]}")
+        return results
+
+    # ------------------------------------------------------------------ request bodies
+
+    def _body(self, request: PromptRequest, **extra: Any) -> dict[str, Any]:
+        """Model, sampling and the prompt: chat messages (with an assistant prefix) or raw text."""
+        s = request.sampling
+        body = {"model": self.settings.model, "temperature": s.temperature, "top_p": s.top_p,
+                "max_tokens": s.max_tokens} | ({"seed": s.seed} if s.seed is not None else {})
+        prefix = extra.pop("prefix", "")
+        if not request.chat:
+            return body | {"prompt": "".join(m.content for m in request.messages) + prefix} | extra
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        if prefix:
+            messages.append({"role": "assistant", "content": prefix})
+            body |= {"continue_final_message": True, "add_generation_prompt": False}
+        return body | {"messages": messages} | extra
+
+    def _generate_call(self, request: PromptRequest) -> Call:
+        body = self._body(request, prefix=_started(request))
+        mode = self.settings.structured_mode if request.structured else "none"
+        if mode == "regex":
+            body["structured_outputs"] = {"regex": _chat.answer_regex(request.offered_codes)}
+        elif mode == "json_schema" and request.chat:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "answer", "schema": answer_schema(request.offered_codes), "strict": True}}
+        return Call(_path(request), body, replies.chat_text if request.chat else replies.completion_text)
+
+    def _option_calls(self, request: PromptRequest,
+                      plan: replies.OptionPlan) -> list[tuple[str | None, Call]]:
+        """(code or None for all codes, call) pairs scoring one request by its plan."""
+        codes, prefix = request.offered_codes, request.answer_prefix
+        one_token = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0}
+        if plan.method == "continuation":
+            return [(code, Call(_path(request), self._body(request, prefix=prefix + code + plan.suffix,
+                                                                 prompt_logprobs=0, **one_token),
+                                 partial(replies.prompt_tail_logprob, expected=plan.tokens[code])))
+                    for code in codes]
+        names = {f"token_id:{plan.tokens[c][0]}": c for c in codes} if plan.method == "single_token" else None
+        asks = {"logprob_token_ids": sorted({t[0] for t in plan.tokens.values()}),
+                "return_tokens_as_token_ids": True} if names else {}
+        logprobs = {"logprobs": True, "top_logprobs": self.settings.top_logprobs} if request.chat else \
+            {"logprobs": self.settings.top_logprobs}
+        started = prefix.rstrip() if names else prefix  # single tokens carry the prefix's trailing space
+        body = self._body(request, prefix=started, **one_token, **logprobs, **asks)
+
+        def parse(data: dict[str, Any]) -> dict[str, float]:
+            return replies.pick_codes(replies.next_token_logprobs(data), codes, names)
+
+        return [(None, Call(_path(request), body, parse))]
+
+    def _loglikelihood_call(self, request: LoglikelihoodRequest) -> Call:
+        body = {"model": self.settings.model, "prompt": request.context + request.continuation,
+                "max_tokens": 0, "echo": True, "logprobs": 1, "temperature": 0.0}
+        parse = partial(replies.continuation_score, n_chars=len(request.continuation))
+        return Call("/v1/completions", body, parse)
+
+    def _plans(self, requests: Sequence[PromptRequest]) -> list[replies.OptionPlan]:
+        """Scoring plan per request, from the server's /tokenize (vLLM) where it has one."""
+        texts = set().union(*(replies.option_texts(r.answer_prefix, r.offered_codes) for r in requests))
+        todo = sorted(texts - self._tokens.keys()) if self._tokenize_ok else []
+        body = {"model": self.settings.model, "add_special_tokens": False}
+        ids = lambda d: list(map(int, d["tokens"]))  # noqa: E731
+        calls = [Call("/tokenize", body | {"prompt": t}, ids) for t in todo]
+        errors: list[str] = []
+        store = self._tokens.__setitem__
+        self._http.run_all(calls, lambda i, v, e: errors.append(e) if e else store(todo[i], v))
+        if errors:
+            self._tokenize_ok = not errors[0].startswith("HTTP 4")  # 4xx: the server has no /tokenize
+            log.info("%s: /tokenize failed (%s); option log-probs use the top %d tokens",
+                     self.identity["api_base"], errors[0], self.settings.top_logprobs)
+        tokens = self._tokens if self._tokenize_ok and not errors else None
+        return [replies.option_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _honours(text: str, codes: tuple[str, ...], mode: str) -> bool:
+    """Whether a constrained reply is what the constraint allows (json_schema: any JSON spacing)."""
+    if mode == "regex":
+        return re.fullmatch(_chat.answer_regex(codes), text) is not None
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(reply, dict) and set(reply) == {"answer"} and reply["answer"] in codes
+
+
+def _started(request: PromptRequest) -> str:
+    """The answer prefix that starts an unstructured reply (as the in-process backends do)."""
+    return "" if request.structured else request.answer_prefix
+
+
+def _path(request: PromptRequest) -> str:
+    return "/v1/chat/completions" if request.chat else "/v1/completions"
+
+
+def _report(on_result: ResultSink | None, index: int, result: T) -> T:
+    if on_result is not None:
+        on_result(index, result)
+    return result

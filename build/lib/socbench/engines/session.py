@@ -1,0 +1,67 @@
+"""Process-wide engines, one per ``EngineSettings``, created on first use: an engine is not serialisable,
+so Prefect tasks ask this module for it. A flow's ``finally`` closes them, except an engine registered
+with ``keep`` (a test session's, shared by many flows), which stays its caller's to close.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from socbench.engines.base import Engine
+from socbench.engines.settings import EngineSettings
+
+_LOCK = threading.Lock()
+_ENGINES: dict[str, Engine] = {}
+_KEPT: set[str] = set()  # keys of engines their caller closes
+
+
+def _session_key(settings: EngineSettings) -> str:
+    return settings.model_dump_json()
+
+
+def get_engine(settings: EngineSettings) -> Engine:
+    """The engine for these settings, made on first call."""
+    from socbench.engines.registry import create_engine
+
+    key = _session_key(settings)
+    with _LOCK:
+        if key not in _ENGINES:
+            _ENGINES[key] = create_engine(settings.api_type, settings.model,
+                                          settings=settings.backend_options(), cache_dir=settings.cache_dir,
+                                          cache_store=settings.cache_store)
+        return _ENGINES[key]
+
+
+def register_engine(settings: EngineSettings, engine: Engine, *, keep: bool = False) -> None:
+    """Use ``engine`` for runs with these settings (an already started backend, a test's own); closed by
+    ``close_engines`` like any other, unless ``keep`` (then the caller closes it, after ``forget_engine``)."""
+    key = _session_key(settings)
+    with _LOCK:
+        _ENGINES[key] = engine
+        _KEPT.discard(key)
+        if keep:
+            _KEPT.add(key)
+
+
+def forget_engine(settings: EngineSettings) -> Engine | None:
+    """Stop using the engine for these settings; it is returned, not closed."""
+    with _LOCK:
+        _KEPT.discard(_session_key(settings))
+        return _ENGINES.pop(_session_key(settings), None)
+
+
+def close_engines() -> int:
+    """Tear down every engine but the kept ones; idempotent. Returns how many were open. All are
+    closed even if one fails; then the first failure is raised."""
+    with _LOCK:
+        closing = [key for key in _ENGINES if key not in _KEPT]
+        engines = [_ENGINES.pop(key) for key in closing]
+    failure: BaseException | None = None
+    for engine in engines:
+        try:
+            engine.close()
+        except BaseException as exc:  # noqa: BLE001 - close the rest first, then report it
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+    return len(engines)

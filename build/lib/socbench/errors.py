@@ -1,0 +1,80 @@
+"""User-facing errors: one line naming the file or setting and what is wrong.
+
+The CLI turns a ``SocbenchError`` into that line on stderr and exit code 2, with no
+traceback. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class SocbenchError(Exception):
+    """A problem with the user's input or environment, not with socbench."""
+
+    exit_code = 2
+
+
+class DataError(SocbenchError):
+    """A data file or folder is missing, malformed or inconsistent."""
+
+
+class ConfigError(SocbenchError):
+    """A setting (flag, parameter, environment variable) has an invalid value."""
+
+
+class ModelError(SocbenchError):
+    """A model spec cannot be resolved to loadable weights."""
+
+
+class EngineError(SocbenchError):
+    """An inference backend cannot be started or reached."""
+
+
+def first_problem(exc: Exception) -> tuple[str, object, str]:
+    """(dotted location, input, message) of a pydantic ``ValidationError``'s first error."""
+    err = exc.errors()[0]  # type: ignore[attr-defined]
+    where = ".".join(str(part) for part in err["loc"])
+    message = err["msg"].removeprefix("Value error, ").replace("\n", " ")
+    return where, err.get("input"), message
+
+
+def validated(model: type, values: object, *, within: str | None = None, context: dict | None = None):
+    """``model.model_validate(values)``; a bad value becomes one ConfigError line naming its flag.
+
+    Settings are flat on the command line, so the flag is the last field name in the error's
+    location (``--seed 'x': ...``); ``within`` names the flag that carries a JSON object of
+    settings (``--engine bogus=1: unknown setting``). A value named like a key is never shown.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(values, context=context)
+    except ValidationError as exc:
+        where, value, message = first_problem(exc)
+        if exc.errors()[0]["type"] == "extra_forbidden":
+            message = "unknown setting"
+        shown = "***" if "key" in where.lower() else repr(value)
+        if within is not None:
+            raise ConfigError(f"{within} {where}={shown}: {message}") from None
+        names = [part for part in exc.errors()[0]["loc"] if isinstance(part, str)]
+        if not names:
+            raise ConfigError(message) from None
+        raise ConfigError(f"--{names[-1]} {shown}: {message}") from None
+
+
+def incomplete_reason(engine_errors: int, first_reason: str) -> str:
+    """``"K engine errors, first: <reason>"``: how an ISSP domain or an MCQ run says it is incomplete."""
+    return f"{engine_errors} engine error{'s' * (engine_errors != 1)}, first: {first_reason}"
+
+
+class RunFailed(Exception):
+    """A run that ended Failed, carrying its outcome (the files it wrote, what failed).
+
+    Prefect raises a Failed state's data when a deployment run's result is asked for, and
+    accepts only an exception there: the outcome travels inside one."""
+
+    def __init__(self, message: str, outcome: object) -> None:
+        super().__init__(message, outcome)
+        self.message, self.outcome = message, outcome
+
+    def __str__(self) -> str:
+        return self.message

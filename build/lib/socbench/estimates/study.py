@@ -1,0 +1,327 @@
+"""What a run's answers are worth as respondents: PPI++ estimates per question, checked.
+
+Per domain a seeded random ``n`` of its respondents play the labelled humans (they answer every
+question they were asked); the model's answers for the rest are the unlabelled part. Per question:
+the share of each option and, where its codes are numbers (three or more: a scale), the mean code,
+each with its PPI++ and classical interval, the effective-sample-size gain and the PPI correlation;
+the same per country (where it has ``min_respondents`` labelled people); subgroup gaps (women -
+men, youngest - oldest age group); one regression on the persona groups (OLS on a scale, logistic
+on a two-option question). A missing model answer (unreadable, or no reply) is imputed by the
+model's average answer to the question, which keeps the estimate unbiased.
+
+**Checked, not assumed**: ``repeats`` seeded studies are drawn from the domain as if it were the
+population (n labelled and the rest unlabelled, respondents drawn with replacement, i.e. i.i.d. as
+PPI assumes); each counts whether the PPI and classical intervals hold the full-sample value, and
+gives each question's gain, so the record has the empirical coverage and the gain's spread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from socbench.data.question_scale import code_order
+from socbench.errors import ConfigError
+from socbench.estimates.ppi import Estimate, classical_fit, plan_budget, ppi_mean, ppi_regression, z_value
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
+from socbench.metrics.persona_groups import AGE_BANDS, AGE_GROUP, ATTRIBUTES, SEX, UNKNOWN
+
+MEAN = "mean"
+DEFAULT_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class Settings:
+    labelled: int | None = None  # labelled respondents per domain; else ``fraction`` of them
+    fraction: float | None = None
+    alpha: float = 0.05
+    repeats: int = 200
+    seed: int = 0
+    budget: float | None = None  # with cost_human and cost_model: the planner
+    cost_human: float | None = None
+    cost_model: float | None = None
+    min_respondents: int = DEFAULT_MIN_RESPONDENTS
+
+    def labelled_of(self, domain: str, people: int) -> int | str:
+        """Labelled respondents of a domain, or why a fraction of it is too few to estimate from;
+        a ``--labelled`` size the domain cannot give is one line."""
+        fraction = self.fraction or DEFAULT_FRACTION
+        n = self.labelled if self.labelled is not None else round(fraction * people)
+        if self.min_respondents <= n < people:
+            return n
+        if self.labelled is not None:
+            raise ConfigError(f"--labelled {n}: {domain} has {people} respondents; the labelled part must "
+                              f"hold at least {self.min_respondents} and leave some unlabelled")
+        return (f"{domain}: left out: {people} respondents, {n} labelled, fewer than the "
+                f"{self.min_respondents} an interval needs (give --labelled or a larger --fraction)")
+
+    def plan(self, rho: float) -> dict[str, float] | None:
+        """The budget planner's split for this PPI correlation (None without a budget)."""
+        if self.budget is None or self.cost_human is None or self.cost_model is None:
+            return None
+        return plan_budget(rho, self.budget, self.cost_human, self.cost_model)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question's targets over its respondents, and where each domain person's row is."""
+
+    question_id: str
+    names: tuple[str, ...]  # "mean" (a scale) first, then each option's share ("share 1", ...)
+    y: np.ndarray  # respondents x targets: people's answers
+    yhat: np.ndarray  # the model's
+    w: np.ndarray | None
+    row_of: np.ndarray  # domain person index -> row here, -1 where the person was not asked
+    groups: dict[str, np.ndarray]  # country_code and each persona attribute, in row order
+    no_model_answer: int
+
+    def rows(self, people: np.ndarray) -> np.ndarray:
+        found = self.row_of[people]
+        return found[found >= 0]
+
+    def estimate(self, lab: np.ndarray, unl: np.ndarray) -> Estimate:
+        w = self.w
+        return ppi_mean(self.y[lab], self.yhat[lab], self.yhat[unl], None if w is None else w[lab],
+                        None if w is None else w[unl])
+
+    def full(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        w = None if self.w is None else self.w[rows]
+        return np.average(self.y[rows], axis=0, weights=w)
+
+
+def _indicators(codes: list[str], answers: pd.Series, shares: pd.Series | None = None) -> np.ndarray:
+    """Respondents x codes: 1 at the answer (or the model's shares); a row of 0 for no answer."""
+    at = pd.Categorical(answers.astype(object), categories=codes).codes
+    out = np.vstack([np.eye(len(codes)), np.zeros(len(codes))])[at]  # code -1 (none): the zero row
+    for row in np.flatnonzero(shares.notna()) if shares is not None else ():
+        out[row] = [shares.iloc[row].get(code, 0.0) for code in codes]
+    return out
+
+
+def question(qid: str, frame: pd.DataFrame, person_index: dict[str, int]) -> Question:
+    codes = sorted({c for offered in frame["offered_codes"] for c in offered} | set(frame["true_code"]),
+                   key=code_order)
+    y = _indicators(codes, frame["true_code"])
+    yhat = _indicators(codes, frame["model_code"], frame["model_shares"])
+    answered = yhat.sum(1) > 0
+    yhat[~answered] = yhat[answered].mean(0) if answered.any() else 0.0  # label-free imputation
+    names = tuple(f"share {c}" for c in codes)
+    if len(codes) >= 3 and all(code_order(c)[0] == 0 for c in codes):
+        values = np.array([float(c) for c in codes])
+        y, yhat = np.column_stack([y @ values, y]), np.column_stack([yhat @ values, yhat])
+        names = (MEAN, *names)
+    row_of = np.full(len(person_index), -1)
+    row_of[[person_index[p] for p in frame["person_id"]]] = np.arange(len(frame))
+    w = frame["weight"].to_numpy(dtype=float)
+    groups = {c: frame[c].to_numpy(dtype=object) for c in ("country_code", *ATTRIBUTES) if c in frame}
+    return Question(qid, names, y, yhat, None if np.isnan(w).any() else w, row_of, groups,
+                    int((~answered).sum()))
+
+
+def _fields(e: Estimate, full: np.ndarray, alpha: float) -> list[dict[str, Any]]:
+    """Each entry of an estimate as plain numbers, beside its value from all respondents."""
+    (low, high), (c_low, c_high) = e.ci(alpha), e.ci(alpha, classical=True)
+    return [{"n": e.n, "N": e.N, "estimate": float(e.estimate[j]), "ci": [float(low[j]), float(high[j])],
+             "classical": float(e.classical[j]), "classical_ci": [float(c_low[j]), float(c_high[j])],
+             "lambda": float(e.lam[j]), "rho": float(e.rho[j]), "gain": float(e.gain[j]),
+             "full_sample": float(full[j])} for j in range(len(e.estimate))]
+
+
+def _in_group(q: Question, rows: np.ndarray, column: str, value: str) -> np.ndarray:
+    return rows[q.groups[column][rows] == value]
+
+
+def _groups(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[dict[str, Any]]:
+    """Per country with enough labelled respondents (when the question was asked in several)."""
+    countries = sorted(set(q.groups["country_code"]))
+    found = []
+    for country in countries if len(countries) > 1 else ():
+        gl, gu = _in_group(q, lab, "country_code", country), _in_group(q, unl, "country_code", country)
+        if len(gl) >= s.min_respondents and len(gu) >= 2:
+            est, full = q.estimate(gl, gu), q.full(np.flatnonzero(q.groups["country_code"] == country))
+            found += [{"target": name, "group": f"country={country}", **fields}
+                      for name, fields in zip(q.names, _fields(est, full, s.alpha))]
+    return found
+
+
+def _gap_pairs(levels: set[str]) -> list[tuple[str, str, str]]:
+    bands = [label for _, _, label in AGE_BANDS if label in levels]
+    pairs = [(SEX, "female", "male")] + ([(AGE_GROUP, bands[0], bands[-1])] if len(bands) > 1 else [])
+    return [p for p in pairs if {p[1], p[2]} <= levels]
+
+
+def _gaps(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[dict[str, Any]]:
+    """First minus second group of the question's headline target, where both have enough labelled."""
+    found = []
+    for attribute in (a for a in (SEX, AGE_GROUP) if a in q.groups):
+        for _, first, second in _gap_pairs(set(q.groups[attribute])):
+            sides = [(_in_group(q, lab, attribute, g), _in_group(q, unl, attribute, g))
+                     for g in (first, second)]
+            if any(len(gl) < s.min_respondents or len(gu) < 2 for gl, gu in sides):
+                continue
+            (a, b) = (q.estimate(gl, gu) for gl, gu in sides)
+            full_a, full_b = (q.full(np.flatnonzero(q.groups[attribute] == g)) for g in (first, second))
+            diff = Estimate(a.estimate - b.estimate, np.hypot(a.se, b.se), a.classical - b.classical,
+                            np.hypot(a.classical_se, b.classical_se), a.lam, a.rho, a.n + b.n, a.N + b.N)
+            record = _fields(diff, full_a - full_b, s.alpha)[0]
+            found.append({"target": q.names[0], "attribute": attribute, "groups": [first, second],
+                          **{k: v for k, v in record.items() if k not in ("lambda", "rho")}})
+    return found
+
+
+def _design(q: Question, lab: np.ndarray, s: Settings) -> tuple[np.ndarray, list[str], dict[str, str]]:
+    """Intercept plus one dummy per persona group with enough labelled respondents; the most common
+    group of each attribute (and the thin ones) is the reference."""
+    columns, names, reference = [np.ones(len(q.y))], ["intercept"], {}
+    for attribute in (a for a in ATTRIBUTES if a in q.groups):
+        counts = pd.Series(q.groups[attribute][lab]).value_counts()
+        kept = [g for g in counts.index if counts[g] >= s.min_respondents and g != UNKNOWN]
+        if len(kept) < 2:
+            continue
+        reference[attribute] = kept[0]
+        for group in kept[1:]:
+            columns.append((q.groups[attribute] == group).astype(float))
+            names.append(f"{attribute}={group}")
+    return np.column_stack(columns), names, reference
+
+
+def _regression(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> dict[str, Any] | None:
+    """OLS of the mean code (a scale) or logistic of the first option (two options) on the groups."""
+    family = "ols" if q.names[0] == MEAN else "logistic" if len(q.names) == 2 else None
+    x, names, reference = _design(q, lab, s)
+    if family is None or len(names) < 2:
+        return None
+    y, yhat, w = q.y[:, 0], q.yhat[:, 0], q.w
+    try:
+        est = ppi_regression(family, x[lab], y[lab], yhat[lab], x[unl], yhat[unl],
+                             None if w is None else w[lab], None if w is None else w[unl])
+        full = classical_fit(family, x, y, w)
+    except np.linalg.LinAlgError:
+        return None
+    terms = [{"term": name, **fields} for name, fields in zip(names, _fields(est, full, s.alpha))]
+    return {"family": family, "target": q.names[0], "reference": reference, "lambda": float(est.lam[0]),
+            "terms": terms}
+
+
+def _split(people: int, n: int, rng: np.random.Generator, iid: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Labelled and unlabelled person indices: a random split, or i.i.d. draws of the same sizes."""
+    if iid:
+        return rng.integers(people, size=n), rng.integers(people, size=people - n)
+    order = rng.permutation(people)
+    return np.sort(order[:n]), np.sort(order[n:])
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    """Median and quartiles (NaN without a finite value)."""
+    v = np.array([x for x in values if np.isfinite(x)])
+    q25, median, q75 = np.percentile(v, [25, 50, 75]) if len(v) else (float("nan"),) * 3
+    return {"median": float(median), "q25": float(q25), "q75": float(q75)}
+
+
+def _mean(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
+
+
+def _median(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.median(finite)) if finite else float("nan")
+
+
+def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | None:
+    """The central 1 - alpha range of values over repeated splits (None without any)."""
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return [float(v) for v in np.percentile(finite, [50 * alpha, 100 - 50 * alpha])] if len(finite) else None
+
+
+@dataclass
+class Check:
+    """Per question, over repeated i.i.d. studies: how often each interval held the full-sample
+    value (PPI, classical; per target), and each study's gains; per study, the median gain."""
+
+    covered: dict[str, np.ndarray]
+    gains: dict[str, list[np.ndarray]]
+    medians: list[float]
+
+
+def repeated_check(questions: list[Question], people: int, n: int, rng: np.random.Generator,
+                   s: Settings) -> Check:
+    z = z_value(s.alpha)
+    totals = {q.question_id: q.full() for q in questions}
+    check = Check({q.question_id: np.zeros((2, len(q.names))) for q in questions},
+                  {q.question_id: [] for q in questions}, [])
+    for _ in range(s.repeats):
+        lab_draw, unl_draw = _split(people, n, rng, iid=True)
+        headline = []
+        for q in questions:
+            lab, unl = q.rows(lab_draw), q.rows(unl_draw)
+            if len(lab) < s.min_respondents or len(unl) < 2:
+                continue
+            est, full = q.estimate(lab, unl), totals[q.question_id]
+            check.covered[q.question_id] += [np.abs(est.estimate - full) <= z * est.se,
+                                             np.abs(est.classical - full) <= z * est.classical_se]
+            check.gains[q.question_id].append(est.gain)
+            headline.append(est.gain[0])
+        check.medians.append(_median(headline))
+    return check
+
+
+def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
+                    s: Settings) -> dict[str, Any]:
+    """One question's estimates (every target; per country), gaps, regression and plan."""
+    record: dict[str, Any] = {"question_id": q.question_id, "target": q.names[0], "respondents": len(q.y),
+                              "labelled": len(lab), "no_model_answer": q.no_model_answer, "estimates": [],
+                              "gaps": [], "regression": None, "plan": None}
+    if len(lab) < s.min_respondents or len(unl) < 2:
+        return {**record, "note": f"fewer than {s.min_respondents} labelled respondents"}
+    est, full = q.estimate(lab, unl), q.full()
+    gains, covered = np.array(check.gains[q.question_id]), check.covered[q.question_id]
+    done = len(gains)
+    for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha))):
+        record["estimates"].append({
+            "target": name, "group": "all", **fields, "repeats": done,
+            "coverage": float(covered[0, j] / done) if done else float("nan"),
+            "classical_coverage": float(covered[1, j] / done) if done else float("nan"),
+            "gain_ci": _interval(gains[:, j], s.alpha) if done else None})
+    record["estimates"] += _groups(q, lab, unl, s)
+    record["gaps"], record["regression"] = _gaps(q, lab, unl, s), _regression(q, lab, unl, s)
+    record["plan"] = s.plan(float(est.rho[0]))
+    return record
+
+
+def estimate_domain(domain: str, items: pd.DataFrame, s: Settings) -> dict[str, Any]:
+    """Every question of one domain, its repeated-split check and (with a budget) its plan."""
+    people = sorted(set(items["person_id"]))
+    index = {p: i for i, p in enumerate(people)}
+    n = int(s.labelled_of(domain, len(people)))
+    questions = [question(qid, frame, index) for qid, frame in items.groupby("question_id", sort=False)]
+    rng = np.random.default_rng(s.seed)
+    lab_people, unl_people = _split(len(people), n, rng, iid=False)
+    check = repeated_check(questions, len(people), n, rng, s)
+    records = [question_record(q, q.rows(lab_people), q.rows(unl_people), check, s) for q in questions]
+    heads = [r["estimates"][0] for r in records if r["estimates"]]
+    rho = float(np.median([h["rho"] for h in heads])) if heads else float("nan")
+    return {"domain": domain, "respondents": len(people), "labelled": n, "questions": records,
+            "gain": {**_spread([h["gain"] for h in heads]), "questions": len(heads),
+                     "median_ci": _interval(check.medians, s.alpha)},
+            "coverage": _mean([h["coverage"] for h in heads]),
+            "classical_coverage": _mean([h["classical_coverage"] for h in heads]),
+            "plan": {"rho": rho, **plan} if heads and (plan := s.plan(rho)) else None}
+
+
+def estimate_items(items: pd.DataFrame, settings: Settings) -> dict[str, Any]:
+    """The estimates record of a run's items (``run_items``): plain, JSON-ready dicts. Every
+    domain's labelled size is checked before any is estimated."""
+    domains = {str(name): frame for name, frame in items.groupby("domain", sort=False)}
+    sizes = {name: settings.labelled_of(name, f["person_id"].nunique()) for name, f in domains.items()}
+    left_out = [why for why in sizes.values() if isinstance(why, str)]
+    if len(left_out) == len(domains):
+        raise ConfigError(f"--fraction {settings.fraction or DEFAULT_FRACTION}: {left_out[0]}")
+    return {"run": items.attrs.get("run"), "model": items.attrs.get("model"), "settings": asdict(settings),
+            "notes": [*items.attrs.get("notes", []), *left_out],
+            "domains": [estimate_domain(name, frame, settings) for name, frame in domains.items()
+                        if not isinstance(sizes[name], str)]}

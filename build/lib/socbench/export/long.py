@@ -1,0 +1,132 @@
+"""The long export: one row per scored item (respondent x question), as ``<Domain>_detailed.json``
+holds them, with the labels, the design weight and the respondent's row in the source file; then,
+``row_kind`` apart, one row per draw (``--samples K``) and per circular variant of an item.
+
+Why: a tidy table that R's ``read_csv``/``haven``, Stata and pandas read as is, so nobody writes a
+converter for the nested JSON. Codes are numbers when every code of the column is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from socbench.export.source import DomainSource
+from socbench.export.writers import Labels
+from socbench.report.circular import read_variants
+from socbench.report.runs import DETAILED_SUFFIX, DomainRun
+from socbench.types import VariantResult
+
+LONG_LABELS = {
+    "row_kind": "answer: the item as scored; draw: one of --samples K; variant: a circular order",
+    "draw": "Draw number (1..K) of a draw row",
+    "order": "Option codes in the order a variant row showed them",
+    "domain": "Domain (result file <Domain>_detailed.json)",
+    "person_id": "socbench respondent id",
+    "source_row": "Row of the respondent in the imported file (1 = first)",
+    "country_code": "Country code (ISSP C_ALPHAN)",
+    "weight": "Design weight from the survey file",
+    "question_id": "Question id in the question set",
+    "variable": "Variable name in the survey file",
+    "true_code": "Respondent's answer (code)",
+    "true_label": "Respondent's answer (label)",
+    "model_code": "Model's answer (code; blank: no readable answer)",
+    "model_label": "Model's answer (label)",
+    "correct": "Model's answer equals the respondent's (1/0)",
+    "parse_error": "Why the model's reply could not be read (blank: it could)",
+    "engine_error": "Why the engine gave no reply (blank: it did)",
+}
+
+
+def numeric_codes(values: Sequence[str | None]) -> pd.Series:
+    """Codes as numbers when every one is a number (SPSS/Stata/R then sort and label them), else text."""
+    series = pd.Series(list(values), dtype=object)
+    numbers = pd.to_numeric(series, errors="coerce")
+    if numbers[series.notna()].isna().any():
+        return series
+    return numbers.astype("Int64") if (numbers.dropna() % 1 == 0).all() else numbers
+
+
+def probability_column(code: str) -> str:
+    """``p_<code>`` as a name every format takes: "-9" -> ``p_m9``, "2.5" -> ``p_2_5``."""
+    return "p_" + code.replace("-", "m").replace(".", "_")
+
+
+def _code_order(column: str) -> tuple[float, str]:
+    number = pd.to_numeric(column[2:].replace("m", "-").replace("_", "."), errors="coerce")
+    return (float("inf") if pd.isna(number) else float(number), column)
+
+
+def domain_long(domain: DomainRun, source: DomainSource | None) -> pd.DataFrame:
+    """The long rows of one domain: the detailed file's items in its order, then their draws and
+    circular variants (the item's respondent fields, that draw's or variant's answer)."""
+    stored = domain.stored
+    labels = {qid: {str(code): str(label) for code, label in view.get("options", [])}
+              for qid, view in stored.questions.items()}
+    names = {q.question_id: q.name for q in source.variables.questions} if source and source.variables else {}
+    people = source.respondents if source else {}
+    rows, by_item, extra = [], {}, []
+    for item in stored.details:
+        person = people.get(str(item.person_id))
+        options = labels.get(item.question_id, {})
+        row = {
+            "row_kind": "answer", "draw": None, "order": None,
+            "domain": stored.domain, "person_id": item.person_id,
+            "source_row": person.source_row if person else None, "country_code": item.country_code,
+            "weight": person.weight if person else None, "question_id": item.question_id,
+            "variable": names.get(item.question_id, item.question_id),
+            "true_code": item.true_answer, "true_label": options.get(str(item.true_answer)),
+            **_answer(item.llm_answer, options), "correct": int(item.correct),
+            "parse_error": item.parse_error, "engine_error": item.engine_error,
+            **{probability_column(code): p for code, p in (item.option_distribution or {}).items()},
+        }
+        rows.append(row)
+        by_item[f"{item.person_id}:{item.question_id}"] = row
+        extra += [{**_base(row), "row_kind": "draw", "draw": k, **_answer(code, options),
+                   "correct": int(code is not None and str(code) == str(item.true_answer)),
+                   "parse_error": None if code is not None else "no readable code in this draw"}
+                  for k, code in enumerate(item.draws or (), start=1)]
+    for variant in circular_variants(domain):
+        base = by_item.get(variant.qid)
+        if base is not None and variant.request_id != variant.qid:  # else it was the item's own prompt
+            options = labels.get(base["question_id"], {})
+            answer = _answer(variant.to_original(variant.prediction), options)
+            extra.append({**_base(base), "row_kind": "variant", "order": " ".join(variant.pattern),
+                          **answer, "correct": int(variant.correct), "parse_error": variant.parse_error})
+    rows += extra
+    return pd.DataFrame(rows, columns=list(LONG_LABELS)) if not rows else pd.DataFrame(rows)
+
+
+def _answer(code: str | None, options: dict[str, str]) -> dict:
+    return {"model_code": code, "model_label": options.get(str(code)) if code is not None else None}
+
+
+def _base(row: dict) -> dict:
+    """An item row's respondent and question fields, for its draw and variant rows."""
+    keep = ("domain", "person_id", "source_row", "country_code", "weight", "question_id", "variable",
+            "true_code", "true_label")
+    return {**{key: None for key in row}, **{key: row[key] for key in keep}}
+
+
+def circular_variants(domain: DomainRun) -> list[VariantResult]:
+    """The domain's ``<Domain>_circular*.jsonl`` variants beside its detailed file (none: [])."""
+    stem = domain.path.name.removesuffix(DETAILED_SUFFIX)
+    files = sorted(domain.path.parent.glob(f"{stem}_circular*.jsonl"))
+    return [variant for path in files for variant in read_variants(path)]
+
+
+def long_table(domains: Sequence[tuple[DomainRun, DomainSource | None]]) -> tuple[pd.DataFrame, Labels]:
+    """Every domain's rows in one table, probability columns (logprobs mode) last."""
+    frame = pd.concat([domain_long(domain, source) for domain, source in domains], ignore_index=True)
+    probabilities = sorted((c for c in frame.columns if c not in LONG_LABELS), key=_code_order)
+    frame = frame[[*LONG_LABELS, *probabilities]]
+    for column in ("true_code", "model_code"):
+        frame[column] = numeric_codes(frame[column].tolist())
+    frame["person_id"] = numeric_codes([str(p) for p in frame["person_id"]])
+    for column in ("source_row", "draw", "weight", *probabilities):
+        frame[column] = pd.to_numeric(frame[column])
+    frame[["source_row", "draw"]] = frame[["source_row", "draw"]].astype("Int64")
+    column_labels = {**LONG_LABELS, **{c: f"Model's probability of code {c[2:].replace('m', '-')}"
+                                       for c in probabilities}}
+    return frame, Labels(columns=column_labels)

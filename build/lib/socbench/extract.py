@@ -1,0 +1,189 @@
+"""Read the option code an engine's answer names, or say why it cannot be read.
+
+The original system took the *first* ``"option"`` match (so an echoed empty template won),
+did not normalise values (" 1", "01", "2, Agree") and, failing that, guessed a code from
+words in the prose. Here the order is fixed and conservative:
+
+1. the LAST JSON object in the text with an ``answer`` (or ``option_id`` / ``option``)
+   key, skipping echoed templates such as ``{"answer": "option_id"}``; objects inside
+   code fences or nested in other objects count;
+2. failing that, the last explicit ``"answer": <value>`` pattern (quoted key), which also
+   reads single-quoted and truncated replies;
+3. the value must be an offered code, written as an int, a float with no fraction, or a
+   string starting with an integer ("02", "2, Agree", "-4"), or (optionally) exactly an
+   option's label. Anything else is a failure with a reason from ``FAILURES``.
+
+Nothing is ever guessed from prose. In logprobs mode the answer is the most probable
+offered code and ``distribution`` holds the normalised probabilities.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from scipy.special import softmax
+
+from socbench.types import Code, EngineResult, Extraction, PromptRequest
+
+EMPTY = "empty response"
+NO_JSON = "no JSON answer found"
+TEMPLATE = "answer is the echoed template"
+NOT_A_CODE = "answer not a code or option label"
+NOT_OFFERED = "answer not an offered code"
+NO_LOGPROBS = "no log-probs for offered codes"
+FAILURES = (EMPTY, NO_JSON, TEMPLATE, NOT_A_CODE, NOT_OFFERED, NO_LOGPROBS)
+"""Every extraction failure reason is one of these. An engine error (no reply at all) is not
+an extraction failure: it is carried apart, in ``Extraction.engine_error``."""
+
+ANSWER_KEYS = ("answer", "option_id", "option")  # in order of preference within one object
+TEMPLATE_VALUES = frozenset({"option_id", "<option_id>", "option id", "<option id>", "id", "code", "..."})
+
+# "2", "-4", "02", "2.0", "2, Agree", "2. Agree", "2) Agree"; not "2.5", "5-9", "2nd".
+_LEADING_INT = re.compile(r"^([+-]?\d+)(?:\.0+)?(?=$|[\s,;:)\]]|\.(?!\d))")
+# "answer": "2" | 'answer': '2' | "answer": 2 ; a quoted value may be cut off at the end.
+_EXPLICIT = re.compile(
+    r"""(["'])(answer|option_id|option)\1\s*:\s*"""
+    r"""(?:"([^"\n]*)(?:"|$)|'([^'\n]*)(?:'|$)|([+-]?\d+(?:\.\d+)?))""",
+    re.IGNORECASE,
+)
+_DECODER = json.JSONDecoder()
+
+
+def _answer_of(obj: Mapping[str, Any]) -> tuple[bool, Any]:
+    """(has an answer key, its value); keys match case-insensitively."""
+    keys = {str(k).strip().lower(): k for k in obj}
+    for name in ANSWER_KEYS:
+        if name in keys:
+            return True, obj[keys[name]]
+    return False, None
+
+
+def _json_answers(text: str) -> list[Any]:
+    """Answer values of every JSON object in ``text`` (nested ones too), in text order."""
+    found: list[Any] = []
+    for start in (m.start() for m in re.finditer(r"\{", text)):
+        try:
+            obj, _ = _DECODER.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            has, value = _answer_of(obj)
+            if has:
+                found.append(value)
+    return found
+
+
+def _explicit_answers(text: str) -> list[Any]:
+    """Values of explicit ``"answer": value`` patterns, in text order."""
+    values: list[Any] = []
+    for m in _EXPLICIT.finditer(text):
+        double, single, number = m.group(3), m.group(4), m.group(5)
+        values.append(number if number is not None else (double if double is not None else single))
+    return values
+
+
+def _is_template(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().lower() in TEMPLATE_VALUES
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def normalize_value(
+    value: Any, offered: Sequence[tuple[Code, str | None]], allow_label: bool = True
+) -> tuple[Code | None, str | None]:
+    """One answer value -> (offered code, None) or (None, failure reason)."""
+    codes = [code for code, _ in offered]
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        return None, NOT_A_CODE
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None, NOT_A_CODE
+        value = int(value)
+    if isinstance(value, int):
+        code = str(value)
+        return (code, None) if code in codes else (None, NOT_OFFERED)
+    text = str(value).strip()
+    if allow_label and text:
+        # Exact labels first: some labels start with another number ("5-9 persons" is code 2).
+        for code, label in offered:
+            if label is not None and _squash(label) == _squash(text):
+                return code, None
+    match = _LEADING_INT.match(text)
+    if match is None:
+        return None, NOT_A_CODE
+    code = str(int(match.group(1)))
+    return (code, None) if code in codes else (None, NOT_OFFERED)
+
+
+def _as_options(offered: Sequence[tuple[Code, str]] | Sequence[Code]) -> list[tuple[Code, str | None]]:
+    return [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
+
+
+def extract_answer(
+    text: str | None,
+    offered: Sequence[tuple[Code, str]] | Sequence[Code],
+    allow_label: bool = True,
+) -> tuple[Code | None, str | None]:
+    """The offered code named by a generated reply, or (None, failure reason)."""
+    if text is None or not text.strip():
+        return None, EMPTY
+    options = _as_options(offered)
+    saw_template = False
+    for values in (_json_answers(text), _explicit_answers(text)):
+        real = [v for v in values if not _is_template(v)]
+        saw_template = saw_template or len(real) < len(values)
+        if real:
+            return normalize_value(real[-1], options, allow_label)
+    return None, TEMPLATE if saw_template else NO_JSON
+
+
+def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> dict[Code, float] | None:
+    """Softmax over the offered codes' log-probs (a code the engine did not score gets 0)."""
+    scored = [c for c in offered if c in logprobs and logprobs[c] is not None and not math.isnan(logprobs[c])]
+    if not scored or all(logprobs[c] == -math.inf for c in scored):
+        return None
+    probs = softmax([float(logprobs[c]) for c in scored])
+    by_code = dict(zip(scored, (float(p) for p in probs)))
+    return {c: by_code.get(c, 0.0) for c in offered}
+
+
+def extract(
+    request: PromptRequest,
+    result: EngineResult,
+    options: Sequence[tuple[Code, str]] | None = None,
+) -> Extraction:
+    """Extraction for one request; ``options`` (code, label), by default the lines the request
+    showed, enable exact-label answers.
+
+    An engine error is passed on as ``engine_error`` (never a parse failure); the reply text
+    is kept as ``raw_reply``.
+    """
+    if result.error is not None:
+        return Extraction(request.key, None, engine_error=result.error)
+    if result.option_logprobs is not None or request.mode == "logprobs":
+        dist = distribution_of(result.option_logprobs or {}, request.offered_codes)
+        if dist is None:
+            return Extraction(request.key, None, NO_LOGPROBS)
+        best = max(request.offered_codes, key=lambda c: dist[c])  # first code wins a tie
+        return Extraction(request.key, best, None, dist)
+    offered = options if options is not None else (request.options or request.offered_codes)
+    code, failure = extract_answer(result.text, offered)
+    return Extraction(request.key, code, failure, raw_reply=result.text)
+
+
+def extract_all(
+    prompts: Sequence[PromptRequest],
+    results: Sequence[EngineResult],
+) -> dict[str, Extraction]:
+    """Extractions keyed by request id (``results`` in ``prompts`` order), each carrying its
+    request's variant on to scoring; exact option labels are accepted as the request showed them."""
+    if len(prompts) != len(results):
+        raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
+    return {p.item_id: replace(extract(p, r), variant=p.variant) for p, r in zip(prompts, results)}

@@ -1,0 +1,109 @@
+"""Prefect flows: composition only. Every study runs the same two flows' bodies: ``run_unit`` (the design
+card's stages for one unit) and ``run_units`` (every unit from ``start_domain_id`` on one engine, then
+the run's summary). A flow that ends Failed returns ``failed(message, outcome)`` (never raises), so every
+flow's outcome is read the same way, in a worker or in this process."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prefect.states import State
+from prefect.utilities.annotations import opaque
+
+from socbench import pipeline
+from socbench.errors import RunFailed
+from socbench.records import Outcome
+from socbench.studies import task_for
+from socbench.task import Task
+from socbench.tasks.build_prompts import build_prompts
+from socbench.tasks.country_special_options import country_special_options
+from socbench.tasks.export import export, export_failures
+from socbench.tasks.extract import extract
+from socbench.tasks.load_data import load_data
+from socbench.tasks.report import report, report_run
+from socbench.tasks.score import score
+from socbench.tasks.teardown import teardown_safely
+from socbench.tasks.vllm_generate import vllm_generate
+
+
+def failed(message: str, outcome: Any) -> Any:
+    """A Failed state that carries ``outcome`` inside a ``RunFailed`` (Prefect's data of a Failed
+    state must be an exception: a worker raises it when the run ends)."""
+    from prefect.states import Failed
+
+    return Failed(message=message, data=RunFailed(message, outcome))
+
+
+def run_unit(study: Task, unit_id: int, own_engine: bool) -> Any:
+    """One unit: load → options → prompts → engine → extract → score → report; Failed once its files
+    are written if the engine left requests unanswered (the parent still reads its result)."""
+    # Stage outputs are passed ``opaque``: Prefect still links each task to the one whose result it gets,
+    # but does not walk every prompt and answer inside them (2/3 of a cached run's time when it did).
+    started = time.monotonic()
+    unit = study.unit(unit_id)
+    try:
+        data = opaque(load_data(study, unit))
+        samples = opaque(country_special_options(study, unit, data))
+        prompts = opaque(build_prompts(study, unit, samples))
+        answers = opaque(vllm_generate(prompts, study.config.engine_settings(),
+                                       f"{study.name}-progress-{unit.id}", unit.label))
+        extracted = opaque(extract(study, prompts, answers))
+        scored = score(study, samples, prompts, extracted)
+        report(study, opaque(scored), time.monotonic() - started)
+        result = scored.result
+        reason = result.incomplete_reason
+        return result if reason is None else failed(f"{unit.label}: {reason}", result)
+    finally:
+        if own_engine:
+            teardown_safely()
+
+
+def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
+    """The parent's body: every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``),
+    then the export (``--export``) and the run's summary; Failed (naming them) if a unit failed or is
+    incomplete, or the export failed."""
+    study = task_for(config)
+    units = study.units()
+    study.check()  # as the CLI's preflight: a deployment run that may not start fails here, with the reason
+    results: list[Any] = []
+    failures: dict[int, str] = {}  # no result (its data could not be read, ...)
+    incomplete: dict[int, str] = {}  # a result with engine errors: "domain N: K engine errors, first: ..."
+    try:
+        for unit in units:
+            state = unit_flow(unit.id, config, own_engine=False, return_state=True)
+            result = state.result(raise_on_failure=False)
+            result = result.outcome if isinstance(result, RunFailed) else result
+            if not isinstance(result, BaseException):
+                results.append(result)
+            if not state.is_completed():
+                reasons = failures if isinstance(result, BaseException) else incomplete
+                reasons[unit.id] = state.message or state.name
+    finally:
+        teardown_safely()
+        pipeline.forget()
+    # before the report, which links the files; a failed export still leaves summary and report
+    exporting = getattr(config, "export", ()) and results
+    export_failed = export_failures(export(config, return_state=True) if exporting else None)
+    written = report_run(study, results, failures, export_failed)
+    outcome = Outcome(written.printed, written.paths, written.artifacts, failures, incomplete,
+                      [r.unit_id for r in results if r.incomplete_reason is None], export_failed)
+    if failures or incomplete:
+        labels = {unit.id: unit.label for unit in units}
+        named = [f"{labels[k]} failed: {v}" for k, v in failures.items()] + list(incomplete.values())
+        return failed(f"{len(named)} unit(s) did not complete: " + "; ".join(named), outcome)
+    if export_failed:
+        return failed("export failed: " + "; ".join(export_failed), outcome)
+    return outcome
+
+
+def run_inprocess(flow: Any, config: Any) -> Any:
+    """Run ``flow(config)`` in this process (ephemeral Prefect, no server); its outcome, a failed
+    run's too (carried by its ``RunFailed``)."""
+    outcome = flow(config, return_state=True).result(raise_on_failure=False)
+    if isinstance(outcome, RunFailed):
+        return outcome.outcome
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome

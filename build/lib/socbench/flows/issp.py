@@ -1,0 +1,37 @@
+"""The ISSP persona benchmark (and any imported survey) as Prefect flows: composition only.
+
+``issp-domain`` runs the design card's stages for one domain; ``issp`` runs the domains from
+``start_domain_id`` on one engine (loaded on the first cache miss), isolates each domain's failure, writes
+the run summary and ends Failed if any domain failed or is incomplete. Retrying a failed ``issp`` run
+reruns only those domains (completed ones come back from their persisted results) and the engine cache
+sends only the requests without an answer.
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from socbench.config import RunConfig
+from socbench.flows import run_unit, run_units
+from socbench.records import Outcome
+from socbench.studies import task_for
+from socbench.tasks.secrets import with_secret_key
+from socbench.types import DomainResult
+
+DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data
+
+
+@flow(name="issp-domain", persist_result=True, flow_run_name="issp-domain-{domain_id}")
+def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> DomainResult:
+    """One domain, stage by stage; Failed once its files are written if requests went unanswered."""
+    return run_unit(task_for(config), domain_id, own_engine)
+
+
+@flow(name="issp", persist_result=True)
+def issp(config: RunConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> Outcome:
+    """All requested domains on one engine; Failed if any domain failed or is incomplete.
+
+    The API key comes from ``config.engine.api_key_env`` on the worker, or from the Prefect
+    Secret block named by ``api_key_secret``; it is never a parameter itself.
+    """
+    return run_units(with_secret_key(config, api_key_secret), issp_domain)

@@ -1,0 +1,248 @@
+"""The survey manifest: ``socbench.yaml`` in a data folder declares its domains, no code edits.
+
+Why: without it the domains are the ten ISSP modules of ``socbench/domains.py``, and any other
+study would mean editing code. A manifest lists each domain's id, name, slug, question
+file, answer file, country attribute, persona attributes and missing-value codes; when a
+folder has none, the ten ISSP domains apply. This module only reads,
+validates (pydantic) and writes the file. Its entry, ``DomainSpec``, is the one domain record:
+the ten ISSP rows in ``socbench.domains`` are the same record. Every problem is one line
+naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from socbench.errors import DataError
+
+MANIFEST_NAMES = ("socbench.yaml", "socbench.yml")
+QA_FOLDER = "q&a"
+AUTO_COUNTRY = "auto"  # find the ISSP country attribute by its label (the default ISSP behaviour)
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.()-]*$")  # becomes part of result file names
+
+HEADER = (
+    "# socbench survey manifest: the domains of this data folder (see socbench's docs/own-survey.md).\n"
+    "# Paths are relative to this folder; answer_file is looked up in every A_GroundTruth_sampling<N>/.\n"
+)
+
+
+class PersonaAttributes(BaseModel):
+    """Which respondent attributes the persona shows (keys matched case-insensitively)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    include: tuple[str, ...] = ()  # empty: every attribute
+    exclude: tuple[str, ...] = ()
+
+
+PERSONA_ROLES = ("sex", "age", "education", "religion", "party", "employment")  # persona groups
+ROLES = ("respondent_id", "group", "weight", *PERSONA_ROLES)
+
+
+class Roles(BaseModel):
+    """Which attribute (its key in the answer files) is what, beside ``country_attribute``: the
+    respondent id and design weight (never shown in the persona), ``group``, a grouping variable that
+    is not a country (region, state, wave: strata, baselines and breakdowns use it where a study has
+    no country), and the attributes persona groups and structure figures read. Unset: none declared
+    (then ISSP-style labels are recognised, ``metrics.persona_groups``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    respondent_id: str | None = None
+    group: str | None = None
+    weight: str | None = None
+    sex: str | None = None
+    age: str | None = None
+    education: str | None = None
+    religion: str | None = None
+    party: str | None = None
+    employment: str | None = None
+
+    def declared(self) -> dict[str, str]:
+        """``{role: attribute key}`` of the roles set."""
+        return {role: key for role in ROLES if (key := getattr(self, role))}
+
+
+class DomainSpec(BaseModel):
+    """One domain (one question set and its respondents): id, name (names its result files), file
+    slug, source study, how to read its files, and ``title``, the name people read (default: ``name``).
+
+    ``country_attribute`` is the attribute key holding the respondent's country; ``"auto"``
+    finds the ISSP one by its label and None means a single-country study, whose ``country`` (a
+    name or code, optional) the prompts name. ``roles`` says which attribute is what. ``missing_codes``
+    are answer codes never offered as options (excluded at scoring). ``data_use``: ``local`` (licensed
+    microdata: prompts go only to loopback or private-network servers, ``socbench.data_use``) or ``remote``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: Annotated[int, Field(ge=1)]
+    name: str
+    slug: str
+    module: str = ""
+    question_file: str | None = None  # default q&a/issp_qa_<slug>.json
+    answer_file: str | None = None  # default issp_answer_<slug>.json
+    country_attribute: str | None = None  # None: a single-country study; "auto": the ISSP label
+    country: str = ""  # the study's one country, where no attribute holds it ("Chile", "CL")
+    roles: Roles = Roles()
+    persona_attributes: PersonaAttributes = PersonaAttributes()
+    missing_codes: tuple[int | str, ...] = ()
+    data_use: Literal["local", "remote"] = "local"
+    title: str = ""
+
+    @property
+    def display_name(self) -> str:
+        return self.title or self.name
+
+    @property
+    def qa_file(self) -> str:
+        return Path(self.question_file).name if self.question_file else f"issp_qa_{self.slug}.json"
+
+    @property
+    def qa_path(self) -> str:
+        """The question file relative to the dataset root."""
+        return self.question_file or f"{QA_FOLDER}/{self.qa_file}"
+
+    @property
+    def answer_name(self) -> str:
+        """The answer file's name in each ``A_GroundTruth_sampling<N>/``."""
+        return self.answer_file or f"issp_answer_{self.slug}.json"
+
+    @property
+    def profile_file(self) -> str:
+        return f"issp_profile_{self.name}.json"
+
+    @property
+    def missing_code_strings(self) -> tuple[str, ...]:
+        """The missing codes as the loaders write codes: " 098" -> "98", -9 -> "-9"."""
+        texts = (str(code).strip() for code in self.missing_codes)
+        return tuple(str(int(text)) if text.lstrip("-").isdigit() else text for text in texts)
+
+    @field_validator("slug")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not _SLUG.match(value):
+            raise ValueError("use lower-case letters, digits, '-' and '_' (it names files)")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("use letters, digits, spaces and _ . ( ) - (it names result files)")
+        return value
+
+    @field_validator("answer_file")
+    @classmethod
+    def _file_name(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or Path(value).name != value):
+            raise ValueError("a file name inside each A_GroundTruth_sampling<N>/ folder, not a path")
+        return value
+
+    @field_validator("question_file")
+    @classmethod
+    def _relative(cls, value: str | None) -> str | None:
+        if value is not None and (
+            Path(value).is_absolute() or ".." in Path(value).parts or not value.strip()
+        ):
+            raise ValueError("a path relative to the data folder, without '..'")
+        return value
+
+
+class Manifest(BaseModel):
+    """The whole file: a title and at least one domain, ids, slugs and names unique."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = ""
+    domains: Annotated[list[DomainSpec], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _unique(self) -> Manifest:
+        for attr in ("id", "slug", "name"):
+            seen: set[Any] = set()
+            for index, domain in enumerate(self.domains):
+                value = getattr(domain, attr)
+                key = value.lower() if isinstance(value, str) else value
+                if key in seen:
+                    raise ValueError(f"domains.{index}.{attr} {value!r} repeats an earlier domain's")
+                seen.add(key)
+        return self
+
+
+def find_manifest(data_dir: str | Path) -> Path | None:
+    """``socbench.yaml`` (or ``.yml``) in ``data_dir`` or its ``Dataset_all`` child, else None."""
+    base = Path(data_dir).expanduser()
+    for folder in (base, base / "Dataset_all"):
+        for name in MANIFEST_NAMES:
+            if (folder / name).is_file():
+                return folder / name
+    return None
+
+
+def _error_line(path: Path, exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(part) for part in err["loc"])
+    message = err["msg"].removeprefix("Value error, ")
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{path}: field '{where}': {message}{more}" if where else f"{path}: {message}{more}"
+
+
+def read_manifest(path: str | Path) -> Manifest:
+    """Parse and validate one manifest file; one DataError line per problem."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the manifest ({exc})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise DataError(f"{path}{where}: malformed YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(raw, dict):
+        raise DataError(f"{path}: expected a mapping with a 'domains' list at the top level")
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(_error_line(path, exc)) from None
+
+
+def load_manifest(data_dir: str | Path | None) -> Manifest | None:
+    """The manifest of a data folder, or None when it has none (then the ISSP domains apply)."""
+    if data_dir is None:
+        return None
+    path = find_manifest(data_dir)
+    return read_manifest(path) if path else None
+
+
+def write_manifest(path: str | Path, manifest: Manifest) -> Path:
+    """Write ``manifest`` as commented YAML (unset optional fields left out, for easy editing)."""
+    path = Path(path)
+    body = manifest.model_dump(mode="json", exclude_defaults=False)
+    if not body.get("title"):
+        body.pop("title", None)
+    for domain in body["domains"]:
+        for key in ("question_file", "answer_file", "module", "title", "country"):
+            if not domain.get(key):
+                domain.pop(key, None)
+        if not (roles := {role: key for role, key in domain.pop("roles").items() if key}):
+            continue
+        domain["roles"] = roles
+    text = HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def merge_domain(manifest: Manifest | None, domain: DomainSpec) -> Manifest:
+    """``manifest`` with ``domain`` added, replacing an entry with the same slug."""
+    kept = [d for d in (manifest.domains if manifest else []) if d.slug != domain.slug]
+    title = manifest.title if manifest else ""
+    return Manifest(title=title, domains=sorted([*kept, domain], key=lambda d: d.id))

@@ -1,0 +1,34 @@
+"""CP vs MCP on multiple-choice questions (Robinson et al. 2022): cloze and letter prompting.
+
+Stages, each a plain function the Prefect tasks call once: ``load_mcq`` (items and the
+few-shot pool) -> ``build_plan`` (engine requests per item and k, and per circular variant)
+-> the engine (``socbench.pipeline``: answers by request key) -> ``score_mcq`` (predictions per item, k and
+method, and circular variant results; pure) -> ``write_mcq_files`` (predictions, results,
+the original system's table, a plot, the circular files). The records are in ``socbench.types``.
+
+Names load on first use, so the configuration (``socbench.mcq.config``) is read without
+importing scoring and plotting (the CLI builds its flags from it in a fraction of a second).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {
+    "socbench.mcq.config": ("McqConfig", "make_mcq_config"),
+    "socbench.mcq.datasets": ("load_jsonl", "load_mcq"),
+    "socbench.mcq.prompts": ("build_plan", "draw_shots", "loglikelihood_requests", "option_requests_of"),
+    "socbench.mcq.results": ("incomplete_reason", "mcq_files", "mcq_folder", "write_mcq_files"),
+    "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "score_mcq", "score_plan"),
+    "socbench.mcq.specs": ("TASKS", "McqTaskSpec", "get_task"),
+}
+_LAZY = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

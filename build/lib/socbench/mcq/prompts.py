@@ -1,0 +1,156 @@
+"""Cloze (CP) and multiple-choice (MCP) prompts, k-shot, as engine requests.
+
+CP is lm-evaluation-harness's ARC task exactly: context ``Question: {q}\\nAnswer:``,
+continuation `` {option text}``, shots ``Question: {q}\\nAnswer: {gold text}`` joined by a
+blank line. CP-UN scores the same continuation after the neutral context ``Answer:``
+(as OLMES does), the same for every k. MCP shows the options lettered by position
+(``A. text``), ends with ``Answer:`` and reads the next-token log-probability of `` A``,
+`` B``, ... (``answer_prefix=" "``: the space goes onto the code, so the engine scores
+the tokens ``ĠA``/``ĠB`` that follow ``Answer:`` in real text; ``A`` glued to the colon is
+a different, rare token). With tolerance the option digits `` 1``, `` 2``, ... are scored
+too (in SmolLM2's tokenizer `` 1`` is two tokens, ``Ġ`` + ``1``; the engine sums them).
+
+Shots are drawn per item from the few-shot pool (another split), seeded by
+``(seed, item id)``; an item is never its own example, and the k=1 shot is the first of
+the k=5 shots.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+
+from socbench.errors import ConfigError
+from socbench.mcq.circular import expand_mcq_item
+from socbench.mcq.datasets import letters
+from socbench.types import (
+    CircularSettings,
+    ItemPrompts,
+    LoglikelihoodRequest,
+    McqData,
+    McqItem,
+    McqPlan,
+    Message,
+    PromptRequest,
+)
+
+UNCONDITIONAL_CONTEXT = "Answer:"
+SHOT_SEPARATOR = "\n\n"
+MCP_ANSWER_PREFIX = " "
+MAX_SHOTS = 25  # one seeded draw of this many per item; k shots are its first k
+
+
+def digits(n: int) -> tuple[str, ...]:
+    return tuple(str(i + 1) for i in range(n))
+
+
+def cp_query(item: McqItem) -> str:
+    return f"Question: {item.question}\nAnswer:"
+
+
+def cp_continuation(text: str) -> str:
+    return f" {text}"
+
+
+def mcp_query(item: McqItem) -> str:
+    """Question and lettered options; an option is one line (a raw newline would break the list)."""
+    options = "".join(f"{letter}. {' '.join(text.split())}\n"
+                      for letter, text in zip(letters(len(item.choices)), item.texts))
+    return f"Question: {item.question}\n{options}Answer:"
+
+
+def cp_context(item: McqItem, shots: Sequence[McqItem]) -> str:
+    examples = "".join(cp_query(s) + cp_continuation(s.gold_text) + SHOT_SEPARATOR for s in shots)
+    return examples + cp_query(item)
+
+
+def mcp_prompt(item: McqItem, shots: Sequence[McqItem]) -> str:
+    examples = "".join(f"{mcp_query(s)}{MCP_ANSWER_PREFIX}{letters(len(s.choices))[s.gold]}{SHOT_SEPARATOR}"
+                       for s in shots)
+    return examples + mcp_query(item)
+
+
+def mcp_codes(item: McqItem, tolerance: bool) -> tuple[str, ...]:
+    n = len(item.choices)
+    return letters(n) + (digits(n) if tolerance else ())
+
+
+# --------------------------------------------------------------------------- shots
+
+
+def draw_shots(item: McqItem, candidates: Sequence[McqItem], k: int, seed: int) -> tuple[McqItem, ...]:
+    """k examples for ``item``: seeded by (seed, item id), never the item itself (same id or question)."""
+    if k == 0:
+        return ()
+    eligible = [c for c in candidates if c.id != item.id and c.question != item.question]
+    if len(eligible) < k:
+        raise ConfigError(f"--k_shot {k}: only {len(eligible)} few-shot examples for item {item.id}")
+    rng = random.Random(f"{seed}|{item.id}")
+    return tuple(rng.sample(eligible, min(MAX_SHOTS, len(eligible)))[:k])
+
+
+def _pools(pool: Sequence[McqItem]) -> dict[str | None, list[McqItem]]:
+    """Shot candidates per subject (MMLU draws from the same subject); None holds all."""
+    by_subject: dict[str | None, list[McqItem]] = defaultdict(list)
+    for example in pool:
+        by_subject[None].append(example)
+        if example.subject is not None:
+            by_subject[example.subject].append(example)
+    return by_subject
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def mcp_request(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool) -> PromptRequest:
+    return PromptRequest(item_id=f"{item.id}#k{k}", messages=(Message("user", mcp_prompt(item, shots)),),
+                         mode="logprobs", offered_codes=mcp_codes(item, tolerance),
+                         option_order=letters(len(item.choices)), answer_prefix=MCP_ANSWER_PREFIX, chat=False)
+
+
+def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Sequence[str],
+                 tolerance: bool) -> ItemPrompts:
+    cp = uncond = ()
+    if "cp" in methods:
+        context = cp_context(item, shots)
+        cp = tuple(LoglikelihoodRequest(context, cp_continuation(t)) for t in item.texts)
+        uncond = tuple(LoglikelihoodRequest(UNCONDITIONAL_CONTEXT, cp_continuation(t)) for t in item.texts)
+    mcp = mcp_request(item, shots, k, tolerance) if "mcp" in methods else None
+    return ItemPrompts(item, k, tuple(s.id for s in shots), cp, uncond, mcp)
+
+
+def variant_prompts(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool,
+                    settings: CircularSettings) -> list[ItemPrompts]:
+    """The MCP request of every circular variant of (item, k), with that (item, k)'s shots."""
+    return [replace(item_prompts(shown, shots, k, ("mcp",), tolerance), variant=variant)
+            for variant, shown in expand_mcq_item(item, settings)]
+
+
+def build_plan(data: McqData, methods: Sequence[str], k_shots: Sequence[int], tolerance: bool,
+               seed: int, circular_settings: CircularSettings | None = None) -> McqPlan:
+    """Requests for every (item, k), shots drawn from ``data.fewshot_pool``; with
+    ``circular_settings`` also every MCP variant (``mcq.circular``)."""
+    pools = _pools(data.fewshot_pool)
+    top = max(k_shots, default=0)
+    prompts: list[ItemPrompts] = []
+    variants: list[ItemPrompts] = []
+    for item in data.items:
+        drawn = draw_shots(item, pools.get(item.subject, []), top, seed) if top else ()
+        for k in k_shots:
+            prompts.append(item_prompts(item, drawn[:k], k, methods, tolerance))
+            if circular_settings is not None and "mcp" in methods:
+                variants += variant_prompts(item, drawn[:k], k, tolerance, circular_settings)
+    return McqPlan(data.dataset, tuple(methods), tuple(k_shots), tolerance, seed, tuple(prompts),
+                   circular_settings, tuple(variants))
+
+
+def loglikelihood_requests(plan: McqPlan) -> list[LoglikelihoodRequest]:
+    """Unique by key (CP-UN's requests are shared by every k)."""
+    return list({r.key: r for p in plan.prompts for r in (*p.cp, *p.uncond)}.values())
+
+
+def option_requests_of(plan: McqPlan) -> list[PromptRequest]:
+    """Unique by key: an identity variant's request is the normal MCP request."""
+    return list({p.mcp.key: p.mcp for p in (*plan.prompts, *plan.variants) if p.mcp is not None}.values())

@@ -1,0 +1,158 @@
+"""Scoring rules: pure functions from log-probabilities to per-option scores and predictions.
+
+For option i with continuation `` text_i``, ``lp_i`` = log P(`` text_i`` | CP context):
+
+- ``cp_raw``      : lp_i (lm-evaluation-harness ``acc``)
+- ``cp_ln_token`` : lp_i / (tokens in `` text_i``)   (per-token length normalisation; the table's CP-LN)
+- ``cp_ln_char``  : lp_i / len(text_i), characters without the leading space (lm-eval ``acc_norm``)
+- ``cp_un``       : lp_i - log P(`` text_i`` | ``Answer:``)       (unconditional normalisation)
+- ``mcp``         : log P(`` L_i`` | MCP prompt), L_i the i-th letter
+- ``mcp_tolerance``: log(P(`` L_i``) + P(`` i``)), i.e. the option counts as chosen whether the
+  model names its letter or its 1-based index digit; the two are disjoint continuations, so
+  their probabilities add.
+
+The prediction is the option with the highest score (the first on ties); an option without
+a score (an engine error) makes the item's prediction None, which counts as wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from socbench.mcq.datasets import letters
+from socbench.mcq.prompts import digits
+from socbench.types import (
+    EngineResult,
+    ItemPrompts,
+    LoglikelihoodResult,
+    McqAnswers,
+    McqPlan,
+    McqScores,
+    Prediction,
+    VariantResult,
+)
+
+METHODS = ("cp_raw", "cp_un", "cp_ln_token", "cp_ln_char", "mcp", "mcp_tolerance")
+COLUMNS = {"cp_raw": "CP-RAW", "cp_un": "CP-UN", "cp_ln_token": "CP-LN", "cp_ln_char": "CP-LN-char",
+           "mcp": "MCP", "mcp_tolerance": "MCP-Tolerance"}
+Scores = tuple[float | None, ...]
+
+
+# ------------------------------------------------------------------------ the rules
+
+
+def cp_raw(logprobs: Sequence[float]) -> Scores:
+    return tuple(float(lp) for lp in logprobs)
+
+
+def cp_ln_token(logprobs: Sequence[float], n_tokens: Sequence[int]) -> Scores:
+    return tuple(lp / max(1, n) for lp, n in zip(logprobs, n_tokens, strict=True))
+
+
+def cp_ln_char(logprobs: Sequence[float], texts: Sequence[str]) -> Scores:
+    return tuple(lp / max(1, len(text)) for lp, text in zip(logprobs, texts, strict=True))
+
+
+def cp_un(logprobs: Sequence[float], unconditional: Sequence[float]) -> Scores:
+    return tuple(lp - u for lp, u in zip(logprobs, unconditional, strict=True))
+
+
+def mcp(letter_logprobs: Sequence[float | None]) -> Scores:
+    return tuple(None if lp is None else float(lp) for lp in letter_logprobs)
+
+
+def mcp_tolerance(letter_logprobs: Sequence[float | None], digit_logprobs: Sequence[float | None]) -> Scores:
+    return tuple(None if a is None or b is None else float(np.logaddexp(a, b))
+                 for a, b in zip(letter_logprobs, digit_logprobs, strict=True))
+
+
+def predict(scores: Scores) -> int | None:
+    """Index of the highest score, the first on ties; None if any score is missing or NaN."""
+    if not scores or any(s is None or math.isnan(s) for s in scores):
+        return None
+    return int(np.argmax(np.asarray(scores, dtype=float)))
+
+
+def probability_mass(logprobs: Sequence[float | None]) -> float | None:
+    """Total probability on the scored codes: how much the model answers in the offered form."""
+    if not logprobs or any(lp is None for lp in logprobs):
+        return None
+    return float(np.exp(np.asarray(logprobs, dtype=float)).sum())
+
+
+# ------------------------------------------------------------------ plan -> predictions
+
+
+def _prediction(p: ItemPrompts, method: str, scores: Scores, mass: float | None = None) -> Prediction:
+    return Prediction(p.item.id, p.k_shot, method, p.item.gold, scores, predict(scores), p.shot_ids, mass)
+
+
+def cp_predictions(p: ItemPrompts, answers: Mapping[str, LoglikelihoodResult]) -> list[Prediction]:
+    cond = [answers[r.key] for r in p.cp]
+    lps = [r.logprob for r in cond]
+    uncond = [answers[r.key].logprob for r in p.uncond]
+    return [_prediction(p, "cp_raw", cp_raw(lps)), _prediction(p, "cp_un", cp_un(lps, uncond)),
+            _prediction(p, "cp_ln_token", cp_ln_token(lps, [r.n_tokens for r in cond])),
+            _prediction(p, "cp_ln_char", cp_ln_char(lps, p.item.texts))]
+
+
+def mcp_predictions(p: ItemPrompts, result: EngineResult, tolerance: bool) -> list[Prediction]:
+    got = result.option_logprobs or {}
+    n = len(p.item.choices)
+    letter = [got.get(code) for code in letters(n)]
+    out = [_prediction(p, "mcp", mcp(letter), probability_mass(letter))]
+    if tolerance:
+        digit = [got.get(code) for code in digits(n)]
+        both = None if None in letter or None in digit else [*letter, *digit]
+        scores = mcp_tolerance(letter, digit)
+        out.append(_prediction(p, "mcp_tolerance", scores, probability_mass(both or [])))
+    return out
+
+
+def score_plan(plan: McqPlan, loglikelihoods: Mapping[str, LoglikelihoodResult],
+               options: Mapping[str, EngineResult]) -> list[Prediction]:
+    """Predictions for every (item, k, method) of the plan, from the engine's answers by key."""
+    predictions: list[Prediction] = []
+    for p in plan.prompts:
+        if p.cp:
+            predictions += cp_predictions(p, loglikelihoods)
+        if p.mcp is not None:
+            predictions += mcp_predictions(p, options[p.mcp.key], plan.tolerance)
+    return predictions
+
+
+def score_variant(p: ItemPrompts, result: EngineResult) -> VariantResult:
+    """The MCP rule on one circular variant: the displayed letter, or None with the reason."""
+    [pred] = mcp_predictions(p, result, tolerance=False)
+    letter = None if pred.prediction is None else p.variant.shown[pred.prediction]
+    reason = result.error or (None if letter is not None else "no log-probability for every letter")
+    return VariantResult.of(p.variant, letter, reason)
+
+
+def score_mcq(plan: McqPlan, answers: McqAnswers) -> McqScores:
+    """The ``score`` stage: every prediction of the plan and each k's circular variant results."""
+    variants: dict[int, list[VariantResult]] = {k: [] for k in plan.k_shots} if plan.variants else {}
+    for p in plan.variants:
+        variants[p.k_shot].append(score_variant(p, answers.options[p.mcp.key]))
+    return McqScores(tuple(score_plan(plan, answers.loglikelihoods, answers.options)),
+                     {k: tuple(results) for k, results in variants.items()})
+
+
+def accuracies(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
+    """``{k: {method: accuracy}}`` over the predictions (a missing prediction is wrong)."""
+    hits: dict[tuple[int, str], list[bool]] = defaultdict(list)
+    for pred in predictions:
+        hits[(pred.k_shot, pred.method)].append(pred.correct)
+    table: dict[int, dict[str, float]] = defaultdict(dict)
+    for (k, method), outcomes in sorted(hits.items()):
+        table[k][method] = sum(outcomes) / len(outcomes)
+    return {k: {m: table[k][m] for m in METHODS if m in table[k]} for k in sorted(table)}
+
+
+def chance_accuracy(n_options: Sequence[int]) -> float:
+    """Expected accuracy of a uniform random guess: the mean of 1/n over items."""
+    return float(np.mean([1.0 / n for n in n_options])) if n_options else math.nan

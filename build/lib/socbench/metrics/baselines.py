@@ -1,0 +1,155 @@
+"""Answer-free baselines on exactly the scored items, so a model's accuracy has a floor.
+
+* ``uniform``: guess uniformly among the offered codes; expected accuracy ``mean(1/k)``.
+* ``majority_question``: answer each question with the most common true code among the
+  *other* respondents (leave-one-respondent-out, so a respondent's own answer never
+  predicts itself).
+* ``majority_country_question``: the same within the respondent's (country, question); named
+  ``majority_group_question`` in a study grouped by a variable that is not a country (region, wave).
+
+Ties between modal codes are split evenly: with ``t`` tied codes the item scores ``1/t``
+when its true code is among them (the expected accuracy of a random tie-break; no bias
+towards low codes, and still deterministic). An item whose group has no other respondent
+falls back to the uniform ``1/k``. A ``None`` country is a group of its own.
+
+With the survey's design weights, ``majority_question_weighted`` and
+``majority_country_question_weighted`` guess the *population's* modal code instead: code
+totals are sums of the other respondents' weights (still leave-one-respondent-out).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from socbench.metrics.grouped import UNMAPPED
+from socbench.types import COUNTRY, ScoredItem
+
+BY_QUESTION = ("question_id",)
+BY_COUNTRY_QUESTION = ("country_code", "question_id")  # the items' country_code holds their group
+
+
+def group_baseline(grouping: str = COUNTRY) -> str:
+    """The name of the majority answer in the respondent's group: country, or the study's grouping."""
+    return "majority_country_question" if grouping == COUNTRY else "majority_group_question"
+
+
+def uniform_baseline(items: Sequence[ScoredItem]) -> float:
+    """Expected accuracy of a uniform guess among each item's offered codes."""
+    if not items:
+        return math.nan
+    return float(np.mean([1.0 / len(item.offered_codes) for item in items]))
+
+
+def majority_baseline(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUESTION) -> float:
+    """Expected accuracy of the leave-one-respondent-out majority code within ``by`` groups."""
+    if not items:
+        return math.nan
+    return float(majority_item_scores(items, by).mean())
+
+
+def majority_item_scores(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUESTION) -> np.ndarray:
+    """Per-item expected accuracy of the leave-one-out majority guess (same order as ``items``).
+
+    Vectorised over code counts: removing the item itself lowers only its own code's
+    count by one, so its code wins iff it was the unique top count ``m1`` and
+    ``m1 - 1`` still beats the runner-up count ``m2`` (a tie with ``m2`` scores
+    ``1 / (1 + number of codes at m2)``).
+    """
+    keys = list(by)
+    frame = _frame(items, keys)
+    counts = frame.groupby(keys + ["code"]).size().rename("c").reset_index()
+    stats = _top_two(counts, keys)
+    joined = frame.join(counts.set_index(keys + ["code"])["c"], on=keys + ["code"]).join(stats, on=keys)
+    c, m2 = joined["c"].to_numpy(), joined["m2"].to_numpy()
+    unique_top = (c == joined["m1"].to_numpy()) & (joined["n_m1"].to_numpy() == 1)
+    score = np.where(unique_top & (c - 1 > m2), 1.0, 0.0)
+    score = np.where(unique_top & (c - 1 == m2), 1.0 / (1.0 + joined["n_m2"].to_numpy()), score)
+    return np.where(joined["n"].to_numpy() == 1, 1.0 / joined["k"].to_numpy(), score)
+
+
+def _top_two(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group: items ``n``, top count ``m1`` and its number of codes ``n_m1``, runner-up
+    count ``m2`` (0 when every item has one code) and its number of codes ``n_m2``."""
+    rank = counts.groupby(keys)["c"].rank(method="dense", ascending=False)
+    counts = counts.assign(r1=rank == 1, r2=rank == 2, c2=counts["c"].where(rank == 2, 0))
+    return counts.groupby(keys).agg(
+        n=("c", "sum"), m1=("c", "max"), n_m1=("r1", "sum"), m2=("c2", "max"), n_m2=("r2", "sum")
+    )
+
+
+def weighted_majority_item_scores(items: Sequence[ScoredItem], weights: Mapping[int, float],
+                                  by: Sequence[str] = BY_QUESTION) -> np.ndarray:
+    """Per-item expected accuracy of the leave-one-out *weighted* majority guess.
+
+    A code's total is the sum of its respondents' weights; removing the item lowers its own
+    code's total by its weight ``w``. Its code wins outright when ``own - w`` beats the best
+    other code's total ``b``, ties with the ``n_b`` codes at ``b`` score ``1 / (1 + n_b)``.
+    Totals are compared after rounding to 9 decimals so equal weights tie exactly.
+    """
+    keys = list(by)
+    frame = _frame(items, keys)
+    frame["w"] = [float(weights[item.person_id]) for item in items]
+    totals = frame.groupby(keys + ["code"])["w"].sum().round(9).rename("own").reset_index()
+    stats = _top_two(totals.rename(columns={"own": "c"}), keys)
+    joined = frame.join(totals.set_index(keys + ["code"])["own"], on=keys + ["code"]).join(stats, on=keys)
+    joined = joined.join(frame.groupby(keys).size().rename("items"), on=keys)
+    own, w = joined["own"].to_numpy(), joined["w"].to_numpy()
+    m1, n_m1, m2, n_m2 = (joined[c].to_numpy() for c in ("m1", "n_m1", "m2", "n_m2"))
+    own_top = own == m1
+    others_at_top = np.where(own_top, n_m1 - 1, n_m1)
+    best = np.where(others_at_top > 0, m1, m2)
+    n_best = np.where(others_at_top > 0, others_at_top, n_m2)
+    left = np.round(own - w, 9)
+    score = np.where(left > best, 1.0, np.where(left == best, 1.0 / (1.0 + n_best), 0.0))
+    others_weight = joined["n"].to_numpy() - w  # _top_two's n is the group's total weight here
+    fallback = (joined["items"].to_numpy() == 1) | (np.round(others_weight, 9) <= 0)
+    return np.where(fallback, 1.0 / joined["k"].to_numpy(), score)
+
+
+def _frame(items: Sequence[ScoredItem], keys: list[str]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        [tuple(UNMAPPED if (v := getattr(item, k)) is None else str(v) for k in keys) for item in items],
+        columns=keys,
+    )
+    frame["code"] = [item.true_code for item in items]
+    frame["k"] = [len(item.offered_codes) for item in items]
+    return frame
+
+
+def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None = None,
+              grouping: str = COUNTRY) -> dict[str, float]:
+    """All baselines by name, on the same items the model was scored on (weighted majority
+    baselines too when the survey's ``weights`` are given); ``grouping``: what the items'
+    country_code holds (``DomainData.grouping``)."""
+    values = {
+        "uniform": uniform_baseline(items),
+        "majority_question": majority_baseline(items, BY_QUESTION),
+        group_baseline(grouping): majority_baseline(items, BY_COUNTRY_QUESTION),
+    }
+    if weights is not None:
+        pairs = (("majority_question", BY_QUESTION), (group_baseline(grouping), BY_COUNTRY_QUESTION))
+        for name, by in pairs:
+            scores = weighted_majority_item_scores(items, weights, by) if items else np.array([])
+            values[f"{name}_weighted"] = float(scores.mean()) if len(scores) else math.nan
+    return values
+
+
+def best_baseline(values: Mapping[str, float]) -> tuple[str, float] | None:
+    """The strongest baseline ``(name, value)``, ignoring NaN; None when there is none."""
+    finite = {name: v for name, v in values.items() if not math.isnan(v)}
+    if not finite:
+        return None
+    name = max(finite, key=lambda n: finite[n])
+    return name, finite[name]
+
+
+def margin_over_best(accuracy: float, values: Mapping[str, float]) -> float:
+    """Accuracy minus the strongest baseline (positive: the model beats every baseline)."""
+    best = best_baseline(values)
+    if best is None or math.isnan(accuracy):
+        return math.nan
+    return accuracy - best[1]

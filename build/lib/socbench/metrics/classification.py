@@ -1,0 +1,117 @@
+"""Classification metrics over one domain's scored items (scikit-learn does the math).
+
+Every function takes the scoreable items of a run (``list[ScoredItem]``, each item once)
+and returns a float; an empty list gives NaN (the report writes it as ``null``).
+
+Two families, on purpose:
+
+* ``seed_macro_f1`` / ``seed_micro_f1`` keep the original system's *pooled* definitions
+  so numbers stay comparable with the original system's published results. They pool every question's
+  codes into one label space (code ``"1"`` of every question is one class), and pooled
+  micro-F1 over single-label predictions is mathematically equal to accuracy.
+* ``per_question_macro_f1`` is the meaningful one: macro-F1 within each question's own
+  options, averaged over questions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.metrics import f1_score
+
+from socbench.types import ScoredItem
+
+INVALID = "invalid"  # pooled label of an unread or unoffered answer; never an ISSP code (integer strings)
+
+
+def accuracy(items: Sequence[ScoredItem]) -> float:
+    """Correct items / scoreable items; each (respondent, question) item counts once."""
+    if not items:
+        return math.nan
+    return sum(item.correct for item in items) / len(items)
+
+
+def parse_failure_rate(items: Sequence[ScoredItem]) -> float:
+    """Share of items whose answer could not be used (no/failed extraction, unoffered code)."""
+    if not items:
+        return math.nan
+    return sum(item.parse_error is not None for item in items) / len(items)
+
+
+def item_count(items: Sequence[ScoredItem]) -> float:
+    """Number of items, as a float so it sits in a ``{name: float}`` breakdown."""
+    return float(len(items))
+
+
+def pooled_labels(items: Sequence[ScoredItem]) -> tuple[list[str], list[str]]:
+    """``(y_true, y_pred)`` in the original system's pooled label space; a missing or unoffered
+    prediction is ``INVALID``: always wrong, never a class of its own in the macro average."""
+    y_pred = [INVALID if i.predicted_code is None or i.parse_error is not None
+              or i.predicted_code not in i.offered_codes else i.predicted_code for i in items]
+    return [item.true_code for item in items], y_pred
+
+
+def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
+    """The original system's pooled macro-F1 (kept for comparability, not for interpretation).
+
+    Labels: the distinct *true* codes of the domain, pooled across questions
+    (``labels=sorted(set(y_true))``). A predicted code no respondent holds, and
+    ``INVALID``, are therefore not classes: they only lower the recall of the true
+    class. ``zero_division=0`` (a class never predicted has precision 0).
+    """
+    if not items:
+        return math.nan
+    y_true, y_pred = pooled_labels(items)
+    labels = sorted(set(y_true))
+    return float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0))
+
+
+def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
+    """The original system's pooled micro-F1 over all labels (sklearn's default labels).
+
+    With one true and one predicted label per item this equals ``accuracy``
+    exactly; it is reported only because the original system's result files carry it.
+    """
+    if not items:
+        return math.nan
+    y_true, y_pred = pooled_labels(items)
+    return float(f1_score(y_true, y_pred, average="micro", zero_division=0))
+
+
+def per_question_macro_f1(items: Sequence[ScoredItem]) -> float:
+    """Macro-F1 within each question's own options, averaged (unweighted) over questions.
+
+    Labels per question: the offered codes of that question (union over countries) that
+    occur as a true or a predicted code there; an offered code nobody holds and nobody
+    predicted has no defined F1 and is left out, so a perfect answerer scores 1.0. A
+    missing or unoffered answer is not a class; it counts against the true class's recall.
+    """
+    if not items:
+        return math.nan
+    by_question: dict[str, list[ScoredItem]] = defaultdict(list)
+    for item in items:
+        by_question[item.question_id].append(item)
+    return sum(_question_macro_f1(group) for group in by_question.values()) / len(by_question)
+
+
+def _question_macro_f1(items: Sequence[ScoredItem]) -> float:
+    offered = {code for item in items for code in item.offered_codes}
+    y_true, y_pred = pooled_labels(items)
+    labels = sorted(offered & (set(y_true) | set(y_pred)))
+    if not labels:
+        return float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0))
+    return macro_f1_counts(y_true, y_pred, labels)
+
+
+def macro_f1_counts(y_true: list[str], y_pred: list[str], labels: list[str]) -> float:
+    """scikit-learn's ``f1_score(average="macro", zero_division=0)`` over ``labels``, bit for bit
+    (the same float64 operations: 2·tp / (true + predicted) per label, then their mean), from
+    counts: a question has a few dozen answers, and f1_score's input checks took 4 ms per call."""
+    hits = Counter(t for t, p in zip(y_true, y_pred) if t == p)
+    true_n, pred_n = Counter(y_true), Counter(y_pred)
+    per_label = [2.0 * hits[c] / (1.0 * true_n[c] + pred_n[c]) if true_n[c] + pred_n[c] else 0.0
+                 for c in labels]
+    return float(np.mean(np.array(per_label, dtype=np.float64)))

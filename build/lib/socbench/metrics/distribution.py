@@ -1,0 +1,181 @@
+"""How close the model's answer *distribution* is to the human one (OpinionQA-style).
+
+Per group of items (a (country, question) pair, or a question pooled over countries) with
+at least ``min_respondents`` respondents:
+
+* human distribution: the true codes' shares over the group's offered codes;
+* model distribution: the mean of per-item vectors, where an item's vector is its
+  logprobs-mode ``distribution`` when present, else a one-hot of the answer it gave;
+  items with neither (a failed answer in generate mode) are left out of the mean;
+* ``wasserstein``: 1 - W1(model, human) / (k - 1), with the offered codes placed at
+  positions 0..k-1 **in their offered (survey) order**. Codes are treated as ordinal in that
+  order for every question; ISSP question sets list substantive options in scale order and
+  offer no "can't choose" option, so this matches OpinionQA's treatment of ordinal answers.
+  For a nominal question (e.g. "who helped you") the order is arbitrary and only the
+  Jensen-Shannon score is meaningful;
+* ``js``: 1 - Jensen-Shannon distance (base 2, so in [0, 1]).
+
+Both are 1 for identical distributions. Each level also reports the same scores for a
+uniform answer distribution (``uniform_wasserstein``, ``uniform_js``), the floor a model's
+score should be read against. Scores are averaged (unweighted) over qualifying groups.
+
+With the survey's design weights (``weights``: person id -> weight), each level also has
+``weighted_*`` scores: both distributions are weighted means over the group's respondents
+(the population's answer shares, as social scientists read them), beside the unweighted ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy.spatial.distance import jensenshannon
+from scipy.stats import wasserstein_distance
+
+from socbench.types import Code, ScoredItem
+
+DEFAULT_MIN_RESPONDENTS = 10
+LEVELS: dict[str, tuple[str, ...]] = {
+    "country_question": ("country_code", "question_id"),
+    "question": ("question_id",),
+}
+
+
+def wasserstein_score(model: np.ndarray, human: np.ndarray) -> float:
+    """1 - W1 / (k - 1) over ordinal positions 0..k-1; NaN for fewer than two codes."""
+    k = len(human)
+    if k < 2:
+        return math.nan
+    positions = np.arange(k, dtype=float)
+    distance = wasserstein_distance(positions, positions, u_weights=model, v_weights=human)
+    return 1.0 - float(distance) / (k - 1)
+
+
+def js_score(model: np.ndarray, human: np.ndarray) -> float:
+    """1 - Jensen-Shannon distance (base 2) between two distributions over the same codes."""
+    return 1.0 - float(jensenshannon(model, human, base=2))
+
+
+def group_codes(items: Sequence[ScoredItem]) -> tuple[Code, ...]:
+    """The offered codes of a group in offered order (union, first appearance first)."""
+    return tuple(dict.fromkeys(code for item in items for code in item.offered_codes))
+
+
+Weights = Mapping[int, float]
+SCORE_NAMES = ("wasserstein", "js", "uniform_wasserstein", "uniform_js")
+
+
+def human_distribution(items: Sequence[ScoredItem], codes: Sequence[Code],
+                       weights: Weights | None = None) -> np.ndarray:
+    """Shares of the true codes over ``codes`` (weighted by respondent when ``weights``)."""
+    index = {code: i for i, code in enumerate(codes)}
+    w = [weights[item.person_id] for item in items] if weights is not None else None
+    counts = np.bincount([index[item.true_code] for item in items], weights=w, minlength=len(codes))
+    return counts / counts.sum()
+
+
+def _item_vector(item: ScoredItem, index: dict[Code, int]) -> np.ndarray | None:
+    vector = np.zeros(len(index))
+    if item.distribution:
+        for code, p in item.distribution.items():
+            if code in index:
+                vector[index[code]] = p
+        total = vector.sum()
+        return vector / total if total > 0 else None
+    if item.parse_error is None and item.predicted_code in index:
+        vector[index[item.predicted_code]] = 1.0
+        return vector
+    return None
+
+
+def model_distribution(items: Sequence[ScoredItem], codes: Sequence[Code],
+                       weights: Weights | None = None) -> np.ndarray | None:
+    """(Weighted) mean of the items' answer vectors over ``codes``; None when no item has an answer."""
+    index = {code: i for i, code in enumerate(codes)}
+    pairs = [(v, item.person_id) for item in items if (v := _item_vector(item, index)) is not None]
+    if not pairs:
+        return None
+    w = np.array([weights[pid] for _, pid in pairs]) if weights is not None else np.ones(len(pairs))
+    return np.average([v for v, _ in pairs], axis=0, weights=w) if w.sum() > 0 else None
+
+
+def distance_scores(model: np.ndarray, human: np.ndarray) -> dict[str, float]:
+    """1 - W1 and 1 - JS of ``model`` against ``human``, and what uniform answers score."""
+    uniform = np.full(len(human), 1.0 / len(human))
+    return {"wasserstein": wasserstein_score(model, human), "js": js_score(model, human),
+            "uniform_wasserstein": wasserstein_score(uniform, human), "uniform_js": js_score(uniform, human)}
+
+
+def split_groups(items: Sequence[ScoredItem], keys: Sequence[str]) -> dict[tuple, list[ScoredItem]]:
+    """Items by the values of ``keys`` (a (country, question) pair, or a question), first seen first."""
+    groups: dict[tuple, list[ScoredItem]] = defaultdict(list)
+    for item in items:
+        groups[tuple(getattr(item, key) for key in keys)].append(item)
+    return groups
+
+
+def scorable_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respondents: int,
+                    ) -> dict[tuple, tuple[list[ScoredItem], tuple[Code, ...]]]:
+    """The groups by ``keys`` a distribution can be compared on: at least ``min_respondents``
+    respondents and two offered codes; each with its codes (shares from a handful of people, or of one
+    option, compare nothing)."""
+    found = {}
+    for key, group in split_groups(items, keys).items():
+        codes = group_codes(group)
+        if len({item.person_id for item in group}) >= min_respondents and len(codes) >= 2:
+            found[key] = (group, codes)
+    return found
+
+
+def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
+                 min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                 weights: Weights | None = None) -> dict[str, float]:
+    """Mean scores over the groups by ``keys`` with at least ``min_respondents`` respondents.
+
+    ``groups`` counts the groups scored; ``skipped_no_answers`` those that qualified but
+    where the model gave no usable answer at all (they are not scored, not zero). With
+    ``weights``, ``weighted_<score>`` too (groups whose weights sum to zero left out).
+    """
+    scores: dict[str, list[float]] = defaultdict(list)
+    skipped = 0
+    for group, codes in scorable_groups(items, keys, min_respondents).values():
+        model = model_distribution(group, codes)
+        if model is None:
+            skipped += 1
+            continue
+        for name, value in distance_scores(model, human_distribution(group, codes)).items():
+            scores[name].append(value)
+        if weights is not None and sum(weights[item.person_id] for item in group) > 0:
+            weighted = model_distribution(group, codes, weights)
+            if weighted is not None:
+                human = human_distribution(group, codes, weights)
+                for name, value in distance_scores(weighted, human).items():
+                    scores[f"weighted_{name}"].append(value)
+    names = SCORE_NAMES + (tuple(f"weighted_{name}" for name in SCORE_NAMES) if weights is not None else ())
+    result = {name: float(np.mean(scores[name])) if scores[name] else math.nan for name in names}
+    return {"groups": float(len(scores["js"])), **result, "skipped_no_answers": float(skipped),
+            "min_respondents": float(min_respondents)}
+
+
+def distribution_scores(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                        weights: Weights | None = None) -> dict[str, dict[str, float]]:
+    """Scores per level: ``country_question`` (the headline) and ``question`` (pooled);
+    weighted ones beside them when the survey's ``weights`` are given."""
+    if min_respondents < 1:
+        raise ValueError(f"min_respondents must be positive, got {min_respondents}")
+    return {level: level_scores(items, keys, min_respondents, weights) for level, keys in LEVELS.items()}
+
+
+def headline_level(distribution: dict[str, dict[str, float]]) -> str | None:
+    """``country_question`` when any group qualified there, else ``question``, else None.
+
+    Which groups qualify depends only on the human data, so every model run on the same
+    items gets the same level and their scores stay comparable.
+    """
+    for level in LEVELS:
+        scores = distribution.get(level, {})
+        if scores.get("groups", 0) + scores.get("skipped_no_answers", 0) > 0:
+            return level
+    return None

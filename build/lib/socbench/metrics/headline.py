@@ -1,0 +1,95 @@
+"""The sentences a domain's report opens with: the answer first, in words a reader uses.
+
+The lead sentence sets the model's accuracy (with its CI) beside the demographic model (a
+classifier on the same attributes, ``metrics.demographic``) and the majority answer, and says
+which is the strongest; the structure sentence tells what ``metrics.structure`` found without its
+names (no "Cramér's V", no "heterogeneity ratio").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any
+
+from socbench.metrics.structure import Structure
+
+DEMOGRAPHIC = "a classifier on the same attributes"
+MAJORITY = "the most common answer"
+
+
+def _num(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.2f}"
+
+
+def lead_sentence(accuracy: float, ci: tuple[float, float] | None, demographic: float,
+                  majority: float) -> str:
+    """"accuracy 0.41 [0.38, 0.44]; demographic model 0.44; majority 0.38 — the model does not beat
+    a classifier on the same attributes". Beating needs the whole CI above the strongest baseline."""
+    interval = f" [{_num(ci[0])}, {_num(ci[1])}]" if ci and not math.isnan(ci[0]) else ""
+    head = (f"accuracy {_num(accuracy)}{interval}; demographic model {_num(demographic)}; "
+            f"majority {_num(majority)}")
+    finite = {name: v for name, v in ((DEMOGRAPHIC, demographic), (MAJORITY, majority)) if not math.isnan(v)}
+    if math.isnan(accuracy) or not finite:
+        return f"{head} — no comparison possible"
+    strongest = max(finite, key=lambda name: finite[name])
+    low = ci[0] if ci and not math.isnan(ci[0]) else accuracy
+    if low > finite[strongest]:
+        tail = "the model beats " + ("both baselines" if len(finite) > 1 else strongest)
+    elif accuracy > finite[strongest]:
+        tail = f"the model is ahead of {strongest}, but within its uncertainty"
+    elif strongest == DEMOGRAPHIC:
+        tail = f"the model does not beat {DEMOGRAPHIC}"
+    else:
+        tail = f"the model does not beat always answering {MAJORITY}"
+    return f"{head} — {tail}"
+
+
+def _figures(stored: Mapping[str, Any]) -> SimpleNamespace:
+    """The figures as a result file stores them (null for NaN; ``pairs`` a count or a list)."""
+    def number(key: str) -> float:
+        value = stored.get(key)
+        return math.nan if value is None else float(value)
+    pairs = stored.get("pairs") or 0
+    return SimpleNamespace(pairs=len(pairs) if isinstance(pairs, (list, tuple)) else int(pairs),
+                           gaps=int(stored.get("gaps") or 0),
+                           gaps_same_sign=int(stored.get("gaps_same_sign") or 0),
+                           **{k: number(k) for k in ("profile_correlation", "mean_real_v", "mean_simulated_v",
+                                                     "heterogeneity_ratio")})
+
+
+def structure_sentence(found: Structure | Mapping[str, Any], who: str = "the model") -> str:
+    """Plain words for the structure figures of one predictor's (``who``'s) answers, computed or
+    as a result file stores them."""
+    if isinstance(found, Mapping):
+        found = _figures(found)  # type: ignore[assignment]
+    if not found.pairs:
+        return "Too few respondents per group to compare how answers differ between groups."
+    parts = []
+    if math.isnan(found.profile_correlation):
+        differ = ("do not differ between groups at all" if found.mean_simulated_v == 0
+                  else "cannot be compared group by group")
+        parts.append(f"the simulated answers {differ} (in the survey they do: average association "
+                     f"{_num(found.mean_real_v)} on a 0-1 scale)")
+    else:
+        parts.append(f"differences between groups in the simulated answers follow the real ones "
+                     f"{_strength(found.profile_correlation)} (correlation {_num(found.profile_correlation)};"
+                     f" average association {_num(found.mean_simulated_v)} simulated vs "
+                     f"{_num(found.mean_real_v)} real)")
+    if found.gaps:
+        plural = "s" if found.gaps > 1 else ""
+        parts.append(f"of {found.gaps} clear difference{plural} between groups in the survey, {who} gets "
+                     f"the direction of {found.gaps_same_sign} right")
+    ratio = found.heterogeneity_ratio
+    if not math.isnan(ratio):
+        spread = ("as varied as the real ones" if 0.9 <= ratio <= 1.1
+                  else "not varied at all, where the real ones vary" if ratio == 0
+                  else f"{abs(1 - ratio):.0%} {'less' if ratio < 1 else 'more'} varied than the real ones")
+        parts.append(f"its answers are {spread}")
+    text = "; ".join(parts) + "."
+    return text[0].upper() + text[1:]
+
+
+def _strength(r: float) -> str:
+    return "closely" if r >= 0.7 else "partly" if r >= 0.3 else "hardly" if r > -0.3 else "in reverse"

@@ -1,0 +1,191 @@
+"""Persona groups (sex, age group, education, religion, party, employment) from respondent attributes.
+
+A study that declares its roles (``socbench.manifest.Roles``: which attribute is sex, age, ...)
+is grouped by exactly those attributes. Otherwise keys are recognised as ISSP codebook labels.
+These differ by module, and they differ by module: "Sex of Respondent" and
+"Sex of respondent"; "Highest completed education level: Categories for international
+comparison", "Comparative: highest completed degree of education (derived from nat_DEGR)"
+or, where a module has no DEGREE, "ISCED 2011 simplified: ..."; "Groups of religious
+affiliations (derived from nat_RELIG)" with the country-specific denomination as a fallback;
+"Main status" with "Currently, formerly, or never in paid work" as a fallback. Keys are
+therefore matched by patterns in priority order (never one hard-coded key), per respondent,
+so a respondent whose preferred variable is missing falls back to the next one. Spouse,
+partner, parent and household variables, and country-specific education, are never used.
+
+Values are mapped onto a few comparable groups (age bands 15-29/30-44/45-59/60+, five
+education levels, ...); a label no rule knows is kept (cleaned) rather than dropped, so an
+unexpected category shows up in the breakdown instead of vanishing.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from socbench.data.loaders import is_missing_label
+from socbench.metrics.classification import accuracy, item_count, parse_failure_rate
+from socbench.metrics.grouped import Metric, breakdown
+from socbench.types import Respondent, ScoredItem
+
+SEX, AGE_GROUP, EDUCATION, RELIGION, EMPLOYMENT = "sex", "age_group", "education", "religion", "employment"
+PARTY = "party"
+ATTRIBUTES = (SEX, AGE_GROUP, EDUCATION, RELIGION, PARTY, EMPLOYMENT)
+ROLE_ATTRIBUTE = {"age": AGE_GROUP}  # a role's persona group, where the names differ
+UNKNOWN = "unknown"
+AGE_BANDS = ((15, 29, "15-29"), (30, 44, "30-44"), (45, 59, "45-59"), (60, 130, "60+"))
+GROUP_METRICS: dict[str, Metric] = {"n": item_count, "accuracy": accuracy,
+                                    "parse_failure_rate": parse_failure_rate}
+
+_R = r"^(?:r:\s*|respondent'?s?:?\s*)?"  # optional "R: " / "Respondent's " prefix
+# Patterns per attribute, highest priority first, matched (re.search) on the lower-cased key.
+_KEY_PATTERNS: dict[str, tuple[str, ...]] = {
+    SEX: (_R + r"sex of (?:the )?respondent\b", _R + r"(?:sex|gender)\b"),
+    AGE_GROUP: (_R + r"age of (?:the )?respondent\b(?!')", _R + r"age(?: in years)?$"),
+    EDUCATION: (
+        r"highest completed (?:education level|degree of education)\b.*(?:international comparison|nat_degr)",
+        r"^comparative\b.*highest completed degree",
+        r"isced[^:]*simplified",
+        r"highest (?:completed )?(?:level of )?(?:education|degree)",
+    ),
+    RELIGION: (
+        r"groups? of religious affiliations?",
+        _R + r"religious (?:main )?groups?\b",
+        _R + r"religio(?:n|us affiliation|us denomination)\b",
+        r"country specific religious affiliation or denomination",
+    ),
+    PARTY: (r"\bparty\b.*\bleft.right\b", _R + r"party (?:r |respondent )?voted for\b"),
+    EMPLOYMENT: (
+        _R + r"main (?:employment )?status$",
+        _R + r"(?:current )?(?:employment|work|labou?r force) status\b",
+        r"^(?:currently, formerly,? or never|current, former or never) in paid work",
+    ),
+}
+_COMPILED = {attr: tuple(re.compile(p) for p in pats) for attr, pats in _KEY_PATTERNS.items()}
+_EXCLUDED_KEY = re.compile(r"spouse|partner|mother|father|parent|child|household|country specific highest")
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def classify_key(key: str) -> tuple[str, int] | None:
+    """``(attribute, priority)`` of an attribute key (0 = preferred), or None."""
+    text = " ".join(key.lower().split())
+    if _EXCLUDED_KEY.search(text):
+        return None
+    for attribute, patterns in _COMPILED.items():
+        for priority, pattern in enumerate(patterns):
+            if pattern.search(text):
+                return attribute, priority
+    return None
+
+
+# ------------------------------------------------------------------------------- values
+
+_COUNTRY_NOTE = re.compile(r"[,;]\s*[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*,\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:.*$")
+
+
+def clean_label(value: str) -> str:
+    """A value label without country notes ("; NZ: ...", ", HR: incl ...") or trailing commas."""
+    text = _COUNTRY_NOTE.sub("", " ".join(str(value).split()))
+    return text.split(";")[0].strip().rstrip(",.").strip()
+
+
+def age_group(value: str) -> str | None:
+    """"47 years", "15 years old", "89 years old; US: 89 years or more", "45" -> an age band."""
+    match = re.search(r"\d+", str(value))
+    if match is None:
+        return None
+    age = int(match.group())
+    if age < AGE_BANDS[0][0]:
+        return f"under {AGE_BANDS[0][0]}"
+    return next((label for low, high, label in AGE_BANDS if low <= age <= high), None)
+
+
+_VALUE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
+    SEX: ((r"^(?:female|woman)", "female"), (r"^(?:male|man)\b", "male")),
+    EDUCATION: (
+        (r"^(?:no formal|no education|no schooling|none\b|less than primary|incomplete primary|primary)",
+         "primary or less"),
+        (r"^lower sec(?:ondary)?\b", "lower secondary"),
+        (r"^upper sec(?:ondary)?\b", "upper secondary"),
+        (r"^post[- ]?sec(?:ondary)?\b", "post-secondary non-tertiary"),
+        (r"^(?:short[- ]cycle tertiary|(?:lower|upper) (?:level )?tertiary|tertiary|bachelor|master|doctor"
+         r"|phd|post[- ]?tertiary)", "tertiary"),
+    ),
+    RELIGION: ((r"^(?:no religion|none\b|no denomination|(?:i )?(?:do not|don't) belong)", "No religion"),),
+    EMPLOYMENT: (
+        (r"^(?:i am )?currently in paid work|^in paid work", "in paid work"),
+        (r"^(?:i am )?currently not in paid work", "not in paid work, worked before"),
+        (r"never (?:had|been in) paid work|never in paid work", "never in paid work"),
+        (r"^unemployed", "unemployed"),
+        (r"^(?:in education|student|in school)", "in education"),
+        (r"^apprentice", "apprentice or trainee"),
+        (r"^permanently sick|disabled", "sick or disabled"),
+        (r"^retired", "retired"),
+        (r"^(?:domestic work|housework|homemaker|housewife)", "domestic work"),
+        (r"military|community service", "military or community service"),
+        (r"^other", "other"),
+    ),
+}
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def group_of(attribute: str, value: str) -> str | None:
+    """The group of one attribute value; None for a missing value or an unreadable age."""
+    if is_missing_label(value):
+        return None
+    if attribute == AGE_GROUP:
+        return age_group(value)
+    label = clean_label(value)
+    lowered = label.lower()
+    for pattern, group in _VALUE_RULES.get(attribute, ()):
+        if re.search(pattern, lowered):
+            return group
+    return label or None
+
+
+def _declared(attributes: Mapping[str, str], roles: Mapping[str, str]) -> dict[str, list[tuple[int, str]]]:
+    """The declared roles' keys as found in ``attributes`` (case- and space-insensitively)."""
+    keys = {" ".join(key.split()).lower(): key for key in attributes}
+    found = {ROLE_ATTRIBUTE.get(role, role): " ".join(key.split()).lower() for role, key in roles.items()}
+    return {attribute: [(0, keys[norm])] for attribute, norm in found.items()
+            if attribute in ATTRIBUTES and norm in keys}
+
+
+def persona_groups(attributes: Mapping[str, str], roles: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{attribute: group}`` for the persona attributes this respondent has.
+
+    With persona ``roles`` (role -> attribute key) declared, exactly those; otherwise recognised keys are
+    tried in priority order, so a missing preferred value (dropped by the loader or a missing-value
+    label) falls back to the next variable.
+    """
+    declared = any(ROLE_ATTRIBUTE.get(role, role) in ATTRIBUTES for role in roles or ())
+    ranked = _declared(attributes, roles or {}) if declared else {}
+    for key in () if declared else attributes:
+        found = classify_key(key)
+        if found is not None:
+            ranked.setdefault(found[0], []).append((found[1], key))
+    groups: dict[str, str] = {}
+    for attribute in ATTRIBUTES:
+        for _, key in sorted(ranked.get(attribute, [])):
+            group = group_of(attribute, str(attributes[key]))
+            if group is not None:
+                groups[attribute] = group
+                break
+    return groups
+
+
+def respondent_groups(respondents: Iterable[Respondent],
+                      roles: Mapping[str, str] | None = None) -> dict[int, dict[str, str]]:
+    """``{person_id: persona groups}`` for ``score_domain`` to attach to the scored items."""
+    return {person.person_id: persona_groups(person.attributes, roles) for person in respondents}
+
+
+def persona_breakdowns(items: Sequence[ScoredItem], metrics: Mapping[str, Metric] = GROUP_METRICS,
+                       ) -> dict[str, dict[str, dict[str, float]]]:
+    """``{attribute: {group: {n, accuracy, parse_failure_rate}}}`` for attributes any item has.
+
+    Items whose respondent lacks the attribute are reported under ``unknown``.
+    """
+    present = [attr for attr in ATTRIBUTES if any(attr in item.groups for item in items)]
+    return {attr: breakdown(metrics, lambda item, a=attr: item.groups.get(a, UNKNOWN), items)
+            for attr in present}

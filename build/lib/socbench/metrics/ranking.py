@@ -1,0 +1,186 @@
+"""Ranking alignment: does the model order a question's options as people do?
+
+Accuracy and distribution distances can look fine while the model misses the option most
+people chose. Per group of items (a question pooled over countries, or a (country,
+question) pair with at least ``min_respondents`` respondents), with the model's and the
+humans' option shares built as in ``metrics.distribution`` (weighted by the survey's
+design weights in the ``weighted_*`` scores):
+
+* ``modal_agreement``: the model's most chosen option is the humans' most chosen option,
+  1 or 0; ties on either side count as the chance that random tie-breaks agree,
+  ``|M ∩ H| / (|M| |H|)``. A uniform answer distribution scores ``1 / k``
+  (``uniform_modal_agreement``). Unit: share of groups, in [0, 1].
+* ``kendall_tau``: Kendall's tau-b between the two share vectors over the k options (ties
+  handled as tau-b does; equal to ``scipy.stats.kendalltau``). In [-1, 1]: 1 = same order
+  of preference, 0 = unrelated, -1 = reversed; a random order scores 0 in expectation
+  (``uniform_kendall_tau``, the chance level). Tau is undefined (NaN) for a constant ranking:
+  a model whose shares are all equal (uniform answers) orders no pair, and a group whose human
+  shares are all equal has no order to recover; such groups are left out of the mean
+  (``tau_groups`` counts the rest). A model that gives one answer to everything is not a
+  constant ranking: its shares (1, 0, ..., 0) put that option first and tie the rest, so its
+  tau-b is high when that option is people's favourite (2/sqrt(6) = 0.816 with three options
+  people rank 1 > 2 > 3): read it beside modal agreement, not as a ranking.
+* ``kendall_tau_p``: one-sided permutation test of tau > 0 (scipy's ``permutation_test``,
+  permuting the model's shares over the options: exact over all k! orders for k <= 7,
+  else 9,999 seeded resamples). Per level, the p-value of the *mean* tau over groups under
+  independent permutations of every group (seeded Monte Carlo over the groups' null
+  distributions); ``significant_groups`` is the share of groups with p < 0.05.
+
+Survey options are few (k = 4 gives at best p = 1/24 for one question), so read the
+per-level test and the mean tau; a single question's p-value is shown for completeness.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import permutation_test
+
+from socbench.metrics.distribution import (
+    Weights,
+    distance_scores,
+    group_codes,
+    human_distribution,
+    model_distribution,
+    scorable_groups,
+)
+from socbench.shuffle import order_seed
+from socbench.types import Code, ScoredItem
+
+EXACT_MAX_OPTIONS = 7  # 7! = 5,040 orders enumerated; more options are resampled
+PERMUTATION_RESAMPLES = 9_999
+AGGREGATE_DRAWS = 4_000
+SIGNIFICANCE = 0.05
+SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "uniform_kendall_tau")
+LEVELS = {"question": ("question_id",), "country_question": ("country_code", "question_id")}
+
+
+def kendall_tau_b(model: np.ndarray, human: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Tau-b of ``model`` (rows of share vectors, or one) against ``human``; NaN where either is
+    constant (no order: tau-b is 0/0, as scipy's ``kendalltau`` says)."""
+    model, human = np.moveaxis(np.asarray(model, float), axis, -1), np.asarray(human, float)
+    i, j = np.triu_indices(human.shape[-1], 1)
+    sx, sy = np.sign(_round(model[..., i] - model[..., j])), np.sign(_round(human[i] - human[j]))
+    tied_model, tied_human = (sx * sx).sum(-1), (sy * sy).sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (sx * sy).sum(-1) / np.sqrt(tied_model * tied_human)
+    return np.where((tied_human == 0) | (tied_model == 0), np.nan, tau)
+
+
+def _round(values: np.ndarray) -> np.ndarray:
+    return np.round(values, 12)  # shares from sums of floats: 0.1 + 0.2 must tie with 0.3
+
+
+def modal_agreement(model: np.ndarray, human: np.ndarray) -> float:
+    """``|M ∩ H| / (|M| |H|)`` over the modal options of each side (1/0 without ties)."""
+    top_model = set(np.flatnonzero(_round(model) == _round(model).max()))
+    top_human = set(np.flatnonzero(_round(human) == _round(human).max()))
+    return len(top_model & top_human) / (len(top_model) * len(top_human))
+
+
+@dataclass(frozen=True)
+class RankTest:
+    """Alignment of one group: the scores and tau's permutation null distribution."""
+
+    modal_agreement: float
+    kendall_tau: float
+    p_value: float
+    null: np.ndarray  # tau under permutations of the model's shares (empty when tau is NaN)
+
+
+def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
+    """Modal agreement, tau-b and its one-sided permutation p-value for one group."""
+    agreement = modal_agreement(model, human)
+    tau = float(kendall_tau_b(model, human))
+    if math.isnan(tau):  # a constant ranking on either side: no order, no test
+        return RankTest(agreement, tau, math.nan, np.array([tau]))
+    exact = len(human) <= EXACT_MAX_OPTIONS
+    result = permutation_test((model,), lambda x, axis=-1: kendall_tau_b(x, human, axis),
+                              permutation_type="pairings", vectorized=True, alternative="greater",
+                              n_resamples=np.inf if exact else PERMUTATION_RESAMPLES,
+                              rng=np.random.default_rng(seed))
+    return RankTest(agreement, tau, float(result.pvalue), np.asarray(result.null_distribution, float))
+
+
+def mean_tau_p(taus: Sequence[float], nulls: Sequence[np.ndarray], seed: int = 0) -> float:
+    """One-sided p-value of the mean tau over groups, each group permuted independently."""
+    if not taus:
+        return math.nan
+    rng = np.random.default_rng(seed)
+    draws = np.mean([rng.choice(null, AGGREGATE_DRAWS) for null in nulls], axis=0)
+    observed = float(np.mean(taus))
+    return float((1 + np.sum(draws >= observed - 1e-12)) / (AGGREGATE_DRAWS + 1))
+
+
+# ------------------------------------------------------------------------ per group
+
+
+def _shares(codes: Sequence[Code], values: np.ndarray) -> dict[Code, float]:
+    return {code: round(float(v), 6) for code, v in zip(codes, values, strict=True)}
+
+
+def group_record(items: Sequence[ScoredItem], weights: Weights | None = None,
+                 seed: int = 0) -> tuple[dict[str, object], dict[str, RankTest]]:
+    """One group's shares and alignment (``weighted_*`` too with ``weights``), and its tests
+    by prefix ("" and "weighted_") for the level's aggregate test."""
+    codes = group_codes(items)
+    record: dict[str, object] = {
+        "respondents": len({item.person_id for item in items}), "items": len(items),
+        "accuracy": float(np.mean([item.correct for item in items])),
+        "no_answer": float(np.mean([item.parse_error is not None for item in items])),
+    }
+    tests: dict[str, RankTest] = {}
+    for prefix, w in (("", None), ("weighted_", weights)) if weights is not None else (("", None),):
+        human = human_distribution(items, codes, w)
+        model = model_distribution(items, codes, w)
+        record[f"{prefix}human"] = _shares(codes, human)
+        record[f"{prefix}model"] = None if model is None else _shares(codes, model)
+        test = None if model is None else rank_test(model, human, seed)
+        if test is not None:
+            tests[prefix] = test
+        record.update({f"{prefix}modal_agreement": test.modal_agreement if test else math.nan,
+                       f"{prefix}kendall_tau": test.kendall_tau if test else math.nan,
+                       f"{prefix}kendall_tau_p": test.p_value if test else math.nan})
+        if not prefix and model is not None and len(codes) >= 2:
+            record.update(distance_scores(model, human))
+    return record, tests
+
+
+def _group_seed(seed: int, key: tuple) -> int:
+    return order_seed(seed, "ranking", "\x1f".join(map(str, key))) % (2**32)
+
+
+def level_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respondents: int,
+                 weights: Weights | None = None, seed: int = 0,
+                 ) -> dict[tuple, tuple[dict[str, object], dict[str, RankTest]]]:
+    """Records of every group by ``keys`` with enough respondents and at least two codes."""
+    return {key: group_record(group, weights, _group_seed(seed, key))
+            for key, (group, _) in scorable_groups(items, keys, min_respondents).items()}
+
+
+def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, RankTest]]],
+                  weighted: bool, min_respondents: int, seed: int = 0) -> dict[str, float]:
+    """Means over a level's groups, the uniform floors beside them, and the aggregate test."""
+    summary: dict[str, float] = {"groups": float(len(groups)), "min_respondents": float(min_respondents)}
+    for prefix in ("", "weighted_") if weighted else ("",):
+        scored = [(record, t[prefix]) for record, t in groups.values() if prefix in t]
+        tests = [test for _, test in scored if not math.isnan(test.kendall_tau)]
+        floors = [1.0 / len(record[f"{prefix}human"]) for record, _ in scored]  # type: ignore[arg-type]
+        taus, nulls = [t.kendall_tau for t in tests], [t.null for t in tests]
+        summary.update({
+            f"{prefix}modal_agreement": _mean([test.modal_agreement for _, test in scored]),
+            f"{prefix}uniform_modal_agreement": _mean(floors),
+            f"{prefix}kendall_tau": _mean(taus),
+            f"{prefix}uniform_kendall_tau": 0.0 if tests else math.nan,
+            f"{prefix}kendall_tau_p": mean_tau_p(taus, nulls, seed),
+            f"{prefix}significant_groups": _mean([t.p_value < SIGNIFICANCE for t in tests]),
+            f"{prefix}tau_groups": float(len(tests)),
+        })
+    return summary
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if len(values) else math.nan

@@ -1,0 +1,116 @@
+"""SimBench's distribution score, so a run can be placed beside SimBench's published leaderboard.
+
+SimBench (Hu et al. 2025, "SimBench: Benchmarking the Ability of Large Language Models to
+Simulate Human Behaviors", arXiv 2510.17516) scores a simulated answer distribution against the
+human one by total variation, TV(p, q) = ½ Σ |p_i − q_i|, rescaled so that the uniform
+distribution scores 0 and a perfect match 100: 100 × (1 − TV(model, human) / TV(uniform, human)).
+
+How it is aggregated, as the authors' released scorer does it (``calculate_simbench_score.py``
+in github.com/tsor13/SimBench_release): one row per question × respondent group (for survey
+data, a country); TV(uniform, human) is averaged over all rows of a *dataset* (rows with one
+option left out), and every row's score divides by that dataset mean, not by its own uniform TV
+(so a row whose humans answer uniformly, TV(uniform, human) = 0, is still scored); the model's
+score is the plain mean over all rows. Here a dataset is one domain and a row one (country,
+question) group with at least ``min_respondents`` respondents; ``pooled`` averages rows across
+domains as SimBench averages across its datasets. The row-by-row ratio (the literal formula) is
+reported beside it as ``per_row_score``; rows with TV(uniform, human) = 0 have no such ratio and
+are counted in ``rows_uniform_human``. Scores can be negative (worse than uniform).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from socbench.metrics.distribution import (
+    DEFAULT_MIN_RESPONDENTS,
+    Weights,
+    human_distribution,
+    model_distribution,
+    scorable_groups,
+)
+from socbench.types import ScoredItem
+
+ROW_KEYS = ("country_code", "question_id")
+
+
+def total_variation(p: Sequence[float], q: Sequence[float]) -> float:
+    """½ Σ |p − q| between two distributions over the same codes (each normalised first)."""
+    a, b = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    return 0.5 * float(np.abs(a / a.sum() - b / b.sum()).sum())
+
+
+@dataclass(frozen=True)
+class SimBenchRow:
+    """One question × country group: TV of the model and of uniform answers to the humans."""
+    country_code: str | None
+    question_id: str
+    respondents: int
+    tv_model: float
+    tv_uniform: float
+
+
+@dataclass(frozen=True)
+class SimBenchScore:
+    """A domain's SimBench score (0 = uniform, 100 = the human distribution), with its rows."""
+    score: float
+    norm: float  # mean TV(uniform, human) over the rows: the dataset's normaliser
+    rows: tuple[SimBenchRow, ...]
+    per_question: dict[str, float]  # mean row score per question
+    per_row_score: float  # mean of 100 (1 - TV / own uniform TV) where that is defined
+    rows_uniform_human: int  # rows with TV(uniform, human) = 0 (no per-row ratio)
+    skipped_no_answers: int  # qualifying rows where the model gave no usable answer
+
+
+def row_score(row: SimBenchRow, norm: float) -> float:
+    return 100.0 * (1.0 - row.tv_model / norm) if norm > 0 else math.nan
+
+
+def simbench_rows(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                  weights: Weights | None = None) -> tuple[list[SimBenchRow], int]:
+    """Rows with at least ``min_respondents`` respondents and two offered codes, and how many
+    qualifying rows had no usable model answer (left out, not scored as zero)."""
+    rows, skipped = [], 0
+    for (country, qid), (group, codes) in scorable_groups(items, ROW_KEYS, min_respondents).items():
+        n = len({item.person_id for item in group})
+        model = model_distribution(group, codes, weights)
+        if model is None:
+            skipped += 1
+            continue
+        human = human_distribution(group, codes, weights)
+        uniform = np.full(len(codes), 1.0 / len(codes))
+        rows.append(SimBenchRow(country, qid, n, total_variation(model, human),
+                                total_variation(uniform, human)))
+    return rows, skipped
+
+
+def score_rows(rows: Sequence[SimBenchRow], skipped: int = 0) -> SimBenchScore:
+    """SimBench's aggregation of one dataset's rows (normaliser: their mean uniform TV)."""
+    norm = float(np.mean([r.tv_uniform for r in rows])) if rows else math.nan
+    scores = [row_score(r, norm) for r in rows]
+    by_question: dict[str, list[float]] = {}
+    for r, s in zip(rows, scores, strict=True):
+        by_question.setdefault(r.question_id, []).append(s)
+    own = [100.0 * (1.0 - r.tv_model / r.tv_uniform) for r in rows if r.tv_uniform > 0]
+    return SimBenchScore(score=float(np.mean(scores)) if rows else math.nan, norm=norm, rows=tuple(rows),
+                         per_question={q: float(np.mean(v)) for q, v in by_question.items()},
+                         per_row_score=float(np.mean(own)) if own else math.nan,
+                         rows_uniform_human=sum(r.tv_uniform == 0 for r in rows), skipped_no_answers=skipped)
+
+
+def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                   weights: Weights | None = None) -> SimBenchScore:
+    """SimBench's score of one domain's scored items (any predictor's answers)."""
+    rows, skipped = simbench_rows(items, min_respondents, weights)
+    return score_rows(rows, skipped)
+
+
+def pooled(domains: Mapping[str, SimBenchScore]) -> float:
+    """Across domains, as SimBench across datasets: the mean over every row, each row scored
+    with its own domain's normaliser (a domain with more rows weighs more)."""
+    scores = [row_score(r, d.norm) for d in domains.values() for r in d.rows]
+    finite = [s for s in scores if not math.isnan(s)]
+    return float(np.mean(finite)) if finite else math.nan

@@ -1,0 +1,183 @@
+"""Structure preservation: would the simulated population reproduce the survey's findings?
+
+A model can match each question's marginal answer shares and still erase who answers what.
+Simulated populations "compress heterogeneity" (SSDataBench), and high individual accuracy can
+go with almost no individual signal (Peng et al. 2025, arXiv 2509.19088). For any predictor's
+answers (the LLM's, the demographic model's), per (question, attribute) pair:
+
+* **association**: Cramér's V between the attribute's groups and the answer code, on the real
+  answers and on the predicted ones (scipy's ``contingency.association``; a table with a single
+  answer or a single group has V = 0). Both use the same respondents: those with a usable
+  predicted answer and a known attribute, in groups of at least ``min_group_size``; a pair needs
+  ``min_respondents`` such respondents and two groups. ``profile_correlation`` is Pearson's r of
+  the real and the simulated V over all pairs (NaN with fewer than 3 pairs or a constant profile);
+* **gaps**: for every two qualifying groups of an attribute (women vs men, age band vs age band,
+  country vs country), the difference in mean answer position (codes at 0..k-1 in offered order,
+  as ``metrics.distribution`` treats them). Only gaps the survey shows clearly count: Welch's
+  t-test on the real answers, p < ``gap_alpha``. ``sign_agreement`` is the share of those whose
+  simulated gap has the same sign (a zero simulated gap is not the same sign);
+* **heterogeneity ratio** per question: Shannon entropy of the predicted answer distribution over
+  that of the real one (< 1: the model compresses the population; 0: everyone answers alike).
+
+Answers are the predictors' hard answers (a simulated population answers); unweighted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import entropy, pearsonr, ttest_ind_from_stats
+from scipy.stats.contingency import association
+
+from socbench.metrics.distribution import group_codes, split_groups
+from socbench.types import ScoredItem
+
+MIN_RESPONDENTS = 30
+MIN_GROUP_SIZE = 10
+GAP_ALPHA = 0.05
+COUNTRY = "country"
+Groups = Mapping[int, Mapping[str, str]]  # person id -> {attribute: group}
+
+
+@dataclass(frozen=True)
+class PairStructure:
+    """One (question, attribute) pair: its association and its clear subgroup gaps."""
+    question_id: str
+    attribute: str
+    respondents: int
+    real_v: float
+    simulated_v: float
+    gaps: tuple[tuple[str, str, float, float], ...]  # (group a, group b, real gap, simulated gap)
+
+
+@dataclass(frozen=True)
+class Structure:
+    """A predictor's structure figures for one domain."""
+    pairs: tuple[PairStructure, ...]
+    profile_correlation: float
+    mean_real_v: float
+    mean_simulated_v: float
+    gaps: int  # clear real gaps
+    gaps_same_sign: int
+    sign_agreement: float
+    heterogeneity: dict[str, float]  # question -> entropy ratio
+    heterogeneity_ratio: float  # median over questions
+    no_usable_answer: int  # items left out: the predictor gave no usable answer
+
+
+def cramers_v(table: np.ndarray) -> float:
+    """Cramér's V of a groups × codes count table; 0 when only one row or column is non-empty."""
+    table = np.asarray(table, dtype=np.int64)  # counts (scipy's association takes integers only)
+    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+    if min(table.shape) < 2:
+        return 0.0
+    return float(association(table, method="cramer", correction=False))
+
+
+def heterogeneity_ratio(real: Sequence[str], simulated: Sequence[str]) -> float:
+    """H(simulated answers) / H(real answers); NaN when the real answers are all alike."""
+    h_real = entropy(pd.Series(list(real)).value_counts().to_numpy())
+    h_sim = entropy(pd.Series(list(simulated)).value_counts().to_numpy()) if len(simulated) else math.nan
+    return float(h_sim / h_real) if h_real > 0 else math.nan
+
+
+def usable(item: ScoredItem) -> bool:
+    return item.parse_error is None and item.predicted_code in item.offered_codes
+
+
+def item_groups(items: Sequence[ScoredItem]) -> dict[int, dict[str, str]]:
+    """Person id -> the items' persona groups, plus ``country`` from the country code."""
+    groups: dict[int, dict[str, str]] = {}
+    for item in items:
+        found = groups.setdefault(item.person_id, dict(item.groups))
+        if item.country_code is not None:
+            found[COUNTRY] = item.country_code
+    return groups
+
+
+def _gaps(frame: pd.DataFrame, gap_alpha: float) -> tuple[tuple[str, str, float, float], ...]:
+    """Clear real gaps (Welch p < alpha) between every two groups, with the simulated gap.
+
+    One vectorised Welch test over all pairs (``ttest_ind_from_stats``, the same numbers as
+    ``ttest_ind`` on each pair): a country attribute has hundreds of pairs per question."""
+    codes, names = pd.factorize(frame["group"], sort=True)
+    real, simulated = frame["real"].to_numpy(dtype=float), frame["sim"].to_numpy(dtype=float)
+    n = np.bincount(codes).astype(float)
+    mean, sim = np.bincount(codes, real) / n, np.bincount(codes, simulated) / n
+    with np.errstate(divide="ignore", invalid="ignore"):  # sd: two-pass, ddof 1 (n >= 2 here)
+        sd = np.sqrt(np.bincount(codes, (real - mean[codes]) ** 2) / (n - 1))
+    pairs = list(itertools.combinations(range(len(names)), 2))
+    if not pairs:
+        return ()
+    a, b = (np.array(side) for side in zip(*pairs, strict=True))
+    real_gap = mean[a] - mean[b]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = ttest_ind_from_stats(mean[a], sd[a], n[a], mean[b], sd[b], n[b], equal_var=False).pvalue
+    names = names.astype(str)
+    return tuple((names[i], names[j], float(gap), float(sim[i] - sim[j]))
+                 for i, j, gap, pv in zip(a, b, real_gap, np.atleast_1d(p), strict=True)
+                 if gap != 0 and not math.isnan(pv) and pv < gap_alpha)
+
+
+def _table(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """The groups x codes count table of ``column`` (faster than ``pd.crosstab``)."""
+    rows, _ = pd.factorize(frame["group"])
+    cols, _ = pd.factorize(frame[column])
+    table = np.zeros((rows.max() + 1, cols.max() + 1), dtype=np.int64)
+    np.add.at(table, (rows, cols), 1)
+    return table
+
+
+def _pair(qid: str, attribute: str, frame: pd.DataFrame, min_respondents: int, min_group_size: int,
+          gap_alpha: float) -> PairStructure | None:
+    sizes = frame["group"].value_counts()
+    frame = frame[frame["group"].isin(sizes[sizes >= min_group_size].index)]
+    if len(frame) < min_respondents or frame["group"].nunique() < 2:
+        return None
+    real_v, sim_v = cramers_v(_table(frame, "real")), cramers_v(_table(frame, "sim"))
+    return PairStructure(qid, attribute, len(frame), real_v, sim_v, _gaps(frame, gap_alpha))
+
+
+def structure(items: Sequence[ScoredItem], groups: Groups | None = None, *,
+              min_respondents: int = MIN_RESPONDENTS, min_group_size: int = MIN_GROUP_SIZE,
+              gap_alpha: float = GAP_ALPHA) -> Structure:
+    """Structure figures of the items' predicted answers against their true answers.
+    ``groups``: person id -> {attribute: group}; default the items' persona groups and country."""
+    groups = item_groups(items) if groups is None else groups
+    pairs, heterogeneity = [], {}
+    answered = [item for item in items if usable(item)]
+    for (qid,), group in split_groups(answered, ("question_id",)).items():
+        position = {code: i for i, code in enumerate(group_codes(group))}
+        heterogeneity[qid] = heterogeneity_ratio([i.true_code for i in group],
+                                                 [str(i.predicted_code) for i in group])
+        attributes = sorted({a for item in group for a in groups.get(item.person_id, {})})
+        for attribute in attributes:
+            rows = [(groups[i.person_id][attribute], position[i.true_code], position[i.predicted_code])
+                    for i in group if attribute in groups.get(i.person_id, {})]
+            frame = pd.DataFrame(rows, columns=["group", "real", "sim"])
+            found = _pair(qid, attribute, frame, min_respondents, min_group_size, gap_alpha)
+            if found is not None:
+                pairs.append(found)
+    return _summary(tuple(pairs), heterogeneity, len(items) - len(answered))
+
+
+def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float], unusable: int) -> Structure:
+    real = np.array([p.real_v for p in pairs])
+    sim = np.array([p.simulated_v for p in pairs])
+    varies = len(pairs) >= 3 and real.std() > 0 and sim.std() > 0
+    gaps = [g for p in pairs for g in p.gaps]
+    same = sum(np.sign(real_gap) == np.sign(sim_gap) for _, _, real_gap, sim_gap in gaps)
+    ratios = [r for r in heterogeneity.values() if not math.isnan(r)]
+    correlation = float(pearsonr(real, sim).statistic) if varies else math.nan
+    return Structure(pairs=pairs, profile_correlation=correlation,
+                     mean_real_v=float(real.mean()) if len(pairs) else math.nan,
+                     mean_simulated_v=float(sim.mean()) if len(pairs) else math.nan,
+                     gaps=len(gaps), gaps_same_sign=int(same),
+                     sign_agreement=same / len(gaps) if gaps else math.nan, heterogeneity=heterogeneity,
+                     heterogeneity_ratio=float(np.median(ratios)) if ratios else math.nan,
+                     no_usable_answer=unusable)

@@ -1,0 +1,147 @@
+"""Uncertainty of accuracy: respondent-cluster bootstrap CIs and paired model comparisons.
+
+Items of one respondent are not independent (a persona the model misreads is misread on
+every question), so CIs resample *respondents* with all their items (cluster bootstrap),
+not items. Across domains the resampling is stratified: respondents are resampled within
+each domain and the statistic is the unweighted mean of the per-domain accuracies, the
+same aggregate the summaries report.
+
+The paired comparison of two models on the same items gives McNemar's exact test (a
+two-sided binomial test on the discordant items, scipy ``binomtest``) and the bootstrap CI
+of the accuracy difference. McNemar treats items as independent, so under clustering its
+p-value is optimistic; the cluster-bootstrap CI of the difference is the one to trust when
+they disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import binomtest, bootstrap
+
+DEFAULT_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+CONFIDENCE = 0.95
+
+Totals = tuple[np.ndarray, np.ndarray]  # per-cluster sums of the values, per-cluster item counts
+
+
+def _strata_totals(values: np.ndarray, clusters: np.ndarray, strata: np.ndarray | None) -> list[Totals]:
+    """Per stratum: the sums and item counts of each cluster (respondent)."""
+    keys = np.zeros(len(values), dtype=int) if strata is None else strata
+    totals = []
+    for stratum in np.unique(keys):
+        mask = keys == stratum
+        _, inverse = np.unique(clusters[mask], return_inverse=True)
+        totals.append((np.bincount(inverse, weights=values[mask]), np.bincount(inverse).astype(float)))
+    return totals
+
+
+def _as_arrays(values: Sequence[float], clusters: Sequence, strata: Sequence | None):
+    values_a = np.asarray(values, dtype=float)
+    clusters_a = np.asarray(clusters)
+    strata_a = None if strata is None else np.asarray(strata)
+    if len(clusters_a) != len(values_a) or (strata_a is not None and len(strata_a) != len(values_a)):
+        raise ValueError("values, clusters and strata must have one entry per item")
+    return values_a, clusters_a, strata_a
+
+
+def stratified_mean(values: Sequence[float], strata: Sequence | None = None) -> float:
+    """Mean of ``values`` within each stratum, averaged over strata (plain mean without)."""
+    values_a, _, strata_a = _as_arrays(values, np.zeros(len(values)), strata)
+    if len(values_a) == 0:
+        return math.nan
+    if strata_a is None:
+        return float(values_a.mean())
+    return float(np.mean([values_a[strata_a == s].mean() for s in np.unique(strata_a)]))
+
+
+def accuracy_ci(correct: Sequence[float], clusters: Sequence, strata: Sequence | None = None, *,
+                min_respondents: int, n_resamples: int = DEFAULT_RESAMPLES,
+                seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """The respondent-bootstrap CI of accuracy, or None below ``min_respondents`` respondents
+    (an interval from two people would be printed as if it meant something)."""
+    if len(set(clusters)) < min_respondents:
+        return None
+    return cluster_bootstrap_ci(correct, clusters, strata, n_resamples=n_resamples, seed=seed)
+
+
+def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Sequence | None = None, *,
+                         n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                         confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Percentile CI of ``stratified_mean(values, strata)``, resampling clusters in each stratum.
+
+    ``values`` is one number per item (1/0 for correct, or a paired difference), ``clusters``
+    the item's respondent. A stratum with a single respondent cannot vary and enters as a
+    constant; with no stratum of two or more respondents the CI is undefined (NaN, NaN).
+    """
+    values_a, clusters_a, strata_a = _as_arrays(values, clusters, strata)
+    totals = _strata_totals(values_a, clusters_a, strata_a) if len(values_a) else []
+    varying = [t for t in totals if len(t[0]) >= 2]
+    if not varying:
+        return math.nan, math.nan
+    fixed = sum(float(s.sum() / n.sum()) for s, n in totals if len(s) < 2)
+    n_strata = len(totals)
+
+    def statistic(*indices: np.ndarray, axis: int = -1) -> np.ndarray:
+        parts = [s[i].sum(axis=axis) / n[i].sum(axis=axis)
+                 for (s, n), i in zip(varying, indices, strict=True)]
+        return (np.sum(parts, axis=0) + fixed) / n_strata
+
+    result = bootstrap(tuple(np.arange(len(s)) for s, _ in varying), statistic, n_resamples=n_resamples,
+                       vectorized=True, paired=False, method="percentile", confidence_level=confidence,
+                       rng=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts (1.0 when there are none)."""
+    n = a_only + b_only
+    if n == 0:
+        return 1.0
+    return float(binomtest(a_only, n, 0.5, alternative="two-sided").pvalue)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Model A against model B on the same items (difference = A - B)."""
+
+    n_items: int
+    n_respondents: int
+    accuracy_a: float
+    accuracy_b: float
+    difference: float
+    difference_ci: tuple[float, float]
+    both_correct: int
+    a_only: int  # A right, B wrong
+    b_only: int  # A wrong, B right
+    neither: int
+    mcnemar_p: float
+
+
+def paired_comparison(correct_a: Sequence[bool], correct_b: Sequence[bool], clusters: Sequence,
+                      strata: Sequence | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
+                      seed: int = BOOTSTRAP_SEED) -> PairedComparison:
+    """Compare two models item by item; ``clusters`` names each item's respondent.
+
+    Accuracies and the difference are stratified means (per-domain accuracy averaged over
+    domains when ``strata`` are domains); McNemar's counts are pooled over all items.
+    """
+    a = np.asarray(correct_a, dtype=bool)
+    b = np.asarray(correct_b, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError("both models need one correctness value per shared item")
+    a_only, b_only = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    diff = a.astype(float) - b.astype(float)
+    return PairedComparison(
+        n_items=len(a), n_respondents=len(set(zip(strata if strata is not None else [0] * len(a), clusters))),
+        accuracy_a=stratified_mean(a.astype(float), strata),
+        accuracy_b=stratified_mean(b.astype(float), strata),
+        difference=stratified_mean(diff, strata),
+        difference_ci=cluster_bootstrap_ci(diff, clusters, strata, n_resamples=n_resamples, seed=seed),
+        both_correct=int(np.sum(a & b)), a_only=a_only, b_only=b_only, neither=int(np.sum(~a & ~b)),
+        mcnemar_p=mcnemar_exact(a_only, b_only),
+    )

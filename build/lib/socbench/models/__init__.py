@@ -1,0 +1,118 @@
+"""Turn a model spec (built-in name, HF folder, ``.gguf`` file) into a loadable HF folder, whose
+``fingerprint`` goes into every cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from socbench.errors import ModelError
+from socbench.models.smollm2 import BUILTIN_MODELS, MARKER, builtin_gguf, ensure_converted, file_sha256
+
+DEFAULT_MODEL = "smollm2-135m-instruct"
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
+_ID_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+             "chat_template.jinja", "special_tokens_map.json", MARKER)
+
+__all__ = ["DEFAULT_MODEL", "ResolvedModel", "model_slug", "resolve_model", "socbench_home"]
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model ready to load: ``path`` is an HF folder (config, tokenizer, weights)."""
+
+    name: str  # what the user asked for, e.g. "smollm2-135m-instruct" or the folder name
+    path: Path
+    source: str  # where it came from, for logs and reports
+    fingerprint: str  # content identity for cache keys (16 hex chars)
+
+
+def socbench_home() -> Path:
+    """Where converted models live: ``$SOCBENCH_HOME`` or ``~/.cache/socbench``."""
+    return Path(os.environ.get("SOCBENCH_HOME") or Path.home() / ".cache" / "socbench").expanduser()
+
+
+def model_slug(name: str) -> str:
+    """A single safe path component for a model name (output folders, cache folders)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name.strip().rstrip("/\\")).strip("._-")
+    slug = re.sub(r"\.{2,}", ".", slug)
+    return slug or "model"
+
+
+def resolve_model(spec: str) -> ResolvedModel:
+    """Resolve a spec; errors name the spec or folder and what is missing."""
+    spec = str(spec).strip()
+    if not spec:
+        raise ModelError("--model is empty: give a built-in name, an HF model folder or a .gguf file")
+    if spec in BUILTIN_MODELS:
+        return _builtin(spec)
+    path = Path(spec).expanduser()
+    if path.suffix.lower() == ".gguf":
+        return _gguf(path)
+    if path.is_dir():
+        return _folder(path, name=path.resolve().name, source=f"folder {path.resolve()}")
+    if path.exists():
+        raise ModelError(f"model {spec!r}: {path} is a file, not an HF model folder or a .gguf file")
+    raise ModelError(f"model {spec!r} not found: not a built-in name ({', '.join(sorted(BUILTIN_MODELS))}), "
+                     "an existing HF model folder or a .gguf file")
+
+
+def check_folder(path: Path) -> None:
+    """An HF folder needs config.json and weights; say which is missing."""
+    if not (path / "config.json").is_file():
+        raise ModelError(f"model folder {path}: no config.json")
+    if not any(next(path.glob(p), None) for p in WEIGHT_PATTERNS):
+        raise ModelError(f"model folder {path}: no weights (*.safetensors or *.bin)")
+
+
+def folder_fingerprint(path: Path) -> str:
+    """Hash of config/tokenizer files and weight names + sizes: cheap even for large models."""
+    digest = hashlib.sha256()
+    for name in _ID_FILES:
+        file = path / name
+        if file.is_file():
+            digest.update(name.encode() + b"\0" + hashlib.sha256(file.read_bytes()).digest())
+    weights = sorted(f for p in WEIGHT_PATTERNS for f in path.glob(p))
+    digest.update(json.dumps([[f.name, f.stat().st_size] for f in weights]).encode())
+    return digest.hexdigest()[:16]
+
+
+def _folder(path: Path, name: str, source: str) -> ResolvedModel:
+    path = path.resolve()
+    check_folder(path)
+    return ResolvedModel(name=name, path=path, source=source, fingerprint=folder_fingerprint(path))
+
+
+def _builtin(name: str) -> ResolvedModel:
+    model = BUILTIN_MODELS[name]
+    gguf, version = builtin_gguf(model)
+    target = socbench_home() / "models" / model_slug(name)
+    provenance = {"package": model.distribution, "package_version": version, "gguf_sha256": _gguf_sha(gguf)}
+    ensure_converted(gguf, target, provenance)
+    return _folder(target, name=name, source=f"{model.description} ({model.distribution} {version})")
+
+
+def _gguf(path: Path) -> ResolvedModel:
+    if not path.is_file():
+        raise ModelError(f"model file {path} not found")
+    sha = _gguf_sha(path)
+    target = socbench_home() / "models" / f"{model_slug(path.stem)}-{sha[:12]}"
+    ensure_converted(path, target, {"package": None, "package_version": None, "gguf_sha256": sha})
+    return _folder(target, name=path.stem, source=f"GGUF {path.resolve()}")
+
+
+_SHA_CACHE: dict[tuple[str, int, int], str] = {}
+
+
+def _gguf_sha(path: Path) -> str:
+    """sha256 of a GGUF, memoised per (path, size, mtime) so repeated resolves stay fast."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _SHA_CACHE:
+        _SHA_CACHE[key] = file_sha256(path)
+    return _SHA_CACHE[key]

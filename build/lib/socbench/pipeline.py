@@ -1,0 +1,161 @@
+"""The one pipeline every Task runs: load -> special options -> prompts (expansions included) ->
+engine -> extract -> score -> report.
+
+The first three stages are remembered per (run configuration, unit) in this process, so the preflight
+(which checks every prompt before a model starts), ``socbench issp prompts``, the benchmarks and the
+flow itself build a unit's prompts once. ``generate`` is the one engine call: requests of every kind
+in, answers in the same order out, each distinct request sent once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from socbench.engines.base import Engine, ResultSink
+from socbench.errors import SocbenchError
+from socbench.task import Prompts, Request, Task, Unit
+from socbench.types import Answers, LoglikelihoodRequest
+
+T = TypeVar("T")
+_LOCK = threading.Lock()
+_MEMO: dict[tuple[str, str, int], Any] = {}
+
+
+def task_key(task: Task) -> str:
+    """What a unit's samples and prompts depend on: the task and its whole configuration."""
+    return f"{task.name}:{task.config.model_dump_json()}"
+
+
+def _remembered(stage: str, task: Task, unit: Unit, build: Callable[[], T]) -> T:
+    key = (stage, task_key(task), unit.id)
+    with _LOCK:
+        if key in _MEMO:
+            return _MEMO[key]
+    value = build()
+    with _LOCK:
+        _MEMO[key] = value
+    return value
+
+
+def forget() -> None:
+    """Drop every remembered stage (a finished run's; a notebook's next run starts clean)."""
+    with _LOCK:
+        _MEMO.clear()
+
+
+def load(task: Task, unit: Unit) -> Any:
+    return _remembered("load", task, unit, lambda: task.load(unit))
+
+
+def special_options(task: Task, unit: Unit, data: Any) -> Any:
+    return _remembered("options", task, unit, lambda: task.special_options(data))
+
+
+def prompts(task: Task, unit: Unit, samples: Any) -> Prompts:
+    return _remembered("prompts", task, unit, lambda: task.prompts(samples))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A unit ready for the engine: its samples and its prompts."""
+
+    unit: Unit
+    data: Any
+    samples: Any
+    prompts: Prompts
+
+
+def plan(task: Task, unit: Unit) -> Plan:
+    """The first three stages of one unit (remembered)."""
+    data = load(task, unit)
+    samples = special_options(task, unit, data)
+    return Plan(unit, data, samples, prompts(task, unit, samples))
+
+
+def plans(task: Task) -> dict[Unit, Plan]:
+    """Every unit's plan; a unit whose data cannot be read is left out (it fails on its own in the flow,
+    and the other units still run) unless it is the only one."""
+    units = task.units()
+    found = {}
+    for unit in units:
+        try:
+            found[unit] = plan(task, unit)
+        except SocbenchError:
+            if len(units) == 1:
+                raise
+    return found
+
+
+def all_requests(found: dict[Unit, Plan]) -> list[Request]:
+    return [request for unit_plan in found.values() for request in unit_plan.prompts.requests]
+
+
+# ---------------------------------------------------------------------------------- engine
+
+
+def method_of(request: Request) -> str:
+    """The engine method that answers ``request``."""
+    if isinstance(request, LoglikelihoodRequest):
+        return "loglikelihood"
+    return "option_logprobs" if request.mode == "logprobs" else "generate"
+
+
+def distinct(requests: Sequence[Request]) -> dict[str, list[Request]]:
+    """Requests by engine method, each distinct request once (shared ones, e.g. CP-UN's, are asked once)."""
+    by_method: dict[str, dict[str, Request]] = {}
+    for request in requests:
+        by_method.setdefault(method_of(request), {}).setdefault(request.key, request)
+    return {method: list(found.values()) for method, found in by_method.items()}
+
+
+def request_count(requests: Sequence[Request]) -> int:
+    """How many requests ``generate`` sends (the progress bar's total)."""
+    return sum(len(group) for group in distinct(requests).values())
+
+
+def generate(engine: Engine, requests: Sequence[Request], on_result: ResultSink | None = None) -> list[Any]:
+    """Every request answered by its method, in ``requests`` order (one call per method)."""
+    answers: dict[tuple[str, str], Any] = {}
+    for method, group in distinct(requests).items():
+        for request, answer in zip(group, getattr(engine, method)(group, on_result=on_result), strict=True):
+            answers[method, request.key] = answer
+    return [answers[method_of(r), r.key] for r in requests]
+
+
+def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | None = None) -> Answers:
+    """``generate`` with what it cost: seconds, the engine's identity and its cache's hits and misses."""
+    start = time.perf_counter()
+    results = generate(engine, requests, on_result)
+    stats = getattr(engine, "stats", None)
+    cache = {"hits": stats.hits, "misses": stats.misses} if stats is not None else {}
+    return Answers(tuple(results), time.perf_counter() - start, dict(engine.identity), cache)
+
+
+def score_unit(task: Task, unit: Unit, engine: Engine) -> Any:
+    """One unit's stages in this process, without Prefect or files (benchmarks, tests): the scored unit."""
+    found = plan(task, unit)
+    extracted = task.extract(found.prompts, answer(engine, found.prompts.requests))
+    return task.score(found.samples, found.prompts, extracted)
+
+
+def uncached(engine: Engine, requests: Sequence[Request]) -> int:
+    """Requests the engine cache cannot answer (all of them for an engine without a cache)."""
+    missing = getattr(engine, "missing", None)
+    if missing is None:
+        return request_count(requests)
+    return sum(missing(method, group) for method, group in distinct(requests).items())
+
+
+def preload(engine: Engine, requests: Sequence[Request]) -> bool:
+    """Load the model now, unless the engine cache holds every answer (a cached rerun never loads it).
+
+    Why: the CLI calls this while Prefect's API server starts (6-13 s here), so the two overlap."""
+    load = getattr(getattr(engine, "backend", engine), "load", None)
+    if load is None or not uncached(engine, requests):
+        return False
+    load()
+    return True

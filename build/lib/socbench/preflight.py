@@ -1,0 +1,257 @@
+"""Checks a run before any flow or model starts: each failure is one ``SocbenchError`` line naming the
+setting or file. A unit's own files are checked here only in a single-unit run; in a run over several,
+that unit fails on its own and the others still run.
+
+Only prompts that could be too long for the model's context are tokenized: a byte-level BPE or
+byte-fallback SentencePiece token stands for at least one byte, so a prompt's token count is at most its
+UTF-8 byte count plus ``SPECIAL_MARGIN``; the others are counted exactly (``TokenCounter``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from socbench import pipeline
+from socbench.engines.session import get_engine
+from socbench.engines.settings import EngineSettings
+from socbench.errors import ConfigError, EngineError
+from socbench.studies import task_for
+from socbench.task import Unit
+from socbench.types import PromptRequest
+
+log = logging.getLogger("socbench")
+
+CHECKED_WHOLE = 3  # prompts (the longest) counted whole, to check the piecewise count
+SPECIAL_MARGIN = 3  # tokens a tokenizer may add that stand for no byte of the text (BOS, EOS, dummy prefix)
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """Prompts of one unit longer than the context allows."""
+
+    unit: Unit
+    over: int
+    total: int
+    longest: int  # tokens, the reply's share included
+
+
+def reply_tokens(request: PromptRequest) -> int:
+    """Tokens the answer needs after the prompt: generation's ``max_tokens``, or the longest option
+    code scored after the answer prefix (a code's tokens are at most its bytes)."""
+    if request.mode == "logprobs":
+        return max((len(code.encode()) for code in request.offered_codes), default=1)
+    return request.sampling.max_tokens
+
+
+class TokenCounter:
+    """Exact token counts of prompts that share long parts: HF tokenizers cut at special tokens
+    first, so a count is the sum of its pieces' plus one per special token, and each distinct
+    piece is tokenized once. Where ``exact`` finds that false, prompts are encoded whole."""
+
+    def __init__(self, tokenizer) -> None:
+        from socbench.engines._chat import encode
+
+        self._encode = lambda text, special: len(encode(tokenizer, text, special=special))
+        specials = {str(t) for t in [*tokenizer.all_special_tokens, *tokenizer.get_added_vocab()] if t}
+        self._split = re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) \
+            if specials else None
+        self._added = {special: self._encode("", special) for special in (False, True)}
+        self._pieces: dict[str, int] = {}
+        self._whole = False
+
+    def _by_pieces(self, text: str, special: bool) -> int:
+        pieces = self._split.split(text) if self._split else [text]
+        n = self._added[special] + len(pieces) - 1
+        for piece in filter(None, pieces):
+            if piece not in self._pieces:
+                self._pieces[piece] = self._encode(piece, False)
+            n += self._pieces[piece]
+        return n
+
+    def exact(self, text: str, special: bool) -> int:
+        """The count, checked against the whole text's (the first prompts, until one disagrees)."""
+        whole = self._encode(text, special)
+        self._whole = self._whole or whole != self._by_pieces(text, special)
+        return whole
+
+    def count(self, text: str, special: bool) -> int:
+        return self._encode(text, special) if self._whole else self._by_pieces(text, special)
+
+
+def unit_overflow(unit: Unit, prompts: Sequence[PromptRequest], tokenizer,
+                    context: int) -> Overflow | None:
+    """How many of ``prompts`` (with their replies) exceed ``context`` tokens, counting only the
+    prompts whose byte length could (module docstring); None when all fit."""
+    from socbench.engines._chat import prompt_text
+
+    texts = [prompt_text(tokenizer, r) + r.answer_prefix for r in prompts]
+    room = [context - reply_tokens(r) for r in prompts]
+    candidates = sorted((i for i, text in enumerate(texts) if len(text.encode()) + SPECIAL_MARGIN > room[i]),
+                        key=lambda i: -len(texts[i]))
+    counter, over, longest = TokenCounter(tokenizer), 0, 0
+    for rank, i in enumerate(candidates):
+        measure = counter.exact if rank < CHECKED_WHOLE else counter.count
+        n = measure(texts[i], not prompts[i].chat)
+        if n > room[i]:
+            over += 1
+            longest = max(longest, n + context - room[i])
+    return Overflow(unit, over, len(prompts), longest) if over else None
+
+
+Prompts = dict[Unit, list[PromptRequest]]
+
+
+def check_prompt_lengths(prompts: Prompts, tokenizer, context: int, where: str) -> None:
+    """Every prompt and its reply fit ``context`` tokens; else one ConfigError line with the count,
+    the longest, the context and the two ways out. ``where`` says where the context comes from."""
+    overflows = [o for d, p in prompts.items() if (o := unit_overflow(d, p, tokenizer, context))]
+    if not overflows:
+        return
+    first = overflows[0]
+    others = ", ".join(str(o.unit.id) for o in overflows[1:])
+    also = f" (also {'units' if len(overflows) > 2 else 'unit'} {others})" if others else ""
+    raise ConfigError(
+        f"{first.unit.label}: {first.over} of {first.total} prompts are longer "
+        f"than the model's context{also}: the longest needs {first.longest} tokens with its reply, the "
+        f"context is {context} ({where}); use a longer --engine max_model_len on a model that has it, "
+        f"or fewer persona attributes (the manifest's persona_attributes: include:)")
+
+
+
+def check_output_dir(output_dir: Path, flag: str = "--output_dir", *, create: bool = True) -> None:
+    """The output folder can be created and written (``flag`` names it in the error). With
+    ``create=False`` nothing is created: the nearest existing folder must be writable (an
+    import that fails later then leaves no empty folder behind)."""
+    folder = output_dir
+    while not create and not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    try:
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+        elif not folder.is_dir():
+            raise NotADirectoryError(20, "not a folder", str(folder))
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{flag} {output_dir}: cannot write there ({exc.strerror or exc})") from None
+
+
+def _get_models(url: str, api_key: str | None, timeout_s: float) -> tuple[int, object]:
+    """(HTTP status, parsed JSON body or None) of ``GET <url>/v1/models``."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{url}/v1/models", headers=headers),
+                                    timeout=timeout_s) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    except json.JSONDecodeError:
+        return 200, None
+
+
+def check_server(api_base: str, model: str | None = None, api_key: str | None = None,
+                 timeout_s: float = 5.0, key_env: str = "OPENAI_API_KEY") -> None:
+    """Every OpenAI-compatible base URL answers, accepts the key (401/403 names ``--api_key_env``)
+    and lists ``model`` in ``/v1/models`` (else a ConfigError naming ``--model``); a server
+    without a model list is not checked further."""
+    for url in (u.strip().rstrip("/").removesuffix("/v1") for u in api_base.split(",")):
+        try:
+            status, body = _get_models(url, api_key, timeout_s)
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise EngineError(f"--api_base {url}: server unreachable ({reason})") from None
+        if status in (401, 403):
+            raise ConfigError(f"--api_key_env {key_env}: the server at {url} refused the key (HTTP {status})")
+        data = body.get("data") if isinstance(body, dict) else None
+        served = [str(m.get("id")) for m in data if isinstance(m, dict)] if isinstance(data, list) else None
+        if model is not None and served is not None and model not in served:
+            raise ConfigError(f"--model {model!r}: the server at {url} does not serve it; "
+                              f"it serves: {', '.join(served) or 'nothing'}")
+
+
+def check_structured(config: Any) -> None:
+    """With ``--structured`` over the API, a tiny constrained request (``OpenAIEngine.check_structured``)."""
+    if config.engine.api_type != "openai" or getattr(config, "mode", None) != "generate" \
+            or not config.use_structured:
+        return
+    from socbench.engines.registry import create_engine
+
+    engine = config.engine
+    create_engine(engine.api_type, engine.model, settings=engine.backend_options()).check_structured()
+
+
+def check_engine(engine: EngineSettings) -> int | None:
+    """The backend can be used: a server answers, accepts the key and serves ``--model``; or the
+    model resolves and its backend accepts the settings (vLLM's own configuration, transformers'
+    device and dtype), before any weights load. The model's context in tokens (None: a server)."""
+    if engine.api_type == "openai":
+        key = os.environ.get(engine.api_key_env)
+        if key is None and engine.api_key_env != "OPENAI_API_KEY":
+            raise ConfigError(f"--api_key_env {engine.api_key_env}: that environment variable is not set")
+        check_server(engine.api_base or "", engine.model, (key or "").strip() or None,
+                     key_env=engine.api_key_env)
+        return None
+    from socbench.engines.engine_check import check_hf, check_vllm
+    from socbench.engines.settings import HfSettings, VllmSettings
+    from socbench.models import resolve_model
+
+    model = resolve_model(engine.model)
+    if engine.api_type == "hf":
+        return check_hf(model, HfSettings.from_options(engine.engine_args))
+    return check_vllm(model, VllmSettings.for_host(engine.engine_args))
+
+
+def check_run(config: Any) -> None:
+    """A run of any Task: its units and their data (a lone unit's files too; in a run over several, a unit
+    that cannot be read fails on its own in the flow), the task's own checks (where its data may go:
+    ``socbench.data_use``) and the output folder; then, unless the engine cache answers every request
+    (then nothing is sent: a rerun rescores with the server down or the GPU elsewhere), the engine and
+    that every prompt fits the model's context. The prompts built here are the ones the flow sends
+    (``socbench.pipeline`` remembers them)."""
+    study = task_for(config)
+    for note in study.check():
+        log.warning(note)
+    plans = pipeline.plans(study)
+    check_output_dir(config.output_dir)
+    settings = config.engine_settings()
+    requests = pipeline.all_requests(plans)
+    if requests and not pipeline.uncached(get_engine(settings), requests):
+        used = f"the server at {settings.api_base}" if settings.api_type == "openai" else settings.model
+        log.warning("every answer of this run is in the engine cache (%s): %s is not used",
+                    settings.cache_dir, used)
+        return
+    context = check_engine(settings)
+    check_structured(config)
+    if context is not None:
+        chat = {unit: [r for r in found.prompts.requests if isinstance(r, PromptRequest)]
+                for unit, found in plans.items()}
+        check_prompt_lengths(chat, _tokenizer(settings), context, _context_source(settings))
+
+
+def _tokenizer(settings: EngineSettings):
+    """The tokenizer the backend uses (vLLM and transformers both load the model folder's, unless
+    ``--engine tokenizer`` names another)."""
+    from transformers import AutoTokenizer
+
+    from socbench.models import resolve_model
+
+    folder = settings.engine_args.get("tokenizer") or resolve_model(settings.model).path
+    # no limit of its own: it would warn about every prompt longer than the model (we count those)
+    return AutoTokenizer.from_pretrained(folder, model_max_length=sys.maxsize)
+
+
+def _context_source(settings: EngineSettings) -> str:
+    if settings.api_type == "vllm" and settings.engine_args.get("max_model_len"):
+        return "--engine max_model_len"
+    return "the model's own max_model_len" if settings.api_type == "vllm" else "the model's config"

@@ -1,0 +1,300 @@
+"""Every process socbench starts beside itself: free ports, health waits, process groups, a
+Prefect server, a throwaway PostgreSQL cluster, and the CPU environment.
+
+A Prefect server is started only through ``prefect server start --host 127.0.0.1`` and reached
+through ``PREFECT_API_URL`` (nothing of Prefect imported); each runs in its own session, so a Ctrl-C
+reaches socbench, which then stops it in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, MutableMapping
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+T = TypeVar("T")
+BIN = Path(sys.executable).parent  # the venv's console scripts (prefect)
+# Debian's postgresql (make setup installs it): the newest major version's tools
+PG_BIN = max((p for p in Path("/usr/lib/postgresql").glob("*/bin") if p.parent.name.isdigit()),
+             key=lambda p: int(p.parent.name),
+             default=Path("/usr/lib/postgresql/15/bin"))
+
+# vLLM on a CPU host (stack-notes): without a KV-cache size start-up asks for 92 % of RAM; the
+# engine in-process starts in 3-5 s instead of 16-25 s; torch.compile costs 8-18 s on the first
+# log-probs request. One value each, for every process socbench or its tests start.
+CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+           "TORCH_COMPILE_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def cpu_defaults(env: MutableMapping[str, str] | None = None) -> MutableMapping[str, str]:
+    """``CPU_ENV`` where ``env`` (default: this process's environment) does not say otherwise."""
+    env = os.environ if env is None else env
+    for key, value in CPU_ENV.items():
+        env.setdefault(key, value)
+    return env
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.2) -> T:
+    """``predicate()``'s first truthy value, polled until ``timeout_s``; else TimeoutError naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(interval_s)
+
+
+def answers(url: str, timeout_s: float = 2.0) -> bool:
+    """True if GET ``url`` answers 200 now."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def interruptible() -> None:
+    """Ctrl-C raises KeyboardInterrupt here even if this process inherited SIGINT ignored: bash
+    ignores it for a script's background jobs and Python keeps an inherited ignore, so `make ui`
+    started from such a script sat through Ctrl-C on its own terminal (seen in a CI-like loop)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def start_group(args: list[str], env: MutableMapping[str, str] | None = None, log: Path | None = None,
+                cwd: Path | None = None, orphan_safe: bool = False) -> subprocess.Popen[Any]:
+    """``args`` in a session (and process group) of its own, output to ``log`` (else discarded).
+    ``orphan_safe``: it gets SIGTERM when this process dies, however (``setpriv --pdeathsig``)."""
+    if orphan_safe and shutil.which("setpriv"):
+        args = ["setpriv", "--pdeathsig", "TERM", "--", *args]
+    handle: IO[bytes] | int = log.open("ab") if log is not None else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(args, env=dict(env if env is not None else os.environ), cwd=cwd,
+                                stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    finally:
+        if not isinstance(handle, int):
+            handle.close()  # the child has its own copy
+
+
+def group_alive(proc: subprocess.Popen[Any]) -> bool:
+    """True while any process of ``proc``'s group exists (children included)."""
+    try:
+        os.killpg(proc.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def signal_group(proc: subprocess.Popen[Any], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+
+
+def stop_group(proc: subprocess.Popen[Any] | None, grace_s: float = 20.0,
+               first: int = signal.SIGTERM) -> None:
+    """``first`` (SIGTERM) to the whole group, SIGKILL what is left after ``grace_s``; returns once
+    every member has gone; idempotent."""
+    if proc is None:
+        return
+    for sig, wait_s in ((first, grace_s), (signal.SIGKILL, 10.0)):
+        signal_group(proc, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired, TimeoutError):
+            proc.wait(timeout=wait_s)
+            wait_for(lambda: not group_alive(proc), wait_s, "the process group to exit", 0.05)
+            return
+
+
+RETRY = (429, 502, 503)  # what Prefect's own client retries: SQLite's "database is locked" comes back as 503
+
+
+def prefect_api(url: str, path: str, body: dict | None = None, tries: int = 6) -> dict:
+    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body. A busy
+    server's answers in ``RETRY`` are retried after 1, 2, 4, ... s (it rolled the call back)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{url}{path}", data=data, method="GET" if data is None else "POST",
+                                     headers={"Content-Type": "application/json"})
+    for wait in (2**n for n in range(tries - 1)):
+        try:
+            return _answer(request)
+        except urllib.error.HTTPError as exc:
+            if exc.code not in RETRY:
+                raise
+        time.sleep(wait)
+    return _answer(request)
+
+
+def _answer(request: urllib.request.Request) -> dict:
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read() or b"null")
+
+
+class PrefectServer:
+    """``prefect server start`` on 127.0.0.1 (a free port unless given), in its own session, with
+    ``env``; ``private``: one run's server (no UI or background services, stopped when socbench dies)."""
+
+    def __init__(self, env: MutableMapping[str, str] | None = None, port: int | None = None,
+                 log: Path | None = None, private: bool = False, grace_s: float = 20.0) -> None:
+        self.env = dict(os.environ if env is None else env)
+        self.grace_s = grace_s  # SIGTERM, then SIGKILL for the group after this long
+        self.port, self.log, self.private = port or free_port(), log, private
+        self.port_given = port is not None
+        self.proc: subprocess.Popen[Any] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api"
+
+    def spawn(self) -> PrefectServer:
+        """Start the process (no wait): the caller can do other work while it comes up."""
+        # ``-m prefect``, not the console script: an installed socbench may share a venv without scripts
+        args = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
+        if self.private:
+            args += ["--no-ui", "--no-scheduler", "--no-late-runs", "--analytics-off",
+                     "--log-level", "WARNING"]
+        env = {**self.env, "PREFECT_API_URL": self.api_url}  # its own CLI must not start a temporary one
+        self.proc = start_group(args, env, self.log, orphan_safe=self.private)
+        return self
+
+    def wait(self, timeout_s: float = 120.0) -> PrefectServer:
+        """Until ``/api/health`` answers; a server that exited (its free port taken meanwhile) is
+        started once more on another one. TimeoutError/RuntimeError name the log."""
+        respawned = False
+
+        def up() -> bool:
+            nonlocal respawned
+            if self.proc is None or self.proc.poll() is not None:
+                if self.proc is not None and (respawned or self.port_given):
+                    raise RuntimeError(f"the Prefect server exited with code {self.proc.returncode} "
+                                       f"(log: {self.log})")
+                if self.proc is not None:
+                    self.port, respawned = free_port(), True
+                self.spawn()
+            return answers(f"{self.api_url}/health")
+
+        try:
+            wait_for(up, timeout_s, f"the Prefect server at {self.url} (log: {self.log})", 0.1)
+        except TimeoutError:
+            self.stop()
+            raise
+        return self
+
+    def start(self, timeout_s: float = 120.0) -> PrefectServer:
+        return self.spawn().wait(timeout_s)
+
+    def stop(self) -> None:
+        stop_group(self.proc, self.grace_s)
+        self.proc = None
+
+    def __enter__(self) -> PrefectServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Postgres:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 with one database; ``url`` is Prefect's asyncpg
+    URL for it. As root it runs as Debian's ``postgres`` user (initdb refuses root)."""
+
+    def __init__(self, database: str = "prefect", port: int | None = None, bin_dir: Path = PG_BIN) -> None:
+        self.database, self.port, self.bin_dir = database, port or free_port(), bin_dir
+        self.folder = Path(tempfile.mkdtemp(prefix="socbench-pg-"))
+        self.data = self.folder / "data"
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/{self.database}"
+
+    @staticmethod
+    def available(bin_dir: Path = PG_BIN) -> bool:
+        return (bin_dir / "initdb").is_file() and (os.geteuid() != 0 or _user_exists("postgres"))
+
+    def _as_owner(self, tool: str, *args: str) -> list[str]:
+        command = [str(self.bin_dir / tool), *args]
+        if os.geteuid() == 0:
+            return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--", *command]
+        return command
+
+    def _run(self, command: list[str]) -> None:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=self.folder)
+        if done.returncode:
+            raise RuntimeError(f"{Path(command[0]).name} failed ({done.returncode}): {done.stderr[-2000:]}")
+
+    def start(self) -> Postgres:
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres", "postgres")
+        self._run(self._as_owner("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                                 "--encoding=UTF8", "--no-sync"))
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.folder} -c fsync=off -c max_connections=200"
+        self._run(self._as_owner("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "server.log"),
+                                 "-o", options, "-w", "-t", "120", "start"))
+        self._run([str(self.bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                   self.database])
+        return self
+
+    def stop(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            subprocess.run(self._as_owner("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop"),
+                           capture_output=True, cwd=self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> Postgres:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _user_exists(name: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def prefect_server(env: MutableMapping[str, str] | None = None, log: Path | None = None,
+                   postgres: bool = False) -> Iterator[dict[str, str]]:
+    """A Prefect server for several processes (workers, deployments, the CLI); yields the
+    environment its clients use (``PREFECT_API_URL`` set). ``postgres``: its database is a
+    throwaway PostgreSQL cluster, as docs/scale-out.md asks once several workers poll it."""
+    env = dict(os.environ if env is None else env)
+    with contextlib.ExitStack() as stack:
+        if postgres:
+            env["PREFECT_API_DATABASE_CONNECTION_URL"] = stack.enter_context(Postgres()).url
+        server = stack.enter_context(PrefectServer(env, log=log))
+        yield {**env, "PREFECT_API_URL": server.api_url}

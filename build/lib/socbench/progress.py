@@ -1,0 +1,134 @@
+"""A run's progress, for whoever watches it: the stages report, a listener shows.
+
+The stages call ``begin`` (a domain or a dataset starts), ``requests`` (how many go to the
+engine), ``advance`` (one answered) and ``end`` (one line saying what came of it). The CLI
+listens (a bar on a terminal, the lines otherwise); with no listener (a Prefect worker, whose
+UI has its own artifacts) nothing is shown. ``domain_line`` and ``run_table`` say a domain's
+result in one line and a run's in a table for a terminal, each score beside its strongest baseline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
+from socbench.report.labels import baseline_label
+from socbench.report.output import fmt
+from socbench.report.terminal import terminal_table
+
+
+class Throttle:
+    """``ready()`` is True at most once per ``seconds`` (UI artifacts are not updated per request)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._last = 0.0
+
+    def ready(self) -> bool:
+        now = time.monotonic()
+        if now - self._last >= self.seconds:
+            self._last = now
+            return True
+        return False
+
+
+class Listener(Protocol):
+    def begin(self, label: str) -> None: ...
+
+    def requests(self, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def end(self, line: str) -> None: ...
+
+    def note(self, line: str) -> None: ...
+
+
+_LISTENERS: list[Listener] = []
+
+
+@contextlib.contextmanager
+def listening(listener: Listener) -> Iterator[Listener]:
+    """Show the progress of what runs inside on ``listener``."""
+    _LISTENERS.append(listener)
+    try:
+        yield listener
+    finally:
+        _LISTENERS.remove(listener)
+
+
+def begin(label: str) -> None:
+    for listener in _LISTENERS:
+        listener.begin(label)
+
+
+def requests(total: int) -> None:
+    for listener in _LISTENERS:
+        listener.requests(total)
+
+
+def advance(n: int = 1) -> None:
+    for listener in _LISTENERS:
+        listener.advance(n)
+
+
+def end(line: str) -> None:
+    for listener in _LISTENERS:
+        listener.end(line)
+
+
+def note(line: str) -> None:
+    """A warning the watcher must see (respondents pooled into one unknown group)."""
+    for listener in _LISTENERS:
+        listener.note(line)
+
+
+# ------------------------------------------------------------------ a domain, a run
+
+
+def _accuracy(row: Mapping[str, Any]) -> str:
+    low, high = row["accuracy_ci_low"], row["accuracy_ci_high"]
+    ci = f"[{fmt(low)}, {fmt(high)}]" if fmt(low) != "n/a" else f"[no CI: n < {MIN_CI}]"  # None or NaN
+    return f"{fmt(row['accuracy'])} {ci}"
+
+
+def _margin(row: Mapping[str, Any]) -> str:
+    margin = row["margin_over_best_baseline"]
+    return fmt(margin) if margin is None or fmt(margin) == "n/a" else f"{margin:+.3f}"
+
+
+def _baseline(row: Mapping[str, Any]) -> str:
+    return f"{baseline_label(row['best_baseline'], short=True)} {fmt(row['best_baseline_accuracy'])}"
+
+
+def domain_line(row: Mapping[str, Any]) -> str:
+    """``domain 3 Family: 145 items, accuracy 0.412 [0.350, 0.470], best baseline majority answer 0.380
+    (+0.032), 0 parse failures, 0 engine errors`` from a summary row (``summary_row``); an
+    incomplete domain says so instead of a score."""
+    head = f"domain {row['domain_id']} {row['domain']}: {row['scoreable_items']} items"
+    tail = f"{row['parse_failures']} parse failures, {row['engine_errors']} engine errors"
+    if row.get("complete") is False:
+        return f"{head}, INCOMPLETE, not a result ({row['incomplete_reason']}), {tail}"
+    return f"{head}, accuracy {_accuracy(row)}, best baseline {_baseline(row)} ({_margin(row)}), {tail}"
+
+
+def finished_line(line: str, seconds: float) -> str:
+    """A stage's closing line with the seconds it took, as a console shows it (the CLI and ``make demo``)."""
+    return f"{line}, {seconds:.1f} s"
+
+
+def run_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The run's table for a terminal (at most 120 columns): domain, accuracy [95% CI], strongest
+    baseline (its accuracy, then its name), margin, failures (parse, engine); an incomplete domain:
+    "incomplete", no margin. ``summary.md`` and the report keep every column."""
+    head = ("domain", "accuracy [95% CI]", "strongest baseline", "margin", "failures")
+    cells = [[f"{row['domain_id']} {row['domain']}",
+              _accuracy(row) if row.get("complete") is not False else "incomplete",
+              # the score first: a cut keeps it
+              f"{fmt(row['best_baseline_accuracy'])} {baseline_label(row['best_baseline'], short=True)}",
+              _margin(row) if row.get("complete") is not False else "n/a",
+              f"{row['parse_failures']} parse, {row['engine_errors']} engine"] for row in rows]
+    return terminal_table(head, cells, shrink=(0, 2))

@@ -1,0 +1,347 @@
+"""ISSP persona prompts: one respondent's attributes + one question -> a PromptRequest.
+
+The original system's template, cleaned of its defects (doubled braces, ``person_id`` and raw
+missing-value labels in the persona, ``[COUNTRY]`` placeholders never filled). Messages
+are laid out for prefix caching: the system message is the fixed instruction plus the
+persona JSON, byte-identical for every question of one respondent, and the user message
+holds the question, its options as ``id. text`` lines and the answer format. Prompts are
+emitted respondent by respondent so an engine's prefix cache sees each persona once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from socbench.data.countries import country_attribute_key, country_info
+from socbench.data.loaders import is_missing_label
+from socbench.errors import DataError
+from socbench.expansion import draw_prompts, item_variants
+from socbench.shuffle import display_order, render_options
+from socbench.types import (
+    CircularSettings,
+    DomainData,
+    Item,
+    Message,
+    PromptRequest,
+    Question,
+    Respondent,
+    SamplingSettings,
+)
+
+if TYPE_CHECKING:
+    from socbench.config import RunConfig
+
+# ------------------------------------------------------------------ placeholders
+# 146 of the 555 real questions carry national-adaptation markers the original system never
+# filled: [COUNTRY], [COUNTRY's], [country’s], [COUNTRY NATIONALITY], [NATIONALITY],
+# [COUNTRY'S NATIONALITY], [COUNTRY NATIONALITY PARLIAMENT], [COUNTRY LANGUAGE] and
+# [COUNTRY-SPECIFIC LIST a, b, c], in any case. Other bracketed notes ([County],
+# [Parliament], [income tax]) are questionnaire text and stay as they are.
+
+_BRACKET = re.compile(r"(?P<your>\byour\s+)?\[(?P<inner>[^\[\]\n]{1,120})\]", re.IGNORECASE)
+_SPECIFIC = re.compile(r"^\s*country[-\s]specific(?:\s+list)?\s*[:,-]?\s*", re.IGNORECASE)
+# Capitalise a filled placeholder at a sentence start or right after an item number ("Q2c");
+# "..." is a continuation mark in ISSP wording, not a sentence end.
+_SENTENCE_START = re.compile(r"(?:^|(?<!\.)\.\s+|[!?]\s+|\bQ\d+[a-z]?\s+)$")
+
+
+@dataclass(frozen=True)
+class CountryWords:
+    """What placeholders become: ``name`` ("Japan") and ``nationality`` ("Japanese")."""
+
+    name: str
+    nationality: str
+
+    @property
+    def possessive(self) -> str:
+        return f"{self.name}'" if self.name.endswith("s") else f"{self.name}'s"
+
+
+UNKNOWN_COUNTRY = CountryWords("your country", "your country's")
+
+
+def country_words(respondent: Respondent) -> CountryWords:
+    """Display name and nationality of a respondent's country.
+
+    Mapped codes use the country table ("Taiwan", "Taiwanese"). An unmapped respondent
+    keeps the raw country name from the data, and that name also stands in for the
+    nationality as a noun adjunct ("the Atlantis government", "Atlantis citizenship"),
+    which reads correctly in every position the real questions use.
+    """
+    if respondent.country_code:
+        info = country_info(respondent.country_code, respondent.country_name)
+        return CountryWords(info.name, info.nationality)
+    if respondent.country_name and respondent.country_name.strip():
+        name = " ".join(respondent.country_name.split())
+        return CountryWords(name, name)
+    return UNKNOWN_COUNTRY
+
+
+def _key(inner: str) -> str:
+    return " ".join(inner.replace("\u2019", "'").replace("\u2018", "'").upper().split())
+
+
+def _replacement(inner: str, words: CountryWords) -> str | None:
+    """The text for one bracketed marker, or None for brackets that are not placeholders."""
+    key = _key(inner)
+    table = {
+        "COUNTRY": words.name,
+        "COUNTRY'S": words.possessive,
+        "NATIONALITY": words.nationality,
+        "COUNTRY NATIONALITY": words.nationality,
+        "COUNTRY'S NATIONALITY": words.nationality,
+        "COUNTRY NATIONALITY PARLIAMENT": f"{words.nationality} parliament",
+        "COUNTRY LANGUAGE": f"the national language of {words.name}",
+    }
+    if key in table:
+        return table[key]
+    if key.startswith("COUNTRY-SPECIFIC") or key.startswith("COUNTRY SPECIFIC"):
+        return _SPECIFIC.sub("", inner).strip() or None
+    return None
+
+
+def fill_placeholders(text: str, words: CountryWords) -> str:
+    """``text`` with every country placeholder replaced; "your [COUNTRY]" becomes the name."""
+
+    def substitute(match: re.Match[str]) -> str:
+        value = _replacement(match.group("inner"), words)
+        if value is None:
+            return match.group(0)
+        your = match.group("your") or ""
+        if your and _key(match.group("inner")) == "COUNTRY":
+            your = ""
+        if not your and _SENTENCE_START.search(text[: match.start()]):
+            value = value[:1].upper() + value[1:]
+        return your + value
+
+    return _BRACKET.sub(substitute, text)
+
+
+# ---------------------------------------------------------------------- settings
+
+
+class PromptSettings(BaseModel):
+    """How prompts are built; every field changes the prompts or their cache keys.
+
+    Sampling defaults are greedy (temperature 0.0, top_p 1.0) with ``max_tokens`` 64: a
+    survey answer is one short JSON object, and greedy decoding makes a run reproducible
+    without depending on a backend's seeding. ``seed`` drives option shuffling only.
+    ``include_persona`` False gives the persona-free control prompt (same questions,
+    system message without personal information).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["generate", "logprobs"] = "generate"
+    structured: bool = False
+    shuffle_options: bool = False
+    seed: int = 42
+    sampling: SamplingSettings = SamplingSettings()
+    include_persona: bool = True
+
+
+def settings_from_config(config: RunConfig) -> PromptSettings:
+    """The prompt settings of one run configuration (CLI and flows build prompts alike)."""
+    return PromptSettings(
+        mode=config.mode,
+        structured=config.use_structured,
+        shuffle_options=config.shuffle_options,
+        seed=config.seed,
+        sampling=config.sampling,
+        include_persona=config.include_persona,
+    )
+
+
+# ----------------------------------------------------------------------- persona
+
+# Attribute keys (codebook labels, matched case- and space-insensitively) that identify the
+# case or describe how the survey was administered; they say nothing about the person.
+_NOT_PERSONA = re.compile(
+    "|".join([
+        # identifiers of the case or the study
+        r"\bid number\b", r"identification number", r"\bcase ?id\b", r"\bperson[ _]?id\b",
+        r"^(respondent )?id$", r"digital object identifier", r"^doi$", r"study number", r"^studyno$",
+        r"archive version", r"^version$",
+        # weights and how, when and by whom the interview was done
+        r"^weight(ing factor)?$", r"\bdesign weight", r"post-?stratification weight", r"\bweighting factor\b",
+        r"combination of all (weights|design)", r"data-? ?collection", r"\binterview(s|er|ers)?\b",
+        r"case substitution", r"^flag variable", r"\bsample point\b", r"\bfieldwork\b",
+        # country code tables: the persona gets one plain "Country" instead
+        r"iso 3166", r"^country ?(/ ?sample)?( code)?( \(see .*\))?$",
+    ]),
+    re.IGNORECASE,
+)
+
+
+def is_persona_attribute(key: str) -> bool:
+    """False for ids, survey-administration variables and country code tables."""
+    return _NOT_PERSONA.search(" ".join(str(key).split())) is None
+
+
+def persona_attributes(respondent: Respondent, words: CountryWords) -> dict[str, str]:
+    """What the persona JSON shows: "Country" first (when known: a single-country study has
+    none), then the remaining attributes in order."""
+    country_key = country_attribute_key(respondent.attributes)
+    persona = {"Country": words.name} if words is not UNKNOWN_COUNTRY else {}
+    for key, value in respondent.attributes.items():
+        text = str(value).strip()
+        if key == country_key or not text or is_missing_label(text) or not is_persona_attribute(key):
+            continue
+        persona[fill_placeholders(" ".join(str(key).split()), words)] = fill_placeholders(text, words)
+    return persona
+
+
+# ---------------------------------------------------------------------- messages
+
+INSTRUCTION = (
+    "You are taking part in a survey. Answer each question as the person described below "
+    "would, based on their personal information. Choose exactly one of the offered options."
+)
+INSTRUCTION_NO_PERSONA = (
+    "You are taking part in a survey. Answer each question as a typical respondent would. "
+    "Choose exactly one of the offered options."
+)
+ANSWER_FORMAT = (
+    'Reply with the id of your chosen option in this JSON format and nothing else:\n{"answer": "option_id"}'
+)
+ANSWER_PREFIX = '{"answer": "'
+
+
+def system_message(respondent: Respondent, settings: PromptSettings) -> str:
+    """The fixed instruction plus the persona JSON: identical for all of a respondent's questions."""
+    if not settings.include_persona:
+        return INSTRUCTION_NO_PERSONA
+    persona = persona_attributes(respondent, country_words(respondent))
+    return f"{INSTRUCTION}\n\nPersonal information:\n{json.dumps(persona, ensure_ascii=False, indent=2)}"
+
+
+def user_message(question_text: str, item: Item, order: Sequence[str], words: CountryWords,
+                 shown: Sequence[str] | None = None) -> str:
+    """Question, options as ``id. text`` lines in the shown order, and the answer format.
+
+    Question and labels are single-line (whitespace, newlines included, collapsed) so a label
+    with a raw newline cannot break the numbered list.
+
+    ``shown`` relabels the lines (circular ``relabel``: 1..n by position); default the codes.
+    """
+    options = [(code, fill_placeholders(" ".join(label.split()), words)) for code, label in item.options]
+    if shown is not None:
+        texts = dict(options)
+        options, order = [(label, texts[code]) for label, code in zip(shown, order, strict=True)], shown
+    question = fill_placeholders(" ".join(question_text.split()), words)
+    return f"Question: {question}\n\nOptions:\n{render_options(options, order)}\n\n{ANSWER_FORMAT}"
+
+
+# ---------------------------------------------------------------------- requests
+
+
+def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
+                 system: str | None = None, order: Sequence[str] | None = None,
+                 shown: Sequence[str] | None = None) -> PromptRequest:
+    """One request; ``system`` lets callers reuse a respondent's system message.
+
+    ``order`` overrides the displayed option order (circular evaluation's variants) and
+    ``shown`` the labels displayed at each position, which are then the codes the model may
+    answer (circular ``relabel``).
+    """
+    words = country_words(respondent)
+    if order is None:
+        order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
+                              item.person_id, item.question_id)
+    order = tuple(order)
+    relabelled = shown is not None and tuple(shown) != order
+    logprobs = settings.mode == "logprobs"
+    return PromptRequest(
+        item_id=item.item_id,
+        messages=(
+            Message("system", system if system is not None else system_message(respondent, settings)),
+            Message("user", user_message(question.text, item, order, words, shown if relabelled else None)),
+        ),
+        mode=settings.mode,
+        offered_codes=tuple(shown) if relabelled and shown is not None else item.offered_codes,
+        option_order=tuple(shown) if relabelled and shown is not None else order,
+        answer_prefix=ANSWER_PREFIX if logprobs else "",
+        structured=settings.structured and not logprobs,
+        # Decoding settings do not change log-probs: keep them out of logprobs cache keys.
+        sampling=SamplingSettings() if logprobs else settings.sampling,
+        options=item.options,
+    )
+
+
+def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
+                    expansion: CircularSettings, system: str | None = None) -> list[PromptRequest]:
+    """One request per variant of ``item`` (ids and the normal request: ``socbench.circular``),
+    preceded by the normal request when no variant is it."""
+    variants = item_variants(item, expansion)
+    normal = [] if any(v.request_id == item.item_id for v in variants) else \
+        [build_prompt(item, respondent, question, settings, system)]
+    return normal + [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern,
+                                          shown=variant.shown), item_id=variant.request_id,
+                             options=variant.options, variant=variant)
+                     for variant in variants]
+
+
+def _question_index(questions: Mapping[str, Question]) -> dict[str, Question]:
+    index = {qid.lower(): q for qid, q in questions.items()}
+    index.update({q.id.lower(): q for q in questions.values()})
+    return index
+
+
+def build_prompts(
+    items: Sequence[Item],
+    respondents: Mapping[int, Respondent],
+    questions: Mapping[str, Question],
+    settings: PromptSettings,
+    expansion: CircularSettings | None = None,
+) -> list[PromptRequest]:
+    """Prompts for the scoreable items, respondent by respondent (in ``respondents`` order).
+
+    Items with an ``excluded_reason`` get no prompt. Within a respondent, items keep their
+    order (survey order), and all of them share one system message. With an ``expansion``,
+    each item gives its variants' requests, adjacent (``variant_prompts``).
+    """
+    rank = {pid: i for i, pid in enumerate(respondents)}
+    index = _question_index(questions)
+    scoreable = [item for item in items if item.excluded_reason is None]
+    for item in scoreable:
+        if item.person_id not in rank:
+            raise DataError(f"item {item.item_id}: respondent {item.person_id} is not in the data")
+        if item.question_id.lower() not in index:
+            raise DataError(f"item {item.item_id}: question {item.question_id!r} is not in the question set")
+    ordered = sorted(enumerate(scoreable), key=lambda pair: (rank[pair[1].person_id], pair[0]))
+    systems: dict[int, str] = {}
+    prompts = []
+    for _, item in ordered:
+        respondent = respondents[item.person_id]
+        if item.person_id not in systems:
+            systems[item.person_id] = system_message(respondent, settings)
+        question = index[item.question_id.lower()]
+        if expansion is None:
+            prompts.append(build_prompt(item, respondent, question, settings, systems[item.person_id]))
+        else:
+            system = systems[item.person_id]
+            prompts += variant_prompts(item, respondent, question, settings, expansion, system)
+    return prompts
+
+
+def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunConfig) -> list[PromptRequest]:
+    """The ``build_prompts`` stage: one domain's items under one run configuration."""
+    respondents = {r.person_id: r for r in data.respondents}
+    questions = {q.id: q for q in data.questions}
+    settings = settings_from_config(config)
+    prompts = build_prompts(items, respondents, questions, settings, config.expansion)
+    return draw_prompts(prompts, config.samples, config.seed)
+
+
+def prompt_text(request: PromptRequest) -> str:
+    """A request as readable text: each message under a ``--- role ---`` rule, then the prefix."""
+    parts = [f"--- {m.role} ---\n{m.content}" for m in request.messages]
+    if request.answer_prefix:
+        parts.append(f"--- assistant (answer prefix) ---\n{request.answer_prefix}")
+    return "\n".join(parts)

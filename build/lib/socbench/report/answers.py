@@ -1,0 +1,249 @@
+"""The answer first: each domain of each run opens with its lead sentence (accuracy [CI];
+demographic model; majority — verdict, ``metrics.headline``), then whether its simulated
+population keeps the survey's structure, told for the model and for the demographic model side
+by side (does the LLM add structure its attributes alone do not carry?), with both SimBench
+scores. Where a run's ``--no_persona`` control run sits beside it, one line says whether the
+persona helped (``metrics.persona_effect``), overall and per persona group.
+
+The numbers are read from each domain's stored ``yardsticks`` (written by the score stage);
+results written before it have none, and the lines say so instead of showing numbers.
+``report.html`` and ``leaderboard.md`` render the same ``DomainAnswer``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from socbench.metrics.headline import lead_sentence, structure_sentence
+from socbench.metrics.persona_effect import PersonaEffect, persona_effect, verdict
+from socbench.metrics.persona_groups import ATTRIBUTES
+from socbench.metrics.uncertainty import PairedComparison
+from socbench.report.html_sections import details, esc, note, run_heading, table
+from socbench.report.labels import domain_label, p_text
+from socbench.report.leaderboard import MIN_RESPONDENTS, DomainRun, Leaderboard, ModelRun, pooled_items
+from socbench.report.output import fmt, markdown_table
+from socbench.report.texts import LEADS
+from socbench.types import ScoredItem
+
+MAJORITY_BASELINES = ("majority_question", "majority_country_question", "majority_group_question")
+PREDICTORS = (("model", "This model", "the model"),
+              ("demographic_model", "A classifier on the same attributes", "the classifier"))
+SIMBENCH_BEST = 40.8  # SimBench's best published model (arXiv 2510.17516); 12.7 the mean of 45
+NO_PERSONA = "no_persona"  # the run-name part of a control run (``Config.run_name``)
+STRUCTURE_HEAD = ("answers of", "SimBench score (0 = uniform, 100 = people's)",
+                  "group differences: correlation with the survey's", "average association simulated / real",
+                  "clear survey gaps in the right direction",
+                  "variety of answers vs people's (1 = as varied)")
+PERSONA_HEAD = ("persona attribute", "group", "respondents", "items", "with persona", "without",
+                "difference [95% CI]", "McNemar p", "verdict")
+NOT_COMPUTED = ("No demographic model, SimBench score or structure figures in these result files (written "
+                "before they existed): score the run again to see them.")
+NO_CONTROL = ("No run without persona beside its persona run here: run the same model with --no_persona into "
+              "the same results folder to see whether the persona helps.")
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def majority_accuracy(baselines: Mapping[str, float | None]) -> float:
+    """The stronger of the two majority-answer baselines (NaN when neither was computed)."""
+    found = [v for k in MAJORITY_BASELINES if math.isfinite(v := _number(baselines.get(k)))]
+    return max(found) if found else math.nan
+
+
+def demographic_accuracy(dom: DomainRun) -> float:
+    stored = dom.stored.yardsticks.get("demographic_model") or {}
+    return _number(stored.get("accuracy", dom.stored.baselines.get("demographic_model")))
+
+
+@dataclass(frozen=True)
+class DomainAnswer:
+    """What one run x domain section says, in order: title, lead, structure lines, figures."""
+    title: str
+    lead: str
+    lines: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]  # STRUCTURE_HEAD rows: the model's, the demographic model's
+
+
+def _structure_row(label: str, simbench: Any, figures: Mapping[str, Any]) -> tuple[str, ...]:
+    found = figures.get("gaps")
+    gaps = f"{figures.get('gaps_same_sign') or 0} of {found}" if found else "no clear gap"
+    return (label, fmt(_number(simbench), 1), fmt(_number(figures.get("profile_correlation"))),
+            f"{fmt(_number(figures.get('mean_simulated_v')))} / {fmt(_number(figures.get('mean_real_v')))}",
+            gaps, fmt(_number(figures.get("heterogeneity_ratio"))))
+
+
+def _correlation(figures: Mapping[str, Any]) -> float:
+    """The profile correlation; 0 for answers that do not differ between groups at all (no structure)."""
+    r = _number(figures.get("profile_correlation"))
+    return 0.0 if math.isnan(r) and figures.get("mean_simulated_v") == 0 else r
+
+
+def _comparison(structure: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Does the model carry more of the survey's structure than its attributes alone?"""
+    model, demographic = (_correlation(structure.get(k) or {}) for k, *_ in PREDICTORS)
+    if not (math.isfinite(model) and math.isfinite(demographic)):
+        return []
+    shown = [fmt(_number((structure.get(k) or {}).get("profile_correlation"))) for k, *_ in PREDICTORS]
+    both = "(correlation {} vs {})".format(*(text if text != "n/a" else "n/a: no differences between groups"
+                                             for text in shown))  # as the table shows them
+    if model > demographic:
+        return [f"The model's group differences follow the survey's more closely than the classifier's "
+                f"{both}: it carries structure the attributes alone do not."]
+    return [f"The classifier on the same attributes reproduces the survey's group differences at least as "
+            f"closely as the model {both}: the model adds no structure beyond the attributes."]
+
+
+def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
+    """The lead sentence and the structure figures of one leaderboard row (run x domain)."""
+    lead = lead_sentence(row["accuracy"], (row["accuracy_ci_low"], row["accuracy_ci_high"]),
+                         demographic_accuracy(dom), majority_accuracy(dom.stored.baselines))
+    title = f"{domain_label(dom.domain)} — {row['run']}"
+    found = dom.stored.yardsticks
+    structure, simbench = found.get("structure") or {}, found.get("simbench") or {}
+    if not found:
+        return DomainAnswer(title, lead, (NOT_COMPUTED,), ())
+    lines = [f"{label}: {structure_sentence(structure[key], who)}"
+             for key, label, who in PREDICTORS if key in structure]
+    lines = lines or ["No structure figures for this domain."]
+    rows = tuple(_structure_row(label.lower().removeprefix("a "), simbench.get(key), structure[key])
+                 for key, label, _ in PREDICTORS if key in structure)
+    return DomainAnswer(title, lead, tuple([*lines, *_comparison(structure), *_simbench(simbench)]), rows)
+
+
+def _simbench(simbench: Mapping[str, Any]) -> list[str]:
+    """Where the answer distribution sits on SimBench's published scale."""
+    model, demographic = _number(simbench.get("model")), _number(simbench.get("demographic_model"))
+    if math.isnan(model):
+        return []
+    groups = simbench.get("questions")
+    return [f"On SimBench's scale (0 = uniform answers, 100 = people's distribution; SimBench's best "
+            f"published model scores {SIMBENCH_BEST}) the model scores {fmt(model, 1)}, the classifier "
+            f"{fmt(demographic, 1)}" + (f", over {groups} question x country groups." if groups else ".")]
+
+
+def domain_answers(board: Leaderboard) -> list[tuple[ModelRun, list[DomainAnswer]]]:
+    """Per complete run (ranked order), its domains' answers."""
+    rows = {(r["run"], r["domain"]): r for r in board.domains}
+    by_name = {run.run: run for run in board.runs}
+    return [(run, [domain_answer(rows[run.run, d.domain], d) for d in run.domains])
+            for run in (by_name[r["run"]] for r in board.overall)]
+
+
+# ---------------------------------------------------------------------- persona vs no persona
+
+
+def persona_pairs(runs: Sequence[ModelRun]) -> list[tuple[ModelRun, ModelRun]]:
+    """(persona run, its ``-no_persona`` control run) for every control run whose partner is here."""
+    by_name = {run.run: run for run in runs}
+    pairs = []
+    for control in runs:
+        parts = control.run.split("-")
+        partner = by_name.get("-".join(p for p in parts if p != NO_PERSONA))
+        if NO_PERSONA in parts and partner is not None:
+            pairs.append((partner, control))
+    return pairs
+
+
+def run_items(run: ModelRun) -> list[ScoredItem]:
+    """A run's items as the paired comparison reads them: keys unique across domains (the person id is
+    ``<domain>:<id>``, a string: pairing and clustering need only equal keys), persona groups."""
+    frame = pooled_items(run)
+    present = [a for a in ATTRIBUTES if a in frame.columns]
+    columns = [frame[a].tolist() for a in present]
+    groups = [dict(zip(present, values, strict=True)) for values in zip(*columns, strict=True)] if present \
+        else [{} for _ in range(len(frame))]
+    rows = zip(frame["respondent"].tolist(), (frame["domain"] + ":" + frame["question_id"]).tolist(),
+               frame["country_code"].tolist(), frame["correct"].tolist(), groups, strict=True)
+    return [ScoredItem(person, question, country, "", None, bool(correct), None, False, (), groups=found)
+            for person, question, country, correct, found in rows]
+
+
+def compare_persona(persona: ModelRun, control: ModelRun) -> PersonaEffect | None:
+    """The persona run against its control on their shared items (None when they share none)."""
+    try:
+        return persona_effect(run_items(persona), run_items(control))
+    except ValueError:
+        return None
+
+
+def persona_line(persona: ModelRun, control: ModelRun, effect: PersonaEffect | None) -> str:
+    if effect is None:
+        return f"{persona.run} and its run without persona ({control.run}) share no answered items."
+    found = effect.overall
+    text = verdict(found)
+    return (f"{persona.run} against its run without persona ({control.run}): {text} "
+            f"(accuracy {fmt(found.accuracy_a)} with, {fmt(found.accuracy_b)} without, on {found.n_items} "
+            f"items answered in both).")
+
+
+def _effect_cells(comparison: PairedComparison) -> list[str]:
+    """A group's cells; below ``MIN_RESPONDENTS`` respondents no CI and no verdict, as everywhere."""
+    low, high = comparison.difference_ci
+    few = comparison.n_respondents < MIN_RESPONDENTS
+    ci = (f" n/a (n < {MIN_RESPONDENTS})" if few
+          else "" if math.isnan(low) else f" [{low:+.3f}, {high:+.3f}]")
+    return [str(comparison.n_respondents), str(comparison.n_items), fmt(comparison.accuracy_a),
+            fmt(comparison.accuracy_b), f"{comparison.difference:+.3f}{ci}", p_text(comparison.mcnemar_p),
+            "too few respondents to tell" if few else verdict(comparison).split(":")[0]]
+
+
+def persona_rows(effect: PersonaEffect | None) -> tuple[list[list[str]], list[str]]:
+    """PERSONA_HEAD rows, every persona group of every attribute, and their classes (``few``)."""
+    found = [(attribute, group, comparison) for attribute, groups in (effect.groups if effect else {}).items()
+             for group, comparison in groups.items()]
+    return ([[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in found],
+            ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in found])
+
+
+def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]], list[str]]]:
+    """Per persona run with its control here: the one line, and the per-group rows and classes."""
+    found = []
+    for persona, control in persona_pairs(runs):
+        effect = compare_persona(persona, control)
+        found.append((persona_line(persona, control, effect), *persona_rows(effect)))
+    return found
+
+
+# ---------------------------------------------------------------------- rendering
+
+
+def _html_domain(answer: DomainAnswer) -> str:
+    lines = "".join(f"<p>{esc(line)}</p>" for line in answer.lines)
+    figures = table(STRUCTURE_HEAD, answer.rows) if answer.rows else ""
+    return (f"<section class='domain'><h4>{esc(answer.title)}</h4><p class='headline'>{esc(answer.lead)}</p>"
+            f"{lines}{figures}</section>")
+
+
+def answer_html(board: Leaderboard) -> list[str]:
+    """The report's opening section: every run x domain's answer, then persona vs no persona."""
+    parts = ["<h2 id='answer'>The answer, domain by domain</h2>",
+             f"<p class='lead'>{esc(LEADS['answer'])}</p>"]
+    for i, (run, answers) in enumerate(domain_answers(board)):
+        parts.append(details(run_heading(run), "".join(map(_html_domain, answers)), open_=i == 0))
+    parts.append("<h3 id='persona'>Did the persona help?</h3>")
+    effects = persona_answers(board.runs)
+    if not effects:
+        return [*parts, note(NO_CONTROL)]
+    parts.append(f"<p class='lead'>{esc(LEADS['persona'])}</p>")
+    for line, rows, classes in effects:
+        parts += [f"<p class='headline'>{esc(line)}</p>", table(PERSONA_HEAD, rows, classes) if rows else ""]
+    return parts
+
+
+def answer_markdown(board: Leaderboard) -> list[str]:
+    """The same section for ``leaderboard.md``."""
+    lines = ["## The answer, domain by domain", ""]
+    for _, answers in domain_answers(board):
+        for answer in answers:
+            lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
+            lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
+    effects = persona_answers(board.runs)
+    lines += ["## Did the persona help?", ""] + ([NO_CONTROL, ""] if not effects else [])
+    for line, rows, _ in effects:
+        lines += [line, "", *([*markdown_table(PERSONA_HEAD, rows), ""] if rows else [])]
+    return lines[:-1]  # no blank line at its end

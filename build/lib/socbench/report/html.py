@@ -1,0 +1,243 @@
+"""The whole report: leaderboard files, figures and one self-contained ``report.html``.
+
+``report.html`` needs nothing but a browser: figures are embedded as base64 PNG, the CSS
+is inline, and there are no scripts, fonts or links to fetch, so it reads offline and
+can be mailed or attached to a CI run as one file. The page answers, in order: per domain, the
+answer in one line (accuracy beside a classifier on the same attributes and the majority answer),
+whether the simulated population keeps the survey's structure, and whether the persona helped
+(``report.answers``); is the model better than the answer-free baselines (and where not), for
+whom (countries, persona groups), on which questions, and how its answer distribution differs
+from people's; then circular evaluation, model size and the definitions of every number.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
+from socbench.report import breakdowns
+from socbench.report.answers import answer_html
+from socbench.report.circular_section import circular_section
+from socbench.report.figures import Figures, draw_figures
+from socbench.report.html_sections import (
+    QUESTION_HEAD,
+    country_table,
+    details,
+    distribution_blocks,
+    esc,
+    exports_section,
+    heat_table,
+    note,
+    persona_table,
+    question_rows,
+    run_heading,
+    table,
+)
+from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incomplete_cells, incomplete_notes
+from socbench.report.labels import domain_label, study_title, weights_off_text
+from socbench.report.leaderboard import Leaderboard, ModelRun, leaderboard
+from socbench.report.output import atomic_open, now_timestamp
+from socbench.report.tables import (
+    COMPARE_HEAD,
+    DISTRIBUTION_HEAD,
+    DOMAIN_HEAD,
+    DRAWS_HEAD,
+    NOTES,
+    OVERALL_HEAD,
+    compare_cells,
+    distribution_cells,
+    domain_cells,
+    domain_order,
+    draw_cells,
+    overall_cells,
+    write_leaderboard,
+)
+from socbench.report.texts import DEFINITIONS, LEADS
+from socbench.types import COUNTRY
+
+REPORT_FOLDER = "report"
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1400px;
+       padding: 0 1rem; color: #1d1d1f; line-height: 1.45; }
+h1 { margin-bottom: 0.2rem; }
+h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
+h4 { margin: 1rem 0 0.2rem; font-weight: 600; }
+.meta, .note { color: #555; font-size: 0.9rem; }
+.lead { font-size: 1rem; max-width: 60rem; }
+.headline { font-size: 1.05rem; font-weight: 600; max-width: 70rem; }
+section.domain { margin: 0.6rem 0 1.4rem; } section.domain p { max-width: 70rem; margin: 0.3rem 0; }
+table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.8rem; }
+th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.55rem; text-align: right; white-space: nowrap; }
+th { background: #f2f4f7; text-align: center; white-space: normal; min-width: 3.5rem; }
+td:first-child, th.rowhead, td.txt { text-align: left; white-space: normal; }
+td.neg { color: #b00020; font-weight: 600; }
+td.na, tr.few td, td.few { color: #999; background: #f4f4f4; }
+tr.few td.neg { color: #c98a94; }
+td.empty { background: #fbfbfb; }
+.scroll { overflow-x: auto; }
+details { margin: 0.4rem 0; }
+summary { cursor: pointer; font-weight: 600; }
+table.dist td.opt { text-align: left; white-space: normal; max-width: 28rem; }
+table.dist td.share { width: 16rem; text-align: left; }
+.bar { display: inline-block; height: 0.8rem; vertical-align: middle; margin-right: 0.4rem; }
+.bar.people { background: #4c72b0; } .bar.model { background: #dd8452; }
+.pct { font-variant-numeric: tabular-nums; }
+img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
+dl dt { font-weight: 600; margin-top: 0.6rem; } dl dd { margin-left: 1.2rem; }
+"""
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Where ``write_report`` put everything, the leaderboard it computed, and notes."""
+
+    out_dir: Path
+    leaderboard_md: Path
+    leaderboard_csv: Path
+    html: Path
+    figures: dict[str, Path]
+    leaderboard: Leaderboard
+    notes: list[str] = field(default_factory=list)
+
+
+def _image(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _lead(key: str) -> str:
+    return f"<p class='lead'>{esc(LEADS[key])}</p>"
+
+
+def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
+    """1. Is the model better than the answer-free baselines, and where not?"""
+    rows = domain_order(board)
+    not_above = [r for r in rows if not r["margin_over_best_baseline"] > 0]
+    parts = ["<h2 id='baselines'>1. Is the model better than answer-free baselines?</h2>", _lead("baselines"),
+             table(OVERALL_HEAD, [overall_cells(r) for r in board.overall]), note(NOTES)]
+    if board.incomplete:
+        parts += ["<h3 id='incomplete'>Incomplete runs (not ranked)</h3>", note(INCOMPLETE_NOTE),
+                  table(INCOMPLETE_HEAD, [incomplete_cells(r) for r in board.incomplete])]
+    if "domain_bars" in figures.paths:
+        parts.append(_image(figures.paths["domain_bars"], "accuracy by domain and run"))
+    parts += ["<h3>By domain</h3>", table(DOMAIN_HEAD, [domain_cells(r) for r in rows])]
+    if not_above:
+        parts.append(note(f"Not above the strongest baseline ({len(not_above)} of {len(rows)} run x domain): "
+                          + "; ".join(f"{domain_label(r['domain'])} in {r['run']}" for r in not_above) + "."))
+    if board.comparisons:
+        parts += ["<h3>Paired comparisons</h3>",
+                  table(COMPARE_HEAD, [compare_cells(*c) for c in board.comparisons])]
+    return parts
+
+
+def groups_section(board: Leaderboard, n_resamples: int, seed: int) -> list[str]:
+    """2. For whom: countries (pooled and by domain) and persona groups, per run."""
+    parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", _lead("groups")]
+    for i, run in enumerate(_ranked(board)):
+        body, by = [], run.grouping
+        countries = breakdowns.country_rows(run, n_resamples=n_resamples, seed=seed)
+        if countries:
+            heading = "Countries" if by == COUNTRY else f"By {by}"
+            body += [f"<h4>{esc(heading)} (pooled over domains)</h4>", country_table(countries, by),
+                     f"<h4>{esc(heading)} by domain</h4>",
+                     heat_table(breakdowns.country_domain_cells(run), [d.domain for d in run.domains], by)]
+        else:
+            body.append(note("No countries or groups in these results (a single-country study that names "
+                             "neither its country nor a grouping variable)."))
+        personas = breakdowns.persona_rows(run, n_resamples=n_resamples, seed=seed)
+        body += (["<h4>Persona groups (pooled over domains)</h4>", persona_table(personas)] if personas
+                 else [note("No persona groups were recorded with these results.")])
+        parts.append(details(run_heading(run), "".join(body), open_=i == 0))
+    return parts
+
+
+def questions_section(board: Leaderboard) -> list[str]:
+    """3. On which questions, and 4. how the answer distribution differs from people's."""
+    parts = ["<h2 id='questions'>3. On which questions?</h2>", _lead("questions")]
+    heading = "<h2 id='distributions'>4. How do its answers differ from people's?</h2>"
+    rows = [distribution_cells(r) for r in domain_order(board)]
+    blocks = [heading, _lead("distributions"), table(DISTRIBUTION_HEAD, rows)]
+    drawn = [r for r in board.overall + domain_order(board) if math.isfinite(r["draw_agreement"])]
+    if drawn:  # --samples K: how often the K draws of an item agree
+        blocks += [note("Repeated draws (--samples K): the share of an item's draws giving its modal "
+                        "answer (mean over items) and Fleiss' kappa across draws (0: chance agreement)."),
+                   table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
+    for i, run in enumerate(_ranked(board)):
+        domains = [d for d in run.domains if d.stored.questions]
+        if not domains:
+            parts.append(note(f"{run.run}: no per-question view in these files (rerun to compute it)."))
+            continue
+        parts.append(details(run_heading(run), "".join(
+            details(domain_label(d.domain), table(QUESTION_HEAD, question_rows(d)), open_=i == 0 and j == 0)
+            for j, d in enumerate(domains)), open_=i == 0))
+        blocks.append(details(run_heading(run), "".join(
+            details(domain_label(d.domain), distribution_blocks(d), open_=i == 0 and j == 0)
+            for j, d in enumerate(domains)), open_=i == 0))
+    return parts + blocks
+
+
+def _ranked(board: Leaderboard) -> list[ModelRun]:
+    by_name = {run.run: run for run in board.runs}
+    return [by_name[row["run"]] for row in board.overall]
+
+
+def render_html(board: Leaderboard, figures: Figures, title: str, *, n_resamples: int = DEFAULT_RESAMPLES,
+                seed: int = BOOTSTRAP_SEED, out_dir: Path | None = None) -> str:
+    """The report page as one HTML string (figures embedded; exported answers linked from ``out_dir``)."""
+    sections = [
+        f"<h1>{esc(title)}</h1>",
+        f"<p class='meta'>Generated {esc(now_timestamp())}; {len(board.runs)} complete run(s), "
+        f"{len(board.incomplete)} incomplete; {len(board.domains)} run x domain result(s).</p>",
+        "<p class='meta'><a href='#answer'>The answer</a> · <a href='#baselines'>1. Baselines</a> · "
+        "<a href='#groups'>2. For whom</a> · "
+        "<a href='#questions'>3. Questions</a> · <a href='#distributions'>4. Distributions</a> · "
+        "<a href='#circular'>5. Circular</a> · <a href='#scale'>6. Model size</a> · "
+        "<a href='#definitions'>Definitions</a></p>",
+        *(answer_html(board) if board.runs else []),
+        *baselines_section(board, figures),
+    ]
+    if board.runs:
+        sections += [*groups_section(board, n_resamples, seed), *questions_section(board)]
+    sections += circular_section(board.runs)
+    sections.append("<h2 id='scale'>6. Model size</h2>")
+    if "model_scale" in figures.paths:
+        sections.append(_image(figures.paths["model_scale"], "accuracy by model size"))
+    failed = [f"{run.run}: domain {k} failed ({v})" for run in board.runs for k, v in run.failed.items()]
+    unweighted = [f"{run.run}: weighted metrics off: {text}" for run in board.runs
+                  if (text := weights_off_text((domain_label(d.domain), d.stored.weighted_metrics_off)
+                                               for d in run.domains))]
+    notes = [*figures.notes, *failed, *unweighted]
+    if notes:
+        sections.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+    sections += exports_section(board.runs, out_dir) if out_dir is not None else []
+    sections += ["<h2 id='definitions'>Definitions</h2>", "<dl>" + "".join(
+        f"<dt>{esc(term)}</dt><dd>{esc(text)}</dd>" for term, text in DEFINITIONS) + "</dl>"]
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{esc(title)}</title>"
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n")
+
+
+def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
+                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> ReportPaths:
+    """Read every run under ``output_dir``; write the leaderboard, figures and report.html.
+
+    ``out_dir`` defaults to ``<output_dir>/report``. Raises DataError when there is nothing
+    to report.
+    """
+    output_dir = Path(output_dir).expanduser()
+    board = leaderboard(output_dir, n_resamples=n_resamples, seed=seed)
+    out = Path(out_dir).expanduser() if out_dir is not None else output_dir / REPORT_FOLDER
+    out.mkdir(parents=True, exist_ok=True)
+    md, csv = write_leaderboard(board, out)
+    figures = draw_figures(board, output_dir, out)
+    page = out / "report.html"
+    with atomic_open(page) as handle:
+        title = f"{study_title(run.study for run in board.runs)} results: {output_dir.resolve().name}"
+        handle.write(render_html(board, figures, f"{title} (socbench report)",
+                                 n_resamples=n_resamples, seed=seed, out_dir=out))
+    notes = [*figures.notes, *incomplete_notes(board.incomplete)]
+    return ReportPaths(out, md, csv, page, figures.paths, board, notes)

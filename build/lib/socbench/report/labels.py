@@ -1,0 +1,115 @@
+"""Names people read: baselines, domains, countries, run variants, and signed margins.
+
+Result files keep their stable keys (``RoleofGovernment``, ``DE``); every table and page a
+person reads goes through these functions ("Role of Government", "Germany (DE)").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from socbench.data.countries import country_info
+from socbench.domains import DOMAINS
+from socbench.metrics.grouped import UNMAPPED
+from socbench.models import model_slug
+from socbench.report.output import fmt
+from socbench.types import COUNTRY
+
+BASELINE_LABELS = {
+    "uniform": "Uniform guess among the offered options",
+    "majority_question": "Majority answer to the question (all other respondents)",
+    "majority_country_question": "Majority answer in the respondent's country",
+    "majority_group_question": "Majority answer in the respondent's group (the study's grouping variable)",
+    "demographic_model": "Demographic model (a classifier on the persona attributes)",
+}
+WEIGHTED = " (survey-weighted)"
+# the same, short enough for a terminal line (the CLI's and `make demo`'s per-domain line, its table)
+BASELINE_SHORT = {"uniform": "uniform guess", "majority_question": "majority answer",
+                  "majority_country_question": "majority in country",
+                  "majority_group_question": "majority in group",
+                  "demographic_model": "demographic model"}
+VARIANT_LABELS = {"logprobs": "log-prob answers", "no_persona": "no persona (control)",
+                  "shuffled": "options shuffled"}
+_TITLES = {d.name: d.display_name for d in DOMAINS}
+
+
+def baseline_label(name: str | None, short: bool = False) -> str:
+    """A baseline's name for people: "majority_country_question" -> "Majority answer in the
+    respondent's country" (``short``: "majority in country"); ``_weighted`` ones say so."""
+    if not name:
+        return "n/a" if not short else "none"
+    base, weighted = (name.removesuffix("_weighted"), name.endswith("_weighted"))
+    label = (BASELINE_SHORT if short else BASELINE_LABELS).get(base, base.replace("_", " "))
+    return label + ((" (weighted)" if short else WEIGHTED) if weighted else "")
+
+
+def domain_label(name: str) -> str:
+    """The domain table's title of an ISSP domain ("Role of Government"); a manifest's own
+    names are already display names and stay as they are."""
+    return _TITLES.get(name, name)
+
+
+def country_label(code: str | None, grouping: str = COUNTRY) -> str:
+    """"DE" -> "Germany (DE)"; an unmapped country stays "unmapped"; a group of a study grouped by
+    another variable (``grouping``: "Region") is named as the data names it."""
+    if code is None or code == UNMAPPED:
+        return "country unknown (unmapped)" if grouping == COUNTRY else f"no {grouping} recorded"
+    if grouping != COUNTRY:
+        return code
+    info = country_info(code)
+    return code if info.name == info.code else f"{info.name} ({info.code})"
+
+
+def study_title(studies: Iterable[Any]) -> str:
+    """The name titles give the results: the study they share (``summary.json``'s ``data.study``:
+    the survey's own name), else "Survey" (several studies, or none recorded)."""
+    found = {str(s) for s in studies if s}
+    return found.pop() if len(found) == 1 else "Survey"
+
+
+def variant_label(run: str, model: str) -> str:
+    """What a run folder adds to its model: "no persona (control), log-prob answers", or
+    "main run" when it is the model's own folder."""
+    slug = model_slug(model)
+    if run == slug or not run.startswith(f"{slug}-"):
+        return "main run" if run == slug else "-"
+    parts = run.removeprefix(f"{slug}-").split("-")
+    return ", ".join(VARIANT_LABELS.get(part, part) for part in parts)
+
+
+def signed(value: Any, digits: int = 3) -> str:
+    """A margin with its sign: "+0.031", "-0.052 (below baseline)", "n/a"."""
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "n/a"
+    text = f"{value:+.{digits}f}"
+    return f"{text} (below baseline)" if value < 0 else text
+
+
+def p_text(value: Any) -> str:
+    """A p-value: "<0.001" below that, else three decimals; "n/a" when undefined."""
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "n/a"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def below(value: Any) -> bool:
+    """True for a finite negative margin (the model does worse than the baseline)."""
+    return isinstance(value, (int, float)) and math.isfinite(value) and value < 0
+
+
+def ci_text(low: Any, high: Any, respondents: int, min_respondents: int) -> str:
+    """"[0.412, 0.498]", or why there is no interval: fewer respondents than the minimum."""
+    if respondents < min_respondents:
+        return f"n/a (n < {min_respondents})"
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def weights_off_text(domains: Iterable[tuple[str, str | None]]) -> str:
+    """``"<reason>: Domain A, Domain B; <reason>: ..."``: why weighted metrics are off, grouped by reason."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in domains:
+        if reason:
+            by_reason.setdefault(reason, []).append(name)
+    return "; ".join(f"{reason}: {', '.join(names)}" for reason, names in by_reason.items())

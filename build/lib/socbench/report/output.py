@@ -1,0 +1,132 @@
+"""How every result file is written: model folders, atomic writes, strict JSON, markdown
+tables, number cells and figure canvases, shared by the ISSP, MCQ and circular reports.
+
+Every file goes to a temporary sibling in the same folder and is moved into place, so a
+killed run never leaves a file that looks complete; NaN/inf are written as ``null``.
+matplotlib is imported inside the figure helpers (slow to load, only reports need it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from socbench.models import model_slug
+
+
+def model_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
+    """``<output_dir>/<model_slug(model)>``, checked to lie inside ``output_dir``.
+
+    ``model_slug`` (shared with the model cache) maps separators and odd characters to
+    ``_`` and strips leading dots, so a name like ``../../x`` cannot climb out.
+    """
+    root = Path(output_dir).resolve()
+    path = (root / model_slug(model)).resolve()
+    if path.parent != root:
+        raise ValueError(f"model folder {path} escapes {root}")
+    return path
+
+
+@contextmanager
+def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary sibling of ``path``; on success fsync and move it onto ``path``.
+
+    If the body raises, the temporary file is removed and ``path`` is left as it was.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make results unreadable to others
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def json_safe(value: Any) -> Any:
+    """NaN/inf floats -> None, recursively (strict JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_json(path: Path, payload: Mapping[str, Any]) -> Path:
+    """Atomically write ``payload`` as strict, indented UTF-8 JSON."""
+    with atomic_open(path) as handle:
+        json.dump(json_safe(payload), handle, indent=2, ensure_ascii=False, allow_nan=False)
+        handle.write("\n")
+    return path
+
+
+def now_timestamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# ------------------------------------------------------------------ tables and numbers
+
+
+def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A markdown pipe table as lines (a ``|`` inside a cell becomes ``/``)."""
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+            *("| " + " | ".join(str(cell).replace("|", "/") for cell in row) + " |" for row in rows)]
+
+
+def markdown_text(head: Sequence[str], rows: Iterable[Sequence[str]], title: str = "",
+                  notes: Sequence[str] = ()) -> str:
+    """A markdown file: ``# title`` (if any), the pipe table, then the notes."""
+    lines = [*([f"# {title}", ""] if title else []), *markdown_table(head, rows)]
+    return "\n".join([*lines, *([""] if notes else []), *notes]) + "\n"
+
+
+def fmt(value: Any, digits: int = 3, missing: str = "n/a") -> str:
+    """A table cell: floats to ``digits`` decimals, None/NaN/inf as ``missing``, the rest as text."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return missing
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def finite_mean(values: Iterable[Any]) -> float:
+    """Mean of the finite numbers among ``values`` (None/NaN skipped); NaN when there are none."""
+    finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def preload_figures() -> None:
+    """Import what ``new_figure`` needs (0.3 s) ahead, where a wait leaves the time (the CLI's
+    Prefect API start)."""
+    new_figure(1, 1)
+
+
+def new_figure(width: float, height: float) -> Any:
+    """A matplotlib Figure on the Agg canvas (no pyplot state), constrained layout."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """Write ``fig`` as PNG, atomically."""
+    with atomic_open(path, "wb") as handle:
+        fig.savefig(handle, format="png")
+    return path

@@ -1,0 +1,162 @@
+"""The leaderboard's tables as people read them: header rows, cells, ``leaderboard.md`` and
+``leaderboard.csv``. The same cells fill the markdown file, the console and ``report.html``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import socbench.report.incomplete as unfinished
+from socbench.metrics.uncertainty import PairedComparison
+from socbench.report.answers import answer_markdown
+from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed, study_title
+from socbench.report.leaderboard import ALIGNMENT, DRAW_SCORES, MIN_RESPONDENTS, SCORES, Leaderboard
+from socbench.report.output import atomic_open, fmt, markdown_table
+from socbench.yardsticks import HEADLINE_KEYS
+
+CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain", "domains", "respondents",
+               "items", "accuracy", "accuracy_ci_low", "accuracy_ci_high", "best_baseline",
+               "best_baseline_accuracy", "margin_over_best_baseline", "domains_not_above_baseline",
+               "per_question_macro_f1", "distribution_level", *(f"{name}_score" for name in SCORES),
+               *ALIGNMENT, "parse_failure_rate", "failed_domains", "complete", "engine_errors",
+               "incomplete_domains", "first_engine_error", *HEADLINE_KEYS, *DRAW_SCORES)
+
+OVERALL_HEAD = ("rank", "run", "model", "variant", "domains", "respondents", "items", "accuracy [95% CI]",
+                "strongest baseline (mean over domains)", "margin", "domains not above baseline",
+                "per-question macro-F1", "parse failures")
+DOMAIN_HEAD = ("domain", "run", "respondents", "items", "accuracy [95% CI]", "strongest baseline",
+               "baseline accuracy", "margin", "per-question macro-F1", "parse failures")
+DISTRIBUTION_HEAD = ("domain", "run", "level", "1-W1", "1-W1 uniform", "1-JS", "1-JS uniform",
+                     "modal agreement", "modal agreement uniform", "Kendall tau", "Kendall tau p (mean)")
+YARDSTICK_HEAD = ("domain", "run", "SimBench", "demographic model accuracy", "structure correlation",
+                  "heterogeneity ratio")
+DRAWS_HEAD = ("domain", "run", "mean agreement across draws", "Fleiss' kappa across draws")
+COMPARE_HEAD = ("A", "B", "shared items", "accuracy A", "accuracy B", "A - B [95% CI]",
+                "A only / B only right", "McNemar p")
+
+
+def accuracy_text(row: dict[str, Any]) -> str:
+    """"0.412 [0.380, 0.441]", or the accuracy with why there is no interval."""
+    return f"{fmt(row['accuracy'])} " + ci_text(row["accuracy_ci_low"], row["accuracy_ci_high"],
+                                                 row["respondents"], MIN_RESPONDENTS)
+
+
+def rank_text(row: dict[str, Any]) -> str:
+    return f"{row['rank']} (tied)" if row.get("tied") else str(row["rank"])
+
+
+def overall_cells(row: dict[str, Any]) -> list[str]:
+    return [rank_text(row), row["run"], row["model"], row["variant"], str(row["domains"]),
+            str(row["respondents"]), str(row["items"]), accuracy_text(row),
+            fmt(row["best_baseline_accuracy"]), signed(row["margin_over_best_baseline"]),
+            f"{row['domains_not_above_baseline']} of {row['domains']}", fmt(row["per_question_macro_f1"]),
+            fmt(row["parse_failure_rate"])]
+
+
+def domain_title(row: dict[str, Any]) -> str:
+    """"Role of Government (8)"; the name alone where the results do not record the id."""
+    known = isinstance(row["domain_id"], int)
+    return f"{domain_label(row['domain'])} ({row['domain_id']})" if known else domain_label(row["domain"])
+
+
+def domain_cells(row: dict[str, Any]) -> list[str]:
+    return [domain_title(row), row["run"], str(row["respondents"]), str(row["items"]), accuracy_text(row),
+            baseline_label(row["best_baseline"]), fmt(row["best_baseline_accuracy"]),
+            signed(row["margin_over_best_baseline"]), fmt(row["per_question_macro_f1"]),
+            fmt(row["parse_failure_rate"])]
+
+
+def distribution_cells(row: dict[str, Any]) -> list[str]:
+    level = {"country_question": "country x question", "question": "question"}.get(row["distribution_level"],
+                                                                                   "n/a")
+    return [domain_title(row), row["run"], level, *(fmt(row[f"{name}_score"]) for name in SCORES),
+            *(fmt(row[name]) for name in ALIGNMENT[:3]), p_text(row["kendall_tau_p"])]
+
+
+def yardstick_cells(row: dict[str, Any]) -> list[str]:
+    """A run's (domain "ALL") or a domain's SimBench score and demographic-model and structure figures."""
+    title = "all domains" if row["domain"] == "ALL" else domain_title(row)
+    return [title, row["run"], fmt(row["simbench_score"], 1), *(fmt(row[key]) for key in HEADLINE_KEYS[1:])]
+
+
+def draw_cells(row: dict[str, Any]) -> list[str]:
+    """A run's or a domain's mean agreement and Fleiss' kappa across its --samples draws."""
+    title = "all domains" if row["domain"] == "ALL" else domain_title(row)
+    return [title, row["run"], fmt(row["draw_agreement"]), fmt(row["draw_fleiss_kappa"])]
+
+
+def compare_cells(a: str, b: str, cmp: PairedComparison) -> list[str]:
+    low, high = cmp.difference_ci
+    return [a, b, str(cmp.n_items), fmt(cmp.accuracy_a), fmt(cmp.accuracy_b),
+            f"{cmp.difference:+.3f} [{fmt(low)}, {fmt(high)}]", f"{cmp.a_only} / {cmp.b_only}",
+            f"{cmp.mcnemar_p:.3g}"]
+
+
+def domain_order(board: Leaderboard) -> list[dict[str, Any]]:
+    rank = {row["run"]: i for i, row in enumerate(board.overall)}
+    return sorted(board.domains, key=lambda r: (r["domain_id"] or 99, r["domain"], rank[r["run"]]))
+
+
+NOTES = (
+    "Accuracy: share of scoreable items answered with the respondent's own code; a run's overall numbers "
+    "are unweighted means over its domains. 95% CI: percentile bootstrap resampling respondents "
+    f"(within each domain); not shown below {MIN_RESPONDENTS} respondents. Rank: 1 + the number of runs "
+    "whose CI lies wholly above this run's (overlapping CIs share a rank). Strongest baseline: the best of "
+    "a uniform guess and the majority answer of the other respondents to the question, overall or in the "
+    "respondent's country, or the demographic model (see Yardsticks), on the same items; margin = accuracy "
+    "minus it (negative: below baseline). "
+    "1-W1 / 1-JS: 1 - normalised Wasserstein / Jensen-Shannon distance between the model's and the "
+    "people's answer distributions, beside what uniform answers get. Modal agreement: the model's most "
+    "chosen option is the people's (uniform: 1/k); Kendall tau: rank correlation of option shares "
+    "(a random order: 0; n/a where the shares are all equal), p from a permutation test of the mean. "
+    "Paired comparisons: McNemar's exact test on the "
+    "discordant items and the respondent-bootstrap CI of the accuracy difference."
+)
+
+
+YARDSTICKS_NOTE = (
+    "SimBench: 100 x (1 - TV(model, people) / TV(uniform, people)) per country x question (SimBench, "
+    "arXiv 2510.17516: 0 = uniform answers, 100 = the people's distribution; all domains: every "
+    "row pooled, as SimBench pools). Demographic model: a classifier on the persona attributes the "
+    "model was shown, cross-fitted over respondents (it is one of the baselines above). Structure "
+    "correlation: how closely the differences between groups in the model's answers follow the real "
+    "ones; heterogeneity ratio: how varied the model's answers are against the real ones (< 1: less "
+    "varied). See docs/yardsticks.md."
+)
+
+
+def leaderboard_markdown(board: Leaderboard) -> str:
+    ordered = domain_order(board)
+    lines = [f"# {study_title(run.study for run in board.runs)} leaderboard", "",
+             *markdown_table(OVERALL_HEAD, [overall_cells(r) for r in board.overall])]
+    if board.incomplete:
+        lines += ["", "## Incomplete runs (not ranked)", "", unfinished.INCOMPLETE_NOTE, "", *markdown_table(
+            unfinished.INCOMPLETE_HEAD, [unfinished.incomplete_cells(r) for r in board.incomplete])]
+    lines += ["", *answer_markdown(board)] if board.runs else []
+    lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, [domain_cells(r) for r in ordered]),
+              "", "## Answer distributions and ranking alignment", "",
+              *markdown_table(DISTRIBUTION_HEAD, [distribution_cells(r) for r in ordered]),
+              "", "## Yardsticks", "", YARDSTICKS_NOTE, "",
+              *markdown_table(YARDSTICK_HEAD, [yardstick_cells(r) for r in board.overall + ordered])]
+    drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]
+    if drawn:  # runs with --samples K
+        lines += ["", "## Repeated draws", "", *markdown_table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
+    if board.comparisons:
+        lines += ["", "## Paired comparisons", "",
+                  *markdown_table(COMPARE_HEAD, [compare_cells(*c) for c in board.comparisons])]
+    return "\n".join([*lines, "", NOTES]) + "\n"
+
+
+def write_leaderboard(board: Leaderboard, out_dir: Path) -> tuple[Path, Path]:
+    """``leaderboard.md`` and ``leaderboard.csv`` (overall rows first, domain = ALL)."""
+    md, csv = out_dir / "leaderboard.md", out_dir / "leaderboard.csv"
+    with atomic_open(md) as handle:
+        handle.write(leaderboard_markdown(board))
+    frame = pd.DataFrame(board.overall + board.incomplete + board.domains).reindex(columns=list(CSV_COLUMNS))
+    with atomic_open(csv) as handle:
+        frame.to_csv(handle, index=False, float_format="%.6g")
+    return md, csv

@@ -1,0 +1,37 @@
+"""Tables for a terminal: aligned, at most 120 columns, long names cut with "…".
+
+The files (``summary.md``, the report) keep every column; a terminal gets the few a reader looks
+at first, and a name too long for the width loses its tail instead of wrapping every row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+WIDTH = 120
+NARROWEST = 12  # a shrinkable column is never cut below this
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in ``width`` characters: its tail replaced by "…" when longer."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def terminal_table(head: Sequence[str], rows: Sequence[Sequence[object]], shrink: Sequence[int] = (0,),
+                   width: int = WIDTH) -> list[str]:
+    """``head`` and ``rows`` as an aligned markdown pipe table whose lines fit ``width``: the widest
+    of the ``shrink`` columns loses a character at a time until the table fits."""
+    cells = [[str(cell).replace("|", "/") for cell in row] for row in [head, *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
+    over = sum(widths) + 3 * len(widths) + 1 - width  # "| " + " | ".join(cells) + " |"
+    while over > 0 and shrink:
+        widest = max(shrink, key=lambda i: widths[i])
+        if widths[widest] <= NARROWEST:
+            break
+        widths[widest] -= 1
+        over -= 1
+
+    def line(row: list[str]) -> str:
+        return "| " + " | ".join(cut(cell, w).ljust(w) for cell, w in zip(row, widths)) + " |"
+
+    return [line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, cells[1:])]

@@ -1,0 +1,238 @@
+"""The ``score`` stage: Items + Extractions -> ScoredItems -> one DomainResult (a ScoredDomain).
+
+Only scoreable items (``excluded_reason is None``) are scored, each exactly once, and every
+request that showed a variant of one (``PromptRequest.variant``), once. An item whose extraction is missing or
+failed is wrong and carries ``parse_error``; so is one whose extracted code was not
+offered to that respondent. An item the engine could not answer carries ``engine_error``
+instead: that is no answer at all, and a domain with any is *incomplete* — its answer-based
+metrics are left out (NaN), never shown as a score (``incomplete_reason`` says why).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from socbench.extract import NOT_OFFERED
+from socbench.metrics.baselines import baselines, margin_over_best
+from socbench.metrics.classification import (
+    accuracy,
+    item_count,
+    parse_failure_rate,
+    per_question_macro_f1,
+    seed_macro_f1,
+    seed_micro_f1,
+)
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, distribution_scores
+from socbench.metrics.grouped import breakdown
+from socbench.metrics.persona_groups import persona_breakdowns, respondent_groups
+from socbench.metrics.questions import question_view
+from socbench.metrics.uncertainty import accuracy_ci
+from socbench.types import (
+    COUNTRY,
+    DomainData,
+    DomainResult,
+    Extraction,
+    Item,
+    ScoredDomain,
+    ScoredItem,
+    Variant,
+    VariantResult,
+)
+from socbench.weights import weights_off_reason
+from socbench.yardsticks import DEMOGRAPHIC, domain_yardsticks, shown_attributes
+
+NO_EXTRACTION = "no extraction for this item"
+NO_CODE = "no code extracted"
+
+METRIC_NAMES = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1", "parse_failure_rate",
+                "margin_over_best_baseline")
+COUNTRY_METRICS = {"n": item_count, "accuracy": accuracy, "parse_failure_rate": parse_failure_rate}
+
+
+def score_item(item: Item, extraction: Extraction | None,
+               groups: Mapping[str, str] | None = None) -> ScoredItem:
+    """Score one scoreable item against its extraction (None when there is none); ``groups`` (the
+    respondent's persona groups) stay on the item for the breakdowns."""
+    if item.true_code is None:
+        raise ValueError(f"item {item.item_id} is scoreable but has no true code")
+    predicted = extraction.code if extraction is not None else None
+    engine_error = extraction.engine_error if extraction is not None else None
+    if extraction is None:
+        error: str | None = NO_EXTRACTION
+    elif engine_error is not None:
+        error = None
+    elif extraction.failure is not None or predicted is None:
+        error = extraction.failure or NO_CODE
+    elif predicted not in item.offered_codes:
+        error = NOT_OFFERED
+    else:
+        error = None
+    return ScoredItem(
+        person_id=item.person_id,
+        question_id=item.question_id,
+        country_code=item.country_code,
+        true_code=item.true_code,
+        predicted_code=predicted,
+        correct=error is None and engine_error is None and predicted == item.true_code,
+        parse_error=error,
+        country_specific=item.country_specific,
+        offered_codes=item.offered_codes,
+        distribution=extraction.distribution if extraction is not None else None,
+        groups=dict(groups or {}),
+        engine_error=engine_error,
+        raw_reply=extraction.raw_reply if extraction is not None else None,
+        draws=extraction.draws if extraction is not None else None,
+    )
+
+
+def score_items(items: Sequence[Item], extractions: Mapping[str, Extraction],
+                groups: Mapping[int, Mapping[str, str]] | None = None) -> list[ScoredItem]:
+    """Score every scoreable item; ``extractions`` keyed by item id, ``groups`` by person id."""
+    groups = groups or {}
+    return [
+        score_item(item, extractions.get(item.item_id), groups.get(item.person_id))
+        for item in items
+        if item.excluded_reason is None
+    ]
+
+
+def summarize_domain(
+    domain_id: int,
+    domain_name: str,
+    model: str,
+    items: Sequence[Item],
+    scored: Sequence[ScoredItem],
+    unmapped_countries: Mapping[str, int],
+    interview_count: int,
+    *,
+    min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+    seed: int = 0,
+    weights: Mapping[int, float] | None = None,
+    weights_off: str | None = None,
+    engine_errors: Sequence[str] | None = None,
+    texts: Mapping[str, str] | None = None,
+    run: str = "",
+    attributes: Mapping[int, Mapping[str, str]] | None = None,
+    grouping: str = COUNTRY,
+) -> DomainResult:
+    """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
+
+    ``margin_over_best_baseline`` joins the metrics, so a headline number is never read without
+    its floor. ``min_respondents``: the smallest group a distribution, ranking or CI is given for.
+    Without ``weights``, ``weights_off`` says why. With any ``engine_errors`` (default: those of
+    ``scored``) the result is incomplete: counts and baselines only. ``run``: the run's folder
+    when it is not the model's (a control run). ``attributes`` (person id -> the persona attributes
+    the prompts showed) add the yardsticks (``socbench.yardsticks``) to a complete domain, and the
+    demographic model to its baselines. ``grouping``: what the items' country_code holds.
+    """
+    if engine_errors is None:
+        engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
+    floor = baselines(scored, weights, grouping)
+    excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
+    counts = dict(
+        domain_id=domain_id, domain_name=domain_name, model=model, total_items=len(items),
+        scoreable_items=sum(item.excluded_reason is None for item in items),
+        excluded_by_reason=dict(sorted(excluded.items())),
+        parse_failures=sum(item.parse_error is not None for item in scored),
+        parse_failure_reasons=dict(Counter(i.parse_error for i in scored if i.parse_error is not None)),
+        engine_errors=len(engine_errors), engine_error_reasons=dict(Counter(engine_errors)),
+        baselines=floor, unmapped_countries=dict(unmapped_countries), interview_count=interview_count,
+        run=run, weights_off=None if weights is not None else weights_off or "no design weights given",
+        grouping=grouping,
+    )
+    if engine_errors:  # not a result: no number that could be read as a score
+        return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
+    extra = None if attributes is None else domain_yardsticks(
+        scored, attributes, weights=weights, min_respondents=min_respondents, seed=seed)
+    if extra is not None:
+        floor = counts["baselines"] = {**floor, DEMOGRAPHIC: extra.demographic_accuracy}
+    answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
+    metrics = {name: metric(scored) for name, metric in zip(METRIC_NAMES, answer_metrics)}  # margin: below
+    metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
+    alignment, questions = question_view(items, scored, texts, min_respondents, weights, seed)
+    return DomainResult(
+        metrics=metrics,
+        per_country=country_breakdown(scored, unmapped_countries),
+        **counts,
+        breakdowns=persona_breakdowns(scored),
+        distribution=distribution_scores(scored, min_respondents, weights),
+        accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
+                                min_respondents=min_respondents, seed=seed),
+        alignment=alignment, questions=questions, yardsticks=extra.record if extra is not None else {},
+    )
+
+
+def score_domain(
+    data: DomainData,
+    items: Sequence[Item],
+    extractions: Mapping[str, Extraction],
+    *,
+    model: str,
+    interview_count: int | str = "all",
+    min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+    run: str = "",
+    include_persona: bool = True,
+) -> ScoredDomain:
+    """The whole ``score`` stage for one domain: scored items, their DomainResult and every
+    variant's answer (``metrics.reduce_domain`` reduces them); ``extractions`` by request id.
+
+    The result records the respondents actually interviewed; more than the requested
+    ``interview_count`` means an earlier stage ignored it (a bug, not user input).
+    ``include_persona``: whether the prompts showed the persona (the demographic model's inputs).
+    """
+    interviewed = len({item.person_id for item in items})
+    if isinstance(interview_count, int) and interviewed > interview_count:
+        raise ValueError(f"{data.domain_name}: {interviewed} respondents in the items, "
+                         f"more than interview_count={interview_count}")
+    scored = score_items(items, extractions, respondent_groups(data.respondents, data.roles))
+    failed = [e.engine_error for e in extractions.values() if e.engine_error is not None]  # variants too
+    weights, weights_off = design_weights(data)
+    result = summarize_domain(data.domain_id, data.domain_name, model, items, scored, data.unmapped_countries,
+                              interviewed, min_respondents=min_respondents, weights=weights,
+                              weights_off=weights_off, engine_errors=failed,
+                              texts={q.id: q.text for q in data.questions}, run=run,
+                              attributes=shown_attributes(data, include_persona), grouping=data.grouping)
+    result = replace(result, sample=data.sample)
+    variants = score_variants(items, extractions) if result.complete else []
+    return ScoredDomain(tuple(scored), result, tuple(variants) or None)
+
+
+def country_breakdown(scored: Sequence[ScoredItem],
+                      unmapped: Mapping[str, int]) -> dict[str, dict[str, float]]:
+    """Per-country metrics; empty for a study without countries (no code and nothing unmapped),
+    rather than one group called "unmapped"."""
+    if not unmapped and all(item.country_code is None for item in scored):
+        return {}
+    return breakdown(COUNTRY_METRICS, "country_code", scored)
+
+
+def design_weights(data: DomainData) -> tuple[dict[int, float] | None, str | None]:
+    """(person id -> design weight, None) when every respondent has a usable one (``socbench.weights``),
+    else (None, why weighted metrics are off)."""
+    people = data.respondents
+    reason = weights_off_reason([p.weight for p in people], [p.person_id for p in people]) if people \
+        else "no respondents"
+    return ({p.person_id: p.weight for p in people}, None) if reason is None else (None, reason)  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------- expanded items
+
+
+def variant_answer(variant: Variant, extraction: Extraction) -> VariantResult:
+    """A variant's answer, read as ``score_item`` reads the normal one but against the labels the
+    variant displayed (its codes, or positions 1..n when relabelled)."""
+    error = extraction.engine_error or extraction.failure or (None if extraction.code else NO_CODE)
+    if error is None and extraction.code not in variant.shown:
+        error = NOT_OFFERED
+    return VariantResult.of(variant, extraction.code if error is None else None, error)
+
+
+def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction]) -> list[VariantResult]:
+    """The answer of every request that showed a variant of its item, grouped by item in
+    ``items`` order; a failed or unoffered answer is a None prediction (wrong) with its reason."""
+    rank = {item.item_id: i for i, item in enumerate(items)}
+    answers = [variant_answer(e.variant, e) for e in extractions.values() if e.variant is not None]
+    return sorted(answers, key=lambda answer: rank.get(answer.qid, len(rank)))

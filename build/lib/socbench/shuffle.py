@@ -1,0 +1,61 @@
+"""Seeded option orders and option rendering.
+
+The original system shuffled options with no seed, and ``--shuffle_options=False`` could
+not turn it off. Here the order is a pure function of (run seed, person, question), derived
+through sha256 so it is the same in every process and Python version (``hash()`` is salted
+per process), and the order shown is recorded on each PromptRequest. Codes stay attached
+to their labels: only the order of ``id. text`` lines changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+
+from socbench.types import Code
+
+Options = Mapping[Code, str] | Sequence[tuple[Code, str]]
+
+
+def order_seed(run_seed: int, person_id: int | str, question_id: str) -> int:
+    """A 64-bit seed for one (run, person, question), stable across processes."""
+    digest = hashlib.sha256(f"{run_seed}\x1f{person_id}\x1f{question_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def shuffled_order(
+    codes: Sequence[Code], run_seed: int, person_id: int | str, question_id: str
+) -> tuple[Code, ...]:
+    """A seeded permutation of ``codes``; the same inputs always give the same order."""
+    order = list(codes)
+    random.Random(order_seed(run_seed, person_id, question_id)).shuffle(order)
+    return tuple(order)
+
+
+def display_order(
+    codes: Sequence[Code], shuffle: bool, run_seed: int, person_id: int | str, question_id: str
+) -> tuple[Code, ...]:
+    """Survey order when ``shuffle`` is off, else the seeded permutation."""
+    return shuffled_order(codes, run_seed, person_id, question_id) if shuffle else tuple(codes)
+
+
+def option_text(code: Code, label: str) -> str:
+    """``code. label``, or the bare code where the label is only its number: an end-labelled
+    scale's inner points read "2", not "2. 2" (nor "2. 02")."""
+    text = label.strip()
+    bare = text == code or (text.isdigit() and code.isdigit() and int(text) == int(code))
+    return code if bare else f"{code}. {label}"
+
+
+def render_options(options: Options, order: Sequence[Code] | None = None) -> str:
+    """``id. text`` lines (``option_text``) in ``order`` (default: the options' own order).
+
+    ``order`` must be a permutation of the option codes; the circular-evaluation module
+    passes its rotations here.
+    """
+    labels = dict(options.items() if isinstance(options, Mapping) else options)
+    shown = list(labels) if order is None else list(order)
+    if sorted(shown) != sorted(labels):
+        raise ValueError(f"option order {shown} is not a permutation of codes {list(labels)}")
+    return "\n".join(option_text(code, labels[code]) for code in shown)

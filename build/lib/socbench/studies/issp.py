@@ -1,0 +1,125 @@
+"""The ISSP persona benchmark as a Task (and any survey imported with ``socbench data import``): a
+unit is a domain; each respondent is asked each question with the options they were shown, in
+their own persona, and scored against their real answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from socbench.config import RunConfig
+from socbench.data import build_items, load_domain
+from socbench.data.loaders import dataset_root, sample_dir, unmapped_line
+from socbench.data.variables import read_variables
+from socbench.data_use import check_data_use
+from socbench.domains import get_domain, select_domains, study_name
+from socbench.errors import ConfigError
+from socbench.extract import extract_all
+from socbench.progress import domain_line, run_table
+from socbench.prompts import build_domain_prompts
+from socbench.records import Artifact, RunReport, UnitReport
+from socbench.report import (
+    domain_markdown,
+    leaderboard_rows,
+    write_report,
+    write_run_circular_table,
+    write_run_summary,
+    write_scored_domain,
+)
+from socbench.report.files import summary_row
+from socbench.report.output import model_dir
+from socbench.score_stage import score_expanded
+from socbench.task import Prompts, Unit
+from socbench.types import Answers, DomainData, DomainResult, Extraction, Item, ScoredDomain
+
+
+@dataclass(frozen=True)
+class IsspSamples:
+    """A domain's respondents and questions, and each (respondent, question) with its options."""
+
+    data: DomainData
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True)
+class IsspTask:
+    config: RunConfig
+    name: ClassVar[str] = "issp"
+
+    def units(self) -> list[Unit]:
+        c = self.config
+        return [Unit(d.id, d.name, f"domain {d.id} {d.name}")
+                for d in select_domains(c.domain_id, c.start_domain_id, c.dataset_dir)]
+
+    def folder(self) -> Path:
+        return model_dir(self.config.output_dir, self.config.run_name)
+
+    def unit(self, unit_id: int) -> Unit:
+        domain = get_domain(unit_id, self.config.dataset_dir)
+        return Unit(domain.id, domain.name, f"domain {domain.id} {domain.name}")
+
+    def check(self) -> list[str]:
+        """The sample size exists; the prompts may go where the engine is (``socbench.data_use``: the
+        acknowledgement of a remote host is the note returned); ``--export_wide`` has formats and what the
+        import kept of the source file."""
+        c = self.config
+        root = dataset_root(c.dataset_dir)
+        sample_dir(root, c.dataset_size)
+        domains = [get_domain(unit.id, c.dataset_dir) for unit in self.units()]
+        acknowledged = check_data_use(c, domains)
+        if c.export_wide and not c.export:
+            raise ConfigError("--export_wide: name the formats with --export (e.g. --export sav)")
+        for domain in domains if c.export_wide else ():
+            read_variables(root, domain.slug)
+        return [acknowledged] if acknowledged else []
+
+    def load(self, unit: Unit) -> DomainData:
+        c = self.config
+        domain = get_domain(unit.id, c.dataset_dir)
+        check_data_use(c, [domain])  # on a worker too: a licensed study's prompts stay where they may go
+        return load_domain(c.dataset_dir, domain, c.dataset_size, c.interview_count, c.interview_sample)
+
+    def notes(self, data: DomainData) -> list[str]:
+        line = unmapped_line(data)
+        return [line] if line else []
+
+    def special_options(self, data: DomainData) -> IsspSamples:
+        return IsspSamples(data, tuple(build_items(data)))
+
+    def prompts(self, samples: IsspSamples) -> Prompts:
+        return Prompts(tuple(build_domain_prompts(samples.data, samples.items, self.config)))
+
+    def extract(self, prompts: Prompts, answers: Answers) -> dict[str, Extraction]:
+        return extract_all(prompts.requests, answers.results)  # type: ignore[arg-type]
+
+    def score(self, samples: IsspSamples, prompts: Prompts, extracted: dict[str, Extraction]) -> ScoredDomain:
+        return score_expanded(samples.data, samples.items, extracted, self.config)
+
+    def report(self, scored: ScoredDomain, seconds: float) -> UnitReport:
+        result = scored.result
+        paths = write_scored_domain(self.config.output_dir, scored, self.config.expansion)
+        markdown = Artifact(f"issp-report-domain-{result.domain_id}",
+                            f"{study_name(self.config.dataset_dir)} {result.domain_name}: {result.model}",
+                            markdown=domain_markdown(result))
+        return UnitReport(domain_line(summary_row(result)), (markdown,), tuple(str(p) for p in paths))
+
+    def finish(self, results: Sequence[DomainResult], failed: dict[int, str],
+               export_failed: Sequence[str] = ()) -> RunReport:
+        """``summary.json``/``.md`` over the domains run (and the ``--export`` formats that failed), the
+        circular table, and the report (leaderboard, plots, HTML) over every run under ``output_dir``."""
+        c = self.config
+        data = c.data_record()
+        summary = write_run_summary(c.output_dir, c.run_name, results, failed, data, export_failed)
+        board = write_report(c.output_dir)
+        study = data["study"]
+        artifacts = [Artifact("issp-summary", f"{study} summary: {c.run_name}", table=summary.rows),
+                     Artifact("issp-leaderboard", f"Leaderboard of every run under {c.output_dir} "
+                              f"({board.html})", table=leaderboard_rows(board.leaderboard, per_domain=False))]
+        if c.circular is not None and results:
+            markdown, _ = write_run_circular_table(c.output_dir, c.run_name, results, c.circular, c.mode)
+            artifacts.append(Artifact("issp-circular-summary", f"{study} circular evaluation: {c.run_name}",
+                                      markdown=markdown.read_text(encoding="utf-8")))
+        return RunReport("\n".join(run_table(summary.rows)) if summary.rows else "",
+                         {"summary": str(summary.path), "report": str(board.html)}, tuple(artifacts))

@@ -1,0 +1,126 @@
+"""CP vs MCP (Robinson et al. 2022) as a Task: a unit is a multiple-choice dataset (ARC, MMLU, a
+JSONL file), asked by cloze log-likelihood and by letter, k-shot, optionally in circular orders."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from socbench.mcq.circular import circular_notes
+from socbench.mcq.config import McqConfig
+from socbench.mcq.datasets import load_mcq
+from socbench.mcq.prompts import build_plan, loglikelihood_requests, option_requests_of
+from socbench.mcq.results import mcq_files, mcq_folder, write_mcq_files
+from socbench.mcq.scoring import score_mcq
+from socbench.records import Artifact, RunReport, UnitReport
+from socbench.report import write_report
+from socbench.task import Prompts, Request, Unit
+from socbench.types import Answers, McqAnswers, McqData, McqPlan, McqScores
+
+log = logging.getLogger("socbench")
+
+
+def plan_requests(plan: McqPlan) -> tuple[Request, ...]:
+    """Every request of a plan, each once: CP's log-likelihoods, then MCP's option log-probs."""
+    return (*loglikelihood_requests(plan), *option_requests_of(plan))
+
+
+def read_answers(plan: McqPlan, answers: Answers) -> McqAnswers:
+    """The engine's answers (to ``plan_requests(plan)``) by request key, split by kind."""
+    found = dict(zip((r.key for r in plan_requests(plan)), answers.results, strict=True))
+    return McqAnswers({r.key: found[r.key] for r in loglikelihood_requests(plan)},
+                      {r.key: found[r.key] for r in option_requests_of(plan)}, answers.seconds,
+                      answers.identity, answers.cache)
+
+
+@dataclass(frozen=True)
+class McqScored:
+    """What ``report`` writes: the unit's data, plan, answers and scores, and its outcome."""
+
+    data: McqData
+    plan: McqPlan
+    answers: McqAnswers
+    scores: McqScores
+    result: McqResult
+
+
+@dataclass(frozen=True)
+class McqResult:
+    unit_id: int
+    dataset: str
+    incomplete_reason: str | None
+
+
+@dataclass(frozen=True)
+class McqTask:
+    config: McqConfig
+    name: ClassVar[str] = "mcq"
+
+    def units(self) -> list[Unit]:
+        return [Unit(1, self.config.dataset, f"{self.config.dataset} ({self.config.engine.model})")]
+
+    def folder(self) -> Path:
+        return mcq_folder(self.config.output_dir, self.config.engine.model)
+
+    def unit(self, unit_id: int) -> Unit:
+        return self.units()[0]
+
+    def check(self) -> list[str]:
+        """Nothing beyond the dataset itself, which the preflight reads (public data: it may go anywhere)."""
+        return []
+
+    def load(self, unit: Unit) -> McqData:
+        return load_mcq(self.config.dataset, limit=self.config.limit, fewshot=max(self.config.k_shot) > 0)
+
+    def notes(self, data: McqData) -> list[str]:
+        return []
+
+    def special_options(self, data: McqData) -> McqData:
+        return data  # every item shows its own options to everyone
+
+    def prompts(self, samples: McqData) -> Prompts:
+        c = self.config
+        plan = build_plan(samples, c.method, c.k_shot, c.tolerance, c.seed, c.expansion)
+        for note in circular_notes(plan.methods) if plan.circular_settings is not None else ():
+            log.info(note)
+        return Prompts(plan_requests(plan), plan)
+
+    def extract(self, prompts: Prompts, answers: Answers) -> McqAnswers:
+        return read_answers(prompts.plan, answers)
+
+    def score(self, samples: McqData, prompts: Prompts, extracted: McqAnswers) -> McqScored:
+        from socbench.mcq.results import incomplete_reason
+
+        return McqScored(samples, prompts.plan, extracted, score_mcq(prompts.plan, extracted),
+                         McqResult(1, samples.dataset, incomplete_reason(extracted)))
+
+    def report(self, scored: McqScored, seconds: float) -> UnitReport:
+        c, data = self.config, scored.data
+        files = write_mcq_files(c.output_dir, c.engine.model, data, scored.plan, scored.answers,
+                                scored.scores, wall_s=seconds, backend=c.backend_choice().record())
+        artifacts = [Artifact(key, f"{what}: {data.dataset}, {c.engine.model}",
+                              markdown=files[name].read_text(encoding="utf-8"))
+                     for name, key, what in (("table", "mcq-table", "CP vs MCP"),
+                                             ("circular_table", "mcq-circular", f"Circular ({c.circular})"))
+                     if name in files]
+        incomplete = scored.result.incomplete_reason
+        line = f"{data.dataset}: {len(data.items)} items, " + (
+            f"INCOMPLETE, not a result ({incomplete})" if incomplete else "every request answered")
+        return UnitReport(line, tuple(artifacts), tuple(str(p) for p in files.values()))
+
+    def finish(self, results: Sequence[McqResult], failed: dict[int, str],
+               export_failed: Sequence[str] = ()) -> RunReport:
+        """The tables of the run's datasets for the terminal, and the report over every run beside it."""
+        folder = self.folder()
+        printed, paths = [], {}
+        for result in results:
+            files = {name: path for name, path in mcq_files(folder, result.dataset).items()
+                     if name != "circular_table" or self.config.circular is not None and path.is_file()}
+            printed += [files[name].read_text(encoding="utf-8") for name in ("table", "circular_table")
+                        if name in files]
+            paths |= {name: str(path) for name, path in files.items() if name != "table"}
+        board = write_report(self.config.output_dir)
+        return RunReport("\n".join(printed).rstrip("\n"), {**paths, "report": str(board.html)})

@@ -1,0 +1,431 @@
+"""Every record that crosses a pipeline stage, in one file (simple-evals' ``types.py``).
+Records are frozen; option codes are always strings (``"1"``, ``"-4"``): JSON keys, prompts, answers compare.
+ISSP: DomainData -> Item -> PromptRequest -> EngineResult -> Extraction -> ScoredDomain.
+CP vs MCP: McqData -> McqPlan -> McqAnswers -> McqScores. Expanded items: Variant -> VariantResult."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import astuple, dataclass, field
+from typing import Any, Literal, get_args
+
+from socbench.errors import ConfigError, incomplete_reason
+
+Code = str
+Mode = Literal["generate", "logprobs"]
+CircularMode = Literal["circular", "all_possible"]
+CircularLabels = Literal["order_only", "relabel"]  # codes stay with their text | numbered 1..n by position
+Pattern = tuple[str, ...]  # an item's original option labels in the order displayed
+
+
+@dataclass(frozen=True)
+class Question:
+    """A survey question: base options, per-country overrides, its own missing codes (code -> label)."""
+    id: str
+    text: str
+    options: dict[Code, str]
+    special: dict[str, dict[Code, str]] = field(default_factory=dict)
+    missing: dict[Code, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Respondent:
+    """A real or synthetic person: attributes (no missing labels), answers; country_code None: unmapped."""
+    person_id: int
+    country_name: str | None
+    country_code: str | None
+    attributes: dict[str, str]
+    answers: dict[str, Code | None]  # question id (as in the question set) -> normalised code
+    weight: float | None = None  # the survey's design weight, when the data carries one
+    group: str | None = None  # the value of the study's grouping variable that is not a country (region)
+
+    @property
+    def group_code(self) -> str | None:
+        """What items, baselines and breakdowns group by (``Item.country_code``): group, else country."""
+        return self.group if self.group is not None else self.country_code
+
+
+COUNTRY = "country"  # DomainData.grouping of a study grouped by country
+
+
+@dataclass(frozen=True)
+class DomainData:
+    """What ``load_data`` returns for one domain."""
+    domain_id: int
+    domain_name: str
+    questions: tuple[Question, ...]
+    respondents: tuple[Respondent, ...]
+    unmapped_countries: dict[str, int]  # country (or group) name -> respondents not mapped to one
+    source: str  # the answer file read
+    sample: dict[str, Any] = field(default_factory=dict)  # who was asked, how drawn (sampling.sample_record)
+    grouping: str = COUNTRY  # what respondents are grouped by: COUNTRY, or the grouping attribute ("Region")
+    roles: dict[str, str] = field(default_factory=dict)  # role -> attribute key (socbench.manifest.Roles)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One (respondent, question) pair with the options that respondent was shown."""
+    person_id: int
+    question_id: str
+    country_code: str | None
+    options: tuple[tuple[Code, str], ...]  # effective options in survey order
+    true_code: Code | None
+    country_specific: bool
+    excluded_reason: str | None = None
+
+    @property
+    def item_id(self) -> str:
+        return f"{self.person_id}:{self.question_id}"
+
+    @property
+    def offered_codes(self) -> tuple[Code, ...]:
+        return tuple(code for code, _ in self.options)
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """Decoding settings; part of every cache key."""
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 64
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    """A prompt ready for an engine, with its provenance. ``chat`` False: ``messages`` holds one user
+    message sent as raw text (no chat template), as for ARC prompts. In ``logprobs`` mode the engine scores
+    each offered code after ``answer_prefix``; ``structured`` constrains the reply to that JSON."""
+    item_id: str
+    messages: tuple[Message, ...]
+    mode: Mode = "generate"
+    offered_codes: tuple[Code, ...] = ()
+    option_order: tuple[Code, ...] = ()  # codes in the order shown (after any shuffle)
+    answer_prefix: str = ""
+    structured: bool = False
+    chat: bool = True
+    sampling: SamplingSettings = SamplingSettings()
+    options: tuple[tuple[Code, str], ...] = ()  # (label, text) as shown: the labels an answer may name
+    variant: Variant | None = None  # which variant of its item this request shows (expanded items only)
+
+    @property
+    def key(self) -> str:
+        """Content hash over everything that can change the engine's answer."""
+        payload = {"messages": [[m.role, m.content] for m in self.messages], "mode": self.mode,
+                   "codes": list(self.offered_codes), "prefix": self.answer_prefix,
+                   "structured": self.structured, "chat": self.chat, "sampling": list(astuple(self.sampling))}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class LoglikelihoodRequest:
+    """Score ``continuation`` given ``context`` (raw text, no chat template)."""
+    context: str
+    continuation: str
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps([self.context, self.continuation]).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    """An engine's answer to one PromptRequest; ``error`` set means no usable answer."""
+    key: str
+    text: str | None = None
+    option_logprobs: dict[Code, float] | None = None
+    error: str | None = None
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class LoglikelihoodResult:
+    key: str
+    logprob: float
+    n_tokens: int
+    is_greedy: bool
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Answers:
+    """The engine's answers to a unit's requests, in request order, and what they cost."""
+    results: tuple[Any, ...]  # EngineResult | LoglikelihoodResult
+    seconds: float
+    identity: dict[str, str]  # the engine's (backend, model, dtype...)
+    cache: dict[str, int]  # CachedEngine's hits/misses, if any
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The code of an answer, or None and why: ``failure`` (unreadable), ``engine_error`` (no reply)."""
+    key: str
+    code: Code | None
+    failure: str | None = None
+    distribution: dict[Code, float] | None = None  # normalised probabilities (logprobs mode)
+    engine_error: str | None = None
+    raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
+    variant: Variant | None = None  # the request's variant, passed on for the reducer
+    draws: tuple[Code | None, ...] | None = None  # --samples K: every draw's code, in draw order
+
+
+@dataclass(frozen=True)
+class ScoredItem:
+    person_id: int
+    question_id: str
+    country_code: str | None
+    true_code: Code
+    predicted_code: Code | None
+    correct: bool
+    parse_error: str | None
+    country_specific: bool
+    offered_codes: tuple[Code, ...]
+    distribution: dict[Code, float] | None = None
+    groups: dict[str, str] = field(default_factory=dict)  # persona attribute -> group (sex, age_group, ...)
+    engine_error: str | None = None  # no reply (the engine failed): not a parse failure, not an answer
+    raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
+    draws: tuple[Code | None, ...] | None = None  # --samples K: every draw's code (the long export's rows)
+
+
+@dataclass(frozen=True)
+class DomainResult:
+    """One domain run's counts and metrics, for ``report`` (see metrics.persona_groups, .distribution...)."""
+    domain_id: int
+    domain_name: str
+    model: str
+    total_items: int
+    scoreable_items: int
+    excluded_by_reason: dict[str, int]
+    parse_failures: int
+    metrics: dict[str, float]
+    per_country: dict[str, dict[str, float]]
+    baselines: dict[str, float]
+    unmapped_countries: dict[str, int]
+    interview_count: int
+    breakdowns: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    distribution: dict[str, dict[str, float]] = field(default_factory=dict)
+    accuracy_ci: tuple[float, float] | None = None  # 95% respondent-cluster bootstrap
+    engine_errors: int = 0  # requests the engine could not answer: any makes the domain incomplete
+    engine_error_reasons: dict[str, int] = field(default_factory=dict)
+    parse_failure_reasons: dict[str, int] = field(default_factory=dict)
+    alignment: dict[str, dict[str, float]] = field(default_factory=dict)
+    questions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run: str = ""  # the run's folder name ("" = the model's); ``model`` is always the model asked
+    weights_off: str | None = None  # why there are no weighted metrics (None: there are)
+    yardsticks: dict[str, Any] = field(default_factory=dict)  # socbench.yardsticks (empty: older results)
+    sample: dict[str, Any] = field(default_factory=dict)  # DomainData.sample (empty: older results)
+    grouping: str = COUNTRY  # what ``per_country`` and the items' country_code group by (DomainData's)
+
+    @property
+    def complete(self) -> bool:
+        """Every request was answered by the engine; only then are the metrics a result."""
+        return self.engine_errors == 0
+
+    @property
+    def unit_id(self) -> int:
+        return self.domain_id
+
+    @property
+    def incomplete_reason(self) -> str | None:
+        """``"K engine errors, first: <reason>"``, or None for a complete domain."""
+        if self.complete:
+            return None
+        return incomplete_reason(self.engine_errors, next(iter(self.engine_error_reasons), "unknown"))
+
+
+@dataclass(frozen=True)
+class ScoredDomain:
+    """What ``score`` hands to ``report`` (variants and their scores with circular evaluation)."""
+    items: tuple[ScoredItem, ...]
+    result: DomainResult
+    variants: tuple[VariantResult, ...] | None = None
+    circular_scores: CircularScores | None = None
+
+
+# ----------------------------------------------------------------------- circular
+def variant_id(qid: str, pattern: Pattern) -> str:
+    """``<qid>--ABCD`` (one-character labels, OpenCompass's form), else ``<qid>--1,10,-4``."""
+    return f"{qid}--{('' if all(len(label) == 1 for label in pattern) else ',').join(pattern)}"
+
+
+@dataclass(frozen=True)
+class CircularSettings:
+    """How a run expands items (``socbench.circular``); seed/shuffle_options also fix ISSP's base order."""
+    mode: CircularMode
+    max_variants: int | None = None
+    seed: int = 42
+    shuffle_options: bool = False
+    labels: CircularLabels = "order_only"
+
+    def __post_init__(self) -> None:
+        modes, n = get_args(CircularMode), self.max_variants
+        problem = (f"--circular {self.mode!r}: expected one of {', '.join(modes)}" if self.mode not in modes
+                   else f"--max_variants {n}: must be a positive integer" if n is not None and n < 1
+                   else "--max_variants applies only to --circular all_possible (circular asks the n "
+                   "rotations)" if n is not None and self.mode != "all_possible" else None)
+        if problem:
+            raise ConfigError(problem)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One displayed order of an item (conventions in ``socbench.circular``)."""
+    qid: str
+    pattern: Pattern  # original labels in displayed order
+    shown: Pattern  # the label displayed at each position
+    origin: Pattern  # original labels in original order
+    gold: str  # displayed label of the gold option
+    texts: tuple[str, ...] = ()  # the option text displayed at each position
+    sampled: bool = False  # one of a seeded sample of all_possible orders
+
+    @property
+    def options(self) -> tuple[tuple[str, str], ...]:
+        return tuple(zip(self.shown, self.texts, strict=True))
+
+    @property
+    def variant_id(self) -> str:
+        return variant_id(self.qid, self.pattern)
+
+    @property
+    def is_origin(self) -> bool:
+        return self.pattern == self.origin
+
+    @property
+    def request_id(self) -> str:
+        """The id its request carries: the plain qid for the normal prompt (identity order, own labels)."""
+        return self.qid if self.is_origin and self.shown == self.pattern else self.variant_id
+
+    @property
+    def gold_original(self) -> str:
+        return self.pattern[self.shown.index(self.gold)]
+
+    def to_original(self, label: str | None) -> str | None:
+        """A displayed label mapped back to the original label of the same option."""
+        return self.pattern[self.shown.index(label)] if label in self.shown else None
+
+
+@dataclass(frozen=True)
+class VariantResult(Variant):
+    """A variant with the model's answer (a displayed label, None when unreadable)."""
+    prediction: str | None = None
+    parse_error: str | None = None
+
+    @classmethod
+    def of(cls, variant: Variant, prediction: str | None, parse_error: str | None = None) -> VariantResult:
+        return cls(variant.qid, variant.pattern, variant.shown, variant.origin, variant.gold, (),
+                   variant.sampled, prediction, parse_error)
+
+    @property
+    def correct(self) -> bool:
+        return self.prediction is not None and self.prediction == self.gold
+
+
+@dataclass(frozen=True)
+class CircularScores:
+    """Metrics by OpenCompass name; per family how many questions and variants entered."""
+    metrics: dict[str, float]
+    questions: dict[str, int]
+    variants: dict[str, int]
+    sampled_questions: int
+
+
+# -------------------------------------------------------------------- CP vs MCP
+@dataclass(frozen=True)
+class McqItem:
+    """One question, options in the source's order and labels (A-E, 1-4, else letters by
+    position); ``gold`` indexes ``choices``. Prompts always show letters by position."""
+    id: str
+    question: str
+    choices: tuple[tuple[str, str], ...]
+    gold: int
+    split: str
+    subject: str | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(label for label, _ in self.choices)
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return tuple(text for _, text in self.choices)
+
+    @property
+    def gold_text(self) -> str:
+        return self.choices[self.gold][1]
+
+
+@dataclass(frozen=True)
+class McqData:
+    """What one run evaluates, and the pool its few-shot examples come from."""
+    dataset: str  # task name or file stem: names the result files
+    eval_split: str
+    fewshot_split: str  # recorded in the results: where shots were drawn from
+    items: tuple[McqItem, ...]
+    fewshot_pool: tuple[McqItem, ...]
+    source: str  # files read, for the results
+
+
+@dataclass(frozen=True)
+class ItemPrompts:
+    """The requests of one (item, k) (empty where a method is not run), or of one variant."""
+    item: McqItem
+    k_shot: int
+    shot_ids: tuple[str, ...]
+    cp: tuple[LoglikelihoodRequest, ...]
+    uncond: tuple[LoglikelihoodRequest, ...]
+    mcp: PromptRequest | None
+    variant: Variant | None = None
+
+
+@dataclass(frozen=True)
+class McqPlan:
+    """Every request of a run: per (item, k), items in order, k inner; then MCP variants."""
+    dataset: str
+    methods: tuple[str, ...]
+    k_shots: tuple[int, ...]
+    tolerance: bool
+    seed: int
+    prompts: tuple[ItemPrompts, ...]
+    circular_settings: CircularSettings | None = None
+    variants: tuple[ItemPrompts, ...] = ()
+
+
+@dataclass(frozen=True)
+class McqAnswers:
+    """The engine's answers by request key, and what it cost."""
+    loglikelihoods: dict[str, LoglikelihoodResult]
+    options: dict[str, EngineResult]
+    seconds: float
+    identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
+    cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One item, k and method: its scores per option (source order) and what it predicts."""
+    item_id: str
+    k_shot: int
+    method: str
+    gold: int
+    scores: tuple[float | None, ...]
+    prediction: int | None
+    shot_ids: tuple[str, ...]
+    mass: float | None = None  # MCP only: probability on the codes scored
+
+    @property
+    def correct(self) -> bool:
+        return self.prediction == self.gold
+
+
+@dataclass(frozen=True)
+class McqScores:
+    """What ``mcq_score`` hands to ``mcq_report``: predictions, and variant results per k."""
+    predictions: tuple[Prediction, ...]
+    variants: dict[int, tuple[VariantResult, ...]] = field(default_factory=dict)

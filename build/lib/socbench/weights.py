@@ -1,0 +1,62 @@
+"""Design weights: which are usable, and why weighted metrics are off when they are not.
+
+Why one rule everywhere: the importer refuses (or handles, by the user's choice) the same
+weights that ``data validate`` reports and that switch the scorer's weighted metrics off,
+so a weight problem is named once at import and never discovered as a silently missing
+column in the results. A usable design weight is a finite number above zero; a zero weight
+puts a respondent outside the population estimate, so it is a choice the user makes
+(``--bad-weights drop``), not something the data does on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+KINDS = ("missing", "infinite", "negative", "zero")
+NO_WEIGHTS = "the data has no design weights"
+
+
+def weight_problem(value: object) -> str | None:
+    """The kind of problem of one weight (``KINDS``), None for a usable weight."""
+    if value is None:
+        return "missing"
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "missing"
+    if math.isnan(number):
+        return "missing"  # a blank or system-missing cell
+    if math.isinf(number):
+        return "infinite"
+    return "negative" if number < 0 else "zero" if number == 0 else None
+
+
+def weight_problems(values: Iterable[object]) -> tuple[Counter[str], list[int]]:
+    """(count per problem kind, positions of the problem weights, in order)."""
+    counts: Counter[str] = Counter()
+    positions = []
+    for index, value in enumerate(values):
+        kind = weight_problem(value)
+        if kind is not None:
+            counts[kind] += 1
+            positions.append(index)
+    return counts, positions
+
+
+def describe(counts: Counter[str]) -> str:
+    """``"missing 2, zero 1"`` in ``KINDS`` order."""
+    return ", ".join(f"{kind} {counts[kind]}" for kind in KINDS if counts[kind])
+
+
+def weights_off_reason(weights: Sequence[object], ids: Sequence[int]) -> str | None:
+    """Why weighted metrics cannot be computed from these respondents' weights (None: they can)."""
+    if all(value is None for value in weights):
+        return NO_WEIGHTS
+    counts, positions = weight_problems(weights)
+    if not counts:
+        return None
+    first = ", ".join(str(ids[i]) for i in positions[:5])
+    return (f"{len(positions)} of {len(weights)} respondents have no usable design weight "
+            f"({describe(counts)}; first person_id {first})")

@@ -1,0 +1,119 @@
+"""The yardsticks of one scored domain, as ``DomainResult.yardsticks`` carries them.
+
+Why here and not in ``scoring``: the score stage decides *which* attributes the demographic
+model may use (exactly those the prompts showed: ``prompts.persona.persona_attributes``, none
+for a ``--no_persona`` control run, whose demographic model is then its intercept: the fold's
+answer shares), and assembles the library's yardsticks (``metrics.demographic``, ``.simbench``,
+``.structure``) into one JSON-ready record that every result file and the report read:
+
+    {"demographic_model": {"accuracy", "macro_f1", "per_question_macro_f1", "learner", "folds",
+                           "fallbacks": {reason: n}, "distributions": {qid: {code: p}},
+                           "per_question": {qid: {"n", "accuracy", "macro_f1"}}},
+     "simbench": {"model": score, "demographic_model": score, "questions": rows, "norm": ...},
+     "structure": {"model": S, "demographic_model": S}}
+
+with S = {"profile_correlation", "mean_real_v", "mean_simulated_v", "gaps", "gaps_same_sign",
+"sign_agreement", "heterogeneity_ratio", "pairs"} (``pairs``: how many (question, attribute)
+pairs qualified). NaN stays NaN here and is written as null. ``macro_f1`` is the pooled one and
+``per_question_macro_f1`` the per-question one, as the LLM's metrics of the same names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from socbench.metrics.classification import per_question_macro_f1, seed_macro_f1
+from socbench.metrics.demographic import DEFAULT_FOLDS, DemographicResult, Learner, demographic_model
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
+from socbench.metrics.simbench import simbench_score
+from socbench.metrics.structure import Structure, structure
+from socbench.prompts.persona import country_words, persona_attributes
+from socbench.types import DomainData, ScoredItem
+
+DEMOGRAPHIC = "demographic_model"  # its key in DomainResult.baselines and in the yardsticks
+LEARNER: Learner = "logistic"
+Attributes = dict[int, dict[str, str]]
+
+
+def shown_attributes(data: DomainData, include_persona: bool = True) -> Attributes:
+    """Person id -> the persona attributes the prompts showed (the same function builds both);
+    every respondent is present, with none when the run showed no persona."""
+    return {person.person_id: persona_attributes(person, country_words(person)) if include_persona else {}
+            for person in data.respondents}
+
+
+@dataclass(frozen=True)
+class Yardsticks:
+    """The demographic model's accuracy (a baseline) and the JSON record of all yardsticks."""
+    demographic_accuracy: float
+    record: dict[str, Any]
+
+
+def structure_record(found: Structure) -> dict[str, Any]:
+    """A predictor's structure figures, without the per-pair detail."""
+    return {"profile_correlation": found.profile_correlation, "mean_real_v": found.mean_real_v,
+            "mean_simulated_v": found.mean_simulated_v, "gaps": found.gaps,
+            "gaps_same_sign": found.gaps_same_sign, "sign_agreement": found.sign_agreement,
+            "heterogeneity_ratio": found.heterogeneity_ratio, "pairs": len(found.pairs)}
+
+
+def demographic_record(found: DemographicResult, folds: int) -> dict[str, Any]:
+    items = found.items
+    return {"accuracy": found.metrics["accuracy"], "macro_f1": seed_macro_f1(items),
+            "per_question_macro_f1": per_question_macro_f1(items), "learner": LEARNER, "folds": folds,
+            "fallbacks": dict(sorted(found.fallbacks.items())),
+            "distributions": found.distributions, "per_question": found.per_question}
+
+
+def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
+                      weights: Mapping[int, float] | None = None,
+                      min_respondents: int = DEFAULT_MIN_RESPONDENTS, seed: int = 0,
+                      folds: int = DEFAULT_FOLDS) -> Yardsticks:
+    """Every yardstick of a complete domain's ``scored`` items (the LLM's answers) beside the
+    demographic model fitted on ``attributes`` (with the survey's design ``weights``, if any)."""
+    people = {item.person_id for item in scored}
+    found = demographic_model(scored, {pid: attributes.get(pid, {}) for pid in people}, weights=weights,
+                              k=folds, seed=seed, learner=LEARNER)
+    model_sb = simbench_score(scored, min_respondents)
+    demographic_sb = simbench_score(found.items, min_respondents)
+    record = {
+        DEMOGRAPHIC: demographic_record(found, folds),
+        "simbench": {"model": model_sb.score, DEMOGRAPHIC: demographic_sb.score,
+                     "questions": len(model_sb.rows), "norm": model_sb.norm},
+        "structure": {"model": structure_record(structure(scored)),
+                      DEMOGRAPHIC: structure_record(structure(list(found.items)))},
+    }
+    return Yardsticks(found.metrics["accuracy"], record)
+
+
+def yardstick(record: Mapping[str, Any], *path: str) -> float:
+    """One number of a (possibly empty, older or JSON-read) yardsticks record; NaN when absent."""
+    value: Any = record
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return math.nan if value is None else float(value)
+
+
+def headline(record: Mapping[str, Any]) -> dict[str, float]:
+    """The summary's and leaderboard's yardstick columns of one domain."""
+    return {"simbench_score": yardstick(record, "simbench", "model"),
+            "simbench_questions": yardstick(record, "simbench", "questions"),
+            "demographic_model_accuracy": yardstick(record, DEMOGRAPHIC, "accuracy"),
+            "structure_correlation": yardstick(record, "structure", "model", "profile_correlation"),
+            "heterogeneity_ratio": yardstick(record, "structure", "model", "heterogeneity_ratio")}
+
+
+HEADLINE_KEYS = ("simbench_score", "demographic_model_accuracy", "structure_correlation",
+                 "heterogeneity_ratio")
+
+
+def pooled_simbench(rows: Iterable[Mapping[str, Any]]) -> float:
+    """SimBench's score across domains as ``metrics.simbench.pooled`` averages it: every row
+    counts once, so a domain weighs by its rows (its score is the mean of its rows' scores)."""
+    pairs = [(row["simbench_score"], row["simbench_questions"]) for row in rows]
+    pairs = [(s, n) for s, n in pairs if not (math.isnan(s) or math.isnan(n)) and n > 0]
+    total = sum(n for _, n in pairs)
+    return sum(s * n for s, n in pairs) / total if total else math.nan
