@@ -8,6 +8,7 @@ checkout on its path. Beside it, another package installs a top-level ``tasks`` 
 
 from __future__ import annotations
 
+import shutil
 import site
 import subprocess
 import sys
@@ -30,9 +31,14 @@ def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+    """The wheel, built from a copy of what it holds (setuptools writes ``build/`` beside its source)."""
+    out, source = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for name in ("socbench", "cli", "tasks", "flows", "data/demo"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
-          str(ROOT)])
+          str(source)])
     [found] = out.glob("socbench-*.whl")
     return found
 

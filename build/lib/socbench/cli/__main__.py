@@ -1,7 +1,0 @@
-"""``python -m cli``: the ``socbench`` command."""
-
-import sys
-
-from socbench.cli import main
-
-sys.exit(main())
