@@ -173,7 +173,9 @@ class PrefectServer:
 
     def spawn(self) -> PrefectServer:
         """Start the process (no wait): the caller can do other work while it comes up."""
-        args = [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
+        # ``-m prefect``, not the console script: an installed socbench may share a venv without scripts
+        args = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                "--port", str(self.port)]
         if self.private:
             args += ["--no-ui", "--no-scheduler", "--no-late-runs", "--analytics-off",
                      "--log-level", "WARNING"]

@@ -125,6 +125,15 @@ def test_every_package_is_walked() -> None:
             "socbench.flows.issp"} <= set(MODULES)
 
 
+def test_the_wheel_lists_every_package() -> None:
+    """pyproject lists the packages (the repository's cli/, tasks/, flows/ map into socbench): a new
+    subpackage left off the list would be missing from an installed socbench."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    assert listed == {name for name in MODULES if is_package(name)} | {"socbench._demo"}
+
+
 def test_no_import_cycle_lazy_imports_included() -> None:
     graph = {name: dependencies(name) for name in MODULES}
     assert cycles(graph) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import numbers
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,17 +45,19 @@ NO_COUNTRY = "(no country attribute)"
 
 
 def normalize_code(value: Any) -> str | None:
-    """An answer code as a canonical string: 3, "3", 3.0, " 03" -> "3"; None, "" -> None.
-    Non-numeric strings are kept (excluded later as "not offered", never coerced)."""
+    """An answer code as the one canonical string the benchmark compares: 3, "3", 3.0, numpy's 3, " 03"
+    -> "3"; 1.5 -> "1.5"; None, NaN, "" -> None. Other strings are kept as written (excluded later as
+    "not offered", never coerced)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
         raise ValueError(f"expected an integer code, a numeric string or null, got {type(value).__name__}")
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        return str(int(value)) if value.is_integer() else repr(value)
-    text = str(value).strip()
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return None if math.isnan(number) else str(int(number)) if number.is_integer() else repr(number)
+    text = value.strip()
     if not text:
         return None
     try:

@@ -9,7 +9,6 @@ user-missing codes as the recorded numbers, Stata's extended missing values as `
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from socbench.data.csv_dialect import csv_options
+from socbench.data.loaders import normalize_code
 from socbench.data.missing_labels import STATA_MISSING
 from socbench.errors import ConfigError, DataError
 
@@ -135,21 +135,11 @@ def readstat_errors() -> tuple[type[Exception], ...]:
 
 
 def canonical_code(value: Any) -> str | None:
-    """A code as the canonical string the benchmark uses: 3.0 -> "3", " 02" -> "2", nan -> None."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """A cell's code as the benchmark compares it (``normalize_code``); a "." cell (Stata's and SAS's
+    system-missing written into a CSV) is a blank too."""
+    if isinstance(value, str) and value.strip() == SYSTEM_MISSING:
         return None
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        return str(int(value)) if float(value).is_integer() else repr(float(value))
-    text = str(value).strip()
-    if text in ("", SYSTEM_MISSING):  # a "." cell: Stata's and SAS's system-missing in a CSV
-        return None
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return str(int(number)) if number.is_integer() and "inf" not in text.lower() else text
+    return normalize_code(value)
 
 
 def map_codes(series: pd.Series, fn: Callable[[str], Any]) -> np.ndarray:

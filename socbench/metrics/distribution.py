@@ -116,6 +116,19 @@ def split_groups(items: Sequence[ScoredItem], keys: Sequence[str]) -> dict[tuple
     return groups
 
 
+def scorable_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respondents: int,
+                    ) -> dict[tuple, tuple[list[ScoredItem], tuple[Code, ...]]]:
+    """The groups by ``keys`` a distribution can be compared on: at least ``min_respondents``
+    respondents and two offered codes; each with its codes (shares from a handful of people, or of one
+    option, compare nothing)."""
+    found = {}
+    for key, group in split_groups(items, keys).items():
+        codes = group_codes(group)
+        if len({item.person_id for item in group}) >= min_respondents and len(codes) >= 2:
+            found[key] = (group, codes)
+    return found
+
+
 def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
                  min_respondents: int = DEFAULT_MIN_RESPONDENTS,
                  weights: Weights | None = None) -> dict[str, float]:
@@ -127,10 +140,7 @@ def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
     """
     scores: dict[str, list[float]] = defaultdict(list)
     skipped = 0
-    for group in split_groups(items, keys).values():
-        codes = group_codes(group)
-        if len({item.person_id for item in group}) < min_respondents or len(codes) < 2:
-            continue
+    for group, codes in scorable_groups(items, keys, min_respondents).values():
         model = model_distribution(group, codes)
         if model is None:
             skipped += 1

@@ -45,7 +45,7 @@ from socbench.metrics.distribution import (
     group_codes,
     human_distribution,
     model_distribution,
-    split_groups,
+    scorable_groups,
 )
 from socbench.shuffle import order_seed
 from socbench.types import Code, ScoredItem
@@ -157,11 +157,8 @@ def level_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_responden
                  weights: Weights | None = None, seed: int = 0,
                  ) -> dict[tuple, tuple[dict[str, object], dict[str, RankTest]]]:
     """Records of every group by ``keys`` with enough respondents and at least two codes."""
-    found = {}
-    for key, group in split_groups(items, keys).items():
-        if len({item.person_id for item in group}) >= min_respondents and len(group_codes(group)) >= 2:
-            found[key] = group_record(group, weights, _group_seed(seed, key))
-    return found
+    return {key: group_record(group, weights, _group_seed(seed, key))
+            for key, (group, _) in scorable_groups(items, keys, min_respondents).items()}
 
 
 def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, RankTest]]],

@@ -28,10 +28,9 @@ import numpy as np
 from socbench.metrics.distribution import (
     DEFAULT_MIN_RESPONDENTS,
     Weights,
-    group_codes,
     human_distribution,
     model_distribution,
-    split_groups,
+    scorable_groups,
 )
 from socbench.types import ScoredItem
 
@@ -75,11 +74,8 @@ def simbench_rows(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MI
     """Rows with at least ``min_respondents`` respondents and two offered codes, and how many
     qualifying rows had no usable model answer (left out, not scored as zero)."""
     rows, skipped = [], 0
-    for (country, qid), group in split_groups(items, ROW_KEYS).items():
-        codes = group_codes(group)
+    for (country, qid), (group, codes) in scorable_groups(items, ROW_KEYS, min_respondents).items():
         n = len({item.person_id for item in group})
-        if n < min_respondents or len(codes) < 2:
-            continue
         model = model_distribution(group, codes, weights)
         if model is None:
             skipped += 1
