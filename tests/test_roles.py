@@ -90,10 +90,12 @@ def write_world(folder: Path, n: int = 240, seed: int = 9) -> Path:
 
 
 def _import(capsys, source: Path, out: Path, *argv: str) -> tuple[str, str]:
+    """stdout, and stderr (the report's summary) followed by the import report (its roles and persona)."""
     code = main(["data", "import", str(source), "--out", str(out), "--sizes", "500", *argv])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    return captured.out, captured.err
+    report = "".join(path.read_text(encoding="utf-8") for path in out.glob("import_report_*.md"))
+    return captured.out, captured.err + report
 
 
 def _constant_run(out: Path, results: Path, slug: str) -> dict:
