@@ -59,7 +59,7 @@ def report_counts(report: str) -> dict[str, dict[str, int]]:
     for line in report.splitlines():
         if match := re.match(r"^- (\S+): \d+ options", line):
             question = match.group(1)
-        elif "not scored: " in line:
+        elif question and "not scored: " in line:  # the file's one-line total comes first
             text = line.split("not scored: ", 1)[1]
             out[question] = {} if text == "none" else {
                 reason: int(n) for reason, n in (part.rsplit(": ", 1) for part in text.split("; "))}
