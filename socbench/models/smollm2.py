@@ -79,8 +79,8 @@ def read_marker(folder: Path) -> dict | None:
 def ensure_converted(gguf: Path, target: Path, provenance: dict,
                      convert: Callable[[Path, Path], None] | None = None) -> Path:
     """Convert ``gguf`` into ``target`` (with ``convert(gguf, folder)``) unless a finished build
-    from the same file is there. One process converts at a time (a lock beside ``target``): another
-    one waits, then finds the build (``make demo`` converts beside its server's start)."""
+    from the same file is there. One conversion at a time (a lock on the models folder): another
+    process waits, then finds the build (``make demo`` converts beside its server's start)."""
     def built() -> bool:
         marker = read_marker(target)
         return bool(marker) and marker.get("gguf_sha256") == provenance.get("gguf_sha256")
@@ -88,10 +88,13 @@ def ensure_converted(gguf: Path, target: Path, provenance: dict,
     if built():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with (target.parent / f".{target.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    folder = os.open(target.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
         if not built():
             _convert(gguf, target, provenance, convert or convert_gguf)
+    finally:
+        os.close(folder)  # and with it the lock
     return target
 
 
