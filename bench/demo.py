@@ -119,7 +119,9 @@ def conversion_s(lines: list[tuple[float, str]], home: Path, started: float) -> 
 
 
 def one_pass(keep_home: Path | None, keep: bool) -> dict:
-    folder = clone(Path(tempfile.mkdtemp(prefix="socbench-demo-clone-")) / "socbench")
+    top = Path(tempfile.mkdtemp(prefix="socbench-demo-clone-"))
+    top.chmod(0o755)  # as root the demo's PostgreSQL runs as the postgres user, who must reach its folder
+    folder = clone(top / "socbench")
     home = keep_home or Path(tempfile.mkdtemp(prefix="socbench-demo-home-"))
     before, started = common.load_avg(), time.time()
     try:
@@ -136,7 +138,7 @@ def one_pass(keep_home: Path | None, keep: bool) -> dict:
                 "clone": str(folder) if keep else None}
     finally:
         if not keep:
-            shutil.rmtree(folder.parent, ignore_errors=True)
+            shutil.rmtree(top, ignore_errors=True)
         if keep_home is None:
             shutil.rmtree(home, ignore_errors=True)
 
