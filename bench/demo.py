@@ -48,8 +48,11 @@ engine.close()
 """
 LOCKED = "database is locked"
 DOMAIN = re.compile(r"^domain (\d+) .*, ([\d.]+) s$")
-WORKER = re.compile(r"^(\d\d:\d\d:\d\d\.\d+) \| \w+ +\| .*?(Beginning flow run|vLLM engine for .* started in "
-                    r"([\d.]+) s \(import ([\d.]+) s\))")
+# the worker's log: Prefect's lines (HH:MM:SS.fff) for the flow's start and domain 1's prompts, vLLM's
+# (MM-DD HH:MM:SS) for its engine's end of start-up; both in the local time of this host
+STAMPS = {"flow": r"^(\d\d:\d\d:\d\d\.\d+) \| INFO .*Beginning flow run",
+          "prompts": r"^(\d\d:\d\d:\d\d\.\d+) \| INFO .*Task run 'build_prompts-",
+          "engine": r"INFO \d\d-\d\d (\d\d:\d\d:\d\d) \[core\.py:\d+\] init engine"}
 
 
 def engine_modes(n: int) -> dict:
@@ -83,22 +86,20 @@ def run_demo(folder: Path, home: Path) -> tuple[int, list[tuple[float, str]]]:
 
 def phases(lines: list[tuple[float, str]], worker_log: Path, started: float) -> dict:
     """Seconds per phase: the demo's lines mark its own steps, the worker's log the flow's start and the
-    engine's (vLLM's import and start, inside domain 1), each domain's line its seconds."""
+    engine's (from domain 1's prompts to vLLM's engine up: its import, any wait for the model's
+    conversion, its start; whole seconds), each domain's line its seconds."""
     def at(prefix: str) -> float | None:
         return next((t for t, line in lines if line.startswith(prefix)), None)
 
     first, database = at("demo:"), at("demo: Prefect's database")
     server, deploy = at("demo: starting Prefect server"), at("demo: deploying")
     run, worker, done = at("demo: flow run"), at("demo: starting a process worker"), at("demo: finished")
-    flow, engine = None, None
+    text = worker_log.read_text(errors="replace") if worker_log.is_file() else ""
     day = datetime.fromtimestamp(started).date()
-    for line in worker_log.read_text(errors="replace").splitlines() if worker_log.is_file() else []:
-        found = WORKER.match(line)
-        if found and found.group(2) == "Beginning flow run" and flow is None:
-            clock = datetime.strptime(found.group(1), "%H:%M:%S.%f").time()
-            flow = datetime.combine(day, clock).timestamp() - started
-        elif found and found.group(3):
-            engine = round(float(found.group(3)) + float(found.group(4)), 1)
+    seen = {key: re.search(pattern, text, re.MULTILINE) for key, pattern in STAMPS.items()}
+    clock = {key: datetime.combine(day, datetime.strptime(m.group(1).split(".")[0], "%H:%M:%S").time())
+             .timestamp() - started for key, m in seen.items() if m}
+    flow, prompts, engine = clock.get("flow"), clock.get("prompts"), clock.get("engine")
     domains = {int(m.group(1)): float(m.group(2)) for _, line in lines if (m := DOMAIN.match(line))}
     last = max((t for t, line in lines if DOMAIN.match(line)), default=None)
 
@@ -107,8 +108,9 @@ def phases(lines: list[tuple[float, str]], worker_log: Path, started: float) -> 
 
     return {"setup_s": span(0.0, first), "database_s": span(database, server),
             "server_start_s": span(server, deploy), "deploy_s": span(deploy, run),
-            "worker_to_flow_start_s": span(worker, flow), "engine_start_s (in domain 1)": engine,
-            "domains_s": domains, "report_and_stop_s": span(last, done)}
+            "worker_to_flow_start_s": span(worker, flow),
+            "engine_start_s (in domain 1)": span(prompts, engine), "domains_s": domains,
+            "report_and_stop_s": span(last, done)}
 
 
 def conversion_s(lines: list[tuple[float, str]], home: Path, started: float) -> float | None:

@@ -132,8 +132,16 @@ def watch(url: str, run: dict, label: str, gone: Callable[[], str | None]) -> bo
     while True:
         try:
             state = api(url, f"/flow_runs/{run['id']}", tries=3, timeout_s=20)["state"]
-            # domains take a while: every 2 s is soon enough
-            lines = domains.new() if tick % 4 == 0 or state["type"] in FINAL else []
+            if silent_since is not None:
+                print(f"demo: the Prefect API answers again ({time.monotonic() - silent_since:.0f} s later)",
+                      flush=True)
+                silent_since = None
+            if state["name"] != seen:
+                seen = state["name"]
+                print(f"demo: {label}: {seen}", flush=True)
+            if tick % 4 == 0 or state["type"] in FINAL:  # domains take a while: every 2 s is soon enough
+                for line in domains.new():
+                    print(line, flush=True)
         except SILENT as exc:
             if (reason := gone()) is not None:
                 print(f"demo: {reason}; the run cannot go on", flush=True)
@@ -144,15 +152,6 @@ def watch(url: str, run: dict, label: str, gone: Callable[[], str | None]) -> bo
                       "and this keeps asking (Ctrl-C stops both)", flush=True)
             time.sleep(2)
             continue
-        if silent_since is not None:
-            print(f"demo: the Prefect API answers again ({time.monotonic() - silent_since:.0f} s later)",
-                  flush=True)
-            silent_since = None
-        if state["name"] != seen:
-            seen = state["name"]
-            print(f"demo: {label}: {seen}", flush=True)
-        for line in lines:
-            print(line, flush=True)
         if state["type"] in FINAL:
             return state["type"] == "COMPLETED"
         if (reason := gone()) is not None:
