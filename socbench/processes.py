@@ -223,7 +223,11 @@ class PrefectServer:
         self.proc = None
 
     def __enter__(self) -> PrefectServer:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:  # Ctrl-C while it starts: __exit__ would not run
+            self.stop()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
