@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from socbench.processes import Postgres, prefect_api
+from socbench.processes import Postgres, PrefectServer, prefect_api
 from support.processes import processes_with_env, session_members
 from tests.conftest import ROOT
 
@@ -242,3 +242,21 @@ def test_ui_serves_a_postgres_demo_state_and_stops_the_cluster_too() -> None:
         assert not (state / "postgres" / "data" / "postmaster.pid").exists()
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_server_whose_start_is_interrupted_is_stopped(tmp_path: Path) -> None:
+    """`make demo` enters ``PrefectServer`` as a context: Ctrl-C while it starts (before ``__exit__`` is
+    registered) left the server running."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    home = str(tmp_path / "home")
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)  # well before its health check answers
+    try:
+        with pytest.raises(KeyboardInterrupt), PrefectServer({**_env(tmp_path), "PREFECT_HOME": home}):
+            pytest.fail("the server answered within a second")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert processes_with_env("PREFECT_HOME", home) == []
