@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STATE = ROOT / ".prefect-demo"
 BIN = Path(sys.executable).parent
 POOL = "socbench-local"
+QUEUE = "make-demo"  # the demo's runs only: not a nightly run left scheduled while no worker was up
 SILENT = (OSError, http.client.HTTPException, ValueError)  # what a call gives up with (ValueError: not JSON)
 
 
@@ -52,6 +53,8 @@ def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
         "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(state / "home" / "results"),
         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        # the worker starts once the run exists; on a busy host it polls after Prefect's 15 s: not "Late"
+        "PREFECT_SERVER_SERVICES_LATE_RUNS_ENABLED": "false",
         "PREFECT_LOGGING_EXTRA_LOGGERS": "socbench",
         "SOCBENCH_PROJECT_DIR": str(ROOT),
         "TMPDIR": str(state / "tmp"),
@@ -114,10 +117,12 @@ FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 
 def create_run(url: str, deployment: str) -> dict:
-    """A run of ``deployment``; the idempotency key makes a retried call return the same run."""
+    """A run of ``deployment`` in the demo's queue of its pool (made on first use); the idempotency key
+    makes a retried call return the same run."""
     flow, name = deployment.split("/")
     found = api(url, f"/deployments/name/{flow}/{name}")
-    run = api(url, f"/deployments/{found['id']}/create_flow_run", {"idempotency_key": str(uuid.uuid4())})
+    run = api(url, f"/deployments/{found['id']}/create_flow_run",
+              {"idempotency_key": str(uuid.uuid4()), "work_queue_name": QUEUE})
     page = f"{url.removesuffix('/api')}/runs/flow-run/{run['id']}"
     print(f"demo: flow run '{run['name']}' of {deployment}: {page}", flush=True)
     return run
@@ -242,8 +247,8 @@ def main() -> int:
         # is two writes of the server's); one run at a time. Stopped before the server (ExitStack
         # unwinds in reverse): a flow-run process still exiting when the server goes away hangs.
         print("demo: starting a process worker", flush=True)
-        worker = start(stack, [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--limit", "1"], env,
-                       STATE / "worker.log")
+        worker = start(stack, [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--work-queue", QUEUE,
+                               "--limit", "1"], env, STATE / "worker.log")
         gone = exited(server=server, worker=worker)
         completed = watch(env["PREFECT_API_URL"], run, "issp/all-domains", gone)
         table = summary_table(env["PREFECT_API_URL"], run["id"])
