@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from socbench import errors
 from socbench.extract import NOT_OFFERED
@@ -115,6 +116,7 @@ def summarize_domain(
     texts: Mapping[str, str] | None = None,
     run: str = "",
     attributes: Mapping[int, Mapping[str, str]] | None = None,
+    cache: Path | None = None,
 ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
@@ -124,7 +126,7 @@ def summarize_domain(
     ``scored``) the result is incomplete: counts and baselines only. ``run``: the run's folder
     when it is not the model's (a control run). ``attributes`` (person id -> the persona attributes
     the prompts showed) add the yardsticks (``socbench.yardsticks``) to a complete domain, and the
-    demographic model to its baselines.
+    demographic model to its baselines; ``cache``: where they are kept for a rerun (``socbench.memo``).
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
@@ -143,7 +145,7 @@ def summarize_domain(
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
     extra = None if attributes is None else domain_yardsticks(
-        scored, attributes, weights=weights, min_respondents=min_respondents, seed=seed)
+        scored, attributes, weights=weights, min_respondents=min_respondents, seed=seed, cache=cache)
     if extra is not None:
         floor = counts["baselines"] = {**floor, DEMOGRAPHIC: extra.demographic_accuracy}
     answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
@@ -172,13 +174,15 @@ def score_domain(
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
     run: str = "",
     include_persona: bool = True,
+    cache: Path | None = None,
 ) -> ScoredDomain:
     """The whole ``score`` stage for one domain: scored items, their DomainResult and every
     variant's answer (``metrics.reduce_domain`` reduces them); ``extractions`` by request id.
 
     The result records the respondents actually interviewed; more than the requested
     ``interview_count`` means an earlier stage ignored it (a bug, not user input).
-    ``include_persona``: whether the prompts showed the persona (the demographic model's inputs).
+    ``include_persona``: whether the prompts showed the persona (the demographic model's inputs);
+    ``cache``: the run's cache folder (the yardsticks are read back from it on a rerun).
     """
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
@@ -191,7 +195,7 @@ def score_domain(
                               interviewed, min_respondents=min_respondents, weights=weights,
                               weights_off=weights_off, engine_errors=failed,
                               texts={q.id: q.text for q in data.questions}, run=run,
-                              attributes=shown_attributes(data, include_persona))
+                              attributes=shown_attributes(data, include_persona), cache=cache)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 

@@ -182,3 +182,21 @@ def test_the_survey_design_weights_enter_the_fit(data: DomainData) -> None:
     unweighted = demographic_model(scored.items, shown_attributes(weighted))
     assert scored.result.yardsticks[DEMOGRAPHIC]["distributions"] == expected.distributions
     assert expected.distributions != unweighted.distributions
+
+
+def test_a_rerun_reads_them_back_and_another_model_shares_the_demographic_fit(
+        data: DomainData, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socbench.yardsticks as yardsticks
+
+    fits: list[int] = []
+    fit = yardsticks.demographic_model
+    monkeypatch.setattr(yardsticks, "demographic_model", lambda *a, **k: fits.append(1) or fit(*a, **k))
+    first = score_domain(data, items_of(data), by_rule(data), model="m", cache=tmp_path).result
+    rerun = score_domain(data, items_of(data), by_rule(data), model="m", cache=tmp_path).result
+    assert rerun.yardsticks == first.yardsticks and rerun.baselines == first.baselines
+    flat = score_domain(data, items_of(data), always_one(data), model="flat", cache=tmp_path).result
+    assert flat.yardsticks[DEMOGRAPHIC] == first.yardsticks[DEMOGRAPHIC]  # the data's alone
+    assert flat.yardsticks["structure"]["model"] != first.yardsticks["structure"]["model"]
+    assert fits == [1] and len(list((tmp_path / "memo").glob("*.json"))) == 3  # 1 demographic, 2 models
+    uncached = score_domain(data, items_of(data), by_rule(data), model="m").result
+    assert uncached.yardsticks == first.yardsticks and fits == [1, 1]
