@@ -17,6 +17,7 @@ from pathlib import Path
 
 from socbench import errors
 from socbench.extract import NOT_OFFERED
+from socbench.memo import content_key, memo
 from socbench.metrics.baselines import baselines, margin_over_best
 from socbench.metrics.classification import (
     accuracy,
@@ -126,11 +127,12 @@ def summarize_domain(
     ``scored``) the result is incomplete: counts and baselines only. ``run``: the run's folder
     when it is not the model's (a control run). ``attributes`` (person id -> the persona attributes
     the prompts showed) add the yardsticks (``socbench.yardsticks``) to a complete domain, and the
-    demographic model to its baselines; ``cache``: where they are kept for a rerun (``socbench.memo``).
+    demographic model to its baselines; ``cache``: where they, the baselines and the per-question view
+    are kept for a rerun (``socbench.memo``).
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
-    floor = baselines(scored, weights)
+    floor = memo(cache, content_key("baselines", scored, weights), lambda: baselines(scored, weights))
     excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
     counts = dict(
         domain_id=domain_id, domain_name=domain_name, model=model, total_items=len(items),
@@ -151,7 +153,8 @@ def summarize_domain(
     answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
     metrics = {name: metric(scored) for name, metric in zip(METRIC_NAMES, answer_metrics)}  # margin: below
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
-    alignment, questions = question_view(items, scored, texts, min_respondents, weights, seed)
+    view = (items, scored, texts, min_respondents, weights, seed)
+    alignment, questions = memo(cache, content_key("questions", *view), lambda: question_view(*view))
     return DomainResult(
         metrics=metrics,
         per_country=country_breakdown(scored, unmapped_countries),
