@@ -26,7 +26,8 @@ browser:
 
 # The multi-worker tests (the sweep) and bench/scale_out.py run Prefect's server on a throwaway
 # PostgreSQL cluster (initdb/pg_ctl, socbench/processes.py), as docs/scale-out.md asks of several
-# workers; SQLite stays for the single-machine demo. As root (CI) install Debian's postgresql.
+# workers; `make demo` keeps one in .prefect-demo/postgres (SQLite without it: "database is locked"
+# under load). As root (CI) install Debian's postgresql.
 INITDB := /usr/lib/postgresql/*/bin/initdb
 postgres:
 	@ls $(INITDB) >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || { echo "setup: installing Debian's postgresql"; \

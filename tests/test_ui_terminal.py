@@ -17,16 +17,18 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from socbench.processes import prefect_api
+from socbench.processes import Postgres, PrefectServer, prefect_api
 from support.processes import processes_with_env, session_members
 from tests.conftest import ROOT
 
@@ -219,3 +221,42 @@ def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path, when:
     # nothing left: not in its session, nor the server it started in a session of its own
     _wait(lambda: session_members(pid) == [] and processes_with_env("PREFECT_HOME", home) == [],
           "end of every process it started", 5)
+
+
+def test_ui_serves_a_postgres_demo_state_and_stops_the_cluster_too() -> None:
+    """`make demo` keeps Prefect's database in a PostgreSQL cluster (``.prefect-demo/postgres``) where
+    PostgreSQL is installed: `make ui` starts that cluster, serves it, and stops both."""
+    top = Path(tempfile.mkdtemp(prefix="socbench-ui-pg-"))
+    top.chmod(0o755)  # as root the cluster runs as the postgres user, who must reach it
+    state = top / "prefect-demo"
+    try:
+        if not Postgres.available(state):
+            pytest.skip("PostgreSQL not found (make setup installs Debian's postgresql)")
+        Postgres(folder=state / "postgres").start().stop()  # as the demo's first run makes it: no tables
+        ui, api = _serve(state, top / "ui.out")
+        try:
+            assert prefect_api(api, "/flow_runs/filter", {}) == []  # its database answers: no runs yet
+        finally:
+            _stop(ui)
+        assert processes_with_env("PREFECT_HOME", str(state / "home")) == []  # the server and the cluster
+        assert not (state / "postgres" / "data" / "postmaster.pid").exists()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_server_whose_start_is_interrupted_is_stopped(tmp_path: Path) -> None:
+    """`make demo` enters ``PrefectServer`` as a context: Ctrl-C while it starts (before ``__exit__`` is
+    registered) left the server running."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    home = str(tmp_path / "home")
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)  # well before its health check answers
+    try:
+        with pytest.raises(KeyboardInterrupt), PrefectServer({**_env(tmp_path), "PREFECT_HOME": home}):
+            pytest.fail("the server answered within a second")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert processes_with_env("PREFECT_HOME", home) == []
