@@ -132,7 +132,7 @@ def results_payload(data: McqData, plan: McqPlan, answers: McqAnswers, predictio
         "chance_accuracy": chance_accuracy([len(item.choices) for item in data.items]),
         "mcp_probability_mass": {str(k): v for k, v in mean_mass(predictions).items()},
         "mcp_engine_errors": sum(r.error is not None for r in answers.options.values()),
-        "complete": incomplete is None, "incomplete_reason": incomplete,
+        "complete": incomplete is None, "incomplete_reason": incomplete, "usage": answers.usage,
         "definitions": DEFINITIONS,
         "timing": {"engine_s": answers.seconds, "wall_s": wall_s, "engine_cache": answers.cache,
                    "loglikelihood_requests": len(answers.loglikelihoods),

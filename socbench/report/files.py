@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from socbench.engines.usage import total_usage, usage_text
 from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.metrics.distribution import headline_level
@@ -251,7 +252,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "incomplete_reason": result.incomplete_reason,
         "excluded_count": sum(result.excluded_by_reason.values()),
         "unmapped_countries": dict(result.unmapped_countries),
-        "weighted_metrics_off": result.weights_off,
+        "weighted_metrics_off": result.weights_off, "usage": dict(result.usage),
         "sample": {k: v for k, v in result.sample.items() if k != "person_ids"},  # those: _metrics.json
         **{key: result.metrics[key] for key in DRAW_KEYS if key in result.metrics},  # --samples K
     }
@@ -285,7 +286,8 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
         "mean": {key: math.nan if incomplete else finite_mean(row[key] for row in rows) for key in mean_keys}
         | {"simbench_score": math.nan if incomplete else pooled_simbench(rows)},
         "totals": {key: sum(row[key] for row in rows)
-                   for key in ("scoreable_items", "parse_failures", "engine_errors", "excluded_count")},
+                   for key in ("scoreable_items", "parse_failures", "engine_errors", "excluded_count")}
+        | {"usage": total_usage(row["usage"] for row in rows)},
         "unmapped_countries": dict(sorted(unmapped.items())),
         "failed_domains": {str(k): v for k, v in (failed or {}).items()},
     }
@@ -329,7 +331,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
               "", f"Respondents in no country or group (kept, pooled as one unknown group): "
-              f"{_counts_text(payload['unmapped_countries'])}."]
+              f"{_counts_text(payload['unmapped_countries'])}.", "", usage_text(totals.get("usage") or {})]
     off = weights_off_text((domain_label(row["domain"]), row.get("weighted_metrics_off"))
                            for row in payload["domains"])
     if off:

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from socbench.engines.usage import usage_text
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
 from socbench.report import breakdowns
 from socbench.report.answers import answer_html
@@ -210,7 +211,8 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, n_resamples
     unweighted = [f"{run.run}: weighted metrics off: {text}" for run in board.runs
                   if (text := weights_off_text((domain_label(d.domain), d.stored.weighted_metrics_off)
                                                for d in run.domains))]
-    notes = [*figures.notes, *failed, *unweighted]
+    used = [f"{run.run}: {usage_text(run.usage)}" for run in board.runs if run.usage]
+    notes = [*figures.notes, *failed, *unweighted, *used]
     if notes:
         sections.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     sections += exports_section(board.runs, out_dir) if out_dir is not None else []

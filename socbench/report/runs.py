@@ -94,6 +94,7 @@ class ModelRun:
     circular: dict[str, dict[str, Any]] = field(default_factory=dict)  # file stem -> circular metrics JSON
     export_failed: tuple[str, ...] = ()  # summary.json: --export formats not written, one line why each
     study: str = ""  # the survey's own name (summary.json's data.study; "" when not recorded)
+    usage: dict[str, int] = field(default_factory=dict)  # summary.json's totals.usage (pipeline.answer's)
 
     @property
     def grouping(self) -> str:
@@ -182,7 +183,8 @@ def read_run(folder: Path) -> ModelRun | None:
     issp = all(_domain_id(d.domain) for d in domains)  # older results record no study
     study = (summary.get("data") or {}).get("study") or ("ISSP" if issp else "")
     return ModelRun(folder.name, model, folder, tuple(domains), dict(summary.get("failed_domains") or {}),
-                    read_circular(folder), tuple(summary.get("export_failed") or ()), study)
+                    read_circular(folder), tuple(summary.get("export_failed") or ()), study,
+                    dict((summary.get("totals") or {}).get("usage") or {}))
 
 
 def load_runs(output_dir: str | Path) -> list[ModelRun]:
