@@ -21,6 +21,7 @@ from socbench.engines.session import forget_engine, get_engine
 from socbench.engines.usage import UsageMeter, total_usage, usage_text
 from socbench.studies import task_for
 from support import FakeOpenAIServer
+from support.waiting import wait_for
 
 TOTAL = re.compile(r"^\| total +\| ([\d,]+) +\| ([\d,]+) +\| ([\d,]+) +\| ([\d,]+) +\| ([\d,]+) +\|", re.M)
 
@@ -175,22 +176,32 @@ def _usage_of_units(summary: Path):
 
 
 @pytest.mark.slow
-def test_vllm_server_tokenize_and_usage(api_url, tiny_server, tmp_path: Path, capsys) -> None:
-    """vLLM's own server: the dry run's prompt tokens (its /tokenize) are exactly what the run is then charged
-    (the usage it reported, and its own Prometheus counters), and its completion tokens stay in the bound."""
-    base = ["issp", "--api_type", "config", "--api_base", tiny_server.url, "--model", tiny_server.name,
-            "--domain_id", "3", "--interview_count", "3", "--max_tokens", "12", "--output_dir", str(tmp_path)]
-    assert main([*base, "--dry_run", "--no-structured"]) == 0
-    planned = totals(capsys.readouterr().out)
+def test_vllm_server_tokenize_and_usage(tiny_server, tmp_path: Path) -> None:
+    """vLLM's own server: the dry run's requests are those the server then finishes, its prompt tokens (by
+    /tokenize) exactly what the server reports in usage and counts itself (its Prometheus counters), and
+    its completion tokens stay within the bound. Structured answers: a random model's empty reply would be
+    asked again (and charged twice, as recorded)."""
+    config = make_config(api_type="config", api_base=tiny_server.url, model=tiny_server.name, domain_id=3,
+                         interview_count=3, max_tokens=12, output_dir=tmp_path, dry_run=True)
+    planned = totals(dry_run(config).printed)
     before = _metrics(tiny_server.url)
-    assert main([*base, "--no-structured"]) == 0
-    after = _metrics(tiny_server.url)
-    usage = json.loads((tmp_path / tiny_server.name / "summary.json").read_text())["totals"]["usage"]
-    assert usage["requests"] == planned["sent"] == after["request_success"] - before["request_success"]
-    charged = after["prompt_tokens"] - before["prompt_tokens"]
-    assert usage["prompt_tokens"] == planned["prompt_tokens"] == charged
-    assert usage["completion_tokens"] == after["generation_tokens"] - before["generation_tokens"]
+    settings = config.engine_settings()
+    try:
+        usage = total_usage(pipeline.answer(get_engine(settings), found.prompts.requests).usage
+                            for found in pipeline.plans(task_for(config)).values())
+    finally:
+        forget_engine(settings).close()
+    assert usage["requests"] == planned["sent"] > 0
+    assert usage["prompt_tokens"] == planned["prompt_tokens"]
     assert 0 < usage["completion_tokens"] <= planned["completion_tokens"]
+
+    def counted() -> dict[str, float]:
+        now = _metrics(tiny_server.url)
+        return {key: now[key] - before[key] for key in before}
+
+    expected = {"request_success": usage["requests"], "prompt_tokens": usage["prompt_tokens"],
+                "generation_tokens": usage["completion_tokens"]}
+    assert wait_for(lambda: counted() == expected, 30), counted()
 
 
 def _metrics(url: str) -> dict[str, float]:
