@@ -133,9 +133,13 @@ def test_generate_one_result_per_request_in_order(engine):
     requests = [PromptRequest(item_id=f"p{i}", messages=persona(f"Question {i}?", i),
                               sampling=SamplingSettings(max_tokens=1 + (7 * i) % 13)) for i in range(12)]
     seen: list[int] = []
+    before = engine.usage.total()
     results = engine.generate(requests, on_result=lambda i, r: seen.append(i))
     assert [r.key for r in results] == [r.key for r in requests]
     assert sorted(seen) == list(range(12)) and all(r.error is None and r.text is not None for r in results)
+    used = {key: n - before[key] for key, n in engine.usage.total().items()}  # its token ids, counted
+    assert used["prompt_tokens"] == sum(len(chat_ids(engine.tokenizer, r.messages)) for r in requests)
+    assert 0 < used["completion_tokens"] <= sum(r.sampling.max_tokens for r in requests)
 
 
 @pytest.mark.slow  # starts vLLM in-process on the tiny model
