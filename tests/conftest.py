@@ -124,10 +124,18 @@ def prefect_api(folder: Path, postgres: bool = False, server: PrefectServer | No
 _SESSION_API: list[PrefectServer] = []  # spawned at collection when a test will use it
 
 
+def _uses_session_api(item: pytest.Item) -> bool:
+    """Whether the test asks for this file's ``api_url`` (directly or through ``cli_api_env``), not a
+    module's own (tests/test_sweep.py has one on PostgreSQL)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.get("api_url") if info is not None else None
+    return bool(defs) and Path(defs[-1].func.__code__.co_filename) == Path(__file__)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Spawn the session's Prefect API as soon as the tests are known, if one of them uses it: it
     boots (~25 CPU s, a minute or more on a loaded host) while the tests before it run."""
-    if any({"api_url", "cli_api_env"} & set(getattr(item, "fixturenames", ())) for item in session.items):
+    if any(_uses_session_api(item) for item in session.items):
         _SESSION_API.append(_server(_STATE / "prefect-api").spawn())
 
 
