@@ -136,7 +136,7 @@ def one_pass(keep_home: Path | None, keep: bool) -> dict:
                 "load": [before, common.load_avg()], "database": database,
                 "database_is_locked": server_log.count(LOCKED),
                 "phases": phases(lines, state / "worker.log", started),
-                "conversion_s (beside setup, database and the server's start)": conversion_s(lines, home, started),
+                "conversion_s (beside setup, database, API)": conversion_s(lines, home, started),
                 "clone": str(folder) if keep else None}
     finally:
         if not keep:
