@@ -3,8 +3,8 @@
 Issue 30: <= 240 s on an idle 2-core AVX2-only CPU, model conversion and a fresh Prefect database
 included. Issue 29: it completes idle and beside a CPU-bound process, with no "database is locked"
 in its server log. Each pass clones the committed tree (HEAD: commit first) into a temporary folder,
-links this checkout's venv (the clone's lock and pyproject are dated back so `make` never reinstalls
-into it), and runs `make demo` there with PYTHONPATH on the clone and a fresh SOCBENCH_HOME (the
+gives it a venv of its own with this one's packages and the clone installed (the clone's lock and
+pyproject are dated back so `make` never reinstalls into it), and runs `make demo` there with a fresh SOCBENCH_HOME (the
 model is converted; ``--home DIR`` keeps one). Per pass: seconds, exit code, load average before and
 after, the phases (the demo's own lines, stamped as they come, and the worker's log), and the count
 of "database is locked" in the server log. ``--engine N`` first compares the two answer modes on N
@@ -62,18 +62,39 @@ def engine_modes(n: int) -> dict:
             for mode, r in runs.items()}
 
 
+def thin_venv(folder: Path) -> Path:
+    """A venv for the clone with this one's packages (a .pth) and the clone's socbench installed
+    editable, as `make setup` would install it, without downloading the lock again."""
+    venv = folder / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "parent-venv.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                    "--no-build-isolation", "-e", str(folder)], check=True, capture_output=True)
+    for script in Path(sys.executable).parent.iterdir():  # console scripts (prefect) on the clone's python
+        head = script.read_bytes()[:200] if script.is_file() else b""
+        target = venv / "bin" / script.name
+        if head.startswith(b"#!") and b"python" in head.split(b"\n")[0] and not target.exists():
+            target.write_text(f"#!{python}\n" + script.read_text().split("\n", 1)[1])
+            target.chmod(0o755)
+    return venv
+
+
 def clone(folder: Path) -> Path:
-    """HEAD of this checkout in ``folder``, with the venv linked and the install stamp kept valid."""
+    """HEAD of this checkout in ``folder`` with its own venv (``thin_venv``) and a valid install stamp."""
     subprocess.run(["git", "clone", "--quiet", str(common.ROOT), str(folder)], check=True)
-    (folder / ".venv").symlink_to((common.ROOT / ".venv").resolve())
+    venv = thin_venv(folder)
     for name in ("requirements.lock", "pyproject.toml"):
         os.utime(folder / name, (0, 0))  # older than the venv's stamp: `make` does not reinstall
+    (venv / ".socbench-installed").touch()
     return folder
 
 
 def run_demo(folder: Path, home: Path) -> tuple[int, list[tuple[float, str]]]:
     """`make demo` in ``folder``: (exit code, its output lines with seconds since the start)."""
-    env = {**os.environ, "PYTHONPATH": str(folder), "SOCBENCH_HOME": str(home)}
+    env = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
+           "SOCBENCH_HOME": str(home)}
     start = time.monotonic()
     proc = subprocess.Popen(["make", "demo"], cwd=folder, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
