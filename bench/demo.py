@@ -4,8 +4,8 @@ Issue 30: <= 240 s on an idle 2-core AVX2-only CPU, model conversion and a fresh
 included. Issue 29: it completes idle and beside a CPU-bound process, with no "database is locked"
 in its server log. Each pass clones the committed tree (HEAD: commit first) into a temporary folder,
 gives it a venv of its own with this one's packages and the clone installed (the clone's lock and
-pyproject are dated back so `make` never reinstalls into it), and runs `make demo` there with a fresh SOCBENCH_HOME (the
-model is converted; ``--home DIR`` keeps one). Per pass: seconds, exit code, load average before and
+pyproject are dated back so `make` never reinstalls into it), and runs `make demo` there with a fresh
+SOCBENCH_HOME (the model is converted; ``--home DIR`` keeps one). Per pass: seconds, exit code, load average before and
 after, the phases (the demo's own lines, stamped as they come, and the worker's log), and the count
 of "database is locked" in the server log. ``--engine N`` first compares the two answer modes on N
 demo prompts (a fresh process each): what the demo's mode was chosen on.
@@ -68,7 +68,8 @@ def thin_venv(folder: Path) -> Path:
     venv = folder / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next(venv.glob("lib/python*/site-packages"))
-    (site / "parent-venv.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    parents = [p for p in sys.path if p.endswith("site-packages")]
+    (site / "parent-venv.pth").write_text("\n".join(parents) + "\n")
     python = venv / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
                     "--no-build-isolation", "-e", str(folder)], check=True, capture_output=True)
