@@ -6,9 +6,9 @@ in its server log. Each pass clones the committed tree (HEAD: commit first) into
 gives it a venv of its own with this one's packages and the clone installed (the clone's lock and
 pyproject are dated back so `make` never reinstalls into it), and runs `make demo` there with a fresh
 SOCBENCH_HOME (the model is converted; ``--home DIR`` keeps one). Per pass: seconds, exit code, load
-average before and after, the phases (the demo's own lines, stamped as they come, and the worker's log), and the count
-of "database is locked" in the server log. ``--engine N`` first compares the two answer modes on N
-demo prompts (a fresh process each): what the demo's mode was chosen on.
+average before and after, the phases (the demo's own lines, stamped as they come, and the worker's
+log), and the count of "database is locked" in the server log. ``--engine N`` first compares the two
+answer modes on N demo prompts (a fresh process each): what the demo's mode was chosen on.
 
 Usage: ``python -m bench.demo [--passes 3] [--busy] [--home DIR] [--engine 200] [--keep]``
 (the lead's check: ``--passes 3`` idle, then ``--passes 3 --busy``).
