@@ -172,7 +172,7 @@ def test_macro_f1_from_counts_is_sklearns_bit_for_bit() -> None:
     from socbench.metrics.classification import macro_f1_counts
 
     rng = random.Random(7)
-    for _ in range(2000):
+    for _ in range(300):
         codes = [str(c) for c in range(1, rng.randint(2, 12))]
         n = rng.randint(1, 60)
         y_true = [rng.choice(codes) for _ in range(n)]
