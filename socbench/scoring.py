@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from socbench.estimates.items import domain_frame
+from socbench.estimates.study import gain_record
 from socbench.extract import NOT_OFFERED
 from socbench.metrics.baselines import baselines, item_baselines, margin_over_best
 from socbench.metrics.classification import (
@@ -198,6 +200,10 @@ def score_domain(
                               texts={q.id: q.text for q in data.questions}, run=run,
                               attributes=shown_attributes(data, include_persona), grouping=data.grouping)
     result = replace(result, sample=data.sample)
+    if result.complete:  # what the answers are worth as respondents (socbench.estimates), once per run
+        frame = domain_frame(data.domain_name, scored, weights and {str(p): w for p, w in weights.items()},
+                             result.questions)
+        result = replace(result, estimates=gain_record(data.domain_name, frame))
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 

@@ -222,6 +222,7 @@ class DomainResult:
     yardsticks: dict[str, Any] = field(default_factory=dict)  # socbench.yardsticks (empty: older results)
     sample: dict[str, Any] = field(default_factory=dict)  # DomainData.sample (empty: older results)
     grouping: str = COUNTRY  # what ``per_country`` and the items' country_code group by (DomainData's)
+    estimates: dict[str, Any] = field(default_factory=dict)  # estimates.study.gain_record (empty: older)
 
     @property
     def complete(self) -> bool:
