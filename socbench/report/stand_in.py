@@ -48,7 +48,7 @@ def domain_block(run: ModelRun, domain: DomainRun) -> str:
     if not record:
         return note(ABSENT.format(domain=title, folder=run.folder))
     if "questions" not in record:
-        return note(record["note"])
+        return note(record["note"].replace(domain.domain, title, 1))  # too few respondents
     rows = [[qid, q["target"], str(q["labelled"]), fmt(q["gain"], 2), fmt(q["rho"], 2)]
             for qid, q in record["questions"].items()]
     return (f"<p>{esc(title)}: these answers are worth {fmt(record['median_gain'], 1)} x your sample "
