@@ -32,7 +32,7 @@ from socbench.metrics.persona_groups import AGE_BANDS, AGE_GROUP, ATTRIBUTES, SE
 
 MEAN = "mean"
 DEFAULT_FRACTION = 0.1
-RUN_REPEATS = 20  # the run's own record: about 1 s for 1,000 respondents x 55 questions (docs/estimates.md)
+RUN_REPEATS = 20  # the run's own record: ~0.5 s CPU for 1,000 respondents x 20 questions (docs/estimates.md)
 
 
 @dataclass(frozen=True)
