@@ -8,7 +8,7 @@ export SOCBENCH_HOME ?= $(CURDIR)/.socbench
 # vLLM's CPU settings (KV cache, in-process engine, no torch.compile) are defaulted in one place:
 # socbench/processes.py (CPU_ENV), by every script and test that starts an engine.
 
-.PHONY: setup browser postgres haven lint test test-fast demo ui bench clean
+.PHONY: setup browser postgres haven lint test test-fast test-timed demo ui bench clean
 
 setup: $(STAMP) browser postgres haven
 
@@ -26,7 +26,8 @@ browser:
 
 # The multi-worker tests (the sweep) and bench/scale_out.py run Prefect's server on a throwaway
 # PostgreSQL cluster (initdb/pg_ctl, socbench/processes.py), as docs/scale-out.md asks of several
-# workers; SQLite stays for the single-machine demo. As root (CI) install Debian's postgresql.
+# workers; `make demo` keeps one in .prefect-demo/postgres (SQLite without it: "database is locked"
+# under load). As root (CI) install Debian's postgresql.
 INITDB := /usr/lib/postgresql/*/bin/initdb
 postgres:
 	@ls $(INITDB) >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || { echo "setup: installing Debian's postgresql"; \
@@ -67,6 +68,12 @@ test: setup
 # test that starts a subprocess, loads a model, runs a flow or imports torch/transformers/vLLM.
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# The suite's wall time on an idle machine (docs/performance.md): every test under `time` (wall, and user
+# and sys CPU seconds of the whole run), CPU seconds per test file (tests/support/cputime.py), the 50
+# slowest tests. On a shared machine compare CPU seconds: the load stretches wall time.
+test-timed: setup
+	time $(PY) -m pytest -q -p tests.support.cputime --durations=50 $(PYTEST_ARGS)
 
 demo: setup
 	$(PY) deployments/local_demo.py

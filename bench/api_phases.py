@@ -1,7 +1,7 @@
 """Where a ``socbench issp`` run's wall time goes: the CLI run with marks at its phases.
 
 Run as ``python -m bench.api_phases issp <flags>`` (``bench/api_path.py --profile`` does): the
-same process as ``python -m cli``, with marks (seconds since start) when the Prefect API server
+same process as ``python -m socbench.cli``, with marks (seconds since start) when the Prefect API server
 is spawned, when the flow module is imported, when the API answers, at each stage task's start
 and end, at the run's report and at the API's stop; printed as one JSON list on stderr. The
 hooks go in after the flow module is imported, so the marks do not move the imports they time.

@@ -48,7 +48,7 @@ def socbench_pass(limit: int | None, out: Path, api_type: str, dtype: str,
     cmd = [
         common.PY,
         "-m",
-        "cli",
+        "socbench.cli",
         "mcq",
         "--dataset",
         "arc-easy",

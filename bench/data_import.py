@@ -25,7 +25,7 @@ COUNTRIES = (
 ).split()
 # Peak RSS from VmHWM: ru_maxrss survives exec and would report the parent's peak (the generated frame).
 CHILD = (
-    "import json, re, sys; from cli import main; rc = main(sys.argv[1:]); "
+    "import json, re, sys; from socbench.cli import main; rc = main(sys.argv[1:]); "
     "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1); "
     "print(json.dumps({'rc': rc, 'max_rss_mb': int(hwm) / 1024}))"
 )

@@ -1,4 +1,4 @@
-"""``python -m cli``: the ``socbench`` command."""
+"""``python -m socbench.cli``: the ``socbench`` command."""
 
 import sys
 

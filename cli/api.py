@@ -72,7 +72,8 @@ def evaluate(task: str = "issp", *, progress: bool = False, **settings: Any) -> 
     ``evaluate("issp", model="smollm2-135m-instruct", domain_id=3, interview_count=20)``.
 
     A bad setting raises ``ConfigError`` before any work; a run that did not complete is returned with
-    ``complete`` False (its ``outcome`` says which units and why), never as a score."""
+    ``complete`` False (its ``outcome`` says which units and why), never as a score. With ``dry_run=True``
+    nothing is sent: ``outcome.printed`` is the table of requests, tokens and cost (``socbench.cost``)."""
     from socbench.cli.inprocess import run
     from socbench.studies import task_for
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli.flags import flag, positive_int
+from socbench.cli.flags import flag, positive_int
 from socbench.errors import ConfigError
 
 

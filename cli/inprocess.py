@@ -75,6 +75,10 @@ def run(config: Any, listener: Any = None) -> Any:
     """The preflight, then the study's flow in this process (the model loading while Prefect's API starts),
     progress shown on ``listener`` (default: the console's); the flow's ``Outcome``."""
     quiet_libraries()
+    if config.dry_run:  # what it would send and cost: no preflight of the engine, no Prefect
+        from socbench.cost import dry_run
+
+        return dry_run(config)
     from socbench.preflight import check_run
     from socbench.studies import task_for
 
@@ -88,7 +92,8 @@ def run_study(config: Any) -> int:
     outcome = run(config)
     if outcome.printed:
         print(outcome.printed)
-    print("\n".join(f"{name}: {path}" for name, path in outcome.paths.items()), flush=True)
+    if outcome.paths:
+        print("\n".join(f"{name}: {path}" for name, path in outcome.paths.items()), flush=True)
     for reason in outcome.failed.values():
         print(f"socbench: error: {reason}", file=sys.stderr)
     for reason in outcome.incomplete.values():

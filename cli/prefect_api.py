@@ -22,7 +22,7 @@ def spawn_early() -> PrefectServer | None:
     return PrefectServer(private=True).spawn()
 
 
-def _use_everywhere(url: str | None) -> None:
+def use_everywhere(url: str | None) -> None:
     """``PREFECT_API_URL`` for this process, threads without the caller's context included."""
     from prefect.context import refresh_global_settings_context
 
@@ -33,7 +33,7 @@ def _use_everywhere(url: str | None) -> None:
     refresh_global_settings_context()
 
 
-def _drain() -> None:
+def drain() -> None:
     """Prefect's log and event workers into the API, before it stops."""
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
@@ -70,15 +70,15 @@ def prefect_api(meanwhile: Callable[[], object] | None = None,
             yield configured
             return
         server.wait(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
-        _use_everywhere(server.api_url)
+        use_everywhere(server.api_url)
         try:
             with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
                 yield server.api_url
         finally:
-            _drain()
+            drain()
         # only after a run that ended normally: after Ctrl-C or an error, threads of the run may still
         # be finishing, and without an API URL Prefect would start a temporary server for them
-        _use_everywhere(None)
+        use_everywhere(None)
     finally:
         if server is not None:
             server.stop()

@@ -3,27 +3,45 @@
 Everything it starts lives under the project (`.prefect-demo/`) and is stopped on exit,
 also on Ctrl-C. Prints a line per domain as it finishes (the one `socbench issp` prints), the
 run's table and where the summary and the report are.
+
+Prefect's database is a PostgreSQL cluster kept in `.prefect-demo/postgres/` where Debian's
+PostgreSQL is installed (`make setup` installs it as root): on SQLite the server's own writes
+(a worker poll marks queues and deployments ready, twice at once) fail with "database is locked"
+under load. Without PostgreSQL it is SQLite in `.prefect-demo/home/`, as before.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import subprocess
 import sys
 import time
 import urllib.error
+import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 
-from socbench.processes import PrefectServer, cpu_defaults, free_port, interruptible, start_group, stop_group
+from socbench.processes import (
+    Postgres,
+    PrefectServer,
+    cpu_defaults,
+    free_port,
+    interruptible,
+    start_group,
+    stop_group,
+)
 from socbench.processes import prefect_api as api
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE = ROOT / ".prefect-demo"
 BIN = Path(sys.executable).parent
 POOL = "socbench-local"
+QUEUE = "make-demo"  # the demo's runs only: not a nightly run left scheduled while no worker was up
+SILENT = (OSError, http.client.HTTPException, ValueError)  # what a call gives up with (ValueError: not JSON)
 
 
 def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
@@ -35,7 +53,8 @@ def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
         "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(state / "home" / "results"),
         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        # the worker starts once the run exists; on a busy host it polls after Prefect's 15 s: not "Late"
+        "PREFECT_SERVER_SERVICES_LATE_RUNS_ENABLED": "false",
         "PREFECT_LOGGING_EXTRA_LOGGERS": "socbench",
         "SOCBENCH_PROJECT_DIR": str(ROOT),
         "TMPDIR": str(state / "tmp"),
@@ -44,6 +63,19 @@ def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
     env.setdefault("SOCBENCH_HOME", str(ROOT / ".socbench"))
     cpu_defaults(env)
     return env
+
+
+def database(stack: ExitStack, state: Path) -> dict[str, str]:
+    """The environment that points Prefect's server at the demo's PostgreSQL cluster (started here,
+    stopped on exit; made on the first run), or nothing: SQLite in ``state/home``."""
+    folder = state / "postgres"
+    if not Postgres.available(folder):
+        print("demo: Prefect's database is SQLite: PostgreSQL is not installed (`make setup` as root "
+              "installs it) or the postgres user cannot reach this folder; under load the server may log "
+              "'database is locked'", flush=True)
+        return {}
+    print(f"demo: Prefect's database is PostgreSQL, kept in {folder}", flush=True)
+    return {"PREFECT_API_DATABASE_CONNECTION_URL": stack.enter_context(Postgres(folder=folder)).url}
 
 
 def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -67,30 +99,71 @@ def pool_exists(url: str) -> bool:
     return True
 
 
+def convert_model(stack: ExitStack, env: dict[str, str]) -> None:
+    """The embedded model is converted once (GGUF -> HF folder in ``$SOCBENCH_HOME``): here, beside the
+    server's start, rather than in the flow; the flow's engine waits for it (a file lock)."""
+    from socbench.models import DEFAULT_MODEL, model_slug
+    from socbench.models.smollm2 import read_marker
+
+    if read_marker(Path(env["SOCBENCH_HOME"]) / "models" / model_slug(DEFAULT_MODEL)) is not None:
+        return
+    print(f"demo: converting {DEFAULT_MODEL} (GGUF -> HF folder in {env['SOCBENCH_HOME']}, once) meanwhile",
+          flush=True)
+    code = f"from socbench.models import resolve_model; resolve_model({DEFAULT_MODEL!r})"
+    start(stack, [sys.executable, "-c", code], env, STATE / "convert.log")
+
+
 FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 
-def run_and_watch(url: str, deployment: str) -> tuple[str, bool]:
-    """Create a run of ``deployment`` and follow it: a line per state, and per domain the line
-    ``socbench issp`` prints as it finishes; (the run's id, whether it completed).
-
-    Over the REST API rather than ``prefect deployment run --watch``: no second Prefect import
-    (~2 s here) at the start, and the end is seen within half a second."""
+def create_run(url: str, deployment: str) -> dict:
+    """A run of ``deployment`` in the demo's queue of its pool (made on first use); the idempotency key
+    makes a retried call return the same run."""
     flow, name = deployment.split("/")
-    run = api(url, f"/deployments/{api(url, f'/deployments/name/{flow}/{name}')['id']}/create_flow_run", {})
+    found = api(url, f"/deployments/name/{flow}/{name}")
+    run = api(url, f"/deployments/{found['id']}/create_flow_run",
+              {"idempotency_key": str(uuid.uuid4()), "work_queue_name": QUEUE})
     page = f"{url.removesuffix('/api')}/runs/flow-run/{run['id']}"
     print(f"demo: flow run '{run['name']}' of {deployment}: {page}", flush=True)
-    seen, domains, tick = None, DomainLines(url, run["id"]), 0
+    return run
+
+
+def watch(url: str, run: dict, label: str, gone: Callable[[], str | None]) -> bool:
+    """Follow ``run`` until it ends (True: it completed): a line per state, and per domain the line
+    ``socbench issp`` prints as it finishes. Never raises on the API's account: an API that does not
+    answer is one line (and one more when it answers again) while the run goes on; ``gone()`` names a
+    process the run needs that has exited (the server, the worker), which ends the watch. Over the REST
+    API rather than ``prefect deployment run --watch``: no second Prefect import (~2 s) at the start,
+    and the end is seen within half a second."""
+    seen, domains, tick, silent_since = None, DomainLines(url, run["id"]), 0, None
     while True:
-        state = api(url, f"/flow_runs/{run['id']}")["state"]
-        if state["name"] != seen:
-            seen = state["name"]
-            print(f"demo: {deployment}: {seen}", flush=True)
-        if tick % 4 == 0 or state["type"] in FINAL:  # domains take minutes: every 2 s is soon enough
-            for line in domains.new():
-                print(line, flush=True)
+        try:
+            state = api(url, f"/flow_runs/{run['id']}", tries=3, timeout_s=20)["state"]
+            if silent_since is not None:
+                print(f"demo: the Prefect API answers again ({time.monotonic() - silent_since:.0f} s later)",
+                      flush=True)
+                silent_since = None
+            if state["name"] != seen:
+                seen = state["name"]
+                print(f"demo: {label}: {seen}", flush=True)
+            if tick % 4 == 0 or state["type"] in FINAL:  # domains take a while: every 2 s is soon enough
+                for line in domains.new():
+                    print(line, flush=True)
+        except SILENT as exc:
+            if (reason := gone()) is not None:
+                print(f"demo: {reason}; the run cannot go on", flush=True)
+                return False
+            if silent_since is None:
+                silent_since = time.monotonic()
+                print(f"demo: the Prefect API does not answer ({type(exc).__name__}: {exc}); the run goes on "
+                      "and this keeps asking (Ctrl-C stops both)", flush=True)
+            time.sleep(2)
+            continue
         if state["type"] in FINAL:
-            return run["id"], state["type"] == "COMPLETED"
+            return state["type"] == "COMPLETED"
+        if (reason := gone()) is not None:
+            print(f"demo: {reason} before the run ended; the run cannot go on", flush=True)
+            return False
         time.sleep(0.5)
         tick += 1
 
@@ -132,9 +205,13 @@ def summary_table(url: str, run_id: str) -> list[str]:
     """The run's table for a terminal, from the ``issp-summary`` artifact the run published."""
     from socbench.progress import run_table
 
-    found = api(url, "/artifacts/filter", {"artifacts": {"key": {"any_": ["issp-summary"]},
-                                                         "flow_run_id": {"any_": [run_id]}},
-                                           "sort": "CREATED_DESC", "limit": 1})
+    try:
+        found = api(url, "/artifacts/filter", {"artifacts": {"key": {"any_": ["issp-summary"]},
+                                                             "flow_run_id": {"any_": [run_id]}},
+                                               "sort": "CREATED_DESC", "limit": 1})
+    except SILENT as exc:
+        print(f"demo: the run's table could not be read ({type(exc).__name__}: {exc})", flush=True)
+        return []
     if not found:
         return []
     rows = found[0]["data"]
@@ -148,17 +225,29 @@ def main() -> int:
     env = demo_env(port)
     started = time.monotonic()
     with ExitStack() as stack:
+        convert_model(stack, env)
+        env.update(database(stack, STATE))
         print(f"demo: starting Prefect server on 127.0.0.1:{port} (state in {STATE})", flush=True)
-        stack.enter_context(PrefectServer(env, port, STATE / "server.log"))
+        server = stack.enter_context(PrefectServer(env, port, STATE / "server.log"))
+        print(f"demo: deploying prefect.yaml (work pool {POOL})", flush=True)
         if not pool_exists(env["PREFECT_API_URL"]):  # made by an earlier demo in this state folder
             prefect(["work-pool", "create", POOL, "--type", "process"], env)
-        print("demo: starting a process worker", flush=True)
-        # it starts up while the deployments are made; stopped before the server (ExitStack unwinds
-        # in reverse): a flow-run process still exiting when the server goes away hangs
-        start(stack, [str(BIN / "prefect"), "worker", "start", "--pool", POOL], env, STATE / "worker.log")
         prefect(["--no-prompt", "deploy", "--all"], env)
-        run_id, completed = run_and_watch(env["PREFECT_API_URL"], "issp/all-domains")
-        table = summary_table(env["PREFECT_API_URL"], run_id)
+        run = create_run(env["PREFECT_API_URL"], "issp/all-domains")
+        # started once the run exists, so its first poll takes it: no polling every second (each poll
+        # is two writes of the server's); one run at a time. Stopped before the server (ExitStack
+        # unwinds in reverse): a flow-run process still exiting when the server goes away hangs.
+        print("demo: starting a process worker", flush=True)
+        worker = start(stack, [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--work-queue", QUEUE,
+                               "--limit", "1"], env, STATE / "worker.log")
+        def gone() -> str | None:  # a process the run needs that has exited
+            for name, proc in (("server", server.proc), ("worker", worker)):
+                if proc is None or proc.poll() is not None:
+                    return f"the {name} exited (log: {STATE / name}.log)"
+            return None
+
+        completed = watch(env["PREFECT_API_URL"], run, "issp/all-domains", gone)
+        table = summary_table(env["PREFECT_API_URL"], run["id"])
     summary = ROOT / "results" / "smollm2-135m-instruct" / "summary.md"
     if table:
         print("\n" + "\n".join(table) + "\n")

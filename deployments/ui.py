@@ -21,7 +21,7 @@ from pathlib import Path
 from local_demo import FINAL, STATE, demo_env
 from local_demo import api as call
 
-from socbench.processes import PrefectServer, free_port, interruptible
+from socbench.processes import Postgres, PrefectServer, free_port, interruptible
 
 
 def latest_run(api: str, flow: str = "issp") -> dict | None:
@@ -33,7 +33,7 @@ def latest_run(api: str, flow: str = "issp") -> dict | None:
     return runs[0] if runs else None
 
 
-STOP_GRACE_S = 3.0  # then the server's group is killed: it runs no flows, and SQLite keeps its last commit
+STOP_GRACE_S = 3.0  # then the server's group is killed: it runs no flows; the database keeps its last commit
 
 
 def _stop(signum: int, frame: object) -> None:
@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state", type=Path, default=STATE, help="the demo's Prefect state folder")
     parser.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
     args = parser.parse_args(argv)
-    home = args.state / "home"
-    if not (home / "prefect.db").is_file():
-        print(f"ui: no Prefect state in {args.state} (no {home / 'prefect.db'}): run `make demo` first",
+    postgres, sqlite = args.state / "postgres", args.state / "home" / "prefect.db"
+    if not (postgres / Postgres.READY).is_file() and not sqlite.is_file():
+        print(f"ui: no Prefect state in {args.state} (no {postgres} or {sqlite}): run `make demo` first",
               file=sys.stderr)
         return 2
     port = args.port or free_port()
@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     interruptible()
     with ExitStack() as stack:
         try:  # Ctrl-C while the server starts stops it too
+            if (postgres / Postgres.READY).is_file():  # the demo's cluster (deployments/local_demo.py)
+                cluster = stack.enter_context(Postgres(folder=postgres))
+                env["PREFECT_API_DATABASE_CONNECTION_URL"] = cluster.url
             server = PrefectServer(env, port, args.state / "ui-server.log", grace_s=STOP_GRACE_S)
             stack.callback(server.stop)
             server.start()

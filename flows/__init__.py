@@ -64,6 +64,10 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
     """The parent's body: every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``),
     then the export (``--export``) and the run's summary; Failed (naming them) if a unit failed or is
     incomplete, or the export failed."""
+    if getattr(config, "dry_run", False):  # a deployment's run asked for its cost: nothing is sent
+        from socbench.cost import dry_run
+
+        return dry_run(config)
     study = task_for(config)
     units = study.units()
     study.check()  # as the CLI's preflight: a deployment run that may not start fails here, with the reason

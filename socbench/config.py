@@ -135,7 +135,24 @@ class EngineRun(BaseModel):
     """A run that writes to ``output_dir`` and asks the engine ``engine``; the engine cache
     defaults to ``<output_dir>/.cache``, so the answers stay beside the results. That default
     is filled in when the record is built and left out when it is written (a flow parameter,
-    the UI's form), so changing ``output_dir`` there moves the cache with it."""
+    the UI's form), so changing ``output_dir`` there moves the cache with it. ``dry_run``: what the run
+    would send and cost, sending nothing (``socbench.cost``)."""
+
+    dry_run: bool = Field(False, description="print the requests and prompt tokens each unit would send "
+                                             "(their cost, given prices); send and write nothing")
+    price_prompt: float | None = Field(None, ge=0, description="with --dry_run: the price of 1M prompt "
+                                                               "tokens")
+    price_completion: float | None = Field(None, ge=0, description="with --dry_run: the price of 1M "
+                                                                   "completion tokens")
+
+    @model_validator(mode="after")
+    def _prices_need_dry_run(self) -> Any:
+        price = "price_prompt" if self.price_prompt is not None else \
+            "price_completion" if self.price_completion is not None else None
+        if price and not self.dry_run:
+            raise ConfigError(f"--{price} applies only with --dry_run (it prices the requests a run would "
+                              "send)")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -127,12 +127,20 @@ def generate(engine: Engine, requests: Sequence[Request], on_result: ResultSink 
 
 
 def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | None = None) -> Answers:
-    """``generate`` with what it cost: seconds, the engine's identity and its cache's hits and misses."""
+    """``generate`` with what it cost: seconds, the engine's identity, its cache's hits and misses, and
+    ``usage``: the requests sent, the answers from the cache (they cost nothing now) and the tokens the
+    backend reported (none where it does not count them). Units on one engine run one after another."""
     start = time.perf_counter()
-    results = generate(engine, requests, on_result)
     stats = getattr(engine, "stats", None)
-    cache = {"hits": stats.hits, "misses": stats.misses} if stats is not None else {}
-    return Answers(tuple(results), time.perf_counter() - start, dict(engine.identity), cache)
+    meter = getattr(getattr(engine, "backend", engine), "usage", None)
+    hits, misses = (stats.hits, stats.misses) if stats is not None else (0, 0)
+    tokens = meter.total() if meter is not None else {}
+    results = generate(engine, requests, on_result)
+    cache = {"hits": stats.hits - hits, "misses": stats.misses - misses} if stats is not None else {}
+    used = {key: n - tokens[key] for key, n in meter.total().items()} if meter is not None else {}
+    sent = cache["misses"] if cache else request_count(requests)
+    usage = {"requests": sent, "from_cache": cache.get("hits", 0), **used}
+    return Answers(tuple(results), time.perf_counter() - start, dict(engine.identity), cache, usage)
 
 
 def score_unit(task: Task, unit: Unit, engine: Engine) -> Any:
@@ -142,12 +150,18 @@ def score_unit(task: Task, unit: Unit, engine: Engine) -> Any:
     return task.score(found.samples, found.prompts, extracted)
 
 
+def to_send(engine: Engine, requests: Sequence[Request]) -> dict[str, list[Request]]:
+    """``distinct`` less what the engine cache answers (all of them for an engine without a cache)."""
+    unanswered = getattr(engine, "unanswered", None)
+    groups = distinct(requests)
+    if unanswered is None:
+        return groups
+    return {method: unanswered(method, group) for method, group in groups.items()}
+
+
 def uncached(engine: Engine, requests: Sequence[Request]) -> int:
-    """Requests the engine cache cannot answer (all of them for an engine without a cache)."""
-    missing = getattr(engine, "missing", None)
-    if missing is None:
-        return request_count(requests)
-    return sum(missing(method, group) for method, group in distinct(requests).items())
+    """How many requests the engine cache cannot answer."""
+    return sum(map(len, to_send(engine, requests).values()))
 
 
 def preload(engine: Engine, requests: Sequence[Request]) -> bool:

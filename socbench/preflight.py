@@ -236,10 +236,10 @@ def check_run(config: Any) -> None:
     if context is not None:
         chat = {unit: [r for r in found.prompts.requests if isinstance(r, PromptRequest)]
                 for unit, found in plans.items()}
-        check_prompt_lengths(chat, _tokenizer(settings), context, _context_source(settings))
+        check_prompt_lengths(chat, model_tokenizer(settings), context, _context_source(settings))
 
 
-def _tokenizer(settings: EngineSettings):
+def model_tokenizer(settings: EngineSettings):
     """The tokenizer the backend uses (vLLM and transformers both load the model folder's, unless
     ``--engine tokenizer`` names another)."""
     from transformers import AutoTokenizer

@@ -9,6 +9,7 @@ reaches socbench, which then stops it in order.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import shutil
@@ -130,24 +131,34 @@ def stop_group(proc: subprocess.Popen[Any] | None, grace_s: float = 20.0,
 RETRY = (429, 502, 503)  # what Prefect's own client retries: SQLite's "database is locked" comes back as 503
 
 
-def prefect_api(url: str, path: str, body: dict | None = None, tries: int = 6) -> dict:
-    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body. A busy
-    server's answers in ``RETRY`` are retried after 1, 2, 4, ... s (it rolled the call back)."""
+def transient(exc: BaseException) -> bool:
+    """Worth asking again: a busy server's answer (``RETRY``), a timeout, a refused or reset connection."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code in RETRY
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    return isinstance(reason, (TimeoutError, ConnectionError, http.client.HTTPException))
+
+
+def prefect_api(url: str, path: str, body: dict | None = None, tries: int = 6,
+                timeout_s: float = 60.0) -> Any:
+    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body. What
+    ``transient`` names is retried after 1, 2, 4, ... s (a busy server rolled the call back, or a
+    loaded host kept it from answering in time); the last try's error is raised."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"{url}{path}", data=data, method="GET" if data is None else "POST",
                                      headers={"Content-Type": "application/json"})
     for wait in (2**n for n in range(tries - 1)):
         try:
-            return _answer(request)
-        except urllib.error.HTTPError as exc:
-            if exc.code not in RETRY:
+            return _answer(request, timeout_s)
+        except (OSError, http.client.HTTPException) as exc:
+            if not transient(exc):
                 raise
         time.sleep(wait)
-    return _answer(request)
+    return _answer(request, timeout_s)
 
 
-def _answer(request: urllib.request.Request) -> dict:
-    with urllib.request.urlopen(request, timeout=60) as response:
+def _answer(request: urllib.request.Request, timeout_s: float) -> Any:
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
         return json.loads(response.read() or b"null")
 
 
@@ -214,19 +225,28 @@ class PrefectServer:
         self.proc = None
 
     def __enter__(self) -> PrefectServer:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:  # Ctrl-C while it starts: __exit__ would not run
+            self.stop()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
 class Postgres:
-    """A throwaway PostgreSQL cluster on 127.0.0.1 with one database; ``url`` is Prefect's asyncpg
-    URL for it. As root it runs as Debian's ``postgres`` user (initdb refuses root)."""
+    """A PostgreSQL cluster on 127.0.0.1 with one database; ``url`` is Prefect's asyncpg URL for it.
+    Throwaway (a temporary folder, removed on stop), or kept in ``folder`` and started again from it
+    (the demo's state). As root it runs as Debian's ``postgres`` user (initdb refuses root)."""
 
-    def __init__(self, database: str = "prefect", port: int | None = None, bin_dir: Path = PG_BIN) -> None:
+    READY = "socbench-ready"  # in ``folder`` once its database exists
+
+    def __init__(self, database: str = "prefect", port: int | None = None, bin_dir: Path = PG_BIN,
+                 folder: Path | None = None) -> None:
         self.database, self.port, self.bin_dir = database, port or free_port(), bin_dir
-        self.folder = Path(tempfile.mkdtemp(prefix="socbench-pg-"))
+        self.kept = folder is not None
+        self.folder = folder.resolve() if self.kept else Path(tempfile.mkdtemp(prefix="socbench-pg-"))
         self.data = self.folder / "data"
 
     @property
@@ -234,8 +254,15 @@ class Postgres:
         return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/{self.database}"
 
     @staticmethod
-    def available(bin_dir: Path = PG_BIN) -> bool:
-        return (bin_dir / "initdb").is_file() and (os.geteuid() != 0 or _user_exists("postgres"))
+    def available(folder: Path | None = None, bin_dir: Path = PG_BIN) -> bool:
+        """initdb is installed; as root, the ``postgres`` user exists and can reach ``folder``."""
+        if not (bin_dir / "initdb").is_file():
+            return False
+        if os.geteuid() != 0:
+            return True
+        parents = [] if folder is None else [p for p in folder.resolve().parents if p.exists()]
+        reachable = all(p.stat().st_mode & 0o001 for p in parents)
+        return reachable and _user_exists("postgres")
 
     def _as_owner(self, tool: str, *args: str) -> list[str]:
         command = [str(self.bin_dir / tool), *args]
@@ -249,22 +276,33 @@ class Postgres:
             raise RuntimeError(f"{Path(command[0]).name} failed ({done.returncode}): {done.stderr[-2000:]}")
 
     def start(self) -> Postgres:
+        ready = self.folder / self.READY
+        fresh = not ready.is_file()
+        if fresh:
+            shutil.rmtree(self.data, ignore_errors=True)  # an earlier start that did not finish
+        self.folder.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
             shutil.chown(self.folder, "postgres", "postgres")
-        self._run(self._as_owner("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                                 "--encoding=UTF8", "--no-sync"))
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.folder} -c fsync=off -c max_connections=200"
+        if fresh:
+            self._run(self._as_owner("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                                     "--encoding=UTF8", "--no-sync"))
+        # TCP only (a socket path in a deep folder can pass the 107-byte limit); a kept cluster stays durable
+        options = f"-h 127.0.0.1 -p {self.port} -k '' -c max_connections=200"
+        options += "" if self.kept else " -c fsync=off"
         self._run(self._as_owner("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "server.log"),
                                  "-o", options, "-w", "-t", "120", "start"))
-        self._run([str(self.bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
-                   self.database])
+        if fresh:
+            self._run([str(self.bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port),
+                       "-U", "postgres", self.database])
+            ready.touch()
         return self
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
             subprocess.run(self._as_owner("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop"),
                            capture_output=True, cwd=self.folder)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if not self.kept:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> Postgres:
         try:

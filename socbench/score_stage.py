@@ -22,7 +22,8 @@ def score_expanded(data: DomainData, items: Sequence[Item], extractions: Mapping
     record (K, first seed, agreement, Fleiss' kappa) joins the domain's metrics."""
     reduced, record = reduce_draws(extractions, config.samples, config.seed)
     scored = score_domain(data, items, reduced, model=config.engine.model, run=config.run_name,
-                          interview_count=config.interview_count, include_persona=config.include_persona)
+                          interview_count=config.interview_count, include_persona=config.include_persona,
+                          cache=config.engine.cache_dir)
     if record:
         scored = replace(scored, result=replace(scored.result, metrics={**scored.result.metrics, **record}))
     return reduce_scored(scored, config.expansion)

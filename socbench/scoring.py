@@ -14,6 +14,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ import numpy as np
 from socbench.estimates.items import domain_frame
 from socbench.estimates.study import gain_record
 from socbench.extract import NOT_OFFERED
+from socbench.memo import content_key, memo
 from socbench.metrics.baselines import baselines, item_baselines, margin_over_best
 from socbench.metrics.classification import (
     accuracy,
@@ -120,6 +122,7 @@ def summarize_domain(
     run: str = "",
     attributes: Mapping[int, Mapping[str, str]] | None = None,
     grouping: str = COUNTRY,
+    cache: Path | None = None,
 ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
@@ -129,12 +132,15 @@ def summarize_domain(
     ``scored``) the result is incomplete: counts and baselines only. ``run``: the run's folder
     when it is not the model's (a control run). ``attributes`` (person id -> the persona attributes
     the prompts showed) add the yardsticks (``socbench.yardsticks``) to a complete domain, and the
-    demographic model to its baselines. ``grouping``: what the items' country_code holds.
+    demographic model to its baselines. ``grouping``: what the items' country_code holds;
+    ``cache``: where the yardsticks, the baselines and the per-question view are kept for a rerun
+    (``socbench.memo``).
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
     expected = item_baselines(scored, grouping)  # each baseline on each item: the domain's, and each group's
-    floor = baselines(scored, weights, grouping, expected)
+    floor = memo(cache, content_key("baselines", scored, weights, grouping),
+                 lambda: baselines(scored, weights, grouping, expected))
     excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
     counts = dict(
         domain_id=domain_id, domain_name=domain_name, model=model, total_items=len(items),
@@ -150,13 +156,14 @@ def summarize_domain(
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
     extra = None if attributes is None else domain_yardsticks(
-        scored, attributes, weights=weights, min_respondents=min_respondents, seed=seed)
+        scored, attributes, weights=weights, min_respondents=min_respondents, seed=seed, cache=cache)
     if extra is not None:
         floor = counts["baselines"] = {**floor, DEMOGRAPHIC: extra.demographic_accuracy}
     answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
     metrics = {name: metric(scored) for name, metric in zip(METRIC_NAMES, answer_metrics)}  # margin: below
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
-    alignment, questions = question_view(items, scored, texts, min_respondents, weights, seed)
+    view = (items, scored, texts, min_respondents, weights, seed)
+    alignment, questions = memo(cache, content_key("questions", *view), lambda: question_view(*view))
     return DomainResult(
         metrics=metrics,
         per_country=country_breakdown(scored, unmapped_countries, expected),
@@ -179,13 +186,15 @@ def score_domain(
     min_respondents: int = DEFAULT_MIN_RESPONDENTS,
     run: str = "",
     include_persona: bool = True,
+    cache: Path | None = None,
 ) -> ScoredDomain:
     """The whole ``score`` stage for one domain: scored items, their DomainResult and every
     variant's answer (``metrics.reduce_domain`` reduces them); ``extractions`` by request id.
 
     The result records the respondents actually interviewed; more than the requested
     ``interview_count`` means an earlier stage ignored it (a bug, not user input).
-    ``include_persona``: whether the prompts showed the persona (the demographic model's inputs).
+    ``include_persona``: whether the prompts showed the persona (the demographic model's inputs);
+    ``cache``: the run's cache folder (the yardsticks and estimates are read back from it on a rerun).
     """
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
@@ -198,12 +207,15 @@ def score_domain(
                               interviewed, min_respondents=min_respondents, weights=weights,
                               weights_off=weights_off, engine_errors=failed,
                               texts={q.id: q.text for q in data.questions}, run=run,
-                              attributes=shown_attributes(data, include_persona), grouping=data.grouping)
+                              attributes=shown_attributes(data, include_persona), grouping=data.grouping,
+                              cache=cache)
     result = replace(result, sample=data.sample)
-    if result.complete:  # what the answers are worth as respondents (socbench.estimates), once per run
-        frame = domain_frame(data.domain_name, scored, weights and {str(p): w for p, w in weights.items()},
-                             result.questions)
-        result = replace(result, estimates=gain_record(data.domain_name, frame))
+    if result.complete:  # what the answers are worth as respondents (socbench.estimates), once per answers
+        by_id = weights and {str(p): w for p, w in weights.items()}
+        estimates = memo(cache, content_key("estimates", data.domain_name, scored, by_id, result.questions),
+                         lambda: gain_record(data.domain_name,
+                                             domain_frame(data.domain_name, scored, by_id, result.questions)))
+        result = replace(result, estimates=estimates)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 

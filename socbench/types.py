@@ -161,6 +161,7 @@ class Answers:
     seconds: float
     identity: dict[str, str]  # the engine's (backend, model, dtype...)
     cache: dict[str, int]  # CachedEngine's hits/misses, if any
+    usage: dict[str, int] = field(default_factory=dict)  # pipeline.answer's: requests sent, tokens
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,7 @@ class DomainResult:
     yardsticks: dict[str, Any] = field(default_factory=dict)  # socbench.yardsticks (empty: older results)
     sample: dict[str, Any] = field(default_factory=dict)  # DomainData.sample (empty: older results)
     grouping: str = COUNTRY  # what ``per_country`` and the items' country_code group by (DomainData's)
+    usage: dict[str, int] = field(default_factory=dict)  # Answers.usage: this run's requests and tokens
     estimates: dict[str, Any] = field(default_factory=dict)  # estimates.study.gain_record (empty: older)
 
     @property
@@ -406,6 +408,7 @@ class McqAnswers:
     seconds: float
     identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
     cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
+    usage: dict[str, int] = field(default_factory=dict)  # Answers.usage
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from socbench.memo import content_key, memo
 from socbench.metrics.classification import per_question_macro_f1, seed_macro_f1
 from socbench.metrics.demographic import DEFAULT_FOLDS, DemographicResult, Learner, demographic_model
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
@@ -71,22 +73,42 @@ def demographic_record(found: DemographicResult, folds: int) -> dict[str, Any]:
 def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
                       weights: Mapping[int, float] | None = None,
                       min_respondents: int = DEFAULT_MIN_RESPONDENTS, seed: int = 0,
-                      folds: int = DEFAULT_FOLDS) -> Yardsticks:
+                      folds: int = DEFAULT_FOLDS, cache: Path | None = None) -> Yardsticks:
     """Every yardstick of a complete domain's ``scored`` items (the LLM's answers) beside the
-    demographic model fitted on ``attributes`` (with the survey's design ``weights``, if any)."""
+    demographic model fitted on ``attributes`` (with the survey's design ``weights``, if any).
+    ``cache``: the run's cache folder; the demographic model's side depends on the data alone
+    (any model's run on it reads it back), the LLM's side on its answers too (``socbench.memo``)."""
     people = {item.person_id for item in scored}
-    found = demographic_model(scored, {pid: attributes.get(pid, {}) for pid in people}, weights=weights,
-                              k=folds, seed=seed, learner=LEARNER)
-    model_sb = simbench_score(scored, min_respondents)
-    demographic_sb = simbench_score(found.items, min_respondents)
+    shown = {pid: attributes.get(pid, {}) for pid in people}
+    data = [(i.person_id, i.question_id, i.country_code, i.true_code, i.offered_codes, i.country_specific,
+             i.groups) for i in scored]
+    settings = (weights, min_respondents, seed, folds, LEARNER)
+    demographic = memo(cache, content_key(DEMOGRAPHIC, data, shown, *settings),
+                       lambda: _demographic_side(scored, shown, weights, min_respondents, seed, folds))
+    model = memo(cache, content_key("model", scored, min_respondents),
+                 lambda: _model_side(scored, min_respondents))
     record = {
-        DEMOGRAPHIC: demographic_record(found, folds),
-        "simbench": {"model": model_sb.score, DEMOGRAPHIC: demographic_sb.score,
-                     "questions": len(model_sb.rows), "norm": model_sb.norm},
-        "structure": {"model": structure_record(structure(scored)),
-                      DEMOGRAPHIC: structure_record(structure(list(found.items)))},
+        DEMOGRAPHIC: demographic["record"],
+        "simbench": {"model": model["simbench"], DEMOGRAPHIC: demographic["simbench"],
+                     "questions": model["questions"], "norm": model["norm"]},
+        "structure": {"model": model["structure"], DEMOGRAPHIC: demographic["structure"]},
     }
-    return Yardsticks(found.metrics["accuracy"], record)
+    return Yardsticks(demographic["record"]["accuracy"], record)
+
+
+def _demographic_side(scored: Sequence[ScoredItem], shown: Mapping[int, Mapping[str, str]],
+                      weights: Mapping[int, float] | None, min_respondents: int, seed: int,
+                      folds: int) -> dict[str, Any]:
+    found = demographic_model(scored, shown, weights=weights, k=folds, seed=seed, learner=LEARNER)
+    return {"record": demographic_record(found, folds),
+            "simbench": simbench_score(found.items, min_respondents).score,
+            "structure": structure_record(structure(list(found.items)))}
+
+
+def _model_side(scored: Sequence[ScoredItem], min_respondents: int) -> dict[str, Any]:
+    found = simbench_score(scored, min_respondents)
+    return {"simbench": found.score, "questions": len(found.rows), "norm": found.norm,
+            "structure": structure_record(structure(scored))}
 
 
 def yardstick(record: Mapping[str, Any], *path: str) -> float:

@@ -6,20 +6,25 @@ PREFECT_HOME at import; vLLM on CPU needs a KV-cache size and in-process engine)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from socbench.processes import Postgres, cpu_defaults, prefect_server
+from socbench.cli.prefect_api import drain as drain_prefect_workers
+from socbench.cli.prefect_api import use_everywhere
+from socbench.processes import Postgres, PrefectServer, cpu_defaults
 
-pytest_plugins = ["tests.support.guard"]  # a test not marked slow fails where it starts a process
+pytest_plugins = ["tests.support.guard",  # a test not marked slow fails where it starts a process
+                  "tests.support.lingering"]  # nor may Prefect records outlive their API
 
 ROOT = Path(__file__).resolve().parents[1]
 # beside the checkout; SOCBENCH_SHARED_ISSP points elsewhere (a worktree one level deeper)
 SHARED_ISSP = Path(os.environ.get("SOCBENCH_SHARED_ISSP") or ROOT.parent / "shared" / "issp")
 DEMO_DATA = ROOT / "data" / "demo" / "Dataset_all"
+STARTUP_S = 480  # a Prefect server's start-up, waited for: minutes on a loaded 2-core host
 
 _STATE = Path(tempfile.mkdtemp(prefix="socbench-tests-"))
 for key, value in {
@@ -76,24 +81,122 @@ def smollm2() -> Path:
     return resolve_model("smollm2-135m-instruct").path
 
 
-def prefect_api(folder: Path, postgres: bool = False):
+def _server(folder: Path, postgres: Postgres | None = None) -> PrefectServer:
+    """A Prefect server (not started) with its database in ``folder``, or on ``postgres``: the one
+    socbench starts for a run of its own (no UI, scheduler or late-runs service: a third of the CPU
+    to start, and it came up where the full server timed out at load 13), stopped if pytest dies."""
+    database = postgres.url if postgres else f"sqlite+aiosqlite:///{folder / 'prefect.db'}"
+    folder.mkdir(parents=True, exist_ok=True)  # not PREFECT_HOME's database: ephemeral runs use that
+    env = {**os.environ, "PREFECT_API_DATABASE_CONNECTION_URL": database}
+    return PrefectServer(env, log=folder / "prefect-server.log", private=True)
+
+
+def prefect_api(folder: Path, postgres: bool = False, server: PrefectServer | None = None):
     """A Prefect server as the API of this context's in-process flows, its database in ``folder``
-    (``postgres``: a throwaway PostgreSQL cluster, as for several workers); yields its URL."""
+    (``postgres``: a throwaway PostgreSQL cluster, as for several workers; ``server``: one already
+    spawned); yields its URL, and stops it after draining Prefect's workers into it."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     if postgres and not Postgres.available():
         pytest.skip("PostgreSQL not found (make setup installs Debian's postgresql)")
-    sqlite = f"sqlite+aiosqlite:///{folder / 'prefect.db'}"  # not PREFECT_HOME's: ephemeral runs use that
-    env = {**os.environ, "PREFECT_API_DATABASE_CONNECTION_URL": sqlite}
-    with prefect_server(env, folder / "prefect-server.log", postgres=postgres) as served, \
-            temporary_settings(updates={PREFECT_API_URL: served["PREFECT_API_URL"]}):
-        yield served["PREFECT_API_URL"]
+    with contextlib.ExitStack() as stack:
+        cluster = stack.enter_context(Postgres()) if postgres else None
+        server = server or _server(folder, cluster)
+        stack.callback(server.stop)
+        if server.proc is None:
+            server.spawn()
+        server.wait(STARTUP_S)
+        stack.enter_context(temporary_settings(updates={PREFECT_API_URL: server.api_url}))
+        before = os.environ.get("PREFECT_API_URL")
+        # in the environment too, as the CLI does for its own API: threads without this context use it,
+        # and a CLI run in this process (``cli.main``) starts no server of its own
+        use_everywhere(server.api_url)
+        try:
+            yield server.api_url
+        finally:
+            # Prefect's log and event workers outlive a flow run, bound to the API they started on:
+            # drained while it still answers, the next flow starts new ones on its API. Left bound to a
+            # stopped API, every later event waited on reconnects and the process sat for minutes at exit.
+            drain_prefect_workers()
+            use_everywhere(before)
+
+
+_SESSION_API: list[PrefectServer] = []  # spawned at collection when a test will use it
+
+
+def _uses_session_api(item: pytest.Item) -> bool:
+    """Whether the test asks for this file's ``api_url`` (directly or through ``cli_api_env``), not a
+    module's own (tests/test_sweep.py has one on PostgreSQL)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.get("api_url") if info is not None else None
+    return bool(defs) and Path(defs[-1].func.__code__.co_filename) == Path(__file__)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Spawn the session's Prefect API as soon as the tests are known, if one of them uses it: it
+    boots (~25 CPU s, a minute or more on a loaded host) while the tests before it run."""
+    if any(_uses_session_api(item) for item in session.items):
+        _SESSION_API.append(_server(_STATE / "prefect-api").spawn())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for server in _SESSION_API:  # spawned, but no test got to use it (deselected, interrupted)
+        server.stop()
 
 
 @pytest.fixture(scope="session")
-def api_url(tmp_path_factory: pytest.TempPathFactory):
-    """One Prefect API for every in-process flow test (starting one costs ~10 s)."""
-    yield from prefect_api(tmp_path_factory.mktemp("prefect-api"))
+def api_url():
+    """One Prefect API for every in-process flow test and CLI run of the session."""
+    yield from prefect_api(_STATE / "prefect-api", server=_SESSION_API[0] if _SESSION_API else None)
+
+
+@pytest.fixture(scope="session")
+def cli_api_env(api_url: str) -> dict[str, str]:
+    """The environment of a ``socbench`` subprocess that runs its flows on the session's Prefect API
+    (``api_url``): without ``PREFECT_API_URL`` each run starts a Prefect server of its own (~25 CPU s).
+    A test of what a user's run does on its own API (Ctrl-C, nothing left running) leaves it out."""
+    return {**os.environ, "PREFECT_API_URL": api_url, "OPENAI_API_KEY": "sk-test"}
+
+
+@pytest.fixture()
+def cli_in_process(monkeypatch: pytest.MonkeyPatch):
+    """``socbench ...`` in this process (``cli.main``): its exit code, argparse's own errors included;
+    the environment defaults the CLI sets are undone after. Error paths are tested this way, and
+    one real subprocess per promise (exit 2, one line, no traceback; exit 1; Ctrl-C) stays."""
+    from socbench.cli import main
+    from socbench.cli.inprocess import QUIET
+    from socbench.engines import session
+
+    for key, default in QUIET.items():
+        monkeypatch.setenv(key, os.environ.get(key, default))
+
+    def run(argv: list[str]) -> int:
+        try:
+            return main(list(argv))
+        except SystemExit as exc:  # argparse: --help, unknown flags, bad values
+            return int(exc.code or 0)
+
+    yield run
+    session.close_engines()  # what a run that stopped at its preflight left open (a process would exit)
+
+
+@pytest.fixture(scope="session")
+def engine_pool():
+    """In-process engines shared by the session (see ``support.engines``), closed at its end."""
+    from support.engines import EnginePool
+
+    pool = EnginePool()
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture()
+def shared_engines(engine_pool):
+    """Inside the test, a flow's in-process vLLM engine is the session's one for its model and settings."""
+    with engine_pool.installed():
+        yield engine_pool
 
 
 # ------------------------------------------------------------- vLLM's own OpenAI server

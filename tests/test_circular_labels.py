@@ -9,7 +9,6 @@ a fake engine, and relabel end to end through the CLI on the project's test serv
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -137,9 +136,10 @@ def test_report_shows_both_label_modes_and_marks_sampled_orders(tmp_path: Path) 
 
 
 @pytest.mark.slow  # runs the CLI in a subprocess
-def test_cli_relabel_writes_labelled_files(tmp_path: Path, demo_data: Path) -> None:
+def test_cli_relabel_writes_labelled_files(tmp_path: Path, demo_data: Path, cli_api_env: dict,
+                                           cli_in_process, capsys) -> None:
     home = tmp_path / "prefect"
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"),
+    env = {**cli_api_env, "PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"),
            "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"), "OPENAI_API_KEY": "sk-test"}
     out = tmp_path / "results"
     with FakeOpenAIServer(answer=lambda prompt, codes: json.dumps({"answer": "1"})) as server:
@@ -155,9 +155,8 @@ def test_cli_relabel_writes_labelled_files(tmp_path: Path, demo_data: Path) -> N
     assert payload["metrics"]["perf_circular"] == 0.0 and payload["questions"]["circular"] > 0
     assert (folder / "circular_relabel_summary.md").read_text().count("relabelled") >= 1
     assert not (folder / "Citizenship_circular_metrics.json").exists()
-    bad = subprocess.run([*CLI, "issp", "--circular_labels", "relabel"],
-                         capture_output=True, text=True, env=env, timeout=120)
-    assert bad.returncode == 2 and "--circular_labels relabel applies only with --circular" in bad.stderr
+    assert cli_in_process(["issp", "--circular_labels", "relabel"]) == 2
+    assert "--circular_labels relabel applies only with --circular" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("labels", ["order_only", "relabel"])

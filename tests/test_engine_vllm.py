@@ -1,7 +1,7 @@
 """In-process vLLM backend on the tiny model (plumbing, numbers vs transformers) and on SmolLM2.
 
-One engine per model for the whole module (each start costs seconds); the teardown test
-runs last on the tiny engine and starts a second one to prove a restart works.
+The tiny model's engine is the session's (``engine_pool``: the one the flows' tests run on; each
+start costs ~30 CPU seconds); the teardown test starts, closes and starts engines of its own.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from socbench.models import ResolvedModel, resolve_model
 from socbench.types import LoglikelihoodRequest, Message, PromptRequest, SamplingSettings
 
 PREFIX = '{"answer": "'
-TINY = {"dtype": "float32", "max_model_len": 512}
+TINY = {"dtype": "float32"}  # the settings of the flows' tests (``--engine '{"dtype": "float32"}'``)
+SMOLLM2 = {"dtype": "float32", "max_model_len": 2048}  # as vLLM's server on it (``vllm_server_smollm2``)
 
 
 def persona(question: str, i: int = 0) -> tuple[Message, ...]:
@@ -36,13 +37,10 @@ def tiny(tiny_model: Path) -> ResolvedModel:
     return resolve_model(str(tiny_model))
 
 
-@pytest.fixture(scope="module")
-def engine(tiny: ResolvedModel):
-    from socbench.engines.vllm import VllmEngine
-
-    eng = VllmEngine(tiny, VllmSettings.for_host(TINY))
-    yield eng
-    eng.close()
+@pytest.fixture()
+def engine(engine_pool, tiny_model: Path):
+    """The session's vLLM engine on the tiny model (closed by the pool at the session's end)."""
+    return engine_pool.get("vllm", tiny_model, TINY)
 
 
 # ------------------------------------------------------------------ settings (no engine)
@@ -133,9 +131,13 @@ def test_generate_one_result_per_request_in_order(engine):
     requests = [PromptRequest(item_id=f"p{i}", messages=persona(f"Question {i}?", i),
                               sampling=SamplingSettings(max_tokens=1 + (7 * i) % 13)) for i in range(12)]
     seen: list[int] = []
+    before = engine.usage.total()
     results = engine.generate(requests, on_result=lambda i, r: seen.append(i))
     assert [r.key for r in results] == [r.key for r in requests]
     assert sorted(seen) == list(range(12)) and all(r.error is None and r.text is not None for r in results)
+    used = {key: n - before[key] for key, n in engine.usage.total().items()}  # its token ids, counted
+    assert used["prompt_tokens"] == sum(len(chat_ids(engine.tokenizer, r.messages)) for r in requests)
+    assert 0 < used["completion_tokens"] <= sum(r.sampling.max_tokens for r in requests)
 
 
 @pytest.mark.slow  # starts vLLM in-process on the tiny model
@@ -157,7 +159,7 @@ def test_draws_are_seeded_per_request(engine):
 def test_bad_requests_fail_alone(engine):
     ok = PromptRequest(item_id="raw", messages=(Message("user", "Question: 2+2?\nAnswer:"),), chat=False,
                        sampling=SamplingSettings(max_tokens=3))
-    long = PromptRequest(item_id="long", messages=persona("word " * 600),
+    long = PromptRequest(item_id="long", messages=persona("word " * 2100),  # past the 2,048 positions
                          sampling=SamplingSettings(max_tokens=3))
     no_codes = PromptRequest(item_id="nc", messages=persona("Pick."), structured=True)
     results = engine.generate([ok, long, ok, no_codes])
@@ -263,52 +265,46 @@ def test_failed_start_is_one_engine_error_and_harmless(engine, tiny_model: Path,
 
 
 @pytest.mark.slow  # starts vLLM in-process on the tiny model
-def test_teardown_twice_then_a_new_engine_starts(engine, tiny: ResolvedModel):
-    """Runs last: closes the module engine (twice) and starts another in the same process."""
-    from socbench.engines.vllm import VllmEngine
+def test_teardown_twice_then_a_new_engine_starts(engine_pool, tiny_model: Path):
+    """Closes the session's engine (twice), the process's only one, and starts another in the same
+    process: the session's from then on."""
+    from socbench.engines import vllm
 
     request = PromptRequest(item_id="t", messages=persona("Again?"), sampling=SamplingSettings(max_tokens=4))
-    before = engine.generate([request])[0].text
-    engine.close()
-    engine.close()
-    fresh = VllmEngine(tiny, VllmSettings.for_host(TINY))
-    try:
-        assert fresh.generate([request])[0].text == before  # greedy: same answer from the new engine
-        assert fresh.startup_s is not None
-    finally:
-        fresh.close()
-        fresh.close()
+    old = engine_pool.get("vllm", tiny_model, TINY).engine
+    before = old.generate([request])[0].text
+    engine_pool.close()
+    old.close()
+    assert not vllm._STARTED  # every engine closed: vLLM's process-wide state was freed
+    fresh = engine_pool.get("vllm", tiny_model, TINY)
+    assert fresh.engine is not old
+    assert fresh.generate([request])[0].text == before  # greedy: same answer from the new engine
+    assert fresh.startup_s is not None
 
 
 # ------------------------------------------------------------------ SmolLM2 (real language)
 
 
 @pytest.mark.slow
-def test_smollm2_generate_logprobs_structured_and_agreement_with_transformers(smollm2: Path):
+def test_smollm2_generate_logprobs_structured_and_agreement_with_transformers(engine_pool, smollm2: Path):
     """One fp32 engine: a persona reply, option log-probs, constrained JSON, and the issue's check that
     vLLM and transformers agree on prompt log-probabilities to 1e-3."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from socbench.engines.vllm import VllmEngine
-
-    eng = VllmEngine(resolve_model("smollm2-135m-instruct"), VllmSettings.for_host({"dtype": "float32",
-                                                                                     "max_model_len": 2048}))
-    try:
-        messages = persona("Do you agree that the government should reduce income differences? "
-                           "1 Agree strongly, 2 Agree, 3 Disagree, 4 Disagree strongly.")
-        codes = ("1", "2", "3", "4")
-        free = PromptRequest(item_id="g", messages=messages, sampling=SamplingSettings(max_tokens=24))
-        forced = PromptRequest(item_id="s", messages=messages, structured=True, offered_codes=codes)
-        scored = PromptRequest(item_id="l", messages=messages, mode="logprobs", offered_codes=codes,
-                               answer_prefix=PREFIX)
-        text, structured = [r.text for r in eng.generate([free, forced])]
-        assert text.strip() and json.loads(structured)["answer"] in codes
-        logprobs = eng.option_logprobs([scored])[0].option_logprobs
-        lls = eng.loglikelihood([LoglikelihoodRequest("The capital of France is", " Paris."),
-                                 LoglikelihoodRequest("Survey question: how happy are you?", " Very happy")])
-    finally:
-        eng.close()
+    eng = engine_pool.get("vllm", smollm2, SMOLLM2)  # the session's (tests/test_vllm_server.py uses it too)
+    messages = persona("Do you agree that the government should reduce income differences? "
+                       "1 Agree strongly, 2 Agree, 3 Disagree, 4 Disagree strongly.")
+    codes = ("1", "2", "3", "4")
+    free = PromptRequest(item_id="g", messages=messages, sampling=SamplingSettings(max_tokens=24))
+    forced = PromptRequest(item_id="s", messages=messages, structured=True, offered_codes=codes)
+    scored = PromptRequest(item_id="l", messages=messages, mode="logprobs", offered_codes=codes,
+                           answer_prefix=PREFIX)
+    text, structured = [r.text for r in eng.generate([free, forced])]
+    assert text.strip() and json.loads(structured)["answer"] in codes
+    logprobs = eng.option_logprobs([scored])[0].option_logprobs
+    lls = eng.loglikelihood([LoglikelihoodRequest("The capital of France is", " Paris."),
+                             LoglikelihoodRequest("Survey question: how happy are you?", " Very happy")])
     tok = AutoTokenizer.from_pretrained(smollm2)
     model = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
     context = chat_ids(tok, messages, PREFIX)

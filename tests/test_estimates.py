@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cli import main
+from socbench.cli import main
 from socbench.errors import ConfigError
 from socbench.estimates.items import COLUMNS, run_items
 from socbench.estimates.render import question_rows

@@ -16,12 +16,12 @@ import json
 import math
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from support import CLI
 from support.fake_openai import FakeOpenAIServer, pick_code
 from tests.conftest import ROOT
 from tests.test_issp_cli import run_env as cli_env
@@ -85,7 +85,7 @@ def planted_server(truth: dict[tuple[str, str], int]):
 
 
 def socbench(env: dict, *args: str) -> subprocess.CompletedProcess:
-    run = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True,
+    run = subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
                          env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return run

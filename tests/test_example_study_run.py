@@ -28,7 +28,7 @@ ID_BASE = 10**7  # person_id = domain id (1) x 10^7 + row number (documented in 
 
 
 @pytest.fixture(scope="module")
-def run(api_url: str, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def run(api_url: str, engine_pool, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     folder = tmp_path_factory.mktemp("wellbeing")
     sav = write_study(folder)
     data_dir, results = folder / "Dataset_all", folder / "results"
@@ -50,22 +50,10 @@ def run(api_url: str, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
         )
         == 0
     )
-    assert (
-        main(
-            [
-                "issp",
-                "--data_dir",
-                str(data_dir),
-                "--model",
-                str(tiny_model),
-                "--engine",
-                '{"dtype": "float32"}',
-                "--output_dir",
-                str(results),
-            ]
-        )
-        == 0
-    )
+    with engine_pool.installed():  # the session's vLLM engine for the tiny model
+        code = main(["issp", "--data_dir", str(data_dir), "--model", str(tiny_model),
+                     "--engine", '{"dtype": "float32"}', "--output_dir", str(results)])
+    assert code == 0
     (detailed,) = results.rglob("*_detailed.json")
     return {
         "sav": sav,

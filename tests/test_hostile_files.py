@@ -12,12 +12,12 @@ import csv
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from support import CLI
 from support.fake_openai import FakeOpenAIServer
 from tests.conftest import ROOT
 from tests.fixtures.hostile_files import CASES, Survey, haven_view, need_r, r_missing_counts
@@ -30,7 +30,7 @@ SIZE = "500"  # every respondent of a case (96) is in the sample, so validate co
 
 
 def socbench(env: dict, *args: str, code: int | None = 0) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True,
+    done = subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
                           env=env, timeout=600)
     assert code is None or done.returncode == code, done.stderr[-3000:]
     return done
@@ -59,7 +59,7 @@ def report_counts(report: str) -> dict[str, dict[str, int]]:
     for line in report.splitlines():
         if match := re.match(r"^- (\S+): \d+ options", line):
             question = match.group(1)
-        elif "not scored: " in line:
+        elif question and "not scored: " in line:  # the file's one-line total comes first
             text = line.split("not scored: ", 1)[1]
             out[question] = {} if text == "none" else {
                 reason: int(n) for reason, n in (part.rsplit(": ", 1) for part in text.split("; "))}

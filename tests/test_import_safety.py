@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +30,6 @@ from socbench.report.files import domain_markdown, write_run_summary
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import Extraction
-from support import CLI
 from tests.conftest import ROOT
 
 EXAMPLE_SAV = ROOT / "data" / "example_study" / SAV_NAME
@@ -131,20 +128,20 @@ def test_validate_fails_on_a_domain_from_two_sources(tmp_path: Path, capsys) -> 
     assert "A_GroundTruth_sampling20: survey.sav (sha256" in err[0]
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_a_repeated_name_is_one_line_without_traceback(tmp_path: Path) -> None:
+def test_a_repeated_name_is_one_line_without_traceback(tmp_path: Path, cli_in_process, capsys) -> None:
+    """In this process (the real-process promise: tests/test_issp_cli.py, tests/test_config.py)."""
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
-    def cli(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*CLI, "data", "import", *argv, "--out", str(out)],
-                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    def cli(*argv: str) -> int:
+        return cli_in_process(["data", "import", *argv, "--out", str(out)])
 
-    assert cli(str(_sav(tmp_path / "life.sav")), "--questions", "V5", "--name", "Life").returncode == 0
+    assert cli(str(_sav(tmp_path / "life.sav")), "--questions", "V5", "--name", "Life") == 0
+    capsys.readouterr()
     before = _files(out)
-    done = cli(str(_sav(tmp_path / "work.sav", seed=2)), "--questions", "V5", "--name", "life")
-    lines = done.stderr.strip().splitlines()
-    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    code = cli(str(_sav(tmp_path / "work.sav", seed=2)), "--questions", "V5", "--name", "life")
+    stderr = capsys.readouterr().err
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in stderr, stderr
     assert "--name 'life': domain 1 (slug life)" in lines[0] and "already has that name" in lines[0]
     assert _files(out) == before
 

@@ -7,7 +7,6 @@ against numbers recomputed here from `details` alone. A second run sends no requ
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections import defaultdict
 from pathlib import Path
@@ -19,7 +18,6 @@ from socbench.domains import DOMAINS
 from support import CLI
 from support.fake_openai import FakeOpenAIServer
 
-pytestmark = pytest.mark.slow  # runs the CLI in a subprocess
 SEED_KEYS = {"domain", "timestamp", "model", "correct_count", "total_count", "accuracy", "macro_f1",
              "micro_f1", "parse_failures", "excluded_count", "details"}
 DETAIL_KEYS = {"person_id", "question_id", "country_code", "true_answer", "llm_answer", "correct",
@@ -34,9 +32,10 @@ def _socbench(*args: str, env: dict | None = None) -> subprocess.CompletedProces
 
 
 @pytest.fixture(scope="module")
-def run_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def run_env(cli_api_env: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The CLI's own Prefect home and a test key; its flows on the session's Prefect API."""
     home = tmp_path_factory.mktemp("prefect-cli")
-    env = dict(os.environ)
+    env = dict(cli_api_env)
     env.update({"PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"),
                 "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"), "OPENAI_API_KEY": "sk-test"})
     return env
@@ -54,6 +53,7 @@ def _independent(details: list[dict]) -> dict:
             "micro_f1": f1_score(y_true, y_pred, average="micro")}
 
 
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_issp_against_openai_server(run_env: dict, tmp_path: Path, demo_data: Path) -> None:
     out = tmp_path / "results"
     with FakeOpenAIServer(faults={"500": 0.1, "429": 0.05, "null": 0.05}) as server:
@@ -88,7 +88,7 @@ def test_issp_against_openai_server(run_env: dict, tmp_path: Path, demo_data: Pa
     assert "mean" in (model_dir / "summary.md").read_text().lower()
 
 
-@pytest.mark.parametrize("args, needle", [
+BAD_INPUT = [
     (["--data_dir", "/nonexistent/dir"], "--data_dir /nonexistent/dir"),
     (["--domain_id", "5"], "--domain_id 5"),
     (["--domain_id", "42"], "--domain_id '42'"),
@@ -98,11 +98,31 @@ def test_issp_against_openai_server(run_env: dict, tmp_path: Path, demo_data: Pa
     (["--api_type", "config", "--api_base", "not a url", "--model", "m"], "--api_base"),
     (["--api_type", "config", "--api_base", "http://127.0.0.1:9", "--model", "m"], "--api_base http://127.0.0.1:9"),
     (["--output_dir", "/proc/socbench-cannot-write"], "--output_dir"),
-])
-def test_bad_input_is_one_line(args: list[str], needle: str, run_env: dict) -> None:
-    result = _socbench("issp", "--domain_id", "1", *args, env=run_env) if "--domain_id" not in args \
-        else _socbench("issp", *args, env=run_env)
-    assert result.returncode == 2, result.stderr[-2000:]
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and needle in lines[0], result.stderr
-    assert "Traceback" not in result.stderr
+]
+
+
+def _issp_argv(args: list[str]) -> list[str]:
+    return ["issp", *(args if "--domain_id" in args else ["--domain_id", "1", *args])]
+
+
+def one_line(code: int, stderr: str, needle: str) -> None:
+    """Exit 2 and one line on stderr naming what is wrong, no traceback."""
+    assert code == 2, stderr[-2000:]
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0], stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("args, needle", BAD_INPUT)
+def test_bad_input_is_one_line(args: list[str], needle: str, cli_in_process, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    code = cli_in_process(_issp_argv(args))
+    one_line(code, capsys.readouterr().err, needle)
+
+
+@pytest.mark.slow  # runs the CLI in a subprocess
+def test_bad_input_is_one_line_from_the_command(run_env: dict) -> None:
+    """The promise as a user meets it, once for every case above: a real process, its exit code."""
+    args, needle = BAD_INPUT[0]
+    result = _socbench(*_issp_argv(args), env=run_env)
+    one_line(result.returncode, result.stderr, needle)

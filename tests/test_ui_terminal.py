@@ -17,16 +17,18 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from socbench.processes import prefect_api
+from socbench.processes import Postgres, PrefectServer, prefect_api
 from support.processes import processes_with_env, session_members
 from tests.conftest import ROOT
 
@@ -138,17 +140,15 @@ def served_state(tmp_path_factory) -> Path:
     return state
 
 
-def test_ui_links_the_run_that_finished_last(served_state: Path, tmp_path: Path) -> None:
-    ui, api = _serve(served_state, tmp_path / "ui.out")
-    try:
-        demo = _demo_module()
-        parent = Api(api).post("/flow_runs/filter", {"flow_runs": {"name": {"any_": ["demo-run"]}}})[0]
-        lines = demo.DomainLines(api, parent["id"])
-        said = lines.new()
-        assert lines.new() == []  # each said once
-    finally:
-        _stop(ui)
-    text = (tmp_path / "ui.out").read_text()
+def _links_the_run_that_finished_last(text: str) -> None:
+    """What ``ui.py`` printed (``text``) links the run that ended last, and `make demo`'s follower says
+    each domain's line once against the API it serves."""
+    api = re.search(r"Prefect UI at (http://127\.0\.0\.1:\d+)", text).group(1) + "/api"
+    demo = _demo_module()
+    parent = Api(api).post("/flow_runs/filter", {"flow_runs": {"name": {"any_": ["demo-run"]}}})[0]
+    lines = demo.DomainLines(api, parent["id"])
+    said = lines.new()
+    assert lines.new() == []  # each said once
     link = re.search(r"latest issp run '([\w-]+)' \((\w+)\): (http://\S+/runs/flow-run/[\w-]+)", text)
     assert link is not None and link.group(1, 2) == ("started-first", "Completed"), text
     # `make demo` follows its run the same way: each domain's line as the CLI prints it, and a domain
@@ -168,7 +168,8 @@ def _demo_module():
 
 @pytest.mark.parametrize("when", ["starting", "serving"])
 def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path, when: str) -> None:
-    """Ctrl-C while the server starts (it answers no health check yet) or once the links are printed."""
+    """Ctrl-C while the server starts (it answers no health check yet) or once the links are printed
+    (then, before the Ctrl-C, the links and the demo's lines are checked against that server)."""
     env = _env(served_state)
     home = env["PREFECT_HOME"]
     pid, master = pty.fork()
@@ -203,6 +204,8 @@ def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path, when:
     try:
         _wait(lambda: ready() or exited(), f"{when} server", 240, read)
         assert status is None, read()
+        if when == "serving":
+            _links_the_run_that_finished_last(read())
         os.write(master, b"\x03")
         typed = time.monotonic()
         _wait(exited, "exit after Ctrl-C", 10, read)
@@ -219,3 +222,42 @@ def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path, when:
     # nothing left: not in its session, nor the server it started in a session of its own
     _wait(lambda: session_members(pid) == [] and processes_with_env("PREFECT_HOME", home) == [],
           "end of every process it started", 5)
+
+
+def test_ui_serves_a_postgres_demo_state_and_stops_the_cluster_too() -> None:
+    """`make demo` keeps Prefect's database in a PostgreSQL cluster (``.prefect-demo/postgres``) where
+    PostgreSQL is installed: `make ui` starts that cluster, serves it, and stops both."""
+    top = Path(tempfile.mkdtemp(prefix="socbench-ui-pg-"))
+    top.chmod(0o755)  # as root the cluster runs as the postgres user, who must reach it
+    state = top / "prefect-demo"
+    try:
+        if not Postgres.available(state):
+            pytest.skip("PostgreSQL not found (make setup installs Debian's postgresql)")
+        Postgres(folder=state / "postgres").start().stop()  # as the demo's first run makes it: no tables
+        ui, api = _serve(state, top / "ui.out")
+        try:
+            assert prefect_api(api, "/flow_runs/filter", {}) == []  # its database answers: no runs yet
+        finally:
+            _stop(ui)
+        assert processes_with_env("PREFECT_HOME", str(state / "home")) == []  # the server and the cluster
+        assert not (state / "postgres" / "data" / "postmaster.pid").exists()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_server_whose_start_is_interrupted_is_stopped(tmp_path: Path) -> None:
+    """`make demo` enters ``PrefectServer`` as a context: Ctrl-C while it starts (before ``__exit__`` is
+    registered) left the server running."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    home = str(tmp_path / "home")
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)  # well before its health check answers
+    try:
+        with pytest.raises(KeyboardInterrupt), PrefectServer({**_env(tmp_path), "PREFECT_HOME": home}):
+            pytest.fail("the server answered within a second")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert processes_with_env("PREFECT_HOME", home) == []

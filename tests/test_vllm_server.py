@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -28,6 +26,7 @@ from socbench.config import make_config
 from socbench.data import build_items, load_domain
 from socbench.domains import get_domain
 from socbench.extract import distribution_of
+from socbench.processes import prefect_api
 from socbench.prompts import build_domain_prompts
 from support import CLI
 from tests.test_reliability import cached_rows
@@ -39,9 +38,10 @@ LOGPROB_TOLERANCE = 1e-4  # max |p_api - p_in_process| per option, fp32 on both 
 
 
 @pytest.fixture(scope="module")
-def run_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def run_env(cli_api_env: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The CLI's own Prefect home; its flows on the session's Prefect API."""
     home = tmp_path_factory.mktemp("prefect-vllm-server")
-    return dict(os.environ, PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
+    return dict(cli_api_env, PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
                 PREFECT_RESULTS_LOCAL_STORAGE_PATH=str(home / "results"), OPENAI_API_KEY="sk-unused")
 
 
@@ -60,13 +60,14 @@ def read(out: Path, model: str, kind: str = "detailed") -> dict:
 
 
 def last_run_states(env: dict) -> tuple[str, dict[str, str]]:
-    """The state of the newest ``issp`` run in Prefect's database, and of its domain runs."""
-    with sqlite3.connect(Path(env["PREFECT_HOME"]) / "prefect.db") as db:
-        rows = db.execute("SELECT name, state_type, parent_task_run_id, start_time FROM flow_run "
-                          "ORDER BY start_time").fetchall()
-    parents = [r for r in rows if r[2] is None]
-    children = {name: state for name, state, parent, start in rows if parent and start >= parents[-1][3]}
-    return parents[-1][1], children
+    """The state of the newest ``issp`` run on the run's Prefect API, and of its domain runs."""
+    url = env["PREFECT_API_URL"]
+    [flow] = prefect_api(url, "/flows/filter", {"flows": {"name": {"any_": ["issp"]}}})
+    [parent] = prefect_api(url, "/flow_runs/filter", {"flows": {"id": {"any_": [flow["id"]]}},
+                                                       "sort": "START_TIME_DESC", "limit": 1})
+    domains = {"flow_runs": {"parent_flow_run_id": {"any_": [parent["id"]]}}}
+    children = prefect_api(url, "/flow_runs/filter", domains)
+    return parent["state_type"], {run["name"]: run["state_type"] for run in children}
 
 
 def by_item(detailed: dict, key: str) -> dict[str, object]:
@@ -77,16 +78,10 @@ def by_item(detailed: dict, key: str) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def smollm2_engine(smollm2: Path):
-    """In-process vLLM on SmolLM2 with the CPU defaults, in fp32 like the server (``vllm_server_smollm2``)."""
-    from socbench.engines.settings import VllmSettings
-    from socbench.engines.vllm import VllmEngine
-    from socbench.models import resolve_model
-
-    settings = VllmSettings.for_host({"max_model_len": 2048, "dtype": "float32"})
-    engine = VllmEngine(resolve_model(str(smollm2)), settings)
-    yield engine
-    engine.close()
+def smollm2_engine(engine_pool, smollm2: Path):
+    """In-process vLLM on SmolLM2 with the CPU defaults, in fp32 like the server (``vllm_server_smollm2``):
+    the session's (tests/test_engine_vllm.py's too)."""
+    return engine_pool.get("vllm", smollm2, {"max_model_len": 2048, "dtype": "float32"})
 
 
 def same_prompts(demo_data: Path, count: int, mode: str) -> list:
@@ -212,9 +207,11 @@ def test_zero_progress_run_then_a_healthy_rerun_answers_every_item(tiny_model, r
         assert not server.group_alive()
 
 
-def test_draws_over_vllm_s_server(tiny_server, run_env, demo_data, tmp_path):
+def test_draws_over_vllm_s_server_then_rescored_with_the_server_stopped(tiny_server, run_env, demo_data,
+                                                                       tmp_path):
     """--samples K against vLLM's server: each draw is a request with its own seed; every item keeps
-    its K draws, and a rerun with a larger K sends only the new draws (and the preflight probe)."""
+    its K draws, and a rerun with a larger K sends only the new draws (and the preflight probe).
+    Then (issue 21, seen 11) rescoring the finished run needs no server; one line says so."""
     args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path / "out", 2, "--temperature", "1")
     first = socbench([*args, "--samples", "3"], run_env)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -227,14 +224,8 @@ def test_draws_over_vllm_s_server(tiny_server, run_env, demo_data, tmp_path):
     metrics = read(tmp_path / "out", "tiny", "metrics")["metrics"]
     assert metrics["samples"] == 4 and 0.25 <= metrics["draw_agreement"] <= 1
 
-
-def test_fully_cached_run_rescores_with_the_server_stopped(tiny_server, run_env, demo_data, tmp_path):
-    """Issue 21, seen 11: rescoring a finished API run needs no server; one line says so."""
-    args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path / "out", 2)
-    first = socbench(args, run_env)
-    assert first.returncode == 0, first.stderr[-3000:]
     tiny_server.stop()  # the ``tiny_server`` fixture starts it again for the tests after this one
-    again = socbench(args, run_env)
+    again = socbench([*args, "--samples", "4"], run_env)
     assert again.returncode == 0, again.stderr[-3000:]
     notes = [line for line in again.stderr.splitlines() if "engine cache" in line]
     assert notes == [f"every answer of this run is in the engine cache ({tmp_path / 'out' / '.cache'}): "

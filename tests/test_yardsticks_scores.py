@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
-from scipy.stats import chi2_contingency
+from scipy.stats import chi2_contingency, entropy
 from scipy.stats.contingency import association
 
 from socbench.metrics.headline import lead_sentence
@@ -105,6 +106,13 @@ def test_heterogeneity_by_hand() -> None:
     assert heterogeneity_ratio(["1", "1", "2", "2"], ["1", "1", "1", "2"]) == pytest.approx(h_sim / h_real)
     assert heterogeneity_ratio(["1", "2"], ["1", "1"]) == 0.0
     assert math.isnan(heterogeneity_ratio(["1", "1"], ["1", "2"]))
+    rng = np.random.default_rng(0)  # bit for bit the entropies of pandas' value counts
+    for _ in range(200):
+        real, sim = ([str(c) for c in rng.integers(1, int(rng.integers(2, 9)), int(n))]
+                     for n in rng.integers(1, 60, 2))
+        h_real, h_sim = (entropy(pd.Series(v).value_counts().to_numpy()) for v in (real, sim))
+        expected = h_sim / h_real if h_real > 0 else math.nan
+        assert heterogeneity_ratio(real, sim) == pytest.approx(expected, rel=0, abs=0, nan_ok=True)
 
 
 # -------------------------------------------------------------------- persona effect

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from socbench.report.files import domain_markdown, summary_markdown, write_run_s
 from socbench.report.leaderboard import leaderboard
 from socbench.report.tables import leaderboard_markdown
 from socbench.scoring import score_domain, summarize_domain
-from socbench.types import DomainData, Extraction, Item, Question, Respondent
+from socbench.types import DomainData, DomainResult, Extraction, Item, Question, Respondent
 from socbench.yardsticks import DEMOGRAPHIC, shown_attributes
 
 OPTIONS = {"1": "Very", "2": "Fairly", "3": "Not very", "4": "Not at all"}
@@ -178,3 +178,25 @@ def test_the_survey_design_weights_enter_the_fit(data: DomainData) -> None:
     unweighted = demographic_model(scored.items, shown_attributes(weighted))
     assert scored.result.yardsticks[DEMOGRAPHIC]["distributions"] == expected.distributions
     assert expected.distributions != unweighted.distributions
+
+
+def test_a_rerun_reads_them_back_and_another_model_shares_the_demographic_fit(
+        data: DomainData, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socbench.yardsticks as yardsticks
+
+    fits: list[int] = []
+    fit = yardsticks.demographic_model
+    monkeypatch.setattr(yardsticks, "demographic_model", lambda *a, **k: fits.append(1) or fit(*a, **k))
+    first = score_domain(data, items_of(data), by_rule(data), model="m", cache=tmp_path).result
+    rerun = score_domain(data, items_of(data), by_rule(data), model="m", cache=tmp_path).result
+    assert as_json(rerun) == as_json(first)  # yardsticks, baselines, per-question view: read back
+    flat = score_domain(data, items_of(data), always_one(data), model="flat", cache=tmp_path).result
+    assert flat.yardsticks[DEMOGRAPHIC] == first.yardsticks[DEMOGRAPHIC]  # the data's alone
+    assert flat.yardsticks["structure"]["model"] != first.yardsticks["structure"]["model"]
+    assert fits == [1]  # one demographic fit: the rerun and the other model read it back
+    uncached = score_domain(data, items_of(data), by_rule(data), model="m").result
+    assert as_json(uncached) == as_json(first) and fits == [1, 1]
+
+
+def as_json(result: DomainResult) -> str:
+    return json.dumps(asdict(result))

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from socbench.engines import _openai_replies as replies
+from socbench.engines.usage import UsageMeter
 
 log = logging.getLogger("socbench")
 T = TypeVar("T")
@@ -109,10 +110,12 @@ def _retry_after(value: str | None) -> float | None:
 
 
 class Transport:
-    """Sends batches of calls; nothing is held open between batches."""
+    """Sends batches of calls; nothing is held open between batches. ``usage``: the tokens every reply
+    reported, unusable and retried ones included."""
 
     def __init__(self, settings: TransportSettings) -> None:
         self.settings = settings
+        self.usage = UsageMeter()
         self._turn = count()
         self._random = random.Random()
 
@@ -214,6 +217,7 @@ class Transport:
             return Reply(reason=f"malformed JSON body ({len(text)} bytes)", retry=True)
         if not isinstance(data, dict):
             return Reply(reason="JSON body is not an object", retry=True)
+        self.usage.add_reply(data.get("usage"))
         return Reply(data=data)
 
     async def _watch(self, http: Any, live: _Liveness) -> None:

@@ -232,10 +232,11 @@ class CachedEngine:
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         return self._run("loglikelihood", requests, on_result, _decoder(LoglikelihoodResult))
 
-    def missing(self, method: str, requests: Sequence[Any]) -> int:
-        """How many of these requests the cache cannot answer (no backend call)."""
+    def unanswered(self, method: str, requests: Sequence[Any]) -> list[Any]:
+        """The requests the cache cannot answer (no backend call)."""
         keys = [cache_key(self._identity, method, request.key) for request in requests]
-        return len(keys) - len(self.cache.get_many(keys))
+        found = self.cache.get_many(keys)
+        return [request for request, key in zip(requests, keys) if key not in found]
 
     def close(self) -> None:
         try:

@@ -27,6 +27,7 @@ from socbench.engines import _chat
 from socbench.engines import _openai_replies as replies
 from socbench.engines._http import Call, Transport, host
 from socbench.engines.base import ResultSink
+from socbench.engines.usage import UsageMeter
 from socbench.errors import ConfigError, EngineError
 from socbench.types import (
     EngineResult,
@@ -108,8 +109,30 @@ class OpenAIEngine:
                 "structured_mode": self.settings.structured_mode,
                 "option_tokens": "exact" if self.settings.exact_option_tokens else "top"}
 
+    @property
+    def usage(self) -> UsageMeter:
+        return self._http.usage
+
     def close(self) -> None:
         """Nothing to release: each call opens and closes its own HTTP session."""
+
+    def planned(self, method: str, requests: Sequence[Any]) -> tuple[list[int], list[int] | None]:
+        """What ``method`` would send for ``requests``, sending none of them (``--dry_run``): how many
+        requests each asks (option scoring: one per code where a code is several tokens, by ``_plans``)
+        and its prompt's tokens by the server's ``/tokenize`` (None: it has none, or does not answer)."""
+        calls = [1] * len(requests)
+        if method == "option_logprobs":
+            calls = [len(r.offered_codes) if plan.method == "continuation" else int(bool(r.offered_codes))
+                     for r, plan in zip(requests, self._plans(requests))]
+        once = Transport(self.settings.model_copy(update={"max_retries": 1}))
+        asks = [Call("/tokenize", self._tokenize_body(r), lambda data: int(data["count"])) for r in requests]
+        counts: list[int] = []
+        for part in (asks[:1], asks[1:]):  # the first alone: a server without /tokenize is asked once
+            found = once.run_all(part, lambda i, value, error: value if error is None else None)
+            if None in found:
+                return calls, None
+            counts += found
+        return calls, counts
 
     def check_structured(self) -> None:
         """One tiny constrained request, so a server that rejects (HTTP 400/422) or ignores the
@@ -202,6 +225,14 @@ class OpenAIEngine:
             messages.append({"role": "assistant", "content": prefix})
             body |= {"continue_final_message": True, "add_generation_prompt": False}
         return body | {"messages": messages} | extra
+
+    def _tokenize_body(self, request: PromptRequest | LoglikelihoodRequest) -> dict[str, Any]:
+        """vLLM's ``/tokenize`` request for the prompt ``request`` sends (chat or raw text)."""
+        if isinstance(request, LoglikelihoodRequest):
+            return {"model": self.settings.model, "prompt": request.context + request.continuation}
+        body = self._body(request, prefix=_started(request))
+        keys = ("model", "prompt", "messages", "add_generation_prompt", "continue_final_message")
+        return {key: body[key] for key in keys if key in body}
 
     def _generate_call(self, request: PromptRequest) -> Call:
         body = self._body(request, prefix=_started(request))

@@ -21,6 +21,7 @@ from socbench.engines import _chat
 from socbench.engines.base import ResultSink
 from socbench.engines.engine_check import llm_kwargs
 from socbench.engines.settings import VllmSettings, apply_vllm_env
+from socbench.engines.usage import UsageMeter
 from socbench.errors import EngineError
 from socbench.models import ResolvedModel, socbench_home
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
@@ -62,6 +63,7 @@ class VllmEngine:
         self.settings = settings or VllmSettings.for_host()
         self.scoring_methods: Counter[str] = Counter()  # option scoring method -> requests
         self.startup_s: float | None = None
+        self.usage = UsageMeter()  # tokens of every finished request (its token ids)
         self._llm = None
         self._live: dict[str, _Sub] = {}
         self._next_id = 0
@@ -158,6 +160,8 @@ class VllmEngine:
                     return
                 for output in core.step():
                     if output.finished:
+                        self.usage.add(len(output.prompt_token_ids or ()),
+                                       sum(len(o.token_ids) for o in output.outputs))
                         follow_ups.extend(finish(self._live.pop(output.request_id), output))
         finally:
             if self._live:  # interrupted: take the unfinished requests out of the engine

@@ -161,6 +161,11 @@ class ModelRun:
         return str(self.summary.data.get("study") or "") if self.summary else ""
 
     @property
+    def usage(self) -> dict[str, int]:
+        """The requests and tokens the backend reported for the run (``summary.json``'s totals)."""
+        return dict(self.summary.totals.get("usage") or {}) if self.summary else {}
+
+    @property
     def grouping(self) -> str:
         """What the run's items are grouped by: "country", the grouping variable its domains share
         ("Region"), or "group" when they differ."""

@@ -128,6 +128,7 @@ class SummaryRecord(Record):
     export_failed: list[str] = []  # the --export formats not written, one line why each
     data: dict[str, Any] = {}  # which respondents the run read (``RunConfig.data_record``: study, data_dir)
     pooled: Numbers
+    totals: dict[str, Any] = {}  # summed over ``domains``; ``usage``: the backend's request and token counts
 
 
 class CircularRecord(Record):
@@ -185,6 +186,7 @@ class McqRecord(Record):
     chance_accuracy: Num
     complete: bool
     incomplete_reason: str | None
+    usage: dict[str, int] = {}  # what the backend reported (``socbench.engines.usage``)
     circular: dict[str, Any] | None = None
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from socbench.engines.usage import total_usage
 from socbench.log.read import read_domains
 from socbench.log.records import FORMAT, DetailedRecord, DomainRecord, SummaryRecord
 from socbench.metrics.baselines import best_baseline, group_baseline
@@ -81,7 +82,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         "incomplete_reason": result.incomplete_reason,
         "excluded_count": sum(result.excluded_by_reason.values()),
         "unmapped_countries": dict(result.unmapped_countries),
-        "weighted_metrics_off": result.weights_off,
+        "weighted_metrics_off": result.weights_off, "usage": dict(result.usage),
         "sample": {k: v for k, v in result.sample.items() if k != "person_ids"},  # those: _metrics.json
         **{key: result.metrics[key] for key in DRAW_KEYS if key in result.metrics},  # --samples K
     }
@@ -154,7 +155,8 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
         "mean": {key: math.nan if incomplete else finite_mean(row[key] for row in rows) for key in MEAN_KEYS}
         | {"simbench_score": math.nan if incomplete else pooled_simbench(rows)},
         "totals": {key: sum(row[key] for row in rows)
-                   for key in ("scoreable_items", "parse_failures", "engine_errors", "excluded_count")},
+                   for key in ("scoreable_items", "parse_failures", "engine_errors", "excluded_count")}
+        | {"usage": total_usage(row.get("usage") or {} for row in rows)},
         "unmapped_countries": dict(sorted(unmapped.items())),
         "failed_domains": {str(k): v for k, v in (failed or {}).items()},
         "pooled": dict(pooled_line or {}),

@@ -34,6 +34,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from scipy import sparse
+from sklearn import config_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import OneHotEncoder
@@ -188,7 +189,9 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
     answered: list[ScoredItem] = []
     fallbacks: dict[str, int] = {}
     # One thread: a fit is a few hundred rows, and OpenMP threads on a shared 2-core host only contend.
-    with threadpool_limits(limits=1):
+    # The matrix is finite and the settings fixed: scikit-learn's per-fit checks were a third of a
+    # small domain's time (hundreds of fits of a few rows each); the fits are the same without them.
+    with threadpool_limits(limits=1), config_context(assume_finite=True, skip_parameter_validation=True):
         for (qid,), group in split_groups(items, ("question_id",)).items():
             answered.extend(_question(qid, group, encoded, folds, k, weights, fallbacks, on_fit,
                                       (learner, seed, c, max_iter)))

@@ -56,7 +56,8 @@ def question_view(items: Sequence[Item], scored: Sequence[ScoredItem], texts: Ma
     view = {}
     for (qid,), group in split_groups(scored, ("question_id",)).items():
         qualified = levels["question"].get((qid,))
-        record = qualified[0] if qualified else _without_alignment(group_record(group, weights, seed)[0])
+        record = (qualified[0] if qualified
+                  else _without_alignment(group_record(group, weights, seed, alignment=False)[0]))
         codes = group_codes(group)
         asked_in = {item.country_code for item in group}
         view[qid] = {"text": (texts or {}).get(qid, ""),

@@ -122,10 +122,11 @@ def _shares(codes: Sequence[Code], values: np.ndarray) -> dict[Code, float]:
     return {code: round(float(v), 6) for code, v in zip(codes, values, strict=True)}
 
 
-def group_record(items: Sequence[ScoredItem], weights: Weights | None = None,
-                 seed: int = 0) -> tuple[dict[str, object], dict[str, RankTest]]:
+def group_record(items: Sequence[ScoredItem], weights: Weights | None = None, seed: int = 0,
+                 alignment: bool = True) -> tuple[dict[str, object], dict[str, RankTest]]:
     """One group's shares and alignment (``weighted_*`` too with ``weights``), and its tests
-    by prefix ("" and "weighted_") for the level's aggregate test."""
+    by prefix ("" and "weighted_") for the level's aggregate test; ``alignment=False``: NaN and no
+    test (a group too small to rank: its permutation test would be computed only to be dropped)."""
     codes = group_codes(items)
     record: dict[str, object] = {
         "respondents": len({item.person_id for item in items}), "items": len(items),
@@ -138,7 +139,7 @@ def group_record(items: Sequence[ScoredItem], weights: Weights | None = None,
         model = model_distribution(items, codes, w)
         record[f"{prefix}human"] = _shares(codes, human)
         record[f"{prefix}model"] = None if model is None else _shares(codes, model)
-        test = None if model is None else rank_test(model, human, seed)
+        test = None if model is None or not alignment else rank_test(model, human, seed)
         if test is not None:
             tests[prefix] = test
         record.update({f"{prefix}modal_agreement": test.modal_agreement if test else math.nan,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -79,10 +80,15 @@ def cramers_v(table: np.ndarray) -> float:
     return float(association(table, method="cramer", correction=False))
 
 
+def _counts(values: Sequence[str]) -> np.ndarray:
+    """How often each value occurs, largest first (the array ``value_counts`` gives, tie order aside)."""
+    return np.array(sorted(Counter(values).values(), reverse=True))
+
+
 def heterogeneity_ratio(real: Sequence[str], simulated: Sequence[str]) -> float:
     """H(simulated answers) / H(real answers); NaN when the real answers are all alike."""
-    h_real = entropy(pd.Series(list(real)).value_counts().to_numpy())
-    h_sim = entropy(pd.Series(list(simulated)).value_counts().to_numpy()) if len(simulated) else math.nan
+    h_real = entropy(_counts(real))
+    h_sim = entropy(_counts(simulated)) if len(simulated) else math.nan
     return float(h_sim / h_real) if h_real > 0 else math.nan
 
 
@@ -133,12 +139,16 @@ def _table(frame: pd.DataFrame, column: str) -> np.ndarray:
     return table
 
 
-def _pair(qid: str, attribute: str, frame: pd.DataFrame, min_respondents: int, min_group_size: int,
-          gap_alpha: float) -> PairStructure | None:
-    sizes = frame["group"].value_counts()
-    frame = frame[frame["group"].isin(sizes[sizes >= min_group_size].index)]
-    if len(frame) < min_respondents or frame["group"].nunique() < 2:
+def _pair(qid: str, attribute: str, rows: list[tuple[str, int, int]], min_respondents: int,
+          min_group_size: int, gap_alpha: float) -> PairStructure | None:
+    """The pair's figures over its rows (group, real position, simulated position) in groups of at
+    least ``min_group_size``; None when it does not qualify (decided from counts: most pairs of a
+    small domain do not, and a DataFrame per pair was most of the yardsticks' time)."""
+    sizes = Counter(group for group, _, _ in rows)
+    kept = [row for row in rows if sizes[row[0]] >= min_group_size]
+    if len(kept) < min_respondents or sum(n >= min_group_size for n in sizes.values()) < 2:
         return None
+    frame = pd.DataFrame(kept, columns=["group", "real", "sim"])
     real_v, sim_v = cramers_v(_table(frame, "real")), cramers_v(_table(frame, "sim"))
     return PairStructure(qid, attribute, len(frame), real_v, sim_v, _gaps(frame, gap_alpha))
 
@@ -159,8 +169,7 @@ def structure(items: Sequence[ScoredItem], groups: Groups | None = None, *,
         for attribute in attributes:
             rows = [(groups[i.person_id][attribute], position[i.true_code], position[i.predicted_code])
                     for i in group if attribute in groups.get(i.person_id, {})]
-            frame = pd.DataFrame(rows, columns=["group", "real", "sim"])
-            found = _pair(qid, attribute, frame, min_respondents, min_group_size, gap_alpha)
+            found = _pair(qid, attribute, rows, min_respondents, min_group_size, gap_alpha)
             if found is not None:
                 pairs.append(found)
     return _summary(tuple(pairs), heterogeneity, len(items) - len(answered))

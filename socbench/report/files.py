@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from socbench.engines.usage import usage_text
 from socbench.log.summary import (
     DISTRIBUTION_SCORES,
     alignment_headline,
@@ -137,7 +138,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
               "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
               "the engine did not answer (not answers at all; any makes the domain incomplete).",
               "", f"Respondents in no country or group (kept, pooled as one unknown group): "
-              f"{_counts_text(payload['unmapped_countries'])}."]
+              f"{_counts_text(payload['unmapped_countries'])}.", "", usage_text(totals.get("usage") or {})]
     off = weights_off_text((domain_label(row["domain"]), row.get("weighted_metrics_off"))
                            for row in payload["domains"])
     if off:

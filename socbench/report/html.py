@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from socbench.engines.usage import usage_text
 from socbench.log.read import ModelRun
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
 from socbench.report.answers import answer_html
@@ -218,7 +219,8 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
     unweighted = [f"{run.run}: weighted metrics off: {text}" for run in board.runs
                   if (text := weights_off_text((domain_label(d.domain), d.stored.weighted_metrics_off)
                                                for d in run.domains))]
-    notes = [*board.notes, *figures.notes, *failed, *unweighted]
+    used = [f"{run.run}: {usage_text(run.usage)}" for run in board.runs if run.usage]
+    notes = [*board.notes, *figures.notes, *failed, *unweighted, *used]
     if notes:
         sections.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     sections += mcq_section(board.mcq)

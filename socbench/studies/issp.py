@@ -5,7 +5,7 @@ their own persona, and scored against their real answer."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -38,6 +38,14 @@ class IsspSamples:
 
     data: DomainData
     items: tuple[Item, ...]
+
+
+@dataclass(frozen=True)
+class IsspExtracted:
+    """What each answer says, and what asking cost (``Answers.usage``: the domain's line in the summary)."""
+
+    extractions: dict[str, Extraction]
+    usage: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -88,11 +96,12 @@ class IsspTask:
     def prompts(self, samples: IsspSamples) -> Prompts:
         return Prompts(tuple(build_domain_prompts(samples.data, samples.items, self.config)))
 
-    def extract(self, prompts: Prompts, answers: Answers) -> dict[str, Extraction]:
-        return extract_all(prompts.requests, answers.results)  # type: ignore[arg-type]
+    def extract(self, prompts: Prompts, answers: Answers) -> IsspExtracted:
+        return IsspExtracted(extract_all(prompts.requests, answers.results), answers.usage)  # type: ignore[arg-type]
 
-    def score(self, samples: IsspSamples, prompts: Prompts, extracted: dict[str, Extraction]) -> ScoredDomain:
-        return score_expanded(samples.data, samples.items, extracted, self.config)
+    def score(self, samples: IsspSamples, prompts: Prompts, extracted: IsspExtracted) -> ScoredDomain:
+        scored = score_expanded(samples.data, samples.items, extracted.extractions, self.config)
+        return replace(scored, result=replace(scored.result, usage=extracted.usage))
 
     def report(self, scored: ScoredDomain, seconds: float) -> UnitReport:
         result = scored.result

@@ -34,7 +34,7 @@ def read_answers(plan: McqPlan, answers: Answers) -> McqAnswers:
     found = dict(zip((r.key for r in plan_requests(plan)), answers.results, strict=True))
     return McqAnswers({r.key: found[r.key] for r in loglikelihood_requests(plan)},
                       {r.key: found[r.key] for r in option_requests_of(plan)}, answers.seconds,
-                      answers.identity, answers.cache)
+                      answers.identity, answers.cache, answers.usage)
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,15 @@ def default_answer(prompt: str, codes: tuple[str, ...]) -> str:
     return json.dumps({"answer": pick_code(prompt, codes)})
 
 
+def rendered(body: dict[str, Any]) -> str:
+    """The text the fake model reads (its prompt tokens): chat messages in its own template, else the
+    raw prompt; ``/tokenize`` and ``usage`` both count it."""
+    if "messages" not in body:
+        return str(body.get("prompt", ""))
+    text = "".join(f"<|{m['role']}|>{m.get('content') or ''}\n" for m in body["messages"])
+    return text if body.get("continue_final_message") else text + "<|assistant|>"
+
+
 def prompt_and_codes(body: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     """The prompt text (chat: every non-assistant message) and the codes it offers."""
     if "messages" in body:
@@ -77,8 +86,9 @@ def _continue(answer: str, body: dict[str, Any]) -> str:
 class FakeModel:
     """Builds chat/completions payloads; remembers the tokens it has handed out ids for."""
 
-    def __init__(self, model: str, answer: Answer | None = None) -> None:
+    def __init__(self, model: str, answer: Answer | None = None, reasoning_tokens: int = 0) -> None:
         self.model, self.answer = model, answer or default_answer
+        self.reasoning_tokens = reasoning_tokens  # claimed by every reply (as o1-style models report)
         self.vocab: dict[int, str] = {}
 
     def tokenize(self, text: str) -> list[int]:
@@ -95,6 +105,10 @@ class FakeModel:
         if body.get("prompt_logprobs") is not None and content is not None:
             where = payload if chat else payload["choices"][0]  # as vLLM places them
             where["prompt_logprobs"] = self._prompt_logprobs(body, codes)
+        said = min(len(fake_tokens(content or "")) + self.reasoning_tokens, body.get("max_tokens", 1 << 30))
+        read, thought = len(fake_tokens(rendered(body))), min(self.reasoning_tokens, said)
+        payload["usage"] = {"prompt_tokens": read, "completion_tokens": said, "total_tokens": read + said,
+                            "completion_tokens_details": {"reasoning_tokens": thought}}
         return payload
 
     def _chat(self, body: dict[str, Any], prompt: str, codes: tuple[str, ...], content: str | None) -> dict:
@@ -173,5 +187,4 @@ class FakeModel:
         return token_id(token)
 
     def _envelope(self, kind: str, choice: dict[str, Any]) -> dict[str, Any]:
-        return {"id": "fake-1", "object": kind, "created": 0, "model": self.model, "choices": [choice],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+        return {"id": "fake-1", "object": kind, "created": 0, "model": self.model, "choices": [choice]}

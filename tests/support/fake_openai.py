@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .fake_model import Answer, FakeModel, fake_tokens, pick_code, token_logprob
+from .fake_model import Answer, FakeModel, fake_tokens, pick_code, rendered, token_logprob
 from .waiting import wait_for
 
 __all__ = ["FAULT_KINDS", "FakeConfig", "FakeOpenAIServer", "FakeStats",
@@ -54,6 +54,7 @@ class FakeConfig:
     structured_outputs: bool = True  # accept vLLM's structured_outputs (False: HTTP 400, like OpenAI)
     capacity: int = 0  # completions served at once; the rest wait in a queue (0: no limit)
     answer: Answer | None = None  # (prompt, codes) -> content
+    reasoning_tokens: int = 0  # every reply reports this many reasoning tokens (in its completion tokens)
 
     def fault_for(self, request_id: str, attempt: int) -> str | None:
         """The fault for this attempt of this request, or None (deterministic)."""
@@ -84,6 +85,7 @@ class FakeStats:
     max_in_flight: int = 0
     attempts: Counter = field(default_factory=Counter)  # request id -> times seen
     last_body: dict | None = None  # the JSON body of the latest completion request
+    usage: Counter = field(default_factory=Counter)  # the sum of every reply's usage (reasoning tokens too)
 
 
 class _Handlers:
@@ -92,7 +94,7 @@ class _Handlers:
     def __init__(self, config: FakeConfig) -> None:
         self.config = config
         self.stats = FakeStats()
-        self.model = FakeModel(config.model, config.answer)
+        self.model = FakeModel(config.model, config.answer, config.reasoning_tokens)
         self.awake = asyncio.Event()  # cleared: the server hangs (accepts, never answers)
         self.awake.set()
         self.slots = asyncio.Semaphore(config.capacity) if config.capacity else None
@@ -106,8 +108,7 @@ class _Handlers:
         await self.awake.wait()
         if not self.config.tokenize:
             raise web.HTTPNotFound()
-        body = await request.json()
-        ids = self.model.tokenize(body.get("prompt", ""))
+        ids = self.model.tokenize(rendered(await request.json()))
         return web.json_response({"count": len(ids), "tokens": ids, "max_model_len": 4096})
 
     async def complete(self, request: web.Request) -> web.StreamResponse:
@@ -160,7 +161,12 @@ class _Handlers:
             await asyncio.sleep(self.config.hang_s)
         if fault == "garbage":
             return web.Response(text="<html>502 Bad Gateway</html>", content_type="application/json")
-        text = json.dumps(self.model.reply(request.path.endswith("/chat/completions"), body, fault))
+        payload = self.model.reply(request.path.endswith("/chat/completions"), body, fault)
+        if fault != "truncated":  # a reply the client can read: what it is charged
+            used = payload["usage"]
+            self.stats.usage.update({key: used[key] for key in ("prompt_tokens", "completion_tokens")},
+                                    reasoning_tokens=used["completion_tokens_details"]["reasoning_tokens"])
+        text = json.dumps(payload)
         return web.Response(text=text[: len(text) // 2] if fault == "truncated" else text,
                             content_type="application/json")
 
@@ -195,7 +201,7 @@ class FakeOpenAIServer:
         def copy() -> FakeStats:
             s = self._model.stats
             return replace(s, by_path=Counter(s.by_path), statuses=Counter(s.statuses),
-                           faults=Counter(s.faults), attempts=Counter(s.attempts))
+                           faults=Counter(s.faults), attempts=Counter(s.attempts), usage=Counter(s.usage))
         return self._call(copy)
 
     def wait_idle(self, timeout_s: float = 60) -> FakeStats:

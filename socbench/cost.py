@@ -1,0 +1,152 @@
+"""The cost of a run before it starts: ``--dry_run`` (after it, ``Answers.usage`` in the run's summary).
+
+Every unit's requests are built exactly as the flow sends them (``socbench.pipeline``); those the engine
+cache answers are counted apart (not sent) and the rest's prompt tokens counted with the model's tokenizer
+(in-process backends: ``preflight.TokenCounter``) or the server's ``/tokenize`` (vLLM's server), else
+estimated at 4 characters a token, and labelled so. Completion tokens are an upper bound: ``max_tokens``
+per generated answer, one per option-scoring request, none for a log-likelihood. Nothing is sent, no model
+loads, no file is written, Prefect is not started.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from socbench import pipeline
+from socbench.engines.settings import EngineSettings
+from socbench.records import Outcome
+from socbench.report.terminal import terminal_table
+from socbench.studies import task_for
+from socbench.task import Request
+from socbench.types import LoglikelihoodRequest
+
+log = logging.getLogger("socbench")
+CHARS_PER_TOKEN = 4  # the estimate where no tokenizer answers (a common rule of thumb for English text)
+
+
+@dataclass(frozen=True)
+class UnitCost:
+    label: str
+    requests: int  # distinct requests of the unit
+    cached: int  # of those, answered by the engine cache: not sent
+    sent: int  # requests the backend would send (over HTTP, one per code where codes are several tokens)
+    prompt_tokens: int
+    completion_tokens: int  # at most
+
+
+class _Tokens:
+    """Prompt tokens of requests: the server's ``/tokenize`` or the model's tokenizer; an estimate where
+    neither answers (``estimated`` then says so)."""
+
+    def __init__(self, settings: EngineSettings, backend: Any) -> None:
+        self.server = backend if hasattr(backend, "planned") else None
+        self.estimated = False
+        if self.server is None:
+            from socbench.preflight import TokenCounter, model_tokenizer
+
+            self.tokenizer = model_tokenizer(settings)
+            self.counter = TokenCounter(self.tokenizer)
+
+    def count(self, method: str, requests: list[Request]) -> tuple[int, int]:
+        """(requests sent, their prompt tokens)."""
+        if self.server is None:
+            return len(requests), sum(map(self._exact, requests))
+        calls, counts = self.server.planned(method, requests)
+        self.estimated = self.estimated or counts is None
+        counts = counts if counts is not None else list(map(_estimate, requests))
+        return sum(calls), sum(n * tokens for n, tokens in zip(calls, counts))
+
+    def _exact(self, request: Request) -> int:
+        from socbench.engines._chat import prompt_text
+
+        if isinstance(request, LoglikelihoodRequest):
+            return self.counter.count(request.context + request.continuation, True)
+        prefix = "" if request.structured else request.answer_prefix
+        return self.counter.count(prompt_text(self.tokenizer, request) + prefix, not request.chat)
+
+    @property
+    def how(self) -> str:
+        if self.estimated:
+            return f"an estimate ({CHARS_PER_TOKEN} characters a token: the server has no /tokenize)"
+        return "the server's /tokenize" if self.server is not None else "the model's tokenizer"
+
+
+def _estimate(request: Request) -> int:
+    text = request.context + request.continuation if isinstance(request, LoglikelihoodRequest) else \
+        "".join(m.content for m in request.messages) + request.answer_prefix
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def _engine(settings: EngineSettings) -> Any:
+    """The run's backend, behind its engine cache where one exists (a dry run creates none); nothing loads."""
+    from socbench.engines.registry import create_engine
+
+    cache = settings.cache_dir
+    folder = cache if cache is not None and Path(cache).is_dir() else None
+    return create_engine(settings.api_type, settings.model, settings=settings.backend_options(),
+                         cache_dir=folder, cache_store=settings.cache_store)
+
+
+def unit_cost(found: pipeline.Plan, engine: Any, tokens: _Tokens) -> UnitCost:
+    requests = found.prompts.requests
+    todo = pipeline.to_send(engine, requests)
+    sent = prompt = completion = 0
+    for method, group in todo.items():
+        calls, counted = tokens.count(method, group) if group else (0, 0)
+        sent, prompt = sent + calls, prompt + counted
+        completion += sum(r.sampling.max_tokens for r in group) if method == "generate" else \
+            calls if method == "option_logprobs" else 0
+    total = pipeline.request_count(requests)
+    return UnitCost(found.unit.label, total, total - sum(map(len, todo.values())), sent, prompt, completion)
+
+
+def dry_run(config: Any) -> Outcome:
+    """What ``config``'s run would send, unit by unit (``Outcome.printed``); the task's own checks first
+    (a study whose data may not go to the server is refused: ``/tokenize`` would send its prompts)."""
+    study = task_for(config)
+    for note in study.check():
+        log.warning(note)
+    settings = config.engine_settings()
+    engine = _engine(settings)
+    try:
+        backend = getattr(engine, "backend", engine)
+        tokens = _Tokens(settings, backend)
+        plans = pipeline.plans(study)
+        costs = [unit_cost(found, engine, tokens) for found in plans.values()]
+    finally:
+        engine.close()
+    where = f"the server at {backend.identity['api_base']}" if tokens.server else settings.api_type
+    lines = [f"Dry run of socbench {study.name}, model {settings.model} on {where}: nothing was sent.",
+             *_table(config, costs), f"Prompt tokens: counted by {tokens.how}; completion tokens: at most "
+             "max_tokens per generated answer, 1 per option-scoring request, 0 for a log-likelihood. "
+             "Over HTTP, option scoring asks once per code where codes are several tokens."]
+    unread = [unit.label for unit in study.units() if unit not in plans]
+    if unread:
+        lines.append(f"Left out, their data cannot be read (the run fails them): {', '.join(unread)}.")
+    structured = getattr(getattr(backend, "settings", None), "structured_mode", "none") != "none"
+    if structured and getattr(config, "mode", None) == "generate" and config.use_structured \
+            and any(c.sent for c in costs):
+        lines.append("The run also sends 1 test request before it starts (--structured: does the server "
+                     "honour the constraint?).")
+    return Outcome("\n".join(lines), {})
+
+
+def _table(config: Any, costs: list[UnitCost]) -> list[str]:
+    """One row per unit and their total; with a price given, the cost of each (at most)."""
+    prices = (config.price_prompt or 0.0, config.price_completion or 0.0)
+    priced = config.price_prompt is not None or config.price_completion is not None
+    total = UnitCost("total", *(sum(getattr(c, key) for c in costs) for key in
+                                ("requests", "cached", "sent", "prompt_tokens", "completion_tokens")))
+    head = ["unit", "requests", "cached: not sent", "to send", "prompt tokens", "max completion tokens",
+            *(["max cost"] if priced else [])]
+    rows = []
+    for c in [*costs, total]:
+        cost = (c.prompt_tokens * prices[0] + c.completion_tokens * prices[1]) / 1e6
+        counts = (c.requests, c.cached, c.sent, c.prompt_tokens, c.completion_tokens)
+        rows.append([c.label, *(f"{n:,}" for n in counts), *([f"{cost:,.4f}"] if priced else [])])
+    note = [f"Cost at {prices[0]:g} per 1M prompt tokens and {prices[1]:g} per 1M completion tokens."]
+    return terminal_table(head, rows) + (note if priced else [])

@@ -1,0 +1,53 @@
+"""``socbench.memo``: computed once, read back on a rerun, never read for other inputs or other code."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from socbench import memo as memo_module
+from socbench.memo import code_fingerprint, content_key, memo
+
+
+def counted(value: object) -> tuple[list[int], object]:
+    calls: list[int] = []
+
+    def compute() -> object:
+        calls.append(1)
+        return value
+    return calls, compute
+
+
+def test_computed_once_then_read_back(tmp_path: Path) -> None:
+    value = {"a": [1, 2.5, None], "nan": math.nan, "nested": {"k": "v"}}
+    calls, compute = counted(value)
+    key = content_key("x", (1, 2), {"w": 0.5})
+    first, again = memo(tmp_path, key, compute), memo(tmp_path, key, compute)
+    assert calls == [1] and (tmp_path / "memo" / f"{key}.json").is_file()
+    assert first["a"] == again["a"] == [1, 2.5, None] and math.isnan(again["nan"])
+    assert first["nested"] == again["nested"] == {"k": "v"}
+    assert list(first) == list(again) == list(value)  # key order kept: a rerun writes the same files
+
+
+def test_keys_follow_every_input_and_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = content_key("x", [(1, "a")], {"w": 1.0})
+    assert key == content_key("x", [(1, "a")], {"w": 1.0})
+    assert len({key, content_key("x", [(1, "b")], {"w": 1.0}), content_key("x", [(1, "a")], {"w": 1.5}),
+                content_key("y", [(1, "a")], {"w": 1.0}), content_key("x", [(1, "a")], None)}) == 5
+    monkeypatch.setattr(memo_module, "code_fingerprint", lambda: "other code")
+    assert content_key("x", [(1, "a")], {"w": 1.0}) != key
+    assert len(code_fingerprint()) == 64
+
+
+def test_no_folder_a_broken_file_or_a_read_only_folder_compute(tmp_path: Path) -> None:
+    calls, compute = counted([1])
+    assert memo(None, "k", compute) == memo(None, "k", compute) == [1] and calls == [1, 1]
+    broken = tmp_path / "memo" / "k.json"
+    broken.parent.mkdir()
+    broken.write_text('{"half":')
+    assert memo(tmp_path, "k", compute) == [1] and calls == [1, 1, 1] and broken.read_text() == "[1]"
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the folder should be: nothing can be stored under it
+    assert memo(blocked, "k", compute) == [1] and calls == [1, 1, 1, 1]
