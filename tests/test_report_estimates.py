@@ -9,20 +9,25 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from socbench.estimates.study import DEFAULT_FRACTION, RUN_REPEATS
+import socbench.scoring as scoring
+from socbench.estimates.items import domain_frame
+from socbench.estimates.study import DEFAULT_FRACTION, RUN_REPEATS, Settings, estimate_items
 from socbench.report.html import write_report
 from socbench.report.stand_in import GAINS
+from socbench.scoring import score_domain
+from socbench.types import DomainData, Extraction, Item, Respondent
 from support import CLI, FakeOpenAIServer
 from support.browser import browser, needs_browser
 from tests.conftest import ROOT
 from tests.test_estimates_cli import QUESTIONS, N, planted_server, write_data
 from tests.test_issp_cli import run_env as cli_env
-from tests.test_report_html import make_run
+from tests.test_report_html import OPTS, make_run
 
 run_env = cli_env  # the fixture: the CLI's own Prefect home and a test key
 
@@ -116,3 +121,24 @@ def test_older_results_and_small_domains_still_report_and_say_why_there_is_no_ga
     board = _csv(paths.leaderboard_csv)
     assert board["org_Model-1.7B", "Family"]["median_gain"] == ""  # written before
     assert board["org_Model-135M", "Family"]["median_gain"] == ""  # too few respondents
+
+
+def test_a_rerun_reads_the_record_back_and_it_equals_socbench_estimate_on_the_same_items(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(7)
+    people = [Respondent(i, "DE", "DE", {"Sex of Respondent": ("Male", "Female")[i % 2]}, {},
+                         weight=1 + i % 3) for i in range(120)]
+    items = [Item(p.person_id, q, "DE", OPTS, str(rng.randint(1, 4)), False)
+             for p in people for q in ("V1", "V2")]
+    answers = {i.item_id: Extraction("k", i.true_code if rng.random() < 0.7 else "1") for i in items}
+    data = DomainData(1, "Citizenship", (), tuple(people), {}, "synthetic")
+    scored = score_domain(data, items, answers, model="m", cache=tmp_path)
+    first = scored.result.estimates
+    assert (first["labelled"], set(first["questions"])) == (12, {"V1", "V2"})
+    monkeypatch.setattr(scoring, "gain_record", lambda *args: pytest.fail("computed again"))
+    assert score_domain(data, items, answers, model="m", cache=tmp_path).result.estimates == first
+    frame = domain_frame("Citizenship", scored.items, {str(p.person_id): p.weight for p in people}, {})
+    (domain,) = estimate_items(frame, Settings(repeats=RUN_REPEATS))["domains"]
+    for question in domain["questions"]:
+        head = question["estimates"][0]
+        assert first["questions"][question["question_id"]]["gain"] == pytest.approx(head["gain"], rel=1e-9)
