@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from socbench.estimates.items import domain_frame
+from socbench.estimates.study import gain_record
 from socbench.extract import NOT_OFFERED
 from socbench.memo import content_key, memo
 from socbench.metrics.baselines import baselines, item_baselines, margin_over_best
@@ -192,7 +194,7 @@ def score_domain(
     The result records the respondents actually interviewed; more than the requested
     ``interview_count`` means an earlier stage ignored it (a bug, not user input).
     ``include_persona``: whether the prompts showed the persona (the demographic model's inputs);
-    ``cache``: the run's cache folder (the yardsticks are read back from it on a rerun).
+    ``cache``: the run's cache folder (the yardsticks and estimates are read back from it on a rerun).
     """
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
@@ -208,6 +210,12 @@ def score_domain(
                               attributes=shown_attributes(data, include_persona), grouping=data.grouping,
                               cache=cache)
     result = replace(result, sample=data.sample)
+    if result.complete:  # what the answers are worth as respondents (socbench.estimates), once per answers
+        by_id = weights and {str(p): w for p, w in weights.items()}
+        estimates = memo(cache, content_key("estimates", data.domain_name, scored, by_id, result.questions),
+                         lambda: gain_record(data.domain_name,
+                                             domain_frame(data.domain_name, scored, by_id, result.questions)))
+        result = replace(result, estimates=estimates)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 

@@ -224,6 +224,7 @@ class DomainResult:
     sample: dict[str, Any] = field(default_factory=dict)  # DomainData.sample (empty: older results)
     grouping: str = COUNTRY  # what ``per_country`` and the items' country_code group by (DomainData's)
     usage: dict[str, int] = field(default_factory=dict)  # Answers.usage: this run's requests and tokens
+    estimates: dict[str, Any] = field(default_factory=dict)  # estimates.study.gain_record (empty: older)
 
     @property
     def complete(self) -> bool:

@@ -1,22 +1,25 @@
 """A run's items as the estimators read them: the ONE place that knows how results are stored.
 
-Why one function: everything in ``socbench.estimates`` reads a run through ``run_items``, so a
-change of the result files changes this body only. It reads the run's results log (``socbench.log``:
-each domain's record and items) and, for design weights, the data folder the run read
-(``socbench.export.source``, as the export does).
+Why one place: everything in ``socbench.estimates`` reads scored items through ``domain_frame``: the
+score stage hands it the items it just scored (the run's own record, ``study.gain_record``), and
+``run_items`` the items of a run's results log (``socbench.log``), with design weights from the data
+folder the run read (``socbench.export.source``, as the export does).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from socbench.export.source import domain_source, run_data, run_folder
 from socbench.log.read import DomainRun, ModelRun
-from socbench.log.records import DetailRow
-from socbench.metrics.persona_groups import ATTRIBUTES
+from socbench.metrics.baselines import UNMAPPED
+from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
+from socbench.types import ScoredItem
 from socbench.weights import weights_off_reason
 
 # one row per scored item (respondent x question); attrs: run, model, notes (what is missing and why)
@@ -24,12 +27,31 @@ COLUMNS = ("domain", "person_id", "question_id", "country_code", "weight", "true
            "model_shares", "offered_codes")
 
 
-def _shares(item: DetailRow) -> dict[str, float] | None:
+def _shares(item: ScoredItem) -> dict[str, float] | None:
     """The model's answer distribution when the run has one (logprobs mode, or K draws)."""
-    if item.option_distribution:
-        return dict(item.option_distribution)
+    if item.distribution:
+        return dict(item.distribution)
     drawn = [code for code in item.draws or () if code is not None]
     return {code: k / len(drawn) for code, k in Counter(drawn).items()} if drawn else None
+
+
+def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str, float] | None,
+                 questions: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One domain's rows: ``COLUMNS`` plus the persona groups its items carry; ``weights`` by person
+    id as text (None: unweighted); ``questions``: the per-question view (its offered options)."""
+    options = {qid: [str(code) for code, _ in view.get("options", [])] for qid, view in questions.items()}
+    people = [str(item.person_id) for item in scored]
+    present = [a for a in ATTRIBUTES if any(a in item.groups for item in scored)]
+    return pd.DataFrame({
+        "domain": domain, "person_id": people, "question_id": [item.question_id for item in scored],
+        "country_code": [item.country_code or UNMAPPED for item in scored],
+        "weight": [weights[p] if weights else float("nan") for p in people],
+        "true_code": [str(item.true_code) for item in scored],
+        "model_code": [None if item.predicted_code is None or item.engine_error else str(item.predicted_code)
+                       for item in scored],
+        "model_shares": [_shares(item) for item in scored],
+        "offered_codes": [tuple(item.offered_codes or options.get(item.question_id, ())) for item in scored],
+        **{a: [item.groups.get(a, UNKNOWN) for item in scored] for a in present}})
 
 
 def _weights(run: ModelRun, domain: DomainRun) -> tuple[dict[str, float] | None, str | None]:
@@ -53,21 +75,7 @@ def run_items(run_dir: str | Path) -> pd.DataFrame:
         weights, why = _weights(run, domain)
         if why:
             notes.append(f"{domain.domain}: unweighted ({why})")
-        details, views = domain.stored.details, domain.stored.questions
-        options = {qid: [str(code) for code, _ in view.get("options", [])] for qid, view in views.items()}
-        frame = pd.DataFrame({
-            "domain": domain.domain,
-            "person_id": domain.items["person_id"],
-            "question_id": [d.question_id for d in details],
-            "country_code": domain.items["country_code"],
-            "weight": [weights[str(d.person_id)] if weights else float("nan") for d in details],
-            "true_code": [str(d.true_answer) for d in details],
-            "model_code": [None if d.llm_answer is None or d.engine_error else str(d.llm_answer)
-                           for d in details],
-            "model_shares": [_shares(d) for d in details],
-            "offered_codes": [tuple(d.offered_codes or options.get(d.question_id, ())) for d in details],
-        })
-        frames.append(frame.join(domain.items[[a for a in ATTRIBUTES if a in domain.items]]))
+        frames.append(domain_frame(domain.domain, domain.stored.items(), weights, domain.stored.questions))
     items = pd.concat(frames, ignore_index=True)
     items.attrs.update(run=run.run, model=run.model, notes=notes)
     return items

@@ -1,7 +1,7 @@
-"""The estimates record as rows and sentences: what the terminal (and later the report) shows.
+"""The estimates record as rows and sentences: what ``socbench estimate`` shows on the terminal.
 
-Plain dicts and strings from the JSON-ready record of ``study.estimate_items``, so any view (the
-``socbench estimate`` table, an HTML section, a leaderboard column) renders the same numbers.
+Plain dicts and strings from the JSON-ready record of ``study.estimate_items``. The report and the
+leaderboard read the run's own, smaller record instead (``study.gain_record``; ``report.stand_in``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ gives each question's gain, so the record has the empirical coverage and the gai
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from socbench.metrics.persona_groups import AGE_BANDS, AGE_GROUP, ATTRIBUTES, SE
 
 MEAN = "mean"
 DEFAULT_FRACTION = 0.1
+RUN_REPEATS = 20  # the run's own record: ~0.5 s CPU for 1,000 respondents x 20 questions (docs/estimates.md)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,9 @@ class Settings:
         if self.budget is None or self.cost_human is None or self.cost_model is None:
             return None
         return plan_budget(rho, self.budget, self.cost_human, self.cost_model)
+
+
+RUN_SETTINGS = Settings(repeats=RUN_REPEATS)
 
 
 @dataclass(frozen=True)
@@ -293,21 +298,42 @@ def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
     return record
 
 
-def estimate_domain(domain: str, items: pd.DataFrame, s: Settings) -> dict[str, Any]:
-    """Every question of one domain, its repeated-split check and (with a budget) its plan."""
+@dataclass(frozen=True)
+class Split:
+    """A domain's questions, its seeded labelled/unlabelled people and the repeated-split check."""
+
+    people: int
+    n: int
+    questions: list[Question]
+    labelled: np.ndarray
+    unlabelled: np.ndarray
+    check: Check
+
+
+def split_domain(domain: str, items: pd.DataFrame, s: Settings, headline: bool = False) -> Split:
+    """``headline``: each question's first target only (the same numbers for it, in half the time)."""
     people = sorted(set(items["person_id"]))
     index = {p: i for i, p in enumerate(people)}
     n = int(s.labelled_of(domain, len(people)))
     questions = [question(qid, frame, index) for qid, frame in items.groupby("question_id", sort=False)]
+    if headline:
+        questions = [replace(q, names=q.names[:1], y=q.y[:, :1], yhat=q.yhat[:, :1]) for q in questions]
     rng = np.random.default_rng(s.seed)
     lab_people, unl_people = _split(len(people), n, rng, iid=False)
-    check = repeated_check(questions, len(people), n, rng, s)
-    records = [question_record(q, q.rows(lab_people), q.rows(unl_people), check, s) for q in questions]
+    return Split(len(people), n, questions, lab_people, unl_people,
+                 repeated_check(questions, len(people), n, rng, s))
+
+
+def estimate_domain(domain: str, items: pd.DataFrame, s: Settings) -> dict[str, Any]:
+    """Every question of one domain, its repeated-split check and (with a budget) its plan."""
+    sp = split_domain(domain, items, s)
+    records = [question_record(q, q.rows(sp.labelled), q.rows(sp.unlabelled), sp.check, s)
+               for q in sp.questions]
     heads = [r["estimates"][0] for r in records if r["estimates"]]
     rho = float(np.median([h["rho"] for h in heads])) if heads else float("nan")
-    return {"domain": domain, "respondents": len(people), "labelled": n, "questions": records,
+    return {"domain": domain, "respondents": sp.people, "labelled": sp.n, "questions": records,
             "gain": {**_spread([h["gain"] for h in heads]), "questions": len(heads),
-                     "median_ci": _interval(check.medians, s.alpha)},
+                     "median_ci": _interval(sp.check.medians, s.alpha)},
             "coverage": _mean([h["coverage"] for h in heads]),
             "classical_coverage": _mean([h["classical_coverage"] for h in heads]),
             "plan": {"rho": rho, **plan} if heads and (plan := s.plan(rho)) else None}
@@ -325,3 +351,23 @@ def estimate_items(items: pd.DataFrame, settings: Settings) -> dict[str, Any]:
             "notes": [*items.attrs.get("notes", []), *left_out],
             "domains": [estimate_domain(name, frame, settings) for name, frame in domains.items()
                         if not isinstance(sizes[name], str)]}
+
+
+def gain_record(domain: str, items: pd.DataFrame, s: Settings = RUN_SETTINGS) -> dict[str, Any]:
+    """What the run records (score stage; the report and leaderboard read it): per question the
+    headline gain and PPI correlation at ``socbench estimate``'s default labelled fraction, and
+    the domain's median gain with its CI over ``s.repeats`` splits; too few people: why, only."""
+    size = s.labelled_of(domain, items["person_id"].nunique())
+    about = {"fraction": s.fraction or DEFAULT_FRACTION, "seed": s.seed, "repeats": s.repeats}
+    if isinstance(size, str):
+        return {**about, "note": size}
+    sp, found = split_domain(domain, items, s, headline=True), {}
+    for q in sp.questions:
+        lab, unl = q.rows(sp.labelled), q.rows(sp.unlabelled)
+        est = q.estimate(lab, unl) if len(lab) >= s.min_respondents and len(unl) >= 2 else None
+        found[q.question_id] = {"target": q.names[0], "labelled": len(lab),  # NaN: too few labelled
+                                "gain": float(est.gain[0]) if est else math.nan,
+                                "rho": float(est.rho[0]) if est else math.nan}
+    return {**about, "respondents": sp.people, "labelled": sp.n, "questions": found,
+            "median_gain": _median([g["gain"] for g in found.values()]),
+            "median_gain_ci": _interval(sp.check.medians, s.alpha)}

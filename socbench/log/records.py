@@ -65,6 +65,7 @@ class DomainRecord(Record):
     weighted_metrics_off: str | None
     questions: dict[str, dict[str, Any]]
     summary: Numbers  # the domain's line of ``summary.json`` (``log.summary.summary_row``)
+    estimates: Numbers = {}  # estimates.study.gain_record: the gain per question (none: older results)
 
 
 class DetailRow(BaseModel):

@@ -37,7 +37,8 @@ MEAN_KEYS = (*SUMMARY_METRICS, "best_baseline_accuracy", "margin_over_best_basel
 LEADERBOARD_MEANS = ("accuracy", "best_baseline_accuracy", "margin_over_best_baseline",
                      "per_question_macro_f1",
                      *(f"{name}_score" for name in DISTRIBUTION_SCORES), *ALIGNMENT_SCORES[:3],
-                     "parse_failure_rate", *HEADLINE_KEYS[1:], *DRAW_KEYS[1:])
+                     "parse_failure_rate", *HEADLINE_KEYS[1:], *DRAW_KEYS[1:], "median_gain")
+GAIN_KEYS = ("median_gain", "median_gain_ci_low", "median_gain_ci_high")
 
 
 def distribution_headline(result: DomainResult) -> dict[str, Any]:
@@ -54,6 +55,14 @@ def alignment_headline(alignment: Mapping[str, Mapping[str, float]]) -> dict[str
     return {name: scores.get(name, math.nan) for name in ALIGNMENT_SCORES}
 
 
+def gain_headline(estimates: Mapping[str, Any]) -> dict[str, float]:
+    """The domain's median effective-sample-size gain and its CI over repeated splits
+    (``estimates.study.gain_record``; NaN with too few respondents, and in older results)."""
+    ci = estimates.get("median_gain_ci")
+    return dict(zip(GAIN_KEYS, (estimates.get("median_gain", math.nan),
+                                *(ci if isinstance(ci, list) else (math.nan, math.nan))), strict=True))
+
+
 def summary_row(result: DomainResult) -> dict[str, Any]:
     """One domain's line of the summary table (and of the leaderboard)."""
     best = best_baseline(result.baselines)
@@ -64,6 +73,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
         **{name: result.metrics.get(name, math.nan) for name in SUMMARY_METRICS},
         "accuracy_ci_low": ci[0], "accuracy_ci_high": ci[1], **distribution_headline(result),
         **alignment_headline(result.alignment), **headline(result.yardsticks),
+        **gain_headline(result.estimates),
         "best_baseline": best[0] if best else None,
         "best_baseline_accuracy": best[1] if best else math.nan,
         "margin_over_best_baseline": accuracy - best[1] if best else math.nan,
@@ -150,6 +160,7 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
         "unmapped_countries": dict(sorted(unmapped.items())),
         "failed_domains": {str(k): v for k, v in (failed or {}).items()},
         "pooled": dict(pooled_line or {}),
+        "estimates": {r.domain_name: r.estimates for r in results if r.estimates},  # gain per question
     }
 
 

@@ -21,6 +21,7 @@ from socbench.log.read import ModelRun
 from socbench.report.labels import country_label, domain_label, study_title
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import new_figure, save_figure
+from socbench.report.stand_in import GAINS, gain_figure
 
 _SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([MB])(?![A-Za-z])", re.IGNORECASE)
 _SCALE = {"M": 1e6, "B": 1e9}
@@ -179,7 +180,7 @@ def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
     """All report figures into ``out_dir``; the scale plot is left out (with a note) when the
     runs' model names give fewer than two distinct parameter counts."""
     if not board.runs:  # every run is incomplete: nothing may be drawn as a score
-        for name in (DOMAIN_BARS, HEATMAP, SCALE):
+        for name in (DOMAIN_BARS, HEATMAP, SCALE, GAINS):
             (out_dir / name).unlink(missing_ok=True)
         return Figures({}, ["no complete run: no figures"])
     study = study_title(run.study for run in board.runs)
@@ -204,6 +205,11 @@ def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
                      "(it needs runs of at least two sizes)")
     else:
         notes.append("no run's model name carries a size (such as 135M or 1.7B): no scale plot")
+    gains = gain_figure(board.runs, out_dir / GAINS)
+    if gains is None:
+        (out_dir / GAINS).unlink(missing_ok=True)
+    else:
+        paths["gains"] = gains
     if "model_scale" not in paths:
         (out_dir / SCALE).unlink(missing_ok=True)  # never leave a stale plot from an earlier report
     return Figures(paths, notes)

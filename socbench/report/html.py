@@ -7,8 +7,9 @@ answer in one line (accuracy beside a classifier on the same attributes and the 
 whether the simulated population keeps the survey's structure, and whether the persona helped
 (``report.answers``); is the model better than the answer-free baselines (and where not), for
 whom (countries, persona groups), on which questions, and how its answer distribution differs
-from people's; then circular evaluation, model size, each CP-vs-MCP run (``report.mcq``) and the
-definitions of every number. Every number is read from the runs' results logs (``socbench.log``).
+from people's; then circular evaluation, model size, each CP-vs-MCP run (``report.mcq``), how many
+respondents the answers are worth (``report.stand_in``) and the definitions of every number. Every
+number is read from the runs' results logs (``socbench.log``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from socbench.report.labels import domain_label, study_title, weights_off_text
 from socbench.report.leaderboard import Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
 from socbench.report.output import atomic_open, now_timestamp
+from socbench.report.stand_in import stand_in_section
 from socbench.report.tables import (
     COMPARE_HEAD,
     DISTRIBUTION_HEAD,
@@ -202,7 +204,8 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
         "<a href='#groups'>2. For whom</a> · "
         "<a href='#questions'>3. Questions</a> · <a href='#distributions'>4. Distributions</a> · "
         "<a href='#circular'>5. Circular</a> · <a href='#scale'>6. Model size</a> · "
-        "<a href='#mcq'>7. Multiple choice</a> · <a href='#definitions'>Definitions</a></p>",
+        "<a href='#mcq'>7. Multiple choice</a> · <a href='#standin'>8. Stand-in respondents</a> · "
+        "<a href='#definitions'>Definitions</a></p>",
         *(answer_html(board) if board.runs else []),
         *(baselines_section(board, figures) if board.runs or board.incomplete else []),
     ]
@@ -221,6 +224,9 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
     if notes:
         sections.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     sections += mcq_section(board.mcq)
+    if board.runs:
+        gains = figures.paths.get("gains")
+        sections += stand_in_section(_ranked(board), gains and _image(gains, "gain per question and domain"))
     sections += exports_section(board.runs, out_dir) if out_dir is not None else []
     sections += ["<h2 id='definitions'>Definitions</h2>", "<dl>" + "".join(
         f"<dt>{esc(term)}</dt><dd>{esc(text)}</dd>" for term, text in DEFINITIONS) + "</dl>"]

@@ -13,6 +13,7 @@ import pandas as pd
 import socbench.report.incomplete as unfinished
 from socbench.log.summary import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
+from socbench.log.summary import GAIN_KEYS
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.answers import answer_markdown
 from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed, study_title
@@ -25,7 +26,7 @@ CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain",
                "best_baseline_accuracy", "margin_over_best_baseline", "domains_not_above_baseline",
                "per_question_macro_f1", "distribution_level", *(f"{name}_score" for name in SCORES),
                *ALIGNMENT, "parse_failure_rate", "failed_domains", "complete", "engine_errors",
-               "incomplete_domains", "first_engine_error", *HEADLINE_KEYS, *DRAW_SCORES)
+               "incomplete_domains", "first_engine_error", *HEADLINE_KEYS, *DRAW_SCORES, *GAIN_KEYS)
 
 OVERALL_HEAD = ("rank", "run", "model", "variant", "domains", "respondents", "items", "accuracy [95% CI]",
                 "strongest baseline (mean over domains)", "margin", "domains not above baseline",
@@ -35,7 +36,7 @@ DOMAIN_HEAD = ("domain", "run", "respondents", "items", "accuracy [95% CI]", "st
 DISTRIBUTION_HEAD = ("domain", "run", "level", "1-W1", "1-W1 uniform", "1-JS", "1-JS uniform",
                      "modal agreement", "modal agreement uniform", "Kendall tau", "Kendall tau p (mean)")
 YARDSTICK_HEAD = ("domain", "run", "SimBench", "demographic model accuracy", "structure correlation",
-                  "heterogeneity ratio")
+                  "heterogeneity ratio", "median gain (PPI) [95% CI]")
 DRAWS_HEAD = ("domain", "run", "mean agreement across draws", "Fleiss' kappa across draws")
 COMPARE_HEAD = ("A", "B", "shared items", "accuracy A", "accuracy B", "A - B [95% CI]",
                 "A only / B only right", "McNemar p")
@@ -82,7 +83,16 @@ def distribution_cells(row: dict[str, Any]) -> list[str]:
 def yardstick_cells(row: dict[str, Any]) -> list[str]:
     """A run's (domain "ALL") or a domain's SimBench score and demographic-model and structure figures."""
     title = "all domains" if row["domain"] == "ALL" else domain_title(row)
-    return [title, row["run"], fmt(row["simbench_score"], 1), *(fmt(row[key]) for key in HEADLINE_KEYS[1:])]
+    return [title, row["run"], fmt(row["simbench_score"], 1), *(fmt(row[key]) for key in HEADLINE_KEYS[1:]),
+            gain_text(row)]
+
+
+def gain_text(row: dict[str, Any]) -> str:
+    """"1.31 [1.12, 1.52]": the median effective-sample-size gain and its CI over repeated splits (a run's
+    line: the mean of its domains', no CI); "n/a" with too few respondents, or in older results."""
+    low, high = (row.get(key, math.nan) for key in GAIN_KEYS[1:])
+    ci = f" [{fmt(low, 2)}, {fmt(high, 2)}]" if math.isfinite(low) and math.isfinite(high) else ""
+    return fmt(row.get(GAIN_KEYS[0], math.nan), 2) + ci
 
 
 def draw_cells(row: dict[str, Any]) -> list[str]:
@@ -127,7 +137,9 @@ YARDSTICKS_NOTE = (
     "model was shown, cross-fitted over respondents (it is one of the baselines above). Structure "
     "correlation: how closely the differences between groups in the model's answers follow the real "
     "ones; heterogeneity ratio: how varied the model's answers are against the real ones (< 1: less "
-    "varied). See docs/yardsticks.md."
+    "varied). See docs/yardsticks.md. Median gain: how many respondents the model's answers are worth, as a "
+    "multiple of a random 10% of them (prediction-powered inference; CI over repeated random choices of "
+    "the 10%; a run: the mean over its domains). See docs/estimates.md."
 )
 
 

@@ -1,0 +1,101 @@
+"""Section 8 of ``report.html``, "Could these answers stand in for respondents?", and its figure: the
+effective-sample-size gain per question, read from each domain's record (``estimates``: what the run's
+score stage computed, ``estimates.study.gain_record``); nothing is estimated here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from socbench.estimates.study import DEFAULT_FRACTION
+from socbench.log.read import DomainRun, ModelRun
+from socbench.report.html_sections import details, esc, note, run_heading, table
+from socbench.report.labels import domain_label
+from socbench.report.output import fmt, new_figure, save_figure
+
+GAINS = "gain_per_question.png"
+HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correlation")
+LEAD = (f"Prediction-powered inference (PPI) estimates a share or a mean from a few real respondents (here "
+        f"a random {DEFAULT_FRACTION:.0%} of each domain's) plus the model's answers for everyone else. The "
+        "gain is how many respondents the classical estimate would need for an interval as narrow, as a "
+        "multiple of the labelled ones: 1 means the answers add nothing, 2 that they are worth as many "
+        "respondents again. PPI assumes only that the labelled respondents are a random sample of the "
+        "same population the model answers for; it does not assume that the model is good (a poor "
+        "model brings the gain down to 1, never the estimate off). See docs/estimates.md; "
+        "`socbench estimate RUN_DIR` gives the intervals, their coverage checked over 200 random "
+        "splits, other labelled sizes and a budget planner.")
+ABSENT = ("{domain}: no gain in these results (written before socbench recorded it): run the same "
+          "command again to re-score (the answers come from the engine cache), or "
+          "`socbench estimate {folder}`.")
+
+
+def _gains(run: ModelRun) -> list[tuple[DomainRun, dict[str, Any]]]:
+    """The domains whose record holds gains per question."""
+    return [(d, d.stored.estimates) for d in run.domains if d.stored.estimates.get("questions")]
+
+
+def _ci(record: dict[str, Any]) -> str:
+    ci = record.get("median_gain_ci")
+    return f"[{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if isinstance(ci, list) else "n/a"
+
+
+def domain_block(run: ModelRun, domain: DomainRun) -> str:
+    """The sentence a researcher can quote and the gain per question; or why there is none."""
+    record, title = domain.stored.estimates, domain_label(domain.domain)
+    if not record:
+        return note(ABSENT.format(domain=title, folder=run.folder))
+    if "questions" not in record:
+        return note(record["note"].replace(domain.domain, title, 1))  # too few respondents
+    rows = [[qid, q["target"], str(q["labelled"]), fmt(q["gain"], 2), fmt(q["rho"], 2)]
+            for qid, q in record["questions"].items()]
+    return (f"<p>{esc(title)}: these answers are worth {fmt(record['median_gain'], 1)} x your sample "
+            f"(n = {record['labelled']} of {record['respondents']} respondents labelled; median gain over "
+            f"{len(rows)} questions {fmt(record['median_gain'], 2)}; its middle 95% over {record['repeats']} "
+            f"random splits {_ci(record)}).</p>" + table(HEAD, rows))
+
+
+def stand_in_section(runs: Sequence[ModelRun], image: str | None) -> list[str]:
+    """Per run (the first open) and domain: the median gain and the gain per question."""
+    parts = ["<h2 id='standin'>8. Could these answers stand in for respondents?</h2>",
+             f"<p class='lead'>{esc(LEAD)}</p>", *([image] if image else [])]
+    for i, run in enumerate(runs):
+        parts.append(details(run_heading(run), "".join(
+            details(domain_label(d.domain), domain_block(run, d), open_=i == 0) for d in run.domains),
+            open_=i == 0))
+    return parts
+
+
+def gain_figure(runs: Sequence[ModelRun], path: Path) -> Path | None:
+    """Each question's gain (dots) and the domain's median with its CI (bar), per domain and run;
+    None when no domain of any run has a gain."""
+    found = [(run, d, record) for run in runs for d, record in _gains(run)]
+    if not found:
+        return None
+    domains = list(dict.fromkeys(domain_label(d.domain) for _, d, _ in found))
+    names = list(dict.fromkeys(run.run for run, _, _ in found))
+    width = 0.8 / len(names)
+    fig = new_figure(max(6.0, 1.2 * len(domains) * max(1, len(names) / 2) + 3), 4.5)
+    ax = fig.add_subplot()
+    seen: set[str] = set()  # runs in the legend
+    for run, d, record in found:
+        i = names.index(run.run)
+        x = domains.index(domain_label(d.domain)) - 0.4 + width * (i + 0.5)
+        gains = [q["gain"] for q in record["questions"].values() if math.isfinite(q["gain"])]
+        ax.scatter([x] * len(gains), gains, s=12, alpha=0.5, color=f"C{i}",
+                   label=None if run.run in seen else run.run)
+        seen.add(run.run)
+        ci, half = record.get("median_gain_ci"), min(width, 0.5) / 3
+        if isinstance(ci, list):
+            ax.vlines(x, ci[0], ci[1], color=f"C{i}", linewidth=6, alpha=0.3)
+        ax.hlines(record["median_gain"], x - half, x + half, color=f"C{i}", linewidth=2.5)
+    ax.axhline(1, color="grey", linestyle="--", linewidth=1)
+    ax.set_xticks(range(len(domains)), domains, rotation=30, ha="right")
+    ax.set_xlim(-0.6, len(domains) - 0.4)
+    ax.set_ylabel(f"gain (x n, {DEFAULT_FRACTION:.0%} labelled)")
+    ax.set_title("gain per question (dots), median (line), its middle 95% over splits (bar)",
+                 fontsize="medium")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return save_figure(fig, path)
