@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.circular import circular_metrics, circular_name, circular_notes
+from socbench.files import atomic_open, json_safe, write_json
 from socbench.log.read import MCQ_FOLDER
 from socbench.log.records import (
     FORMAT,
@@ -38,7 +39,7 @@ from socbench.mcq.scoring import (
     mean_mass,
     reported_accuracies,
 )
-from socbench.report.output import atomic_open, json_safe, model_dir, now_timestamp, write_json
+from socbench.report.output import model_dir, now_timestamp
 from socbench.types import (
     CircularScores,
     CircularSettings,
