@@ -22,7 +22,8 @@ from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
 from socbench.data.import_records import RecordLayout, label_values, write_samples
 from socbench.data.import_report import SUMMARY_SECTIONS, check_label_sizes, country_warnings, format_report
-from socbench.data.loaders import SAMPLE_PREFIX, load_questions
+from socbench.data.layout import SAMPLE_PREFIX
+from socbench.data.loaders import load_questions
 from socbench.data.question_labels import check_answers, json_bytes, question_set
 from socbench.data.question_scale import QuestionDecision
 from socbench.data.roles import BACKGROUND, country_or_group, persona_variables, plan_roles, role_lines

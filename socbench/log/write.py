@@ -39,15 +39,12 @@ from socbench.mcq.scoring import (
     mean_mass,
     reported_accuracies,
 )
+from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.report.output import model_dir, now_timestamp
 from socbench.types import (
     CircularScores,
     CircularSettings,
     DomainResult,
-    McqAnswers,
-    McqData,
-    McqPlan,
-    McqScores,
     ScoredDomain,
     ScoredItem,
     VariantResult,

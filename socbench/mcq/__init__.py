@@ -4,7 +4,7 @@ Stages, each a plain function the Prefect tasks call once: ``load_mcq`` (items a
 few-shot pool) -> ``build_plan`` (engine requests per item and k, and per circular variant)
 -> the engine (``socbench.pipeline``: answers by request key) -> ``score_mcq`` (predictions per item, k and
 method, and circular variant results; pure) -> ``report.mcq.write_mcq_files`` (the results log's records,
-``socbench.log``, then the original system's table and a plot). The records are in ``socbench.types``.
+``socbench.log``, then the original system's table and a plot). The records are in ``socbench.mcq.types``.
 
 Names load on first use, so the configuration (``socbench.mcq.config``) is read without
 importing scoring and plotting (the CLI builds its flags from it in a fraction of a second).

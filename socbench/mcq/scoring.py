@@ -26,16 +26,8 @@ import numpy as np
 from socbench import errors
 from socbench.mcq.datasets import letters
 from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT, digits
-from socbench.types import (
-    EngineResult,
-    ItemPrompts,
-    LoglikelihoodResult,
-    McqAnswers,
-    McqPlan,
-    McqScores,
-    Prediction,
-    VariantResult,
-)
+from socbench.mcq.types import ItemPrompts, McqAnswers, McqPlan, McqScores, Prediction
+from socbench.types import EngineResult, LoglikelihoodResult, VariantResult
 
 METHODS = ("cp_raw", "cp_un", "cp_ln_token", "cp_ln_char", "mcp", "mcp_tolerance")
 COLUMNS = {"cp_raw": "CP-RAW", "cp_un": "CP-UN", "cp_ln_token": "CP-LN", "cp_ln_char": "CP-LN-char",

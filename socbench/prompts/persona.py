@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from socbench.data.countries import country_attribute_key, country_info
-from socbench.data.loaders import is_missing_label
+from socbench.data.missing_labels import is_missing_label
 from socbench.errors import DataError
 from socbench.expansion import draw_prompts, item_variants
 from socbench.shuffle import display_order, render_options

@@ -15,11 +15,12 @@ from socbench.mcq.config import McqConfig
 from socbench.mcq.datasets import load_mcq
 from socbench.mcq.prompts import build_plan, loglikelihood_requests, option_requests_of
 from socbench.mcq.scoring import incomplete_reason, score_mcq
+from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.records import Artifact, RunReport, UnitReport
 from socbench.report.html import write_report
 from socbench.report.mcq import write_mcq_files
 from socbench.task import Prompts, Request, Unit
-from socbench.types import Answers, McqAnswers, McqData, McqPlan, McqScores
+from socbench.types import Answers
 
 log = logging.getLogger("socbench")
 
