@@ -119,12 +119,6 @@ class DomainSpec(BaseModel):
     def profile_file(self) -> str:
         return f"issp_profile_{self.name}.json"
 
-    @property
-    def missing_code_strings(self) -> tuple[str, ...]:
-        """The missing codes as the loaders write codes: " 098" -> "98", -9 -> "-9"."""
-        texts = (str(code).strip() for code in self.missing_codes)
-        return tuple(str(int(text)) if text.lstrip("-").isdigit() else text for text in texts)
-
     @field_validator("slug")
     @classmethod
     def _slug(cls, value: str) -> str:

@@ -236,10 +236,7 @@ class DomainResult:
 
     @property
     def incomplete_reason(self) -> str | None:
-        """``"K engine errors, first: <reason>"``, or None for a complete domain."""
-        if self.complete:
-            return None
-        return incomplete_reason(self.engine_errors, next(iter(self.engine_error_reasons), "unknown"))
+        return incomplete_reason(self.engine_errors, self.engine_error_reasons)
 
 
 @dataclass(frozen=True)

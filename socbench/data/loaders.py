@@ -331,7 +331,8 @@ def load_domain(
         if not path.is_file():
             raise DataError(f"{path}: {what} file of domain {domain.id} ({domain.name}) not found")
         inside_folder(root, path)
-    questions = apply_missing_codes(load_questions(qa_path), domain.missing_code_strings)
+    missing = (code for code in map(normalize_code, domain.missing_codes) if code is not None)
+    questions = apply_missing_codes(load_questions(qa_path), missing)
     records = load_answer_records(answer_path)
     _check_question_ids(answer_path, records, questions)
     codebook = load_codebook(data_dir, domain)

@@ -35,7 +35,6 @@ from socbench.mcq.scoring import (
     COLUMNS,
     DEFINITIONS,
     chance_accuracy,
-    incomplete_reason,
     mean_mass,
     reported_accuracies,
 )
@@ -180,7 +179,7 @@ def write_mcq_log(output_dir: str | os.PathLike[str], model: str, data: McqData,
     files; the record."""
     folder = mcq_folder(output_dir, model)
     files, predictions = mcq_files(folder, data.dataset), scores.predictions
-    incomplete = incomplete_reason(answers)
+    incomplete = answers.incomplete_reason
     asked = plan.circular_settings is not None and incomplete is None
     circular = mcq_circular(folder, model, plan, scores) if asked else None
     split = {item.id: item.split for item in data.items}

@@ -19,7 +19,7 @@ _HOMES = {
     "socbench.mcq.config": ("McqConfig", "make_mcq_config"),
     "socbench.mcq.datasets": ("load_jsonl", "load_mcq"),
     "socbench.mcq.prompts": ("build_plan", "draw_shots", "loglikelihood_requests", "option_requests_of"),
-    "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "incomplete_reason", "score_mcq",
+    "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "score_mcq",
                              "score_plan"),
     "socbench.mcq.specs": ("TASKS", "McqTaskSpec", "get_task"),
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from socbench.errors import incomplete_reason
 from socbench.types import (
     CircularSettings,
     EngineResult,
@@ -84,6 +85,12 @@ class McqAnswers:
     identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
     cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
     usage: dict[str, int] = field(default_factory=dict)  # Answers.usage
+
+    @property
+    def incomplete_reason(self) -> str | None:
+        """Over MCP's option requests (the ones an engine error leaves out)."""
+        failed = [r.error for r in self.options.values() if r.error is not None]
+        return incomplete_reason(len(failed), failed)
 
 
 @dataclass(frozen=True)
