@@ -41,11 +41,6 @@ def parse_failure_rate(items: Sequence[ScoredItem]) -> float:
     return sum(item.parse_error is not None for item in items) / len(items)
 
 
-def item_count(items: Sequence[ScoredItem]) -> float:
-    """Number of items, as a float so it sits in a ``{name: float}`` breakdown."""
-    return float(len(items))
-
-
 def pooled_labels(items: Sequence[ScoredItem]) -> tuple[list[str], list[str]]:
     """``(y_true, y_pred)`` in the original system's pooled label space; a missing or unoffered
     prediction is ``INVALID``: always wrong, never a class of its own in the macro average."""
