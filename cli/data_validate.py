@@ -14,7 +14,8 @@ from pathlib import Path
 
 from socbench.cli.flags import flag, positive_int
 from socbench.data.import_safety import mixed_sources
-from socbench.data.loaders import dataset_root, load_domain, sample_dir
+from socbench.data.layout import dataset_root, sample_dir
+from socbench.data.loaders import load_domain
 from socbench.data.options import INVALID_CODE, build_items, exclusions_by_question, summarize_items
 from socbench.data.sampling import stratum
 from socbench.domains import DomainSpec, select_domains

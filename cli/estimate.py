@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from socbench.estimates.items import run_items
     from socbench.estimates.render import HEAD, LEGEND, domain_lines, question_rows, table_cells
     from socbench.estimates.study import Settings, estimate_items
-    from socbench.report.output import write_json
+    from socbench.files import write_json
     from socbench.report.terminal import terminal_table
 
     settings = Settings(labelled=args.labelled, fraction=args.fraction, repeats=args.repeats, seed=args.seed,

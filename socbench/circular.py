@@ -50,13 +50,13 @@ from typing import Any
 
 from socbench.errors import ConfigError, DataError
 from socbench.mcq.datasets import letters
+from socbench.mcq.types import McqItem
 from socbench.shuffle import display_order, order_seed
 from socbench.types import (
     CircularMode,
     CircularScores,
     CircularSettings,
     Item,
-    McqItem,
     Pattern,
     ScoredDomain,
     Variant,

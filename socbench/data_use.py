@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from socbench.data.loaders import dataset_root
+from socbench.data.layout import dataset_root
 from socbench.data.synth import INFO_FILE
 from socbench.errors import ConfigError
 from socbench.manifest import DomainSpec, find_manifest

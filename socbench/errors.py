@@ -6,6 +6,8 @@ traceback. Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class SocbenchError(Exception):
     """A problem with the user's input or environment, not with socbench."""
@@ -61,9 +63,13 @@ def validated(model: type, values: object, *, within: str | None = None, context
         raise ConfigError(f"--{names[-1]} {shown}: {message}") from None
 
 
-def incomplete_reason(engine_errors: int, first_reason: str) -> str:
-    """``"K engine errors, first: <reason>"``: how an ISSP domain or an MCQ run says it is incomplete."""
-    return f"{engine_errors} engine error{'s' * (engine_errors != 1)}, first: {first_reason}"
+def incomplete_reason(engine_errors: int, reasons: Iterable[str]) -> str | None:
+    """``"K engine errors, first: <reason>"``: how an ISSP domain or an MCQ run says it is incomplete;
+    None when every request was answered."""
+    if not engine_errors:
+        return None
+    first = next(iter(reasons), "unknown")
+    return f"{engine_errors} engine error{'s' * (engine_errors != 1)}, first: {first}"
 
 
 class RunFailed(Exception):

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from socbench.errors import DataError
+from socbench.files import write_atomic
 
 MANIFEST_NAMES = ("socbench.yaml", "socbench.yml")
 QA_FOLDER = "q&a"
@@ -117,12 +118,6 @@ class DomainSpec(BaseModel):
     @property
     def profile_file(self) -> str:
         return f"issp_profile_{self.name}.json"
-
-    @property
-    def missing_code_strings(self) -> tuple[str, ...]:
-        """The missing codes as the loaders write codes: " 098" -> "98", -9 -> "-9"."""
-        texts = (str(code).strip() for code in self.missing_codes)
-        return tuple(str(int(text)) if text.lstrip("-").isdigit() else text for text in texts)
 
     @field_validator("slug")
     @classmethod
@@ -235,10 +230,7 @@ def write_manifest(path: str | Path, manifest: Manifest) -> Path:
             continue
         domain["roles"] = roles
     text = HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomic(path, text.encode("utf-8"))
 
 
 def merge_domain(manifest: Manifest | None, domain: DomainSpec) -> Manifest:

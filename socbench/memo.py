@@ -17,7 +17,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from socbench.data.import_records import write_atomic
+from socbench.files import write_atomic
 
 LIBRARIES = ("numpy", "scipy", "scikit-learn", "pandas")
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.report.labels import baseline_label
 from socbench.report.output import fmt
 from socbench.report.terminal import terminal_table
@@ -91,7 +91,8 @@ def note(line: str) -> None:
 
 def _accuracy(row: Mapping[str, Any]) -> str:
     low, high = row["accuracy_ci_low"], row["accuracy_ci_high"]
-    ci = f"[{fmt(low)}, {fmt(high)}]" if fmt(low) != "n/a" else f"[no CI: n < {MIN_CI}]"  # None or NaN
+    missing = f"[no CI: n < {DEFAULT_MIN_RESPONDENTS}]"  # low is None or NaN
+    ci = f"[{fmt(low)}, {fmt(high)}]" if fmt(low) != "n/a" else missing
     return f"{fmt(row['accuracy'])} {ci}"
 
 

@@ -1,8 +1,10 @@
 """The ``score`` stage over an expanded run: the seam between the expansions and scoring.
 
-Why: scoring sees one extraction per item and never names an expansion; repeated draws are
-reduced to their modal extraction before it (``socbench.draws``) and circular variants after it
-(``socbench.circular``), both through ``socbench.expansion``.
+An item is expanded once, when prompts are built, into several ordinary requests, each recording
+the variant it shows (``PromptRequest.variant``), so extraction and scoring read every answer
+against what its request displayed and never name an expansion. Scoring sees one extraction per
+item: repeated draws (``socbench.draws``) are reduced to their modal extraction before it, and
+circular variants (``socbench.circular``) are reduced to their metrics after it.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from socbench.circular import reduce_domain
 from socbench.config import RunConfig
-from socbench.expansion import reduce_draws, reduce_scored
+from socbench.draws import reduce_draws
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, ScoredDomain
 
@@ -26,4 +29,4 @@ def score_expanded(data: DomainData, items: Sequence[Item], extractions: Mapping
                           cache=config.engine.cache_dir)
     if record:
         scored = replace(scored, result=replace(scored.result, metrics={**scored.result.metrics, **record}))
-    return reduce_scored(scored, config.expansion)
+    return reduce_domain(scored, config.expansion)

@@ -1,7 +1,7 @@
-"""Every record that crosses a pipeline stage, in one file (simple-evals' ``types.py``).
+"""The records that cross a pipeline stage (simple-evals' ``types.py``); CP vs MCP's are in ``mcq/types.py``.
 Records are frozen; option codes are always strings (``"1"``, ``"-4"``): JSON keys, prompts, answers compare.
 ISSP: DomainData -> Item -> PromptRequest -> EngineResult -> Extraction -> ScoredDomain.
-CP vs MCP: McqData -> McqPlan -> McqAnswers -> McqScores. Expanded items: Variant -> VariantResult."""
+Expanded items: Variant -> VariantResult."""
 
 from __future__ import annotations
 
@@ -237,10 +237,7 @@ class DomainResult:
 
     @property
     def incomplete_reason(self) -> str | None:
-        """``"K engine errors, first: <reason>"``, or None for a complete domain."""
-        if self.complete:
-            return None
-        return incomplete_reason(self.engine_errors, next(iter(self.engine_error_reasons), "unknown"))
+        return incomplete_reason(self.engine_errors, self.engine_error_reasons)
 
 
 @dataclass(frozen=True)
@@ -337,99 +334,3 @@ class CircularScores:
     questions: dict[str, int]
     variants: dict[str, int]
     sampled_questions: int
-
-
-# -------------------------------------------------------------------- CP vs MCP
-@dataclass(frozen=True)
-class McqItem:
-    """One question, options in the source's order and labels (A-E, 1-4, else letters by
-    position); ``gold`` indexes ``choices``. Prompts always show letters by position."""
-    id: str
-    question: str
-    choices: tuple[tuple[str, str], ...]
-    gold: int
-    split: str
-    subject: str | None = None
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(label for label, _ in self.choices)
-
-    @property
-    def texts(self) -> tuple[str, ...]:
-        return tuple(text for _, text in self.choices)
-
-    @property
-    def gold_text(self) -> str:
-        return self.choices[self.gold][1]
-
-
-@dataclass(frozen=True)
-class McqData:
-    """What one run evaluates, and the pool its few-shot examples come from."""
-    dataset: str  # task name or file stem: names the result files
-    eval_split: str
-    fewshot_split: str  # recorded in the results: where shots were drawn from
-    items: tuple[McqItem, ...]
-    fewshot_pool: tuple[McqItem, ...]
-    source: str  # files read, for the results
-
-
-@dataclass(frozen=True)
-class ItemPrompts:
-    """The requests of one (item, k) (empty where a method is not run), or of one variant."""
-    item: McqItem
-    k_shot: int
-    shot_ids: tuple[str, ...]
-    cp: tuple[LoglikelihoodRequest, ...]
-    uncond: tuple[LoglikelihoodRequest, ...]
-    mcp: PromptRequest | None
-    variant: Variant | None = None
-
-
-@dataclass(frozen=True)
-class McqPlan:
-    """Every request of a run: per (item, k), items in order, k inner; then MCP variants."""
-    dataset: str
-    methods: tuple[str, ...]
-    k_shots: tuple[int, ...]
-    tolerance: bool
-    seed: int
-    prompts: tuple[ItemPrompts, ...]
-    circular_settings: CircularSettings | None = None
-    variants: tuple[ItemPrompts, ...] = ()
-
-
-@dataclass(frozen=True)
-class McqAnswers:
-    """The engine's answers by request key, and what it cost."""
-    loglikelihoods: dict[str, LoglikelihoodResult]
-    options: dict[str, EngineResult]
-    seconds: float
-    identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
-    cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
-    usage: dict[str, int] = field(default_factory=dict)  # Answers.usage
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """One item, k and method: its scores per option (source order) and what it predicts."""
-    item_id: str
-    k_shot: int
-    method: str
-    gold: int
-    scores: tuple[float | None, ...]
-    prediction: int | None
-    shot_ids: tuple[str, ...]
-    mass: float | None = None  # MCP only: probability on the codes scored
-
-    @property
-    def correct(self) -> bool:
-        return self.prediction == self.gold
-
-
-@dataclass(frozen=True)
-class McqScores:
-    """What ``mcq_score`` hands to ``mcq_report``: predictions, and variant results per k."""
-    predictions: tuple[Prediction, ...]
-    variants: dict[int, tuple[VariantResult, ...]] = field(default_factory=dict)

@@ -133,8 +133,9 @@ HEADLINE_KEYS = ("simbench_score", "demographic_model_accuracy", "structure_corr
 
 
 def pooled_simbench(rows: Iterable[Mapping[str, Any]]) -> float:
-    """SimBench's score across domains as ``metrics.simbench.pooled`` averages it: every row
-    counts once, so a domain weighs by its rows (its score is the mean of its rows' scores)."""
+    """SimBench's score across domains, as SimBench averages across datasets: every row counts once,
+    each scored with its own domain's normaliser, so a domain weighs by its rows (its score is the
+    mean of its rows' scores)."""
     pairs = [(row["simbench_score"], row["simbench_questions"]) for row in rows]
     pairs = [(s, n) for s, n in pairs if not (math.isnan(s) or math.isnan(n)) and n > 0]
     total = sum(n for _, n in pairs)

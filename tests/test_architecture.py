@@ -187,7 +187,7 @@ EXPANSION_BLIND = ("tasks/extract.py", "tasks/score.py", "socbench/scoring.py", 
 
 
 def test_extraction_and_scoring_do_not_name_circular_evaluation() -> None:
-    """Circular evaluation is an expansion at prompt building plus a reducer (``socbench.expansion``):
+    """Circular evaluation is an expansion at prompt building plus a reducer (``socbench.score_stage``):
     extraction and scoring read each request as it was shown, whatever expanded it."""
     named = [path for path in EXPANSION_BLIND
              if "circular" in (ROOT / path).read_text(encoding="utf-8").lower()]

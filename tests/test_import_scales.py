@@ -20,7 +20,8 @@ import pyreadstat
 import pytest
 
 from socbench.cli import main
-from socbench.data.loaders import is_missing_label, load_domain
+from socbench.data.loaders import load_domain
+from socbench.data.missing_labels import is_missing_label
 from socbench.data.options import INVALID_CODE, build_items
 from socbench.domains import get_domain
 from socbench.manifest import read_manifest

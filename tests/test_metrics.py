@@ -13,10 +13,8 @@ from socbench.metrics.baselines import (
     BY_COUNTRY_QUESTION,
     baselines,
     item_baselines,
-    majority_baseline,
     majority_item_scores,
     margin_over_best,
-    uniform_baseline,
 )
 from socbench.metrics.classification import (
     accuracy,
@@ -101,7 +99,7 @@ BASE = [
 
 
 def test_uniform_baseline_by_hand() -> None:
-    assert uniform_baseline(BASE) == pytest.approx((5 / 3 + 4 / 5 + 1 / 2) / 10)
+    assert item_baselines(BASE)["uniform"].mean() == pytest.approx((5 / 3 + 4 / 5 + 1 / 2) / 10)
 
 
 def test_majority_by_question_leave_one_out_by_hand() -> None:
@@ -110,13 +108,13 @@ def test_majority_by_question_leave_one_out_by_hand() -> None:
     # C: nobody else -> 1/k = 1/2.
     scores = majority_item_scores(BASE)
     assert list(scores) == pytest.approx([1, 1, 1, 0, 0, 1 / 3, 1 / 3, 0, 0, 1 / 2])
-    assert majority_baseline(BASE) == pytest.approx((3 + 2 / 3 + 1 / 2) / 10)
+    assert majority_item_scores(BASE).mean() == pytest.approx((3 + 2 / 3 + 1 / 2) / 10)
 
 
 def test_majority_by_country_and_question_by_hand() -> None:
     # A/DE {1,1}: both right (2). A/FR {1,2,3}: each sees a tie without its code (0).
     # B (all DE) as before: 2/3. C/FR alone: 1/2.
-    assert majority_baseline(BASE, BY_COUNTRY_QUESTION) == pytest.approx((2 + 2 / 3 + 1 / 2) / 10)
+    assert majority_item_scores(BASE, BY_COUNTRY_QUESTION).mean() == pytest.approx((2 + 2 / 3 + 1 / 2) / 10)
 
 
 def _brute_force_majority(items: list[ScoredItem], by: tuple[str, ...]) -> float:
@@ -138,7 +136,7 @@ def test_majority_matches_brute_force_on_random_items(by: tuple[str, ...]) -> No
     rng = random.Random(7)
     items = [si(p, f"q{q}", rng.choice("1123"), "1", ("1", "2", "3"), country=rng.choice(["DE", "FR", None]))
              for p in range(40) for q in range(6) if rng.random() < 0.8]
-    assert majority_baseline(items, by) == pytest.approx(_brute_force_majority(items, by))
+    assert majority_item_scores(items, by).mean() == pytest.approx(_brute_force_majority(items, by))
 
 
 def test_baselines_and_margin() -> None:

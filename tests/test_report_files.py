@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from socbench.files import atomic_open, write_json
 from socbench.log.write import write_domain_files
 from socbench.models import model_slug
 from socbench.report.figures import draw_figures, parameter_count
 from socbench.report.files import write_run_summary
 from socbench.report.leaderboard import leaderboard
-from socbench.report.output import atomic_open, model_dir, write_json
+from socbench.report.output import model_dir
 from socbench.scoring import score_items, summarize_domain
 from socbench.types import Extraction, Item
 

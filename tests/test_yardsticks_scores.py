@@ -12,9 +12,10 @@ from scipy.stats.contingency import association
 
 from socbench.metrics.headline import lead_sentence
 from socbench.metrics.persona_effect import persona_effect, verdict
-from socbench.metrics.simbench import pooled, simbench_score, total_variation
+from socbench.metrics.simbench import simbench_score, total_variation
 from socbench.metrics.structure import cramers_v, heterogeneity_ratio, structure
 from socbench.types import ScoredItem
+from socbench.yardsticks import pooled_simbench
 
 CODES = ("1", "2", "3", "4")
 
@@ -43,7 +44,8 @@ def test_simbench_worked_by_hand() -> None:
     assert found.per_row_score == pytest.approx(100 / 3) and found.rows_uniform_human == 1
     # Across domains: every row with its own domain's normaliser, averaged.
     other = simbench_score(de)  # norm .3: DE scores 33.3
-    assert pooled({"a": found, "b": other}) == pytest.approx((-100 / 3 + 100 + 100 / 3) / 3)
+    rows = [{"simbench_score": s.score, "simbench_questions": len(s.rows)} for s in (found, other)]
+    assert pooled_simbench(rows) == pytest.approx((-100 / 3 + 100 + 100 / 3) / 3)
     assert total_variation([1, 0, 0], [0, 0.5, 0.5]) == 1.0
 
 

@@ -7,8 +7,8 @@ records. Files are written under a temporary name and renamed, so none ever look
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +19,7 @@ import pandas as pd
 
 from socbench.data.survey_file import SurveyFile, Variable, answer_values, map_codes
 from socbench.errors import DataError
+from socbench.files import atomic_open
 
 
 @dataclass(frozen=True)
@@ -78,18 +79,6 @@ def block_records(
     return records
 
 
-def write_atomic(path: Path, payload: bytes) -> Path:
-    """Write ``payload`` to a temporary sibling and rename it onto ``path`` (no half-written file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(payload)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
-
-
 class SampleWriters:
     """One streaming JSON-array writer per sample size; ``write`` sends a record to each
     sample whose draw rank it falls within (``limits``: ranks kept per size; nested samples share
@@ -99,16 +88,13 @@ class SampleWriters:
         self.paths = dict(paths)
         self.limits = dict(limits)
         self.counts = {size: 0 for size in self.paths}
-        self._handles: dict[int, Any] = {}
-        self._tmps: dict[int, Path] = {}
 
     def __enter__(self) -> Self:
-        for size, path in self.paths.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            self._tmps[size] = tmp
-            self._handles[size] = tmp.open("w", encoding="utf-8")
-            self._handles[size].write("[")
+        with ExitStack() as stack:
+            self._handles = {size: stack.enter_context(atomic_open(p)) for size, p in self.paths.items()}
+            self._files = stack.pop_all()
+        for handle in self._handles.values():
+            handle.write("[")
         return self
 
     def write(self, record: Mapping[str, Any], rank: int) -> None:
@@ -122,14 +108,10 @@ class SampleWriters:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        for size, handle in self._handles.items():
-            if kind is None:
+        if kind is None:
+            for handle in self._handles.values():
                 handle.write("\n]\n")
-            handle.close()
-            if kind is None:
-                os.replace(self._tmps[size], self.paths[size])
-            else:
-                self._tmps[size].unlink(missing_ok=True)
+        self._files.__exit__(kind, exc, tb)
 
 
 def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | str, Path],

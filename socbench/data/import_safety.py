@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import ValidationError
 
-from socbench.data.loaders import SAMPLE_PREFIX, available_sizes, inside_folder
+from socbench.data.layout import SAMPLE_PREFIX, available_sizes, inside_folder
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
 from socbench.manifest import DomainSpec, Manifest, merge_domain

@@ -20,9 +20,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
-from socbench.data.import_records import RecordLayout, label_values, write_atomic, write_samples
+from socbench.data.import_records import RecordLayout, label_values, write_samples
 from socbench.data.import_report import SUMMARY_SECTIONS, check_label_sizes, country_warnings, format_report
-from socbench.data.loaders import SAMPLE_PREFIX, load_questions
+from socbench.data.layout import SAMPLE_PREFIX
+from socbench.data.loaders import load_questions
 from socbench.data.question_labels import check_answers, json_bytes, question_set
 from socbench.data.question_scale import QuestionDecision
 from socbench.data.roles import BACKGROUND, country_or_group, persona_variables, plan_roles, role_lines
@@ -31,6 +32,7 @@ from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.data.variables import source_variables, variables_path
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
+from socbench.files import write_atomic
 from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, Roles, read_manifest, write_manifest
 from socbench.models.smollm2 import file_sha256
 from socbench.preflight import check_output_dir

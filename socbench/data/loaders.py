@@ -30,15 +30,14 @@ from pydantic import (
 
 from socbench.data.countries import codebook_country_table, resolve_country
 from socbench.data.domain_rules import apply_missing_codes, country_key_function, persona_filter
+from socbench.data.layout import dataset_root, inside_folder, parse_interview_count, sample_dir
 from socbench.data.missing_labels import is_missing_label
 from socbench.data.sampling import sample_record, stratified_sample
-from socbench.domains import QA_FOLDER, DomainSpec
-from socbench.errors import ConfigError, DataError
-from socbench.manifest import AUTO_COUNTRY, MANIFEST_NAMES, PersonaAttributes, Roles
+from socbench.domains import DomainSpec
+from socbench.errors import DataError
+from socbench.manifest import AUTO_COUNTRY, PersonaAttributes, Roles
 from socbench.types import COUNTRY, DomainData, Question, Respondent
 
-SAMPLE_PREFIX = "A_GroundTruth_sampling"
-ALL_SIZE = "all"  # the sample folder holding every respondent: A_GroundTruth_samplingall
 NO_COUNTRY = "(no country attribute)"
 
 # ------------------------------------------------------------------ codes and labels
@@ -218,67 +217,6 @@ def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | N
     return None
 
 
-# --------------------------------------------------------------------- dataset layout
-
-
-def dataset_root(data_dir: Path) -> Path:
-    """The ``Dataset_all`` folder: ``data_dir`` itself or its ``Dataset_all`` child."""
-    data_dir = Path(data_dir).expanduser()
-    if not data_dir.is_dir():
-        raise DataError(f"--data_dir {data_dir}: folder not found")
-    for candidate in (data_dir, data_dir / "Dataset_all"):
-        if (candidate / QA_FOLDER).is_dir() or any((candidate / n).is_file() for n in MANIFEST_NAMES):
-            return candidate
-    raise DataError(
-        f"--data_dir {data_dir}: no '{QA_FOLDER}' folder there or in {data_dir / 'Dataset_all'} "
-        f"(expected a SocioBench Dataset_all folder)"
-    )
-
-
-def inside_folder(root: Path, path: Path) -> Path:
-    """``path`` when it resolves inside the data folder ``root``: a symbolic link (to a file or a
-    sample folder) that leads out of it is an error, so a data folder is read only from itself."""
-    real = path.resolve()
-    if not real.is_relative_to(Path(root).resolve()):
-        raise DataError(f"{path}: a link out of the data folder {root} (to {real}); copy it in instead")
-    return path
-
-
-def available_sizes(root: Path) -> list[int | str]:
-    """Sample sizes with an ``A_GroundTruth_sampling<N>`` folder, ascending; ``all`` (every
-    respondent, ``data import --sizes all``) last."""
-    sizes = [p.name[len(SAMPLE_PREFIX):] for p in Path(root).glob(f"{SAMPLE_PREFIX}*") if p.is_dir()]
-    return [*sorted(int(s) for s in sizes if s.isdigit()), *([ALL_SIZE] if ALL_SIZE in sizes else [])]
-
-
-def sample_dir(root: Path, dataset_size: int | str) -> Path:
-    """The folder of one sample size (``all``: ``A_GroundTruth_samplingall``); never falls back to
-    another size."""
-    if dataset_size != ALL_SIZE and (isinstance(dataset_size, bool) or not isinstance(dataset_size, int)
-                                     or dataset_size < 1):
-        raise ConfigError(f"--dataset_size {dataset_size!r}: expected a positive integer or 'all'")
-    folder = Path(root) / f"{SAMPLE_PREFIX}{dataset_size}"
-    if not folder.is_dir():
-        sizes = ", ".join(map(str, available_sizes(root))) or "none"
-        raise DataError(
-            f"{folder}: sample folder for --dataset_size {dataset_size} not found; sizes present: {sizes}"
-        )
-    return folder
-
-
-def parse_interview_count(value: int | str) -> int | None:
-    """``N`` -> N, ``"all"`` -> None (all respondents)."""
-    if isinstance(value, str) and value.strip().lower() == "all":
-        return None
-    try:
-        count = int(value)
-    except (TypeError, ValueError):
-        count = 0
-    if isinstance(value, bool) or count < 1:
-        raise ConfigError(f"--interview_count {value!r}: expected a positive integer or 'all'")
-    return count
-
-
 # ------------------------------------------------------------------------ respondents
 
 
@@ -393,7 +331,8 @@ def load_domain(
         if not path.is_file():
             raise DataError(f"{path}: {what} file of domain {domain.id} ({domain.name}) not found")
         inside_folder(root, path)
-    questions = apply_missing_codes(load_questions(qa_path), domain.missing_code_strings)
+    missing = (code for code in map(normalize_code, domain.missing_codes) if code is not None)
+    questions = apply_missing_codes(load_questions(qa_path), missing)
     records = load_answer_records(answer_path)
     _check_question_ids(answer_path, records, questions)
     codebook = load_codebook(data_dir, domain)

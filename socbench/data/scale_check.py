@@ -24,7 +24,6 @@ from socbench.data.survey_file import Variable
 from socbench.errors import DataError
 from socbench.types import Question
 
-CONFLICT_CHOICES = ("file", "refuse")
 _COUNTRIES = r"[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*[,/+]\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:"
 
 

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from socbench.data import demo_questions as demo
-from socbench.data.import_records import write_atomic
 from socbench.data.loaders import load_codebook, load_questions
 from socbench.data.synth_model import Person, answer, balanced_countries, make_person, question_model
 from socbench.domains import DOMAINS, DomainSpec
 from socbench.errors import ConfigError, DataError
+from socbench.files import write_atomic
 from socbench.types import Question
 
 SYNTH_VERSION = "1"

@@ -13,7 +13,6 @@ from typing import Literal
 from socbench.engines.settings import EngineSettings, cuda_available
 
 AUTO = "auto"
-IN_PROCESS = ("vllm", "hf")
 Work = Literal["scoring", "generation"]
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from socbench.config import EXPORT_FORMATS as FORMATS
+from socbench.config import EXPORT_FORMATS
 from socbench.errors import ConfigError, DataError
 from socbench.export.long import long_table
 from socbench.export.source import DomainSource, domain_source, run_data, run_folder
@@ -23,7 +23,7 @@ from socbench.export.writers import write_tables
 EXPORT_FOLDER = "export"  # default place: <run folder>/export/
 LONG_STEM = "answers_long"
 
-__all__ = ["EXPORT_FOLDER", "FORMATS", "Exported", "export_formats", "export_run", "resolve_format"]
+__all__ = ["EXPORT_FOLDER", "Exported", "export_formats", "export_run", "resolve_format"]
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,9 @@ def resolve_format(fmt: str | None, out: Path | None) -> str:
     """``--format``, else the one ``--out``'s suffix names, else csv; a contradiction is one line."""
     suffix = out.suffix.lower().lstrip(".") if out is not None else ""
     if fmt is None:
-        return suffix if suffix in FORMATS else "csv"
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt}: unknown format (expected one of {', '.join(FORMATS)})")
+        return suffix if suffix in EXPORT_FORMATS else "csv"
+    if fmt not in EXPORT_FORMATS:
+        raise ConfigError(f"--format {fmt}: unknown format (expected one of {', '.join(EXPORT_FORMATS)})")
     if suffix and suffix != fmt:
         raise ConfigError(f"--out {out}: the name ends in .{suffix} but --format is {fmt}")
     return fmt

@@ -13,14 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from socbench.data.import_safety import sample_folders
-from socbench.data.loaders import (
-    AnswerRecord,
-    dataset_root,
-    load_answer_records,
-    load_domain,
-    parse_interview_count,
-    sample_dir,
-)
+from socbench.data.layout import dataset_root, parse_interview_count, sample_dir
+from socbench.data.loaders import AnswerRecord, load_answer_records, load_domain
 from socbench.data.variables import SourceVariables, read_variables, variables_path
 from socbench.domains import get_domain
 from socbench.errors import DataError

@@ -9,7 +9,6 @@ Every file is written under a temporary name and renamed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pandas as pd
 from socbench.data.survey_file import readstat_errors
 from socbench.errors import DataError
 from socbench.export.fit import RULES, Change, Labels, fit
+from socbench.files import atomic_path
 
 __all__ = ["Labels", "code_number", "write_table", "write_tables"]
 STATA_STRING_MAX = 2045  # pyreadstat writes str# columns (no strL)
@@ -72,17 +72,13 @@ WRITERS: dict[str, Callable[[pd.DataFrame, Path, Labels], None]] = {
 
 def write_table(frame: pd.DataFrame, path: Path, fmt: str, labels: Labels | None = None) -> Path:
     """``frame`` as ``fmt`` at ``path`` (a temporary sibling renamed onto it), labels as they are."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     if fmt in ("sav", "dta"):  # ReadStat takes NaN for a blank number, not pandas' nullable integers
         frame = frame.astype({c: "float64" for c in frame.columns if str(frame[c].dtype) == "Int64"})
     try:
-        WRITERS[fmt](frame, tmp, labels or Labels())
-        tmp.replace(path)
+        with atomic_path(path, path.suffix) as tmp:
+            WRITERS[fmt](frame, tmp, labels or Labels())
     except (ValueError, *readstat_errors()) as exc:
         raise DataError(f"{path.name}: cannot write it as {fmt} ({exc})") from None
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -14,7 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from socbench.types import COUNTRY, Prediction, ScoredItem, VariantResult
+from socbench.mcq.types import Prediction
+from socbench.types import COUNTRY, ScoredItem, VariantResult
 
 FORMAT = 2  # 1: files without ``format`` (socbench before the results log); read only by re-scoring
 TEXT_KEYS = ("domain", "best_baseline", "distribution_level", "incomplete_reason", "weighted_metrics_off")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.engines.usage import total_usage
+from socbench.files import write_json
 from socbench.log.read import read_domains
 from socbench.log.records import FORMAT, DetailedRecord, DomainRecord, SummaryRecord
 from socbench.metrics.baselines import best_baseline, group_baseline
@@ -23,7 +24,7 @@ from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, headline_leve
 from socbench.metrics.grouped import pooled_rows
 from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
 from socbench.metrics.uncertainty import accuracy_ci
-from socbench.report.output import finite_mean, now_timestamp, write_json
+from socbench.report.output import finite_mean, now_timestamp
 from socbench.types import DomainResult
 from socbench.yardsticks import HEADLINE_KEYS, headline, pooled_simbench
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.circular import circular_metrics, circular_name, circular_notes
+from socbench.files import atomic_open, json_safe, write_json
 from socbench.log.read import MCQ_FOLDER
 from socbench.log.records import (
     FORMAT,
@@ -34,19 +35,15 @@ from socbench.mcq.scoring import (
     COLUMNS,
     DEFINITIONS,
     chance_accuracy,
-    incomplete_reason,
     mean_mass,
     reported_accuracies,
 )
-from socbench.report.output import atomic_open, json_safe, model_dir, now_timestamp, write_json
+from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
+from socbench.report.output import model_dir, now_timestamp
 from socbench.types import (
     CircularScores,
     CircularSettings,
     DomainResult,
-    McqAnswers,
-    McqData,
-    McqPlan,
-    McqScores,
     ScoredDomain,
     ScoredItem,
     VariantResult,
@@ -182,7 +179,7 @@ def write_mcq_log(output_dir: str | os.PathLike[str], model: str, data: McqData,
     files; the record."""
     folder = mcq_folder(output_dir, model)
     files, predictions = mcq_files(folder, data.dataset), scores.predictions
-    incomplete = incomplete_reason(answers)
+    incomplete = answers.incomplete_reason
     asked = plan.circular_settings is not None and incomplete is None
     circular = mcq_circular(folder, model, plan, scores) if asked else None
     split = {item.id: item.split for item in data.items}

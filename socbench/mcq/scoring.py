@@ -23,19 +23,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from socbench import errors
 from socbench.mcq.datasets import letters
 from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT, digits
-from socbench.types import (
-    EngineResult,
-    ItemPrompts,
-    LoglikelihoodResult,
-    McqAnswers,
-    McqPlan,
-    McqScores,
-    Prediction,
-    VariantResult,
-)
+from socbench.mcq.types import ItemPrompts, McqAnswers, McqPlan, McqScores, Prediction
+from socbench.types import EngineResult, LoglikelihoodResult, VariantResult
 
 METHODS = ("cp_raw", "cp_un", "cp_ln_token", "cp_ln_char", "mcp", "mcp_tolerance")
 COLUMNS = {"cp_raw": "CP-RAW", "cp_un": "CP-UN", "cp_ln_token": "CP-LN", "cp_ln_char": "CP-LN-char",
@@ -166,12 +157,6 @@ def accuracies(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]
 def chance_accuracy(n_options: Sequence[int]) -> float:
     """Expected accuracy of a uniform random guess: the mean of 1/n over items."""
     return float(np.mean([1.0 / n for n in n_options])) if n_options else math.nan
-
-
-def incomplete_reason(answers: McqAnswers) -> str | None:
-    """``"K engine errors, first: <reason>"`` over MCP's option requests, or None when all were answered."""
-    failed = [r.error for r in answers.options.values() if r.error is not None]
-    return errors.incomplete_reason(len(failed), failed[0]) if failed else None
 
 
 def reported_accuracies(predictions: Sequence[Prediction],

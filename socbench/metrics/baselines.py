@@ -37,20 +37,6 @@ def group_baseline(grouping: str = COUNTRY) -> str:
     return "majority_country_question" if grouping == COUNTRY else "majority_group_question"
 
 
-def uniform_baseline(items: Sequence[ScoredItem]) -> float:
-    """Expected accuracy of a uniform guess among each item's offered codes."""
-    if not items:
-        return math.nan
-    return float(np.mean([1.0 / len(item.offered_codes) for item in items]))
-
-
-def majority_baseline(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUESTION) -> float:
-    """Expected accuracy of the leave-one-respondent-out majority code within ``by`` groups."""
-    if not items:
-        return math.nan
-    return float(majority_item_scores(items, by).mean())
-
-
 def majority_item_scores(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUESTION) -> np.ndarray:
     """Per-item expected accuracy of the leave-one-out majority guess (same order as ``items``).
 

@@ -16,12 +16,13 @@ Two families, on purpose:
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 from sklearn.metrics import f1_score
 
+from socbench.metrics.distribution import split_groups
 from socbench.types import ScoredItem
 
 INVALID = "invalid"  # pooled label of an unread or unoffered answer; never an ISSP code (integer strings)
@@ -39,11 +40,6 @@ def parse_failure_rate(items: Sequence[ScoredItem]) -> float:
     if not items:
         return math.nan
     return sum(item.parse_error is not None for item in items) / len(items)
-
-
-def item_count(items: Sequence[ScoredItem]) -> float:
-    """Number of items, as a float so it sits in a ``{name: float}`` breakdown."""
-    return float(len(items))
 
 
 def pooled_labels(items: Sequence[ScoredItem]) -> tuple[list[str], list[str]]:
@@ -91,9 +87,7 @@ def per_question_macro_f1(items: Sequence[ScoredItem]) -> float:
     """
     if not items:
         return math.nan
-    by_question: dict[str, list[ScoredItem]] = defaultdict(list)
-    for item in items:
-        by_question[item.question_id].append(item)
+    by_question = split_groups(items, ("question_id",))
     return sum(_question_macro_f1(group) for group in by_question.values()) / len(by_question)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from socbench.data.loaders import is_missing_label
+from socbench.data.missing_labels import is_missing_label
 from socbench.metrics.grouped import group_rows
 from socbench.types import Respondent, ScoredItem
 

@@ -11,8 +11,8 @@ data, a country); TV(uniform, human) is averaged over all rows of a *dataset* (r
 option left out), and every row's score divides by that dataset mean, not by its own uniform TV
 (so a row whose humans answer uniformly, TV(uniform, human) = 0, is still scored); the model's
 score is the plain mean over all rows. Here a dataset is one domain and a row one (country,
-question) group with at least ``min_respondents`` respondents; ``pooled`` averages rows across
-domains as SimBench averages across its datasets. The row-by-row ratio (the literal formula) is
+question) group with at least ``min_respondents`` respondents; ``yardsticks.pooled_simbench`` averages rows
+across domains as SimBench averages across its datasets. The row-by-row ratio (the literal formula) is
 reported beside it as ``per_row_score``; rows with TV(uniform, human) = 0 have no such ratio and
 are counted in ``rows_uniform_human``. Scores can be negative (worse than uniform).
 """
@@ -20,7 +20,7 @@ are counted in ``rows_uniform_human``. Scores can be negative (worse than unifor
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,11 +106,3 @@ def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_M
     """SimBench's score of one domain's scored items (any predictor's answers)."""
     rows, skipped = simbench_rows(items, min_respondents, weights)
     return score_rows(rows, skipped)
-
-
-def pooled(domains: Mapping[str, SimBenchScore]) -> float:
-    """Across domains, as SimBench across datasets: the mean over every row, each row scored
-    with its own domain's normaliser (a domain with more rows weighs more)."""
-    scores = [row_score(r, d.norm) for d in domains.values() for r in d.rows]
-    finite = [s for s in scores if not math.isnan(s)]
-    return float(np.mean(finite)) if finite else math.nan

@@ -16,14 +16,13 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
 from socbench.errors import ModelError
+from socbench.files import atomic_dir
 
 MARKER = "socbench_model.json"
 
@@ -102,24 +101,18 @@ def _convert(gguf: Path, target: Path, provenance: dict, convert: Callable[[Path
     """Build in a temporary folder, write the marker last, then move it into place."""
     from socbench import __version__
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        convert(gguf, tmp)
-        tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
-        record = {**provenance, "gguf_file": gguf.name,
-                  "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                  "socbench_version": __version__}
-        (tmp / MARKER).write_text(json.dumps(record, indent=2))
-        if target.exists():  # unfinished or stale build
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        with atomic_dir(target) as tmp:  # replaces an unfinished or stale build
+            convert(gguf, tmp)
+            record = {**provenance, "gguf_file": gguf.name,
+                      "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                      "socbench_version": __version__}
+            (tmp / MARKER).write_text(json.dumps(record, indent=2))
     except ModelError:
         raise
     except Exception as exc:  # a broken or unsupported GGUF: say which file
         reason = f"{type(exc).__name__}: {exc}"
         raise ModelError(f"{gguf}: cannot convert to a transformers folder ({reason})") from exc
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def convert_gguf(gguf: Path, out: Path) -> None:

@@ -5,11 +5,10 @@ byte-level BPE tokenizer and ChatML template run every engine path in seconds.
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
-import tempfile
 from pathlib import Path
+
+from socbench.files import atomic_dir
 
 SEED = 1234
 VOCAB_SIZE = 4000
@@ -77,18 +76,11 @@ def build_tiny_model(path: Path) -> Path:
     path = Path(path)
     if (path / "config.json").is_file() and (path / "model.safetensors").is_file():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
-    try:
+    with atomic_dir(path) as tmp:  # replaces an earlier build that did not finish
         tokenizer = _train_tokenizer(random.Random(SEED))
         model = _build_model(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         record = {"built_from": "socbench tiny recipe", "seed": SEED}
         (tmp / "socbench_model.json").write_text(json.dumps(record))
-        if path.exists():  # an earlier build that did not finish
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return path

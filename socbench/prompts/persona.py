@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from socbench.circular import issp_variants
 from socbench.data.countries import country_attribute_key, country_info
-from socbench.data.loaders import is_missing_label
+from socbench.data.missing_labels import is_missing_label
+from socbench.draws import draw_prompts
 from socbench.errors import DataError
-from socbench.expansion import draw_prompts, item_variants
 from socbench.shuffle import display_order, render_options
 from socbench.types import (
     CircularSettings,
@@ -278,7 +279,7 @@ def variant_prompts(item: Item, respondent: Respondent, question: Question, sett
                     expansion: CircularSettings, system: str | None = None) -> list[PromptRequest]:
     """One request per variant of ``item`` (ids and the normal request: ``socbench.circular``),
     preceded by the normal request when no variant is it."""
-    variants = item_variants(item, expansion)
+    variants = issp_variants(item, expansion)
     normal = [] if any(v.request_id == item.item_id for v in variants) else \
         [build_prompt(item, respondent, question, settings, system)]
     return normal + [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern,

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from socbench.circular import families
+from socbench.files import atomic_open
 from socbench.report.html_sections import esc, note, table
 from socbench.report.labels import domain_label
-from socbench.report.output import atomic_open, fmt, markdown_text, model_dir
+from socbench.report.output import fmt, markdown_text, model_dir
 from socbench.types import DomainResult
 
 if TYPE_CHECKING:

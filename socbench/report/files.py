@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.engines.usage import usage_text
+from socbench.files import atomic_open, json_safe
 from socbench.log.summary import (
     DISTRIBUTION_SCORES,
     alignment_headline,
@@ -23,7 +24,7 @@ from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.report.figures import domain_bars
 from socbench.report.labels import baseline_label, domain_label, signed, study_title, weights_off_text
-from socbench.report.output import atomic_open, fmt, json_safe, markdown_table, model_dir
+from socbench.report.output import fmt, markdown_table, model_dir
 from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 

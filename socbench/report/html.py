@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from socbench.engines.usage import usage_text
+from socbench.files import atomic_open
 from socbench.log.read import ModelRun
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
 from socbench.report.answers import answer_html
@@ -44,7 +45,7 @@ from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incompl
 from socbench.report.labels import domain_label, study_title, weights_off_text
 from socbench.report.leaderboard import Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
-from socbench.report.output import atomic_open, now_timestamp
+from socbench.report.output import now_timestamp
 from socbench.report.stand_in import stand_in_section
 from socbench.report.tables import (
     COMPARE_HEAD,

@@ -25,6 +25,7 @@ import pandas as pd
 
 import socbench.report.incomplete as unfinished
 from socbench.errors import ConfigError, DataError
+from socbench.files import json_safe
 from socbench.log.read import McqRun, ModelRun, load_runs
 from socbench.log.summary import DRAW_KEYS, leaderboard_line
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
@@ -36,7 +37,6 @@ from socbench.metrics.uncertainty import (
 )
 from socbench.models import model_slug
 from socbench.report.labels import variant_label
-from socbench.report.output import json_safe
 
 MIN_RESPONDENTS = DEFAULT_MIN_RESPONDENTS  # fewer respondents: no CI (NaN, never an interval from two people)
 MAX_PAIRWISE_RUNS = 6  # all pairs are compared in the report up to this many runs

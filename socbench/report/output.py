@@ -1,23 +1,18 @@
-"""How every result file is written: model folders, atomic writes, strict JSON, markdown
-tables, number cells and figure canvases, shared by the ISSP, MCQ and circular reports.
-
-Every file goes to a temporary sibling in the same folder and is moved into place, so a
-killed run never leaves a file that looks complete; NaN/inf are written as ``null``.
+"""How every result file looks: model folders, markdown tables, number cells and figure
+canvases, shared by the ISSP, MCQ and circular reports (written with ``socbench.files``).
 matplotlib is imported inside the figure helpers (slow to load, only reports need it).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from socbench.files import atomic_open
 from socbench.models import model_slug
 
 
@@ -31,45 +26,6 @@ def model_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
     path = (root / model_slug(model)).resolve()
     if path.parent != root:
         raise ValueError(f"model folder {path} escapes {root}")
-    return path
-
-
-@contextmanager
-def atomic_open(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temporary sibling of ``path``; on success fsync and move it onto ``path``.
-
-    If the body raises, the temporary file is removed and ``path`` is left as it was.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make results unreadable to others
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def json_safe(value: Any) -> Any:
-    """NaN/inf floats -> None, recursively (strict JSON has no NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
-
-
-def write_json(path: Path, payload: Mapping[str, Any]) -> Path:
-    """Atomically write ``payload`` as strict, indented UTF-8 JSON."""
-    with atomic_open(path) as handle:
-        json.dump(json_safe(payload), handle, indent=2, ensure_ascii=False, allow_nan=False)
-        handle.write("\n")
     return path
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 import socbench.report.incomplete as unfinished
+from socbench.files import atomic_open
 from socbench.log.summary import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
 from socbench.log.summary import GAIN_KEYS
@@ -18,7 +19,7 @@ from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.answers import answer_markdown
 from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed, study_title
 from socbench.report.leaderboard import DRAW_SCORES, MIN_RESPONDENTS, Leaderboard
-from socbench.report.output import atomic_open, fmt, markdown_table
+from socbench.report.output import fmt, markdown_table
 from socbench.yardsticks import HEADLINE_KEYS
 
 CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain", "domains", "respondents",

@@ -11,7 +11,8 @@ from typing import ClassVar
 
 from socbench.config import RunConfig
 from socbench.data import build_items, load_domain
-from socbench.data.loaders import dataset_root, sample_dir, unmapped_line
+from socbench.data.layout import dataset_root, sample_dir
+from socbench.data.loaders import unmapped_line
 from socbench.data.variables import read_variables
 from socbench.data_use import check_data_use
 from socbench.domains import get_domain, select_domains, study_name

@@ -14,12 +14,13 @@ from socbench.log.write import mcq_files, mcq_folder
 from socbench.mcq.config import McqConfig
 from socbench.mcq.datasets import load_mcq
 from socbench.mcq.prompts import build_plan, loglikelihood_requests, option_requests_of
-from socbench.mcq.scoring import incomplete_reason, score_mcq
+from socbench.mcq.scoring import score_mcq
+from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.records import Artifact, RunReport, UnitReport
 from socbench.report.html import write_report
 from socbench.report.mcq import write_mcq_files
 from socbench.task import Prompts, Request, Unit
-from socbench.types import Answers, McqAnswers, McqData, McqPlan, McqScores
+from socbench.types import Answers
 
 log = logging.getLogger("socbench")
 
@@ -94,7 +95,7 @@ class McqTask:
 
     def score(self, samples: McqData, prompts: Prompts, extracted: McqAnswers) -> McqScored:
         return McqScored(samples, prompts.plan, extracted, score_mcq(prompts.plan, extracted),
-                         McqResult(1, samples.dataset, incomplete_reason(extracted)))
+                         McqResult(1, samples.dataset, extracted.incomplete_reason))
 
     def report(self, scored: McqScored, seconds: float) -> UnitReport:
         c, data = self.config, scored.data

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from socbench.files import json_safe
 from socbench.log.records import FORMAT
 from socbench.log.write import domain_record
-from socbench.report.output import json_safe
 from socbench.scoring import score_items, summarize_domain
 from socbench.types import Extraction, Item
 
