@@ -39,7 +39,8 @@ RUNS: dict[str, list[str]] = {
 }
 DOMAINS = ["1", "3", "7"]
 VOLATILE = {"timestamp", "timing", "created", "wall_s", "seconds", "elapsed_s", "started", "finished",
-            "generated_at", "run_seconds", "duration_s", "api_base", "source", "data_dir"}  # port; checkout
+            "generated_at", "run_seconds", "duration_s", "api_base", "source", "data_dir",
+            "records"}  # port; checkout; summary.json pooled.records: each domain record's timestamp
 RESULT_SUFFIXES = {".json", ".jsonl", ".csv"}
 
 
