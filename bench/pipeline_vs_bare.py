@@ -151,7 +151,7 @@ def main() -> None:
     p.add_argument("--profile", action="store_true", help="add a CPU-time profile of one more pipeline pass")
     args = p.parse_args()
     common.setup_env()
-    target = 600 if args.quick else args.prompts
+    target = 100 if args.quick else args.prompts
     model = common.tiny_model()
     probe = common.synth_data(5, str(args.domain_id))
     per_respondent = probe_prompts(probe, args.domain_id) / 5
