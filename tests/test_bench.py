@@ -51,10 +51,13 @@ def test_every_script_is_found() -> None:
 
 
 @pytest.mark.parametrize("name", [name for name in SCRIPTS if name not in OWN_TEST])
-def test_quick_pass(name: str, tmp_path: Path, cli_api_env: dict[str, str]) -> None:
+def test_quick_pass(name: str, tmp_path: Path, cli_api_env: dict[str, str], request) -> None:
     if name in SKIP:
         pytest.skip(SKIP[name])
-    run([f"bench.{name}", *ARGS.get(name, ["--quick"])], cli_api_env, tmp_path)
+    args = ARGS.get(name, ["--quick"])
+    if name == "api_path":  # its prompts are the real ISSP question sets'
+        args = [*args, "--issp", str(request.getfixturevalue("shared_issp"))]
+    run([f"bench.{name}", *args], cli_api_env, tmp_path)
     record = json.loads((tmp_path / f"{RECORD.get(name, name)}.json").read_text())
     assert record
     if name == "run_all":
