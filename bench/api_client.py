@@ -163,10 +163,10 @@ def main() -> None:
     p.add_argument("--domains", type=int, default=2, help="domain-sized calls in the memory run")
     args = p.parse_args()
     common.setup_env()
-    n = 2_000 if args.quick else args.prompts
+    n = 500 if args.quick else args.prompts
     row = client_vs_batched(n, args.concurrent_requests)
     print(f"client: {row}", flush=True)
-    mem = memory(1 if args.quick else args.domains, 2_000 if args.quick else DOMAIN_PROMPTS)
+    mem = memory(1 if args.quick else args.domains, 500 if args.quick else DOMAIN_PROMPTS)
     print(f"memory: {mem}", flush=True)
     figures = {"ours_prompts_per_s": row["ours_prompts_per_s"],
                "batched50_prompts_per_s": row["batched50_prompts_per_s"],

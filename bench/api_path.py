@@ -9,8 +9,9 @@ fixed batches of 50 (the original system); (b) socbench's request phase: the flo
 (c) the whole CLI run, a fresh process and an empty output folder; (d) the same command again,
 fully cached. Targets: (c) <= (b) + 10 s; (a) / (b) >= 4.5; (d) <= 10 s. Every figure comes with
 the 1-min load average; (c) and (d) must write the same answers. ``--profile`` adds the
-phases of one more cached run (``bench/api_phases.py``).
-Usage: ``python -m bench.api_path [--quick] [--repeats 3] [--profile] [--issp /work/shared/issp]``.
+phases of one more cached run (``bench/api_phases.py``). ``--quick``: one pass, domain 1, 2 respondents.
+Usage: ``python -m bench.api_path [--quick] [--repeats 3] [--profile] [--issp /work/shared/issp]
+[--domain_id all]``.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from socbench.studies import task_for
 CONCURRENCY = 256
 
 
-def domain_prompts(data_dir: Path, url: str) -> list:
+def domain_prompts(data_dir: Path, url: str, domain: str) -> list:
     """Every domain's prompts, built by the pipeline's stages (as the CLI run builds them)."""
     from socbench import pipeline
     from socbench.config import make_config
 
-    config = make_config(data_dir=str(data_dir), api_type="openai", api_base=url, model="fake-model")
+    config = make_config(data_dir=str(data_dir), domain_id=domain, api_type="openai", api_base=url,
+                         model="fake-model")
     return pipeline.all_requests(pipeline.plans(task_for(config)))
 
 
@@ -52,11 +54,11 @@ def request_phase(url: str, prompts: list) -> int:
     return sum(r.error is None for r in results)
 
 
-def cli_run(url: str, data_dir: Path, out: Path) -> dict:
+def cli_run(url: str, data_dir: Path, out: Path, domain: str) -> dict:
     """(c)/(d): ``socbench issp`` in a fresh process; wall seconds (Python's start included)."""
     command = [common.PY, "-m", "socbench.cli", "issp", "--api_type", "openai", "--api_base", url, "--model",
                "fake-model", "--concurrent_requests", str(CONCURRENCY), "--data_dir", str(data_dir),
-               "--output_dir", str(out)]
+               "--domain_id", domain, "--output_dir", str(out)]
     seconds, proc, load = common.timed(lambda: subprocess.run(command, cwd=common.ROOT, capture_output=True,
                                                               text=True))
     if proc.returncode:
@@ -65,11 +67,12 @@ def cli_run(url: str, data_dir: Path, out: Path) -> dict:
 
 
 def answers(out: Path) -> dict[str, str]:
-    """Each domain's detailed results (answers, metrics; the timestamp left out), to compare two runs."""
+    """Each domain's answers and metrics, to compare two runs (their times and usage differ: a cached
+    rerun sends no request)."""
     found = {}
     for path in sorted(out.glob("*/*_detailed.json")):
         detailed = json.loads(path.read_text())
-        found[path.name] = json.dumps({k: v for k, v in detailed.items() if k != "timestamp"}, sort_keys=True)
+        found[path.name] = json.dumps({k: detailed[k] for k in ("details", "metrics")}, sort_keys=True)
     return found
 
 
@@ -77,7 +80,7 @@ def items(found: dict[str, str]) -> int:
     return sum(len(json.loads(text)["details"]) for text in found.values())
 
 
-def one_pass(n: int, server, calls: list, prompts: list, data_dir: Path) -> dict:
+def one_pass(n: int, server, calls: list, prompts: list, data_dir: Path, domain: str) -> dict:
     """One alternating pass: (a) and (b) in turn (order flips with ``n``), then (c) and (d)."""
     row: dict = {}
 
@@ -96,9 +99,9 @@ def one_pass(n: int, server, calls: list, prompts: list, data_dir: Path) -> dict
     for side in (side_a, side_b) if n % 2 == 0 else (side_b, side_a):
         side()
     out = Path(tempfile.mkdtemp(prefix="bench-api-cli-"))
-    first = cli_run(server.url, data_dir, out)
+    first = cli_run(server.url, data_dir, out, domain)
     before = answers(out)
-    cached = cli_run(server.url, data_dir, out)
+    cached = cli_run(server.url, data_dir, out, domain)
     assert before and answers(out) == before, "the cached rerun wrote different answers"
     row.update({"c_whole_run_s": first["s"], "c_load": first["load"], "d_cached_rerun_s": cached["s"],
                 "d_load": cached["load"], "items": items(before)})
@@ -106,13 +109,14 @@ def one_pass(n: int, server, calls: list, prompts: list, data_dir: Path) -> dict
     return row
 
 
-def profile_phases(url: str, data_dir: Path) -> list:
+def profile_phases(url: str, data_dir: Path, domain: str) -> list:
     """Phase marks (seconds since start) of a cold and a cached run, from ``bench/api_phases.py``."""
     out, rows = Path(tempfile.mkdtemp(prefix="bench-api-prof-")), []
     for kind in ("whole run", "cached rerun"):
         proc = subprocess.run([common.PY, "-m", "bench.api_phases", "issp", "--api_type", "openai",
                                "--api_base", url, "--model", "fake-model", "--concurrent_requests",
-                               str(CONCURRENCY), "--data_dir", str(data_dir), "--output_dir", str(out)],
+                               str(CONCURRENCY), "--data_dir", str(data_dir), "--domain_id", domain,
+                               "--output_dir", str(out)],
                               cwd=common.ROOT, capture_output=True, text=True, check=True)
         marks = json.loads(proc.stderr.strip().splitlines()[-1])
         rows.append({"run": kind, "load": common.load_avg(), "marks": marks})
@@ -126,20 +130,24 @@ def main() -> None:
     p.add_argument("--respondents", type=int, default=10, help="synthetic respondents per domain")
     p.add_argument("--issp", type=Path, default=Path("/work/shared/issp"), help="real question sets")
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--domain_id", default="all")
     args = p.parse_args()
     common.setup_env(prefect=True)
-    data_dir = common.synth_data(2 if args.quick else args.respondents, "all", args.issp)
+    domain = "1" if args.quick else args.domain_id
+    data_dir = common.synth_data(2 if args.quick else args.respondents, domain, args.issp)
     server = api_client.Server(latency_ms=100)
     try:
-        prompts = domain_prompts(data_dir, server.url)
+        prompts = domain_prompts(data_dir, server.url, domain)
         engine = api_client.engine(server.url, CONCURRENCY)
         calls = [engine._generate_call(p) for p in prompts]
-        warm = cli_run(server.url, data_dir, Path(tempfile.mkdtemp(prefix="bench-api-warm-")))
-        print(f"warm-up run (creates Prefect's database in the fresh PREFECT_HOME, as any earlier run on a "
-              f"machine has): {warm}", flush=True)
+        warm = None  # the quick pass (the tests') runs on an API whose database exists: no warm-up
+        if not args.quick:
+            warm = cli_run(server.url, data_dir, Path(tempfile.mkdtemp(prefix="bench-api-warm-")), domain)
+            print(f"warm-up run (creates Prefect's database in the fresh PREFECT_HOME, as any earlier run "
+                  f"on a machine has): {warm}", flush=True)
         passes = range(1 if args.quick else args.repeats)
-        rows = [one_pass(n, server, calls, prompts, data_dir) for n in passes]
-        phases = profile_phases(server.url, data_dir) if args.profile else []
+        rows = [one_pass(n, server, calls, prompts, data_dir, domain) for n in passes]
+        phases = profile_phases(server.url, data_dir, domain) if args.profile else []
     finally:
         server.stop()
     med = {k: statistics.median(r[k] for r in rows)
@@ -159,7 +167,7 @@ def main() -> None:
                   "whole run <= request phase + 10 s; >= 4.5x; cached rerun <= 10 s", all(met.values()),
                   {"met": met, "passes": rows, "pair_speedups": [round(s, 2) for s in speedups],
                    "whole_minus_request_s": [round(o, 2) for o in overheads], "phases": phases,
-                   "data": f"real ISSP question sets ({args.issp}), synthetic respondents",
+                   "data": f"real ISSP question sets ({args.issp}), synthetic respondents, domain {domain}",
                    "warm_up_run": warm, "quick": args.quick})
 
 

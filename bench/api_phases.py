@@ -3,8 +3,9 @@
 Run as ``python -m bench.api_phases issp <flags>`` (``bench/api_path.py --profile`` does): the
 same process as ``python -m socbench.cli``, with marks (seconds since start) when the Prefect API server
 is spawned, when the flow module is imported, when the API answers, at each stage task's start
-and end, at the run's report and at the API's stop; printed as one JSON list on stderr. The
-hooks go in after the flow module is imported, so the marks do not move the imports they time.
+and end, at the run's report and at the API's stop; printed as one JSON list on stderr, and the run's
+exit code is this script's. The hooks go in after the flow module is imported, so the marks do not move
+the imports they time.
 """
 
 from __future__ import annotations
@@ -71,11 +72,12 @@ def main() -> None:
 
     sys.argv = ["socbench", *sys.argv[1:]]
     try:
-        cli_main()
-    except SystemExit:
-        pass
+        code = cli_main()
+    except SystemExit as exc:
+        code = exc.code
     mark("end")
     print(json.dumps(MARKS), file=sys.stderr)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

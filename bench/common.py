@@ -1,7 +1,8 @@
 """Shared helpers of the bench scripts: environment, timing, load average, JSON output.
 
-Every script prints its two figures and their ratio and writes ``bench/out/<name>.json``
-with the load average beside each number (this host is shared; numbers are noisy).
+Every script prints its two figures and their ratio and writes ``bench/out/<name>.json`` (or into
+``$SOCBENCH_BENCH_OUT``: the tests' quick passes write to a temporary folder) with the load average
+beside each number (this host is shared; numbers are noisy).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from socbench.processes import cpu_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT_DIR = ROOT / "bench" / "out"
+OUT_DIR = Path(os.environ.get("SOCBENCH_BENCH_OUT") or ROOT / "bench" / "out")
 PY = sys.executable
 
 
@@ -89,10 +90,10 @@ def report(name: str, figures: dict[str, float], ratio_name: str, ratio: float, 
 
 
 def tiny_model() -> Path:
-    """The tiny random Qwen2 model (socbench.models.tiny), built once under .socbench/bench."""
+    """The tiny random Qwen2 model (socbench.models.tiny), built once under $SOCBENCH_HOME/bench."""
     from socbench.models.tiny import build_tiny_model
 
-    path = ROOT / ".socbench" / "bench" / "tiny-qwen2"
+    path = Path(os.environ.get("SOCBENCH_HOME") or ROOT / ".socbench") / "bench" / "tiny-qwen2"
     if not (path / "config.json").is_file():
         build_tiny_model(path)
     return path

@@ -7,7 +7,8 @@ and ``socbench mcq --circular`` on five ARC items, all against the project's det
 server (``tests/support/fake_openai.py``: answers are a hash of the prompt, so a changed prompt
 shows as a changed answer), and stores every result file, normalised (no times, no paths), in
 ``DIR/results.json``. ``... compare DIR_A DIR_B`` prints the first differences and exits 1 if any; keys
-only in B (fields a newer version adds) are listed apart and are not differences.
+only in B (fields a newer version adds) are listed apart and are not differences. ``run --quick`` (the
+tests' pass) runs only ``QUICK``, the ISSP one on one domain.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ RUNS: dict[str, list[str]] = {
                      "--limit", "5"],
 }
 DOMAINS = ["1", "3", "7"]
+QUICK = ("issp_plain", "mcq_circular")
 VOLATILE = {"timestamp", "timing", "created", "wall_s", "seconds", "elapsed_s", "started", "finished",
             "generated_at", "run_seconds", "duration_s", "api_base", "source", "data_dir",
             "records"}  # port; checkout; summary.json pooled.records: each domain record's timestamp
@@ -68,8 +70,9 @@ def command(repo: Path) -> list[str]:
     return [str(python if python.exists() else sys.executable), "-m", "socbench.cli" if mapped else "cli"]
 
 
-def run_all(repo: Path, out: Path) -> dict[str, Any]:
-    """Every run of ``RUNS`` from ``repo``'s code; the normalised result files keyed by run."""
+def run_all(repo: Path, out: Path, quick: bool = False) -> dict[str, Any]:
+    """Every run of ``RUNS`` (``quick``: of ``QUICK``, on one domain) from ``repo``'s code; the normalised
+    result files keyed by run."""
     home = Path(tempfile.mkdtemp(prefix="compare-prefect-"))
     env = dict(os.environ, PYTHONPATH=str(repo), PREFECT_HOME=str(home), OPENAI_API_KEY="sk-bench",
                PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
@@ -79,10 +82,12 @@ def run_all(repo: Path, out: Path) -> dict[str, Any]:
     results: dict[str, Any] = {}
     try:
         for name, argv in RUNS.items():
+            if quick and name not in QUICK:
+                continue
             folder = out / "runs" / name
             engine = ["--api_type", "openai", "--api_base", url, "--model", MODEL,
                       "--output_dir", str(folder)]
-            domains = DOMAINS if argv[0] == "issp" else [None]
+            domains = (DOMAINS[:1] if quick else DOMAINS) if argv[0] == "issp" else [None]
             for domain in domains:
                 extra = [a.format(domain=domain) for a in ISSP] if domain else []
                 cmd = [*command(repo), *argv, *engine, *extra]
@@ -158,13 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="run every case from a checkout; write DIR/results.json")
     run.add_argument("--repo", type=Path, default=ROOT)
     run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--quick", action="store_true", help="two runs, one domain: a smoke test")
     compare = sub.add_parser("compare", help="compare two DIRs written by run")
     compare.add_argument("a", type=Path)
     compare.add_argument("b", type=Path)
     args = parser.parse_args(argv)
     if args.command == "run":
         args.out.mkdir(parents=True, exist_ok=True)
-        results = run_all(args.repo.resolve(), args.out.resolve())
+        results = run_all(args.repo.resolve(), args.out.resolve(), args.quick)
         (args.out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True))
         count = sum(len(v) if isinstance(v, list) else 1
                     for files in results.values() for v in files.values())

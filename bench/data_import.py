@@ -109,7 +109,7 @@ def run_import(source: Path, out: Path, sizes: str) -> dict:
 
 def main() -> None:
     args = common.parser(__doc__).parse_args()
-    rows = 6_000 if args.quick else 60_000
+    rows = 1_000 if args.quick else 60_000
     folder = Path(tempfile.mkdtemp(prefix="bench-import-"))
     files = write_files(folder, rows)
     runs = {}

@@ -8,7 +8,8 @@ pyproject are dated back so `make` never reinstalls into it), and runs `make dem
 SOCBENCH_HOME (the model is converted; ``--home DIR`` keeps one). Per pass: seconds, exit code, load
 average before and after, the phases (the demo's own lines, stamped as they come, and the worker's
 log), and the count of "database is locked" in the server log. ``--engine N`` first compares the two
-answer modes on N demo prompts (a fresh process each): what the demo's mode was chosen on.
+answer modes on N demo prompts (a fresh process each): what the demo's mode was chosen on. ``--quick``
+(the tests' pass) runs only that comparison, on 8 prompts and the tiny random model, and no `make demo`.
 
 Usage: ``python -m bench.demo [--passes 3] [--busy] [--home DIR] [--engine 200] [--keep]``
 (the lead's check: ``--passes 3`` idle, then ``--passes 3 --busy``).
@@ -31,13 +32,13 @@ from bench import common
 
 ENGINE = """
 import json, sys, time
-mode, n = sys.argv[1], int(sys.argv[2])
+mode, n, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 from bench.engines import demo_prompts
 from socbench.engines.settings import VllmSettings
 from socbench.engines.vllm import VllmEngine
 from socbench.models import resolve_model
 prompts = demo_prompts(mode, n + 4)
-engine = VllmEngine(resolve_model("smollm2-135m-instruct"), VllmSettings.for_host())
+engine = VllmEngine(resolve_model(model), VllmSettings.for_host())
 engine.load()
 run = engine.option_logprobs if mode == "logprobs" else engine.generate
 run(prompts[:4])  # the first request's one-off costs are the engine start's, not the mode's
@@ -55,9 +56,9 @@ STAMPS = {"flow": r"^(\d\d:\d\d:\d\d\.\d+) \| INFO .*Beginning flow run",
           "engine": r"INFO \d\d-\d\d (\d\d:\d\d:\d\d) \[core\.py:\d+\] init engine"}
 
 
-def engine_modes(n: int) -> dict:
-    """Prompts per second of generate (constrained JSON) and logprobs (one step), SmolLM2, host defaults."""
-    runs = {mode: common.worker_pass(ENGINE, mode, n) for mode in ("generate", "logprobs")}
+def engine_modes(n: int, model: str = "smollm2-135m-instruct") -> dict:
+    """Prompts per second of generate (constrained JSON) and logprobs (one step), host defaults."""
+    runs = {mode: common.worker_pass(ENGINE, mode, n, model) for mode in ("generate", "logprobs")}
     return {mode: {"seconds": r["seconds"], "prompts_per_s": round(n / r["seconds"], 2), "load": r["load"]}
             for mode, r in runs.items()}
 
@@ -176,10 +177,13 @@ def main() -> None:
     p.add_argument("--keep", action="store_true", help="keep each clone (its .prefect-demo logs)")
     args = p.parse_args()
     common.setup_env()
-    engine = engine_modes(24 if args.quick else args.engine) if args.quick or args.engine else None
+    if args.quick:
+        engine, args.passes = engine_modes(8, str(common.tiny_model())), 0
+    else:
+        engine = engine_modes(args.engine) if args.engine else None
     if engine:
         print(f"engine: {engine}", flush=True)
-    home = args.home or (Path(os.environ["SOCBENCH_HOME"]) if args.quick else None)
+    home = args.home
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
     try:
         runs = [one_pass(home, args.keep) for _ in range(args.passes)]

@@ -3,30 +3,29 @@
 A synthetic domain shaped like an ISSP module: 1,000 respondents, 30 questions with 4-5 codes,
 200 attributes (age as a number, 199 categorical with 2-12 levels, some rare, 3% missing);
 answers depend on age and a few attributes. Wall and CPU seconds, with the load average (the
-host's 2 cores are shared), go to ``bench/out/demographic_model.json``; so does what the score
-stage pays for all yardsticks of that domain (``socbench.yardsticks.domain_yardsticks``: the
-demographic model, SimBench and structure figures for it and for an LLM's answers; groups: age
+host's 2 cores are shared), go to ``demographic_model.json`` in the bench output folder; so does
+what the score stage pays for all yardsticks of that domain (``socbench.yardsticks.domain_yardsticks``:
+the demographic model, SimBench and structure figures for it and for an LLM's answers; groups: age
 band and one other attribute).
-Usage: ``python bench/demographic_model.py [--respondents 1000] [--questions 30] [--attributes 200]``.
+Usage: ``python -m bench.demographic_model [--quick] [--respondents 1000] [--questions 30]
+[--attributes 200]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
+from bench import common
 from socbench.metrics.demographic import demographic_model, encode_attributes
 from socbench.metrics.persona_groups import age_group
 from socbench.types import ScoredItem
 from socbench.yardsticks import domain_yardsticks
 
-OUT = Path(__file__).resolve().parent / "out" / "demographic_model.json"
 BUDGET_S = 15.0
 
 
@@ -54,11 +53,13 @@ def synthetic_domain(respondents: int, questions: int, attributes: int, seed: in
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    p = common.parser(__doc__)
     p.add_argument("--respondents", type=int, default=1000)
     p.add_argument("--questions", type=int, default=30)
     p.add_argument("--attributes", type=int, default=200)
     args = p.parse_args()
+    if args.quick:
+        args.respondents, args.questions, args.attributes = 200, 4, 20
     items, people = synthetic_domain(args.respondents, args.questions, args.attributes)
     load_before = os.getloadavg()
     wall, cpu = time.perf_counter(), time.process_time()
@@ -76,8 +77,8 @@ def main() -> None:
               "load_avg_after": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}
     record.update(yardsticks_seconds(items, people))
     print(json.dumps(record, indent=2))
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(record, indent=2))
+    common.OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (common.OUT_DIR / "demographic_model.json").write_text(json.dumps(record, indent=2))
 
 
 def yardsticks_seconds(items: list[ScoredItem], people: dict) -> dict[str, float]:

@@ -3,6 +3,7 @@
 Prompts are the demo data's real ISSP prompts (all ten domains). Backends: ``vllm`` and ``hf``
 in-process on the model (default: the embedded SmolLM2), and ``config`` (the OpenAI-compatible
 client) against the project's test server. No cache: each figure is the backend alone.
+``--quick``: 16 prompts per mode on the tiny random model (unless ``--model``).
 Usage: ``python -m bench.engines [--quick] [--model M] [--backends vllm,hf,config] [--n 400]``.
 """
 
@@ -57,24 +58,25 @@ def measure(name: str, model: str, n: int, server_url: str | None) -> list[dict]
 
 def main() -> None:
     p = common.parser(__doc__)
-    p.add_argument("--model", default="smollm2-135m-instruct")
+    p.add_argument("--model", default=None, help="default: the embedded SmolLM2")
     p.add_argument("--backends", default="vllm,hf,config")
     p.add_argument("--n", type=int, default=400, help="prompts per mode (hf: a tenth)")
     args = p.parse_args()
     common.setup_env()
-    n = 80 if args.quick else args.n
+    n = 16 if args.quick else args.n
+    model = args.model or (str(common.tiny_model()) if args.quick else "smollm2-135m-instruct")
     from tests.support.fake_openai import FakeOpenAIServer
 
     rows: list[dict] = []
     with FakeOpenAIServer(latency_ms=20) as server:
         for name in args.backends.split(","):
-            rows += measure(name.strip(), args.model, n, f"{server.url}/v1")
+            rows += measure(name.strip(), model, n, f"{server.url}/v1")
     figures = {f"{r['backend']}_{r['mode']}_prompts_per_s": r["prompts_per_s"] for r in rows}
     ratios = [r["ratio_to_bare"] for r in rows if "ratio_to_bare" in r]
     ratio = min(ratios) if ratios else float("nan")
     common.report("engines", figures, "vLLM path / bare LLM.generate (worst mode)", ratio,
                   "close to 1 (issue 8 asks >= 0.9 for the whole pipeline)", ratio >= 0.9 if ratios else None,
-                  {"rows": rows, "model": args.model})
+                  {"rows": rows, "model": model})
 
 
 if __name__ == "__main__":

@@ -1,22 +1,21 @@
 """Bare engine throughput on SmolLM2: start-up, structured generate and option log-probs.
 
 No cache, no Prefect: what the in-process backends themselves cost on this host.
-Usage: ``python -m bench.engines_bare [--n 200] [--backends vllm,hf]``; prints JSON and writes
-``bench/out/engines_bare.json``.
+Usage: ``python -m bench.engines_bare [--quick] [--n 200] [--backends vllm,hf]``; prints JSON and writes
+``engines_bare.json`` in the bench output folder (``--quick``: 8 prompts on the tiny random model).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib
 import json
 import random
 import sys
 import time
-from pathlib import Path
 
-OUT = Path(__file__).resolve().parent / "out" / "engines_bare.json"
+from bench import common
+
 QUESTION = ("On the whole, do you think it should or should not be the government's responsibility to "
             "provide a job for everyone who wants one?")
 OPTIONS = {"1": "Definitely should be", "2": "Probably should be", "3": "Probably should not be",
@@ -42,9 +41,9 @@ def personas(n: int, seed: int = 0) -> list:
                    f"living in a {rng.choice(['city', 'village'])}.")
         user = f"{QUESTION}\n{options}\nReply with JSON: {{\"answer\": \"<code>\"}}"
         messages = (Message("system", persona), Message("user", user))
-        common = dict(item_id=str(i), messages=messages, offered_codes=tuple(OPTIONS))
-        out.append((PromptRequest(**common, structured=True),
-                    PromptRequest(**common, mode="logprobs", answer_prefix='{"answer": "')))
+        shared = dict(item_id=str(i), messages=messages, offered_codes=tuple(OPTIONS))
+        out.append((PromptRequest(**shared, structured=True),
+                    PromptRequest(**shared, mode="logprobs", answer_prefix='{"answer": "')))
     return out
 
 
@@ -69,13 +68,13 @@ def make_engine(backend: str, model):
     return HfEngine(model, HfSettings.from_options({})), "transformers.models.llama.modeling_llama"
 
 
-def bench(backend: str, n: int) -> dict:
+def bench(backend: str, n: int, model: str) -> dict:
     from socbench.models import resolve_model
 
     pairs = personas(n)
     gen, scored = [p[0] for p in pairs], [p[1] for p in pairs]
     multi = [dataclasses.replace(r, offered_codes=MULTI_TOKEN) for r in scored]
-    engine, heavy_module = make_engine(backend, resolve_model("smollm2-135m-instruct"))
+    engine, heavy_module = make_engine(backend, resolve_model(model))
     row: dict = {"backend": backend, "dtype": engine.identity["dtype"], "n": n, "per_cpu_s": {}}
     row["import_s"] = round(timed("import", importlib.import_module, heavy_module)[0], 2)
     try:
@@ -95,16 +94,18 @@ def bench(backend: str, n: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--backends", default="vllm")
     args = parser.parse_args()
+    common.setup_env()
+    model = str(common.tiny_model()) if args.quick else "smollm2-135m-instruct"
     rows = []
     for backend in args.backends.split(","):
-        rows.append(bench(backend.strip(), args.n))
+        rows.append(bench(backend.strip(), 8 if args.quick else args.n, model))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(rows, indent=2))
+    common.OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (common.OUT_DIR / "engines_bare.json").write_text(json.dumps(rows, indent=2))
     print(json.dumps(rows, indent=2))
 
 

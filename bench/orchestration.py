@@ -96,8 +96,8 @@ def main() -> None:
     p.add_argument("--domains", type=int, default=3, help="domains timed for the overhead")
     args = p.parse_args()
     model = str(common.tiny_model())
-    data_dir = str(common.synth_data(5)) if args.quick else str(common.ROOT / "data" / "demo" / "Dataset_all")
-    rows = overhead(list(range(1, (2 if args.quick else args.domains) + 1)), data_dir)
+    data_dir = str(common.synth_data(2)) if args.quick else str(common.ROOT / "data" / "demo" / "Dataset_all")
+    rows = overhead(list(range(1, (1 if args.quick else args.domains) + 1)), data_dir)
     rerun = cached_rerun(data_dir, model)
     per_domain = max(r["overhead_s"] for r in rows)
     second = rerun[1]

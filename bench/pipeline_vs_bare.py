@@ -54,13 +54,12 @@ def bare_score(llm, tok, prompts) -> int:
     return len(llm.generate(inputs, params, use_tqdm=False))
 
 
-def one_mode(
-    mode: str, data_dir: Path, model: Path, domain_id: int, repeats: int, profile: bool = False
-) -> dict:
+def one_mode(mode: str, data_dir: Path, model: Path, domain_id: int, repeats: int, out: Path,
+             profile: bool = False) -> dict:
+    from socbench import pipeline
     from socbench.config import make_config
-    from socbench.engines.session import close_engines, get_engine
+    from socbench.engines.session import get_engine
 
-    out = Path(tempfile.mkdtemp(prefix="bench-pipe-"))
     config = make_config(
         data_dir=str(data_dir),
         output_dir=str(out),
@@ -70,35 +69,31 @@ def one_mode(
         mode=mode,
         max_tokens=16,
     )
-    engine = get_engine(config.engine_settings())  # CachedEngine(VllmEngine), as in the flow; empty cache
+    # CachedEngine(VllmEngine), as in the flow, empty cache; one output folder, so one engine for both modes
+    engine = get_engine(config.engine_settings())
     inner = engine.backend
     llm, tok = inner._engine(), inner.tokenizer  # start-up is not part of either figure
-    try:
-        from socbench import pipeline
+    prompts = list(pipeline.all_requests(pipeline.plans(task_for(config))))
+    bare_fn = bare_score if mode == "logprobs" else bare_generate
+    bare_fn(llm, tok, prompts[:64])  # warm-up (sampler, structured-output compilation)
+    bare_runs, pipe_runs = [], []
 
-        prompts = list(pipeline.all_requests(pipeline.plans(task_for(config))))
-        bare_fn = bare_score if mode == "logprobs" else bare_generate
-        bare_fn(llm, tok, prompts[:64])  # warm-up (sampler, structured-output compilation)
-        bare_runs, pipe_runs = [], []
+    def bare_pass() -> None:
+        llm.reset_prefix_cache()
+        bare_runs.append(common.timed(lambda: bare_fn(llm, tok, prompts)))
 
-        def bare_pass() -> None:
-            llm.reset_prefix_cache()
-            bare_runs.append(common.timed(lambda: bare_fn(llm, tok, prompts)))
+    def pipeline_pass() -> None:
+        fresh_caches(engine, llm)
+        pipe_runs.append(common.timed(lambda: stages(config, engine, domain_id)))
 
-        def pipeline_pass() -> None:
-            fresh_caches(engine, llm)
-            pipe_runs.append(common.timed(lambda: stages(config, engine, domain_id)))
-
-        for n in range(repeats):  # alternate the sides and their order, so the host's load hits both
-            for side in (bare_pass, pipeline_pass) if n % 2 == 0 else (pipeline_pass, bare_pass):
-                side()
-        if profile:
-            fresh_caches(engine, llm)
-            profiled = top_functions(lambda: stages(config, engine, domain_id))
-        pipe_prompts = pipe_runs[-1][1][0]
-        n_bare = bare_runs[-1][1]
-    finally:
-        close_engines()
+    for n in range(repeats):  # alternate the sides and their order, so the host's load hits both
+        for side in (bare_pass, pipeline_pass) if n % 2 == 0 else (pipeline_pass, bare_pass):
+            side()
+    if profile:
+        fresh_caches(engine, llm)
+        profiled = top_functions(lambda: stages(config, engine, domain_id))
+    pipe_prompts = pipe_runs[-1][1][0]
+    n_bare = bare_runs[-1][1]
     assert len(pipe_prompts) == n_bare == len(prompts)
     pairs = [b[0] / p[0] for b, p in zip(bare_runs, pipe_runs)]  # pass by pass, same load
     return {
@@ -151,15 +146,21 @@ def main() -> None:
     p.add_argument("--profile", action="store_true", help="add a CPU-time profile of one more pipeline pass")
     args = p.parse_args()
     common.setup_env()
-    target = 600 if args.quick else args.prompts
     model = common.tiny_model()
-    probe = common.synth_data(5, str(args.domain_id))
-    per_respondent = probe_prompts(probe, args.domain_id) / 5
-    data_dir = common.synth_data(math.ceil(target / per_respondent), str(args.domain_id))
-    rows = [
-        one_mode(mode, data_dir, model, args.domain_id, 1 if args.quick else args.repeats, args.profile)
-        for mode in ("generate", "logprobs")
-    ]
+    if args.quick:  # two respondents: about 100 prompts per mode
+        data_dir = common.synth_data(2, str(args.domain_id))
+    else:
+        probe = common.synth_data(5, str(args.domain_id))
+        per_respondent = probe_prompts(probe, args.domain_id) / 5
+        data_dir = common.synth_data(math.ceil(args.prompts / per_respondent), str(args.domain_id))
+    from socbench.engines.session import close_engines
+
+    out, repeats = Path(tempfile.mkdtemp(prefix="bench-pipe-")), 1 if args.quick else args.repeats
+    try:  # one engine for both modes (the session's): it starts once
+        rows = [one_mode(mode, data_dir, model, args.domain_id, repeats, out, args.profile)
+                for mode in ("generate", "logprobs")]
+    finally:
+        close_engines()
     for row in rows:
         print(f"{row['mode']}: {row}", flush=True)
     worst = min(r["ratio"] for r in rows)

@@ -12,6 +12,8 @@ Without ppi_py (the project's venv) the ppi_py column shows the reference values
 (copied from a run of this script). ppi_py's CIs are taken at socbench's λ (ppi_py does not return
 its λ; its point estimate with λ tuned is compared on its own), and ``ppi_mean_ci`` uses ddof 0
 where socbench (like ``ppi_ols_ci``) uses ddof 1, so the intercept-only OLS CI is the exact one.
+Both columns go to ``ppi_reference.json`` in the bench output folder (``--quick`` changes nothing: it
+takes seconds).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import common
 from socbench.estimates.ppi import plan_budget, ppi_mean, ppi_regression, unit_weights
 
 TEST_FILE = Path(__file__).resolve().parents[1] / "tests" / "test_estimates_ppi.py"
@@ -114,6 +117,7 @@ def stored_reference() -> dict[str, float]:
 
 
 def main() -> None:
+    args = common.parser(__doc__).parse_args()
     data = reference_data()
     ours = socbench_values(data)
     try:
@@ -124,6 +128,10 @@ def main() -> None:
     for key, value in ours.items():
         print(f"{key:<20} {theirs[key]:>30.12g} {value:>20.12g} {abs(theirs[key] - value):>14.3g}")
     print("\nPPI_PY_REFERENCE = {" + ", ".join(f'"{k}": {v!r}' for k, v in theirs.items()) + "}")
+    worst = max(abs(theirs[key] - value) for key, value in ours.items())
+    common.report("ppi_reference", {"quantities": len(ours), "max_abs_difference": worst}, "max |difference|",
+                  worst, "socbench's estimators give ppi_py's numbers", None,
+                  {"source": source, "socbench": ours, "ppi_py": theirs, "quick": args.quick})
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ continuations from a cached context (``max_tokens=1`` + ``logprob_token_ids`` pe
 Hit rate = sum of ``RequestOutput.num_cached_tokens`` / sum of prompt tokens, per pass, with
 the prefix cache reset before each pass. Part A uses the tiny model on synthetic ISSP
 prompts; part B uses SmolLM2 on ARC-Easy test items (0-shot and 5-shot CP contexts).
+``--quick``: 2 respondents, 4 ARC items, the tiny model for both parts.
 Usage: ``python -m bench.prefix_cache [--quick] [--respondents 60] [--arc_items 40]``.
 """
 
@@ -107,10 +108,10 @@ def cached_context_scores(llm, pairs) -> list[tuple[float, object]]:
     return totals, list(outs) + list(outs2)
 
 
-def part_b(items: int) -> list[dict]:
+def part_b(items: int, model: str) -> list[dict]:
     from socbench.engines import _chat
 
-    engine, llm, tok = _engine("smollm2-135m-instruct")
+    engine, llm, tok = _engine(model)
     rows = []
     try:
         for k in (0, 5):
@@ -141,8 +142,9 @@ def main() -> None:
     p.add_argument("--skip_arc", action="store_true")
     args = p.parse_args()
     common.setup_env()
-    a = part_a(common.tiny_model(), 10 if args.quick else args.respondents)
-    b = [] if args.skip_arc else part_b(20 if args.quick else args.arc_items)
+    a = part_a(common.tiny_model(), 2 if args.quick else args.respondents)
+    arc_model = str(common.tiny_model()) if args.quick else "smollm2-135m-instruct"
+    b = [] if args.skip_arc else part_b(4 if args.quick else args.arc_items, arc_model)
     by = {(r["mode"], r["order"]): r for r in a}
     speed = by[("logprobs", "shuffled")]["engine_s"] / by[("logprobs", "grouped")]["engine_s"]
     figures = {"logprobs_grouped_hit_rate": by[("logprobs", "grouped")]["hit_rate"],

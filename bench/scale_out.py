@@ -6,7 +6,8 @@ domain's generation, for the tiny model and SmolLM2, each in a fresh process.
 Workers: a real Prefect server, ``prefect deploy --all``, a controller worker (the sweep
 parent's queue) and one, then two, ``--limit 1`` workers; the same sweep (two models served
 by vLLM's OpenAI server on the tiny model, the ten demo domains, two domains per run) on an
-empty cache each time; wall time of the sweep's flow run from its records.
+empty cache each time; wall time of the sweep's flow run from its records. ``--quick`` (the tests'
+pass): the tiny model's start alone, and sweeps of two one-domain runs of 4 respondents.
 Usage: ``python -m bench.scale_out [--quick] [--skip-start]``.
 """
 
@@ -39,7 +40,7 @@ def child_start(model: str, out: str) -> None:
 
     vllm_imported = time.perf_counter()
     config = make_config(output_dir=out, model=model, interview_count=40, max_tokens=16)
-    engine = get_engine(config.engine)
+    engine = get_engine(config.engine_settings())
     engine.backend._engine()  # noqa: SLF001 - start it now, to time it apart from generation
     started = time.perf_counter()
     from bench.orchestration import direct
@@ -102,9 +103,9 @@ def sweeps(quick: bool) -> list[dict]:
         for workers in (1, 2):
             local_demo.start(stack, [*worker, "--work-queue", "default", "--limit", "1"], env,
                              state / f"worker-{workers}.log")
-            run = {"domain_id": "all", "interview_count": 10 if quick else 40, "structured": True,
-                   "output_dir": str(state / f"results-{workers}")}
-            config = {"run": run, "models": models, "domains_per_run": 2}
+            run = {"domain_id": "all", "interview_count": 4 if quick else 40, "structured": True,
+                   "output_dir": str(state / f"results-{workers}"), "start_domain_id": 10 if quick else None}
+            config = {"run": run, "models": models, "domains_per_run": 1 if quick else 2}
             local_demo.prefect(["deployment", "run", "issp-sweep/nightly", "--param",
                                 f"config={json.dumps(config)}", "--watch"], env)
             rows.append({"workers": workers, "sweep_s": round(_parent_wall(env["PREFECT_API_URL"]), 1),
@@ -120,7 +121,8 @@ def main() -> None:
     p = common.parser(__doc__)
     p.add_argument("--skip-start", action="store_true", help="only the one-vs-two-worker sweeps")
     args = p.parse_args()
-    starts = [] if args.skip_start else engine_start([str(common.tiny_model()), "smollm2-135m-instruct"])
+    models = [str(common.tiny_model())] + ([] if args.quick else ["smollm2-135m-instruct"])
+    starts = [] if args.skip_start else engine_start(models)
     rows = sweeps(args.quick)
     ratio = rows[0]["sweep_s"] / rows[1]["sweep_s"]
     figures = {"one_worker_s": rows[0]["sweep_s"], "two_workers_s": rows[1]["sweep_s"]}

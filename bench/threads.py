@@ -5,7 +5,8 @@ vLLM: structured greedy answers to demo prompts (``cpu_threads``). Each pass is 
 process (the thread count must be set before the engine starts), the thread counts
 alternate ``--repeats`` times, the load average is recorded before and after every pass,
 and the answers are compared across thread counts (bf16 rounding can depend on them).
-Usage: ``python -m bench.threads [--items 100] [--prompts 200] [--repeats 2]``.
+``--quick``: one pass per thread count, 10 items and 8 prompts on the tiny random model.
+Usage: ``python -m bench.threads [--quick] [--items 100] [--prompts 200] [--repeats 2]``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ WORKER = """
 import json, sys, time, os
 backend, threads, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 from socbench.models import resolve_model
-model = resolve_model("smollm2-135m-instruct")
+model = resolve_model(sys.argv[4])
 if backend == "hf":
     from socbench.engines.hf import HfEngine
     from socbench.engines.settings import HfSettings
@@ -43,11 +44,11 @@ engine.close()
 """
 
 
-def measure(backend: str, n: int, repeats: int) -> dict:
+def measure(backend: str, n: int, repeats: int, model: str) -> dict:
     runs: dict[int, list[dict]] = {1: [], 2: []}
     for r in range(repeats):
         for threads in (1, 2) if r % 2 == 0 else (2, 1):
-            runs[threads].append(common.worker_pass(WORKER, backend, threads, n))
+            runs[threads].append(common.worker_pass(WORKER, backend, threads, n, model))
             time.sleep(1)
     one, two = (statistics.median(x["seconds"] for x in runs[t]) for t in (1, 2))
     same = runs[1][0]["answers"] == runs[2][0]["answers"]
@@ -77,9 +78,11 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=2)
     args = p.parse_args()
     common.setup_env()
+    model = str(common.tiny_model()) if args.quick else "smollm2-135m-instruct"
+    repeats = 1 if args.quick else args.repeats
     rows = [
-        measure("hf", 30 if args.quick else args.items, args.repeats),
-        measure("vllm", 40 if args.quick else args.prompts, args.repeats),
+        measure("hf", 10 if args.quick else args.items, repeats, model),
+        measure("vllm", 8 if args.quick else args.prompts, repeats, model),
     ]
     for row in rows:
         print(row, flush=True)
