@@ -35,6 +35,7 @@ RUNS: dict[str, list[str]] = {
     "issp_all_logprobs": ["issp", "--circular", "all_possible", "--max_variants", "8", "--mode", "logprobs"],
     "issp_relabel_shuffled": ["issp", "--circular", "circular", "--circular_labels", "relabel",
                               "--shuffle_options"],
+    "issp_samples": ["issp", "--samples", "3", "--temperature", "0.7"],
     "mcq_circular": ["mcq", "--dataset", "arc-easy", "--method", "cp,mcp", "--circular", "circular",
                      "--limit", "5"],
 }
