@@ -172,9 +172,10 @@ def test_piecewise_token_counts_equal_whole_prompt_encodings(tiny_model: Path, s
     from socbench.config import make_config
     from socbench.engines._chat import encode, prompt_text
     from socbench.preflight import TokenCounter
+    from socbench.studies import task_for
 
     config = make_config(data_dir=str(demo_data), domain_id=3, interview_count=5, shuffle_options=True)
-    prompts = pipeline.all_requests(pipeline.plans(config.task()))
+    prompts = pipeline.all_requests(pipeline.plans(task_for(config)))
     for folder in (tiny_model, smollm2):
         tokenizer = AutoTokenizer.from_pretrained(folder)
         counter = TokenCounter(tokenizer)
