@@ -168,6 +168,9 @@ def test_runs_through_socbench_issp(imported: dict, api_url: str, tiny_model: Pa
     # Every labelled variable is an attribute (as in the archive's answer files): ~13k-token prompts,
     # beyond the tiny model's 2,048 positions (an engine error per prompt, exit 1). RoPE extends.
     monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
+    import vllm.envs
+
+    vllm.envs.disable_envs_cache()  # an engine started earlier in this session froze vLLM's environment
     results = tmp_path / "results"
     assert (
         main(

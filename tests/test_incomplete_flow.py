@@ -121,7 +121,8 @@ def test_mcq_with_failed_mcp_requests_is_incomplete_and_exits_1(api_url, tmp_pat
                              env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 1, run.stderr[-3000:]
     [line] = [line for line in run.stderr.splitlines() if line.startswith("socbench: error:")]
-    assert line.startswith("socbench: error: arc-easy: ") and "engine errors, first: HTTP 401" in line
+    assert line.startswith("socbench: error: arc-easy (fake-model): ")
+    assert "engine errors, first: HTTP 401" in line
     folder = out / "fake-model" / "mcq"
     results = json.loads((folder / "arc-easy_results.json").read_text())
     assert results["complete"] is False and results["mcp_engine_errors"] > 0

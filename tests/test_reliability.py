@@ -50,7 +50,10 @@ def read_domain(out: Path) -> tuple[dict, dict]:
 
 
 def without_timestamps(payload: dict) -> dict:
-    return {k: v for k, v in payload.items() if k != "timestamp"}
+    """A record less what differs between a resumed run and an uninterrupted one by design: when it was
+    written and ``usage`` (what this run sent: a resumed run sends only what was missing)."""
+    summary = {k: v for k, v in payload.get("summary", {}).items() if k != "usage"}
+    return {k: v for k, v in payload.items() if k not in ("timestamp", "usage")} | {"summary": summary}
 
 
 # --------------------------------------------------------------------- SIGKILL mid-domain
@@ -128,12 +131,12 @@ class DiesOnce:
 
 @pytest.mark.slow  # runs flows on a Prefect API
 def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_path, demo_data, monkeypatch):
-    import socbench.flows.issp
+    import socbench.flows
     from socbench.flows import run_inprocess
     from socbench.flows.issp import issp
 
-    quick_retry = socbench.flows.issp.vllm_generate.with_options(retry_delay_seconds=0)
-    monkeypatch.setattr(socbench.flows.issp, "vllm_generate", quick_retry)
+    quick_retry = socbench.flows.vllm_generate.with_options(retry_delay_seconds=0)
+    monkeypatch.setattr(socbench.flows, "vllm_generate", quick_retry)
     config = make_config(domain_id=DOMAIN, interview_count=5, api_type="hf", model="dies-once",
                          data_dir=str(demo_data), output_dir=str(tmp_path / "out"))
     backend = DiesOnce(after=7)

@@ -148,7 +148,8 @@ def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_s
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 1, output[-3000:]
     [line] = [line for line in output.splitlines() if line.startswith("socbench: error:")]
-    assert re.match(r"socbench: error: domain 1: \d+ engine errors, first: (.*connection error|HTTP 5)", line)
+    assert re.match(r"socbench: error: domain 1 Citizenship: \d+ engine errors, first: "
+                    r"(.*connection error|HTTP 5)", line)
     assert last_run_states(run_env) == ("FAILED", {"issp-domain-1": "FAILED"})
 
     detailed, metrics = read(killed, "tiny"), read(killed, "tiny", "metrics")

@@ -19,6 +19,14 @@ from typing import Any
 from socbench.engines import registry
 
 
+def _parallel_state_up() -> bool:
+    """Whether vLLM's model-parallel groups (one per process, shared by every in-process engine) exist:
+    a test that starts and closes an engine of its own can leave a pooled engine without them."""
+    from vllm.distributed import parallel_state
+
+    return parallel_state.model_parallel_is_initialized()
+
+
 class Kept:
     """A pooled engine as a flow sees it: everything but ``close()``, which the pool does."""
 
@@ -44,6 +52,8 @@ class EnginePool:
         """The pool's engine (made now if new); ``settings`` as ``--engine`` gives them."""
         folder = Path(model).resolve() if Path(model).exists() else model
         key = (api_type, str(folder), json.dumps(settings or {}, sort_keys=True, default=str))
+        if key in self.engines and api_type == "vllm" and not _parallel_state_up():
+            self.engines.pop(key).close()  # another engine's shutdown tore vLLM's process-wide state down
         if key not in self.engines:
             self.engines[key] = self.factories[api_type](str(model), dict(settings or {}))
         return Kept(self.engines[key])
