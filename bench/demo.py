@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from datetime import datetime
+from importlib.util import find_spec
 from pathlib import Path
 
 from bench import common
@@ -69,8 +70,8 @@ def thin_venv(folder: Path) -> Path:
     venv = folder / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next(venv.glob("lib/python*/site-packages"))
-    parents = [p for p in sys.path if p.endswith("site-packages")]
-    (site / "parent-venv.pth").write_text("\n".join(parents) + "\n")
+    libraries = Path(find_spec("prefect").origin).parents[1]  # where this venv's packages are installed
+    (site / "parent-venv.pth").write_text(f"{libraries}\n")
     python = venv / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
                     "--no-build-isolation", "-e", str(folder)], check=True, capture_output=True)
