@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from socbench.data import demo_questions as demo
+from socbench.data.demo_questions import COUNTRY_KEYS
 from socbench.data.loaders import load_codebook, load_questions
 from socbench.data.synth_model import Person, answer, balanced_countries, make_person, question_model
 from socbench.domains import DOMAINS, DomainSpec
@@ -26,19 +27,6 @@ from socbench.types import Question
 SYNTH_VERSION = "1"
 INFO_FILE = "synth_info.json"
 SAMPLE_DIR = "A_GroundTruth_sampling500"
-# Domain id -> attribute key of the country variable (C_ALPHAN's label in that module).
-COUNTRY_KEYS = {
-    1: "Country Prefix ISO 3166",
-    2: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    3: "Country Prefix ISO 3166 Code - alphanumeric",
-    4: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    6: "Country/ Sample Prefix ISO 3166 code - alphanumeric",
-    7: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    8: "Country Prefix ISO 3166 Code - alphanumeric",
-    9: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    10: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    11: "Country Prefix ISO 3166",
-}
 _MISSING_ATTR = dict(SEX=0.01, AGE=0.02, DEGREE=0.03, WORK=0.01, MAINSTAT=0.02, MARITAL=0.02,
                      RELIGGRP=0.03, ATTEND=0.04, URBRURAL=0.04)
 _CODEBOOK_ALIASES = {"DEGREE": ("DEGREE", "EDULEVEL"), "WEIGHT": ("WEIGHT", "WEIGHT_COM")}
