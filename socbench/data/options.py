@@ -27,7 +27,8 @@ def missing_reason(code: Code, label: str) -> str:
     return f"{kind} {code} ({' '.join(label.split())[:80]})"
 
 
-def _numeric_order(code: Code) -> tuple[int, float, str]:
+def code_order(code: Code) -> tuple[int, float, str]:
+    """Numeric codes in numeric order, then text codes."""
     try:
         return (0, float(code), code)
     except ValueError:
@@ -50,7 +51,7 @@ def _overlaid(question: Question, country_code: str | None) -> tuple[list[tuple[
     if not override:
         return list(question.options.items()), False
     base = [(code, override.get(code, label)) for code, label in question.options.items()]
-    added = sorted((code for code in override if code not in question.options), key=_numeric_order)
+    added = sorted((code for code in override if code not in question.options), key=code_order)
     return base + [(code, override[code]) for code in added], True
 
 
