@@ -8,7 +8,10 @@ user-missing codes as the recorded numbers, Stata's extended missing values as `
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +21,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from socbench.data.csv_dialect import csv_options
 from socbench.data.loaders import normalize_code
 from socbench.data.missing_labels import STATA_MISSING
 from socbench.errors import ConfigError, DataError
@@ -67,7 +69,7 @@ class SurveyFile:
     kind: str  # Stata | SPSS | CSV
     variables: dict[str, Variable]
     n_rows: int
-    csv: dict[str, str] = field(default_factory=dict)  # a .csv's separator and decimal mark (csv_dialect)
+    csv: dict[str, str] = field(default_factory=dict)  # a .csv's separator and decimal mark (csv_options)
 
     def find(self, name: str) -> str | None:
         """The variable's name as the file spells it (names match case-insensitively)."""
@@ -159,6 +161,46 @@ def answer_values(series: pd.Series) -> np.ndarray:
     return map_codes(series, _as_answer)
 
 
+# --------------------------------------------------------------------- csv dialect
+
+SEPARATORS = (",", ";", "\t", "|")
+SAMPLE_BYTES = 1 << 16
+_COMMA_NUMBER = re.compile(r"^\s*-?\d+,\d+\s*$")
+
+
+def _rows(text: str, sep: str) -> list[list[str]]:
+    lines = text.splitlines(keepends=True)
+    return list(csv.reader(io.StringIO("".join(lines[:-1] if len(lines) > 1 else lines)), delimiter=sep))
+
+
+def csv_options(path: Path, sep: str | None = None, decimal: str | None = None) -> dict[str, str]:
+    """``{"sep": ..., "decimal": ...}`` for ``pandas.read_csv``. Why: European archives and Excel write ``;``
+    with decimal commas (R's ``write.csv2``). The separator is the candidate that splits the header into
+    the most columns, checked on the first rows; the decimal mark is ``,`` when the separator is not and
+    the first rows hold numbers written with it; what cannot be told is one line naming it."""
+    try:
+        with path.open("rb") as handle:
+            text = handle.read(SAMPLE_BYTES).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read as CSV ({exc})") from None
+    if sep is None:
+        widths = {candidate: len(next(iter(_rows(text, candidate)), [])) for candidate in SEPARATORS}
+        sep = max(SEPARATORS, key=lambda candidate: widths[candidate])  # ties: the first, ","
+    rows = [row for row in _rows(text, sep) if row]
+    header = rows[0] if rows else []
+    if len(header) == 1 and (other := next((s for s in SEPARATORS if s != sep and s in header[0]), None)):
+        raise DataError(f"{path}: with the separator {sep!r} the header is one column {header[0][:60]!r}; "
+                        f"give --sep {other!r} if that is the file's separator")
+    uneven = next((i for i, row in enumerate(rows[1:], 2) if len(row) != len(header)), None)
+    if uneven is not None:
+        raise DataError(f"{path}: cannot tell the CSV separator: with {sep!r} the header has {len(header)} "
+                        f"columns and line {uneven} {len(rows[uneven - 1])} (give --sep)")
+    if decimal is None:
+        cells = (cell for row in rows[1:] for cell in row)
+        decimal = "," if sep != "," and any(_COMMA_NUMBER.match(cell) for cell in cells) else "."
+    return {"sep": sep, "decimal": decimal}
+
+
 # ------------------------------------------------------------------------- opening
 
 
@@ -204,7 +246,7 @@ def _read_binary(path: Path, kind: str) -> SurveyFile:
 def open_survey(path: str | Path, codebook: str | Path | None = None, sep: str | None = None,
                 decimal: str | None = None) -> SurveyFile:
     """The file's variables and row count; one DataError line for an unreadable file. ``sep`` and
-    ``decimal``: a .csv's separator and decimal mark (default: detected, ``csv_dialect``)."""
+    ``decimal``: a .csv's separator and decimal mark (default: detected, ``csv_options``)."""
     path = Path(path).expanduser()
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
