@@ -11,7 +11,8 @@ import json
 import math
 import numbers
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,13 +26,13 @@ from pydantic import (
     model_validator,
 )
 
-from socbench.data.countries import codebook_country_table, resolve_country
-from socbench.data.domain_rules import apply_missing_codes, country_key_function, persona_filter
+from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
 from socbench.data.layout import dataset_root, inside_folder, parse_interview_count, sample_dir
 from socbench.data.missing_labels import is_missing_label
 from socbench.data.sampling import sample_record, stratified_sample
 from socbench.domains import DomainSpec
 from socbench.errors import DataError
+from socbench.manifest import AUTO_COUNTRY
 from socbench.types import COUNTRY, DomainData, Question, Respondent
 
 NO_COUNTRY = "(no country attribute)"
@@ -223,6 +224,66 @@ def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tupl
     if unknown:
         shown = ", ".join(unknown[:5]) + (f" ... ({len(unknown)} in all)" if len(unknown) > 5 else "")
         raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
+
+
+# ------------------------------------------- what a domain's manifest entry changes
+# Why: a non-ISSP study names its own country attribute, persona attributes and missing codes;
+# applied here, at the file boundary, so prompts, scoring and reports need no change.
+
+
+def _norm(key: str) -> str:
+    return " ".join(str(key).split()).lower()
+
+
+def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str, object]], str | None]:
+    """How to find the country attribute: ``"auto"`` the ISSP country table by its label; None no
+    country; otherwise that key, matched case- and space-insensitively."""
+    if country_attribute == AUTO_COUNTRY:
+        return country_attribute_key
+    if country_attribute is None:
+        return lambda attributes: None
+    wanted = _norm(country_attribute)
+
+    def named(attributes: Mapping[str, object]) -> str | None:
+        if country_attribute in attributes:
+            return country_attribute
+        return next((key for key in attributes if _norm(key) == wanted), None)
+
+    return named
+
+
+def persona_filter(include: Iterable[str], exclude: Iterable[str],
+                   country_attribute: str | None) -> Callable[[str], bool]:
+    """Whether an attribute stays in the persona; a named country attribute is dropped (the persona
+    shows it as "Country", never twice)."""
+    keep = {_norm(k) for k in include}
+    drop = {_norm(k) for k in exclude}
+    if country_attribute not in (None, AUTO_COUNTRY):
+        drop.add(_norm(country_attribute))
+
+    def kept(key: str) -> bool:
+        norm = _norm(key)
+        return norm not in drop and (not keep or norm in keep)
+
+    return kept
+
+
+def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:
+    """Questions with the manifest's ``missing_codes`` (the user's override) taken out of their options
+    and made missing codes of every question, each option label kept as the reason."""
+    codes = [str(code) for code in missing]
+    if not codes:
+        return questions
+
+    def strip(options: Mapping[str, str]) -> dict[str, str]:
+        return {code: label for code, label in options.items() if code not in codes}
+
+    def declared(q: Question) -> dict[str, str]:
+        labels = {**{c: label for o in q.special.values() for c, label in o.items()}, **q.options}
+        return {**q.missing, **{c: labels.get(c, f"{c}, manifest missing_codes") for c in codes}}
+
+    return tuple(replace(q, options=strip(q.options), special={c: strip(o) for c, o in q.special.items()},
+                         missing=declared(q)) for q in questions)
 
 
 def _text(attributes: Mapping[str, Any], key: str | None) -> str | None:
