@@ -108,10 +108,6 @@ def _lookup(name: str, extra: tuple[dict[str, str], dict[str, str]] | None) -> s
     return None
 
 
-def _known(code: str, extra_codes: set[str]) -> bool:
-    return code in COUNTRIES or code in extra_codes
-
-
 def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | None:
     """An ISSP country name (or code, or "XX-Name") -> its ``C_ALPHAN`` code, else None; ``extra``
     (a codebook's code -> name table) is tried first."""
@@ -126,9 +122,8 @@ def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | 
     if not match:
         return None
     prefix, rest = match.groups()
-    extra_codes = set(extra or {})
     rest_code = _lookup(rest, extra_index)
-    if _known(prefix, extra_codes):
+    if prefix in COUNTRIES or prefix in (extra or {}):
         # "IL-Jews" -> IL-J: keep the finer sub-sample when the rest names one of the prefix.
         return rest_code if rest_code and rest_code.startswith(prefix) else prefix
     return rest_code
