@@ -10,77 +10,19 @@ from __future__ import annotations
 
 import functools
 import gettext
+import json
 import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-# code -> (display name for [COUNTRY], nationality for [NATIONALITY], extra aliases).
+# code -> (display name for [COUNTRY], nationality for [NATIONALITY], extra aliases), from countries.json.
 # Covers every code and name in the C_ALPHAN, c_sample, country, V3 and V4 tables of the
 # ten ISSP codebooks the benchmark uses. Sub-samples display as their nation.
 COUNTRIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "AR": ("Argentina", "Argentinian", ("Argentine Republic",)),
-    "AT": ("Austria", "Austrian", ()),
-    "AU": ("Australia", "Australian", ()),
-    "BE": ("Belgium", "Belgian", ()),
-    "BE-BRU": ("Belgium", "Belgian", ("Belgium–Brussels-Capital Region", "Belgium-Brussels", "Brussels",
-                                      "Brussels-Capital Region", "Belgium (Brussels)")),
-    "BE-FLA": ("Belgium", "Belgian", ("Belgium–Flanders", "Flanders", "Belgium (Flanders)")),
-    "BE-WAL": ("Belgium", "Belgian", ("Belgium–Wallonia", "Wallonia", "Belgium (Wallonia)")),
-    "BG": ("Bulgaria", "Bulgarian", ()),
-    "CA": ("Canada", "Canadian", ()),
-    "CH": ("Switzerland", "Swiss", ()),
-    "CL": ("Chile", "Chilean", ()),
-    "CN": ("China", "Chinese", ("People's Republic of China", "PR China", "Mainland China")),
-    "CZ": ("the Czech Republic", "Czech", ("Czechia",)),
-    "DE": ("Germany", "German", ()),
-    "DE-E": ("Germany", "German", ("Germany (East)", "Germany-East", "East Germany")),
-    "DE-W": ("Germany", "German", ("Germany (West)", "Germany-West", "West Germany")),
-    "DK": ("Denmark", "Danish", ()),
-    "EE": ("Estonia", "Estonian", ()),
-    "ES": ("Spain", "Spanish", ()),
-    "FI": ("Finland", "Finnish", ()),
-    "FR": ("France", "French", ()),
-    "GB-GBN": ("Great Britain", "British", ("United Kingdom – Great Britain", "United Kingdom", "UK", "GB",
-                                           "Britain", "Great Britain and/or United Kingdom", "Großbritannien",
-                                           "Grande-Bretagne", "Gran Bretaña", "Gran Bretagna",
-                                           "Groot-Brittannië", "Grã-Bretanha")),
-    "GE": ("Georgia", "Georgian", ()),
-    "HR": ("Croatia", "Croatian", ()),
-    "HU": ("Hungary", "Hungarian", ()),
-    "IE": ("Ireland", "Irish", ()),
-    "IL": ("Israel", "Israeli", ()),
-    "IL-A": ("Israel", "Israeli", ("Israel – Arabs", "Israel-Arabs", "IL-Arabs", "Israel (Arabs)")),
-    "IL-J": ("Israel", "Israeli", ("Israel – Jews", "Israel-Jews", "IL-Jews", "Israel (Jews)")),
-    "IN": ("India", "Indian", ()),
-    "IS": ("Iceland", "Icelandic", ()),
-    "IT": ("Italy", "Italian", ()),
-    "JP": ("Japan", "Japanese", ()),
-    "KR": ("South Korea", "South Korean", ("Korea (South)", "Republic of Korea", "Korea, Republic of",
-                                          "Korea")),
-    "LT": ("Lithuania", "Lithuanian", ()),
-    "LV": ("Latvia", "Latvian", ()),
-    "MX": ("Mexico", "Mexican", ()),
-    "NL": ("the Netherlands", "Dutch", ("Holland",)),
-    "NO": ("Norway", "Norwegian", ()),
-    "NZ": ("New Zealand", "New Zealand", ()),
-    "PH": ("the Philippines", "Filipino", ()),
-    "PL": ("Poland", "Polish", ()),
-    "PT": ("Portugal", "Portuguese", ()),
-    "RU": ("Russia", "Russian", ("Russian Federation",)),
-    "SE": ("Sweden", "Swedish", ()),
-    "SI": ("Slovenia", "Slovenian", ()),
-    "SK": ("Slovakia", "Slovak", ("Slovak Republic",)),
-    "SR": ("Suriname", "Surinamese", ("Surinam",)),
-    "TH": ("Thailand", "Thai", ()),
-    "TR": ("Turkey", "Turkish", ("Türkiye",)),
-    "TW": ("Taiwan", "Taiwanese", ("Taiwan, China", "Taiwan (China)", "Chinese Taipei",
-                                  "Taiwan, Province of China")),
-    "US": ("the United States", "American", ("United States of America", "United Stated", "USA",
-                                             "America")),
-    "VE": ("Venezuela", "Venezuelan", ("Venezeula",)),
-    "ZA": ("South Africa", "South African", ()),
-}
+    code: (c["name"], c["nationality"], tuple(c["aliases"]))
+    for code, c in json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8")).items()}
 
 _DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), "-")
 # "27601 DE-W-Germany-West", "TW-Taiwan, China": an optional numeric code, then a C_ALPHAN code.
@@ -166,10 +108,6 @@ def _lookup(name: str, extra: tuple[dict[str, str], dict[str, str]] | None) -> s
     return None
 
 
-def _known(code: str, extra_codes: set[str]) -> bool:
-    return code in COUNTRIES or code in extra_codes
-
-
 def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | None:
     """An ISSP country name (or code, or "XX-Name") -> its ``C_ALPHAN`` code, else None; ``extra``
     (a codebook's code -> name table) is tried first."""
@@ -184,9 +122,8 @@ def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | 
     if not match:
         return None
     prefix, rest = match.groups()
-    extra_codes = set(extra or {})
     rest_code = _lookup(rest, extra_index)
-    if _known(prefix, extra_codes):
+    if prefix in COUNTRIES or prefix in (extra or {}):
         # "IL-Jews" -> IL-J: keep the finer sub-sample when the rest names one of the prefix.
         return rest_code if rest_code and rest_code.startswith(prefix) else prefix
     return rest_code

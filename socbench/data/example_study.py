@@ -7,6 +7,7 @@ writes the ``.sav`` with this module and imports it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,92 +19,14 @@ QUESTIONS_FILE = "questions.txt"
 DEFAULT_RESPONDENTS = 300
 EXAMPLE_SEED = 20261123
 MISSING_LABELS = {-9: "No answer", -8: "Don't know"}
-AGREE = {
-    1: "Strongly agree",
-    2: "Agree",
-    3: "Neither agree nor disagree",
-    4: "Disagree",
-    5: "Strongly disagree",
-}
-
+_TABLES = json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))
 # name -> (label, value labels, weights on (age, education, urban, employed), ordinal?)
 QUESTIONS: dict[str, tuple[str, dict[int, str], tuple[float, float, float, float], bool]] = {
-    "Q1": (
-        "All things considered, how satisfied are you with your life as a whole these days?",
-        {1: "Very satisfied", 2: "Fairly satisfied", 3: "Not very satisfied", 4: "Not at all satisfied"},
-        (-0.3, -0.6, 0.1, -0.9),
-        True,
-    ),
-    "Q2": (
-        "How much do you trust the people in your neighbourhood?",
-        {1: "Completely", 2: "Somewhat", 3: "Not very much", 4: "Not at all"},
-        (-0.8, -0.2, 0.7, 0.0),
-        True,
-    ),
-    "Q3": (
-        "Public transport in this area should receive more public funding.",
-        AGREE,
-        (0.4, -0.5, -0.8, 0.1),
-        True,
-    ),
-    "Q4": (
-        "How safe do you feel walking alone in your area after dark?",
-        {1: "Very safe", 2: "Fairly safe", 3: "A bit unsafe", 4: "Very unsafe"},
-        (0.6, -0.3, 0.8, -0.2),
-        True,
-    ),
-    "Q5": (
-        "In the past twelve months, have you done any unpaid voluntary work?",
-        {1: "Yes", 2: "No"},
-        (-0.3, -0.8, 0.3, 0.2),
-        True,
-    ),
-    "Q6": (
-        "Local councils should spend more on parks and green spaces, even if taxes rise.",
-        AGREE,
-        (0.3, -0.7, -0.4, 0.2),
-        True,
-    ),
-    "Q7": (
-        "Where do you get most of your news about local affairs?",
-        {
-            1: "Television",
-            2: "Newspapers",
-            3: "Websites and social media",
-            4: "Radio",
-            5: "Friends and family",
-        },
-        (1.0, 0.5, -0.3, 0.2),
-        False,
-    ),
-    "Q8": (
-        "How likely is it that you will move away from this area in the next five years?",
-        {1: "Very likely", 2: "Fairly likely", 3: "Not very likely", 4: "Not at all likely"},
-        (1.1, -0.3, -0.4, 0.2),
-        True,
-    ),
-}
+    name: (q["label"], {int(k): v for k, v in q["options"].items()}, tuple(q["weights"]), q["ordinal"])
+    for name, q in _TABLES["questions"].items()}
 PERSONA = {  # name -> (label, value labels); AGE and RESPID carry no value labels
-    "SEX": ("Sex of respondent", {1: "Male", 2: "Female"}),
-    "EDUC": (
-        "Highest completed education level",
-        {
-            1: "Primary school or less",
-            2: "Lower secondary",
-            3: "Upper secondary",
-            4: "Post-secondary, non-university",
-            5: "University degree",
-        },
-    ),
-    "MAINSTAT": (
-        "Main status",
-        {1: "In paid work", 2: "Unemployed", 3: "In education", 4: "Retired", 5: "Looking after the home"},
-    ),
-    "COMMUNITY": (
-        "Type of community",
-        {1: "A big city", 2: "The suburbs of a big city", 3: "A small town", 4: "A country village or farm"},
-    ),
-}
+    name: (v["label"], {int(k): label for k, label in v["options"].items()})
+    for name, v in _TABLES["persona"].items()}
 
 
 @dataclass(frozen=True)

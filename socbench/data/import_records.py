@@ -48,33 +48,26 @@ def _weights(column: pd.Series) -> list[float | None]:
     return [float(x) if np.isfinite(x) else None for x in numbers]
 
 
-def block_records(
-    frame: pd.DataFrame, person_ids: Sequence[int], layout: RecordLayout, rows: Sequence[int] | None = None
-) -> list[dict[str, Any]]:
-    """The answer-file records of one row block (all of its rows, in order); ``rows``: each one's row
-    number in the source file (1 = the first respondent), kept so an export merges back onto it."""
+def block_records(frame: pd.DataFrame, person_ids: Sequence[int], layout: RecordLayout,
+                  rows: Sequence[int]) -> list[dict[str, Any]]:
+    """The answer-file records of one row block, in order; ``rows``: each one's row number in the source
+    file (1 = the first respondent), kept so an export merges back onto it."""
     attr_keys = [key for _, key in layout.attributes]
     attr_cols = [label_values(frame[name], layout.labels[name]) for name, _ in layout.attributes]
     qids = [qid for _, qid in layout.questions]
     answer_cols = [answer_values(frame[name]) for name, _ in layout.questions]
     weights = _weights(frame[layout.weight]) if layout.weight else None
-    n_rows = len(frame)
-    attr_rows = zip(*attr_cols) if attr_cols else [()] * n_rows
+    blank = [()] * len(frame)
     records = []
-    for i, (attrs, answers) in enumerate(zip(attr_rows, zip(*answer_cols) if answer_cols else [()] * n_rows)):
-        record: dict[str, Any] = {
-            "person_id": int(person_ids[i]),
-            "attributes": (
-                {k: v for k, v in zip(attr_keys, attrs) if v is not None}
-                if None in attrs
-                else dict(zip(attr_keys, attrs))
-            ),
-            "questions_answer": dict(zip(qids, answers)),
-        }
+    for i, (attrs, answers) in enumerate(zip(zip(*attr_cols) if attr_cols else blank,
+                                             zip(*answer_cols) if answer_cols else blank)):
+        attributes = ({k: v for k, v in zip(attr_keys, attrs) if v is not None} if None in attrs
+                      else dict(zip(attr_keys, attrs)))
+        record: dict[str, Any] = {"person_id": int(person_ids[i]), "attributes": attributes,
+                                  "questions_answer": dict(zip(qids, answers))}
         if weights is not None:
             record["weight"] = weights[i]
-        if rows is not None:
-            record["source_row"] = int(rows[i])
+        record["source_row"] = int(rows[i])
         records.append(record)
     return records
 
@@ -105,9 +98,8 @@ class SampleWriters:
                 handle.write(text)
                 self.counts[size] += 1
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if kind is None:
             for handle in self._handles.values():
                 handle.write("\n]\n")
@@ -121,13 +113,11 @@ def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | st
     offset = 0
     with SampleWriters(paths, limits) as writers:
         for frame in survey.chunks(layout.columns):
-            keep = ranks[offset : offset + len(frame)] < largest
-            block = frame[keep]
+            span = slice(offset, offset + len(frame))
+            keep = ranks[span] < largest
             rows = np.arange(offset + 1, offset + len(frame) + 1)[keep]
-            for record, rank in zip(
-                block_records(block, person_ids[offset : offset + len(frame)][keep], layout, rows),
-                ranks[offset : offset + len(frame)][keep],
-            ):
+            records = block_records(frame[keep], person_ids[span][keep], layout, rows)
+            for record, rank in zip(records, ranks[span][keep]):
                 writers.write(record, int(rank))
             offset += len(frame)
     if offset != survey.n_rows:

@@ -11,7 +11,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from socbench.data.question_scale import QuestionDecision, code_order
+from socbench.data.options import code_order
+from socbench.data.question_scale import QuestionDecision
 from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
 from socbench.errors import DataError
 

@@ -65,11 +65,8 @@ def _stats_source(path: Path) -> str | None:
 def folder_sources(root: Path, slug: str, answer_file: str) -> dict[str, str]:
     """Sample folder name -> the source of the domain's answers there (``SOCIOBENCH`` when the
     folder's stats name none), for every folder that holds the domain's answer file."""
-    sources = {}
-    for folder in sample_folders(root):
-        if (folder / answer_file).is_file():
-            sources[folder.name] = _stats_source(folder / stats_name(slug)) or SOCIOBENCH
-    return sources
+    return {folder.name: _stats_source(folder / stats_name(slug)) or SOCIOBENCH
+            for folder in sample_folders(root) if (folder / answer_file).is_file()}
 
 
 def mixed_sources(root: Path, slug: str, answer_file: str) -> str | None:
@@ -96,11 +93,9 @@ def check_existing(out: Path, slug: str, earlier: DomainSpec | None, replace: bo
     number = earlier.id if earlier else issp.id if issp else None
     sources = sorted({s for f in files if f.name == stats_name(slug) and (s := _stats_source(f))})
     source = ", ".join(sources) if sources else SOCIOBENCH if files else "its manifest entry only"
-    raise ConfigError(
-        f"--out {out}: domain {name!r} (slug {slug}{f', id {number}' if number else ''}) already exists "
-        f"there, from {source}: add --replace to replace it whole (every sample size), "
-        f"or import under another --slug"
-    )
+    raise ConfigError(f"--out {out}: domain {name!r} (slug {slug}{f', id {number}' if number else ''}) "
+                      f"already exists there, from {source}: add --replace to replace it whole (every sample "
+                      f"size), or import under another --slug")
 
 
 def remove_stale(old: Iterable[Path], written: Iterable[Path], keep: Iterable[Path]) -> list[Path]:
@@ -170,11 +165,9 @@ def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> Weight
     what = f"{len(positions)} of {survey.n_rows} respondents have no usable weight ({describe(counts)})"
     if choice == "error":
         rows = ", ".join(str(i + 1) for i in positions[:5])
-        raise DataError(
-            f"{survey.path}: weight variable {weight}: {what}, first rows {rows} (counted from 1): "
-            f"fix the file, or choose --bad-weights drop (leave them out) or --bad-weights unweighted "
-            f"(import no weights)"
-        )
+        raise DataError(f"{survey.path}: weight variable {weight}: {what}, first rows {rows} (counted from "
+                        f"1): fix the file, or choose --bad-weights drop (leave them out) or --bad-weights "
+                        f"unweighted (import no weights)")
     if choice == "unweighted":
         return WeightCheck(None, None, f"{weight} not written, weighted metrics off: {what} "
                                        f"(--bad-weights unweighted)")

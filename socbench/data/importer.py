@@ -93,11 +93,6 @@ class ImportPlan:
         return self.group or self.country
 
     @property
-    def report(self) -> str:
-        """The whole import report (``import_report_<slug>.md``)."""
-        return format_report(self)
-
-    @property
     def summary(self) -> str:
         """The report's summary and warnings (stderr)."""
         return format_report(self, SUMMARY_SECTIONS)
@@ -136,27 +131,17 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
         pairs = [(survey.find(q.id), q.id) for q in questions]
         absent = [qid for name, qid in pairs if name is None]
         if absent:
-            more = (
-                f" ({len(absent)} of the {len(pairs)} are missing: {', '.join(absent[:8])})"
-                if len(absent) > 1
-                else ""
-            )
-            raise DataError(
-                f"{survey.path}: variable {absent[0]} of the question set {request.qa} "
-                f"is not in the file{more}"
-            )
+            more = f" ({len(absent)} of the {len(pairs)} are missing: {', '.join(absent[:8])})"
+            raise DataError(f"{survey.path}: variable {absent[0]} of the question set {request.qa} "
+                            f"is not in the file{more if len(absent) > 1 else ''}")
         return [(name, qid) for name, qid in pairs if name]
     if request.questions is None:
-        raise ConfigError(
-            f"{request.source}: name the questions with --qa QA_JSON (an ISSP question set) "
-            f"or --questions V1,V2,... (from the file's labels)"
-        )
-    names = []
-    for wanted in request.questions:
-        name = survey.find(wanted)
-        if name is None:
-            raise DataError(f"{survey.path}: variable {wanted} (--questions) is not in the file")
-        names.append(name)
+        raise ConfigError(f"{request.source}: name the questions with --qa QA_JSON (an ISSP question set) "
+                          f"or --questions V1,V2,... (from the file's labels)")
+    names = [survey.find(wanted) for wanted in request.questions]
+    absent = next((wanted for wanted, name in zip(request.questions, names) if name is None), None)
+    if absent is not None:
+        raise DataError(f"{survey.path}: variable {absent} (--questions) is not in the file")
     return [(name, name) for name in names]
 
 
@@ -205,12 +190,8 @@ def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key
         domain_id = issp.id
     else:
         domain_id = max(taken | {0}) + 1
-    name = (
-        request.name
-        or (earlier.name if earlier else None)
-        or (issp.name if issp else None)
-        or "".join(part.capitalize() for part in re.split(r"[_-]+", slug))
-    )
+    name = (request.name or (earlier.name if earlier else None) or (issp.name if issp else None)
+            or "".join(part.capitalize() for part in re.split(r"[_-]+", slug)))
     try:
         return DomainSpec(id=domain_id, name=name, slug=slug, module=f"imported from {request.source.name}",
                           country_attribute=country_key, country=request.study_country or "", roles=roles)
@@ -313,7 +294,7 @@ def _write_side_files(plan: ImportPlan) -> Path:
     qa_path.parent.mkdir(parents=True, exist_ok=True)
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
         write_atomic(qa_path, plan.question_file)
-    write_atomic(out / f"import_report_{plan.entry.slug}.md", plan.report.encode("utf-8"))
+    write_atomic(out / f"import_report_{plan.entry.slug}.md", format_report(plan).encode("utf-8"))
     record = source_variables(plan.survey, plan.layout.questions, plan.layout.weight, plan.country)
     write_atomic(variables_path(out, plan.entry.slug), json_bytes(record.model_dump(mode="json")))
     write_manifest(_manifest_path(out), plan.manifest)

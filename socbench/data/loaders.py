@@ -1,9 +1,7 @@
 """Read a SocioBench ``Dataset_all`` folder into typed records (pydantic at the file boundary).
 
 Every problem with the user's files is a one-line ``DataError`` naming the file and, where
-it applies, the line/column (malformed JSON) or the record index and field (schema). Sample
-sizes are never substituted: a missing ``A_GroundTruth_sampling<N>`` folder is an error
-listing the sizes that exist (the original code silently evaluated the 500 sample).
+it applies, the line/column (malformed JSON) or the record index and field (schema).
 """
 
 from __future__ import annotations
@@ -13,8 +11,8 @@ import json
 import math
 import numbers
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,14 +26,13 @@ from pydantic import (
     model_validator,
 )
 
-from socbench.data.countries import codebook_country_table, resolve_country
-from socbench.data.domain_rules import apply_missing_codes, country_key_function, persona_filter
+from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
 from socbench.data.layout import dataset_root, inside_folder, parse_interview_count, sample_dir
 from socbench.data.missing_labels import is_missing_label
 from socbench.data.sampling import sample_record, stratified_sample
 from socbench.domains import DomainSpec
 from socbench.errors import DataError
-from socbench.manifest import AUTO_COUNTRY, PersonaAttributes, Roles
+from socbench.manifest import AUTO_COUNTRY
 from socbench.types import COUNTRY, DomainData, Question, Respondent
 
 NO_COUNTRY = "(no country attribute)"
@@ -229,17 +226,64 @@ def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tupl
         raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
 
 
-@dataclass(frozen=True)
-class _Reading:
-    """How one domain's records become respondents (``build_respondents``)."""
+# ------------------------------------------- what a domain's manifest entry changes
+# Why: a non-ISSP study names its own country attribute, persona attributes and missing codes;
+# applied here, at the file boundary, so prompts, scoring and reports need no change.
 
-    ids: dict[str, str]  # question id, lower-cased -> as in the question set
-    resolve: Callable[[str], str | None]  # country name -> code
-    country_key: Callable[[Mapping[str, Any]], str | None]
-    group_key: Callable[[Mapping[str, Any]], str | None]
-    weight_key: Callable[[Mapping[str, Any]], str | None]
-    keep: Callable[[str], bool]  # stays in the persona
-    study_country: str | None = None  # the study's one country (manifest ``country``)
+
+def _norm(key: str) -> str:
+    return " ".join(str(key).split()).lower()
+
+
+def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str, object]], str | None]:
+    """How to find the country attribute: ``"auto"`` the ISSP country table by its label; None no
+    country; otherwise that key, matched case- and space-insensitively."""
+    if country_attribute == AUTO_COUNTRY:
+        return country_attribute_key
+    if country_attribute is None:
+        return lambda attributes: None
+    wanted = _norm(country_attribute)
+
+    def named(attributes: Mapping[str, object]) -> str | None:
+        if country_attribute in attributes:
+            return country_attribute
+        return next((key for key in attributes if _norm(key) == wanted), None)
+
+    return named
+
+
+def persona_filter(include: Iterable[str], exclude: Iterable[str],
+                   country_attribute: str | None) -> Callable[[str], bool]:
+    """Whether an attribute stays in the persona; a named country attribute is dropped (the persona
+    shows it as "Country", never twice)."""
+    keep = {_norm(k) for k in include}
+    drop = {_norm(k) for k in exclude}
+    if country_attribute not in (None, AUTO_COUNTRY):
+        drop.add(_norm(country_attribute))
+
+    def kept(key: str) -> bool:
+        norm = _norm(key)
+        return norm not in drop and (not keep or norm in keep)
+
+    return kept
+
+
+def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:
+    """Questions with the manifest's ``missing_codes`` (the user's override) taken out of their options
+    and made missing codes of every question, each option label kept as the reason."""
+    codes = [str(code) for code in missing]
+    if not codes:
+        return questions
+
+    def strip(options: Mapping[str, str]) -> dict[str, str]:
+        return {code: label for code, label in options.items() if code not in codes}
+
+    def declared(q: Question) -> dict[str, str]:
+        labels = {**{c: label for o in q.special.values() for c, label in o.items()}, **q.options}
+        return {**q.missing, **{c: labels.get(c, f"{c}, manifest missing_codes") for c in codes}}
+
+    return tuple(replace(q, options=strip(q.options), special={c: strip(o) for c, o in q.special.items()},
+                         missing=declared(q)) for q in questions)
 
 
 def _text(attributes: Mapping[str, Any], key: str | None) -> str | None:
@@ -247,47 +291,38 @@ def _text(attributes: Mapping[str, Any], key: str | None) -> str | None:
     return " ".join(str(raw).split()) or None if raw is not None else None
 
 
-def _weight(rec: AnswerRecord, reading: _Reading) -> float | None:
+def _weight(rec: AnswerRecord, weight_key: Callable[[Mapping[str, Any]], str | None]) -> float | None:
     """The record's weight, else the value of the declared weight attribute (a hand-made file)."""
-    text = _text(rec.attributes, reading.weight_key(rec.attributes)) if rec.weight is None else None
+    text = _text(rec.attributes, weight_key(rec.attributes)) if rec.weight is None else None
     try:
         return rec.weight if text is None else float(text)
     except ValueError:
         return None  # counted where weights are checked (``socbench.weights``)
 
 
-def _to_respondent(rec: AnswerRecord, reading: _Reading) -> Respondent:
-    name = _text(rec.attributes, reading.country_key(rec.attributes)) or reading.study_country
-    group = _text(rec.attributes, reading.group_key(rec.attributes))
-    attributes = {
-        k: str(v).strip() for k, v in rec.attributes.items()
-        if v is not None and not is_missing_label(str(v)) and reading.keep(k)
-    }
-    answers = {reading.ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
-    return Respondent(rec.person_id, name, reading.resolve(name) if name else None, attributes, answers,
-                      _weight(rec, reading), None if group is None or is_missing_label(group) else group)
-
-
-def build_respondents(
-    records: list[AnswerRecord], questions: tuple[Question, ...], countries: dict[str, str] | None = None,
-    domain: DomainSpec | None = None,
-) -> tuple[tuple[Respondent, ...], dict[str, int]]:
-    """Respondents plus ``{name: count}`` of those in no group: whose country could not be mapped (or
-    who have no value of the grouping variable); ``domain`` (default ISSP) names the country attribute,
-    the roles and the persona attributes to keep."""
-    country_attribute = domain.country_attribute if domain else AUTO_COUNTRY
-    roles = domain.roles if domain else Roles()
+def build_respondents(records: list[AnswerRecord], questions: tuple[Question, ...],
+                      countries: dict[str, str] | None,
+                      domain: DomainSpec) -> tuple[tuple[Respondent, ...], dict[str, int]]:
+    """Respondents plus ``count_unmapped``; ``domain`` names the country attribute, the roles and the
+    persona attributes to keep."""
+    roles, persona = domain.roles, domain.persona_attributes
     resolve = functools.lru_cache(maxsize=None)(lambda name: resolve_country(name, countries))
-
-    persona = domain.persona_attributes if domain else PersonaAttributes()
-    hidden = (persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k))
-    reading = _Reading({q.id.lower(): q.id for q in questions}, resolve,
-                       country_key_function(country_attribute), country_key_function(roles.group),
-                       country_key_function(roles.weight),
-                       persona_filter(persona.include, hidden, country_attribute),
-                       (domain.country or None) if domain else None)
-    respondents = tuple(_to_respondent(rec, reading) for rec in records)
-    return respondents, count_unmapped(respondents, country_attribute, roles.group)
+    country_key, group_key, weight_key = map(country_key_function,
+                                             (domain.country_attribute, roles.group, roles.weight))
+    hidden = persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k)
+    keep = persona_filter(persona.include, hidden, domain.country_attribute)
+    ids = {q.id.lower(): q.id for q in questions}
+    respondents = []
+    for rec in records:
+        name = _text(rec.attributes, country_key(rec.attributes)) or domain.country or None
+        group = _text(rec.attributes, group_key(rec.attributes))
+        group = None if group is None or is_missing_label(group) else group
+        attributes = {k: str(v).strip() for k, v in rec.attributes.items()
+                      if v is not None and not is_missing_label(str(v)) and keep(k)}
+        answers = {ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
+        respondents.append(Respondent(rec.person_id, name, resolve(name) if name else None, attributes,
+                                      answers, _weight(rec, weight_key), group))
+    return tuple(respondents), count_unmapped(respondents, domain.country_attribute, roles.group)
 
 
 def count_unmapped(respondents: Sequence[Respondent], country_attribute: str | None,
@@ -335,11 +370,9 @@ def load_domain(
     questions = apply_missing_codes(load_questions(qa_path), missing)
     records = load_answer_records(answer_path)
     _check_question_ids(answer_path, records, questions)
-    codebook = load_codebook(data_dir, domain)
-    countries = codebook_country_table(codebook) if codebook else None
-    first = interview_sample == "first"
-    respondents, unmapped = build_respondents(records[:limit] if first else records, questions,
-                                              countries or None, domain)
+    countries = codebook_country_table(load_codebook(data_dir, domain) or []) or None
+    read = records[:limit] if interview_sample == "first" else records
+    respondents, unmapped = build_respondents(read, questions, countries, domain)
     drawn = "all" if limit is None or limit >= len(records) else interview_sample
     if drawn == "stratified":
         respondents = stratified_sample(respondents, limit, proportional=True)

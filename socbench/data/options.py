@@ -27,7 +27,8 @@ def missing_reason(code: Code, label: str) -> str:
     return f"{kind} {code} ({' '.join(label.split())[:80]})"
 
 
-def _numeric_order(code: Code) -> tuple[int, float, str]:
+def code_order(code: Code) -> tuple[int, float, str]:
+    """Numeric codes in numeric order, then text codes."""
     try:
         return (0, float(code), code)
     except ValueError:
@@ -50,7 +51,7 @@ def _overlaid(question: Question, country_code: str | None) -> tuple[list[tuple[
     if not override:
         return list(question.options.items()), False
     base = [(code, override.get(code, label)) for code, label in question.options.items()]
-    added = sorted((code for code in override if code not in question.options), key=_numeric_order)
+    added = sorted((code for code in override if code not in question.options), key=code_order)
     return base + [(code, override[code]) for code in added], True
 
 
@@ -69,9 +70,8 @@ def _withheld(question: Question, country_code: str | None) -> dict[Code, str]:
     return {code: label for code, label in shown if is_missing_option(code, label)}
 
 
-def _exclusion(
-    true_code: Code | None, options: tuple[tuple[Code, str], ...], missing: dict[Code, str]
-) -> str | None:
+def _exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...],
+               missing: dict[Code, str]) -> str | None:
     if true_code is None:
         return NO_ANSWER
     if all(code != true_code for code, _ in options):
@@ -91,17 +91,8 @@ def build_items(data: DomainData) -> list[Item]:
                               {**_withheld(question, person.group_code), **question.missing})
             options, specific, missing = shown[key]
             true_code = person.answers.get(question.id)
-            items.append(
-                Item(
-                    person_id=person.person_id,
-                    question_id=question.id,
-                    country_code=person.group_code,
-                    options=options,
-                    true_code=true_code,
-                    country_specific=specific,
-                    excluded_reason=_exclusion(true_code, options, missing),
-                )
-            )
+            items.append(Item(person.person_id, question.id, person.group_code, options, true_code, specific,
+                              _exclusion(true_code, options, missing)))
     return items
 
 
@@ -110,12 +101,8 @@ def summarize_items(items: Iterable[Item]) -> dict[str, object]:
     reasons = Counter(item.excluded_reason for item in items)
     excluded = {reason: n for reason, n in sorted(reasons.items(), key=lambda kv: str(kv[0])) if reason}
     total = sum(reasons.values())
-    return {
-        "total": total,
-        "scoreable": reasons.get(None, 0),
-        "excluded": total - reasons.get(None, 0),
-        "excluded_by_reason": excluded,
-    }
+    return {"total": total, "scoreable": reasons.get(None, 0), "excluded": total - reasons.get(None, 0),
+            "excluded_by_reason": excluded}
 
 
 def exclusions_by_question(items: Iterable[Item]) -> dict[str, dict[str, int]]:

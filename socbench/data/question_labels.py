@@ -37,12 +37,8 @@ def parse_question_list(text: str) -> list[str]:
     return names
 
 
-def question_records(
-    survey: SurveyFile,
-    names: Sequence[str],
-    counts: Mapping[str, Mapping[str, int]],
-    extra_missing: Sequence[str] = (),
-) -> tuple[list[dict], list[QuestionDecision]]:
+def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[str, Mapping[str, int]],
+                     extra_missing: Sequence[str] = ()) -> tuple[list[dict], list[QuestionDecision]]:
     """``issp_qa`` records for the named variables, and each question's decision
     (``question_scale.decide``); a variable with fewer than two options is an error naming it."""
     records: list[dict] = []
@@ -51,29 +47,19 @@ def question_records(
         variable = survey.variables[name]
         decision = decide(variable, name, counts[name], extra_missing)
         if len(decision.options) < 2:
-            raise DataError(
-                f"{survey.path}: variable {name} has {len(decision.options)} labelled answer option(s); "
-                f"a question needs its value labels (label it, or leave it out of --questions)"
-            )
+            raise DataError(f"{survey.path}: variable {name} has {len(decision.options)} labelled answer "
+                            "option(s); a question needs its value labels (label it, or leave it out of "
+                            "--questions)")
         decisions.append(decision)
-        records.append({
-            "question_id": name,
-            "question": variable.key,
-            "answer": decision.options,
-            "special": {},
-            "missing": {code: label for code, (label, _) in decision.missing.items()},
-        })
+        missing = {code: label for code, (label, _) in decision.missing.items()}
+        records.append({"question_id": name, "question": variable.key, "answer": decision.options,
+                        "special": {}, "missing": missing})
     return records, decisions
 
 
-def question_set(
-    survey: SurveyFile,
-    qa_path: Path | None,
-    pairs: Sequence[tuple[str, str]],
-    counts: Mapping[str, Mapping[str, int]],
-    extra_missing: Sequence[str] = (),
-    scale_conflict: str = "file",
-) -> tuple[list[QuestionDecision], bytes]:
+def question_set(survey: SurveyFile, qa_path: Path | None, pairs: Sequence[tuple[str, str]],
+                 counts: Mapping[str, Mapping[str, int]], extra_missing: Sequence[str] = (),
+                 scale_conflict: str = "file") -> tuple[list[QuestionDecision], bytes]:
     """Each question's decision and the question file to write: ``--qa``'s set checked against the
     file's labels (``scale_check``) with the file's missing codes added, else the set built from
     the labels of the named variables."""
@@ -113,7 +99,6 @@ def check_answers(survey: SurveyFile, decisions: list[QuestionDecision]) -> None
         if decision.answered == 0:
             held = ", ".join(f"{code}: {n}" for code, n in sorted(decision.counts.items())[:6]
                              if code != SYSTEM_MISSING)
-            raise DataError(
-                f"{survey.path}: variable {decision.variable} has no substantive answer in "
-                f"{survey.n_rows} rows (codes held: {held or 'only blanks'}); leave it out or fix its labels"
-            )
+            raise DataError(f"{survey.path}: variable {decision.variable} has no substantive answer in "
+                            f"{survey.n_rows} rows (codes held: {held or 'only blanks'}); leave it out or "
+                            "fix its labels")

@@ -1,24 +1,17 @@
 """The options and missing codes of one imported question, from its labels *and* its data.
 
-Why: a file's value labels are not always its answer scale. ESS and many ISSP files label a
-0-10 scale only at its ends ("0 Completely dissatisfied", "10 Completely satisfied"); taking
-the labels as the options would offer 0 and 10 and exclude every answer 1-9. Labels alone
-cannot tell such a scale from a nominal set such as Family V59 (1 "Yes", 2 "No", 6 "Doesn't
-apply"), but the data can. The rules, applied per question:
+Why: a file's value labels are not always its answer scale (ESS and many ISSP files label a 0-10 scale
+only at its ends); labels alone cannot tell such a scale from a nominal set (Family V59: 1 "Yes", 2 "No",
+6 "Doesn't apply"), but the data can. The rules, per question:
 
-1. **Missing codes belong to the question.** A code is missing when the file declares it
-   user-missing (SPSS discrete values and ranges), else when its own value label is a
-   missing label (``is_missing_label``: ISSP conventions, other languages), else when the
-   user names it with ``--missing`` and it is not one of this question's options.
-2. **The scale rule.** The options are the labelled, non-missing codes. When the variable is
-   numeric and the data holds integer codes that are unlabelled, not missing, and strictly
-   between the lowest and the highest labelled option, the question is a scale labelled at
-   some points only: every integer of that range is an option, labelled where the file
-   labels it and shown as the number elsewhere. A set whose every answer is labelled (V59,
-   every real ISSP question set) is never filled.
-3. **Nothing silently dropped.** Codes in the data that are neither options nor missing
-   (outside the range, non-integer such as "1.5", or text) stay in the answer file as
-   recorded, are excluded at scoring as "code not offered", and are counted in the report.
+1. **Missing codes belong to the question**: declared user-missing in the file, else a missing value
+   label (``is_missing_label``), else named by ``--missing`` and not one of its options.
+2. **The scale rule**: the options are the labelled, non-missing codes; when a numeric variable's data
+   holds unlabelled, non-missing integer codes strictly between its lowest and highest option, every
+   integer of that range is an option, shown as the number where unlabelled (never for a fully
+   labelled set such as V59 or any real ISSP question set).
+3. **Nothing silently dropped**: codes neither offered nor missing stay in the answer file as recorded,
+   are excluded at scoring as "code not offered", and are counted in the report.
 """
 
 from __future__ import annotations
@@ -29,24 +22,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from socbench.data.missing_labels import STATA_MISSING, is_missing_label
-from socbench.data.options import NO_ANSWER, missing_reason
+from socbench.data.options import NO_ANSWER, code_order, missing_reason
 from socbench.data.survey_file import R_NA, SYSTEM_MISSING, Variable
 
-DECLARED = "declared missing in the file"
-R_NA_LABEL = "R's NA in the CSV"
-LABELLED = "value label"
-FLAG = "--missing"
 NON_INTEGER = "non-integer code"
 UNLABELLED = "code without a label (not in the question's options)"
 _INTEGER = re.compile(r"^-?\d+$")
-
-
-def code_order(code: str) -> tuple[int, float, str]:
-    """Numeric codes in numeric order, then text codes."""
-    try:
-        return (0, float(code), code)
-    except ValueError:
-        return (1, 0.0, code)
 
 
 @dataclass(frozen=True)
@@ -84,11 +65,8 @@ class QuestionDecision:
 
     def unoffered(self) -> dict[str, int]:
         """Codes in the data that are neither options nor missing, with their counts."""
-        return {
-            code: n
-            for code, n in sorted(self.counts.items(), key=lambda kv: code_order(kv[0]))
-            if code not in self.options and code not in self.missing and code != SYSTEM_MISSING
-        }
+        return {code: n for code, n in sorted(self.counts.items(), key=lambda kv: code_order(kv[0]))
+                if code not in self.options and code not in self.missing and code != SYSTEM_MISSING}
 
 
 def _file_missing(variable: Variable, codes: Iterable[str]) -> dict[str, tuple[str, str]]:
@@ -98,10 +76,11 @@ def _file_missing(variable: Variable, codes: Iterable[str]) -> dict[str, tuple[s
     out: dict[str, tuple[str, str]] = {}
     for code in sorted(set(codes) - {SYSTEM_MISSING} | set(labels), key=code_order):
         if variable.declared_missing(code):  # R's NA, Stata's .a-.z, SPSS user-missing
-            kind = R_NA_LABEL if code == R_NA else "no label" if STATA_MISSING.match(code) else "user-missing"
-            out[code] = (labels.get(code, kind), DECLARED)
+            kind = "no label" if STATA_MISSING.match(code) else "user-missing"
+            kind = "R's NA in the CSV" if code == R_NA else kind
+            out[code] = (labels.get(code, kind), "declared missing in the file")
         elif code in labels and is_missing_label(labels[code]):
-            out[code] = (labels[code], LABELLED)
+            out[code] = (labels[code], "value label")
     return out
 
 
@@ -114,28 +93,16 @@ def _scale_fill(variable: Variable, options: Mapping[str, str], counts: Mapping[
     if len(ints) < 2:
         return []
     low, high = min(ints), max(ints)
-    inside = [
-        code for code in counts
-        if _INTEGER.match(code) and low < int(code) < high
-        and code not in variable.value_labels and code not in missing
-    ]
-    if not inside:
+    if not any(_INTEGER.match(code) and low < int(code) < high and code not in variable.value_labels
+               and code not in missing for code in counts):
         return []
     return [str(c) for c in range(low, high + 1) if str(c) not in options and str(c) not in missing]
 
 
-def decide(
-    variable: Variable,
-    question_id: str,
-    counts: Mapping[str, int],
-    extra_missing: Iterable[str] = (),
-    offered: Mapping[str, str] | None = None,
-) -> QuestionDecision:
-    """The question's options and missing codes (rules 1-2 of the module docstring).
-
-    ``offered``: the options of a curated question set (``--qa``, base and every country's),
-    taken as they are; its codes are never missing for this question.
-    """
+def decide(variable: Variable, question_id: str, counts: Mapping[str, int], extra_missing: Iterable[str] = (),
+           offered: Mapping[str, str] | None = None) -> QuestionDecision:
+    """The question's options and missing codes (rules 1-2 of the module docstring); ``offered``: a
+    curated question set's options (``--qa``, base and every country's), taken as they are, never missing."""
     missing = _file_missing(variable, counts)
     if offered is not None:
         options = dict(offered)
@@ -147,12 +114,7 @@ def decide(
     missing = {c: m for c, m in missing.items() if c not in options}
     for code in extra_missing:
         if code not in options and code not in missing:
-            missing[code] = (variable.value_labels.get(code, f"{code}, named by --missing"), FLAG)
-    return QuestionDecision(
-        variable=variable.name,
-        question_id=question_id,
-        options=dict(sorted(options.items(), key=lambda kv: code_order(kv[0]))),
-        filled=tuple(filled),
-        missing=dict(sorted(missing.items(), key=lambda kv: code_order(kv[0]))),
-        counts=dict(counts),
-    )
+            missing[code] = (variable.value_labels.get(code, f"{code}, named by --missing"), "--missing")
+    options = {c: options[c] for c in sorted(options, key=code_order)}
+    missing = {c: missing[c] for c in sorted(missing, key=code_order)}
+    return QuestionDecision(variable.name, question_id, options, tuple(filled), missing, dict(counts))

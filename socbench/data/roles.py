@@ -1,14 +1,11 @@
 """What each variable of an imported file is: its roles, and whether it belongs in the persona.
 
-Why: strata, baselines, persona groups and structure figures need to know which variable is the
-country (or a grouping variable that is not one: region, state, wave), the respondent id, the
-weight, sex, age, education, religion, party and employment. A user declares them (``data import
---roles``); the rest are proposed from the variable labels, in English, German, French, Spanish,
-Italian, Dutch and Portuguese, and the import report lists every choice and what it left
-unassigned. The persona is the study's background variables: a variable whose label carries a
-questionnaire item number ("Q6 Ideal number of children", "O2 Feelings about Bible": ISSP's
-module items) is an answer to another question, left out unless it plays a role or the user
-asks for it (``--persona all`` or a list).
+Why: strata, baselines, persona groups and structure figures need the country (or a grouping variable
+that is not one: region, wave), respondent id, weight, sex, age, education, religion, party and
+employment. The user declares them (``--roles``); the rest are proposed from the labels (English, German,
+French, Spanish, Italian, Dutch, Portuguese), and the import report lists every choice. A variable whose
+label carries a questionnaire item number ("Q6 Ideal number of children") answers another question: it
+stays out of the persona unless it plays a role or the user asks for it (``--persona``).
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """A question set's options checked against the file's own value labels (``data import --qa``).
 
-Why: a curated question set may ask on another scale than the file codes (SocioBench's Citizenship
-set asks 22 of 59 questions 1-3 or 1-5 where GESIS codes 1-7 or 0-10). Taking its options as they
-are would score a respondent's 3 of 7 as "3, Very important". So each base option's label is
-compared with the file's label of the same code, as words: case, punctuation, the code's own
-number ("1, Left" = "Left") and country notes ("TW: ...", "...; PL: ...") aside. Where they
-disagree, the question gets the file's own options (``question_scale.decide``; its country
-overrides dropped, a "1 to 3" in its text rescaled) and the report says so, or, with
-``--scale_conflict refuse``, the import stops with one line. Country overrides are checked only
-against the file's missing codes: a file holds one label per code, not each country's wording.
+Why: a curated set may ask on another scale than the file codes (SocioBench's Citizenship set asks 22
+of 59 questions 1-3 or 1-5 where GESIS codes 1-7 or 0-10): a respondent's 3 of 7 would score as "3, Very
+important". Labels are compared as words (case, punctuation, the code's own number and country notes
+aside); where they disagree the question gets the file's own options (its overrides dropped, a "1 to 3"
+in its text rescaled) and the report says so, or ``--scale_conflict refuse`` stops the import. Country
+overrides are checked only against the file's missing codes: a file holds one label per code.
 """
 
 from __future__ import annotations

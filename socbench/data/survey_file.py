@@ -8,7 +8,10 @@ user-missing codes as the recorded numbers, Stata's extended missing values as `
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +21,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from socbench.data.csv_dialect import csv_options
 from socbench.data.loaders import normalize_code
 from socbench.data.missing_labels import STATA_MISSING
 from socbench.errors import ConfigError, DataError
@@ -67,7 +69,7 @@ class SurveyFile:
     kind: str  # Stata | SPSS | CSV
     variables: dict[str, Variable]
     n_rows: int
-    csv: dict[str, str] = field(default_factory=dict)  # a .csv's separator and decimal mark (csv_dialect)
+    csv: dict[str, str] = field(default_factory=dict)  # a .csv's separator and decimal mark (csv_options)
 
     def find(self, name: str) -> str | None:
         """The variable's name as the file spells it (names match case-insensitively)."""
@@ -77,11 +79,9 @@ class SurveyFile:
 
     def columns(self, names: Sequence[str]) -> pd.DataFrame:
         """Whole columns (a few of them: country, weight) in one read."""
-        return (
-            pd.concat(list(self.chunks(names, chunk_rows=max(self.n_rows, 1))), ignore_index=True)
-            if self.n_rows
-            else pd.DataFrame(columns=list(names))
-        )
+        if not self.n_rows:
+            return pd.DataFrame(columns=list(names))
+        return pd.concat(list(self.chunks(names, chunk_rows=self.n_rows)), ignore_index=True)
 
     def code_counts(self, names: Sequence[str]) -> dict[str, Counter[str]]:
         """``{variable: {canonical code: answers}}`` over the whole file, blanks (system-missing) under
@@ -161,6 +161,46 @@ def answer_values(series: pd.Series) -> np.ndarray:
     return map_codes(series, _as_answer)
 
 
+# --------------------------------------------------------------------- csv dialect
+
+SEPARATORS = (",", ";", "\t", "|")
+SAMPLE_BYTES = 1 << 16
+_COMMA_NUMBER = re.compile(r"^\s*-?\d+,\d+\s*$")
+
+
+def _rows(text: str, sep: str) -> list[list[str]]:
+    lines = text.splitlines(keepends=True)
+    return list(csv.reader(io.StringIO("".join(lines[:-1] if len(lines) > 1 else lines)), delimiter=sep))
+
+
+def csv_options(path: Path, sep: str | None = None, decimal: str | None = None) -> dict[str, str]:
+    """``{"sep": ..., "decimal": ...}`` for ``pandas.read_csv``. Why: European archives and Excel write ``;``
+    with decimal commas (R's ``write.csv2``). The separator is the candidate that splits the header into
+    the most columns, checked on the first rows; the decimal mark is ``,`` when the separator is not and
+    the first rows hold numbers written with it; what cannot be told is one line naming it."""
+    try:
+        with path.open("rb") as handle:
+            text = handle.read(SAMPLE_BYTES).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read as CSV ({exc})") from None
+    if sep is None:
+        widths = {candidate: len(next(iter(_rows(text, candidate)), [])) for candidate in SEPARATORS}
+        sep = max(SEPARATORS, key=lambda candidate: widths[candidate])  # ties: the first, ","
+    rows = [row for row in _rows(text, sep) if row]
+    header = rows[0] if rows else []
+    if len(header) == 1 and (other := next((s for s in SEPARATORS if s != sep and s in header[0]), None)):
+        raise DataError(f"{path}: with the separator {sep!r} the header is one column {header[0][:60]!r}; "
+                        f"give --sep {other!r} if that is the file's separator")
+    uneven = next((i for i, row in enumerate(rows[1:], 2) if len(row) != len(header)), None)
+    if uneven is not None:
+        raise DataError(f"{path}: cannot tell the CSV separator: with {sep!r} the header has {len(header)} "
+                        f"columns and line {uneven} {len(rows[uneven - 1])} (give --sep)")
+    if decimal is None:
+        cells = (cell for row in rows[1:] for cell in row)
+        decimal = "," if sep != "," and any(_COMMA_NUMBER.match(cell) for cell in cells) else "."
+    return {"sep": sep, "decimal": decimal}
+
+
 # ------------------------------------------------------------------------- opening
 
 
@@ -174,28 +214,15 @@ def _labels(mapping: dict[Any, Any] | None, tagged: bool = False) -> dict[str, s
     return out
 
 
-def _spss_missing(meta: Any, name: str) -> tuple[str, ...]:
-    """Declared user-missing codes: discrete values, and the labelled codes inside a range."""
-    codes: list[str] = []
-    labelled = [
-        code for code in (meta.variable_value_labels.get(name) or {}) if isinstance(code, (int, float))
-    ]
-    for entry in (meta.missing_ranges or {}).get(name, []):
-        low, high = entry.get("lo"), entry.get("hi")
-        if not isinstance(low, (int, float)) or not isinstance(high, (int, float)):
-            continue
-        values = [low] if low == high else [code for code in labelled if low <= code <= high]
-        codes += [code for value in values if (code := canonical_code(value)) is not None]
-    return tuple(codes)
-
-
-def _spss_ranges(meta: Any, name: str) -> tuple[tuple[float, float], ...]:
-    entries = (meta.missing_ranges or {}).get(name, [])
-    return tuple(
-        (float(e["lo"]), float(e["hi"]))
-        for e in entries
-        if isinstance(e.get("lo"), (int, float)) and isinstance(e.get("hi"), (int, float))
-    )
+def _spss_missing(meta: Any, name: str) -> tuple[tuple[str, ...], tuple[tuple[float, float], ...]]:
+    """Declared user-missing codes (discrete values, the labelled codes inside a range), and the ranges."""
+    numbers = (int, float)
+    ranges = tuple((float(e["lo"]), float(e["hi"])) for e in (meta.missing_ranges or {}).get(name, [])
+                   if isinstance(e.get("lo"), numbers) and isinstance(e.get("hi"), numbers))
+    labelled = [code for code in (meta.variable_value_labels.get(name) or {}) if isinstance(code, numbers)]
+    values = [v for low, high in ranges
+              for v in ([low] if low == high else [c for c in labelled if low <= c <= high])]
+    return tuple(code for value in values if (code := canonical_code(value)) is not None), ranges
 
 
 def _read_binary(path: Path, kind: str) -> SurveyFile:
@@ -207,44 +234,36 @@ def _read_binary(path: Path, kind: str) -> SurveyFile:
     except (OSError, ValueError, *readstat_errors()) as exc:
         raise DataError(f"{path}: cannot read as a {kind} file ({exc})") from None
     types = meta.readstat_variable_types or {}
-    variables = {
-        name: Variable(
-            name=name,
-            label=meta.column_names_to_labels.get(name),
-            value_labels=_labels(meta.variable_value_labels.get(name), tagged=kind == "Stata"),
-            is_string=types.get(name) == "string",
-            missing_codes=_spss_missing(meta, name),
-            missing_ranges=_spss_ranges(meta, name),
-        )
-        for name in meta.column_names
-    }
+    variables = {}
+    for name in meta.column_names:
+        codes, ranges = _spss_missing(meta, name)
+        variables[name] = Variable(name, meta.column_names_to_labels.get(name),
+                                   _labels(meta.variable_value_labels.get(name), tagged=kind == "Stata"),
+                                   types.get(name) == "string", codes, ranges)
     return SurveyFile(path, kind, variables, int(meta.number_rows or 0))
 
 
 def open_survey(path: str | Path, codebook: str | Path | None = None, sep: str | None = None,
                 decimal: str | None = None) -> SurveyFile:
     """The file's variables and row count; one DataError line for an unreadable file. ``sep`` and
-    ``decimal``: a .csv's separator and decimal mark (default: detected, ``csv_dialect``)."""
+    ``decimal``: a .csv's separator and decimal mark (default: detected, ``csv_options``)."""
     path = Path(path).expanduser()
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
-        raise ConfigError(
-            f"{path}: unknown survey format {path.suffix!r} (expected .dta, .sav, .zsav or .csv)"
-        )
+        raise ConfigError(f"{path}: unknown survey format {path.suffix!r} "
+                          "(expected .dta, .sav, .zsav or .csv)")
     if not path.is_file():
         raise DataError(f"{path}: survey file not found")
     if kind != "CSV":
         if codebook is not None:
-            raise ConfigError(
-                f"--codebook {codebook}: only a .csv source needs a codebook ({path.name} has labels)"
-            )
+            raise ConfigError(f"--codebook {codebook}: only a .csv source needs a codebook "
+                              f"({path.name} has labels)")
         if sep is not None or decimal is not None:
             raise ConfigError(f"--sep/--decimal: only a .csv source has them ({path.name} is {kind})")
         return _read_binary(path, kind)
     if codebook is None:
-        raise ConfigError(
-            f"{path}: a .csv source needs --codebook (a codebook .csv or .json with the labels)"
-        )
+        raise ConfigError(f"{path}: a .csv source needs --codebook (a codebook .csv or .json with the "
+                          "labels)")
     return _read_csv(path, Path(codebook).expanduser(), csv_options(path, sep, decimal))
 
 
@@ -282,10 +301,8 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
         raise DataError(f"{path}: cannot read the codebook as CSV ({exc})") from None
     missing = [c for c in CODEBOOK_CSV_COLUMNS if c not in frame.columns]
     if missing:
-        raise DataError(
-            f"{path}: codebook column(s) {', '.join(missing)} missing "
-            f"(expected {','.join(CODEBOOK_CSV_COLUMNS)})"
-        )
+        raise DataError(f"{path}: codebook column(s) {', '.join(missing)} missing "
+                        f"(expected {','.join(CODEBOOK_CSV_COLUMNS)})")
     book: dict[str, tuple[str | None, dict[str, str]]] = {}
     for row in frame.itertuples(index=False):
         name = str(row.variable).strip()

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from socbench.data import demo_questions as demo
+from socbench.data.demo_questions import COUNTRY_KEYS
 from socbench.data.loaders import load_codebook, load_questions
 from socbench.data.synth_model import Person, answer, balanced_countries, make_person, question_model
 from socbench.domains import DOMAINS, DomainSpec
@@ -26,19 +27,6 @@ from socbench.types import Question
 SYNTH_VERSION = "1"
 INFO_FILE = "synth_info.json"
 SAMPLE_DIR = "A_GroundTruth_sampling500"
-# Domain id -> attribute key of the country variable (C_ALPHAN's label in that module).
-COUNTRY_KEYS = {
-    1: "Country Prefix ISO 3166",
-    2: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    3: "Country Prefix ISO 3166 Code - alphanumeric",
-    4: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    6: "Country/ Sample Prefix ISO 3166 code - alphanumeric",
-    7: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    8: "Country Prefix ISO 3166 Code - alphanumeric",
-    9: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    10: "Country/ Sample Prefix ISO 3166 Code - alphanumeric",
-    11: "Country Prefix ISO 3166",
-}
 _MISSING_ATTR = dict(SEX=0.01, AGE=0.02, DEGREE=0.03, WORK=0.01, MAINSTAT=0.02, MARITAL=0.02,
                      RELIGGRP=0.03, ATTEND=0.04, URBRURAL=0.04)
 _CODEBOOK_ALIASES = {"DEGREE": ("DEGREE", "EDULEVEL"), "WEIGHT": ("WEIGHT", "WEIGHT_COM")}
@@ -64,12 +52,6 @@ class Variable:
 # ------------------------------------------------------------------- vocabulary
 
 
-def _codebook_index(codebook: Iterable[Any] | None) -> dict[str, dict]:
-    """Codebook entries (dicts or loader ``CodebookEntry`` records) by upper-case variable name."""
-    entries = [e.model_dump() if hasattr(e, "model_dump") else e for e in codebook or ()]
-    return {str(e["domain"]).upper(): e for e in entries}
-
-
 def _variable(name: str, index: dict[str, dict]) -> Variable | None:
     """The attribute for ISSP variable ``name``; None when a given codebook lacks it."""
     key, labels, missing = demo.VOCABULARY[name]
@@ -84,9 +66,9 @@ def _variable(name: str, index: dict[str, dict]) -> Variable | None:
     return Variable(name, str(entry["meaning"]), {**labels, **content}, missing, code_map)
 
 
-def vocabulary(codebook: Iterable[Any] | None = None) -> dict[str, Variable]:
-    """ISSP variable name -> Variable, in attribute order."""
-    index = _codebook_index(codebook)
+def vocabulary(index: dict[str, dict]) -> dict[str, Variable]:
+    """ISSP variable name -> Variable, in attribute order (``index``: the codebook's entries by upper-case
+    name; empty: the demo's vocabulary)."""
     found = {name: _variable(name, index) for name in demo.VOCABULARY}
     return {name: var for name, var in found.items() if var is not None}
 
@@ -215,7 +197,7 @@ def as_question(raw: Question | dict) -> Question:
 
 
 def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respondents: int, seed: int,
-               codebook: Sequence[Any] | None = None) -> list[dict]:
+               codebook: Sequence[dict] | None = None) -> list[dict]:
     """Answer-file records for one domain; ``codebook`` (an ``issp_profile_<Domain>.json``) names the
     attributes and supplies the countries (demo countries without one)."""
     if n_respondents < 1:
@@ -223,12 +205,12 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
     if seed < 0:
         raise ConfigError(f"--seed must be a non-negative integer, got {seed}")
     qs = [as_question(q) for q in questions]
-    index = _codebook_index(codebook)
+    index = {str(e["domain"]).upper(): e for e in codebook or ()}
     rng = np.random.default_rng([seed, domain.id])
     countries = _choose_countries(domain, qs, index, n_respondents, rng)
     slots = balanced_countries(countries, n_respondents, rng)
     people = [make_person(code, name, rng) for code, name in slots]
-    vocab = vocabulary(codebook)
+    vocab = vocabulary(index)
     admin = _admin(countries, domain, vocab, rng)
     national = _national_religion(countries, index)
     country_key = str(index["C_ALPHAN"]["meaning"]) if "C_ALPHAN" in index else COUNTRY_KEYS[domain.id]

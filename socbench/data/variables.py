@@ -1,10 +1,8 @@
 """``variables_<slug>.json``: the source file's own metadata of an imported domain, for the way back.
 
-Why: ``socbench export --wide`` writes the model's answers in the survey's own shape (original
-variable names, variable labels, value labels, missing-value declarations) so they open in
-SPSS/Stata/R beside the archive file; the question set alone keeps only what the prompts need.
-The import writes this file beside ``import_report_<slug>.md``; each answer record carries its
-``source_row`` (1 = the file's first respondent), so an export merges back onto the source rows.
+Why: ``socbench export --wide`` writes the model's answers in the survey's own shape (names, labels,
+value labels, missing-value declarations) to open beside the archive file; the question set keeps only
+what the prompts need. Each answer record's ``source_row`` merges an export back onto the source rows.
 """
 
 from __future__ import annotations
