@@ -84,12 +84,6 @@ def resolve_api_key(api_key_env: str = "OPENAI_API_KEY") -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
-def answer_schema(codes: Sequence[str]) -> dict[str, Any]:
-    """JSON schema of the one accepted reply: ``{"answer": "<offered code>"}``."""
-    return {"type": "object", "properties": {"answer": {"type": "string", "enum": list(codes)}},
-            "required": ["answer"], "additionalProperties": False}
-
-
 class OpenAIEngine:
     """``Engine`` over an OpenAI-compatible server; nothing is held open between calls."""
 
@@ -231,8 +225,11 @@ class OpenAIEngine:
         if mode == "regex":
             body["structured_outputs"] = {"regex": _chat.answer_regex(request.offered_codes)}
         elif mode == "json_schema" and request.chat:
-            body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "answer", "schema": answer_schema(request.offered_codes), "strict": True}}
+            schema = {"type": "object", "properties": {"answer": {"type": "string",
+                                                                  "enum": list(request.offered_codes)}},
+                      "required": ["answer"], "additionalProperties": False}
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "answer", "schema": schema, "strict": True}}
         return Call(_path(request), body, replies.chat_text if request.chat else replies.completion_text)
 
     def _option_calls(self, request: PromptRequest,

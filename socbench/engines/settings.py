@@ -8,10 +8,11 @@ import importlib.metadata
 import importlib.util
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -28,6 +29,19 @@ from socbench.models import DEFAULT_MODEL
 from socbench.processes import CPU_ENV
 
 DType = Literal["auto", "bfloat16", "float16", "float32"]
+
+
+def _at_least(low: int) -> AfterValidator:
+    def check(value: int) -> int:
+        if value < low:
+            raise ValueError(f"must be >= {low}, got {value}")
+        return value
+
+    return AfterValidator(check)
+
+
+Count = Annotated[int, _at_least(0)]
+Positive = Annotated[int, _at_least(1)]
 
 
 @functools.cache
@@ -113,9 +127,9 @@ class VllmSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    data_parallel_size: int = 1
+    tensor_parallel_size: Count = 1
+    pipeline_parallel_size: Count = 1
+    data_parallel_size: Count = 1
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None  # None: the model's own limit
     enable_chunked_prefill: bool = True
@@ -123,23 +137,15 @@ class VllmSettings(BaseModel):
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     block_size: int | None = None  # KV block = prefix-cache granularity (vLLM CPU default 128)
-    max_logprobs: int = 128  # codes scored in one step (vLLM's cap for logprob_token_ids)
+    max_logprobs: Count = 128  # codes scored in one step (vLLM's cap for logprob_token_ids)
     enforce_eager: bool = False
     dtype: DType = "auto"
-    seed: int = 0
+    seed: Count = 0
     structured_outputs_backend: str = "xgrammar"
     in_process: bool = False  # VLLM_ENABLE_V1_MULTIPROCESSING=0
     kv_cache_space_gib: int | None = None  # CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)
-    submit_window: int = 1024  # requests kept queued in the engine at once
+    submit_window: Count = 1024  # requests kept queued in the engine at once
     cpu_threads: int | None = None  # CPU compute threads (host default: usable cores; None: torch's)
-
-    @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "seed",
-                     "max_logprobs", "submit_window")
-    @classmethod
-    def _non_negative(cls, value: int) -> int:
-        if value < 0:
-            raise ValueError(f"must be >= 0, got {value}")
-        return value
 
     @field_validator("data_parallel_size")
     @classmethod
@@ -186,11 +192,11 @@ class HfSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     dtype: DType = "bfloat16"  # the validator below sets the host's when none is given
-    batch_size: int = 16
+    batch_size: Positive = 16
     device: str = "auto"
     torch_threads: int | None = None  # None: cores - 1 on a CPU device (cpu_compute_threads), torch's on GPU
-    pack_tokens: int = 256  # tokens per packed scoring row (contexts + continuations, see engines/_packed)
-    pack_rows: int = 4  # packed rows per scoring forward pass
+    pack_tokens: Positive = 256  # tokens per packed scoring row (contexts + continuations: _packed)
+    pack_rows: Positive = 4  # packed rows per scoring forward pass
 
     @model_validator(mode="before")
     @classmethod
@@ -200,13 +206,6 @@ class HfSettings(BaseModel):
             cuda = cuda_available() if device == "auto" else str(device).startswith("cuda")
             values = {**values, "dtype": default_dtype(cuda)}
         return values
-
-    @field_validator("batch_size", "pack_tokens", "pack_rows")
-    @classmethod
-    def _positive(cls, value: int) -> int:
-        if value < 1:
-            raise ValueError(f"must be >= 1, got {value}")
-        return value
 
     @classmethod
     def from_options(cls, overrides: dict[str, Any] | None = None) -> HfSettings:
