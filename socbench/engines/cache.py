@@ -40,35 +40,28 @@ def cache_key(identity: dict[str, str], method: str, request_key: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-class _Unusable(Exception):
-    """The file is not a socbench cache of this schema; ``kind`` is corrupt or incompatible."""
-
-    def __init__(self, kind: str, reason: str) -> None:
-        super().__init__(reason)
-        self.kind = kind
-
-
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, timeout=30.0, isolation_level=None)
     conn.execute("PRAGMA busy_timeout=30000")
     return conn
 
 
-def _check(conn: sqlite3.Connection) -> None:
-    """Raise ``_Unusable`` unless this is an empty database or our cache of this schema."""
+def _problem(conn: sqlite3.Connection) -> tuple[str, str] | None:
+    """(corrupt or incompatible, why) unless this is an empty database or our cache of this schema."""
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
-            return
+            return None
         if "meta" not in tables:
-            raise _Unusable("incompatible", f"a foreign SQLite file (tables: {', '.join(sorted(tables))})")
+            return "incompatible", f"a foreign SQLite file (tables: {', '.join(sorted(tables))})"
         meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
     except sqlite3.DatabaseError as exc:
-        raise _Unusable("corrupt", f"not a readable SQLite file ({exc})") from None
+        return "corrupt", f"not a readable SQLite file ({exc})"
     if meta.get("magic") != MAGIC:
-        raise _Unusable("incompatible", f"not a socbench cache (magic {meta.get('magic')!r})")
+        return "incompatible", f"not a socbench cache (magic {meta.get('magic')!r})"
     if meta.get("schema") != SCHEMA_VERSION or "results" not in tables:
-        raise _Unusable("incompatible", f"schema {meta.get('schema')!r}, socbench needs {SCHEMA_VERSION}")
+        return "incompatible", f"schema {meta.get('schema')!r}, socbench needs {SCHEMA_VERSION}"
+    return None
 
 
 def _set_aside(path: Path, kind: str) -> Path:
@@ -91,13 +84,12 @@ def _open(path: Path) -> sqlite3.Connection:
     """Open or create the cache; an unusable file is moved aside with one warning line."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = _connect(path)
-    try:
-        _check(conn)
-    except _Unusable as exc:
+    problem = _problem(conn)
+    if problem is not None:
         conn.close()
-        aside = _set_aside(path, exc.kind)
+        aside = _set_aside(path, problem[0])
         log.warning("engine cache %s is unusable (%s); moved it to %s and started a fresh cache",
-                    path, exc, aside.name)
+                    path, problem[1], aside.name)
         conn = _connect(path)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")  # in WAL mode a commit survives a process kill
