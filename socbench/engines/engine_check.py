@@ -15,7 +15,7 @@ from typing import Any
 from socbench.engines.settings import HfSettings, VllmSettings, apply_vllm_env, cuda_available
 from socbench.engines.vllm_args import vllm_version
 from socbench.errors import ConfigError
-from socbench.models import ResolvedModel, socbench_home
+from socbench.models import ResolvedModel
 
 log = logging.getLogger("socbench")
 
@@ -64,7 +64,7 @@ def vllm_reason(exc: BaseException) -> str:
 
 def check_vllm(model: ResolvedModel, settings: VllmSettings) -> int:
     """vLLM's own configuration for ``model``; its context length (a refusal: one ConfigError line)."""
-    apply_vllm_env(settings, cache_root=str(socbench_home() / "vllm"))
+    apply_vllm_env(settings)
     # building a config logs a dozen INFO/WARNING lines; vLLM re-applies its own logging configuration
     # on the way, so a logger's level would not hold: logging below ERROR is off meanwhile
     logging.disable(logging.WARNING)

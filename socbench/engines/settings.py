@@ -25,7 +25,7 @@ from pydantic import (
 from socbench.engines.segment_cache import CacheStore
 from socbench.engines.vllm_args import check_vllm_keys
 from socbench.errors import ConfigError, validated
-from socbench.models import DEFAULT_MODEL
+from socbench.models import DEFAULT_MODEL, socbench_home
 from socbench.processes import CPU_ENV
 
 DType = Literal["auto", "bfloat16", "float16", "float32"]
@@ -312,7 +312,7 @@ class EngineSettings(BaseModel):
         return options
 
 
-def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> None:
+def apply_vllm_env(settings: VllmSettings) -> None:
     """Process environment vLLM reads at start (call before importing vllm); explicit settings win,
     other variables are only defaulted, so the user's environment stays in charge."""
     os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # fork after torch/threads is unsafe
@@ -321,8 +321,7 @@ def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> Non
     # vLLM compiles every structured request's regex on a new thread with a timeout (ReDoS guard):
     # ~1.5 ms per request measured; our regexes are built from escaped option codes
     os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "0")
-    if cache_root:
-        os.environ.setdefault("VLLM_CACHE_ROOT", cache_root)
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(socbench_home() / "vllm"))
     if settings.cpu_threads:
         os.environ["OMP_NUM_THREADS"] = str(settings.cpu_threads)
     if settings.kv_cache_space_gib is not None:

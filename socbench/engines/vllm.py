@@ -23,7 +23,7 @@ from socbench.engines.engine_check import llm_kwargs
 from socbench.engines.settings import VllmSettings, apply_vllm_env
 from socbench.engines.usage import UsageMeter
 from socbench.errors import EngineError
-from socbench.models import ResolvedModel, socbench_home
+from socbench.models import ResolvedModel
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class VllmEngine:
     def _engine(self):
         if self._llm is not None:
             return self._llm
-        apply_vllm_env(self.settings, cache_root=str(socbench_home() / "vllm"))
+        apply_vllm_env(self.settings)
         start = time.perf_counter()
         try:
             from vllm import LLM
