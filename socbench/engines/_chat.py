@@ -83,10 +83,10 @@ def loglikelihood_ids(tokenizer, request: LoglikelihoodRequest) -> tuple[list[in
     context, continuation = split_trailing_space(request.context, request.continuation)
     whole = encode(tokenizer, context + continuation, special=True)
     ctx = encode(tokenizer, context, special=True)
-    if whole[: len(ctx)] != ctx:  # the join merged across the boundary: encode apart
-        return ctx or [prefix_token(tokenizer)], encode(tokenizer, continuation, special=False)
     cont = whole[len(ctx):]
-    return (ctx or [prefix_token(tokenizer)]), cont
+    if whole[: len(ctx)] != ctx:  # the join merged across the boundary: encode apart
+        cont = encode(tokenizer, continuation, special=False)
+    return ctx or [prefix_token(tokenizer)], cont
 
 
 def prefix_token(tokenizer) -> int:

@@ -1,11 +1,9 @@
-"""HTTP transport of the OpenAI-compatible backend (private to ``openai_api.py``): at most
-``concurrent_requests`` in flight; retries with full-jitter backoff (``Retry-After`` honoured)
-for 429/408/409/5xx, dropped connections and malformed bodies.
+"""HTTP transport of the OpenAI-compatible backend: at most ``concurrent_requests`` in flight; full-jitter
+retries (``Retry-After`` honoured) for 429/408/409/5xx, dropped connections and malformed bodies.
 
-A busy server can take minutes per request while healthy, so a request is cut only when its
-server has been *silent* for ``timeout_s`` (no answer to anything, nor to a watchdog's
-``GET /v1/models`` probe): then its in-flight requests fail and are retried, and the base is
-down (attempts fail at once) until a probe is answered. ``max_request_s`` caps any request.
+A busy server can take minutes per request while healthy, so a request is cut only when its server has
+been *silent* for ``timeout_s`` (nor answering a watchdog's ``GET /v1/models``): then its in-flight
+requests are retried, and the base is down until a probe is answered. ``max_request_s`` caps any request.
 """
 
 from __future__ import annotations
@@ -18,31 +16,20 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import count
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
-
-from pydantic import SecretStr
 
 from socbench.engines import _openai_replies as replies
 from socbench.engines.usage import UsageMeter
+
+if TYPE_CHECKING:
+    from socbench.engines.openai_api import OpenAISettings
 
 log = logging.getLogger("socbench")
 T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 300.0
 PROBE_PATH = "/v1/models"
-
-
-class TransportSettings(Protocol):
-    api_base: tuple[str, ...]
-    api_key: SecretStr | None
-    concurrent_requests: int
-    timeout_s: float  # silence before in-flight requests of a base fail
-    max_request_s: float  # ceiling for one request, however alive its server
-    connect_timeout_s: float
-    max_retries: int
-    backoff_base_s: float
-    backoff_max_s: float
 
 
 @dataclass(frozen=True)
@@ -113,7 +100,7 @@ class Transport:
     """Sends batches of calls; nothing is held open between batches. ``usage``: the tokens every reply
     reported, unusable and retried ones included."""
 
-    def __init__(self, settings: TransportSettings) -> None:
+    def __init__(self, settings: OpenAISettings) -> None:
         self.settings = settings
         self.usage = UsageMeter()
         self._turn = count()

@@ -1,8 +1,8 @@
 """The one engine cache: a content-addressed SQLite file and the ``CachedEngine`` wrapper.
 
-Key = sha256 over (backend identity, method, request content key), so one file holds many
-models' answers. Only successes are stored, each as the backend reports it, by a writer thread
-(short transactions), so a killed run keeps everything but the last moment's results.
+Key = sha256 of (backend identity, method, request content key): one file holds many models' answers.
+Only successes are stored, each as the backend reports it, by a writer thread (short transactions),
+so a killed run keeps everything but the last moment's results.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +36,8 @@ _STOP = object()
 
 
 def cache_key(identity: dict[str, str], method: str, request_key: str) -> str:
-    """What identifies an answer: backend identity (sorted JSON), method and request content."""
     payload = json.dumps([identity, method, request_key], sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
-
-
-class _Unusable(Exception):
-    """The file is not a socbench cache of this schema; ``kind`` is corrupt or incompatible."""
-
-    def __init__(self, kind: str, reason: str) -> None:
-        super().__init__(reason)
-        self.kind = kind
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -55,25 +46,26 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _check(conn: sqlite3.Connection) -> None:
-    """Raise ``_Unusable`` unless this is an empty database or our cache of this schema."""
+def _problem(conn: sqlite3.Connection) -> tuple[str, str] | None:
+    """(corrupt or incompatible, why) unless this is an empty database or our cache of this schema."""
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
-            return
+            return None
         if "meta" not in tables:
-            raise _Unusable("incompatible", f"a foreign SQLite file (tables: {', '.join(sorted(tables))})")
+            return "incompatible", f"a foreign SQLite file (tables: {', '.join(sorted(tables))})"
         meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
     except sqlite3.DatabaseError as exc:
-        raise _Unusable("corrupt", f"not a readable SQLite file ({exc})") from None
+        return "corrupt", f"not a readable SQLite file ({exc})"
     if meta.get("magic") != MAGIC:
-        raise _Unusable("incompatible", f"not a socbench cache (magic {meta.get('magic')!r})")
+        return "incompatible", f"not a socbench cache (magic {meta.get('magic')!r})"
     if meta.get("schema") != SCHEMA_VERSION or "results" not in tables:
-        raise _Unusable("incompatible", f"schema {meta.get('schema')!r}, socbench needs {SCHEMA_VERSION}")
+        return "incompatible", f"schema {meta.get('schema')!r}, socbench needs {SCHEMA_VERSION}"
+    return None
 
 
 def _set_aside(path: Path, kind: str) -> Path:
-    """Rename the file (and its WAL side files) to ``<name>.<kind>-<timestamp>``."""
+    """Rename the file and its WAL side files to ``<name>.<kind>-<timestamp>``."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
     aside = path.with_name(f"{path.name}.{kind}-{stamp}")
     n = 1
@@ -92,13 +84,12 @@ def _open(path: Path) -> sqlite3.Connection:
     """Open or create the cache; an unusable file is moved aside with one warning line."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = _connect(path)
-    try:
-        _check(conn)
-    except _Unusable as exc:
+    problem = _problem(conn)
+    if problem is not None:
         conn.close()
-        aside = _set_aside(path, exc.kind)
+        aside = _set_aside(path, problem[0])
         log.warning("engine cache %s is unusable (%s); moved it to %s and started a fresh cache",
-                    path, exc, aside.name)
+                    path, problem[1], aside.name)
         conn = _connect(path)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")  # in WAL mode a commit survives a process kill
@@ -120,7 +111,6 @@ class EngineCache:
         self._writer.start()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        """Stored JSON values of those keys that are present."""
         found: dict[str, str] = {}
         unique = list(dict.fromkeys(keys))
         with self._read_lock:
@@ -138,8 +128,7 @@ class EngineCache:
         self._queue.put((key, method, value, time.time()))
 
     def flush(self) -> None:
-        """Block until every queued value is committed."""
-        self._queue.join()
+        self._queue.join()  # every queued value committed
 
     def __len__(self) -> int:
         with self._read_lock:
@@ -190,13 +179,6 @@ def _encode(result: EngineResult | LoglikelihoodResult) -> str:
     return json.dumps(data)
 
 
-def _decoder(cls: type) -> Callable[[str, str], Any]:
-    def decode(value: str, key: str) -> Any:
-        return cls(key=key, cached=True, **json.loads(value))
-
-    return decode
-
-
 @dataclasses.dataclass
 class CacheStats:
     hits: int = 0
@@ -206,8 +188,7 @@ class CacheStats:
 
 
 class CachedEngine:
-    """Any ``Engine`` behind the cache: only misses reach the backend, each stored as it finishes;
-    ``close()`` closes backend and cache."""
+    """Any ``Engine`` behind the cache: only misses reach the backend, each stored as it finishes."""
 
     def __init__(self, backend: Engine, cache: EngineCache) -> None:
         self.backend = backend
@@ -222,15 +203,15 @@ class CachedEngine:
 
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
-        return self._run("generate", requests, on_result, _decoder(EngineResult))
+        return self._run("generate", requests, on_result)
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
-        return self._run("option_logprobs", requests, on_result, _decoder(EngineResult))
+        return self._run("option_logprobs", requests, on_result)
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
-        return self._run("loglikelihood", requests, on_result, _decoder(LoglikelihoodResult))
+        return self._run("loglikelihood", requests, on_result)
 
     def unanswered(self, method: str, requests: Sequence[Any]) -> list[Any]:
         """The requests the cache cannot answer (no backend call)."""
@@ -244,28 +225,24 @@ class CachedEngine:
         finally:
             self.cache.close()
 
-    def _run(self, method: str, requests: Sequence[Any], on_result: ResultSink | None,
-             decode: Callable[[str, str], Any]) -> list[Any]:
+    def _run(self, method: str, requests: Sequence[Any], on_result: ResultSink | None) -> list[Any]:
+        """Hits from the cache, misses from the backend (in input order), each stored as it finishes."""
         sink = on_result or (lambda index, result: None)
+        cls = LoglikelihoodResult if method == "loglikelihood" else EngineResult
         keys = [cache_key(self._identity, method, request.key) for request in requests]
         found = self.cache.get_many(keys)
         results: list[Any] = [None] * len(requests)
         misses: list[int] = []
         for index, (request, key) in enumerate(zip(requests, keys)):
             if key in found:
-                results[index] = decode(found[key], request.key)
+                results[index] = cls(key=request.key, cached=True, **json.loads(found[key]))
                 self._count("hits")
                 sink(index, results[index])
             else:
                 misses.append(index)
-        if misses:
-            self._count("misses", len(misses))
-            self._send(method, requests, keys, misses, results, sink)
-        return results
-
-    def _send(self, method: str, requests: Sequence[Any], keys: list[str], misses: list[int],
-              results: list[Any], sink: ResultSink) -> None:
-        """Ask the backend for the misses (input order); store and forward each as it finishes."""
+        if not misses:
+            return results
+        self._count("misses", len(misses))
         reported: set[int] = set()
 
         def store(position: int, result: Any) -> None:
@@ -278,12 +255,12 @@ class CachedEngine:
         try:
             answers = getattr(self.backend, method)([requests[i] for i in misses], store)
             for position, result in enumerate(answers):
-                index = misses[position]
-                results[index] = result
-                if index not in reported:  # a backend that did not report through on_result
+                results[misses[position]] = result
+                if misses[position] not in reported:  # a backend that did not report through on_result
                     store(position, result)
         finally:
             self.cache.flush()
+        return results
 
     def _store(self, method: str, key: str, result: Any) -> None:
         if getattr(result, "error", None) is not None:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 from socbench.engines.settings import HfSettings, VllmSettings, apply_vllm_env, cuda_available
 from socbench.engines.vllm_args import vllm_version
 from socbench.errors import ConfigError
-from socbench.models import ResolvedModel, socbench_home
+from socbench.models import ResolvedModel
 
 log = logging.getLogger("socbench")
 
@@ -63,27 +62,21 @@ def vllm_reason(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Logging below ERROR off meanwhile: building a config logs a dozen INFO/WARNING lines (vLLM
-    re-applies its own logging configuration on the way, so a logger's level would not hold)."""
-    logging.disable(logging.WARNING)
-    try:
-        yield
-    finally:
-        logging.disable(logging.NOTSET)
-
-
 def check_vllm(model: ResolvedModel, settings: VllmSettings) -> int:
     """vLLM's own configuration for ``model``; its context length (a refusal: one ConfigError line)."""
-    apply_vllm_env(settings, cache_root=str(socbench_home() / "vllm"))
+    apply_vllm_env(settings)
+    # building a config logs a dozen INFO/WARNING lines; vLLM re-applies its own logging configuration
+    # on the way, so a logger's level would not hold: logging below ERROR is off meanwhile
+    logging.disable(logging.WARNING)
     try:
-        with _quiet():
-            config = _engine_args(model, llm_kwargs(settings)).create_engine_config()
+        config = _engine_args(model, llm_kwargs(settings)).create_engine_config()
     except Exception as exc:  # noqa: BLE001 - any refusal of vLLM's is the user's settings
+        logging.disable(logging.NOTSET)
         log.debug("vLLM refused the settings", exc_info=True)
         raise ConfigError(f"--engine: vLLM {vllm_version()} refuses these settings for model {model.name}: "
                           f"{vllm_reason(exc)}") from None
+    finally:
+        logging.disable(logging.NOTSET)
     return int(config.model_config.max_model_len)
 
 

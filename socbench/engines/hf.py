@@ -75,8 +75,6 @@ class HfEngine:
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
 
-    # ------------------------------------------------------------------ generate
-
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
         """Batched (left-padded) generation; requests with equal sampling settings share a batch."""
@@ -114,8 +112,6 @@ class HfEngine:
                                  **kwargs)
         new = out[:, input_ids.shape[1]:]
         return [tok.decode(row, skip_special_tokens=True) for row in new]
-
-    # ------------------------------------------------------------------ scoring
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:

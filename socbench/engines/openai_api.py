@@ -1,12 +1,10 @@
 """OpenAI-compatible HTTP backend (a vLLM server, OpenAI, ...); transport and retries: ``_http.py``.
 
-A reply with unusable content is asked once more, then becomes an ``EngineResult`` with
-``error``; the API key never leaves the Authorization header. vLLM-server extensions are used
-where the OpenAI API has none: ``structured_outputs`` regex (the in-process backend's
-``_chat.answer_regex``, so greedy answers agree), ``/tokenize`` and ``logprob_token_ids`` for
-option scoring by ``_chat.option_plan``'s rule; without ``/tokenize`` codes are looked up by text
-among the ``top_logprobs`` (multi-token codes then get ``-inf``). ``loglikelihood`` reads the
-echoed prompt log-probs of ``/v1/completions``.
+A reply with unusable content is asked once more, then is an ``EngineResult`` with ``error``; the API key
+never leaves the Authorization header. vLLM-server extensions serve where the OpenAI API has none: the
+in-process backend's ``structured_outputs`` regex (greedy answers agree), ``/tokenize`` and
+``logprob_token_ids`` for option scoring by ``_chat``'s rule; without ``/tokenize`` codes are looked up
+among the ``top_logprobs`` (multi-token codes get ``-inf``).
 """
 
 from __future__ import annotations
@@ -43,8 +41,7 @@ T = TypeVar("T")
 
 
 class OpenAISettings(BaseModel):
-    """How to reach the server; only ``model`` and ``structured_mode`` change answers
-    (``timeout_s``: silence before in-flight requests are retried, see ``_http.py``)."""
+    """How to reach the server; only ``model`` and ``structured_mode`` change answers."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -52,8 +49,8 @@ class OpenAISettings(BaseModel):
     model: str
     api_key: SecretStr | None = None
     concurrent_requests: int = Field(64, ge=1)
-    timeout_s: float = Field(60.0, gt=0)
-    max_request_s: float = Field(600.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0)  # silence before in-flight requests of a base are retried
+    max_request_s: float = Field(600.0, gt=0)  # ceiling for one request, however alive its server
     connect_timeout_s: float = Field(5.0, gt=0)
     max_retries: int = Field(6, ge=0)
     backoff_base_s: float = Field(0.5, ge=0)
@@ -87,12 +84,6 @@ def resolve_api_key(api_key_env: str = "OPENAI_API_KEY") -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
-def answer_schema(codes: Sequence[str]) -> dict[str, Any]:
-    """JSON schema of the one accepted reply: ``{"answer": "<offered code>"}``."""
-    return {"type": "object", "properties": {"answer": {"type": "string", "enum": list(codes)}},
-            "required": ["answer"], "additionalProperties": False}
-
-
 class OpenAIEngine:
     """``Engine`` over an OpenAI-compatible server; nothing is held open between calls."""
 
@@ -117,9 +108,8 @@ class OpenAIEngine:
         """Nothing to release: each call opens and closes its own HTTP session."""
 
     def planned(self, method: str, requests: Sequence[Any]) -> tuple[list[int], list[int] | None]:
-        """What ``method`` would send for ``requests``, sending none of them (``--dry_run``): how many
-        requests each asks (option scoring: one per code where a code is several tokens, by ``_plans``)
-        and its prompt's tokens by the server's ``/tokenize`` (None: it has none, or does not answer)."""
+        """For ``--dry_run``: how many requests each of ``requests`` takes (option scoring: one per code
+        where a code is several tokens) and its prompt's tokens by ``/tokenize`` (None: not answered)."""
         calls = [1] * len(requests)
         if method == "option_logprobs":
             calls = [len(r.offered_codes) if plan.method == "continuation" else int(bool(r.offered_codes))
@@ -135,8 +125,7 @@ class OpenAIEngine:
         return calls, counts
 
     def check_structured(self) -> None:
-        """One tiny constrained request, so a server that rejects (HTTP 400/422) or ignores the
-        constraint is one ConfigError naming ``--structured`` before a run."""
+        """One tiny constrained request: a server rejecting or ignoring it is one ConfigError before a run."""
         if self.settings.structured_mode == "none":
             return
         codes, where = ("1", "2"), f"the server at {self.identity['api_base']}"
@@ -154,8 +143,6 @@ class OpenAIEngine:
         if not _honours(result.text or "", codes, self.settings.structured_mode):
             raise ConfigError(f"--structured: {where} ignored the constraint (it replied "
                               f"{(result.text or '')[:60]!r}); {hint}")
-
-    # ------------------------------------------------------------------ Engine methods
 
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
@@ -210,8 +197,6 @@ class OpenAIEngine:
                               f"{self.identity['api_base']} failed; first: {failed[0]}")
         return results
 
-    # ------------------------------------------------------------------ request bodies
-
     def _body(self, request: PromptRequest, **extra: Any) -> dict[str, Any]:
         """Model, sampling and the prompt: chat messages (with an assistant prefix) or raw text."""
         s = request.sampling
@@ -240,13 +225,16 @@ class OpenAIEngine:
         if mode == "regex":
             body["structured_outputs"] = {"regex": _chat.answer_regex(request.offered_codes)}
         elif mode == "json_schema" and request.chat:
-            body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "answer", "schema": answer_schema(request.offered_codes), "strict": True}}
+            schema = {"type": "object", "properties": {"answer": {"type": "string",
+                                                                  "enum": list(request.offered_codes)}},
+                      "required": ["answer"], "additionalProperties": False}
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "answer", "schema": schema, "strict": True}}
         return Call(_path(request), body, replies.chat_text if request.chat else replies.completion_text)
 
     def _option_calls(self, request: PromptRequest,
                       plan: replies.OptionPlan) -> list[tuple[str | None, Call]]:
-        """(code or None for all codes, call) pairs scoring one request by its plan."""
+        """(code, or None for all codes, call) pairs scoring one request by its plan."""
         codes, prefix = request.offered_codes, request.answer_prefix
         one_token = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0}
         if plan.method == "continuation":
@@ -289,8 +277,6 @@ class OpenAIEngine:
                      self.identity["api_base"], errors[0], self.settings.top_logprobs)
         tokens = self._tokens if self._tokenize_ok and not errors else None
         return [replies.option_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
-
-# ---------------------------------------------------------------------- helpers
 
 
 def _honours(text: str, codes: tuple[str, ...], mode: str) -> bool:

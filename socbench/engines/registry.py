@@ -10,12 +10,12 @@ from socbench.engines.base import Engine
 from socbench.engines.cache import CachedEngine
 from socbench.engines.segment_cache import CacheStore, open_store
 from socbench.errors import ConfigError, validated
+from socbench.models import resolve_model
 
 
 def _vllm(model: str, settings: dict[str, Any]) -> Engine:
     from socbench.engines.settings import VllmSettings
     from socbench.engines.vllm import VllmEngine
-    from socbench.models import resolve_model
 
     return VllmEngine(resolve_model(model), VllmSettings.for_host(settings))
 
@@ -23,7 +23,6 @@ def _vllm(model: str, settings: dict[str, Any]) -> Engine:
 def _hf(model: str, settings: dict[str, Any]) -> Engine:
     from socbench.engines.hf import HfEngine
     from socbench.engines.settings import HfSettings
-    from socbench.models import resolve_model
 
     return HfEngine(resolve_model(model), HfSettings.from_options(settings))
 

@@ -15,15 +15,11 @@ _ENGINES: dict[str, Engine] = {}
 _KEPT: set[str] = set()  # keys of engines their caller closes
 
 
-def _session_key(settings: EngineSettings) -> str:
-    return settings.model_dump_json()
-
-
 def get_engine(settings: EngineSettings) -> Engine:
     """The engine for these settings, made on first call."""
     from socbench.engines.registry import create_engine
 
-    key = _session_key(settings)
+    key = settings.model_dump_json()
     with _LOCK:
         if key not in _ENGINES:
             _ENGINES[key] = create_engine(settings.api_type, settings.model,
@@ -35,7 +31,7 @@ def get_engine(settings: EngineSettings) -> Engine:
 def register_engine(settings: EngineSettings, engine: Engine, *, keep: bool = False) -> None:
     """Use ``engine`` for runs with these settings (an already started backend, a test's own); closed by
     ``close_engines`` like any other, unless ``keep`` (then the caller closes it, after ``forget_engine``)."""
-    key = _session_key(settings)
+    key = settings.model_dump_json()
     with _LOCK:
         _ENGINES[key] = engine
         _KEPT.discard(key)
@@ -46,8 +42,8 @@ def register_engine(settings: EngineSettings, engine: Engine, *, keep: bool = Fa
 def forget_engine(settings: EngineSettings) -> Engine | None:
     """Stop using the engine for these settings; it is returned, not closed."""
     with _LOCK:
-        _KEPT.discard(_session_key(settings))
-        return _ENGINES.pop(_session_key(settings), None)
+        _KEPT.discard(settings.model_dump_json())
+        return _ENGINES.pop(settings.model_dump_json(), None)
 
 
 def close_engines() -> int:

@@ -1,7 +1,5 @@
-"""Engine settings: which backend answers (``EngineSettings``, the record every run embeds and the
-session and cache are keyed on), and each backend's own knobs from ``--engine``, checked when the
-record is built. Nothing here imports torch or vllm at module level.
-"""
+"""Which backend answers (``EngineSettings``: runs embed it, session and cache are keyed on it) and each
+backend's ``--engine`` knobs, checked when built. No torch or vllm import at module level."""
 
 from __future__ import annotations
 
@@ -10,10 +8,11 @@ import importlib.metadata
 import importlib.util
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -26,10 +25,23 @@ from pydantic import (
 from socbench.engines.segment_cache import CacheStore
 from socbench.engines.vllm_args import check_vllm_keys
 from socbench.errors import ConfigError, validated
-from socbench.models import DEFAULT_MODEL
+from socbench.models import DEFAULT_MODEL, socbench_home
 from socbench.processes import CPU_ENV
 
 DType = Literal["auto", "bfloat16", "float16", "float32"]
+
+
+def _at_least(low: int) -> AfterValidator:
+    def check(value: int) -> int:
+        if value < low:
+            raise ValueError(f"must be >= {low}, got {value}")
+        return value
+
+    return AfterValidator(check)
+
+
+Count = Annotated[int, _at_least(0)]
+Positive = Annotated[int, _at_least(1)]
 
 
 @functools.cache
@@ -49,9 +61,8 @@ def cuda_available() -> bool:
 
 @functools.cache
 def cpu_bf16() -> bool:
-    """Whether this CPU computes bfloat16 itself (AVX512_BF16 or AMX). There bf16 is 2-3x faster
-    than fp32; without, vLLM's CPU linear falls back to torch and bf16 is 4x slower (measured: one
-    demo domain 163 s against 37 s on an AVX2-only EPYC)."""
+    """Whether this CPU computes bfloat16 itself (AVX512_BF16 or AMX): bf16 is then 2-3x faster than fp32,
+    else 4x slower (one demo domain 163 s against 37 s on an AVX2-only EPYC)."""
     try:
         flags = Path("/proc/cpuinfo").read_text().split()
     except OSError:
@@ -82,8 +93,8 @@ def host_defaults(cuda: bool) -> dict[str, Any]:
     }
 
 
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity, e.g. a container's or taskset's share)."""
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's or taskset's share)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -91,16 +102,14 @@ def usable_cores() -> int:
 
 
 def vllm_cpu_threads() -> int:
-    """Compute threads for the in-process CPU vLLM engine: ``OMP_NUM_THREADS`` if set, else every
-    usable core (its greedy answers do not depend on the count; ``bench/threads.py``)."""
-    return _env_int("OMP_NUM_THREADS", 0) or usable_cores()
+    """``OMP_NUM_THREADS``, else every usable core: CPU vLLM's greedy answers do not depend on the count."""
+    return _env_int("OMP_NUM_THREADS", 0) or _usable_cores()
 
 
 def cpu_compute_threads() -> int:
-    """Compute threads for the transformers CPU engine: ``OMP_NUM_THREADS`` if set, else one core
-    fewer than usable, so the tokenizer and Prefect keep one. Never adapted to the load: the count
-    changes bf16 log-likelihoods (up to 0.49 nats), hence CP choices (``bench/threads.py``)."""
-    return _env_int("OMP_NUM_THREADS", 0) or max(1, usable_cores() - 1)
+    """transformers on CPU: ``OMP_NUM_THREADS``, else one core fewer than usable (tokenizer and Prefect
+    keep one); never adapted to the load: the count changes bf16 log-likelihoods, hence CP choices."""
+    return _env_int("OMP_NUM_THREADS", 0) or max(1, _usable_cores() - 1)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -113,15 +122,14 @@ def _env_int(name: str, default: int) -> int:
 
 
 class VllmSettings(BaseModel):
-    """vLLM engine arguments with socbench's defaults, socbench's CPU knobs, and any other
-    argument of the installed vLLM's ``EngineArgs`` (passed through to ``vllm.LLM``).
-    ``for_host()`` fills host defaults."""
+    """vLLM engine arguments with socbench's defaults and CPU knobs; any other argument of the installed
+    vLLM's ``EngineArgs`` passes through to ``vllm.LLM``."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    data_parallel_size: int = 1
+    tensor_parallel_size: Count = 1
+    pipeline_parallel_size: Count = 1
+    data_parallel_size: Count = 1
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None  # None: the model's own limit
     enable_chunked_prefill: bool = True
@@ -129,23 +137,15 @@ class VllmSettings(BaseModel):
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     block_size: int | None = None  # KV block = prefix-cache granularity (vLLM CPU default 128)
-    max_logprobs: int = 128  # codes scored in one step (vLLM's cap for logprob_token_ids)
+    max_logprobs: Count = 128  # codes scored in one step (vLLM's cap for logprob_token_ids)
     enforce_eager: bool = False
     dtype: DType = "auto"
-    seed: int = 0
+    seed: Count = 0
     structured_outputs_backend: str = "xgrammar"
     in_process: bool = False  # VLLM_ENABLE_V1_MULTIPROCESSING=0
     kv_cache_space_gib: int | None = None  # CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)
-    submit_window: int = 1024  # requests kept queued in the engine at once
+    submit_window: Count = 1024  # requests kept queued in the engine at once
     cpu_threads: int | None = None  # CPU compute threads (host default: usable cores; None: torch's)
-
-    @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "seed",
-                     "max_logprobs", "submit_window")
-    @classmethod
-    def _non_negative(cls, value: int) -> int:
-        if value < 0:
-            raise ValueError(f"must be >= 0, got {value}")
-        return value
 
     @field_validator("data_parallel_size")
     @classmethod
@@ -164,7 +164,6 @@ class VllmSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _host_defaults(cls, values: Any, info: ValidationInfo) -> Any:
-        """Keys checked against vLLM's own arguments; unset fields take the host's defaults."""
         if not isinstance(values, dict):
             return values
         values = check_vllm_keys(values, own=set(cls.model_fields))
@@ -177,7 +176,7 @@ class VllmSettings(BaseModel):
         return validated(cls, dict(overrides or {}), within="--engine", context={"cuda": cuda})
 
     def engine_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``vllm.LLM`` (None values left to vLLM), other vLLM arguments included."""
+        """Keyword arguments for ``vllm.LLM``; None values are left to vLLM."""
         keep = self.model_dump(exclude={"structured_outputs_backend", "in_process", "kv_cache_space_gib",
                                         "submit_window", "data_parallel_size", "cpu_threads"})
         kwargs = {k: v for k, v in keep.items() if v is not None}
@@ -193,28 +192,20 @@ class HfSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     dtype: DType = "bfloat16"  # the validator below sets the host's when none is given
-    batch_size: int = 16
+    batch_size: Positive = 16
     device: str = "auto"
     torch_threads: int | None = None  # None: cores - 1 on a CPU device (cpu_compute_threads), torch's on GPU
-    pack_tokens: int = 256  # tokens per packed scoring row (contexts + continuations, see engines/_packed)
-    pack_rows: int = 4  # packed rows per scoring forward pass
+    pack_tokens: Positive = 256  # tokens per packed scoring row (contexts + continuations: _packed)
+    pack_rows: Positive = 4  # packed rows per scoring forward pass
 
     @model_validator(mode="before")
     @classmethod
     def _host_dtype(cls, values: Any) -> Any:
-        """No dtype given: the host's (``default_dtype``) for the device the model will run on."""
         if isinstance(values, dict) and "dtype" not in values:
             device = values.get("device", "auto")
             cuda = cuda_available() if device == "auto" else str(device).startswith("cuda")
             values = {**values, "dtype": default_dtype(cuda)}
         return values
-
-    @field_validator("batch_size", "pack_tokens", "pack_rows")
-    @classmethod
-    def _positive(cls, value: int) -> int:
-        if value < 1:
-            raise ValueError(f"must be >= 1, got {value}")
-        return value
 
     @classmethod
     def from_options(cls, overrides: dict[str, Any] | None = None) -> HfSettings:
@@ -239,9 +230,8 @@ _OPENAI_FLAGS = {"api_base": "--api_base", "model": "--model", "api_key": "--api
 
 
 def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
-    """``--engine`` checked against the backend's settings: vLLM's own ``EngineArgs`` (keys it
-    removed dropped with a warning), ``HfSettings`` or ``OpenAISettings``; the values to keep.
-    With ``auto`` they are checked once the backend is chosen (``engines.choice.resolve_engine``)."""
+    """``--engine`` checked against the backend's settings; the values to keep (keys vLLM removed are
+    dropped). With ``auto`` they are checked once the backend is chosen (``choice.resolve_engine``)."""
     if api_type == "auto":
         return values
     if api_type == "vllm":
@@ -314,7 +304,7 @@ class EngineSettings(BaseModel):
         return self
 
     def backend_options(self) -> dict[str, Any]:
-        """The settings the registry's factory for ``api_type`` takes (keys are read by the backend)."""
+        """The settings the registry's factory for ``api_type`` takes."""
         options = dict(self.engine_args)
         if self.api_type == "openai":
             options.update(api_base=self.api_base, concurrent_requests=self.concurrent_requests,
@@ -322,17 +312,16 @@ class EngineSettings(BaseModel):
         return options
 
 
-def apply_vllm_env(settings: VllmSettings, cache_root: str | None = None) -> None:
-    """Process environment vLLM reads at engine start; call before importing vllm. Explicit settings
-    win; other variables are only defaulted, so the user's environment stays in charge."""
+def apply_vllm_env(settings: VllmSettings) -> None:
+    """Process environment vLLM reads at start (call before importing vllm); explicit settings win,
+    other variables are only defaulted, so the user's environment stays in charge."""
     os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # fork after torch/threads is unsafe
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.in_process else "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", CPU_ENV["TOKENIZERS_PARALLELISM"])
     # vLLM compiles every structured request's regex on a new thread with a timeout (ReDoS guard):
     # ~1.5 ms per request measured; our regexes are built from escaped option codes
     os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "0")
-    if cache_root:
-        os.environ.setdefault("VLLM_CACHE_ROOT", cache_root)
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(socbench_home() / "vllm"))
     if settings.cpu_threads:
         os.environ["OMP_NUM_THREADS"] = str(settings.cpu_threads)
     if settings.kv_cache_space_gib is not None:

@@ -23,7 +23,7 @@ from socbench.engines.engine_check import llm_kwargs
 from socbench.engines.settings import VllmSettings, apply_vllm_env
 from socbench.engines.usage import UsageMeter
 from socbench.errors import EngineError
-from socbench.models import ResolvedModel, socbench_home
+from socbench.models import ResolvedModel
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,6 @@ class VllmEngine:
         return {"backend": "vllm", "model": self.model.name, "fingerprint": self.model.fingerprint,
                 "dtype": self.settings.dtype}
 
-    # ------------------------------------------------------------------ lifecycle
-
     def load(self) -> None:
         """Start the engine now (it otherwise starts on the first request)."""
         self._engine()
@@ -82,7 +80,7 @@ class VllmEngine:
     def _engine(self):
         if self._llm is not None:
             return self._llm
-        apply_vllm_env(self.settings, cache_root=str(socbench_home() / "vllm"))
+        apply_vllm_env(self.settings)
         start = time.perf_counter()
         try:
             from vllm import LLM
@@ -128,8 +126,6 @@ class VllmEngine:
         else:
             gc.collect()
 
-    # ------------------------------------------------------------------ driving
-
     def _drive(self, subs: Iterable[_Sub], finish: Callable[[_Sub, Any], Iterable[_Sub]]) -> None:
         """Keep up to ``submit_window`` requests in the engine; ``finish(sub, output)`` may queue
         follow-ups and gets the exception vLLM raised on add instead, so one bad prompt fails one result."""
@@ -169,8 +165,6 @@ class VllmEngine:
                     core.abort_request(list(self._live))
                 self._live.clear()
 
-    # ------------------------------------------------------------------ generate
-
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
         """Chat or raw completion; ``structured`` constrains the reply to ``{"answer": "<code>"}``;
@@ -201,8 +195,6 @@ class VllmEngine:
 
         self._drive(subs(), finish)
         return results  # type: ignore[return-value]
-
-    # ------------------------------------------------------------------ option log-probs
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
@@ -252,8 +244,6 @@ class VllmEngine:
         self._drive(subs(), finish)
         return results  # type: ignore[return-value]
 
-    # ------------------------------------------------------------------ loglikelihood
-
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         """Sum of log P(continuation | context) from prompt log-probs (which skip the prefix cache:
@@ -285,9 +275,6 @@ class VllmEngine:
 
         self._drive(subs(), finish)
         return results  # type: ignore[return-value]
-
-
-# ---------------------------------------------------------------------- helpers
 
 
 def _free_distributed() -> None:

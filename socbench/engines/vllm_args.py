@@ -34,22 +34,8 @@ def vllm_version() -> str | None:
     return None
 
 
-def _class_fields(tree: ast.Module, name: str) -> set[str]:
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return {st.target.id for st in node.body if isinstance(st, ast.AnnAssign)
-                    and isinstance(st.target, ast.Name) and not st.target.id.startswith("_")}
-    return set()
-
-
-def _init_parameters(tree: ast.Module, name: str) -> set[str]:
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    args = item.args
-                    return {a.arg for a in [*args.args, *args.kwonlyargs]} - {"self"}
-    return set()
+def _class_body(tree: ast.Module, name: str) -> list[ast.stmt]:
+    return next((node.body for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name), [])
 
 
 @functools.cache
@@ -64,7 +50,11 @@ def vllm_arguments() -> frozenset[str] | None:
         llm = ast.parse((root / "entrypoints" / "llm.py").read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
         return None
-    names = _class_fields(engine_args, "EngineArgs") | _init_parameters(llm, "LLM")
+    names = {st.target.id for st in _class_body(engine_args, "EngineArgs") if isinstance(st, ast.AnnAssign)
+             and isinstance(st.target, ast.Name) and not st.target.id.startswith("_")}
+    for item in _class_body(llm, "LLM"):
+        if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+            names |= {a.arg for a in [*item.args.args, *item.args.kwonlyargs]} - {"self"}
     return frozenset(names - {"model"}) or None
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -106,13 +107,12 @@ def _gguf(path: Path) -> ResolvedModel:
     return _folder(target, name=path.stem, source=f"GGUF {path.resolve()}")
 
 
-_SHA_CACHE: dict[tuple[str, int, int], str] = {}
-
-
 def _gguf_sha(path: Path) -> str:
     """sha256 of a GGUF, memoised per (path, size, mtime) so repeated resolves stay fast."""
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _SHA_CACHE:
-        _SHA_CACHE[key] = file_sha256(path)
-    return _SHA_CACHE[key]
+    return _sha(path.resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.cache
+def _sha(path: Path, size: int, mtime_ns: int) -> str:
+    return file_sha256(path)
