@@ -1,21 +1,9 @@
-"""Answer-free baselines on exactly the scored items, so a model's accuracy has a floor.
-
-* ``uniform``: guess uniformly among the offered codes; expected accuracy ``mean(1/k)``.
-* ``majority_question``: answer each question with the most common true code among the
-  *other* respondents (leave-one-respondent-out, so a respondent's own answer never
-  predicts itself).
-* ``majority_country_question``: the same within the respondent's (country, question); named
-  ``majority_group_question`` in a study grouped by a variable that is not a country (region, wave).
-
-Ties between modal codes are split evenly: with ``t`` tied codes the item scores ``1/t``
-when its true code is among them (the expected accuracy of a random tie-break; no bias
-towards low codes, and still deterministic). An item whose group has no other respondent
-falls back to the uniform ``1/k``. A ``None`` country is a group of its own.
-
-With the survey's design weights, ``majority_question_weighted`` and
-``majority_country_question_weighted`` guess the *population's* modal code instead: code
-totals are sums of the other respondents' weights (still leave-one-respondent-out).
-"""
+"""Answer-free baselines on exactly the scored items, so a model's accuracy has a floor: ``uniform``
+(expected ``mean(1/k)``) and the majority answer to the question, overall or in the respondent's
+country (``majority_group_question`` for another grouping variable), leave-one-respondent-out so an answer
+never predicts itself; ``_weighted`` ones guess the population's mode from the design weights. Tied modes
+split evenly (``1/t``: no bias to low codes, still deterministic); an item whose group has no other
+respondent falls back to ``1/k``; a ``None`` country is a group of its own."""
 
 from __future__ import annotations
 

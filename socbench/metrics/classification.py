@@ -1,17 +1,7 @@
-"""Classification metrics over one domain's scored items (scikit-learn does the math).
-
-Every function takes the scoreable items of a run (``list[ScoredItem]``, each item once)
-and returns a float; an empty list gives NaN (the report writes it as ``null``).
-
-Two families, on purpose:
-
-* ``seed_macro_f1`` / ``seed_micro_f1`` keep the original system's *pooled* definitions
-  so numbers stay comparable with the original system's published results. They pool every question's
-  codes into one label space (code ``"1"`` of every question is one class), and pooled
-  micro-F1 over single-label predictions is mathematically equal to accuracy.
-* ``per_question_macro_f1`` is the meaningful one: macro-F1 within each question's own
-  options, averaged over questions.
-"""
+"""Classification metrics over one domain's scored items (scikit-learn does the math); no items give NaN.
+``seed_macro_f1``/``seed_micro_f1`` keep the original system's pooled definitions (code "1" of every
+question is one class; pooled micro-F1 equals accuracy) so numbers stay comparable with its published
+results; ``per_question_macro_f1``, within each question's own options, is the meaningful one."""
 
 from __future__ import annotations
 

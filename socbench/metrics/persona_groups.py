@@ -1,21 +1,8 @@
-"""Persona groups (sex, age group, education, religion, party, employment) from respondent attributes.
-
-A study that declares its roles (``socbench.manifest.Roles``: which attribute is sex, age, ...)
-is grouped by exactly those attributes. Otherwise keys are recognised as ISSP codebook labels.
-These differ by module, and they differ by module: "Sex of Respondent" and
-"Sex of respondent"; "Highest completed education level: Categories for international
-comparison", "Comparative: highest completed degree of education (derived from nat_DEGR)"
-or, where a module has no DEGREE, "ISCED 2011 simplified: ..."; "Groups of religious
-affiliations (derived from nat_RELIG)" with the country-specific denomination as a fallback;
-"Main status" with "Currently, formerly, or never in paid work" as a fallback. Keys are
-therefore matched by patterns in priority order (never one hard-coded key), per respondent,
-so a respondent whose preferred variable is missing falls back to the next one. Spouse,
-partner, parent and household variables, and country-specific education, are never used.
-
-Values are mapped onto a few comparable groups (age bands 15-29/30-44/45-59/60+, five
-education levels, ...); a label no rule knows is kept (cleaned) rather than dropped, so an
-unexpected category shows up in the breakdown instead of vanishing.
-"""
+"""Persona groups (sex, age group, education, religion, party, employment) from respondent attributes. A study
+that declares its roles is grouped by exactly those; otherwise keys are recognised as ISSP codebook labels,
+which differ by module, so patterns are tried in priority order per respondent (a missing preferred variable
+falls back to the next; spouse, household and country-specific education never count). Values map onto a
+few comparable groups; a label no rule knows is kept (cleaned), so it shows up instead of vanishing."""
 
 from __future__ import annotations
 

@@ -1,21 +1,8 @@
-"""SimBench's distribution score, so a run can be placed beside SimBench's published leaderboard.
-
-SimBench (Hu et al. 2025, "SimBench: Benchmarking the Ability of Large Language Models to
-Simulate Human Behaviors", arXiv 2510.17516) scores a simulated answer distribution against the
-human one by total variation, TV(p, q) = ½ Σ |p_i − q_i|, rescaled so that the uniform
-distribution scores 0 and a perfect match 100: 100 × (1 − TV(model, human) / TV(uniform, human)).
-
-How it is aggregated, as the authors' released scorer does it (``calculate_simbench_score.py``
-in github.com/tsor13/SimBench_release): one row per question × respondent group (for survey
-data, a country); TV(uniform, human) is averaged over all rows of a *dataset* (rows with one
-option left out), and every row's score divides by that dataset mean, not by its own uniform TV
-(so a row whose humans answer uniformly, TV(uniform, human) = 0, is still scored); the model's
-score is the plain mean over all rows. Here a dataset is one domain and a row one (country,
-question) group with at least ``min_respondents`` respondents; ``yardsticks.pooled_simbench`` averages rows
-across domains as SimBench averages across its datasets. The row-by-row ratio (the literal formula) is
-reported beside it as ``per_row_score``; rows with TV(uniform, human) = 0 have no such ratio and
-are counted in ``rows_uniform_human``. Scores can be negative (worse than uniform).
-"""
+"""SimBench's distribution score (Hu et al. 2025, arXiv 2510.17516), to place a run beside its published
+leaderboard: 100 x (1 - TV(model, human) / TV(uniform, human)), aggregated as the authors' released scorer
+does: a row is a (country, question) group, the normaliser the mean uniform TV over a dataset's (here a
+domain's) rows, not each row's own (so a row people answer uniformly is still scored), the score the mean
+over rows (negative: worse than uniform). The literal row-by-row ratio is ``per_row_score``."""
 
 from __future__ import annotations
 

@@ -1,26 +1,9 @@
-"""Structure preservation: would the simulated population reproduce the survey's findings?
-
-A model can match each question's marginal answer shares and still erase who answers what.
-Simulated populations "compress heterogeneity" (SSDataBench), and high individual accuracy can
-go with almost no individual signal (Peng et al. 2025, arXiv 2509.19088). For any predictor's
-answers (the LLM's, the demographic model's), per (question, attribute) pair:
-
-* **association**: Cramér's V between the attribute's groups and the answer code, on the real
-  answers and on the predicted ones (scipy's ``contingency.association``; a table with a single
-  answer or a single group has V = 0). Both use the same respondents: those with a usable
-  predicted answer and a known attribute, in groups of at least ``min_group_size``; a pair needs
-  ``min_respondents`` such respondents and two groups. ``profile_correlation`` is Pearson's r of
-  the real and the simulated V over all pairs (NaN with fewer than 3 pairs or a constant profile);
-* **gaps**: for every two qualifying groups of an attribute (women vs men, age band vs age band,
-  country vs country), the difference in mean answer position (codes at 0..k-1 in offered order,
-  as ``metrics.distribution`` treats them). Only gaps the survey shows clearly count: Welch's
-  t-test on the real answers, p < ``gap_alpha``. ``sign_agreement`` is the share of those whose
-  simulated gap has the same sign (a zero simulated gap is not the same sign);
-* **heterogeneity ratio** per question: Shannon entropy of the predicted answer distribution over
-  that of the real one (< 1: the model compresses the population; 0: everyone answers alike).
-
-Answers are the predictors' hard answers (a simulated population answers); unweighted.
-"""
+"""Structure preservation: would the simulated population reproduce the survey's findings? A model can match
+marginal shares and still erase who answers what (SSDataBench: simulations "compress heterogeneity"). For any
+predictor's hard answers (unweighted), per (question, attribute): Cramér's V of group and answer, real and
+simulated, on the same respondents (``profile_correlation``: Pearson's r over the pairs); the survey's clear
+gaps between two groups (Welch p < ``gap_alpha``, mean answer position) and how many the simulation gets in
+the same direction; and the entropy of simulated over real answers (< 1: the population is compressed)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
-"""Uncertainty of accuracy: respondent-cluster bootstrap CIs and paired model comparisons.
-
-Items of one respondent are not independent (a persona the model misreads is misread on
-every question), so CIs resample *respondents* with all their items (cluster bootstrap),
-not items. Across domains the resampling is stratified: respondents are resampled within
-each domain and the statistic is the unweighted mean of the per-domain accuracies, the
-same aggregate the summaries report.
-
-The paired comparison of two models on the same items gives McNemar's exact test (a
-two-sided binomial test on the discordant items, scipy ``binomtest``) and the bootstrap CI
-of the accuracy difference. McNemar treats items as independent, so under clustering its
-p-value is optimistic; the cluster-bootstrap CI of the difference is the one to trust when
-they disagree.
-"""
+"""Uncertainty of accuracy: a respondent's items are not independent (a misread persona is misread on every
+question), so CIs resample respondents with all their items, within each domain (the statistic: the mean of
+the per-domain accuracies, as the summaries report). Paired comparisons add McNemar's exact test, which
+treats items as independent and so is optimistic: trust the bootstrap CI of the difference."""
 
 from __future__ import annotations
 

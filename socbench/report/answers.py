@@ -1,14 +1,8 @@
-"""The answer first: each domain of each run opens with its lead sentence (accuracy [CI];
-demographic model; majority — verdict, ``metrics.headline``), then whether its simulated
-population keeps the survey's structure, told for the model and for the demographic model side
-by side (does the LLM add structure its attributes alone do not carry?), with both SimBench
-scores. Where a run's ``--no_persona`` control run sits beside it, one line says whether the
-persona helped (``metrics.persona_effect``), overall and per persona group.
-
-The numbers are read from each domain's stored ``yardsticks`` (written by the score stage);
-results written before it have none, and the lines say so instead of showing numbers.
-``report.html`` and ``leaderboard.md`` render the same ``DomainAnswer``.
-"""
+"""The answer first: each run x domain opens with its lead sentence (accuracy beside the demographic model and
+the majority answer), whether its simulated population keeps the survey's structure, for the model and the
+demographic model side by side (does the LLM add structure its attributes alone do not carry?), and both
+SimBench scores; then, where a ``--no_persona`` control run is beside it, whether the persona helped. Read
+from each domain's stored ``yardsticks``; older results have none, and the lines say so."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Circular evaluation in the report: OpenCompass's ``CircularSummarizer`` table (a header row
-``dataset, version, mode, <model>, -, ...``, a row of metric names, then one row per dataset with
-percentages to two decimals and ``-`` where a value is missing) for an ISSP run and an MCQ dataset, and
-section 5 of ``report.html``, read from each run's circular metrics records (``log.records.CircularRecord``):
-which options the variants showed (order-only: the survey's codes, only the lines move; relabelled:
-1..n by position), and per family (rotations, all orders, or a sampled set of orders) the questions that
-entered, accuracy in the original order and over the variants, perf (every variant right) and vote.
-"""
+"""Circular evaluation in the report: OpenCompass's ``CircularSummarizer`` table (header ``dataset, version,
+mode, <model>, -, ...``, a row of metric names, a row per dataset in percent, ``-`` where missing) for an
+ISSP run and an MCQ dataset, and section 5 of ``report.html`` from each run's circular records."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Report figures across runs: per-domain bars (also a run's ``domain_accuracy.png``), country x domain
-heatmap, model scale (the size read from the model's name).
-
-The heatmap file is for papers and slides (the page shows the same grid as a table); cells
-with fewer than ``MIN_RESPONDENTS`` respondents are grey without a number.
-"""
+"""Report figures across runs: per-domain bars (also a run's ``domain_accuracy.png``), a country x domain
+heatmap (for papers: the page shows the grid as a table; thin cells grey) and model scale."""
 
 from __future__ import annotations
 

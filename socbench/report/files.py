@@ -1,7 +1,5 @@
-"""The run's files for people, beside its results log (``socbench.log``): a domain's markdown report
-(the UI artifact), ``summary.md`` (the table of ``summary.json``) and ``domain_accuracy.png``; and
-``write_run_summary``, the end of a run: ``summary.json`` then these.
-"""
+"""The run's files for people beside its results log: a domain's markdown (the UI artifact), ``summary.md``
+and ``domain_accuracy.png``, written at the end of a run by ``write_run_summary``."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""The whole report: leaderboard files, figures and one self-contained ``report.html``.
-
-``report.html`` needs nothing but a browser: figures are embedded as base64 PNG, the CSS
-is inline, and there are no scripts, fonts or links to fetch, so it reads offline and
-can be mailed or attached to a CI run as one file. The page answers, in order: per domain, the
-answer in one line (accuracy beside a classifier on the same attributes and the majority answer),
-whether the simulated population keeps the survey's structure, and whether the persona helped
-(``report.answers``); is the model better than the answer-free baselines (and where not), for
-whom (countries, persona groups), on which questions, and how its answer distribution differs
-from people's; then circular evaluation, model size, each CP-vs-MCP run (``report.mcq``), how many
-respondents the answers are worth (``report.stand_in``) and the definitions of every number. Every
-number is read from the runs' results logs (``socbench.log``).
-"""
+"""The whole report: leaderboard files, figures and one self-contained ``report.html`` (figures as base64
+PNG, inline CSS, no scripts, fonts or links), so it reads offline and can be mailed or attached to a CI
+run as one file. Its sections run from the answer to the definitions of every number."""
 
 from __future__ import annotations
 

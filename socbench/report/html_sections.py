@@ -1,7 +1,5 @@
-"""The sections of ``report.html`` (plain HTML, no scripts): tables hold the same numbers as
-the JSON and CSV files; a negative margin has class ``neg``, a group with fewer than
-``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI; long parts sit in ``<details>``.
-"""
+"""The building blocks of ``report.html`` (plain HTML): a negative margin has class ``neg``, a group below
+``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI, long parts sit in ``<details>``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Names people read: baselines, domains, countries, run variants, and signed margins.
-
-Result files keep their stable keys (``RoleofGovernment``, ``DE``); every table and page a
-person reads goes through these functions ("Role of Government", "Germany (DE)").
-"""
+"""Names people read: result files keep their stable keys (``RoleofGovernment``, ``DE``), every table and
+page goes through these ("Role of Government", "Germany (DE)")."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""The leaderboard over every run under an output folder (``socbench report``), read from the runs'
-results logs: a run x domain line is the domain's record (``log.summary.leaderboard_line``), a run's line the
-``pooled`` line of its ``summary.json`` (unweighted means over its domains; the CI resamples
-respondents within each domain), both computed by the run. A CI needs at least ``MIN_RESPONDENTS``
-respondents: below that it is NaN (shown as "n/a (n < 10)"), never an interval from two people. Only
-what compares runs is computed here: the paired comparisons.
-
-Ranks are tie-aware: a run's rank is 1 + the number of runs *clearly* ahead of it, i.e.
-whose 95% CI lies wholly above its own (or, where a CI is undefined, whose accuracy is
-higher). Runs with overlapping CIs, and runs with equal accuracy, share a rank. A run
-with engine errors is not ranked: it is listed apart (``report.incomplete``); a run whose summary
-does not cover its domain records (stopped before its end) is named in one line, to be run again.
-"""
+"""The leaderboard over every run under an output folder, read from the runs' results logs (a run x domain
+line is the domain's record, a run's line its summary's ``pooled`` line); only the paired comparisons are
+computed here. Ranks are tie-aware: 1 + the runs whose 95% CI lies wholly above (accuracy where a CI is
+undefined), so overlapping CIs share a rank. A run with engine errors is listed apart, never ranked,
+compared or plotted (its accuracy would count unanswered requests as wrong); an unfinished one is named."""
 
 from __future__ import annotations
 

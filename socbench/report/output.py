@@ -1,7 +1,5 @@
-"""How every result file looks: model folders, markdown tables, number cells and figure
-canvases, shared by the ISSP, MCQ and circular reports (written with ``socbench.files``).
-matplotlib is imported inside the figure helpers (slow to load, only reports need it).
-"""
+"""How every result file looks: model folders, markdown tables, number cells and figure canvases.
+matplotlib is imported inside the figure helpers (slow to load, only reports need it)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Section 8 of ``report.html``, "Could these answers stand in for respondents?", and its figure: the
-effective-sample-size gain per question, read from each domain's record (``estimates``: what the run's
-score stage computed, ``estimates.study.gain_record``); nothing is estimated here.
-"""
+"""Section 8 of ``report.html``, "Could these answers stand in for respondents?", and its figure: the gain
+per question as each domain's record holds it (``estimates.study.gain_record``); nothing is estimated here."""
 
 from __future__ import annotations
 

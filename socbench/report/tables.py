@@ -1,6 +1,4 @@
-"""The leaderboard's tables as people read them: header rows, cells, ``leaderboard.md`` and
-``leaderboard.csv``. The same cells fill the markdown file, the console and ``report.html``.
-"""
+"""The leaderboard's tables: the same cells fill ``leaderboard.md``, the console and ``report.html``."""
 
 from __future__ import annotations
 
