@@ -123,9 +123,7 @@ def _simbench(simbench: Mapping[str, Any]) -> list[str]:
 def domain_answers(board: Leaderboard) -> list[tuple[ModelRun, list[DomainAnswer]]]:
     """Per complete run (ranked order), its domains' answers."""
     rows = {(r["run"], r["domain"]): r for r in board.domains}
-    by_name = {run.run: run for run in board.runs}
-    return [(run, [domain_answer(rows[run.run, d.domain], d) for d in run.domains])
-            for run in (by_name[r["run"]] for r in board.overall)]
+    return [(run, [domain_answer(rows[run.run, d.domain], d) for d in run.domains]) for run in board.ranked()]
 
 
 # ---------------------------------------------------------------------- persona vs no persona

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from socbench.engines.usage import usage_text
 from socbench.files import atomic_open
-from socbench.log.read import ModelRun
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
 from socbench.report.answers import answer_html
 from socbench.report.circular import circular_section
@@ -31,7 +30,6 @@ from socbench.report.html_sections import (
     run_heading,
     table,
 )
-from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incomplete_cells, incomplete_notes
 from socbench.report.labels import domain_label, study_title, weights_off_text
 from socbench.report.leaderboard import Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
@@ -42,6 +40,8 @@ from socbench.report.tables import (
     DISTRIBUTION_HEAD,
     DOMAIN_HEAD,
     DRAWS_HEAD,
+    INCOMPLETE_HEAD,
+    INCOMPLETE_NOTE,
     NOTES,
     OVERALL_HEAD,
     compare_cells,
@@ -49,6 +49,8 @@ from socbench.report.tables import (
     domain_cells,
     domain_order,
     draw_cells,
+    incomplete_cells,
+    incomplete_notes,
     overall_cells,
     write_leaderboard,
 )
@@ -134,7 +136,7 @@ def groups_section(board: Leaderboard) -> list[str]:
     """2. For whom: countries (pooled and by domain) and persona groups, per run, as the run computed them
     (``summary.json``'s ``pooled``, each domain's ``per_country``)."""
     parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", _lead("groups")]
-    for i, run in enumerate(_ranked(board)):
+    for i, run in enumerate(board.ranked()):
         body, by, pooled = [], run.grouping, run.summary.pooled if run.summary else {}
         countries = pooled.get("countries") or {}
         if countries:
@@ -165,7 +167,7 @@ def questions_section(board: Leaderboard) -> list[str]:
         blocks += [note("Repeated draws (--samples K): the share of an item's draws giving its modal "
                         "answer (mean over items) and Fleiss' kappa across draws (0: chance agreement)."),
                    table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
-    for i, run in enumerate(_ranked(board)):
+    for i, run in enumerate(board.ranked()):
         domains = [d for d in run.domains if d.stored.questions]
         if not domains:
             parts.append(note(f"{run.run}: no per-question view in these files (rerun to compute it)."))
@@ -177,11 +179,6 @@ def questions_section(board: Leaderboard) -> list[str]:
             details(domain_label(d.domain), distribution_blocks(d), open_=i == 0 and j == 0)
             for j, d in enumerate(domains)), open_=i == 0))
     return parts + blocks
-
-
-def _ranked(board: Leaderboard) -> list[ModelRun]:
-    by_name = {run.run: run for run in board.runs}
-    return [by_name[row["run"]] for row in board.overall]
 
 
 def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Path | None = None) -> str:
@@ -217,7 +214,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
     sections += mcq_section(board.mcq)
     if board.runs:
         gains = figures.paths.get("gains")
-        sections += stand_in_section(_ranked(board), gains and _image(gains, "gain per question and domain"))
+        sections += stand_in_section(board.ranked(), gains and _image(gains, "gain per question and domain"))
     sections += exports_section(board.runs, out_dir) if out_dir is not None else []
     sections += ["<h2 id='definitions'>Definitions</h2>", "<dl>" + "".join(
         f"<dt>{esc(term)}</dt><dd>{esc(text)}</dd>" for term, text in DEFINITIONS) + "</dl>"]

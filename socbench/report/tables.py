@@ -8,14 +8,13 @@ from typing import Any
 
 import pandas as pd
 
-import socbench.report.incomplete as unfinished
 from socbench.files import atomic_open
 from socbench.log.summary import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
 from socbench.log.summary import GAIN_KEYS
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.answers import answer_markdown
-from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed, study_title
+from socbench.report.labels import accuracy_text, baseline_label, domain_label, p_text, signed, study_title
 from socbench.report.leaderboard import DRAW_SCORES, MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import fmt, markdown_table
 from socbench.yardsticks import HEADLINE_KEYS
@@ -37,14 +36,10 @@ DISTRIBUTION_HEAD = ("domain", "run", "level", "1-W1", "1-W1 uniform", "1-JS", "
 YARDSTICK_HEAD = ("domain", "run", "SimBench", "demographic model accuracy", "structure correlation",
                   "heterogeneity ratio", "median gain (PPI) [95% CI]")
 DRAWS_HEAD = ("domain", "run", "mean agreement across draws", "Fleiss' kappa across draws")
+INCOMPLETE_HEAD = ("run", "model", "domains", "incomplete domains", "items", "engine errors",
+                   "parse failures", "first engine error")
 COMPARE_HEAD = ("A", "B", "shared items", "accuracy A", "accuracy B", "A - B [95% CI]",
                 "A only / B only right", "McNemar p")
-
-
-def accuracy_text(row: dict[str, Any]) -> str:
-    """"0.412 [0.380, 0.441]", or the accuracy with why there is no interval."""
-    return f"{fmt(row['accuracy'])} " + ci_text(row["accuracy_ci_low"], row["accuracy_ci_high"],
-                                                 row["respondents"], MIN_RESPONDENTS)
 
 
 def rank_text(row: dict[str, Any]) -> str:
@@ -57,6 +52,18 @@ def overall_cells(row: dict[str, Any]) -> list[str]:
             fmt(row["best_baseline_accuracy"]), signed(row["margin_over_best_baseline"]),
             f"{row['domains_not_above_baseline']} of {row['domains']}", fmt(row["per_question_macro_f1"]),
             fmt(row["parse_failure_rate"])]
+
+
+def incomplete_cells(row: dict[str, Any]) -> list[str]:
+    return [row["run"], row["model"], str(row["domains"]), row["incomplete_domains"], str(row["items"]),
+            str(row["engine_errors"]), str(row["parse_failures"]), str(row["first_engine_error"])[:160]]
+
+
+def incomplete_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per incomplete run, for the console and the report's notes."""
+    return [f"incomplete run {r['run']} (not ranked): {r['engine_errors']} engine error(s) in "
+            f"{r['incomplete_domains']}; first: {r['first_engine_error']}; rerun it to fill the gaps"
+            for r in rows]
 
 
 def domain_title(row: dict[str, Any]) -> str:
@@ -129,6 +136,9 @@ NOTES = (
 )
 
 
+INCOMPLETE_NOTE = ("Incomplete runs: some requests got no answer from the engine (server down, timeouts, "
+                   "rejected requests). Their accuracy would count those as wrong answers, so they are "
+                   "not ranked; rerun the same command to send exactly the missing requests.")
 YARDSTICKS_NOTE = (
     "SimBench: 100 x (1 - TV(model, people) / TV(uniform, people)) per country x question (SimBench, "
     "arXiv 2510.17516: 0 = uniform answers, 100 = the people's distribution; all domains: every "
@@ -147,8 +157,8 @@ def leaderboard_markdown(board: Leaderboard) -> str:
     lines = [f"# {study_title(run.study for run in board.runs)} leaderboard", "",
              *markdown_table(OVERALL_HEAD, [overall_cells(r) for r in board.overall])]
     if board.incomplete:
-        lines += ["", "## Incomplete runs (not ranked)", "", unfinished.INCOMPLETE_NOTE, "", *markdown_table(
-            unfinished.INCOMPLETE_HEAD, [unfinished.incomplete_cells(r) for r in board.incomplete])]
+        lines += ["", "## Incomplete runs (not ranked)", "", INCOMPLETE_NOTE, "", *markdown_table(
+            INCOMPLETE_HEAD, [incomplete_cells(r) for r in board.incomplete])]
     lines += ["", *answer_markdown(board)] if board.runs else []
     lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, [domain_cells(r) for r in ordered]),
               "", "## Answer distributions and ranking alignment", "",
