@@ -41,13 +41,8 @@ def pooled_labels(items: Sequence[ScoredItem]) -> tuple[list[str], list[str]]:
 
 
 def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
-    """The original system's pooled macro-F1 (kept for comparability, not for interpretation).
-
-    Labels: the distinct *true* codes of the domain, pooled across questions
-    (``labels=sorted(set(y_true))``). A predicted code no respondent holds, and
-    ``INVALID``, are therefore not classes: they only lower the recall of the true
-    class. ``zero_division=0`` (a class never predicted has precision 0).
-    """
+    """The original system's pooled macro-F1 (for comparability, not interpretation): labels are the
+    domain's distinct true codes, so an unheld predicted code or ``INVALID`` only lowers a recall."""
     if not items:
         return math.nan
     y_true, y_pred = pooled_labels(items)
@@ -56,11 +51,7 @@ def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
 
 
 def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
-    """The original system's pooled micro-F1 over all labels (sklearn's default labels).
-
-    With one true and one predicted label per item this equals ``accuracy``
-    exactly; it is reported only because the original system's result files carry it.
-    """
+    """The original system's pooled micro-F1: equals ``accuracy``, reported because its files carry it."""
     if not items:
         return math.nan
     y_true, y_pred = pooled_labels(items)
@@ -68,13 +59,8 @@ def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
 
 
 def per_question_macro_f1(items: Sequence[ScoredItem]) -> float:
-    """Macro-F1 within each question's own options, averaged (unweighted) over questions.
-
-    Labels per question: the offered codes of that question (union over countries) that
-    occur as a true or a predicted code there; an offered code nobody holds and nobody
-    predicted has no defined F1 and is left out, so a perfect answerer scores 1.0. A
-    missing or unoffered answer is not a class; it counts against the true class's recall.
-    """
+    """Macro-F1 within each question's own options, averaged over questions; an offered code nobody holds
+    or predicted has no F1 and is left out, so a perfect answerer scores 1.0."""
     if not items:
         return math.nan
     by_question = split_groups(items, ("question_id",))

@@ -113,12 +113,8 @@ def scorable_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respon
 def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
                  min_respondents: int = DEFAULT_MIN_RESPONDENTS,
                  weights: Weights | None = None) -> dict[str, float]:
-    """Mean scores over the groups by ``keys`` with at least ``min_respondents`` respondents.
-
-    ``groups`` counts the groups scored; ``skipped_no_answers`` those that qualified but
-    where the model gave no usable answer at all (they are not scored, not zero). With
-    ``weights``, ``weighted_<score>`` too (groups whose weights sum to zero left out).
-    """
+    """Mean scores over the qualifying groups by ``keys``; a group without any usable model answer is
+    counted in ``skipped_no_answers``, not scored as zero."""
     scores: dict[str, list[float]] = defaultdict(list)
     skipped = 0
     for group, codes in scorable_groups(items, keys, min_respondents).values():
@@ -150,11 +146,8 @@ def distribution_scores(items: Sequence[ScoredItem], min_respondents: int = DEFA
 
 
 def headline_level(distribution: dict[str, dict[str, float]]) -> str | None:
-    """``country_question`` when any group qualified there, else ``question``, else None.
-
-    Which groups qualify depends only on the human data, so every model run on the same
-    items gets the same level and their scores stay comparable.
-    """
+    """``country_question`` when any group qualified there, else ``question``, else None: decided by the
+    human data alone, so every model run on the same items gets the same level."""
     for level in LEVELS:
         scores = distribution.get(level, {})
         if scores.get("groups", 0) + scores.get("skipped_no_answers", 0) > 0:

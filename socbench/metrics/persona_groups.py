@@ -139,12 +139,8 @@ def _declared(attributes: Mapping[str, str], roles: Mapping[str, str]) -> dict[s
 
 
 def persona_groups(attributes: Mapping[str, str], roles: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``{attribute: group}`` for the persona attributes this respondent has.
-
-    With persona ``roles`` (role -> attribute key) declared, exactly those; otherwise recognised keys are
-    tried in priority order, so a missing preferred value (dropped by the loader or a missing-value
-    label) falls back to the next variable.
-    """
+    """``{attribute: group}`` for the persona attributes this respondent has: the declared ``roles``
+    (role -> attribute key), else recognised keys in priority order."""
     declared = any(ROLE_ATTRIBUTE.get(role, role) in ATTRIBUTES for role in roles or ())
     ranked = _declared(attributes, roles or {}) if declared else {}
     for key in () if declared else attributes:
@@ -169,10 +165,8 @@ def respondent_groups(respondents: Iterable[Respondent],
 
 def persona_breakdowns(items: Sequence[ScoredItem], expected: Mapping[str, np.ndarray],
                        ) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{attribute: {group: metrics.grouped.group_row}}`` for attributes any item has (``expected``:
-    ``metrics.baselines.item_baselines(items)``). Items whose respondent lacks the attribute are
-    reported under ``unknown``.
-    """
+    """``{attribute: {group: group_row}}`` for attributes any item has; a respondent without it is
+    ``unknown`` (``expected``: ``metrics.baselines.item_baselines(items)``)."""
     present = [attr for attr in ATTRIBUTES if any(attr in item.groups for item in items)]
     return {attr: group_rows(items, lambda item, a=attr: item.groups.get(a, UNKNOWN), expected)
             for attr in present}

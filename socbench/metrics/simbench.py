@@ -56,10 +56,10 @@ def row_score(row: SimBenchRow, norm: float) -> float:
     return 100.0 * (1.0 - row.tv_model / norm) if norm > 0 else math.nan
 
 
-def simbench_rows(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-                  weights: Weights | None = None) -> tuple[list[SimBenchRow], int]:
-    """Rows with at least ``min_respondents`` respondents and two offered codes, and how many
-    qualifying rows had no usable model answer (left out, not scored as zero)."""
+def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                   weights: Weights | None = None) -> SimBenchScore:
+    """SimBench's score of one domain's scored items (any predictor's answers); a qualifying row without
+    a usable model answer is left out (``skipped_no_answers``), not scored as zero."""
     rows, skipped = [], 0
     for (country, qid), (group, codes) in scorable_groups(items, ROW_KEYS, min_respondents).items():
         n = len({item.person_id for item in group})
@@ -71,11 +71,6 @@ def simbench_rows(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MI
         uniform = np.full(len(codes), 1.0 / len(codes))
         rows.append(SimBenchRow(country, qid, n, total_variation(model, human),
                                 total_variation(uniform, human)))
-    return rows, skipped
-
-
-def score_rows(rows: Sequence[SimBenchRow], skipped: int = 0) -> SimBenchScore:
-    """SimBench's aggregation of one dataset's rows (normaliser: their mean uniform TV)."""
     norm = float(np.mean([r.tv_uniform for r in rows])) if rows else math.nan
     scores = [row_score(r, norm) for r in rows]
     by_question: dict[str, list[float]] = {}
@@ -86,10 +81,3 @@ def score_rows(rows: Sequence[SimBenchRow], skipped: int = 0) -> SimBenchScore:
                          per_question={q: float(np.mean(v)) for q, v in by_question.items()},
                          per_row_score=float(np.mean(own)) if own else math.nan,
                          rows_uniform_human=sum(r.tv_uniform == 0 for r in rows), skipped_no_answers=skipped)
-
-
-def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-                   weights: Weights | None = None) -> SimBenchScore:
-    """SimBench's score of one domain's scored items (any predictor's answers)."""
-    rows, skipped = simbench_rows(items, min_respondents, weights)
-    return score_rows(rows, skipped)

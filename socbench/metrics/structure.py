@@ -51,7 +51,6 @@ class Structure:
     sign_agreement: float
     heterogeneity: dict[str, float]  # question -> entropy ratio
     heterogeneity_ratio: float  # median over questions
-    no_usable_answer: int  # items left out: the predictor gave no usable answer
 
 
 def cramers_v(table: np.ndarray) -> float:
@@ -90,10 +89,8 @@ def item_groups(items: Sequence[ScoredItem]) -> dict[int, dict[str, str]]:
 
 
 def _gaps(frame: pd.DataFrame, gap_alpha: float) -> tuple[tuple[str, str, float, float], ...]:
-    """Clear real gaps (Welch p < alpha) between every two groups, with the simulated gap.
-
-    One vectorised Welch test over all pairs (``ttest_ind_from_stats``, the same numbers as
-    ``ttest_ind`` on each pair): a country attribute has hundreds of pairs per question."""
+    """Clear real gaps (Welch p < alpha) between every two groups, with the simulated gap; one
+    vectorised Welch test, as a country attribute has hundreds of pairs per question."""
     codes, names = pd.factorize(frame["group"], sort=True)
     real, simulated = frame["real"].to_numpy(dtype=float), frame["sim"].to_numpy(dtype=float)
     n = np.bincount(codes).astype(float)
@@ -155,10 +152,10 @@ def structure(items: Sequence[ScoredItem], groups: Groups | None = None, *,
             found = _pair(qid, attribute, rows, min_respondents, min_group_size, gap_alpha)
             if found is not None:
                 pairs.append(found)
-    return _summary(tuple(pairs), heterogeneity, len(items) - len(answered))
+    return _summary(tuple(pairs), heterogeneity)
 
 
-def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float], unusable: int) -> Structure:
+def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float]) -> Structure:
     real = np.array([p.real_v for p in pairs])
     sim = np.array([p.simulated_v for p in pairs])
     varies = len(pairs) >= 3 and real.std() > 0 and sim.std() > 0
@@ -171,5 +168,4 @@ def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float], 
                      mean_simulated_v=float(sim.mean()) if len(pairs) else math.nan,
                      gaps=len(gaps), gaps_same_sign=int(same),
                      sign_agreement=same / len(gaps) if gaps else math.nan, heterogeneity=heterogeneity,
-                     heterogeneity_ratio=float(np.median(ratios)) if ratios else math.nan,
-                     no_usable_answer=unusable)
+                     heterogeneity_ratio=float(np.median(ratios)) if ratios else math.nan)

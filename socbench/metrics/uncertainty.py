@@ -62,12 +62,8 @@ def accuracy_ci(correct: Sequence[float], clusters: Sequence, strata: Sequence |
 def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Sequence | None = None, *,
                          n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED,
                          confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Percentile CI of ``stratified_mean(values, strata)``, resampling clusters in each stratum.
-
-    ``values`` is one number per item (1/0 for correct, or a paired difference), ``clusters``
-    the item's respondent. A stratum with a single respondent cannot vary and enters as a
-    constant; with no stratum of two or more respondents the CI is undefined (NaN, NaN).
-    """
+    """Percentile CI of ``stratified_mean(values, strata)``, resampling clusters (respondents) in each
+    stratum; a one-respondent stratum enters as a constant, and with no other the CI is (NaN, NaN)."""
     values_a, clusters_a, strata_a = _as_arrays(values, clusters, strata)
     totals = _strata_totals(values_a, clusters_a, strata_a) if len(values_a) else []
     varying = [t for t in totals if len(t[0]) >= 2]
@@ -115,11 +111,8 @@ class PairedComparison:
 def paired_comparison(correct_a: Sequence[bool], correct_b: Sequence[bool], clusters: Sequence,
                       strata: Sequence | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
                       seed: int = BOOTSTRAP_SEED) -> PairedComparison:
-    """Compare two models item by item; ``clusters`` names each item's respondent.
-
-    Accuracies and the difference are stratified means (per-domain accuracy averaged over
-    domains when ``strata`` are domains); McNemar's counts are pooled over all items.
-    """
+    """Compare two models item by item (``clusters``: each item's respondent): stratified means (over
+    domains when ``strata`` are domains), McNemar's counts pooled over all items."""
     a = np.asarray(correct_a, dtype=bool)
     b = np.asarray(correct_b, dtype=bool)
     if a.shape != b.shape:
