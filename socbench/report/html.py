@@ -54,39 +54,10 @@ from socbench.report.tables import (
     overall_cells,
     write_leaderboard,
 )
-from socbench.report.texts import DEFINITIONS, LEADS
+from socbench.report.texts import CSS, DEFINITIONS, LEADS
 from socbench.types import COUNTRY
 
 REPORT_FOLDER = "report"
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1400px;
-       padding: 0 1rem; color: #1d1d1f; line-height: 1.45; }
-h1 { margin-bottom: 0.2rem; }
-h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
-h4 { margin: 1rem 0 0.2rem; font-weight: 600; }
-.meta, .note { color: #555; font-size: 0.9rem; }
-.lead { font-size: 1rem; max-width: 60rem; }
-.headline { font-size: 1.05rem; font-weight: 600; max-width: 70rem; }
-section.domain { margin: 0.6rem 0 1.4rem; } section.domain p { max-width: 70rem; margin: 0.3rem 0; }
-table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.8rem; }
-th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.55rem; text-align: right; white-space: nowrap; }
-th { background: #f2f4f7; text-align: center; white-space: normal; min-width: 3.5rem; }
-td:first-child, th.rowhead, td.txt { text-align: left; white-space: normal; }
-td.neg { color: #b00020; font-weight: 600; }
-td.na, tr.few td, td.few { color: #999; background: #f4f4f4; }
-tr.few td.neg { color: #c98a94; }
-td.empty { background: #fbfbfb; }
-.scroll { overflow-x: auto; }
-details { margin: 0.4rem 0; }
-summary { cursor: pointer; font-weight: 600; }
-table.dist td.opt { text-align: left; white-space: normal; max-width: 28rem; }
-table.dist td.share { width: 16rem; text-align: left; }
-.bar { display: inline-block; height: 0.8rem; vertical-align: middle; margin-right: 0.4rem; }
-.bar.people { background: #4c72b0; } .bar.model { background: #dd8452; }
-.pct { font-variant-numeric: tabular-nums; }
-img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
-dl dt { font-weight: 600; margin-top: 0.6rem; } dl dd { margin-left: 1.2rem; }
-"""
 
 
 @dataclass(frozen=True)
