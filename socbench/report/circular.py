@@ -15,6 +15,7 @@ from socbench.files import atomic_open
 from socbench.report.html_sections import esc, note, table
 from socbench.report.labels import domain_label
 from socbench.report.output import fmt, markdown_text, model_dir
+from socbench.report.texts import LEADS
 from socbench.types import DomainResult
 
 if TYPE_CHECKING:
@@ -118,13 +119,6 @@ FAMILY_LABELS = {"circular": "rotations (n orders)", "all_possible": "all n! ord
 LABEL_MODES = {"order_only": "order-only (codes kept)", "relabel": "relabelled 1..n"}
 HEAD = ("domain", "run", "options shown", "orders", "questions", "accuracy, original order",
         "accuracy over variants", "perf (all variants right)", "vote")
-LEAD = ("Each question is asked again with its options reordered; perf counts a question only when "
-        "every order is answered right. Order-only keeps each survey code with its text, so it measures "
-        "order bias alone: a model that always answers \"1\" names the same option in every order and looks "
-        "perfectly consistent (perf equals its accuracy). Relabelled numbers the options 1..n by position in "
-        "each order and maps the answer back, as OpenCompass does: it measures label and order bias, and "
-        "always \"1\" scores perf 0. Sampled orders (--max_variants) always include the n rotations; their "
-        "metrics are marked sampled and are an upper bound of the same metric over all orders.")
 
 
 def circular_rows(run: ModelRun) -> list[list[str]]:
@@ -148,4 +142,4 @@ def circular_section(runs: Sequence[ModelRun]) -> list[str]:
     head = "<h2 id='circular'>5. Circular evaluation (option order and labels)</h2>"
     if not rows:
         return [head, note("No circular evaluation in these results (socbench issp --circular circular).")]
-    return [head, f"<p class='lead'>{esc(LEAD)}</p>", table(HEAD, rows)]
+    return [head, f"<p class='lead'>{esc(LEADS['circular'])}</p>", table(HEAD, rows)]

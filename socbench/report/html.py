@@ -41,8 +41,6 @@ from socbench.report.tables import (
     DOMAIN_HEAD,
     DRAWS_HEAD,
     INCOMPLETE_HEAD,
-    INCOMPLETE_NOTE,
-    NOTES,
     OVERALL_HEAD,
     compare_cells,
     distribution_cells,
@@ -54,7 +52,7 @@ from socbench.report.tables import (
     overall_cells,
     write_leaderboard,
 )
-from socbench.report.texts import CSS, DEFINITIONS, LEADS
+from socbench.report.texts import CSS, DEFINITIONS, LEADS, NOTES
 from socbench.types import COUNTRY
 
 REPORT_FOLDER = "report"
@@ -87,9 +85,9 @@ def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
     rows = domain_order(board)
     not_above = [r for r in rows if not r["margin_over_best_baseline"] > 0]
     parts = ["<h2 id='baselines'>1. Is the model better than answer-free baselines?</h2>", _lead("baselines"),
-             table(OVERALL_HEAD, [overall_cells(r) for r in board.overall]), note(NOTES)]
+             table(OVERALL_HEAD, [overall_cells(r) for r in board.overall]), note(NOTES["leaderboard"])]
     if board.incomplete:
-        parts += ["<h3 id='incomplete'>Incomplete runs (not ranked)</h3>", note(INCOMPLETE_NOTE),
+        parts += ["<h3 id='incomplete'>Incomplete runs (not ranked)</h3>", note(NOTES["incomplete"]),
                   table(INCOMPLETE_HEAD, [incomplete_cells(r) for r in board.incomplete])]
     if "domain_bars" in figures.paths:
         parts.append(_image(figures.paths["domain_bars"], "accuracy by domain and run"))

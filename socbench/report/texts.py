@@ -6,10 +6,16 @@ from __future__ import annotations
 import json
 from importlib.resources import files
 
+from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_N
+
+
+def _fill(text: str) -> str:
+    return text.format(min_n=MIN_N, fraction=DEFAULT_FRACTION)
+
 
 _HERE = files("socbench.report")
 _TEXTS = json.loads(_HERE.joinpath("texts.json").read_text(encoding="utf-8"))
-LEADS: dict[str, str] = {key: text.format(min_n=MIN_N) for key, text in _TEXTS["leads"].items()}
-DEFINITIONS = tuple((term, text.format(min_n=MIN_N)) for term, text in _TEXTS["definitions"])
+LEADS, NOTES = ({key: _fill(text) for key, text in _TEXTS[part].items()} for part in ("leads", "notes"))
+DEFINITIONS = tuple((term, _fill(text)) for term, text in _TEXTS["definitions"])
 CSS = _HERE.joinpath("report.css").read_text(encoding="utf-8")
