@@ -7,8 +7,10 @@ few comparable groups; a label no rule knows is kept (cleaned), so it shows up i
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from importlib.resources import files
 from typing import Any
 
 import numpy as np
@@ -24,30 +26,11 @@ ROLE_ATTRIBUTE = {"age": AGE_GROUP}  # a role's persona group, where the names d
 UNKNOWN = "unknown"
 AGE_BANDS = ((15, 29, "15-29"), (30, 44, "30-44"), (45, 59, "45-59"), (60, 130, "60+"))
 
-_R = r"^(?:r:\s*|respondent'?s?:?\s*)?"  # optional "R: " / "Respondent's " prefix
-# Patterns per attribute, highest priority first, matched (re.search) on the lower-cased key.
-_KEY_PATTERNS: dict[str, tuple[str, ...]] = {
-    SEX: (_R + r"sex of (?:the )?respondent\b", _R + r"(?:sex|gender)\b"),
-    AGE_GROUP: (_R + r"age of (?:the )?respondent\b(?!')", _R + r"age(?: in years)?$"),
-    EDUCATION: (
-        r"highest completed (?:education level|degree of education)\b.*(?:international comparison|nat_degr)",
-        r"^comparative\b.*highest completed degree",
-        r"isced[^:]*simplified",
-        r"highest (?:completed )?(?:level of )?(?:education|degree)",
-    ),
-    RELIGION: (
-        r"groups? of religious affiliations?",
-        _R + r"religious (?:main )?groups?\b",
-        _R + r"religio(?:n|us affiliation|us denomination)\b",
-        r"country specific religious affiliation or denomination",
-    ),
-    PARTY: (r"\bparty\b.*\bleft.right\b", _R + r"party (?:r |respondent )?voted for\b"),
-    EMPLOYMENT: (
-        _R + r"main (?:employment )?status$",
-        _R + r"(?:current )?(?:employment|work|labou?r force) status\b",
-        r"^(?:currently, formerly,? or never|current, former or never) in paid work",
-    ),
-}
+# Per attribute: key patterns, highest priority first, searched in the lower-cased key; (value pattern,
+# group) rules, the first match wins. Package data: a table, not code.
+_RULES = json.loads(files("socbench.metrics").joinpath("persona_groups.json").read_text(encoding="utf-8"))
+_KEY_PATTERNS: dict[str, list[str]] = _RULES["keys"]
+_VALUE_RULES: dict[str, list[list[str]]] = _RULES["values"]
 _COMPILED = {attr: tuple(re.compile(p) for p in pats) for attr, pats in _KEY_PATTERNS.items()}
 _EXCLUDED_KEY = re.compile(r"spouse|partner|mother|father|parent|child|household|country specific highest")
 
@@ -85,34 +68,6 @@ def age_group(value: str) -> str | None:
     if age < AGE_BANDS[0][0]:
         return f"under {AGE_BANDS[0][0]}"
     return next((label for low, high, label in AGE_BANDS if low <= age <= high), None)
-
-
-_VALUE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
-    SEX: ((r"^(?:female|woman)", "female"), (r"^(?:male|man)\b", "male")),
-    EDUCATION: (
-        (r"^(?:no formal|no education|no schooling|none\b|less than primary|incomplete primary|primary)",
-         "primary or less"),
-        (r"^lower sec(?:ondary)?\b", "lower secondary"),
-        (r"^upper sec(?:ondary)?\b", "upper secondary"),
-        (r"^post[- ]?sec(?:ondary)?\b", "post-secondary non-tertiary"),
-        (r"^(?:short[- ]cycle tertiary|(?:lower|upper) (?:level )?tertiary|tertiary|bachelor|master|doctor"
-         r"|phd|post[- ]?tertiary)", "tertiary"),
-    ),
-    RELIGION: ((r"^(?:no religion|none\b|no denomination|(?:i )?(?:do not|don't) belong)", "No religion"),),
-    EMPLOYMENT: (
-        (r"^(?:i am )?currently in paid work|^in paid work", "in paid work"),
-        (r"^(?:i am )?currently not in paid work", "not in paid work, worked before"),
-        (r"never (?:had|been in) paid work|never in paid work", "never in paid work"),
-        (r"^unemployed", "unemployed"),
-        (r"^(?:in education|student|in school)", "in education"),
-        (r"^apprentice", "apprentice or trainee"),
-        (r"^permanently sick|disabled", "sick or disabled"),
-        (r"^retired", "retired"),
-        (r"^(?:domestic work|housework|homemaker|housewife)", "domestic work"),
-        (r"military|community service", "military or community service"),
-        (r"^other", "other"),
-    ),
-}
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -42,12 +42,8 @@ def _cell(value: float | None) -> str:
 def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], metric_types: Sequence[str],
                    datasets: Sequence[str] | None = None, versions: Mapping[str, str] | None = None,
                    modes: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """OpenCompass's circular summary: ``results[model][dataset][metric]`` (fractions).
-
-    Rows are ``datasets`` (default: every dataset seen, in order); a dataset no model has
-    is a row of ``-``. ``versions`` (a prompt hash) and ``modes`` (gen, ppl, ...) fill the
-    second and third columns.
-    """
+    """OpenCompass's circular summary of ``results[model][dataset][metric]`` (fractions); rows are
+    ``datasets`` (default: every one seen), ``versions`` and ``modes`` fill the 2nd and 3rd columns."""
     import pandas as pd
 
     models = list(results)

@@ -24,12 +24,8 @@ _SCALE = {"M": 1e6, "B": 1e9}
 
 
 def parameter_count(model: str) -> float | None:
-    """Parameters from a size tag in a model name: ``135M``, ``1.7B``, ``7b``; None if absent.
-
-    The last tag wins (``org/Model-2-7B`` -> 7e9). Mixture tags such as ``8x7B`` are not
-    read (the active and total sizes differ), nor ``128k`` (a context length), so such
-    models are left out of scale plots.
-    """
+    """Parameters from the last size tag in a model name (``135M``, ``1.7B``, ``7b``), else None; not
+    ``8x7B`` (active and total sizes differ) nor ``128k`` (a context length)."""
     matches = _SIZE.findall(model.rsplit("/", 1)[-1])
     if not matches:
         return None

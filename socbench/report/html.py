@@ -194,12 +194,8 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
 
 def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> ReportPaths:
-    """Read every run under ``output_dir``; write the leaderboard, figures and report.html.
-
-    ``out_dir`` defaults to ``<output_dir>/report``; ``n_resamples``/``seed``: the bootstrap of the
-    paired comparisons (every other number is the runs' own). Raises DataError when there is nothing
-    to report.
-    """
+    """Read every run under ``output_dir``; write the leaderboard, figures and report.html into
+    ``out_dir`` (``<output_dir>/report``); DataError when there is nothing to report."""
     output_dir = Path(output_dir).expanduser()
     board = leaderboard(output_dir, n_resamples=n_resamples, seed=seed)
     out = Path(out_dir).expanduser() if out_dir is not None else output_dir / REPORT_FOLDER
