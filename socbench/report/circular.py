@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from socbench.circular import families
 from socbench.files import atomic_open
-from socbench.report.html_sections import esc, note, table
+from socbench.report.html_sections import lead, note, table
 from socbench.report.labels import domain_label
 from socbench.report.output import fmt, markdown_text, model_dir
-from socbench.report.texts import LEADS
 from socbench.types import DomainResult
 
 if TYPE_CHECKING:
@@ -138,4 +137,4 @@ def circular_section(runs: Sequence[ModelRun]) -> list[str]:
     head = "<h2 id='circular'>5. Circular evaluation (option order and labels)</h2>"
     if not rows:
         return [head, note("No circular evaluation in these results (socbench issp --circular circular).")]
-    return [head, f"<p class='lead'>{esc(LEADS['circular'])}</p>", table(HEAD, rows)]
+    return [head, lead("circular"), table(HEAD, rows)]

@@ -24,6 +24,7 @@ from socbench.report.html_sections import (
     esc,
     exports_section,
     heat_table,
+    lead,
     note,
     persona_table,
     question_rows,
@@ -52,7 +53,7 @@ from socbench.report.tables import (
     overall_cells,
     write_leaderboard,
 )
-from socbench.report.texts import CSS, DEFINITIONS, LEADS, NOTES
+from socbench.report.texts import CSS, DEFINITIONS, NOTES
 from socbench.types import COUNTRY
 
 REPORT_FOLDER = "report"
@@ -76,15 +77,11 @@ def _image(path: Path, alt: str) -> str:
     return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _lead(key: str) -> str:
-    return f"<p class='lead'>{esc(LEADS[key])}</p>"
-
-
 def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
     """1. Is the model better than the answer-free baselines, and where not?"""
     rows = domain_order(board)
     not_above = [r for r in rows if not r["margin_over_best_baseline"] > 0]
-    parts = ["<h2 id='baselines'>1. Is the model better than answer-free baselines?</h2>", _lead("baselines"),
+    parts = ["<h2 id='baselines'>1. Is the model better than answer-free baselines?</h2>", lead("baselines"),
              table(OVERALL_HEAD, [overall_cells(r) for r in board.overall]), note(NOTES["leaderboard"])]
     if board.incomplete:
         parts += ["<h3 id='incomplete'>Incomplete runs (not ranked)</h3>", note(NOTES["incomplete"]),
@@ -104,7 +101,7 @@ def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
 def groups_section(board: Leaderboard) -> list[str]:
     """2. For whom: countries (pooled and by domain) and persona groups, per run, as the run computed them
     (``summary.json``'s ``pooled``, each domain's ``per_country``)."""
-    parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", _lead("groups")]
+    parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", lead("groups")]
     for i, run in enumerate(board.ranked()):
         body, by, pooled = [], run.grouping, run.summary.pooled if run.summary else {}
         countries = pooled.get("countries") or {}
@@ -127,10 +124,10 @@ def groups_section(board: Leaderboard) -> list[str]:
 
 def questions_section(board: Leaderboard) -> list[str]:
     """3. On which questions, and 4. how the answer distribution differs from people's."""
-    parts = ["<h2 id='questions'>3. On which questions?</h2>", _lead("questions")]
+    parts = ["<h2 id='questions'>3. On which questions?</h2>", lead("questions")]
     heading = "<h2 id='distributions'>4. How do its answers differ from people's?</h2>"
     rows = [distribution_cells(r) for r in domain_order(board)]
-    blocks = [heading, _lead("distributions"), table(DISTRIBUTION_HEAD, rows)]
+    blocks = [heading, lead("distributions"), table(DISTRIBUTION_HEAD, rows)]
     drawn = [r for r in board.overall + domain_order(board) if math.isfinite(r["draw_agreement"])]
     if drawn:  # --samples K: how often the K draws of an item agree
         blocks += [note("Repeated draws (--samples K): the share of an item's draws giving its modal "

@@ -14,6 +14,7 @@ from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
 from socbench.report.labels import accuracy_text, baseline_label, country_label, domain_label, p_text, signed
 from socbench.report.output import fmt
+from socbench.report.texts import LEADS
 from socbench.shuffle import option_text
 from socbench.types import COUNTRY
 
@@ -53,6 +54,11 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]], row_classes: Seque
 
 def _tag(name: str, cls: str) -> str:
     return f"<{name} class='{cls}'>" if cls else f"<{name}>"
+
+
+def lead(key: str) -> str:
+    """A section's opening paragraph (``texts.LEADS``)."""
+    return f"<p class='lead'>{esc(LEADS[key])}</p>"
 
 
 def note(text: str) -> str:

@@ -10,10 +10,9 @@ from typing import Any
 
 from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
-from socbench.report.html_sections import details, esc, note, run_heading, table
+from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label
 from socbench.report.output import fmt, new_figure, save_figure
-from socbench.report.texts import LEADS
 
 GAINS = "gain_per_question.png"
 HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correlation")
@@ -50,7 +49,7 @@ def domain_block(run: ModelRun, domain: DomainRun) -> str:
 def stand_in_section(runs: Sequence[ModelRun], image: str | None) -> list[str]:
     """Per run (the first open) and domain: the median gain and the gain per question."""
     parts = ["<h2 id='standin'>8. Could these answers stand in for respondents?</h2>",
-             f"<p class='lead'>{esc(LEADS['standin'])}</p>", *([image] if image else [])]
+             lead("standin"), *([image] if image else [])]
     for i, run in enumerate(runs):
         parts.append(details(run_heading(run), "".join(
             details(domain_label(d.domain), domain_block(run, d), open_=i == 0) for d in run.domains),
