@@ -1,10 +1,6 @@
-"""The yardsticks of one scored domain, as ``DomainResult.yardsticks`` carries them.
-
-Why here and not in ``scoring``: the score stage decides *which* attributes the demographic
-model may use (exactly those the prompts showed: ``prompts.persona.persona_attributes``, none
-for a ``--no_persona`` control run, whose demographic model is then its intercept: the fold's
-answer shares), and assembles the library's yardsticks (``metrics.demographic``, ``.simbench``,
-``.structure``) into one JSON-ready record that every result file and the report read:
+"""The yardsticks of one scored domain, as ``DomainResult.yardsticks`` carries them. Here, not in
+``scoring``, because the demographic model may use exactly the attributes the prompts showed (none for a
+``--no_persona`` run: then it knows only the answer shares). One JSON-ready record (NaN written as null):
 
     {"demographic_model": {"accuracy", "macro_f1", "per_question_macro_f1", "learner", "folds",
                            "fallbacks": {reason: n}, "distributions": {qid: {code: p}},
@@ -13,10 +9,7 @@ answer shares), and assembles the library's yardsticks (``metrics.demographic``,
      "structure": {"model": S, "demographic_model": S}}
 
 with S = {"profile_correlation", "mean_real_v", "mean_simulated_v", "gaps", "gaps_same_sign",
-"sign_agreement", "heterogeneity_ratio", "pairs"} (``pairs``: how many (question, attribute)
-pairs qualified). NaN stays NaN here and is written as null. ``macro_f1`` is the pooled one and
-``per_question_macro_f1`` the per-question one, as the LLM's metrics of the same names.
-"""
+"sign_agreement", "heterogeneity_ratio", "pairs"} (``pairs``: how many qualified)."""
 
 from __future__ import annotations
 

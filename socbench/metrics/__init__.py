@@ -1,5 +1,1 @@
-"""Metrics over scored items: classification (sklearn), grouped breakdowns, baselines,
-persona groups, answer distributions (scipy), ranking alignment and the per-question view,
-uncertainty (bootstrap, McNemar), and the yardsticks: the cross-fitted demographic baseline,
-SimBench's score, structure preservation, the persona effect and the report's lead sentences.
-Import each from its module."""
+"""Metrics over scored items, one idea per module; import each from its module (no re-exports)."""

@@ -1,21 +1,9 @@
-"""Answer-free baselines on exactly the scored items, so a model's accuracy has a floor.
-
-* ``uniform``: guess uniformly among the offered codes; expected accuracy ``mean(1/k)``.
-* ``majority_question``: answer each question with the most common true code among the
-  *other* respondents (leave-one-respondent-out, so a respondent's own answer never
-  predicts itself).
-* ``majority_country_question``: the same within the respondent's (country, question); named
-  ``majority_group_question`` in a study grouped by a variable that is not a country (region, wave).
-
-Ties between modal codes are split evenly: with ``t`` tied codes the item scores ``1/t``
-when its true code is among them (the expected accuracy of a random tie-break; no bias
-towards low codes, and still deterministic). An item whose group has no other respondent
-falls back to the uniform ``1/k``. A ``None`` country is a group of its own.
-
-With the survey's design weights, ``majority_question_weighted`` and
-``majority_country_question_weighted`` guess the *population's* modal code instead: code
-totals are sums of the other respondents' weights (still leave-one-respondent-out).
-"""
+"""Answer-free baselines on exactly the scored items, so a model's accuracy has a floor: ``uniform``
+(expected ``mean(1/k)``) and the majority answer to the question, overall or in the respondent's
+country (``majority_group_question`` for another grouping variable), leave-one-respondent-out so an answer
+never predicts itself; ``_weighted`` ones guess the population's mode from the design weights. Tied modes
+split evenly (``1/t``: no bias to low codes, still deterministic); an item whose group has no other
+respondent falls back to ``1/k``; a ``None`` country is a group of its own."""
 
 from __future__ import annotations
 
@@ -38,13 +26,9 @@ def group_baseline(grouping: str = COUNTRY) -> str:
 
 
 def majority_item_scores(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUESTION) -> np.ndarray:
-    """Per-item expected accuracy of the leave-one-out majority guess (same order as ``items``).
-
-    Vectorised over code counts: removing the item itself lowers only its own code's
-    count by one, so its code wins iff it was the unique top count ``m1`` and
-    ``m1 - 1`` still beats the runner-up count ``m2`` (a tie with ``m2`` scores
-    ``1 / (1 + number of codes at m2)``).
-    """
+    """Per-item expected accuracy of the leave-one-out majority guess (``items`` order). Vectorised:
+    leaving the item out lowers only its own code's count, so its code wins iff it was the unique top
+    count ``m1`` and ``m1 - 1`` still beats the runner-up ``m2`` (a tie: 1 / (1 + codes at m2))."""
     keys = list(by)
     frame = _frame(items, keys)
     counts = frame.groupby(keys + ["code"]).size().rename("c").reset_index()
@@ -69,13 +53,9 @@ def _top_two(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def weighted_majority_item_scores(items: Sequence[ScoredItem], weights: Mapping[int, float],
                                   by: Sequence[str] = BY_QUESTION) -> np.ndarray:
-    """Per-item expected accuracy of the leave-one-out *weighted* majority guess.
-
-    A code's total is the sum of its respondents' weights; removing the item lowers its own
-    code's total by its weight ``w``. Its code wins outright when ``own - w`` beats the best
-    other code's total ``b``, ties with the ``n_b`` codes at ``b`` score ``1 / (1 + n_b)``.
-    Totals are compared after rounding to 9 decimals so equal weights tie exactly.
-    """
+    """Per-item expected accuracy of the leave-one-out *weighted* majority guess: leaving the item out
+    lowers its code's total weight by its weight, then as ``majority_item_scores``; totals are rounded to
+    9 decimals so equal weights tie exactly."""
     keys = list(by)
     frame = _frame(items, keys)
     frame["w"] = [float(weights[item.person_id]) for item in items]
@@ -120,9 +100,8 @@ def item_baselines(items: Sequence[ScoredItem], grouping: str = COUNTRY) -> dict
 
 def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None = None,
               grouping: str = COUNTRY, expected: Mapping[str, np.ndarray] | None = None) -> dict[str, float]:
-    """All baselines by name, on the same items the model was scored on (weighted majority
-    baselines too when the survey's ``weights`` are given); ``grouping``: what the items'
-    country_code holds; ``expected``: ``item_baselines(items, grouping)``."""
+    """All baselines by name on the scored items (weighted ones too with the survey's ``weights``);
+    ``expected``: ``item_baselines(items, grouping)`` when already computed."""
     expected = item_baselines(items, grouping) if expected is None else expected
     values = {name: float(scores.mean()) if len(scores) else math.nan for name, scores in expected.items()}
     if weights is not None:

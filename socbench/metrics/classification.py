@@ -1,17 +1,7 @@
-"""Classification metrics over one domain's scored items (scikit-learn does the math).
-
-Every function takes the scoreable items of a run (``list[ScoredItem]``, each item once)
-and returns a float; an empty list gives NaN (the report writes it as ``null``).
-
-Two families, on purpose:
-
-* ``seed_macro_f1`` / ``seed_micro_f1`` keep the original system's *pooled* definitions
-  so numbers stay comparable with the original system's published results. They pool every question's
-  codes into one label space (code ``"1"`` of every question is one class), and pooled
-  micro-F1 over single-label predictions is mathematically equal to accuracy.
-* ``per_question_macro_f1`` is the meaningful one: macro-F1 within each question's own
-  options, averaged over questions.
-"""
+"""Classification metrics over one domain's scored items (scikit-learn does the math); no items give NaN.
+``seed_macro_f1``/``seed_micro_f1`` keep the original system's pooled definitions (code "1" of every
+question is one class; pooled micro-F1 equals accuracy) so numbers stay comparable with its published
+results; ``per_question_macro_f1``, within each question's own options, is the meaningful one."""
 
 from __future__ import annotations
 
@@ -51,13 +41,8 @@ def pooled_labels(items: Sequence[ScoredItem]) -> tuple[list[str], list[str]]:
 
 
 def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
-    """The original system's pooled macro-F1 (kept for comparability, not for interpretation).
-
-    Labels: the distinct *true* codes of the domain, pooled across questions
-    (``labels=sorted(set(y_true))``). A predicted code no respondent holds, and
-    ``INVALID``, are therefore not classes: they only lower the recall of the true
-    class. ``zero_division=0`` (a class never predicted has precision 0).
-    """
+    """The original system's pooled macro-F1 (for comparability, not interpretation): labels are the
+    domain's distinct true codes, so an unheld predicted code or ``INVALID`` only lowers a recall."""
     if not items:
         return math.nan
     y_true, y_pred = pooled_labels(items)
@@ -66,11 +51,7 @@ def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
 
 
 def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
-    """The original system's pooled micro-F1 over all labels (sklearn's default labels).
-
-    With one true and one predicted label per item this equals ``accuracy``
-    exactly; it is reported only because the original system's result files carry it.
-    """
+    """The original system's pooled micro-F1: equals ``accuracy``, reported because its files carry it."""
     if not items:
         return math.nan
     y_true, y_pred = pooled_labels(items)
@@ -78,13 +59,8 @@ def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
 
 
 def per_question_macro_f1(items: Sequence[ScoredItem]) -> float:
-    """Macro-F1 within each question's own options, averaged (unweighted) over questions.
-
-    Labels per question: the offered codes of that question (union over countries) that
-    occur as a true or a predicted code there; an offered code nobody holds and nobody
-    predicted has no defined F1 and is left out, so a perfect answerer scores 1.0. A
-    missing or unoffered answer is not a class; it counts against the true class's recall.
-    """
+    """Macro-F1 within each question's own options, averaged over questions; an offered code nobody holds
+    or predicted has no F1 and is left out, so a perfect answerer scores 1.0."""
     if not items:
         return math.nan
     by_question = split_groups(items, ("question_id",))

@@ -1,26 +1,10 @@
-"""The supervised demographic baseline: what a respondent's attributes alone predict.
-
-A model that answers as a persona should beat a classifier fed exactly the attributes it was
-shown; otherwise it knows nothing about people that the spreadsheet does not already say
-(Peng et al. 2025, arXiv 2509.19088, on high accuracy with little individual signal).
-
-Per question, a regularised multinomial logistic regression (the social scientist's default;
-``learner="hgb"``: scikit-learn's HistGradientBoostingClassifier) on the attribute matrix,
-**cross-fitted over respondents**: respondents are split once per domain into ``k`` seeded
-folds, and each respondent's prediction comes from a model fitted on the other folds only, so
-neither the respondent's own answer nor any other answer of theirs is in its training data.
-
-Encoding (done once per domain, from attributes only, never answers): a column is *numeric*
-when every non-missing value reads as a number (``"47"``, ``"47 years"``, ``"3.5"``) and it has
-at least ``MIN_NUMERIC_LEVELS`` distinct values; it enters standardised, missing values at the
-mean plus a missing flag. Every other column is one-hot, with missing as a category of its
-own and categories held by fewer than ``MIN_CATEGORY_COUNT`` respondents pooled into one.
-
-Edge cases: classes are mapped back onto the question's full offered-code set (zero for a code
-unseen in a fold's training part); a training part with a single class predicts that class;
-one with no respondent (fewer respondents than folds) predicts the uniform distribution
-(``fallbacks`` counts both). Design weights enter as ``sample_weight``.
-"""
+"""The supervised demographic baseline: what a respondent's attributes alone predict. A model answering as a
+persona should beat a classifier fed exactly the attributes it was shown (Peng et al. 2025, arXiv
+2509.19088, on high accuracy with little individual signal). Per question a regularised multinomial logistic
+regression, cross-fitted over respondents (seeded folds: no answer of a respondent is in the data that
+predicts them). Attributes are encoded once per domain, never from answers: numeric (standardised, plus a
+missing flag) when every value reads as a number with enough levels, else one-hot with rare categories
+pooled. A fold with one class or no respondents falls back (counted in ``fallbacks``)."""
 
 from __future__ import annotations
 

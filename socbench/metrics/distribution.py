@@ -1,28 +1,9 @@
-"""How close the model's answer *distribution* is to the human one (OpinionQA-style).
-
-Per group of items (a (country, question) pair, or a question pooled over countries) with
-at least ``min_respondents`` respondents:
-
-* human distribution: the true codes' shares over the group's offered codes;
-* model distribution: the mean of per-item vectors, where an item's vector is its
-  logprobs-mode ``distribution`` when present, else a one-hot of the answer it gave;
-  items with neither (a failed answer in generate mode) are left out of the mean;
-* ``wasserstein``: 1 - W1(model, human) / (k - 1), with the offered codes placed at
-  positions 0..k-1 **in their offered (survey) order**. Codes are treated as ordinal in that
-  order for every question; ISSP question sets list substantive options in scale order and
-  offer no "can't choose" option, so this matches OpinionQA's treatment of ordinal answers.
-  For a nominal question (e.g. "who helped you") the order is arbitrary and only the
-  Jensen-Shannon score is meaningful;
-* ``js``: 1 - Jensen-Shannon distance (base 2, so in [0, 1]).
-
-Both are 1 for identical distributions. Each level also reports the same scores for a
-uniform answer distribution (``uniform_wasserstein``, ``uniform_js``), the floor a model's
-score should be read against. Scores are averaged (unweighted) over qualifying groups.
-
-With the survey's design weights (``weights``: person id -> weight), each level also has
-``weighted_*`` scores: both distributions are weighted means over the group's respondents
-(the population's answer shares, as social scientists read them), beside the unweighted ones.
-"""
+"""How close the model's answer distribution is to people's (OpinionQA-style), per (country, question) or
+question with at least ``min_respondents`` respondents. The model's shares are the mean of per-item vectors
+(the logprobs ``distribution``, else a one-hot of the answer; failed answers left out). ``wasserstein``:
+1 - W1 / (k - 1) with codes at 0..k-1 in offered (survey) order, so meaningful for ordinal scales only;
+``js``: 1 - Jensen-Shannon distance (base 2). Each beside what uniform answers score (the floor to read it
+against), and ``weighted_*`` ones (the population's shares) when the survey has design weights."""
 
 from __future__ import annotations
 
@@ -132,12 +113,8 @@ def scorable_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respon
 def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
                  min_respondents: int = DEFAULT_MIN_RESPONDENTS,
                  weights: Weights | None = None) -> dict[str, float]:
-    """Mean scores over the groups by ``keys`` with at least ``min_respondents`` respondents.
-
-    ``groups`` counts the groups scored; ``skipped_no_answers`` those that qualified but
-    where the model gave no usable answer at all (they are not scored, not zero). With
-    ``weights``, ``weighted_<score>`` too (groups whose weights sum to zero left out).
-    """
+    """Mean scores over the qualifying groups by ``keys``; a group without any usable model answer is
+    counted in ``skipped_no_answers``, not scored as zero."""
     scores: dict[str, list[float]] = defaultdict(list)
     skipped = 0
     for group, codes in scorable_groups(items, keys, min_respondents).values():
@@ -169,11 +146,8 @@ def distribution_scores(items: Sequence[ScoredItem], min_respondents: int = DEFA
 
 
 def headline_level(distribution: dict[str, dict[str, float]]) -> str | None:
-    """``country_question`` when any group qualified there, else ``question``, else None.
-
-    Which groups qualify depends only on the human data, so every model run on the same
-    items gets the same level and their scores stay comparable.
-    """
+    """``country_question`` when any group qualified there, else ``question``, else None: decided by the
+    human data alone, so every model run on the same items gets the same level."""
     for level in LEVELS:
         scores = distribution.get(level, {})
         if scores.get("groups", 0) + scores.get("skipped_no_answers", 0) > 0:

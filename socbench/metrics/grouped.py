@@ -1,12 +1,6 @@
-"""Breakdowns by a key (Inspect's ``grouped`` metric idea), in one place. Group names are strings (they
-become JSON keys); a ``None`` key, such as an unmapped country, is reported under ``UNMAPPED`` rather
-than dropped.
-
-``group_rows`` is the one breakdown the result files and the report show (per country, per persona
-group): items, respondents, accuracy, the answer-free baselines on the group's own items and the
-margin over the strongest. The score stage computes it per domain; ``pooled_rows`` pools a run's
-domains (item-weighted, a respondent of each domain a cluster of its own) with the accuracy's CI.
-"""
+"""Breakdowns by a key (per country, per persona group), in one place: ``group_row`` is the one row the result
+files and the report show. A ``None`` key (an unmapped country) is reported under ``UNMAPPED``, never
+dropped; ``pooled_rows`` pools a run's domains, each domain's respondents clusters of their own."""
 
 from __future__ import annotations
 

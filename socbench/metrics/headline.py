@@ -1,10 +1,5 @@
-"""The sentences a domain's report opens with: the answer first, in words a reader uses.
-
-The lead sentence sets the model's accuracy (with its CI) beside the demographic model (a
-classifier on the same attributes, ``metrics.demographic``) and the majority answer, and says
-which is the strongest; the structure sentence tells what ``metrics.structure`` found without its
-names (no "Cramér's V", no "heterogeneity ratio").
-"""
+"""The sentences a domain's report opens with: the answer first, in words a reader uses (the lead sentence
+against the demographic model and the majority answer; the structure figures without "Cramér's V")."""
 
 from __future__ import annotations
 

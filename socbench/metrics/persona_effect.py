@@ -1,12 +1,7 @@
-"""Persona vs no persona, told in one line: did describing the respondent help the model?
-
-Persona prompting often does not help, and can hurt under-represented groups (WVS persona study,
-2026), so a persona run is read against the same model's ``--no_persona`` run on the same items.
-Items are paired by (respondent, question); the difference (persona − no persona) comes with the
-respondent-cluster bootstrap CI and McNemar's exact p of ``metrics.uncertainty.paired_comparison``,
-overall and per persona group (``metrics.persona_groups``: the persona run's groups). The verdict
-says "helped" when the CI lies above 0, "hurt" when below, otherwise "no clear difference".
-"""
+"""Persona vs no persona: did describing the respondent help? Persona prompting often does not, and can hurt
+under-represented groups (WVS persona study, 2026), so a persona run is read against the same model's
+``--no_persona`` run, paired by (respondent, question), overall and per persona group: "helped" when the
+difference's CI lies above 0, "hurt" when below."""
 
 from __future__ import annotations
 

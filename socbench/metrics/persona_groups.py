@@ -1,27 +1,16 @@
-"""Persona groups (sex, age group, education, religion, party, employment) from respondent attributes.
-
-A study that declares its roles (``socbench.manifest.Roles``: which attribute is sex, age, ...)
-is grouped by exactly those attributes. Otherwise keys are recognised as ISSP codebook labels.
-These differ by module, and they differ by module: "Sex of Respondent" and
-"Sex of respondent"; "Highest completed education level: Categories for international
-comparison", "Comparative: highest completed degree of education (derived from nat_DEGR)"
-or, where a module has no DEGREE, "ISCED 2011 simplified: ..."; "Groups of religious
-affiliations (derived from nat_RELIG)" with the country-specific denomination as a fallback;
-"Main status" with "Currently, formerly, or never in paid work" as a fallback. Keys are
-therefore matched by patterns in priority order (never one hard-coded key), per respondent,
-so a respondent whose preferred variable is missing falls back to the next one. Spouse,
-partner, parent and household variables, and country-specific education, are never used.
-
-Values are mapped onto a few comparable groups (age bands 15-29/30-44/45-59/60+, five
-education levels, ...); a label no rule knows is kept (cleaned) rather than dropped, so an
-unexpected category shows up in the breakdown instead of vanishing.
-"""
+"""Persona groups (sex, age group, education, religion, party, employment) from respondent attributes. A study
+that declares its roles is grouped by exactly those; otherwise keys are recognised as ISSP codebook labels,
+which differ by module, so patterns are tried in priority order per respondent (a missing preferred variable
+falls back to the next; spouse, household and country-specific education never count). Values map onto a
+few comparable groups; a label no rule knows is kept (cleaned), so it shows up instead of vanishing."""
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from importlib.resources import files
 from typing import Any
 
 import numpy as np
@@ -37,30 +26,11 @@ ROLE_ATTRIBUTE = {"age": AGE_GROUP}  # a role's persona group, where the names d
 UNKNOWN = "unknown"
 AGE_BANDS = ((15, 29, "15-29"), (30, 44, "30-44"), (45, 59, "45-59"), (60, 130, "60+"))
 
-_R = r"^(?:r:\s*|respondent'?s?:?\s*)?"  # optional "R: " / "Respondent's " prefix
-# Patterns per attribute, highest priority first, matched (re.search) on the lower-cased key.
-_KEY_PATTERNS: dict[str, tuple[str, ...]] = {
-    SEX: (_R + r"sex of (?:the )?respondent\b", _R + r"(?:sex|gender)\b"),
-    AGE_GROUP: (_R + r"age of (?:the )?respondent\b(?!')", _R + r"age(?: in years)?$"),
-    EDUCATION: (
-        r"highest completed (?:education level|degree of education)\b.*(?:international comparison|nat_degr)",
-        r"^comparative\b.*highest completed degree",
-        r"isced[^:]*simplified",
-        r"highest (?:completed )?(?:level of )?(?:education|degree)",
-    ),
-    RELIGION: (
-        r"groups? of religious affiliations?",
-        _R + r"religious (?:main )?groups?\b",
-        _R + r"religio(?:n|us affiliation|us denomination)\b",
-        r"country specific religious affiliation or denomination",
-    ),
-    PARTY: (r"\bparty\b.*\bleft.right\b", _R + r"party (?:r |respondent )?voted for\b"),
-    EMPLOYMENT: (
-        _R + r"main (?:employment )?status$",
-        _R + r"(?:current )?(?:employment|work|labou?r force) status\b",
-        r"^(?:currently, formerly,? or never|current, former or never) in paid work",
-    ),
-}
+# Per attribute: key patterns, highest priority first, searched in the lower-cased key; (value pattern,
+# group) rules, the first match wins. Package data: a table, not code.
+_RULES = json.loads(files("socbench.metrics").joinpath("persona_groups.json").read_text(encoding="utf-8"))
+_KEY_PATTERNS: dict[str, list[str]] = _RULES["keys"]
+_VALUE_RULES: dict[str, list[list[str]]] = _RULES["values"]
 _COMPILED = {attr: tuple(re.compile(p) for p in pats) for attr, pats in _KEY_PATTERNS.items()}
 _EXCLUDED_KEY = re.compile(r"spouse|partner|mother|father|parent|child|household|country specific highest")
 
@@ -100,34 +70,6 @@ def age_group(value: str) -> str | None:
     return next((label for low, high, label in AGE_BANDS if low <= age <= high), None)
 
 
-_VALUE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
-    SEX: ((r"^(?:female|woman)", "female"), (r"^(?:male|man)\b", "male")),
-    EDUCATION: (
-        (r"^(?:no formal|no education|no schooling|none\b|less than primary|incomplete primary|primary)",
-         "primary or less"),
-        (r"^lower sec(?:ondary)?\b", "lower secondary"),
-        (r"^upper sec(?:ondary)?\b", "upper secondary"),
-        (r"^post[- ]?sec(?:ondary)?\b", "post-secondary non-tertiary"),
-        (r"^(?:short[- ]cycle tertiary|(?:lower|upper) (?:level )?tertiary|tertiary|bachelor|master|doctor"
-         r"|phd|post[- ]?tertiary)", "tertiary"),
-    ),
-    RELIGION: ((r"^(?:no religion|none\b|no denomination|(?:i )?(?:do not|don't) belong)", "No religion"),),
-    EMPLOYMENT: (
-        (r"^(?:i am )?currently in paid work|^in paid work", "in paid work"),
-        (r"^(?:i am )?currently not in paid work", "not in paid work, worked before"),
-        (r"never (?:had|been in) paid work|never in paid work", "never in paid work"),
-        (r"^unemployed", "unemployed"),
-        (r"^(?:in education|student|in school)", "in education"),
-        (r"^apprentice", "apprentice or trainee"),
-        (r"^permanently sick|disabled", "sick or disabled"),
-        (r"^retired", "retired"),
-        (r"^(?:domestic work|housework|homemaker|housewife)", "domestic work"),
-        (r"military|community service", "military or community service"),
-        (r"^other", "other"),
-    ),
-}
-
-
 @functools.lru_cache(maxsize=1 << 14)
 def group_of(attribute: str, value: str) -> str | None:
     """The group of one attribute value; None for a missing value or an unreadable age."""
@@ -152,12 +94,8 @@ def _declared(attributes: Mapping[str, str], roles: Mapping[str, str]) -> dict[s
 
 
 def persona_groups(attributes: Mapping[str, str], roles: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``{attribute: group}`` for the persona attributes this respondent has.
-
-    With persona ``roles`` (role -> attribute key) declared, exactly those; otherwise recognised keys are
-    tried in priority order, so a missing preferred value (dropped by the loader or a missing-value
-    label) falls back to the next variable.
-    """
+    """``{attribute: group}`` for the persona attributes this respondent has: the declared ``roles``
+    (role -> attribute key), else recognised keys in priority order."""
     declared = any(ROLE_ATTRIBUTE.get(role, role) in ATTRIBUTES for role in roles or ())
     ranked = _declared(attributes, roles or {}) if declared else {}
     for key in () if declared else attributes:
@@ -182,10 +120,8 @@ def respondent_groups(respondents: Iterable[Respondent],
 
 def persona_breakdowns(items: Sequence[ScoredItem], expected: Mapping[str, np.ndarray],
                        ) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{attribute: {group: metrics.grouped.group_row}}`` for attributes any item has (``expected``:
-    ``metrics.baselines.item_baselines(items)``). Items whose respondent lacks the attribute are
-    reported under ``unknown``.
-    """
+    """``{attribute: {group: group_row}}`` for attributes any item has; a respondent without it is
+    ``unknown`` (``expected``: ``metrics.baselines.item_baselines(items)``)."""
     present = [attr for attr in ATTRIBUTES if any(attr in item.groups for item in items)]
     return {attr: group_rows(items, lambda item, a=attr: item.groups.get(a, UNKNOWN), expected)
             for attr in present}

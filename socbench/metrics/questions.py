@@ -1,16 +1,7 @@
-"""The per-question view: what people answered beside what the model answered, per question.
-
-For each question of a domain: its text and options (code, label, in survey order), the
-respondents and items scored, the model's accuracy, the humans' and the model's option
-shares (``metrics.distribution``'s definitions; weighted shares beside them when the survey
-has design weights) and the ranking alignment of ``metrics.ranking``; under ``countries``
-the same per country where it has at least ``min_respondents`` respondents (only when the
-question was asked in more than one country). A model that answers "1" to everything shows
-at once: its share of option 1 is 1.0 on every question.
-
-Alignment is left out (NaN, ``enough_respondents`` false) for a question with fewer than
-``min_respondents`` respondents: shares from a handful of people rank nothing reliably.
-"""
+"""The per-question view: people's and the model's option shares (weighted beside them with design weights),
+accuracy and ranking alignment per question, and per country where the question was asked in several. A
+model that answers "1" to everything shows at once. Alignment needs ``min_respondents`` respondents (NaN,
+``enough_respondents`` false, below): shares from a handful of people rank nothing reliably."""
 
 from __future__ import annotations
 

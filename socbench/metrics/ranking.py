@@ -1,34 +1,11 @@
-"""Ranking alignment: does the model order a question's options as people do?
-
-Accuracy and distribution distances can look fine while the model misses the option most
-people chose. Per group of items (a question pooled over countries, or a (country,
-question) pair with at least ``min_respondents`` respondents), with the model's and the
-humans' option shares built as in ``metrics.distribution`` (weighted by the survey's
-design weights in the ``weighted_*`` scores):
-
-* ``modal_agreement``: the model's most chosen option is the humans' most chosen option,
-  1 or 0; ties on either side count as the chance that random tie-breaks agree,
-  ``|M ∩ H| / (|M| |H|)``. A uniform answer distribution scores ``1 / k``
-  (``uniform_modal_agreement``). Unit: share of groups, in [0, 1].
-* ``kendall_tau``: Kendall's tau-b between the two share vectors over the k options (ties
-  handled as tau-b does; equal to ``scipy.stats.kendalltau``). In [-1, 1]: 1 = same order
-  of preference, 0 = unrelated, -1 = reversed; a random order scores 0 in expectation
-  (``uniform_kendall_tau``, the chance level). Tau is undefined (NaN) for a constant ranking:
-  a model whose shares are all equal (uniform answers) orders no pair, and a group whose human
-  shares are all equal has no order to recover; such groups are left out of the mean
-  (``tau_groups`` counts the rest). A model that gives one answer to everything is not a
-  constant ranking: its shares (1, 0, ..., 0) put that option first and tie the rest, so its
-  tau-b is high when that option is people's favourite (2/sqrt(6) = 0.816 with three options
-  people rank 1 > 2 > 3): read it beside modal agreement, not as a ranking.
-* ``kendall_tau_p``: one-sided permutation test of tau > 0 (scipy's ``permutation_test``,
-  permuting the model's shares over the options: exact over all k! orders for k <= 7,
-  else 9,999 seeded resamples). Per level, the p-value of the *mean* tau over groups under
-  independent permutations of every group (seeded Monte Carlo over the groups' null
-  distributions); ``significant_groups`` is the share of groups with p < 0.05.
-
-Survey options are few (k = 4 gives at best p = 1/24 for one question), so read the
-per-level test and the mean tau; a single question's p-value is shown for completeness.
-"""
+"""Ranking alignment: does the model order a question's options as people do? Accuracy and distances can look
+fine while the model misses people's favourite. Per group (a question, or a (country, question) with enough
+respondents), on option shares as ``metrics.distribution`` builds them: ``modal_agreement`` (ties: the chance
+that random tie-breaks agree; uniform answers score 1/k); ``kendall_tau``, tau-b of the shares (NaN for a
+constant ranking such as uniform answers, left out of the mean; one answer to everything ranks that option
+first, so read it beside modal agreement); ``kendall_tau_p``, a one-sided permutation test (exact up to
+``EXACT_MAX_OPTIONS`` options), and per level the test of the mean tau: with k = 4 options one question's
+p is at best 1/24, so read the level's."""
 
 from __future__ import annotations
 

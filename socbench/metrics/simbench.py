@@ -1,21 +1,8 @@
-"""SimBench's distribution score, so a run can be placed beside SimBench's published leaderboard.
-
-SimBench (Hu et al. 2025, "SimBench: Benchmarking the Ability of Large Language Models to
-Simulate Human Behaviors", arXiv 2510.17516) scores a simulated answer distribution against the
-human one by total variation, TV(p, q) = ½ Σ |p_i − q_i|, rescaled so that the uniform
-distribution scores 0 and a perfect match 100: 100 × (1 − TV(model, human) / TV(uniform, human)).
-
-How it is aggregated, as the authors' released scorer does it (``calculate_simbench_score.py``
-in github.com/tsor13/SimBench_release): one row per question × respondent group (for survey
-data, a country); TV(uniform, human) is averaged over all rows of a *dataset* (rows with one
-option left out), and every row's score divides by that dataset mean, not by its own uniform TV
-(so a row whose humans answer uniformly, TV(uniform, human) = 0, is still scored); the model's
-score is the plain mean over all rows. Here a dataset is one domain and a row one (country,
-question) group with at least ``min_respondents`` respondents; ``yardsticks.pooled_simbench`` averages rows
-across domains as SimBench averages across its datasets. The row-by-row ratio (the literal formula) is
-reported beside it as ``per_row_score``; rows with TV(uniform, human) = 0 have no such ratio and
-are counted in ``rows_uniform_human``. Scores can be negative (worse than uniform).
-"""
+"""SimBench's distribution score (Hu et al. 2025, arXiv 2510.17516), to place a run beside its published
+leaderboard: 100 x (1 - TV(model, human) / TV(uniform, human)), aggregated as the authors' released scorer
+does: a row is a (country, question) group, the normaliser the mean uniform TV over a dataset's (here a
+domain's) rows, not each row's own (so a row people answer uniformly is still scored), the score the mean
+over rows (negative: worse than uniform). The literal row-by-row ratio is ``per_row_score``."""
 
 from __future__ import annotations
 
@@ -69,10 +56,10 @@ def row_score(row: SimBenchRow, norm: float) -> float:
     return 100.0 * (1.0 - row.tv_model / norm) if norm > 0 else math.nan
 
 
-def simbench_rows(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-                  weights: Weights | None = None) -> tuple[list[SimBenchRow], int]:
-    """Rows with at least ``min_respondents`` respondents and two offered codes, and how many
-    qualifying rows had no usable model answer (left out, not scored as zero)."""
+def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                   weights: Weights | None = None) -> SimBenchScore:
+    """SimBench's score of one domain's scored items (any predictor's answers); a qualifying row without
+    a usable model answer is left out (``skipped_no_answers``), not scored as zero."""
     rows, skipped = [], 0
     for (country, qid), (group, codes) in scorable_groups(items, ROW_KEYS, min_respondents).items():
         n = len({item.person_id for item in group})
@@ -84,11 +71,6 @@ def simbench_rows(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MI
         uniform = np.full(len(codes), 1.0 / len(codes))
         rows.append(SimBenchRow(country, qid, n, total_variation(model, human),
                                 total_variation(uniform, human)))
-    return rows, skipped
-
-
-def score_rows(rows: Sequence[SimBenchRow], skipped: int = 0) -> SimBenchScore:
-    """SimBench's aggregation of one dataset's rows (normaliser: their mean uniform TV)."""
     norm = float(np.mean([r.tv_uniform for r in rows])) if rows else math.nan
     scores = [row_score(r, norm) for r in rows]
     by_question: dict[str, list[float]] = {}
@@ -99,10 +81,3 @@ def score_rows(rows: Sequence[SimBenchRow], skipped: int = 0) -> SimBenchScore:
                          per_question={q: float(np.mean(v)) for q, v in by_question.items()},
                          per_row_score=float(np.mean(own)) if own else math.nan,
                          rows_uniform_human=sum(r.tv_uniform == 0 for r in rows), skipped_no_answers=skipped)
-
-
-def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-                   weights: Weights | None = None) -> SimBenchScore:
-    """SimBench's score of one domain's scored items (any predictor's answers)."""
-    rows, skipped = simbench_rows(items, min_respondents, weights)
-    return score_rows(rows, skipped)

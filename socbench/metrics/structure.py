@@ -1,26 +1,9 @@
-"""Structure preservation: would the simulated population reproduce the survey's findings?
-
-A model can match each question's marginal answer shares and still erase who answers what.
-Simulated populations "compress heterogeneity" (SSDataBench), and high individual accuracy can
-go with almost no individual signal (Peng et al. 2025, arXiv 2509.19088). For any predictor's
-answers (the LLM's, the demographic model's), per (question, attribute) pair:
-
-* **association**: Cramér's V between the attribute's groups and the answer code, on the real
-  answers and on the predicted ones (scipy's ``contingency.association``; a table with a single
-  answer or a single group has V = 0). Both use the same respondents: those with a usable
-  predicted answer and a known attribute, in groups of at least ``min_group_size``; a pair needs
-  ``min_respondents`` such respondents and two groups. ``profile_correlation`` is Pearson's r of
-  the real and the simulated V over all pairs (NaN with fewer than 3 pairs or a constant profile);
-* **gaps**: for every two qualifying groups of an attribute (women vs men, age band vs age band,
-  country vs country), the difference in mean answer position (codes at 0..k-1 in offered order,
-  as ``metrics.distribution`` treats them). Only gaps the survey shows clearly count: Welch's
-  t-test on the real answers, p < ``gap_alpha``. ``sign_agreement`` is the share of those whose
-  simulated gap has the same sign (a zero simulated gap is not the same sign);
-* **heterogeneity ratio** per question: Shannon entropy of the predicted answer distribution over
-  that of the real one (< 1: the model compresses the population; 0: everyone answers alike).
-
-Answers are the predictors' hard answers (a simulated population answers); unweighted.
-"""
+"""Structure preservation: would the simulated population reproduce the survey's findings? A model can match
+marginal shares and still erase who answers what (SSDataBench: simulations "compress heterogeneity"). For any
+predictor's hard answers (unweighted), per (question, attribute): Cramér's V of group and answer, real and
+simulated, on the same respondents (``profile_correlation``: Pearson's r over the pairs); the survey's clear
+gaps between two groups (Welch p < ``gap_alpha``, mean answer position) and how many the simulation gets in
+the same direction; and the entropy of simulated over real answers (< 1: the population is compressed)."""
 
 from __future__ import annotations
 
@@ -68,7 +51,6 @@ class Structure:
     sign_agreement: float
     heterogeneity: dict[str, float]  # question -> entropy ratio
     heterogeneity_ratio: float  # median over questions
-    no_usable_answer: int  # items left out: the predictor gave no usable answer
 
 
 def cramers_v(table: np.ndarray) -> float:
@@ -107,10 +89,8 @@ def item_groups(items: Sequence[ScoredItem]) -> dict[int, dict[str, str]]:
 
 
 def _gaps(frame: pd.DataFrame, gap_alpha: float) -> tuple[tuple[str, str, float, float], ...]:
-    """Clear real gaps (Welch p < alpha) between every two groups, with the simulated gap.
-
-    One vectorised Welch test over all pairs (``ttest_ind_from_stats``, the same numbers as
-    ``ttest_ind`` on each pair): a country attribute has hundreds of pairs per question."""
+    """Clear real gaps (Welch p < alpha) between every two groups, with the simulated gap; one
+    vectorised Welch test, as a country attribute has hundreds of pairs per question."""
     codes, names = pd.factorize(frame["group"], sort=True)
     real, simulated = frame["real"].to_numpy(dtype=float), frame["sim"].to_numpy(dtype=float)
     n = np.bincount(codes).astype(float)
@@ -172,10 +152,10 @@ def structure(items: Sequence[ScoredItem], groups: Groups | None = None, *,
             found = _pair(qid, attribute, rows, min_respondents, min_group_size, gap_alpha)
             if found is not None:
                 pairs.append(found)
-    return _summary(tuple(pairs), heterogeneity, len(items) - len(answered))
+    return _summary(tuple(pairs), heterogeneity)
 
 
-def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float], unusable: int) -> Structure:
+def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float]) -> Structure:
     real = np.array([p.real_v for p in pairs])
     sim = np.array([p.simulated_v for p in pairs])
     varies = len(pairs) >= 3 and real.std() > 0 and sim.std() > 0
@@ -188,5 +168,4 @@ def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float], 
                      mean_simulated_v=float(sim.mean()) if len(pairs) else math.nan,
                      gaps=len(gaps), gaps_same_sign=int(same),
                      sign_agreement=same / len(gaps) if gaps else math.nan, heterogeneity=heterogeneity,
-                     heterogeneity_ratio=float(np.median(ratios)) if ratios else math.nan,
-                     no_usable_answer=unusable)
+                     heterogeneity_ratio=float(np.median(ratios)) if ratios else math.nan)

@@ -1,17 +1,7 @@
-"""Uncertainty of accuracy: respondent-cluster bootstrap CIs and paired model comparisons.
-
-Items of one respondent are not independent (a persona the model misreads is misread on
-every question), so CIs resample *respondents* with all their items (cluster bootstrap),
-not items. Across domains the resampling is stratified: respondents are resampled within
-each domain and the statistic is the unweighted mean of the per-domain accuracies, the
-same aggregate the summaries report.
-
-The paired comparison of two models on the same items gives McNemar's exact test (a
-two-sided binomial test on the discordant items, scipy ``binomtest``) and the bootstrap CI
-of the accuracy difference. McNemar treats items as independent, so under clustering its
-p-value is optimistic; the cluster-bootstrap CI of the difference is the one to trust when
-they disagree.
-"""
+"""Uncertainty of accuracy: a respondent's items are not independent (a misread persona is misread on every
+question), so CIs resample respondents with all their items, within each domain (the statistic: the mean of
+the per-domain accuracies, as the summaries report). Paired comparisons add McNemar's exact test, which
+treats items as independent and so is optimistic: trust the bootstrap CI of the difference."""
 
 from __future__ import annotations
 
@@ -72,12 +62,8 @@ def accuracy_ci(correct: Sequence[float], clusters: Sequence, strata: Sequence |
 def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Sequence | None = None, *,
                          n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED,
                          confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Percentile CI of ``stratified_mean(values, strata)``, resampling clusters in each stratum.
-
-    ``values`` is one number per item (1/0 for correct, or a paired difference), ``clusters``
-    the item's respondent. A stratum with a single respondent cannot vary and enters as a
-    constant; with no stratum of two or more respondents the CI is undefined (NaN, NaN).
-    """
+    """Percentile CI of ``stratified_mean(values, strata)``, resampling clusters (respondents) in each
+    stratum; a one-respondent stratum enters as a constant, and with no other the CI is (NaN, NaN)."""
     values_a, clusters_a, strata_a = _as_arrays(values, clusters, strata)
     totals = _strata_totals(values_a, clusters_a, strata_a) if len(values_a) else []
     varying = [t for t in totals if len(t[0]) >= 2]
@@ -125,11 +111,8 @@ class PairedComparison:
 def paired_comparison(correct_a: Sequence[bool], correct_b: Sequence[bool], clusters: Sequence,
                       strata: Sequence | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
                       seed: int = BOOTSTRAP_SEED) -> PairedComparison:
-    """Compare two models item by item; ``clusters`` names each item's respondent.
-
-    Accuracies and the difference are stratified means (per-domain accuracy averaged over
-    domains when ``strata`` are domains); McNemar's counts are pooled over all items.
-    """
+    """Compare two models item by item (``clusters``: each item's respondent): stratified means (over
+    domains when ``strata`` are domains), McNemar's counts pooled over all items."""
     a = np.asarray(correct_a, dtype=bool)
     b = np.asarray(correct_b, dtype=bool)
     if a.shape != b.shape:

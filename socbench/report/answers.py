@@ -1,14 +1,8 @@
-"""The answer first: each domain of each run opens with its lead sentence (accuracy [CI];
-demographic model; majority — verdict, ``metrics.headline``), then whether its simulated
-population keeps the survey's structure, told for the model and for the demographic model side
-by side (does the LLM add structure its attributes alone do not carry?), with both SimBench
-scores. Where a run's ``--no_persona`` control run sits beside it, one line says whether the
-persona helped (``metrics.persona_effect``), overall and per persona group.
-
-The numbers are read from each domain's stored ``yardsticks`` (written by the score stage);
-results written before it have none, and the lines say so instead of showing numbers.
-``report.html`` and ``leaderboard.md`` render the same ``DomainAnswer``.
-"""
+"""The answer first: each run x domain opens with its lead sentence (accuracy beside the demographic model and
+the majority answer), whether its simulated population keeps the survey's structure, for the model and the
+demographic model side by side (does the LLM add structure its attributes alone do not carry?), and both
+SimBench scores; then, where a ``--no_persona`` control run is beside it, whether the persona helped. Read
+from each domain's stored ``yardsticks``; older results have none, and the lines say so."""
 
 from __future__ import annotations
 
@@ -19,13 +13,12 @@ from typing import Any
 
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.headline import lead_sentence, structure_sentence
-from socbench.metrics.persona_effect import PersonaEffect, persona_effect, verdict
+from socbench.metrics.persona_effect import persona_effect, verdict
 from socbench.metrics.uncertainty import PairedComparison
-from socbench.report.html_sections import details, esc, note, run_heading, table
+from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label, p_text
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import fmt, markdown_table
-from socbench.report.texts import LEADS
 from socbench.types import ScoredItem
 
 MAJORITY_BASELINES = ("majority_question", "majority_country_question", "majority_group_question")
@@ -129,9 +122,7 @@ def _simbench(simbench: Mapping[str, Any]) -> list[str]:
 def domain_answers(board: Leaderboard) -> list[tuple[ModelRun, list[DomainAnswer]]]:
     """Per complete run (ranked order), its domains' answers."""
     rows = {(r["run"], r["domain"]): r for r in board.domains}
-    by_name = {run.run: run for run in board.runs}
-    return [(run, [domain_answer(rows[run.run, d.domain], d) for d in run.domains])
-            for run in (by_name[r["run"]] for r in board.overall)]
+    return [(run, [domain_answer(rows[run.run, d.domain], d) for d in run.domains]) for run in board.ranked()]
 
 
 # ---------------------------------------------------------------------- persona vs no persona
@@ -157,24 +148,6 @@ def run_items(run: ModelRun) -> list[ScoredItem]:
             for d in run.domains for item in d.stored.items()]
 
 
-def compare_persona(persona: ModelRun, control: ModelRun) -> PersonaEffect | None:
-    """The persona run against its control on their shared items (None when they share none)."""
-    try:
-        return persona_effect(run_items(persona), run_items(control))
-    except ValueError:
-        return None
-
-
-def persona_line(persona: ModelRun, control: ModelRun, effect: PersonaEffect | None) -> str:
-    if effect is None:
-        return f"{persona.run} and its run without persona ({control.run}) share no answered items."
-    found = effect.overall
-    text = verdict(found)
-    return (f"{persona.run} against its run without persona ({control.run}): {text} "
-            f"(accuracy {fmt(found.accuracy_a)} with, {fmt(found.accuracy_b)} without, on {found.n_items} "
-            f"items answered in both).")
-
-
 def _effect_cells(comparison: PairedComparison) -> list[str]:
     """A group's cells; below ``MIN_RESPONDENTS`` respondents no CI and no verdict, as everywhere."""
     low, high = comparison.difference_ci
@@ -186,20 +159,24 @@ def _effect_cells(comparison: PairedComparison) -> list[str]:
             "too few respondents to tell" if few else verdict(comparison).split(":")[0]]
 
 
-def persona_rows(effect: PersonaEffect | None) -> tuple[list[list[str]], list[str]]:
-    """PERSONA_HEAD rows, every persona group of every attribute, and their classes (``few``)."""
-    found = [(attribute, group, comparison) for attribute, groups in (effect.groups if effect else {}).items()
-             for group, comparison in groups.items()]
-    return ([[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in found],
-            ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in found])
-
-
 def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]], list[str]]]:
-    """Per persona run with its control here: the one line, and the per-group rows and classes."""
+    """Per persona run with its control here: the one line, and PERSONA_HEAD rows (every group of every
+    attribute) with their classes (``few``)."""
     found = []
     for persona, control in persona_pairs(runs):
-        effect = compare_persona(persona, control)
-        found.append((persona_line(persona, control, effect), *persona_rows(effect)))
+        try:
+            effect = persona_effect(run_items(persona), run_items(control))
+        except ValueError:
+            found.append((f"{persona.run} and its run without persona ({control.run}) share no answered "
+                          "items.", [], []))
+            continue
+        both = effect.overall
+        line = (f"{persona.run} against its run without persona ({control.run}): {verdict(both)} (accuracy "
+                f"{fmt(both.accuracy_a)} with, {fmt(both.accuracy_b)} without, on {both.n_items} items "
+                "answered in both).")
+        groups = [(attribute, group, c) for attribute, by in effect.groups.items() for group, c in by.items()]
+        rows = [[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in groups]
+        found.append((line, rows, ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in groups]))
     return found
 
 
@@ -216,14 +193,14 @@ def _html_domain(answer: DomainAnswer) -> str:
 def answer_html(board: Leaderboard) -> list[str]:
     """The report's opening section: every run x domain's answer, then persona vs no persona."""
     parts = ["<h2 id='answer'>The answer, domain by domain</h2>",
-             f"<p class='lead'>{esc(LEADS['answer'])}</p>"]
+             lead("answer")]
     for i, (run, answers) in enumerate(domain_answers(board)):
         parts.append(details(run_heading(run), "".join(map(_html_domain, answers)), open_=i == 0))
     parts.append("<h3 id='persona'>Did the persona help?</h3>")
     effects = persona_answers(board.runs)
     if not effects:
         return [*parts, note(NO_CONTROL)]
-    parts.append(f"<p class='lead'>{esc(LEADS['persona'])}</p>")
+    parts.append(lead("persona"))
     for line, rows, classes in effects:
         parts += [f"<p class='headline'>{esc(line)}</p>", table(PERSONA_HEAD, rows, classes) if rows else ""]
     return parts

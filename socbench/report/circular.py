@@ -1,11 +1,6 @@
-"""Circular evaluation in the report: OpenCompass's ``CircularSummarizer`` table (a header row
-``dataset, version, mode, <model>, -, ...``, a row of metric names, then one row per dataset with
-percentages to two decimals and ``-`` where a value is missing) for an ISSP run and an MCQ dataset, and
-section 5 of ``report.html``, read from each run's circular metrics records (``log.records.CircularRecord``):
-which options the variants showed (order-only: the survey's codes, only the lines move; relabelled:
-1..n by position), and per family (rotations, all orders, or a sampled set of orders) the questions that
-entered, accuracy in the original order and over the variants, perf (every variant right) and vote.
-"""
+"""Circular evaluation in the report: OpenCompass's ``CircularSummarizer`` table (header ``dataset, version,
+mode, <model>, -, ...``, a row of metric names, a row per dataset in percent, ``-`` where missing) for an
+ISSP run and an MCQ dataset, and section 5 of ``report.html`` from each run's circular records."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from socbench.circular import families
 from socbench.files import atomic_open
-from socbench.report.html_sections import esc, note, table
+from socbench.report.html_sections import lead, note, table
 from socbench.report.labels import domain_label
 from socbench.report.output import fmt, markdown_text, model_dir
 from socbench.types import DomainResult
@@ -46,12 +41,8 @@ def _cell(value: float | None) -> str:
 def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], metric_types: Sequence[str],
                    datasets: Sequence[str] | None = None, versions: Mapping[str, str] | None = None,
                    modes: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """OpenCompass's circular summary: ``results[model][dataset][metric]`` (fractions).
-
-    Rows are ``datasets`` (default: every dataset seen, in order); a dataset no model has
-    is a row of ``-``. ``versions`` (a prompt hash) and ``modes`` (gen, ppl, ...) fill the
-    second and third columns.
-    """
+    """OpenCompass's circular summary of ``results[model][dataset][metric]`` (fractions); rows are
+    ``datasets`` (default: every one seen), ``versions`` and ``modes`` fill the 2nd and 3rd columns."""
     import pandas as pd
 
     models = list(results)
@@ -123,13 +114,6 @@ FAMILY_LABELS = {"circular": "rotations (n orders)", "all_possible": "all n! ord
 LABEL_MODES = {"order_only": "order-only (codes kept)", "relabel": "relabelled 1..n"}
 HEAD = ("domain", "run", "options shown", "orders", "questions", "accuracy, original order",
         "accuracy over variants", "perf (all variants right)", "vote")
-LEAD = ("Each question is asked again with its options reordered; perf counts a question only when "
-        "every order is answered right. Order-only keeps each survey code with its text, so it measures "
-        "order bias alone: a model that always answers \"1\" names the same option in every order and looks "
-        "perfectly consistent (perf equals its accuracy). Relabelled numbers the options 1..n by position in "
-        "each order and maps the answer back, as OpenCompass does: it measures label and order bias, and "
-        "always \"1\" scores perf 0. Sampled orders (--max_variants) always include the n rotations; their "
-        "metrics are marked sampled and are an upper bound of the same metric over all orders.")
 
 
 def circular_rows(run: ModelRun) -> list[list[str]]:
@@ -153,4 +137,4 @@ def circular_section(runs: Sequence[ModelRun]) -> list[str]:
     head = "<h2 id='circular'>5. Circular evaluation (option order and labels)</h2>"
     if not rows:
         return [head, note("No circular evaluation in these results (socbench issp --circular circular).")]
-    return [head, f"<p class='lead'>{esc(LEAD)}</p>", table(HEAD, rows)]
+    return [head, lead("circular"), table(HEAD, rows)]

@@ -1,9 +1,5 @@
-"""Report figures across runs: per-domain bars (also a run's ``domain_accuracy.png``), country x domain
-heatmap, model scale (the size read from the model's name).
-
-The heatmap file is for papers and slides (the page shows the same grid as a table); cells
-with fewer than ``MIN_RESPONDENTS`` respondents are grey without a number.
-"""
+"""Report figures across runs: per-domain bars (also a run's ``domain_accuracy.png``), a country x domain
+heatmap (for papers: the page shows the grid as a table; thin cells grey) and model scale."""
 
 from __future__ import annotations
 
@@ -28,12 +24,8 @@ _SCALE = {"M": 1e6, "B": 1e9}
 
 
 def parameter_count(model: str) -> float | None:
-    """Parameters from a size tag in a model name: ``135M``, ``1.7B``, ``7b``; None if absent.
-
-    The last tag wins (``org/Model-2-7B`` -> 7e9). Mixture tags such as ``8x7B`` are not
-    read (the active and total sizes differ), nor ``128k`` (a context length), so such
-    models are left out of scale plots.
-    """
+    """Parameters from the last size tag in a model name (``135M``, ``1.7B``, ``7b``), else None; not
+    ``8x7B`` (active and total sizes differ) nor ``128k`` (a context length)."""
     matches = _SIZE.findall(model.rsplit("/", 1)[-1])
     if not matches:
         return None
@@ -115,9 +107,7 @@ def country_domain_accuracy(run: ModelRun) -> tuple[pd.DataFrame, pd.DataFrame]:
 def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) -> Path | None:
     """Accuracy per country x domain, one panel per run (first ``max_panels`` runs), one colour
     scale; None when no country has enough respondents (nothing to draw)."""
-    runs = {run.run: run for run in board.runs}
-    order = [row["run"] for row in board.overall][:max_panels]
-    tables = [(name, *country_domain_accuracy(runs[name])) for name in order]
+    tables = [(run, *country_domain_accuracy(run)) for run in board.ranked()[:max_panels]]
     tables = [t for t in tables if len(t[1].index)]
     if not tables:
         return None
@@ -126,7 +116,7 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
     fig = new_figure(min(34.0, len(tables) * (2.5 + 0.95 * cols) + 1.5), max(3.5, 0.34 * rows + 2.4))
     axes = fig.subplots(1, len(tables), squeeze=False)[0]
     image = None
-    for ax, (name, table, people) in zip(axes, tables, strict=True):
+    for ax, (run, table, people) in zip(axes, tables, strict=True):
         values = table.to_numpy(dtype=float)
         thin = people.to_numpy(dtype=float) < MIN_RESPONDENTS
         ax.imshow(np.where(thin, 1.0, np.nan), vmin=0, vmax=1, cmap="Greys", alpha=0.15, aspect="auto")
@@ -134,9 +124,9 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
                           cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(table.columns)), [domain_label(d) for d in table.columns], rotation=40,
                       ha="right", fontsize="small")
-        by = runs[name].grouping
-        ax.set_yticks(range(len(table.index)), [country_label(c, by) for c in table.index], fontsize="small")
-        ax.set_title(name, fontsize="medium")
+        ax.set_yticks(range(len(table.index)), [country_label(c, run.grouping) for c in table.index],
+                      fontsize="small")
+        ax.set_title(run.run, fontsize="medium")
         for (y, x), v in np.ndenumerate(values):
             n = int(people.iat[y, x])
             if n and not thin[y, x]:
@@ -145,7 +135,7 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
             elif n:
                 ax.text(x, y, f"n={n}", ha="center", va="center", fontsize=6, color="0.45")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
-    groupings = {runs[name].grouping for name, *_ in tables}
+    groupings = {run.grouping for run, *_ in tables}
     by = groupings.pop() if len(groupings) == 1 else "group"
     fig.suptitle(f"Accuracy by {by} and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
     return save_figure(fig, path)

@@ -1,7 +1,5 @@
-"""The run's files for people, beside its results log (``socbench.log``): a domain's markdown report
-(the UI artifact), ``summary.md`` (the table of ``summary.json``) and ``domain_accuracy.png``; and
-``write_run_summary``, the end of a run: ``summary.json`` then these.
-"""
+"""The run's files for people beside its results log: a domain's markdown (the UI artifact), ``summary.md``
+and ``domain_accuracy.png``, written at the end of a run by ``write_run_summary``."""
 
 from __future__ import annotations
 
@@ -25,6 +23,7 @@ from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.report.figures import domain_bars
 from socbench.report.labels import baseline_label, domain_label, signed, study_title, weights_off_text
 from socbench.report.output import fmt, markdown_table, model_dir
+from socbench.report.texts import NOTES
 from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 
@@ -121,23 +120,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
         lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
                   + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())
                   + ". Run the same command again: it sends exactly the requests that have no answer."]
-    lines += ["", "Means are unweighted over domains. Margin: accuracy minus the strongest answer-free",
-              "baseline on the same items (negative: the model does worse). macro-F1 and micro-F1 are the",
-              "original system's pooled ones (pooled micro-F1 = accuracy); per-question macro-F1 is the",
-              "meaningful one. 95% CI: respondent-cluster bootstrap. 1-W1, 1-JS: 1 - normalised Wasserstein",
-              "and 1 - Jensen-Shannon distance between model and human answer distributions, beside what",
-              "uniform answers get. Modal agreement: the model's most chosen option is the people's, per",
-              "question (uniform answers: 1/k); Kendall tau: rank correlation of the option shares (a random",
-              "order: 0; n/a where the shares are all equal). SimBench: 100 x (1 - TV(model, people) /",
-              "TV(uniform, people)) per country x question",
-              "(0 = uniform answers, 100 = the people's distribution; its mean pools the domains' rows, as",
-              "SimBench does). Demographic model: a classifier on the persona attributes the model was",
-              "shown, cross-fitted over respondents (also a baseline). Structure correlation: how well the",
-              "differences between groups in the model's answers follow the real ones; heterogeneity ratio:",
-              "how varied its answers are against the real ones (< 1: less varied). See docs/results.md",
-              "(Scores and the report), docs/yardsticks.md and `socbench report`.",
-              "Parse failures: replies that could not be read (wrong answers); engine errors: requests",
-              "the engine did not answer (not answers at all; any makes the domain incomplete).",
+    lines += ["", NOTES["summary"],
               "", f"Respondents in no country or group (kept, pooled as one unknown group): "
               f"{_counts_text(payload['unmapped_countries'])}.", "", usage_text(totals.get("usage") or {})]
     off = weights_off_text((domain_label(row["domain"]), row.get("weighted_metrics_off"))

@@ -1,16 +1,6 @@
-"""The whole report: leaderboard files, figures and one self-contained ``report.html``.
-
-``report.html`` needs nothing but a browser: figures are embedded as base64 PNG, the CSS
-is inline, and there are no scripts, fonts or links to fetch, so it reads offline and
-can be mailed or attached to a CI run as one file. The page answers, in order: per domain, the
-answer in one line (accuracy beside a classifier on the same attributes and the majority answer),
-whether the simulated population keeps the survey's structure, and whether the persona helped
-(``report.answers``); is the model better than the answer-free baselines (and where not), for
-whom (countries, persona groups), on which questions, and how its answer distribution differs
-from people's; then circular evaluation, model size, each CP-vs-MCP run (``report.mcq``), how many
-respondents the answers are worth (``report.stand_in``) and the definitions of every number. Every
-number is read from the runs' results logs (``socbench.log``).
-"""
+"""The whole report: leaderboard files, figures and one self-contained ``report.html`` (figures as base64
+PNG, inline CSS, no scripts, fonts or links), so it reads offline and can be mailed or attached to a CI
+run as one file. Its sections run from the answer to the definitions of every number."""
 
 from __future__ import annotations
 
@@ -22,7 +12,6 @@ from pathlib import Path
 
 from socbench.engines.usage import usage_text
 from socbench.files import atomic_open
-from socbench.log.read import ModelRun
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES
 from socbench.report.answers import answer_html
 from socbench.report.circular import circular_section
@@ -35,13 +24,13 @@ from socbench.report.html_sections import (
     esc,
     exports_section,
     heat_table,
+    lead,
     note,
     persona_table,
     question_rows,
     run_heading,
     table,
 )
-from socbench.report.incomplete import INCOMPLETE_HEAD, INCOMPLETE_NOTE, incomplete_cells, incomplete_notes
 from socbench.report.labels import domain_label, study_title, weights_off_text
 from socbench.report.leaderboard import Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
@@ -52,49 +41,22 @@ from socbench.report.tables import (
     DISTRIBUTION_HEAD,
     DOMAIN_HEAD,
     DRAWS_HEAD,
-    NOTES,
+    INCOMPLETE_HEAD,
     OVERALL_HEAD,
     compare_cells,
     distribution_cells,
     domain_cells,
     domain_order,
     draw_cells,
+    incomplete_cells,
+    incomplete_notes,
     overall_cells,
     write_leaderboard,
 )
-from socbench.report.texts import DEFINITIONS, LEADS
+from socbench.report.texts import CSS, DEFINITIONS, NOTES
 from socbench.types import COUNTRY
 
 REPORT_FOLDER = "report"
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1400px;
-       padding: 0 1rem; color: #1d1d1f; line-height: 1.45; }
-h1 { margin-bottom: 0.2rem; }
-h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
-h4 { margin: 1rem 0 0.2rem; font-weight: 600; }
-.meta, .note { color: #555; font-size: 0.9rem; }
-.lead { font-size: 1rem; max-width: 60rem; }
-.headline { font-size: 1.05rem; font-weight: 600; max-width: 70rem; }
-section.domain { margin: 0.6rem 0 1.4rem; } section.domain p { max-width: 70rem; margin: 0.3rem 0; }
-table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.8rem; }
-th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.55rem; text-align: right; white-space: nowrap; }
-th { background: #f2f4f7; text-align: center; white-space: normal; min-width: 3.5rem; }
-td:first-child, th.rowhead, td.txt { text-align: left; white-space: normal; }
-td.neg { color: #b00020; font-weight: 600; }
-td.na, tr.few td, td.few { color: #999; background: #f4f4f4; }
-tr.few td.neg { color: #c98a94; }
-td.empty { background: #fbfbfb; }
-.scroll { overflow-x: auto; }
-details { margin: 0.4rem 0; }
-summary { cursor: pointer; font-weight: 600; }
-table.dist td.opt { text-align: left; white-space: normal; max-width: 28rem; }
-table.dist td.share { width: 16rem; text-align: left; }
-.bar { display: inline-block; height: 0.8rem; vertical-align: middle; margin-right: 0.4rem; }
-.bar.people { background: #4c72b0; } .bar.model { background: #dd8452; }
-.pct { font-variant-numeric: tabular-nums; }
-img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
-dl dt { font-weight: 600; margin-top: 0.6rem; } dl dd { margin-left: 1.2rem; }
-"""
 
 
 @dataclass(frozen=True)
@@ -115,18 +77,14 @@ def _image(path: Path, alt: str) -> str:
     return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _lead(key: str) -> str:
-    return f"<p class='lead'>{esc(LEADS[key])}</p>"
-
-
 def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
     """1. Is the model better than the answer-free baselines, and where not?"""
     rows = domain_order(board)
     not_above = [r for r in rows if not r["margin_over_best_baseline"] > 0]
-    parts = ["<h2 id='baselines'>1. Is the model better than answer-free baselines?</h2>", _lead("baselines"),
-             table(OVERALL_HEAD, [overall_cells(r) for r in board.overall]), note(NOTES)]
+    parts = ["<h2 id='baselines'>1. Is the model better than answer-free baselines?</h2>", lead("baselines"),
+             table(OVERALL_HEAD, [overall_cells(r) for r in board.overall]), note(NOTES["leaderboard"])]
     if board.incomplete:
-        parts += ["<h3 id='incomplete'>Incomplete runs (not ranked)</h3>", note(INCOMPLETE_NOTE),
+        parts += ["<h3 id='incomplete'>Incomplete runs (not ranked)</h3>", note(NOTES["incomplete"]),
                   table(INCOMPLETE_HEAD, [incomplete_cells(r) for r in board.incomplete])]
     if "domain_bars" in figures.paths:
         parts.append(_image(figures.paths["domain_bars"], "accuracy by domain and run"))
@@ -143,8 +101,8 @@ def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
 def groups_section(board: Leaderboard) -> list[str]:
     """2. For whom: countries (pooled and by domain) and persona groups, per run, as the run computed them
     (``summary.json``'s ``pooled``, each domain's ``per_country``)."""
-    parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", _lead("groups")]
-    for i, run in enumerate(_ranked(board)):
+    parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", lead("groups")]
+    for i, run in enumerate(board.ranked()):
         body, by, pooled = [], run.grouping, run.summary.pooled if run.summary else {}
         countries = pooled.get("countries") or {}
         if countries:
@@ -166,16 +124,16 @@ def groups_section(board: Leaderboard) -> list[str]:
 
 def questions_section(board: Leaderboard) -> list[str]:
     """3. On which questions, and 4. how the answer distribution differs from people's."""
-    parts = ["<h2 id='questions'>3. On which questions?</h2>", _lead("questions")]
+    parts = ["<h2 id='questions'>3. On which questions?</h2>", lead("questions")]
     heading = "<h2 id='distributions'>4. How do its answers differ from people's?</h2>"
     rows = [distribution_cells(r) for r in domain_order(board)]
-    blocks = [heading, _lead("distributions"), table(DISTRIBUTION_HEAD, rows)]
+    blocks = [heading, lead("distributions"), table(DISTRIBUTION_HEAD, rows)]
     drawn = [r for r in board.overall + domain_order(board) if math.isfinite(r["draw_agreement"])]
     if drawn:  # --samples K: how often the K draws of an item agree
         blocks += [note("Repeated draws (--samples K): the share of an item's draws giving its modal "
                         "answer (mean over items) and Fleiss' kappa across draws (0: chance agreement)."),
                    table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
-    for i, run in enumerate(_ranked(board)):
+    for i, run in enumerate(board.ranked()):
         domains = [d for d in run.domains if d.stored.questions]
         if not domains:
             parts.append(note(f"{run.run}: no per-question view in these files (rerun to compute it)."))
@@ -187,11 +145,6 @@ def questions_section(board: Leaderboard) -> list[str]:
             details(domain_label(d.domain), distribution_blocks(d), open_=i == 0 and j == 0)
             for j, d in enumerate(domains)), open_=i == 0))
     return parts + blocks
-
-
-def _ranked(board: Leaderboard) -> list[ModelRun]:
-    by_name = {run.run: run for run in board.runs}
-    return [by_name[row["run"]] for row in board.overall]
 
 
 def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Path | None = None) -> str:
@@ -227,7 +180,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
     sections += mcq_section(board.mcq)
     if board.runs:
         gains = figures.paths.get("gains")
-        sections += stand_in_section(_ranked(board), gains and _image(gains, "gain per question and domain"))
+        sections += stand_in_section(board.ranked(), gains and _image(gains, "gain per question and domain"))
     sections += exports_section(board.runs, out_dir) if out_dir is not None else []
     sections += ["<h2 id='definitions'>Definitions</h2>", "<dl>" + "".join(
         f"<dt>{esc(term)}</dt><dd>{esc(text)}</dd>" for term, text in DEFINITIONS) + "</dl>"]
@@ -238,12 +191,8 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
 
 def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> ReportPaths:
-    """Read every run under ``output_dir``; write the leaderboard, figures and report.html.
-
-    ``out_dir`` defaults to ``<output_dir>/report``; ``n_resamples``/``seed``: the bootstrap of the
-    paired comparisons (every other number is the runs' own). Raises DataError when there is nothing
-    to report.
-    """
+    """Read every run under ``output_dir``; write the leaderboard, figures and report.html into
+    ``out_dir`` (``<output_dir>/report``); DataError when there is nothing to report."""
     output_dir = Path(output_dir).expanduser()
     board = leaderboard(output_dir, n_resamples=n_resamples, seed=seed)
     out = Path(out_dir).expanduser() if out_dir is not None else output_dir / REPORT_FOLDER

@@ -1,7 +1,5 @@
-"""The sections of ``report.html`` (plain HTML, no scripts): tables hold the same numbers as
-the JSON and CSV files; a negative margin has class ``neg``, a group with fewer than
-``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI; long parts sit in ``<details>``.
-"""
+"""The building blocks of ``report.html`` (plain HTML): a negative margin has class ``neg``, a group below
+``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI, long parts sit in ``<details>``."""
 
 from __future__ import annotations
 
@@ -14,8 +12,9 @@ from typing import Any
 
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
-from socbench.report.labels import baseline_label, below, ci_text, country_label, domain_label, p_text, signed
+from socbench.report.labels import accuracy_text, baseline_label, country_label, domain_label, p_text, signed
 from socbench.report.output import fmt
+from socbench.report.texts import LEADS
 from socbench.shuffle import option_text
 from socbench.types import COUNTRY
 
@@ -57,6 +56,11 @@ def _tag(name: str, cls: str) -> str:
     return f"<{name} class='{cls}'>" if cls else f"<{name}>"
 
 
+def lead(key: str) -> str:
+    """A section's opening paragraph (``texts.LEADS``)."""
+    return f"<p class='lead'>{esc(LEADS[key])}</p>"
+
+
 def note(text: str) -> str:
     return f"<p class='note'>{esc(text)}</p>"
 
@@ -72,9 +76,7 @@ def enough(row: dict[str, Any]) -> bool:
 
 def _group_cells(row: dict[str, Any]) -> list[str]:
     """A ``metrics.grouped.group_row`` pooled over a run's domains (with its CI)."""
-    return [str(row["respondents"]), str(int(row["n"])),
-            f"{fmt(row['accuracy'])} " + ci_text(row["accuracy_ci_low"], row["accuracy_ci_high"],
-                                                 row["respondents"], MIN_RESPONDENTS),
+    return [str(row["respondents"]), str(int(row["n"])), accuracy_text(row),
             baseline_label(row["best_baseline"]), fmt(row["best_baseline_accuracy"]),
             signed(row["margin_over_best_baseline"])]
 
@@ -124,7 +126,7 @@ def heat_table(cells: dict[tuple[str, str], dict[str, Any]], domains: Sequence[s
             else:
                 margin = signed(row["margin_over_best_baseline"])
                 text = f"{fmt(row['accuracy'])} ({margin}) n={row['respondents']}"
-                tds.append(f"<td class='heat{' neg' if below(row['margin_over_best_baseline']) else ''}'"
+                tds.append(f"<td class='heat{' neg' if 'below baseline' in margin else ''}'"
                            f"{_heat_style(row)}>{esc(text)}</td>")
         name = esc(country_label(country, grouping))
         body.append(f"<tr><th class='rowhead'>{name}</th>{''.join(tds)}</tr>")

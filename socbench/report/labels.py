@@ -1,8 +1,5 @@
-"""Names people read: baselines, domains, countries, run variants, and signed margins.
-
-Result files keep their stable keys (``RoleofGovernment``, ``DE``); every table and page a
-person reads goes through these functions ("Role of Government", "Germany (DE)").
-"""
+"""Names people read: result files keep their stable keys (``RoleofGovernment``, ``DE``), every table and
+page goes through these ("Role of Government", "Germany (DE)")."""
 
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ from typing import Any
 from socbench.data.countries import country_info
 from socbench.domains import DOMAINS
 from socbench.metrics.baselines import UNMAPPED
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
 from socbench.models import model_slug
 from socbench.report.output import fmt
 from socbench.types import COUNTRY
@@ -94,16 +92,11 @@ def p_text(value: Any) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def below(value: Any) -> bool:
-    """True for a finite negative margin (the model does worse than the baseline)."""
-    return isinstance(value, (int, float)) and math.isfinite(value) and value < 0
-
-
-def ci_text(low: Any, high: Any, respondents: int, min_respondents: int) -> str:
-    """"[0.412, 0.498]", or why there is no interval: fewer respondents than the minimum."""
-    if respondents < min_respondents:
-        return f"n/a (n < {min_respondents})"
-    return f"[{fmt(low)}, {fmt(high)}]"
+def accuracy_text(row: dict[str, Any]) -> str:
+    """"0.412 [0.380, 0.441]", or the accuracy with why there is no interval (too few respondents)."""
+    if row["respondents"] < MIN_RESPONDENTS:
+        return f"{fmt(row['accuracy'])} n/a (n < {MIN_RESPONDENTS})"
+    return f"{fmt(row['accuracy'])} [{fmt(row['accuracy_ci_low'])}, {fmt(row['accuracy_ci_high'])}]"
 
 
 def weights_off_text(domains: Iterable[tuple[str, str | None]]) -> str:

@@ -1,16 +1,8 @@
-"""The leaderboard over every run under an output folder (``socbench report``), read from the runs'
-results logs: a run x domain line is the domain's record (``log.summary.leaderboard_line``), a run's line the
-``pooled`` line of its ``summary.json`` (unweighted means over its domains; the CI resamples
-respondents within each domain), both computed by the run. A CI needs at least ``MIN_RESPONDENTS``
-respondents: below that it is NaN (shown as "n/a (n < 10)"), never an interval from two people. Only
-what compares runs is computed here: the paired comparisons.
-
-Ranks are tie-aware: a run's rank is 1 + the number of runs *clearly* ahead of it, i.e.
-whose 95% CI lies wholly above its own (or, where a CI is undefined, whose accuracy is
-higher). Runs with overlapping CIs, and runs with equal accuracy, share a rank. A run
-with engine errors is not ranked: it is listed apart (``report.incomplete``); a run whose summary
-does not cover its domain records (stopped before its end) is named in one line, to be run again.
-"""
+"""The leaderboard over every run under an output folder, read from the runs' results logs (a run x domain
+line is the domain's record, a run's line its summary's ``pooled`` line); only the paired comparisons are
+computed here. Ranks are tie-aware: 1 + the runs whose 95% CI lies wholly above (accuracy where a CI is
+undefined), so overlapping CIs share a rank. A run with engine errors is listed apart, never ranked,
+compared or plotted (its accuracy would count unanswered requests as wrong); an unfinished one is named."""
 
 from __future__ import annotations
 
@@ -23,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 
-import socbench.report.incomplete as unfinished
 from socbench.errors import ConfigError, DataError
 from socbench.files import json_safe
 from socbench.log.read import McqRun, ModelRun, load_runs
@@ -44,6 +35,29 @@ DRAW_SCORES = DRAW_KEYS[1:]  # agreement and Fleiss' kappa of --samples K (socbe
 UNFINISHED = ("{folder}: its summary.json does not cover the domain records beside it (the run stopped "
               "before its end, or files were copied in): run the same command again to finish it (the "
               "answers come from the engine cache)")
+
+
+def incomplete_row(run: ModelRun) -> dict[str, Any] | None:
+    """A run's line in the list of incomplete runs (engine errors as each domain's record counts them, at
+    least 1 for a domain marked incomplete), or None when every domain is complete."""
+    bad = [(dom, max(dom.stored.engine_errors, 1), next(iter(dom.stored.engine_error_reasons), "unknown"))
+           for dom in run.domains if not dom.stored.complete or dom.stored.engine_errors]
+    if not bad:
+        return None
+    return {"run": run.run, "model": run.model, "complete": False, "domains": len(run.domains),
+            "incomplete_domains": ", ".join(f"{dom.domain} ({n})" for dom, n, _ in bad),
+            "items": sum(dom.stored.total_count for dom in run.domains),
+            "engine_errors": sum(n for _, n, _ in bad),
+            "parse_failures": sum(dom.stored.parse_failures for dom in run.domains),
+            "first_engine_error": bad[0][2]}
+
+
+def require_complete(run: ModelRun) -> None:
+    """A ConfigError naming ``--compare`` when ``run`` is incomplete (its accuracy is not a result)."""
+    row = incomplete_row(run)
+    if row is not None:
+        raise ConfigError(f"--compare {run.run}: the run is incomplete ({row['engine_errors']} engine "
+                          f"error(s) in {row['incomplete_domains']}); rerun it before comparing")
 
 
 def _names(run: ModelRun) -> dict[str, Any]:
@@ -88,7 +102,7 @@ def tie_aware_ranks(rows: list[dict[str, Any]]) -> None:
 
 @dataclass(frozen=True)
 class Leaderboard:
-    runs: list[ModelRun]  # the complete runs (ranked)
+    runs: list[ModelRun]  # the complete runs
     overall: list[dict[str, Any]]  # one per complete run, best accuracy first, with its rank
     domains: list[dict[str, Any]]  # one per complete run x domain
     comparisons: list[tuple[str, str, PairedComparison]]
@@ -96,28 +110,32 @@ class Leaderboard:
     mcq: list[McqRun] = field(default_factory=list)  # CP vs MCP runs, beside (``report.mcq``)
     notes: list[str] = field(default_factory=list)  # runs left out, each with what to do
 
+    def ranked(self) -> list[ModelRun]:
+        """The complete runs best first (``runs`` keeps the order they were read in)."""
+        by_name = {run.run: run for run in self.runs}
+        return [by_name[row["run"]] for row in self.overall]
+
 
 def build_leaderboard(runs: Sequence[ModelRun], mcq: Sequence[McqRun] = (), notes: Sequence[str] = (), *,
                       n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Leaderboard:
     """Rows for every complete run and domain, paired comparisons of all their pairs (few runs
-    only), the incomplete runs apart (``report.incomplete``) and the unfinished ones named."""
+    only), the incomplete runs apart and the unfinished ones named."""
     left_out = [UNFINISHED.format(folder=run.folder) for run in runs if not finished(run)]
     runs = [run for run in runs if finished(run)]
-    incomplete = [row for run in runs if (row := unfinished.incomplete_row(run)) is not None]
+    incomplete = [row for run in runs if (row := incomplete_row(run)) is not None]
     runs = [run for run in runs if run.run not in {row["run"] for row in incomplete}]
     domains = [row for run in runs for row in domain_rows(run)]
     overall = [model_row(run) for run in runs]
     tie_aware_ranks(overall)
-    comparisons = []
-    if 2 <= len(runs) <= MAX_PAIRWISE_RUNS:
-        by_name = {run.run: run for run in runs}
-        ranked = [by_name[row["run"]] for row in overall]  # A is the higher-ranked run of each pair
-        for a, b in itertools.combinations(ranked, 2):
+    board = Leaderboard(list(runs), overall, domains, [], incomplete, list(mcq), [*notes, *left_out])
+    if 2 <= len(runs) <= MAX_PAIRWISE_RUNS:  # A is the higher-ranked run of each pair
+        for a, b in itertools.combinations(board.ranked(), 2):
             try:
-                comparisons.append((a.run, b.run, compare_runs(a, b, n_resamples=n_resamples, seed=seed)))
+                found = compare_runs(a, b, n_resamples=n_resamples, seed=seed)
             except DataError:
                 continue  # no shared items: nothing to compare
-    return Leaderboard(list(runs), overall, domains, comparisons, incomplete, list(mcq), [*notes, *left_out])
+            board.comparisons.append((a.run, b.run, found))
+    return board
 
 
 def leaderboard(output_dir: str | Path, **kwargs: Any) -> Leaderboard:
@@ -163,8 +181,8 @@ def shared_items(a: ModelRun, b: ModelRun, domain: str | None = None) -> pd.Data
 def compare_runs(a: ModelRun, b: ModelRun, domain: str | None = None, *,
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedComparison:
     """Paired comparison of two complete runs on their shared items (strata: domains)."""
-    unfinished.require_complete(a)
-    unfinished.require_complete(b)
+    require_complete(a)
+    require_complete(b)
     joined = shared_items(a, b, domain)
     return paired_comparison(joined["correct_a"], joined["correct_b"], joined["person_id"], joined["domain"],
                              n_resamples=n_resamples, seed=seed)

@@ -1,10 +1,6 @@
-"""CP vs MCP as people read it: the original system's table per dataset (rows k-shot, columns CP-RAW,
-CP-UN, CP-LN, CP-LN-char, MCP, MCP-Tolerance; empty where a method was not run) as
-``<dataset>_table.md``/``.csv``, the same as grouped bars with the chance level (``_accuracy.png``), the
-circular summary (``<dataset>_circular_summary.md``/``.csv``), and the MCQ section of ``report.html``.
-Every number is read from the dataset's record (``<dataset>_results.json``); a run with MCP engine
-errors shows "incomplete" where MCP's columns would be.
-"""
+"""CP vs MCP as people read it: the original system's table per dataset (rows k-shot, a column per method)
+as ``<dataset>_table.md``/``.csv``, its bars with chance (``_accuracy.png``), the circular summary, and the
+MCQ section of ``report.html``; a run with MCP engine errors shows "incomplete" in MCP's columns."""
 
 from __future__ import annotations
 

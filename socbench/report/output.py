@@ -1,7 +1,5 @@
-"""How every result file looks: model folders, markdown tables, number cells and figure
-canvases, shared by the ISSP, MCQ and circular reports (written with ``socbench.files``).
-matplotlib is imported inside the figure helpers (slow to load, only reports need it).
-"""
+"""How every result file looks: model folders, markdown tables, number cells and figure canvases.
+matplotlib is imported inside the figure helpers (slow to load, only reports need it)."""
 
 from __future__ import annotations
 
@@ -17,11 +15,8 @@ from socbench.models import model_slug
 
 
 def model_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
-    """``<output_dir>/<model_slug(model)>``, checked to lie inside ``output_dir``.
-
-    ``model_slug`` (shared with the model cache) maps separators and odd characters to
-    ``_`` and strips leading dots, so a name like ``../../x`` cannot climb out.
-    """
+    """``<output_dir>/<model_slug(model)>``, checked to lie inside ``output_dir`` (a name like ``../../x``
+    cannot climb out)."""
     root = Path(output_dir).resolve()
     path = (root / model_slug(model)).resolve()
     if path.parent != root:

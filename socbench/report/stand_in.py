@@ -1,7 +1,5 @@
-"""Section 8 of ``report.html``, "Could these answers stand in for respondents?", and its figure: the
-effective-sample-size gain per question, read from each domain's record (``estimates``: what the run's
-score stage computed, ``estimates.study.gain_record``); nothing is estimated here.
-"""
+"""Section 8 of ``report.html``, "Could these answers stand in for respondents?", and its figure: the gain
+per question as each domain's record holds it (``estimates.study.gain_record``); nothing is estimated here."""
 
 from __future__ import annotations
 
@@ -12,21 +10,12 @@ from typing import Any
 
 from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
-from socbench.report.html_sections import details, esc, note, run_heading, table
+from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label
 from socbench.report.output import fmt, new_figure, save_figure
 
 GAINS = "gain_per_question.png"
 HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correlation")
-LEAD = (f"Prediction-powered inference (PPI) estimates a share or a mean from a few real respondents (here "
-        f"a random {DEFAULT_FRACTION:.0%} of each domain's) plus the model's answers for everyone else. The "
-        "gain is how many respondents the classical estimate would need for an interval as narrow, as a "
-        "multiple of the labelled ones: 1 means the answers add nothing, 2 that they are worth as many "
-        "respondents again. PPI assumes only that the labelled respondents are a random sample of the "
-        "same population the model answers for; it does not assume that the model is good (a poor "
-        "model brings the gain down to 1, never the estimate off). See docs/estimates.md; "
-        "`socbench estimate RUN_DIR` gives the intervals, their coverage checked over 200 random "
-        "splits, other labelled sizes and a budget planner.")
 ABSENT = ("{domain}: no gain in these results (written before socbench recorded it): run the same "
           "command again to re-score (the answers come from the engine cache), or "
           "`socbench estimate {folder}`.")
@@ -60,7 +49,7 @@ def domain_block(run: ModelRun, domain: DomainRun) -> str:
 def stand_in_section(runs: Sequence[ModelRun], image: str | None) -> list[str]:
     """Per run (the first open) and domain: the median gain and the gain per question."""
     parts = ["<h2 id='standin'>8. Could these answers stand in for respondents?</h2>",
-             f"<p class='lead'>{esc(LEAD)}</p>", *([image] if image else [])]
+             lead("standin"), *([image] if image else [])]
     for i, run in enumerate(runs):
         parts.append(details(run_heading(run), "".join(
             details(domain_label(d.domain), domain_block(run, d), open_=i == 0) for d in run.domains),

@@ -1,6 +1,4 @@
-"""The leaderboard's tables as people read them: header rows, cells, ``leaderboard.md`` and
-``leaderboard.csv``. The same cells fill the markdown file, the console and ``report.html``.
-"""
+"""The leaderboard's tables: the same cells fill ``leaderboard.md``, the console and ``report.html``."""
 
 from __future__ import annotations
 
@@ -10,16 +8,16 @@ from typing import Any
 
 import pandas as pd
 
-import socbench.report.incomplete as unfinished
 from socbench.files import atomic_open
 from socbench.log.summary import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
 from socbench.log.summary import GAIN_KEYS
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.answers import answer_markdown
-from socbench.report.labels import baseline_label, ci_text, domain_label, p_text, signed, study_title
-from socbench.report.leaderboard import DRAW_SCORES, MIN_RESPONDENTS, Leaderboard
+from socbench.report.labels import accuracy_text, baseline_label, domain_label, p_text, signed, study_title
+from socbench.report.leaderboard import DRAW_SCORES, Leaderboard
 from socbench.report.output import fmt, markdown_table
+from socbench.report.texts import NOTES
 from socbench.yardsticks import HEADLINE_KEYS
 
 CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain", "domains", "respondents",
@@ -39,14 +37,10 @@ DISTRIBUTION_HEAD = ("domain", "run", "level", "1-W1", "1-W1 uniform", "1-JS", "
 YARDSTICK_HEAD = ("domain", "run", "SimBench", "demographic model accuracy", "structure correlation",
                   "heterogeneity ratio", "median gain (PPI) [95% CI]")
 DRAWS_HEAD = ("domain", "run", "mean agreement across draws", "Fleiss' kappa across draws")
+INCOMPLETE_HEAD = ("run", "model", "domains", "incomplete domains", "items", "engine errors",
+                   "parse failures", "first engine error")
 COMPARE_HEAD = ("A", "B", "shared items", "accuracy A", "accuracy B", "A - B [95% CI]",
                 "A only / B only right", "McNemar p")
-
-
-def accuracy_text(row: dict[str, Any]) -> str:
-    """"0.412 [0.380, 0.441]", or the accuracy with why there is no interval."""
-    return f"{fmt(row['accuracy'])} " + ci_text(row["accuracy_ci_low"], row["accuracy_ci_high"],
-                                                 row["respondents"], MIN_RESPONDENTS)
 
 
 def rank_text(row: dict[str, Any]) -> str:
@@ -59,6 +53,18 @@ def overall_cells(row: dict[str, Any]) -> list[str]:
             fmt(row["best_baseline_accuracy"]), signed(row["margin_over_best_baseline"]),
             f"{row['domains_not_above_baseline']} of {row['domains']}", fmt(row["per_question_macro_f1"]),
             fmt(row["parse_failure_rate"])]
+
+
+def incomplete_cells(row: dict[str, Any]) -> list[str]:
+    return [row["run"], row["model"], str(row["domains"]), row["incomplete_domains"], str(row["items"]),
+            str(row["engine_errors"]), str(row["parse_failures"]), str(row["first_engine_error"])[:160]]
+
+
+def incomplete_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per incomplete run, for the console and the report's notes."""
+    return [f"incomplete run {r['run']} (not ranked): {r['engine_errors']} engine error(s) in "
+            f"{r['incomplete_domains']}; first: {r['first_engine_error']}; rerun it to fill the gaps"
+            for r in rows]
 
 
 def domain_title(row: dict[str, Any]) -> str:
@@ -114,48 +120,19 @@ def domain_order(board: Leaderboard) -> list[dict[str, Any]]:
     return sorted(board.domains, key=lambda r: (r["domain_id"] or 99, r["domain"], rank[r["run"]]))
 
 
-NOTES = (
-    "Accuracy: share of scoreable items answered with the respondent's own code; a run's overall numbers "
-    "are unweighted means over its domains. 95% CI: percentile bootstrap resampling respondents "
-    f"(within each domain); not shown below {MIN_RESPONDENTS} respondents. Rank: 1 + the number of runs "
-    "whose CI lies wholly above this run's (overlapping CIs share a rank). Strongest baseline: the best of "
-    "a uniform guess and the majority answer of the other respondents to the question, overall or in the "
-    "respondent's country, or the demographic model (see Yardsticks), on the same items; margin = accuracy "
-    "minus it (negative: below baseline). "
-    "1-W1 / 1-JS: 1 - normalised Wasserstein / Jensen-Shannon distance between the model's and the "
-    "people's answer distributions, beside what uniform answers get. Modal agreement: the model's most "
-    "chosen option is the people's (uniform: 1/k); Kendall tau: rank correlation of option shares "
-    "(a random order: 0; n/a where the shares are all equal), p from a permutation test of the mean. "
-    "Paired comparisons: McNemar's exact test on the "
-    "discordant items and the respondent-bootstrap CI of the accuracy difference."
-)
-
-
-YARDSTICKS_NOTE = (
-    "SimBench: 100 x (1 - TV(model, people) / TV(uniform, people)) per country x question (SimBench, "
-    "arXiv 2510.17516: 0 = uniform answers, 100 = the people's distribution; all domains: every "
-    "row pooled, as SimBench pools). Demographic model: a classifier on the persona attributes the "
-    "model was shown, cross-fitted over respondents (it is one of the baselines above). Structure "
-    "correlation: how closely the differences between groups in the model's answers follow the real "
-    "ones; heterogeneity ratio: how varied the model's answers are against the real ones (< 1: less "
-    "varied). See docs/yardsticks.md. Median gain: how many respondents the model's answers are worth, as a "
-    "multiple of a random 10% of them (prediction-powered inference; CI over repeated random choices of "
-    "the 10%; a run: the mean over its domains). See docs/estimates.md."
-)
-
 
 def leaderboard_markdown(board: Leaderboard) -> str:
     ordered = domain_order(board)
     lines = [f"# {study_title(run.study for run in board.runs)} leaderboard", "",
              *markdown_table(OVERALL_HEAD, [overall_cells(r) for r in board.overall])]
     if board.incomplete:
-        lines += ["", "## Incomplete runs (not ranked)", "", unfinished.INCOMPLETE_NOTE, "", *markdown_table(
-            unfinished.INCOMPLETE_HEAD, [unfinished.incomplete_cells(r) for r in board.incomplete])]
+        lines += ["", "## Incomplete runs (not ranked)", "", NOTES["incomplete"], "", *markdown_table(
+            INCOMPLETE_HEAD, [incomplete_cells(r) for r in board.incomplete])]
     lines += ["", *answer_markdown(board)] if board.runs else []
     lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, [domain_cells(r) for r in ordered]),
               "", "## Answer distributions and ranking alignment", "",
               *markdown_table(DISTRIBUTION_HEAD, [distribution_cells(r) for r in ordered]),
-              "", "## Yardsticks", "", YARDSTICKS_NOTE, "",
+              "", "## Yardsticks", "", NOTES["yardsticks"], "",
               *markdown_table(YARDSTICK_HEAD, [yardstick_cells(r) for r in board.overall + ordered])]
     drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]
     if drawn:  # runs with --samples K
@@ -163,7 +140,7 @@ def leaderboard_markdown(board: Leaderboard) -> str:
     if board.comparisons:
         lines += ["", "## Paired comparisons", "",
                   *markdown_table(COMPARE_HEAD, [compare_cells(*c) for c in board.comparisons])]
-    return "\n".join([*lines, "", NOTES]) + "\n"
+    return "\n".join([*lines, "", NOTES["leaderboard"]]) + "\n"
 
 
 def write_leaderboard(board: Leaderboard, out_dir: Path) -> tuple[Path, Path]:

@@ -1,8 +1,5 @@
-"""Tables for a terminal: aligned, at most 120 columns, long names cut with "…".
-
-The files (``summary.md``, the report) keep every column; a terminal gets the few a reader looks
-at first, and a name too long for the width loses its tail instead of wrapping every row.
-"""
+"""Tables for a terminal: aligned, at most 120 columns; a name too long loses its tail ("…") instead of
+wrapping every row (the files keep every column)."""
 
 from __future__ import annotations
 
