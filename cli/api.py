@@ -11,24 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from socbench.config import from_flat
+from socbench.config import RunConfig, from_flat
 from socbench.errors import ConfigError
 from socbench.records import Outcome
 
 if TYPE_CHECKING:
     import pandas as pd
-
-CONFIGS = {"issp": "socbench.config:RunConfig", "mcq": "socbench.mcq.config:McqConfig"}
-
-
-class Quiet:
-    """No progress on the console (a notebook shows the result, not bars)."""
-
-    def begin(self, label: str) -> None: ...
-    def requests(self, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def end(self, line: str) -> None: ...
-    def note(self, line: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -57,16 +45,6 @@ class EvalResult:
         return items_frame(self.folder)
 
 
-def config_of(task: str, settings: dict[str, Any]) -> Any:
-    """The run configuration of ``task`` from flat settings (the CLI's flags as keyword arguments)."""
-    if task not in CONFIGS:
-        raise ConfigError(f"task {task!r}: expected one of {', '.join(CONFIGS)}")
-    import importlib
-
-    module, name = CONFIGS[task].split(":")
-    return from_flat(getattr(importlib.import_module(module), name), settings)
-
-
 def evaluate(task: str = "issp", *, progress: bool = False, **settings: Any) -> EvalResult:
     """Run ``task`` ("issp" or "mcq") with ``settings`` named as the CLI's flags, e.g.
     ``evaluate("issp", model="smollm2-135m-instruct", domain_id=3, interview_count=20)``.
@@ -75,8 +53,12 @@ def evaluate(task: str = "issp", *, progress: bool = False, **settings: Any) -> 
     ``complete`` False (its ``outcome`` says which units and why), never as a score. With ``dry_run=True``
     nothing is sent: ``outcome.printed`` is the table of requests, tokens and cost (``socbench.cost``)."""
     from socbench.cli.inprocess import run
+    from socbench.mcq.config import McqConfig
     from socbench.studies import task_for
 
-    config = config_of(task, settings)
-    outcome = run(config, listener=None if progress else Quiet())
+    configs = {"issp": RunConfig, "mcq": McqConfig}
+    if task not in configs:
+        raise ConfigError(f"task {task!r}: expected one of {', '.join(configs)}")
+    config = from_flat(configs[task], settings)
+    outcome = run(config, show_progress=progress)  # a notebook shows the result, not bars
     return EvalResult(task, task_for(config).folder(), outcome)

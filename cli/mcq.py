@@ -9,17 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from socbench.cli.flags import add_config_flags, config_from_args
+from socbench.cli.inprocess import add_study
 from socbench.mcq.config import McqConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("mcq", help="CP vs MCP on multiple-choice questions (ARC, MMLU or a JSONL file)")
-    add_config_flags(parser, McqConfig)
-    parser.set_defaults(handler=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    from socbench.cli.inprocess import run_study
-
-    return run_study(config_from_args(McqConfig, args))
+    add_study(sub, "mcq", McqConfig,
+              help="CP vs MCP on multiple-choice questions (ARC, MMLU or a JSONL file)")

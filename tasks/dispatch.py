@@ -1,10 +1,9 @@
 """The sweep's fan-out on Prefect: one deployment run per unit, waited for, and read back.
 
-Each unit becomes a run of a per-domain deployment (``issp-domains/local``, ``.../gpu``) with
-``run_deployment``, linked to the sweep's flow run and tagged with its model, so any worker
-polling that deployment's pool takes it. What happened to each (model, domain) is read back
-from the flow-run records: the dispatched runs of this sweep (every attempt, so a Retry sees
-what earlier attempts finished) and the ``issp-domain`` runs inside them, whose persisted
+Each unit becomes a run of a per-domain deployment (``issp-domains/local``, ``.../gpu``), linked to the
+sweep's flow run and tagged with its model, so any worker polling that deployment's pool takes it. What
+happened to each (model, domain) is read back from the flow-run records: every attempt's dispatched runs
+(so a Retry sees what earlier attempts finished) and the ``issp-domain`` runs inside them, whose persisted
 results are the domains' results.
 """
 
@@ -13,8 +12,7 @@ from __future__ import annotations
 import time
 from uuid import UUID
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
 from prefect.client.schemas.objects import FlowRun
@@ -23,15 +21,14 @@ from prefect.runtime import flow_run as current_run
 
 from socbench.records import BatchRecord, DomainRecord
 from socbench.sweep import SweepConfig, SweepState, SweepUnit, settle
+from socbench.tasks import stage
 
 MODEL_TAG = "socbench-model-"
 POLL_S = 2.0
 
 
-def _children(client, parents: list[UUID]) -> list[FlowRun]:
-    if not parents:
-        return []
-    flow_filter = FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=parents))
+def _children(client, parent: UUID) -> list[FlowRun]:
+    flow_filter = FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent]))
     return client.read_flow_runs(flow_run_filter=flow_filter)
 
 
@@ -57,16 +54,16 @@ def _batch(run: FlowRun, domain_runs: list[FlowRun]) -> BatchRecord | None:
     return BatchRecord(model, ids, final, _message(run), tuple(_domain(d) for d in domain_runs), str(run.id))
 
 
-@task(name="sweep_state", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def sweep_state() -> SweepState:
     """Each (model, domain) of this sweep run, over all its attempts: done, running or failed."""
     with get_client(sync_client=True) as client:
-        batches = _children(client, [UUID(current_run.id)])
-        records = (_batch(run, _children(client, [run.id])) for run in batches)
+        batches = _children(client, UUID(current_run.id))
+        records = (_batch(run, _children(client, run.id)) for run in batches)
         return settle(record for record in records if record is not None)
 
 
-@task(name="dispatch_units", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def dispatch_units(config: SweepConfig, units: list[SweepUnit], api_key_secret: str | None) -> list[UUID]:
     """Start one deployment run per unit (returns at once); their ids."""
     ids = []
@@ -84,7 +81,7 @@ def dispatch_units(config: SweepConfig, units: list[SweepUnit], api_key_secret: 
     return ids
 
 
-@task(name="wait_for_runs", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def wait_for_runs(ids: list[UUID]) -> None:
     """Block until every run is in a final state (a run whose worker died is marked Crashed by the
     zombie-run automation, deployments/zombie-runs.yaml), logging progress as it changes."""

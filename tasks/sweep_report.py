@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import re
 
-from prefect import task
 from prefect.artifacts import create_table_artifact
-from prefect.cache_policies import NO_CACHE
 
 from socbench.records import SweepOutcome
 from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
 from socbench.sweep import SweepConfig, SweepState
+from socbench.tasks import stage
 
 
 def _artifact_key(name: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
 
 
-@task(name="report_sweep", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) -> SweepOutcome:
     """``summary.json``/``.md`` per model over its domains (failed ones named), then the report
     (leaderboard, plots, HTML) over every run under the output folder; the outcome by model."""
