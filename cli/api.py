@@ -1,9 +1,5 @@
-"""``socbench.evaluate``: the Python front door beside the command line.
-
-It runs exactly what ``socbench issp`` / ``socbench mcq`` run (the preflight, then the study's Prefect flow
-in this process, on the API that ``PREFECT_API_URL`` names or on socbench's own temporary one) and returns
-what the run wrote to its results log, typed: per-unit metrics and every item as a DataFrame.
-"""
+"""``socbench.evaluate``: the Python front door beside the command line. It runs exactly what ``socbench
+issp`` / ``socbench mcq`` run and returns what the run wrote to its results log, typed."""
 
 from __future__ import annotations
 

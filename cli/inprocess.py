@@ -1,9 +1,5 @@
 """Running a study's flow in this process for the CLI: quiet libraries, socbench's own Prefect API, and the
-run's progress on stderr (stdout keeps socbench's own output only, so it can be piped).
-
-On a terminal each domain (or dataset) shows a bar while its requests are answered, then one line saying
-what came of it; elsewhere (a log file, a pipe) just the lines.
-"""
+run's progress on stderr (stdout keeps socbench's own output only, so it can be piped)."""
 
 from __future__ import annotations
 
@@ -29,8 +25,8 @@ QUIET = {
 
 
 class ConsoleProgress:
-    """``socbench.progress``'s listener for a console: a tqdm bar on a terminal, and one line per
-    domain with its wall time."""
+    """``socbench.progress``'s listener for a console: a bar on a terminal while a unit's requests are
+    answered, then one line per unit with its wall time (a log file, a pipe: just the lines)."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr

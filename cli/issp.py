@@ -1,9 +1,5 @@
-"""``socbench issp``: run the ISSP benchmark in-process (the same Prefect flow, no server).
-
-Progress on stderr (``cli.inprocess``); on stdout the table in 120 columns (domain, accuracy [CI],
-strongest baseline, margin, failures) and the paths of the summary and the HTML report. Exit 1 if a
-domain failed or is incomplete, one line each on stderr. ``socbench issp prompts ...`` prints prompts for
-inspection instead (``cli.issp_prompts``).
+"""``socbench issp``: run the ISSP benchmark in-process (the same Prefect flow, no server); exit 1 if a
+domain failed or is incomplete. ``socbench issp prompts ...`` prints prompts instead (``cli.issp_prompts``).
 """
 
 from __future__ import annotations

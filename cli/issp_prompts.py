@@ -1,6 +1,5 @@
-"""``socbench issp prompts``: print the first prompts of a domain, exactly as a run sends them (built by
-the same pipeline stages as the flow, so what is printed is byte-for-byte what the engine would receive).
-"""
+"""``socbench issp prompts``: print the first prompts of a domain, byte for byte as a run sends them (built
+by the same pipeline stages as the flow)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``socbench mcq``: CP vs MCP on ARC (or MMLU, or an ARC JSONL file), in-process.
-
-Runs the Prefect flow ``mcq`` in this process (no server needed); progress on stderr, the table and the
-paths of the files on stdout. Exit 1 when MCP requests got engine errors (the run is incomplete: MCP is
-left out of its table; rerun to send only the missing requests).
-"""
+"""``socbench mcq``: CP vs MCP on ARC (or MMLU, or an ARC JSONL file), in-process; exit 1 when MCP requests
+got engine errors (incomplete: MCP is left out of its table; a rerun sends only the missing requests)."""
 
 from __future__ import annotations
 

@@ -19,11 +19,10 @@ from socbench.flows import failed as failed_state
 from socbench.flows.issp import DEFAULT_CONFIG, issp_domain
 from socbench.records import SweepOutcome
 from socbench.sweep import SweepConfig, failure_text
-from socbench.tasks.dispatch import dispatch_units, sweep_state, wait_for_runs
 from socbench.tasks.engine_slot import engine_slot
 from socbench.tasks.export import export
 from socbench.tasks.secrets import with_secret_key
-from socbench.tasks.sweep_report import report_sweep
+from socbench.tasks.sweep import dispatch_units, report_sweep, sweep_state, wait_for_runs
 from socbench.tasks.teardown import teardown_safely
 
 

@@ -1,4 +1,5 @@
-"""The sweep's fan-out on Prefect: one deployment run per unit, waited for, and read back.
+"""The sweep's tasks: one deployment run per unit, waited for and read back, then one summary per model
+and one leaderboard over every run.
 
 Each unit becomes a run of a per-domain deployment (``issp-domains/local``, ``.../gpu``), linked to the
 sweep's flow run and tagged with its model, so any worker polling that deployment's pool takes it. What
@@ -9,17 +10,22 @@ results are the domains' results.
 
 from __future__ import annotations
 
+import re
 import time
 from uuid import UUID
 
 from prefect import get_run_logger
+from prefect.artifacts import create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
 from prefect.client.schemas.objects import FlowRun
 from prefect.deployments import run_deployment
 from prefect.runtime import flow_run as current_run
 
-from socbench.records import BatchRecord, DomainRecord
+from socbench.records import BatchRecord, DomainRecord, SweepOutcome
+from socbench.report.files import write_run_summary
+from socbench.report.html import write_report
+from socbench.report.leaderboard import leaderboard_rows
 from socbench.sweep import SweepConfig, SweepState, SweepUnit, settle
 from socbench.tasks import stage
 
@@ -95,3 +101,32 @@ def wait_for_runs(ids: list[UUID]) -> None:
                 reported = len(left)
             if left:
                 time.sleep(POLL_S)
+
+
+def _artifact_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+
+
+@stage
+def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) -> SweepOutcome:
+    """``summary.json``/``.md`` per model over its domains (failed ones named), then the report
+    (leaderboard, plots, HTML) over every run under the output folder; the outcome by model."""
+    summaries: dict[str, str] = {}
+    completed: dict[str, list[int]] = {}
+    failures: dict[str, dict[int, str]] = {}
+    for index in range(len(config.models)):
+        run = config.run_config(index)
+        results = [state.results[(index, d)] for d in domain_ids if (index, d) in state.results]
+        failed = {d: state.failed[(index, d)] for d in domain_ids if (index, d) in state.failed}
+        summary = write_run_summary(run.output_dir, run.run_name, results, failed, run.data_record())
+        create_table_artifact(summary.rows, key=f"issp-sweep-summary-{_artifact_key(run.run_name)}",
+                              description=f"{run.data_record()['study']} sweep summary: {run.run_name}")
+        summaries[run.run_name] = str(summary.path)
+        completed[run.run_name] = [r.domain_id for r in results]
+        if failed:
+            failures[run.run_name] = failed
+    output_dir = config.run.output_dir
+    board = write_report(output_dir)
+    create_table_artifact(leaderboard_rows(board.leaderboard, per_domain=False), key="issp-sweep-leaderboard",
+                          description=f"Leaderboard of every run under {output_dir} ({board.html})")
+    return SweepOutcome(summaries, completed, failures, str(board.html))
