@@ -1,9 +1,6 @@
-"""Flags: derived from the run configurations' fields, or declared with ``flag`` for the rest.
-
-Every flag is accepted in the original system's snake_case (``--data_dir``) and in kebab-case
-(``--data-dir``). A configuration's flags carry its fields' descriptions and defaults; the values given
-are validated by the configuration itself (``socbench.config.from_flat``), so a bad value is one line
-naming its flag, exactly as for a flow parameter.
+"""Flags: derived from the run configurations' fields, or declared with ``flag`` for the rest; each in the
+original system's snake_case (``--data_dir``) and in kebab-case. A configuration's flags are validated by
+the configuration itself (``socbench.config.from_flat``), so a bad value reads as for a flow parameter.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Engine slots: a Prefect global concurrency limit held while a run's engine may be loaded, so that two
-big models never land on one GPU host at once.
-
-A run of ``issp-domains`` takes ``slots`` of the limit named by the sweep's ``engine_limit`` (``{host}``:
-this worker's ``SOCBENCH_HOST``, else its host name) before its first domain and gives them back after the
-engine is torn down. The slots are leased: a worker killed while holding them frees them once the lease
-runs out (``LEASE_S``), so a dead host never blocks the pool for long.
+big models never land on one GPU host at once. The slots are leased: a worker killed while holding them
+frees them once the lease runs out, so a dead host never blocks the pool for long.
 """
 
 from __future__ import annotations
@@ -25,7 +21,8 @@ LEASE_S = 60.0  # the server's minimum; renewed in the background while the run 
 
 @contextmanager
 def engine_slot(limit: str | None, slots: int) -> Iterator[None]:
-    """Hold ``slots`` of the global concurrency limit ``limit`` (none, or no slots: hold nothing)."""
+    """Hold ``slots`` of the global concurrency limit ``limit`` (``{host}``: this worker's ``SOCBENCH_HOST``,
+    else its host name) while inside; none, or no slots: hold nothing."""
     if not limit or slots < 1:
         yield
         return

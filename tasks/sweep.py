@@ -1,11 +1,7 @@
 """The sweep's tasks: one deployment run per unit, waited for and read back, then one summary per model
-and one leaderboard over every run.
-
-Each unit becomes a run of a per-domain deployment (``issp-domains/local``, ``.../gpu``), linked to the
-sweep's flow run and tagged with its model, so any worker polling that deployment's pool takes it. What
-happened to each (model, domain) is read back from the flow-run records: every attempt's dispatched runs
-(so a Retry sees what earlier attempts finished) and the ``issp-domain`` runs inside them, whose persisted
-results are the domains' results.
+and one leaderboard over every run. What happened to each (model, domain) is read back from the flow-run
+records: every attempt's dispatched runs (so a Retry sees what earlier attempts finished) and the
+``issp-domain`` runs inside them, whose persisted results are the domains' results.
 """
 
 from __future__ import annotations
@@ -71,7 +67,8 @@ def sweep_state() -> SweepState:
 
 @stage
 def dispatch_units(config: SweepConfig, units: list[SweepUnit], api_key_secret: str | None) -> list[UUID]:
-    """Start one deployment run per unit (returns at once); their ids."""
+    """Start one deployment run per unit, linked to this run and tagged with its model, so any worker
+    polling that deployment's pool takes it; their ids (at once)."""
     ids = []
     for unit in units:
         model = config.models[unit.model]

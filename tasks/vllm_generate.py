@@ -1,9 +1,5 @@
-"""Stage 4, the engine's answers to a unit's requests (any backend: vLLM, OpenAI-compatible, transformers),
-each stored in the engine cache as it finishes; retried.
-
-Named as on the design card. The engine cache (``socbench/engines/cache.py``) is the only answer cache: a
-rerun or a retry asks it first and sends exactly the requests without an answer (failed ones included),
-so this task keeps no result of its own.
+"""Stage 4 (named as on the design card), the engine's answers to a unit's requests on any backend, each
+stored in the engine cache as it finishes: a rerun or a retry sends exactly the requests without an answer.
 """
 
 from __future__ import annotations
