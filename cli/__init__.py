@@ -1,9 +1,7 @@
 """The ``socbench`` command: one console script, a subcommand per job.
 
-Each subcommand module exposes ``register(subparsers)``; handlers return an exit code.
-A ``SocbenchError`` becomes one line on stderr and exit code 2 (no traceback); Ctrl-C, one
-line and exit code 130 (``cli.interrupt``).
-This package sits beside ``socbench/`` (the library never imports it, nor Prefect).
+Each subcommand module exposes ``register(subparsers)``; handlers return an exit code. A ``SocbenchError``
+becomes one line on stderr and exit code 2 (no traceback); Ctrl-C, one line and exit code 130.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ import sys
 from socbench.cli.interrupt import exit_interrupted, interruptible
 from socbench.errors import SocbenchError
 
-# subcommand name -> module under cli (imported when the parser is built; each is light)
 _COMMANDS = ("data", "issp", "mcq", "report", "export", "estimate")
 
 
@@ -34,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def route(argv: list[str]) -> list[str]:
-    """``issp prompts ...`` is its own parser (``issp-prompts``), so that ``issp`` has no
-    sub-command slot in which a mistyped flag's value would read as a sub-command."""
+    """``issp prompts ...`` is its own parser (``issp-prompts``): ``issp`` has no sub-command slot in which a
+    mistyped flag's value would read as a sub-command."""
     if argv[:2] == ["issp", "prompts"]:
         return ["issp-prompts", *argv[2:]]
     return argv

@@ -1,9 +1,5 @@
-"""``socbench.evaluate``: the Python front door beside the command line.
-
-It runs exactly what ``socbench issp`` / ``socbench mcq`` run (the preflight, then the study's Prefect flow
-in this process, on the API that ``PREFECT_API_URL`` names or on socbench's own temporary one) and returns
-what the run wrote to its results log, typed: per-unit metrics and every item as a DataFrame.
-"""
+"""``socbench.evaluate``: the Python front door beside the command line. It runs exactly what ``socbench
+issp`` / ``socbench mcq`` run and returns what the run wrote to its results log, typed."""
 
 from __future__ import annotations
 
@@ -11,24 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from socbench.config import from_flat
+from socbench.config import RunConfig, from_flat
 from socbench.errors import ConfigError
 from socbench.records import Outcome
 
 if TYPE_CHECKING:
     import pandas as pd
-
-CONFIGS = {"issp": "socbench.config:RunConfig", "mcq": "socbench.mcq.config:McqConfig"}
-
-
-class Quiet:
-    """No progress on the console (a notebook shows the result, not bars)."""
-
-    def begin(self, label: str) -> None: ...
-    def requests(self, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def end(self, line: str) -> None: ...
-    def note(self, line: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -57,16 +41,6 @@ class EvalResult:
         return items_frame(self.folder)
 
 
-def config_of(task: str, settings: dict[str, Any]) -> Any:
-    """The run configuration of ``task`` from flat settings (the CLI's flags as keyword arguments)."""
-    if task not in CONFIGS:
-        raise ConfigError(f"task {task!r}: expected one of {', '.join(CONFIGS)}")
-    import importlib
-
-    module, name = CONFIGS[task].split(":")
-    return from_flat(getattr(importlib.import_module(module), name), settings)
-
-
 def evaluate(task: str = "issp", *, progress: bool = False, **settings: Any) -> EvalResult:
     """Run ``task`` ("issp" or "mcq") with ``settings`` named as the CLI's flags, e.g.
     ``evaluate("issp", model="smollm2-135m-instruct", domain_id=3, interview_count=20)``.
@@ -75,8 +49,12 @@ def evaluate(task: str = "issp", *, progress: bool = False, **settings: Any) -> 
     ``complete`` False (its ``outcome`` says which units and why), never as a score. With ``dry_run=True``
     nothing is sent: ``outcome.printed`` is the table of requests, tokens and cost (``socbench.cost``)."""
     from socbench.cli.inprocess import run
+    from socbench.mcq.config import McqConfig
     from socbench.studies import task_for
 
-    config = config_of(task, settings)
-    outcome = run(config, listener=None if progress else Quiet())
+    configs = {"issp": RunConfig, "mcq": McqConfig}
+    if task not in configs:
+        raise ConfigError(f"task {task!r}: expected one of {', '.join(configs)}")
+    config = from_flat(configs[task], settings)
+    outcome = run(config, show_progress=progress)  # a notebook shows the result, not bars
     return EvalResult(task, task_for(config).folder(), outcome)

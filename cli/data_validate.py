@@ -1,7 +1,5 @@
-"""``socbench data validate``: load every requested domain and count what would be scored.
-
-A domain whose files are missing or malformed is reported on its own error line and the
-others are still validated; the exit code is 2 if any domain failed. Problems shared by all
+"""``socbench data validate``: load every requested domain and count what would be scored. A domain that
+cannot be read is one error line (exit 2) and the others are still validated; problems shared by all
 domains (no such folder, no such sample size) stop at once with one line.
 """
 
@@ -68,19 +66,15 @@ def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int | str)
         try:
             data = load_domain(data_dir, domain, dataset_size)
             reports[str(domain.id)] = domain_report(data)
-            problems += weight_problems(data)
+            people = data.respondents
+            reason = weights_off_reason([p.weight for p in people], [p.person_id for p in people])
+            if reason not in (None, NO_WEIGHTS):  # some weights unusable: weighted metrics would be off
+                problems.append(f"{data.source}: {reason}: weighted metrics will be off")
         except DataError as exc:
             problems.append(str(exc))
         if problems:
             errors[str(domain.id)] = [f"domain {domain.id}: {problem}" for problem in problems]
     return reports, errors
-
-
-def weight_problems(data: DomainData) -> list[str]:
-    """One line when some respondents' design weights are unusable (weighted metrics would be off)."""
-    people = data.respondents
-    reason = weights_off_reason([p.weight for p in people], [p.person_id for p in people])
-    return [] if reason in (None, NO_WEIGHTS) else [f"{data.source}: {reason}: weighted metrics will be off"]
 
 
 def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:

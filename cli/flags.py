@@ -1,9 +1,6 @@
-"""Flags: derived from the run configurations' fields, or declared with ``flag`` for the rest.
-
-Every flag is accepted in the original system's snake_case (``--data_dir``) and in kebab-case
-(``--data-dir``). A configuration's flags carry its fields' descriptions and defaults; the
-values given are validated by the configuration itself (``socbench.config.from_flat``), so a
-bad value is one line naming its flag, exactly as for a flow parameter.
+"""Flags: derived from the run configurations' fields, or declared with ``flag`` for the rest; each in the
+original system's snake_case (``--data_dir``) and in kebab-case. A configuration's flags are validated by
+the configuration itself (``socbench.config.from_flat``), so a bad value reads as for a flow parameter.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from socbench.config import Setting, from_flat, settings_of
+from socbench.config import from_flat, settings_of
 
 
 def flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, **kwargs: Any) -> None:
@@ -93,31 +90,26 @@ def add_config_flags(parser: argparse.ArgumentParser, model: type[BaseModel],
                      only: Iterable[str] | None = None, required: Iterable[str] = ()) -> None:
     """One flag per setting of ``model`` (``only`` those, if given); absent flags keep the
     configuration's defaults, which ``--help`` shows."""
-    wanted = set(only) if only is not None else None
     for setting in settings_of(model).values():
-        if wanted is None or setting.name in wanted:
-            _add(parser, setting, setting.name in set(required))
+        if only is not None and setting.name not in only:
+            continue
+        field, needed = setting.field, setting.name in required
+        kwargs: dict[str, Any] = {"help": _help(field, needed), "required": needed}
+        if not needed:
+            kwargs["default"] = argparse.SUPPRESS
+        if _is(field.annotation, bool):
+            default = field.get_default(call_default_factory=True)
+            kwargs["action"] = "store_true" if default is False else argparse.BooleanOptionalAction
+        elif _is(field.annotation, dict):
+            kwargs.update(type=json_object, metavar="JSON")
+        elif choices := _choices(field.annotation):
+            kwargs["metavar"] = "{" + ",".join(choices) + "}"
+        else:
+            kwargs["metavar"] = setting.name.upper()
+        flag(parser, setting.name, **kwargs)
 
 
-def _add(parser: argparse.ArgumentParser, setting: Setting, required: bool) -> None:
-    annotation, field = setting.field.annotation, setting.field
-    kwargs: dict[str, Any] = {"help": _help(field, required), "required": required}
-    if not required:
-        kwargs["default"] = argparse.SUPPRESS
-    if _is(annotation, bool):
-        default = field.get_default(call_default_factory=True)
-        kwargs["action"] = "store_true" if default is False else argparse.BooleanOptionalAction
-    elif _is(annotation, dict):
-        kwargs.update(type=json_object, metavar="JSON")
-    elif _choices(annotation):
-        kwargs["metavar"] = "{" + ",".join(_choices(annotation)) + "}"
-    else:
-        kwargs["metavar"] = setting.name.upper()
-    flag(parser, setting.name, **kwargs)
-
-
-def config_from_args(model: type[BaseModel], args: argparse.Namespace, **extra: Any) -> Any:
-    """The configuration from the flags given (plus ``extra`` settings); validated as a whole."""
+def config_from_args(model: type[BaseModel], args: argparse.Namespace) -> Any:
+    """The configuration from the flags given; validated as a whole."""
     names = settings_of(model)
-    given = {key: value for key, value in vars(args).items() if key in names}
-    return from_flat(model, {**given, **extra})
+    return from_flat(model, {key: value for key, value in vars(args).items() if key in names})

@@ -1,18 +1,17 @@
-"""Running a flow in this process for the CLI: quiet libraries, socbench's own Prefect API, and
-the run's progress on stderr (stdout keeps socbench's own output only, so it can be piped).
-
-On a terminal each domain (or dataset) shows a bar while its requests are answered, then one
-line saying what came of it; elsewhere (a log file, a pipe) just the lines.
-"""
+"""Running a study's flow in this process for the CLI: quiet libraries, socbench's own Prefect API, and the
+run's progress on stderr (stdout keeps socbench's own output only, so it can be piped)."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import importlib
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import Any, TextIO
+
+from socbench.cli.flags import add_config_flags, config_from_args
 
 # Defaults a user's environment may override; set before Prefect or vLLM is imported.
 QUIET = {
@@ -26,8 +25,8 @@ QUIET = {
 
 
 class ConsoleProgress:
-    """``socbench.progress``'s listener for a console: a tqdm bar on a terminal, and one line per
-    domain with its wall time."""
+    """``socbench.progress``'s listener for a console: a bar on a terminal while a unit's requests are
+    answered, then one line per unit with its wall time (a log file, a pipe: just the lines)."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
@@ -65,16 +64,11 @@ class ConsoleProgress:
             self.bar = None
 
 
-def quiet_libraries() -> None:
-    """``QUIET`` where the environment does not say otherwise; before anything imports vLLM or Prefect."""
-    for key, value in QUIET.items():
+def run(config: Any, show_progress: bool = True) -> Any:
+    """The preflight, then the study's flow in this process on socbench's own Prefect API (spawned first;
+    the flow's imports and the model load while it starts); the flow's ``Outcome``."""
+    for key, value in QUIET.items():  # before anything imports vLLM or Prefect
         os.environ.setdefault(key, value)
-
-
-def run(config: Any, listener: Any = None) -> Any:
-    """The preflight, then the study's flow in this process (the model loading while Prefect's API starts),
-    progress shown on ``listener`` (default: the console's); the flow's ``Outcome``."""
-    quiet_libraries()
     if config.dry_run:  # what it would send and cost: no preflight of the engine, no Prefect
         from socbench.cost import dry_run
 
@@ -83,12 +77,41 @@ def run(config: Any, listener: Any = None) -> Any:
     from socbench.studies import task_for
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
-    return run_flow(task_for(config).name, config, meanwhile=lambda: _preload(config), listener=listener)
+    from socbench.cli.prefect_api import prefect_api, spawn_early
+
+    server = spawn_early()
+    from socbench.progress import listening
+
+    name = task_for(config).name
+    module = f"socbench.flows.{name}"
+
+    def meanwhile() -> None:
+        importlib.import_module(module)
+        _preload(config)
+
+    shown = listening(ConsoleProgress()) if show_progress else contextlib.nullcontext()
+    with prefect_api(meanwhile, server), shown:
+        from socbench.flows import run_inprocess
+
+        return run_inprocess(getattr(importlib.import_module(module), name), config)
+
+
+def _preload(config: Any) -> None:
+    """The model, unless the engine cache answers every request the preflight built; and matplotlib for
+    the report (after the server is spawned: it imports scikit-learn too)."""
+    from socbench import pipeline
+    from socbench.engines.session import get_engine
+    from socbench.report.output import preload_figures
+    from socbench.studies import task_for
+
+    requests = pipeline.all_requests(pipeline.plans(task_for(config)))
+    pipeline.preload(get_engine(config.engine_settings()), requests)
+    preload_figures()
 
 
 def run_study(config: Any) -> int:
-    """``socbench issp`` / ``socbench mcq``: ``run``, then its table and files on stdout, what did not
-    complete on stderr; exit 1 unless every unit completed."""
+    """``run``, then its table and files on stdout, what did not complete on stderr; exit 1 unless every
+    unit completed."""
     outcome = run(config)
     if outcome.printed:
         print(outcome.printed)
@@ -104,37 +127,8 @@ def run_study(config: Any) -> int:
     return 0 if outcome.ok else 1
 
 
-def _preload(config: Any) -> None:
-    """While the API starts: the model, unless the engine cache answers every request the preflight
-    built; and matplotlib for the report (after the server is spawned: it imports scikit-learn too)."""
-    from socbench import pipeline
-    from socbench.engines.session import get_engine
-    from socbench.report.output import preload_figures
-    from socbench.studies import task_for
-
-    requests = pipeline.all_requests(pipeline.plans(task_for(config)))
-    pipeline.preload(get_engine(config.engine_settings()), requests)
-    preload_figures()
-
-
-def run_flow(name: str, config: Any, meanwhile: Callable[[], object] | None = None,
-             listener: Any = None) -> Any:
-    """The flow ``flows.<name>.<name>`` run in this process on socbench's own Prefect API, progress shown;
-    the API's server is spawned first, and the flow's imports and ``meanwhile`` run while it starts."""
-    quiet_libraries()
-    from socbench.cli.prefect_api import prefect_api, spawn_early
-
-    server = spawn_early()
-    from socbench.progress import listening
-
-    module = f"socbench.flows.{name}"
-
-    def imports_then_meanwhile() -> None:
-        importlib.import_module(module)
-        if meanwhile is not None:
-            meanwhile()
-
-    with prefect_api(imports_then_meanwhile, server), listening(listener or ConsoleProgress()):
-        from socbench.flows import run_inprocess
-
-        return run_inprocess(getattr(importlib.import_module(module), name), config)
+def add_study(sub: argparse._SubParsersAction, name: str, model: type, **texts: str) -> None:
+    """``socbench issp`` / ``socbench mcq``: one flag per setting of the study's configuration ``model``."""
+    parser = sub.add_parser(name, **texts)
+    add_config_flags(parser, model)
+    parser.set_defaults(handler=lambda args: run_study(config_from_args(model, args)))

@@ -1,31 +1,18 @@
-"""``socbench issp``: run the ISSP benchmark in-process (the same Prefect flow, no server).
-
-Progress on stderr (``cli.inprocess``); on stdout the table in 120 columns (domain, accuracy [CI],
-strongest baseline, margin, failures) and the paths of the summary and the HTML report. Exit 1 if a
-domain failed or is incomplete, one line each on stderr. ``socbench issp prompts ...`` prints prompts for
-inspection instead (``cli.issp_prompts``).
+"""``socbench issp``: run the ISSP benchmark in-process (the same Prefect flow, no server); exit 1 if a
+domain failed or is incomplete. ``socbench issp prompts ...`` prints prompts instead (``cli.issp_prompts``).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from socbench.cli.flags import add_config_flags, config_from_args
+from socbench.cli.inprocess import add_study
+from socbench.cli.issp_prompts import register_prompts
 from socbench.config import RunConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("issp", help="run the ISSP persona benchmark (issp prompts: print its prompts)",
-                            description="Run the ISSP persona benchmark through the Prefect flow in this "
-                                        "process. `socbench issp prompts --help`: print prompts instead.")
-    add_config_flags(parser, RunConfig)
-    parser.set_defaults(handler=run)
-    from socbench.cli.issp_prompts import register_prompts
-
+    add_study(sub, "issp", RunConfig, help="run the ISSP persona benchmark (issp prompts: print its prompts)",
+              description="Run the ISSP persona benchmark through the Prefect flow in this process. "
+                          "`socbench issp prompts --help`: print prompts instead.")
     register_prompts(sub)
-
-
-def run(args: argparse.Namespace) -> int:
-    from socbench.cli.inprocess import run_study
-
-    return run_study(config_from_args(RunConfig, args))

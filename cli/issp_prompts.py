@@ -1,6 +1,5 @@
-"""``socbench issp prompts``: print the first prompts of a domain, exactly as a run sends them (built by
-the same pipeline stages as the flow, so what is printed is byte-for-byte what the engine would receive).
-"""
+"""``socbench issp prompts``: print the first prompts of a domain, byte for byte as a run sends them (built
+by the same pipeline stages as the flow)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import argparse
 
 from socbench.cli.flags import add_config_flags, config_from_args, flag, positive_int
 from socbench.config import RunConfig
-from socbench.types import PromptRequest
 
 PROMPT_SETTINGS = ("data_dir", "domain_id", "dataset_size", "mode", "shuffle_options", "seed", "no_persona")
 
@@ -22,12 +20,6 @@ def register_prompts(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=show_prompts)
 
 
-def _header(index: int, request: PromptRequest) -> str:
-    order = " ".join(request.option_order)
-    return (f"=== prompt {index}: item {request.item_id}, mode {request.mode}, "
-            f"options shown {order}, key {request.key[:12]} ===")
-
-
 def show_prompts(args: argparse.Namespace) -> int:
     """Build the domain's prompts and print the first ``--limit`` of them."""
     from socbench import pipeline
@@ -38,7 +30,8 @@ def show_prompts(args: argparse.Namespace) -> int:
     [unit] = study.units()
     prompts = pipeline.plan(study, unit).prompts.requests
     for index, request in enumerate(prompts[: args.limit], start=1):
-        print(_header(index, request))
+        print(f"=== prompt {index}: item {request.item_id}, mode {request.mode}, "
+              f"options shown {' '.join(request.option_order)}, key {request.key[:12]} ===")
         print(prompt_text(request))
         print()
     if not prompts:

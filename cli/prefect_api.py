@@ -1,9 +1,9 @@
 """socbench's own Prefect API for an in-process run, out of reach of the terminal's Ctrl-C.
 
-Why: a temporary server Prefect starts itself sits in socbench's process group, so Ctrl-C killed
-it first and socbench spent minutes on connection errors. This one (``PrefectServer``) runs in a
-session of its own, spawned before the heavy imports; ``PREFECT_API_URL`` then names it for every
-client. With ``PREFECT_API_URL`` set, or a profile naming one, that API is used and nothing started.
+Why: a temporary server Prefect starts itself sits in socbench's process group, so Ctrl-C killed it first
+and socbench spent minutes on connection errors. This one (``PrefectServer``) runs in a session of its
+own, spawned before the heavy imports. With ``PREFECT_API_URL`` set, or a profile naming one, that API is
+used and nothing started.
 """
 
 from __future__ import annotations
@@ -46,12 +46,9 @@ def drain() -> None:
 @contextlib.contextmanager
 def prefect_api(meanwhile: Callable[[], object] | None = None,
                 server: PrefectServer | None = None) -> Iterator[str]:
-    """The Prefect API the in-process flows use while inside; its URL. ``meanwhile`` (the flow's
-    imports, loading the model) runs while the API starts; ``server``: the one ``spawn_early``
-    started. Flow-run heartbeats are off on this API: they only feed crash detection on a shared
-    server, and each flow run's end waited up to 1 s for them."""
-    if server is None:
-        server = spawn_early()
+    """The API the in-process flows use while inside (``server``, the one ``spawn_early`` started, once it
+    answers); its URL. ``meanwhile`` runs while it starts. Flow-run heartbeats are off: they only feed
+    crash detection on a shared server, and each flow run's end waited up to 1 s for them."""
     try:
         if meanwhile is not None:
             meanwhile()

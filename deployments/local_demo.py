@@ -1,13 +1,8 @@
 """`make demo`: a local Prefect server + process worker, deploy, run `issp/all-domains`.
 
-Everything it starts lives under the project (`.prefect-demo/`) and is stopped on exit,
-also on Ctrl-C. Prints a line per domain as it finishes (the one `socbench issp` prints), the
-run's table and where the summary and the report are.
-
-Prefect's database is a PostgreSQL cluster kept in `.prefect-demo/postgres/` where Debian's
-PostgreSQL is installed (`make setup` installs it as root): on SQLite the server's own writes
-(a worker poll marks queues and deployments ready, twice at once) fail with "database is locked"
-under load. Without PostgreSQL it is SQLite in `.prefect-demo/home/`, as before.
+Everything it starts lives under `.prefect-demo/` and is stopped on exit, also on Ctrl-C. Prefect's
+database is a PostgreSQL cluster there where Debian's PostgreSQL is installed: on SQLite the server's own
+writes fail with "database is locked" under load.
 """
 
 from __future__ import annotations
@@ -66,8 +61,8 @@ def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
 
 
 def database(stack: ExitStack, state: Path) -> dict[str, str]:
-    """The environment that points Prefect's server at the demo's PostgreSQL cluster (started here,
-    stopped on exit; made on the first run), or nothing: SQLite in ``state/home``."""
+    """Prefect's server pointed at the demo's PostgreSQL cluster (made on the first run, stopped on exit), or
+    nothing: SQLite in ``state/home``."""
     folder = state / "postgres"
     if not Postgres.available(folder):
         print("demo: Prefect's database is SQLite: PostgreSQL is not installed (`make setup` as root "
@@ -100,8 +95,8 @@ def pool_exists(url: str) -> bool:
 
 
 def convert_model(stack: ExitStack, env: dict[str, str]) -> None:
-    """The embedded model is converted once (GGUF -> HF folder in ``$SOCBENCH_HOME``): here, beside the
-    server's start, rather than in the flow; the flow's engine waits for it (a file lock)."""
+    """The embedded model's one conversion (GGUF -> HF folder), beside the server's start rather than in the
+    flow; the flow's engine waits for it (a file lock)."""
     from socbench.models import DEFAULT_MODEL, model_slug
     from socbench.models.smollm2 import read_marker
 
@@ -117,8 +112,7 @@ FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 
 def create_run(url: str, deployment: str) -> dict:
-    """A run of ``deployment`` in the demo's queue of its pool (made on first use); the idempotency key
-    makes a retried call return the same run."""
+    """A run of ``deployment`` in the demo's queue (the idempotency key: a retried call, the same run)."""
     flow, name = deployment.split("/")
     found = api(url, f"/deployments/name/{flow}/{name}")
     run = api(url, f"/deployments/{found['id']}/create_flow_run",
@@ -129,12 +123,10 @@ def create_run(url: str, deployment: str) -> dict:
 
 
 def watch(url: str, run: dict, label: str, gone: Callable[[], str | None]) -> bool:
-    """Follow ``run`` until it ends (True: it completed): a line per state, and per domain the line
-    ``socbench issp`` prints as it finishes. Never raises on the API's account: an API that does not
-    answer is one line (and one more when it answers again) while the run goes on; ``gone()`` names a
-    process the run needs that has exited (the server, the worker), which ends the watch. Over the REST
-    API rather than ``prefect deployment run --watch``: no second Prefect import (~2 s) at the start,
-    and the end is seen within half a second."""
+    """Follow ``run`` until it ends (True: it completed): a line per state and per finished domain. An API
+    that does not answer is one line while the run goes on; ``gone()`` names a process the run needs that
+    has exited, which ends the watch. Over REST rather than ``prefect deployment run --watch``: no second
+    Prefect import (~2 s), and the end is seen within half a second."""
     seen, domains, tick, silent_since = None, DomainLines(url, run["id"]), 0, None
     while True:
         try:
@@ -169,9 +161,8 @@ def watch(url: str, run: dict, label: str, gone: Callable[[], str | None]) -> bo
 
 
 class DomainLines:
-    """What the domain runs of a run say as they end: the line each logs (``socbench.progress.
-    domain_line``) with its seconds, as ``socbench issp`` prints it, and the state of one that
-    ended without completing; each said once."""
+    """The line each domain run logs as it ends (with its seconds, as ``socbench issp`` prints it), or the
+    state of one that ended without completing; each said once."""
 
     def __init__(self, url: str, parent: str) -> None:
         self.url, self.parent = url, parent

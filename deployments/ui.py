@@ -24,11 +24,10 @@ from local_demo import api as call
 from socbench.processes import Postgres, PrefectServer, free_port, interruptible
 
 
-def latest_run(api: str, flow: str = "issp") -> dict | None:
-    """The run of ``flow`` that finished last (a final state, the latest end time), or None: not
-    the Scheduled nightly run (its expected start is in the future), nor one still running."""
+def latest_run(api: str) -> dict | None:
+    """The ``issp`` run that finished last, or None: not the Scheduled nightly run, nor one still running."""
     ended = {"state": {"type": {"any_": list(FINAL)}}, "end_time": {"is_null_": False}}
-    runs = call(api, "/flow_runs/filter", {"flows": {"name": {"any_": [flow]}}, "flow_runs": ended,
+    runs = call(api, "/flow_runs/filter", {"flows": {"name": {"any_": ["issp"]}}, "flow_runs": ended,
                                           "sort": "END_TIME_DESC", "limit": 1})
     return runs[0] if runs else None
 

@@ -1,7 +1,6 @@
-"""Prefect flows: composition only. Every study runs the same two flows' bodies: ``run_unit`` (the design
-card's stages for one unit) and ``run_units`` (every unit from ``start_domain_id`` on one engine, then
-the run's summary). A flow that ends Failed returns ``failed(message, outcome)`` (never raises), so every
-flow's outcome is read the same way, in a worker or in this process."""
+"""Prefect flows: composition only. Every study runs the same two bodies: ``run_unit`` (the design card's
+stages for one unit) and ``run_units`` (every unit on one engine, then the run's summary). A flow that ends
+Failed returns ``failed(message, outcome)`` (never raises), so every outcome is read the same way."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from prefect.states import State
+from prefect.states import Failed, State
 from prefect.utilities.annotations import opaque
 
 from socbench import pipeline
@@ -29,10 +28,7 @@ from socbench.tasks.vllm_generate import vllm_generate
 
 
 def failed(message: str, outcome: Any) -> Any:
-    """A Failed state that carries ``outcome`` inside a ``RunFailed`` (Prefect's data of a Failed
-    state must be an exception: a worker raises it when the run ends)."""
-    from prefect.states import Failed
-
+    """A Failed state carrying ``outcome`` in a ``RunFailed`` (a Failed state's data must be an exception)."""
     return Failed(message=message, data=RunFailed(message, outcome))
 
 
@@ -61,9 +57,8 @@ def run_unit(study: Task, unit_id: int, own_engine: bool) -> Any:
 
 
 def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
-    """The parent's body: every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``),
-    then the export (``--export``) and the run's summary; Failed (naming them) if a unit failed or is
-    incomplete, or the export failed."""
+    """Every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``), then the export
+    and the run's summary; Failed, naming them, if a unit failed or is incomplete or the export failed."""
     if getattr(config, "dry_run", False):  # a deployment's run asked for its cost: nothing is sent
         from socbench.cost import dry_run
 
@@ -103,8 +98,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
 
 
 def run_inprocess(flow: Any, config: Any) -> Any:
-    """Run ``flow(config)`` in this process (ephemeral Prefect, no server); its outcome, a failed
-    run's too (carried by its ``RunFailed``)."""
+    """``flow(config)`` run in this process; its outcome, a failed run's too (from its ``RunFailed``)."""
     outcome = flow(config, return_state=True).result(raise_on_failure=False)
     if isinstance(outcome, RunFailed):
         return outcome.outcome

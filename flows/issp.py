@@ -1,10 +1,7 @@
 """The ISSP persona benchmark (and any imported survey) as Prefect flows: composition only.
 
-``issp-domain`` runs the design card's stages for one domain; ``issp`` runs the domains from
-``start_domain_id`` on one engine (loaded on the first cache miss), isolates each domain's failure, writes
-the run summary and ends Failed if any domain failed or is incomplete. Retrying a failed ``issp`` run
-reruns only those domains (completed ones come back from their persisted results) and the engine cache
-sends only the requests without an answer.
+Retrying a failed ``issp`` run reruns only the domains that did not complete (the others come back from
+their persisted results), and the engine cache sends only the requests without an answer.
 """
 
 from __future__ import annotations
@@ -29,9 +26,7 @@ def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> D
 
 @flow(name="issp", persist_result=True)
 def issp(config: RunConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> Outcome:
-    """All requested domains on one engine; Failed if any domain failed or is incomplete.
-
-    The API key comes from ``config.engine.api_key_env`` on the worker, or from the Prefect
-    Secret block named by ``api_key_secret``; it is never a parameter itself.
-    """
+    """All requested domains on one engine (loaded on the first cache miss); Failed if any domain failed or
+    is incomplete. The API key: ``config.engine.api_key_env`` on the worker, or the Secret block
+    ``api_key_secret``; never a parameter itself."""
     return run_units(with_secret_key(config, api_key_secret), issp_domain)

@@ -1,10 +1,5 @@
-"""CP vs MCP as Prefect flows: composition only, the same stages as every study.
-
-``mcq-dataset`` runs one dataset's stages (with ``circular``, the MCP variants go along with the normal
-requests); ``mcq`` runs the configured dataset and writes the report. A run whose MCP requests got engine
-errors ends Failed once its files are written (incomplete: MCP is left out of its table). ``socbench mcq``
-runs the same flow in-process.
-"""
+"""CP vs MCP as Prefect flows: composition only, the same stages as every study. A run whose MCP requests
+got engine errors ends Failed once its files are written (incomplete: MCP is left out of its table)."""
 
 from __future__ import annotations
 

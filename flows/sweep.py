@@ -1,13 +1,9 @@
 """Scale-out ISSP on Prefect: a model sweep whose domains run as deployment runs on any worker.
 
-``issp-domains`` runs some domains of one model on one engine (loaded on the first cache
-miss, torn down in a ``finally``) while holding the model's engine slots; deployed once per
-work pool (``issp-domains/local``, ``issp-domains/gpu``), so every worker polling that pool
-takes runs. ``issp-sweep`` cuts each model's domains into such runs, dispatches them, waits,
-writes one summary per model and one leaderboard, and ends Failed naming every (model,
-domain) that did not complete. Retrying it dispatches only those: finished domains come back
-from their runs' persisted results, and the engine caches send only unanswered requests.
-The single-process ``issp`` flow (one engine for all domains) stays the one-machine default.
+``issp-domains`` is deployed once per work pool (``issp-domains/local``, ``issp-domains/gpu``), so every
+worker polling that pool takes runs. Retrying ``issp-sweep`` dispatches only what did not complete:
+finished domains come back from their runs' persisted results, the engine caches send only unanswered
+requests. The single-process ``issp`` flow stays the one-machine default.
 """
 
 from __future__ import annotations
@@ -23,11 +19,10 @@ from socbench.flows import failed as failed_state
 from socbench.flows.issp import DEFAULT_CONFIG, issp_domain
 from socbench.records import SweepOutcome
 from socbench.sweep import SweepConfig, failure_text
-from socbench.tasks.dispatch import dispatch_units, sweep_state, wait_for_runs
 from socbench.tasks.engine_slot import engine_slot
 from socbench.tasks.export import export
 from socbench.tasks.secrets import with_secret_key
-from socbench.tasks.sweep_report import report_sweep
+from socbench.tasks.sweep import dispatch_units, report_sweep, sweep_state, wait_for_runs
 from socbench.tasks.teardown import teardown_safely
 
 
@@ -35,7 +30,8 @@ from socbench.tasks.teardown import teardown_safely
 def issp_domains(config: RunConfig = DEFAULT_CONFIG, domain_ids: list[int] | None = None,
                  engine_limit: str | None = None, engine_slots: int = 0,
                  api_key_secret: str | None = None) -> list[int] | State:
-    """Some domains of one model on one engine (default: the config's domains); Failed if any failed."""
+    """Some domains of one model on one engine (default: the config's domains), holding the model's engine
+    slots; Failed if any failed."""
     config = with_secret_key(config, api_key_secret)
     ids = domain_ids or [d.id for d in select_domains(config.domain_id, config.start_domain_id,
                                                       config.dataset_dir)]

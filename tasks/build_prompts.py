@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from socbench import pipeline
 from socbench.task import Prompts, Task, Unit
+from socbench.tasks import stage
 
 
-@task(name="build_prompts", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def build_prompts(study: Task, unit: Unit, samples: Any) -> Prompts:
     return pipeline.prompts(study, unit, samples)

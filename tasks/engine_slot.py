@@ -1,10 +1,6 @@
-"""Engine slots: a Prefect global concurrency limit held while a run's engine may be loaded.
-
-So that two big models never land on one GPU host at once, a run of ``issp-domains`` takes
-``slots`` of the limit named by the sweep's ``engine_limit`` (``{host}`` is this worker's
-``SOCBENCH_HOST``, else its host name) before its first domain and gives them back after the
-engine is torn down. The slots are leased: a worker killed while holding them frees them once
-the lease runs out (``LEASE_S``), so a dead host never blocks the pool for long.
+"""Engine slots: a Prefect global concurrency limit held while a run's engine may be loaded, so that two
+big models never land on one GPU host at once. The slots are leased: a worker killed while holding them
+frees them once the lease runs out, so a dead host never blocks the pool for long.
 """
 
 from __future__ import annotations
@@ -23,18 +19,14 @@ from socbench.errors import ConfigError
 LEASE_S = 60.0  # the server's minimum; renewed in the background while the run lives
 
 
-def host_name() -> str:
-    """This worker's host, as engine limits name it: ``SOCBENCH_HOST`` or the host name."""
-    return os.environ.get("SOCBENCH_HOST") or socket.gethostname()
-
-
 @contextmanager
 def engine_slot(limit: str | None, slots: int) -> Iterator[None]:
-    """Hold ``slots`` of the global concurrency limit ``limit`` (none, or no slots: hold nothing)."""
+    """Hold ``slots`` of the global concurrency limit ``limit`` (``{host}``: this worker's ``SOCBENCH_HOST``,
+    else its host name) while inside; none, or no slots: hold nothing."""
     if not limit or slots < 1:
         yield
         return
-    name = limit.format(host=host_name())
+    name = limit.format(host=os.environ.get("SOCBENCH_HOST") or socket.gethostname())
     logger = get_run_logger()
     logger.info("engine slots: waiting for %d of %r", slots, name)
     with ExitStack() as stack:

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 from prefect.states import State
 
 from socbench.config import RunConfig
 from socbench.export import export_formats
 from socbench.report.output import model_dir
+from socbench.tasks import stage
 
 
-@task(name="export", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def export(config: RunConfig) -> list[str]:
-    """``socbench export`` of this run in each format of ``config.export`` (and ``--wide`` with
-    ``export_wide``); the files listed in a markdown artifact. The formats that could not be
-    written, one line why each (the others are written all the same)."""
+    """``socbench export`` of this run in each format of ``config.export`` (``--wide`` with ``export_wide``),
+    listed in a markdown artifact; the formats that could not be written, one line why each."""
     done = export_formats(model_dir(config.output_dir, config.run_name), config.export, config.export_wide,
                           config.data_record())
     lines = [f"- `{path}`" for path in done.paths] + [f"- note: {note}" for note in done.notes]

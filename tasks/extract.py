@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from socbench.task import Prompts, Task
+from socbench.tasks import stage
 
 
-@task(name="extract", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def extract(study: Task, prompts: Prompts, answers: Any) -> Any:
     return study.extract(prompts, answers)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from socbench import pipeline, progress
 from socbench.task import Task, Unit
+from socbench.tasks import stage
 
 
-@task(name="load_data", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def load_data(study: Task, unit: Unit) -> Any:
     progress.begin(unit.label)
     data = pipeline.load(study, unit)

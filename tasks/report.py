@@ -1,18 +1,17 @@
-"""Stage 7: a unit's record of the results log (and, at the end, the run's summary and report), posted
-as UI artifacts."""
+"""Stage 7: a unit's record of the results log (at the end: the run's summary and report), as UI artifacts."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
 
 from socbench import progress
 from socbench.records import Artifact, RunReport, UnitReport
 from socbench.task import Task
+from socbench.tasks import stage
 
 
 def post(artifacts: Sequence[Artifact]) -> None:
@@ -23,7 +22,7 @@ def post(artifacts: Sequence[Artifact]) -> None:
             create_markdown_artifact(made.markdown or "", key=made.key, description=made.description)
 
 
-@task(name="report", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def report(study: Task, scored: Any, seconds: float) -> UnitReport:
     """Write the unit's files; post its artifacts; log and show the line that says what came of it."""
     written = study.report(scored, seconds)
@@ -33,11 +32,10 @@ def report(study: Task, scored: Any, seconds: float) -> UnitReport:
     return written
 
 
-@task(name="report_run", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def report_run(study: Task, results: list[Any], failed: dict[int, str],
                export_failed: list[str]) -> RunReport:
-    """The run's summary over the units run (and the ``--export`` formats that failed) and the report over
-    every run beside it."""
+    """The run's summary (failed ``--export`` formats named) and the report over every run beside it."""
     written = study.finish(results, failed, export_failed)
     post(written.artifacts)
     return written

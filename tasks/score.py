@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from socbench.task import Prompts, Task
+from socbench.tasks import stage
 
 
-@task(name="score", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def score(study: Task, samples: Any, prompts: Prompts, extracted: Any) -> Any:
     return study.score(samples, prompts, extracted)

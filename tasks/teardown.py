@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from socbench.engines.session import close_engines
+from socbench.tasks import stage
 
 
-@task(name="teardown", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def teardown() -> int:
     closed = close_engines()
     get_run_logger().info("engine teardown: %d engine(s) closed", closed)
@@ -18,8 +18,8 @@ def teardown() -> int:
 
 
 def teardown_safely() -> None:
-    """For ``finally`` blocks: run the task, or close directly when no task can run
-    (a cancelled or crashing flow)."""
+    """For ``finally`` blocks: run the task, or close directly when no task can run (a cancelled or
+    crashing flow)."""
     try:
         teardown()
     except BaseException:  # noqa: BLE001 - teardown must happen whatever state Prefect is in

@@ -1,26 +1,40 @@
-"""Stage 4, the engine's answers to a unit's requests (any backend: vLLM, OpenAI-compatible, transformers),
-each stored in the engine cache as it finishes; retried.
-
-Named as on the design card. The engine cache (``socbench/engines/cache.py``) is the only answer cache: a
-rerun or a retry asks it first and sends exactly the requests without an answer (failed ones included),
-so this task keeps no result of its own.
+"""Stage 4 (named as on the design card), the engine's answers to a unit's requests on any backend, each
+stored in the engine cache as it finishes: a rerun or a retry sends exactly the requests without an answer.
 """
 
 from __future__ import annotations
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from socbench import pipeline
+from socbench import pipeline, progress
 from socbench.engines.session import get_engine
 from socbench.engines.settings import EngineSettings
+from socbench.progress import Throttle
 from socbench.task import Prompts
-from socbench.tasks.progress import RequestProgress
+from socbench.tasks import stage
 from socbench.types import Answers
 
 
-@task(name="vllm_generate", cache_policy=NO_CACHE, persist_result=False, retries=2,
-      retry_delay_seconds=[5, 30])
+class RequestProgress:
+    """The engines' ``on_result`` sink: each answer advances the CLI's bar (``socbench.progress``) and the
+    UI's progress artifact, updated at most every 2 s (and at the end)."""
+
+    def __init__(self, key: str, description: str, total: int) -> None:
+        self.artifact = create_progress_artifact(0.0, key=key, description=description)
+        self.total = total
+        self.done = 0
+        self.throttle = Throttle(seconds=2.0)
+        progress.requests(total)
+
+    def __call__(self, index: int, result: object) -> None:
+        self.done += 1
+        progress.advance()
+        if self.throttle.ready() or self.done == self.total:
+            update_progress_artifact(self.artifact, progress=100.0 * self.done / max(1, self.total))
+
+
+@stage(retries=2, retry_delay_seconds=[5, 30])
 def vllm_generate(prompts: Prompts, settings: EngineSettings, key: str, label: str) -> Answers:
     """Every request answered on the session's engine for ``settings``; each answer counted on the
     UI's progress artifact ``key`` and the CLI's bar."""
@@ -28,7 +42,7 @@ def vllm_generate(prompts: Prompts, settings: EngineSettings, key: str, label: s
     total = pipeline.request_count(prompts.requests)
     answered = RequestProgress(key, f"{label}: requests answered", total)
     answers = pipeline.answer(engine, prompts.requests, on_result=answered)
-    answered.close()
+    update_progress_artifact(answered.artifact, progress=100.0)
     cache = answers.cache
     said = f"{cache['hits']} from the engine cache, {cache['misses']} sent" if cache else "no cache"
     get_run_logger().info("%s: %d requests, %s", label, total, said)

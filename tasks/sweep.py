@@ -1,37 +1,36 @@
-"""The sweep's fan-out on Prefect: one deployment run per unit, waited for, and read back.
-
-Each unit becomes a run of a per-domain deployment (``issp-domains/local``, ``.../gpu``) with
-``run_deployment``, linked to the sweep's flow run and tagged with its model, so any worker
-polling that deployment's pool takes it. What happened to each (model, domain) is read back
-from the flow-run records: the dispatched runs of this sweep (every attempt, so a Retry sees
-what earlier attempts finished) and the ``issp-domain`` runs inside them, whose persisted
-results are the domains' results.
+"""The sweep's tasks: one deployment run per unit, waited for and read back, then one summary per model
+and one leaderboard over every run. What happened to each (model, domain) is read back from the flow-run
+records: every attempt's dispatched runs (so a Retry sees what earlier attempts finished) and the
+``issp-domain`` runs inside them, whose persisted results are the domains' results.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from uuid import UUID
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
+from prefect.artifacts import create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
 from prefect.client.schemas.objects import FlowRun
 from prefect.deployments import run_deployment
 from prefect.runtime import flow_run as current_run
 
-from socbench.records import BatchRecord, DomainRecord
+from socbench.records import BatchRecord, DomainRecord, SweepOutcome
+from socbench.report.files import write_run_summary
+from socbench.report.html import write_report
+from socbench.report.leaderboard import leaderboard_rows
 from socbench.sweep import SweepConfig, SweepState, SweepUnit, settle
+from socbench.tasks import stage
 
 MODEL_TAG = "socbench-model-"
 POLL_S = 2.0
 
 
-def _children(client, parents: list[UUID]) -> list[FlowRun]:
-    if not parents:
-        return []
-    flow_filter = FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=parents))
+def _children(client, parent: UUID) -> list[FlowRun]:
+    flow_filter = FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent]))
     return client.read_flow_runs(flow_run_filter=flow_filter)
 
 
@@ -57,18 +56,19 @@ def _batch(run: FlowRun, domain_runs: list[FlowRun]) -> BatchRecord | None:
     return BatchRecord(model, ids, final, _message(run), tuple(_domain(d) for d in domain_runs), str(run.id))
 
 
-@task(name="sweep_state", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def sweep_state() -> SweepState:
     """Each (model, domain) of this sweep run, over all its attempts: done, running or failed."""
     with get_client(sync_client=True) as client:
-        batches = _children(client, [UUID(current_run.id)])
-        records = (_batch(run, _children(client, [run.id])) for run in batches)
+        batches = _children(client, UUID(current_run.id))
+        records = (_batch(run, _children(client, run.id)) for run in batches)
         return settle(record for record in records if record is not None)
 
 
-@task(name="dispatch_units", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def dispatch_units(config: SweepConfig, units: list[SweepUnit], api_key_secret: str | None) -> list[UUID]:
-    """Start one deployment run per unit (returns at once); their ids."""
+    """Start one deployment run per unit, linked to this run and tagged with its model, so any worker
+    polling that deployment's pool takes it; their ids (at once)."""
     ids = []
     for unit in units:
         model = config.models[unit.model]
@@ -84,7 +84,7 @@ def dispatch_units(config: SweepConfig, units: list[SweepUnit], api_key_secret: 
     return ids
 
 
-@task(name="wait_for_runs", cache_policy=NO_CACHE, persist_result=False)
+@stage
 def wait_for_runs(ids: list[UUID]) -> None:
     """Block until every run is in a final state (a run whose worker died is marked Crashed by the
     zombie-run automation, deployments/zombie-runs.yaml), logging progress as it changes."""
@@ -98,3 +98,32 @@ def wait_for_runs(ids: list[UUID]) -> None:
                 reported = len(left)
             if left:
                 time.sleep(POLL_S)
+
+
+def _artifact_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+
+
+@stage
+def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) -> SweepOutcome:
+    """``summary.json``/``.md`` per model over its domains (failed ones named), then the report
+    (leaderboard, plots, HTML) over every run under the output folder; the outcome by model."""
+    summaries: dict[str, str] = {}
+    completed: dict[str, list[int]] = {}
+    failures: dict[str, dict[int, str]] = {}
+    for index in range(len(config.models)):
+        run = config.run_config(index)
+        results = [state.results[(index, d)] for d in domain_ids if (index, d) in state.results]
+        failed = {d: state.failed[(index, d)] for d in domain_ids if (index, d) in state.failed}
+        summary = write_run_summary(run.output_dir, run.run_name, results, failed, run.data_record())
+        create_table_artifact(summary.rows, key=f"issp-sweep-summary-{_artifact_key(run.run_name)}",
+                              description=f"{run.data_record()['study']} sweep summary: {run.run_name}")
+        summaries[run.run_name] = str(summary.path)
+        completed[run.run_name] = [r.domain_id for r in results]
+        if failed:
+            failures[run.run_name] = failed
+    output_dir = config.run.output_dir
+    board = write_report(output_dir)
+    create_table_artifact(leaderboard_rows(board.leaderboard, per_domain=False), key="issp-sweep-leaderboard",
+                          description=f"Leaderboard of every run under {output_dir} ({board.html})")
+    return SweepOutcome(summaries, completed, failures, str(board.html))
