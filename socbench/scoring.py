@@ -147,7 +147,7 @@ def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[s
                  min_respondents: int = DEFAULT_MIN_RESPONDENTS, run: str = "", include_persona: bool = True,
                  cache: Path | None = None) -> ScoredDomain:
     """The ``score`` stage of one domain: scored items, their DomainResult and every variant's answer
-    (``circular.reduce_domain`` reduces them); ``extractions`` by request id. More respondents than
+    (``score_stage`` reduces them); ``extractions`` by request id. More respondents than
     ``interview_count`` means an earlier stage ignored it (a bug, not user input)."""
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
