@@ -1,10 +1,7 @@
-"""A model sweep: several models over the same domains, cut into deployment runs.
-
-Plain data and decisions, no Prefect: the record the ``issp-sweep`` flow takes (``SweepConfig``:
-the run settings every model shares, one engine record per model), how each model's domains
-are cut into runs (``SweepUnit``; one engine load each), and what the flow runs' records say
-about each (model, domain) (``settle``): done, still running, or failed and why. A Retry of
-the sweep dispatches only what is neither done nor running.
+"""A model sweep: several models over the same domains, cut into deployment runs. Plain data and
+decisions, no Prefect: ``SweepConfig`` (shared run settings, one engine record per model), ``SweepUnit``
+(one engine load each), and ``settle``: what the flow runs' records say of each (model, domain); a Retry
+dispatches only what is neither done nor running.
 """
 
 from __future__ import annotations
@@ -28,8 +25,7 @@ Pair = tuple[int, int]  # (model index, domain id)
 
 
 class SweepModel(EngineSettings):
-    """One model of a sweep: its engine record (the ``--api_type``, ``--model``, ``--engine``, ...
-    settings) and where its domains run. ``api_base`` takes a list of servers (round-robin)."""
+    """One model of a sweep: its engine record and where its domains run."""
 
     api_base: str | list[str] | None = Field(None, description=(
         "OpenAI-compatible base URL(s): a list, or comma-separated; requests go round-robin (openai)"))
@@ -163,8 +159,8 @@ class SweepState:
 
 
 def settle(batches: Iterable[BatchRecord]) -> SweepState:
-    """Done: any run of the pair completed. Running: its latest batch is not over. Failed: the
-    rest, with the domain run's own message or, when it never finished, its batch's."""
+    """Done: any run of the pair completed. Running: its latest batch is not over. Failed: the rest, with
+    the domain run's own message or, when it never finished, its batch's."""
     batches = list(batches)
     state = SweepState()
     for batch in batches:
