@@ -155,9 +155,8 @@ class EngineRun(BaseModel):
         output_dir = data.get("output_dir") or cls.model_fields["output_dir"].default
         engine = data.get("engine") or {}
         cache_dir = Path(output_dir) / ".cache"
-        if isinstance(engine, EngineSettings):
-            if engine.cache_dir is None:
-                engine = engine.model_copy(update={"cache_dir": cache_dir})
+        if isinstance(engine, EngineSettings) and engine.cache_dir is None:
+            engine = engine.model_copy(update={"cache_dir": cache_dir})
         elif isinstance(engine, dict) and engine.get("cache_dir") is None:
             engine = {**engine, "cache_dir": cache_dir}
         return {**data, "engine": engine}

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
-BIN = Path(sys.executable).parent  # the venv's console scripts (prefect)
 # Debian's postgresql (make setup installs it): the newest major version's tools
 PG_BIN = max((p for p in Path("/usr/lib/postgresql").glob("*/bin") if p.parent.name.isdigit()),
              key=lambda p: int(p.parent.name),
