@@ -64,9 +64,8 @@ def get_domain(domain_id: int | str, data_dir: str | Path | None = None) -> Doma
     if key.lstrip("-").isdigit():
         num = int(key)
         if num == 5 and table is DOMAINS:
-            raise ConfigError(
-                f"--domain_id 5 (Leisure Time and Sports) has no data in ISSP/SocioBench; valid ids: {valid}"
-            )
+            raise ConfigError(f"--domain_id 5 (Leisure Time and Sports) has no data in ISSP/SocioBench; "
+                              f"valid ids: {valid}")
         for d in table:
             if d.id == num:
                 return d

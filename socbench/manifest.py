@@ -211,9 +211,8 @@ def write_manifest(path: str | Path, manifest: Manifest) -> Path:
         for key in ("question_file", "answer_file", "module", "title", "country"):
             if not domain.get(key):
                 domain.pop(key, None)
-        if not (roles := {role: key for role, key in domain.pop("roles").items() if key}):
-            continue
-        domain["roles"] = roles
+        if roles := {role: key for role, key in domain.pop("roles").items() if key}:
+            domain["roles"] = roles
     text = HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
     return write_atomic(path, text.encode("utf-8"))
 
