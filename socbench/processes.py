@@ -1,7 +1,7 @@
 """Every process socbench starts beside itself: free ports, health waits, process groups, a Prefect
-server (``prefect server start``, reached through ``PREFECT_API_URL``: nothing of Prefect imported), a
-throwaway PostgreSQL cluster, and the CPU environment. Each runs in its own session, so a Ctrl-C reaches
-socbench, which then stops it in order."""
+server (``prefect server start --host 127.0.0.1``, reached through ``PREFECT_API_URL``: nothing of Prefect
+imported), a throwaway PostgreSQL cluster, and the CPU environment. Each runs in its own session, so a
+Ctrl-C reaches socbench, which then stops it in order."""
 
 from __future__ import annotations
 
@@ -237,9 +237,8 @@ class Postgres(_Service):
 
     READY = "socbench-ready"  # in ``folder`` once its database exists
 
-    def __init__(self, database: str = "prefect", port: int | None = None, bin_dir: Path = PG_BIN,
-                 folder: Path | None = None) -> None:
-        self.database, self.port, self.bin_dir = database, port or free_port(), bin_dir
+    def __init__(self, folder: Path | None = None) -> None:
+        self.database, self.port, self.bin_dir = "prefect", free_port(), PG_BIN
         self.kept = folder is not None
         self.folder = folder.resolve() if self.kept else Path(tempfile.mkdtemp(prefix="socbench-pg-"))
         self.data = self.folder / "data"
@@ -249,9 +248,9 @@ class Postgres(_Service):
         return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/{self.database}"
 
     @staticmethod
-    def available(folder: Path | None = None, bin_dir: Path = PG_BIN) -> bool:
+    def available(folder: Path | None = None) -> bool:
         """initdb is installed; as root, the ``postgres`` user exists and can reach ``folder``."""
-        if not (bin_dir / "initdb").is_file():
+        if not (PG_BIN / "initdb").is_file():
             return False
         if os.geteuid() != 0:
             return True
