@@ -148,11 +148,8 @@ def score_unit(task: Task, unit: Unit, engine: Engine) -> Any:
 
 def to_send(engine: Engine, requests: Sequence[Request]) -> dict[str, list[Request]]:
     """``distinct`` less what the engine cache answers (all of them for an engine without a cache)."""
-    unanswered = getattr(engine, "unanswered", None)
-    groups = distinct(requests)
-    if unanswered is None:
-        return groups
-    return {method: unanswered(method, group) for method, group in groups.items()}
+    groups, unanswered = distinct(requests), getattr(engine, "unanswered", None)
+    return groups if unanswered is None else {method: unanswered(method, g) for method, g in groups.items()}
 
 
 def uncached(engine: Engine, requests: Sequence[Request]) -> int:
