@@ -1,8 +1,7 @@
 """socbench: how well can an LLM stand in for a real survey respondent?
 
-The front door: ``socbench.evaluate(task, **settings)`` runs a study (``"issp"``, ``"mcq"``) exactly as the
-command line does and returns an ``EvalResult`` (per-unit metrics, ``to_pandas()`` of every item). The
-shape every study implements is ``socbench.task.Task``.
+``socbench.evaluate(task, **settings)`` runs a study (``"issp"``, ``"mcq"``) as the command line does and
+returns an ``EvalResult``; every study implements ``socbench.task.Task``.
 """
 
 from __future__ import annotations

@@ -1,41 +1,25 @@
-"""Circular evaluation (OpenCompass's CircularEval): re-ask a multiple-choice item with its
-options reordered; an item counts as truly solved only if every order is answered right.
+"""Circular evaluation (OpenCompass's CircularEval): re-ask a multiple-choice item with its options
+reordered; an item counts as truly solved only if every order is answered right. ``circular``: the n
+rotations; ``all_possible``: all n! orders (n > 5 needs ``max_variants``: the rotations plus a seeded
+sample, the ``sampled`` family). Every item keeps its own labels and count; nothing assumes A-D.
 
-``expand_item`` turns one item into variants (``types.Variant``): ``circular`` the n rotations
-of its options, ``all_possible`` all n! orders (refused for n > 5 unless ``max_variants`` caps
-it: the n rotations plus a seeded sample of other orders, the ``sampled`` metric family).
-Every item keeps its own labels and count; nothing assumes A-D.
+Conventions (used by prompts, scoring, metrics and reports):
 
-Conventions (one place, used by prompts, scoring, metrics and reports):
+* a *pattern* is the original option labels in displayed order; the identity variant is ``pattern ==
+  origin``, found by value, never by position. (OpenCompass stores the inverse permutation; the rotations,
+  the identity and hence every metric are the same.)
+* ``keep_labels=False`` (ARC, ``--circular_labels relabel``): positions keep their labels and the texts
+  move, so the gold label is remapped: *label and order* bias ("always 1" scores perf 0). ``keep_labels=
+  True`` (ISSP's ``order_only``): each code stays with its text: *order* bias alone (a model that always
+  answers "1" looks perfectly consistent).
+* a variant's id is ``"<qid>--<pattern>"``; ``request_id`` is the plain qid for the normal prompt, so that
+  request is byte-identical to the non-circular one (same cache entry, same normal score).
 
-* a *pattern* is the item's original option labels in the order displayed; the *origin*
-  is the original order, so the identity variant is ``pattern == origin`` (found by value,
-  never by position in a list or file). OpenCompass's dataset code stores the inverse
-  permutation (the slot each original option moves to); the set of rotations, the
-  identity and hence every metric are the same.
-* ``keep_labels=False`` (ARC, OpenCompass): positions keep their labels (A, B, C, ...) and
-  the texts move, so the gold label is remapped. ``keep_labels=True`` (ISSP's default,
-  ``--circular_labels order_only``): each code stays attached to its text and only the order
-  of lines changes. That measures *order* bias alone: a model that always answers "1" names
-  the same option in every order and looks perfectly consistent. ``--circular_labels
-  relabel`` (ISSP) numbers the options 1..n by position in each order and maps the answer
-  back, OpenCompass's relabelling: *label and order* bias, and "always 1" scores perf 0.
-* a variant's id is ``"<qid>--<pattern>"``; its ``request_id`` is the plain ``qid`` when its
-  prompt is the normal one (identity order, own labels), so that request is byte-identical
-  to the non-circular one (same cache entry, same normal score).
-
-Metrics (OpenCompass's ``CircularEvaluator``), per pattern family ``k``: origin (the identity
-order), circular (its rotations), all_possible (all n! orders, when that mode ran) and sampled (the
-seeded sample asked instead, ``--max_variants``): ``acc_k`` (every variant a question), ``more_N_k``
-(questions with at least N of their ``k`` variants right), ``perf_k`` (every one right) and ``vote_k``
-(the majority answer, mapped back, is gold; ties go to the answer seen first, ``Counter.most_common``;
-an unreadable answer votes "-"). A question enters ``k`` only if all its ``k`` patterns ran, so
-``perf_sampled`` (an upper bound of perf over all orders) is never read as ``perf_all_possible``.
-Values are fractions; a family with no question gives NaN; items may differ in option count.
-
-Multiple-choice items (``expand_mcq_item``) are labelled by position (A, B, ...) as MCP shows them;
-each variant is an ordinary MCP request with the item's shots (the identity variant *is* the normal
-one). CP is not expanded: a cloze prompt never shows the other options (``CP_SKIPPED``).
+Metrics (OpenCompass's ``CircularEvaluator``) per family (origin, circular, all_possible, sampled):
+``acc``, ``more_N`` (at least N variants right), ``perf`` (all right), ``vote`` (the mapped-back majority,
+ties to the first seen, is gold). A question enters a family only if all its patterns ran, so
+``perf_sampled`` (an upper bound) is never read as ``perf_all_possible``; an empty family gives NaN.
+MCP items are labelled by position (A, B, ...); CP is not expanded (``CP_SKIPPED``).
 """
 
 from __future__ import annotations
@@ -76,14 +60,8 @@ def rotations(labels: Sequence[Any]) -> list[tuple[Any, ...]]:
     return [doubled[i:i + len(labels)] for i in range(len(labels))]
 
 
-def all_orders(labels: Sequence[str]) -> list[Pattern]:
-    """All n! orders, identity first (OpenCompass's ``get_all_possible_patterns``)."""
-    return list(itertools.permutations(labels))
-
-
 def sampled_orders(labels: Sequence[str], count: int, seed: int, qid: str) -> list[Pattern]:
-    """The n rotations (identity first) plus ``count - n`` other orders drawn with a seed
-    derived from (seed, qid); ``count`` below n gives the rotations alone."""
+    """The n rotations (identity first) plus ``count - n`` other orders seeded by (seed, qid)."""
     n = len(labels)
     turns = rotations(range(n))
     rng = random.Random(order_seed(seed, "circular-sample", qid))
@@ -103,8 +81,7 @@ def sampled_orders(labels: Sequence[str], count: int, seed: int, qid: str) -> li
 
 def variant_patterns(labels: Sequence[str], settings: CircularSettings,
                      qid: str = "") -> tuple[list[Pattern], bool]:
-    """The patterns of one item and whether they are a seeded sample (never smaller than the
-    item's n rotations)."""
+    """The patterns of one item and whether they are a seeded sample (never fewer than its rotations)."""
     if settings.mode == "circular":
         return rotations(labels), False
     n, total = len(labels), math.factorial(len(labels))
@@ -114,7 +91,7 @@ def variant_patterns(labels: Sequence[str], settings: CircularSettings,
         raise ConfigError(f"--circular all_possible: item {qid} has {n} options ({total} orders); "
                           "pass --max_variants N to ask its rotations and a seeded sample of other orders "
                           "(N in all), or use --circular circular")
-    return all_orders(labels), False
+    return list(itertools.permutations(labels)), False  # identity first, as get_all_possible_patterns
 
 
 # ----------------------------------------------------------------------- expansion
@@ -122,9 +99,8 @@ def variant_patterns(labels: Sequence[str], settings: CircularSettings,
 
 def expand_item(qid: str, options: Sequence[tuple[str, str]], gold: str, settings: CircularSettings, *,
                 keep_labels: bool = False, positions: Sequence[str] | None = None) -> list[Variant]:
-    """All variants of one item (``options`` as (label, text) in original order, ``gold`` a
-    label), the gold label remapped with the options. Without ``keep_labels`` the positions
-    show ``positions`` (default: the original labels in their order)."""
+    """All variants of one item (``options``: (label, text) in original order), gold remapped; without
+    ``keep_labels`` the positions show ``positions`` (default: the original labels in order)."""
     labels = tuple(label for label, _ in options)
     if len(set(labels)) != len(labels) or not labels:
         raise DataError(f"item {qid}: option labels {list(labels)} are empty or repeated")
@@ -142,8 +118,7 @@ def expand_item(qid: str, options: Sequence[tuple[str, str]], gold: str, setting
 
 
 def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
-    """Variants of one scoreable ISSP item; the origin is the order that respondent is shown
-    (survey order, or the run's seeded shuffle)."""
+    """Variants of one scoreable ISSP item; the origin is the order that respondent is shown."""
     if item.true_code is None:
         raise ValueError(f"item {item.item_id} has no true code; only scoreable items have variants")
     order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
@@ -160,14 +135,10 @@ def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
 CP_SKIPPED = ("circular: CP skipped (a cloze prompt does not show the other options, "
               "so their order cannot change its answer); circular metrics are for MCP")
 NO_MCP = "circular: nothing to expand, MCP was not run (add mcp to --method)"
-TABLE_MODE = "mcp"  # the summary table's ``mode`` column (OpenCompass: gen, ppl, ...)
 
 
 def expand_mcq_item(item: McqItem, settings: CircularSettings) -> list[tuple[Variant, McqItem]]:
-    """Each variant with the item as displayed: id ``request_id``, options reordered, gold remapped.
-
-    Options are labelled by position, as MCP shows them, whatever the source's labels.
-    """
+    """Each variant with the item as displayed (labelled by position, as MCP shows it), gold remapped."""
     keys = letters(len(item.choices))
     variants = expand_item(item.id, tuple(zip(keys, item.texts, strict=True)), keys[item.gold], settings)
     return [(v, replace(item, id=v.request_id, choices=v.options, gold=v.shown.index(v.gold)))
@@ -213,12 +184,8 @@ def group_by_question(results: Sequence[VariantResult]) -> dict[str, list[Varian
 
 
 def _members(group: Sequence[VariantResult], family: str) -> tuple[list[VariantResult], int] | None:
-    """The question's variants in ``family`` and the family's size, or None if one is missing.
-
-    Every pattern is a checked, distinct order of the origin, so all_possible needs no
-    listing of the n! orders: it holds the whole group when that has n! unsampled orders;
-    sampled holds the whole group when its orders were sampled.
-    """
+    """The question's variants in ``family`` and the family's size, or None if one is missing. Patterns
+    are checked distinct orders, so all_possible is the whole group when it has n! unsampled ones."""
     origin = group[0].origin
     sampled = any(result.sampled for result in group)
     if family in ("all_possible", SAMPLED):
@@ -276,19 +243,17 @@ def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> Ci
 
 
 def reduce_domain(scored: ScoredDomain, settings: CircularSettings | None) -> ScoredDomain:
-    """OpenCompass's metrics over the scored variants grouped by item; the run's family
-    (``circular_acc/perf/vote``) joins the domain's metrics. An incomplete domain, or a run
-    without circular evaluation, is returned as is."""
+    """OpenCompass's metrics over the variants; the run's family joins the domain's metrics. An
+    incomplete domain, or a run without circular evaluation, is returned as is."""
     if settings is None or scored.variants is None or not scored.result.complete:
         return scored
-    scores = circular_metrics(scored.variants or (), settings.mode)
+    scores = circular_metrics(scored.variants, settings.mode)
     metrics = {**scored.result.metrics, **circular_extras(scores.metrics, settings)}
     return replace(scored, result=replace(scored.result, metrics=metrics), circular_scores=scores)
 
 
 def circular_extras(metrics: Mapping[str, float], settings: CircularSettings) -> dict[str, float]:
-    """The circular metrics an ISSP domain adds to its own: acc/perf/vote of the run's family
-    (``circular_*``, ``circular_relabel_*``) and, over sampled orders, ``*_sampled_*``."""
+    """acc/perf/vote of the run's family (``circular_*``, ``circular_relabel_*``; ``*_sampled_*``)."""
     prefix = "circular_relabel" if settings.labels == "relabel" else "circular"
     extra = {f"{prefix}_{name}": metrics[f"{name}_{settings.mode}"] for name in ("acc", "perf", "vote")}
     extra.update({f"{prefix}_sampled_{name}": metrics[f"{name}_sampled"] for name in ("acc", "perf", "vote")

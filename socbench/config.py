@@ -1,10 +1,7 @@
-"""Run configurations, each declared once: the CLI's flags, the flows' parameters and the
-library's arguments are these pydantic models.
-
-Every setting is checked here, so a bad value fails with one line naming its flag before
-any model is loaded. On the command line the settings are flat (``--model``, not
-``--engine.model``): ``settings_of`` lists them, ``from_flat`` nests them back.
-"""
+"""Run configurations, each declared once: the CLI's flags, the flows' parameters and the library's
+arguments are these pydantic models, so a bad value fails with one line naming its flag before any model
+loads. On the command line settings are flat (``--model``): ``settings_of`` lists them, ``from_flat``
+nests them back."""
 
 from __future__ import annotations
 
@@ -76,8 +73,7 @@ def settings_of(model: type[BaseModel]) -> dict[str, Setting]:
 
 
 def _default_from(parent: Any, setting: Setting) -> FieldInfo:
-    """The setting's field with the default its parent record's default holds (``McqConfig``'s
-    engine defaults to ``auto``), so ``--help`` shows the default a run really gets."""
+    """The field with its parent record's default (``McqConfig``'s engine: ``auto``), as ``--help`` shows."""
     value = parent
     for part in setting.path:
         value = getattr(value, part, None)
@@ -132,11 +128,9 @@ def max_variants_needs_all_possible(config: Any) -> Any:
 
 
 class EngineRun(BaseModel):
-    """A run that writes to ``output_dir`` and asks the engine ``engine``; the engine cache
-    defaults to ``<output_dir>/.cache``, so the answers stay beside the results. That default
-    is filled in when the record is built and left out when it is written (a flow parameter,
-    the UI's form), so changing ``output_dir`` there moves the cache with it. ``dry_run``: what the run
-    would send and cost, sending nothing (``socbench.cost``)."""
+    """A run that writes to ``output_dir`` and asks ``engine``. The cache defaults to ``<output_dir>/.cache``
+    (answers beside results), filled in when built and left out when written, so changing ``output_dir``
+    in a flow's form moves the cache with it. ``dry_run``: see ``socbench.cost``."""
 
     dry_run: bool = Field(False, description="print the requests and prompt tokens each unit would send "
                                              "(their cost, given prices); send and write nothing")
@@ -147,8 +141,7 @@ class EngineRun(BaseModel):
 
     @model_validator(mode="after")
     def _prices_need_dry_run(self) -> Any:
-        price = "price_prompt" if self.price_prompt is not None else \
-            "price_completion" if self.price_completion is not None else None
+        price = next((f for f in ("price_prompt", "price_completion") if getattr(self, f) is not None), None)
         if price and not self.dry_run:
             raise ConfigError(f"--{price} applies only with --dry_run (it prices the requests a run would "
                               "send)")
@@ -162,9 +155,8 @@ class EngineRun(BaseModel):
         output_dir = data.get("output_dir") or cls.model_fields["output_dir"].default
         engine = data.get("engine") or {}
         cache_dir = Path(output_dir) / ".cache"
-        if isinstance(engine, EngineSettings):
-            if engine.cache_dir is None:
-                engine = engine.model_copy(update={"cache_dir": cache_dir})
+        if isinstance(engine, EngineSettings) and engine.cache_dir is None:
+            engine = engine.model_copy(update={"cache_dir": cache_dir})
         elif isinstance(engine, dict) and engine.get("cache_dir") is None:
             engine = {**engine, "cache_dir": cache_dir}
         return {**data, "engine": engine}
@@ -240,9 +232,7 @@ class RunConfig(EngineRun):
     def _count(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() == "all":
             return "all"
-        if isinstance(value, str) and not value.strip().isdigit():
-            raise ValueError(f"expected a positive integer or 'all', got {value!r}")
-        if int(value) < 1:
+        if isinstance(value, str) and not value.strip().isdigit() or int(value) < 1:
             raise ValueError(f"expected a positive integer or 'all', got {value!r}")
         return int(value)
 
@@ -260,14 +250,12 @@ class RunConfig(EngineRun):
 
     @property
     def dataset_dir(self) -> Path:
-        """``data_dir``, or the demo data (kept None in the record, so no path of this machine
-        becomes a deployment's default)."""
+        """``data_dir``, or the demo data (None in the record: no path of this machine in a deployment)."""
         return self.data_dir or demo_data_dir()
 
     def data_record(self) -> dict[str, Any]:
-        """Which respondents the run read, as ``summary.json`` records it (``socbench export``), and the
-        licensed studies it sent to another host (``socbench.data_use``), the study's own name (the
-        report's titles)."""
+        """What ``summary.json`` records of the data: which respondents, the study's name, and the licensed
+        studies sent to another host (``socbench.data_use``)."""
         from socbench.data_use import remote_data
         from socbench.domains import select_domains
 
@@ -289,24 +277,18 @@ class RunConfig(EngineRun):
 
     @property
     def use_structured(self) -> bool:
-        """Constrained JSON is on by default for every backend that has it (vLLM, OpenAI-compatible
-        servers): small models need it, and both send the same regex."""
+        """On by default where the backend has it (vLLM, OpenAI-compatible servers): small models need it."""
         if self.structured is not None:
             return self.structured
         return self.engine_settings().api_type in ("vllm", "openai")
 
     @property
     def run_name(self) -> str:
-        """The model, plus the variant when it is not the default, so runs never overwrite
-        each other: ``<model>-logprobs``, ``<model>-no_persona``, ``<model>-shuffled``."""
-        parts = [self.engine.model]
-        if self.mode == "logprobs":
-            parts.append("logprobs")
-        if self.no_persona:
-            parts.append("no_persona")
-        if self.shuffle_options:
-            parts.append("shuffled")
-        return "-".join(parts)
+        """The model plus each variant that is not the default (``-logprobs``, ``-no_persona``,
+        ``-shuffled``), so runs never overwrite each other."""
+        variants = {"logprobs": self.mode == "logprobs", "no_persona": self.no_persona,
+                    "shuffled": self.shuffle_options}
+        return "-".join([self.engine.model, *(name for name, on in variants.items() if on)])
 
     @property
     def sampling(self) -> SamplingSettings:
@@ -315,10 +297,8 @@ class RunConfig(EngineRun):
     @functools.cached_property
     def expansion(self) -> CircularSettings | None:
         """How items expand into variants (None: one request per item); read once, here."""
-        if self.circular is None:
-            return None
-        return CircularSettings(self.circular, self.max_variants, self.seed, self.shuffle_options,
-                                self.circular_labels)
+        return None if self.circular is None else CircularSettings(
+            self.circular, self.max_variants, self.seed, self.shuffle_options, self.circular_labels)
 
 
 def make_config(**params: Any) -> RunConfig:

@@ -1,11 +1,8 @@
-"""The cost of a run before it starts: ``--dry_run`` (after it, ``Answers.usage`` in the run's summary).
+"""The cost of a run before it starts (``--dry_run``; after it, ``Answers.usage`` in the summary).
 
-Every unit's requests are built exactly as the flow sends them (``socbench.pipeline``); those the engine
-cache answers are counted apart (not sent) and the rest's prompt tokens counted with the model's tokenizer
-(in-process backends: ``preflight.TokenCounter``) or the server's ``/tokenize`` (vLLM's server), else
-estimated at 4 characters a token, and labelled so. Completion tokens are an upper bound: ``max_tokens``
-per generated answer, one per option-scoring request, none for a log-likelihood. Nothing is sent, no model
-loads, no file is written, Prefect is not started.
+Every unit's requests are built as the flow sends them; those the engine cache answers are not sent, the
+rest's prompt tokens are counted by the model's tokenizer or the server's ``/tokenize``, else estimated (4
+characters a token) and labelled so. Completion tokens are an upper bound. Nothing is sent or written.
 """
 
 from __future__ import annotations
@@ -39,8 +36,7 @@ class UnitCost:
 
 
 class _Tokens:
-    """Prompt tokens of requests: the server's ``/tokenize`` or the model's tokenizer; an estimate where
-    neither answers (``estimated`` then says so)."""
+    """Prompt tokens: the server's ``/tokenize``, the model's tokenizer, else an estimate (``estimated``)."""
 
     def __init__(self, settings: EngineSettings, backend: Any) -> None:
         self.server = backend if hasattr(backend, "planned") else None
@@ -105,8 +101,8 @@ def unit_cost(found: pipeline.Plan, engine: Any, tokens: _Tokens) -> UnitCost:
 
 
 def dry_run(config: Any) -> Outcome:
-    """What ``config``'s run would send, unit by unit (``Outcome.printed``); the task's own checks first
-    (a study whose data may not go to the server is refused: ``/tokenize`` would send its prompts)."""
+    """What ``config``'s run would send, unit by unit; the task's own checks first (``/tokenize`` sends the
+    prompts, so a study whose data may not go to the server is refused)."""
     study = task_for(config)
     for note in study.check():
         log.warning(note)

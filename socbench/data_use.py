@@ -1,10 +1,7 @@
-"""Licensed data stays where its licence allows: prompts built from a ``local`` study go only to
-in-process engines and to servers on loopback or private-network addresses.
-
-Why: archive microdata (ISSP, ESS, WVS) is licensed for research, and archives forbid uploading it to
-public AI services; a persona prompt carries a respondent's attributes and answers. Any other host
-needs ``--allow_remote_data``, and the run records it. Checked before anything is sent, by the CLI's
-preflight and again by the flow's first stage (a deployment run on a worker too).
+"""Licensed data stays where its licence allows: prompts of a ``local`` study go only to in-process
+engines and to loopback or private-network servers. Why: archives (ISSP, ESS, WVS) forbid uploading
+microdata to public AI services, and a persona prompt carries a respondent's attributes and answers.
+Other hosts need ``--allow_remote_data`` (recorded); checked by the preflight and by the flow's first stage.
 """
 
 from __future__ import annotations
@@ -47,15 +44,14 @@ def _resolves_local(host: str) -> bool:
 
 
 def is_local_host(host: str) -> bool:
-    """Every address ``host`` resolves to is loopback or private-network (and ``$SOCBENCH_REMOTE_HOSTS``
-    does not name it)."""
+    """Every address ``host`` resolves to is loopback or private (and ``$SOCBENCH_REMOTE_HOSTS`` lacks it)."""
     remote = {name.strip().lower() for name in os.environ.get(REMOTE_HOSTS, "").split(",")}
     return host.lower() not in remote and _resolves_local(host)
 
 
 def remote_data(config: RunConfig, domains: Sequence[DomainSpec]) -> dict[str, Any] | None:
-    """``{"studies": [...], "hosts": [...]}``: the ``local`` studies of ``domains`` and the non-local
-    hosts their prompts would go to; None when nothing would leave loopback or the private network."""
+    """``{"studies", "hosts"}``: the ``local`` studies and the non-local hosts their prompts would go to;
+    None when nothing would leave."""
     settings = config.engine_settings()
     if settings.api_type != "openai":
         return None  # in-process engines
@@ -67,8 +63,7 @@ def remote_data(config: RunConfig, domains: Sequence[DomainSpec]) -> dict[str, A
 
 
 def check_data_use(config: RunConfig, domains: Sequence[DomainSpec]) -> str | None:
-    """A ConfigError line unless every prompt stays local or ``--allow_remote_data`` acknowledges that it
-    does not; then the line to print (None: nothing leaves)."""
+    """A ConfigError unless every prompt stays local or ``--allow_remote_data`` says so; the line to print."""
     sent = remote_data(config, domains)
     if sent is None:
         return None

@@ -1,10 +1,8 @@
 """The domains of a data folder: its manifest's, else the ten ISSP modules.
 
-Why: the ten ISSP modules stay a table in code (lm-eval's YAML idea) so every existing
-command and the demo work without a manifest, while any other study declares its domains
-in ``socbench.yaml`` (``socbench.manifest``) beside its data and needs no code edit. Ids
-stay integers everywhere (records, result files, Prefect artifact keys and the
-``--start_domain_id`` order); a domain is also found by its slug or name.
+Why: the ten ISSP modules stay a table here so every command and the demo work without a manifest; any
+other study declares its domains in ``socbench.yaml`` (``socbench.manifest``). Ids stay integers
+everywhere (records, file names, artifact keys, ``--start_domain_id``); slug or name find a domain too.
 """
 
 from __future__ import annotations
@@ -51,8 +49,7 @@ def domain_table(data_dir: str | Path | None = None) -> tuple[DomainSpec, ...]:
 
 
 def study_name(data_dir: str | Path | None = None) -> str:
-    """The study's own name, for titles: the manifest's ``title``, else "ISSP" when every domain is
-    an ISSP module (no manifest: the ten), else its domains' names."""
+    """The study's name for titles: the manifest's ``title``, "ISSP" (ISSP modules only), or its domains'."""
     manifest = load_manifest(data_dir)
     if manifest is None or all(d.slug in ISSP_BY_SLUG for d in manifest.domains) and not manifest.title:
         return "ISSP"
@@ -67,9 +64,8 @@ def get_domain(domain_id: int | str, data_dir: str | Path | None = None) -> Doma
     if key.lstrip("-").isdigit():
         num = int(key)
         if num == 5 and table is DOMAINS:
-            raise ConfigError(
-                f"--domain_id 5 (Leisure Time and Sports) has no data in ISSP/SocioBench; valid ids: {valid}"
-            )
+            raise ConfigError(f"--domain_id 5 (Leisure Time and Sports) has no data in ISSP/SocioBench; "
+                              f"valid ids: {valid}")
         for d in table:
             if d.id == num:
                 return d

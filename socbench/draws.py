@@ -1,14 +1,9 @@
 """Repeated draws per item (``--samples K`` at ``--temperature`` > 0): an expansion of the pipeline.
 
-Why: a model without log-probabilities gives one answer per item, so a stable answer and a coin
-flip look alike. Each item is asked K times, draw ``k`` with its own seed (``run seed + k``,
-recorded), so every draw is cached under its own key and a rerun with a larger K sends only the new
-draws. The reducer turns the draws of an item into one answer, the modal one (ties: the code drawn
-first), scored as the item's answer so accuracy stays comparable; the K-draw shares become the
-item's answer distribution (what the distribution and ranking metrics read where log-probabilities
-are absent) and the share of draws agreeing with the mode its agreement. Per domain: mean agreement
-and Fleiss' kappa across draws (items as subjects, draws as raters). Extraction and scoring are
-untouched: they see ordinary requests and one extraction per item.
+Why: without log-probabilities one answer per item cannot tell a stable answer from a coin flip. Draw
+``k`` has its own seed (``run seed + k``), so it is cached under its own key and a larger K sends only the
+new draws. An item's draws reduce to the modal one (ties: drawn first), scored as its answer; the K-draw
+shares are its distribution, the modal share its agreement; per domain: mean agreement and Fleiss' kappa.
 """
 
 from __future__ import annotations
@@ -48,11 +43,9 @@ def draw_prompts(prompts: Sequence[PromptRequest], samples: int, run_seed: int) 
 
 
 def modal_extraction(draws: Sequence[Extraction], samples: int) -> tuple[Extraction, float | None]:
-    """One item's extraction (the modal code's first draw, carrying the K-draw shares as its
-    distribution) and its agreement: the share of the K draws that gave the modal code.
-
-    A draw the engine did not answer makes the item an engine error (incomplete: a rerun asks it
-    again); with no readable draw the item is the first draw's parse failure (agreement None)."""
+    """One item's extraction (the modal code's first draw, the K-draw shares as its distribution) and
+    its agreement. An unanswered draw makes the item an engine error (a rerun asks it again); with no
+    readable draw the item is the first draw's parse failure (agreement None)."""
     failed = next((d for d in draws if d.engine_error is not None), None)
     if failed is not None:
         return failed, None
@@ -69,8 +62,7 @@ def modal_extraction(draws: Sequence[Extraction], samples: int) -> tuple[Extract
 
 
 def fleiss_kappa(table: np.ndarray) -> float:
-    """Fleiss' kappa of a subjects x categories count table (the same number of raters per row).
-    NaN when it is undefined (one subject, or every rating in one category)."""
+    """Fleiss' kappa of a subjects x categories count table; NaN where undefined (one subject or category)."""
     table = np.asarray(table, dtype=float)
     if table.ndim != 2 or len(table) < 2:
         return float("nan")
@@ -88,8 +80,8 @@ def fleiss_kappa(table: np.ndarray) -> float:
 
 def reduce_draws(extractions: Mapping[str, Extraction], samples: int,
                  run_seed: int) -> tuple[dict[str, Extraction], dict[str, float]]:
-    """Extractions by item id (the modal draw's), and the domain's draw record: K, the seeds, mean
-    agreement and Fleiss' kappa over the items whose K draws were all readable."""
+    """Extractions by item id (the modal draw's), and the draw record: K, the seeds, mean agreement and
+    Fleiss' kappa over the items whose K draws were all readable."""
     if samples <= 1:
         return dict(extractions), {}
     grouped: dict[str, list[Extraction]] = {}

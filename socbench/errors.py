@@ -1,8 +1,5 @@
-"""User-facing errors: one line naming the file or setting and what is wrong.
-
-The CLI turns a ``SocbenchError`` into that line on stderr and exit code 2, with no
-traceback. Anything else is a bug and keeps its traceback.
-"""
+"""User-facing errors: one line naming the file or setting and what is wrong. The CLI turns a
+``SocbenchError`` into that line on stderr and exit code 2, no traceback; anything else is a bug."""
 
 from __future__ import annotations
 
@@ -40,12 +37,9 @@ def first_problem(exc: Exception) -> tuple[str, object, str]:
 
 
 def validated(model: type, values: object, *, within: str | None = None, context: dict | None = None):
-    """``model.model_validate(values)``; a bad value becomes one ConfigError line naming its flag.
-
-    Settings are flat on the command line, so the flag is the last field name in the error's
-    location (``--seed 'x': ...``); ``within`` names the flag that carries a JSON object of
-    settings (``--engine bogus=1: unknown setting``). A value named like a key is never shown.
-    """
+    """``model.model_validate(values)``; a bad value becomes one ConfigError line naming its flag: the last
+    field name of the error's location (``--seed 'x': ...``), or ``within``, the flag carrying a JSON object
+    (``--engine bogus=1: unknown setting``). A value named like a key is never shown."""
     from pydantic import ValidationError
 
     try:
@@ -64,8 +58,7 @@ def validated(model: type, values: object, *, within: str | None = None, context
 
 
 def incomplete_reason(engine_errors: int, reasons: Iterable[str]) -> str | None:
-    """``"K engine errors, first: <reason>"``: how an ISSP domain or an MCQ run says it is incomplete;
-    None when every request was answered."""
+    """``"K engine errors, first: <reason>"``: why a unit is incomplete (None: every request answered)."""
     if not engine_errors:
         return None
     first = next(iter(reasons), "unknown")
@@ -73,10 +66,8 @@ def incomplete_reason(engine_errors: int, reasons: Iterable[str]) -> str | None:
 
 
 class RunFailed(Exception):
-    """A run that ended Failed, carrying its outcome (the files it wrote, what failed).
-
-    Prefect raises a Failed state's data when a deployment run's result is asked for, and
-    accepts only an exception there: the outcome travels inside one."""
+    """A run that ended Failed, carrying its outcome: Prefect raises a Failed state's data when a
+    deployment run's result is asked for, and accepts only an exception there."""
 
     def __init__(self, message: str, outcome: object) -> None:
         super().__init__(message, outcome)

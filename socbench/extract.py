@@ -1,20 +1,12 @@
 """Read the option code an engine's answer names, or say why it cannot be read.
 
-The original system took the *first* ``"option"`` match (so an echoed empty template won),
-did not normalise values (" 1", "01", "2, Agree") and, failing that, guessed a code from
-words in the prose. Here the order is fixed and conservative:
-
-1. the LAST JSON object in the text with an ``answer`` (or ``option_id`` / ``option``)
-   key, skipping echoed templates such as ``{"answer": "option_id"}``; objects inside
-   code fences or nested in other objects count;
-2. failing that, the last explicit ``"answer": <value>`` pattern (quoted key), which also
-   reads single-quoted and truncated replies;
-3. the value must be an offered code, written as an int, a float with no fraction, or a
-   string starting with an integer ("02", "2, Agree", "-4"), or (optionally) exactly an
-   option's label. Anything else is a failure with a reason from ``FAILURES``.
-
-Nothing is ever guessed from prose. In logprobs mode the answer is the most probable
-offered code and ``distribution`` holds the normalised probabilities.
+The original system took the *first* ``"option"`` match (so an echoed empty template won), did not
+normalise values (" 1", "01", "2, Agree") and guessed codes from prose. Here, conservatively: the LAST
+JSON object with an ``answer`` (or ``option_id`` / ``option``) key, echoed templates skipped (objects in
+code fences or nested count); else the last explicit ``"answer": <value>`` (single-quoted and truncated
+replies too). The value must be an offered code (an int, a float with no fraction, a string starting
+with an integer: "02", "2, Agree", "-4") or exactly an option's label; else a failure from ``FAILURES``.
+Nothing is guessed from prose. In logprobs mode the answer is the most probable offered code.
 """
 
 from __future__ import annotations
@@ -36,9 +28,8 @@ TEMPLATE = "answer is the echoed template"
 NOT_A_CODE = "answer not a code or option label"
 NOT_OFFERED = "answer not an offered code"
 NO_LOGPROBS = "no log-probs for offered codes"
+# every extraction failure; an engine error (no reply at all) is carried apart, in Extraction.engine_error
 FAILURES = (EMPTY, NO_JSON, TEMPLATE, NOT_A_CODE, NOT_OFFERED, NO_LOGPROBS)
-"""Every extraction failure reason is one of these. An engine error (no reply at all) is not
-an extraction failure: it is carried apart, in ``Extraction.engine_error``."""
 
 ANSWER_KEYS = ("answer", "option_id", "option")  # in order of preference within one object
 TEMPLATE_VALUES = frozenset({"option_id", "<option_id>", "option id", "<option id>", "id", "code", "..."})
@@ -82,7 +73,7 @@ def _explicit_answers(text: str) -> list[Any]:
     """Values of explicit ``"answer": value`` patterns, in text order."""
     values: list[Any] = []
     for m in _EXPLICIT.finditer(text):
-        double, single, number = m.group(3), m.group(4), m.group(5)
+        double, single, number = m.group(3, 4, 5)
         values.append(number if number is not None else (double if double is not None else single))
     return values
 
@@ -95,9 +86,8 @@ def _squash(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def normalize_value(
-    value: Any, offered: Sequence[tuple[Code, str | None]], allow_label: bool = True
-) -> tuple[Code | None, str | None]:
+def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]],
+                    allow_label: bool = True) -> tuple[Code | None, str | None]:
     """One answer value -> (offered code, None) or (None, failure reason)."""
     codes = [code for code, _ in offered]
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
@@ -126,11 +116,8 @@ def _as_options(offered: Sequence[tuple[Code, str]] | Sequence[Code]) -> list[tu
     return [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
 
 
-def extract_answer(
-    text: str | None,
-    offered: Sequence[tuple[Code, str]] | Sequence[Code],
-    allow_label: bool = True,
-) -> tuple[Code | None, str | None]:
+def extract_answer(text: str | None, offered: Sequence[tuple[Code, str]] | Sequence[Code],
+                   allow_label: bool = True) -> tuple[Code | None, str | None]:
     """The offered code named by a generated reply, or (None, failure reason)."""
     if text is None or not text.strip():
         return None, EMPTY
@@ -154,17 +141,10 @@ def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> 
     return {c: by_code.get(c, 0.0) for c in offered}
 
 
-def extract(
-    request: PromptRequest,
-    result: EngineResult,
-    options: Sequence[tuple[Code, str]] | None = None,
-) -> Extraction:
-    """Extraction for one request; ``options`` (code, label), by default the lines the request
-    showed, enable exact-label answers.
-
-    An engine error is passed on as ``engine_error`` (never a parse failure); the reply text
-    is kept as ``raw_reply``.
-    """
+def extract(request: PromptRequest, result: EngineResult,
+            options: Sequence[tuple[Code, str]] | None = None) -> Extraction:
+    """Extraction for one request; ``options`` (default: what the request showed) allow exact labels. An
+    engine error is passed on as ``engine_error`` (never a parse failure); the reply is ``raw_reply``."""
     if result.error is not None:
         return Extraction(request.key, None, engine_error=result.error)
     if result.option_logprobs is not None or request.mode == "logprobs":
@@ -178,12 +158,8 @@ def extract(
     return Extraction(request.key, code, failure, raw_reply=result.text)
 
 
-def extract_all(
-    prompts: Sequence[PromptRequest],
-    results: Sequence[EngineResult],
-) -> dict[str, Extraction]:
-    """Extractions keyed by request id (``results`` in ``prompts`` order), each carrying its
-    request's variant on to scoring; exact option labels are accepted as the request showed them."""
+def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult]) -> dict[str, Extraction]:
+    """Extractions by request id (``results`` in ``prompts`` order), each carrying its request's variant."""
     if len(prompts) != len(results):
         raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
     return {p.item_id: replace(extract(p, r), variant=p.variant) for p, r in zip(prompts, results)}

@@ -1,12 +1,8 @@
 """The survey manifest: ``socbench.yaml`` in a data folder declares its domains, no code edits.
 
-Why: without it the domains are the ten ISSP modules of ``socbench/domains.py``, and any other
-study would mean editing code. A manifest lists each domain's id, name, slug, question
-file, answer file, country attribute, persona attributes and missing-value codes; when a
-folder has none, the ten ISSP domains apply. This module only reads,
-validates (pydantic) and writes the file. Its entry, ``DomainSpec``, is the one domain record:
-the ten ISSP rows in ``socbench.domains`` are the same record. Every problem is one line
-naming the file and the field.
+Why: without it any study but the ten ISSP modules (``socbench.domains``, the same ``DomainSpec`` record)
+would mean editing code. This module reads, validates (pydantic) and writes the file; every problem is
+one line naming the file and the field.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from socbench.errors import DataError
+from socbench.errors import DataError, first_problem
 from socbench.files import write_atomic
 
 MANIFEST_NAMES = ("socbench.yaml", "socbench.yml")
@@ -47,11 +43,9 @@ ROLES = ("respondent_id", "group", "weight", *PERSONA_ROLES)
 
 
 class Roles(BaseModel):
-    """Which attribute (its key in the answer files) is what, beside ``country_attribute``: the
-    respondent id and design weight (never shown in the persona), ``group``, a grouping variable that
-    is not a country (region, state, wave: strata, baselines and breakdowns use it where a study has
-    no country), and the attributes persona groups and structure figures read. Unset: none declared
-    (then ISSP-style labels are recognised, ``metrics.persona_groups``)."""
+    """Which attribute key is what, beside ``country_attribute``: the respondent id and design weight
+    (never in the persona), ``group`` (a grouping that is not a country: region, wave), and what persona
+    groups read. Unset: ISSP-style labels are recognised (``metrics.persona_groups``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,15 +65,9 @@ class Roles(BaseModel):
 
 
 class DomainSpec(BaseModel):
-    """One domain (one question set and its respondents): id, name (names its result files), file
-    slug, source study, how to read its files, and ``title``, the name people read (default: ``name``).
-
-    ``country_attribute`` is the attribute key holding the respondent's country; ``"auto"``
-    finds the ISSP one by its label and None means a single-country study, whose ``country`` (a
-    name or code, optional) the prompts name. ``roles`` says which attribute is what. ``missing_codes``
-    are answer codes never offered as options (excluded at scoring). ``data_use``: ``local`` (licensed
-    microdata: prompts go only to loopback or private-network servers, ``socbench.data_use``) or ``remote``.
-    """
+    """One domain (a question set and its respondents): ``name`` names its result files, ``title`` is
+    what people read. ``missing_codes``: answer codes never offered (excluded at scoring); ``data_use``:
+    ``local`` (licensed microdata, ``socbench.data_use``) or ``remote``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -143,9 +131,8 @@ class DomainSpec(BaseModel):
     @field_validator("question_file")
     @classmethod
     def _relative(cls, value: str | None) -> str | None:
-        if value is not None and (
-            Path(value).is_absolute() or ".." in Path(value).parts or not value.strip()
-        ):
+        if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts
+                                  or not value.strip()):
             raise ValueError("a path relative to the data folder, without '..'")
         return value
 
@@ -182,9 +169,7 @@ def find_manifest(data_dir: str | Path) -> Path | None:
 
 
 def _error_line(path: Path, exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(part) for part in err["loc"])
-    message = err["msg"].removeprefix("Value error, ")
+    where, _, message = first_problem(exc)
     more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{path}: field '{where}': {message}{more}" if where else f"{path}: {message}{more}"
 
@@ -226,9 +211,8 @@ def write_manifest(path: str | Path, manifest: Manifest) -> Path:
         for key in ("question_file", "answer_file", "module", "title", "country"):
             if not domain.get(key):
                 domain.pop(key, None)
-        if not (roles := {role: key for role, key in domain.pop("roles").items() if key}):
-            continue
-        domain["roles"] = roles
+        if roles := {role: key for role, key in domain.pop("roles").items() if key}:
+            domain["roles"] = roles
     text = HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
     return write_atomic(path, text.encode("utf-8"))
 

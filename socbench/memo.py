@@ -1,10 +1,8 @@
 """Compute once: a JSON value stored under a content hash of everything it depends on.
 
-Why: a rerun with nothing new (same data, same answers) reads what the last run computed
-instead of fitting the yardsticks again. ``content_key`` hashes the inputs together with
-socbench's own source and the numeric libraries' versions, so a value computed by other code
-is never read back. Values live in ``<folder>/memo/<key>.json`` (the run's cache folder, beside
-the engine cache); a missing or unreadable file is computed and written again.
+Why: a rerun with nothing new reads what the last run computed instead of fitting the yardsticks again.
+The key hashes socbench's own source and the numeric libraries' versions too, so a value computed by other
+code is never read back. Values live in ``<folder>/memo/<key>.json`` (the run's cache folder).
 """
 
 from __future__ import annotations

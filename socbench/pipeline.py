@@ -1,10 +1,7 @@
-"""The one pipeline every Task runs: load -> special options -> prompts (expansions included) ->
-engine -> extract -> score -> report.
-
-The first three stages are remembered per (run configuration, unit) in this process, so the preflight
-(which checks every prompt before a model starts), ``socbench issp prompts``, the benchmarks and the
-flow itself build a unit's prompts once. ``generate`` is the one engine call: requests of every kind
-in, answers in the same order out, each distinct request sent once.
+"""The one pipeline every Task runs: load -> special options -> prompts -> engine -> extract -> score ->
+report. The first three are remembered per (run configuration, unit) in this process, so the preflight,
+``socbench issp prompts``, the benchmarks and the flow build a unit's prompts once. ``generate`` is the
+one engine call: requests of every kind in, answers in order out, each distinct request sent once.
 """
 
 from __future__ import annotations
@@ -77,8 +74,8 @@ def plan(task: Task, unit: Unit) -> Plan:
 
 
 def plans(task: Task) -> dict[Unit, Plan]:
-    """Every unit's plan; a unit whose data cannot be read is left out (it fails on its own in the flow,
-    and the other units still run) unless it is the only one."""
+    """Every unit's plan; one whose data cannot be read is left out (it fails on its own in the flow)
+    unless it is the only one."""
     units = task.units()
     found = {}
     for unit in units:
@@ -127,9 +124,8 @@ def generate(engine: Engine, requests: Sequence[Request], on_result: ResultSink 
 
 
 def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | None = None) -> Answers:
-    """``generate`` with what it cost: seconds, the engine's identity, its cache's hits and misses, and
-    ``usage``: the requests sent, the answers from the cache (they cost nothing now) and the tokens the
-    backend reported (none where it does not count them). Units on one engine run one after another."""
+    """``generate`` with what it cost: seconds, the engine's identity, cache hits and misses, and ``usage``
+    (requests sent, answers from the cache, the backend's token counts). Units on one engine run in turn."""
     start = time.perf_counter()
     stats = getattr(engine, "stats", None)
     meter = getattr(getattr(engine, "backend", engine), "usage", None)
@@ -152,11 +148,8 @@ def score_unit(task: Task, unit: Unit, engine: Engine) -> Any:
 
 def to_send(engine: Engine, requests: Sequence[Request]) -> dict[str, list[Request]]:
     """``distinct`` less what the engine cache answers (all of them for an engine without a cache)."""
-    unanswered = getattr(engine, "unanswered", None)
-    groups = distinct(requests)
-    if unanswered is None:
-        return groups
-    return {method: unanswered(method, group) for method, group in groups.items()}
+    groups, unanswered = distinct(requests), getattr(engine, "unanswered", None)
+    return groups if unanswered is None else {method: unanswered(method, g) for method, g in groups.items()}
 
 
 def uncached(engine: Engine, requests: Sequence[Request]) -> int:
@@ -165,9 +158,8 @@ def uncached(engine: Engine, requests: Sequence[Request]) -> int:
 
 
 def preload(engine: Engine, requests: Sequence[Request]) -> bool:
-    """Load the model now, unless the engine cache holds every answer (a cached rerun never loads it).
-
-    Why: the CLI calls this while Prefect's API server starts (6-13 s here), so the two overlap."""
+    """Load the model now unless the cache holds every answer; the CLI calls it while Prefect's API server
+    starts (6-13 s here), so the two overlap."""
     load = getattr(getattr(engine, "backend", engine), "load", None)
     if load is None or not uncached(engine, requests):
         return False

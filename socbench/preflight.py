@@ -1,10 +1,8 @@
 """Checks a run before any flow or model starts: each failure is one ``SocbenchError`` line naming the
-setting or file. A unit's own files are checked here only in a single-unit run; in a run over several,
-that unit fails on its own and the others still run.
-
-Only prompts that could be too long for the model's context are tokenized: a byte-level BPE or
-byte-fallback SentencePiece token stands for at least one byte, so a prompt's token count is at most its
-UTF-8 byte count plus ``SPECIAL_MARGIN``; the others are counted exactly (``TokenCounter``).
+setting or file. A unit's own files are checked here only in a single-unit run (in a run over several, it
+fails on its own and the others still run). Only prompts that could be too long are tokenized: a byte-level
+BPE or byte-fallback token stands for at least one byte, so a prompt has at most its UTF-8 bytes plus
+``SPECIAL_MARGIN`` tokens.
 """
 
 from __future__ import annotations
@@ -47,17 +45,16 @@ class Overflow:
 
 
 def reply_tokens(request: PromptRequest) -> int:
-    """Tokens the answer needs after the prompt: generation's ``max_tokens``, or the longest option
-    code scored after the answer prefix (a code's tokens are at most its bytes)."""
+    """Tokens the answer needs: ``max_tokens``, or the longest scored code (tokens: at most its bytes)."""
     if request.mode == "logprobs":
         return max((len(code.encode()) for code in request.offered_codes), default=1)
     return request.sampling.max_tokens
 
 
 class TokenCounter:
-    """Exact token counts of prompts that share long parts: HF tokenizers cut at special tokens
-    first, so a count is the sum of its pieces' plus one per special token, and each distinct
-    piece is tokenized once. Where ``exact`` finds that false, prompts are encoded whole."""
+    """Exact token counts of prompts sharing long parts: HF tokenizers cut at special tokens first, so a
+    count is its pieces' plus one per special token, each piece tokenized once (where ``exact`` finds that
+    false, prompts are encoded whole)."""
 
     def __init__(self, tokenizer) -> None:
         from socbench.engines._chat import encode
@@ -89,10 +86,8 @@ class TokenCounter:
         return self._encode(text, special) if self._whole else self._by_pieces(text, special)
 
 
-def unit_overflow(unit: Unit, prompts: Sequence[PromptRequest], tokenizer,
-                    context: int) -> Overflow | None:
-    """How many of ``prompts`` (with their replies) exceed ``context`` tokens, counting only the
-    prompts whose byte length could (module docstring); None when all fit."""
+def unit_overflow(unit: Unit, prompts: Sequence[PromptRequest], tokenizer, context: int) -> Overflow | None:
+    """How many ``prompts`` (with replies) exceed ``context`` tokens, counting those whose bytes could."""
     from socbench.engines._chat import prompt_text
 
     texts = [prompt_text(tokenizer, r) + r.answer_prefix for r in prompts]
@@ -113,8 +108,7 @@ Prompts = dict[Unit, list[PromptRequest]]
 
 
 def check_prompt_lengths(prompts: Prompts, tokenizer, context: int, where: str) -> None:
-    """Every prompt and its reply fit ``context`` tokens; else one ConfigError line with the count,
-    the longest, the context and the two ways out. ``where`` says where the context comes from."""
+    """Every prompt and its reply fit ``context`` tokens (from ``where``); else one ConfigError line."""
     overflows = [o for d, p in prompts.items() if (o := unit_overflow(d, p, tokenizer, context))]
     if not overflows:
         return
@@ -128,11 +122,9 @@ def check_prompt_lengths(prompts: Prompts, tokenizer, context: int, where: str) 
         f"or fewer persona attributes (the manifest's persona_attributes: include:)")
 
 
-
 def check_output_dir(output_dir: Path, flag: str = "--output_dir", *, create: bool = True) -> None:
-    """The output folder can be created and written (``flag`` names it in the error). With
-    ``create=False`` nothing is created: the nearest existing folder must be writable (an
-    import that fails later then leaves no empty folder behind)."""
+    """The output folder can be created and written. ``create=False``: the nearest existing folder must be
+    writable, nothing is created (an import that fails later leaves no empty folder behind)."""
     folder = output_dir
     while not create and not folder.exists() and folder.parent != folder:
         folder = folder.parent
@@ -162,9 +154,8 @@ def _get_models(url: str, api_key: str | None, timeout_s: float) -> tuple[int, o
 
 def check_server(api_base: str, model: str | None = None, api_key: str | None = None,
                  timeout_s: float = 5.0, key_env: str = "OPENAI_API_KEY") -> None:
-    """Every OpenAI-compatible base URL answers, accepts the key (401/403 names ``--api_key_env``)
-    and lists ``model`` in ``/v1/models`` (else a ConfigError naming ``--model``); a server
-    without a model list is not checked further."""
+    """Every OpenAI-compatible base URL answers, accepts the key and lists ``model`` in ``/v1/models`` (a
+    server without a model list is not checked further)."""
     for url in (u.strip().rstrip("/").removesuffix("/v1") for u in api_base.split(",")):
         try:
             status, body = _get_models(url, api_key, timeout_s)
@@ -192,9 +183,8 @@ def check_structured(config: Any) -> None:
 
 
 def check_engine(engine: EngineSettings) -> int | None:
-    """The backend can be used: a server answers, accepts the key and serves ``--model``; or the
-    model resolves and its backend accepts the settings (vLLM's own configuration, transformers'
-    device and dtype), before any weights load. The model's context in tokens (None: a server)."""
+    """The backend can be used (a server answers and serves ``--model``; or the model resolves and its
+    backend accepts the settings), before any weights load; the model's context (None: a server)."""
     if engine.api_type == "openai":
         key = os.environ.get(engine.api_key_env)
         if key is None and engine.api_key_env != "OPENAI_API_KEY":
@@ -213,12 +203,9 @@ def check_engine(engine: EngineSettings) -> int | None:
 
 
 def check_run(config: Any) -> None:
-    """A run of any Task: its units and their data (a lone unit's files too; in a run over several, a unit
-    that cannot be read fails on its own in the flow), the task's own checks (where its data may go:
-    ``socbench.data_use``) and the output folder; then, unless the engine cache answers every request
-    (then nothing is sent: a rerun rescores with the server down or the GPU elsewhere), the engine and
-    that every prompt fits the model's context. The prompts built here are the ones the flow sends
-    (``socbench.pipeline`` remembers them)."""
+    """A run of any Task: its units and data, the task's own checks and the output folder; then, unless the
+    engine cache answers every request (a rerun rescores with the server down), the engine and that every
+    prompt fits the model's context. The prompts built here are the ones the flow sends (remembered)."""
     study = task_for(config)
     for note in study.check():
         log.warning(note)
@@ -240,8 +227,7 @@ def check_run(config: Any) -> None:
 
 
 def model_tokenizer(settings: EngineSettings):
-    """The tokenizer the backend uses (vLLM and transformers both load the model folder's, unless
-    ``--engine tokenizer`` names another)."""
+    """The tokenizer the backend uses: the model folder's, unless ``--engine tokenizer`` names another."""
     from transformers import AutoTokenizer
 
     from socbench.models import resolve_model

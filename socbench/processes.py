@@ -1,10 +1,7 @@
-"""Every process socbench starts beside itself: free ports, health waits, process groups, a
-Prefect server, a throwaway PostgreSQL cluster, and the CPU environment.
-
-A Prefect server is started only through ``prefect server start --host 127.0.0.1`` and reached
-through ``PREFECT_API_URL`` (nothing of Prefect imported); each runs in its own session, so a Ctrl-C
-reaches socbench, which then stops it in order.
-"""
+"""Every process socbench starts beside itself: free ports, health waits, process groups, a Prefect
+server (``prefect server start --host 127.0.0.1``, reached through ``PREFECT_API_URL``: nothing of Prefect
+imported), a throwaway PostgreSQL cluster, and the CPU environment. Each runs in its own session, so a
+Ctrl-C reaches socbench, which then stops it in order."""
 
 from __future__ import annotations
 
@@ -12,6 +9,7 @@ import contextlib
 import http.client
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -26,7 +24,6 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
-BIN = Path(sys.executable).parent  # the venv's console scripts (prefect)
 # Debian's postgresql (make setup installs it): the newest major version's tools
 PG_BIN = max((p for p in Path("/usr/lib/postgresql").glob("*/bin") if p.parent.name.isdigit()),
              key=lambda p: int(p.parent.name),
@@ -116,8 +113,7 @@ def signal_group(proc: subprocess.Popen[Any], sig: int) -> None:
 
 def stop_group(proc: subprocess.Popen[Any] | None, grace_s: float = 20.0,
                first: int = signal.SIGTERM) -> None:
-    """``first`` (SIGTERM) to the whole group, SIGKILL what is left after ``grace_s``; returns once
-    every member has gone; idempotent."""
+    """``first`` to the whole group, SIGKILL what is left after ``grace_s``; returns once all have gone."""
     if proc is None:
         return
     for sig, wait_s in ((first, grace_s), (signal.SIGKILL, 10.0)):
@@ -141,28 +137,37 @@ def transient(exc: BaseException) -> bool:
 
 def prefect_api(url: str, path: str, body: dict | None = None, tries: int = 6,
                 timeout_s: float = 60.0) -> Any:
-    """One call to the Prefect REST API (JSON in, JSON out); a POST when there is a body. What
-    ``transient`` names is retried after 1, 2, 4, ... s (a busy server rolled the call back, or a
-    loaded host kept it from answering in time); the last try's error is raised."""
+    """One call to the Prefect REST API (JSON in, JSON out; a POST when there is a body). What
+    ``transient`` names (a busy server rolled the call back, a loaded host did not answer in time) is
+    retried after 1, 2, 4, ... s; the last try's error is raised."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"{url}{path}", data=data, method="GET" if data is None else "POST",
                                      headers={"Content-Type": "application/json"})
-    for wait in (2**n for n in range(tries - 1)):
+    for n in range(tries):
         try:
-            return _answer(request, timeout_s)
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                return json.loads(response.read() or b"null")
         except (OSError, http.client.HTTPException) as exc:
-            if not transient(exc):
+            if n == tries - 1 or not transient(exc):
                 raise
-        time.sleep(wait)
-    return _answer(request, timeout_s)
+        time.sleep(2**n)
 
 
-def _answer(request: urllib.request.Request, timeout_s: float) -> Any:
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:
-        return json.loads(response.read() or b"null")
+class _Service:
+    """``with``: ``start()``, and ``stop()`` however the body ends (also on a Ctrl-C while it starts)."""
+
+    def __enter__(self) -> Any:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
-class PrefectServer:
+class PrefectServer(_Service):
     """``prefect server start`` on 127.0.0.1 (a free port unless given), in its own session, with
     ``env``; ``private``: one run's server (no UI or background services, stopped when socbench dies)."""
 
@@ -195,8 +200,8 @@ class PrefectServer:
         return self
 
     def wait(self, timeout_s: float = 120.0) -> PrefectServer:
-        """Until ``/api/health`` answers; a server that exited (its free port taken meanwhile) is
-        started once more on another one. TimeoutError/RuntimeError name the log."""
+        """Until ``/api/health`` answers; one that exited (its free port taken meanwhile) is started once
+        more on another. TimeoutError/RuntimeError name the log."""
         respawned = False
 
         def up() -> bool:
@@ -224,27 +229,16 @@ class PrefectServer:
         stop_group(self.proc, self.grace_s)
         self.proc = None
 
-    def __enter__(self) -> PrefectServer:
-        try:
-            return self.start()
-        except BaseException:  # Ctrl-C while it starts: __exit__ would not run
-            self.stop()
-            raise
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-class Postgres:
+class Postgres(_Service):
     """A PostgreSQL cluster on 127.0.0.1 with one database; ``url`` is Prefect's asyncpg URL for it.
     Throwaway (a temporary folder, removed on stop), or kept in ``folder`` and started again from it
     (the demo's state). As root it runs as Debian's ``postgres`` user (initdb refuses root)."""
 
     READY = "socbench-ready"  # in ``folder`` once its database exists
 
-    def __init__(self, database: str = "prefect", port: int | None = None, bin_dir: Path = PG_BIN,
-                 folder: Path | None = None) -> None:
-        self.database, self.port, self.bin_dir = database, port or free_port(), bin_dir
+    def __init__(self, folder: Path | None = None) -> None:
+        self.database, self.port, self.bin_dir = "prefect", free_port(), PG_BIN
         self.kept = folder is not None
         self.folder = folder.resolve() if self.kept else Path(tempfile.mkdtemp(prefix="socbench-pg-"))
         self.data = self.folder / "data"
@@ -254,15 +248,20 @@ class Postgres:
         return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/{self.database}"
 
     @staticmethod
-    def available(folder: Path | None = None, bin_dir: Path = PG_BIN) -> bool:
+    def available(folder: Path | None = None) -> bool:
         """initdb is installed; as root, the ``postgres`` user exists and can reach ``folder``."""
-        if not (bin_dir / "initdb").is_file():
+        if not (PG_BIN / "initdb").is_file():
             return False
         if os.geteuid() != 0:
             return True
         parents = [] if folder is None else [p for p in folder.resolve().parents if p.exists()]
-        reachable = all(p.stat().st_mode & 0o001 for p in parents)
-        return reachable and _user_exists("postgres")
+        if not all(p.stat().st_mode & 0o001 for p in parents):
+            return False
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return False
+        return True
 
     def _as_owner(self, tool: str, *args: str) -> list[str]:
         command = [str(self.bin_dir / tool), *args]
@@ -304,33 +303,12 @@ class Postgres:
         if not self.kept:
             shutil.rmtree(self.folder, ignore_errors=True)
 
-    def __enter__(self) -> Postgres:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def _user_exists(name: str) -> bool:
-    import pwd
-
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        return False
-    return True
-
 
 @contextlib.contextmanager
 def prefect_server(env: MutableMapping[str, str] | None = None, log: Path | None = None,
                    postgres: bool = False) -> Iterator[dict[str, str]]:
-    """A Prefect server for several processes (workers, deployments, the CLI); yields the
-    environment its clients use (``PREFECT_API_URL`` set). ``postgres``: its database is a
-    throwaway PostgreSQL cluster, as docs/scale-out.md asks once several workers poll it."""
+    """A Prefect server for several processes; yields its clients' environment (``PREFECT_API_URL``).
+    ``postgres``: its database is a throwaway cluster, as docs/scale-out.md asks for several workers."""
     env = dict(os.environ if env is None else env)
     with contextlib.ExitStack() as stack:
         if postgres:

@@ -1,17 +1,13 @@
-"""A run's progress, for whoever watches it: the stages report, a listener shows.
-
-The stages call ``begin`` (a domain or a dataset starts), ``requests`` (how many go to the
-engine), ``advance`` (one answered) and ``end`` (one line saying what came of it). The CLI
-listens (a bar on a terminal, the lines otherwise); with no listener (a Prefect worker, whose
-UI has its own artifacts) nothing is shown. ``domain_line`` and ``run_table`` say a domain's
-result in one line and a run's in a table for a terminal, each score beside its strongest baseline.
+"""A run's progress: the stages report (``begin`` a unit, ``requests`` to send, ``advance`` one answered,
+``end`` with its line, ``note`` a warning), a listener shows (the CLI: a bar on a terminal, else lines; a
+Prefect worker has none). ``domain_line`` and ``run_table`` put each score beside its strongest baseline.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
@@ -60,30 +56,15 @@ def listening(listener: Listener) -> Iterator[Listener]:
         _LISTENERS.remove(listener)
 
 
-def begin(label: str) -> None:
-    for listener in _LISTENERS:
-        listener.begin(label)
+def _tell(event: str) -> Callable[..., None]:
+    """A function that passes ``event`` on to every listener."""
+    def tell(*args: Any) -> None:
+        for listener in _LISTENERS:
+            getattr(listener, event)(*args)
+    return tell
 
 
-def requests(total: int) -> None:
-    for listener in _LISTENERS:
-        listener.requests(total)
-
-
-def advance(n: int = 1) -> None:
-    for listener in _LISTENERS:
-        listener.advance(n)
-
-
-def end(line: str) -> None:
-    for listener in _LISTENERS:
-        listener.end(line)
-
-
-def note(line: str) -> None:
-    """A warning the watcher must see (respondents pooled into one unknown group)."""
-    for listener in _LISTENERS:
-        listener.note(line)
+begin, requests, advance, end, note = map(_tell, ("begin", "requests", "advance", "end", "note"))
 
 
 # ------------------------------------------------------------------ a domain, a run
@@ -107,8 +88,7 @@ def _baseline(row: Mapping[str, Any]) -> str:
 
 def domain_line(row: Mapping[str, Any]) -> str:
     """``domain 3 Family: 145 items, accuracy 0.412 [0.350, 0.470], best baseline majority answer 0.380
-    (+0.032), 0 parse failures, 0 engine errors`` from a summary row (``summary_row``); an
-    incomplete domain says so instead of a score."""
+    (+0.032), 0 parse failures, 0 engine errors`` from a summary row; an incomplete one says so."""
     head = f"domain {row['domain_id']} {row['domain']}: {row['scoreable_items']} items"
     tail = f"{row['parse_failures']} parse failures, {row['engine_errors']} engine errors"
     if row.get("complete") is False:
@@ -122,9 +102,8 @@ def finished_line(line: str, seconds: float) -> str:
 
 
 def run_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The run's table for a terminal (at most 120 columns): domain, accuracy [95% CI], strongest
-    baseline (its accuracy, then its name), margin, failures (parse, engine); an incomplete domain:
-    "incomplete", no margin. ``summary.md`` and the report keep every column."""
+    """The run's table for a terminal (at most 120 columns; ``summary.md`` and the report keep every
+    column); an incomplete domain: "incomplete", no margin."""
     head = ("domain", "accuracy [95% CI]", "strongest baseline", "margin", "failures")
     cells = [[f"{row['domain_id']} {row['domain']}",
               _accuracy(row) if row.get("complete") is not False else "incomplete",

@@ -1,9 +1,6 @@
-"""What each stage hands on to the next as a whole run's outcome: the records that cross
-tasks → flows → CLI (and a sweep's records of its dispatched runs), beside ``types.py``.
-
-Frozen dataclasses: Prefect persists a flow's result (and a Failed state's ``data``) by pickling,
-and a worker, the CLI and a Retry read the same fields by name, never a dict key.
-"""
+"""The records of a whole run's outcome that cross tasks -> flows -> CLI (and a sweep's dispatched runs).
+Frozen dataclasses: Prefect pickles a flow's result (and a Failed state's ``data``), and a worker, the CLI
+and a Retry read the same fields by name, never a dict key."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The ``score`` stage over an expanded run: the seam between the expansions and scoring.
-
-An item is expanded once, when prompts are built, into several ordinary requests, each recording
-the variant it shows (``PromptRequest.variant``), so extraction and scoring read every answer
-against what its request displayed and never name an expansion. Scoring sees one extraction per
-item: repeated draws (``socbench.draws``) are reduced to their modal extraction before it, and
-circular variants (``socbench.circular``) are reduced to their metrics after it.
+"""The ``score`` stage over an expanded run. Each request records the variant it shows, so extraction
+and scoring never name an expansion: draws (``socbench.draws``) are reduced to one extraction per item
+before scoring, circular variants (``socbench.circular``) to their metrics after it.
 """
 
 from __future__ import annotations
@@ -21,8 +17,7 @@ from socbench.types import DomainData, Extraction, Item, ScoredDomain
 
 def score_expanded(data: DomainData, items: Sequence[Item], extractions: Mapping[str, Extraction],
                    config: RunConfig) -> ScoredDomain:
-    """Draws reduced to one extraction per item, the items scored, variants reduced; the draws'
-    record (K, first seed, agreement, Fleiss' kappa) joins the domain's metrics."""
+    """Draws reduced, items scored, variants reduced; the draws' record joins the domain's metrics."""
     reduced, record = reduce_draws(extractions, config.samples, config.seed)
     scored = score_domain(data, items, reduced, model=config.engine.model, run=config.run_name,
                           interview_count=config.interview_count, include_persona=config.include_persona,

@@ -1,11 +1,8 @@
 """The ``score`` stage: Items + Extractions -> ScoredItems -> one DomainResult (a ScoredDomain).
 
-Only scoreable items (``excluded_reason is None``) are scored, each exactly once, and every
-request that showed a variant of one (``PromptRequest.variant``), once. An item whose extraction is missing or
-failed is wrong and carries ``parse_error``; so is one whose extracted code was not
-offered to that respondent. An item the engine could not answer carries ``engine_error``
-instead: that is no answer at all, and a domain with any is *incomplete* — its answer-based
-metrics are left out (NaN), never shown as a score (``incomplete_reason`` says why).
+Each scoreable item is scored once, and each request that showed a variant of one. A missing, failed or
+unoffered answer is wrong (``parse_error``); an item the engine could not answer has ``engine_error``:
+no answer at all, and a domain with any is *incomplete*, its answer metrics NaN, never shown as a score.
 """
 
 from __future__ import annotations
@@ -59,8 +56,7 @@ METRIC_NAMES = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1", "pa
 
 def score_item(item: Item, extraction: Extraction | None,
                groups: Mapping[str, str] | None = None) -> ScoredItem:
-    """Score one scoreable item against its extraction (None when there is none); ``groups`` (the
-    respondent's persona groups) stay on the item for the breakdowns."""
+    """One scoreable item against its extraction (None: there is none); ``groups``: for the breakdowns."""
     if item.true_code is None:
         raise ValueError(f"item {item.item_id} is scoreable but has no true code")
     predicted = extraction.code if extraction is not None else None
@@ -76,65 +72,35 @@ def score_item(item: Item, extraction: Extraction | None,
     else:
         error = None
     return ScoredItem(
-        person_id=item.person_id,
-        question_id=item.question_id,
-        country_code=item.country_code,
-        true_code=item.true_code,
-        predicted_code=predicted,
-        correct=error is None and engine_error is None and predicted == item.true_code,
-        parse_error=error,
-        country_specific=item.country_specific,
-        offered_codes=item.offered_codes,
-        distribution=extraction.distribution if extraction is not None else None,
-        groups=dict(groups or {}),
-        engine_error=engine_error,
-        raw_reply=extraction.raw_reply if extraction is not None else None,
-        draws=extraction.draws if extraction is not None else None,
-    )
+        person_id=item.person_id, question_id=item.question_id, country_code=item.country_code,
+        true_code=item.true_code, predicted_code=predicted,
+        correct=error is None and engine_error is None and predicted == item.true_code, parse_error=error,
+        country_specific=item.country_specific, offered_codes=item.offered_codes,
+        distribution=extraction.distribution if extraction is not None else None, groups=dict(groups or {}),
+        engine_error=engine_error, raw_reply=extraction.raw_reply if extraction is not None else None,
+        draws=extraction.draws if extraction is not None else None)
 
 
 def score_items(items: Sequence[Item], extractions: Mapping[str, Extraction],
                 groups: Mapping[int, Mapping[str, str]] | None = None) -> list[ScoredItem]:
     """Score every scoreable item; ``extractions`` keyed by item id, ``groups`` by person id."""
     groups = groups or {}
-    return [
-        score_item(item, extractions.get(item.item_id), groups.get(item.person_id))
-        for item in items
-        if item.excluded_reason is None
-    ]
+    return [score_item(item, extractions.get(item.item_id), groups.get(item.person_id))
+            for item in items if item.excluded_reason is None]
 
 
-def summarize_domain(
-    domain_id: int,
-    domain_name: str,
-    model: str,
-    items: Sequence[Item],
-    scored: Sequence[ScoredItem],
-    unmapped_countries: Mapping[str, int],
-    interview_count: int,
-    *,
-    min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-    seed: int = 0,
-    weights: Mapping[int, float] | None = None,
-    weights_off: str | None = None,
-    engine_errors: Sequence[str] | None = None,
-    texts: Mapping[str, str] | None = None,
-    run: str = "",
-    attributes: Mapping[int, Mapping[str, str]] | None = None,
-    grouping: str = COUNTRY,
-    cache: Path | None = None,
-) -> DomainResult:
+def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequence[Item],
+                     scored: Sequence[ScoredItem], unmapped_countries: Mapping[str, int],
+                     interview_count: int, *, min_respondents: int = DEFAULT_MIN_RESPONDENTS, seed: int = 0,
+                     weights: Mapping[int, float] | None = None, weights_off: str | None = None,
+                     engine_errors: Sequence[str] | None = None, texts: Mapping[str, str] | None = None,
+                     run: str = "", attributes: Mapping[int, Mapping[str, str]] | None = None,
+                     grouping: str = COUNTRY, cache: Path | None = None) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
-    ``margin_over_best_baseline`` joins the metrics, so a headline number is never read without
-    its floor. ``min_respondents``: the smallest group a distribution, ranking or CI is given for.
-    Without ``weights``, ``weights_off`` says why. With any ``engine_errors`` (default: those of
-    ``scored``) the result is incomplete: counts and baselines only. ``run``: the run's folder
-    when it is not the model's (a control run). ``attributes`` (person id -> the persona attributes
-    the prompts showed) add the yardsticks (``socbench.yardsticks``) to a complete domain, and the
-    demographic model to its baselines. ``grouping``: what the items' country_code holds;
-    ``cache``: where the yardsticks, the baselines and the per-question view are kept for a rerun
-    (``socbench.memo``).
+    ``margin_over_best_baseline`` joins the metrics, so a headline number is never read without its
+    floor. Any ``engine_errors`` (default: ``scored``'s) leave counts and baselines only. ``attributes``
+    (what the prompts showed) add the yardsticks and the demographic baseline; ``cache``: ``socbench.memo``.
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
@@ -176,26 +142,13 @@ def summarize_domain(
     )
 
 
-def score_domain(
-    data: DomainData,
-    items: Sequence[Item],
-    extractions: Mapping[str, Extraction],
-    *,
-    model: str,
-    interview_count: int | str = "all",
-    min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-    run: str = "",
-    include_persona: bool = True,
-    cache: Path | None = None,
-) -> ScoredDomain:
-    """The whole ``score`` stage for one domain: scored items, their DomainResult and every
-    variant's answer (``metrics.reduce_domain`` reduces them); ``extractions`` by request id.
-
-    The result records the respondents actually interviewed; more than the requested
-    ``interview_count`` means an earlier stage ignored it (a bug, not user input).
-    ``include_persona``: whether the prompts showed the persona (the demographic model's inputs);
-    ``cache``: the run's cache folder (the yardsticks and estimates are read back from it on a rerun).
-    """
+def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[str, Extraction], *,
+                 model: str, interview_count: int | str = "all",
+                 min_respondents: int = DEFAULT_MIN_RESPONDENTS, run: str = "", include_persona: bool = True,
+                 cache: Path | None = None) -> ScoredDomain:
+    """The ``score`` stage of one domain: scored items, their DomainResult and every variant's answer
+    (``score_stage`` reduces them); ``extractions`` by request id. More respondents than
+    ``interview_count`` means an earlier stage ignored it (a bug, not user input)."""
     interviewed = len({item.person_id for item in items})
     if isinstance(interview_count, int) and interviewed > interview_count:
         raise ValueError(f"{data.domain_name}: {interviewed} respondents in the items, "
@@ -222,16 +175,14 @@ def score_domain(
 
 def country_breakdown(scored: Sequence[ScoredItem], unmapped: Mapping[str, int],
                       expected: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
-    """``metrics.grouped.group_rows`` per country; empty for a study without countries (no code and
-    nothing unmapped), rather than one group called "unmapped"."""
+    """``group_rows`` per country; empty (not one group "unmapped") for a study without countries."""
     if not unmapped and all(item.country_code is None for item in scored):
         return {}
     return group_rows(scored, "country_code", expected)
 
 
 def design_weights(data: DomainData) -> tuple[dict[int, float] | None, str | None]:
-    """(person id -> design weight, None) when every respondent has a usable one (``socbench.weights``),
-    else (None, why weighted metrics are off)."""
+    """(person id -> design weight, None) when every respondent has a usable one, else (None, why not)."""
     people = data.respondents
     reason = weights_off_reason([p.weight for p in people], [p.person_id for p in people]) if people \
         else "no respondents"
@@ -242,8 +193,7 @@ def design_weights(data: DomainData) -> tuple[dict[int, float] | None, str | Non
 
 
 def variant_answer(variant: Variant, extraction: Extraction) -> VariantResult:
-    """A variant's answer, read as ``score_item`` reads the normal one but against the labels the
-    variant displayed (its codes, or positions 1..n when relabelled)."""
+    """A variant's answer, read as ``score_item`` reads one, against the labels the variant displayed."""
     error = extraction.engine_error or extraction.failure or (None if extraction.code else NO_CODE)
     if error is None and extraction.code not in variant.shown:
         error = NOT_OFFERED
@@ -251,8 +201,7 @@ def variant_answer(variant: Variant, extraction: Extraction) -> VariantResult:
 
 
 def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction]) -> list[VariantResult]:
-    """The answer of every request that showed a variant of its item, grouped by item in
-    ``items`` order; a failed or unoffered answer is a None prediction (wrong) with its reason."""
+    """Every variant's answer, by item in ``items`` order; a failed one: a None prediction and its reason."""
     rank = {item.item_id: i for i, item in enumerate(items)}
     answers = [variant_answer(e.variant, e) for e in extractions.values() if e.variant is not None]
     return sorted(answers, key=lambda answer: rank.get(answer.qid, len(rank)))

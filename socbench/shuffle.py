@@ -1,10 +1,8 @@
 """Seeded option orders and option rendering.
 
-The original system shuffled options with no seed, and ``--shuffle_options=False`` could
-not turn it off. Here the order is a pure function of (run seed, person, question), derived
-through sha256 so it is the same in every process and Python version (``hash()`` is salted
-per process), and the order shown is recorded on each PromptRequest. Codes stay attached
-to their labels: only the order of ``id. text`` lines changes.
+The original system shuffled with no seed (``--shuffle_options=False`` could not turn it off). Here the
+order is a pure function of (run seed, person, question), through sha256 (``hash()`` is salted per
+process), recorded on each PromptRequest; codes stay attached to their labels.
 """
 
 from __future__ import annotations
@@ -24,18 +22,16 @@ def order_seed(run_seed: int, person_id: int | str, question_id: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def shuffled_order(
-    codes: Sequence[Code], run_seed: int, person_id: int | str, question_id: str
-) -> tuple[Code, ...]:
+def shuffled_order(codes: Sequence[Code], run_seed: int, person_id: int | str,
+                   question_id: str) -> tuple[Code, ...]:
     """A seeded permutation of ``codes``; the same inputs always give the same order."""
     order = list(codes)
     random.Random(order_seed(run_seed, person_id, question_id)).shuffle(order)
     return tuple(order)
 
 
-def display_order(
-    codes: Sequence[Code], shuffle: bool, run_seed: int, person_id: int | str, question_id: str
-) -> tuple[Code, ...]:
+def display_order(codes: Sequence[Code], shuffle: bool, run_seed: int, person_id: int | str,
+                  question_id: str) -> tuple[Code, ...]:
     """Survey order when ``shuffle`` is off, else the seeded permutation."""
     return shuffled_order(codes, run_seed, person_id, question_id) if shuffle else tuple(codes)
 
@@ -49,11 +45,7 @@ def option_text(code: Code, label: str) -> str:
 
 
 def render_options(options: Options, order: Sequence[Code] | None = None) -> str:
-    """``id. text`` lines (``option_text``) in ``order`` (default: the options' own order).
-
-    ``order`` must be a permutation of the option codes; the circular-evaluation module
-    passes its rotations here.
-    """
+    """``id. text`` lines (``option_text``) in ``order``, a permutation of the codes (default: their own)."""
     labels = dict(options.items() if isinstance(options, Mapping) else options)
     shown = list(labels) if order is None else list(order)
     if sorted(shown) != sorted(labels):

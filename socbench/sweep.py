@@ -1,10 +1,7 @@
-"""A model sweep: several models over the same domains, cut into deployment runs.
-
-Plain data and decisions, no Prefect: the record the ``issp-sweep`` flow takes (``SweepConfig``:
-the run settings every model shares, one engine record per model), how each model's domains
-are cut into runs (``SweepUnit``; one engine load each), and what the flow runs' records say
-about each (model, domain) (``settle``): done, still running, or failed and why. A Retry of
-the sweep dispatches only what is neither done nor running.
+"""A model sweep: several models over the same domains, cut into deployment runs. Plain data and
+decisions, no Prefect: ``SweepConfig`` (shared run settings, one engine record per model), ``SweepUnit``
+(one engine load each), and ``settle``: what the flow runs' records say of each (model, domain); a Retry
+dispatches only what is neither done nor running.
 """
 
 from __future__ import annotations
@@ -12,9 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from socbench.config import RunConfig
 from socbench.engines.segment_cache import CacheStore
@@ -27,9 +24,18 @@ DEPLOYMENT = re.compile(r"^[^/\s]+/[^/\s]+$")
 Pair = tuple[int, int]  # (model index, domain id)
 
 
+def _check_deployment(value: str) -> str:
+    if not DEPLOYMENT.match(value):
+        raise ConfigError(f"deployment {value!r}: expected <flow name>/<deployment name>, "
+                          "e.g. issp-domains/gpu")
+    return value
+
+
+Deployment = Annotated[str, AfterValidator(_check_deployment)]
+
+
 class SweepModel(EngineSettings):
-    """One model of a sweep: its engine record (the ``--api_type``, ``--model``, ``--engine``, ...
-    settings) and where its domains run. ``api_base`` takes a list of servers (round-robin)."""
+    """One model of a sweep: its engine record and where its domains run."""
 
     api_base: str | list[str] | None = Field(None, description=(
         "OpenAI-compatible base URL(s): a list, or comma-separated; requests go round-robin (openai)"))
@@ -37,7 +43,7 @@ class SweepModel(EngineSettings):
         "engine cache store; segments (the sweep's default) is safe for several workers and hosts"))
     domains_per_run: int | None = Field(None, ge=1, description=(
         "domains per deployment run, each run loading the engine once (default: the sweep's)"))
-    deployment: str | None = Field(None, description=(
+    deployment: Deployment | None = Field(None, description=(
         "per-domain deployment that runs this model, e.g. issp-domains/gpu (default: the sweep's)"))
     engine_slots: int | None = Field(None, ge=0, description=(
         "slots of the sweep's engine_limit held while this model runs (default: tensor_parallel_size x "
@@ -81,16 +87,11 @@ class SweepConfig(BaseModel):
     models: list[SweepModel] = Field(default_factory=lambda: [SweepModel()], min_length=1)
     domains_per_run: int | None = Field(None, ge=1, description=(
         "domains per deployment run (default: all of a model's domains in one run: one engine load)"))
-    deployment: str = Field("issp-domains/local", description=(
+    deployment: Deployment = Field("issp-domains/local", description=(
         "the per-domain deployment runs go to (flow/deployment), e.g. issp-domains/gpu"))
     engine_limit: str | None = Field(None, description=(
         "Prefect global concurrency limit held while an engine runs, e.g. socbench-gpus-{host} "
         "({host}: the worker's SOCBENCH_HOST, else its host name); none: no limit"))
-
-    @field_validator("deployment")
-    @classmethod
-    def _deployment(cls, value: str) -> str:
-        return _check_deployment(value)
 
     @field_validator("engine_limit")
     @classmethod
@@ -108,9 +109,7 @@ class SweepConfig(BaseModel):
         if self.run.engine != default:
             raise ConfigError("run.engine: a sweep sets each engine under models, not under run")
         seen: dict[str, int] = {}
-        for index, model in enumerate(self.models):
-            if model.deployment is not None:
-                _check_deployment(model.deployment)
+        for index in range(len(self.models)):
             name = self.run_config(index).run_name
             if name in seen:
                 raise ConfigError(f"models[{index}]: writes to the same results as models[{seen[name]}] "
@@ -136,13 +135,6 @@ class SweepConfig(BaseModel):
         return units
 
 
-def _check_deployment(value: str) -> str:
-    if not DEPLOYMENT.match(value):
-        raise ConfigError(f"deployment {value!r}: expected <flow name>/<deployment name>, "
-                          "e.g. issp-domains/gpu")
-    return value
-
-
 # ------------------------------------------------------ what the runs' records (socbench.records) say
 
 
@@ -163,8 +155,8 @@ class SweepState:
 
 
 def settle(batches: Iterable[BatchRecord]) -> SweepState:
-    """Done: any run of the pair completed. Running: its latest batch is not over. Failed: the
-    rest, with the domain run's own message or, when it never finished, its batch's."""
+    """Done: any run of the pair completed. Running: its latest batch is not over. Failed: the rest, with
+    the domain run's own message or, when it never finished, its batch's."""
     batches = list(batches)
     state = SweepState()
     for batch in batches:

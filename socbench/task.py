@@ -1,10 +1,7 @@
-"""A study is a Task: how to load its samples, turn them into engine requests, read and score the
-answers, and write its part of the results log. One pipeline runs every Task (``socbench.pipeline``
-in this process; the Prefect flows of ``flows/`` stage by stage, each stage one method here).
-
-Why one shape: the ISSP benchmark, a survey imported with ``data import`` and a multiple-choice
-dataset differ only in these methods; loading, expansion (circular orders, repeated draws), the
-engine and its cache, progress, teardown, retries and the run's summary are written once.
+"""A study is a Task: load its samples, turn them into engine requests, read and score the answers, write
+its part of the results log. One pipeline runs every Task (``socbench.pipeline``; ``flows/`` stage by
+stage). Why one shape: ISSP, an imported survey and a multiple-choice dataset differ only in these
+methods; expansion, the engine and its cache, progress, retries and the summary are written once.
 """
 
 from __future__ import annotations
@@ -37,16 +34,6 @@ class Prompts:
     plan: Any = None
 
 
-class UnitResult(Protocol):
-    """What a unit's ``score`` leaves for the parent flow: its id, and whether every request was answered."""
-
-    @property
-    def unit_id(self) -> int: ...
-
-    @property
-    def incomplete_reason(self) -> str | None: ...
-
-
 class Task(Protocol):
     """One study under one run configuration; every method is one stage of the design card."""
 
@@ -55,52 +42,40 @@ class Task(Protocol):
 
     def units(self) -> Sequence[Unit]:
         """The units to run, in order (``--domain_id`` / ``--start_domain_id``)."""
-        ...
 
     def unit(self, unit_id: int) -> Unit:
         """One unit by id (a unit flow's parameter)."""
-        ...
 
     def folder(self) -> Path:
         """The run's folder: where its results log is written."""
-        ...
 
     def check(self) -> list[str]:
         """The task's own checks before any work (the preflight reads every unit's data too); the notes a
         user must see (one line each)."""
-        ...
 
     def load(self, unit: Unit) -> Any:
         """``load_data``: the unit's samples, validated."""
-        ...
 
     def notes(self, data: Any) -> list[str]:
         """What the watcher of a run must see about a unit's samples (respondents pooled into one unknown
         group), one line each."""
-        ...
 
     def special_options(self, data: Any) -> Any:
         """``country_special_options``: the options each sample shows (identity where there are none)."""
-        ...
 
     def prompts(self, samples: Any) -> Prompts:
         """``build_prompts``: every request, expansions (circular orders, draws) included."""
-        ...
 
     def extract(self, prompts: Prompts, results: Sequence[Any]) -> Any:
         """``extract``: what each answer says (``results`` in ``prompts.requests`` order)."""
-        ...
 
     def score(self, samples: Any, prompts: Prompts, extracted: Any) -> Any:
-        """``score``: the unit's items and metrics; ``.result`` is its ``UnitResult``."""
-        ...
+        """``score``: the unit's items and metrics; ``.result`` has ``unit_id`` and ``incomplete_reason``."""
 
     def report(self, scored: Any, seconds: float) -> UnitReport:
         """``report``: write the unit's record of the results log (``seconds``: the unit's wall time)."""
-        ...
 
     def finish(self, results: Sequence[Any], failed: dict[int, str],
                export_failed: Sequence[str]) -> RunReport:
         """``report_run``: the run's summary over the units' results (``failed``: units without one; the
         ``--export`` formats that could not be written) and the report over every run beside it."""
-        ...

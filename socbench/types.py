@@ -1,7 +1,6 @@
-"""The records that cross a pipeline stage (simple-evals' ``types.py``); CP vs MCP's are in ``mcq/types.py``.
-Records are frozen; option codes are always strings (``"1"``, ``"-4"``): JSON keys, prompts, answers compare.
-ISSP: DomainData -> Item -> PromptRequest -> EngineResult -> Extraction -> ScoredDomain.
-Expanded items: Variant -> VariantResult."""
+"""The frozen records that cross a pipeline stage (CP vs MCP's: ``mcq/types.py``): DomainData -> Item ->
+PromptRequest -> EngineResult -> Extraction -> ScoredDomain; Variant -> VariantResult. Option codes are
+always strings (``"1"``, ``"-4"``): JSON keys, prompts and answers compare."""
 
 from __future__ import annotations
 
@@ -100,9 +99,8 @@ class SamplingSettings:
 
 @dataclass(frozen=True)
 class PromptRequest:
-    """A prompt ready for an engine, with its provenance. ``chat`` False: ``messages`` holds one user
-    message sent as raw text (no chat template), as for ARC prompts. In ``logprobs`` mode the engine scores
-    each offered code after ``answer_prefix``; ``structured`` constrains the reply to that JSON."""
+    """A prompt ready for an engine. ``chat`` False: one user message sent as raw text (ARC). ``logprobs``
+    mode scores each offered code after ``answer_prefix``; ``structured`` constrains the reply to JSON."""
     item_id: str
     messages: tuple[Message, ...]
     mode: Mode = "generate"

@@ -1,11 +1,8 @@
 """Design weights: which are usable, and why weighted metrics are off when they are not.
 
-Why one rule everywhere: the importer refuses (or handles, by the user's choice) the same
-weights that ``data validate`` reports and that switch the scorer's weighted metrics off,
-so a weight problem is named once at import and never discovered as a silently missing
-column in the results. A usable design weight is a finite number above zero; a zero weight
-puts a respondent outside the population estimate, so it is a choice the user makes
-(``--bad-weights drop``), not something the data does on its own.
+Why one rule everywhere: the importer, ``data validate`` and the scorer judge the same weights, so a
+problem is named once at import, never found as a silently missing column. Usable: finite and above
+zero; a zero weight puts a respondent outside the estimate, a choice the user makes (``--bad-weights``).
 """
 
 from __future__ import annotations
