@@ -1,9 +1,4 @@
-"""A run's results log, read back: what the run wrote, never recomputed.
-
-An ISSP run folder ``<output_dir>/<run>/`` holds per domain ``<Domain>_detailed.json`` (its record and
-every item), ``<Domain>_metrics.json`` (the record alone) and, with circular evaluation,
-``<Domain>_circular[_relabel]_metrics.json``; and the run's ``summary.json``. An MCQ run's
-``<output_dir>/<model>/mcq/`` holds per dataset ``<dataset>_results.json`` and ``_predictions.jsonl``.
+"""A run's results log (the files: ``log.write``), read back: what the run wrote, never recomputed.
 Every record is read through its model (``log.records``); one written by an older socbench is named in
 one line saying to re-score it.
 """
@@ -128,8 +123,7 @@ def read_domains(folder: Path) -> list[DomainRun]:
 
 @dataclass(frozen=True)
 class ModelRun:
-    """One ISSP run folder: its domains; its summary (None: the run has not finished) and circular
-    metrics are read when asked for (``socbench export`` needs neither)."""
+    """One ISSP run folder: its domains; summary (None: not finished) and circular metrics read lazily."""
 
     run: str  # folder name
     model: str

@@ -1,11 +1,9 @@
 """Writing a unit's records of the results log, atomically, under ``<output_dir>/<run slug>/``.
 
-ISSP, per domain: ``<Domain>_detailed.json`` (the record, persona groups, every scored item) and
-``<Domain>_metrics.json`` (the record); with circular evaluation ``<Domain>_circular[_relabel].jsonl``
-and ``_metrics.json``. MCQ, under ``<model slug>/mcq/``: ``<dataset>_results.json``,
-``_predictions.jsonl`` and, per k, ``<dataset>_mcp_k<k>_circular.jsonl``/``_metrics.json``. Engine errors
-(no reply) are counted apart from parse failures, each by reason; a domain with engine errors is
-``complete: false`` and its accuracy and F1s are ``null``, never a score.
+ISSP, per domain: ``<Domain>_detailed.json`` (record, persona groups, every item), ``<Domain>_metrics.json``
+and with circular evaluation ``<Domain>_circular[_relabel].jsonl``/``_metrics.json``. MCQ, under
+``<model slug>/mcq/``: ``<dataset>_results.json``, ``_predictions.jsonl`` and, per k, the circular files.
+A domain with engine errors is ``complete: false``, its accuracy and F1s ``null``, never a score.
 """
 
 from __future__ import annotations
@@ -77,10 +75,7 @@ def domain_record(result: DomainResult, scored: Sequence[ScoredItem], timestamp:
 
 def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
                        scored: Sequence[ScoredItem], timestamp: str | None = None) -> tuple[Path, Path]:
-    """Write ``<Domain>_detailed.json`` and ``<Domain>_metrics.json``; return their paths.
-
-    ``total_count`` is the number of scoreable items, ``excluded_count`` the excluded ones.
-    """
+    """Write ``<Domain>_detailed.json`` and ``<Domain>_metrics.json``; return their paths."""
     if len(scored) != result.scoreable_items:
         raise ValueError(f"{result.domain_name}: {len(scored)} scored items but "
                          f"{result.scoreable_items} scoreable in the DomainResult")

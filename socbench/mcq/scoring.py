@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -143,14 +143,20 @@ def score_mcq(plan: McqPlan, answers: McqAnswers) -> McqScores:
                      {k: tuple(results) for k, results in variants.items()})
 
 
+def _means(values: Iterable[tuple[int, str, float]]) -> dict[int, dict[str, float]]:
+    """``{k: {method: mean}}`` of (k, method, value) triples, in sorted order."""
+    found: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for k, method, value in values:
+        found[(k, method)].append(value)
+    table: dict[int, dict[str, float]] = defaultdict(dict)
+    for (k, method), outcomes in sorted(found.items()):
+        table[k][method] = sum(outcomes) / len(outcomes)
+    return dict(table)
+
+
 def accuracies(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
     """``{k: {method: accuracy}}`` over the predictions (a missing prediction is wrong)."""
-    hits: dict[tuple[int, str], list[bool]] = defaultdict(list)
-    for pred in predictions:
-        hits[(pred.k_shot, pred.method)].append(pred.correct)
-    table: dict[int, dict[str, float]] = defaultdict(dict)
-    for (k, method), outcomes in sorted(hits.items()):
-        table[k][method] = sum(outcomes) / len(outcomes)
+    table = _means((pred.k_shot, pred.method, pred.correct) for pred in predictions)
     return {k: {m: table[k][m] for m in METHODS if m in table[k]} for k in sorted(table)}
 
 
@@ -170,11 +176,5 @@ def reported_accuracies(predictions: Sequence[Prediction],
 
 def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
     """Mean probability MCP puts on the scored codes, per k and method (format-following)."""
-    masses: dict[tuple[int, str], list[float]] = defaultdict(list)
-    for pred in predictions:
-        if pred.mass is not None:
-            masses[(pred.k_shot, pred.method)].append(pred.mass)
-    out: dict[int, dict[str, float]] = defaultdict(dict)
-    for (k, method), values in sorted(masses.items()):
-        out[k][COLUMNS[method]] = sum(values) / len(values)
-    return dict(out)
+    table = _means((pred.k_shot, pred.method, pred.mass) for pred in predictions if pred.mass is not None)
+    return {k: {COLUMNS[m]: mass for m, mass in row.items()} for k, row in table.items()}
