@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -130,10 +131,9 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
     domain: not a result), and ``pooled``; ``model``: the model asked, naming the run folder."""
     rows = [summary_row(r) for r in sorted(results, key=lambda r: r.domain_id)]
     incomplete = {str(r.domain_id): r.incomplete_reason for r in results if not r.complete}
-    unmapped: dict[str, int] = {}
+    unmapped: Counter[str] = Counter()
     for row in rows:
-        for name, n in row["unmapped_countries"].items():
-            unmapped[name] = unmapped.get(name, 0) + n
+        unmapped.update(row["unmapped_countries"])
     return {
         "format": FORMAT, "task": "issp",
         "model": results[0].model if results else model,

@@ -215,9 +215,9 @@ def user_message(question_text: str, item: Item, order: Sequence[str], words: Co
 
 
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
-                 system: str, order: Sequence[str] | None = None,
+                 system: str | None = None, order: Sequence[str] | None = None,
                  shown: Sequence[str] | None = None) -> PromptRequest:
-    """One request with the respondent's ``system`` message; ``order``: a circular variant's option
+    """One request (``system``: the respondent's message, reused); ``order``: a circular variant's option
     order, ``shown``: its labels per position, the codes the model may answer (``relabel``)."""
     words = country_words(respondent)
     if order is None:
@@ -229,7 +229,7 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
     return PromptRequest(
         item_id=item.item_id,
         messages=(
-            Message("system", system),
+            Message("system", system if system is not None else system_message(respondent, settings)),
             Message("user", user_message(question.text, item, order, words, shown if relabelled else None)),
         ),
         mode=settings.mode,
