@@ -7,12 +7,10 @@ For option i with continuation `` text_i``, ``lp_i`` = log P(`` text_i`` | CP co
 - ``cp_ln_char``  : lp_i / len(text_i), characters without the leading space (lm-eval ``acc_norm``)
 - ``cp_un``       : lp_i - log P(`` text_i`` | ``Answer:``)       (unconditional normalisation)
 - ``mcp``         : log P(`` L_i`` | MCP prompt), L_i the i-th letter
-- ``mcp_tolerance``: log(P(`` L_i``) + P(`` i``)), i.e. the option counts as chosen whether the
-  model names its letter or its 1-based index digit; the two are disjoint continuations, so
-  their probabilities add.
+- ``mcp_tolerance``: log(P(`` L_i``) + P(`` i``)): the letter or the 1-based digit (disjoint, so they add)
 
-The prediction is the option with the highest score (the first on ties); an option without
-a score (an engine error) makes the item's prediction None, which counts as wrong.
+The prediction is the highest score (the first on ties); a missing score (an engine error) makes it
+None, which counts as wrong.
 """
 
 from __future__ import annotations
