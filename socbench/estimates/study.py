@@ -235,8 +235,8 @@ def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | N
 
 @dataclass
 class Check:
-    """Per question, over repeated i.i.d. studies: how often each interval held the full-sample
-    value (PPI, classical; per target), and each study's gains; per study, the median gain."""
+    """Per question over repeated i.i.d. studies: how often each interval (PPI, classical) held the
+    full-sample value, and the gains; per study, the median gain."""
 
     covered: dict[str, np.ndarray]
     gains: dict[str, list[np.ndarray]]
@@ -344,9 +344,8 @@ def estimate_items(items: pd.DataFrame, settings: Settings) -> dict[str, Any]:
 
 
 def gain_record(domain: str, items: pd.DataFrame, s: Settings = RUN_SETTINGS) -> dict[str, Any]:
-    """What the run records (score stage; the report and leaderboard read it): per question the
-    headline gain and PPI correlation at ``socbench estimate``'s default labelled fraction, and
-    the domain's median gain with its CI over ``s.repeats`` splits; too few people: why, only."""
+    """What the score stage records for the report: per question the headline gain and PPI correlation at
+    the default labelled fraction, the median gain and its CI over splits; too few people: why, only."""
     size = s.labelled_of(domain, items["person_id"].nunique())
     about = {"fraction": s.fraction or DEFAULT_FRACTION, "seed": s.seed, "repeats": s.repeats}
     if isinstance(size, str):

@@ -57,11 +57,6 @@ def mcp_prompt(item: McqItem, shots: Sequence[McqItem]) -> str:
     return examples + mcp_query(item)
 
 
-def mcp_codes(item: McqItem, tolerance: bool) -> tuple[str, ...]:
-    n = len(item.choices)
-    return letters(n) + (digits(n) if tolerance else ())
-
-
 # --------------------------------------------------------------------------- shots
 
 
@@ -90,9 +85,10 @@ def _pools(pool: Sequence[McqItem]) -> dict[str | None, list[McqItem]]:
 
 
 def mcp_request(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool) -> PromptRequest:
+    n = len(item.choices)
     return PromptRequest(item_id=f"{item.id}#k{k}", messages=(Message("user", mcp_prompt(item, shots)),),
-                         mode="logprobs", offered_codes=mcp_codes(item, tolerance),
-                         option_order=letters(len(item.choices)), answer_prefix=MCP_ANSWER_PREFIX, chat=False)
+                         mode="logprobs", offered_codes=letters(n) + (digits(n) if tolerance else ()),
+                         option_order=letters(n), answer_prefix=MCP_ANSWER_PREFIX, chat=False)
 
 
 def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Sequence[str],

@@ -157,11 +157,6 @@ _NOT_PERSONA = re.compile(
 )
 
 
-def is_persona_attribute(key: str) -> bool:
-    """False for ids, survey-administration variables and country code tables."""
-    return _NOT_PERSONA.search(" ".join(str(key).split())) is None
-
-
 def persona_attributes(respondent: Respondent, words: CountryWords) -> dict[str, str]:
     """What the persona JSON shows: "Country" first (when known: a single-country study has
     none), then the remaining attributes in order."""
@@ -169,9 +164,10 @@ def persona_attributes(respondent: Respondent, words: CountryWords) -> dict[str,
     persona = {"Country": words.name} if words is not UNKNOWN_COUNTRY else {}
     for key, value in respondent.attributes.items():
         text = str(value).strip()
-        if key == country_key or not text or is_missing_label(text) or not is_persona_attribute(key):
+        name = " ".join(str(key).split())
+        if key == country_key or not text or is_missing_label(text) or _NOT_PERSONA.search(name):
             continue
-        persona[fill_placeholders(" ".join(str(key).split()), words)] = fill_placeholders(text, words)
+        persona[fill_placeholders(name, words)] = fill_placeholders(text, words)
     return persona
 
 
@@ -256,19 +252,13 @@ def variant_prompts(item: Item, respondent: Respondent, question: Question, sett
                      for variant in variants]
 
 
-def _question_index(questions: Mapping[str, Question]) -> dict[str, Question]:
-    index = {qid.lower(): q for qid, q in questions.items()}
-    index.update({q.id.lower(): q for q in questions.values()})
-    return index
-
-
 def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
                   questions: Mapping[str, Question], settings: PromptSettings,
                   expansion: CircularSettings | None = None) -> list[PromptRequest]:
     """Prompts for the scoreable items, respondent by respondent (survey order within one, one
     system message each); with an ``expansion`` each item's variants, adjacent."""
     rank = {pid: i for i, pid in enumerate(respondents)}
-    index = _question_index(questions)
+    index = {qid.lower(): q for qid, q in questions.items()} | {q.id.lower(): q for q in questions.values()}
     scoreable = [item for item in items if item.excluded_reason is None]
     for item in scoreable:
         if item.person_id not in rank:
