@@ -102,9 +102,7 @@ def fill_placeholders(text: str, words: CountryWords) -> str:
         value = _replacement(match.group("inner"), words)
         if value is None:
             return match.group(0)
-        your = match.group("your") or ""
-        if your and _key(match.group("inner")) == "COUNTRY":
-            your = ""
+        your = "" if _key(match.group("inner")) == "COUNTRY" else match.group("your") or ""
         if not your and _SENTENCE_START.search(text[: match.start()]):
             value = value[:1].upper() + value[1:]
         return your + value
