@@ -1,10 +1,6 @@
-"""A run's items as the estimators read them: the ONE place that knows how results are stored.
-
-Why one place: everything in ``socbench.estimates`` reads scored items through ``domain_frame``: the
-score stage hands it the items it just scored (the run's own record, ``study.gain_record``), and
-``run_items`` the items of a run's results log (``socbench.log``), with design weights from the data
-folder the run read (``socbench.export.source``, as the export does).
-"""
+"""A run's items as the estimators read them: the ONE place that knows how results are stored, for the
+score stage's just-scored items (``domain_frame``) and a results log's (``run_items``, with the design
+weights of the data folder the run read, found as the export finds it)."""
 
 from __future__ import annotations
 

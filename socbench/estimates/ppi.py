@@ -1,15 +1,10 @@
 """Prediction-powered inference: PPI++ (Angelopoulos, Duchi & Zrnic 2024) over numpy arrays.
 
-A small labelled sample (``y``: people's real answers, ``yhat``: the model's answers for the same
-people) and many unlabelled people (``yhat_u``: the model's answers only) give an estimate that
-stays unbiased whatever the model is, with an interval that shrinks by as much as the model's
-answers carry information; ``lam`` (λ, tuned to the smallest variance, clipped to [0, 1]) weighs the
-model in, and λ = 0 is the classical estimate from the labelled people alone.
-
-Design weights enter as Hajek (ratio) means, scaled to mean 1 within each sample, with the
-linearised (M-estimation) variance; ``ppi_py``'s conventions otherwise (its ``ppi_mean_ci``,
-``ppi_ols_ci``, ``ppi_logistic_ci`` and ``ppi_power``), against which ``bench/ppi_reference.py`` and
-the tests check these numbers. Variances use ddof 1.
+Labelled people (``y``: real answers, ``yhat``: the model's for them) and unlabelled ones (``yhat_u``)
+give an estimate unbiased whatever the model is; λ (``lam``, variance-minimising, in [0, 1]) weighs the
+model in, λ = 0 is the classical estimate. Design weights enter as Hajek means (mean 1 per sample) with
+the linearised variance; ``ppi_py``'s conventions otherwise (``bench/ppi_reference.py`` and the tests
+check against it). Variances use ddof 1.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The estimates record as rows and sentences: what ``socbench estimate`` shows on the terminal.
-
-Plain dicts and strings from the JSON-ready record of ``study.estimate_items``. The report and the
-leaderboard read the run's own, smaller record instead (``study.gain_record``; ``report.stand_in``).
-"""
+"""``study.estimate_items``'s record as rows and sentences: what ``socbench estimate`` shows on the
+terminal (the report reads the run's own, smaller ``study.gain_record``)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,17 @@
 """What a run's answers are worth as respondents: PPI++ estimates per question, checked.
 
-Per domain a seeded random ``n`` of its respondents play the labelled humans (they answer every
-question they were asked); the model's answers for the rest are the unlabelled part. Per question:
-the share of each option and, where its codes are numbers (three or more: a scale), the mean code,
-each with its PPI++ and classical interval, the effective-sample-size gain and the PPI correlation;
-the same per country (where it has ``min_respondents`` labelled people); subgroup gaps (women -
-men, youngest - oldest age group); one regression on the persona groups (OLS on a scale, logistic
-on a two-option question). A missing model answer (unreadable, or no reply) is imputed by the
-model's average answer to the question, which keeps the estimate unbiased.
-
-**Checked, not assumed**: ``repeats`` seeded studies are drawn from the domain as if it were the
-population (n labelled and the rest unlabelled, respondents drawn with replacement, i.e. i.i.d. as
-PPI assumes); each counts whether the PPI and classical intervals hold the full-sample value, and
-gives each question's gain, so the record has the empirical coverage and the gain's spread.
+Per domain a seeded random ``n`` of its respondents play the labelled humans; the model's answers for
+the rest are the unlabelled part. Per question: each option's share and, on a scale, the mean code (PPI++
+and classical intervals, gain, PPI correlation), per country, subgroup gaps and one regression on the
+persona groups. A missing model answer is imputed by the model's average answer (still unbiased).
+**Checked, not assumed**: ``repeats`` seeded i.i.d. studies drawn from the domain as the population give
+the empirical coverage of both intervals and the gain's spread (docs/estimates.md).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -226,14 +220,10 @@ def _spread(values: list[float]) -> dict[str, float]:
     return {"median": float(median), "q25": float(q25), "q75": float(q75)}
 
 
-def _mean(values: list[float]) -> float:
+def _finite(average: Callable[[list[float]], Any], values: list[float]) -> float:
+    """``np.mean`` or ``np.median`` of the finite values (NaN without any)."""
     finite = [v for v in values if np.isfinite(v)]
-    return float(np.mean(finite)) if finite else float("nan")
-
-
-def _median(values: list[float]) -> float:
-    finite = [v for v in values if np.isfinite(v)]
-    return float(np.median(finite)) if finite else float("nan")
+    return float(average(finite)) if finite else float("nan")
 
 
 def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | None:
@@ -245,8 +235,8 @@ def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | N
 
 @dataclass
 class Check:
-    """Per question, over repeated i.i.d. studies: how often each interval held the full-sample
-    value (PPI, classical; per target), and each study's gains; per study, the median gain."""
+    """Per question over repeated i.i.d. studies: how often each interval (PPI, classical) held the
+    full-sample value, and the gains; per study, the median gain."""
 
     covered: dict[str, np.ndarray]
     gains: dict[str, list[np.ndarray]]
@@ -271,7 +261,7 @@ def repeated_check(questions: list[Question], people: int, n: int, rng: np.rando
                                              np.abs(est.classical - full) <= z * est.classical_se]
             check.gains[q.question_id].append(est.gain)
             headline.append(est.gain[0])
-        check.medians.append(_median(headline))
+        check.medians.append(_finite(np.median, headline))
     return check
 
 
@@ -334,8 +324,8 @@ def estimate_domain(domain: str, items: pd.DataFrame, s: Settings) -> dict[str, 
     return {"domain": domain, "respondents": sp.people, "labelled": sp.n, "questions": records,
             "gain": {**_spread([h["gain"] for h in heads]), "questions": len(heads),
                      "median_ci": _interval(sp.check.medians, s.alpha)},
-            "coverage": _mean([h["coverage"] for h in heads]),
-            "classical_coverage": _mean([h["classical_coverage"] for h in heads]),
+            "coverage": _finite(np.mean, [h["coverage"] for h in heads]),
+            "classical_coverage": _finite(np.mean, [h["classical_coverage"] for h in heads]),
             "plan": {"rho": rho, **plan} if heads and (plan := s.plan(rho)) else None}
 
 
@@ -354,9 +344,8 @@ def estimate_items(items: pd.DataFrame, settings: Settings) -> dict[str, Any]:
 
 
 def gain_record(domain: str, items: pd.DataFrame, s: Settings = RUN_SETTINGS) -> dict[str, Any]:
-    """What the run records (score stage; the report and leaderboard read it): per question the
-    headline gain and PPI correlation at ``socbench estimate``'s default labelled fraction, and
-    the domain's median gain with its CI over ``s.repeats`` splits; too few people: why, only."""
+    """What the score stage records for the report: per question the headline gain and PPI correlation at
+    the default labelled fraction, the median gain and its CI over splits; too few people: why, only."""
     size = s.labelled_of(domain, items["person_id"].nunique())
     about = {"fraction": s.fraction or DEFAULT_FRACTION, "seed": s.seed, "repeats": s.repeats}
     if isinstance(size, str):
@@ -369,5 +358,5 @@ def gain_record(domain: str, items: pd.DataFrame, s: Settings = RUN_SETTINGS) ->
                                 "gain": float(est.gain[0]) if est else math.nan,
                                 "rho": float(est.rho[0]) if est else math.nan}
     return {**about, "respondents": sp.people, "labelled": sp.n, "questions": found,
-            "median_gain": _median([g["gain"] for g in found.values()]),
+            "median_gain": _finite(np.median, [g["gain"] for g in found.values()]),
             "median_gain_ci": _interval(sp.check.medians, s.alpha)}

@@ -1,9 +1,6 @@
-"""``socbench export``: a run's answers back into the formats survey researchers open.
-
-Long (default): one row per scored item, every domain of the run in one file. Wide: per domain, the
-model's answers in the survey's own shape and the real answers beside them (``<stem>_real``),
-labelled as the imported file was. Everything is checked before a file is written: a folder that is
-not a run, a format the file name contradicts, a domain without import metadata (wide) are one line.
+"""``socbench export``: a run's answers back into the formats survey researchers open: long (a row per
+item, every domain in one file) or wide (per domain, the survey's shape, real answers in ``<stem>_real``).
+Everything is checked before a file is written.
 """
 
 from __future__ import annotations
@@ -52,10 +49,9 @@ def _wide_paths(out: Path, domain: str, several: bool) -> tuple[Path, Path]:
 
 def export_run(run_dir: str | Path, fmt: str | None = None, out: str | Path | None = None, wide: bool = False,
                data_dir: str | Path | None = None, record: Mapping[str, Any] | None = None) -> Exported:
-    """Write the run's answers; the paths written, notes on what they lack or had to change, and one
-    line per file set that could not be written (a wide domain's failure never stops the others).
-    ``record``: which respondents the run read (``RunConfig.data_record``; default: what
-    ``summary.json`` records). Bad input (not a run, no import metadata) raises before any file."""
+    """Write the run's answers: the paths, notes on what they lack or changed, and one line per file set
+    not written (never stopping the others); ``record``: which respondents the run read (default:
+    ``summary.json``'s). Bad input raises before any file."""
     run_dir = Path(run_dir).expanduser()
     out_path = Path(out).expanduser() if out is not None else None
     fmt = resolve_format(fmt, out_path)
@@ -90,10 +86,8 @@ def export_run(run_dir: str | Path, fmt: str | None = None, out: str | Path | No
 
 def export_formats(run_dir: str | Path, formats: tuple[str, ...], wide: bool,
                    record: Mapping[str, Any]) -> Exported:
-    """What a run's config asks at its end (``--export``): the long table in each format, and with
-    ``wide`` the survey's own shape too, all under ``<run folder>/export/``; ``record``: which
-    respondents the run read (``RunConfig.data_record``). A format that cannot be written is one
-    line in ``failed`` and never stops the others."""
+    """``--export`` at a run's end: the long table in each format (and wide with ``wide``) under
+    ``<run folder>/export/``; a format not written is one line in ``failed``, never stopping the others."""
     done, failed = [], []
     for fmt, shape in [(fmt, False) for fmt in formats] + [(fmt, True) for fmt in formats if wide]:
         what = f"{fmt}{' --wide' if shape else ''}"

@@ -1,10 +1,6 @@
-"""What Stata and SPSS can hold, and the deterministic changes that make a table fit them.
-
-Why: a survey's names, labels and missing values come from one format and go out in another (an
-SPSS label of 256 characters into Stata's 80, a name such as ``Q1.A``, Stata's ``.a`` into SPSS).
-Nothing is changed silently: each change is a ``Change`` (kind, variable, original, written) that
-the writer prints once per kind and lists in a mapping file beside the export, so users can join
-back. The same input gives the same names and codes on every run.
+"""What Stata and SPSS can hold, and the deterministic changes that make a table fit them (an SPSS label
+of 256 characters into Stata's 80, a name such as ``Q1.A``, Stata's ``.a`` into SPSS). Nothing changes
+silently: each ``Change`` is noted and listed beside the export, so users can join back.
 """
 
 from __future__ import annotations

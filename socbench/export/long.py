@@ -1,9 +1,6 @@
-"""The long export: one row per scored item (respondent x question), as ``<Domain>_detailed.json``
-holds them, with the labels, the design weight and the respondent's row in the source file; then,
-``row_kind`` apart, one row per draw (``--samples K``) and per circular variant of an item.
-
-Why: a tidy table that R's ``read_csv``/``haven``, Stata and pandas read as is, so nobody writes a
-converter for the nested JSON. Codes are numbers when every code of the column is one.
+"""The long export: a row per scored item with its labels, design weight and source row, then (``row_kind``)
+a row per draw and per circular variant: a tidy table R, Stata and pandas read as is, so nobody converts
+the nested JSON. Codes are numbers when every code of the column is one.
 """
 
 from __future__ import annotations

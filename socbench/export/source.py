@@ -1,8 +1,6 @@
-"""The data folder behind a run: each respondent's record (weight, row in the source file, real
-answers) and, for an imported domain, the source file's variables.
-
-Why: the result files keep what was scored, not the survey's design; the export joins them back
-to the sample file the run read, found through ``summary.json``'s ``data_dir`` (or ``--data_dir``).
+"""The data folder behind a run: each respondent's record (weight, source row, real answers) and an
+imported domain's variables. Why: results keep what was scored, not the survey's design; the export joins
+them back to the sample file the run read (``summary.json``'s ``data_dir``, or ``--data_dir``).
 """
 
 from __future__ import annotations

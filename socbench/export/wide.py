@@ -1,10 +1,7 @@
-"""The wide export: the survey's own shape, one row per respondent and one column per question under
-its original variable name, with the source file's variable labels, value labels and missing-value
-declarations; the model's answers in one table, the real answers (as the file holds them, missing
-codes included) in a second with the same labels.
-
-Why: users run their own tables and regressions on the simulated answers side by side with the
-real ones; ``source_row`` (1 = the file's first respondent) merges either back onto the archive file.
+"""The wide export: the survey's own shape (a row per respondent, a column per question under its variable
+name, the source file's labels and missing declarations), the model's answers in one table and the real
+ones (missing codes included) in a second, so users analyse them side by side; ``source_row`` merges
+either back onto the archive file.
 """
 
 from __future__ import annotations
@@ -46,10 +43,8 @@ def _column(variable: SourceVariable, codes: list[str | None]) -> pd.Series:
 
 
 def wide_tables(domain: DomainRun, source: DomainSource) -> tuple[pd.DataFrame, pd.DataFrame, Labels]:
-    """(model's answers, real answers, their labels) for the respondents of the run, by source row.
-
-    The model's answer is its readable code (blank: a parse failure, an engine error, or an item not
-    asked because the real answer was a missing code); the real answer is the file's code."""
+    """(model's answers, real answers, their labels) for the respondents of the run, by source row; the
+    model's answer is blank where it was unreadable, missing or not asked (a missing real answer)."""
     variables = source.variables
     if variables is None:  # domain_source reads them for --wide
         raise DataError(f"{domain.path}: no import metadata for {domain.domain}")

@@ -1,10 +1,6 @@
-"""Tables to files: csv (pandas), parquet (pyarrow), sav and dta (pyreadstat), with labels.
-
-Why: the files are opened by SPSS, Stata, R (haven, readr) and pandas as they are; pyreadstat
-carries variable labels, value labels, SPSS user-missing declarations and Stata's ``.a``-``.z``.
-What a format cannot hold is changed by ``fit`` (one note per kind of change, every change in a
-mapping file beside the files); what cannot be written at all is one line naming the variable.
-Every file is written under a temporary name and renamed.
+"""Tables to files: csv (pandas), parquet (pyarrow), sav and dta (pyreadstat, with labels, user-missing
+and Stata's ``.a``-``.z``), each under a temporary name and renamed. What a format cannot hold is changed
+by ``fit`` (noted, and listed in a mapping file); what cannot be written at all is one line.
 """
 
 from __future__ import annotations

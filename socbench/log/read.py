@@ -1,9 +1,4 @@
-"""A run's results log, read back: what the run wrote, never recomputed.
-
-An ISSP run folder ``<output_dir>/<run>/`` holds per domain ``<Domain>_detailed.json`` (its record and
-every item), ``<Domain>_metrics.json`` (the record alone) and, with circular evaluation,
-``<Domain>_circular[_relabel]_metrics.json``; and the run's ``summary.json``. An MCQ run's
-``<output_dir>/<model>/mcq/`` holds per dataset ``<dataset>_results.json`` and ``_predictions.jsonl``.
+"""A run's results log (the files: ``log.write``), read back: what the run wrote, never recomputed.
 Every record is read through its model (``log.records``); one written by an older socbench is named in
 one line saying to re-score it.
 """
@@ -54,20 +49,17 @@ def read_json(path: Path) -> Any:
         raise DataError(f"{path}: cannot read ({exc})") from None
 
 
-def rescore_line(path: Path, found: Any) -> str:
-    if isinstance(found, int) and found > FORMAT:
-        return f"{path}: written by a newer socbench (results format {found}; this one reads {FORMAT})"
-    return (f"{path.parent}: written by an older socbench (no results format {FORMAT}): re-score it by "
-            "running the same command again (the answers come from the engine cache)")
-
-
 def read_record(path: Path, model: type[R], payload: Any = None) -> R:
     """One record (``payload``: its JSON, when read already); an older or newer format is a ``Rescore``
     line, a bad field one DataError line."""
     payload = read_json(path) if payload is None else payload
     found = payload.get("format") if isinstance(payload, dict) else None
+    if isinstance(found, int) and found > FORMAT:
+        raise Rescore(f"{path}: written by a newer socbench (results format {found}; this one reads "
+                      f"{FORMAT})")
     if found != FORMAT:
-        raise Rescore(rescore_line(path, found))
+        raise Rescore(f"{path.parent}: written by an older socbench (no results format {FORMAT}): re-score "
+                      "it by running the same command again (the answers come from the engine cache)")
     try:
         return model.model_validate(payload)
     except ValidationError as exc:
@@ -90,7 +82,7 @@ def read_variants(path: Path) -> list[VariantResult]:
 
 
 def _records(folder: Path, suffix: str) -> list[Path]:
-    """A folder's files of one kind (a circular metrics file is not a domain's)."""
+    """A folder's files of one kind, circular files left out."""
     return [path for path in sorted(Path(folder).glob(f"*{suffix}")) if "_circular" not in path.name]
 
 
@@ -128,8 +120,7 @@ def read_domains(folder: Path) -> list[DomainRun]:
 
 @dataclass(frozen=True)
 class ModelRun:
-    """One ISSP run folder: its domains; its summary (None: the run has not finished) and circular
-    metrics are read when asked for (``socbench export`` needs neither)."""
+    """One ISSP run folder: its domains; summary (None: not finished) and circular metrics read lazily."""
 
     run: str  # folder name
     model: str
@@ -157,18 +148,17 @@ class ModelRun:
 
     @property
     def study(self) -> str:
-        """The survey's own name, as the run recorded it (``summary.json``'s ``data.study``; "": none)."""
+        """The survey's own name, as the run recorded it ("": none)."""
         return str(self.summary.data.get("study") or "") if self.summary else ""
 
     @property
     def usage(self) -> dict[str, int]:
-        """The requests and tokens the backend reported for the run (``summary.json``'s totals)."""
+        """The requests and tokens the backend reported for the run."""
         return dict(self.summary.totals.get("usage") or {}) if self.summary else {}
 
     @property
     def grouping(self) -> str:
-        """What the run's items are grouped by: "country", the grouping variable its domains share
-        ("Region"), or "group" when they differ."""
+        """What the run's items are grouped by: the grouping its domains share, else "group"."""
         found = {d.stored.grouping for d in self.domains}
         return found.pop() if len(found) == 1 else "group"
 
@@ -231,8 +221,7 @@ def load_runs(output_dir: str | Path) -> Runs:
 
 
 def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
-    """Each unit's metrics as the run wrote them: an ISSP domain's ``metrics``, ``baselines`` and counts;
-    an MCQ dataset's accuracies per k and method."""
+    """Each unit's metrics as the run wrote them (an ISSP domain's or an MCQ dataset's)."""
     found: dict[str, dict[str, Any]] = {}
     for path in _records(folder, METRICS_SUFFIX):
         rec = read_record(path, DomainRecord)
@@ -246,8 +235,7 @@ def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
 
 
 def items_frame(folder: Path) -> pd.DataFrame:
-    """Every item of the run: an ISSP domain's scored items (``domain`` column), an MCQ dataset's
-    predictions per k and method (``dataset`` column)."""
+    """Every item of the run: ISSP scored items (``domain`` column), MCQ predictions (``dataset``)."""
     frames = []
     for path in _records(folder, DETAILED_SUFFIX):
         payload = read_json(path)

@@ -1,10 +1,7 @@
-"""The records of a run's results log: one pydantic model per file, which the writer builds and every
-reader validates. A model declares what readers rely on; the rest of what the writer gives it (the
-original system's keys, with their names and meaning) is kept as written. ``format`` (``FORMAT``) and
-``task`` say what wrote a record. A number the run could not give (an incomplete domain, too few
-respondents) is written ``null`` and read back as NaN (``Num``). Per-item rows (``details[]``,
-predictions, circular variants) are plain dicts from the functions beside their models (hundreds of
-thousands per run), read through the models.
+"""The records of a run's results log: one pydantic model per file, built by the writer and validated by
+every reader; it declares what readers rely on and keeps the rest as written. A number the run could not
+give is written ``null`` and read back as NaN (``Num``). Per-item rows are plain dicts from the functions
+beside their models (hundreds of thousands per run), read through the models.
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ Numbers = Annotated[dict[str, Any], BeforeValidator(nan_for_null)]  # rows of nu
 
 
 class Record(BaseModel):
-    """What every record carries: which socbench format, which study, which model and run."""
+    """What every record carries: which socbench ``format`` and study (``task``), model and run."""
 
     model_config = ConfigDict(extra="allow")
     format: int

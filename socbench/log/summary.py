@@ -1,16 +1,13 @@
-"""``summary.json``: the run's line per domain (written once, into each domain's record too), the original
-system's means over the domains the command ran, and ``pooled``: the run folder's leaderboard line over
-every domain record it holds (means, the accuracy CI resampling respondents within each domain) and its
-countries and persona groups pooled over domains, each with a CI.
-
-Why at the end of the run: these numbers pool the domains, so they exist only once every domain is
-scored; the report reads them and computes none of them again.
+"""``summary.json``: the run's line per domain (in each domain's record too), the original system's means
+over the domains run, and ``pooled``: the run folder's leaderboard line, countries and persona groups over
+every domain record it holds. Written at the end: these numbers pool domains; the report only reads them.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -90,9 +87,8 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
 
 
 def leaderboard_line(record: DomainRecord) -> dict[str, Any]:
-    """A domain's line of the leaderboard: its summary line (a complete domain's: the leaderboard lists an
-    incomplete one apart), respondents, items, parse failure rate and the agreement of repeated draws
-    (NaN without ``--samples``)."""
+    """A complete domain's leaderboard line: its summary line, respondents, items, parse failure rate and
+    the agreement of repeated draws (NaN without ``--samples``)."""
     line = {k: v for k, v in record.summary.items()
             if k not in ("complete", "engine_errors", "incomplete_reason")}
     return {**line, "respondents": record.respondents, "items": record.total_count,
@@ -101,9 +97,8 @@ def leaderboard_line(record: DomainRecord) -> dict[str, Any]:
 
 
 def pooled(records: Sequence[DetailedRecord]) -> dict[str, Any]:
-    """The leaderboard's line of a run folder over its domain ``records`` (``records``: each one's
-    timestamp, so the report knows the line covers exactly the records it finds); with an incomplete
-    domain no number at all (the run is not ranked)."""
+    """The run folder's leaderboard line over its domain ``records`` (with their timestamps, so the report
+    knows which it covers); with an incomplete domain no number at all (the run is not ranked)."""
     stamps = {r.domain: r.timestamp for r in records}
     if not records or not all(r.complete for r in records):
         return {"records": stamps, "complete": False}
@@ -132,19 +127,13 @@ def pooled(records: Sequence[DetailedRecord]) -> dict[str, Any]:
 
 def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] | None = None,
                     model: str | None = None, pooled_line: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``summary.json``: per-domain rows and unweighted means over the domains run, and ``pooled``.
-
-    ``model`` is the model asked (the results' own when they have one) and ``run`` the run's
-    folder name (``model`` here, or the results' ``run``). A run with an incomplete domain is
-    incomplete: ``complete`` is false, the domains are listed under ``incomplete_domains`` and
-    the means are null (not a result).
-    """
+    """``summary.json``: per-domain rows, unweighted means over the domains run (null with an incomplete
+    domain: not a result), and ``pooled``; ``model``: the model asked, naming the run folder."""
     rows = [summary_row(r) for r in sorted(results, key=lambda r: r.domain_id)]
     incomplete = {str(r.domain_id): r.incomplete_reason for r in results if not r.complete}
-    unmapped: dict[str, int] = {}
+    unmapped: Counter[str] = Counter()
     for row in rows:
-        for name, n in row["unmapped_countries"].items():
-            unmapped[name] = unmapped.get(name, 0) + n
+        unmapped.update(row["unmapped_countries"])
     return {
         "format": FORMAT, "task": "issp",
         "model": results[0].model if results else model,
@@ -169,10 +158,9 @@ def write_summary_json(folder: str | os.PathLike[str], results: Sequence[DomainR
                        failed: Mapping[int, str] | None = None, model: str | None = None,
                        data: Mapping[str, Any] | None = None,
                        export_failed: Sequence[str] = ()) -> dict[str, Any]:
-    """Write ``summary.json`` into a run folder (``pooled`` over every domain record there); ``data``
-    (``RunConfig.data_record``: which respondents the run read) is recorded under ``data``, so
-    ``socbench export`` finds their weights, labels and rows in the source file; ``export_failed``: the
-    ``--export`` formats that could not be written, one line why each. The payload."""
+    """Write ``summary.json`` (``pooled`` over every domain record in ``folder``); ``data``
+    (``RunConfig.data_record``) lets ``socbench export`` find the respondents' source rows;
+    ``export_failed``: one line per ``--export`` format not written. The payload."""
     folder = Path(folder)
     payload = summary_payload(results, failed, model, pooled([d.stored for d in read_domains(folder)]))
     payload |= {"data": dict(data)} if data else {}

@@ -1,11 +1,9 @@
 """Writing a unit's records of the results log, atomically, under ``<output_dir>/<run slug>/``.
 
-ISSP, per domain: ``<Domain>_detailed.json`` (the record, persona groups, every scored item) and
-``<Domain>_metrics.json`` (the record); with circular evaluation ``<Domain>_circular[_relabel].jsonl``
-and ``_metrics.json``. MCQ, under ``<model slug>/mcq/``: ``<dataset>_results.json``,
-``_predictions.jsonl`` and, per k, ``<dataset>_mcp_k<k>_circular.jsonl``/``_metrics.json``. Engine errors
-(no reply) are counted apart from parse failures, each by reason; a domain with engine errors is
-``complete: false`` and its accuracy and F1s are ``null``, never a score.
+ISSP, per domain: ``<Domain>_detailed.json`` (record, persona groups, every item), ``<Domain>_metrics.json``
+and with circular evaluation ``<Domain>_circular[_relabel].jsonl``/``_metrics.json``. MCQ, under
+``<model slug>/mcq/``: ``<dataset>_results.json``, ``_predictions.jsonl`` and, per k, the circular files.
+A domain with engine errors is ``complete: false``, its accuracy and F1s ``null``, never a score.
 """
 
 from __future__ import annotations
@@ -60,8 +58,7 @@ SAMPLED_NOTE = ("the *_sampled metrics are over a seeded sample of orders (the n
 
 
 def domain_record(result: DomainResult, scored: Sequence[ScoredItem], timestamp: str) -> DomainRecord:
-    """The domain's record: the original system's keys, every breakdown the score stage computed, and the
-    domain's line of ``summary.json``."""
+    """The domain's record: the original system's keys, every breakdown, its line of ``summary.json``."""
     m = result.metrics
     own = {f.name: getattr(result, f.name) for f in fields(result)
            if f.name not in ("domain_name", "scoreable_items", "weights_off", "run")}
@@ -77,10 +74,7 @@ def domain_record(result: DomainResult, scored: Sequence[ScoredItem], timestamp:
 
 def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
                        scored: Sequence[ScoredItem], timestamp: str | None = None) -> tuple[Path, Path]:
-    """Write ``<Domain>_detailed.json`` and ``<Domain>_metrics.json``; return their paths.
-
-    ``total_count`` is the number of scoreable items, ``excluded_count`` the excluded ones.
-    """
+    """Write ``<Domain>_detailed.json`` and ``<Domain>_metrics.json``; return their paths."""
     if len(scored) != result.scoreable_items:
         raise ValueError(f"{result.domain_name}: {len(scored)} scored items but "
                          f"{result.scoreable_items} scoreable in the DomainResult")
@@ -96,8 +90,7 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
 
 def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain,
                         circular_settings: CircularSettings | None = None) -> tuple[Path, ...]:
-    """The ``report`` stage's files for one domain: its two records and, when ``scored`` holds circular
-    variants, ``<Domain>_circular.jsonl`` / ``_circular_metrics.json``."""
+    """The ``report`` stage's files for one domain: its two records and, with variants, the circular ones."""
     paths = write_domain_files(output_dir, scored.result, scored.items)
     result = scored.result
     if scored.variants is None or circular_settings is None or not result.complete:
@@ -111,17 +104,12 @@ def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain
 # ---------------------------------------------------------------------------- circular
 
 
-def circular_stem(settings: CircularSettings) -> str:
-    """``circular`` (order-only, the default) or ``circular_relabel``: names files and metrics."""
-    return "circular_relabel" if settings.labels == "relabel" else "circular"
-
-
 def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult],
                          settings: CircularSettings, scores: CircularScores,
                          **about: Any) -> tuple[Path, Path]:
-    """``<name>_circular.jsonl`` (one line per variant) and ``<name>_circular_metrics.json`` in ``folder``
-    (``_circular_relabel`` with relabelled options); ``about``: dataset or domain, model, ..."""
-    stem = f"{name}_{circular_stem(settings)}"
+    """``<name>_circular[_relabel].jsonl`` (a line per variant) and ``_metrics.json`` in ``folder``;
+    ``about``: dataset or domain, model, ..."""
+    stem = f"{name}_circular_relabel" if settings.labels == "relabel" else f"{name}_circular"
     jsonl = folder / f"{stem}.jsonl"
     with atomic_open(jsonl) as handle:
         for result in results:
@@ -151,8 +139,8 @@ def mcq_files(folder: Path, dataset: str) -> dict[str, Path]:
 
 
 def mcq_circular(folder: Path, model: str, plan: McqPlan, scores: McqScores) -> dict[str, Any]:
-    """Per k the variants JSONL and metrics record (MCP's only: CP is not expanded); the part of
-    ``<dataset>_results.json`` that says what they hold and where (the summary table: ``report.mcq``)."""
+    """Per k the circular files (MCP's only: CP is not expanded); the part of ``<dataset>_results.json``
+    that says what they hold and where."""
     settings = plan.circular_settings
     assert settings is not None
     by_k: dict[str, Any] = {}
@@ -174,9 +162,8 @@ def mcq_circular(folder: Path, model: str, plan: McqPlan, scores: McqScores) -> 
 def write_mcq_log(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
                   answers: McqAnswers, scores: McqScores, wall_s: float | None = None,
                   backend: Mapping[str, str] | None = None) -> McqRecord:
-    """``<dataset>_predictions.jsonl``, ``<dataset>_results.json`` (accuracies per k and method column,
-    settings, definitions, timings) and, with ``--circular`` and every request answered, the circular
-    files; the record."""
+    """``<dataset>_predictions.jsonl``, ``<dataset>_results.json`` and, with ``--circular`` and every
+    request answered, the circular files; the record."""
     folder = mcq_folder(output_dir, model)
     files, predictions = mcq_files(folder, data.dataset), scores.predictions
     incomplete = answers.incomplete_reason

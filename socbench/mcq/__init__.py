@@ -1,13 +1,8 @@
 """CP vs MCP on multiple-choice questions (Robinson et al. 2022): cloze and letter prompting.
 
-Stages, each a plain function the Prefect tasks call once: ``load_mcq`` (items and the
-few-shot pool) -> ``build_plan`` (engine requests per item and k, and per circular variant)
--> the engine (``socbench.pipeline``: answers by request key) -> ``score_mcq`` (predictions per item, k and
-method, and circular variant results; pure) -> ``report.mcq.write_mcq_files`` (the results log's records,
-``socbench.log``, then the original system's table and a plot). The records are in ``socbench.mcq.types``.
-
-Names load on first use, so the configuration (``socbench.mcq.config``) is read without
-importing scoring and plotting (the CLI builds its flags from it in a fraction of a second).
+Stages: ``load_mcq`` -> ``build_plan`` -> the engine (``socbench.pipeline``) -> ``score_mcq`` (pure) ->
+``report.mcq.write_mcq_files``; the records are in ``socbench.mcq.types``. Names load on first use, so
+the CLI reads ``socbench.mcq.config`` for its flags without importing scoring and plotting.
 """
 
 from __future__ import annotations

@@ -80,9 +80,7 @@ class McqConfig(EngineRun):
     @functools.cached_property
     def expansion(self) -> CircularSettings | None:
         """How MCP items are expanded (seeded by ``seed``), or None without ``--circular``."""
-        if self.circular is None:
-            return None
-        return CircularSettings(self.circular, self.max_variants, self.seed)
+        return CircularSettings(self.circular, self.max_variants, self.seed) if self.circular else None
 
     def backend_choice(self) -> BackendChoice:
         """The backend this run uses: the engine's ``api_type``, or with ``auto`` the pick for

