@@ -56,6 +56,13 @@ def demo_data() -> Path:
 
 
 @pytest.fixture(scope="session")
+def memo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One run cache folder (``socbench.memo``) for the session's synthetic runs: runs on the same people
+    and answers fit the demographic model once and read it back, as a real rerun does."""
+    return tmp_path_factory.mktemp("memo-cache")
+
+
+@pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random-weight Qwen2 model with a ChatML template, built locally in seconds."""
     from socbench.models.tiny import build_tiny_model

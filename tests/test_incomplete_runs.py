@@ -21,9 +21,9 @@ from tests.test_report_html import A, B, make_run
 BROKEN = "org/Model-360M"
 
 
-def break_run(out: Path, model: str, reason: str) -> None:
+def break_run(out: Path, model: str, reason: str, cache: Path) -> None:
     """Rewrite one domain of a run as the engine left it: the first 40 items never answered."""
-    make_run(out, model, 0.9, seed=3)
+    make_run(out, model, 0.9, seed=3, cache=cache)
     path = out / model.replace("/", "_") / "Family_detailed.json"
     payload = json.loads(path.read_text())
     for detail in payload["details"][:40]:
@@ -33,11 +33,11 @@ def break_run(out: Path, model: str, reason: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def results(tmp_path_factory: pytest.TempPathFactory, memo_cache: Path) -> Path:
     out = tmp_path_factory.mktemp("results")
-    make_run(out, A, 0.6, seed=1)
-    make_run(out, B, 0.3, seed=2)
-    break_run(out, BROKEN, "gave up after 7 attempts: connection error (refused)")
+    make_run(out, A, 0.6, seed=1, cache=memo_cache)
+    make_run(out, B, 0.3, seed=2, cache=memo_cache)
+    break_run(out, BROKEN, "gave up after 7 attempts: connection error (refused)", memo_cache)
     return out
 
 

@@ -54,7 +54,10 @@ def right(persona: bool, female: bool, rng: random.Random) -> bool:
     return True if persona and female else rng.random() < 0.5
 
 
-def make_run(out: Path, model: str, run: str, *, persona: bool, seed: int, yardsticks: dict | None) -> None:
+def make_run(out: Path, model: str, run: str, *, persona: bool, seed: int, yardsticks: dict | None,
+             cache: Path) -> None:
+    """``cache``: the session's memo folder: the demographic model (the same people and answers in every
+    run) is fitted once per domain and read back, as on a real rerun; the files are the same."""
     rng, truth = random.Random(seed), random.Random(99)  # the same people and answers in every run
     results = []
     for domain_id, name in DOMAINS:
@@ -72,7 +75,7 @@ def make_run(out: Path, model: str, run: str, *, persona: bool, seed: int, yards
                 answer = item.true_code if right(persona, female, rng) else wrong
                 extractions[item.item_id] = Extraction("k", answer)
         data = DomainData(domain_id, name, (), tuple(people), {}, "synthetic")
-        scored = score_domain(data, items, extractions, model=model, run=run)
+        scored = score_domain(data, items, extractions, model=model, run=run, cache=cache)
         detailed, _ = write_domain_files(out, scored.result, scored.items)
         results.append(scored.result)
         payload = json.loads(detailed.read_text())  # the yardsticks planted, or none (an older file)
@@ -83,11 +86,12 @@ def make_run(out: Path, model: str, run: str, *, persona: bool, seed: int, yards
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def report(tmp_path_factory: pytest.TempPathFactory, memo_cache: Path) -> dict:
     out = tmp_path_factory.mktemp("results")
-    make_run(out, MODEL, PERSONA, persona=True, seed=1, yardsticks=YARDSTICKS)
-    make_run(out, MODEL, CONTROL, persona=False, seed=2, yardsticks=YARDSTICKS)
-    make_run(out, OLD, "org_Old-135M", persona=False, seed=3, yardsticks=None)  # written before yardsticks
+    make_run(out, MODEL, PERSONA, persona=True, seed=1, yardsticks=YARDSTICKS, cache=memo_cache)
+    make_run(out, MODEL, CONTROL, persona=False, seed=2, yardsticks=YARDSTICKS, cache=memo_cache)
+    make_run(out, OLD, "org_Old-135M", persona=False, seed=3, yardsticks=None,  # written before yardsticks
+             cache=memo_cache)
     paths = write_report(out, out / "site")
     with (out / "site" / "leaderboard.csv").open() as handle:
         rows = {(r["run"], r["domain"]): r for r in csv.DictReader(handle)}
@@ -197,8 +201,8 @@ def test_no_internal_names_where_a_person_reads(report: dict) -> None:
     assert not KEYS & set(re.findall(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b", report["md"].split("## By domain")[0]))
 
 
-def test_no_control_run_says_how_to_get_one(tmp_path: Path) -> None:
-    make_run(tmp_path, MODEL, PERSONA, persona=True, seed=1, yardsticks=YARDSTICKS)
+def test_no_control_run_says_how_to_get_one(tmp_path: Path, memo_cache: Path) -> None:
+    make_run(tmp_path, MODEL, PERSONA, persona=True, seed=1, yardsticks=YARDSTICKS, cache=memo_cache)
     page = write_report(tmp_path, tmp_path / "site").html.read_text()
     assert "run the same model with --no_persona into the same results folder" in page
 

@@ -105,9 +105,10 @@ def _strip_estimates(run: Path) -> None:
         path.write_text(json.dumps(record))
 
 
-def test_older_results_and_small_domains_still_report_and_say_why_there_is_no_gain(tmp_path: Path) -> None:
-    make_run(tmp_path, "org/Model-1.7B", 0.6, seed=1)
-    make_run(tmp_path, "org/Model-135M", 0.3, seed=2)
+def test_older_results_and_small_domains_still_report_and_say_why_there_is_no_gain(
+        tmp_path: Path, memo_cache: Path) -> None:
+    make_run(tmp_path, "org/Model-1.7B", 0.6, seed=1, cache=memo_cache)
+    make_run(tmp_path, "org/Model-135M", 0.3, seed=2, cache=memo_cache)
     _strip_estimates(tmp_path / "org_Model-1.7B")
     record = json.loads((tmp_path / "org_Model-135M" / "summary.json").read_text())["estimates"]["Family"]
     assert record["note"].startswith("Family: left out: 30 respondents, 3 labelled")

@@ -27,8 +27,10 @@ DOMAINS = ((1, "Citizenship"), (3, "Family"))
 A, B = "org/Model-1.7B", "org/Model-135M"
 
 
-def make_run(out: Path, model: str, p_right: float, seed: int, logprobs: bool = False) -> None:
-    """Two domains x 30 respondents (3 countries) x 3 questions, scored and written for real."""
+def make_run(out: Path, model: str, p_right: float, seed: int, cache: Path, logprobs: bool = False) -> None:
+    """Two domains x 30 respondents (3 countries) x 3 questions, scored and written for real; ``cache``:
+    the session's memo folder: the demographic model (the same people and answers in every run) is
+    fitted once per domain and read back by the other runs, as on a real rerun."""
     rng = random.Random(seed)
     truth = random.Random(99)  # the same human answers for every model
     results = []
@@ -47,7 +49,7 @@ def make_run(out: Path, model: str, p_right: float, seed: int, logprobs: bool = 
                 dist = {"1": 0.4, "2": 0.3, "3": 0.2, "4": 0.1} if logprobs else None
                 extractions[item.item_id] = Extraction("k", pred, None if pred else "no JSON object", dist)
         data = DomainData(domain_id, name, (), tuple(people), {}, "synthetic")
-        domain = score_domain(data, items, extractions, model=model)
+        domain = score_domain(data, items, extractions, model=model, cache=cache)
         scored, result = domain.items, domain.result
         write_domain_files(out, result, scored)
         results.append(result)
@@ -55,10 +57,10 @@ def make_run(out: Path, model: str, p_right: float, seed: int, logprobs: bool = 
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def results(tmp_path_factory: pytest.TempPathFactory, memo_cache: Path) -> Path:
     out = tmp_path_factory.mktemp("results")
-    make_run(out, A, 0.6, seed=1)
-    make_run(out, B, 0.3, seed=2, logprobs=True)
+    make_run(out, A, 0.6, seed=1, cache=memo_cache)
+    make_run(out, B, 0.3, seed=2, cache=memo_cache, logprobs=True)
     return out
 
 
@@ -158,13 +160,13 @@ def test_rows_for_an_artifact_are_strict_json(results: Path) -> None:
     json.dumps(rows, allow_nan=False)
 
 
-def test_scale_plot_left_out_with_one_sized_model(tmp_path: Path, capsys) -> None:
-    make_run(tmp_path, "org/Model-135M", 0.5, seed=3)
+def test_scale_plot_left_out_with_one_sized_model(tmp_path: Path, memo_cache: Path, capsys) -> None:
+    make_run(tmp_path, "org/Model-135M", 0.5, seed=3, cache=memo_cache)
     assert main(["report", str(tmp_path)]) == 0
     assert "no scale plot" in capsys.readouterr().out
     assert (tmp_path / "report" / "report.html").is_file()
     assert not (tmp_path / "report" / "model_scale.png").exists()
-    make_run(tmp_path, "other/Model-135M", 0.4, seed=4)  # two runs, one size (e.g. persona vs none)
+    make_run(tmp_path, "other/Model-135M", 0.4, seed=4, cache=memo_cache)  # two runs, one size
     assert main(["report", str(tmp_path)]) == 0  # the report folder itself is not mistaken for a run
     assert "every run is of one model size (135M): no scale plot" in capsys.readouterr().out
     assert not (tmp_path / "report" / "model_scale.png").exists()

@@ -52,8 +52,8 @@ def test_an_incomplete_mcq_run_shows_no_mcp_number(tmp_path: Path) -> None:
 
 @needs_browser
 @pytest.mark.slow  # drives chromium
-def test_issp_and_mcq_runs_side_by_side_in_a_browser(tmp_path: Path) -> None:
-    make_run(tmp_path, A, 0.6, seed=1)
+def test_issp_and_mcq_runs_side_by_side_in_a_browser(tmp_path: Path, memo_cache: Path) -> None:
+    make_run(tmp_path, A, 0.6, seed=1, cache=memo_cache)
     results = mcq_run(tmp_path)["results"]
     page = write_report(tmp_path, tmp_path / "site").html
     with browser(tmp_path / "chromium") as chromium:
