@@ -12,7 +12,8 @@ lm-evaluation-harness is never a project dependency: it runs from a side venv
 (``--lmeval_venv``, default /tmp/lmeval), made with ``python3.11 -m venv /tmp/lmeval &&
 /tmp/lmeval/bin/pip install --find-links /opt/wheels lm-eval "torch==2.13.0+cpu" transformers
 accelerate``. Without it the lm-eval side is "not measured".
-Usage: ``python -m bench.arc_cp_vs_lmeval [--limit 300] [--repeats 2] [--api_type auto]``.
+``--quick``: the untimed pass of each side alone, on 2 items and the tiny random model.
+Usage: ``python -m bench.arc_cp_vs_lmeval [--quick] [--limit 300] [--repeats 2] [--api_type auto]``.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ metric_list:
 """
 
 
-def socbench_pass(limit: int | None, out: Path, api_type: str, dtype: str,
-                  env: dict[str, str]) -> tuple[float, dict]:
+def socbench_pass(limit: int | None, out: Path, api_type: str, dtype: str, env: dict[str, str],
+                  model: str) -> tuple[float, dict]:
     cmd = [
         common.PY,
         "-m",
@@ -57,7 +58,7 @@ def socbench_pass(limit: int | None, out: Path, api_type: str, dtype: str,
         "--api_type",
         api_type,
         "--model",
-        "smollm2-135m-instruct",
+        model,
         "--output_dir",
         str(out),
         "--engine",
@@ -104,11 +105,11 @@ def lmeval_task(limit: int | None, work: Path) -> list[str]:
     return [r["id"] for r in rows]
 
 
-def lmeval_pass(venv: Path, work: Path, out: Path, batch: int, dtype: str,
-                env: dict[str, str]) -> tuple[float, dict]:
+def lmeval_pass(venv: Path, work: Path, out: Path, batch: int, dtype: str, env: dict[str, str],
+                model_name: str) -> tuple[float, dict]:
     from socbench.models import resolve_model
 
-    model = resolve_model("smollm2-135m-instruct").path
+    model = resolve_model(model_name).path
     cmd = [
         str(venv / "bin" / "lm_eval"),
         "--model",
@@ -173,7 +174,8 @@ def main() -> None:
     p.add_argument("--dtype", default=default_dtype(cuda_available()), help="both sides (default: host's)")
     args = p.parse_args()
     common.setup_env(prefect=True)
-    limit = (10 if args.quick else args.limit) or None
+    limit = (2 if args.quick else args.limit) or None
+    model = str(common.tiny_model()) if args.quick else "smollm2-135m-instruct"
     repeats = 0 if args.quick else args.repeats  # quick: the warm-up pass alone
     work = Path(tempfile.mkdtemp(prefix="bench-arc-"))
     venv = Path(args.lmeval_venv)
@@ -183,10 +185,12 @@ def main() -> None:
         lmeval_task(limit, work)
     ours_runs, theirs_runs = [], []
     for n in range(repeats + 1):  # pass 0 of each side is the untimed warm-up
-        ours_runs.append(socbench_pass(limit, work / f"socbench-{n}", args.api_type, args.dtype, env))
+        ours_runs.append(socbench_pass(limit, work / f"socbench-{n}", args.api_type, args.dtype, env,
+                                       model))
         if have_lmeval:
             lmeval_out = work / f"lmeval-{n}"
-            theirs_runs.append(lmeval_pass(venv, work, lmeval_out, args.lmeval_batch, args.dtype, env))
+            theirs_runs.append(lmeval_pass(venv, work, lmeval_out, args.lmeval_batch, args.dtype, env,
+                                           model))
         print(
             f"pass {n}: socbench {ours_runs[-1][0]:.1f} s"
             + (f", lm-eval {theirs_runs[-1][0]:.1f} s" if have_lmeval else "")

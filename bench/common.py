@@ -53,16 +53,22 @@ def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any, list[float]]:
     return time.perf_counter() - start, result, load_avg()
 
 
-def worker_pass(code: str, *args: object) -> dict:
-    """Run ``python -c code args`` in a fresh process (one timed pass); its last stdout line is JSON
-    with ``seconds`` and ``answers``; the load average before and after is added."""
+def worker_passes(code: str, *args: object) -> list[dict]:
+    """Run ``python -c code args`` in a fresh process; each stdout line that starts with ``{"seconds"``
+    is one timed pass (JSON with ``seconds`` and ``answers``); the load average before and after is added."""
     before = load_avg()
     proc = subprocess.run([PY, "-c", code, *map(str, args)], capture_output=True, text=True, cwd=ROOT,
                           check=False)
     if proc.returncode:
         raise SystemExit(f"pass {args} failed: {proc.stderr[-2000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"seconds": round(out["seconds"], 2), "answers": out["answers"], "load": [before, load_avg()]}
+    outs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"seconds"')]
+    return [{"seconds": round(out["seconds"], 2), "answers": out["answers"], "load": [before, load_avg()]}
+            for out in outs]
+
+
+def worker_pass(code: str, *args: object) -> dict:
+    """One timed pass in a fresh process (``worker_passes``: its last)."""
+    return worker_passes(code, *args)[-1]
 
 
 def max_rss_mb() -> float:

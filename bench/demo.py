@@ -9,7 +9,8 @@ SOCBENCH_HOME (the model is converted; ``--home DIR`` keeps one). Per pass: seco
 average before and after, the phases (the demo's own lines, stamped as they come, and the worker's
 log), and the count of "database is locked" in the server log. ``--engine N`` first compares the two
 answer modes on N demo prompts (a fresh process each): what the demo's mode was chosen on. ``--quick``
-(the tests' pass) runs only that comparison, on 8 prompts and the tiny random model, and no `make demo`.
+(the tests' pass) runs only that comparison, on 4 prompts, the tiny random model and one engine for both
+modes, and no `make demo`.
 
 Usage: ``python -m bench.demo [--passes 3] [--busy] [--home DIR] [--engine 200] [--keep]``
 (the lead's check: ``--passes 3`` idle, then ``--passes 3 --busy``).
@@ -33,21 +34,23 @@ from bench import common
 
 ENGINE = """
 import json, sys, time
-mode, n, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+modes, n, model = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3]
 from bench.engines import demo_prompts
 from socbench.engines.settings import VllmSettings
 from socbench.engines.vllm import VllmEngine
 from socbench.models import resolve_model
-prompts = demo_prompts(mode, n + 4)
 engine = VllmEngine(resolve_model(model), VllmSettings.for_host())
 engine.load()
-run = engine.option_logprobs if mode == "logprobs" else engine.generate
-run(prompts[:4])  # the first request's one-off costs are the engine start's, not the mode's
-start = time.perf_counter()
-answers = [r.text if mode == "generate" else r.option_logprobs for r in run(prompts[4:])]
-print(json.dumps({"seconds": time.perf_counter() - start, "answers": answers}))
+for mode in modes:
+    prompts = demo_prompts(mode, n + 4)
+    run = engine.option_logprobs if mode == "logprobs" else engine.generate
+    run(prompts[:4])  # the first request's one-off costs are the engine start's, not the mode's
+    start = time.perf_counter()
+    answers = [r.text if mode == "generate" else r.option_logprobs for r in run(prompts[4:])]
+    print(json.dumps({"seconds": time.perf_counter() - start, "answers": answers}), flush=True)
 engine.close()
 """
+MODES = ("generate", "logprobs")
 LOCKED = "database is locked"
 DOMAIN = re.compile(r"^domain (\d+) .*, ([\d.]+) s$")
 # the worker's log: Prefect's lines (HH:MM:SS.fff) for the flow's start and domain 1's prompts, vLLM's
@@ -57,9 +60,13 @@ STAMPS = {"flow": r"^(\d\d:\d\d:\d\d\.\d+) \| INFO .*Beginning flow run",
           "engine": r"INFO \d\d-\d\d (\d\d:\d\d:\d\d) \[core\.py:\d+\] init engine"}
 
 
-def engine_modes(n: int, model: str = "smollm2-135m-instruct") -> dict:
-    """Prompts per second of generate (constrained JSON) and logprobs (one step), host defaults."""
-    runs = {mode: common.worker_pass(ENGINE, mode, n, model) for mode in ("generate", "logprobs")}
+def engine_modes(n: int, model: str = "smollm2-135m-instruct", one_process: bool = False) -> dict:
+    """Prompts per second of generate (constrained JSON) and logprobs (one step), host defaults; a fresh
+    process per mode (``one_process``: both modes on one engine, the quick pass's single start)."""
+    if one_process:
+        runs = dict(zip(MODES, common.worker_passes(ENGINE, ",".join(MODES), n, model), strict=True))
+    else:
+        runs = {mode: common.worker_pass(ENGINE, mode, n, model) for mode in MODES}
     return {mode: {"seconds": r["seconds"], "prompts_per_s": round(n / r["seconds"], 2), "load": r["load"]}
             for mode, r in runs.items()}
 
@@ -179,7 +186,7 @@ def main() -> None:
     args = p.parse_args()
     common.setup_env()
     if args.quick:
-        engine, args.passes = engine_modes(8, str(common.tiny_model())), 0
+        engine, args.passes = engine_modes(4, str(common.tiny_model()), one_process=True), 0
     else:
         engine = engine_modes(args.engine) if args.engine else None
     if engine:

@@ -3,8 +3,9 @@
 Prompts are the demo data's real ISSP prompts (all ten domains). Backends: ``vllm`` and ``hf``
 in-process on the model (default: the embedded SmolLM2), and ``config`` (the OpenAI-compatible
 client) against the project's test server. No cache: each figure is the backend alone.
-``--quick``: 16 prompts per mode on the tiny random model (unless ``--model``).
-Usage: ``python -m bench.engines [--quick] [--model M] [--backends vllm,hf,config] [--n 400]``.
+``--quick``: 8 prompts per mode (the warm-up's) on the tiny random model (unless ``--model``).
+Usage: ``python -m bench.engines [--quick] [--model M] [--backends vllm,hf,config] [--n 400]`` (hf: a
+tenth of ``--n``, at least 20 and at most ``--n``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,17 @@ MODES = ("generate", "logprobs")
 
 
 def demo_prompts(mode: str, n: int) -> list:
-    """The first ``n`` demo prompts over all domains (respondent-grouped, as the flow sends them)."""
+    """The first ``n`` demo prompts over all domains (respondent-grouped, as the flow sends them); the
+    domains' plans are built in order until there are ``n`` (all ten take seconds: a quick pass needs one)."""
     from socbench import pipeline
     from socbench.config import make_config
 
-    return pipeline.all_requests(pipeline.plans(task_for(make_config(mode=mode))))[:n]
+    study, prompts = task_for(make_config(mode=mode)), []
+    for unit in study.units():
+        prompts += pipeline.plan(study, unit).prompts.requests
+        if len(prompts) >= n:
+            break
+    return prompts[:n]
 
 
 def backend(name: str, model: str, server_url: str | None):
@@ -36,7 +43,7 @@ def measure(name: str, model: str, n: int, server_url: str | None) -> list[dict]
     engine = backend(name, model, server_url)
     try:
         for mode in MODES:
-            prompts = demo_prompts(mode, n if name != "hf" else max(20, n // 10))
+            prompts = demo_prompts(mode, n if name != "hf" else min(n, max(20, n // 10)))
             method = engine.option_logprobs if mode == "logprobs" else engine.generate
             method(prompts[:8])  # start-up and warm-up are not part of the figure
             seconds, results, load = common.timed(method, prompts)
@@ -63,7 +70,7 @@ def main() -> None:
     p.add_argument("--n", type=int, default=400, help="prompts per mode (hf: a tenth)")
     args = p.parse_args()
     common.setup_env()
-    n = 16 if args.quick else args.n
+    n = 8 if args.quick else args.n
     model = args.model or (str(common.tiny_model()) if args.quick else "smollm2-135m-instruct")
     from tests.support.fake_openai import FakeOpenAIServer
 

@@ -2,7 +2,7 @@
 
 No cache, no Prefect: what the in-process backends themselves cost on this host.
 Usage: ``python -m bench.engines_bare [--quick] [--n 200] [--backends vllm,hf]``; prints JSON and writes
-``engines_bare.json`` in the bench output folder (``--quick``: 8 prompts on the tiny random model).
+``engines_bare.json`` in the bench output folder (``--quick``: 4 prompts on the tiny random model).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def main() -> None:
     model = str(common.tiny_model()) if args.quick else "smollm2-135m-instruct"
     rows = []
     for backend in args.backends.split(","):
-        rows.append(bench(backend.strip(), 8 if args.quick else args.n, model))
+        rows.append(bench(backend.strip(), 4 if args.quick else args.n, model))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     common.OUT_DIR.mkdir(parents=True, exist_ok=True)
     (common.OUT_DIR / "engines_bare.json").write_text(json.dumps(rows, indent=2))

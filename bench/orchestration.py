@@ -5,6 +5,7 @@ the same stage bodies called directly (``task.fn``; the report stage's files wit
 artifact), each from an empty engine cache, against the fake OpenAI server (no latency).
 Cached rerun: the ``issp`` parent flow over the ten demo domains on the tiny vLLM model,
 then the same run again in a fresh process, which must not import vLLM at all.
+``--quick``: one domain of two synthetic respondents for both parts, no untimed warm-up flow.
 Usage: ``python -m bench.orchestration [--quick] [--domains 3]``.
 """
 
@@ -30,7 +31,7 @@ def direct(config, domain_id: int) -> None:
     study.report(pipeline.score_unit(study, unit, get_engine(config.engine_settings())), 0.0)
 
 
-def overhead(domains: list[int], data_dir: str) -> list[dict]:
+def overhead(domains: list[int], data_dir: str, warm: bool = True) -> list[dict]:
     from socbench.config import make_config
     from socbench.engines.session import close_engines
     from socbench.flows.issp import issp_domain
@@ -43,7 +44,8 @@ def overhead(domains: list[int], data_dir: str) -> list[dict]:
 
     rows = []
     with FakeOpenAIServer() as server:
-        issp_domain(domains[0], config("warm"))  # starts the ephemeral Prefect server: not timed
+        if warm:  # starts the ephemeral Prefect server: not timed (the quick pass runs on the tests' API)
+            issp_domain(domains[0], config("warm"))
         for d in domains:
             direct_s, _, load_d = common.timed(direct, config("direct"), d)
             close_engines()
@@ -55,14 +57,15 @@ def overhead(domains: list[int], data_dir: str) -> list[dict]:
     return rows
 
 
-def child(kind: str, out: str, data_dir: str, model: str) -> None:
+def child(kind: str, out: str, data_dir: str, model: str, domain: str) -> None:
     """One ``issp`` run in this fresh process; prints its wall time and whether vLLM was imported."""
     start = time.perf_counter()
     from socbench.config import make_config
     from socbench.flows import run_inprocess
     from socbench.flows.issp import issp
 
-    config = make_config(data_dir=data_dir, output_dir=out, api_type="vllm", model=model, max_tokens=16)
+    config = make_config(data_dir=data_dir, output_dir=out, api_type="vllm", model=model, max_tokens=16,
+                         domain_id=domain)
     flow_start = time.perf_counter()
     outcome = run_inprocess(issp, config)
     end = time.perf_counter()
@@ -71,12 +74,13 @@ def child(kind: str, out: str, data_dir: str, model: str) -> None:
                       "vllm_imported": "vllm" in sys.modules, "load": common.load_avg()}), flush=True)
 
 
-def cached_rerun(data_dir: str, model: str) -> list[dict]:
+def cached_rerun(data_dir: str, model: str, domain: str) -> list[dict]:
     out = tempfile.mkdtemp(prefix="bench-rerun-")
     rows = []
     for kind in ("first", "rerun"):
         start = time.perf_counter()
-        proc = subprocess.run([common.PY, "-m", "bench.orchestration", "--child", kind, out, data_dir, model],
+        proc = subprocess.run([common.PY, "-m", "bench.orchestration", "--child", kind, out, data_dir, model,
+                               domain],
                               capture_output=True,
                               text=True, cwd=common.ROOT)
         lines = [line for line in proc.stdout.splitlines() if line.startswith('{"kind"')]
@@ -91,14 +95,16 @@ def cached_rerun(data_dir: str, model: str) -> list[dict]:
 def main() -> None:
     common.setup_env(prefect=True)
     if sys.argv[1:2] == ["--child"]:
-        return child(*sys.argv[2:6])
+        return child(*sys.argv[2:7])
     p = common.parser(__doc__)
     p.add_argument("--domains", type=int, default=3, help="domains timed for the overhead")
     args = p.parse_args()
     model = str(common.tiny_model())
-    data_dir = str(common.synth_data(2)) if args.quick else str(common.ROOT / "data" / "demo" / "Dataset_all")
-    rows = overhead(list(range(1, (1 if args.quick else args.domains) + 1)), data_dir)
-    rerun = cached_rerun(data_dir, model)
+    domain = "1" if args.quick else "all"  # quick: one domain of two respondents, no warm-up flow
+    demo = common.ROOT / "data" / "demo" / "Dataset_all"
+    data_dir = str(common.synth_data(2, domain) if args.quick else demo)
+    rows = overhead(list(range(1, (1 if args.quick else args.domains) + 1)), data_dir, warm=not args.quick)
+    rerun = cached_rerun(data_dir, model, domain)
     per_domain = max(r["overhead_s"] for r in rows)
     second = rerun[1]
     met = per_domain <= 1.5 and second["wall_s_with_python_start"] < 30 and not second["vllm_imported"]

@@ -5,7 +5,7 @@ continuations from a cached context (``max_tokens=1`` + ``logprob_token_ids`` pe
 Hit rate = sum of ``RequestOutput.num_cached_tokens`` / sum of prompt tokens, per pass, with
 the prefix cache reset before each pass. Part A uses the tiny model on synthetic ISSP
 prompts; part B uses SmolLM2 on ARC-Easy test items (0-shot and 5-shot CP contexts).
-``--quick``: 2 respondents, 4 ARC items, the tiny model for both parts.
+``--quick``: 2 respondents, 2 ARC items, the tiny model for both parts (one engine).
 Usage: ``python -m bench.prefix_cache [--quick] [--respondents 60] [--arc_items 40]``.
 """
 
@@ -44,38 +44,35 @@ def _issp_prompts(data_dir: Path, mode: str) -> list:
     return list(pipeline.all_requests(pipeline.plans(task_for(config))))
 
 
-def part_a(model: Path, respondents: int) -> list[dict]:
+def part_a(started: tuple, respondents: int) -> list[dict]:
     from socbench.engines import _chat
     from socbench.engines.vllm import _children, _generate_params, _score_params
     from socbench.pipeline import generate
 
     data_dir = common.synth_data(respondents, "1")
-    engine, llm, tok = _engine(str(model))
+    engine, llm, tok = started
     rows = []
-    try:
-        for mode in ("logprobs", "generate"):
-            grouped = _issp_prompts(data_dir, mode)
-            shuffled = grouped[:]
-            random.Random(0).shuffle(shuffled)
-            for order, prompts in (("grouped", grouped), ("shuffled", shuffled)):
-                if mode == "logprobs":
-                    plans = [_chat.option_plan(tok, p) for p in prompts]
-                    inputs = [{"prompt_token_ids": list(pl.context)} for pl in plans]
-                    params = [_score_params(_children(pl, ())) for pl in plans]
-                else:
-                    inputs = [{"prompt_token_ids": _chat.prompt_ids(tok, p)} for p in prompts]
-                    params = [_generate_params(p) for p in prompts]
-                llm.reset_prefix_cache()
-                bare_s, outs, load_bare = common.timed(partial(llm.generate, use_tqdm=False), inputs, params)
-                llm.reset_prefix_cache()
-                eng_s, _, load_eng = common.timed(generate, engine, prompts)
-                rows.append({"mode": mode, "order": order, "prompts": len(prompts),
-                             "hit_rate": round(hit_rate(outs), 3),
-                             "bare_s": round(bare_s, 2), "engine_s": round(eng_s, 2),
-                             "load_bare": load_bare, "load_engine": load_eng})
-                print(rows[-1], flush=True)
-    finally:
-        engine.close()
+    for mode in ("logprobs", "generate"):
+        grouped = _issp_prompts(data_dir, mode)
+        shuffled = grouped[:]
+        random.Random(0).shuffle(shuffled)
+        for order, prompts in (("grouped", grouped), ("shuffled", shuffled)):
+            if mode == "logprobs":
+                plans = [_chat.option_plan(tok, p) for p in prompts]
+                inputs = [{"prompt_token_ids": list(pl.context)} for pl in plans]
+                params = [_score_params(_children(pl, ())) for pl in plans]
+            else:
+                inputs = [{"prompt_token_ids": _chat.prompt_ids(tok, p)} for p in prompts]
+                params = [_generate_params(p) for p in prompts]
+            llm.reset_prefix_cache()
+            bare_s, outs, load_bare = common.timed(partial(llm.generate, use_tqdm=False), inputs, params)
+            llm.reset_prefix_cache()
+            eng_s, _, load_eng = common.timed(generate, engine, prompts)
+            rows.append({"mode": mode, "order": order, "prompts": len(prompts),
+                         "hit_rate": round(hit_rate(outs), 3),
+                         "bare_s": round(bare_s, 2), "engine_s": round(eng_s, 2),
+                         "load_bare": load_bare, "load_engine": load_eng})
+            print(rows[-1], flush=True)
     return rows
 
 
@@ -108,30 +105,27 @@ def cached_context_scores(llm, pairs) -> list[tuple[float, object]]:
     return totals, list(outs) + list(outs2)
 
 
-def part_b(items: int, model: str) -> list[dict]:
+def part_b(items: int, started: tuple) -> list[dict]:
     from socbench.engines import _chat
 
-    engine, llm, tok = _engine(model)
+    engine, llm, tok = started
     rows = []
-    try:
-        for k in (0, 5):
-            requests = _arc_requests(items, k)
-            pairs = [_chat.loglikelihood_ids(tok, r) for r in requests]
-            llm.reset_prefix_cache()
-            a_s, a_res, load_a = common.timed(engine.loglikelihood, requests)
-            llm.reset_prefix_cache()
-            b_s, (b_tot, b_outs), load_b = common.timed(cached_context_scores, llm, pairs)
-            diff = max(abs(a.logprob - b) for a, b in zip(a_res, b_tot))
-            ctx_tokens = sum(len(c) for c, _ in pairs)
-            unique_ctx = sum(len(c) for c in {tuple(c) for c, _ in pairs})
-            rows.append({"k_shot": k, "requests": len(requests), "prompt_logprobs_s": round(a_s, 2),
-                         "cached_context_s": round(b_s, 2), "speedup": round(a_s / b_s, 2),
-                         "context_tokens_prompt_logprobs": ctx_tokens, "unique_context_tokens": unique_ctx,
-                         "cached_context_hit_rate": round(hit_rate(b_outs), 3),
-                         "max_abs_logprob_diff": round(diff, 4), "load_a": load_a, "load_b": load_b})
-            print(rows[-1], flush=True)
-    finally:
-        engine.close()
+    for k in (0, 5):
+        requests = _arc_requests(items, k)
+        pairs = [_chat.loglikelihood_ids(tok, r) for r in requests]
+        llm.reset_prefix_cache()
+        a_s, a_res, load_a = common.timed(engine.loglikelihood, requests)
+        llm.reset_prefix_cache()
+        b_s, (b_tot, b_outs), load_b = common.timed(cached_context_scores, llm, pairs)
+        diff = max(abs(a.logprob - b) for a, b in zip(a_res, b_tot))
+        ctx_tokens = sum(len(c) for c, _ in pairs)
+        unique_ctx = sum(len(c) for c in {tuple(c) for c, _ in pairs})
+        rows.append({"k_shot": k, "requests": len(requests), "prompt_logprobs_s": round(a_s, 2),
+                     "cached_context_s": round(b_s, 2), "speedup": round(a_s / b_s, 2),
+                     "context_tokens_prompt_logprobs": ctx_tokens, "unique_context_tokens": unique_ctx,
+                     "cached_context_hit_rate": round(hit_rate(b_outs), 3),
+                     "max_abs_logprob_diff": round(diff, 4), "load_a": load_a, "load_b": load_b})
+        print(rows[-1], flush=True)
     return rows
 
 
@@ -142,9 +136,17 @@ def main() -> None:
     p.add_argument("--skip_arc", action="store_true")
     args = p.parse_args()
     common.setup_env()
-    a = part_a(common.tiny_model(), 2 if args.quick else args.respondents)
-    arc_model = str(common.tiny_model()) if args.quick else "smollm2-135m-instruct"
-    b = [] if args.skip_arc else part_b(4 if args.quick else args.arc_items, arc_model)
+    tiny = str(common.tiny_model())
+    arc_model = tiny if args.quick else "smollm2-135m-instruct"
+    started = _engine(tiny)
+    try:
+        a = part_a(started, 2 if args.quick else args.respondents)
+        if not args.skip_arc and arc_model != tiny:  # the same model (quick): the same engine
+            started[0].close()
+            started = _engine(arc_model)
+        b = [] if args.skip_arc else part_b(2 if args.quick else args.arc_items, started)
+    finally:
+        started[0].close()
     by = {(r["mode"], r["order"]): r for r in a}
     speed = by[("logprobs", "shuffled")]["engine_s"] / by[("logprobs", "grouped")]["engine_s"]
     figures = {"logprobs_grouped_hit_rate": by[("logprobs", "grouped")]["hit_rate"],

@@ -5,7 +5,8 @@ vLLM: structured greedy answers to demo prompts (``cpu_threads``). Each pass is 
 process (the thread count must be set before the engine starts), the thread counts
 alternate ``--repeats`` times, the load average is recorded before and after every pass,
 and the answers are compared across thread counts (bf16 rounding can depend on them).
-``--quick``: one pass per thread count, 10 items and 8 prompts on the tiny random model.
+``--quick``: one pass per backend (1 thread, compared with itself), 4 items and 4 prompts on the tiny
+random model.
 Usage: ``python -m bench.threads [--quick] [--items 100] [--prompts 200] [--repeats 2]``.
 """
 
@@ -44,26 +45,28 @@ engine.close()
 """
 
 
-def measure(backend: str, n: int, repeats: int, model: str) -> dict:
-    runs: dict[int, list[dict]] = {1: [], 2: []}
+def measure(backend: str, n: int, repeats: int, model: str, counts: tuple[int, ...] = (1, 2)) -> dict:
+    """Thread counts ``counts`` (the first against the last) alternating ``repeats`` times, a fresh
+    process per pass; the quick pass's ``(1,)`` runs every step once, one start per backend."""
+    runs: dict[int, list[dict]] = {t: [] for t in counts}
     for r in range(repeats):
-        for threads in (1, 2) if r % 2 == 0 else (2, 1):
+        for threads in counts if r % 2 == 0 else counts[::-1]:
             runs[threads].append(common.worker_pass(WORKER, backend, threads, n, model))
-            time.sleep(1)
-    one, two = (statistics.median(x["seconds"] for x in runs[t]) for t in (1, 2))
-    same = runs[1][0]["answers"] == runs[2][0]["answers"]
+            time.sleep(1 if len(counts) > 1 else 0)
+    first, last = runs[counts[0]], runs[counts[-1]]
+    one, two = (statistics.median(x["seconds"] for x in passes) for passes in (first, last))
+    same = first[0]["answers"] == last[0]["answers"]
     if backend == "hf":
-        diffs = [abs(a - b) for a, b in zip(runs[1][0]["answers"], runs[2][0]["answers"])]
+        diffs = [abs(a - b) for a, b in zip(first[0]["answers"], last[0]["answers"])]
         detail = {"max_abs_logprob_diff": round(max(diffs), 4)}
     else:
-        detail = {
-            "answers_differing": sum(a != b for a, b in zip(runs[1][0]["answers"], runs[2][0]["answers"]))
-        }
+        detail = {"answers_differing": sum(a != b for a, b in zip(first[0]["answers"], last[0]["answers"]))}
     return {
         "backend": backend,
         "n": n,
-        "one_thread_s": [x["seconds"] for x in runs[1]],
-        "two_threads_s": [x["seconds"] for x in runs[2]],
+        "threads": list(counts),
+        "one_thread_s": [x["seconds"] for x in first],
+        "two_threads_s": [x["seconds"] for x in last],
         "speed_up_2_over_1": round(one / two, 3),
         "identical_answers": same,
         **detail,
@@ -79,10 +82,10 @@ def main() -> None:
     args = p.parse_args()
     common.setup_env()
     model = str(common.tiny_model()) if args.quick else "smollm2-135m-instruct"
-    repeats = 1 if args.quick else args.repeats
+    repeats, counts = (1, (1,)) if args.quick else (args.repeats, (1, 2))
     rows = [
-        measure("hf", 10 if args.quick else args.items, repeats, model),
-        measure("vllm", 8 if args.quick else args.prompts, repeats, model),
+        measure("hf", 4 if args.quick else args.items, repeats, model, counts),
+        measure("vllm", 4 if args.quick else args.prompts, repeats, model, counts),
     ]
     for row in rows:
         print(row, flush=True)
