@@ -261,6 +261,7 @@ def persona_filter(include: Iterable[str], exclude: Iterable[str],
     if country_attribute not in (None, AUTO_COUNTRY):
         drop.add(_norm(country_attribute))
 
+    @functools.cache  # asked for every attribute of every respondent: a few distinct keys
     def kept(key: str) -> bool:
         norm = _norm(key)
         return norm not in drop and (not keep or norm in keep)
