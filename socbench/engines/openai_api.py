@@ -21,8 +21,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from socbench.engines import _chat
-from socbench.engines import _openai_replies as replies
+from socbench.engines import _chat, _http
 from socbench.engines._http import Call, Transport, host
 from socbench.engines.base import ResultSink
 from socbench.engines.usage import UsageMeter
@@ -230,17 +229,17 @@ class OpenAIEngine:
                       "required": ["answer"], "additionalProperties": False}
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "answer", "schema": schema, "strict": True}}
-        return Call(_path(request), body, replies.chat_text if request.chat else replies.completion_text)
+        return Call(_path(request), body, _http.chat_text if request.chat else _http.completion_text)
 
     def _option_calls(self, request: PromptRequest,
-                      plan: replies.OptionPlan) -> list[tuple[str | None, Call]]:
+                      plan: _http.OptionPlan) -> list[tuple[str | None, Call]]:
         """(code, or None for all codes, call) pairs scoring one request by its plan."""
         codes, prefix = request.offered_codes, request.answer_prefix
         one_token = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0}
         if plan.method == "continuation":
             return [(code, Call(_path(request), self._body(request, prefix=prefix + code + plan.suffix,
                                                                  prompt_logprobs=0, **one_token),
-                                 partial(replies.prompt_tail_logprob, expected=plan.tokens[code])))
+                                 partial(_http.prompt_tail_logprob, expected=plan.tokens[code])))
                     for code in codes]
         names = {f"token_id:{plan.tokens[c][0]}": c for c in codes} if plan.method == "single_token" else None
         asks = {"logprob_token_ids": sorted({t[0] for t in plan.tokens.values()}),
@@ -251,19 +250,19 @@ class OpenAIEngine:
         body = self._body(request, prefix=started, **one_token, **logprobs, **asks)
 
         def parse(data: dict[str, Any]) -> dict[str, float]:
-            return replies.pick_codes(replies.next_token_logprobs(data), codes, names)
+            return _http.pick_codes(_http.next_token_logprobs(data), codes, names)
 
         return [(None, Call(_path(request), body, parse))]
 
     def _loglikelihood_call(self, request: LoglikelihoodRequest) -> Call:
         body = {"model": self.settings.model, "prompt": request.context + request.continuation,
                 "max_tokens": 0, "echo": True, "logprobs": 1, "temperature": 0.0}
-        parse = partial(replies.continuation_score, n_chars=len(request.continuation))
+        parse = partial(_http.continuation_score, n_chars=len(request.continuation))
         return Call("/v1/completions", body, parse)
 
-    def _plans(self, requests: Sequence[PromptRequest]) -> list[replies.OptionPlan]:
+    def _plans(self, requests: Sequence[PromptRequest]) -> list[_http.OptionPlan]:
         """Scoring plan per request, from the server's /tokenize (vLLM) where it has one."""
-        texts = set().union(*(replies.option_texts(r.answer_prefix, r.offered_codes) for r in requests))
+        texts = set().union(*(_http.option_texts(r.answer_prefix, r.offered_codes) for r in requests))
         todo = sorted(texts - self._tokens.keys()) if self._tokenize_ok else []
         body = {"model": self.settings.model, "add_special_tokens": False}
         ids = lambda d: list(map(int, d["tokens"]))  # noqa: E731
@@ -276,7 +275,7 @@ class OpenAIEngine:
             log.info("%s: /tokenize failed (%s); option log-probs use the top %d tokens",
                      self.identity["api_base"], errors[0], self.settings.top_logprobs)
         tokens = self._tokens if self._tokenize_ok and not errors else None
-        return [replies.option_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
+        return [_http.option_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
 
 
 def _honours(text: str, codes: tuple[str, ...], mode: str) -> bool:
