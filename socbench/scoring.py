@@ -31,7 +31,7 @@ from socbench.metrics.classification import (
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, distribution_scores
 from socbench.metrics.grouped import group_rows
 from socbench.metrics.persona_groups import persona_breakdowns, respondent_groups
-from socbench.metrics.questions import question_view
+from socbench.metrics.ranking import question_view
 from socbench.metrics.uncertainty import accuracy_ci
 from socbench.types import (
     COUNTRY,

@@ -5,27 +5,32 @@ that random tie-breaks agree; uniform answers score 1/k); ``kendall_tau``, tau-b
 constant ranking such as uniform answers, left out of the mean; one answer to everything ranks that option
 first, so read it beside modal agreement); ``kendall_tau_p``, a one-sided permutation test (exact up to
 ``EXACT_MAX_OPTIONS`` options), and per level the test of the mean tau: with k = 4 options one question's
-p is at best 1/24, so read the level's."""
+p is at best 1/24, so read the level's. ``question_view``: the per-question view (people's and the model's
+shares, accuracy, alignment, per country where asked in several) the report shows."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import permutation_test
 
+from socbench.metrics.baselines import UNMAPPED
 from socbench.metrics.distribution import (
+    DEFAULT_MIN_RESPONDENTS,
     Weights,
     distance_scores,
     group_codes,
     human_distribution,
     model_distribution,
     scorable_groups,
+    split_groups,
 )
 from socbench.shuffle import order_seed
-from socbench.types import Code, ScoredItem
+from socbench.types import Code, Item, ScoredItem
 
 EXACT_MAX_OPTIONS = 7  # 7! = 5,040 orders enumerated; more options are resampled
 PERMUTATION_RESAMPLES = 9_999
@@ -162,3 +167,49 @@ def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, Rank
 
 def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else math.nan
+
+
+# ------------------------------------------------------------------------ per question
+
+ALIGNMENT_KEYS = ("modal_agreement", "kendall_tau", "kendall_tau_p")
+
+
+def option_labels(items: Sequence[Item]) -> dict[str, dict[Code, str]]:
+    """Per question, each code's label as most respondents saw it (survey-wide wording first)."""
+    labels: dict[str, dict[Code, str]] = {}
+    for item in sorted(items, key=lambda i: i.country_specific):  # base options before overrides
+        known = labels.setdefault(item.question_id, {})
+        for code, label in item.options:
+            known.setdefault(code, label)
+    return labels
+
+
+def _without_alignment(record: dict[str, Any]) -> dict[str, Any]:
+    return {**record, **{key: math.nan for key in record if key.endswith(ALIGNMENT_KEYS)},
+            "enough_respondents": False}
+
+
+def question_view(items: Sequence[Item], scored: Sequence[ScoredItem], texts: Mapping[str, str] | None = None,
+                  min_respondents: int = DEFAULT_MIN_RESPONDENTS, weights: Weights | None = None,
+                  seed: int = 0) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, Any]]]:
+    """``({level: alignment summary}, {question id: view record})`` of one domain."""
+    labels = option_labels(items)
+    levels = {name: level_groups(scored, keys, min_respondents, weights, seed)
+              for name, keys in LEVELS.items()}
+    summary = {name: level_summary(groups, weights is not None, min_respondents, seed)
+               for name, groups in levels.items()}
+    countries: dict[str, dict[str, Any]] = {}
+    for (country, qid), (record, _) in levels["country_question"].items():
+        countries.setdefault(qid, {})[UNMAPPED if country is None else str(country)] = record
+    view = {}
+    for (qid,), group in split_groups(scored, ("question_id",)).items():
+        qualified = levels["question"].get((qid,))
+        record = (qualified[0] if qualified
+                  else _without_alignment(group_record(group, weights, seed, alignment=False)[0]))
+        codes = group_codes(group)
+        asked_in = {item.country_code for item in group}
+        view[qid] = {"text": (texts or {}).get(qid, ""),
+                     "options": [[code, labels.get(qid, {}).get(code, "")] for code in codes],
+                     "enough_respondents": qualified is not None, **record,
+                     "countries": dict(sorted(countries.get(qid, {}).items())) if len(asked_in) > 1 else {}}
+    return summary, view

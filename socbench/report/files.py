@@ -21,9 +21,9 @@ from socbench.log.summary import (
 from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.report.figures import domain_bars
+from socbench.report.html_sections import NOTES
 from socbench.report.labels import baseline_label, domain_label, signed, study_title, weights_off_text
 from socbench.report.output import fmt, markdown_table, model_dir
-from socbench.report.texts import NOTES
 from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 

@@ -17,6 +17,9 @@ from socbench.report.answers import answer_html
 from socbench.report.circular import circular_section
 from socbench.report.figures import Figures, draw_figures
 from socbench.report.html_sections import (
+    CSS,
+    DEFINITIONS,
+    NOTES,
     QUESTION_HEAD,
     country_table,
     details,
@@ -53,7 +56,6 @@ from socbench.report.tables import (
     overall_cells,
     write_leaderboard,
 )
-from socbench.report.texts import CSS, DEFINITIONS, NOTES
 from socbench.types import COUNTRY
 
 REPORT_FOLDER = "report"

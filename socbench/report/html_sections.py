@@ -1,23 +1,37 @@
 """The building blocks of ``report.html`` (plain HTML): a negative margin has class ``neg``, a group below
-``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI, long parts sit in ``<details>``."""
+``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI, long parts sit in ``<details>``. Its words
+and style are package data (``texts.json``, ``report.css``): what each section answers, what every number
+means and is compared with (docs/results.md says the same)."""
 
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 from collections.abc import Sequence
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
 from socbench.report.labels import accuracy_text, baseline_label, country_label, domain_label, p_text, signed
 from socbench.report.output import fmt
-from socbench.report.texts import LEADS
 from socbench.shuffle import option_text
 from socbench.types import COUNTRY
 
+
+def _fill(text: str) -> str:
+    return text.format(min_n=MIN_RESPONDENTS, fraction=DEFAULT_FRACTION)
+
+
+_HERE = files("socbench.report")
+_TEXTS = json.loads(_HERE.joinpath("texts.json").read_text(encoding="utf-8"))
+LEADS, NOTES = ({key: _fill(text) for key, text in _TEXTS[part].items()} for part in ("leads", "notes"))
+DEFINITIONS = tuple((term, _fill(text)) for term, text in _TEXTS["definitions"])
+CSS = _HERE.joinpath("report.css").read_text(encoding="utf-8")
 COUNTRY_HEAD = ("country", "respondents", "items", "accuracy [95% CI]", "strongest baseline on these items",
                 "baseline accuracy", "margin")
 PERSONA_HEAD = ("attribute", "group", "respondents", "items", "accuracy [95% CI]",

@@ -14,10 +14,10 @@ from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
 from socbench.log.summary import GAIN_KEYS
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.answers import answer_markdown
+from socbench.report.html_sections import NOTES
 from socbench.report.labels import accuracy_text, baseline_label, domain_label, p_text, signed, study_title
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard
 from socbench.report.output import fmt, markdown_table
-from socbench.report.texts import NOTES
 from socbench.yardsticks import HEADLINE_KEYS
 
 CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain", "domains", "respondents",
