@@ -2,8 +2,7 @@
 
 On a CPU host scoring-only jobs run ~3x faster on transformers (quick start, ``_packed``
 computes each context once); generation needs vLLM's constrained decoding and prefix cache.
-On a GPU vLLM wins both. The choice is recorded in the run's results (requested, chosen, why).
-"""
+On a GPU vLLM wins both. The choice is recorded in the run's results (requested, chosen, why)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""transformers backend: the reference implementation, and a fallback where vLLM is absent.
-
-Scoring packs contexts and their continuations into few forward passes (``_packed``).
-``structured`` requests get free text (no constrained decoding in plain transformers).
-"""
+"""transformers backend: the reference implementation, and a fallback where vLLM is absent. Scoring packs
+contexts and their continuations into few forward passes (``_packed``); ``structured`` requests get free
+text (no constrained decoding in plain transformers)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Stages: ``load_mcq`` -> ``build_plan`` -> the engine (``socbench.pipeline``) -> ``score_mcq`` (pure) ->
 ``report.mcq.write_mcq_files``; the records are in ``socbench.mcq.types``. Names load on first use, so
-the CLI reads ``socbench.mcq.config`` for its flags without importing scoring and plotting.
-"""
+the CLI reads ``socbench.mcq.config`` for its flags without importing scoring and plotting."""
 
 from __future__ import annotations
 
