@@ -25,7 +25,8 @@ model = resolve_model(sys.argv[4])
 if backend == "hf":
     from socbench.engines.hf import HfEngine
     from socbench.engines.settings import HfSettings
-    from socbench.mcq import build_plan, load_mcq
+    from socbench.mcq.datasets import load_mcq
+    from socbench.mcq.prompts import build_plan
     from socbench.mcq.prompts import loglikelihood_requests
     requests = loglikelihood_requests(build_plan(load_mcq("arc-easy", limit=n), ["cp"], [0], False, 1234))
     engine = HfEngine(model, HfSettings(torch_threads=threads))

@@ -22,9 +22,10 @@ from socbench.circular import CP_SKIPPED, NO_MCP, circular_metrics, rotations
 from socbench.cli import main
 from socbench.errors import ConfigError
 from socbench.log.read import read_variants
-from socbench.mcq import build_plan, load_mcq, make_mcq_config, score_mcq
-from socbench.mcq.datasets import letters
-from socbench.mcq.prompts import SHOT_SEPARATOR
+from socbench.mcq.config import make_mcq_config
+from socbench.mcq.datasets import letters, load_mcq
+from socbench.mcq.prompts import SHOT_SEPARATOR, build_plan
+from socbench.mcq.scoring import score_mcq
 from socbench.mcq.types import McqData, McqItem
 from socbench.pipeline import answer
 from socbench.report.mcq import write_mcq_files

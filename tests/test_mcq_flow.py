@@ -18,9 +18,11 @@ import pytest
 import yaml
 
 from socbench.cli import main
-from socbench.mcq import McqConfig, build_plan, load_mcq, score_plan
-from socbench.mcq.prompts import cp_context, mcp_prompt
+from socbench.mcq.config import McqConfig
+from socbench.mcq.datasets import load_mcq
+from socbench.mcq.prompts import build_plan, cp_context, mcp_prompt
 from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
+from socbench.mcq.scoring import score_plan
 from socbench.pipeline import answer
 from socbench.report.output import model_dir
 from socbench.studies.mcq import plan_requests, read_answers

