@@ -271,7 +271,7 @@ class RunConfig(EngineRun):
 
     def engine_settings(self) -> EngineSettings:
         """The engine record with ``auto`` resolved: logprobs mode is scoring, generate is generation."""
-        from socbench.engines.choice import resolve_engine
+        from socbench.engines.settings import resolve_engine
 
         return resolve_engine(self.engine, "scoring" if self.mode == "logprobs" else "generation")
 

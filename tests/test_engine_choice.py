@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from socbench.engines.choice import choose_backend
+from socbench.engines.settings import choose_backend
 from socbench.errors import ConfigError
 from socbench.mcq.config import make_mcq_config
 

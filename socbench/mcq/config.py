@@ -9,8 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from socbench.config import EngineRun, comma_list, from_flat, max_variants_needs_all_possible, positive
-from socbench.engines.choice import BackendChoice, choose_backend, resolve_engine
-from socbench.engines.settings import EngineSettings
+from socbench.engines.settings import BackendChoice, EngineSettings, choose_backend, resolve_engine
 from socbench.mcq.prompts import MAX_SHOTS
 from socbench.types import CircularSettings
 
@@ -29,7 +28,7 @@ class McqConfig(EngineRun):
                                                       "from another split)")
     tolerance: bool = Field(False, description="also score MCP-Tolerance (naming an option's digit counts "
                                                "as choosing it)")
-    engine: EngineSettings = EngineSettings(api_type="auto")  # transformers on a CPU host (engines/choice.py)
+    engine: EngineSettings = EngineSettings(api_type="auto")  # transformers on a CPU host (choose_backend)
     limit: int | None = Field(None, description="evaluate only the first N items")
     seed: int = Field(1234, description="few-shot draw seed")
     output_dir: Path = Field(Path("results"), description="results go to <output_dir>/<model>/mcq/")
@@ -60,7 +59,7 @@ class McqConfig(EngineRun):
     @model_validator(mode="before")
     @classmethod
     def _auto_backend(cls, data: Any) -> Any:
-        """CP vs MCP picks its backend per host unless one is named (``engines/choice.py``)."""
+        """CP vs MCP picks its backend per host unless one is named (``engines.settings.choose_backend``)."""
         if not isinstance(data, dict):
             return data
         engine = data.get("engine")
