@@ -11,7 +11,7 @@ from scipy.stats import chi2_contingency, entropy
 from scipy.stats.contingency import association
 
 from socbench.metrics.headline import lead_sentence
-from socbench.metrics.persona_effect import persona_effect, verdict
+from socbench.metrics.persona_groups import persona_effect, verdict
 from socbench.metrics.simbench import simbench_score, total_variation
 from socbench.metrics.structure import cramers_v, heterogeneity_ratio, structure
 from socbench.types import ScoredItem

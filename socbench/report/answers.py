@@ -13,7 +13,7 @@ from typing import Any
 
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.headline import lead_sentence, structure_sentence
-from socbench.metrics.persona_effect import persona_effect, verdict
+from socbench.metrics.persona_groups import persona_effect, verdict
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label, p_text
