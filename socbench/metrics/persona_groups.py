@@ -56,8 +56,6 @@ def classify_key(key: str) -> tuple[str, int] | None:
     return None
 
 
-# ------------------------------------------------------------------------------- values
-
 _COUNTRY_NOTE = re.compile(r"[,;]\s*[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*,\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:.*$")
 
 
@@ -134,8 +132,6 @@ def persona_breakdowns(items: Sequence[ScoredItem], expected: Mapping[str, np.nd
     return {attr: group_rows(items, lambda item, a=attr: item.groups.get(a, UNKNOWN), expected)
             for attr in present}
 
-
-# ---------------------------------------------------------------------- persona vs no persona
 
 @dataclass(frozen=True)
 class PersonaEffect:

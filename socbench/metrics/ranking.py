@@ -97,9 +97,6 @@ def mean_tau_p(taus: Sequence[float], nulls: Sequence[np.ndarray], seed: int = 0
     return float((1 + np.sum(draws >= observed - 1e-12)) / (AGGREGATE_DRAWS + 1))
 
 
-# ------------------------------------------------------------------------ per group
-
-
 def _shares(codes: Sequence[Code], values: np.ndarray) -> dict[Code, float]:
     return {code: round(float(v), 6) for code, v in zip(codes, values, strict=True)}
 
@@ -168,8 +165,6 @@ def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, Rank
 def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else math.nan
 
-
-# ------------------------------------------------------------------------ per question
 
 ALIGNMENT_KEYS = ("modal_agreement", "kendall_tau", "kendall_tau_p")
 

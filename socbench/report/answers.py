@@ -125,9 +125,6 @@ def domain_answers(board: Leaderboard) -> list[tuple[ModelRun, list[DomainAnswer
     return [(run, [domain_answer(rows[run.run, d.domain], d) for d in run.domains]) for run in board.ranked()]
 
 
-# ---------------------------------------------------------------------- persona vs no persona
-
-
 def persona_pairs(runs: Sequence[ModelRun]) -> list[tuple[ModelRun, ModelRun]]:
     """(persona run, its ``-no_persona`` control run) for every control run whose partner is here."""
     by_name = {run.run: run for run in runs}
@@ -178,9 +175,6 @@ def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]]
         rows = [[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in groups]
         found.append((line, rows, ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in groups]))
     return found
-
-
-# ---------------------------------------------------------------------- rendering
 
 
 def _html_domain(answer: DomainAnswer) -> str:

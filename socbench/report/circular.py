@@ -25,9 +25,6 @@ if TYPE_CHECKING:
 EMPTY_CELL = "-"
 
 
-# ---------------------------------------------------------------------- summary table
-
-
 def default_metric_types(mode: str) -> list[str]:
     """Columns of the summary table: origin accuracy and the run family's acc, perf, vote."""
     family = families(mode)[-1]  # type: ignore[arg-type]
@@ -106,8 +103,6 @@ def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, res
     return write_circular_table(model_dir(output_dir, model), issp_circular_table(results, mode, prompt_mode),
                                 stem=f"{issp_stem(results)}_summary")
 
-
-# ------------------------------------------------------------------ report.html
 
 FAMILY_LABELS = {"circular": "rotations (n orders)", "all_possible": "all n! orders",
                  "sampled": "sampled orders (sampled: not all orders)"}

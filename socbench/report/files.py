@@ -87,9 +87,6 @@ def _counts_text(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{name} ({n})" for name, n in counts.items()) or "none"
 
 
-# --------------------------------------------------------------------------- summary
-
-
 @dataclass(frozen=True)
 class RunSummary:
     """Where the run summary went, and its per-domain rows (for a table artifact)."""

@@ -157,9 +157,6 @@ def heat_table(cells: dict[tuple[str, str], dict[str, Any]], domains: Sequence[s
             f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
-# ------------------------------------------------------------------------- questions
-
-
 def _modal(shares: dict[str, float] | None, labels: dict[str, str]) -> str:
     if not shares:
         return "n/a"

@@ -149,9 +149,6 @@ def leaderboard_rows(source: str | Path | Leaderboard, *, per_domain: bool = Tru
     return [json_safe(r) for r in board.overall + board.incomplete + (board.domains if per_domain else [])]
 
 
-# -------------------------------------------------------------------------- comparisons
-
-
 def find_run(runs: Sequence[ModelRun], name: str) -> ModelRun:
     """A run by folder name, else by model name or its slug; ambiguity is an error."""
     for matches in ([r for r in runs if r.run == name],

@@ -104,9 +104,6 @@ def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, heading: str
     return save_figure(fig, path)
 
 
-# ------------------------------------------------------------------ report.html
-
-
 def circular_rows(record: McqRecord) -> tuple[list[str], list[list[str]]]:
     """Per k the circular metrics (acc, more_N, perf, vote of each family), in OpenCompass's order."""
     by_k = (record.circular or {}).get("k") or {}

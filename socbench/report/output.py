@@ -28,9 +28,6 @@ def now_timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-# ------------------------------------------------------------------ tables and numbers
-
-
 def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     """A markdown pipe table as lines (a ``|`` inside a cell becomes ``/``)."""
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
@@ -55,9 +52,6 @@ def finite_mean(values: Iterable[Any]) -> float:
     """Mean of the finite numbers among ``values`` (None/NaN skipped); NaN when there are none."""
     finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     return sum(finite) / len(finite) if finite else math.nan
-
-
-# ----------------------------------------------------------------------------- figures
 
 
 def preload_figures() -> None:
