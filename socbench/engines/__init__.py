@@ -1,5 +1,6 @@
 """Inference backends behind one ``Engine`` protocol, the engine cache and the registry; only light
-modules are imported here: backends (and aiohttp, vLLM, torch) load on first use."""
+modules are imported here: backends (and aiohttp, vLLM, torch) load on first use.
+"""
 
 from __future__ import annotations
 

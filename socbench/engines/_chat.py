@@ -1,7 +1,8 @@
 """Prompt rendering and option-scoring plans shared by the vLLM and transformers backends, so
 both tokenize alike: chat prompts through the chat template (no special tokens added again),
 raw prompts and loglikelihood with the tokenizer's default encoding, continuations split off
-lm-evaluation-harness's way (the context's trailing whitespace moves onto them)."""
+lm-evaluation-harness's way (the context's trailing whitespace moves onto them).
+"""
 
 from __future__ import annotations
 

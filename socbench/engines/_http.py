@@ -6,7 +6,8 @@ A busy server can take minutes per request while healthy, so a request is cut on
 been *silent* for ``timeout_s`` (nor answering a watchdog's ``GET /v1/models``): then its in-flight
 requests are retried, and the base is down until a probe is answered. ``max_request_s`` caps any request.
 Parsers raise ``Unusable`` for a well-formed reply with unusable content (asked once more) and
-KeyError/TypeError/... for a malformed one (retried)."""
+KeyError/TypeError/... for a malformed one (retried).
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 A group (one context and its continuations) is laid out as its context then its continuations'
 token trie; groups are packed into rows of about ``row_tokens``, with a 4-D attention mask
 (a token sees its context and trie ancestors) and per-group position ids, so each score equals
-the plain forward pass. The LM head runs only where a scored token is predicted (docs/performance.md)."""
+the plain forward pass. The LM head runs only where a scored token is predicted (docs/performance.md).
+"""
 
 from __future__ import annotations
 

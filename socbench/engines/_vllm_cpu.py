@@ -3,7 +3,8 @@
 vLLM 0.32 runs RMSNorm on CPU as out-of-place PyTorch code (~40 % of engine time on SmolLM2);
 the same arithmetic in place is ~2x faster with identical bits (docs/performance.md). It goes in
 through ``vllm.ir`` (``register_impl`` + ``ir_op_priority``), for an in-process CPU engine only.
-No ``from __future__ import annotations``: torch infers the ops' schemas from the annotations."""
+No ``from __future__ import annotations``: torch infers the ops' schemas from the annotations.
+"""
 
 from typing import Any
 

@@ -1,5 +1,6 @@
 """The one ``Engine`` protocol every backend implements (lm-eval's ``LM`` shape): a list in, a
-same-length list out in the same order. Caching lives once in ``CachedEngine`` (``cache.py``)."""
+same-length list out in the same order. Caching lives once in ``CachedEngine`` (``cache.py``).
+"""
 
 from __future__ import annotations
 

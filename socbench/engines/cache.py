@@ -2,7 +2,8 @@
 
 Key = sha256 of (backend identity, method, request content key): one file holds many models' answers.
 Only successes are stored, each as the backend reports it, by a writer thread (short transactions),
-so a killed run keeps everything but the last moment's results."""
+so a killed run keeps everything but the last moment's results.
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 vLLM builds its ``VllmConfig`` from ``--engine`` and the model's ``config.json`` (no weights;
 seconds), so a model that cannot take the settings is one line with vLLM's reason rather than
 tracebacks after a minute; transformers' dtype, device and threads are checked against torch.
-Both return the context length prompts are measured against."""
+Both return the context length prompts are measured against.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """transformers backend: the reference implementation, and a fallback where vLLM is absent. Scoring packs
 contexts and their continuations into few forward passes (``_packed``); ``structured`` requests get free
-text (no constrained decoding in plain transformers)."""
+text (no constrained decoding in plain transformers).
+"""
 
 from __future__ import annotations
 

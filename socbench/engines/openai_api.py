@@ -4,7 +4,8 @@ A reply with unusable content is asked once more, then is an ``EngineResult`` wi
 never leaves the Authorization header. vLLM-server extensions serve where the OpenAI API has none: the
 in-process backend's ``structured_outputs`` regex (greedy answers agree), ``/tokenize`` and
 ``logprob_token_ids`` for option scoring by ``_chat``'s rule; without ``/tokenize`` codes are looked up
-among the ``top_logprobs`` (multi-token codes get ``-inf``)."""
+among the ``top_logprobs`` (multi-token codes get ``-inf``).
+"""
 
 from __future__ import annotations
 

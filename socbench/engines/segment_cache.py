@@ -4,7 +4,8 @@ SQLite's locks are not safe on NFS. Answers are content-addressed and never chan
 process appends ``<key>\\t<method>\\t<value JSON>\\n`` lines to its own segment
 (``<host>-<pid>-<random>.seg``) and readers read them all; a line without its newline is not
 read. Lines are written as stored; fsync at most every ``SYNC_S`` seconds and on close.
-``SegmentCache`` has ``EngineCache``'s interface; ``open_store`` picks by ``cache_store``."""
+``SegmentCache`` has ``EngineCache``'s interface; ``open_store`` picks by ``cache_store``.
+"""
 
 from __future__ import annotations
 

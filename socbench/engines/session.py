@@ -1,6 +1,7 @@
 """Process-wide engines, one per ``EngineSettings``, created on first use: an engine is not serialisable,
 so Prefect tasks ask this module for it. A flow's ``finally`` closes them, except an engine registered
-with ``keep`` (a test session's, shared by many flows), which stays its caller's to close."""
+with ``keep`` (a test session's, shared by many flows), which stays its caller's to close.
+"""
 
 from __future__ import annotations
 

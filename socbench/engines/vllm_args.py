@@ -1,5 +1,6 @@
 """Which ``--engine`` keys vLLM accepts, read with ``ast`` from the installed vLLM's ``LLM`` and
-``EngineArgs`` source (importing vLLM costs seconds and imports torch)."""
+``EngineArgs`` source (importing vLLM costs seconds and imports torch).
+"""
 
 from __future__ import annotations
 

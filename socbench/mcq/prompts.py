@@ -5,7 +5,8 @@ context ``Answer:`` (as OLMES does). MCP letters the options by position and rea
 log-probability of `` A``, `` B``, ... (``answer_prefix=" "``: the engine scores ``ĠA``, the token that
 follows ``Answer:`` in real text; ``A`` glued to the colon is a rare one); with tolerance the digits
 `` 1``, `` 2``, ... too. Shots come from another split, seeded by ``(seed, item id)``, never the item
-itself; the k=1 shot is the first of the k=5 shots."""
+itself; the k=1 shot is the first of the k=5 shots.
+"""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ For option i with continuation `` text_i``, ``lp_i`` = log P(`` text_i`` | CP co
 - ``mcp_tolerance``: log(P(`` L_i``) + P(`` i``)): the letter or the 1-based digit (disjoint, so they add)
 
 The prediction is the highest score (the first on ties); a missing score (an engine error) makes it
-None, which counts as wrong."""
+None, which counts as wrong.
+"""
 
 from __future__ import annotations
 
