@@ -13,6 +13,7 @@ from prefect.utilities.annotations import opaque
 
 from socbench import pipeline
 from socbench.errors import RunFailed
+from socbench.log import rerun
 from socbench.records import Outcome
 from socbench.studies import task_for
 from socbench.task import Task
@@ -64,6 +65,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
 
         return dry_run(config)
     study = task_for(config)
+    stamp = rerun.fingerprint(config)  # as it starts: the data a run read, not what it finds at its end
     units = study.units()
     study.check()  # as the CLI's preflight: a deployment run that may not start fails here, with the reason
     results: list[Any] = []
@@ -94,6 +96,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
         return failed(f"{len(named)} unit(s) did not complete: " + "; ".join(named), outcome)
     if export_failed:
         return failed("export failed: " + "; ".join(export_failed), outcome)
+    rerun.remember(config, stamp, outcome)
     return outcome
 
 
