@@ -87,7 +87,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
     # before the report, which links the files; a failed export still leaves summary and report
     exporting = getattr(config, "export", ()) and results
     export_failed = export_failures(export(config, return_state=True) if exporting else None)
-    written = report_run(study, results, failures, export_failed)
+    written = report_run(study, opaque(results), failures, export_failed)
     outcome = Outcome(written.printed, written.paths, written.artifacts, failures, incomplete,
                       [r.unit_id for r in results if r.incomplete_reason is None], export_failed)
     if failures or incomplete:
