@@ -104,3 +104,9 @@ def test_the_cli_answers_a_rerun_from_the_log_and_runs_again_after_a_change(
         changed = capsys.readouterr()
     assert "results were read from the last run" not in changed.err
     assert "every answer of this run is in the engine cache" in changed.err  # a real run, from the cache
+
+
+def test_a_model_socbench_cannot_fingerprint_leaves_no_marker(tmp_path: Path, demo_data: Path) -> None:
+    """An engine only a test registers (no model folder): the run goes on, nothing is remembered."""
+    config = make_config(**settings(demo_data, tmp_path, api_type="hf", model="no-such-model"))
+    assert fingerprint(config) is None
