@@ -7,7 +7,6 @@ ISSP runs only: an MCQ dataset's files may lie anywhere.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -29,29 +28,24 @@ def forget(folder: Path) -> None:
     (folder / NAME).unlink(missing_ok=True)
 
 
-def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-
-
 def fingerprint(config: Any) -> str | None:
-    """What the run's results depend on: socbench's code, the whole configuration, the data folder's files
-    by content and a local model's files; None for a study whose inputs are not all known (MCQ)."""
+    """What the run's results depend on: socbench's code (``memo.code_fingerprint``), the whole
+    configuration, the data folder's files by content and a local model's files; None for a study whose
+    inputs are not all known (MCQ)."""
+    from socbench.memo import code_fingerprint
     from socbench.models import resolve_model
 
     if not hasattr(config, "dataset_dir"):
         return None
-    code = [Path(d) for name in ("socbench", "socbench.cli", "socbench.tasks", "socbench.flows")
-            for d in importlib.util.find_spec(name).submodule_search_locations]  # type: ignore[union-attr]
     engine = config.engine
     try:
         model = "" if engine.api_type == "openai" else resolve_model(engine.model).fingerprint
     except SocbenchError:  # a model only a test's registered engine knows: nothing to compare
         return None
-    digest = hashlib.sha256((config.model_dump_json() + model).encode())
-    for folder in (config.dataset_dir, *code):
-        for path in _files(Path(folder)):
-            name = f"{path.relative_to(folder)}\0".encode()
-            digest.update(name + hashlib.sha256(path.read_bytes()).digest())
+    digest = hashlib.sha256((code_fingerprint() + config.model_dump_json() + model).encode())
+    folder = Path(config.dataset_dir)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(f"{path.relative_to(folder)}\0".encode() + hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
 
