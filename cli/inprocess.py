@@ -73,6 +73,13 @@ def run(config: Any, show_progress: bool = True) -> Any:
         from socbench.cost import dry_run
 
         return dry_run(config)
+    from socbench.log.rerun import marker, recall
+
+    if (last := recall(config)) is not None:  # before the preflight, Prefect and the model
+        print(f"socbench: the results were read from the last run of this command (the same settings, data "
+              f"and socbench; nothing sent or recomputed); to run it again, delete {marker(config)}",
+              file=sys.stderr)
+        return last
     from socbench.preflight import check_run
     from socbench.studies import task_for
 

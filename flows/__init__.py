@@ -13,6 +13,7 @@ from prefect.utilities.annotations import opaque
 
 from socbench import pipeline
 from socbench.errors import RunFailed
+from socbench.log import rerun
 from socbench.records import Outcome
 from socbench.studies import task_for
 from socbench.task import Task
@@ -64,6 +65,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
 
         return dry_run(config)
     study = task_for(config)
+    stamp = rerun.fingerprint(config)  # as it starts: the data a run read, not what it finds at its end
     units = study.units()
     study.check()  # as the CLI's preflight: a deployment run that may not start fails here, with the reason
     results: list[Any] = []
@@ -85,7 +87,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
     # before the report, which links the files; a failed export still leaves summary and report
     exporting = getattr(config, "export", ()) and results
     export_failed = export_failures(export(config, return_state=True) if exporting else None)
-    written = report_run(study, results, failures, export_failed)
+    written = report_run(study, opaque(results), failures, export_failed)
     outcome = Outcome(written.printed, written.paths, written.artifacts, failures, incomplete,
                       [r.unit_id for r in results if r.incomplete_reason is None], export_failed)
     if failures or incomplete:
@@ -94,6 +96,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
         return failed(f"{len(named)} unit(s) did not complete: " + "; ".join(named), outcome)
     if export_failed:
         return failed("export failed: " + "; ".join(export_failed), outcome)
+    rerun.remember(config, stamp, outcome)
     return outcome
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import astuple, dataclass, field
+from functools import cached_property
 from typing import Any, Literal, get_args
 
 from socbench.errors import ConfigError, incomplete_reason
@@ -113,9 +114,9 @@ class PromptRequest:
     options: tuple[tuple[Code, str], ...] = ()  # (label, text) as shown: the labels an answer may name
     variant: Variant | None = None  # which variant of its item this request shows (expanded items only)
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """Content hash over everything that can change the engine's answer."""
+        """Content hash over everything that can change the engine's answer (once: every stage asks)."""
         payload = {"messages": [[m.role, m.content] for m in self.messages], "mode": self.mode,
                    "codes": list(self.offered_codes), "prefix": self.answer_prefix,
                    "structured": self.structured, "chat": self.chat, "sampling": list(astuple(self.sampling))}
@@ -128,7 +129,7 @@ class LoglikelihoodRequest:
     context: str
     continuation: str
 
-    @property
+    @cached_property
     def key(self) -> str:
         return hashlib.sha256(json.dumps([self.context, self.continuation]).encode()).hexdigest()
 

@@ -196,6 +196,7 @@ def test_fully_cached_api_run_rescores_with_the_server_down(tmp_path: Path, demo
         url = server.url
         first = socbench(*args, "--api_base", url, env=env)
         assert first.returncode == 0, first.stderr[-3000:]
+    (tmp_path / "out" / "fake-model" / "last_run.json").unlink()  # a real rerun, not the last run read back
     down = socbench(*args, "--api_base", url, env=env)
     assert down.returncode == 0, down.stderr[-3000:]
     notes = [line for line in down.stderr.splitlines() if "engine cache" in line]

@@ -225,6 +225,7 @@ def test_draws_over_vllm_s_server_then_rescored_with_the_server_stopped(tiny_ser
     assert metrics["samples"] == 4 and 0.25 <= metrics["draw_agreement"] <= 1
 
     tiny_server.stop()  # the ``tiny_server`` fixture starts it again for the tests after this one
+    (tmp_path / "out" / "tiny" / "last_run.json").unlink()  # a real rerun, not the last run read back
     again = socbench([*args, "--samples", "4"], run_env)
     assert again.returncode == 0, again.stderr[-3000:]
     notes = [line for line in again.stderr.splitlines() if "engine cache" in line]

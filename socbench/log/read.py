@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -109,6 +109,13 @@ class DomainRun:
 
 
 def read_domain(path: Path) -> DomainRun:
+    stat = path.stat()
+    return _read_domain(path, stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=64)
+def _read_domain(path: Path, *version: int) -> DomainRun:
+    """Once per version of the file: the run's summary and then its report read every record."""
     stored = read_record(path, DetailedRecord)
     return DomainRun(path, stored, stored.domain, stored.domain_id)
 

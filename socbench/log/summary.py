@@ -16,6 +16,7 @@ from socbench.engines.usage import total_usage
 from socbench.files import write_json
 from socbench.log.read import read_domains
 from socbench.log.records import FORMAT, DetailedRecord, DomainRecord, SummaryRecord
+from socbench.log.rerun import forget
 from socbench.metrics.baselines import best_baseline, group_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, headline_level
 from socbench.metrics.grouped import pooled_rows
@@ -162,6 +163,7 @@ def write_summary_json(folder: str | os.PathLike[str], results: Sequence[DomainR
     (``RunConfig.data_record``) lets ``socbench export`` find the respondents' source rows;
     ``export_failed``: one line per ``--export`` format not written. The payload."""
     folder = Path(folder)
+    forget(folder)
     payload = summary_payload(results, failed, model, pooled([d.stored for d in read_domains(folder)]))
     payload |= {"data": dict(data)} if data else {}
     payload |= {"export_failed": list(export_failed)} if export_failed else {}

@@ -28,6 +28,7 @@ from socbench.log.records import (
     prediction_row,
     variant_row,
 )
+from socbench.log.rerun import forget
 from socbench.log.summary import DRAW_KEYS, SUMMARY_METRICS, summary_row
 from socbench.mcq.scoring import (
     COLUMNS,
@@ -79,6 +80,7 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
         raise ValueError(f"{result.domain_name}: {len(scored)} scored items but "
                          f"{result.scoreable_items} scoreable in the DomainResult")
     folder = model_dir(output_dir, result.run or result.model)
+    forget(folder)
     record = domain_record(result, scored, timestamp or now_timestamp()).model_dump()
     groups = {str(item.person_id): item.groups for item in scored if item.groups}
     detailed = {**record, "persona_groups": groups, "details": [detail_row(item) for item in scored]}
