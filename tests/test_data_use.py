@@ -95,24 +95,32 @@ def test_check_refuses_names_and_acknowledges(imported: Path, demo_data: Path, m
     assert check_data_use(make_config(data_dir=str(demo_data), **remote), [get_domain(1)]) is None
 
 
-def _issp(data: Path, url: str, out: Path, *extra: str, remote: str = "127.0.0.1"):
-    args = ["issp", "--api_type", "config", "--api_base", url, "--model", "fake-model",
+def _args(data: Path, url: str, out: Path, *extra: str) -> list[str]:
+    return ["issp", "--api_type", "config", "--api_base", url, "--model", "fake-model",
             "--data_dir", str(data), "--interview_count", "4", "--output_dir", str(out), *extra]
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, REMOTE_HOSTS: remote})
+
+
+def _issp(env: dict, data: Path, url: str, out: Path, *extra: str, remote: str = "127.0.0.1"):
+    return subprocess.run([*CLI, *_args(data, url, out, *extra)], capture_output=True, text=True,
+                          timeout=300, env={**env, REMOTE_HOSTS: remote})
 
 
 @pytest.mark.slow  # runs the CLI in subprocesses
-def test_cli_refuses_before_any_connection_and_runs_when_acknowledged(imported, listener, tmp_path) -> None:
+def test_cli_refuses_before_any_connection_and_runs_when_acknowledged(imported, listener, tmp_path,
+                                                                     cli_api_env, cli_in_process, capsys,
+                                                                     monkeypatch) -> None:
     url, connected = listener
-    for base, host in ((url, "127.0.0.1"), ("https://llm-api.invalid/v1", "llm-api.invalid")):
-        run = _issp(imported, base, tmp_path / "out", remote=host)
-        lines = [line for line in run.stderr.splitlines() if line.strip()]
-        assert run.returncode == 2 and len(lines) == 1 and "Traceback" not in run.stderr, run.stderr[-2000:]
-        assert f"refused to send the licensed data of Values (data_use: local) to {host}" in lines[0]
+    run = _issp(os.environ, imported, url, tmp_path / "out")  # the real process: exit 2, one line
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert run.returncode == 2 and len(lines) == 1 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert "refused to send the licensed data of Values (data_use: local) to 127.0.0.1" in lines[0]
+    monkeypatch.setenv(REMOTE_HOSTS, "llm-api.invalid")  # a named host: the same refusal, in this process
+    assert cli_in_process(_args(imported, "https://llm-api.invalid/v1", tmp_path / "out")) == 2
+    assert "refused to send the licensed data of Values (data_use: local) to llm-api.invalid" in \
+        capsys.readouterr().err
     assert not connected() and not (tmp_path / "out").exists()
-    with FakeOpenAIServer() as server:
-        run = _issp(imported, server.url, tmp_path / "out", "--allow_remote_data")
+    with FakeOpenAIServer() as server:  # its flows on the session's Prefect API
+        run = _issp(cli_api_env, imported, server.url, tmp_path / "out", "--allow_remote_data")
         assert run.returncode == 0, run.stderr[-3000:]
         assert server.stats().requests > 0
     notes = [line for line in run.stderr.splitlines() if "licensed" in line]

@@ -2,7 +2,8 @@
 country asks respondents of all four, the same 20 on a rerun and for another model, recorded in the
 results; ``--interview_sample first`` keeps the original system's first 20 (one country here).
 
-Against the project's test server (an OpenAI-compatible one on loopback), through the CLI.
+Against the project's test server (an OpenAI-compatible one on loopback), through the CLI, its flows on
+the session's Prefect API.
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ from socbench.data.loaders import load_domain
 from socbench.domains import get_domain
 from support import CLI
 from support.fake_openai import FakeOpenAIServer
+from tests.test_issp_cli import run_env as cli_env
 
 pytestmark = pytest.mark.slow  # runs the CLI in a subprocess
+run_env = cli_env  # the fixture: the CLI's own Prefect home and a test key
 
 
-def _issp(url: str, model: str, data: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+def _issp(env: dict, url: str, model: str, data: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     args = ["issp", "--api_type", "config", "--api_base", url, "--model", model, "--data_dir", str(data),
             "--interview_count", "20", "--output_dir", str(out), *extra]
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
 def _asked(out: Path, run: str) -> tuple[list[int], dict]:
@@ -45,7 +48,7 @@ def _countries(prompts: list[str]) -> set[str]:
     return {name for name, _ in COUNTRIES.values() if any(name in prompt for prompt in prompts)}
 
 
-def test_quick_run_asks_every_country_the_same_people_for_every_model(tmp_path: Path) -> None:
+def test_quick_run_asks_every_country_the_same_people_for_every_model(run_env: dict, tmp_path: Path) -> None:
     data = import_sorted_survey(tmp_path)
     out = tmp_path / "results"
     prompts: list[str] = []
@@ -55,7 +58,7 @@ def test_quick_run_asks_every_country_the_same_people_for_every_model(tmp_path: 
         return json.dumps({"answer": codes[0]})
 
     with FakeOpenAIServer(model="model-a", answer=answer) as server:
-        first = _issp(server.url, "model-a", data, out, "--export", "csv", "--export_wide")
+        first = _issp(run_env, server.url, "model-a", data, out, "--export", "csv", "--export_wide")
         assert first.returncode == 0, first.stderr[-3000:]
         assert _countries(prompts) == {name for name, _ in COUNTRIES.values()}
         people, sample = _asked(out, "model-a")
@@ -64,11 +67,11 @@ def test_quick_run_asks_every_country_the_same_people_for_every_model(tmp_path: 
         wide = pd.read_csv(out / "model-a" / "export" / "answers_Values.csv")  # the sample joined back
         assert sorted(wide["person_id"]) == people
         sent = server.stats().requests
-        again = _issp(server.url, "model-a", data, out)
+        again = _issp(run_env, server.url, "model-a", data, out)
         assert again.returncode == 0, again.stderr[-3000:]
         assert server.stats().requests == sent and _asked(out, "model-a")[0] == people  # a rerun: same 20
     with FakeOpenAIServer(model="model-b", answer=answer) as server:
-        other = _issp(server.url, "model-b", data, out)
+        other = _issp(run_env, server.url, "model-b", data, out)
         assert other.returncode == 0, other.stderr[-3000:]
         assert _asked(out, "model-b")[0] == people  # another model: the same 20, paired
     first20 = load_domain(data, get_domain("values", data), 500, 20, "first")  # --interview_sample first

@@ -1,6 +1,6 @@
 """End to end on a real Prefect server and process worker, deployed from prefect.yaml.
 
-One domain's data file is broken: the other domains complete and the parent ends Failed.
+Of three domains, the middle one's data file is broken: the others complete and the parent ends Failed.
 After the file is fixed, retrying the parent reruns only that domain, and no request that
 had been answered is sent to the engine again.
 """
@@ -25,7 +25,7 @@ from socbench.processes import prefect_server, start_group, stop_group, wait_for
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
-BROKEN = "family"  # domain 3
+BROKEN = "socialnetworks"  # domain 10, between 9 and 11 (--start_domain_id 9)
 
 
 def prefect_env(tmp_path: Path) -> dict:
@@ -92,8 +92,9 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
     command = [str(BIN / "prefect"), "worker", "start", "--pool", "socbench-local"]
     worker = start_group(command, env, worker_log, cwd=tmp_path)
     try:
-        config = {"domain_id": "all", "interview_count": 4, "data_dir": str(data), "output_dir": str(out),
-                  "structured": True, "engine": {"api_type": "vllm", "model": str(tiny_model)}}
+        config = {"domain_id": "all", "start_domain_id": 9, "interview_count": 4, "data_dir": str(data),
+                  "output_dir": str(out), "structured": True,
+                  "engine": {"api_type": "vllm", "model": str(tiny_model)}}
         params = ["--param", f"config={json.dumps(config)}"]
         run = _prefect(env, "deployment", "run", "issp/all-domains", *params, "--watch", check=False)
         assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
@@ -102,12 +103,12 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
         parent = next(r for r in runs if r["name"] and r["parent_task_run_id"] is None)
         children = [r for r in runs if r["parent_task_run_id"] is not None]
         states = {r["name"]: r["state_type"] for r in children}
-        assert states.pop("issp-domain-3") == "FAILED"
+        assert states.pop("issp-domain-10") == "FAILED"
         seen = sorted((r["name"], r["state_type"], r["flow_id"]) for r in children)
-        assert len(states) == 9 and set(states.values()) == {"COMPLETED"}, seen
+        assert len(states) == 2 and set(states.values()) == {"COMPLETED"}, seen
         model_dir = out / model_slug(str(tiny_model))
-        assert (model_dir / "Citizenship_metrics.json").exists()
-        assert not (model_dir / "Family_metrics.json").exists()
+        assert (model_dir / "WorkOrientations_metrics.json").exists()
+        assert not (model_dir / "SocialNetworks_metrics.json").exists()
         stored_before = _stored_requests(out / ".cache")
 
         answers.write_text(good)  # fix the file, then retry the parent as the UI's Retry does
@@ -125,12 +126,12 @@ def test_deploy_run_fail_retry(server: dict, tiny_model: Path, tmp_path: Path, d
         final = wait_for(finished, 480, "the retried parent run to finish", interval_s=1.0)
         assert final["state_type"] == "COMPLETED", final["state"]
         reruns = [r for r in _flow_runs(env) if r["parent_task_run_id"] is not None]
-        assert sorted(r["name"] for r in reruns).count("issp-domain-3") == 2
-        assert len(reruns) == 11, sorted(r["name"] for r in reruns)  # only the fixed domain ran again
-        family = json.loads((model_dir / "Family_metrics.json").read_text())
+        assert sorted(r["name"] for r in reruns).count("issp-domain-10") == 2
+        assert len(reruns) == 4, sorted(r["name"] for r in reruns)  # only the fixed domain ran again
+        fixed = json.loads((model_dir / "SocialNetworks_metrics.json").read_text())
         stored_after = _stored_requests(out / ".cache")
-        assert stored_after - stored_before == family["total_count"]  # nothing else was generated again
+        assert stored_after - stored_before == fixed["total_count"]  # nothing else was generated again
         summary = json.loads((model_dir / "summary.json").read_text())
-        assert len(summary["domains"]) == 10
+        assert len(summary["domains"]) == 3
     finally:
         stop_group(worker, grace_s=30)
