@@ -317,7 +317,7 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     created = [folder for folder in folders if not folder.exists()]
     try:
         limits = {size: _limit(size, survey.n_rows) for size in sizes}
-        writers = write_samples(plan.survey, plan.layout, paths, person_ids, ranks, limits)
+        counts = write_samples(plan.survey, plan.layout, paths, person_ids, ranks, limits)
         sha = file_sha256(request.source)
         for size in sizes:
             write_atomic(stats_paths[size], json_bytes(_stats(plan, rows, ranks, size, sha)))
@@ -327,6 +327,6 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         raise
     removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
     countries = len({r.country_code or r.country_name for r in rows}) if plan.strata else 1
-    return ImportSummary(survey.n_rows, countries, dict(writers.counts), len(plan.layout.questions),
+    return ImportSummary(survey.n_rows, countries, counts, len(plan.layout.questions),
                          len(plan.layout.attributes), plan.layout.weight, time.perf_counter() - start,
                          plan.entry, weight_note=plan.weights.note, replaced=len(removed))
