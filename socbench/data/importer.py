@@ -178,10 +178,9 @@ def _base_manifest(out: Path, slug: str) -> Manifest | None:
     return Manifest(domains=present) if present else None
 
 
-def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None,
-           roles: Roles) -> DomainSpec:
+def _entry(request: ImportRequest, base: Manifest | None, slug: str, earlier: DomainSpec | None,
+           country_key: str | None, roles: Roles) -> DomainSpec:
     """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
-    earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
     taken = {d.id for d in (base.domains if base else []) if d.slug != slug}
     issp = ISSP_BY_SLUG.get(slug)
     if earlier is not None:
@@ -230,8 +229,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     keys = dict(attributes)
     declared = Roles(**{role: keys.get(name) for role, (name, _) in roles.items()
                         if name and role not in ("country", "weight")})
-    entry = _entry(request, base, slug, keys[country] if country else None, declared)
     earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
+    entry = _entry(request, base, slug, earlier, keys[country] if country else None, declared)
     stale = safe.check_existing(request.out, slug, earlier, request.replace)
     manifest = safe.merged_manifest(base, entry)
     check_output_dir(request.out, "--out", create=False)

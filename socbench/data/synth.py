@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,10 +289,8 @@ def write_dataset(out_dir: Path | str, domains: Iterable[DomainSpec], n_responde
 
 
 def _domain_summary(records: list[dict], country_key: str) -> dict:
-    counts: dict[str, int] = {}
-    for r in records:
-        name = next((v for k, v in r["attributes"].items() if k.lower() == country_key.lower()), "?")
-        counts[name] = counts.get(name, 0) + 1
+    counts = Counter(next((v for k, v in r["attributes"].items() if k.lower() == country_key.lower()), "?")
+                     for r in records)
     return {"respondents": len(records), "countries": dict(sorted(counts.items()))}
 
 
