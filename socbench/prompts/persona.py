@@ -113,13 +113,6 @@ class PromptSettings(BaseModel):
     include_persona: bool = True
 
 
-def settings_from_config(config: RunConfig) -> PromptSettings:
-    """The prompt settings of one run configuration (CLI and flows build prompts alike)."""
-    return PromptSettings(mode=config.mode, structured=config.use_structured, seed=config.seed,
-                          shuffle_options=config.shuffle_options, sampling=config.sampling,
-                          include_persona=config.include_persona)
-
-
 # ----------------------------------------------------------------------- persona
 
 # Attribute keys (codebook labels, matched case- and space-insensitively) that identify the case or describe
@@ -252,7 +245,10 @@ def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
 def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunConfig) -> list[PromptRequest]:
     """The ``build_prompts`` stage: one domain's items under one run configuration."""
     respondents, questions = {r.person_id: r for r in data.respondents}, {q.id: q for q in data.questions}
-    prompts = build_prompts(items, respondents, questions, settings_from_config(config), config.expansion)
+    settings = PromptSettings(mode=config.mode, structured=config.use_structured, seed=config.seed,
+                              shuffle_options=config.shuffle_options, sampling=config.sampling,
+                              include_persona=config.include_persona)
+    prompts = build_prompts(items, respondents, questions, settings, config.expansion)
     return draw_prompts(prompts, config.samples, config.seed)
 
 
