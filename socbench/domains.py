@@ -1,12 +1,13 @@
 """The domains of a data folder: its manifest's, else the ten ISSP modules.
 
-Why: the ten ISSP modules stay a table here so every command and the demo work without a manifest; any
-other study declares its domains in ``socbench.yaml`` (``socbench.manifest``). Ids stay integers
-everywhere (records, file names, artifact keys, ``--start_domain_id``); slug or name find a domain too.
+Why: the ten ISSP modules stay a table (``domains.json``) so every command and the demo work without a
+manifest; any other study declares its domains in ``socbench.yaml`` (``socbench.manifest``). Ids stay
+integers everywhere (records, file names, artifact keys, ``--start_domain_id``); slug or name find a domain.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from socbench.errors import ConfigError
@@ -16,27 +17,10 @@ __all__ = ["DOMAINS", "ISSP_BY_SLUG", "QA_FOLDER", "DomainSpec", "domain_table",
            "select_domains", "study_name"]
 
 
-def _issp(number: int, name: str, slug: str, module: str, title: str = "") -> DomainSpec:
-    """An ISSP module: multi-country, its country found by the ISSP label."""
-    return DomainSpec(id=number, name=name, slug=slug, module=module, title=title,
-                      country_attribute=AUTO_COUNTRY)
-
-DOMAINS: tuple[DomainSpec, ...] = (
-    _issp(1, "Citizenship", "citizenship", "2014 Citizenship II (ZA6670)"),
-    _issp(2, "Environment", "environment", "2020 Environment IV (ZA7650)"),
-    _issp(3, "Family", "family", "2012 Family and Changing Gender Roles IV (ZA5900)"),
-    _issp(4, "Health", "health", "2021 Health and Health Care II (ZA8000)"),
-    _issp(6, "NationalIdentity", "nationalidentity", "2013 National Identity III (ZA5950)",
-          title="National Identity"),
-    _issp(7, "Religion", "religion", "2018 Religion IV (ZA7570)"),
-    _issp(8, "RoleofGovernment", "roleofgovernment", "Role of Government", title="Role of Government"),
-    _issp(9, "SocialInequality", "socialinequality", "2019 Social Inequality V (ZA7600)",
-          title="Social Inequality"),
-    _issp(10, "SocialNetworks", "socialnetworks", "2017 Social Networks II (ZA6980)",
-          title="Social Networks"),
-    _issp(11, "WorkOrientations", "workorientations", "2015 Work Orientations IV (ZA6770)",
-          title="Work Orientations"),
-)
+# the ten ISSP modules, multi-country, each respondent's country found by the ISSP label (domains.json)
+DOMAINS: tuple[DomainSpec, ...] = tuple(
+    DomainSpec(**row, country_attribute=AUTO_COUNTRY)
+    for row in json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8")))
 ISSP_BY_SLUG = {d.slug: d for d in DOMAINS}
 
 

@@ -38,6 +38,10 @@ class CountryInfo:
     name: str
     nationality: str
 
+    @property
+    def possessive(self) -> str:
+        return f"{self.name}'" if self.name.endswith("s") else f"{self.name}'s"
+
 
 def normalize_name(name: str) -> str:
     """Case-, accent-, dash- and punctuation-insensitive form of a country name."""

@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -72,54 +71,34 @@ def block_records(frame: pd.DataFrame, person_ids: Sequence[int], layout: Record
     return records
 
 
-class SampleWriters:
-    """One streaming JSON-array writer per sample size; ``write`` sends a record to each
-    sample whose draw rank it falls within (``limits``: ranks kept per size; nested samples share
-    their records)."""
-
-    def __init__(self, paths: Mapping[int | str, Path], limits: Mapping[int | str, int]) -> None:
-        self.paths = dict(paths)
-        self.limits = dict(limits)
-        self.counts = {size: 0 for size in self.paths}
-
-    def __enter__(self) -> Self:
-        with ExitStack() as stack:
-            self._handles = {size: stack.enter_context(atomic_open(p)) for size, p in self.paths.items()}
-            self._files = stack.pop_all()
-        for handle in self._handles.values():
-            handle.write("[")
-        return self
-
-    def write(self, record: Mapping[str, Any], rank: int) -> None:
-        text = json.dumps(record, ensure_ascii=False, allow_nan=False)
-        for size, handle in self._handles.items():
-            if rank < self.limits[size]:
-                handle.write(",\n" if self.counts[size] else "\n")
-                handle.write(text)
-                self.counts[size] += 1
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if kind is None:
-            for handle in self._handles.values():
-                handle.write("\n]\n")
-        self._files.__exit__(kind, exc, tb)
-
-
 def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | str, Path],
-                  person_ids: np.ndarray, ranks: np.ndarray, limits: dict[int | str, int]) -> SampleWriters:
-    """Stream the rows some sample keeps into every sample's answer file (one pass over the file)."""
+                  person_ids: np.ndarray, ranks: np.ndarray,
+                  limits: dict[int | str, int]) -> dict[int | str, int]:
+    """Stream the rows some sample keeps into every sample's answer file (one pass over the file, one JSON
+    array per size): a record goes to each sample whose draw rank it falls within (``limits``: ranks kept per
+    size; nested samples share their records). The respondents written per size."""
     largest = max(limits.values())
+    counts = {size: 0 for size in paths}
     offset = 0
-    with SampleWriters(paths, limits) as writers:
+    with ExitStack() as stack:
+        handles = {size: stack.enter_context(atomic_open(path)) for size, path in paths.items()}
+        for handle in handles.values():
+            handle.write("[")
         for frame in survey.chunks(layout.columns):
             span = slice(offset, offset + len(frame))
             keep = ranks[span] < largest
             rows = np.arange(offset + 1, offset + len(frame) + 1)[keep]
             records = block_records(frame[keep], person_ids[span][keep], layout, rows)
             for record, rank in zip(records, ranks[span][keep]):
-                writers.write(record, int(rank))
+                text = json.dumps(record, ensure_ascii=False, allow_nan=False)
+                for size, handle in handles.items():
+                    if rank < limits[size]:
+                        handle.write(",\n" if counts[size] else "\n")
+                        handle.write(text)
+                        counts[size] += 1
             offset += len(frame)
+        for handle in handles.values():
+            handle.write("\n]\n")
     if offset != survey.n_rows:
         raise DataError(f"{survey.path}: read {offset} rows, the file declares {survey.n_rows}")
-    return writers
+    return counts

@@ -30,10 +30,8 @@ def check_label_sizes(survey: SurveyFile, names: Sequence[str]) -> None:
         texts += [(f"value label of code {code}", label) for code, label in variable.value_labels.items()]
         for what, text in texts:
             if len(text) > MAX_LABEL:
-                raise DataError(
-                    f"{survey.path}: variable {name}: {what} is {len(text):,} characters "
-                    f"(at most {MAX_LABEL:,} go into a prompt); shorten it in the file or codebook"
-                )
+                raise DataError(f"{survey.path}: variable {name}: {what} is {len(text):,} characters (at "
+                                f"most {MAX_LABEL:,} go into a prompt); shorten it in the file or codebook")
 
 
 def country_warnings(survey: SurveyFile, country: str | None, counts: Mapping[str, int]) -> list[str]:
@@ -46,10 +44,8 @@ def country_warnings(survey: SurveyFile, country: str | None, counts: Mapping[st
         return []
     ordered = sorted(bare.items(), key=lambda kv: code_order(kv[0]))
     shown = ", ".join(f"{code} ({n} respondents)" for code, n in ordered)
-    return [
-        f"country variable {country}: code(s) without a label: {shown}; these respondents' persona "
-        f'says "Country": "<code>" and their country is unmapped (label the codes in the file)'
-    ]
+    return [f"country variable {country}: code(s) without a label: {shown}; these respondents' persona "
+            f'says "Country": "<code>" and their country is unmapped (label the codes in the file)']
 
 
 def _quoted(code: str, label: str) -> str:
@@ -65,14 +61,11 @@ def question_lines(decision: QuestionDecision) -> list[str]:
                      "file's own: " + "; ".join(decision.conflicts))
     lines += [f"  - {note}" for note in decision.notes]
     if decision.filled:
-        lines.append(
-            f"  - filled in by the scale rule (unlabelled points of a labelled range that the data "
-            f"holds): {', '.join(decision.filled)}"
-        )
+        lines.append(f"  - filled in by the scale rule (unlabelled points of a labelled range that the data "
+                     f"holds): {', '.join(decision.filled)}")
     if decision.missing:
-        shown = "; ".join(
-            f"{_quoted(code, label)} ({source})" for code, (label, source) in decision.missing.items()
-        )
+        shown = "; ".join(f"{_quoted(code, label)} ({source})"
+                          for code, (label, source) in decision.missing.items())
         lines.append(f"  - missing codes: {shown}")
     excluded = decision.excluded()
     total = sum(decision.counts.values())
@@ -80,10 +73,8 @@ def question_lines(decision: QuestionDecision) -> list[str]:
     lines.append(f"  - rows in the file: {total}, answers scored {decision.answered}; not scored: {text}")
     unoffered = decision.unoffered()
     if unoffered:
-        lines.append(
-            "  - codes in the data neither offered nor missing (kept as recorded, excluded at scoring): "
-            + ", ".join(f"{code} ({n})" for code, n in unoffered.items())
-        )
+        lines.append("  - codes in the data neither offered nor missing (kept as recorded, excluded at "
+                     "scoring): " + ", ".join(f"{code} ({n})" for code, n in unoffered.items()))
     return lines
 
 
@@ -131,30 +122,21 @@ def warnings_section(plan: ImportPlan) -> list[str]:
     return ["## Warnings", "", *(f"- {warning}" for warning in plan.warnings), ""] if plan.warnings else []
 
 
-def roles_section(plan: ImportPlan) -> list[str]:
-    """Each role and the variable chosen for it, the persona, and the variables given no role."""
-    return list(plan.roles)
-
-
 def questions_section(plan: ImportPlan) -> list[str]:
     filled = sum(bool(d.filled) for d in plan.decisions)
-    lines = [
-        f"## Questions ({len(plan.decisions)}; {filled} filled in by the scale rule)",
-        "",
-        "Options are the labelled codes that are not missing; a numeric question whose data holds "
-        "unlabelled codes inside its labelled range offers every code of that range. Missing codes "
-        "are per question: declared missing in the file (SPSS user-missing codes and ranges, Stata's "
-        ".a-.z, R's NA in a numeric CSV column), else a missing label, else --missing. Blank cells are "
-        "counted as system-missing. A question set's options are checked against the file's labels "
-        "(see docs/own-survey.md).",
-        "",
-    ]
+    lines = [f"## Questions ({len(plan.decisions)}; {filled} filled in by the scale rule)", "",
+             "Options are the labelled codes that are not missing; a numeric question whose data holds "
+             "unlabelled codes inside its labelled range offers every code of that range. Missing codes "
+             "are per question: declared missing in the file (SPSS user-missing codes and ranges, Stata's "
+             ".a-.z, R's NA in a numeric CSV column), else a missing label, else --missing. Blank cells are "
+             "counted as system-missing. A question set's options are checked against the file's labels "
+             "(see docs/own-survey.md).", ""]
     return lines + [line for decision in plan.decisions for line in question_lines(decision)]
 
 
 Section = Callable[["ImportPlan"], list[str]]
 SUMMARY_SECTIONS: tuple[Section, ...] = (summary_section, warnings_section)
-REPORT_SECTIONS: tuple[Section, ...] = (*SUMMARY_SECTIONS, roles_section, questions_section)
+REPORT_SECTIONS: tuple[Section, ...] = (*SUMMARY_SECTIONS, lambda plan: list(plan.roles), questions_section)
 
 
 def format_report(plan: ImportPlan, sections: Sequence[Section] = REPORT_SECTIONS) -> str:

@@ -62,16 +62,11 @@ def _stats_source(path: Path) -> str | None:
     return f"{stats.get('source_file') or 'unnamed file'} (sha256 {sha[:12]})"
 
 
-def folder_sources(root: Path, slug: str, answer_file: str) -> dict[str, str]:
-    """Sample folder name -> the source of the domain's answers there (``SOCIOBENCH`` when the
-    folder's stats name none), for every folder that holds the domain's answer file."""
-    return {folder.name: _stats_source(folder / stats_name(slug)) or SOCIOBENCH
-            for folder in sample_folders(root) if (folder / answer_file).is_file()}
-
-
 def mixed_sources(root: Path, slug: str, answer_file: str) -> str | None:
-    """One line when the domain's sample folders come from different sources, else None."""
-    sources = folder_sources(root, slug, answer_file)
+    """One line when the domain's sample folders (those holding its answer file) come from different
+    sources (``SOCIOBENCH`` when a folder's stats name none), else None."""
+    sources = {folder.name: _stats_source(folder / stats_name(slug)) or SOCIOBENCH
+               for folder in sample_folders(root) if (folder / answer_file).is_file()}
     if len(set(sources.values())) < 2:
         return None
     shown = "; ".join(f"{folder}: {source}" for folder, source in sources.items())

@@ -178,10 +178,9 @@ def _base_manifest(out: Path, slug: str) -> Manifest | None:
     return Manifest(domains=present) if present else None
 
 
-def _entry(request: ImportRequest, base: Manifest | None, slug: str, country_key: str | None,
-           roles: Roles) -> DomainSpec:
+def _entry(request: ImportRequest, base: Manifest | None, slug: str, earlier: DomainSpec | None,
+           country_key: str | None, roles: Roles) -> DomainSpec:
     """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
-    earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
     taken = {d.id for d in (base.domains if base else []) if d.slug != slug}
     issp = ISSP_BY_SLUG.get(slug)
     if earlier is not None:
@@ -230,8 +229,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     keys = dict(attributes)
     declared = Roles(**{role: keys.get(name) for role, (name, _) in roles.items()
                         if name and role not in ("country", "weight")})
-    entry = _entry(request, base, slug, keys[country] if country else None, declared)
     earlier = next((d for d in (base.domains if base else []) if d.slug == slug), None)
+    entry = _entry(request, base, slug, earlier, keys[country] if country else None, declared)
     stale = safe.check_existing(request.out, slug, earlier, request.replace)
     manifest = safe.merged_manifest(base, entry)
     check_output_dir(request.out, "--out", create=False)
@@ -317,7 +316,7 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     created = [folder for folder in folders if not folder.exists()]
     try:
         limits = {size: _limit(size, survey.n_rows) for size in sizes}
-        writers = write_samples(plan.survey, plan.layout, paths, person_ids, ranks, limits)
+        counts = write_samples(plan.survey, plan.layout, paths, person_ids, ranks, limits)
         sha = file_sha256(request.source)
         for size in sizes:
             write_atomic(stats_paths[size], json_bytes(_stats(plan, rows, ranks, size, sha)))
@@ -327,6 +326,6 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         raise
     removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
     countries = len({r.country_code or r.country_name for r in rows}) if plan.strata else 1
-    return ImportSummary(survey.n_rows, countries, dict(writers.counts), len(plan.layout.questions),
+    return ImportSummary(survey.n_rows, countries, counts, len(plan.layout.questions),
                          len(plan.layout.attributes), plan.layout.weight, time.perf_counter() - start,
                          plan.entry, weight_note=plan.weights.note, replaced=len(removed))

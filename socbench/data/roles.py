@@ -10,9 +10,11 @@ stays out of the persona unless it plays a role or the user asks for it (``--per
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from socbench.data.countries import resolve_country
 from socbench.data.missing_labels import is_missing_label
@@ -25,47 +27,11 @@ IMPORT_ROLES = ("respondent_id", "country", "group", "weight", *PERSONA_ROLES)
 NONE = "none"  # a role declared absent: nothing is proposed for it
 BACKGROUND, ALL = "background", "all"  # --persona
 ITEM_NUMBER = re.compile(r"^\s*[QO]\d{1,3}[a-z]{0,2}\b")  # "Q16a ...", "O4b ...": a questionnaire item
-# someone else's attribute, or a per-country version of one: never a role of the respondent
-_OTHERS = re.compile(
-    r"spouse|partner|mother|father|parent|child|household|specific|birth|born|attend|"
-    r"ehepartner|mutter|vater|haushalt|geburt|conjoint|mère|père|ménage|naissance|cónyuge|pareja|madre|"
-    r"padre|hogar|nacimiento|coniuge|nascita|echtgeno|moeder|vader|huishouden|geboorte|cônjuge|mãe|"
-    r"\bpai\b|domicílio|nascimento")
-# per role, patterns in priority order over the lower-cased label (or name when unlabelled)
-ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
-    "respondent_id": (r"\b(?:respondent|case|person|befragten|interview)\w*[ -]?"
-                      r"(?:id|identifi\w*|n(?:umb|umm)er)\b"
-                      r"|\bid\b.*\b(?:respondent|befragte|répondant|entrevistad|intervistat)|^(?:id|caseid|respid|"
-                      r"serial(?: number)?)$|identifiant|identificador|identificativo|respondentnummer",),
-    "country": (r"^(?:country|land|pays|país|paese|nazione)\b|\bcountry\b|erhebungsland",),
-    "group": (r"\b(?:region|région|región|regione|regio|região|bundesland|province|provincia|provincie|"
-              r"província|wave|welle|vague)\b|^state$|\b(?:federal|us) state\b",),
-    "weight": (r"^(?:design |sampling |survey )?weight(?:ing)?(?: factor| variable)?$"
-               r"|^gewicht(?:ung)?(?:sfaktor)?$|^(?:facteur de )?pondération$|^poids$|^ponderaci[oó]n$"
-               r"|^factor de (?:ponderación|expansión)$|^(?:fattore di )?ponderazione$"
-               r"|^weegfactor$|^weging$|^pondera[çc][ãa]o$",),
-    "sex": (r"\b(?:sex|gender|geschlecht|sexe|genre|sexo|género|sesso|genere|geslacht)\b",),
-    "age": (r"^(?:r:\s*)?(?:age|alter|âge|edad|età|leeftijd|idade)\b|\bage of (?:the )?respondent"
-            r"|respondent'?s age|\balter de[rs] befragten",),
-    "education": (r"(?:simplified|international comparison|comparative).*(?:educa|degree)",
-                  r"\b(?:degree|level|highest|isced|abschluss|diplôme|niveau|nivel|titolo|qualification)\b.*"
-                  r"(?:educa|bildung|schul|étude|estudio|istruzione|opleiding|onderwijs|ensino)|^isced|"
-                  r"\b(?:degree|schulabschluss|bildungsabschluss|diplôme|titolo di studio)\b",
-                  r"\b(?:education\w*|bildung|schul\w*|ausbildung|éducation|études|educación|estudios|"
-                  r"escolaridad|istruzione|opleiding|onderwijs|educação|escolaridade|instrução)\b"),
-    "religion": (r"\b(?:religio\w*|denomination|konfession|kirche|confession|religión|religione|religie|"
-                 r"kerkgenootschap|religião|igreja)\b",),
-    "party": (r"\b(?:party|partei\w*|parti|partido|partito|partij)\b",),
-    "employment": (r"\bmain (?:employment )?status\b|\b(?:employment|work|labou?r force) status\b",
-                   r"in paid work|\berwerbs\w*|beschäftigung|situation professionnelle|situación laboral|"
-                   r"condizione (?:professionale|occupazionale)|arbeidssituatie"
-                   r"|situação (?:profissional|laboral)"),
-}
-_COMPILED = {role: tuple(re.compile(p) for p in patterns) for role, patterns in ROLE_PATTERNS.items()}
-
-
-def label_text(variable: Variable) -> str:
-    return " ".join((variable.label or variable.name).split()).lower()
+# Per role, patterns in priority order over the lower-cased label (or name when unlabelled); "others":
+# someone else's attribute, or a per-country version of one, never a role of the respondent (roles.json).
+_TABLES = json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))
+_OTHERS = re.compile("|".join(_TABLES["others"]))
+_COMPILED = {role: tuple(re.compile(p) for p in patterns) for role, patterns in _TABLES["roles"].items()}
 
 
 def is_item(variable: Variable) -> bool:
@@ -75,7 +41,7 @@ def is_item(variable: Variable) -> bool:
 
 def _rank(role: str, variable: Variable) -> int | None:
     """The priority of the first of ``role``'s patterns the variable's label matches (0 = best)."""
-    text = label_text(variable)
+    text = " ".join((variable.label or variable.name).split()).lower()
     head, colon, _ = text.partition(":")
     if is_item(variable) or _OTHERS.search(text) or (colon and resolve_country(head)):  # "Belgium: Party"
         return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ import numpy as np
 
 from socbench.data import demo_questions as demo
 from socbench.data.demo_questions import COUNTRY_KEYS
-from socbench.data.loaders import load_codebook, load_questions
+from socbench.data.loaders import CodebookEntry, QuestionRecord, load_codebook, load_questions
 from socbench.data.synth_model import Person, answer, balanced_countries, make_person, question_model
 from socbench.domains import DOMAINS, DomainSpec
 from socbench.errors import ConfigError, DataError
@@ -52,7 +53,7 @@ class Variable:
 # ------------------------------------------------------------------- vocabulary
 
 
-def _variable(name: str, index: dict[str, dict]) -> Variable | None:
+def _variable(name: str, index: dict[str, CodebookEntry]) -> Variable | None:
     """The attribute for ISSP variable ``name``; None when a given codebook lacks it."""
     key, labels, missing = demo.VOCABULARY[name]
     if not index:
@@ -60,13 +61,12 @@ def _variable(name: str, index: dict[str, dict]) -> Variable | None:
     entry = next((index[a] for a in _CODEBOOK_ALIASES.get(name, (name,)) if a in index), None)
     if entry is None:
         return None
-    content = {str(k): str(v) for k, v in (entry.get("content") or {}).items()}
-    code_map = _EDULEVEL_CODE if str(entry["domain"]).upper() == "EDULEVEL" else {}
-    missing = next((v for v in content.values() if _MISSING_LABEL.match(v)), missing)
-    return Variable(name, str(entry["meaning"]), {**labels, **content}, missing, code_map)
+    code_map = _EDULEVEL_CODE if entry.domain.upper() == "EDULEVEL" else {}
+    missing = next((v for v in entry.content.values() if _MISSING_LABEL.match(v)), missing)
+    return Variable(name, entry.meaning, {**labels, **entry.content}, missing, code_map)
 
 
-def vocabulary(index: dict[str, dict]) -> dict[str, Variable]:
+def vocabulary(index: dict[str, CodebookEntry]) -> dict[str, Variable]:
     """ISSP variable name -> Variable, in attribute order (``index``: the codebook's entries by upper-case
     name; empty: the demo's vocabulary)."""
     found = {name: _variable(name, index) for name in demo.VOCABULARY}
@@ -78,14 +78,14 @@ def _age_label(var: Variable, age: int) -> str:
     return f"{age} years old" if old else f"{age} years"
 
 
-def _choose_countries(domain: DomainSpec, questions: Sequence[Question], index: dict[str, dict],
+def _choose_countries(domain: DomainSpec, questions: Sequence[Question], index: dict[str, CodebookEntry],
                       n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
     """Demo countries, or (with a codebook) 8 from its C_ALPHAN table, favouring override countries."""
     entry = index.get("C_ALPHAN")
     if entry is None:
         chosen = list(demo.DEMO_COUNTRIES[domain.id])
     else:
-        table = {str(k): str(v) for k, v in entry["content"].items()}
+        table = entry.content
         overridden = sorted({c for q in questions for c in q.special} & set(table))
         first = [overridden[i] for i in rng.permutation(len(overridden))[:3]]
         rest = [c for c in table if c not in first]
@@ -95,7 +95,8 @@ def _choose_countries(domain: DomainSpec, questions: Sequence[Question], index: 
     return [(c, demo.NAME_QUIRKS.get((domain.id, c), name)) for c, name in chosen]
 
 
-def _national_religion(countries: Sequence[tuple[str, str]], index: dict[str, dict]) -> tuple[str, str, dict]:
+def _national_religion(countries: Sequence[tuple[str, str]],
+                       index: dict[str, CodebookEntry]) -> tuple[str, str, dict]:
     """(country code, attribute key, code -> label) of one country-specific religion variable
     (other countries hold "NAP, other countries" there, as in ISSP files)."""
     if not index:
@@ -104,7 +105,7 @@ def _national_religion(countries: Sequence[tuple[str, str]], index: dict[str, di
     for code, _ in countries:
         entry = index.get(f"{code.split('-')[0]}_RELIG")
         if entry is not None:
-            return code, str(entry["meaning"]), {str(k): str(v) for k, v in entry["content"].items()}
+            return code, entry.meaning, entry.content
     return "", "", {}
 
 
@@ -188,24 +189,16 @@ def _attributes(person: Person, values: dict[str, str], vocab: dict[str, Variabl
 # --------------------------------------------------------------------------- API
 
 
-def as_question(raw: Question | dict) -> Question:
-    """A Question from a record or from one ``issp_qa_*.json`` entry."""
-    if isinstance(raw, Question):
-        return raw
-    return Question(str(raw["question_id"]), str(raw["question"]), dict(raw["answer"]),
-                    {str(c): dict(o) for c, o in (raw.get("special") or {}).items()})
-
-
 def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respondents: int, seed: int,
-               codebook: Sequence[dict] | None = None) -> list[dict]:
+               codebook: Sequence[CodebookEntry] | None = None) -> list[dict]:
     """Answer-file records for one domain; ``codebook`` (an ``issp_profile_<Domain>.json``) names the
     attributes and supplies the countries (demo countries without one)."""
     if n_respondents < 1:
         raise ConfigError(f"--respondents must be a positive integer, got {n_respondents}")
     if seed < 0:
         raise ConfigError(f"--seed must be a non-negative integer, got {seed}")
-    qs = [as_question(q) for q in questions]
-    index = {str(e["domain"]).upper(): e for e in codebook or ()}
+    qs = [q if isinstance(q, Question) else QuestionRecord.model_validate(q).to_question() for q in questions]
+    index = {e.domain.upper(): e for e in codebook or ()}
     rng = np.random.default_rng([seed, domain.id])
     countries = _choose_countries(domain, qs, index, n_respondents, rng)
     slots = balanced_countries(countries, n_respondents, rng)
@@ -213,7 +206,7 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
     vocab = vocabulary(index)
     admin = _admin(countries, domain, vocab, rng)
     national = _national_religion(countries, index)
-    country_key = str(index["C_ALPHAN"]["meaning"]) if "C_ALPHAN" in index else COUNTRY_KEYS[domain.id]
+    country_key = index["C_ALPHAN"].meaning if "C_ALPHAN" in index else COUNTRY_KEYS[domain.id]
     models = [question_model(q, domain, seed) for q in qs]
     seen: dict[str, int] = {}
     records = []
@@ -240,13 +233,13 @@ def read_questions(path: Path) -> tuple[Question, ...]:
     return questions
 
 
-def read_codebook(codebook_dir: Path, domain: DomainSpec) -> list[dict]:
-    """The domain's ``issp_profile_<Domain>.json`` in ``codebook_dir`` (any case), as dicts."""
+def read_codebook(codebook_dir: Path, domain: DomainSpec) -> list[CodebookEntry]:
+    """The domain's ``issp_profile_<Domain>.json`` in ``codebook_dir`` (any case)."""
     entries = load_codebook(codebook_dir, domain)
     if entries is None:
         raise DataError(f"--codebook_dir {codebook_dir}: no {domain.profile_file} (any case) for domain "
                         f"{domain.id}")
-    return [e.model_dump() for e in entries]
+    return entries
 
 
 def _check_dir(path: Path | str | None, flag: str) -> Path | None:
@@ -296,10 +289,8 @@ def write_dataset(out_dir: Path | str, domains: Iterable[DomainSpec], n_responde
 
 
 def _domain_summary(records: list[dict], country_key: str) -> dict:
-    counts: dict[str, int] = {}
-    for r in records:
-        name = next((v for k, v in r["attributes"].items() if k.lower() == country_key.lower()), "?")
-        counts[name] = counts.get(name, 0) + 1
+    counts = Counter(next((v for k, v in r["attributes"].items() if k.lower() == country_key.lower()), "?")
+                     for r in records)
     return {"respondents": len(records), "countries": dict(sorted(counts.items()))}
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from socbench.data.question_scale import code_order
+from socbench.data.options import code_order
 from socbench.errors import ConfigError
 from socbench.estimates.ppi import Estimate, classical_fit, plan_budget, ppi_mean, ppi_regression, z_value
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS

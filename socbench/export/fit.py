@@ -5,30 +5,21 @@ silently: each ``Change`` is noted and listed beside the export, so users can jo
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
 from socbench.data.missing_labels import STATA_MISSING
 from socbench.data.survey_file import R_NA
 
-RULES = {
-    ("dta", "name"): "Stata names are at most 32 characters of A-Z a-z 0-9 _, not starting with a digit, "
-                     "not a reserved word (labelled: fewer, pyreadstat names the label set <name><n>)",
-    ("dta", "variable label"): "Stata variable labels are at most 80 characters",
-    ("dta", "value label"): "Stata labels integer codes only",
-    ("dta", "missing declaration"): "Stata declares no user-missing codes: they stay labelled values",
-    ("dta", "missing value"): "R's NA is written as system-missing",
-    ("sav", "name"): "SPSS names are at most 64 bytes of letters, digits and . _ $ # @, starting with a "
-                     "letter, not a reserved word",
-    ("sav", "variable label"): "SPSS variable labels are at most 256 bytes",
-    ("sav", "value label"): "SPSS value labels are at most 120 bytes",
-    ("sav", "missing value"): "Stata's .a-.z become declared user-missing codes with their labels; R's NA "
-                              "system-missing",
-}
+# per format, the rule each kind of change is noted under; the long table's column labels (package data)
+TEXTS = json.loads(Path(__file__).with_name("texts.json").read_text(encoding="utf-8"))
+RULES: dict[str, dict[str, str]] = TEXTS["rules"]
 STATA_RESERVED = {"_all", "_b", "byte", "_coef", "_cons", "double", "float", "if", "in", "int", "long", "_n",
                   "_N", "_pi", "_pred", "_rc", "_skip", "strL", "using", "with"}
 SPSS_RESERVED = {"ALL", "AND", "BY", "EQ", "GE", "GT", "LE", "LT", "NE", "NOT", "OR", "TO", "WITH"}

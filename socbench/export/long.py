@@ -9,30 +9,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from socbench.export.fit import TEXTS
 from socbench.export.source import DomainSource
 from socbench.export.writers import Labels
 from socbench.log.read import DETAILED_SUFFIX, DomainRun, read_variants
 from socbench.types import VariantResult
 
-LONG_LABELS = {
-    "row_kind": "answer: the item as scored; draw: one of --samples K; variant: a circular order",
-    "draw": "Draw number (1..K) of a draw row",
-    "order": "Option codes in the order a variant row showed them",
-    "domain": "Domain (result file <Domain>_detailed.json)",
-    "person_id": "socbench respondent id",
-    "source_row": "Row of the respondent in the imported file (1 = first)",
-    "country_code": "Country code (ISSP C_ALPHAN)",
-    "weight": "Design weight from the survey file",
-    "question_id": "Question id in the question set",
-    "variable": "Variable name in the survey file",
-    "true_code": "Respondent's answer (code)",
-    "true_label": "Respondent's answer (label)",
-    "model_code": "Model's answer (code; blank: no readable answer)",
-    "model_label": "Model's answer (label)",
-    "correct": "Model's answer equals the respondent's (1/0)",
-    "parse_error": "Why the model's reply could not be read (blank: it could)",
-    "engine_error": "Why the engine gave no reply (blank: it did)",
-}
+LONG_LABELS: dict[str, str] = TEXTS["long_labels"]
 
 
 def numeric_codes(values: Sequence[str | None]) -> pd.Series:

@@ -104,5 +104,5 @@ def change_notes(changes: Sequence[Change], fmt: str, written: str, mapping: str
         variables = list(dict.fromkeys(c.variable for c in changes if c.kind == kind))
         shown = ", ".join(variables[:3]) + (f" and {len(variables) - 3} more" if len(variables) > 3 else "")
         notes.append(f"{written}: {kind} changed for {len(variables)} variable(s) to fit {TARGET[fmt]} "
-                     f"({RULES[fmt, kind]}): {shown}; original -> written in {mapping}")
+                     f"({RULES[fmt][kind]}): {shown}; original -> written in {mapping}")
     return notes

@@ -19,18 +19,8 @@ CHATML_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
-# Words for a deterministic corpus; survey-flavoured so the merges look like real text.
-_WORDS = (
-    "the of and to in a is that for it as was with be by on not he this are or his from at which "
-    "but have an they you were her she there been one all we their has would when if so no will "
-    "what about up out who them some could him into its then two more these time only new other "
-    "people country government should agree disagree strongly neither nor somewhat very much "
-    "little question answer respondent survey age sex male female years old lives in city town "
-    "village work job income education school university religion health family children "
-    "married single citizen national identity environment social inequality network "
-    "opinion important fairly not at all can't choose option code please reply with json only "
-    "Germany Japan France Spain Taiwan Norway Chile India Mexico Poland Sweden Finland Denmark"
-).split()
+# Words for a deterministic corpus (tiny.json); survey-flavoured so the merges look like real text.
+_WORDS = json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))["words"].split()
 
 
 def _corpus(rng: random.Random, lines: int = 6000) -> list[str]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from socbench.circular import issp_variants
-from socbench.data.countries import country_attribute_key, country_info
+from socbench.data.countries import CountryInfo, country_attribute_key, country_info
 from socbench.data.missing_labels import is_missing_label
 from socbench.draws import draw_prompts
 from socbench.errors import DataError
@@ -43,32 +44,17 @@ _SPECIFIC = re.compile(r"^\s*country[-\s]specific(?:\s+list)?\s*[:,-]?\s*", re.I
 # Capitalise a filled placeholder at a sentence start or right after an item number ("Q2c");
 # "..." is a continuation mark in ISSP wording, not a sentence end.
 _SENTENCE_START = re.compile(r"(?:^|(?<!\.)\.\s+|[!?]\s+|\bQ\d+[a-z]?\s+)$")
+UNKNOWN_COUNTRY = CountryInfo("", "your country", "your country's")
 
 
-@dataclass(frozen=True)
-class CountryWords:
-    """What placeholders become: ``name`` ("Japan") and ``nationality`` ("Japanese")."""
-
-    name: str
-    nationality: str
-
-    @property
-    def possessive(self) -> str:
-        return f"{self.name}'" if self.name.endswith("s") else f"{self.name}'s"
-
-
-UNKNOWN_COUNTRY = CountryWords("your country", "your country's")
-
-
-def country_words(respondent: Respondent) -> CountryWords:
+def country_words(respondent: Respondent) -> CountryInfo:
     """Display name and nationality of a respondent's country (the country table's); an unmapped
     country's raw name also stands in for the nationality, as a noun adjunct ("Atlantis citizenship")."""
     if respondent.country_code:
-        info = country_info(respondent.country_code, respondent.country_name)
-        return CountryWords(info.name, info.nationality)
+        return country_info(respondent.country_code, respondent.country_name)
     if respondent.country_name and respondent.country_name.strip():
         name = " ".join(respondent.country_name.split())
-        return CountryWords(name, name)
+        return CountryInfo("", name, name)
     return UNKNOWN_COUNTRY
 
 
@@ -76,7 +62,7 @@ def _key(inner: str) -> str:
     return " ".join(inner.replace("\u2019", "'").replace("\u2018", "'").upper().split())
 
 
-def _replacement(inner: str, words: CountryWords) -> str | None:
+def _replacement(inner: str, words: CountryInfo) -> str | None:
     """The text for one bracketed marker, or None for brackets that are not placeholders."""
     key = _key(inner)
     table = {
@@ -95,7 +81,7 @@ def _replacement(inner: str, words: CountryWords) -> str | None:
     return None
 
 
-def fill_placeholders(text: str, words: CountryWords) -> str:
+def fill_placeholders(text: str, words: CountryInfo) -> str:
     """``text`` with every country placeholder replaced; "your [COUNTRY]" becomes the name."""
 
     def substitute(match: re.Match[str]) -> str:
@@ -127,35 +113,15 @@ class PromptSettings(BaseModel):
     include_persona: bool = True
 
 
-def settings_from_config(config: RunConfig) -> PromptSettings:
-    """The prompt settings of one run configuration (CLI and flows build prompts alike)."""
-    return PromptSettings(mode=config.mode, structured=config.use_structured, seed=config.seed,
-                          shuffle_options=config.shuffle_options, sampling=config.sampling,
-                          include_persona=config.include_persona)
-
-
 # ----------------------------------------------------------------------- persona
 
-# Attribute keys (codebook labels, matched case- and space-insensitively) that identify the
-# case or describe how the survey was administered; they say nothing about the person.
-_NOT_PERSONA = re.compile(
-    "|".join([
-        # identifiers of the case or the study
-        r"\bid number\b", r"identification number", r"\bcase ?id\b", r"\bperson[ _]?id\b",
-        r"^(respondent )?id$", r"digital object identifier", r"^doi$", r"study number", r"^studyno$",
-        r"archive version", r"^version$",
-        # weights and how, when and by whom the interview was done
-        r"^weight(ing factor)?$", r"\bdesign weight", r"post-?stratification weight", r"\bweighting factor\b",
-        r"combination of all (weights|design)", r"data-? ?collection", r"\binterview(s|er|ers)?\b",
-        r"case substitution", r"^flag variable", r"\bsample point\b", r"\bfieldwork\b",
-        # country code tables: the persona gets one plain "Country" instead
-        r"iso 3166", r"^country ?(/ ?sample)?( code)?( \(see .*\))?$",
-    ]),
-    re.IGNORECASE,
-)
+# Attribute keys (codebook labels, matched case- and space-insensitively) that identify the case or describe
+# how the survey was administered (persona.json): they say nothing about the person.
+_NOT_PERSONA_KEYS = json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))["not_persona"]
+_NOT_PERSONA = re.compile("|".join(p for group in _NOT_PERSONA_KEYS.values() for p in group), re.IGNORECASE)
 
 
-def persona_attributes(respondent: Respondent, words: CountryWords) -> dict[str, str]:
+def persona_attributes(respondent: Respondent, words: CountryInfo) -> dict[str, str]:
     """What the persona JSON shows: "Country" first (when known: a single-country study has
     none), then the remaining attributes in order."""
     country_key = country_attribute_key(respondent.attributes)
@@ -193,7 +159,7 @@ def system_message(respondent: Respondent, settings: PromptSettings) -> str:
     return f"{INSTRUCTION}\n\nPersonal information:\n{json.dumps(persona, ensure_ascii=False, indent=2)}"
 
 
-def user_message(question_text: str, item: Item, order: Sequence[str], words: CountryWords,
+def user_message(question_text: str, item: Item, order: Sequence[str], words: CountryInfo,
                  shown: Sequence[str] | None = None) -> str:
     """Question, options as ``id. text`` lines in the shown order, and the answer format; whitespace
     collapsed so a raw newline cannot break the list. ``shown`` relabels the lines (circular ``relabel``)."""
@@ -279,7 +245,10 @@ def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
 def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunConfig) -> list[PromptRequest]:
     """The ``build_prompts`` stage: one domain's items under one run configuration."""
     respondents, questions = {r.person_id: r for r in data.respondents}, {q.id: q for q in data.questions}
-    prompts = build_prompts(items, respondents, questions, settings_from_config(config), config.expansion)
+    settings = PromptSettings(mode=config.mode, structured=config.use_structured, seed=config.seed,
+                              shuffle_options=config.shuffle_options, sampling=config.sampling,
+                              include_persona=config.include_persona)
+    prompts = build_prompts(items, respondents, questions, settings, config.expansion)
     return draw_prompts(prompts, config.samples, config.seed)
 
 
