@@ -1,14 +1,15 @@
 """`socbench issp --api_type config` against vLLM's own OpenAI server (`tests/vllm_server.py`).
 
-- On SmolLM2, generate (structured) and logprobs modes give the same answers, item by item, as
-  the in-process vLLM engine on the same prompts (issue 12, seen 4: the API sent a JSON schema,
-  the in-process engine a regex, and answers differed; structured was off over the API).
-- On the tiny model: the server killed mid-run leaves engine errors (not parse failures) and an
-  incomplete run with no score, exit code 1 with one line naming the domain, the count and the
-  first reason, and the domain and the run Failed in Prefect (seen 2); restarted, the same
-  command sends exactly the missing requests (counted in the server's access log), exits 0 and
-  ends with the files of an uninterrupted run. A run that made no progress (a misconfigured
-  server refusing every prompt) followed by a healthy rerun answers every item (seen 1).
+- Generate (structured) and logprobs modes give the same answers, item by item, as the in-process
+  vLLM engine on the same prompts (issue 12, seen 4: the API sent a JSON schema, the in-process
+  engine a regex, and answers differed; structured was off over the API). On the tiny model, fp32
+  on both sides: the session's server and the session's in-process engine, no start of their own.
+- The server killed mid-run leaves engine errors (not parse failures) and an incomplete run with
+  no score, exit code 1 with one line naming the domain, the count and the first reason, and the
+  domain and the run Failed in Prefect (seen 2); restarted, the same command sends exactly the
+  missing requests (counted in the server's access log), exits 0 and ends with the files of an
+  uninterrupted run. A run that made no progress (a misconfigured server refusing every prompt)
+  followed by a healthy rerun answers every item (seen 1).
 """
 
 from __future__ import annotations
@@ -77,57 +78,61 @@ def by_item(detailed: dict, key: str) -> dict[str, object]:
 # ------------------------------------------------------------- same answers as in-process
 
 
-@pytest.fixture(scope="module")
-def smollm2_engine(engine_pool, smollm2: Path):
-    """In-process vLLM on SmolLM2 with the CPU defaults, in fp32 like the server (``vllm_server_smollm2``):
-    the session's (tests/test_engine_vllm.py's too)."""
-    return engine_pool.get("vllm", smollm2, {"max_model_len": 2048, "dtype": "float32"})
+@pytest.fixture()
+def tiny_engine(engine_pool, tiny_model: Path):
+    """The session's in-process vLLM on the tiny model, fp32 like ``vllm_server_tiny`` (the flows' tests'
+    engine: ``--engine '{"dtype": "float32"}'``)."""
+    return engine_pool.get("vllm", tiny_model, {"dtype": "float32"})
 
 
 def same_prompts(demo_data: Path, count: int, mode: str) -> list:
     """The prompts `socbench issp` builds for domain 1 (``use_structured`` is on for both backends)."""
-    config = make_config(api_type="config", api_base="http://127.0.0.1:1", model="smollm2", domain_id=1,
+    config = make_config(api_type="config", api_base="http://127.0.0.1:1", model="tiny", domain_id=1,
                          interview_count=count, data_dir=str(demo_data), mode=mode)
     data = load_domain(config.data_dir, get_domain(1), config.dataset_size, config.interview_count)
     return build_domain_prompts(data, build_items(data), config)
 
 
-def test_structured_generate_over_the_api_equals_in_process(vllm_server_smollm2, smollm2_engine, run_env,
-                                                              demo_data, tmp_path):
-    run = socbench(issp_args(vllm_server_smollm2.url, "smollm2", demo_data, tmp_path, 5), run_env)
+def test_structured_generate_over_the_api_equals_in_process(tiny_server, tiny_engine, run_env, demo_data,
+                                                              tmp_path):
+    run = socbench(issp_args(tiny_server.url, "tiny", demo_data, tmp_path, 5), run_env)
     assert run.returncode == 0, run.stderr[-3000:]
-    detailed = read(tmp_path, "smollm2")
+    detailed = read(tmp_path, "tiny")
     prompts = same_prompts(demo_data, 5, "generate")
     assert all(p.structured for p in prompts) and len(prompts) == len(detailed["details"]) > 20
-    local = {p.item_id: r.text for p, r in zip(prompts, smollm2_engine.generate(prompts))}
+    local = {p.item_id: r.text for p, r in zip(prompts, tiny_engine.generate(prompts))}
     assert by_item(detailed, "raw_reply") == local  # the very same replies, item by item
     assert detailed["parse_failures"] == detailed["engine_errors"] == 0 and detailed["complete"]
 
 
-def test_logprobs_over_the_api_equal_in_process(vllm_server_smollm2, smollm2_engine, run_env, demo_data,
-                                                  tmp_path):
-    """Same most likely code for every item; probabilities within LOGPROB_TOLERANCE.
+def test_logprobs_over_the_api_equal_in_process(tiny_server, tiny_engine, run_env, demo_data, tmp_path):
+    """Probabilities within LOGPROB_TOLERANCE; the same most likely code for every item not a near-tie.
 
-    Measured: in fp32 the two agree exactly (largest difference 0). In bf16 (the CPU default)
+    Measured on SmolLM2: in fp32 the two agree exactly (largest difference 0). In bf16 (the CPU default)
     they differed by up to 0.055 in probability and one near-tie of 29 flipped: the engines
     batch differently (the server's batches are the requests in flight, the in-process engine
     takes all at once), so matmuls accumulate in another order, and bf16 logits are coarse
     enough (steps of ~0.06 near 10) that ties between codes are common. Hence fp32 here, where
     a different batch still sums in another order: up to 7e-6 seen under load, so 1e-4.
     """
-    args = issp_args(vllm_server_smollm2.url, "smollm2", demo_data, tmp_path, 5, "--mode", "logprobs")
+    args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path, 5, "--mode", "logprobs")
     run = socbench(args, run_env)
     assert run.returncode == 0, run.stderr[-3000:]
-    detailed = read(tmp_path, "smollm2-logprobs")
+    detailed = read(tmp_path, "tiny-logprobs")
     prompts = same_prompts(demo_data, 5, "logprobs")
-    results = smollm2_engine.option_logprobs(prompts)
+    results = tiny_engine.option_logprobs(prompts)
     local = {p.item_id: distribution_of(r.option_logprobs, p.offered_codes) for p, r in zip(prompts, results)}
     api = by_item(detailed, "option_distribution")
     assert api.keys() == local.keys() and len(api) > 20
-    answers = {item: max(dist, key=dist.get) for item, dist in local.items()}
-    assert by_item(detailed, "llm_answer") == answers
     worst = max(abs(api[item][code] - p) for item, dist in local.items() for code, p in dist.items())
     assert worst <= LOGPROB_TOLERANCE, worst
+    # the same most likely code wherever the top two are farther apart than the engines may differ (a
+    # random model's near-ties could flip on a rounding): that is all but a few items
+    top2 = {item: sorted(dist.values())[-2:] for item, dist in local.items()}
+    clear = {item for item, (second, first) in top2.items() if first - second > 2 * LOGPROB_TOLERANCE}
+    assert len(clear) >= 0.9 * len(local), len(clear)
+    answers = {item: max(dist, key=dist.get) for item, dist in local.items() if item in clear}
+    assert {item: code for item, code in by_item(detailed, "llm_answer").items() if item in clear} == answers
     print(f"largest option-probability difference API vs in-process: {worst:.2e}")
 
 
