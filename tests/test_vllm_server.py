@@ -139,36 +139,66 @@ def test_logprobs_over_the_api_equal_in_process(tiny_server, tiny_engine, run_en
 # ------------------------------------------------------------- a server that dies mid-run
 
 
-def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_server, run_env, demo_data,
-                                                                          tmp_path):
-    killed, reference = tmp_path / "killed", tmp_path / "reference"
-    args = issp_args(tiny_server.url, "tiny", demo_data, killed, 20, "--concurrent_requests", "4")
-    proc = subprocess.Popen([*CLI, *args], env=run_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+def killed_mid_run(server: VllmServer, args: list[str], env: dict, out: Path) -> tuple[int, int]:
+    """Run ``args``, SIGKILL the server once 20 answers are cached; check the failed run; (items, kept)."""
+    proc = subprocess.Popen([*CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
     deadline = time.monotonic() + 300
-    while cached_rows(killed) < 20 and proc.poll() is None and time.monotonic() < deadline:
+    while cached_rows(out) < 20 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    tiny_server.kill()  # SIGKILL to the server and its engine core: in-flight requests die with it
-    assert not tiny_server.group_alive()
+    server.kill()  # SIGKILL to the server and its engine core: in-flight requests die with it
+    assert not server.group_alive()
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 1, output[-3000:]
     [line] = [line for line in output.splitlines() if line.startswith("socbench: error:")]
     assert re.match(r"socbench: error: domain 1 Citizenship: \d+ engine errors, first: "
                     r"(.*connection error|HTTP 5)", line)
-    assert last_run_states(run_env) == ("FAILED", {"issp-domain-1": "FAILED"})
+    assert last_run_states(env) == ("FAILED", {"issp-domain-1": "FAILED"})
 
-    detailed, metrics = read(killed, "tiny"), read(killed, "tiny", "metrics")
-    n, kept = len(detailed["details"]), cached_rows(killed)
+    detailed, metrics = read(out, "tiny"), read(out, "tiny", "metrics")
+    n, kept = len(detailed["details"]), cached_rows(out)
     assert 20 <= kept < n and metrics["engine_errors"] == n - kept > 0
     assert metrics["parse_failures"] == 0  # the failures are engine errors, not parse failures
     assert metrics["complete"] is False and metrics["accuracy"] is None and metrics["macro_f1"] is None
     assert all(("connection error" in r or "HTTP 5" in r) for r in metrics["engine_error_reasons"])
-    summary = json.loads((killed / "tiny" / "summary.json").read_text())
+    summary = json.loads((out / "tiny" / "summary.json").read_text())
     assert summary["complete"] is False and summary["mean"]["accuracy"] is None
-    board = (killed / "report" / "leaderboard.md").read_text()
+    board = (out / "report" / "leaderboard.md").read_text()
     assert "## Incomplete runs (not ranked)" in board and "| tiny | tiny | 1 | Citizenship" in board
+    return n, kept
 
-    tiny_server.start()  # the same port
+
+def refused_every_prompt(server: VllmServer, args: list[str], env: dict, out: Path) -> int:
+    """Run ``args`` against ``server`` (refusing every prompt): no progress at all; the items sent."""
+    try:
+        server.start()
+        run = socbench(args, env)
+        assert run.returncode == 1, run.stderr[-3000:]
+        failed = read(out, "tiny", "metrics")
+        assert failed["engine_errors"] == failed["total_count"] > 0 and cached_rows(out) == 0
+        return failed["total_count"]
+    finally:
+        server.stop()
+        assert not server.group_alive()
+
+
+@pytest.mark.timeout(1500)  # two starts of vLLM's server: over 5 minutes each at load 12-14 on 2 cores
+def test_a_killed_server_and_one_refusing_every_prompt_then_a_healthy_restart(tiny_server, tiny_model,
+                                                                              run_env, demo_data, tmp_path):
+    """Two failures, one restart (a start of vLLM's server costs ~70 CPU s): the server killed mid-run
+    (seen 2); then, on its port, a misconfigured one that refuses every prompt (a max length of 64 tokens;
+    the preflight's tiny probe fits): a run with no progress at all (seen 1: a Prefect task cache of
+    ``vllm_generate`` used to serve the failed result again). Restarted healthy, each same command sends
+    exactly its missing requests, and the killed run ends with the files of an uninterrupted run."""
+    killed, stuck, reference = tmp_path / "killed", tmp_path / "stuck", tmp_path / "reference"
+    args = issp_args(tiny_server.url, "tiny", demo_data, killed, 20, "--concurrent_requests", "4")
+    n, kept = killed_mid_run(tiny_server, args, run_env, killed)
+    stuck_args = issp_args(tiny_server.url, "tiny", demo_data, stuck, 3)
+    refusing = VllmServer(tiny_model, "tiny", tmp_path / "refusing.log", dtype=tiny_server.dtype,
+                          max_model_len=64, port=tiny_server.port)
+    refused = refused_every_prompt(refusing, stuck_args, run_env, stuck)
+
+    tiny_server.start()  # the same port, the cause fixed
     before = tiny_server.requests()
     rerun = socbench(args, run_env)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
@@ -177,39 +207,19 @@ def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_s
     resumed = read(killed, "tiny", "metrics")
     assert resumed["complete"] is True and resumed["engine_errors"] == 0 and resumed["total_count"] == n
 
+    before = tiny_server.requests()
+    rerun = socbench(stuck_args, run_env)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert tiny_server.requests() - before == refused + PROBE  # every item, none served from a cache
+    healed = read(stuck, "tiny", "metrics")
+    assert healed["complete"] is True and healed["engine_errors"] == 0 and not math.isnan(healed["accuracy"])
+
     args = issp_args(tiny_server.url, "tiny", demo_data, reference, 20, "--concurrent_requests", "4")
     first = socbench(args, run_env)
     assert first.returncode == 0, first.stderr[-3000:]
     for kind in ("metrics", "detailed"):  # usage: what each run sent (the resumed one only what was missing)
         a, b = read(killed, "tiny", kind), read(reference, "tiny", kind)
         assert without_timestamps(a) == without_timestamps(b)
-
-
-def test_zero_progress_run_then_a_healthy_rerun_answers_every_item(tiny_model, run_env, demo_data, tmp_path):
-    """A server that refuses every prompt (a max length of 64 tokens; the preflight's tiny probe
-    fits): no progress at all. Fixed and restarted, the same command answers every item (issue 12,
-    seen 1: a Prefect task cache of ``vllm_generate`` used to serve the failed result again)."""
-    server = VllmServer(tiny_model, "tiny", tmp_path / "server.log", max_model_len=64)
-    try:
-        server.start()
-        args = issp_args(server.url, "tiny", demo_data, tmp_path / "out", 3)
-        run = socbench(args, run_env)
-        assert run.returncode == 1, run.stderr[-3000:]
-        failed = read(tmp_path / "out", "tiny", "metrics")
-        assert failed["engine_errors"] == failed["total_count"] > 0 and cached_rows(tmp_path / "out") == 0
-        server.stop()
-        server.max_model_len = 2048  # the cause fixed
-        server.start()
-        before = server.requests()
-        rerun = socbench(args, run_env)
-        assert rerun.returncode == 0, rerun.stderr[-3000:]
-        assert server.requests() - before == failed["total_count"] + PROBE
-        healed = read(tmp_path / "out", "tiny", "metrics")
-        assert healed["complete"] is True and healed["engine_errors"] == 0
-        assert not math.isnan(healed["accuracy"])
-    finally:
-        server.stop()
-        assert not server.group_alive()
 
 
 def test_draws_over_vllm_s_server_then_rescored_with_the_server_stopped(tiny_server, run_env, demo_data,
