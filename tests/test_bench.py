@@ -4,12 +4,15 @@ The scripts are found in the folder (a module of ``bench/`` with a ``main``), so
 here without a change to this file. Each runs as ``python -m bench.<name>`` with its quick arguments,
 its output folder a temporary one (``SOCBENCH_BENCH_OUT``) and its Prefect runs on the session's API;
 it must exit 0 and write its JSON record. The figures of a quick pass mean nothing: only that it runs.
+Those whose engines live in their own process (``IN_PROCESS``) run as ``__main__`` in this one instead:
+a fresh process would import torch and vLLM again for each (~15 CPU s), the tests' process has them.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +40,7 @@ ARGS = {
     "arc_cp_vs_lmeval": ["--quick", "--lmeval_venv", "/nonexistent-lmeval-venv"],
 }
 RECORD = {"run_all": "summary"}  # the JSON a script writes, where it is not <name>.json
+IN_PROCESS = ("engines", "engines_bare", "pipeline_vs_bare", "prefix_cache")  # start no process of their own
 
 
 def run(args: list[str], env: dict[str, str], out: Path) -> subprocess.CompletedProcess:
@@ -47,19 +51,33 @@ def run(args: list[str], env: dict[str, str], out: Path) -> subprocess.Completed
     return proc
 
 
+def run_here(name: str, args: list[str], out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m bench.<name> *args`` in this process (its engines closed by the script itself)."""
+    from bench import common
+
+    monkeypatch.setattr(common, "OUT_DIR", out)
+    monkeypatch.setattr(sys, "argv", [f"bench/{name}.py", *args])
+    runpy.run_module(f"bench.{name}", run_name="__main__", alter_sys=True)
+
+
 def test_every_script_is_found() -> None:
     assert set(RUN_ALL) <= set(SCRIPTS) and {"api_client", "engines_bare", "scale_out"} <= set(SCRIPTS)
-    assert not (set(OWN_TEST) | set(SKIP) | set(ARGS)) - set(SCRIPTS), "a name here is no script"
+    named = set(OWN_TEST) | set(SKIP) | set(ARGS) | set(IN_PROCESS)
+    assert not named - set(SCRIPTS), "a name here is no script"
 
 
 @pytest.mark.parametrize("name", [name for name in SCRIPTS if name not in OWN_TEST])
-def test_quick_pass(name: str, tmp_path: Path, cli_api_env: dict[str, str], request) -> None:
+def test_quick_pass(name: str, tmp_path: Path, cli_api_env: dict[str, str], request,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
     if name in SKIP:
         pytest.skip(SKIP[name])
     args = ARGS.get(name, ["--quick"])
     if name == "api_path":  # its prompts are the real ISSP question sets'
         args = [*args, "--issp", str(request.getfixturevalue("shared_issp"))]
-    run([f"bench.{name}", *args], cli_api_env, tmp_path)
+    if name in IN_PROCESS:
+        run_here(name, args, tmp_path, monkeypatch)
+    else:
+        run([f"bench.{name}", *args], cli_api_env, tmp_path)
     record = json.loads((tmp_path / f"{RECORD.get(name, name)}.json").read_text())
     assert record
     if name == "run_all":

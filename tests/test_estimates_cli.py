@@ -130,22 +130,24 @@ def test_a_planted_server_gives_gains_that_rise_with_p_and_nominal_coverage(run_
     assert "Citizenship: these answers are worth" in shown and "budget: " in shown
 
 
-def test_a_real_engine_in_logprobs_mode_estimates_from_its_option_shares(run_env: dict, tiny_model: Path,
+def test_a_real_engine_in_logprobs_mode_estimates_from_its_option_shares(api_url: str, shared_engines,
+                                                                         cli_in_process, tiny_model: Path,
                                                                          tmp_path: Path) -> None:
-    """The same data answered in-process by a real engine (the tiny random model, logprobs mode): the
-    estimator reads each answer's option probabilities, and the check holds for a model of no skill."""
+    """The same data answered by a real engine (the tiny random model, logprobs mode): the estimator
+    reads each answer's option probabilities, and the check holds for a model of no skill. Both commands
+    in this process, on the session's in-process vLLM engine (the subprocesses are the test above's)."""
     from socbench.estimates.items import run_items
 
     data, _ = write_data(tmp_path)
     out = tmp_path / "out"
-    socbench(run_env, "issp", "--model", str(tiny_model), "--engine", '{"dtype": "float32"}', "--mode",
-             "logprobs", "--data_dir", str(data), "--domain_id", "1", "--interview_count", "200",
-             "--output_dir", str(out))
+    assert cli_in_process(["issp", "--model", str(tiny_model), "--engine", '{"dtype": "float32"}',
+                           "--mode", "logprobs", "--data_dir", str(data), "--domain_id", "1",
+                           "--interview_count", "200", "--output_dir", str(out)]) == 0
     (run,) = out.glob("*-logprobs")
     items = run_items(run)
     assert len(items) == 200 * len(QUESTIONS) and items["model_shares"].map(bool).all()
     assert all(sum(shares.values()) == pytest.approx(1, abs=1e-3) for shares in items["model_shares"])
-    socbench(run_env, "estimate", str(run), "--fraction", "0.25", "--repeats", "100")
+    assert cli_in_process(["estimate", str(run), "--fraction", "0.25", "--repeats", "100"]) == 0
     (domain,) = json.loads((run / "estimates.json").read_text())["domains"]
     tolerance = 3.5 * math.sqrt(0.95 * 0.05 / 100)
     for question in domain["questions"]:

@@ -1,14 +1,15 @@
 """`socbench issp --api_type config` against vLLM's own OpenAI server (`tests/vllm_server.py`).
 
-- On SmolLM2, generate (structured) and logprobs modes give the same answers, item by item, as
-  the in-process vLLM engine on the same prompts (issue 12, seen 4: the API sent a JSON schema,
-  the in-process engine a regex, and answers differed; structured was off over the API).
-- On the tiny model: the server killed mid-run leaves engine errors (not parse failures) and an
-  incomplete run with no score, exit code 1 with one line naming the domain, the count and the
-  first reason, and the domain and the run Failed in Prefect (seen 2); restarted, the same
-  command sends exactly the missing requests (counted in the server's access log), exits 0 and
-  ends with the files of an uninterrupted run. A run that made no progress (a misconfigured
-  server refusing every prompt) followed by a healthy rerun answers every item (seen 1).
+- Generate (structured) and logprobs modes give the same answers, item by item, as the in-process
+  vLLM engine on the same prompts (issue 12, seen 4: the API sent a JSON schema, the in-process
+  engine a regex, and answers differed; structured was off over the API). On the tiny model, fp32
+  on both sides: the session's server and the session's in-process engine, no start of their own.
+- The server killed mid-run leaves engine errors (not parse failures) and an incomplete run with
+  no score, exit code 1 with one line naming the domain, the count and the first reason, and the
+  domain and the run Failed in Prefect (seen 2); restarted, the same command sends exactly the
+  missing requests (counted in the server's access log), exits 0 and ends with the files of an
+  uninterrupted run. A run that made no progress (a misconfigured server refusing every prompt)
+  followed by a healthy rerun answers every item (seen 1).
 """
 
 from __future__ import annotations
@@ -77,93 +78,127 @@ def by_item(detailed: dict, key: str) -> dict[str, object]:
 # ------------------------------------------------------------- same answers as in-process
 
 
-@pytest.fixture(scope="module")
-def smollm2_engine(engine_pool, smollm2: Path):
-    """In-process vLLM on SmolLM2 with the CPU defaults, in fp32 like the server (``vllm_server_smollm2``):
-    the session's (tests/test_engine_vllm.py's too)."""
-    return engine_pool.get("vllm", smollm2, {"max_model_len": 2048, "dtype": "float32"})
+@pytest.fixture()
+def tiny_engine(engine_pool, tiny_model: Path):
+    """The session's in-process vLLM on the tiny model, fp32 like ``vllm_server_tiny`` (the flows' tests'
+    engine: ``--engine '{"dtype": "float32"}'``)."""
+    return engine_pool.get("vllm", tiny_model, {"dtype": "float32"})
 
 
 def same_prompts(demo_data: Path, count: int, mode: str) -> list:
     """The prompts `socbench issp` builds for domain 1 (``use_structured`` is on for both backends)."""
-    config = make_config(api_type="config", api_base="http://127.0.0.1:1", model="smollm2", domain_id=1,
+    config = make_config(api_type="config", api_base="http://127.0.0.1:1", model="tiny", domain_id=1,
                          interview_count=count, data_dir=str(demo_data), mode=mode)
     data = load_domain(config.data_dir, get_domain(1), config.dataset_size, config.interview_count)
     return build_domain_prompts(data, build_items(data), config)
 
 
-def test_structured_generate_over_the_api_equals_in_process(vllm_server_smollm2, smollm2_engine, run_env,
-                                                              demo_data, tmp_path):
-    run = socbench(issp_args(vllm_server_smollm2.url, "smollm2", demo_data, tmp_path, 5), run_env)
+def test_structured_generate_over_the_api_equals_in_process(tiny_server, tiny_engine, run_env, demo_data,
+                                                              tmp_path):
+    run = socbench(issp_args(tiny_server.url, "tiny", demo_data, tmp_path, 5), run_env)
     assert run.returncode == 0, run.stderr[-3000:]
-    detailed = read(tmp_path, "smollm2")
+    detailed = read(tmp_path, "tiny")
     prompts = same_prompts(demo_data, 5, "generate")
     assert all(p.structured for p in prompts) and len(prompts) == len(detailed["details"]) > 20
-    local = {p.item_id: r.text for p, r in zip(prompts, smollm2_engine.generate(prompts))}
+    local = {p.item_id: r.text for p, r in zip(prompts, tiny_engine.generate(prompts))}
     assert by_item(detailed, "raw_reply") == local  # the very same replies, item by item
     assert detailed["parse_failures"] == detailed["engine_errors"] == 0 and detailed["complete"]
 
 
-def test_logprobs_over_the_api_equal_in_process(vllm_server_smollm2, smollm2_engine, run_env, demo_data,
-                                                  tmp_path):
-    """Same most likely code for every item; probabilities within LOGPROB_TOLERANCE.
+def test_logprobs_over_the_api_equal_in_process(tiny_server, tiny_engine, run_env, demo_data, tmp_path):
+    """Probabilities within LOGPROB_TOLERANCE; the same most likely code for every item not a near-tie.
 
-    Measured: in fp32 the two agree exactly (largest difference 0). In bf16 (the CPU default)
+    Measured on SmolLM2: in fp32 the two agree exactly (largest difference 0). In bf16 (the CPU default)
     they differed by up to 0.055 in probability and one near-tie of 29 flipped: the engines
     batch differently (the server's batches are the requests in flight, the in-process engine
     takes all at once), so matmuls accumulate in another order, and bf16 logits are coarse
     enough (steps of ~0.06 near 10) that ties between codes are common. Hence fp32 here, where
     a different batch still sums in another order: up to 7e-6 seen under load, so 1e-4.
     """
-    args = issp_args(vllm_server_smollm2.url, "smollm2", demo_data, tmp_path, 5, "--mode", "logprobs")
+    args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path, 5, "--mode", "logprobs")
     run = socbench(args, run_env)
     assert run.returncode == 0, run.stderr[-3000:]
-    detailed = read(tmp_path, "smollm2-logprobs")
+    detailed = read(tmp_path, "tiny-logprobs")
     prompts = same_prompts(demo_data, 5, "logprobs")
-    results = smollm2_engine.option_logprobs(prompts)
+    results = tiny_engine.option_logprobs(prompts)
     local = {p.item_id: distribution_of(r.option_logprobs, p.offered_codes) for p, r in zip(prompts, results)}
     api = by_item(detailed, "option_distribution")
     assert api.keys() == local.keys() and len(api) > 20
-    answers = {item: max(dist, key=dist.get) for item, dist in local.items()}
-    assert by_item(detailed, "llm_answer") == answers
     worst = max(abs(api[item][code] - p) for item, dist in local.items() for code, p in dist.items())
     assert worst <= LOGPROB_TOLERANCE, worst
+    # the same most likely code wherever the top two are farther apart than the engines may differ (a
+    # random model's near-ties could flip on a rounding): that is all but a few items
+    top2 = {item: sorted(dist.values())[-2:] for item, dist in local.items()}
+    clear = {item for item, (second, first) in top2.items() if first - second > 2 * LOGPROB_TOLERANCE}
+    assert len(clear) >= 0.9 * len(local), len(clear)
+    answers = {item: max(dist, key=dist.get) for item, dist in local.items() if item in clear}
+    assert {item: code for item, code in by_item(detailed, "llm_answer").items() if item in clear} == answers
     print(f"largest option-probability difference API vs in-process: {worst:.2e}")
 
 
 # ------------------------------------------------------------- a server that dies mid-run
 
 
-def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_server, run_env, demo_data,
-                                                                          tmp_path):
-    killed, reference = tmp_path / "killed", tmp_path / "reference"
-    args = issp_args(tiny_server.url, "tiny", demo_data, killed, 20, "--concurrent_requests", "4")
-    proc = subprocess.Popen([*CLI, *args], env=run_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+def killed_mid_run(server: VllmServer, args: list[str], env: dict, out: Path) -> tuple[int, int]:
+    """Run ``args``, SIGKILL the server once 20 answers are cached; check the failed run; (items, kept)."""
+    proc = subprocess.Popen([*CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
     deadline = time.monotonic() + 300
-    while cached_rows(killed) < 20 and proc.poll() is None and time.monotonic() < deadline:
+    while cached_rows(out) < 20 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    tiny_server.kill()  # SIGKILL to the server and its engine core: in-flight requests die with it
-    assert not tiny_server.group_alive()
+    server.kill()  # SIGKILL to the server and its engine core: in-flight requests die with it
+    assert not server.group_alive()
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 1, output[-3000:]
     [line] = [line for line in output.splitlines() if line.startswith("socbench: error:")]
     assert re.match(r"socbench: error: domain 1 Citizenship: \d+ engine errors, first: "
                     r"(.*connection error|HTTP 5)", line)
-    assert last_run_states(run_env) == ("FAILED", {"issp-domain-1": "FAILED"})
+    assert last_run_states(env) == ("FAILED", {"issp-domain-1": "FAILED"})
 
-    detailed, metrics = read(killed, "tiny"), read(killed, "tiny", "metrics")
-    n, kept = len(detailed["details"]), cached_rows(killed)
+    detailed, metrics = read(out, "tiny"), read(out, "tiny", "metrics")
+    n, kept = len(detailed["details"]), cached_rows(out)
     assert 20 <= kept < n and metrics["engine_errors"] == n - kept > 0
     assert metrics["parse_failures"] == 0  # the failures are engine errors, not parse failures
     assert metrics["complete"] is False and metrics["accuracy"] is None and metrics["macro_f1"] is None
     assert all(("connection error" in r or "HTTP 5" in r) for r in metrics["engine_error_reasons"])
-    summary = json.loads((killed / "tiny" / "summary.json").read_text())
+    summary = json.loads((out / "tiny" / "summary.json").read_text())
     assert summary["complete"] is False and summary["mean"]["accuracy"] is None
-    board = (killed / "report" / "leaderboard.md").read_text()
+    board = (out / "report" / "leaderboard.md").read_text()
     assert "## Incomplete runs (not ranked)" in board and "| tiny | tiny | 1 | Citizenship" in board
+    return n, kept
 
-    tiny_server.start()  # the same port
+
+def refused_every_prompt(server: VllmServer, args: list[str], env: dict, out: Path) -> int:
+    """Run ``args`` against ``server`` (refusing every prompt): no progress at all; the items sent."""
+    try:
+        server.start()
+        run = socbench(args, env)
+        assert run.returncode == 1, run.stderr[-3000:]
+        failed = read(out, "tiny", "metrics")
+        assert failed["engine_errors"] == failed["total_count"] > 0 and cached_rows(out) == 0
+        return failed["total_count"]
+    finally:
+        server.stop()
+        assert not server.group_alive()
+
+
+@pytest.mark.timeout(1500)  # two starts of vLLM's server: over 5 minutes each at load 12-14 on 2 cores
+def test_a_killed_server_and_one_refusing_every_prompt_then_a_healthy_restart(tiny_server, tiny_model,
+                                                                              run_env, demo_data, tmp_path):
+    """Two failures, one restart (a start of vLLM's server costs ~70 CPU s): the server killed mid-run
+    (seen 2); then, on its port, a misconfigured one that refuses every prompt (a max length of 64 tokens;
+    the preflight's tiny probe fits): a run with no progress at all (seen 1: a Prefect task cache of
+    ``vllm_generate`` used to serve the failed result again). Restarted healthy, each same command sends
+    exactly its missing requests, and the killed run ends with the files of an uninterrupted run."""
+    killed, stuck, reference = tmp_path / "killed", tmp_path / "stuck", tmp_path / "reference"
+    args = issp_args(tiny_server.url, "tiny", demo_data, killed, 20, "--concurrent_requests", "4")
+    n, kept = killed_mid_run(tiny_server, args, run_env, killed)
+    stuck_args = issp_args(tiny_server.url, "tiny", demo_data, stuck, 3)
+    refusing = VllmServer(tiny_model, "tiny", tmp_path / "refusing.log", dtype=tiny_server.dtype,
+                          max_model_len=64, port=tiny_server.port)
+    refused = refused_every_prompt(refusing, stuck_args, run_env, stuck)
+
+    tiny_server.start()  # the same port, the cause fixed
     before = tiny_server.requests()
     rerun = socbench(args, run_env)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
@@ -172,39 +207,19 @@ def test_server_killed_mid_run_then_restarted_equals_an_uninterrupted_run(tiny_s
     resumed = read(killed, "tiny", "metrics")
     assert resumed["complete"] is True and resumed["engine_errors"] == 0 and resumed["total_count"] == n
 
+    before = tiny_server.requests()
+    rerun = socbench(stuck_args, run_env)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert tiny_server.requests() - before == refused + PROBE  # every item, none served from a cache
+    healed = read(stuck, "tiny", "metrics")
+    assert healed["complete"] is True and healed["engine_errors"] == 0 and not math.isnan(healed["accuracy"])
+
     args = issp_args(tiny_server.url, "tiny", demo_data, reference, 20, "--concurrent_requests", "4")
     first = socbench(args, run_env)
     assert first.returncode == 0, first.stderr[-3000:]
     for kind in ("metrics", "detailed"):  # usage: what each run sent (the resumed one only what was missing)
         a, b = read(killed, "tiny", kind), read(reference, "tiny", kind)
         assert without_timestamps(a) == without_timestamps(b)
-
-
-def test_zero_progress_run_then_a_healthy_rerun_answers_every_item(tiny_model, run_env, demo_data, tmp_path):
-    """A server that refuses every prompt (a max length of 64 tokens; the preflight's tiny probe
-    fits): no progress at all. Fixed and restarted, the same command answers every item (issue 12,
-    seen 1: a Prefect task cache of ``vllm_generate`` used to serve the failed result again)."""
-    server = VllmServer(tiny_model, "tiny", tmp_path / "server.log", max_model_len=64)
-    try:
-        server.start()
-        args = issp_args(server.url, "tiny", demo_data, tmp_path / "out", 3)
-        run = socbench(args, run_env)
-        assert run.returncode == 1, run.stderr[-3000:]
-        failed = read(tmp_path / "out", "tiny", "metrics")
-        assert failed["engine_errors"] == failed["total_count"] > 0 and cached_rows(tmp_path / "out") == 0
-        server.stop()
-        server.max_model_len = 2048  # the cause fixed
-        server.start()
-        before = server.requests()
-        rerun = socbench(args, run_env)
-        assert rerun.returncode == 0, rerun.stderr[-3000:]
-        assert server.requests() - before == failed["total_count"] + PROBE
-        healed = read(tmp_path / "out", "tiny", "metrics")
-        assert healed["complete"] is True and healed["engine_errors"] == 0
-        assert not math.isnan(healed["accuracy"])
-    finally:
-        server.stop()
-        assert not server.group_alive()
 
 
 def test_draws_over_vllm_s_server_then_rescored_with_the_server_stopped(tiny_server, run_env, demo_data,

@@ -5,8 +5,8 @@
 ``/v1/models`` answers, and logs to a file whose uvicorn access lines tell how many
 requests reached it (``requests()``). ``kill()`` is a crash (SIGKILL to the whole group);
 ``start()`` again brings it back on the same port; ``stop()`` is SIGTERM, then SIGKILL, and
-leaves no process behind. Start-up: the tiny model ~10-20 s, SmolLM2 36-73 s on a loaded
-2-core box (stack-notes).
+leaves no process behind. Start-up: ~70 CPU s for the tiny model (each process imports vLLM),
+~20-40 s idle, minutes on a loaded 2-core box; SmolLM2 36-73 s more (stack-notes).
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ class VllmServer:
                 "--dtype", self.dtype, "--max-model-len", str(self.max_model_len), "--enforce-eager",
                 "--block-size", "32", "--max-num-batched-tokens", "16384", "--seed", "0", *self.extra]
 
-    def start(self, timeout_s: float = 240.0) -> VllmServer:
-        """Launch and wait for ``/v1/models`` (a no-op when already running)."""
+    def start(self, timeout_s: float = 600.0) -> VllmServer:
+        """Launch and wait for ``/v1/models`` (a no-op when already running); at load 10-12 on 2 cores
+        the tiny model took over 240 s (two processes import vLLM: the server and its engine core)."""
         if self.running():
             return self
         env = cpu_defaults({**os.environ, "TORCH_COMPILE_DISABLE": "1", "PYTHONUNBUFFERED": "1"})
