@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import permutation_test
 
 from socbench.metrics.distribution import (
     Weights,
@@ -70,6 +69,8 @@ class RankTest:
 
 def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
     """Modal agreement, tau-b and its one-sided permutation p-value for one group."""
+    from scipy.stats import permutation_test  # here: scipy.stats takes a second or more to import
+
     agreement = modal_agreement(model, human)
     tau = float(kendall_tau_b(model, human))
     if math.isnan(tau):  # a constant ranking on either side: no order, no test
