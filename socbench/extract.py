@@ -18,8 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from scipy.special import softmax
-
 from socbench.types import Code, EngineResult, Extraction, PromptRequest
 
 EMPTY = "empty response"
@@ -133,6 +131,8 @@ def extract_answer(text: str | None, offered: Sequence[tuple[Code, str]] | Seque
 
 def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> dict[Code, float] | None:
     """Softmax over the offered codes' log-probs (a code the engine did not score gets 0)."""
+    from scipy.special import softmax  # here: a run without log-probs needs no scipy (a second)
+
     scored = [c for c in offered if c in logprobs and logprobs[c] is not None and not math.isnan(logprobs[c])]
     if not scored or all(logprobs[c] == -math.inf for c in scored):
         return None

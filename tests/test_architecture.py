@@ -11,6 +11,7 @@ that package's ``__init__`` too: a cycle through a package's re-exports is a cyc
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -49,27 +50,32 @@ def is_package(name: str) -> bool:
 
 
 def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node except those under ``if TYPE_CHECKING:``."""
-    for node in ast.iter_child_nodes(tree):
+    """Every node except those under ``if TYPE_CHECKING:`` (in source order; a stack, not a generator per
+    level: nested generators passed each node up through every level above it)."""
+    stack = list(reversed(list(ast.iter_child_nodes(tree))))
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (n for child in node.orelse for n in [child, *_runtime_nodes(child)])
+            stack.extend(reversed(node.orelse))
             continue
         yield node
-        yield from _runtime_nodes(node)
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
-def imported(name: str) -> Iterator[tuple[str, list[str]]]:
+@functools.cache  # three tests read every module's imports: each module is parsed once
+def imported(name: str) -> tuple[tuple[str, list[str]], ...]:
     """(module imported, names taken from it) for every runtime import in module ``name``."""
     tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
     package = name if is_package(name) else name.rpartition(".")[0]
+    found = []
     for node in _runtime_nodes(tree):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, []
+            found.extend((alias.name, []) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
             target = ".".join([*base, *([node.module] if node.module else [])])
-            yield target, [alias.name for alias in node.names]
+            found.append((target, [alias.name for alias in node.names]))
+    return tuple(found)
 
 
 def dependencies(name: str) -> set[str]:

@@ -9,6 +9,7 @@ from an independent water-filling, against ``data validate``, and through one ru
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -41,6 +42,7 @@ def imported(request, shared_issp: Path, tmp_path_factory: pytest.TempPathFactor
     source = micro.write(data, folder / f"ZA_{slug}.{fmt}")
     qa = shared_issp / "qa" / f"issp_qa_{slug}.json"
     assert _import(source, qa, folder / "Dataset_all") == 0
+    out = folder / "Dataset_all"
     return {
         "fmt": fmt,
         "data": data,
@@ -49,8 +51,10 @@ def imported(request, shared_issp: Path, tmp_path_factory: pytest.TempPathFactor
         "qa": qa,
         "slug": slug,
         "id": domain_id,
-        "out": folder / "Dataset_all",
+        "out": out,
         "folder": folder,
+        # each sample file read once for the module's tests (up to 2,000 records of ~400 attributes)
+        "sample": functools.cache(lambda size: _records(out, size, slug)),
     }
 
 
@@ -84,10 +88,11 @@ def test_layout_and_every_field_against_the_codebook(imported: dict) -> None:
     if imported["fmt"] == "dta":  # Family: Q6, Q8, Q16-17 and Q32-34 are attitudes and others' traits
         assert {"V21", "V28", "V37", "V40", "V65", "V66", "V67"} <= items - set(questions)
     book = {entry["domain"]: entry for entry in imported["codebook"]}
-    records = _records(out, 2000, slug)
+    records = imported["sample"](2000)
     assert len(records) == 2000
-    for record in records[::7]:
-        row = data.frame.iloc[record["person_id"] - imported["id"] * 10**7 - 1]
+    checked = records[::7]  # their rows as plain dicts: indexing a pandas row per field took seconds
+    rows = data.frame.iloc[[r["person_id"] - imported["id"] * 10**7 - 1 for r in checked]].to_dict("records")
+    for record, row in zip(checked, rows, strict=True):
         expected = {keys[name]: _expected_value(row[name], data.value_labels.get(name)) for name in keys}
         assert record["attributes"] == expected
         assert record["questions_answer"] == {qid: int(row[name]) for name, qid in questions.items()}
@@ -111,7 +116,7 @@ def _water_filling(available: dict[str, int], size: int) -> tuple[dict[str, int]
 
 def test_samples_are_nested_stratified_and_counted(imported: dict) -> None:
     out, slug = imported["out"], imported["slug"]
-    samples = {size: _records(out, size, slug) for size in SIZES}
+    samples = {size: imported["sample"](size) for size in SIZES}
     ids = {size: {r["person_id"] for r in records} for size, records in samples.items()}
     assert ids[500] < ids[1000] < ids[2000]
     sha = hashlib.sha256(imported["source"].read_bytes()).hexdigest()
@@ -143,7 +148,7 @@ def test_same_seed_same_bytes_other_seed_other_sample(imported: dict) -> None:
     assert _import(imported["source"], imported["qa"], other, seed=43, sizes=SIZES[:1]) == 0
     name = f"A_GroundTruth_sampling{SIZES[0]}/issp_answer_{imported['slug']}.json"
     assert (again / name).read_bytes() == (imported["out"] / name).read_bytes()
-    first = {r["person_id"] for r in _records(imported["out"], SIZES[0], imported["slug"])}
+    first = {r["person_id"] for r in imported["sample"](SIZES[0])}
     assert first != {r["person_id"] for r in _records(other, SIZES[0], imported["slug"])}
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from socbench.data import demo_questions as demo
 from socbench.data.options import effective_options
@@ -144,6 +143,8 @@ def _trait_vector(drivers: dict[str, float], rng: np.random.Generator) -> np.nda
 
 def question_model(question: Question, domain: DomainSpec, seed: int) -> QuestionModel:
     """The answer model of one question, seeded by (seed, domain, question id) only."""
+    from scipy.stats import norm  # here: a run's preflight imports this module (synth.INFO_FILE)
+
     key = (seed, domain.id, _stable(question.id))
     rng = np.random.default_rng(key)
     base = tuple(sorted(question.options, key=int))

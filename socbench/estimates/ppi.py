@@ -14,8 +14,6 @@ from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
-from scipy.special import expit
 
 Family = Literal["ols", "logistic"]
 
@@ -118,6 +116,8 @@ def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_u: np.ndarray, w: np.ndarray 
 
 def _link(family: Family, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and its derivative at the linear predictor."""
+    from scipy.special import expit  # here, as scipy.optimize below: a report that imports this needs neither
+
     if family == "ols":
         return eta, np.ones_like(eta)
     mu = expit(eta)
@@ -140,11 +140,13 @@ def _fit(family: Family, x, y, yhat, x_u, yhat_u, w, w_u, lam: float) -> np.ndar
 
     def loss(t):
         eta = rows @ t
-        return c @ (np.logaddexp(0, eta) - target * eta), rows.T @ (c * (expit(eta) - target))
+        return c @ (np.logaddexp(0, eta) - target * eta), rows.T @ (c * (_link(family, eta)[0] - target))
 
     def hess(t):
-        mu = expit(rows @ t)
+        mu = _link(family, rows @ t)[0]
         return (rows * (c * mu * (1 - mu))[:, None]).T @ rows
+
+    from scipy.optimize import minimize
 
     start = np.zeros(x.shape[1])
     return minimize(loss, start, jac=True, hess=hess, method="trust-exact", options={"gtol": 1e-10}).x
@@ -210,6 +212,8 @@ def plan_budget(rho: float, budget: float, cost_human: float, cost_model: float)
     """The split of ``budget`` into humans (each also answered by the model, ``cost_human +
     cost_model``) and model-only answers that maximises the effective sample size; all humans and
     no model answers when that is better (ppi_py's ``ppi_power``, solved numerically here)."""
+    from scipy.optimize import minimize_scalar
+
     most = budget / (cost_human + cost_model)
 
     def extra(n: float) -> float:

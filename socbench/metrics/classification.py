@@ -10,7 +10,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.metrics import f1_score
 
 from socbench.metrics.distribution import split_groups
 from socbench.types import ScoredItem
@@ -47,7 +46,7 @@ def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
         return math.nan
     y_true, y_pred = pooled_labels(items)
     labels = sorted(set(y_true))
-    return float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0))
+    return _f1_score(y_true, y_pred, labels=labels, average="macro")
 
 
 def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
@@ -55,7 +54,7 @@ def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
     if not items:
         return math.nan
     y_true, y_pred = pooled_labels(items)
-    return float(f1_score(y_true, y_pred, average="micro", zero_division=0))
+    return _f1_score(y_true, y_pred, average="micro")
 
 
 def per_question_macro_f1(items: Sequence[ScoredItem]) -> float:
@@ -72,8 +71,16 @@ def _question_macro_f1(items: Sequence[ScoredItem]) -> float:
     y_true, y_pred = pooled_labels(items)
     labels = sorted(offered & (set(y_true) | set(y_pred)))
     if not labels:
-        return float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0))
+        return _f1_score(y_true, y_pred, labels=labels, average="macro")
     return macro_f1_counts(y_true, y_pred, labels)
+
+
+def _f1_score(y_true: list[str], y_pred: list[str], **options: object) -> float:
+    """scikit-learn's ``f1_score`` with ``zero_division=0``; imported here, where it is used: sklearn
+    takes seconds to import, and reading a results log needs none of it."""
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(y_true, y_pred, zero_division=0, **options))
 
 
 def macro_f1_counts(y_true: list[str], y_pred: list[str], labels: list[str]) -> float:

@@ -13,20 +13,17 @@ import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
-from sklearn import config_context
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import OneHotEncoder
-from threadpoolctl import threadpool_limits
 
 from socbench.metrics.classification import accuracy, per_question_macro_f1
 from socbench.metrics.distribution import group_codes, split_groups
 from socbench.types import Code, ScoredItem
+
+if TYPE_CHECKING:  # scipy and scikit-learn are imported where a model is fitted: seconds a report never needs
+    from scipy import sparse
 
 DEFAULT_FOLDS = 5
 DEFAULT_SEED = 0
@@ -67,6 +64,9 @@ def is_numeric(values: Sequence[object]) -> bool:
 def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
                       min_category_count: int = MIN_CATEGORY_COUNT) -> AttributeMatrix:
     """One sparse matrix for a whole domain (numeric standardised, categorical one-hot)."""
+    from scipy import sparse
+    from sklearn.preprocessing import OneHotEncoder
+
     pids = tuple(attributes)
     frame = pd.DataFrame([dict(attributes[pid]) for pid in pids], index=list(pids))
     numeric = tuple(c for c in frame.columns if is_numeric(frame[c].tolist()))
@@ -126,12 +126,16 @@ def _learner(name: Learner, seed: int, c: float, max_iter: int):
         from sklearn.ensemble import HistGradientBoostingClassifier
 
         return HistGradientBoostingClassifier(max_iter=50, random_state=seed)
+    from sklearn.linear_model import LogisticRegression
+
     return LogisticRegression(C=c, max_iter=max_iter, solver="lbfgs", tol=TOLERANCE)
 
 
 def _fold_probabilities(x_train, y_train, w_train, x_test, codes: tuple[Code, ...], learner: Learner,
                         seed: int, c: float, max_iter: int) -> tuple[np.ndarray, str | None]:
     """Predicted probabilities over ``codes`` for the test rows, and a fallback reason if any."""
+    from sklearn.exceptions import ConvergenceWarning
+
     out = np.zeros((x_test.shape[0], len(codes)))
     classes = sorted(set(y_train))
     if not classes:
@@ -168,6 +172,9 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                       on_fit: FitHook | None = None) -> DemographicResult:
     """Cross-fitted predictions for every item from the respondent's ``attributes`` (person id ->
     the persona attributes the model was shown). ``on_fit`` sees each fit's train/test person ids."""
+    from sklearn import config_context  # first: it loads the BLAS and OpenMP pools limited below
+    from threadpoolctl import threadpool_limits
+
     encoded = encoded or encode_attributes(attributes)
     folds = assign_folds([item.person_id for item in items], k, seed)
     answered: list[ScoredItem] = []

@@ -12,8 +12,6 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy.spatial.distance import jensenshannon
-from scipy.stats import wasserstein_distance
 
 from socbench.types import Code, ScoredItem
 
@@ -26,6 +24,8 @@ LEVELS: dict[str, tuple[str, ...]] = {
 
 def wasserstein_score(model: np.ndarray, human: np.ndarray) -> float:
     """1 - W1 / (k - 1) over ordinal positions 0..k-1; NaN for fewer than two codes."""
+    from scipy.stats import wasserstein_distance  # here: scipy.stats takes a second or more to import
+
     k = len(human)
     if k < 2:
         return math.nan
@@ -36,6 +36,8 @@ def wasserstein_score(model: np.ndarray, human: np.ndarray) -> float:
 
 def js_score(model: np.ndarray, human: np.ndarray) -> float:
     """1 - Jensen-Shannon distance (base 2) between two distributions over the same codes."""
+    from scipy.spatial.distance import jensenshannon
+
     return 1.0 - float(jensenshannon(model, human, base=2))
 
 

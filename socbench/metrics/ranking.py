@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import permutation_test
 
 from socbench.metrics.baselines import UNMAPPED
 from socbench.metrics.distribution import (
@@ -75,6 +74,8 @@ class RankTest:
 
 def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
     """Modal agreement, tau-b and its one-sided permutation p-value for one group."""
+    from scipy.stats import permutation_test  # here: scipy.stats takes a second or more to import
+
     agreement = modal_agreement(model, human)
     tau = float(kendall_tau_b(model, human))
     if math.isnan(tau):  # a constant ranking on either side: no order, no test

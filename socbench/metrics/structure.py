@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import entropy, pearsonr, ttest_ind_from_stats
-from scipy.stats.contingency import association
 
 from socbench.metrics.distribution import group_codes, split_groups
 from socbench.types import ScoredItem
@@ -55,6 +53,8 @@ class Structure:
 
 def cramers_v(table: np.ndarray) -> float:
     """Cramér's V of a groups × codes count table; 0 when only one row or column is non-empty."""
+    from scipy.stats.contingency import association  # here: scipy.stats takes seconds to import
+
     table = np.asarray(table, dtype=np.int64)  # counts (scipy's association takes integers only)
     table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
     if min(table.shape) < 2:
@@ -69,6 +69,8 @@ def _counts(values: Sequence[str]) -> np.ndarray:
 
 def heterogeneity_ratio(real: Sequence[str], simulated: Sequence[str]) -> float:
     """H(simulated answers) / H(real answers); NaN when the real answers are all alike."""
+    from scipy.stats import entropy
+
     h_real = entropy(_counts(real))
     h_sim = entropy(_counts(simulated)) if len(simulated) else math.nan
     return float(h_sim / h_real) if h_real > 0 else math.nan
@@ -91,6 +93,8 @@ def item_groups(items: Sequence[ScoredItem]) -> dict[int, dict[str, str]]:
 def _gaps(frame: pd.DataFrame, gap_alpha: float) -> tuple[tuple[str, str, float, float], ...]:
     """Clear real gaps (Welch p < alpha) between every two groups, with the simulated gap; one
     vectorised Welch test, as a country attribute has hundreds of pairs per question."""
+    from scipy.stats import ttest_ind_from_stats
+
     codes, names = pd.factorize(frame["group"], sort=True)
     real, simulated = frame["real"].to_numpy(dtype=float), frame["sim"].to_numpy(dtype=float)
     n = np.bincount(codes).astype(float)
@@ -156,6 +160,8 @@ def structure(items: Sequence[ScoredItem], groups: Groups | None = None, *,
 
 
 def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float]) -> Structure:
+    from scipy.stats import pearsonr
+
     real = np.array([p.real_v for p in pairs])
     sim = np.array([p.simulated_v for p in pairs])
     varies = len(pairs) >= 3 and real.std() > 0 and sim.std() > 0

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest, bootstrap
 
 DEFAULT_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -64,6 +63,8 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Se
                          confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Percentile CI of ``stratified_mean(values, strata)``, resampling clusters (respondents) in each
     stratum; a one-respondent stratum enters as a constant, and with no other the CI is (NaN, NaN)."""
+    from scipy.stats import bootstrap  # here: scipy.stats takes a second or more to import
+
     values_a, clusters_a, strata_a = _as_arrays(values, clusters, strata)
     totals = _strata_totals(values_a, clusters_a, strata_a) if len(values_a) else []
     varying = [t for t in totals if len(t[0]) >= 2]
@@ -85,6 +86,8 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Se
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts (1.0 when there are none)."""
+    from scipy.stats import binomtest
+
     n = a_only + b_only
     if n == 0:
         return 1.0
