@@ -147,7 +147,9 @@ def test_cli_dry_run_then_run_issp_and_mcq(api_url, tmp_path: Path, monkeypatch,
         md = (out / "fake-model" / "summary.md").read_text()
         assert f"{seen.requests - 1} requests sent, 0 answers from the engine cache" in md
 
-        server.reset_stats()  # the same run again: every answer from the cache, nothing spent
+        server.reset_stats()  # the same run again: read from the last run, nothing sent
+        assert main(issp) == 0 and server.stats().requests == 0
+        (out / "fake-model" / "last_run.json").unlink()  # run for real: every answer from the cache
         assert main(issp) == 0
         summary = json.loads((out / "fake-model" / "summary.json").read_text())
         assert server.stats().requests == 0 and summary["totals"]["usage"]["prompt_tokens"] == 0
