@@ -64,18 +64,25 @@ lint: setup
 # rerun then skips compiling every module and pytest's rewriting of the tests' asserts (collection 13 -> 5 CPU s).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
-# Every test (CI). Tests marked `slow` start a process, an engine, a model or a Prefect API.
+# Every test (CI). Tests marked `slow` start a process, an engine, a model or a Prefect API; most of their
+# time is waiting (a server's start, Prefect's heartbeat), so TEST_WORKERS pytest-xdist workers share the
+# 2 cores, a module per worker and the longest first (tests/support/workers.py). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 3
+FAST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(1)),,-n $(1) --dist loadgroup --no-loadscope-reorder)
 test: setup
-	$(PYTEST) -q $(PYTEST_ARGS)
+	$(PYTEST) -q $(call XDIST,$(TEST_WORKERS)) $(PYTEST_ARGS)
 
-# The inner loop (minutes): only tests that start nothing; tests/support/guard.py fails an unmarked
-# test that starts a subprocess, loads a model, runs a flow or imports torch/transformers/vLLM.
+# The inner loop (about a minute; FAST_WORKERS=2 workers, as these tests only compute): only tests that start
+# nothing; tests/support/guard.py fails an unmarked test that starts a subprocess, loads a model, runs a flow
+# or imports torch/transformers/vLLM.
 test-fast: setup
-	$(PYTEST) -q -m "not slow" $(PYTEST_ARGS)
+	$(PYTEST) -q -m "not slow" $(call XDIST,$(FAST_WORKERS)) $(PYTEST_ARGS)
 
-# The suite's wall time on an idle machine (docs/performance.md): every test under `time` (wall, and user
+# Where the suite's time goes (docs/performance.md): every test in one process under `time` (wall, and user
 # and sys CPU seconds of the whole run), CPU seconds per test file (tests/support/cputime.py), the 50
-# slowest tests. On a shared machine compare CPU seconds: the load stretches wall time.
+# slowest tests. On a shared machine compare CPU seconds: the load stretches wall time. `time make test`
+# gives the suite's wall time on its workers.
 test-timed: setup
 	time $(PYTEST) -q -p tests.support.cputime --durations=50 $(PYTEST_ARGS)
 

@@ -24,7 +24,8 @@ from socbench.cli.prefect_api import use_everywhere
 from socbench.processes import Postgres, PrefectServer, cpu_defaults
 
 pytest_plugins = ["tests.support.guard",  # a test not marked slow fails where it starts a process
-                  "tests.support.lingering"]  # nor may Prefect records outlive their API
+                  "tests.support.lingering",  # nor may Prefect records outlive their API
+                  "tests.support.workers"]  # `make test`'s grouping and order over xdist's workers
 
 ROOT = Path(__file__).resolve().parents[1]
 # beside the checkout; SOCBENCH_SHARED_ISSP points elsewhere (a worktree one level deeper)

@@ -1,0 +1,46 @@
+"""How ``make test`` spreads the suite over pytest-xdist's workers (``-n ... --dist loadgroup``).
+
+Why several workers on 2 cores: most of the slow tests wait (a server's start, Prefect's heartbeat and
+crash detection, a worker's poll), so others run meanwhile. A module's tests stay on one worker, so its
+module fixtures are built once; modules sharing one session server (vLLM's, on the tiny model) share a
+worker; the longest groups start first, so the last to finish is a short one. A plain ``pytest`` run
+(no ``-n``) keeps the file order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+# modules that share a session server: one worker starts it once for all of them
+SHARED = {"test_sweep": "sweep", "test_sweep_e2e": "sweep",
+          "test_vllm_server": "vllm-server", "test_cost": "vllm-server", "test_mcq_server": "vllm-server"}
+# independent tests, each its own unit: the module is long and shares nothing but session fixtures
+SPLIT = frozenset({"test_bench"})
+# the longest groups (minutes each, from `make test-timed`), started first
+FIRST = ("sweep", "vllm-server", "test_prefect_e2e", "test_ctrl_c", "test_engine_vllm", "test_prefect_ui",
+         "test_cli_output", "test_yardsticks_cli", "test_hostile_files", "test_export", "test_run_checks",
+         "test_ui_terminal", "test_package", "test_interview_sample", "test_example_study_run")
+
+
+def _group(item: pytest.Item) -> str | None:
+    module = Path(str(item.fspath)).stem
+    return None if module in SPLIT else SHARED.get(module, module)
+
+
+def _rank(item: pytest.Item) -> int:
+    group = _group(item)
+    if group in FIRST:
+        return FIRST.index(group)
+    return len(FIRST) if group is None else len(FIRST) + 1  # the split tests next: minutes, one by one
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if (group := _group(item)) is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=_rank)  # stable: the file order within a rank
