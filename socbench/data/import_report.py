@@ -78,7 +78,6 @@ def question_lines(decision: QuestionDecision) -> list[str]:
     return lines
 
 
-# ------------------------------------------------------------------------------ sections
 # Each section is a function of the plan giving its Markdown lines (none: left out); the report is
 # REPORT_SECTIONS in order, and its summary (stderr) SUMMARY_SECTIONS.
 

@@ -118,9 +118,6 @@ class _Row(NamedTuple):  # what the sampler needs of a respondent
     country_name: str | None
 
 
-# ---------------------------------------------------------------------------- planning
-
-
 def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
     """(file variable, question id) pairs of ``--qa`` or ``--questions``, each in the file."""
     if request.qa is not None and request.questions is not None:
@@ -243,9 +240,6 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     return ImportPlan(request, survey, layout, country, group, entry, manifest, question_file,
                       tuple(decisions), tuple(warnings), weights, tuple(stale),
                       dict(counts[strata]) if strata else {}, tuple(lines))
-
-
-# ------------------------------------------------------------------------------ work
 
 
 def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:
