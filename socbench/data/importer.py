@@ -24,8 +24,7 @@ from socbench.data.import_records import RecordLayout, label_values, write_sampl
 from socbench.data.import_report import SUMMARY_SECTIONS, check_label_sizes, country_warnings, format_report
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
-from socbench.data.question_labels import check_answers, json_bytes, question_set
-from socbench.data.question_scale import QuestionDecision
+from socbench.data.question_labels import QuestionDecision, check_answers, json_bytes, question_set
 from socbench.data.roles import BACKGROUND, country_or_group, persona_variables, plan_roles, role_lines
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
