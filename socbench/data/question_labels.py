@@ -57,7 +57,7 @@ class QuestionDecision:
     filled: tuple[str, ...] = ()  # codes the scale rule added
     missing: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (label, source)
     counts: Mapping[str, int] = field(default_factory=dict)  # answers per code (blanks: SYSTEM_MISSING)
-    conflicts: tuple[str, ...] = ()  # how a question set's options disagree with the file's (checked_decision)
+    conflicts: tuple[str, ...] = ()  # how a --qa set's options disagree with the file's (checked_decision)
     notes: tuple[str, ...] = ()  # other changes to the question set, one line each
     text: str | None = None  # the question text, where the import changed it
 
