@@ -80,12 +80,9 @@ COMPARE_HEAD = ("A", "B", "shared items", "accuracy A", "accuracy B", "A - B [95
                 "A only / B only right", "McNemar p")
 
 
-def rank_text(row: dict[str, Any]) -> str:
-    return f"{row['rank']} (tied)" if row.get("tied") else str(row["rank"])
-
-
 def overall_cells(row: dict[str, Any]) -> list[str]:
-    return [rank_text(row), row["run"], row["model"], row["variant"], str(row["domains"]),
+    rank = f"{row['rank']} (tied)" if row.get("tied") else str(row["rank"])
+    return [rank, row["run"], row["model"], row["variant"], str(row["domains"]),
             str(row["respondents"]), str(row["items"]), accuracy_text(row),
             fmt(row["best_baseline_accuracy"]), signed(row["margin_over_best_baseline"]),
             f"{row['domains_not_above_baseline']} of {row['domains']}", fmt(row["per_question_macro_f1"]),
