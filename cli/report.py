@@ -38,8 +38,7 @@ def run(args: argparse.Namespace) -> int:
         return compare(args)
     if args.domain_id is not None:
         raise ConfigError("--domain_id applies only with --compare A B")
-    from socbench.report.html import write_report
-    from socbench.report.tables import OVERALL_HEAD, markdown_table, overall_cells
+    from socbench.report.html import OVERALL_HEAD, markdown_table, overall_cells, write_report
 
     paths = write_report(args.output_dir, args.out, n_resamples=args.resamples, seed=args.seed)
     rows = [overall_cells(r) for r in paths.leaderboard.overall]
@@ -54,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
 def compare(args: argparse.Namespace) -> int:
     from socbench.domains import get_domain
     from socbench.log.read import load_runs
+    from socbench.report.html import COMPARE_HEAD, compare_cells, markdown_table
     from socbench.report.leaderboard import compare_runs, find_run
-    from socbench.report.tables import COMPARE_HEAD, compare_cells, markdown_table
 
     runs = load_runs(Path(args.output_dir)).issp
     a, b = (find_run(runs, name) for name in args.compare)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from socbench.config import RunConfig
-from socbench.engines.segment_cache import CacheStore
+from socbench.engines.cache import CacheStore
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError
 from socbench.records import BatchRecord

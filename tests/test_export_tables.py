@@ -14,8 +14,7 @@ from socbench.config import EXPORT_FORMATS as FORMATS
 from socbench.data.variables import SourceVariable, SourceVariables
 from socbench.errors import ConfigError
 from socbench.export import resolve_format
-from socbench.export.long import long_table
-from socbench.export.wide import wide_labels
+from socbench.export.tables import long_table, wide_labels
 from socbench.export.writers import write_table
 from socbench.log.read import read_domain
 from support.records import detailed_record

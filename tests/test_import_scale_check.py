@@ -22,7 +22,7 @@ import pytest
 from socbench.cli import main
 from socbench.data.loaders import load_domain, load_questions
 from socbench.data.options import build_items
-from socbench.data.scale_check import checked_decision, label_words, rescaled_text
+from socbench.data.question_labels import checked_decision, label_words, rescaled_text
 from socbench.data.survey_file import Variable
 from socbench.domains import get_domain
 

@@ -14,7 +14,7 @@ import pytest
 from test_cache import CountingEngine, req
 
 from socbench.engines import CachedEngine, create_engine
-from socbench.engines.segment_cache import HEADER, SEGMENTS_DIR, SegmentCache, open_store, partition
+from socbench.engines.cache import HEADER, SEGMENTS_DIR, SegmentCache, open_store, partition
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +22,7 @@ WRITER = '''
 import json, sys, time
 from pathlib import Path
 from socbench.engines import CachedEngine
-from socbench.engines.segment_cache import SegmentCache
+from socbench.engines.cache import SegmentCache
 from socbench.types import EngineResult, Message, PromptRequest
 
 class Backend:

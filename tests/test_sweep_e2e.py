@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from test_prefect_e2e import BIN, ROOT, _flow_runs, _prefect, prefect_env
 
-from socbench.engines.segment_cache import HEADER, SEGMENTS_DIR
+from socbench.engines.cache import HEADER, SEGMENTS_DIR
 from socbench.models import model_slug
 from socbench.processes import (
     Postgres,

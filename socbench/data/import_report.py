@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from socbench.data.options import code_order
-from socbench.data.question_scale import QuestionDecision
+from socbench.data.question_labels import QuestionDecision
 from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
 from socbench.errors import DataError
 
@@ -78,7 +78,6 @@ def question_lines(decision: QuestionDecision) -> list[str]:
     return lines
 
 
-# ------------------------------------------------------------------------------ sections
 # Each section is a function of the plan giving its Markdown lines (none: left out); the report is
 # REPORT_SECTIONS in order, and its summary (stderr) SUMMARY_SECTIONS.
 

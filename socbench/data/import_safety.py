@@ -130,8 +130,6 @@ def merged_manifest(base: Manifest | None, entry: DomainSpec) -> Manifest:
                           f"({exc.errors()[0]['msg'].removeprefix('Value error, ')})") from None
 
 
-# ---------------------------------------------------------------------------- weights
-
 BAD_WEIGHTS = ("error", "drop", "unweighted")
 
 

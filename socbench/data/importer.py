@@ -24,8 +24,7 @@ from socbench.data.import_records import RecordLayout, label_values, write_sampl
 from socbench.data.import_report import SUMMARY_SECTIONS, check_label_sizes, country_warnings, format_report
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
-from socbench.data.question_labels import check_answers, json_bytes, question_set
-from socbench.data.question_scale import QuestionDecision
+from socbench.data.question_labels import QuestionDecision, check_answers, json_bytes, question_set
 from socbench.data.roles import BACKGROUND, country_or_group, persona_variables, plan_roles, role_lines
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
@@ -116,9 +115,6 @@ class _Row(NamedTuple):  # what the sampler needs of a respondent
     person_id: int
     country_code: str | None
     country_name: str | None
-
-
-# ---------------------------------------------------------------------------- planning
 
 
 def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
@@ -243,9 +239,6 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     return ImportPlan(request, survey, layout, country, group, entry, manifest, question_file,
                       tuple(decisions), tuple(warnings), weights, tuple(stale),
                       dict(counts[strata]) if strata else {}, tuple(lines))
-
-
-# ------------------------------------------------------------------------------ work
 
 
 def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:

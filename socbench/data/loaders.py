@@ -37,8 +37,6 @@ from socbench.types import COUNTRY, DomainData, Question, Respondent
 
 NO_COUNTRY = "(no country attribute)"
 
-# ------------------------------------------------------------------ codes and labels
-
 
 def normalize_code(value: Any) -> str | None:
     """An answer code as the one canonical string the benchmark compares: 3, "3", 3.0, numpy's 3, " 03"
@@ -79,8 +77,6 @@ def _label(value: Any) -> str:
         return str(value)
     raise ValueError(f"expected a text label, got {type(value).__name__}")
 
-
-# ----------------------------------------------------------------------- file models
 
 OptionCode = Annotated[str, BeforeValidator(_option_key)]
 AnswerCode = Annotated[str | None, BeforeValidator(normalize_code)]
@@ -140,8 +136,6 @@ class CodebookEntry(BaseModel):
     content: Annotated[dict[str, Label], BeforeValidator(_none_to_dict)] = {}
     special: Annotated[dict[str, dict[str, Label]], BeforeValidator(_none_to_dict)] = {}
 
-
-# ----------------------------------------------------------------------- file reading
 
 _JSON_TYPES = {dict: "an object", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
@@ -214,9 +208,6 @@ def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | N
     return None
 
 
-# ------------------------------------------------------------------------ respondents
-
-
 def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tuple[Question, ...]) -> None:
     known = {q.id.lower() for q in questions}
     unknown = sorted({qid for rec in records for qid in rec.questions_answer
@@ -226,9 +217,9 @@ def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tupl
         raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
 
 
-# ------------------------------------------- what a domain's manifest entry changes
-# Why: a non-ISSP study names its own country attribute, persona attributes and missing codes;
-# applied here, at the file boundary, so prompts, scoring and reports need no change.
+# What a domain's manifest entry changes, and why: a non-ISSP study names its own country attribute,
+# persona attributes and missing codes; applied here, at the file boundary, so prompts, scoring and
+# reports need no change.
 
 
 def _norm(key: str) -> str:

@@ -1,21 +1,226 @@
-"""A question set from a survey file's own labels (``data import --questions``).
+"""The question set ``data import`` writes: each question's options and missing codes from its labels *and*
+its data (``decide``), a curated set (``--qa``) checked against the file's labels (``checked_decision``), or
+a set built from the file's own labels (``--questions``).
 
-Why: a non-ISSP study has no curated ``issp_qa_*.json``. Each question's missing codes go into its
-own record's ``missing``, so they are excluded for that question only. Written for the user to edit.
+Why: a file's value labels are not always its answer scale (ESS and many ISSP files label a 0-10 scale
+only at its ends); labels alone cannot tell such a scale from a nominal set (Family V59: 1 "Yes", 2 "No",
+6 "Doesn't apply"), but the data can. The rules, per question:
+
+1. **Missing codes belong to the question**: declared user-missing in the file, else a missing value
+   label (``is_missing_label``), else named by ``--missing`` and not one of its options.
+2. **The scale rule**: the options are the labelled, non-missing codes; when a numeric variable's data
+   holds unlabelled, non-missing integer codes strictly between its lowest and highest option, every
+   integer of that range is an option, shown as the number where unlabelled (never for a fully
+   labelled set such as V59 or any real ISSP question set).
+3. **Nothing silently dropped**: codes neither offered nor missing stay in the answer file as recorded,
+   are excluded at scoring as "code not offered", and are counted in the report.
+
+A curated set may ask on another scale than the file codes (SocioBench's Citizenship set asks 22 of 59
+questions 1-3 or 1-5 where GESIS codes 1-7 or 0-10): a respondent's 3 of 7 would score as "3, Very
+important". Labels are compared as words (case, punctuation, the code's own number and country notes
+aside); where they disagree the question gets the file's own options (its overrides dropped, a "1 to 3"
+in its text rescaled) and the report says so, or ``--scale_conflict refuse`` stops the import. Country
+overrides are checked only against the file's missing codes: a file holds one label per code.
+
+A non-ISSP study has no curated ``issp_qa_*.json``: its set is built from the labels, each question's
+missing codes in its own record's ``missing`` (excluded for that question only), for the user to edit.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from socbench.data.loaders import load_questions
-from socbench.data.question_scale import QuestionDecision, decide
-from socbench.data.scale_check import checked_decision, file_record, refuse_conflicts
-from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
+from socbench.data.missing_labels import STATA_MISSING, is_missing_label, is_missing_option
+from socbench.data.options import NO_ANSWER, code_order, missing_reason
+from socbench.data.survey_file import R_NA, SYSTEM_MISSING, SurveyFile, Variable
 from socbench.errors import ConfigError, DataError
+from socbench.types import Question
+
+NON_INTEGER = "non-integer code"
+UNLABELLED = "code without a label (not in the question's options)"
+_INTEGER = re.compile(r"^-?\d+$")
+
+
+@dataclass(frozen=True)
+class QuestionDecision:
+    """What the import decided for one question, and what its data holds."""
+
+    variable: str
+    question_id: str
+    options: dict[str, str]  # code -> label, in code order
+    filled: tuple[str, ...] = ()  # codes the scale rule added
+    missing: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (label, source)
+    counts: Mapping[str, int] = field(default_factory=dict)  # answers per code (blanks: SYSTEM_MISSING)
+    conflicts: tuple[str, ...] = ()  # how a --qa set's options disagree with the file's (checked_decision)
+    notes: tuple[str, ...] = ()  # other changes to the question set, one line each
+    text: str | None = None  # the question text, where the import changed it
+
+    def excluded(self) -> dict[str, int]:
+        """Answers that will not be scored, by reason (the words ``data validate`` counts under)."""
+        reasons: Counter[str] = Counter()
+        for code, n in self.counts.items():
+            if code in self.options:
+                continue
+            if code == SYSTEM_MISSING:
+                reasons[NO_ANSWER] += n
+            elif code in self.missing:
+                reasons[missing_reason(code, self.missing[code][0])] += n
+            else:
+                reasons[UNLABELLED if _INTEGER.match(code) else NON_INTEGER] += n
+        return dict(sorted(reasons.items()))
+
+    @property
+    def answered(self) -> int:
+        """Substantive answers: codes among the options."""
+        return sum(n for code, n in self.counts.items() if code in self.options)
+
+    def unoffered(self) -> dict[str, int]:
+        """Codes in the data that are neither options nor missing, with their counts."""
+        return {code: n for code, n in sorted(self.counts.items(), key=lambda kv: code_order(kv[0]))
+                if code not in self.options and code not in self.missing and code != SYSTEM_MISSING}
+
+
+def _file_missing(variable: Variable, codes: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Missing codes the file itself marks: declarations (SPSS user-missing, Stata .a-.z, R's NA in a
+    CSV) first, then value labels."""
+    labels = variable.value_labels
+    out: dict[str, tuple[str, str]] = {}
+    for code in sorted(set(codes) - {SYSTEM_MISSING} | set(labels), key=code_order):
+        if variable.declared_missing(code):  # R's NA, Stata's .a-.z, SPSS user-missing
+            kind = "no label" if STATA_MISSING.match(code) else "user-missing"
+            kind = "R's NA in the CSV" if code == R_NA else kind
+            out[code] = (labels.get(code, kind), "declared missing in the file")
+        elif code in labels and is_missing_label(labels[code]):
+            out[code] = (labels[code], "value label")
+    return out
+
+
+def _scale_fill(variable: Variable, options: Mapping[str, str], counts: Mapping[str, int],
+                missing: Mapping[str, object]) -> list[str]:
+    """Unlabelled integer codes of the range the data shows to be a scale (rule 2)."""
+    if variable.is_string:
+        return []
+    ints = [int(code) for code in options if _INTEGER.match(code)]
+    if len(ints) < 2:
+        return []
+    low, high = min(ints), max(ints)
+    if not any(_INTEGER.match(code) and low < int(code) < high and code not in variable.value_labels
+               and code not in missing for code in counts):
+        return []
+    return [str(c) for c in range(low, high + 1) if str(c) not in options and str(c) not in missing]
+
+
+def decide(variable: Variable, question_id: str, counts: Mapping[str, int], extra_missing: Iterable[str] = (),
+           offered: Mapping[str, str] | None = None) -> QuestionDecision:
+    """The question's options and missing codes (rules 1-2 of the module docstring); ``offered``: a
+    curated question set's options (``--qa``, base and every country's), taken as they are, never missing."""
+    missing = _file_missing(variable, counts)
+    if offered is not None:
+        options = dict(offered)
+        filled: list[str] = []
+    else:
+        options = {c: label for c, label in variable.value_labels.items() if c not in missing}
+        filled = _scale_fill(variable, options, counts, missing)
+        options.update({code: code for code in filled})
+    missing = {c: m for c, m in missing.items() if c not in options}
+    for code in extra_missing:
+        if code not in options and code not in missing:
+            missing[code] = (variable.value_labels.get(code, f"{code}, named by --missing"), "--missing")
+    options = {c: options[c] for c in sorted(options, key=code_order)}
+    missing = {c: missing[c] for c in sorted(missing, key=code_order)}
+    return QuestionDecision(variable.name, question_id, options, tuple(filled), missing, dict(counts))
+
+
+_COUNTRIES = r"[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*[,/+]\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:"
+
+
+def label_words(code: str, label: str) -> tuple[str, ...]:
+    """A label as the words that carry its meaning (see the module docstring)."""
+    text = re.split(rf"[;,]\s*{_COUNTRIES}", re.sub(rf"^\s*{_COUNTRIES}\s*", "", label))[0]
+    words = (str(int(w)) if w.isdigit() else w for w in re.findall(r"\w+", text.lower()))
+    return tuple(w for w in words if w != code.lstrip("-"))
+
+
+def _conflicts(question: Question, own: QuestionDecision) -> tuple[str, ...]:
+    """Each code the set offers under another meaning than the file's, as one phrase."""
+    out = []
+    for country, options in [("", question.options), *question.special.items()]:
+        for code, label in options.items():
+            where = f" ({country})" if country else ""
+            if is_missing_option(code, label):
+                continue
+            file_label = own.missing[code][0] if code in own.missing else own.options.get(code)
+            noted = country and re.search(rf"\b{re.escape(country)}\b[^:;]*:", file_label or "")
+            if code in own.missing and not noted:  # "No answer; TW: I used to" is TW's answer
+                out.append(f'{code} "{label}"{where} is a missing code in the file ("{file_label}")')
+            elif not country and file_label is not None and label_words(code, label) != label_words(
+                    code, file_label):
+                out.append(f'{code} "{label}" is "{own.options[code]}" in the file')
+    return tuple(out)
+
+
+def _span(codes: Sequence[str]) -> tuple[int, int] | None:
+    ints = [int(c) for c in codes if re.fullmatch(r"-?\d+", c)]
+    return (min(ints), max(ints)) if len(ints) > 1 else None
+
+
+def rescaled_text(text: str, set_codes: Sequence[str], file_codes: Sequence[str]) -> str:
+    """"on a scale of 1 to 3, where 1 is ... and 3 is ..." -> the file's ends, where the text names them."""
+    old, new = _span(set_codes), _span(file_codes)
+    if old is None or new is None or old == new or not re.search(rf"\b{old[0]} to {old[1]}\b", text):
+        return text
+    ends = {str(old[0]): str(new[0]), str(old[1]): str(new[1])}
+    pattern = rf"\b{old[0]} to {old[1]}\b|(?<![\w-])(?:{old[0]}|{old[1]})(?= (?:is|means)\b)"
+    return re.sub(pattern, lambda m: f"{new[0]} to {new[1]}" if " to " in m[0] else ends[m[0]], text)
+
+
+def checked_decision(variable: Variable, question: Question, counts: Mapping[str, int],
+                     extra_missing: Sequence[str]) -> QuestionDecision:
+    """The question's decision under the set's options, or the file's where they disagree."""
+    withheld = [f'{code} "{label}"' + (f" ({country})" if country else "")
+                for country, options in [("", question.options), *question.special.items()]
+                for code, label in options.items() if is_missing_option(code, label)]
+    notes = (f"not offered, labelled as missing: {', '.join(withheld)}",) if withheld else ()
+    offered = {c: label for o in (*question.special.values(), question.options) for c, label in o.items()
+               if not is_missing_option(c, label)}
+    own = decide(variable, question.id, counts, extra_missing)
+    conflicts = _conflicts(question, own) if variable.value_labels else ()
+    if not variable.value_labels:
+        notes += (f"the file does not label {variable.name}: the question set's options are used unchecked",)
+    if not conflicts:
+        return replace(decide(variable, question.id, counts, extra_missing, offered=offered), notes=notes)
+    text = rescaled_text(question.text, list(question.options), list(own.options))
+    if text != question.text:
+        notes += ("question text rescaled to the file's ends: " + text,)
+    if question.special:
+        notes += (f"country overrides of the question set dropped: {', '.join(question.special)}",)
+    return replace(own, conflicts=conflicts, notes=notes, text=text)
+
+
+def refuse_conflicts(source: Path, qa: Path, decisions: Sequence[QuestionDecision]) -> None:
+    """``--scale_conflict refuse``: one line naming the questions whose options disagree."""
+    bad = [d for d in decisions if d.conflicts]
+    if bad:
+        raise DataError(
+            f"{source}: {len(bad)} question(s) of {qa.name} are asked on another scale than the file codes "
+            f"them ({', '.join(d.question_id for d in bad[:10])}{' ...' if len(bad) > 10 else ''}): "
+            f"{bad[0].question_id} {bad[0].conflicts[0]} (without --scale_conflict refuse the file's own "
+            f"options are used)"
+        )
+
+
+def file_record(record: dict, decision: QuestionDecision) -> dict:
+    """The question set's record with the file's options, where they replaced the set's."""
+    if not decision.conflicts:
+        return record
+    return {**record, "question": decision.text or record["question"], "answer": decision.options,
+            "special": {}, "missing": {code: label for code, (label, _) in decision.missing.items()}}
 
 
 def parse_question_list(text: str) -> list[str]:
@@ -40,7 +245,7 @@ def parse_question_list(text: str) -> list[str]:
 def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[str, Mapping[str, int]],
                      extra_missing: Sequence[str] = ()) -> tuple[list[dict], list[QuestionDecision]]:
     """``issp_qa`` records for the named variables, and each question's decision
-    (``question_scale.decide``); a variable with fewer than two options is an error naming it."""
+    (``decide``); a variable with fewer than two options is an error naming it."""
     records: list[dict] = []
     decisions: list[QuestionDecision] = []
     for name in names:
@@ -61,7 +266,7 @@ def question_set(survey: SurveyFile, qa_path: Path | None, pairs: Sequence[tuple
                  counts: Mapping[str, Mapping[str, int]], extra_missing: Sequence[str] = (),
                  scale_conflict: str = "file") -> tuple[list[QuestionDecision], bytes]:
     """Each question's decision and the question file to write: ``--qa``'s set checked against the
-    file's labels (``scale_check``) with the file's missing codes added, else the set built from
+    file's labels (``checked_decision``) with the file's missing codes added, else the set built from
     the labels of the named variables."""
     if qa_path is not None:
         qa = {q.id: q for q in load_questions(qa_path)}
@@ -82,7 +287,7 @@ def json_bytes(data: object) -> bytes:
 def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> bytes:
     """The question set with each question's missing codes from the file added to its ``missing``
     (the set's own labels win): exclusions are then reported as "missing code -9 (No answer)". A
-    question whose options disagree with the file's gets the file's (``scale_check.file_record``)."""
+    question whose options disagree with the file's gets the file's (``file_record``)."""
     by_id = {d.question_id: d for d in decisions}
     records = []
     for record in json.loads(qa.read_text(encoding="utf-8")):

@@ -131,9 +131,6 @@ def readstat_errors() -> tuple[type[Exception], ...]:
     return (pyreadstat.ReadstatError, pyreadstat.PyreadstatError)
 
 
-# ---------------------------------------------------------------------------- codes
-
-
 def canonical_code(value: Any) -> str | None:
     """A cell's code as the benchmark compares it (``normalize_code``); a "." cell (Stata's and SAS's
     system-missing written into a CSV) is a blank too."""
@@ -160,8 +157,6 @@ def answer_values(series: pd.Series) -> np.ndarray:
     """A column as JSON answer values: integer codes as int, others as their string, blanks None."""
     return map_codes(series, _as_answer)
 
-
-# --------------------------------------------------------------------- csv dialect
 
 SEPARATORS = (",", ";", "\t", "|")
 SAMPLE_BYTES = 1 << 16
@@ -199,9 +194,6 @@ def csv_options(path: Path, sep: str | None = None, decimal: str | None = None) 
         cells = (cell for row in rows[1:] for cell in row)
         decimal = "," if sep != "," and any(_COMMA_NUMBER.match(cell) for cell in cells) else "."
     return {"sep": sep, "decimal": decimal}
-
-
-# ------------------------------------------------------------------------- opening
 
 
 def _labels(mapping: dict[Any, Any] | None, tagged: bool = False) -> dict[str, str]:
@@ -283,9 +275,6 @@ def _read_csv(path: Path, codebook: Path, dialect: dict[str, str]) -> SurveyFile
         variables[str(name)] = Variable(name=str(name), label=label, value_labels=values, is_string=is_string,
                                         missing_codes=() if is_string else (R_NA,))
     return SurveyFile(path, "CSV", variables, rows, dialect)
-
-
-# ------------------------------------------------------------------------ codebooks
 
 
 def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:

@@ -50,9 +50,6 @@ class Variable:
         return self.labels.get(code, code)
 
 
-# ------------------------------------------------------------------- vocabulary
-
-
 def _variable(name: str, index: dict[str, CodebookEntry]) -> Variable | None:
     """The attribute for ISSP variable ``name``; None when a given codebook lacks it."""
     key, labels, missing = demo.VOCABULARY[name]
@@ -120,9 +117,6 @@ def _denomination(group_label: str, labels: dict[str, str]) -> str:
     return next((v for v in substantive if word[:5] in v.lower()), fallback)
 
 
-# -------------------------------------------------------------------- attributes
-
-
 @dataclass(frozen=True)
 class _Admin:
     """Survey-administration facts of one country's fieldwork."""
@@ -186,9 +180,6 @@ def _attributes(person: Person, values: dict[str, str], vocab: dict[str, Variabl
     return attrs
 
 
-# --------------------------------------------------------------------------- API
-
-
 def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respondents: int, seed: int,
                codebook: Sequence[CodebookEntry] | None = None) -> list[dict]:
     """Answer-file records for one domain; ``codebook`` (an ``issp_profile_<Domain>.json``) names the
@@ -218,9 +209,6 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
                         "attributes": _attributes(person, values, vocab, country_key, national),
                         "questions_answer": {q.id: answer(m, q, person, rng) for q, m in zip(qs, models)}})
     return records
-
-
-# ---------------------------------------------------------------------- files
 
 
 def read_questions(path: Path) -> tuple[Question, ...]:

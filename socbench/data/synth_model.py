@@ -66,9 +66,6 @@ class QuestionModel:
     seed_key: tuple[int, ...]
 
 
-# ------------------------------------------------------------------------ people
-
-
 def _pick(rng: np.random.Generator, weights: dict[int, float]) -> int:
     codes = list(weights)
     probs = np.array([weights[c] for c in codes], dtype=float)
@@ -118,9 +115,6 @@ def balanced_countries(countries: Sequence[tuple[str, str]], n: int,
     """``n`` country slots, counts differing by at most one, in a seeded random order."""
     slots = [countries[i % len(countries)] for i in range(n)]
     return [slots[i] for i in rng.permutation(n)]
-
-
-# ----------------------------------------------------------------------- answers
 
 
 def _stable(text: str) -> int:

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.engines.base import Engine
-from socbench.engines.cache import CachedEngine
-from socbench.engines.segment_cache import CacheStore, open_store
+from socbench.engines.cache import CachedEngine, CacheStore, open_store
 from socbench.errors import ConfigError, validated
 from socbench.models import resolve_model
 

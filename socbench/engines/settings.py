@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from socbench.engines.segment_cache import CacheStore
+from socbench.engines.cache import CacheStore
 from socbench.engines.vllm_args import check_vllm_keys
 from socbench.errors import ConfigError, validated
 from socbench.models import DEFAULT_MODEL, socbench_home

@@ -111,9 +111,6 @@ def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_u: np.ndarray, w: np.ndarray 
     return Estimate(theta, se, classical, classical_se, lam, ppi_correlation(g, gh), n, N)
 
 
-# ------------------------------------------------------------------ regressions (OLS, logistic)
-
-
 def _link(family: Family, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and its derivative at the linear predictor."""
     from scipy.special import expit  # here, as scipy.optimize below: a report that imports this needs neither
@@ -196,9 +193,6 @@ def classical_fit(family: Family, x: np.ndarray, y: np.ndarray, w: np.ndarray | 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     w = unit_weights(w, len(y))
     return _fit(family, x, y, y, x, y, w, w, 0.0)
-
-
-# ------------------------------------------------------------------ the budget planner
 
 
 def effective_n(n: float, extra: float, rho: float) -> float:

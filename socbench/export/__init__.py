@@ -12,9 +12,8 @@ from typing import Any
 
 from socbench.config import EXPORT_FORMATS
 from socbench.errors import ConfigError, DataError
-from socbench.export.long import long_table
 from socbench.export.source import DomainSource, domain_source, run_data, run_folder
-from socbench.export.wide import wide_tables
+from socbench.export.tables import long_table, wide_tables
 from socbench.export.writers import write_tables
 
 EXPORT_FOLDER = "export"  # default place: <run folder>/export/

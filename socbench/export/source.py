@@ -24,7 +24,6 @@ from socbench.manifest import DomainSpec
 class DomainSource:
     """One domain's respondents in the run (by person_id as text, in file order) and its variables."""
 
-    spec: DomainSpec
     answer_file: Path
     respondents: dict[str, AnswerRecord]
     variables: SourceVariables | None
@@ -94,6 +93,6 @@ def domain_source(data: RunData, domain: DomainRun, need_variables: bool) -> Dom
             continue
         records = {str(r.person_id): r for r in _in_run(load_answer_records(path), data, people, spec)}
         if people <= records.keys():
-            return DomainSource(spec, path, records, variables)
+            return DomainSource(path, records, variables)
     raise DataError(f"{data.root}: no sample file of {spec.name} ({spec.answer_name}) holds all "
                     f"{len(people)} respondents of {domain.path} (did the data folder change since the run?)")

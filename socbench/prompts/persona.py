@@ -96,9 +96,6 @@ def fill_placeholders(text: str, words: CountryInfo) -> str:
     return _BRACKET.sub(substitute, text)
 
 
-# ---------------------------------------------------------------------- settings
-
-
 class PromptSettings(BaseModel):
     """How prompts are built; every field changes the prompts or their cache keys. ``seed`` drives
     option shuffling only; ``include_persona`` False is the persona-free control prompt."""
@@ -112,8 +109,6 @@ class PromptSettings(BaseModel):
     sampling: SamplingSettings = SamplingSettings()
     include_persona: bool = True
 
-
-# ----------------------------------------------------------------------- persona
 
 # Attribute keys (codebook labels, matched case- and space-insensitively) that identify the case or describe
 # how the survey was administered (persona.json): they say nothing about the person.
@@ -134,8 +129,6 @@ def persona_attributes(respondent: Respondent, words: CountryInfo) -> dict[str, 
         persona[fill_placeholders(name, words)] = fill_placeholders(text, words)
     return persona
 
-
-# ---------------------------------------------------------------------- messages
 
 INSTRUCTION = (
     "You are taking part in a survey. Answer each question as the person described below "
@@ -169,9 +162,6 @@ def user_message(question_text: str, item: Item, order: Sequence[str], words: Co
         options, order = [(label, texts[code]) for label, code in zip(shown, order, strict=True)], shown
     question = fill_placeholders(" ".join(question_text.split()), words)
     return f"Question: {question}\n\nOptions:\n{render_options(options, order)}\n\n{ANSWER_FORMAT}"
-
-
-# ---------------------------------------------------------------------- requests
 
 
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,

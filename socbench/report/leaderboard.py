@@ -64,11 +64,6 @@ def _names(run: ModelRun) -> dict[str, Any]:
     return {"run": run.run, "model": run.model, "variant": variant_label(run.run, run.model)}
 
 
-def domain_rows(run: ModelRun) -> list[dict[str, Any]]:
-    """The run x domain lines of one run."""
-    return [{**_names(run), **leaderboard_line(dom.stored)} for dom in run.domains]
-
-
 def model_row(run: ModelRun) -> dict[str, Any]:
     """A run's line, as its summary pooled it."""
     pooled = run.summary.pooled if run.summary else {}
@@ -124,7 +119,7 @@ def build_leaderboard(runs: Sequence[ModelRun], mcq: Sequence[McqRun] = (), note
     runs = [run for run in runs if finished(run)]
     incomplete = [row for run in runs if (row := incomplete_row(run)) is not None]
     runs = [run for run in runs if run.run not in {row["run"] for row in incomplete}]
-    domains = [row for run in runs for row in domain_rows(run)]
+    domains = [{**_names(run), **leaderboard_line(dom.stored)} for run in runs for dom in run.domains]
     overall = [model_row(run) for run in runs]
     tie_aware_ranks(overall)
     board = Leaderboard(list(runs), overall, domains, [], incomplete, list(mcq), [*notes, *left_out])

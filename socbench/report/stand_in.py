@@ -21,11 +21,6 @@ ABSENT = ("{domain}: no gain in these results (written before socbench recorded 
           "`socbench estimate {folder}`.")
 
 
-def _gains(run: ModelRun) -> list[tuple[DomainRun, dict[str, Any]]]:
-    """The domains whose record holds gains per question."""
-    return [(d, d.stored.estimates) for d in run.domains if d.stored.estimates.get("questions")]
-
-
 def _ci(record: dict[str, Any]) -> str:
     ci = record.get("median_gain_ci")
     return f"[{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if isinstance(ci, list) else "n/a"
@@ -60,7 +55,8 @@ def stand_in_section(runs: Sequence[ModelRun], image: str | None) -> list[str]:
 def gain_figure(runs: Sequence[ModelRun], path: Path) -> Path | None:
     """Each question's gain (dots) and the domain's median with its CI (bar), per domain and run;
     None when no domain of any run has a gain."""
-    found = [(run, d, record) for run in runs for d, record in _gains(run)]
+    found = [(run, d, d.stored.estimates) for run in runs for d in run.domains
+             if d.stored.estimates.get("questions")]  # the domains whose record holds gains per question
     if not found:
         return None
     domains = list(dict.fromkeys(domain_label(d.domain) for _, d, _ in found))
