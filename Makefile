@@ -69,7 +69,7 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 # 2 cores, a module per worker and the longest first (tests/support/workers.py). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 3
 FAST_WORKERS ?= 2
-XDIST = $(if $(filter 0,$(1)),,-n $(1) --dist loadgroup --no-loadscope-reorder)
+XDIST = $(if $(filter 0,$(1)),,-n $(1) --dist loadscope --no-loadscope-reorder)
 test: setup
 	$(PYTEST) -q $(call XDIST,$(TEST_WORKERS)) $(PYTEST_ARGS)
 

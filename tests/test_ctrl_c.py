@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import pty
-import select
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from support import CLI
-from support.processes import processes_with_env, session_members
+from support.processes import processes_with_env, readable, session_members
 from support.waiting import wait_for
 from tests.conftest import ROOT
 from tests.test_reliability import cached_rows
@@ -42,7 +41,7 @@ def run_on_a_terminal(args: list[str], env: dict, ready,
     shown, typed, status, deadline = b"", None, None, time.monotonic() + timeout_s
     try:
         while status is None and time.monotonic() < deadline:
-            if select.select([master], [], [], 0.1)[0]:
+            if readable(master, 0.1):
                 try:
                     shown += os.read(master, 65536)
                 except OSError:  # EIO: every process holding the terminal has gone

@@ -16,7 +16,6 @@ import importlib.util
 import os
 import pty
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -29,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from socbench.processes import Postgres, PrefectServer, prefect_api
-from support.processes import processes_with_env, session_members
+from support.processes import processes_with_env, readable, session_members
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -182,7 +181,7 @@ def test_ctrl_c_stops_ui_and_its_server_within_seconds(served_state: Path, when:
     shown, status = [b""], None
 
     def read() -> str:
-        if select.select([master], [], [], 0.1)[0]:
+        if readable(master, 0.1):
             try:
                 shown[0] += os.read(master, 65536)
             except OSError:  # EIO: every process holding the terminal has gone

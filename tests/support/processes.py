@@ -1,8 +1,9 @@
-"""Which processes are alive, read from ``/proc`` (Linux): for "nothing left running" checks."""
+"""Which processes are alive, read from ``/proc`` (Linux), for "nothing left running" checks; pty output."""
 
 from __future__ import annotations
 
 import os
+import select
 from pathlib import Path
 
 
@@ -40,3 +41,11 @@ def processes_with_env(key: str, value: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def readable(fd: int, timeout_s: float) -> bool:
+    """Whether ``fd`` has something to read (or has hung up) within ``timeout_s``. ``poll``, not ``select``:
+    ``select`` refuses a descriptor numbered 1024 or more, which a long-lived test worker reaches."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout_s * 1000))

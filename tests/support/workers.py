@@ -1,4 +1,4 @@
-"""How ``make test`` spreads the suite over pytest-xdist's workers (``-n ... --dist loadgroup``).
+"""How ``make test`` spreads the suite over pytest-xdist's workers (``-n ... --dist loadscope``).
 
 Why several workers on 2 cores: most of the slow tests wait (a server's start, Prefect's heartbeat and
 crash detection, a worker's poll), so others run meanwhile. A module's tests stay on one worker, so its
@@ -9,7 +9,7 @@ worker; the longest groups start first, so the last to finish is a short one. A 
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import PurePosixPath
 
 import pytest
 
@@ -24,23 +24,32 @@ FIRST = ("sweep", "vllm-server", "test_prefect_e2e", "test_ctrl_c", "test_engine
          "test_ui_terminal", "test_package", "test_interview_sample", "test_example_study_run")
 
 
-def _group(item: pytest.Item) -> str | None:
-    module = Path(str(item.fspath)).stem
-    return None if module in SPLIT else SHARED.get(module, module)
+def group(nodeid: str) -> str:
+    """The unit a test is scheduled with: its module, its modules' shared group, or itself."""
+    module = PurePosixPath(nodeid.split("::")[0]).stem
+    return nodeid if module in SPLIT else SHARED.get(module, module)
 
 
 def _rank(item: pytest.Item) -> int:
-    group = _group(item)
-    if group in FIRST:
-        return FIRST.index(group)
-    return len(FIRST) if group is None else len(FIRST) + 1  # the split tests next: minutes, one by one
+    unit = group(item.nodeid)
+    if unit in FIRST:
+        return FIRST.index(unit)
+    return len(FIRST) if unit == item.nodeid else len(FIRST) + 1  # the split tests next: a minute each
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if getattr(config.option, "dist", "no") != "loadgroup":
-        return
-    for item in items:
-        if (group := _group(item)) is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=_rank)  # stable: the file order within a rank
+    if hasattr(config, "workerinput"):  # an xdist worker: the scheduler takes the units in this order
+        items.sort(key=_rank)  # stable: the file order within a rank
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadscope`` with this module's units in place of xdist's own scopes."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group(nodeid)
+
+    return ByGroup(config, log)
