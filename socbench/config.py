@@ -157,8 +157,8 @@ class EngineRun(BaseModel):
         cache_dir = Path(output_dir) / ".cache"
         if isinstance(engine, EngineSettings) and engine.cache_dir is None:
             engine = engine.model_copy(update={"cache_dir": cache_dir})
-        elif isinstance(engine, dict) and engine.get("cache_dir") is None:
-            engine = {**engine, "cache_dir": cache_dir}
+        elif isinstance(engine, dict) and engine.get("cache_dir") is None:  # a str: JSON input takes no Path
+            engine = {**engine, "cache_dir": str(cache_dir)}
         return {**data, "engine": engine}
 
     @model_serializer(mode="wrap")

@@ -82,6 +82,7 @@ def test_one_engine_record_for_issp_and_mcq_and_the_session_keys_on_it(tmp_path)
     # the flows' parameter round trip (Prefect validates the record from its JSON form); the
     # derived cache folder is not written, so a new output_dir there moves the cache with it
     assert RunConfig.model_validate(json.loads(issp.model_dump_json())) == issp
+    assert RunConfig.model_validate_json(issp.model_dump_json()) == issp  # pydantic's JSON mode takes no Path
     moved = RunConfig.model_validate({**issp.model_dump(), "output_dir": tmp_path / "other"})
     assert moved.engine.cache_dir == tmp_path / "other" / ".cache"
 
