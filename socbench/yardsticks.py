@@ -21,7 +21,7 @@ from typing import Any
 
 from socbench.memo import content_key, memo
 from socbench.metrics.classification import per_question_macro_f1, seed_macro_f1
-from socbench.metrics.demographic import DEFAULT_FOLDS, DemographicResult, Learner, demographic_model
+from socbench.metrics.demographic import DEFAULT_FOLDS, SOLVER, DemographicResult, Learner, demographic_model
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.simbench import simbench_score
 from socbench.metrics.structure import Structure, structure
@@ -75,7 +75,7 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
     shown = {pid: attributes.get(pid, {}) for pid in people}
     data = [(i.person_id, i.question_id, i.country_code, i.true_code, i.offered_codes, i.country_specific,
              i.groups) for i in scored]
-    settings = (weights, min_respondents, seed, folds, LEARNER)
+    settings = (weights, min_respondents, seed, folds, LEARNER, SOLVER)
     demographic = memo(cache, content_key(DEMOGRAPHIC, data, shown, *settings),
                        lambda: _demographic_side(scored, shown, weights, min_respondents, seed, folds))
     model = memo(cache, content_key("model", scored, min_respondents),

@@ -4,7 +4,12 @@ persona should beat a classifier fed exactly the attributes it was shown (Peng e
 regression, cross-fitted over respondents (seeded folds: no answer of a respondent is in the data that
 predicts them). Attributes are encoded once per domain, never from answers: numeric (standardised, plus a
 missing flag) when every value reads as a number with enough levels, else one-hot with rare categories
-pooled. A fold with one class or no respondents falls back (counted in ``fallbacks``)."""
+pooled. A fold with one class or no respondents falls back (counted in ``fallbacks``).
+
+Solver: a fold's questions are fitted together in one L-BFGS run while they are small (at most
+``JOINT_PARAMETERS`` coefficients: 10-100 respondents a domain), stopped at ``JOINT_TOLERANCE``; larger
+domains fit one scikit-learn model per question, stopped at ``TOLERANCE`` for the time budget
+(bench/demographic_model.py). ``SOLVER`` names the pair: yardsticks cached by another are not reused."""
 
 from __future__ import annotations
 
@@ -31,6 +36,9 @@ MIN_NUMERIC_LEVELS = 3
 MIN_CATEGORY_COUNT = 5
 MISSING = "<missing>"
 TOLERANCE = 1e-2
+JOINT_PARAMETERS = 50_000  # a fold's questions are fitted together up to this many coefficients
+JOINT_TOLERANCE = 1e-4  # a question's fit then moves < 2e-3 with the other questions of its domain
+SOLVER = f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else sklearn@{TOLERANCE}"
 Learner = Literal["logistic", "hgb"]
 FitHook = Callable[[str, int, np.ndarray, np.ndarray], None]  # question, fold, train ids, test ids
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:years?(?: old)?)?\s*$", re.IGNORECASE)
@@ -131,26 +139,93 @@ def _learner(name: Learner, seed: int, c: float, max_iter: int):
     return LogisticRegression(C=c, max_iter=max_iter, solver="lbfgs", tol=TOLERANCE)
 
 
-def _fold_probabilities(x_train, y_train, w_train, x_test, codes: tuple[Code, ...], learner: Learner,
-                        seed: int, c: float, max_iter: int) -> tuple[np.ndarray, str | None]:
-    """Predicted probabilities over ``codes`` for the test rows, and a fallback reason if any."""
+@dataclass(frozen=True)
+class _Fit:
+    """One question in one fold: training rows of the attribute matrix with their class indices into
+    ``classes`` (sorted, as scikit-learn's ``classes_``) and weights; the rows to predict."""
+    rows: np.ndarray
+    labels: np.ndarray
+    weights: np.ndarray | None
+    test: np.ndarray
+    classes: tuple[Code, ...]
+
+
+def _fit_fold(matrix: sparse.csr_matrix, fits: list[_Fit], learner: Learner, seed: int, c: float,
+              max_iter: int) -> list[np.ndarray]:
+    """Probabilities over each fit's classes for its test rows: a fold's questions together while they are
+    small (``_joint_logistic``), else one scikit-learn model per question."""
+    if not fits:
+        return []
+    if learner == "logistic" and matrix.shape[1] * sum(len(f.classes) for f in fits) <= JOINT_PARAMETERS:
+        return _joint_logistic(matrix, fits, c, max_iter)
     from sklearn.exceptions import ConvergenceWarning
 
-    out = np.zeros((x_test.shape[0], len(codes)))
-    classes = sorted(set(y_train))
-    if not classes:
-        return out + 1.0 / len(codes), "no_training_respondents"
-    if len(classes) == 1:
-        out[:, codes.index(classes[0])] = 1.0
-        return out, "single_class_in_training"
-    model = _learner(learner, seed, c, max_iter)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(x_train.toarray() if learner == "hgb" else x_train, y_train, sample_weight=w_train)
-    probs = model.predict_proba(x_test.toarray() if learner == "hgb" else x_test)
-    for j, cls in enumerate(model.classes_):
-        out[:, codes.index(cls)] = probs[:, j]
-    return out, None
+    found = []
+    for fit in fits:
+        model = _learner(learner, seed, c, max_iter)
+        x_train, x_test = matrix[fit.rows], matrix[fit.test]
+        if learner == "hgb":
+            x_train, x_test = x_train.toarray(), x_test.toarray()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(x_train, fit.labels, sample_weight=fit.weights)
+        found.append(model.predict_proba(x_test))
+    return found
+
+
+def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_iter: int) -> list[np.ndarray]:
+    """Every question of a fold in one L-BFGS run: a small domain is hundreds of fits of a few rows, and
+    scikit-learn's set-up per fit was most of its scoring time. Each question's part of the objective is
+    scikit-learn's (weighted mean log-loss plus ||W||^2 / (2 C n); a binary question binomial, its first
+    class at 0), so the parts are independent and the joint optimum is each question's own. The stop is
+    tighter than ``TOLERANCE`` (``JOINT_TOLERANCE``) so that no question's fit depends on its neighbours'."""
+    from scipy import optimize
+
+    sizes = np.array([len(f.classes) for f in fits])
+    parts, width, columns = len(fits), int(sizes.max()), matrix.shape[1]
+    people = np.unique(np.concatenate([f.rows for f in fits]))
+    x = matrix[people]
+    xt = x.T.tocsr()
+    part = np.repeat(np.arange(parts), [len(f.rows) for f in fits])
+    cell = np.searchsorted(people, np.concatenate([f.rows for f in fits])) * parts + part
+    label, at = np.concatenate([f.labels for f in fits]), np.arange(len(part))
+    weights = [np.ones(len(f.rows)) if f.weights is None else f.weights for f in fits]
+    total = np.array([w.sum() for w in weights])
+    share, penalty = np.concatenate(weights) / total[part], 1.0 / (c * total)
+    slot = np.arange(width)[None, :]
+    closed = np.where(slot < sizes[:, None], 0.0, -np.inf)[part]  # classes a question does not have
+    free = (slot < sizes[:, None]) & ~((sizes[:, None] == 2) & (slot == 0))
+    split, unique = columns * parts * width, len(np.unique(cell)) == len(cell)
+
+    def loss_gradient(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w, b = theta[:split].reshape(columns, parts, width), theta[split:].reshape(parts, width)
+        z = np.asarray(x @ w.reshape(columns, -1)).reshape(-1, width)[cell] + b[part] + closed
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        s = e.sum(axis=1)
+        loss = share @ (np.log(s) - z[at, label]) + 0.5 * (w * w).sum(axis=(0, 2)) @ penalty
+        dz = e / s[:, None]
+        dz[at, label] -= 1.0
+        dz *= share[:, None]
+        full = np.zeros((len(people) * parts, width))
+        if unique:
+            full[cell] = dz
+        else:  # a person twice in a question
+            np.add.at(full, cell, dz)
+        gw = np.asarray(xt @ full.reshape(len(people), -1)).reshape(w.shape) + w * penalty[:, None]
+        gb = np.stack([np.bincount(part, dz[:, j], parts) for j in range(width)], axis=1)
+        return float(loss), np.concatenate([(gw * free).ravel(), (gb * free).ravel()])
+
+    theta = optimize.minimize(loss_gradient, np.zeros(split + parts * width), method="L-BFGS-B", jac=True,
+                              options={"maxiter": max_iter * parts, "maxls": 50, "gtol": JOINT_TOLERANCE,
+                                       "ftol": 64 * np.finfo(float).eps}).x
+    w, b = theta[:split].reshape(columns, parts, width), theta[split:].reshape(parts, width)
+    found = []
+    for n, fit in enumerate(fits):
+        z = np.asarray(matrix[fit.test] @ w[:, n, :sizes[n]]) + b[n, :sizes[n]]
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        found.append(e / e.sum(axis=1, keepdims=True))
+    return found
 
 
 def _scored(item: ScoredItem, probs: np.ndarray, codes: tuple[Code, ...]) -> ScoredItem:
@@ -177,40 +252,57 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
 
     encoded = encoded or encode_attributes(attributes)
     folds = assign_folds([item.person_id for item in items], k, seed)
-    answered: list[ScoredItem] = []
+    row = {pid: i for i, pid in enumerate(encoded.person_ids)}
+    questions = [_Question(qid, group, row, folds, weights)
+                 for (qid,), group in split_groups(items, ("question_id",)).items()]
     fallbacks: dict[str, int] = {}
     # One thread: a fit is a few hundred rows, and OpenMP threads on a shared 2-core host only contend.
     # The matrix is finite and the settings fixed: scikit-learn's per-fit checks were a third of a
     # small domain's time (hundreds of fits of a few rows each); the fits are the same without them.
     with threadpool_limits(limits=1), config_context(assume_finite=True, skip_parameter_validation=True):
-        for (qid,), group in split_groups(items, ("question_id",)).items():
-            answered.extend(_question(qid, group, encoded, folds, k, weights, fallbacks, on_fit,
-                                      (learner, seed, c, max_iter)))
+        for f in range(k):
+            fits = [(q, fit) for q in questions if (fit := q.fold_fit(f, fallbacks, on_fit)) is not None]
+            found = _fit_fold(encoded.matrix, [fit for _, fit in fits], learner, seed, c, max_iter)
+            for (q, fit), probs in zip(fits, found, strict=True):
+                q.probs[np.ix_(q.fold == f, [q.codes.index(cls) for cls in fit.classes])] = probs
+    answered = [_scored(item, p, q.codes) for q in questions
+                for item, p in zip(q.group, q.probs, strict=True)]
     return _summarise(tuple(answered), folds, fallbacks, weights)
 
 
-def _question(qid: str, group: list[ScoredItem], encoded: AttributeMatrix, folds: dict[int, int], k: int,
-              weights: Mapping[int, float] | None, fallbacks: dict[str, int], on_fit: FitHook | None,
-              settings: tuple[Learner, int, float, int]) -> list[ScoredItem]:
-    """One question's items answered by the models of the folds they were not in."""
-    codes = group_codes(group)
-    pids = np.array([item.person_id for item in group])
-    x, y = encoded.rows(pids), np.array([item.true_code for item in group])
-    w = np.array([weights[p] for p in pids], dtype=float) if weights is not None else None
-    fold = np.array([folds[p] for p in pids])
-    probs = np.zeros((len(group), len(codes)))
-    for f in range(k):
-        test = fold == f
+class _Question:
+    """One question's items as arrays (rows, answers, weights, folds) and the probabilities found so far."""
+
+    def __init__(self, qid: str, group: list[ScoredItem], row: Mapping[int, int], folds: Mapping[int, int],
+                 weights: Mapping[int, float] | None) -> None:
+        self.qid, self.group, self.codes = qid, group, group_codes(group)
+        self.pids = np.array([item.person_id for item in group])
+        self.rows = np.array([row[p] for p in self.pids], dtype=int)
+        self.y = np.array([item.true_code for item in group])
+        self.w = np.array([weights[p] for p in self.pids], dtype=float) if weights is not None else None
+        self.fold = np.array([folds[p] for p in self.pids])
+        self.probs = np.zeros((len(group), len(self.codes)))
+
+    def fold_fit(self, f: int, fallbacks: dict[str, int], on_fit: FitHook | None) -> _Fit | None:
+        """Fold ``f``'s fit, or None: no item in the fold, or a fallback (filled in and counted)."""
+        test = self.fold == f
         if not test.any():
-            continue
+            return None
         train = ~test
         if on_fit is not None:
-            on_fit(qid, f, pids[train], pids[test])
-        probs[test], reason = _fold_probabilities(x[train], y[train], None if w is None else w[train],
-                                                  x[test], codes, *settings)
-        if reason:
-            fallbacks[reason] = fallbacks.get(reason, 0) + int(test.sum())
-    return [_scored(item, p, codes) for item, p in zip(group, probs, strict=True)]
+            on_fit(self.qid, f, self.pids[train], self.pids[test])
+        classes = tuple(sorted(set(self.y[train].tolist())))
+        if len(classes) > 1:
+            labels = np.searchsorted(np.array(classes), self.y[train])
+            return _Fit(self.rows[train], labels, None if self.w is None else self.w[train], self.rows[test],
+                        classes)
+        reason = "single_class_in_training" if classes else "no_training_respondents"
+        fallbacks[reason] = fallbacks.get(reason, 0) + int(test.sum())
+        if classes:
+            self.probs[test, self.codes.index(classes[0])] = 1.0
+        else:
+            self.probs[test] = 1.0 / len(self.codes)
+        return None
 
 
 def _summarise(items: tuple[ScoredItem, ...], folds: dict[int, int], fallbacks: dict[str, int],
