@@ -221,11 +221,11 @@ def shared_engines(engine_pool):
 # ------------------------------------------------------------- vLLM's own OpenAI server
 
 
-def _serve(model_dir: Path, name: str, folder: Path, dtype: str = "bfloat16"):
+def _serve(model_dir: Path, name: str, folder: Path, dtype: str = "bfloat16", aliases: tuple[str, ...] = ()):
     """Start vLLM's OpenAI server on ``model_dir``, yield it, stop it; no process may be left."""
     from tests.vllm_server import VllmServer
 
-    server = VllmServer(model_dir, name, folder / "server.log", dtype=dtype)
+    server = VllmServer(model_dir, name, folder / "server.log", dtype=dtype, aliases=aliases)
     try:
         yield server.start()
     finally:
@@ -235,10 +235,12 @@ def _serve(model_dir: Path, name: str, folder: Path, dtype: str = "bfloat16"):
 
 @pytest.fixture(scope="session")
 def vllm_server_tiny(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
-    """vLLM's OpenAI server on the tiny model, served as ``tiny`` (fp32 so its log-probs equal
-    transformers', max length 2048), one per session. Tests may ``kill()`` and ``start()`` it
-    again on the same port; use ``tiny_server`` to get it running."""
-    yield from _serve(tiny_model, "tiny", tmp_path_factory.mktemp("vllm-tiny"), dtype="float32")
+    """vLLM's OpenAI server on the tiny model, served as ``tiny`` and as ``tiny-b`` (a second model for
+    the sweep, without a second server's ~40 CPU s start), fp32 so its log-probs equal transformers',
+    max length 2048, one per session. Tests may ``kill()`` and ``start()`` it again on the same port;
+    use ``tiny_server`` to get it running."""
+    yield from _serve(tiny_model, "tiny", tmp_path_factory.mktemp("vllm-tiny"), dtype="float32",
+                      aliases=("tiny-b",))
 
 
 @pytest.fixture()

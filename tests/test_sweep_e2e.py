@@ -1,6 +1,6 @@
 """The model sweep on a real Prefect server, work pools and process workers, deployed from prefect.yaml.
 
-Two models (served by vLLM's own OpenAI server, two endpoints) over six demo domains,
+Two models (vLLM's own OpenAI server serving the tiny model under two names) over six demo domains,
 cut into runs of three that two workers take at once; one worker is killed mid-sweep: only its
 domains fail, the sweep ends Failed naming them, and Retry completes them on the other
 worker without sending any answered request again. The numbers equal two single-process
@@ -32,22 +32,10 @@ from socbench.processes import (
     wait_for,
 )
 from tests.conftest import drain_prefect_workers
-from tests.vllm_server import VllmServer
 
 pytestmark = pytest.mark.slow
 FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 DOMAINS = (6, 7, 8, 9, 10, 11)  # --start_domain_id 6: runs of three, so a run can be caught half-way
-
-
-@pytest.fixture(scope="module")
-def tiny_b(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
-    """A second vLLM OpenAI server on the tiny model, serving it as ``tiny-b`` (a second model)."""
-    vllm = VllmServer(tiny_model, "tiny-b", tmp_path_factory.mktemp("vllm-tiny-b") / "server.log",
-                      dtype="float32")
-    try:
-        yield vllm.start()
-    finally:
-        vllm.stop()
 
 
 @pytest.fixture()
@@ -245,7 +233,7 @@ def _gpu_pool_one_engine_per_host(env: dict, url: str, folder: Path) -> None:
 
 @pytest.mark.timeout(1500)  # one server for both parts; the dead run alone waits ~90 s for the zombie rule
 def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_runs(
-        server: dict, tiny_server, tiny_b, tmp_path: Path, api_url) -> None:
+        server: dict, tiny_server, tmp_path: Path, api_url) -> None:
     env = {**server, "OPENAI_API_KEY": "unused", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30",
            "PREFECT_WORKER_QUERY_SECONDS": "2"}
     out = tmp_path / "results"
@@ -254,8 +242,8 @@ def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_ru
     runs = {"domain_id": "all", "start_domain_id": DOMAINS[0], "interview_count": 4, "output_dir": str(out),
             "structured": True}
     models = [{"api_type": "openai", "model": "tiny", "api_base": [f"{tiny_server.url}/v1"]},
-              {"api_type": "openai", "model": "tiny-b", "api_base": [f"{tiny_b.url}/v1"]}]
-    sent = lambda: tiny_server.requests() + tiny_b.requests()  # noqa: E731
+              {"api_type": "openai", "model": "tiny-b", "api_base": [f"{tiny_server.url}/v1"]}]
+    sent = tiny_server.requests
     controller, controller_log = _worker(env, tmp_path, "controller", "--work-queue", "sweep")
     workers = {name: _worker(env, tmp_path, name, "--work-queue", "default", "--limit", "1")[0]
                for name in ("worker-a", "worker-b")}

@@ -30,8 +30,10 @@ class VllmServer:
     """One vLLM OpenAI server process group; restartable on the same port."""
 
     def __init__(self, model_dir: Path, name: str, log_path: Path, *, dtype: str = "bfloat16",
-                 max_model_len: int = 2048, port: int | None = None, extra: tuple[str, ...] = ()) -> None:
+                 max_model_len: int = 2048, port: int | None = None, extra: tuple[str, ...] = (),
+                 aliases: tuple[str, ...] = ()) -> None:
         self.model_dir, self.name, self.log_path = Path(model_dir), name, Path(log_path)
+        self.aliases = aliases  # more names it serves the same model under (a second "model" for free)
         self.dtype, self.max_model_len, self.extra = dtype, max_model_len, extra
         self.port = port or free_port()
         self.proc: subprocess.Popen | None = None
@@ -44,7 +46,8 @@ class VllmServer:
     def command(self) -> list[str]:
         python = str(PYTHON if PYTHON.exists() else sys.executable)
         return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.model_dir),
-                "--served-model-name", self.name, "--host", "127.0.0.1", "--port", str(self.port),
+                "--served-model-name", self.name, *self.aliases, "--host", "127.0.0.1",
+                "--port", str(self.port),
                 "--dtype", self.dtype, "--max-model-len", str(self.max_model_len), "--enforce-eager",
                 "--block-size", "32", "--max-num-batched-tokens", "16384", "--seed", "0", *self.extra]
 
