@@ -1,15 +1,10 @@
-"""The one engine cache: content-addressed answers in a SQLite file or in append-only segment files, and
-the ``CachedEngine`` wrapper.
+"""The one engine cache: content-addressed answers (key: sha256 of backend identity, method and request
+key) in a SQLite file or in append-only segment files, and the ``CachedEngine`` wrapper. Only successes
+are stored, as the backend reports them, by a writer thread: a killed run keeps all but the last moment's.
 
-Key = sha256 of (backend identity, method, request content key): one store holds many models' answers.
-Only successes are stored, each as the backend reports it, by a writer thread (short transactions),
-so a killed run keeps everything but the last moment's results.
-
-Segments serve several processes and hosts: SQLite's locks are not safe on NFS. Answers never change, so
-each process appends ``<key>\\t<method>\\t<value JSON>\\n`` lines to its own segment
-(``<host>-<pid>-<random>.seg``) and readers read them all; a line without its newline is not read. Lines
-are written as stored; fsync at most every ``SYNC_S`` seconds and on close. ``open_store`` picks the store
-by ``cache_store``.
+Segments serve several processes and hosts (SQLite's locks are not safe on NFS): each process appends
+``<key>\\t<method>\\t<value JSON>\\n`` lines to its own ``<host>-<pid>-<random>.seg``, fsynced at most
+every ``SYNC_S`` seconds and on close; readers read them all but a line without its newline.
 """
 
 from __future__ import annotations
