@@ -70,11 +70,6 @@ def vocabulary(index: dict[str, CodebookEntry]) -> dict[str, Variable]:
     return {name: var for name, var in found.items() if var is not None}
 
 
-def _age_label(var: Variable, age: int) -> str:
-    old = any(re.match(r"^\d+ years old", v) for v in var.labels.values())
-    return f"{age} years old" if old else f"{age} years"
-
-
 def _choose_countries(domain: DomainSpec, questions: Sequence[Question], index: dict[str, CodebookEntry],
                       n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
     """Demo countries, or (with a codebook) 8 from its C_ALPHAN table, favouring override countries."""
@@ -154,7 +149,8 @@ def _values(person: Person, case: int, admin: _Admin, vocab: dict[str, Variable]
                  URBRURAL=person.urbrural)
     values = {name: var.label(codes[name]) for name, var in vocab.items() if name in codes}
     if "AGE" in vocab:
-        values["AGE"] = _age_label(vocab["AGE"], person.age)
+        old = any(re.match(r"^\d+ years old", v) for v in vocab["AGE"].labels.values())
+        values["AGE"] = f"{person.age} years old" if old else f"{person.age} years"
     values.update(CASEID=str(case), DATEYR=admin.year, MODE=admin.mode)
     if "WEIGHT" in vocab:
         values["WEIGHT"] = f"{rng.uniform(0.55, 1.75):.4f}" if admin.weighted else vocab["WEIGHT"].label("1")
