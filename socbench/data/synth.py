@@ -39,7 +39,6 @@ _MISSING_LABEL = re.compile(r"^(no answer|refused|don't know|dont know)", re.I)
 class Variable:
     """One attribute: its key and value labels (from the codebook or the default vocabulary)."""
 
-    name: str
     key: str
     labels: dict[str, str]
     missing: str
@@ -54,13 +53,13 @@ def _variable(name: str, index: dict[str, CodebookEntry]) -> Variable | None:
     """The attribute for ISSP variable ``name``; None when a given codebook lacks it."""
     key, labels, missing = demo.VOCABULARY[name]
     if not index:
-        return Variable(name, key, dict(labels), missing, {})
+        return Variable(key, dict(labels), missing, {})
     entry = next((index[a] for a in _CODEBOOK_ALIASES.get(name, (name,)) if a in index), None)
     if entry is None:
         return None
     code_map = _EDULEVEL_CODE if entry.domain.upper() == "EDULEVEL" else {}
     missing = next((v for v in entry.content.values() if _MISSING_LABEL.match(v)), missing)
-    return Variable(name, entry.meaning, {**labels, **entry.content}, missing, code_map)
+    return Variable(entry.meaning, {**labels, **entry.content}, missing, code_map)
 
 
 def vocabulary(index: dict[str, CodebookEntry]) -> dict[str, Variable]:
