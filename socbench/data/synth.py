@@ -285,9 +285,8 @@ def _merged_domains(path: Path, info: dict) -> dict:
             old = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             old = {}
-        same = all(old.get(k) == info[k] for k in ("version", "seed", "respondents_per_domain",
-                                                     "questions", "codebooks"))
-        if same:
+        if all(old.get(k) == info[k] for k in ("version", "seed", "respondents_per_domain", "questions",
+                                               "codebooks")):
             merged = {**old.get("domains", {}), **merged}
     order = {d.slug: d.id for d in DOMAINS}
     return {slug: merged[slug] for slug in sorted(merged, key=lambda s: order.get(s, 99))}
