@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from socbench.data import demo_questions as demo
-from socbench.data.demo_questions import COUNTRY_KEYS
+from socbench.data import synth_model as demo
 from socbench.data.loaders import CodebookEntry, QuestionRecord, load_codebook, load_questions
-from socbench.data.synth_model import Person, answer, balanced_countries, make_person, question_model
+from socbench.data.synth_model import COUNTRY_KEYS, Person, answer, balanced_countries, make_person
 from socbench.domains import DOMAINS, DomainSpec
 from socbench.errors import ConfigError, DataError
 from socbench.files import write_atomic
@@ -193,7 +192,7 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
     admin = _admin(countries, domain, vocab, rng)
     national = _national_religion(countries, index)
     country_key = index["C_ALPHAN"].meaning if "C_ALPHAN" in index else COUNTRY_KEYS[domain.id]
-    models = [question_model(q, domain, seed) for q in qs]
+    models = [demo.question_model(q, domain, seed) for q in qs]
     seen: dict[str, int] = {}
     records = []
     for i, person in enumerate(people, 1):
