@@ -5,6 +5,7 @@ text (no constrained decoding in plain transformers).
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -66,8 +67,6 @@ class HfEngine:
         """Drop the model; idempotent."""
         had_model, self._model, self._tokenizer = self._model is not None, None, None
         if had_model:
-            import gc
-
             import torch
 
             gc.collect()
