@@ -63,9 +63,6 @@ class SweepOutcome:
     leaderboard: str
 
 
-# ------------------------------------------------------------------ a sweep's dispatched runs
-
-
 @dataclass(frozen=True)
 class DomainRecord:
     """One domain's flow run inside a dispatched run."""

@@ -248,7 +248,6 @@ class ScoredDomain:
     circular_scores: CircularScores | None = None
 
 
-# ----------------------------------------------------------------------- circular
 def variant_id(qid: str, pattern: Pattern) -> str:
     """``<qid>--ABCD`` (one-character labels, OpenCompass's form), else ``<qid>--1,10,-4``."""
     return f"{qid}--{('' if all(len(label) == 1 for label in pattern) else ',').join(pattern)}"

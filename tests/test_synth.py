@@ -12,10 +12,9 @@ import pytest
 
 from socbench.cli import main
 from socbench.data import build_items, load_domain, summarize_items
-from socbench.data.demo_questions import DEMO_COUNTRIES, demo_question_set
 from socbench.data.options import INVALID_CODE, NO_ANSWER, effective_options
 from socbench.data.synth import COUNTRY_KEYS, SAMPLE_DIR, synthesize, write_dataset
-from socbench.data.synth_model import MISSING_CODES
+from socbench.data.synth_model import DEMO_COUNTRIES, MISSING_CODES, demo_question_set
 from socbench.domains import DOMAINS, get_domain
 from socbench.types import Question
 

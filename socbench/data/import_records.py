@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from socbench.data.survey_file import SurveyFile, Variable, answer_values, map_codes
+from socbench.data.survey_file import SurveyFile, Variable, map_codes
 from socbench.errors import DataError
 from socbench.files import atomic_open
 
@@ -42,6 +42,14 @@ def label_values(column: pd.Series, variable: Variable) -> np.ndarray:
     return map_codes(column, lambda code: labels.get(code, code))
 
 
+def _as_answer(code: str) -> Any:
+    """An answer value as JSON holds it: an integer code as int, another as its string."""
+    try:
+        return int(code)
+    except ValueError:
+        return code
+
+
 def _weights(column: pd.Series) -> list[float | None]:
     numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     return [float(x) if np.isfinite(x) else None for x in numbers]
@@ -54,7 +62,7 @@ def block_records(frame: pd.DataFrame, person_ids: Sequence[int], layout: Record
     attr_keys = [key for _, key in layout.attributes]
     attr_cols = [label_values(frame[name], layout.labels[name]) for name, _ in layout.attributes]
     qids = [qid for _, qid in layout.questions]
-    answer_cols = [answer_values(frame[name]) for name, _ in layout.questions]
+    answer_cols = [map_codes(frame[name], _as_answer) for name, _ in layout.questions]
     weights = _weights(frame[layout.weight]) if layout.weight else None
     blank = [()] * len(frame)
     records = []

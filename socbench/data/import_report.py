@@ -8,7 +8,7 @@ for a prompt stop the import; country codes without a label are a warning.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from socbench.data.options import code_order
@@ -78,16 +78,12 @@ def question_lines(decision: QuestionDecision) -> list[str]:
     return lines
 
 
-# Each section is a function of the plan giving its Markdown lines (none: left out); the report is
-# REPORT_SECTIONS in order, and its summary (stderr) SUMMARY_SECTIONS.
-
-
 def _ids(decisions: Sequence[QuestionDecision]) -> str:
     return ", ".join(d.question_id for d in decisions[:12]) + (" ..." if len(decisions) > 12 else "")
 
 
 def summary_section(plan: ImportPlan) -> list[str]:
-    """Respondents, countries, questions, and the answers scored and not scored by reason."""
+    """Respondents, countries, questions, the answers scored and not scored by reason; the warnings."""
     decisions, survey = plan.decisions, plan.survey
     reasons: Counter[str] = Counter()
     for decision in decisions:
@@ -104,21 +100,17 @@ def summary_section(plan: ImportPlan) -> list[str]:
              f"- {survey.n_rows * len(decisions):,} answers (respondents x questions): "
              f"{sum(d.answered for d in decisions):,} scored; not scored: "
              + ("; ".join(f"{r} {n:,}" for r, n in sorted(reasons.items()) if n) or "none")]
-    conflicts = [d for d in decisions if d.conflicts]
-    if conflicts:
-        lines.append(f"- {len(conflicts)} questions asked on the file's own options (the question set's "
-                     f"disagree with the file's value labels): {_ids(conflicts)}")
-    filled = [d for d in decisions if d.filled]
-    if filled:
-        lines.append(f"- {len(filled)} filled in by the scale rule: {_ids(filled)}")
-    noted = [d for d in decisions if d.notes and not d.conflicts]
-    if noted:
-        lines.append(f"- {len(noted)} other questions with notes (options not offered, ...): {_ids(noted)}")
-    return [*lines, ""]
-
-
-def warnings_section(plan: ImportPlan) -> list[str]:
-    return ["## Warnings", "", *(f"- {warning}" for warning in plan.warnings), ""] if plan.warnings else []
+    for what, picked in (("questions asked on the file's own options (the question set's disagree with the "
+                          "file's value labels)", [d for d in decisions if d.conflicts]),
+                         ("filled in by the scale rule", [d for d in decisions if d.filled]),
+                         ("other questions with notes (options not offered, ...)",
+                          [d for d in decisions if d.notes and not d.conflicts])):
+        if picked:
+            lines.append(f"- {len(picked)} {what}: {_ids(picked)}")
+    lines.append("")
+    if plan.warnings:
+        lines += ["## Warnings", "", *(f"- {warning}" for warning in plan.warnings), ""]
+    return lines
 
 
 def questions_section(plan: ImportPlan) -> list[str]:
@@ -133,13 +125,9 @@ def questions_section(plan: ImportPlan) -> list[str]:
     return lines + [line for decision in plan.decisions for line in question_lines(decision)]
 
 
-Section = Callable[["ImportPlan"], list[str]]
-SUMMARY_SECTIONS: tuple[Section, ...] = (summary_section, warnings_section)
-REPORT_SECTIONS: tuple[Section, ...] = (*SUMMARY_SECTIONS, lambda plan: list(plan.roles), questions_section)
-
-
-def format_report(plan: ImportPlan, sections: Sequence[Section] = REPORT_SECTIONS) -> str:
-    """The report as Markdown: ``import_report_<slug>.md`` (all sections), stderr (the summary)."""
+def format_report(plan: ImportPlan, summary: bool = False) -> str:
+    """The report as Markdown: ``import_report_<slug>.md`` (every section), or (``summary``) what stderr
+    shows: the summary and warnings."""
     lines = [f"# Import report: {plan.entry.slug} (from {plan.request.source.name})", ""]
-    lines += [line for section in sections for line in section(plan)]
+    lines += summary_section(plan) + ([] if summary else [*plan.roles, *questions_section(plan)])
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -41,10 +41,8 @@ def sample_folders(root: Path) -> list[Path]:
 def domain_files(root: Path, slug: str, entry: DomainSpec | None = None) -> list[Path]:
     """Every file of domain ``slug`` in ``root``: its question file, and in each sample folder
     its answer file and sampling stats (the manifest entry's own file names too)."""
-    questions = {f"{QA_FOLDER}/issp_qa_{slug}.json", *([entry.question_file] if entry and entry.question_file
-                                                         else [])}
-    answers = {f"issp_answer_{slug}.json", stats_name(slug), *([entry.answer_file] if entry and
-                                                                entry.answer_file else [])}
+    questions = {f"{QA_FOLDER}/issp_qa_{slug}.json", getattr(entry, "question_file", None)} - {None, ""}
+    answers = {f"issp_answer_{slug}.json", stats_name(slug), getattr(entry, "answer_file", None)} - {None, ""}
     candidates = [root / name for name in sorted(questions)]
     candidates += [folder / name for folder in sample_folders(root) for name in sorted(answers)]
     return [path for path in candidates if path.is_file() or path.is_symlink()]

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
 from socbench.data.import_records import RecordLayout, label_values, write_samples
-from socbench.data.import_report import SUMMARY_SECTIONS, check_label_sizes, country_warnings, format_report
+from socbench.data.import_report import check_label_sizes, country_warnings, format_report
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
 from socbench.data.question_labels import QuestionDecision, check_answers, json_bytes, question_set
@@ -94,7 +94,7 @@ class ImportPlan:
     @property
     def summary(self) -> str:
         """The report's summary and warnings (stderr)."""
-        return format_report(self, SUMMARY_SECTIONS)
+        return format_report(self, summary=True)
 
 
 @dataclass(frozen=True)

@@ -3,27 +3,9 @@ its data (``decide``), a curated set (``--qa``) checked against the file's label
 a set built from the file's own labels (``--questions``).
 
 Why: a file's value labels are not always its answer scale (ESS and many ISSP files label a 0-10 scale
-only at its ends); labels alone cannot tell such a scale from a nominal set (Family V59: 1 "Yes", 2 "No",
-6 "Doesn't apply"), but the data can. The rules, per question:
-
-1. **Missing codes belong to the question**: declared user-missing in the file, else a missing value
-   label (``is_missing_label``), else named by ``--missing`` and not one of its options.
-2. **The scale rule**: the options are the labelled, non-missing codes; when a numeric variable's data
-   holds unlabelled, non-missing integer codes strictly between its lowest and highest option, every
-   integer of that range is an option, shown as the number where unlabelled (never for a fully
-   labelled set such as V59 or any real ISSP question set).
-3. **Nothing silently dropped**: codes neither offered nor missing stay in the answer file as recorded,
-   are excluded at scoring as "code not offered", and are counted in the report.
-
-A curated set may ask on another scale than the file codes (SocioBench's Citizenship set asks 22 of 59
-questions 1-3 or 1-5 where GESIS codes 1-7 or 0-10): a respondent's 3 of 7 would score as "3, Very
-important". Labels are compared as words (case, punctuation, the code's own number and country notes
-aside); where they disagree the question gets the file's own options (its overrides dropped, a "1 to 3"
-in its text rescaled) and the report says so, or ``--scale_conflict refuse`` stops the import. Country
-overrides are checked only against the file's missing codes: a file holds one label per code.
-
-A non-ISSP study has no curated ``issp_qa_*.json``: its set is built from the labels, each question's
-missing codes in its own record's ``missing`` (excluded for that question only), for the user to edit.
+only at its ends), and a curated set may ask on another scale than the file codes (SocioBench's
+Citizenship set: 1-3 where GESIS codes 1-7); only labels and data together tell. The rules (missing codes
+per question, the scale rule, nothing silently dropped, scale conflicts) are in docs/own-survey.md.
 """
 
 from __future__ import annotations
@@ -103,7 +85,7 @@ def _file_missing(variable: Variable, codes: Iterable[str]) -> dict[str, tuple[s
 
 def _scale_fill(variable: Variable, options: Mapping[str, str], counts: Mapping[str, int],
                 missing: Mapping[str, object]) -> list[str]:
-    """Unlabelled integer codes of the range the data shows to be a scale (rule 2)."""
+    """Unlabelled integer codes of the range the data shows to be a scale (the scale rule)."""
     if variable.is_string:
         return []
     ints = [int(code) for code in options if _INTEGER.match(code)]
@@ -118,8 +100,8 @@ def _scale_fill(variable: Variable, options: Mapping[str, str], counts: Mapping[
 
 def decide(variable: Variable, question_id: str, counts: Mapping[str, int], extra_missing: Iterable[str] = (),
            offered: Mapping[str, str] | None = None) -> QuestionDecision:
-    """The question's options and missing codes (rules 1-2 of the module docstring); ``offered``: a
-    curated question set's options (``--qa``, base and every country's), taken as they are, never missing."""
+    """The question's options and missing codes (docs/own-survey.md's rules); ``offered``: a curated
+    question set's options (``--qa``, base and every country's), taken as they are, never missing."""
     missing = _file_missing(variable, counts)
     if offered is not None:
         options = dict(offered)
@@ -141,7 +123,8 @@ _COUNTRIES = r"[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*[,/+]\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\
 
 
 def label_words(code: str, label: str) -> tuple[str, ...]:
-    """A label as the words that carry its meaning (see the module docstring)."""
+    """A label as the words that carry its meaning: case, punctuation, the code's own number and country
+    notes aside."""
     text = re.split(rf"[;,]\s*{_COUNTRIES}", re.sub(rf"^\s*{_COUNTRIES}\s*", "", label))[0]
     words = (str(int(w)) if w.isdigit() else w for w in re.findall(r"\w+", text.lower()))
     return tuple(w for w in words if w != code.lstrip("-"))

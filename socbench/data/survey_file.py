@@ -146,18 +146,6 @@ def map_codes(series: pd.Series, fn: Callable[[str], Any]) -> np.ndarray:
     return np.array([*table, None], dtype=object)[positions]  # position -1 (blank) -> None
 
 
-def _as_answer(code: str) -> Any:
-    try:
-        return int(code)
-    except ValueError:
-        return code
-
-
-def answer_values(series: pd.Series) -> np.ndarray:
-    """A column as JSON answer values: integer codes as int, others as their string, blanks None."""
-    return map_codes(series, _as_answer)
-
-
 SEPARATORS = (",", ";", "\t", "|")
 SAMPLE_BYTES = 1 << 16
 _COMMA_NUMBER = re.compile(r"^\s*-?\d+,\d+\s*$")

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from socbench.data import demo_questions as demo
-from socbench.data.demo_questions import COUNTRY_KEYS
+from socbench.data import synth_model as demo
 from socbench.data.loaders import CodebookEntry, QuestionRecord, load_codebook, load_questions
-from socbench.data.synth_model import Person, answer, balanced_countries, make_person, question_model
+from socbench.data.synth_model import COUNTRY_KEYS, Person, answer, balanced_countries, make_person
 from socbench.domains import DOMAINS, DomainSpec
 from socbench.errors import ConfigError, DataError
 from socbench.files import write_atomic
@@ -39,7 +38,6 @@ _MISSING_LABEL = re.compile(r"^(no answer|refused|don't know|dont know)", re.I)
 class Variable:
     """One attribute: its key and value labels (from the codebook or the default vocabulary)."""
 
-    name: str
     key: str
     labels: dict[str, str]
     missing: str
@@ -54,13 +52,13 @@ def _variable(name: str, index: dict[str, CodebookEntry]) -> Variable | None:
     """The attribute for ISSP variable ``name``; None when a given codebook lacks it."""
     key, labels, missing = demo.VOCABULARY[name]
     if not index:
-        return Variable(name, key, dict(labels), missing, {})
+        return Variable(key, dict(labels), missing, {})
     entry = next((index[a] for a in _CODEBOOK_ALIASES.get(name, (name,)) if a in index), None)
     if entry is None:
         return None
     code_map = _EDULEVEL_CODE if entry.domain.upper() == "EDULEVEL" else {}
     missing = next((v for v in entry.content.values() if _MISSING_LABEL.match(v)), missing)
-    return Variable(name, entry.meaning, {**labels, **entry.content}, missing, code_map)
+    return Variable(entry.meaning, {**labels, **entry.content}, missing, code_map)
 
 
 def vocabulary(index: dict[str, CodebookEntry]) -> dict[str, Variable]:
@@ -68,11 +66,6 @@ def vocabulary(index: dict[str, CodebookEntry]) -> dict[str, Variable]:
     name; empty: the demo's vocabulary)."""
     found = {name: _variable(name, index) for name in demo.VOCABULARY}
     return {name: var for name, var in found.items() if var is not None}
-
-
-def _age_label(var: Variable, age: int) -> str:
-    old = any(re.match(r"^\d+ years old", v) for v in var.labels.values())
-    return f"{age} years old" if old else f"{age} years"
 
 
 def _choose_countries(domain: DomainSpec, questions: Sequence[Question], index: dict[str, CodebookEntry],
@@ -154,7 +147,8 @@ def _values(person: Person, case: int, admin: _Admin, vocab: dict[str, Variable]
                  URBRURAL=person.urbrural)
     values = {name: var.label(codes[name]) for name, var in vocab.items() if name in codes}
     if "AGE" in vocab:
-        values["AGE"] = _age_label(vocab["AGE"], person.age)
+        old = any(re.match(r"^\d+ years old", v) for v in vocab["AGE"].labels.values())
+        values["AGE"] = f"{person.age} years old" if old else f"{person.age} years"
     values.update(CASEID=str(case), DATEYR=admin.year, MODE=admin.mode)
     if "WEIGHT" in vocab:
         values["WEIGHT"] = f"{rng.uniform(0.55, 1.75):.4f}" if admin.weighted else vocab["WEIGHT"].label("1")
@@ -198,7 +192,7 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
     admin = _admin(countries, domain, vocab, rng)
     national = _national_religion(countries, index)
     country_key = index["C_ALPHAN"].meaning if "C_ALPHAN" in index else COUNTRY_KEYS[domain.id]
-    models = [question_model(q, domain, seed) for q in qs]
+    models = [demo.question_model(q, domain, seed) for q in qs]
     seen: dict[str, int] = {}
     records = []
     for i, person in enumerate(people, 1):
@@ -290,9 +284,8 @@ def _merged_domains(path: Path, info: dict) -> dict:
             old = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             old = {}
-        same = all(old.get(k) == info[k] for k in ("version", "seed", "respondents_per_domain",
-                                                     "questions", "codebooks"))
-        if same:
+        if all(old.get(k) == info[k] for k in ("version", "seed", "respondents_per_domain", "questions",
+                                               "codebooks")):
             merged = {**old.get("domains", {}), **merged}
     order = {d.slug: d.id for d in DOMAINS}
     return {slug: merged[slug] for slug in sorted(merged, key=lambda s: order.get(s, 99))}

@@ -1,25 +1,66 @@
-"""The answer model behind ``socbench data synth``: synthetic people and how they answer.
+"""The answer model behind ``socbench data synth``: synthetic people and how they answer, and the demo's
+question sets and vocabulary, written for socbench (not ISSP text), in ``demo_questions.json``.
 
 Traits are correlated as in real surveys; each answer is an ordered (or multinomial) logit over
 a country effect plus weighted traits plus noise, so reading the persona beats the majority while
-answers stay noisy. All draws come from Generators seeded by (seed, domain, question, country).
+answers stay noisy. A demo question's drivers say which traits (age, female, edu, relig, work, urban,
+married) push an answer up (ordinal) or towards one option (categorical); files do not carry them.
+All draws come from Generators seeded by (seed, domain, question, country).
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from socbench.data import demo_questions as demo
 from socbench.data.options import effective_options
 from socbench.domains import DomainSpec
 from socbench.types import Question
+
+_DATA = json.loads(Path(__file__).with_name("demo_questions.json").read_text(encoding="utf-8"))
+_FILE_KEYS = ("question_id", "question", "answer", "special")
+
+# domain id -> (C_ALPHAN code, display name as ISSP spells it in that module)
+DEMO_COUNTRIES: dict[int, tuple[tuple[str, str], ...]] = {
+    int(domain): tuple((code, name) for code, name in pairs) for domain, pairs in _DATA["countries"].items()}
+# domain id -> attribute key of the country variable (C_ALPHAN's label in that module)
+COUNTRY_KEYS: dict[int, str] = {int(domain): key for domain, key in _DATA["country_keys"].items()}
+# Names ISSP used in one module that differ from that module's code table.
+NAME_QUIRKS: dict[tuple[int, str], str] = {(d, code): name for d, code, name in _DATA["name_quirks"]}
+# ISSP variable -> (attribute key, code -> value label, missing-value label); used when no
+# codebook is given, and as the fallback for labels a codebook lacks.
+VOCABULARY: dict[str, tuple[str, dict[str, str], str]] = {
+    name: (v["key"], v["labels"], v["missing"]) for name, v in _DATA["vocabulary"].items()}
+NATIONAL_RELIGION_KEY: str = _DATA["national_religion_key"]
+NAP_LABEL: str = _DATA["nap_label"]
+
+
+def demo_question_set(slug: str) -> list[dict[str, Any]]:
+    """The demo questions of one domain in the ``issp_qa_*.json`` layout."""
+    return [{key: copy.deepcopy(q[key]) for key in _FILE_KEYS} for q in _DATA["sets"][slug]]
+
+
+def demo_drivers(slug: str) -> dict[str, tuple[str, dict]]:
+    """question id -> (question text, drivers) for the demo questions of ``slug``."""
+    return {q["question_id"]: (q["question"], q["drivers"]) for q in _DATA["sets"].get(slug, [])}
+
+
+def religion_profile(code: str) -> tuple[dict[int, float], float]:
+    """(RELIGGRP code -> probability, mean religiosity) for a C_ALPHAN code or its nation's."""
+    found = next((group for prefix in (code, code.split("-")[0]) for group in _DATA["religion"]
+                  if prefix in group["codes"]), _DATA["default_religion"])
+    total = sum(found["mix"].values())
+    return {int(k): v / total for k, v in found["mix"].items()}, float(found["mean"])
+
 
 MISSING_CODES = (-9, -8, 8, 9, 98, 99)
 TRAITS = ("age", "female", "edu", "relig", "work", "urban", "married")
@@ -93,7 +134,7 @@ def _marital(age: int, rng: np.random.Generator) -> int:
 
 def make_person(code: str, name: str, rng: np.random.Generator) -> Person:
     """Draw one respondent of country ``code``; traits are correlated as in real surveys."""
-    mix, mean_relig = demo.religion_profile(code)
+    mix, mean_relig = religion_profile(code)
     age = int(rng.integers(18, 86))
     sex = 2 if rng.random() < 0.52 else 1
     degree = int(np.clip(np.rint(3 + 1.4 * rng.normal(-0.018 * (age - 50), 1.0)), 0, 6))
@@ -142,7 +183,7 @@ def question_model(question: Question, domain: DomainSpec, seed: int) -> Questio
     key = (seed, domain.id, _stable(question.id))
     rng = np.random.default_rng(key)
     base = tuple(sorted(question.options, key=int))
-    text, drivers = demo.demo_drivers(domain.slug).get(question.id, (None, None))
+    text, drivers = demo_drivers(domain.slug).get(question.id, (None, None))
     if text != question.text:
         drivers = None
     if drivers and all(k.lstrip("-").isdigit() for k in drivers):

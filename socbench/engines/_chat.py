@@ -14,7 +14,6 @@ from typing import Literal
 from socbench.engines.base import ResultSink
 from socbench.types import Code, LoglikelihoodRequest, PromptRequest
 
-ScoringMethod = Literal["single_token", "continuation"]
 MAX_SINGLE_STEP_CODES = 128  # vLLM's cap on logprob_token_ids per request (larger sets are split)
 
 
@@ -25,7 +24,7 @@ class OptionPlan:
 
     context: tuple[int, ...]
     continuations: dict[Code, tuple[int, ...]]
-    method: ScoringMethod
+    method: Literal["single_token", "continuation"]
 
 
 def prompt_text(tokenizer, request: PromptRequest) -> str:

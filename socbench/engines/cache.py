@@ -1,15 +1,10 @@
-"""The one engine cache: content-addressed answers in a SQLite file or in append-only segment files, and
-the ``CachedEngine`` wrapper.
+"""The one engine cache: content-addressed answers (key: sha256 of backend identity, method and request
+key) in a SQLite file or in append-only segment files, and the ``CachedEngine`` wrapper. Only successes
+are stored, as the backend reports them, by a writer thread: a killed run keeps all but the last moment's.
 
-Key = sha256 of (backend identity, method, request content key): one store holds many models' answers.
-Only successes are stored, each as the backend reports it, by a writer thread (short transactions),
-so a killed run keeps everything but the last moment's results.
-
-Segments serve several processes and hosts: SQLite's locks are not safe on NFS. Answers never change, so
-each process appends ``<key>\\t<method>\\t<value JSON>\\n`` lines to its own segment
-(``<host>-<pid>-<random>.seg``) and readers read them all; a line without its newline is not read. Lines
-are written as stored; fsync at most every ``SYNC_S`` seconds and on close. ``open_store`` picks the store
-by ``cache_store``.
+Segments serve several processes and hosts (SQLite's locks are not safe on NFS): each process appends
+``<key>\\t<method>\\t<value JSON>\\n`` lines to its own ``<host>-<pid>-<random>.seg``, fsynced at most
+every ``SYNC_S`` seconds and on close; readers read them all but a line without its newline.
 """
 
 from __future__ import annotations
@@ -26,11 +21,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from functools import partialmethod
 from pathlib import Path
 from typing import IO, Any, Literal
 
 from socbench.engines.base import Engine, ResultSink
-from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
+from socbench.types import EngineResult, LoglikelihoodResult
 
 log = logging.getLogger("socbench")
 
@@ -325,18 +321,6 @@ class CachedEngine:
     def identity(self) -> dict[str, str]:
         return dict(self._identity)
 
-    def generate(self, requests: Sequence[PromptRequest],
-                 on_result: ResultSink | None = None) -> list[EngineResult]:
-        return self._run("generate", requests, on_result)
-
-    def option_logprobs(self, requests: Sequence[PromptRequest],
-                        on_result: ResultSink | None = None) -> list[EngineResult]:
-        return self._run("option_logprobs", requests, on_result)
-
-    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
-                      on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
-        return self._run("loglikelihood", requests, on_result)
-
     def unanswered(self, method: str, requests: Sequence[Any]) -> list[Any]:
         """The requests the cache cannot answer (no backend call)."""
         keys = [cache_key(self._identity, method, request.key) for request in requests]
@@ -349,7 +333,7 @@ class CachedEngine:
         finally:
             self.cache.close()
 
-    def _run(self, method: str, requests: Sequence[Any], on_result: ResultSink | None) -> list[Any]:
+    def _run(self, method: str, requests: Sequence[Any], on_result: ResultSink | None = None) -> list[Any]:
         """Hits from the cache, misses from the backend (in input order), each stored as it finishes."""
         sink = on_result or (lambda index, result: None)
         cls = LoglikelihoodResult if method == "loglikelihood" else EngineResult
@@ -385,6 +369,10 @@ class CachedEngine:
         finally:
             self.cache.flush()
         return results
+
+    generate = partialmethod(_run, "generate")  # the Engine methods, each through the cache
+    option_logprobs = partialmethod(_run, "option_logprobs")
+    loglikelihood = partialmethod(_run, "loglikelihood")
 
     def _store(self, method: str, key: str, result: Any) -> None:
         if getattr(result, "error", None) is not None:

@@ -5,6 +5,7 @@ text (no constrained decoding in plain transformers).
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -66,8 +67,6 @@ class HfEngine:
         """Drop the model; idempotent."""
         had_model, self._model, self._tokenizer = self._model is not None, None, None
         if had_model:
-            import gc
-
             import torch
 
             gc.collect()
@@ -99,16 +98,18 @@ class HfEngine:
         import torch
 
         model, tok = self._load()
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         ids = [_chat.prompt_ids(tok, r, r.answer_prefix) for r in batch]
-        input_ids, mask = _left_pad(ids, _pad_id(tok), model.device)
+        width = max(len(x) for x in ids)  # left-padded
+        input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids], device=model.device)
+        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=model.device)
         kwargs = {"do_sample": sampling.temperature > 0, "max_new_tokens": sampling.max_tokens}
         if sampling.temperature > 0:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p)
             if sampling.seed is not None:
                 torch.manual_seed(sampling.seed)  # seeded per batch, not per request
         with torch.no_grad():
-            out = model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=_pad_id(tok),
-                                 **kwargs)
+            out = model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=pad, **kwargs)
         new = out[:, input_ids.shape[1]:]
         return [tok.decode(row, skip_special_tokens=True) for row in new]
 
@@ -159,16 +160,3 @@ class HfEngine:
     def _scores(self, groups: list[_packed.Group]):
         model, _ = self._load()
         return _packed.iter_scores(model, groups, self.settings.pack_tokens, self.settings.pack_rows)
-
-
-def _pad_id(tok) -> int:
-    return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-
-
-def _left_pad(ids: list[list[int]], pad: int, device):
-    import torch
-
-    width = max(len(x) for x in ids)
-    input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids], device=device)
-    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=device)
-    return input_ids, mask

@@ -1,10 +1,6 @@
 """Which backend answers (``EngineSettings``: runs embed it, session and cache are keyed on it), ``auto``'s
-pick per method and host (``choose_backend``), and each backend's ``--engine`` knobs, checked when built.
-No torch or vllm import at module level.
-
-``auto``: on a CPU host scoring-only jobs run ~3x faster on transformers (quick start, ``_packed``
-computes each context once); generation needs vLLM's constrained decoding and prefix cache. On a GPU
-vLLM wins both. The choice is recorded in the run's results (requested, chosen, why)."""
+pick per method and host (``choose_backend``, recorded in the run's results), and each backend's
+``--engine`` knobs, checked when built. No torch or vllm import at module level."""
 
 from __future__ import annotations
 
@@ -352,8 +348,8 @@ class BackendChoice:
 
 
 def choose_backend(requested: str, work: Work, *, cuda: bool | None = None) -> BackendChoice:
-    """``requested`` as given unless it is ``auto``; then vLLM on a GPU host or for generation,
-    transformers for scoring-only work on a CPU host."""
+    """``requested`` as given unless it is ``auto``; then vLLM on a GPU host or for generation (constrained
+    decoding, prefix cache), transformers for scoring-only work on a CPU host (~3x faster: ``_packed``)."""
     if requested != AUTO:
         return BackendChoice(requested, requested, "forced by the user")
     if cuda_available() if cuda is None else cuda:

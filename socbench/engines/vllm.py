@@ -103,10 +103,6 @@ class VllmEngine:
     def tokenizer(self):
         return self._engine().get_tokenizer()
 
-    @property
-    def max_model_len(self) -> int:
-        return int(self._engine().model_config.max_model_len)
-
     def close(self) -> None:
         """The original system's teardown: abort, shut the core down, free distributed state; idempotent."""
         llm, self._llm = self._llm, None
@@ -250,7 +246,7 @@ class VllmEngine:
         a shared context is computed once per continuation)."""
         if not requests:
             return []
-        tok, max_len = self.tokenizer, self.max_model_len
+        tok, max_len = self.tokenizer, int(self._engine().model_config.max_model_len)
         results: list[LoglikelihoodResult | None] = [None] * len(requests)
         n_context: dict[int, int] = {}
 
@@ -286,11 +282,6 @@ def _free_distributed() -> None:
     gc.collect()
 
 
-# Every request gets SamplingParams of its own, so vLLM need not deep-copy them on the way in (as its
-# OpenAI server does for the same reason): the deep copies were ~0.6 ms a prompt (bench/pipeline_vs_bare).
-FRESH = True
-
-
 def _generate_params(request: PromptRequest):
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
@@ -299,15 +290,17 @@ def _generate_params(request: PromptRequest):
     structured = None
     if request.structured:  # a regex rather than a JSON schema: it keeps the space after the colon
         structured = StructuredOutputsParams(regex=_chat.answer_regex(request.offered_codes))
+    # skip_clone: every request gets SamplingParams of its own, so vLLM need not deep-copy them on the
+    # way in (as its OpenAI server does): the copies were ~0.6 ms a prompt (bench/pipeline_vs_bare)
     return SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=s.seed,
-                          structured_outputs=structured, skip_clone=FRESH)
+                          structured_outputs=structured, skip_clone=True)
 
 
 def _score_params(logprob_token_ids: list[int] | None = None):
     from vllm import SamplingParams
 
     asks = {"prompt_logprobs": 0} if logprob_token_ids is None else {"logprob_token_ids": logprob_token_ids}
-    return SamplingParams(max_tokens=1, temperature=0.0, detokenize=False, skip_clone=FRESH, **asks)
+    return SamplingParams(max_tokens=1, temperature=0.0, detokenize=False, skip_clone=True, **asks)
 
 
 def _children(plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[int]:

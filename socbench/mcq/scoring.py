@@ -1,16 +1,7 @@
-"""Scoring rules: pure functions from log-probabilities to per-option scores and predictions.
-
-For option i with continuation `` text_i``, ``lp_i`` = log P(`` text_i`` | CP context):
-
-- ``cp_raw``      : lp_i (lm-evaluation-harness ``acc``)
-- ``cp_ln_token`` : lp_i / (tokens in `` text_i``)   (per-token length normalisation; the table's CP-LN)
-- ``cp_ln_char``  : lp_i / len(text_i), characters without the leading space (lm-eval ``acc_norm``)
-- ``cp_un``       : lp_i - log P(`` text_i`` | ``Answer:``)       (unconditional normalisation)
-- ``mcp``         : log P(`` L_i`` | MCP prompt), L_i the i-th letter
-- ``mcp_tolerance``: log(P(`` L_i``) + P(`` i``)): the letter or the 1-based digit (disjoint, so they add)
-
-The prediction is the highest score (the first on ties); a missing score (an engine error) makes it
-None, which counts as wrong.
+"""Scoring rules: pure functions from log-probabilities to per-option scores and predictions (each
+method's definition: ``DEFINITIONS``; ``mcp_tolerance`` adds the letter's and the digit's probabilities:
+disjoint tokens). The prediction is the highest score (the first on ties); a missing score (an engine
+error) makes it None, which counts as wrong.
 """
 
 from __future__ import annotations

@@ -20,9 +20,6 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
 _ID_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
              "chat_template.jinja", "special_tokens_map.json", MARKER)
 
-__all__ = ["DEFAULT_MODEL", "ResolvedModel", "model_slug", "resolve_model", "socbench_home"]
-
-
 @dataclass(frozen=True)
 class ResolvedModel:
     """A model ready to load: ``path`` is an HF folder (config, tokenizer, weights)."""

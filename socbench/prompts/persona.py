@@ -45,6 +45,8 @@ _SPECIFIC = re.compile(r"^\s*country[-\s]specific(?:\s+list)?\s*[:,-]?\s*", re.I
 # "..." is a continuation mark in ISSP wording, not a sentence end.
 _SENTENCE_START = re.compile(r"(?:^|(?<!\.)\.\s+|[!?]\s+|\bQ\d+[a-z]?\s+)$")
 UNKNOWN_COUNTRY = CountryInfo("", "your country", "your country's")
+_TABLES = json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))
+_PLACEHOLDERS = _TABLES["placeholders"]  # marker (upper case) -> its text, from the respondent's CountryInfo
 
 
 def country_words(respondent: Respondent) -> CountryInfo:
@@ -65,17 +67,9 @@ def _key(inner: str) -> str:
 def _replacement(inner: str, words: CountryInfo) -> str | None:
     """The text for one bracketed marker, or None for brackets that are not placeholders."""
     key = _key(inner)
-    table = {
-        "COUNTRY": words.name,
-        "COUNTRY'S": words.possessive,
-        "NATIONALITY": words.nationality,
-        "COUNTRY NATIONALITY": words.nationality,
-        "COUNTRY'S NATIONALITY": words.nationality,
-        "COUNTRY NATIONALITY PARLIAMENT": f"{words.nationality} parliament",
-        "COUNTRY LANGUAGE": f"the national language of {words.name}",
-    }
-    if key in table:
-        return table[key]
+    if key in _PLACEHOLDERS:
+        return _PLACEHOLDERS[key].format(name=words.name, nationality=words.nationality,
+                                         possessive=words.possessive)
     if key.startswith("COUNTRY-SPECIFIC") or key.startswith("COUNTRY SPECIFIC"):
         return _SPECIFIC.sub("", inner).strip() or None
     return None
@@ -112,7 +106,7 @@ class PromptSettings(BaseModel):
 
 # Attribute keys (codebook labels, matched case- and space-insensitively) that identify the case or describe
 # how the survey was administered (persona.json): they say nothing about the person.
-_NOT_PERSONA_KEYS = json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))["not_persona"]
+_NOT_PERSONA_KEYS = _TABLES["not_persona"]
 _NOT_PERSONA = re.compile("|".join(p for group in _NOT_PERSONA_KEYS.values() for p in group), re.IGNORECASE)
 
 
