@@ -67,9 +67,6 @@ def _tell(event: str) -> Callable[..., None]:
 begin, requests, advance, end, note = map(_tell, ("begin", "requests", "advance", "end", "note"))
 
 
-# ------------------------------------------------------------------ a domain, a run
-
-
 def _accuracy(row: Mapping[str, Any]) -> str:
     low, high = row["accuracy_ci_low"], row["accuracy_ci_high"]
     missing = f"[no CI: n < {DEFAULT_MIN_RESPONDENTS}]"  # low is None or NaN

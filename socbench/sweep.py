@@ -135,9 +135,6 @@ class SweepConfig(BaseModel):
         return units
 
 
-# ------------------------------------------------------ what the runs' records (socbench.records) say
-
-
 @dataclass
 class SweepState:
     """Every (model, domain) of a sweep: done (with its result), running, or failed with a reason."""

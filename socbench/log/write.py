@@ -103,9 +103,6 @@ def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain
         circular_settings, scores, domain=result.domain_name, domain_id=result.domain_id, model=result.model))
 
 
-# ---------------------------------------------------------------------------- circular
-
-
 def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult],
                          settings: CircularSettings, scores: CircularScores,
                          **about: Any) -> tuple[Path, Path]:
@@ -124,9 +121,6 @@ def write_circular_files(folder: Path, name: str, results: Sequence[VariantResul
         **({"sampled": SAMPLED_NOTE} if scores.sampled_questions else {}), scale="fraction",
         tie_rule=TIE_RULE, metrics=scores.metrics)
     return jsonl, write_json(folder / f"{stem}_metrics.json", record.model_dump(exclude_unset=True))
-
-
-# --------------------------------------------------------------------------------- MCQ
 
 
 def mcq_folder(output_dir: str | os.PathLike[str], model: str) -> Path:
