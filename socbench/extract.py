@@ -1,12 +1,9 @@
 """Read the option code an engine's answer names, or say why it cannot be read.
 
 The original system took the *first* ``"option"`` match (so an echoed empty template won), did not
-normalise values (" 1", "01", "2, Agree") and guessed codes from prose. Here, conservatively: the LAST
-JSON object with an ``answer`` (or ``option_id`` / ``option``) key, echoed templates skipped (objects in
-code fences or nested count); else the last explicit ``"answer": <value>`` (single-quoted and truncated
-replies too). The value must be an offered code (an int, a float with no fraction, a string starting
-with an integer: "02", "2, Agree", "-4") or exactly an option's label; else a failure from ``FAILURES``.
-Nothing is guessed from prose. In logprobs mode the answer is the most probable offered code.
+normalise values (" 1", "01", "2, Agree") and guessed codes from prose. Here: the LAST JSON object with an
+answer key (echoed templates skipped), else the last explicit ``"answer": <value>``; the value must be an
+offered code or exactly an option's label, else a failure from ``FAILURES``. Nothing is guessed from prose.
 """
 
 from __future__ import annotations

@@ -154,7 +154,6 @@ def domain_order(board: Leaderboard) -> list[dict[str, Any]]:
     return sorted(board.domains, key=lambda r: (r["domain_id"] or 99, r["domain"], rank[r["run"]]))
 
 
-
 def leaderboard_markdown(board: Leaderboard) -> str:
     ordered = domain_order(board)
     lines = [f"# {study_title(run.study for run in board.runs)} leaderboard", "",
