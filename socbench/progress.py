@@ -79,10 +79,6 @@ def _margin(row: Mapping[str, Any]) -> str:
     return fmt(margin) if margin is None or fmt(margin) == "n/a" else f"{margin:+.3f}"
 
 
-def _baseline(row: Mapping[str, Any]) -> str:
-    return f"{baseline_label(row['best_baseline'], short=True)} {fmt(row['best_baseline_accuracy'])}"
-
-
 def domain_line(row: Mapping[str, Any]) -> str:
     """``domain 3 Family: 145 items, accuracy 0.412 [0.350, 0.470], best baseline majority answer 0.380
     (+0.032), 0 parse failures, 0 engine errors`` from a summary row; an incomplete one says so."""
@@ -90,7 +86,8 @@ def domain_line(row: Mapping[str, Any]) -> str:
     tail = f"{row['parse_failures']} parse failures, {row['engine_errors']} engine errors"
     if row.get("complete") is False:
         return f"{head}, INCOMPLETE, not a result ({row['incomplete_reason']}), {tail}"
-    return f"{head}, accuracy {_accuracy(row)}, best baseline {_baseline(row)} ({_margin(row)}), {tail}"
+    best = f"{baseline_label(row['best_baseline'], short=True)} {fmt(row['best_baseline_accuracy'])}"
+    return f"{head}, accuracy {_accuracy(row)}, best baseline {best} ({_margin(row)}), {tail}"
 
 
 def finished_line(line: str, seconds: float) -> str:

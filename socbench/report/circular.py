@@ -36,10 +36,10 @@ def _cell(value: float | None) -> str:
 
 
 def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], metric_types: Sequence[str],
-                   datasets: Sequence[str] | None = None, versions: Mapping[str, str] | None = None,
+                   datasets: Sequence[str] | None = None,
                    modes: Mapping[str, str] | None = None) -> pd.DataFrame:
     """OpenCompass's circular summary of ``results[model][dataset][metric]`` (fractions); rows are
-    ``datasets`` (default: every one seen), ``versions`` and ``modes`` fill the 2nd and 3rd columns."""
+    ``datasets`` (default: every one seen), ``modes`` fills the 3rd column (no versions: ``-``)."""
     import pandas as pd
 
     models = list(results)
@@ -52,7 +52,7 @@ def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], met
         if not any(name in results[model] for model in models):
             rows.append([name, EMPTY_CELL, EMPTY_CELL] + [EMPTY_CELL] * len(models) * len(metric_types))
             continue
-        row = [name, (versions or {}).get(name, EMPTY_CELL), (modes or {}).get(name, EMPTY_CELL)]
+        row = [name, EMPTY_CELL, (modes or {}).get(name, EMPTY_CELL)]
         for model in models:
             values = results[model].get(name, {})
             row += [_cell(values.get(metric)) if metric in values else EMPTY_CELL for metric in metric_types]

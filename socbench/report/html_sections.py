@@ -55,14 +55,13 @@ def _cell(text: str, extra: str = "") -> str:
     return f"<td class='{classes}'>{esc(text)}</td>" if classes else f"<td>{esc(text)}</td>"
 
 
-def table(head: Sequence[str], rows: Sequence[Sequence[str]], row_classes: Sequence[str] | None = None,
-          cls: str = "") -> str:
+def table(head: Sequence[str], rows: Sequence[Sequence[str]], row_classes: Sequence[str] = ()) -> str:
     """A scrollable table; ``row_classes`` (e.g. ``few``) per row."""
     header = "".join(f"<th>{esc(h)}</th>" for h in head)
     classes = row_classes or [""] * len(rows)
     body = "".join(_tag("tr", classes[i]) + "".join(_cell(c) for c in row) + "</tr>"
                    for i, row in enumerate(rows))
-    return (f"<div class='scroll'>{_tag('table', cls)}<thead><tr>{header}</tr></thead>"
+    return (f"<div class='scroll'><table><thead><tr>{header}</tr></thead>"
             f"<tbody>{body}</tbody></table></div>")
 
 

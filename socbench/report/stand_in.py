@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
@@ -21,11 +20,6 @@ ABSENT = ("{domain}: no gain in these results (written before socbench recorded 
           "`socbench estimate {folder}`.")
 
 
-def _ci(record: dict[str, Any]) -> str:
-    ci = record.get("median_gain_ci")
-    return f"[{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if isinstance(ci, list) else "n/a"
-
-
 def domain_block(run: ModelRun, domain: DomainRun) -> str:
     """The sentence a researcher can quote and the gain per question; or why there is none."""
     record, title = domain.stored.estimates, domain_label(domain.domain)
@@ -35,10 +29,12 @@ def domain_block(run: ModelRun, domain: DomainRun) -> str:
         return note(record["note"].replace(domain.domain, title, 1))  # too few respondents
     rows = [[qid, q["target"], str(q["labelled"]), fmt(q["gain"], 2), fmt(q["rho"], 2)]
             for qid, q in record["questions"].items()]
+    ci = record.get("median_gain_ci")
+    spread = f"[{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if isinstance(ci, list) else "n/a"
     return (f"<p>{esc(title)}: these answers are worth {fmt(record['median_gain'], 1)} x your sample "
             f"(n = {record['labelled']} of {record['respondents']} respondents labelled; median gain over "
             f"{len(rows)} questions {fmt(record['median_gain'], 2)}; its middle 95% over {record['repeats']} "
-            f"random splits {_ci(record)}).</p>" + table(HEAD, rows))
+            f"random splits {spread}).</p>" + table(HEAD, rows))
 
 
 def stand_in_section(runs: Sequence[ModelRun], image: str | None) -> list[str]:
