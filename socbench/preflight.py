@@ -104,10 +104,8 @@ def unit_overflow(unit: Unit, prompts: Sequence[PromptRequest], tokenizer, conte
     return Overflow(unit, over, len(prompts), longest) if over else None
 
 
-Prompts = dict[Unit, list[PromptRequest]]
-
-
-def check_prompt_lengths(prompts: Prompts, tokenizer, context: int, where: str) -> None:
+def check_prompt_lengths(prompts: dict[Unit, list[PromptRequest]], tokenizer, context: int,
+                         where: str) -> None:
     """Every prompt and its reply fit ``context`` tokens (from ``where``); else one ConfigError line."""
     overflows = [o for d, p in prompts.items() if (o := unit_overflow(d, p, tokenizer, context))]
     if not overflows:

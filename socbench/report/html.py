@@ -94,13 +94,6 @@ def incomplete_cells(row: dict[str, Any]) -> list[str]:
             str(row["engine_errors"]), str(row["parse_failures"]), str(row["first_engine_error"])[:160]]
 
 
-def incomplete_notes(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per incomplete run, for the console and the report's notes."""
-    return [f"incomplete run {r['run']} (not ranked): {r['engine_errors']} engine error(s) in "
-            f"{r['incomplete_domains']}; first: {r['first_engine_error']}; rerun it to fill the gaps"
-            for r in rows]
-
-
 def domain_title(row: dict[str, Any]) -> str:
     """"Role of Government (8)"; the name alone where the results do not record the id."""
     known = isinstance(row["domain_id"], int)
@@ -334,5 +327,8 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     with atomic_open(page) as handle:
         title = f"{study_title(run.study for run in board.runs)} results: {output_dir.resolve().name}"
         handle.write(render_html(board, figures, f"{title} (socbench report)", out_dir=out))
-    notes = [*board.notes, *figures.notes, *incomplete_notes(board.incomplete)]
+    notes = [*board.notes, *figures.notes, *(
+        f"incomplete run {r['run']} (not ranked): {r['engine_errors']} engine error(s) in "
+        f"{r['incomplete_domains']}; first: {r['first_engine_error']}; rerun it to fill the gaps"
+        for r in board.incomplete)]
     return ReportPaths(out, md, csv, page, figures.paths, board, notes)

@@ -54,12 +54,6 @@ def finite_mean(values: Iterable[Any]) -> float:
     return sum(finite) / len(finite) if finite else math.nan
 
 
-def preload_figures() -> None:
-    """Import what ``new_figure`` needs (0.3 s) ahead, where a wait leaves the time (the CLI's
-    Prefect API start)."""
-    new_figure(1, 1)
-
-
 def new_figure(width: float, height: float) -> Any:
     """A matplotlib Figure on the Agg canvas (no pyplot state), constrained layout."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
