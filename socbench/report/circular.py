@@ -98,8 +98,7 @@ def issp_circular_table(results: Sequence[DomainResult], mode: str, prompt_mode:
 
 def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, results: Sequence[DomainResult],
                              mode: str, prompt_mode: str) -> tuple[Path, Path]:
-    """``circular_summary.md``/``.csv`` (``circular_relabel_summary`` when relabelled) of an ISSP
-    run, beside ``summary.json``; ``model`` is the run's name."""
+    """An ISSP run's ``circular[_relabel]_summary.md``/``.csv`` beside ``summary.json``."""
     return write_circular_table(model_dir(output_dir, model), issp_circular_table(results, mode, prompt_mode),
                                 stem=f"{issp_stem(results)}_summary")
 

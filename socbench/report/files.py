@@ -156,9 +156,7 @@ def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Seq
                       failed: Mapping[int, str] | None = None, data: Mapping[str, Any] | None = None,
                       export_failed: Sequence[str] = ()) -> RunSummary:
     """The end of a run: ``summary.json`` (``log.summary``), ``summary.md`` and ``domain_accuracy.png`` in
-    ``<output_dir>/<run slug>/`` (``run``: ``RunConfig.run_name``; a model's own runs are named after it);
-    ``data``: which respondents the run read (``RunConfig.data_record``); ``export_failed``: the
-    ``--export`` formats that could not be written, one line why each."""
+    ``<output_dir>/<run slug>/`` (``run``: ``RunConfig.run_name``; ``data``: ``RunConfig.data_record``)."""
     folder = model_dir(output_dir, run)
     payload = write_summary_json(folder, results, failed, run, data, export_failed)
     markdown = folder / "summary.md"

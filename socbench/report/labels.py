@@ -44,8 +44,7 @@ def baseline_label(name: str | None, short: bool = False) -> str:
 
 
 def domain_label(name: str) -> str:
-    """The domain table's title of an ISSP domain ("Role of Government"); a manifest's own
-    names are already display names and stay as they are."""
+    """An ISSP domain's title ("Role of Government"); a manifest's names are display names already."""
     return _TITLES.get(name, name)
 
 
@@ -68,8 +67,7 @@ def study_title(studies: Iterable[Any]) -> str:
 
 
 def variant_label(run: str, model: str) -> str:
-    """What a run folder adds to its model: "no persona (control), log-prob answers", or
-    "main run" when it is the model's own folder."""
+    """What a run folder adds to its model ("no persona (control), log-prob answers"; "main run")."""
     slug = model_slug(model)
     if run == slug or not run.startswith(f"{slug}-"):
         return "main run" if run == slug else "-"

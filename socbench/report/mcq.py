@@ -61,8 +61,7 @@ def title(record: McqRecord) -> str:
 def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
                     answers: McqAnswers, scores: McqScores, wall_s: float | None = None,
                     backend: Mapping[str, str] | None = None) -> dict[str, Path]:
-    """The dataset's records (``log.write.write_mcq_log``), then its table, CSV, plot and circular summary;
-    every path written."""
+    """The dataset's records (``log.write.write_mcq_log``), table, CSV, plot and circular summary: paths."""
     import pandas as pd  # slow to load: only when writing
 
     record = write_mcq_log(output_dir, model, data, plan, answers, scores, wall_s, backend)

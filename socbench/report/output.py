@@ -15,8 +15,7 @@ from socbench.models import model_slug
 
 
 def model_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
-    """``<output_dir>/<model_slug(model)>``, checked to lie inside ``output_dir`` (a name like ``../../x``
-    cannot climb out)."""
+    """``<output_dir>/<model_slug(model)>``, checked to lie inside ``output_dir`` (``../../x`` cannot)."""
     root = Path(output_dir).resolve()
     path = (root / model_slug(model)).resolve()
     if path.parent != root:
