@@ -52,7 +52,7 @@ from socbench.report.labels import (
 )
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
-from socbench.report.output import fmt, markdown_table, now_timestamp
+from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp
 from socbench.report.stand_in import stand_in_section
 from socbench.types import COUNTRY
 from socbench.yardsticks import HEADLINE_KEYS
@@ -64,20 +64,9 @@ CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain",
                *ALIGNMENT, "parse_failure_rate", "failed_domains", "complete", "engine_errors",
                "incomplete_domains", "first_engine_error", *HEADLINE_KEYS, *DRAW_SCORES, *GAIN_KEYS)
 
-OVERALL_HEAD = ("rank", "run", "model", "variant", "domains", "respondents", "items", "accuracy [95% CI]",
-                "strongest baseline (mean over domains)", "margin", "domains not above baseline",
-                "per-question macro-F1", "parse failures")
-DOMAIN_HEAD = ("domain", "run", "respondents", "items", "accuracy [95% CI]", "strongest baseline",
-               "baseline accuracy", "margin", "per-question macro-F1", "parse failures")
-DISTRIBUTION_HEAD = ("domain", "run", "level", "1-W1", "1-W1 uniform", "1-JS", "1-JS uniform",
-                     "modal agreement", "modal agreement uniform", "Kendall tau", "Kendall tau p (mean)")
-YARDSTICK_HEAD = ("domain", "run", "SimBench", "demographic model accuracy", "structure correlation",
-                  "heterogeneity ratio", "median gain (PPI) [95% CI]")
-DRAWS_HEAD = ("domain", "run", "mean agreement across draws", "Fleiss' kappa across draws")
-INCOMPLETE_HEAD = ("run", "model", "domains", "incomplete domains", "items", "engine errors",
-                   "parse failures", "first engine error")
-COMPARE_HEAD = ("A", "B", "shared items", "accuracy A", "accuracy B", "A - B [95% CI]",
-                "A only / B only right", "McNemar p")
+OVERALL_HEAD, DOMAIN_HEAD, DISTRIBUTION_HEAD, YARDSTICK_HEAD = (
+    HEADS[name] for name in ("overall", "domain", "distribution", "yardstick"))
+DRAWS_HEAD, INCOMPLETE_HEAD, COMPARE_HEAD = (HEADS[name] for name in ("draws", "incomplete", "compare"))
 
 
 def overall_cells(row: dict[str, Any]) -> list[str]:

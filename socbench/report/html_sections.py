@@ -6,7 +6,6 @@ means and is compared with (docs/results.md says the same)."""
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
 from socbench.report.labels import accuracy_text, baseline_label, country_label, domain_label, p_text, signed
-from socbench.report.output import fmt
+from socbench.report.output import HEADS, TEXTS, fmt
 from socbench.shuffle import option_text
 from socbench.types import COUNTRY
 
@@ -27,17 +26,10 @@ def _fill(text: str) -> str:
     return text.format(min_n=MIN_RESPONDENTS, fraction=DEFAULT_FRACTION)
 
 
-_HERE = files("socbench.report")
-_TEXTS = json.loads(_HERE.joinpath("texts.json").read_text(encoding="utf-8"))
-LEADS, NOTES = ({key: _fill(text) for key, text in _TEXTS[part].items()} for part in ("leads", "notes"))
-DEFINITIONS = tuple((term, _fill(text)) for term, text in _TEXTS["definitions"])
-CSS = _HERE.joinpath("report.css").read_text(encoding="utf-8")
-COUNTRY_HEAD = ("country", "respondents", "items", "accuracy [95% CI]", "strongest baseline on these items",
-                "baseline accuracy", "margin")
-PERSONA_HEAD = ("attribute", "group", "respondents", "items", "accuracy [95% CI]",
-                "strongest baseline on these items", "baseline accuracy", "margin")
-QUESTION_HEAD = ("question", "respondents", "accuracy", "people's most chosen option", "model's most chosen",
-                 "modal agreement", "Kendall tau", "p (tau > 0)", "1-JS", "1-JS uniform")
+LEADS, NOTES = ({key: _fill(text) for key, text in TEXTS[part].items()} for part in ("leads", "notes"))
+DEFINITIONS = tuple((term, _fill(text)) for term, text in TEXTS["definitions"])
+CSS = files("socbench.report").joinpath("report.css").read_text(encoding="utf-8")
+COUNTRY_HEAD, PERSONA_HEAD, QUESTION_HEAD = (HEADS[name] for name in ("country", "persona", "question"))
 
 
 def esc(text: Any) -> str:

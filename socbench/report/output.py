@@ -1,17 +1,23 @@
-"""How every result file looks: model folders, markdown tables, number cells and figure canvases.
+"""How every result file looks: model folders, markdown tables, number cells, figure canvases and words.
 matplotlib is imported inside the figure helpers (slow to load, only reports need it)."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from socbench.files import atomic_open
 from socbench.models import model_slug
+
+# the report's words (package data): labels, column heads, section leads, notes and definitions
+TEXTS = json.loads(files("socbench.report").joinpath("texts.json").read_text(encoding="utf-8"))
+LABELS, HEADS = TEXTS["labels"], {name: tuple(head) for name, head in TEXTS["heads"].items()}
 
 
 def model_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
