@@ -14,7 +14,7 @@ from socbench.circular import families
 from socbench.files import atomic_open
 from socbench.report.html_sections import lead, note, table
 from socbench.report.labels import domain_label
-from socbench.report.output import fmt, markdown_text, model_dir
+from socbench.report.output import HEADS, LABELS, fmt, markdown_text, model_dir
 from socbench.types import DomainResult
 
 if TYPE_CHECKING:
@@ -103,11 +103,7 @@ def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, res
                                 stem=f"{issp_stem(results)}_summary")
 
 
-FAMILY_LABELS = {"circular": "rotations (n orders)", "all_possible": "all n! orders",
-                 "sampled": "sampled orders (sampled: not all orders)"}
-LABEL_MODES = {"order_only": "order-only (codes kept)", "relabel": "relabelled 1..n"}
-HEAD = ("domain", "run", "options shown", "orders", "questions", "accuracy, original order",
-        "accuracy over variants", "perf (all variants right)", "vote")
+FAMILY_LABELS, LABEL_MODES, HEAD = LABELS["circular_families"], LABELS["circular_labels"], HEADS["circular"]
 
 
 def circular_rows(run: ModelRun) -> list[list[str]]:

@@ -11,13 +11,11 @@ from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label
-from socbench.report.output import fmt, new_figure, save_figure
+from socbench.report.output import LABELS, fmt, new_figure, save_figure
 
 GAINS = "gain_per_question.png"
 HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correlation")
-ABSENT = ("{domain}: no gain in these results (written before socbench recorded it): run the same "
-          "command again to re-score (the answers come from the engine cache), or "
-          "`socbench estimate {folder}`.")
+ABSENT = LABELS["no_gain"]  # {domain}, {folder}
 
 
 def domain_block(run: ModelRun, domain: DomainRun) -> str:
