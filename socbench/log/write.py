@@ -38,7 +38,7 @@ from socbench.mcq.scoring import (
     reported_accuracies,
 )
 from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
-from socbench.report.output import model_dir, now_timestamp
+from socbench.report.output import LABELS, model_dir, now_timestamp
 from socbench.types import (
     CircularScores,
     CircularSettings,
@@ -48,14 +48,8 @@ from socbench.types import (
     VariantResult,
 )
 
-TIE_RULE = "vote ties go to the answer seen first in the file (Counter.most_common, as OpenCompass)"
-MEASURES = {
-    "order_only": "order bias: each code stays with its text, only the lines move (the survey's own codes)",
-    "relabel": "label and order bias: options numbered 1..n by position in each order, the answer mapped "
-               "back (OpenCompass's relabelling)",
-}
-SAMPLED_NOTE = ("the *_sampled metrics are over a seeded sample of orders (the n rotations plus others, "
-                "--max_variants), not all n! orders; perf_sampled is an upper bound of perf over all orders")
+# what a circular record says of itself (report/texts.json)
+TIE_RULE, MEASURES, SAMPLED_NOTE = (LABELS[f"circular_{k}"] for k in ("tie_rule", "measures", "sampled"))
 
 
 def domain_record(result: DomainResult, scored: Sequence[ScoredItem], timestamp: str) -> DomainRecord:
