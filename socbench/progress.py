@@ -6,7 +6,6 @@ Prefect worker has none). ``domain_line`` and ``run_table`` put each score besid
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -14,21 +13,6 @@ from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.report.labels import baseline_label
 from socbench.report.output import fmt
 from socbench.report.terminal import terminal_table
-
-
-class Throttle:
-    """``ready()`` is True at most once per ``seconds`` (UI artifacts are not updated per request)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._last = 0.0
-
-    def ready(self) -> bool:
-        now = time.monotonic()
-        if now - self._last >= self.seconds:
-            self._last = now
-            return True
-        return False
 
 
 class Listener(Protocol):
