@@ -52,7 +52,7 @@ from socbench.report.labels import (
 )
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
-from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp
+from socbench.report.output import HEADS, LABELS, fmt, markdown_table, now_timestamp
 from socbench.report.stand_in import stand_in_section
 from socbench.types import COUNTRY
 from socbench.yardsticks import HEADLINE_KEYS
@@ -267,12 +267,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
         f"<p class='meta'>Generated {esc(now_timestamp())}; {len(board.runs)} complete run(s), "
         f"{len(board.incomplete)} incomplete; {len(board.domains)} run x domain result(s); "
         f"{len(board.mcq)} multiple-choice result(s).</p>",
-        "<p class='meta'><a href='#answer'>The answer</a> · <a href='#baselines'>1. Baselines</a> · "
-        "<a href='#groups'>2. For whom</a> · "
-        "<a href='#questions'>3. Questions</a> · <a href='#distributions'>4. Distributions</a> · "
-        "<a href='#circular'>5. Circular</a> · <a href='#scale'>6. Model size</a> · "
-        "<a href='#mcq'>7. Multiple choice</a> · <a href='#standin'>8. Stand-in respondents</a> · "
-        "<a href='#definitions'>Definitions</a></p>",
+        LABELS["contents"],  # links to the sections
         *(answer_html(board) if board.runs else []),
         *(baselines_section(board, figures) if board.runs or board.incomplete else []),
     ]
