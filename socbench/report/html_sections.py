@@ -39,9 +39,9 @@ def esc(text: Any) -> str:
 _NUMERIC = re.compile(r"^(?:[-+]?\d|n/a)")
 
 
-def _cell(text: str, extra: str = "") -> str:
+def _cell(text: str) -> str:
     """A cell; numbers right-aligned, words left, a negative margin and n/a marked by class."""
-    classes = " ".join(c for c in (extra, "neg" if "below baseline" in text else "",
+    classes = " ".join(c for c in ("neg" if "below baseline" in text else "",
                                    "na" if text.startswith("n/a") else "",
                                    "" if _NUMERIC.match(text) else "txt") if c)
     return f"<td class='{classes}'>{esc(text)}</td>" if classes else f"<td>{esc(text)}</td>"
@@ -51,14 +51,10 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]], row_classes: Seque
     """A scrollable table; ``row_classes`` (e.g. ``few``) per row."""
     header = "".join(f"<th>{esc(h)}</th>" for h in head)
     classes = row_classes or [""] * len(rows)
-    body = "".join(_tag("tr", classes[i]) + "".join(_cell(c) for c in row) + "</tr>"
-                   for i, row in enumerate(rows))
+    body = "".join((f"<tr class='{cls}'>" if cls else "<tr>") + "".join(_cell(c) for c in row) + "</tr>"
+                   for cls, row in zip(classes, rows))
     return (f"<div class='scroll'><table><thead><tr>{header}</tr></thead>"
             f"<tbody>{body}</tbody></table></div>")
-
-
-def _tag(name: str, cls: str) -> str:
-    return f"<{name} class='{cls}'>" if cls else f"<{name}>"
 
 
 def lead(key: str) -> str:
