@@ -226,8 +226,7 @@ def groups_section(board: Leaderboard) -> list[str]:
                      f"<h4>{esc(heading)} by domain</h4>",
                      heat_table(cells, [d.domain for d in run.domains], by)]
         else:
-            body.append(note("No countries or groups in these results (a single-country study that names "
-                             "neither its country nor a grouping variable)."))
+            body.append(note(LABELS["no_groups"]))
         personas = pooled.get("persona_groups") or {}
         body += (["<h4>Persona groups (pooled over domains)</h4>", persona_table(personas)] if personas
                  else [note("No persona groups were recorded with these results.")])
@@ -243,9 +242,7 @@ def questions_section(board: Leaderboard) -> list[str]:
     blocks = [heading, lead("distributions"), table(DISTRIBUTION_HEAD, rows)]
     drawn = [r for r in board.overall + domain_order(board) if math.isfinite(r["draw_agreement"])]
     if drawn:  # --samples K: how often the K draws of an item agree
-        blocks += [note("Repeated draws (--samples K): the share of an item's draws giving its modal "
-                        "answer (mean over items) and Fleiss' kappa across draws (0: chance agreement)."),
-                   table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
+        blocks += [note(LABELS["draws"]), table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
     for i, run in enumerate(board.ranked()):
         domains = [d for d in run.domains if d.stored.questions]
         if not domains:

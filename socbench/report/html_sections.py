@@ -17,7 +17,7 @@ from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
 from socbench.report.labels import accuracy_text, baseline_label, country_label, domain_label, p_text, signed
-from socbench.report.output import HEADS, TEXTS, fmt
+from socbench.report.output import HEADS, LABELS, TEXTS, fmt
 from socbench.shuffle import option_text
 from socbench.types import COUNTRY
 
@@ -233,8 +233,4 @@ def exports_section(runs: Sequence[ModelRun], out_dir: Path) -> list[str]:
         items += [f"<li>{esc(run.run)}: {links}{failures}</li>"] if files or failures else []
     if not items:
         return []
-    return ["<h2 id='exports'>Answers as files</h2>",
-            "<p>Each run's answers for SPSS, Stata, R and pandas (<code>socbench export</code>; "
-            "<code>_real</code>: the real answers in the survey's own shape; <code>_mapping.csv</code>: the "
-            "names, labels and missing codes a format could not hold, as written).</p>",
-            "<ul>", *items, "</ul>"]
+    return ["<h2 id='exports'>Answers as files</h2>", LABELS["exports"], "<ul>", *items, "</ul>"]
