@@ -210,11 +210,9 @@ def _country_alignment(view: dict[str, Any], grouping: str) -> str:
 
 def distribution_blocks(dom: DomainRun) -> str:
     """Per question: people's and the model's option shares side by side, then by country."""
-    parts = []
-    for qid, view in dom.stored.questions.items():
-        parts.append(f"<div class='question'><h4>{esc(qid)}: {esc(view.get('text', ''))}</h4>"
-                     f"{_bars(view)}{_country_alignment(view, dom.stored.grouping)}</div>")
-    return "".join(parts)
+    return "".join(f"<div class='question'><h4>{esc(qid)}: {esc(view.get('text', ''))}</h4>"
+                   f"{_bars(view)}{_country_alignment(view, dom.stored.grouping)}</div>"
+                   for qid, view in dom.stored.questions.items())
 
 
 def run_heading(run: ModelRun) -> str:
