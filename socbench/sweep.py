@@ -1,7 +1,5 @@
-"""A model sweep: several models over the same domains, cut into deployment runs. Plain data and
-decisions, no Prefect: ``SweepConfig`` (shared run settings, one engine record per model), ``SweepUnit``
-(one engine load each), and ``settle``: what the flow runs' records say of each (model, domain); a Retry
-dispatches only what is neither done nor running.
+"""A model sweep: several models over the same domains, cut into deployment runs (one engine load each).
+Plain data and decisions, no Prefect, so a Retry dispatches only what is neither done nor running.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Writing a unit's records of the results log, atomically, under ``<output_dir>/<run slug>/``.
-
-ISSP, per domain: ``<Domain>_detailed.json`` (record, persona groups, every item), ``<Domain>_metrics.json``
-and with circular evaluation ``<Domain>_circular[_relabel].jsonl``/``_metrics.json``. MCQ, under
-``<model slug>/mcq/``: ``<dataset>_results.json``, ``_predictions.jsonl`` and, per k, the circular files.
-A domain with engine errors is ``complete: false``, its accuracy and F1s ``null``, never a score.
+"""Writing a unit's records of the results log, atomically, under ``<output_dir>/<run slug>/`` (an MCQ
+dataset's under ``<model slug>/mcq/``). A domain with engine errors is ``complete: false``, its accuracy
+and F1s ``null``, never a score.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""The answer first: each run x domain opens with its lead sentence (accuracy beside the demographic model and
-the majority answer), whether its simulated population keeps the survey's structure, for the model and the
-demographic model side by side (does the LLM add structure its attributes alone do not carry?), and both
-SimBench scores; then, where a ``--no_persona`` control run is beside it, whether the persona helped. Read
-from each domain's stored ``yardsticks``; older results have none, and the lines say so."""
+"""The answer first: each run x domain opens with its lead sentence, whether its simulated population keeps
+the survey's structure beside the demographic model's (does the LLM add structure its attributes alone do
+not carry?) and both SimBench scores; then, beside a ``--no_persona`` control run, whether the persona
+helped. Read from each domain's stored ``yardsticks``; older results have none, and the lines say so."""
 
 from __future__ import annotations
 
