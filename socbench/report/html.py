@@ -169,9 +169,6 @@ def write_leaderboard(board: Leaderboard, out_dir: Path) -> tuple[Path, Path]:
     return md, csv
 
 
-REPORT_FOLDER = "report"
-
-
 @dataclass(frozen=True)
 class ReportPaths:
     """Where ``write_report`` put everything, the leaderboard it computed, and notes."""
@@ -300,7 +297,7 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     ``out_dir`` (``<output_dir>/report``); DataError when there is nothing to report."""
     output_dir = Path(output_dir).expanduser()
     board = leaderboard(output_dir, n_resamples=n_resamples, seed=seed)
-    out = Path(out_dir).expanduser() if out_dir is not None else output_dir / REPORT_FOLDER
+    out = Path(out_dir).expanduser() if out_dir is not None else output_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     md, csv = write_leaderboard(board, out)
     figures = draw_figures(board, out)
