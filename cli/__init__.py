@@ -14,6 +14,7 @@ from socbench.cli.interrupt import exit_interrupted, interruptible
 from socbench.errors import SocbenchError
 
 _COMMANDS = ("data", "issp", "mcq", "report", "export", "estimate")
+_MODULES = ("data", "inprocess", "report", "export", "estimate")  # inprocess: issp (and issp prompts), mcq
 
 
 class Parser(argparse.ArgumentParser):
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="socbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser,
                                 metavar="{" + ",".join(_COMMANDS) + "}")
-    for name in _COMMANDS:
+    for name in _MODULES:
         importlib.import_module(f"socbench.cli.{name}").register(sub)
     return parser
 

@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 
-from socbench.cli import data_import, data_validate
-from socbench.cli.flags import flag, non_negative_int
-from socbench.errors import ConfigError
+from socbench.cli import data_import
+from socbench.cli.flags import flag, non_negative_int, positive_int
+from socbench.data.import_safety import mixed_sources
+from socbench.data.layout import dataset_root, sample_dir
+from socbench.data.loaders import load_domain
+from socbench.data.options import INVALID_CODE, build_items, exclusions_by_question, summarize_items
+from socbench.data.sampling import stratum
+from socbench.domains import DomainSpec, select_domains
+from socbench.errors import ConfigError, DataError
+from socbench.types import COUNTRY, DomainData
+from socbench.weights import NO_WEIGHTS, weights_off_reason
 
 SYNTH_SEED = 20261122
 DEFAULT_RESPONDENTS = 40
+COLUMNS = ("respondents", "questions", "countries", "scoreable_items", "excluded_items")  # validate's table
+SHOWN_QUESTIONS = 12  # per domain in the table; --json has every question
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("data", help="validate, synthesise or import survey data")
     inner = parser.add_subparsers(dest="data_command", required=True, parser_class=type(parser))
-    data_validate.register(inner)
+    check = inner.add_parser("validate", help="check an ISSP dataset and count scoreable items per domain")
+    flag(check, "data_dir", type=Path, required=True, help="a SocioBench Dataset_all folder (or its parent)")
+    flag(check, "dataset_size", type=lambda text: "all" if text.strip() == "all" else positive_int(text),
+         default=500, help="sample size: reads A_GroundTruth_sampling<N> (default 500; all: ...samplingall)")
+    flag(check, "domain_id", default="all",
+         help="domain id or slug (the manifest's, else 1-4, 6-11) or 'all' (default)")
+    flag(check, "json", action="store_true", help="print one JSON object instead of a table")
+    check.set_defaults(handler=run_validate)
     synth = inner.add_parser(
         "synth", help="write synthetic respondents (demo or your question sets) in the Dataset_all layout",
         description="Write q&a/ and A_GroundTruth_sampling500/ for each domain, with seeded synthetic "
@@ -37,7 +56,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_synth(args: argparse.Namespace) -> int:
     """``socbench data synth``: a synthetic SocioBench ``Dataset_all`` folder."""
     from socbench.data.synth import write_dataset
-    from socbench.domains import select_domains
 
     if args.respondents < 1:
         raise ConfigError(f"--respondents must be a positive integer, got {args.respondents}")
@@ -46,3 +64,102 @@ def run_synth(args: argparse.Namespace) -> int:
     print(f"wrote {len(domains)} domain(s) x {args.respondents} synthetic respondents to {args.out} "
           f"(seed {args.seed}, questions: {info['questions']})")
     return 0
+
+
+def domain_report(data: DomainData) -> dict[str, object]:
+    """Counts of one loaded domain, as printed by ``validate`` (and its ``--json``)."""
+    items = build_items(data)
+    summary = summarize_items(items)
+    unmapped = sorted(data.unmapped_countries.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {
+        "respondents": len(data.respondents),
+        "questions": len(data.questions),
+        "countries": len({stratum(p) for p in data.respondents}),  # or groups of ``grouping``
+        "grouping": data.grouping,
+        "scoreable_items": summary["scoreable"],
+        "excluded_items": summary["excluded"],
+        "excluded_by_reason": summary["excluded_by_reason"],
+        "excluded_by_question": exclusions_by_question(items),
+        "unmapped_respondents": [{"country": name, "count": n} for name, n in unmapped],
+    }
+
+
+def validate(data_dir: Path, domains: list[DomainSpec], dataset_size: int | str) -> tuple[dict, dict]:
+    """Reports and each domain's problems (loading, mixed source files, unusable weights), keyed by
+    domain id (as a string)."""
+    root = dataset_root(data_dir)
+    sample_dir(root, dataset_size)  # shared problems: fail once, not per domain
+    reports: dict[str, dict] = {}
+    errors: dict[str, list[str]] = {}
+    for domain in domains:
+        problems = [line] if (line := mixed_sources(root, domain.slug, domain.answer_name)) else []
+        try:
+            data = load_domain(data_dir, domain, dataset_size)
+            reports[str(domain.id)] = domain_report(data)
+            people = data.respondents
+            reason = weights_off_reason([p.weight for p in people], [p.person_id for p in people])
+            if reason not in (None, NO_WEIGHTS):  # some weights unusable: weighted metrics would be off
+                problems.append(f"{data.source}: {reason}: weighted metrics will be off")
+        except DataError as exc:
+            problems.append(str(exc))
+        if problems:
+            errors[str(domain.id)] = [f"domain {domain.id}: {problem}" for problem in problems]
+    return reports, errors
+
+
+def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
+    """A readable per-domain table, then exclusion reasons and unmapped countries."""
+    import pandas as pd
+
+    rows = [{"id": key, "domain": names[key], **{c: r[c] for c in COLUMNS},
+             "unmapped": sum(u["count"] for u in r["unmapped_respondents"])} for key, r in reports.items()]
+    lines = [pd.DataFrame(rows).to_string(index=False)] if rows else []
+    for key, report in reports.items():
+        for reason, count in report["excluded_by_reason"].items():
+            lines.append(f"  {names[key]}: excluded, {reason}: {count}")
+        lines += _question_lines(names[key], report)
+        grouping = report["grouping"]
+        if grouping != COUNTRY:
+            lines.append(f"  {names[key]}: grouped by {grouping} ({report['countries']} groups; not a "
+                         "country variable): strata, the majority-in-group baseline and breakdowns use it")
+        what = "country not mapped" if grouping == COUNTRY else f"no {grouping} recorded"
+        for entry in report["unmapped_respondents"]:
+            lines.append(f"  {names[key]}: {what}: {entry['country']!r} ({entry['count']} respondents)")
+    return "\n".join(lines)
+
+
+def _question_lines(name: str, report: dict) -> list[str]:
+    """Per question, the exclusions: questions losing answers as "code not offered" first (a
+    scale whose answers are not among its options shows here by name), then the most excluded."""
+    by_question: dict[str, dict[str, int]] = report["excluded_by_question"]
+    order = sorted(
+        by_question, key=lambda q: (-by_question[q].get(INVALID_CODE, 0), -sum(by_question[q].values()))
+    )
+    lines = [
+        f"  {name} {qid}: excluded " + ", ".join(f"{reason}: {n}" for reason, n in by_question[qid].items())
+        for qid in order[:SHOWN_QUESTIONS]
+    ]
+    if len(order) > SHOWN_QUESTIONS:
+        more = len(order) - SHOWN_QUESTIONS
+        lines.append(f"  {name}: {more} more question(s) with exclusions (--json lists all)")
+    return lines
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """``socbench data validate``: a domain that cannot be read is one error line (exit 2), the others are
+    still validated; problems shared by all domains (no such folder, sample size) stop at once."""
+    domains = select_domains(args.domain_id, data_dir=args.data_dir)
+    reports, errors = validate(args.data_dir, domains, args.dataset_size)
+    names = {str(d.id): d.name for d in domains}
+    if args.json:
+        payload: dict[str, object] = {"domains": reports}
+        if errors:
+            payload["errors"] = errors
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    elif reports:
+        print(f"{args.data_dir} (sample size {args.dataset_size})")
+        print(format_table(reports, names))
+    for lines in errors.values():
+        for message in lines:
+            print(f"socbench: error: {message}", file=sys.stderr)
+    return 2 if errors else 0

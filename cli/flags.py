@@ -57,9 +57,6 @@ def json_object(text: str) -> dict[str, Any]:
     return value
 
 
-# ------------------------------------------------------------- flags from a configuration
-
-
 def _choices(annotation: Any) -> list[str]:
     """The values of a Literal (or optional Literal) field, for the help text; else []."""
     if typing.get_origin(annotation) is typing.Literal:

@@ -108,12 +108,12 @@ def _preload(config: Any) -> None:
     the report (after the server is spawned: it imports scikit-learn too)."""
     from socbench import pipeline
     from socbench.engines.session import get_engine
-    from socbench.report.output import preload_figures
+    from socbench.report.output import new_figure
     from socbench.studies import task_for
 
     requests = pipeline.all_requests(pipeline.plans(task_for(config)))
     pipeline.preload(get_engine(config.engine_settings()), requests)
-    preload_figures()
+    new_figure(1, 1)  # matplotlib's imports (0.3 s)
 
 
 def run_study(config: Any) -> int:
@@ -139,3 +139,18 @@ def add_study(sub: argparse._SubParsersAction, name: str, model: type, **texts: 
     parser = sub.add_parser(name, **texts)
     add_config_flags(parser, model)
     parser.set_defaults(handler=lambda args: run_study(config_from_args(model, args)))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """``socbench issp`` (ISSP, or any imported survey; ``issp prompts``: ``cli.issp_prompts``) and ``socbench
+    mcq`` (CP vs MCP on ARC, MMLU or an ARC JSONL file); exit 1 when a unit failed or is incomplete."""
+    from socbench.cli.issp_prompts import register_prompts
+    from socbench.config import RunConfig
+    from socbench.mcq.config import McqConfig
+
+    add_study(sub, "issp", RunConfig, help="run the ISSP persona benchmark (issp prompts: print its prompts)",
+              description="Run the ISSP persona benchmark through the Prefect flow in this process. "
+                          "`socbench issp prompts --help`: print prompts instead.")
+    register_prompts(sub)
+    add_study(sub, "mcq", McqConfig,
+              help="CP vs MCP on multiple-choice questions (ARC, MMLU or a JSONL file)")

@@ -1,23 +1,16 @@
 """Circular evaluation (OpenCompass's CircularEval): re-ask a multiple-choice item with its options
-reordered; an item counts as truly solved only if every order is answered right. ``circular``: the n
-rotations; ``all_possible``: all n! orders (n > 5 needs ``max_variants``: the rotations plus a seeded
-sample, the ``sampled`` family). Every item keeps its own labels and count; nothing assumes A-D.
+reordered; an item counts as solved only if every order is answered right. ``circular``: the n rotations;
+``all_possible``: all n! orders (n > 5 needs ``max_variants``: the rotations plus a seeded sample, the
+``sampled`` family). Every item keeps its own labels and count; nothing assumes A-D.
 
-Conventions (used by prompts, scoring, metrics and reports):
+A *pattern* is the original labels in displayed order; the identity variant (``pattern == origin``) is
+found by value, never by position. ``keep_labels=False`` (ARC, ``--circular_labels relabel``) remaps the
+gold label (label and order bias); ``keep_labels=True`` (ISSP's ``order_only``) keeps each code with its
+text (order bias alone). A variant's id is ``"<qid>--<pattern>"``; the normal prompt's ``request_id`` is
+the plain qid, so it shares the non-circular request's cache entry and score.
 
-* a *pattern* is the original option labels in displayed order; the identity variant is ``pattern ==
-  origin``, found by value, never by position. (OpenCompass stores the inverse permutation; the rotations,
-  the identity and hence every metric are the same.)
-* ``keep_labels=False`` (ARC, ``--circular_labels relabel``): positions keep their labels and the texts
-  move, so the gold label is remapped: *label and order* bias ("always 1" scores perf 0). ``keep_labels=
-  True`` (ISSP's ``order_only``): each code stays with its text: *order* bias alone (a model that always
-  answers "1" looks perfectly consistent).
-* a variant's id is ``"<qid>--<pattern>"``; ``request_id`` is the plain qid for the normal prompt, so that
-  request is byte-identical to the non-circular one (same cache entry, same normal score).
-
-Metrics (OpenCompass's ``CircularEvaluator``) per family (origin, circular, all_possible, sampled):
-``acc``, ``more_N`` (at least N variants right), ``perf`` (all right), ``vote`` (the mapped-back majority,
-ties to the first seen, is gold). A question enters a family only if all its patterns ran, so
+Metrics per family (OpenCompass's ``CircularEvaluator``): ``acc``, ``more_N``, ``perf`` (all right) and
+``vote`` (the mapped-back majority is gold). A question enters a family only if all its patterns ran, so
 ``perf_sampled`` (an upper bound) is never read as ``perf_all_possible``; an empty family gives NaN.
 MCP items are labelled by position (A, B, ...); CP is not expanded (``CP_SKIPPED``).
 """
@@ -49,9 +42,6 @@ from socbench.types import (
 
 MAX_ALL_POSSIBLE_OPTIONS = 5  # 5! = 120 orders; 6! = 720 needs an explicit --max_variants
 _ENUMERATE_LIMIT = 40_320  # up to 8! orders are listed and sampled; beyond, drawn one by one
-
-
-# ------------------------------------------------------------------------ patterns
 
 
 def rotations(labels: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -94,9 +84,6 @@ def variant_patterns(labels: Sequence[str], settings: CircularSettings,
     return list(itertools.permutations(labels)), False  # identity first, as get_all_possible_patterns
 
 
-# ----------------------------------------------------------------------- expansion
-
-
 def expand_item(qid: str, options: Sequence[tuple[str, str]], gold: str, settings: CircularSettings, *,
                 keep_labels: bool = False, positions: Sequence[str] | None = None) -> list[Variant]:
     """All variants of one item (``options``: (label, text) in original order), gold remapped; without
@@ -130,8 +117,6 @@ def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
                        positions=[str(i) for i in range(1, len(order) + 1)] if relabel else None)
 
 
-# ----------------------------------------------------------- multiple-choice items
-
 CP_SKIPPED = ("circular: CP skipped (a cloze prompt does not show the other options, "
               "so their order cannot change its answer); circular metrics are for MCP")
 NO_MCP = "circular: nothing to expand, MCP was not run (add mcp to --method)"
@@ -154,8 +139,6 @@ def circular_name(dataset: str, k: int) -> str:
     """The files' stem and the summary table's row: ``<dataset>_mcp_k<k>``."""
     return f"{dataset}_mcp_k{k}"
 
-
-# ------------------------------------------------------------------------ metrics
 
 FAMILIES: tuple[str, ...] = ("origin", "circular", "all_possible")
 SAMPLED = "sampled"
@@ -237,9 +220,6 @@ def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> Ci
         variants={family: n for family, (_, _, n) in per_family.items()},
         sampled_questions=sum(any(r.sampled for r in group) for group in groups.values()),
     )
-
-
-# ------------------------------------------------------------------------- reducer
 
 
 def reduce_domain(scored: ScoredDomain, settings: CircularSettings | None) -> ScoredDomain:

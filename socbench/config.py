@@ -31,13 +31,6 @@ EXPORT_FORMATS = ("csv", "parquet", "dta", "sav")  # socbench export / --export
 ExportFormat = Literal["csv", "parquet", "dta", "sav"]
 
 
-def demo_data_dir() -> Path:
-    """The synthetic demo data: the checkout's ``data/demo``, installed as ``socbench._demo``."""
-    import socbench._demo
-
-    return Path(next(iter(socbench._demo.__path__))) / "Dataset_all"
-
-
 @dataclass(frozen=True)
 class Setting:
     """One flat setting: its flag name, its path in the record (field names), its field."""
@@ -250,8 +243,11 @@ class RunConfig(EngineRun):
 
     @property
     def dataset_dir(self) -> Path:
-        """``data_dir``, or the demo data (None in the record: no path of this machine in a deployment)."""
-        return self.data_dir or demo_data_dir()
+        """``data_dir``, or the demo data (None in the record: no path of this machine in a deployment): the
+        checkout's ``data/demo``, installed as ``socbench._demo``."""
+        import socbench._demo
+
+        return self.data_dir or Path(next(iter(socbench._demo.__path__))) / "Dataset_all"
 
     def data_record(self) -> dict[str, Any]:
         """What ``summary.json`` records of the data: which respondents, the study's name, and the licensed

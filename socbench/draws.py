@@ -24,10 +24,6 @@ def draw_seed(run_seed: int, draw: int) -> int:
     return run_seed + draw
 
 
-def draw_id(item_id: str, draw: int) -> str:
-    return f"{item_id}{DRAW_MARK}{draw}"
-
-
 def item_of(request_id: str) -> str:
     """The item a draw's request id belongs to (an ordinary id is its own item)."""
     return request_id.split(DRAW_MARK, 1)[0]
@@ -37,7 +33,7 @@ def draw_prompts(prompts: Sequence[PromptRequest], samples: int, run_seed: int) 
     """Each prompt ``samples`` times, adjacent, draw ``k`` seeded ``draw_seed(run_seed, k)``."""
     if samples <= 1:
         return list(prompts)
-    return [replace(p, item_id=draw_id(p.item_id, k),
+    return [replace(p, item_id=f"{p.item_id}{DRAW_MARK}{k}",
                     sampling=replace(p.sampling, seed=draw_seed(run_seed, k)))
             for p in prompts for k in range(samples)]
 

@@ -1,12 +1,9 @@
 """Read the option code an engine's answer names, or say why it cannot be read.
 
 The original system took the *first* ``"option"`` match (so an echoed empty template won), did not
-normalise values (" 1", "01", "2, Agree") and guessed codes from prose. Here, conservatively: the LAST
-JSON object with an ``answer`` (or ``option_id`` / ``option``) key, echoed templates skipped (objects in
-code fences or nested count); else the last explicit ``"answer": <value>`` (single-quoted and truncated
-replies too). The value must be an offered code (an int, a float with no fraction, a string starting
-with an integer: "02", "2, Agree", "-4") or exactly an option's label; else a failure from ``FAILURES``.
-Nothing is guessed from prose. In logprobs mode the answer is the most probable offered code.
+normalise values (" 1", "01", "2, Agree") and guessed codes from prose. Here: the LAST JSON object with an
+answer key (echoed templates skipped), else the last explicit ``"answer": <value>``; the value must be an
+offered code or exactly an option's label, else a failure from ``FAILURES``. Nothing is guessed from prose.
 """
 
 from __future__ import annotations
@@ -76,10 +73,6 @@ def _explicit_answers(text: str) -> list[Any]:
     return values
 
 
-def _is_template(value: Any) -> bool:
-    return isinstance(value, str) and value.strip().lower() in TEMPLATE_VALUES
-
-
 def _squash(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -110,19 +103,15 @@ def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]],
     return (code, None) if code in codes else (None, NOT_OFFERED)
 
 
-def _as_options(offered: Sequence[tuple[Code, str]] | Sequence[Code]) -> list[tuple[Code, str | None]]:
-    return [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
-
-
 def extract_answer(text: str | None, offered: Sequence[tuple[Code, str]] | Sequence[Code],
                    allow_label: bool = True) -> tuple[Code | None, str | None]:
     """The offered code named by a generated reply, or (None, failure reason)."""
     if text is None or not text.strip():
         return None, EMPTY
-    options = _as_options(offered)
+    options = [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
     saw_template = False
     for values in (_json_answers(text), _explicit_answers(text)):
-        real = [v for v in values if not _is_template(v)]
+        real = [v for v in values if not (isinstance(v, str) and v.strip().lower() in TEMPLATE_VALUES)]
         saw_template = saw_template or len(real) < len(values)
         if real:
             return normalize_value(real[-1], options, allow_label)

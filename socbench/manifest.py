@@ -168,12 +168,6 @@ def find_manifest(data_dir: str | Path) -> Path | None:
     return None
 
 
-def _error_line(path: Path, exc: ValidationError) -> str:
-    where, _, message = first_problem(exc)
-    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{path}: field '{where}': {message}{more}" if where else f"{path}: {message}{more}"
-
-
 def read_manifest(path: str | Path) -> Manifest:
     """Parse and validate one manifest file; one DataError line per problem."""
     path = Path(path)
@@ -190,7 +184,10 @@ def read_manifest(path: str | Path) -> Manifest:
     try:
         return Manifest.model_validate(raw)
     except ValidationError as exc:
-        raise DataError(_error_line(path, exc)) from None
+        where, _, message = first_problem(exc)
+        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        field = f" field '{where}':" if where else ""
+        raise DataError(f"{path}:{field} {message}{more}") from None
 
 
 def load_manifest(data_dir: str | Path | None) -> Manifest | None:

@@ -91,9 +91,6 @@ def all_requests(found: dict[Unit, Plan]) -> list[Request]:
     return [request for unit_plan in found.values() for request in unit_plan.prompts.requests]
 
 
-# ---------------------------------------------------------------------------------- engine
-
-
 def method_of(request: Request) -> str:
     """The engine method that answers ``request``."""
     if isinstance(request, LoglikelihoodRequest):

@@ -104,10 +104,8 @@ def unit_overflow(unit: Unit, prompts: Sequence[PromptRequest], tokenizer, conte
     return Overflow(unit, over, len(prompts), longest) if over else None
 
 
-Prompts = dict[Unit, list[PromptRequest]]
-
-
-def check_prompt_lengths(prompts: Prompts, tokenizer, context: int, where: str) -> None:
+def check_prompt_lengths(prompts: dict[Unit, list[PromptRequest]], tokenizer, context: int,
+                         where: str) -> None:
     """Every prompt and its reply fit ``context`` tokens (from ``where``); else one ConfigError line."""
     overflows = [o for d, p in prompts.items() if (o := unit_overflow(d, p, tokenizer, context))]
     if not overflows:
@@ -223,7 +221,10 @@ def check_run(config: Any) -> None:
     if context is not None:
         chat = {unit: [r for r in found.prompts.requests if isinstance(r, PromptRequest)]
                 for unit, found in plans.items()}
-        check_prompt_lengths(chat, model_tokenizer(settings), context, _context_source(settings))
+        vllm = settings.api_type == "vllm"
+        where = "--engine max_model_len" if vllm and settings.engine_args.get("max_model_len") else \
+            "the model's own max_model_len" if vllm else "the model's config"
+        check_prompt_lengths(chat, model_tokenizer(settings), context, where)
 
 
 def model_tokenizer(settings: EngineSettings):
@@ -235,9 +236,3 @@ def model_tokenizer(settings: EngineSettings):
     folder = settings.engine_args.get("tokenizer") or resolve_model(settings.model).path
     # no limit of its own: it would warn about every prompt longer than the model (we count those)
     return AutoTokenizer.from_pretrained(folder, model_max_length=sys.maxsize)
-
-
-def _context_source(settings: EngineSettings) -> str:
-    if settings.api_type == "vllm" and settings.engine_args.get("max_model_len"):
-        return "--engine max_model_len"
-    return "the model's own max_model_len" if settings.api_type == "vllm" else "the model's config"

@@ -6,7 +6,6 @@ Prefect worker has none). ``domain_line`` and ``run_table`` put each score besid
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -14,21 +13,6 @@ from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.report.labels import baseline_label
 from socbench.report.output import fmt
 from socbench.report.terminal import terminal_table
-
-
-class Throttle:
-    """``ready()`` is True at most once per ``seconds`` (UI artifacts are not updated per request)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._last = 0.0
-
-    def ready(self) -> bool:
-        now = time.monotonic()
-        if now - self._last >= self.seconds:
-            self._last = now
-            return True
-        return False
 
 
 class Listener(Protocol):
@@ -67,9 +51,6 @@ def _tell(event: str) -> Callable[..., None]:
 begin, requests, advance, end, note = map(_tell, ("begin", "requests", "advance", "end", "note"))
 
 
-# ------------------------------------------------------------------ a domain, a run
-
-
 def _accuracy(row: Mapping[str, Any]) -> str:
     low, high = row["accuracy_ci_low"], row["accuracy_ci_high"]
     missing = f"[no CI: n < {DEFAULT_MIN_RESPONDENTS}]"  # low is None or NaN
@@ -82,10 +63,6 @@ def _margin(row: Mapping[str, Any]) -> str:
     return fmt(margin) if margin is None or fmt(margin) == "n/a" else f"{margin:+.3f}"
 
 
-def _baseline(row: Mapping[str, Any]) -> str:
-    return f"{baseline_label(row['best_baseline'], short=True)} {fmt(row['best_baseline_accuracy'])}"
-
-
 def domain_line(row: Mapping[str, Any]) -> str:
     """``domain 3 Family: 145 items, accuracy 0.412 [0.350, 0.470], best baseline majority answer 0.380
     (+0.032), 0 parse failures, 0 engine errors`` from a summary row; an incomplete one says so."""
@@ -93,7 +70,8 @@ def domain_line(row: Mapping[str, Any]) -> str:
     tail = f"{row['parse_failures']} parse failures, {row['engine_errors']} engine errors"
     if row.get("complete") is False:
         return f"{head}, INCOMPLETE, not a result ({row['incomplete_reason']}), {tail}"
-    return f"{head}, accuracy {_accuracy(row)}, best baseline {_baseline(row)} ({_margin(row)}), {tail}"
+    best = f"{baseline_label(row['best_baseline'], short=True)} {fmt(row['best_baseline_accuracy'])}"
+    return f"{head}, accuracy {_accuracy(row)}, best baseline {best} ({_margin(row)}), {tail}"
 
 
 def finished_line(line: str, seconds: float) -> str:

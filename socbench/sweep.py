@@ -1,7 +1,5 @@
-"""A model sweep: several models over the same domains, cut into deployment runs. Plain data and
-decisions, no Prefect: ``SweepConfig`` (shared run settings, one engine record per model), ``SweepUnit``
-(one engine load each), and ``settle``: what the flow runs' records say of each (model, domain); a Retry
-dispatches only what is neither done nor running.
+"""A model sweep: several models over the same domains, cut into deployment runs (one engine load each).
+Plain data and decisions, no Prefect, so a Retry dispatches only what is neither done nor running.
 """
 
 from __future__ import annotations
@@ -133,9 +131,6 @@ class SweepConfig(BaseModel):
             for start in range(0, len(domain_ids), size):
                 units.append(SweepUnit(index, tuple(domain_ids[start:start + size]), deployment))
         return units
-
-
-# ------------------------------------------------------ what the runs' records (socbench.records) say
 
 
 @dataclass

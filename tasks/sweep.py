@@ -100,10 +100,6 @@ def wait_for_runs(ids: list[UUID]) -> None:
                 time.sleep(POLL_S)
 
 
-def _artifact_key(name: str) -> str:
-    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
-
-
 @stage
 def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) -> SweepOutcome:
     """``summary.json``/``.md`` per model over its domains (failed ones named), then the report
@@ -116,7 +112,8 @@ def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) 
         results = [state.results[(index, d)] for d in domain_ids if (index, d) in state.results]
         failed = {d: state.failed[(index, d)] for d in domain_ids if (index, d) in state.failed}
         summary = write_run_summary(run.output_dir, run.run_name, results, failed, run.data_record())
-        create_table_artifact(summary.rows, key=f"issp-sweep-summary-{_artifact_key(run.run_name)}",
+        slug = re.sub(r"[^a-z0-9-]+", "-", run.run_name.lower()).strip("-")
+        create_table_artifact(summary.rows, key=f"issp-sweep-summary-{slug}",
                               description=f"{run.data_record()['study']} sweep summary: {run.run_name}")
         summaries[run.run_name] = str(summary.path)
         completed[run.run_name] = [r.domain_id for r in results]

@@ -4,13 +4,14 @@ stored in the engine cache as it finishes: a rerun or a retry sends exactly the 
 
 from __future__ import annotations
 
+import time
+
 from prefect import get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from socbench import pipeline, progress
 from socbench.engines.session import get_engine
 from socbench.engines.settings import EngineSettings
-from socbench.progress import Throttle
 from socbench.task import Prompts
 from socbench.tasks import stage
 from socbench.types import Answers
@@ -24,13 +25,14 @@ class RequestProgress:
         self.artifact = create_progress_artifact(0.0, key=key, description=description)
         self.total = total
         self.done = 0
-        self.throttle = Throttle(seconds=2.0)
+        self.updated = 0.0  # time.monotonic() of the artifact's last update
         progress.requests(total)
 
     def __call__(self, index: int, result: object) -> None:
         self.done += 1
         progress.advance()
-        if self.throttle.ready() or self.done == self.total:
+        if time.monotonic() - self.updated >= 2.0 or self.done == self.total:
+            self.updated = time.monotonic()
             update_progress_artifact(self.artifact, progress=100.0 * self.done / max(1, self.total))
 
 

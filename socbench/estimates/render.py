@@ -3,8 +3,9 @@ terminal (the report reads the run's own, smaller ``study.gain_record``)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from socbench.report.output import fmt
 
 HEAD = ("domain", "question", "target", "n", "PPI [95% CI]", "classical CI", "gain [CI]", "coverage")
 LEGEND = ("n: labelled respondents; gain: the respondents the classical interval would need to be as "
@@ -28,13 +29,8 @@ def question_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _num(value: Any, digits: int = 3) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) \
-        else f"{value:.{digits}f}"
-
-
 def _pair(values: list[float] | None, digits: int = 3) -> str:
-    return "n/a" if not values else f"[{_num(values[0], digits)}, {_num(values[1], digits)}]"
+    return "n/a" if not values else f"[{fmt(values[0], digits)}, {fmt(values[1], digits)}]"
 
 
 def table_cells(row: dict[str, Any]) -> list[str]:
@@ -43,9 +39,9 @@ def table_cells(row: dict[str, Any]) -> list[str]:
         return [row["domain"], row["question_id"], row["target"], str(row["labelled"]), row["note"] or "",
                 "", "", ""]
     return [row["domain"], row["question_id"], row["target"], str(row["labelled"]),
-            f"{_num(row['estimate'])} {_pair(row['ci'])}", _pair(row["classical_ci"]),
-            f"{_num(row['gain'], 2)} {_pair(row['gain_ci'], 2)}",
-            f"{_num(row['coverage'], 2)} / {_num(row['classical_coverage'], 2)}"]
+            f"{fmt(row['estimate'])} {_pair(row['ci'])}", _pair(row["classical_ci"]),
+            f"{fmt(row['gain'], 2)} {_pair(row['gain_ci'], 2)}",
+            f"{fmt(row['coverage'], 2)} / {fmt(row['classical_coverage'], 2)}"]
 
 
 def domain_lines(record: dict[str, Any]) -> list[str]:
@@ -56,13 +52,13 @@ def domain_lines(record: dict[str, Any]) -> list[str]:
         if not gain["questions"]:
             lines.append(f"{d['domain']}: no question has enough labelled respondents for an estimate.")
             continue
-        lines += [f"{d['domain']}: these answers are worth {_num(gain['median'], 1)} x your sample "
+        lines += [f"{d['domain']}: these answers are worth {fmt(gain['median'], 1)} x your sample "
                   f"(n = {d['labelled']} of {d['respondents']} respondents labelled).",
-                  f"  median gain over {gain['questions']} questions {_num(gain['median'], 2)} (quartiles "
-                  f"{_num(gain['q25'], 2)}-{_num(gain['q75'], 2)}; 95% CI over repeated splits "
+                  f"  median gain over {gain['questions']} questions {fmt(gain['median'], 2)} (quartiles "
+                  f"{fmt(gain['q25'], 2)}-{fmt(gain['q75'], 2)}; 95% CI over repeated splits "
                   f"{_pair(gain['median_ci'], 2)})",
-                  f"  coverage of the 95% intervals over repeated splits: PPI {_num(d['coverage'], 3)}, "
-                  f"classical {_num(d['classical_coverage'], 3)} (nominal 0.95)"]
+                  f"  coverage of the 95% intervals over repeated splits: PPI {fmt(d['coverage'], 3)}, "
+                  f"classical {fmt(d['classical_coverage'], 3)} (nominal 0.95)"]
         if d.get("plan"):
             lines.append("  budget: " + plan_text(d["plan"]))
     return lines
@@ -74,4 +70,4 @@ def plan_text(plan: dict[str, float]) -> str:
                 "the interval enough to pay for themselves")
     return (f"{plan['humans']:.0f} respondents + {plan['model_answers']:.0f} model answers (cost "
             f"{plan['cost']:.2f}) = {plan['effective_n']:.0f} effective respondents, "
-            f"{_num(plan['gain_over_humans_only'], 2)} x the {plan['humans_only_n']:.0f} it buys alone")
+            f"{fmt(plan['gain_over_humans_only'], 2)} x the {plan['humans_only_n']:.0f} it buys alone")

@@ -1,10 +1,7 @@
-"""The export's tables. Long: a row per scored item with its labels, design weight and source row, then
-(``row_kind``) a row per draw and per circular variant: a tidy table R, Stata and pandas read as is, so
-nobody converts the nested JSON. Wide: the survey's own shape (a row per respondent, a column per question
-under its variable name, the source file's labels and missing declarations), the model's answers in one
-table and the real ones (missing codes included) in a second, so users analyse them side by side;
-``source_row`` merges either back onto the archive file. Codes are numbers when every code of the column
-is one.
+"""The export's tables. Long: a row per scored item (labels, design weight, source row), then a row per
+draw and per circular variant (``row_kind``): a tidy table R, Stata and pandas read as is. Wide: the
+survey's own shape and labels, the model's answers and the real ones in two tables to analyse side by
+side; ``source_row`` merges either back onto the archive file.
 """
 
 from __future__ import annotations

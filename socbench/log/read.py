@@ -224,9 +224,6 @@ def load_runs(output_dir: str | Path) -> Runs:
     return runs
 
 
-# --------------------------------------------------------------------- socbench.evaluate
-
-
 def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
     """Each unit's metrics as the run wrote them (an ISSP domain's or an MCQ dataset's)."""
     found: dict[str, dict[str, Any]] = {}

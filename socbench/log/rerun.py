@@ -29,9 +29,8 @@ def forget(folder: Path) -> None:
 
 
 def fingerprint(config: Any) -> str | None:
-    """What the run's results depend on: socbench's code (``memo.code_fingerprint``), the whole
-    configuration, the data folder's files by content and a local model's files; None for a study whose
-    inputs are not all known (MCQ)."""
+    """What the run's results depend on: socbench's code, the whole configuration, the data folder's files
+    and a local model's files; None for a study whose inputs are not all known (MCQ)."""
     from socbench.memo import code_fingerprint
     from socbench.models import resolve_model
 

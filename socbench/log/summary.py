@@ -159,9 +159,8 @@ def write_summary_json(folder: str | os.PathLike[str], results: Sequence[DomainR
                        failed: Mapping[int, str] | None = None, model: str | None = None,
                        data: Mapping[str, Any] | None = None,
                        export_failed: Sequence[str] = ()) -> dict[str, Any]:
-    """Write ``summary.json`` (``pooled`` over every domain record in ``folder``); ``data``
-    (``RunConfig.data_record``) lets ``socbench export`` find the respondents' source rows;
-    ``export_failed``: one line per ``--export`` format not written. The payload."""
+    """Write ``summary.json`` (``pooled`` over every domain record in ``folder``); its payload. ``data``
+    (``RunConfig.data_record``) lets ``socbench export`` find the respondents' source rows."""
     folder = Path(folder)
     forget(folder)
     payload = summary_payload(results, failed, model, pooled([d.stored for d in read_domains(folder)]))

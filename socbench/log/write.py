@@ -1,9 +1,6 @@
-"""Writing a unit's records of the results log, atomically, under ``<output_dir>/<run slug>/``.
-
-ISSP, per domain: ``<Domain>_detailed.json`` (record, persona groups, every item), ``<Domain>_metrics.json``
-and with circular evaluation ``<Domain>_circular[_relabel].jsonl``/``_metrics.json``. MCQ, under
-``<model slug>/mcq/``: ``<dataset>_results.json``, ``_predictions.jsonl`` and, per k, the circular files.
-A domain with engine errors is ``complete: false``, its accuracy and F1s ``null``, never a score.
+"""Writing a unit's records of the results log, atomically, under ``<output_dir>/<run slug>/`` (an MCQ
+dataset's under ``<model slug>/mcq/``). A domain with engine errors is ``complete: false``, its accuracy
+and F1s ``null``, never a score.
 """
 
 from __future__ import annotations
@@ -38,7 +35,7 @@ from socbench.mcq.scoring import (
     reported_accuracies,
 )
 from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
-from socbench.report.output import model_dir, now_timestamp
+from socbench.report.output import LABELS, model_dir, now_timestamp
 from socbench.types import (
     CircularScores,
     CircularSettings,
@@ -48,14 +45,8 @@ from socbench.types import (
     VariantResult,
 )
 
-TIE_RULE = "vote ties go to the answer seen first in the file (Counter.most_common, as OpenCompass)"
-MEASURES = {
-    "order_only": "order bias: each code stays with its text, only the lines move (the survey's own codes)",
-    "relabel": "label and order bias: options numbered 1..n by position in each order, the answer mapped "
-               "back (OpenCompass's relabelling)",
-}
-SAMPLED_NOTE = ("the *_sampled metrics are over a seeded sample of orders (the n rotations plus others, "
-                "--max_variants), not all n! orders; perf_sampled is an upper bound of perf over all orders")
+# what a circular record says of itself (report/texts.json)
+TIE_RULE, MEASURES, SAMPLED_NOTE = (LABELS[f"circular_{k}"] for k in ("tie_rule", "measures", "sampled"))
 
 
 def domain_record(result: DomainResult, scored: Sequence[ScoredItem], timestamp: str) -> DomainRecord:
@@ -103,9 +94,6 @@ def write_scored_domain(output_dir: str | os.PathLike[str], scored: ScoredDomain
         circular_settings, scores, domain=result.domain_name, domain_id=result.domain_id, model=result.model))
 
 
-# ---------------------------------------------------------------------------- circular
-
-
 def write_circular_files(folder: Path, name: str, results: Sequence[VariantResult],
                          settings: CircularSettings, scores: CircularScores,
                          **about: Any) -> tuple[Path, Path]:
@@ -124,9 +112,6 @@ def write_circular_files(folder: Path, name: str, results: Sequence[VariantResul
         **({"sampled": SAMPLED_NOTE} if scores.sampled_questions else {}), scale="fraction",
         tie_rule=TIE_RULE, metrics=scores.metrics)
     return jsonl, write_json(folder / f"{stem}_metrics.json", record.model_dump(exclude_unset=True))
-
-
-# --------------------------------------------------------------------------------- MCQ
 
 
 def mcq_folder(output_dir: str | os.PathLike[str], model: str) -> Path:

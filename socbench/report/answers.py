@@ -1,8 +1,7 @@
-"""The answer first: each run x domain opens with its lead sentence (accuracy beside the demographic model and
-the majority answer), whether its simulated population keeps the survey's structure, for the model and the
-demographic model side by side (does the LLM add structure its attributes alone do not carry?), and both
-SimBench scores; then, where a ``--no_persona`` control run is beside it, whether the persona helped. Read
-from each domain's stored ``yardsticks``; older results have none, and the lines say so."""
+"""The answer first: each run x domain opens with its lead sentence, whether its simulated population keeps
+the survey's structure beside the demographic model's (does the LLM add structure its attributes alone do
+not carry?) and both SimBench scores; then, beside a ``--no_persona`` control run, whether the persona
+helped. Read from each domain's stored ``yardsticks``; older results have none, and the lines say so."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label, p_text
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
-from socbench.report.output import fmt, markdown_table
+from socbench.report.output import HEADS, LABELS, fmt, markdown_table
 from socbench.types import ScoredItem
 
 MAJORITY_BASELINES = ("majority_question", "majority_country_question", "majority_group_question")
@@ -26,16 +25,8 @@ PREDICTORS = (("model", "This model", "the model"),
               ("demographic_model", "A classifier on the same attributes", "the classifier"))
 SIMBENCH_BEST = 40.8  # SimBench's best published model (arXiv 2510.17516); 12.7 the mean of 45
 NO_PERSONA = "no_persona"  # the run-name part of a control run (``Config.run_name``)
-STRUCTURE_HEAD = ("answers of", "SimBench score (0 = uniform, 100 = people's)",
-                  "group differences: correlation with the survey's", "average association simulated / real",
-                  "clear survey gaps in the right direction",
-                  "variety of answers vs people's (1 = as varied)")
-PERSONA_HEAD = ("persona attribute", "group", "respondents", "items", "with persona", "without",
-                "difference [95% CI]", "McNemar p", "verdict")
-NOT_COMPUTED = ("No demographic model, SimBench score or structure figures in these result files (written "
-                "before they existed): score the run again to see them.")
-NO_CONTROL = ("No run without persona beside its persona run here: run the same model with --no_persona into "
-              "the same results folder to see whether the persona helps.")
+STRUCTURE_HEAD, PERSONA_HEAD = HEADS["structure"], HEADS["persona_effect"]
+NOT_COMPUTED, NO_CONTROL = LABELS["no_demographic_model"], LABELS["no_control_run"]
 
 
 def _number(value: Any) -> float:

@@ -14,7 +14,7 @@ from socbench.circular import families
 from socbench.files import atomic_open
 from socbench.report.html_sections import lead, note, table
 from socbench.report.labels import domain_label
-from socbench.report.output import fmt, markdown_text, model_dir
+from socbench.report.output import HEADS, LABELS, fmt, markdown_text, model_dir
 from socbench.types import DomainResult
 
 if TYPE_CHECKING:
@@ -36,10 +36,10 @@ def _cell(value: float | None) -> str:
 
 
 def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], metric_types: Sequence[str],
-                   datasets: Sequence[str] | None = None, versions: Mapping[str, str] | None = None,
+                   datasets: Sequence[str] | None = None,
                    modes: Mapping[str, str] | None = None) -> pd.DataFrame:
     """OpenCompass's circular summary of ``results[model][dataset][metric]`` (fractions); rows are
-    ``datasets`` (default: every one seen), ``versions`` and ``modes`` fill the 2nd and 3rd columns."""
+    ``datasets`` (default: every one seen), ``modes`` fills the 3rd column (no versions: ``-``)."""
     import pandas as pd
 
     models = list(results)
@@ -52,7 +52,7 @@ def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], met
         if not any(name in results[model] for model in models):
             rows.append([name, EMPTY_CELL, EMPTY_CELL] + [EMPTY_CELL] * len(models) * len(metric_types))
             continue
-        row = [name, (versions or {}).get(name, EMPTY_CELL), (modes or {}).get(name, EMPTY_CELL)]
+        row = [name, EMPTY_CELL, (modes or {}).get(name, EMPTY_CELL)]
         for model in models:
             values = results[model].get(name, {})
             row += [_cell(values.get(metric)) if metric in values else EMPTY_CELL for metric in metric_types]
@@ -98,17 +98,12 @@ def issp_circular_table(results: Sequence[DomainResult], mode: str, prompt_mode:
 
 def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, results: Sequence[DomainResult],
                              mode: str, prompt_mode: str) -> tuple[Path, Path]:
-    """``circular_summary.md``/``.csv`` (``circular_relabel_summary`` when relabelled) of an ISSP
-    run, beside ``summary.json``; ``model`` is the run's name."""
+    """An ISSP run's ``circular[_relabel]_summary.md``/``.csv`` beside ``summary.json``."""
     return write_circular_table(model_dir(output_dir, model), issp_circular_table(results, mode, prompt_mode),
                                 stem=f"{issp_stem(results)}_summary")
 
 
-FAMILY_LABELS = {"circular": "rotations (n orders)", "all_possible": "all n! orders",
-                 "sampled": "sampled orders (sampled: not all orders)"}
-LABEL_MODES = {"order_only": "order-only (codes kept)", "relabel": "relabelled 1..n"}
-HEAD = ("domain", "run", "options shown", "orders", "questions", "accuracy, original order",
-        "accuracy over variants", "perf (all variants right)", "vote")
+FAMILY_LABELS, LABEL_MODES, HEAD = LABELS["circular_families"], LABELS["circular_labels"], HEADS["circular"]
 
 
 def circular_rows(run: ModelRun) -> list[list[str]]:

@@ -51,9 +51,8 @@ class Figures:
 
 
 def domain_bars(rows: Sequence[dict[str, Any]], runs: Sequence[str], path: Path, title: str) -> Path:
-    """Accuracy per domain, one bar per run with its 95% CI; a black tick marks the strongest baseline
-    on that run's items. ``rows``: summary or leaderboard lines with their ``run``; an incomplete
-    domain gets no bar and "(incomplete)" under its name."""
+    """Accuracy per domain, one bar per run (``rows``: lines with their ``run``) with its 95% CI and a tick at
+    the strongest baseline; an incomplete domain gets no bar and "(incomplete)" under its name."""
     domains = sorted({(r["domain_id"] or 99, r["domain"]) for r in rows})
     by_key = {(r["run"], r["domain"]): r for r in rows}
     unfinished = {r["domain"] for r in rows if r.get("complete") is False}
@@ -92,9 +91,8 @@ def _gap(a: float, b: float) -> float:
 
 
 def country_domain_accuracy(run: ModelRun) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Accuracy and respondents per country (rows, by name) and domain (columns, in domain order), as
-    each domain's record holds them; countries with fewer than ``MIN_RESPONDENTS`` respondents in every
-    domain are left out."""
+    """Accuracy and respondents per country (rows) and domain (columns), as each domain's record holds
+    them; countries with fewer than ``MIN_RESPONDENTS`` respondents in every domain left out."""
     def table(key: str) -> pd.DataFrame:
         return pd.DataFrame({d.domain: {c: row[key] for c, row in d.stored.per_country.items()}
                              for d in run.domains}, columns=[d.domain for d in run.domains])

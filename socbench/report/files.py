@@ -23,7 +23,7 @@ from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.report.figures import domain_bars
 from socbench.report.html_sections import NOTES
 from socbench.report.labels import baseline_label, domain_label, signed, study_title, weights_off_text
-from socbench.report.output import fmt, markdown_table, model_dir
+from socbench.report.output import HEADS, fmt, markdown_table, model_dir
 from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 
@@ -100,11 +100,6 @@ class RunSummary:
 def summary_markdown(payload: Mapping[str, Any]) -> str:
     """``summary.md``: the same table as ``summary.json``, for people; an incomplete domain
     shows "incomplete" where its accuracy would be, and an incomplete run has no means."""
-    head = ("domain", "accuracy", "95% CI", "strongest baseline", "baseline accuracy", "margin",
-            "per-question macro-F1", "macro-F1 (seed)", "micro-F1 (seed)", "1-W1", "1-W1 uniform", "1-JS",
-            "1-JS uniform", "modal agreement", "modal agreement uniform", "Kendall tau", "SimBench",
-            "demographic model", "structure correlation", "heterogeneity ratio", "items",
-            "parse failures", "engine errors", "excluded")
     rows = [[f"{domain_label(row['domain'])} ({row['domain_id']})", *_metric_cells(row),
              *_count_cells(row)] for row in payload["domains"]]
     mean, totals = payload["mean"], payload["totals"]
@@ -112,7 +107,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     run = payload.get("run") or payload["model"]
     title = payload["model"] if run == payload["model"] else f"{run} (model {payload['model']})"
     lines = [f"# {study_title([(payload.get('data') or {}).get('study')])} results: {title}", "",
-             *markdown_table(head, rows)]
+             *markdown_table(HEADS["summary"], rows)]
     if payload["incomplete_domains"]:
         lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
                   + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())
@@ -156,9 +151,7 @@ def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Seq
                       failed: Mapping[int, str] | None = None, data: Mapping[str, Any] | None = None,
                       export_failed: Sequence[str] = ()) -> RunSummary:
     """The end of a run: ``summary.json`` (``log.summary``), ``summary.md`` and ``domain_accuracy.png`` in
-    ``<output_dir>/<run slug>/`` (``run``: ``RunConfig.run_name``; a model's own runs are named after it);
-    ``data``: which respondents the run read (``RunConfig.data_record``); ``export_failed``: the
-    ``--export`` formats that could not be written, one line why each."""
+    ``<output_dir>/<run slug>/`` (``run``: ``RunConfig.run_name``; ``data``: ``RunConfig.data_record``)."""
     folder = model_dir(output_dir, run)
     payload = write_summary_json(folder, results, failed, run, data, export_failed)
     markdown = folder / "summary.md"

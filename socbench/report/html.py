@@ -52,7 +52,7 @@ from socbench.report.labels import (
 )
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
-from socbench.report.output import fmt, markdown_table, now_timestamp
+from socbench.report.output import HEADS, LABELS, fmt, markdown_table, now_timestamp
 from socbench.report.stand_in import stand_in_section
 from socbench.types import COUNTRY
 from socbench.yardsticks import HEADLINE_KEYS
@@ -64,20 +64,9 @@ CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain",
                *ALIGNMENT, "parse_failure_rate", "failed_domains", "complete", "engine_errors",
                "incomplete_domains", "first_engine_error", *HEADLINE_KEYS, *DRAW_SCORES, *GAIN_KEYS)
 
-OVERALL_HEAD = ("rank", "run", "model", "variant", "domains", "respondents", "items", "accuracy [95% CI]",
-                "strongest baseline (mean over domains)", "margin", "domains not above baseline",
-                "per-question macro-F1", "parse failures")
-DOMAIN_HEAD = ("domain", "run", "respondents", "items", "accuracy [95% CI]", "strongest baseline",
-               "baseline accuracy", "margin", "per-question macro-F1", "parse failures")
-DISTRIBUTION_HEAD = ("domain", "run", "level", "1-W1", "1-W1 uniform", "1-JS", "1-JS uniform",
-                     "modal agreement", "modal agreement uniform", "Kendall tau", "Kendall tau p (mean)")
-YARDSTICK_HEAD = ("domain", "run", "SimBench", "demographic model accuracy", "structure correlation",
-                  "heterogeneity ratio", "median gain (PPI) [95% CI]")
-DRAWS_HEAD = ("domain", "run", "mean agreement across draws", "Fleiss' kappa across draws")
-INCOMPLETE_HEAD = ("run", "model", "domains", "incomplete domains", "items", "engine errors",
-                   "parse failures", "first engine error")
-COMPARE_HEAD = ("A", "B", "shared items", "accuracy A", "accuracy B", "A - B [95% CI]",
-                "A only / B only right", "McNemar p")
+OVERALL_HEAD, DOMAIN_HEAD, DISTRIBUTION_HEAD, YARDSTICK_HEAD = (
+    HEADS[name] for name in ("overall", "domain", "distribution", "yardstick"))
+DRAWS_HEAD, INCOMPLETE_HEAD, COMPARE_HEAD = (HEADS[name] for name in ("draws", "incomplete", "compare"))
 
 
 def overall_cells(row: dict[str, Any]) -> list[str]:
@@ -92,13 +81,6 @@ def overall_cells(row: dict[str, Any]) -> list[str]:
 def incomplete_cells(row: dict[str, Any]) -> list[str]:
     return [row["run"], row["model"], str(row["domains"]), row["incomplete_domains"], str(row["items"]),
             str(row["engine_errors"]), str(row["parse_failures"]), str(row["first_engine_error"])[:160]]
-
-
-def incomplete_notes(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per incomplete run, for the console and the report's notes."""
-    return [f"incomplete run {r['run']} (not ranked): {r['engine_errors']} engine error(s) in "
-            f"{r['incomplete_domains']}; first: {r['first_engine_error']}; rerun it to fill the gaps"
-            for r in rows]
 
 
 def domain_title(row: dict[str, Any]) -> str:
@@ -154,7 +136,6 @@ def domain_order(board: Leaderboard) -> list[dict[str, Any]]:
     return sorted(board.domains, key=lambda r: (r["domain_id"] or 99, r["domain"], rank[r["run"]]))
 
 
-
 def leaderboard_markdown(board: Leaderboard) -> str:
     ordered = domain_order(board)
     lines = [f"# {study_title(run.study for run in board.runs)} leaderboard", "",
@@ -186,9 +167,6 @@ def write_leaderboard(board: Leaderboard, out_dir: Path) -> tuple[Path, Path]:
     with atomic_open(csv) as handle:
         frame.to_csv(handle, index=False, float_format="%.6g")
     return md, csv
-
-
-REPORT_FOLDER = "report"
 
 
 @dataclass(frozen=True)
@@ -245,8 +223,7 @@ def groups_section(board: Leaderboard) -> list[str]:
                      f"<h4>{esc(heading)} by domain</h4>",
                      heat_table(cells, [d.domain for d in run.domains], by)]
         else:
-            body.append(note("No countries or groups in these results (a single-country study that names "
-                             "neither its country nor a grouping variable)."))
+            body.append(note(LABELS["no_groups"]))
         personas = pooled.get("persona_groups") or {}
         body += (["<h4>Persona groups (pooled over domains)</h4>", persona_table(personas)] if personas
                  else [note("No persona groups were recorded with these results.")])
@@ -262,9 +239,7 @@ def questions_section(board: Leaderboard) -> list[str]:
     blocks = [heading, lead("distributions"), table(DISTRIBUTION_HEAD, rows)]
     drawn = [r for r in board.overall + domain_order(board) if math.isfinite(r["draw_agreement"])]
     if drawn:  # --samples K: how often the K draws of an item agree
-        blocks += [note("Repeated draws (--samples K): the share of an item's draws giving its modal "
-                        "answer (mean over items) and Fleiss' kappa across draws (0: chance agreement)."),
-                   table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
+        blocks += [note(LABELS["draws"]), table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
     for i, run in enumerate(board.ranked()):
         domains = [d for d in run.domains if d.stored.questions]
         if not domains:
@@ -286,12 +261,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
         f"<p class='meta'>Generated {esc(now_timestamp())}; {len(board.runs)} complete run(s), "
         f"{len(board.incomplete)} incomplete; {len(board.domains)} run x domain result(s); "
         f"{len(board.mcq)} multiple-choice result(s).</p>",
-        "<p class='meta'><a href='#answer'>The answer</a> · <a href='#baselines'>1. Baselines</a> · "
-        "<a href='#groups'>2. For whom</a> · "
-        "<a href='#questions'>3. Questions</a> · <a href='#distributions'>4. Distributions</a> · "
-        "<a href='#circular'>5. Circular</a> · <a href='#scale'>6. Model size</a> · "
-        "<a href='#mcq'>7. Multiple choice</a> · <a href='#standin'>8. Stand-in respondents</a> · "
-        "<a href='#definitions'>Definitions</a></p>",
+        LABELS["contents"],  # links to the sections
         *(answer_html(board) if board.runs else []),
         *(baselines_section(board, figures) if board.runs or board.incomplete else []),
     ]
@@ -327,7 +297,7 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     ``out_dir`` (``<output_dir>/report``); DataError when there is nothing to report."""
     output_dir = Path(output_dir).expanduser()
     board = leaderboard(output_dir, n_resamples=n_resamples, seed=seed)
-    out = Path(out_dir).expanduser() if out_dir is not None else output_dir / REPORT_FOLDER
+    out = Path(out_dir).expanduser() if out_dir is not None else output_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     md, csv = write_leaderboard(board, out)
     figures = draw_figures(board, out)
@@ -335,5 +305,8 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     with atomic_open(page) as handle:
         title = f"{study_title(run.study for run in board.runs)} results: {output_dir.resolve().name}"
         handle.write(render_html(board, figures, f"{title} (socbench report)", out_dir=out))
-    notes = [*board.notes, *figures.notes, *incomplete_notes(board.incomplete)]
+    notes = [*board.notes, *figures.notes, *(
+        f"incomplete run {r['run']} (not ranked): {r['engine_errors']} engine error(s) in "
+        f"{r['incomplete_domains']}; first: {r['first_engine_error']}; rerun it to fill the gaps"
+        for r in board.incomplete)]
     return ReportPaths(out, md, csv, page, figures.paths, board, notes)

@@ -6,7 +6,6 @@ means and is compared with (docs/results.md says the same)."""
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
 from socbench.report.labels import accuracy_text, baseline_label, country_label, domain_label, p_text, signed
-from socbench.report.output import fmt
+from socbench.report.output import HEADS, LABELS, TEXTS, fmt
 from socbench.shuffle import option_text
 from socbench.types import COUNTRY
 
@@ -27,17 +26,10 @@ def _fill(text: str) -> str:
     return text.format(min_n=MIN_RESPONDENTS, fraction=DEFAULT_FRACTION)
 
 
-_HERE = files("socbench.report")
-_TEXTS = json.loads(_HERE.joinpath("texts.json").read_text(encoding="utf-8"))
-LEADS, NOTES = ({key: _fill(text) for key, text in _TEXTS[part].items()} for part in ("leads", "notes"))
-DEFINITIONS = tuple((term, _fill(text)) for term, text in _TEXTS["definitions"])
-CSS = _HERE.joinpath("report.css").read_text(encoding="utf-8")
-COUNTRY_HEAD = ("country", "respondents", "items", "accuracy [95% CI]", "strongest baseline on these items",
-                "baseline accuracy", "margin")
-PERSONA_HEAD = ("attribute", "group", "respondents", "items", "accuracy [95% CI]",
-                "strongest baseline on these items", "baseline accuracy", "margin")
-QUESTION_HEAD = ("question", "respondents", "accuracy", "people's most chosen option", "model's most chosen",
-                 "modal agreement", "Kendall tau", "p (tau > 0)", "1-JS", "1-JS uniform")
+LEADS, NOTES = ({key: _fill(text) for key, text in TEXTS[part].items()} for part in ("leads", "notes"))
+DEFINITIONS = tuple((term, _fill(text)) for term, text in TEXTS["definitions"])
+CSS = files("socbench.report").joinpath("report.css").read_text(encoding="utf-8")
+COUNTRY_HEAD, PERSONA_HEAD, QUESTION_HEAD = (HEADS[name] for name in ("country", "persona", "question"))
 
 
 def esc(text: Any) -> str:
@@ -47,27 +39,22 @@ def esc(text: Any) -> str:
 _NUMERIC = re.compile(r"^(?:[-+]?\d|n/a)")
 
 
-def _cell(text: str, extra: str = "") -> str:
+def _cell(text: str) -> str:
     """A cell; numbers right-aligned, words left, a negative margin and n/a marked by class."""
-    classes = " ".join(c for c in (extra, "neg" if "below baseline" in text else "",
+    classes = " ".join(c for c in ("neg" if "below baseline" in text else "",
                                    "na" if text.startswith("n/a") else "",
                                    "" if _NUMERIC.match(text) else "txt") if c)
     return f"<td class='{classes}'>{esc(text)}</td>" if classes else f"<td>{esc(text)}</td>"
 
 
-def table(head: Sequence[str], rows: Sequence[Sequence[str]], row_classes: Sequence[str] | None = None,
-          cls: str = "") -> str:
+def table(head: Sequence[str], rows: Sequence[Sequence[str]], row_classes: Sequence[str] = ()) -> str:
     """A scrollable table; ``row_classes`` (e.g. ``few``) per row."""
     header = "".join(f"<th>{esc(h)}</th>" for h in head)
     classes = row_classes or [""] * len(rows)
-    body = "".join(_tag("tr", classes[i]) + "".join(_cell(c) for c in row) + "</tr>"
-                   for i, row in enumerate(rows))
-    return (f"<div class='scroll'>{_tag('table', cls)}<thead><tr>{header}</tr></thead>"
+    body = "".join((f"<tr class='{cls}'>" if cls else "<tr>") + "".join(_cell(c) for c in row) + "</tr>"
+                   for cls, row in zip(classes, rows))
+    return (f"<div class='scroll'><table><thead><tr>{header}</tr></thead>"
             f"<tbody>{body}</tbody></table></div>")
-
-
-def _tag(name: str, cls: str) -> str:
-    return f"<{name} class='{cls}'>" if cls else f"<{name}>"
 
 
 def lead(key: str) -> str:
@@ -223,11 +210,9 @@ def _country_alignment(view: dict[str, Any], grouping: str) -> str:
 
 def distribution_blocks(dom: DomainRun) -> str:
     """Per question: people's and the model's option shares side by side, then by country."""
-    parts = []
-    for qid, view in dom.stored.questions.items():
-        parts.append(f"<div class='question'><h4>{esc(qid)}: {esc(view.get('text', ''))}</h4>"
-                     f"{_bars(view)}{_country_alignment(view, dom.stored.grouping)}</div>")
-    return "".join(parts)
+    return "".join(f"<div class='question'><h4>{esc(qid)}: {esc(view.get('text', ''))}</h4>"
+                   f"{_bars(view)}{_country_alignment(view, dom.stored.grouping)}</div>"
+                   for qid, view in dom.stored.questions.items())
 
 
 def run_heading(run: ModelRun) -> str:
@@ -246,8 +231,4 @@ def exports_section(runs: Sequence[ModelRun], out_dir: Path) -> list[str]:
         items += [f"<li>{esc(run.run)}: {links}{failures}</li>"] if files or failures else []
     if not items:
         return []
-    return ["<h2 id='exports'>Answers as files</h2>",
-            "<p>Each run's answers for SPSS, Stata, R and pandas (<code>socbench export</code>; "
-            "<code>_real</code>: the real answers in the survey's own shape; <code>_mapping.csv</code>: the "
-            "names, labels and missing codes a format could not hold, as written).</p>",
-            "<ul>", *items, "</ul>"]
+    return ["<h2 id='exports'>Answers as files</h2>", LABELS["exports"], "<ul>", *items, "</ul>"]

@@ -12,24 +12,10 @@ from socbench.domains import DOMAINS
 from socbench.metrics.baselines import UNMAPPED
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
 from socbench.models import model_slug
-from socbench.report.output import fmt
+from socbench.report.output import LABELS, fmt
 from socbench.types import COUNTRY
 
-BASELINE_LABELS = {
-    "uniform": "Uniform guess among the offered options",
-    "majority_question": "Majority answer to the question (all other respondents)",
-    "majority_country_question": "Majority answer in the respondent's country",
-    "majority_group_question": "Majority answer in the respondent's group (the study's grouping variable)",
-    "demographic_model": "Demographic model (a classifier on the persona attributes)",
-}
 WEIGHTED = " (survey-weighted)"
-# the same, short enough for a terminal line (the CLI's and `make demo`'s per-domain line, its table)
-BASELINE_SHORT = {"uniform": "uniform guess", "majority_question": "majority answer",
-                  "majority_country_question": "majority in country",
-                  "majority_group_question": "majority in group",
-                  "demographic_model": "demographic model"}
-VARIANT_LABELS = {"logprobs": "log-prob answers", "no_persona": "no persona (control)",
-                  "shuffled": "options shuffled"}
 _TITLES = {d.name: d.display_name for d in DOMAINS}
 
 
@@ -39,13 +25,12 @@ def baseline_label(name: str | None, short: bool = False) -> str:
     if not name:
         return "n/a" if not short else "none"
     base, weighted = (name.removesuffix("_weighted"), name.endswith("_weighted"))
-    label = (BASELINE_SHORT if short else BASELINE_LABELS).get(base, base.replace("_", " "))
+    label = LABELS["baselines_short" if short else "baselines"].get(base, base.replace("_", " "))
     return label + ((" (weighted)" if short else WEIGHTED) if weighted else "")
 
 
 def domain_label(name: str) -> str:
-    """The domain table's title of an ISSP domain ("Role of Government"); a manifest's own
-    names are already display names and stay as they are."""
+    """An ISSP domain's title ("Role of Government"); a manifest's names are display names already."""
     return _TITLES.get(name, name)
 
 
@@ -68,13 +53,12 @@ def study_title(studies: Iterable[Any]) -> str:
 
 
 def variant_label(run: str, model: str) -> str:
-    """What a run folder adds to its model: "no persona (control), log-prob answers", or
-    "main run" when it is the model's own folder."""
+    """What a run folder adds to its model ("no persona (control), log-prob answers"; "main run")."""
     slug = model_slug(model)
     if run == slug or not run.startswith(f"{slug}-"):
         return "main run" if run == slug else "-"
     parts = run.removeprefix(f"{slug}-").split("-")
-    return ", ".join(VARIANT_LABELS.get(part, part) for part in parts)
+    return ", ".join(LABELS["variants"].get(part, part) for part in parts)
 
 
 def signed(value: Any, digits: int = 3) -> str:

@@ -18,7 +18,7 @@ from socbench.mcq.scoring import COLUMNS, ENGINE_METHODS
 from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.report.circular import circular_table, default_metric_types, write_circular_table
 from socbench.report.html_sections import details, esc, note, table
-from socbench.report.output import fmt, markdown_text, new_figure, save_figure
+from socbench.report.output import LABELS, fmt, markdown_text, new_figure, save_figure
 
 if TYPE_CHECKING:
     from socbench.log.read import McqRun
@@ -61,8 +61,7 @@ def title(record: McqRecord) -> str:
 def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
                     answers: McqAnswers, scores: McqScores, wall_s: float | None = None,
                     backend: Mapping[str, str] | None = None) -> dict[str, Path]:
-    """The dataset's records (``log.write.write_mcq_log``), then its table, CSV, plot and circular summary;
-    every path written."""
+    """The dataset's records (``log.write.write_mcq_log``), table, CSV, plot and circular summary: paths."""
     import pandas as pd  # slow to load: only when writing
 
     record = write_mcq_log(output_dir, model, data, plan, answers, scores, wall_s, backend)
@@ -118,9 +117,7 @@ def mcq_section(runs: Sequence[McqRun]) -> list[str]:
     head = "<h2 id='mcq'>7. Multiple choice: CP vs MCP</h2>"
     if not runs:
         return [head, note("No multiple-choice runs in these results (socbench mcq).")]
-    parts = [head, note("Accuracy per k-shot and scoring method (Robinson et al. 2022); chance is a uniform "
-                        "guess among each item's options. An incomplete run (MCP requests without an answer) "
-                        "shows \"incomplete\" where MCP's numbers would be.")]
+    parts = [head, note(LABELS["mcq"])]
     for i, run in enumerate(runs):
         record = run.record
         cells = [[str(row["k-shot"]), *(fmt(row[c], 4) for c in COLUMNS.values())]

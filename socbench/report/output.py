@@ -1,22 +1,27 @@
-"""How every result file looks: model folders, markdown tables, number cells and figure canvases.
+"""How every result file looks: model folders, markdown tables, number cells, figure canvases and words.
 matplotlib is imported inside the figure helpers (slow to load, only reports need it)."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from socbench.files import atomic_open
 from socbench.models import model_slug
 
+# the report's words (package data): labels, column heads, section leads, notes and definitions
+TEXTS = json.loads(files("socbench.report").joinpath("texts.json").read_text(encoding="utf-8"))
+LABELS, HEADS = TEXTS["labels"], {name: tuple(head) for name, head in TEXTS["heads"].items()}
+
 
 def model_dir(output_dir: str | os.PathLike[str], model: str) -> Path:
-    """``<output_dir>/<model_slug(model)>``, checked to lie inside ``output_dir`` (a name like ``../../x``
-    cannot climb out)."""
+    """``<output_dir>/<model_slug(model)>``, checked to lie inside ``output_dir`` (``../../x`` cannot)."""
     root = Path(output_dir).resolve()
     path = (root / model_slug(model)).resolve()
     if path.parent != root:
@@ -52,12 +57,6 @@ def finite_mean(values: Iterable[Any]) -> float:
     """Mean of the finite numbers among ``values`` (None/NaN skipped); NaN when there are none."""
     finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     return sum(finite) / len(finite) if finite else math.nan
-
-
-def preload_figures() -> None:
-    """Import what ``new_figure`` needs (0.3 s) ahead, where a wait leaves the time (the CLI's
-    Prefect API start)."""
-    new_figure(1, 1)
 
 
 def new_figure(width: float, height: float) -> Any:

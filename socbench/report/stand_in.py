@@ -6,24 +6,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label
-from socbench.report.output import fmt, new_figure, save_figure
+from socbench.report.output import LABELS, fmt, new_figure, save_figure
 
 GAINS = "gain_per_question.png"
 HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correlation")
-ABSENT = ("{domain}: no gain in these results (written before socbench recorded it): run the same "
-          "command again to re-score (the answers come from the engine cache), or "
-          "`socbench estimate {folder}`.")
-
-
-def _ci(record: dict[str, Any]) -> str:
-    ci = record.get("median_gain_ci")
-    return f"[{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if isinstance(ci, list) else "n/a"
+ABSENT = LABELS["no_gain"]  # {domain}, {folder}
 
 
 def domain_block(run: ModelRun, domain: DomainRun) -> str:
@@ -35,10 +27,12 @@ def domain_block(run: ModelRun, domain: DomainRun) -> str:
         return note(record["note"].replace(domain.domain, title, 1))  # too few respondents
     rows = [[qid, q["target"], str(q["labelled"]), fmt(q["gain"], 2), fmt(q["rho"], 2)]
             for qid, q in record["questions"].items()]
+    ci = record.get("median_gain_ci")
+    spread = f"[{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if isinstance(ci, list) else "n/a"
     return (f"<p>{esc(title)}: these answers are worth {fmt(record['median_gain'], 1)} x your sample "
             f"(n = {record['labelled']} of {record['respondents']} respondents labelled; median gain over "
             f"{len(rows)} questions {fmt(record['median_gain'], 2)}; its middle 95% over {record['repeats']} "
-            f"random splits {_ci(record)}).</p>" + table(HEAD, rows))
+            f"random splits {spread}).</p>" + table(HEAD, rows))
 
 
 def stand_in_section(runs: Sequence[ModelRun], image: str | None) -> list[str]:

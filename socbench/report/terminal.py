@@ -9,11 +9,6 @@ WIDTH = 120
 NARROWEST = 12  # a shrinkable column is never cut below this
 
 
-def cut(text: str, width: int) -> str:
-    """``text`` in ``width`` characters: its tail replaced by "…" when longer."""
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def terminal_table(head: Sequence[str], rows: Sequence[Sequence[object]], shrink: Sequence[int] = (0,),
                    width: int = WIDTH) -> list[str]:
     """``head`` and ``rows`` as an aligned markdown pipe table whose lines fit ``width``: the widest
@@ -28,7 +23,8 @@ def terminal_table(head: Sequence[str], rows: Sequence[Sequence[object]], shrink
         widths[widest] -= 1
         over -= 1
 
-    def line(row: list[str]) -> str:
-        return "| " + " | ".join(cut(cell, w).ljust(w) for cell, w in zip(row, widths)) + " |"
+    def line(row: list[str]) -> str:  # a cell longer than its column: its tail replaced by "…"
+        cells = (cell if len(cell) <= w else cell[: w - 1] + "…" for cell, w in zip(row, widths))
+        return "| " + " | ".join(cell.ljust(w) for cell, w in zip(cells, widths)) + " |"
 
     return [line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, cells[1:])]
