@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -237,7 +238,7 @@ if __name__ == "__main__":
 
 def _rows(path: Path) -> int:
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:  # see test_reliability
             return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     except sqlite3.Error:
         return 0

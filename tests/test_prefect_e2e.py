@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,7 @@ def _flow_runs(env: dict, attempts: int = 5) -> list[dict]:
 def _stored_requests(cache_dir: Path) -> int:
     files = list(cache_dir.glob("engine-cache.sqlite"))
     assert files, f"no engine cache in {cache_dir}"
-    with sqlite3.connect(files[0]) as db:
+    with closing(sqlite3.connect(files[0])) as db:  # see test_reliability.cached_rows
         return db.execute("select count(*) from results").fetchone()[0]
 
 

@@ -23,6 +23,7 @@ import sqlite3
 import subprocess
 import time
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,9 @@ def without_timestamps(payload: dict) -> dict:
 
 def cached_rows(out: Path) -> int:
     try:
-        with sqlite3.connect(f"file:{out / '.cache' / CACHE_FILE}?mode=ro", uri=True) as db:
+        # closing(): ``with connect()`` only commits; the connection (its file descriptors) lives on
+        # until a garbage collection, and a test polling this leaked over 1,000 of them
+        with closing(sqlite3.connect(f"file:{out / '.cache' / CACHE_FILE}?mode=ro", uri=True)) as db:
             return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     except sqlite3.Error:
         return 0
