@@ -9,6 +9,7 @@ import importlib
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 from socbench.cli.flags import add_config_flags, config_from_args
@@ -86,7 +87,7 @@ def run(config: Any, show_progress: bool = True) -> Any:
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
     from socbench.cli.prefect_api import prefect_api, spawn_early
 
-    server = spawn_early()
+    server = spawn_early(Path(config.output_dir) / ".cache" / "prefect-api.log")
     from socbench.progress import listening
 
     name = task_for(config).name

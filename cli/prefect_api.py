@@ -2,8 +2,8 @@
 
 Why: a temporary server Prefect starts itself sits in socbench's process group, so Ctrl-C killed it first
 and socbench spent minutes on connection errors. This one (``PrefectServer``) runs in a session of its
-own, spawned before the heavy imports. With ``PREFECT_API_URL`` set, or a profile naming one, that API is
-used and nothing started.
+own, spawned before the heavy imports, logging to a file in the run's cache folder (named in any error that
+escapes the run). With ``PREFECT_API_URL`` set, or a profile naming one, that API is used and nothing started.
 """
 
 from __future__ import annotations
@@ -11,15 +11,19 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
+from socbench.errors import EngineError
 from socbench.processes import PrefectServer
 
 
-def spawn_early() -> PrefectServer | None:
-    """Start the server now (no wait), unless ``PREFECT_API_URL`` is in the environment."""
+def spawn_early(log: Path) -> PrefectServer | None:
+    """Start the server now (no wait), its output appended to ``log``, unless ``PREFECT_API_URL`` is in the
+    environment."""
     if os.environ.get("PREFECT_API_URL"):
         return None
-    return PrefectServer(private=True).spawn()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    return PrefectServer(private=True, log=log).spawn()
 
 
 def use_everywhere(url: str | None) -> None:
@@ -71,6 +75,9 @@ def prefect_api(meanwhile: Callable[[], object] | None = None,
         try:
             with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
                 yield server.api_url
+        except Exception as exc:
+            _name_the_log(exc, server)
+            raise
         finally:
             drain()
         # only after a run that ended normally: after Ctrl-C or an error, threads of the run may still
@@ -79,3 +86,12 @@ def prefect_api(meanwhile: Callable[[], object] | None = None,
     finally:
         if server is not None:
             server.stop()
+
+
+def _name_the_log(exc: Exception, server: PrefectServer) -> None:
+    """An API that died under the run is the cause, said in one line; other errors get its log as a note."""
+    code = server.proc.poll() if server.proc is not None else None
+    if code is not None:
+        raise EngineError(f"socbench's Prefect API at {server.url} exited (code {code}) during the run; its "
+                          f"log: {server.log}; rerun the same command to finish the run") from exc
+    exc.add_note(f"socbench's Prefect API log: {server.log}")
