@@ -72,6 +72,11 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def json_bytes(data: object, indent: int = 2) -> bytes:
+    """Indented UTF-8 JSON with a final new line (the import's files, the synthetic data's)."""
+    return (json.dumps(data, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def write_json(path: Path, payload: Mapping[str, Any]) -> Path:
     """Atomically write ``payload`` as strict, indented UTF-8 JSON."""
     with atomic_open(path) as handle:

@@ -24,14 +24,14 @@ from socbench.data.import_records import RecordLayout, label_values, write_sampl
 from socbench.data.import_report import check_label_sizes, country_warnings, format_report
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
-from socbench.data.question_labels import QuestionDecision, check_answers, json_bytes, question_set
+from socbench.data.question_labels import QuestionDecision, check_answers, question_set
 from socbench.data.roles import BACKGROUND, country_or_group, persona_variables, plan_roles, role_lines
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.data.variables import source_variables, variables_path
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
-from socbench.files import write_atomic
+from socbench.files import json_bytes, write_atomic
 from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, Roles, read_manifest, write_manifest
 from socbench.models.smollm2 import file_sha256
 from socbench.preflight import check_output_dir

@@ -22,6 +22,7 @@ from socbench.data.missing_labels import STATA_MISSING, is_missing_label, is_mis
 from socbench.data.options import NO_ANSWER, code_order, missing_reason
 from socbench.data.survey_file import R_NA, SYSTEM_MISSING, SurveyFile, Variable
 from socbench.errors import ConfigError, DataError
+from socbench.files import json_bytes
 from socbench.types import Question
 
 NON_INTEGER = "non-integer code"
@@ -260,11 +261,6 @@ def question_set(survey: SurveyFile, qa_path: Path | None, pairs: Sequence[tuple
         return decisions, _with_missing(qa_path, decisions)
     records, decisions = question_records(survey, [name for name, _ in pairs], counts, extra_missing)
     return decisions, json_bytes(records)
-
-
-def json_bytes(data: object) -> bytes:
-    """Indented UTF-8 JSON with a final new line, as every file the import writes."""
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> bytes:

@@ -21,7 +21,7 @@ from socbench.data.loaders import CodebookEntry, QuestionRecord, load_codebook, 
 from socbench.data.synth_model import COUNTRY_KEYS, Person, answer, balanced_countries, make_person
 from socbench.domains import DOMAINS, DomainSpec
 from socbench.errors import ConfigError, DataError
-from socbench.files import write_atomic
+from socbench.files import json_bytes, write_atomic
 from socbench.types import Question
 
 SYNTH_VERSION = "1"
@@ -232,10 +232,6 @@ def _check_dir(path: Path | str | None, flag: str) -> Path | None:
     return Path(path)
 
 
-def _json_bytes(data: Any) -> bytes:
-    return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
-
-
 def _domain_files(domain: DomainSpec, qa: Path | None, books: Path | None, n_respondents: int,
                   seed: int) -> tuple[bytes, list[dict]]:
     """(question file bytes, answer records) of one domain; the user's question file is kept as is."""
@@ -244,7 +240,7 @@ def _domain_files(domain: DomainSpec, qa: Path | None, books: Path | None, n_res
         qa_bytes = (qa / domain.qa_file).read_bytes()
     else:
         questions = demo.demo_question_set(domain.slug)
-        qa_bytes = _json_bytes(questions)
+        qa_bytes = json_bytes(questions, indent=1)
     codebook = read_codebook(books, domain) if books else None
     return qa_bytes, synthesize(questions, domain, n_respondents, seed, codebook)
 
@@ -263,10 +259,10 @@ def write_dataset(out_dir: Path | str, domains: Iterable[DomainSpec], n_responde
                             "codebooks": str(books) if books else None, "domains": {}}
     for domain, qa_bytes, records in generated:
         write_atomic(out / "q&a" / domain.qa_file, qa_bytes)
-        write_atomic(out / SAMPLE_DIR / domain.answer_name, _json_bytes(records))
+        write_atomic(out / SAMPLE_DIR / domain.answer_name, json_bytes(records, indent=1))
         info["domains"][domain.slug] = _domain_summary(records, COUNTRY_KEYS[domain.id])
     info["domains"] = _merged_domains(out / INFO_FILE, info)
-    write_atomic(out / INFO_FILE, _json_bytes(info))
+    write_atomic(out / INFO_FILE, json_bytes(info, indent=1))
     return info
 
 

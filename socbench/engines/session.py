@@ -1,6 +1,5 @@
 """Process-wide engines, one per ``EngineSettings``, created on first use: an engine is not serialisable,
-so Prefect tasks ask this module for it. A flow's ``finally`` closes them, except an engine registered
-with ``keep`` (a test session's, shared by many flows), which stays its caller's to close.
+so Prefect tasks ask this module for it. A flow's ``finally`` closes them.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from socbench.engines.settings import EngineSettings
 
 _LOCK = threading.Lock()
 _ENGINES: dict[str, Engine] = {}
-_KEPT: set[str] = set()  # keys of engines their caller closes
 
 
 def get_engine(settings: EngineSettings) -> Engine:
@@ -28,30 +26,25 @@ def get_engine(settings: EngineSettings) -> Engine:
         return _ENGINES[key]
 
 
-def register_engine(settings: EngineSettings, engine: Engine, *, keep: bool = False) -> None:
+def register_engine(settings: EngineSettings, engine: Engine) -> None:
     """Use ``engine`` for runs with these settings (an already started backend, a test's own); closed by
-    ``close_engines`` like any other, unless ``keep`` (then the caller closes it, after ``forget_engine``)."""
-    key = settings.model_dump_json()
+    ``close_engines`` like any other."""
     with _LOCK:
-        _ENGINES[key] = engine
-        _KEPT.discard(key)
-        if keep:
-            _KEPT.add(key)
+        _ENGINES[settings.model_dump_json()] = engine
 
 
 def forget_engine(settings: EngineSettings) -> Engine | None:
     """Stop using the engine for these settings; it is returned, not closed."""
     with _LOCK:
-        _KEPT.discard(settings.model_dump_json())
         return _ENGINES.pop(settings.model_dump_json(), None)
 
 
 def close_engines() -> int:
-    """Tear down every engine but the kept ones; idempotent. Returns how many were open. All are
-    closed even if one fails; then the first failure is raised."""
+    """Tear down every engine; idempotent. Returns how many were open. All are closed even if one
+    fails; then the first failure is raised."""
     with _LOCK:
-        closing = [key for key in _ENGINES if key not in _KEPT]
-        engines = [_ENGINES.pop(key) for key in closing]
+        engines = list(_ENGINES.values())
+        _ENGINES.clear()
     failure: BaseException | None = None
     for engine in engines:
         try:

@@ -111,18 +111,19 @@ class Leaderboard:
         return [by_name[row["run"]] for row in self.overall]
 
 
-def build_leaderboard(runs: Sequence[ModelRun], mcq: Sequence[McqRun] = (), notes: Sequence[str] = (), *,
-                      n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Leaderboard:
-    """Rows for every complete run and domain, paired comparisons of all their pairs (few runs
-    only), the incomplete runs apart and the unfinished ones named."""
-    left_out = [UNFINISHED.format(folder=run.folder) for run in runs if not finished(run)]
-    runs = [run for run in runs if finished(run)]
+def leaderboard(output_dir: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES,
+                seed: int = BOOTSTRAP_SEED) -> Leaderboard:
+    """Rows for every complete run and domain under ``output_dir``, paired comparisons of all their pairs
+    (few runs only), the incomplete runs apart and the unfinished ones named."""
+    found = load_runs(output_dir)
+    left_out = [UNFINISHED.format(folder=run.folder) for run in found.issp if not finished(run)]
+    runs = [run for run in found.issp if finished(run)]
     incomplete = [row for run in runs if (row := incomplete_row(run)) is not None]
     runs = [run for run in runs if run.run not in {row["run"] for row in incomplete}]
     domains = [{**_names(run), **leaderboard_line(dom.stored)} for run in runs for dom in run.domains]
     overall = [model_row(run) for run in runs]
     tie_aware_ranks(overall)
-    board = Leaderboard(list(runs), overall, domains, [], incomplete, list(mcq), [*notes, *left_out])
+    board = Leaderboard(runs, overall, domains, [], incomplete, found.mcq, [*found.notes, *left_out])
     if 2 <= len(runs) <= MAX_PAIRWISE_RUNS:  # A is the higher-ranked run of each pair
         for a, b in itertools.combinations(board.ranked(), 2):
             try:
@@ -131,11 +132,6 @@ def build_leaderboard(runs: Sequence[ModelRun], mcq: Sequence[McqRun] = (), note
                 continue  # no shared items: nothing to compare
             board.comparisons.append((a.run, b.run, found))
     return board
-
-
-def leaderboard(output_dir: str | Path, **kwargs: Any) -> Leaderboard:
-    found = load_runs(output_dir)
-    return build_leaderboard(found.issp, found.mcq, found.notes, **kwargs)
 
 
 def leaderboard_rows(source: str | Path | Leaderboard, *, per_domain: bool = True) -> list[dict[str, Any]]:
