@@ -109,8 +109,6 @@ def prefect_api(folder: Path, postgres: bool = False, server: PrefectServer | No
     """A Prefect server as the API of this context's in-process flows, its database in ``folder``
     (``postgres``: a throwaway PostgreSQL cluster, as for several workers; ``server``: one already
     spawned); yields its URL, and stops it after draining Prefect's workers into it."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
     if postgres and not Postgres.available():
         pytest.skip("PostgreSQL not found (make setup installs Debian's postgresql)")
     with contextlib.ExitStack() as stack:
@@ -120,13 +118,20 @@ def prefect_api(folder: Path, postgres: bool = False, server: PrefectServer | No
         if server.proc is None:
             server.spawn()
         server.wait(STARTUP_S)
-        stack.enter_context(temporary_settings(updates={PREFECT_API_URL: server.api_url}))
+        yield from on_api(server.api_url)
+
+
+def on_api(url: str):
+    """The API at ``url`` as this context's Prefect API; yields it; drains Prefect's workers into it after."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: url}):
         before = os.environ.get("PREFECT_API_URL")
         # in the environment too, as the CLI does for its own API: threads without this context use it,
         # and a CLI run in this process (``cli.main``) starts no server of its own
-        use_everywhere(server.api_url)
+        use_everywhere(url)
         try:
-            yield server.api_url
+            yield url
         finally:
             # Prefect's log and event workers outlive a flow run, bound to the API they started on:
             # drained while it still answers, the next flow starts new ones on its API. Left bound to a

@@ -57,6 +57,15 @@ def test_connection_refused_while_down_then_serving():
         assert wait_for(lambda: _models(server.url), timeout_s=30) == ["fake-model"]  # up after 0.4 s
 
 
+def test_a_request_past_max_model_len_is_refused_as_vllm_refuses_it():
+    """A misconfigured server (test_vllm_server.py): the short probe is answered, a long prompt is not."""
+    with FakeOpenAIServer(max_model_len=40) as server:
+        short = {"messages": [{"role": "user", "content": "1. Yes\n2. No"}], "max_tokens": 16}
+        assert post(f"{server.url}/v1/chat/completions", short)[0] == 200
+        status, text = post(f"{server.url}/v1/chat/completions", dict(short, max_tokens=40))
+        assert status == 400 and "maximum context length is 40 tokens" in json.loads(text)["error"]["message"]
+
+
 @pytest.mark.slow  # runs the fake server as a script
 def test_script_mode_binds_localhost_and_fails_first_attempts():
     proc = subprocess.Popen([sys.executable, "-m", "support.fake_openai", "--port", "0",

@@ -11,15 +11,8 @@ from socbench.errors import ConfigError
 from socbench.records import BatchRecord, DomainRecord
 from socbench.sweep import SweepConfig, SweepModel, settle
 from socbench.types import DomainResult
-from tests.conftest import prefect_api
 
 SERVERS = ["http://gpu1:8000/v1", "http://gpu2:8000/v1"]
-
-
-@pytest.fixture(scope="module")
-def api_url(tmp_path_factory: pytest.TempPathFactory):
-    """The sweep's runs on a Prefect server on PostgreSQL, the database a sweep's workers share."""
-    yield from prefect_api(tmp_path_factory.mktemp("prefect-api-pg"), postgres=True)
 
 
 def sweep(**values) -> SweepConfig:
@@ -90,34 +83,3 @@ def test_settle_reads_done_running_and_failed_over_every_attempt():
     second = settle([crashed, failed, retry])
     assert (0, 2) in second.results and second.running == {(0, 3)} and second.running_runs == ["r3"]
     assert (0, 3) not in second.failed and second.pending(2, [1, 2, 3]) == {1: [1, 3]}
-
-
-@pytest.mark.slow  # serves the tiny model with vLLM on a Prefect API
-def test_a_rerun_of_the_sweeps_runs_is_served_from_the_shared_cache(tiny_server, tmp_path, api_url):
-    """One dispatched run in-process, twice over the same segment cache: the second sends nothing."""
-    from socbench.flows.sweep import issp_domains
-
-    config = sweep(run={"output_dir": str(tmp_path), "interview_count": 2, "structured": True},
-                   models=[{"api_type": "openai", "model": "tiny", "api_base": [f"{tiny_server.url}/v1"]}])
-    run = config.run_config(0)
-    before = tiny_server.requests()
-    assert issp_domains(run, [1, 9]) == [1, 9]
-    sent, segments = tiny_server.requests() - before, sorted(tmp_path.rglob("*.seg"))
-    assert sent > 0 and len(segments) == 1
-    assert issp_domains(run, [1, 9]) == [1, 9]
-    assert tiny_server.requests() - before == sent and sorted(tmp_path.rglob("*.seg")) == segments
-
-
-@pytest.mark.slow  # runs a flow on a Prefect API
-def test_an_engine_limit_that_does_not_exist_is_one_line(api_url):
-    from prefect import flow
-
-    from socbench.tasks.engine_slot import engine_slot
-
-    @flow
-    def hold() -> None:
-        with engine_slot("socbench-test-{host}", 1):
-            pass
-
-    with pytest.raises(ConfigError, match=r"engine_limit 'socbench-test-.*prefect gcl create socbench-test-"):
-        hold()

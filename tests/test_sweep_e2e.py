@@ -21,6 +21,7 @@ import pytest
 from test_prefect_e2e import BIN, ROOT, _flow_runs, _prefect, prefect_env
 
 from socbench.engines.cache import HEADER, SEGMENTS_DIR
+from socbench.errors import ConfigError
 from socbench.models import model_slug
 from socbench.processes import (
     Postgres,
@@ -31,33 +32,30 @@ from socbench.processes import (
     stop_group,
     wait_for,
 )
-from tests.conftest import drain_prefect_workers
+from tests.conftest import on_api
+from tests.test_sweep import sweep
 
 pytestmark = pytest.mark.slow
 FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 DOMAINS = (6, 7, 8, 9, 10, 11)  # --start_domain_id 6: runs of three, so a run can be caught half-way
 
 
-@pytest.fixture()
-def server(tmp_path: Path):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
     """A real Prefect server on a throwaway PostgreSQL, as docs/scale-out.md asks once several workers
-    poll it (SQLite froze every API call for 60 s under three); yields its clients' environment."""
+    poll it (SQLite froze every API call for 60 s under three); yields its clients' environment. One per
+    module (a cluster and a server on a fresh database: ~30 CPU s): the tests find their runs by name."""
     if not Postgres.available():
         pytest.skip("PostgreSQL not found (make setup installs Debian's postgresql)")
-    with prefect_server(prefect_env(tmp_path), tmp_path / "server.log", postgres=True) as env:
+    folder = tmp_path_factory.mktemp("sweep-server")
+    with prefect_server(prefect_env(folder), folder / "server.log", postgres=True) as env:
         yield env
 
 
 @pytest.fixture()
 def api_url(server: dict):
-    """The in-process flows (the single-process reference runs) on the same server."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    with temporary_settings(updates={PREFECT_API_URL: server["PREFECT_API_URL"]}):
-        try:
-            yield server["PREFECT_API_URL"]
-        finally:
-            drain_prefect_workers()  # while its server still answers (see conftest.prefect_api)
+    """The in-process flows (the single-process reference runs, tests/test_sweep.py's) on the same server."""
+    yield from on_api(server["PREFECT_API_URL"])
 
 
 def _worker(env: dict, folder: Path, name: str, *options: str, pool: str = "socbench-local",
@@ -272,3 +270,36 @@ def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_ru
     finally:
         for proc in [*workers.values(), controller]:
             stop_group(proc, grace_s=30)
+
+
+# ------------------------------------------------------------- the sweep's runs in this process
+# (tests/test_sweep.py's record, on this module's server: a second one on PostgreSQL cost ~30 CPU s)
+
+
+def test_a_rerun_of_the_sweeps_runs_is_served_from_the_shared_cache(tiny_server, tmp_path, api_url):
+    """One dispatched run in-process, twice over the same segment cache: the second sends nothing."""
+    from socbench.flows.sweep import issp_domains
+
+    config = sweep(run={"output_dir": str(tmp_path), "interview_count": 2, "structured": True},
+                   models=[{"api_type": "openai", "model": "tiny", "api_base": [f"{tiny_server.url}/v1"]}])
+    run = config.run_config(0)
+    before = tiny_server.requests()
+    assert issp_domains(run, [1, 9]) == [1, 9]
+    sent, segments = tiny_server.requests() - before, sorted(tmp_path.rglob("*.seg"))
+    assert sent > 0 and len(segments) == 1
+    assert issp_domains(run, [1, 9]) == [1, 9]
+    assert tiny_server.requests() - before == sent and sorted(tmp_path.rglob("*.seg")) == segments
+
+
+def test_an_engine_limit_that_does_not_exist_is_one_line(api_url):
+    from prefect import flow
+
+    from socbench.tasks.engine_slot import engine_slot
+
+    @flow
+    def hold() -> None:
+        with engine_slot("socbench-test-{host}", 1):
+            pass
+
+    with pytest.raises(ConfigError, match=r"engine_limit 'socbench-test-.*prefect gcl create socbench-test-"):
+        hold()

@@ -29,7 +29,7 @@ from socbench.domains import get_domain
 from socbench.extract import distribution_of
 from socbench.processes import prefect_api
 from socbench.prompts import build_domain_prompts
-from support import CLI
+from support import CLI, FakeOpenAIServer
 from tests.test_reliability import cached_rows, without_timestamps
 from tests.vllm_server import VllmServer
 
@@ -168,35 +168,33 @@ def killed_mid_run(server: VllmServer, args: list[str], env: dict, out: Path) ->
     return n, kept
 
 
-def refused_every_prompt(server: VllmServer, args: list[str], env: dict, out: Path) -> int:
-    """Run ``args`` against ``server`` (refusing every prompt): no progress at all; the items sent."""
-    try:
-        server.start()
+def refused_every_prompt(port: int, args: list[str], env: dict, out: Path) -> int:
+    """Run ``args`` against a misconfigured server on ``port`` that refuses every prompt (a max length of
+    64 tokens; the preflight's tiny probe fits): no progress at all; the items sent. The fault is injected
+    with the fake server (a second start of vLLM's costs ~70 CPU s): what it tests, the healthy rerun,
+    meets vLLM's real server on the same port (the engine cache's key holds host and port)."""
+    with FakeOpenAIServer(model="tiny", max_model_len=64, port=port) as refusing:
         run = socbench(args, env)
         assert run.returncode == 1, run.stderr[-3000:]
         failed = read(out, "tiny", "metrics")
         assert failed["engine_errors"] == failed["total_count"] > 0 and cached_rows(out) == 0
+        assert refusing.stats().statuses["400"] == failed["total_count"]  # every prompt refused, once
         return failed["total_count"]
-    finally:
-        server.stop()
-        assert not server.group_alive()
 
 
-@pytest.mark.timeout(1500)  # two starts of vLLM's server: over 5 minutes each at load 12-14 on 2 cores
-def test_a_killed_server_and_one_refusing_every_prompt_then_a_healthy_restart(tiny_server, tiny_model,
-                                                                              run_env, demo_data, tmp_path):
+@pytest.mark.timeout(1500)  # a restart of vLLM's server: over 5 minutes at load 12-14 on 2 cores
+def test_a_killed_server_and_one_refusing_every_prompt_then_a_healthy_restart(tiny_server, run_env, demo_data,
+                                                                              tmp_path):
     """Two failures, one restart (a start of vLLM's server costs ~70 CPU s): the server killed mid-run
-    (seen 2); then, on its port, a misconfigured one that refuses every prompt (a max length of 64 tokens;
-    the preflight's tiny probe fits): a run with no progress at all (seen 1: a Prefect task cache of
-    ``vllm_generate`` used to serve the failed result again). Restarted healthy, each same command sends
-    exactly its missing requests, and the killed run ends with the files of an uninterrupted run."""
+    (seen 2); then, on its port, a misconfigured one that refuses every prompt (``refused_every_prompt``):
+    a run with no progress at all (seen 1: a Prefect task cache of ``vllm_generate`` used to serve the
+    failed result again). Restarted healthy, each same command sends exactly its missing requests to
+    vLLM's server, and the killed run ends with the files of an uninterrupted run."""
     killed, stuck, reference = tmp_path / "killed", tmp_path / "stuck", tmp_path / "reference"
     args = issp_args(tiny_server.url, "tiny", demo_data, killed, 20, "--concurrent_requests", "4")
     n, kept = killed_mid_run(tiny_server, args, run_env, killed)
     stuck_args = issp_args(tiny_server.url, "tiny", demo_data, stuck, 3)
-    refusing = VllmServer(tiny_model, "tiny", tmp_path / "refusing.log", dtype=tiny_server.dtype,
-                          max_model_len=64, port=tiny_server.port)
-    refused = refused_every_prompt(refusing, stuck_args, run_env, stuck)
+    refused = refused_every_prompt(tiny_server.port, stuck_args, run_env, stuck)
 
     tiny_server.start()  # the same port, the cause fixed
     before = tiny_server.requests()

@@ -55,6 +55,7 @@ class FakeConfig:
     capacity: int = 0  # completions served at once; the rest wait in a queue (0: no limit)
     answer: Answer | None = None  # (prompt, codes) -> content
     reasoning_tokens: int = 0  # every reply reports this many reasoning tokens (in its completion tokens)
+    max_model_len: int = 0  # a request whose prompt and max_tokens exceed it is HTTP 400, as vLLM's (0: none)
 
     def fault_for(self, request_id: str, attempt: int) -> str | None:
         """The fault for this attempt of this request, or None (deterministic)."""
@@ -142,9 +143,19 @@ class _Handlers:
         finally:
             stats.in_flight -= 1
 
+    def _too_long(self, body: dict[str, Any]) -> str | None:
+        """vLLM's refusal of a request past ``max_model_len`` (prompt tokens and max_tokens), or None."""
+        limit = self.config.max_model_len
+        asked = len(fake_tokens(rendered(body))) + int(body.get("max_tokens") or 0)
+        if not limit or asked <= limit:
+            return None
+        return f"This model's maximum context length is {limit} tokens. However, you requested {asked} tokens"
+
     async def _respond(self, request: web.Request, body: dict[str, Any],
                        fault: str | None) -> web.Response | None:
         """The response for this attempt (None: drop the connection)."""
+        if (too_long := self._too_long(body)) is not None:
+            return web.json_response({"error": {"message": too_long}}, status=400)
         if "structured_outputs" in body and not self.config.structured_outputs:  # as OpenAI answers it
             error = {"error": {"message": "Unrecognized request argument supplied: structured_outputs"}}
             return web.json_response(error, status=400)

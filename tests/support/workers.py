@@ -15,7 +15,9 @@ import pytest
 
 # modules that share a session server: one worker starts it once for all of them
 SHARED = {"test_sweep": "sweep", "test_sweep_e2e": "sweep",
-          "test_vllm_server": "vllm-server", "test_cost": "vllm-server", "test_mcq_server": "vllm-server"}
+          "test_vllm_server": "vllm-server", "test_cost": "vllm-server", "test_mcq_server": "vllm-server",
+          # one parametrisation of a module: the Ctrl-C test over vLLM's server (its own start: ~70 CPU s)
+          "test_ctrl_c[vllm-server]": "vllm-server"}
 # independent tests, each its own unit: the module is long and shares nothing but session fixtures
 SPLIT = frozenset({"test_bench"})
 # the longest groups (minutes each, from `make test-timed`), started first
@@ -27,7 +29,8 @@ FIRST = ("sweep", "vllm-server", "test_prefect_e2e", "test_ctrl_c", "test_engine
 def group(nodeid: str) -> str:
     """The unit a test is scheduled with: its module, its modules' shared group, or itself."""
     module = PurePosixPath(nodeid.split("::")[0]).stem
-    return nodeid if module in SPLIT else SHARED.get(module, module)
+    param = nodeid[nodeid.index("["):] if nodeid.endswith("]") else ""
+    return nodeid if module in SPLIT else SHARED.get(module + param, SHARED.get(module, module))
 
 
 def _rank(item: pytest.Item) -> int:
