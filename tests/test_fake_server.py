@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import urllib.error
@@ -51,10 +52,11 @@ def test_fault_decisions_are_seeded_per_request_and_attempt():
 
 
 def test_connection_refused_while_down_then_serving():
-    with FakeOpenAIServer(down_for_s=0.4) as server:
+    with FakeOpenAIServer(down_for_s=math.inf) as server:  # down until listen(): no race with the clock
         with pytest.raises(urllib.error.URLError, match="refused"):
             urllib.request.urlopen(f"{server.url}/v1/models", timeout=5)
-        assert wait_for(lambda: _models(server.url), timeout_s=30) == ["fake-model"]  # up after 0.4 s
+        server.listen()
+        assert wait_for(lambda: _models(server.url), timeout_s=30) == ["fake-model"]
 
 
 def test_a_request_past_max_model_len_is_refused_as_vllm_refuses_it():

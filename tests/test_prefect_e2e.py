@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from socbench.models import model_slug
-from socbench.processes import prefect_server, start_group, stop_group, wait_for
+from socbench.processes import Postgres, prefect_server, start_group, stop_group, wait_for
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -46,8 +46,10 @@ def prefect_env(tmp_path: Path) -> dict:
 
 @pytest.fixture()
 def server(tmp_path: Path):
-    """A real Prefect server (SQLite: one worker) with project-local state; yields its clients' env."""
-    with prefect_server(prefect_env(tmp_path), tmp_path / "server.log") as env:
+    """A real Prefect server with project-local state; yields its clients' env. On PostgreSQL where it is
+    installed, as the demo's: on SQLite a loaded host's server logged 1,826 "database is locked" and the
+    watched deployment run never returned (the worker, its flow-run process and the watch all write)."""
+    with prefect_server(prefect_env(tmp_path), tmp_path / "server.log", postgres=Postgres.available()) as env:
         yield env
 
 

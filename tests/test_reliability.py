@@ -14,8 +14,10 @@ in a child process pointed at it.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -23,6 +25,7 @@ import sqlite3
 import subprocess
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
 
@@ -33,6 +36,7 @@ from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
 from socbench.types import EngineResult
 from support import CLI, FakeOpenAIServer
+from support.waiting import wait_for
 
 DOMAIN, NAME, SLUG = 3, "Family", "family"
 PROBE = 1  # a CLI run's preflight sends one tiny constrained request (``--structured`` honoured?)
@@ -212,12 +216,18 @@ def test_server_refusing_connections_at_first_then_back(api_url, tmp_path, demo_
     logger.addHandler(seen)
     logger.setLevel(logging.DEBUG)
     try:
-        with FakeOpenAIServer(down_for_s=3.0) as server:  # bound but not listening: connections refused
+        # bound but not listening (connections refused) until the run has seen a refusal: a condition, not a
+        # time (a fixed 3 s window was over before a loaded host's run sent its first request)
+        with FakeOpenAIServer(down_for_s=math.inf) as server, ThreadPoolExecutor(1) as pool:
             config = make_config(domain_id=DOMAIN, interview_count=5, api_type="config", api_base=server.url,
                                  model="fake-model", data_dir=str(demo_data),
                                  output_dir=str(tmp_path / "out"),
                                  engine={"max_retries": 40, "backoff_base_s": 0.1, "backoff_max_s": 1.0})
-            outcome = run_inprocess(issp, config)
+            running = pool.submit(contextvars.copy_context().run, run_inprocess, issp, config)
+            refused = lambda: any("connection error" in line for line in seen.lines)  # noqa: E731
+            assert wait_for(lambda: refused() or running.done(), 300), "no request sent in 300 s"
+            server.listen()
+            outcome = running.result(600)
             stats = server.stats()
     finally:
         logger.removeHandler(seen)

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import math
 import socket
 import threading
 from collections import Counter
@@ -49,7 +50,7 @@ class FakeConfig:
     fail_attempts: int = 1  # how many attempts of a faulted request fail (large: always)
     retry_after_s: float = 0.05
     hang_s: float = 5.0  # how long a "timeout" fault keeps the client waiting
-    down_for_s: float = 0.0  # refuse connections (not listening) for this long after start
+    down_for_s: float = 0.0  # refuse connections (not listening) this long after start; inf: until listen()
     tokenize: bool = True  # serve vLLM's /tokenize (False: 404, like OpenAI)
     structured_outputs: bool = True  # accept vLLM's structured_outputs (False: HTTP 400, like OpenAI)
     capacity: int = 0  # completions served at once; the rest wait in a queue (0: no limit)
@@ -202,6 +203,7 @@ class FakeOpenAIServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
+        self._site: web.SockSite | None = None
 
     @property
     def url(self) -> str:
@@ -234,6 +236,10 @@ class FakeOpenAIServer:
 
     def wake(self) -> None:
         self._call(self._model.awake.set)
+
+    def listen(self) -> None:
+        """Start listening now (a server made with ``down_for_s=math.inf`` refuses connections until then)."""
+        asyncio.run_coroutine_threadsafe(self._site.start(), self._loop).result(10)  # type: ignore[arg-type]
 
     def start(self) -> FakeOpenAIServer:
         ready = threading.Event()
@@ -280,12 +286,12 @@ class FakeOpenAIServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self._requested_port))
         self.port = sock.getsockname()[1]
-        site = web.SockSite(self._runner, sock)
-        if self.config.down_for_s > 0:
+        self._site = site = web.SockSite(self._runner, sock)
+        if self.config.down_for_s == 0:
+            await site.start()
+        elif math.isfinite(self.config.down_for_s):
             later = lambda: asyncio.ensure_future(site.start())  # noqa: E731
             asyncio.get_running_loop().call_later(self.config.down_for_s, later)
-        else:
-            await site.start()
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
