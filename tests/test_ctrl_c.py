@@ -90,7 +90,10 @@ def test_ctrl_c_in_a_terminal_exits_130_quickly_and_leaves_nothing(backend, term
     sid, code, seconds, shown = run_on_a_terminal(args, terminal_env, lambda: cached_rows(out) >= enough)
     print(f"{backend}: exit {code}, {seconds:.1f} s after Ctrl-C")
     assert code == 130, shown[-3000:]
-    assert seconds < 10, f"{seconds:.1f} s after Ctrl-C\n{shown[-3000:]}"
+    # 10 s on an idle host; a host with more runnable processes than cores stretches every wall time alike
+    # (11.9 s beside a CPU hog at load 7-9 on 2 cores)
+    limit = 10 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    assert seconds < limit, f"{seconds:.1f} s after Ctrl-C (limit {limit:.0f} s)\n{shown[-3000:]}"
     assert INTERRUPTED in shown and "Traceback" not in shown
     assert "Error" not in shown.split(INTERRUPTED)[0][-2000:]  # no ConnectError, no "Crash detected" lines
     assert cached_rows(out) >= enough  # every finished request kept
