@@ -141,21 +141,32 @@ def pytest_terminal_summary(terminalreporter) -> None:
     _TALLY.stop.set()
     total = tree_cpu() - _TALLY.start
     rows = sorted(_TALLY.cpu.items(), key=lambda kv: -kv[1])
-
-    def started(name: str) -> str:
-        return " ".join(f"{k}={n}" for k, n in sorted(_TALLY.started.get(name, {}).items()))
-
     terminalreporter.section("CPU seconds per test file (user+sys, whole process tree)")
     for name, cpu in rows:
         if cpu >= 1:
-            terminalreporter.write_line(f"{cpu:9.1f}  {_TALLY.tests[name]:4d} tests  {name}  {started(name)}")
+            terminalreporter.write_line(f"{cpu:9.1f}  {_TALLY.tests[name]:4d} tests  {name}  {_began(name)}")
     terminalreporter.write_line(f"{total:9.1f}  {sum(_TALLY.tests.values()):4d} tests  total")
     terminalreporter.section("CPU seconds, the 25 costliest tests (setup and teardown included)")
     for nodeid, cpu in sorted(_TALLY.per_test.items(), key=lambda kv: -kv[1])[:25]:
         terminalreporter.write_line(f"{cpu:9.1f}  {nodeid}")
     if path := os.environ.get("SOCBENCH_CPU_REPORT"):
-        with open(path, "w") as out:
-            out.write("file\ttests\tcpu_s\tstarted\n")
-            for name, cpu in rows:
-                out.write(f"{name}\t{_TALLY.tests[name]}\t{cpu:.1f}\t{started(name)}\n")
-            out.write(f"TOTAL\t{sum(_TALLY.tests.values())}\t{total:.1f}\t\n")
+        _write(path, total)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist the summary is the controller's: each worker writes its own table beside it."""
+    worker, path = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("SOCBENCH_CPU_REPORT")
+    if worker and path:
+        _write(f"{path}.{worker}", tree_cpu() - _TALLY.start)
+
+
+def _began(name: str) -> str:
+    return " ".join(f"{k}={n}" for k, n in sorted(_TALLY.started.get(name, {}).items()))
+
+
+def _write(path: str, total: float) -> None:
+    with open(path, "w") as out:
+        out.write("file\ttests\tcpu_s\tstarted\n")
+        for name, cpu in sorted(_TALLY.cpu.items(), key=lambda kv: -kv[1]):
+            out.write(f"{name}\t{_TALLY.tests[name]}\t{cpu:.1f}\t{_began(name)}\n")
+        out.write(f"TOTAL\t{sum(_TALLY.tests.values())}\t{total:.1f}\t\n")
