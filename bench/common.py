@@ -8,6 +8,8 @@ beside each number (this host is shared; numbers are noisy).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import resource
@@ -24,6 +26,9 @@ from socbench.processes import cpu_defaults
 ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = Path(os.environ.get("SOCBENCH_BENCH_OUT") or ROOT / "bench" / "out")
 PY = sys.executable
+# Set by the tests' quick passes: what would run in a fresh process (a worker's pass) runs in this one,
+# which has torch and vLLM imported already (a fresh process pays ~40 CPU s to import them and start).
+HERE = False
 
 
 def setup_env(prefect: bool = False) -> None:
@@ -54,16 +59,33 @@ def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any, list[float]]:
 
 
 def worker_passes(code: str, *args: object) -> list[dict]:
-    """Run ``python -c code args`` in a fresh process; each stdout line that starts with ``{"seconds"``
-    is one timed pass (JSON with ``seconds`` and ``answers``); the load average before and after is added."""
+    """Run ``python -c code args`` in a fresh process (``HERE``: in this one); each stdout line that starts
+    with ``{"seconds"`` is one timed pass (JSON with ``seconds`` and ``answers``); the load average before
+    and after is added."""
     before = load_avg()
-    proc = subprocess.run([PY, "-c", code, *map(str, args)], capture_output=True, text=True, cwd=ROOT,
-                          check=False)
-    if proc.returncode:
-        raise SystemExit(f"pass {args} failed: {proc.stderr[-2000:]}")
-    outs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"seconds"')]
+    if HERE:
+        stdout = here(exec, code, {"__name__": "__main__"}, argv=["-c", *map(str, args)])
+    else:
+        proc = subprocess.run([PY, "-c", code, *map(str, args)], capture_output=True, text=True, cwd=ROOT,
+                              check=False)
+        if proc.returncode:
+            raise SystemExit(f"pass {args} failed: {proc.stderr[-2000:]}")
+        stdout = proc.stdout
+    outs = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"seconds"')]
     return [{"seconds": round(out["seconds"], 2), "answers": out["answers"], "load": [before, load_avg()]}
             for out in outs]
+
+
+def here(fn: Callable[..., Any], *args: Any, argv: list[str] | None = None) -> str:
+    """What ``fn(*args)`` prints, run in this process (with ``sys.argv`` set to ``argv`` meanwhile)."""
+    out, saved = io.StringIO(), sys.argv
+    sys.argv = argv or saved
+    try:
+        with contextlib.redirect_stdout(out):
+            fn(*args)
+    finally:
+        sys.argv = saved
+    return out.getvalue()
 
 
 def worker_pass(code: str, *args: object) -> dict:
@@ -106,11 +128,14 @@ def tiny_model() -> Path:
 
 
 def synth_data(respondents: int, domain: str = "all", issp: Path | None = None) -> Path:
-    """A Dataset_all folder with ``respondents`` synthetic respondents per domain (a temp dir);
-    ``issp``: a folder with the real question sets (``qa/``) and codebooks (``codebooks/``)."""
+    """A Dataset_all folder with ``respondents`` synthetic respondents per domain (a temp dir), as
+    ``socbench data synth`` writes it; ``issp``: a folder with the real question sets (``qa/``) and
+    codebooks (``codebooks/``)."""
+    from socbench.cli.data import SYNTH_SEED
+    from socbench.data.synth import write_dataset
+    from socbench.domains import select_domains
+
     out = Path(tempfile.mkdtemp(prefix="bench-data-")) / "Dataset_all"
-    real = ["--qa_dir", str(issp / "qa"), "--codebook_dir", str(issp / "codebooks")] if issp else []
-    subprocess.run([PY, "-m", "socbench.cli", "data", "synth", "--out", str(out), "--respondents",
-                    str(respondents), "--domain_id", domain, *real], check=True, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)
+    write_dataset(out, select_domains(domain), respondents, SYNTH_SEED, issp and issp / "qa",
+                  issp and issp / "codebooks")
     return out

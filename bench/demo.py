@@ -36,10 +36,8 @@ ENGINE = """
 import json, sys, time
 modes, n, model = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3]
 from bench.engines import demo_prompts
-from socbench.engines.settings import VllmSettings
-from socbench.engines.vllm import VllmEngine
-from socbench.models import resolve_model
-engine = VllmEngine(resolve_model(model), VllmSettings.for_host())
+from socbench.engines.registry import create_engine
+engine = create_engine("vllm", model)
 engine.load()
 for mode in modes:
     prompts = demo_prompts(mode, n + 4)

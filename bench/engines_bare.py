@@ -56,25 +56,19 @@ def timed(label: str, fn, *args) -> tuple[float, float, object]:
     return wall, cpu, result
 
 
-def make_engine(backend: str, model):
-    if backend == "vllm":
-        from socbench.engines.settings import VllmSettings
-        from socbench.engines.vllm import VllmEngine
+def make_engine(backend: str, model: str):
+    """The backend as a run makes it (``registry.create_engine``) and the module its start imports."""
+    from socbench.engines.registry import create_engine
 
-        return VllmEngine(model, VllmSettings.for_host()), "vllm.entrypoints.llm"
-    from socbench.engines.hf import HfEngine
-    from socbench.engines.settings import HfSettings
-
-    return HfEngine(model, HfSettings.from_options({})), "transformers.models.llama.modeling_llama"
+    heavy = "vllm.entrypoints.llm" if backend == "vllm" else "transformers.models.llama.modeling_llama"
+    return create_engine(backend, model), heavy
 
 
 def bench(backend: str, n: int, model: str) -> dict:
-    from socbench.models import resolve_model
-
     pairs = personas(n)
     gen, scored = [p[0] for p in pairs], [p[1] for p in pairs]
     multi = [dataclasses.replace(r, offered_codes=MULTI_TOKEN) for r in scored]
-    engine, heavy_module = make_engine(backend, resolve_model(model))
+    engine, heavy_module = make_engine(backend, model)
     row: dict = {"backend": backend, "dtype": engine.identity["dtype"], "n": n, "per_cpu_s": {}}
     row["import_s"] = round(timed("import", importlib.import_module, heavy_module)[0], 2)
     try:

@@ -75,17 +75,21 @@ def child(kind: str, out: str, data_dir: str, model: str, domain: str) -> None:
 
 
 def cached_rerun(data_dir: str, model: str, domain: str) -> list[dict]:
+    """The first run and its rerun, each in a fresh process (``common.HERE``: the first in this one; the
+    rerun must be fresh, to show it never imports vLLM)."""
     out = tempfile.mkdtemp(prefix="bench-rerun-")
     rows = []
     for kind in ("first", "rerun"):
         start = time.perf_counter()
-        proc = subprocess.run([common.PY, "-m", "bench.orchestration", "--child", kind, out, data_dir, model,
-                               domain],
-                              capture_output=True,
-                              text=True, cwd=common.ROOT)
-        lines = [line for line in proc.stdout.splitlines() if line.startswith('{"kind"')]
-        if proc.returncode or not lines:
-            raise SystemExit(f"{kind} run failed:\n{proc.stderr[-3000:]}")
+        if common.HERE and kind == "first":
+            stdout, failed = common.here(child, kind, out, data_dir, model, domain), ""
+        else:
+            proc = subprocess.run([common.PY, "-m", "bench.orchestration", "--child", kind, out, data_dir,
+                                   model, domain], capture_output=True, text=True, cwd=common.ROOT)
+            stdout, failed = proc.stdout, proc.returncode and proc.stderr[-3000:]
+        lines = [line for line in stdout.splitlines() if line.startswith('{"kind"')]
+        if failed or not lines:
+            raise SystemExit(f"{kind} run failed:\n{failed}")
         rows.append({**json.loads(lines[-1]),
                      "wall_s_with_python_start": round(time.perf_counter() - start, 2)})
         print(rows[-1], flush=True)

@@ -21,11 +21,9 @@ from socbench.studies import task_for
 
 
 def _engine(model: str):
-    from socbench.engines.settings import VllmSettings
-    from socbench.engines.vllm import VllmEngine
-    from socbench.models import resolve_model
+    from socbench.engines.registry import create_engine
 
-    engine = VllmEngine(resolve_model(model), VllmSettings.for_host())
+    engine = create_engine("vllm", model)
     return engine, engine._engine(), engine.tokenizer
 
 

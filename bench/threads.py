@@ -33,10 +33,9 @@ if backend == "hf":
     run = lambda: [r.logprob for r in engine.loglikelihood(requests)]
 else:
     from bench.engines import demo_prompts
-    from socbench.engines.settings import VllmSettings
-    from socbench.engines.vllm import VllmEngine
+    from socbench.engines.registry import create_engine
     prompts = demo_prompts("generate", n)
-    engine = VllmEngine(model, VllmSettings.for_host({"cpu_threads": threads}))
+    engine = create_engine("vllm", sys.argv[4], {"cpu_threads": threads})
     run = lambda: [r.text for r in engine.generate(prompts)]
 engine.load()
 start = time.perf_counter()

@@ -4,13 +4,16 @@ The scripts are found in the folder (a module of ``bench/`` with a ``main``), so
 here without a change to this file. Each runs as ``python -m bench.<name>`` with its quick arguments,
 its output folder a temporary one (``SOCBENCH_BENCH_OUT``) and its Prefect runs on the session's API;
 it must exit 0 and write its JSON record. The figures of a quick pass mean nothing: only that it runs.
-Those whose engines live in their own process (``IN_PROCESS``) run as ``__main__`` in this one instead:
-a fresh process would import torch and vLLM again for each (~15 CPU s), the tests' process has them.
+Those whose engines live in their own process (``IN_PROCESS``) run as ``__main__`` in this one instead,
+with what they would run in a fresh process of its own (``common.HERE``: a worker's pass, a first run)
+in this one too, and their vLLM engines the session's pool's: a fresh process would import torch and
+vLLM and start an engine again for each (~40 CPU s), the tests' process has them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import runpy
 import subprocess
@@ -40,7 +43,8 @@ ARGS = {
     "arc_cp_vs_lmeval": ["--quick", "--lmeval_venv", "/nonexistent-lmeval-venv"],
 }
 RECORD = {"run_all": "summary"}  # the JSON a script writes, where it is not <name>.json
-IN_PROCESS = ("engines", "engines_bare", "pipeline_vs_bare", "prefix_cache")  # start no process of their own
+IN_PROCESS = ("demo", "engines", "engines_bare", "orchestration", "pipeline_vs_bare", "prefix_cache",
+              "threads")
 
 
 def run(args: list[str], env: dict[str, str], out: Path) -> subprocess.CompletedProcess:
@@ -51,13 +55,21 @@ def run(args: list[str], env: dict[str, str], out: Path) -> subprocess.Completed
     return proc
 
 
-def run_here(name: str, args: list[str], out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``python -m bench.<name> *args`` in this process (its engines closed by the script itself)."""
+def run_here(name: str, args: list[str], out: Path, monkeypatch: pytest.MonkeyPatch, engine_pool) -> None:
+    """``python -m bench.<name> *args`` in this process, its fresh-process steps too (``common.HERE``), its
+    vLLM engines the pool's; the environment it sets (``common.setup_env``) undone after."""
     from bench import common
 
     monkeypatch.setattr(common, "OUT_DIR", out)
+    monkeypatch.setattr(common, "HERE", True)
     monkeypatch.setattr(sys, "argv", [f"bench/{name}.py", *args])
-    runpy.run_module(f"bench.{name}", run_name="__main__", alter_sys=True)
+    saved = dict(os.environ)
+    try:
+        with engine_pool.installed():
+            runpy.run_module(f"bench.{name}", run_name="__main__", alter_sys=True)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def test_every_script_is_found() -> None:
@@ -75,7 +87,7 @@ def test_quick_pass(name: str, tmp_path: Path, cli_api_env: dict[str, str], requ
     if name == "api_path":  # its prompts are the real ISSP question sets'
         args = [*args, "--issp", str(request.getfixturevalue("shared_issp"))]
     if name in IN_PROCESS:
-        run_here(name, args, tmp_path, monkeypatch)
+        run_here(name, args, tmp_path, monkeypatch, request.getfixturevalue("engine_pool"))
     else:
         run([f"bench.{name}", *args], cli_api_env, tmp_path)
     record = json.loads((tmp_path / f"{RECORD.get(name, name)}.json").read_text())
