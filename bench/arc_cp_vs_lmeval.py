@@ -66,9 +66,7 @@ def socbench_pass(limit: int | None, out: Path, api_type: str, dtype: str, env: 
     ]
     if limit:
         cmd += ["--limit", str(limit)]
-    seconds, proc, load = common.timed(
-        lambda: subprocess.run(cmd, capture_output=True, text=True, cwd=common.ROOT, env=env, check=False)
-    )
+    seconds, proc, load = common.timed(lambda: socbench_mcq(cmd, env))
     if proc.returncode:
         raise SystemExit(f"socbench mcq failed: {proc.stderr[-2000:]}")
     results = json.loads(next(out.rglob("arc-easy_results.json")).read_text())
@@ -83,6 +81,18 @@ def socbench_pass(limit: int | None, out: Path, api_type: str, dtype: str, env: 
         "engine": results.get("engine"),
         "cp_raw_scores": scores,
     }
+
+
+def socbench_mcq(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``cmd`` in a fresh process (``common.HERE``: ``socbench.cli.main`` in this one, under ``env``)."""
+    if not common.HERE:
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=common.ROOT, env=env, check=False)
+    from socbench.cli import main
+
+    os.environ.update(env)
+    codes: list[int] = []
+    stdout = common.here(lambda: codes.append(main(cmd[3:])))
+    return subprocess.CompletedProcess(cmd, codes[0], stdout, "")
 
 
 def lmeval_task(limit: int | None, work: Path) -> list[str]:

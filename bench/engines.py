@@ -3,7 +3,7 @@
 Prompts are the demo data's real ISSP prompts (all ten domains). Backends: ``vllm`` and ``hf``
 in-process on the model (default: the embedded SmolLM2), and ``config`` (the OpenAI-compatible
 client) against the project's test server. No cache: each figure is the backend alone.
-``--quick``: 8 prompts per mode (the warm-up's) on the tiny random model (unless ``--model``).
+``--quick``: 2 prompts per mode (the warm-up's) on the tiny random model (unless ``--model``).
 Usage: ``python -m bench.engines [--quick] [--model M] [--backends vllm,hf,config] [--n 400]`` (hf: a
 tenth of ``--n``, at least 20 and at most ``--n``).
 """
@@ -70,7 +70,7 @@ def main() -> None:
     p.add_argument("--n", type=int, default=400, help="prompts per mode (hf: a tenth)")
     args = p.parse_args()
     common.setup_env()
-    n = 8 if args.quick else args.n
+    n = 2 if args.quick else args.n  # quick: transformers generates ~1 prompt/s even on the tiny model
     model = args.model or (str(common.tiny_model()) if args.quick else "smollm2-135m-instruct")
     from tests.support.fake_openai import FakeOpenAIServer
 

@@ -43,8 +43,8 @@ ARGS = {
     "arc_cp_vs_lmeval": ["--quick", "--lmeval_venv", "/nonexistent-lmeval-venv"],
 }
 RECORD = {"run_all": "summary"}  # the JSON a script writes, where it is not <name>.json
-IN_PROCESS = ("demo", "engines", "engines_bare", "orchestration", "pipeline_vs_bare", "prefix_cache",
-              "threads")
+IN_PROCESS = ("api_path", "arc_cp_vs_lmeval", "demo", "engines", "engines_bare", "orchestration",
+              "pipeline_vs_bare", "prefix_cache", "threads")
 
 
 def run(args: list[str], env: dict[str, str], out: Path) -> subprocess.CompletedProcess:
@@ -106,10 +106,13 @@ def test_api_phases(tmp_path: Path, cli_api_env: dict[str, str]) -> None:
     assert {"load_data begin", "vllm_generate end", "report_run end", "end"} <= set(marks), marks
 
 
-def test_compare_results(tmp_path: Path, cli_api_env: dict[str, str]) -> None:
-    """A quick run from this checkout, compared with itself: identical."""
-    run(["bench.compare_results", "run", "--quick", "--out", str(tmp_path / "a")], cli_api_env, tmp_path)
+def test_compare_results(tmp_path: Path, cli_api_env: dict[str, str], capsys: pytest.CaptureFixture) -> None:
+    """A quick run from this checkout (each of its runs a ``socbench`` process of its own), compared with
+    itself: identical. The script's ``main`` runs in this process: it imports nothing heavy."""
+    from bench import compare_results
+
+    assert compare_results.main(["run", "--quick", "--out", str(tmp_path / "a")]) == 0
     assert json.loads((tmp_path / "a" / "results.json").read_text()).keys() == {"issp_plain", "mcq_circular"}
-    proc = run(["bench.compare_results", "compare", str(tmp_path / "a"), str(tmp_path / "a")], cli_api_env,
-               tmp_path)
-    assert "identical item by item" in proc.stdout
+    capsys.readouterr()
+    assert compare_results.main(["compare", str(tmp_path / "a"), str(tmp_path / "a")]) == 0
+    assert "identical item by item" in capsys.readouterr().out
