@@ -3,12 +3,15 @@
 Prompts are the demo data's real ISSP prompts (all ten domains). Backends: ``vllm`` and ``hf``
 in-process on the model (default: the embedded SmolLM2), and ``config`` (the OpenAI-compatible
 client) against the project's test server. No cache: each figure is the backend alone.
-``--quick``: 2 prompts per mode (the warm-up's) on the tiny random model (unless ``--model``).
+``--quick``: 2 prompts per mode (the warm-up's), 16 tokens per answer, on the tiny random model (unless
+``--model``).
 Usage: ``python -m bench.engines [--quick] [--model M] [--backends vllm,hf,config] [--n 400]`` (hf: a
 tenth of ``--n``, at least 20 and at most ``--n``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from bench import common
 from bench.pipeline_vs_bare import bare_generate, bare_score
@@ -17,13 +20,14 @@ from socbench.studies import task_for
 MODES = ("generate", "logprobs")
 
 
-def demo_prompts(mode: str, n: int) -> list:
-    """The first ``n`` demo prompts over all domains (respondent-grouped, as the flow sends them); the
-    domains' plans are built in order until there are ``n`` (all ten take seconds: a quick pass needs one)."""
+def demo_prompts(mode: str, n: int, **config: Any) -> list:
+    """The first ``n`` demo prompts over all domains (respondent-grouped, as the flow sends them; ``config``:
+    other run settings); the domains' plans are built in order until there are ``n`` (all ten take
+    seconds: a quick pass needs one)."""
     from socbench import pipeline
     from socbench.config import make_config
 
-    study, prompts = task_for(make_config(mode=mode)), []
+    study, prompts = task_for(make_config(mode=mode, **config)), []
     for unit in study.units():
         prompts += pipeline.plan(study, unit).prompts.requests
         if len(prompts) >= n:
@@ -38,12 +42,12 @@ def backend(name: str, model: str, server_url: str | None):
     return create_engine(name, model, settings=settings)
 
 
-def measure(name: str, model: str, n: int, server_url: str | None) -> list[dict]:
+def measure(name: str, model: str, n: int, server_url: str | None, **config: Any) -> list[dict]:
     rows = []
     engine = backend(name, model, server_url)
     try:
         for mode in MODES:
-            prompts = demo_prompts(mode, n if name != "hf" else min(n, max(20, n // 10)))
+            prompts = demo_prompts(mode, n if name != "hf" else min(n, max(20, n // 10)), **config)
             method = engine.option_logprobs if mode == "logprobs" else engine.generate
             method(prompts[:8])  # start-up and warm-up are not part of the figure
             seconds, results, load = common.timed(method, prompts)
@@ -71,13 +75,14 @@ def main() -> None:
     args = p.parse_args()
     common.setup_env()
     n = 2 if args.quick else args.n  # quick: transformers generates ~1 prompt/s even on the tiny model
+    config = {"max_tokens": 16} if args.quick else {}
     model = args.model or (str(common.tiny_model()) if args.quick else "smollm2-135m-instruct")
     from tests.support.fake_openai import FakeOpenAIServer
 
     rows: list[dict] = []
     with FakeOpenAIServer(latency_ms=20) as server:
         for name in args.backends.split(","):
-            rows += measure(name.strip(), model, n, f"{server.url}/v1")
+            rows += measure(name.strip(), model, n, f"{server.url}/v1", **config)
     figures = {f"{r['backend']}_{r['mode']}_prompts_per_s": r["prompts_per_s"] for r in rows}
     ratios = [r["ratio_to_bare"] for r in rows if "ratio_to_bare" in r]
     ratio = min(ratios) if ratios else float("nan")

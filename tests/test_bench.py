@@ -43,8 +43,8 @@ ARGS = {
     "arc_cp_vs_lmeval": ["--quick", "--lmeval_venv", "/nonexistent-lmeval-venv"],
 }
 RECORD = {"run_all": "summary"}  # the JSON a script writes, where it is not <name>.json
-IN_PROCESS = ("api_path", "arc_cp_vs_lmeval", "demo", "engines", "engines_bare", "orchestration",
-              "pipeline_vs_bare", "prefix_cache", "threads")
+IN_PROCESS = ("api_path", "arc_cp_vs_lmeval", "demo", "demographic_model", "engines", "engines_bare",
+              "orchestration", "pipeline_vs_bare", "ppi_reference", "prefix_cache", "threads")
 
 
 def run(args: list[str], env: dict[str, str], out: Path) -> subprocess.CompletedProcess:
