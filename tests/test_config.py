@@ -26,6 +26,7 @@ from socbench.engines.vllm_args import _warn_removed, vllm_arguments
 from socbench.errors import ConfigError
 from socbench.mcq.config import McqConfig, make_mcq_config
 from support import CLI
+from support.cli import socbench
 from tests.conftest import ROOT
 
 # the original system's AsyncEngineArgs block, pasted as it is
@@ -183,13 +184,12 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
+@pytest.mark.slow  # checks the engine block with vLLM's own configuration
 def test_seed_block_on_the_command_line_gets_past_validation(tmp_path: Path) -> None:
-    result = subprocess.run([*CLI, "issp", "--engine", json.dumps(SEED_ENGINE),
-                             "--data_dir", str(tmp_path / "none")], cwd=ROOT, capture_output=True, text=True,
-                            timeout=120)
+    result = socbench("issp", "--engine", json.dumps(SEED_ENGINE), "--data_dir", str(tmp_path / "none"),
+                      code=2)
     warning, error = result.stderr.splitlines()
-    assert result.returncode == 2 and "--data_dir" in error  # the next check failed, not the engine block
+    assert "--data_dir" in error  # the next check failed, not the engine block
     assert "--engine use_v2_block_manager, disable_async_output_proc: removed" in warning
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,12 +46,19 @@ def cli_environment(env: Mapping[str, str] | None = None) -> Iterator[None]:
 
 def socbench(*argv: str, env: Mapping[str, str] | None = None,
              code: int | None = 0) -> subprocess.CompletedProcess:
-    """``socbench argv`` in this process with ``env`` added, its output captured as a subprocess's is;
-    asserts exit ``code`` (``None``: any) and no traceback."""
+    """``socbench argv`` in this process with ``env`` added, its output captured as a subprocess's is
+    (socbench's warnings too: a process prints them through logging's last resort, pytest catches them
+    here); asserts exit ``code`` (``None``: any) and no traceback."""
     out, err = io.StringIO(), io.StringIO()
-    with cli_environment({"OPENAI_API_KEY": "sk-test", **(env or {})}), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        returncode = exit_code(argv)
+    warnings, logger = logging.StreamHandler(err), logging.getLogger("socbench")
+    warnings.setLevel(logging.WARNING)
+    logger.addHandler(warnings)
+    try:
+        with cli_environment({"OPENAI_API_KEY": "sk-test", **(env or {})}), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            returncode = exit_code(argv)
+    finally:
+        logger.removeHandler(warnings)
     done = subprocess.CompletedProcess(["socbench", *argv], returncode, out.getvalue(), err.getvalue())
     assert code is None or returncode == code, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
