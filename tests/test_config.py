@@ -26,7 +26,6 @@ from socbench.engines.vllm_args import _warn_removed, vllm_arguments
 from socbench.errors import ConfigError
 from socbench.mcq.config import McqConfig, make_mcq_config
 from support import CLI
-from support.cli import socbench
 from tests.conftest import ROOT
 
 # the original system's AsyncEngineArgs block, pasted as it is
@@ -184,12 +183,13 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-@pytest.mark.slow  # checks the engine block with vLLM's own configuration
+@pytest.mark.slow  # runs the CLI in a subprocess
 def test_seed_block_on_the_command_line_gets_past_validation(tmp_path: Path) -> None:
-    result = socbench("issp", "--engine", json.dumps(SEED_ENGINE), "--data_dir", str(tmp_path / "none"),
-                      code=2)
+    result = subprocess.run([*CLI, "issp", "--engine", json.dumps(SEED_ENGINE),
+                             "--data_dir", str(tmp_path / "none")], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
     warning, error = result.stderr.splitlines()
-    assert "--data_dir" in error  # the next check failed, not the engine block
+    assert result.returncode == 2 and "--data_dir" in error  # the next check failed, not the engine block
     assert "--engine use_v2_block_manager, disable_async_output_proc: removed" in warning
 
 
