@@ -183,25 +183,14 @@ def cli_api_env(api_url: str) -> dict[str, str]:
 
 
 @pytest.fixture()
-def cli_in_process(monkeypatch: pytest.MonkeyPatch):
-    """``socbench ...`` in this process (``cli.main``): its exit code, argparse's own errors included;
+def cli_in_process():
+    """``socbench ...`` in this process (``support.cli``): its exit code, argparse's own errors included;
     the environment defaults the CLI sets are undone after. Error paths are tested this way, and
     one real subprocess per promise (exit 2, one line, no traceback; exit 1; Ctrl-C) stays."""
-    from socbench.cli import main
-    from socbench.cli.inprocess import QUIET
-    from socbench.engines import session
+    from support.cli import cli_environment, exit_code
 
-    for key, default in QUIET.items():
-        monkeypatch.setenv(key, os.environ.get(key, default))
-
-    def run(argv: list[str]) -> int:
-        try:
-            return main(list(argv))
-        except SystemExit as exc:  # argparse: --help, unknown flags, bad values
-            return int(exc.code or 0)
-
-    yield run
-    session.close_engines()  # what a run that stopped at its preflight left open (a process would exit)
+    with cli_environment():
+        yield exit_code
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ a fake engine, and relabel end to end through the CLI on the project's test serv
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import CircularSettings, DomainData, EngineResult, Item, Question, Respondent
-from support import CLI
 from support.fake_openai import FakeOpenAIServer
 
 V5 = Question("V5", "How important is it to vote?",
@@ -135,20 +133,15 @@ def test_report_shows_both_label_modes_and_marks_sampled_orders(tmp_path: Path) 
     assert "sampled orders (sampled: not all orders)" in write_report(tmp_path).html.read_text()
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_cli_relabel_writes_labelled_files(tmp_path: Path, demo_data: Path, cli_api_env: dict,
+@pytest.mark.slow  # runs flows on the session's Prefect API
+def test_cli_relabel_writes_labelled_files(tmp_path: Path, demo_data: Path, api_url: str,
                                            cli_in_process, capsys) -> None:
-    home = tmp_path / "prefect"
-    env = {**cli_api_env, "PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"),
-           "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"), "OPENAI_API_KEY": "sk-test"}
     out = tmp_path / "results"
     with FakeOpenAIServer(answer=lambda prompt, codes: json.dumps({"answer": "1"})) as server:
         args = ["issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
                 "--data_dir", str(demo_data), "--domain_id", "1", "--interview_count", "3",
                 "--output_dir", str(out), "--circular", "circular", "--circular_labels", "relabel"]
-        done = subprocess.run([*CLI, *args], capture_output=True, text=True, env=env,
-                              timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+        assert cli_in_process(args) == 0
     folder = out / "fake-model"
     payload = json.loads((folder / "Citizenship_circular_relabel_metrics.json").read_text())
     assert payload["labels"] == "relabel" and payload["measures"].startswith("label and order bias")

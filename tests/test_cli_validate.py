@@ -12,29 +12,28 @@ import pytest
 
 from fixtures.data_layer.issp_dataset import FAMILY_EXPECTED, NATID_EXPECTED, write_dataset
 from socbench.cli import main
+from support.cli import socbench
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / ".venv" / "bin" / "socbench"
 
 
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["data", "validate", *args])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
+def run_cli(*args: str) -> tuple[int, str, str]:
+    done = socbench("data", "validate", *args, code=None)
+    return done.returncode, done.stdout, done.stderr
 
 
-def test_json_report_matches_hand_tally(tmp_path, capsys):
+def test_json_report_matches_hand_tally(tmp_path):
     root = write_dataset(tmp_path)
     for domain, expected in (("3", FAMILY_EXPECTED), ("6", NATID_EXPECTED)):
-        code, out, err = run_cli(capsys, "--data-dir", str(root), "--domain_id", domain, "--json")
+        code, out, err = run_cli("--data-dir", str(root), "--domain_id", domain, "--json")
         assert (code, err) == (0, "")
         assert json.loads(out) == {"domains": {domain: expected}}
 
 
-def test_table_report(tmp_path, capsys):
+def test_table_report(tmp_path):
     write_dataset(tmp_path)
-    code, out, _ = run_cli(capsys, "--data_dir", str(tmp_path), "--domain-id", "3", "--dataset-size", "500")
+    code, out, _ = run_cli("--data_dir", str(tmp_path), "--domain-id", "3", "--dataset-size", "500")
     assert code == 0
     header, row = out.splitlines()[1:3]
     assert header.split() == ["id", "domain", "respondents", "questions", "countries", "scoreable_items",
@@ -44,11 +43,11 @@ def test_table_report(tmp_path, capsys):
     assert "Family: country not mapped: 'Narnia' (2 respondents)" in out
 
 
-def test_partial_dataset_reports_every_domain(tmp_path, capsys):
+def test_partial_dataset_reports_every_domain(tmp_path):
     root = write_dataset(tmp_path)
     missing = root / "A_GroundTruth_sampling500" / "issp_answer_nationalidentity.json"
     missing.unlink()
-    code, out, err = run_cli(capsys, "--data-dir", str(root), "--json")
+    code, out, err = run_cli("--data-dir", str(root), "--json")
     assert code == 2
     report = json.loads(out)
     assert report["domains"] == {"3": FAMILY_EXPECTED}
@@ -58,11 +57,11 @@ def test_partial_dataset_reports_every_domain(tmp_path, capsys):
     assert any(str(missing) in line and line.startswith("socbench: error: domain 6:") for line in lines)
 
 
-def test_malformed_domain_does_not_stop_the_others(tmp_path, capsys):
+def test_malformed_domain_does_not_stop_the_others(tmp_path):
     root = write_dataset(tmp_path)
     bad = root / "q&a" / "issp_qa_family.json"
     bad.write_text('[{"question_id": "V5",, }]', encoding="utf-8")
-    code, out, err = run_cli(capsys, "--data-dir", str(root), "--domain_id", "all", "--json")
+    code, out, err = run_cli("--data-dir", str(root), "--domain_id", "all", "--json")
     assert code == 2 and "6" in json.loads(out)["domains"]
     assert f"socbench: error: domain 3: {bad}:1:23: malformed JSON" in err
 
@@ -72,15 +71,15 @@ def test_malformed_domain_does_not_stop_the_others(tmp_path, capsys):
     (["--domain_id", "5"], "--domain_id 5"),
     (["--domain_id", "42"], "--domain_id '42'"),
 ])
-def test_setting_errors_are_one_line(tmp_path, capsys, args, needle):
+def test_setting_errors_are_one_line(tmp_path, args, needle):
     root = write_dataset(tmp_path)
-    code, out, err = run_cli(capsys, "--data-dir", str(root), *args)
+    code, out, err = run_cli("--data-dir", str(root), *args)
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and needle in err
 
 
-def test_missing_data_dir(tmp_path, capsys):
-    code, _, err = run_cli(capsys, "--data-dir", str(tmp_path / "absent"))
+def test_missing_data_dir(tmp_path):
+    code, _, err = run_cli("--data-dir", str(tmp_path / "absent"))
     assert code == 2 and err.count("\n") == 1 and "absent: folder not found" in err
 
 

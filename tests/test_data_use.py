@@ -25,6 +25,7 @@ from socbench.domains import get_domain
 from socbench.errors import ConfigError
 from socbench.manifest import read_manifest
 from support import CLI
+from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
 
 
@@ -105,9 +106,9 @@ def _issp(env: dict, data: Path, url: str, out: Path, *extra: str, remote: str =
                           timeout=300, env={**env, REMOTE_HOSTS: remote})
 
 
-@pytest.mark.slow  # runs the CLI in subprocesses
+@pytest.mark.slow  # runs the CLI in a subprocess, and a flow on the session's Prefect API
 def test_cli_refuses_before_any_connection_and_runs_when_acknowledged(imported, listener, tmp_path,
-                                                                     cli_api_env, cli_in_process, capsys,
+                                                                     api_url, cli_in_process, capsys,
                                                                      monkeypatch) -> None:
     url, connected = listener
     run = _issp(os.environ, imported, url, tmp_path / "out")  # the real process: exit 2, one line
@@ -120,8 +121,8 @@ def test_cli_refuses_before_any_connection_and_runs_when_acknowledged(imported, 
         capsys.readouterr().err
     assert not connected() and not (tmp_path / "out").exists()
     with FakeOpenAIServer() as server:  # its flows on the session's Prefect API
-        run = _issp(cli_api_env, imported, server.url, tmp_path / "out", "--allow_remote_data")
-        assert run.returncode == 0, run.stderr[-3000:]
+        run = socbench(*_args(imported, server.url, tmp_path / "out", "--allow_remote_data"),
+                       env={REMOTE_HOSTS: "127.0.0.1"})
         assert server.stats().requests > 0
     notes = [line for line in run.stderr.splitlines() if "licensed" in line]
     assert notes == ["sending the licensed data of Values (data_use: local) to 127.0.0.1, as "

@@ -17,11 +17,10 @@ from socbench.config import RunConfig
 from socbench.draws import draw_prompts, fleiss_kappa, item_of, modal_extraction, reduce_draws
 from socbench.errors import ConfigError
 from socbench.types import Extraction, Message, PromptRequest, SamplingSettings
+from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
-from tests.test_issp_cli import run_env as cli_env
-from tests.test_yardsticks_cli import socbench, write_data
+from tests.test_yardsticks_cli import write_data
 
-run_env = cli_env
 SHARES = {"1": 0.5, "2": 0.3, "3": 0.2}  # the fake server's answer distribution (code 4 never)
 
 
@@ -86,8 +85,8 @@ def expected_agreement(k: int) -> float:
     return total
 
 
-@pytest.mark.slow  # runs the CLI in subprocesses
-def test_draws_match_the_server(run_env: dict, tmp_path: Path) -> None:
+@pytest.mark.slow  # runs flows on the session's Prefect API
+def test_draws_match_the_server(api_url: str, tmp_path: Path) -> None:
     data, out = write_data(tmp_path), tmp_path / "out"
     people, questions = 40, 2
     with FakeOpenAIServer(answer=sampled) as server:  # in this process: it fills SEEDS
@@ -96,11 +95,11 @@ def test_draws_match_the_server(run_env: dict, tmp_path: Path) -> None:
                 "--output_dir", str(out),
                 "--temperature", "1", "--concurrent_requests", "16")
         SEEDS.clear()
-        socbench(run_env, *args, "--samples", "5")
+        socbench(*args, "--samples", "5")
         first = Counter(seed for seed in SEEDS if seed is not None)
         detailed = json.loads((out / "fake-model" / "Citizenship_detailed.json").read_text())
         SEEDS.clear()
-        socbench(run_env, *args, "--samples", "8")
+        socbench(*args, "--samples", "8")
         second = Counter(seed for seed in SEEDS if seed is not None)
     items = people * questions
     sent = first[42]  # one request per distinct prompt: respondents with the same persona share theirs
@@ -128,7 +127,7 @@ def test_draws_match_the_server(run_env: dict, tmp_path: Path) -> None:
     assert overall == pytest.approx(row["draw_agreement"])
     assert "## Repeated draws" in (out / "report" / "leaderboard.md").read_text()
     assert "Fleiss&#x27; kappa across draws" in (out / "report" / "report.html").read_text()  # and the report
-    socbench(run_env, "export", str(out / "fake-model"))  # the long export: one row per draw too
+    socbench("export", str(out / "fake-model"))  # the long export: one row per draw too
     long = pd.read_csv(out / "fake-model" / "export" / "answers_long.csv")
     drawn = long[long["row_kind"] == "draw"]
     assert len(long[long["row_kind"] == "answer"]) == items and len(drawn) == items * 8

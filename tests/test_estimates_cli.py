@@ -15,19 +15,15 @@ import hashlib
 import json
 import math
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from support import CLI
+from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer, pick_code
-from tests.conftest import ROOT
-from tests.test_issp_cli import run_env as cli_env
 
-pytestmark = pytest.mark.slow  # runs the CLI in subprocesses against a server
-run_env = cli_env  # the fixture: the CLI's own Prefect home and a test key
+pytestmark = pytest.mark.slow  # runs the CLI in this process against a server
 N = 400
 REPEATS = 200
 ANSWERS = {"1": "Strongly agree", "2": "Agree", "3": "Neither", "4": "Disagree", "5": "Strongly disagree"}
@@ -84,24 +80,17 @@ def planted_server(truth: dict[tuple[str, str], int]):
     return answer
 
 
-def socbench(env: dict, *args: str) -> subprocess.CompletedProcess:
-    run = subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return run
-
-
-def test_a_planted_server_gives_gains_that_rise_with_p_and_nominal_coverage(run_env: dict,
+def test_a_planted_server_gives_gains_that_rise_with_p_and_nominal_coverage(api_url: str,
                                                                              tmp_path: Path) -> None:
     data, truth = write_data(tmp_path)
     out = tmp_path / "out"
     with FakeOpenAIServer(answer=planted_server(truth)) as server:
-        socbench(run_env, "issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
+        socbench("issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
                  "--data_dir", str(data), "--domain_id", "1", "--output_dir", str(out),
                  "--concurrent_requests", "16")
         assert server.stats().requests >= N * len(QUESTIONS)
     run = out / "fake-model"
-    shown = socbench(run_env, "estimate", str(run), "--fraction", "0.25", "--repeats", str(REPEATS),
+    shown = socbench("estimate", str(run), "--fraction", "0.25", "--repeats", str(REPEATS),
                      "--budget", "5000", "--cost_human", "10", "--cost_model", "0.01").stdout
     record = json.loads((run / "estimates.json").read_text())
     assert record["notes"] == []  # the design weights were found and used
@@ -135,7 +124,7 @@ def test_a_real_engine_in_logprobs_mode_estimates_from_its_option_shares(api_url
                                                                          tmp_path: Path) -> None:
     """The same data answered by a real engine (the tiny random model, logprobs mode): the estimator
     reads each answer's option probabilities, and the check holds for a model of no skill. Both commands
-    in this process, on the session's in-process vLLM engine (the subprocesses are the test above's)."""
+    in this process, on the session's in-process vLLM engine."""
     from socbench.estimates.items import run_items
 
     data, _ = write_data(tmp_path)

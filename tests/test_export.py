@@ -16,15 +16,11 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from socbench.cli import main
-from support import CLI
+from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
 from support.records import detailed_record, summary_record
-from tests.conftest import ROOT
-from tests.test_issp_cli import run_env as cli_env
 
-pytestmark = pytest.mark.slow  # runs the CLI (and Rscript) in subprocesses
-run_env = cli_env  # the fixture: the CLI's own Prefect home and a test key
+pytestmark = pytest.mark.slow  # runs flows on the session's Prefect API (and Rscript)
 N = 48
 QUESTIONS = {  # name -> (variable label, value labels); -9 is declared user-missing in each
     "Q1": ("How satisfied are you with your life?", {1: "Very", 2: "Fairly", 3: "Not very", 4: "Not at all",
@@ -51,26 +47,19 @@ def write_sav(path: Path, seed: int = 11) -> Path:
     return path
 
 
-def socbench(env: dict, *args: str, code: int = 0) -> subprocess.CompletedProcess:
-    run = subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert run.returncode == code, run.stderr[-3000:]
-    return run
-
-
 @pytest.fixture(scope="module")
-def study(run_env: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def study(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The survey, its import, a plain and a circular run against the fake server."""
     folder = tmp_path_factory.mktemp("export")
     sav, data = write_sav(folder / "study.sav"), folder / "Dataset_all"
-    socbench(run_env, "data", "import", str(sav), "--out", str(data), "--questions", ",".join(QUESTIONS),
+    socbench("data", "import", str(sav), "--out", str(data), "--questions", ",".join(QUESTIONS),
              "--country", "CNTRY", "--weight", "WT", "--slug", "study", "--sizes", "500")
     runs = {}
     with FakeOpenAIServer() as server:
         for name, extra in (("plain", ("--export", "csv,sav", "--export_wide")),
                             ("circular", ("--circular", "circular")), ("logprobs", ("--mode", "logprobs"))):
             out = folder / name
-            socbench(run_env, "issp", "--api_type", "config", "--api_base", server.url,
+            socbench("issp", "--api_type", "config", "--api_base", server.url,
                      "--model", "fake-model", "--data_dir", str(data), "--domain_id", "study",
                      "--output_dir", str(out), "--concurrent_requests", "16", *extra)
             runs[name] = out / ("fake-model-logprobs" if name == "logprobs" else "fake-model")
@@ -83,10 +72,10 @@ def detailed(run: Path) -> dict:
 
 
 @pytest.mark.parametrize("kind", ["plain", "circular"])
-def test_long_export_equals_the_detailed_results(study: dict, run_env: dict, kind: str) -> None:
+def test_long_export_equals_the_detailed_results(study: dict, kind: str) -> None:
     run = study["runs"][kind]
     fmt = "csv" if kind == "plain" else "parquet"
-    printed = socbench(run_env, "export", str(run), "--format", fmt).stdout
+    printed = socbench("export", str(run), "--format", fmt).stdout
     path = run / "export" / f"answers_long.{fmt}"
     assert f"export: {path}" in printed and "note:" not in printed
     everything = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
@@ -108,10 +97,10 @@ def test_long_export_equals_the_detailed_results(study: dict, run_env: dict, kin
     assert frame["true_label"].notna().all() and set(frame["domain"]) == {"Study"}
 
 
-def test_long_export_carries_the_option_probabilities(study: dict, run_env: dict, tmp_path: Path) -> None:
+def test_long_export_carries_the_option_probabilities(study: dict, tmp_path: Path) -> None:
     """Logprobs mode: one ``p_<code>`` column per code (-9 -> ``p_m9``), each item's own probabilities."""
     out = tmp_path / "long.dta"
-    socbench(run_env, "export", str(study["runs"]["logprobs"]), "--out", str(out))
+    socbench("export", str(study["runs"]["logprobs"]), "--out", str(out))
     frame, meta = pyreadstat.read_dta(out)
     details = detailed(study["runs"]["logprobs"])["details"]
     assert len(frame) == len(details) and all("option_distribution" in d for d in details)
@@ -147,9 +136,9 @@ def _check_values(model: pd.DataFrame, real: pd.DataFrame, source: pd.DataFrame,
 
 
 @pytest.mark.parametrize("fmt", ["sav", "dta"])
-def test_wide_export_reads_back_with_pyreadstat(study: dict, run_env: dict, fmt: str) -> None:
+def test_wide_export_reads_back_with_pyreadstat(study: dict, fmt: str) -> None:
     run, out = study["runs"]["plain"], study["folder"] / f"wide.{fmt}"
-    printed = socbench(run_env, "export", str(run), "--wide", "--out", str(out)).stdout
+    printed = socbench("export", str(run), "--wide", "--out", str(out)).stdout
     real_path = out.with_name(f"wide_real.{fmt}")
     assert f"export: {out}" in printed and f"export: {real_path}" in printed
     source, meta, answers = _expected(study)
@@ -180,13 +169,13 @@ write.csv(as.data.frame(lapply(d, function(x) as.numeric(unclass(x)))), args[2],
 
 
 @pytest.mark.parametrize("fmt", ["sav", "dta"])
-def test_wide_export_reads_back_with_r_haven(study: dict, run_env: dict, fmt: str, tmp_path: Path) -> None:
+def test_wide_export_reads_back_with_r_haven(study: dict, fmt: str, tmp_path: Path) -> None:
     if shutil.which("Rscript") is None:
         pytest.skip("Rscript not found: install Debian's r-cran-haven (`make setup` does as root)")
     if subprocess.run(["Rscript", "-e", "library(haven)"], capture_output=True).returncode != 0:
         pytest.skip("R's haven is not installed: apt-get install r-cran-haven (`make setup` does as root)")
     out = tmp_path / f"answers.{fmt}"
-    socbench(run_env, "export", str(study["runs"]["plain"]), "--wide", "--format", fmt, "--out", str(out))
+    socbench("export", str(study["runs"]["plain"]), "--wide", "--format", fmt, "--out", str(out))
     source, meta, answers = _expected(study)
     script = tmp_path / "read.R"
     script.write_text(R_SCRIPT)
@@ -208,21 +197,21 @@ def test_wide_export_reads_back_with_r_haven(study: dict, run_env: dict, fmt: st
     _check_values(*frames, source, answers)
 
 
-def test_the_flow_exports_when_the_config_asks(study: dict, run_env: dict, tmp_path: Path) -> None:
+def test_the_flow_exports_when_the_config_asks(study: dict, tmp_path: Path) -> None:
     """``--export csv,sav --export_wide``: the export task wrote what ``socbench export`` writes."""
     folder = study["runs"]["plain"] / "export"
     assert {"answers_long.csv", "answers_long.sav", "answers_Study.sav", "answers_Study_real.sav"} <= \
         {p.name for p in folder.iterdir()}
     for name, args in (("answers_long.sav", ()), ("answers_Study.sav", ("--wide",))):
         out = tmp_path / name
-        socbench(run_env, "export", str(study["runs"]["plain"]), "--out", str(out), *args)
+        socbench("export", str(study["runs"]["plain"]), "--out", str(out), *args)
         ours, _ = pyreadstat.read_sav(folder / name, user_missing=True)
         pd.testing.assert_frame_equal(ours, pyreadstat.read_sav(out, user_missing=True)[0])
     page = (study["runs"]["plain"].parent / "report" / "report.html").read_text()  # the report links them
     assert "href='../fake-model/export/answers_Study_real.sav'" in page
 
 
-def test_bad_input_is_one_line(tmp_path: Path, demo_data: Path, capsys) -> None:
+def test_bad_input_is_one_line(tmp_path: Path, demo_data: Path, cli_in_process, capsys) -> None:
     """Not a run folder, a format the name contradicts, --wide on a domain never imported: exit 2."""
     run = tmp_path / "run"
     run.mkdir()
@@ -236,10 +225,7 @@ def test_bad_input_is_one_line(tmp_path: Path, demo_data: Path, capsys) -> None:
                          (("issp", "--export", "sav", "--export_wide", "--domain_id", "1"),
                           "no import metadata"),
                          (("issp", "--export_wide"), "--export_wide: name the formats")):
-        try:
-            code = main(["export", *args]) if args[0] != "issp" else main(list(args))
-        except SystemExit as exc:  # argparse's own errors
-            code = exc.code
+        code = cli_in_process(["export", *args] if args[0] != "issp" else list(args))
         err = capsys.readouterr().err
         assert code == 2 and needle in err and len(err.splitlines()) == 1, err
     assert not (run / "export").exists()

@@ -11,33 +11,22 @@ from __future__ import annotations
 import csv
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from support import CLI
+from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
-from tests.conftest import ROOT
 from tests.fixtures.hostile_files import CASES, Survey, haven_view, need_r, r_missing_counts
-from tests.test_issp_cli import run_env as cli_env
 
-pytestmark = pytest.mark.slow  # runs the CLI, Prefect and Rscript in subprocesses
-run_env = cli_env
+pytestmark = pytest.mark.slow  # runs flows on the session's Prefect API, and Rscript
 ROUND_TRIP = ("spss_archive", "stata_archive", "r_export")
 SIZE = "500"  # every respondent of a case (96) is in the sample, so validate counts the whole file
 
 
-def socbench(env: dict, *args: str, code: int | None = 0) -> subprocess.CompletedProcess:
-    done = subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert code is None or done.returncode == code, done.stderr[-3000:]
-    return done
-
-
 @pytest.fixture(scope="module")
-def study(run_env: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def study(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Every case written and imported (the one no .dta can hold into a data folder of its own), and R's
     view of each source file."""
     need_r()
@@ -47,7 +36,7 @@ def study(run_env: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
     for name, case in CASES.items():
         args = case.write(folder)
         into = data if name != "unwritable" else folder / "Unwritable_all"
-        socbench(run_env, "data", "import", *args, "--out", str(into), "--slug", name, "--sizes", SIZE)
+        socbench("data", "import", *args, "--out", str(into), "--slug", name, "--sizes", SIZE)
         sources[name] = Path(args[0])
         views[name] = haven_view(sources[name])
     return {"folder": folder, "data": data, "sources": sources, "views": views}
@@ -67,13 +56,13 @@ def report_counts(report: str) -> dict[str, dict[str, int]]:
 
 
 @pytest.mark.parametrize("name", [*ROUND_TRIP, "stata_integers"])
-def test_every_kind_of_missing_is_counted_as_r_counts_it(study: dict, run_env: dict, name: str) -> None:
+def test_every_kind_of_missing_is_counted_as_r_counts_it(study: dict, name: str) -> None:
     """User-missing codes (and a range), Stata's .a-.z (a pyreadstat integer column too, where
     pyreadstat itself misreads system-missing after a tag), system-missing and R's NA: the import
     report, ``data validate`` and R agree per question and kind."""
     case = CASES[name]
     report = report_counts((study["data"] / f"import_report_{name}.md").read_text(encoding="utf-8"))
-    checked = json.loads(socbench(run_env, "data", "validate", "--data_dir", str(study["data"]),
+    checked = json.loads(socbench("data", "validate", "--data_dir", str(study["data"]),
                                   "--domain_id", name, "--dataset_size", SIZE, "--json").stdout)
     (domain,) = checked["domains"].values()
     assert any(r_missing_counts(study["views"][name][q]) for q in case.questions)  # R sees missing values
@@ -149,7 +138,7 @@ def _check_plain(case: Survey, path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(study: dict, run_env: dict) -> dict:
+def runs(study: dict, api_url: str) -> dict:
     """The cases run against the test server: every domain of the data folder exported in every
     format, long and wide; the unwritable one with ``--export dta,sav --export_wide``."""
     done = {}
@@ -158,7 +147,7 @@ def runs(study: dict, run_env: dict) -> dict:
                                     ("unwritable", study["folder"] / "Unwritable_all", "dta,sav")):
             out = study["folder"] / f"run_{name}"
             done[name] = (out / "fake-model", socbench(
-                run_env, "issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
+                "issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
                 "--data_dir", str(data), "--domain_id", "all", "--output_dir", str(out),
                 "--concurrent_requests", "16", "--export", formats, "--export_wide", code=None))
     return done
@@ -181,13 +170,12 @@ def test_exports_read_back_with_haven_equal_the_source(study: dict, runs: dict, 
         _check_plain(case, export / f"{stem}_real.{fmt}")
 
 
-def test_what_stata_cannot_hold_is_changed_once_and_mapped(study: dict, runs: dict, run_env: dict,
-                                                           tmp_path: Path) -> None:
+def test_what_stata_cannot_hold_is_changed_once_and_mapped(study: dict, runs: dict, tmp_path: Path) -> None:
     """SPSS's dotted and 40-character names and 81/256-character labels into Stata: deterministic
     names, one printed line per kind of change, every change in the mapping file."""
     folder, _ = runs["all"]
     out = tmp_path / "wide.dta"
-    printed = socbench(run_env, "export", str(folder), "--wide", "--out", str(out)).stdout.splitlines()
+    printed = socbench("export", str(folder), "--wide", "--out", str(out)).stdout.splitlines()
     rows = _mapping(tmp_path / "wide_SpssArchive_dta_mapping.csv")
     assert rows == _mapping(folder / "export" / "answers_SpssArchive_dta_mapping.csv")  # the same every time
     rows = [row for row in rows if row["variable"] in CASES["spss_archive"].questions]
@@ -205,12 +193,12 @@ def test_what_stata_cannot_hold_is_changed_once_and_mapped(study: dict, runs: di
 
 
 def test_a_format_that_cannot_be_written_is_one_line_and_the_others_are_written(
-        runs: dict, run_env: dict, tmp_path: Path) -> None:
+        runs: dict, tmp_path: Path) -> None:
     """``--export dta,sav --export_wide`` on a file with a 2,100-character text answer: .sav (long and
     wide) and the long .dta are written; the wide .dta is one line on stderr, in summary.json,
     summary.md and report.html; exit 1, no traceback. ``socbench export`` of it: the line, exit 2."""
     folder, run = runs["unwritable"]
-    alone = socbench(run_env, "export", str(folder), "--wide", "--out", str(tmp_path / "a.dta"), code=2)
+    alone = socbench("export", str(folder), "--wide", "--out", str(tmp_path / "a.dta"), code=2)
     assert alone.stderr.splitlines() == ["socbench: error: a.dta: variable open_q: a text of 2,100 "
                                          "characters; Stata's str# holds at most 2,045 (export it as csv, "
                                          "parquet or sav)"]

@@ -15,13 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from support import CLI
+from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
-from tests.conftest import ROOT
-from tests.test_issp_cli import run_env as cli_env
 
-pytestmark = pytest.mark.slow  # Rscript, the CLI in subprocesses, a run against the fake server
-run_env = cli_env  # the fixture: the CLI's own Prefect home
+pytestmark = pytest.mark.slow  # Rscript, a run against the fake server on the session's Prefect API
 N = 90
 WRITE = """
 set.seed(3)
@@ -40,12 +37,7 @@ writeLines(sprintf("%d %.3f %d", r$id, r$weight, r$vote), "{check}")
 """
 
 
-def _socbench(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=600)
-
-
-def test_semicolon_csv_with_decimal_commas_imports_whole_and_runs(run_env: dict, tmp_path: Path) -> None:
+def test_semicolon_csv_with_decimal_commas_imports_whole_and_runs(api_url: str, tmp_path: Path) -> None:
     data, book, check = tmp_path / "survey.csv", tmp_path / "codebook.csv", tmp_path / "r.txt"
     script = WRITE.format(n=N, data=data, book=book, check=check)
     subprocess.run(["Rscript", "-e", script], check=True, capture_output=True, timeout=120)
@@ -55,28 +47,25 @@ def test_semicolon_csv_with_decimal_commas_imports_whole_and_runs(run_env: dict,
     base = ["data", "import", str(data), "--codebook", str(book), "--questions", "vote,trust",
             "--country", "cntry", "--weight", "weight", "--out", str(out)]
 
-    wrong = _socbench(run_env, *base, "--sep", ",")
-    assert wrong.returncode == 2 and len(wrong.stderr.splitlines()) == 1, wrong.stderr
+    wrong = socbench(*base, "--sep", ",", code=2)
+    assert len(wrong.stderr.splitlines()) == 1, wrong.stderr
     assert "separator ','" in wrong.stderr and "--sep ';'" in wrong.stderr and not out.exists()
 
-    done = _socbench(run_env, *base, "--sizes", "all")
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = socbench(*base, "--sizes", "all")
     assert "--dataset_size all" in done.stdout and "## Summary" in done.stderr
     records = json.loads((out / "A_GroundTruth_samplingall" / "issp_answer_survey.json").read_text())
     r_rows = [line.split() for line in check.read_text().splitlines()]
     assert len(records) == N and {r["attributes"]["Respondent id"]: r["weight"] for r in records} == {
         pid: float(weight) for pid, weight, _ in r_rows}
 
-    prompts = _socbench(run_env, "issp", "prompts", "--data_dir", str(out), "--domain_id", "survey",
-                        "--dataset_size", "all", "--limit", "2")
-    assert prompts.returncode == 0, prompts.stderr[-3000:]
+    prompts = socbench("issp", "prompts", "--data_dir", str(out), "--domain_id", "survey",
+                       "--dataset_size", "all", "--limit", "2")
     assert "\n0. No trust at all\n1\n2\n3\n" in prompts.stdout  # filled points read as numbers, not "2. 2"
 
     with FakeOpenAIServer() as server:
-        run = _socbench(run_env, "issp", "--api_type", "config", "--api_base", server.url, "--model",
-                        "fake-model", "--data_dir", str(out), "--dataset_size", "all",
-                        "--output_dir", str(tmp_path / "results"), "--concurrent_requests", "16")
-    assert run.returncode == 0, run.stderr[-3000:]
+        socbench("issp", "--api_type", "config", "--api_base", server.url, "--model",
+                 "fake-model", "--data_dir", str(out), "--dataset_size", "all",
+                 "--output_dir", str(tmp_path / "results"), "--concurrent_requests", "16")
     (detailed_path,) = (tmp_path / "results" / "fake-model").glob("*_detailed.json")
     detailed = json.loads(detailed_path.read_text())
     voted = sum(vote != "-9" for _, _, vote in r_rows)

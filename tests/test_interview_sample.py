@@ -2,14 +2,13 @@
 country asks respondents of all four, the same 20 on a rerun and for another model, recorded in the
 results; ``--interview_sample first`` keeps the original system's first 20 (one country here).
 
-Against the project's test server (an OpenAI-compatible one on loopback), through the CLI, its flows on
-the session's Prefect API.
+Against the project's test server (an OpenAI-compatible one on loopback), through the CLI in this
+process, its flows on the session's Prefect API.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -18,18 +17,15 @@ import pytest
 from fixtures.sorted_survey import COUNTRIES, import_sorted_survey
 from socbench.data.loaders import load_domain
 from socbench.domains import get_domain
-from support import CLI
+from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
-from tests.test_issp_cli import run_env as cli_env
 
-pytestmark = pytest.mark.slow  # runs the CLI in a subprocess
-run_env = cli_env  # the fixture: the CLI's own Prefect home and a test key
+pytestmark = pytest.mark.slow  # runs flows on the session's Prefect API
 
 
-def _issp(env: dict, url: str, model: str, data: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    args = ["issp", "--api_type", "config", "--api_base", url, "--model", model, "--data_dir", str(data),
-            "--interview_count", "20", "--output_dir", str(out), *extra]
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, env=env)
+def _issp(url: str, model: str, data: Path, out: Path, *extra: str) -> None:
+    socbench("issp", "--api_type", "config", "--api_base", url, "--model", model, "--data_dir", str(data),
+             "--interview_count", "20", "--output_dir", str(out), *extra)
 
 
 def _asked(out: Path, run: str) -> tuple[list[int], dict]:
@@ -48,7 +44,7 @@ def _countries(prompts: list[str]) -> set[str]:
     return {name for name, _ in COUNTRIES.values() if any(name in prompt for prompt in prompts)}
 
 
-def test_quick_run_asks_every_country_the_same_people_for_every_model(run_env: dict, tmp_path: Path) -> None:
+def test_quick_run_asks_every_country_the_same_people_for_every_model(api_url: str, tmp_path: Path) -> None:
     data = import_sorted_survey(tmp_path)
     out = tmp_path / "results"
     prompts: list[str] = []
@@ -58,8 +54,7 @@ def test_quick_run_asks_every_country_the_same_people_for_every_model(run_env: d
         return json.dumps({"answer": codes[0]})
 
     with FakeOpenAIServer(model="model-a", answer=answer) as server:
-        first = _issp(run_env, server.url, "model-a", data, out, "--export", "csv", "--export_wide")
-        assert first.returncode == 0, first.stderr[-3000:]
+        _issp(server.url, "model-a", data, out, "--export", "csv", "--export_wide")
         assert _countries(prompts) == {name for name, _ in COUNTRIES.values()}
         people, sample = _asked(out, "model-a")
         assert len(people) == 20 and sample["drawn"] == "stratified" and sample["population"] == 300
@@ -67,12 +62,10 @@ def test_quick_run_asks_every_country_the_same_people_for_every_model(run_env: d
         wide = pd.read_csv(out / "model-a" / "export" / "answers_Values.csv")  # the sample joined back
         assert sorted(wide["person_id"]) == people
         sent = server.stats().requests
-        again = _issp(run_env, server.url, "model-a", data, out)
-        assert again.returncode == 0, again.stderr[-3000:]
+        _issp(server.url, "model-a", data, out)
         assert server.stats().requests == sent and _asked(out, "model-a")[0] == people  # a rerun: same 20
     with FakeOpenAIServer(model="model-b", answer=answer) as server:
-        other = _issp(run_env, server.url, "model-b", data, out)
-        assert other.returncode == 0, other.stderr[-3000:]
+        _issp(server.url, "model-b", data, out)
         assert _asked(out, "model-b")[0] == people  # another model: the same 20, paired
     first20 = load_domain(data, get_domain("values", data), 500, 20, "first")  # --interview_sample first
     assert first20.sample["drawn"] == "first" and first20.sample["strata"] == {"US": 20}  # one country

@@ -16,6 +16,7 @@ from sklearn.metrics import f1_score
 
 from socbench.domains import DOMAINS
 from support import CLI
+from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
 
 SEED_KEYS = {"domain", "timestamp", "model", "correct_count", "total_count", "accuracy", "macro_f1",
@@ -25,20 +26,6 @@ DETAIL_KEYS = {"person_id", "question_id", "country_code", "true_answer", "llm_a
 METRIC_KEYS = {"domain", "domain_id", "model", "timestamp", "accuracy", "macro_f1", "micro_f1",
                "interview_count", "total_count", "correct_count", "parse_failures", "excluded_count"}
 
-
-def _socbench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True,
-                          env=env, timeout=600)
-
-
-@pytest.fixture(scope="module")
-def run_env(cli_api_env: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The CLI's own Prefect home and a test key; its flows on the session's Prefect API."""
-    home = tmp_path_factory.mktemp("prefect-cli")
-    env = dict(cli_api_env)
-    env.update({"PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"),
-                "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"), "OPENAI_API_KEY": "sk-test"})
-    return env
 
 
 def _independent(details: list[dict]) -> dict:
@@ -53,19 +40,17 @@ def _independent(details: list[dict]) -> dict:
             "micro_f1": f1_score(y_true, y_pred, average="micro")}
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_issp_against_openai_server(run_env: dict, tmp_path: Path, demo_data: Path) -> None:
+@pytest.mark.slow  # runs flows on the session's Prefect API
+def test_issp_against_openai_server(api_url: str, tmp_path: Path, demo_data: Path) -> None:
     out = tmp_path / "results"
     with FakeOpenAIServer(faults={"500": 0.1, "429": 0.05, "null": 0.05}) as server:
         args = ["issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
                 "--data_dir", str(demo_data), "--domain_id", "all", "--interview_count", "8",
                 "--output_dir", str(out), "--concurrent_requests", "16"]
-        first = _socbench(*args, env=run_env)
-        assert first.returncode == 0, first.stderr[-3000:]
+        socbench(*args)
         sent = server.stats().requests
         assert sent > 0
-        second = _socbench(*args, env=run_env)
-        assert second.returncode == 0, second.stderr[-3000:]
+        socbench(*args)
         assert server.stats().requests == sent  # everything from the cache: not even the preflight's probe
 
     model_dir = out / "fake-model"
@@ -121,8 +106,8 @@ def test_bad_input_is_one_line(args: list[str], needle: str, cli_in_process, mon
 
 
 @pytest.mark.slow  # runs the CLI in a subprocess
-def test_bad_input_is_one_line_from_the_command(run_env: dict) -> None:
+def test_bad_input_is_one_line_from_the_command() -> None:
     """The promise as a user meets it, once for every case above: a real process, its exit code."""
     args, needle = BAD_INPUT[0]
-    result = _socbench(*_issp_argv(args), env=run_env)
+    result = subprocess.run([*CLI, *_issp_argv(args)], capture_output=True, text=True, timeout=600)
     one_line(result.returncode, result.stderr, needle)

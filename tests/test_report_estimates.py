@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,14 +21,11 @@ from socbench.report.html import write_report
 from socbench.report.stand_in import GAINS
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent
-from support import CLI, FakeOpenAIServer
+from support import FakeOpenAIServer
 from support.browser import browser, needs_browser
-from tests.conftest import ROOT
+from support.cli import socbench
 from tests.test_estimates_cli import QUESTIONS, N, planted_server, write_data
-from tests.test_issp_cli import run_env as cli_env
 from tests.test_report_html import OPTS, make_run
-
-run_env = cli_env  # the fixture: the CLI's own Prefect home and a test key
 
 
 def _csv(path: Path) -> dict[tuple[str, str], dict]:
@@ -39,14 +35,13 @@ def _csv(path: Path) -> dict[tuple[str, str], dict]:
 
 @pytest.mark.slow  # a run against the test server, `socbench estimate`, and chromium
 @needs_browser
-def test_a_run_records_the_gain_per_question_and_the_report_shows_it(run_env: dict, tmp_path: Path) -> None:
+def test_a_run_records_the_gain_per_question_and_the_report_shows_it(api_url: str, tmp_path: Path) -> None:
     data, truth = write_data(tmp_path)
     out = tmp_path / "out"
     with FakeOpenAIServer(answer=planted_server(truth)) as server:
-        subprocess.run([*CLI, "issp", "--api_type", "config", "--api_base", server.url, "--model",
-                        "fake-model", "--data_dir", str(data), "--domain_id", "1", "--output_dir", str(out),
-                        "--concurrent_requests", "16"], cwd=ROOT, env=run_env, check=True,
-                       capture_output=True)
+        socbench("issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
+                 "--data_dir", str(data), "--domain_id", "1", "--output_dir", str(out),
+                 "--concurrent_requests", "16")
     run = out / "fake-model"
     summary = json.loads((run / "summary.json").read_text())
     record = summary["estimates"]["Citizenship"]
@@ -61,8 +56,7 @@ def test_a_run_records_the_gain_per_question_and_the_report_shows_it(run_env: di
     assert [row["median_gain_ci_low"], row["median_gain_ci_high"]] == record["median_gain_ci"]
 
     # `socbench estimate` at the same defaults gives the same numbers: the run computed them once
-    subprocess.run([*CLI, "estimate", str(run), "--repeats", str(RUN_REPEATS)], cwd=ROOT, env=run_env,
-                   check=True, capture_output=True)
+    socbench("estimate", str(run), "--repeats", str(RUN_REPEATS))
     (domain,) = json.loads((run / "estimates.json").read_text())["domains"]
     for question in domain["questions"]:
         head, ours = question["estimates"][0], record["questions"][question["question_id"]]

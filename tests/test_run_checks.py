@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import pytest
 
-from support import CLI
+from support import CLI, cli
 from support.fake_openai import FakeOpenAIServer
 from tests.conftest import ROOT
 from tests.test_config import SEED_ENGINE
@@ -185,20 +185,17 @@ def test_piecewise_token_counts_equal_whole_prompt_encodings(tiny_model: Path, s
         assert sum(1 for piece in counter._pieces if piece.startswith("system")) == len(personas) == 5
 
 
-@pytest.mark.slow  # runs the CLI in a subprocess
-def test_fully_cached_api_run_rescores_with_the_server_down(tmp_path: Path, demo_data: Path,
-                                                            cli_api_env: dict, error_in_process,
-                                                            monkeypatch) -> None:
+@pytest.mark.slow  # runs flows on the session's Prefect API
+def test_fully_cached_api_run_rescores_with_the_server_down(tmp_path: Path, demo_data: Path, api_url: str,
+                                                            error_in_process, monkeypatch) -> None:
     args = ["issp", "--api_type", "config", "--model", "fake-model", "--data_dir", str(demo_data),
             "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out")]
-    env = dict(cli_api_env, OPENAI_API_KEY="sk-unused")
+    env = {"OPENAI_API_KEY": "sk-unused"}
     with FakeOpenAIServer() as server:
         url = server.url
-        first = socbench(*args, "--api_base", url, env=env)
-        assert first.returncode == 0, first.stderr[-3000:]
+        first = cli.socbench(*args, "--api_base", url, env=env)
     (tmp_path / "out" / "fake-model" / "last_run.json").unlink()  # a real rerun, not the last run read back
-    down = socbench(*args, "--api_base", url, env=env)
-    assert down.returncode == 0, down.stderr[-3000:]
+    down = cli.socbench(*args, "--api_base", url, env=env)
     notes = [line for line in down.stderr.splitlines() if "engine cache" in line]
     assert notes == [f"every answer of this run is in the engine cache ({tmp_path / 'out' / '.cache'}): "
                      f"the server at {url} is not used"]

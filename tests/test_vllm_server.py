@@ -30,11 +30,13 @@ from socbench.extract import distribution_of
 from socbench.processes import prefect_api
 from socbench.prompts import build_domain_prompts
 from support import CLI, FakeOpenAIServer
+from support.cli import socbench
 from tests.test_reliability import cached_rows, without_timestamps
 from tests.vllm_server import VllmServer
 
 pytestmark = pytest.mark.slow
 PROBE = 1  # a CLI run's preflight sends one tiny constrained request (is --structured honoured?)
+KEY = {"OPENAI_API_KEY": "sk-unused"}  # in-process runs: the key a CLI run's environment gets
 LOGPROB_TOLERANCE = 1e-4  # max |p_api - p_in_process| per option, fp32 on both sides (see the test)
 
 
@@ -49,11 +51,6 @@ def run_env(cli_api_env: dict, tmp_path_factory: pytest.TempPathFactory) -> dict
 def issp_args(url: str, model: str, demo_data: Path, out: Path, count: int, *extra: str) -> list[str]:
     return ["issp", "--api_type", "config", "--api_base", url, "--model", model, "--data_dir", str(demo_data),
             "--domain_id", "1", "--interview_count", str(count), "--output_dir", str(out), *extra]
-
-
-def socbench(args: list[str], env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
 
 
 def read(out: Path, model: str, kind: str = "detailed") -> dict:
@@ -95,7 +92,7 @@ def same_prompts(demo_data: Path, count: int, mode: str) -> list:
 
 def test_structured_generate_over_the_api_equals_in_process(tiny_server, tiny_engine, run_env, demo_data,
                                                               tmp_path):
-    run = socbench(issp_args(tiny_server.url, "tiny", demo_data, tmp_path, 5), run_env)
+    run = socbench(*issp_args(tiny_server.url, "tiny", demo_data, tmp_path, 5), env=KEY, code=None)
     assert run.returncode == 0, run.stderr[-3000:]
     detailed = read(tmp_path, "tiny")
     prompts = same_prompts(demo_data, 5, "generate")
@@ -116,7 +113,7 @@ def test_logprobs_over_the_api_equal_in_process(tiny_server, tiny_engine, run_en
     a different batch still sums in another order: up to 7e-6 seen under load, so 1e-4.
     """
     args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path, 5, "--mode", "logprobs")
-    run = socbench(args, run_env)
+    run = socbench(*args, env=KEY, code=None)
     assert run.returncode == 0, run.stderr[-3000:]
     detailed = read(tmp_path, "tiny-logprobs")
     prompts = same_prompts(demo_data, 5, "logprobs")
@@ -174,7 +171,7 @@ def refused_every_prompt(port: int, args: list[str], env: dict, out: Path) -> in
     with the fake server (a second start of vLLM's costs ~70 CPU s): what it tests, the healthy rerun,
     meets vLLM's real server on the same port (the engine cache's key holds host and port)."""
     with FakeOpenAIServer(model="tiny", max_model_len=64, port=port) as refusing:
-        run = socbench(args, env)
+        run = socbench(*args, env=KEY, code=None)
         assert run.returncode == 1, run.stderr[-3000:]
         failed = read(out, "tiny", "metrics")
         assert failed["engine_errors"] == failed["total_count"] > 0 and cached_rows(out) == 0
@@ -198,7 +195,7 @@ def test_a_killed_server_and_one_refusing_every_prompt_then_a_healthy_restart(ti
 
     tiny_server.start()  # the same port, the cause fixed
     before = tiny_server.requests()
-    rerun = socbench(args, run_env)
+    rerun = socbench(*args, env=KEY, code=None)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert tiny_server.requests() - before == n - kept + PROBE  # exactly the missing requests
     assert last_run_states(run_env) == ("COMPLETED", {"issp-domain-1": "COMPLETED"})
@@ -206,14 +203,14 @@ def test_a_killed_server_and_one_refusing_every_prompt_then_a_healthy_restart(ti
     assert resumed["complete"] is True and resumed["engine_errors"] == 0 and resumed["total_count"] == n
 
     before = tiny_server.requests()
-    rerun = socbench(stuck_args, run_env)
+    rerun = socbench(*stuck_args, env=KEY, code=None)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert tiny_server.requests() - before == refused + PROBE  # every item, none served from a cache
     healed = read(stuck, "tiny", "metrics")
     assert healed["complete"] is True and healed["engine_errors"] == 0 and not math.isnan(healed["accuracy"])
 
     args = issp_args(tiny_server.url, "tiny", demo_data, reference, 20, "--concurrent_requests", "4")
-    first = socbench(args, run_env)
+    first = socbench(*args, env=KEY, code=None)
     assert first.returncode == 0, first.stderr[-3000:]
     for kind in ("metrics", "detailed"):  # usage: what each run sent (the resumed one only what was missing)
         a, b = read(killed, "tiny", kind), read(reference, "tiny", kind)
@@ -226,12 +223,12 @@ def test_draws_over_vllm_s_server_then_rescored_with_the_server_stopped(tiny_ser
     its K draws, and a rerun with a larger K sends only the new draws (and the preflight probe).
     Then (issue 21, seen 11) rescoring the finished run needs no server; one line says so."""
     args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path / "out", 2, "--temperature", "1")
-    first = socbench([*args, "--samples", "3"], run_env)
+    first = socbench(*args, "--samples", "3", env=KEY, code=None)
     assert first.returncode == 0, first.stderr[-3000:]
     details = read(tmp_path / "out", "tiny")["details"]
     assert details and all(len(d["draws"]) == 3 for d in details)
     before = tiny_server.requests()
-    more = socbench([*args, "--samples", "4"], run_env)
+    more = socbench(*args, "--samples", "4", env=KEY, code=None)
     assert more.returncode == 0, more.stderr[-3000:]
     assert tiny_server.requests() - before == len(details) + PROBE
     metrics = read(tmp_path / "out", "tiny", "metrics")["metrics"]
@@ -239,7 +236,7 @@ def test_draws_over_vllm_s_server_then_rescored_with_the_server_stopped(tiny_ser
 
     tiny_server.stop()  # the ``tiny_server`` fixture starts it again for the tests after this one
     (tmp_path / "out" / "tiny" / "last_run.json").unlink()  # a real rerun, not the last run read back
-    again = socbench([*args, "--samples", "4"], run_env)
+    again = socbench(*args, "--samples", "4", env=KEY, code=None)
     assert again.returncode == 0, again.stderr[-3000:]
     notes = [line for line in again.stderr.splitlines() if "engine cache" in line]
     assert notes == [f"every answer of this run is in the engine cache ({tmp_path / 'out' / '.cache'}): "

@@ -1,4 +1,4 @@
-"""Done-when of issue 23 through the real CLI: a planted signal, and who keeps it.
+"""Done-when of issue 23 through the CLI (in this process): a planted signal, and who keeps it.
 
 A data folder written here: 300 respondents, half under 30 and half over 60; 90% of the
 under-30s answer the planted question V5 with 1 and 90% of the over-60s with 4 (the rest
@@ -18,19 +18,15 @@ from __future__ import annotations
 import csv
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from support import CLI
+from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer, pick_code
-from tests.conftest import ROOT
-from tests.test_issp_cli import run_env as cli_env
 
-pytestmark = pytest.mark.slow  # runs the CLI in subprocesses
-run_env = cli_env  # the fixture: the CLI's own Prefect home and a test key
+pytestmark = pytest.mark.slow  # runs flows on the session's Prefect API
 N = 300
 ANSWERS = {"1": "Very important", "2": "Fairly important", "3": "Not very important", "4": "Not important"}
 PLANTED = "How important is voting in every election?"
@@ -73,16 +69,12 @@ def by_age(prompt: str, codes: tuple[str, ...]) -> str:
     return json.dumps({"answer": "4" if age and int(age.group(1)) >= 30 else "1"})
 
 
-def socbench(env: dict, *args: str) -> None:
-    run = subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
 
 
-def issp(env: dict, data: Path, out: Path, answer, *extra: str) -> dict:
+def issp(data: Path, out: Path, answer, *extra: str) -> dict:
     """One run against a fake server answering with ``answer``; its yardsticks."""
     with FakeOpenAIServer(answer=answer) as server:
-        socbench(env, "issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
+        socbench("issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
                  "--data_dir", str(data), "--domain_id", "1", "--output_dir", str(out),
                  "--concurrent_requests", "16", *extra)
     folder = out / ("fake-model-no_persona" if extra else "fake-model")
@@ -99,8 +91,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_data(tmp_path_factory.mktemp("planted"))
 
 
-def test_always_one_keeps_none_of_the_structure(run_env: dict, data: Path, tmp_path: Path) -> None:
-    found = issp(run_env, data, tmp_path / "out", always_one)
+def test_always_one_keeps_none_of_the_structure(api_url: str, data: Path, tmp_path: Path) -> None:
+    found = issp(data, tmp_path / "out", always_one)
     assert found["demographic_model"]["per_question"]["V5"]["accuracy"] >= 0.8
     model = found["structure"]["model"]
     assert model["pairs"] == 6  # 2 questions x (age group, sex, country)
@@ -110,19 +102,18 @@ def test_always_one_keeps_none_of_the_structure(run_env: dict, data: Path, tmp_p
     assert found["simbench"]["model"] < found["simbench"]["demographic_model"]
 
 
-def test_the_rule_keeps_the_structure_and_no_persona_hides_it(run_env: dict, data: Path,
+def test_the_rule_keeps_the_structure_and_no_persona_hides_it(api_url: str, data: Path,
                                                                tmp_path: Path) -> None:
-    env = run_env
     out = tmp_path / "out"
-    found = issp(env, data, out, by_age)
+    found = issp(data, out, by_age)
     assert found["demographic_model"]["per_question"]["V5"]["accuracy"] >= 0.8
     model = found["structure"]["model"]
     assert model["profile_correlation"] == pytest.approx(1, abs=0.1)
     assert model["gaps"] >= 1 and model["gaps_same_sign"] == model["gaps"]
-    control = issp(env, data, out, by_age, "--no_persona")
+    control = issp(data, out, by_age, "--no_persona")
     assert control["demographic_model"]["per_question"]["V5"]["accuracy"] < 0.6  # sees no age
     assert control["structure"]["model"]["mean_simulated_v"] == 0  # the control answers 1 to everyone
-    socbench(env, "report", str(out))
+    socbench("report", str(out))
     board = (out / "report" / "leaderboard.md").read_text()
     assert "## Yardsticks" in board and "demographic model accuracy" in board
     with (out / "report" / "leaderboard.csv").open() as handle:
