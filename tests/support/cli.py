@@ -10,6 +10,7 @@ import io
 import logging
 import os
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 
 
@@ -34,7 +35,8 @@ def cli_environment(env: Mapping[str, str] | None = None) -> Iterator[None]:
     before = {key: os.environ.get(key) for key in updates}
     os.environ.update(updates)
     try:
-        yield
+        with _prefect_console():
+            yield
     finally:
         session.close_engines()
         for key, value in before.items():
@@ -42,6 +44,34 @@ def cli_environment(env: Mapping[str, str] | None = None) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _prefect_console() -> Iterator[None]:
+    """Prefect's console handlers out of the way while inside, as in a fresh ``socbench`` process, whose
+    warnings reach its stderr bare (``QUIET``: Prefect's own only from WARNING up). Why: this process set
+    Prefect's logging up earlier, on the stderr of that moment (a test's capture, closed since): each
+    flow-run line printed a "Logging error", and socbench's warnings came twice."""
+    if "prefect" not in sys.modules:  # the run sets Prefect's logging up under ``QUIET``
+        yield
+        return
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(logger, logging.Logger))]
+    held = [(logger, handler) for logger in loggers for handler in logger.handlers
+            if isinstance(handler, PrefectConsoleHandler)]
+    prefect = logging.getLogger("prefect")
+    level = prefect.level
+    prefect.setLevel(max(level, logging.WARNING))
+    for logger, handler in held:
+        logger.removeHandler(handler)
+    try:
+        yield
+    finally:
+        prefect.setLevel(level)
+        for logger, handler in held:
+            logger.addHandler(handler)
 
 
 def socbench(*argv: str, env: Mapping[str, str] | None = None,
@@ -54,8 +84,8 @@ def socbench(*argv: str, env: Mapping[str, str] | None = None,
     warnings.setLevel(logging.WARNING)
     logger.addHandler(warnings)
     try:
-        with cli_environment({"OPENAI_API_KEY": "sk-test", **(env or {})}), \
-                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                cli_environment({"OPENAI_API_KEY": "sk-test", **(env or {})}):
             returncode = exit_code(argv)
     finally:
         logger.removeHandler(warnings)
