@@ -48,30 +48,31 @@ def cli_environment(env: Mapping[str, str] | None = None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _prefect_console() -> Iterator[None]:
-    """Prefect's console handlers out of the way while inside, as in a fresh ``socbench`` process, whose
-    warnings reach its stderr bare (``QUIET``: Prefect's own only from WARNING up). Why: this process set
-    Prefect's logging up earlier, on the stderr of that moment (a test's capture, closed since): each
-    flow-run line printed a "Logging error", and socbench's warnings came twice."""
-    if "prefect" not in sys.modules:  # the run sets Prefect's logging up under ``QUIET``
+    """Prefect's console handlers on the current stderr and Prefect's loggers at WARNING while inside, as a
+    fresh ``socbench`` process has them (``QUIET``). Why: this process set Prefect's logging up earlier,
+    on the stderr of that moment (a test's capture, closed since): each flow-run line printed a
+    "Logging error", and a run's own warnings (an export's notes) were lost."""
+    if "prefect" not in sys.modules:  # the run sets Prefect's logging up under ``QUIET``, on this stderr
         yield
         return
     from prefect.logging.handlers import PrefectConsoleHandler
 
     loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict.values()
                                       if isinstance(logger, logging.Logger))]
-    held = [(logger, handler) for logger in loggers for handler in logger.handlers
-            if isinstance(handler, PrefectConsoleHandler)]
+    handlers = {handler for logger in loggers for handler in logger.handlers
+                if isinstance(handler, PrefectConsoleHandler)}
+    saved = [(handler, handler.stream, handler.console.file) for handler in handlers]
     prefect = logging.getLogger("prefect")
     level = prefect.level
     prefect.setLevel(max(level, logging.WARNING))
-    for logger, handler in held:
-        logger.removeHandler(handler)
+    for handler in handlers:  # not ``setStream``: it flushes the old stream, closed
+        handler.stream = handler.console.file = sys.stderr
     try:
         yield
     finally:
         prefect.setLevel(level)
-        for logger, handler in held:
-            logger.addHandler(handler)
+        for handler, stream, file in saved:
+            handler.stream, handler.console.file = stream, file
 
 
 def socbench(*argv: str, env: Mapping[str, str] | None = None,
@@ -80,15 +81,18 @@ def socbench(*argv: str, env: Mapping[str, str] | None = None,
     (socbench's warnings too: a process prints them through logging's last resort, pytest catches them
     here); asserts exit ``code`` (``None``: any) and no traceback."""
     out, err = io.StringIO(), io.StringIO()
+    # socbench's warnings bare, once: a process says them before Prefect sets its logging up (last resort)
     warnings, logger = logging.StreamHandler(err), logging.getLogger("socbench")
     warnings.setLevel(logging.WARNING)
     logger.addHandler(warnings)
+    logger.propagate = False
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
                 cli_environment({"OPENAI_API_KEY": "sk-test", **(env or {})}):
             returncode = exit_code(argv)
     finally:
         logger.removeHandler(warnings)
+        logger.propagate = True
     done = subprocess.CompletedProcess(["socbench", *argv], returncode, out.getvalue(), err.getvalue())
     assert code is None or returncode == code, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
