@@ -168,6 +168,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         server.stop()
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before each test: Prefect's console logging on an open stream (``support.cli``), so a flow's log
+    line is never held back by a finished test's closed capture and printed into a later test's output."""
+    from support.cli import prefect_console_on_open_stream
+
+    prefect_console_on_open_stream()
+
+
 @pytest.fixture(scope="session")
 def api_url():
     """One Prefect API for every in-process flow test and CLI run of the session."""

@@ -55,24 +55,47 @@ def _prefect_console() -> Iterator[None]:
     if "prefect" not in sys.modules:  # the run sets Prefect's logging up under ``QUIET``, on this stderr
         yield
         return
-    from prefect.logging.handlers import PrefectConsoleHandler
-
-    loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict.values()
-                                      if isinstance(logger, logging.Logger))]
-    handlers = {handler for logger in loggers for handler in logger.handlers
-                if isinstance(handler, PrefectConsoleHandler)}
+    handlers = prefect_console_handlers()
     saved = [(handler, handler.stream, handler.console.file) for handler in handlers]
     prefect = logging.getLogger("prefect")
     level = prefect.level
     prefect.setLevel(max(level, logging.WARNING))
     for handler in handlers:  # not ``setStream``: it flushes the old stream, closed
         handler.stream = handler.console.file = sys.stderr
+        _drop_unwritten(handler)
     try:
         yield
     finally:
         prefect.setLevel(level)
         for handler, stream, file in saved:
             handler.stream, handler.console.file = stream, file
+
+
+def prefect_console_handlers() -> set[logging.Handler]:
+    """Every ``PrefectConsoleHandler`` of this process's loggers (none before Prefect set its logging up)."""
+    handlers_module = sys.modules.get("prefect.logging.handlers")
+    if handlers_module is None:
+        return set()
+    loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(logger, logging.Logger))]
+    return {handler for logger in loggers for handler in logger.handlers
+            if isinstance(handler, handlers_module.PrefectConsoleHandler)}
+
+
+def prefect_console_on_open_stream() -> None:
+    """Prefect's console handlers left on a closed stream (a finished test's capture) onto the current
+    stderr, their unwritten text dropped. Why: rich keeps a line it failed to write and prints it with the
+    next one, so a flow's error logged on a closed stream came out in a later test's run (a Traceback in
+    ``test_hostile_files``'s stderr, from ``test_data_use``'s refused flow, when they ran in one process)."""
+    for handler in prefect_console_handlers():
+        if getattr(handler.stream, "closed", False) or getattr(handler.console.file, "closed", False):
+            handler.stream = handler.console.file = sys.stderr
+            _drop_unwritten(handler)
+
+
+def _drop_unwritten(handler: logging.Handler) -> None:
+    with contextlib.suppress(AttributeError):  # rich's per-thread buffer of what it could not write
+        del handler.console._buffer[:]
 
 
 def socbench(*argv: str, env: Mapping[str, str] | None = None,
