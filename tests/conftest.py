@@ -34,14 +34,17 @@ DEMO_DATA = ROOT / "data" / "demo" / "Dataset_all"
 STARTUP_S = 480  # a Prefect server's start-up, waited for: minutes on a loaded 2-core host
 
 _STATE = Path(tempfile.mkdtemp(prefix="socbench-tests-"))
+_HOME = Path(os.environ.get("SOCBENCH_HOME", str(ROOT / ".socbench")))
 for key, value in {
-    "SOCBENCH_HOME": os.environ.get("SOCBENCH_HOME", str(ROOT / ".socbench")),
+    "SOCBENCH_HOME": str(_HOME),
     "PREFECT_HOME": str(_STATE / "prefect"),
     "PREFECT_MEMO_STORE_PATH": str(_STATE / "prefect" / "memo_store.toml"),
     "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(_STATE / "prefect" / "results"),
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    "VLLM_CACHE_ROOT": str(_STATE / "vllm"),
+    # kept between sessions and shared by the workers, as socbench keeps it (``apply_vllm_env``): vLLM
+    # inspects a model's architecture in a subprocess (~20 CPU s: it imports vLLM) unless it is cached there
+    "VLLM_CACHE_ROOT": str(_HOME / "vllm"),
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
 }.items():
@@ -188,6 +191,23 @@ def cli_api_env(api_url: str) -> dict[str, str]:
     (``api_url``): without ``PREFECT_API_URL`` each run starts a Prefect server of its own (~25 CPU s).
     A test of what a user's run does on its own API (Ctrl-C, nothing left running) leaves it out."""
     return {**os.environ, "PREFECT_API_URL": api_url, "OPENAI_API_KEY": "sk-test"}
+
+
+@pytest.fixture(scope="session")
+def prefect_db(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """A copy of the session API's database once that API answers: a Prefect home of a user's run with its
+    database in place, as after a user's first run (a server's start on it: 11 CPU s; on a fresh one, which
+    migrates it: 21). None where this session spawned no API (a file run alone): the home starts empty."""
+    import sqlite3
+
+    if not _SESSION_API:
+        return None
+    _SESSION_API[0].wait(STARTUP_S)
+    copy = tmp_path_factory.mktemp("prefect-db") / "prefect.db"
+    with contextlib.closing(sqlite3.connect(_STATE / "prefect-api" / "prefect.db")) as source, \
+            contextlib.closing(sqlite3.connect(copy)) as target:
+        source.backup(target)
+    return copy
 
 
 @pytest.fixture()

@@ -18,7 +18,7 @@ import pytest
 
 from socbench.report.labels import baseline_label
 from support import CLI
-from support.processes import processes_with_env
+from support.processes import processes_with_env, user_prefect_home
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -30,13 +30,13 @@ LINE = re.compile(r"^domain (\d+) (\w+): (\d+) items, "
 OFFLINE_DEFAULTS = ("PREFECT_SERVER_ANALYTICS_ENABLED", "DO_NOT_TRACK")
 
 
-def test_per_domain_lines_on_stderr_and_only_the_table_and_paths_on_stdout(tiny_model, demo_data, tmp_path):
+def test_per_domain_lines_on_stderr_and_only_the_table_and_paths_on_stdout(tiny_model, demo_data, prefect_db,
+                                                                           tmp_path):
     home, out = tmp_path / "prefect", tmp_path / "out"
     # as on a user's offline machine: no API URL, analytics not switched off by the environment
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PREFECT_API_") and k not in OFFLINE_DEFAULTS}
-    env.update(PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
-               PREFECT_RESULTS_LOCAL_STORAGE_PATH=str(home / "results"))
+    env.update(user_prefect_home(home, prefect_db))
     run = subprocess.run([*CLI, "issp", "--model", str(tiny_model), "--engine",
                           '{"dtype": "float32"}', "--data_dir", str(demo_data), "--domain_id", "all",
                           "--start_domain_id", "10", "--interview_count", "5", "--output_dir", str(out)],

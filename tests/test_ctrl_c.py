@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from support import CLI
-from support.processes import processes_with_env, readable, session_members
+from support.processes import processes_with_env, readable, session_members, user_prefect_home
 from support.waiting import wait_for
 from tests.conftest import ROOT
 from tests.test_reliability import cached_rows
@@ -63,13 +63,11 @@ def run_on_a_terminal(args: list[str], env: dict, ready,
 
 
 @pytest.fixture()
-def terminal_env(tmp_path: Path) -> dict:
-    """A fresh Prefect home and no API URL: socbench starts its own Prefect API, as for a user."""
-    home = tmp_path / "prefect"
+def terminal_env(tmp_path: Path, prefect_db: Path | None) -> dict:
+    """A Prefect home of its own and no API URL: socbench starts its own Prefect API, as for a user."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
-    env.update(PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
-               PREFECT_RESULTS_LOCAL_STORAGE_PATH=str(home / "results"), OPENAI_API_KEY="sk-unused",
-               TERM="dumb", PYTHONPATH=str(ROOT))
+    env.update(user_prefect_home(tmp_path / "prefect", prefect_db), OPENAI_API_KEY="sk-unused", TERM="dumb",
+               PYTHONPATH=str(ROOT))
     return env
 
 

@@ -38,6 +38,7 @@ pytestmark = pytest.mark.slow
 PROBE = 1  # a CLI run's preflight sends one tiny constrained request (is --structured honoured?)
 KEY = {"OPENAI_API_KEY": "sk-unused"}  # in-process runs: the key a CLI run's environment gets
 LOGPROB_TOLERANCE = 1e-4  # max |p_api - p_in_process| per option, fp32 on both sides (see the test)
+KILLED_RUN = 12  # respondents of the run the server dies under: 72 requests, killed after 20 are answered
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +189,7 @@ def test_a_killed_server_and_one_refusing_every_prompt_then_a_healthy_restart(ti
     failed result again). Restarted healthy, each same command sends exactly its missing requests to
     vLLM's server, and the killed run ends with the files of an uninterrupted run."""
     killed, stuck, reference = tmp_path / "killed", tmp_path / "stuck", tmp_path / "reference"
-    args = issp_args(tiny_server.url, "tiny", demo_data, killed, 20, "--concurrent_requests", "4")
+    args = issp_args(tiny_server.url, "tiny", demo_data, killed, KILLED_RUN, "--concurrent_requests", "4")
     n, kept = killed_mid_run(tiny_server, args, run_env, killed)
     stuck_args = issp_args(tiny_server.url, "tiny", demo_data, stuck, 3)
     refused = refused_every_prompt(tiny_server.port, stuck_args, run_env, stuck)
@@ -209,7 +210,7 @@ def test_a_killed_server_and_one_refusing_every_prompt_then_a_healthy_restart(ti
     healed = read(stuck, "tiny", "metrics")
     assert healed["complete"] is True and healed["engine_errors"] == 0 and not math.isnan(healed["accuracy"])
 
-    args = issp_args(tiny_server.url, "tiny", demo_data, reference, 20, "--concurrent_requests", "4")
+    args = issp_args(tiny_server.url, "tiny", demo_data, reference, KILLED_RUN, "--concurrent_requests", "4")
     first = socbench(*args, env=KEY, code=None)
     assert first.returncode == 0, first.stderr[-3000:]
     for kind in ("metrics", "detailed"):  # usage: what each run sent (the resumed one only what was missing)

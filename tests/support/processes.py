@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 from pathlib import Path
 
 
@@ -41,6 +42,16 @@ def processes_with_env(key: str, value: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def user_prefect_home(home: Path, database: Path | None) -> dict[str, str]:
+    """The environment of a user's Prefect home at ``home``, its database a copy of ``database`` where given
+    (``conftest.prefect_db``): socbench's own Prefect API then starts on it as on a user's later runs."""
+    home.mkdir(parents=True, exist_ok=True)
+    if database is not None:
+        shutil.copyfile(database, home / "prefect.db")
+    return {"PREFECT_HOME": str(home), "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"),
+            "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results")}
 
 
 def readable(fd: int, timeout_s: float) -> bool:
