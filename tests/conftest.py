@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -190,15 +192,26 @@ def prefect_env(tmp_path: Path) -> dict:
             "PYTHONUNBUFFERED": "1"}  # the test reads the worker's log as it is written
 
 
+def prefect_cli(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """``prefect ...`` (the venv's console script) in the project root."""
+    return subprocess.run([str(Path(sys.executable).parent / "prefect"), *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, check=check, timeout=900)
+
+
 @pytest.fixture(scope="session")
 def workers_server(tmp_path_factory: pytest.TempPathFactory):
-    """A full Prefect server (automations and all) for the deployments run by real process workers
-    (test_prefect_e2e, test_sweep_e2e: one group on one xdist worker, so it starts once: ~30 CPU s);
-    yields its clients' environment. On a throwaway PostgreSQL where installed, as docs/scale-out.md asks
-    once several workers poll it: on SQLite a loaded host's server logged 1,826 "database is locked" and
-    a watched deployment run never returned. The tests find their own runs by name."""
+    """A Prefect server with automations for the deployments run by real process workers (test_prefect_e2e,
+    test_sweep_e2e: one group on one xdist worker, so it starts once: ~30 CPU s), and the project's
+    deployments (prefect.yaml, deployments/gpu.yaml) with their work pools; yields its clients' environment.
+    On a throwaway PostgreSQL where installed, as docs/scale-out.md asks once several workers poll it: on
+    SQLite a loaded host's server logged 1,826 "database is locked" and a watched deployment run never
+    returned. The tests find their own runs by name."""
     folder = tmp_path_factory.mktemp("workers-server")
     with prefect_server(prefect_env(folder), folder / "server.log", postgres=Postgres.available()) as env:
+        for pool in ("socbench-local", "socbench-gpu"):
+            prefect_cli(env, "work-pool", "create", pool, "--type", "process", "--overwrite")
+        prefect_cli(env, "--no-prompt", "deploy", "--all")
+        prefect_cli(env, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/gpu.yaml")
         yield env
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import subprocess
 import sys
 import time
 import urllib.request
@@ -24,17 +23,13 @@ import pytest
 
 from socbench.models import model_slug
 from socbench.processes import prefect_api, start_group, stop_group, wait_for
+from tests.conftest import prefect_cli as _prefect
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = "socialnetworks"  # domain 10, between 9 and 11 (--start_domain_id 9)
 NAME = "deploy-fail-retry"  # the deployment run's name (the server is shared with test_sweep_e2e)
-
-
-def _prefect(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=ROOT, capture_output=True,
-                          text=True, check=check, timeout=900)
 
 
 def _flow_runs(env: dict, attempts: int = 5) -> list[dict]:
@@ -74,8 +69,6 @@ def test_deploy_run_fail_retry(workers_server: dict, tiny_server, tmp_path: Path
     answers.write_text(good[: len(good) // 2])  # truncated JSON
     out = tmp_path / "results"
 
-    _prefect(env, "work-pool", "create", "socbench-local", "--type", "process", "--overwrite")
-    _prefect(env, "--no-prompt", "deploy", "--all")
     worker_log = tmp_path / "worker.log"
     # the default queue only: the sweep's controller queue (test_sweep_e2e, same server) is not this test's
     command = [str(BIN / "prefect"), "worker", "start", "--pool", "socbench-local", "--work-queue", "default"]

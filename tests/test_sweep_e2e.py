@@ -107,12 +107,6 @@ def _metrics(folder: Path) -> dict[str, tuple]:
             for p in sorted(folder.glob("*_metrics.json"))}
 
 
-def _deploy(env: dict, *pools: str) -> None:
-    for pool in pools:
-        _prefect(env, "work-pool", "create", pool, "--type", "process", "--overwrite")
-    _prefect(env, "--no-prompt", "deploy", "--all")
-
-
 def _run_sweep(env: dict, name: str, config: dict) -> subprocess.Popen:
     return subprocess.Popen([str(BIN / "prefect"), "deployment", "run", "issp-sweep/nightly", "--param",
                              f"config={json.dumps(config)}", "--flow-run-name", name, "--watch"], env=env,
@@ -227,8 +221,6 @@ def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_ru
         server: dict, tiny_server, tmp_path: Path, api_url) -> None:
     env = {**server, "OPENAI_API_KEY": "unused", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"}
     out = tmp_path / "results"
-    _deploy(env, "socbench-local", "socbench-gpu")
-    _prefect(env, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/gpu.yaml")
     _prefect(env, "gcl", "create", "socbench-gpus-gpubox", "--limit", "1")
     _prefect(env, "automation", "create", "--from-file", str(ROOT / "deployments" / "zombie-runs.yaml"))
     runs = {"domain_id": "all", "start_domain_id": DOMAINS[0], "interview_count": 4, "output_dir": str(out),
