@@ -207,7 +207,11 @@ def workers_server(tmp_path_factory: pytest.TempPathFactory):
     SQLite a loaded host's server logged 1,826 "database is locked" and a watched deployment run never
     returned. The tests find their own runs by name."""
     folder = tmp_path_factory.mktemp("workers-server")
-    with prefect_server(prefect_env(folder), folder / "server.log", postgres=Postgres.available()) as env:
+    # the services these tests use (automations, events, concurrency leases), not the UI or schedules
+    lean = {f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false"
+            for name in ("SCHEDULER", "LATE_RUNS", "PAUSE_EXPIRATIONS", "CANCELLATION_CLEANUP")}
+    env = {**prefect_env(folder), **lean, "PREFECT_UI_ENABLED": "false"}
+    with prefect_server(env, folder / "server.log", postgres=Postgres.available()) as env:
         for pool in ("socbench-local", "socbench-gpu"):
             prefect_cli(env, "work-pool", "create", pool, "--type", "process", "--overwrite")
         prefect_cli(env, "--no-prompt", "deploy", "--all")
