@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -21,7 +23,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from socbench.cli.prefect_api import drain as drain_prefect_workers
 from socbench.cli.prefect_api import use_everywhere
-from socbench.processes import Postgres, PrefectServer, cpu_defaults
+from socbench.processes import Postgres, PrefectServer, cpu_defaults, prefect_server
 
 pytest_plugins = ["tests.support.guard",  # a test not marked slow fails where it starts a process
                   "tests.support.lingering",  # nor may Prefect records outlive their API
@@ -183,6 +185,49 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def api_url():
     """One Prefect API for every in-process flow test and CLI run of the session."""
     yield from prefect_api(_STATE / "prefect-api", server=_SESSION_API[0] if _SESSION_API else None)
+
+
+def prefect_env(tmp_path: Path) -> dict:
+    """Project-local Prefect state for a server, its workers and the ``prefect`` commands."""
+    home = tmp_path / "prefect"
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {**os.environ,
+            "PREFECT_HOME": str(home),
+            "PREFECT_MEMO_STORE_PATH": str(home / "memo_store.toml"),
+            "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"),
+            # a worker's poll costs the server ~33 ms of CPU: every 5 s, a run waits at most that to start
+            "PREFECT_WORKER_QUERY_SECONDS": "5",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "SOCBENCH_PROJECT_DIR": str(ROOT),
+            "TMPDIR": str(tmp_path / "tmp"),
+            "PYTHONUNBUFFERED": "1"}  # the test reads the worker's log as it is written
+
+
+def prefect_cli(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """``prefect ...`` (the venv's console script) in the project root."""
+    return subprocess.run([str(Path(sys.executable).parent / "prefect"), *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, check=check, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def workers_server(tmp_path_factory: pytest.TempPathFactory):
+    """A Prefect server with automations for the deployments run by real process workers (test_prefect_e2e,
+    test_sweep_e2e: one group on one xdist worker, so it starts once: ~30 CPU s), and the project's
+    deployments (prefect.yaml, deployments/gpu.yaml) with their work pools; yields its clients' environment.
+    On a throwaway PostgreSQL where installed, as docs/scale-out.md asks once several workers poll it: on
+    SQLite a loaded host's server logged 1,826 "database is locked" and a watched deployment run never
+    returned. The tests find their own runs by name."""
+    folder = tmp_path_factory.mktemp("workers-server")
+    # the services these tests use (automations, events, concurrency leases), not the UI or schedules
+    lean = {f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false"
+            for name in ("SCHEDULER", "LATE_RUNS", "PAUSE_EXPIRATIONS", "CANCELLATION_CLEANUP")}
+    env = {**prefect_env(folder), **lean, "PREFECT_UI_ENABLED": "false"}
+    with prefect_server(env, folder / "server.log", postgres=Postgres.available()) as env:
+        for pool in ("socbench-local", "socbench-gpu"):
+            prefect_cli(env, "work-pool", "create", pool, "--type", "process", "--overwrite")
+        prefect_cli(env, "--no-prompt", "deploy", "--all")
+        prefect_cli(env, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/gpu.yaml")
+        yield env
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,12 @@
 """The model sweep on a real Prefect server, work pools and process workers, deployed from prefect.yaml.
 
 Two models (vLLM's own OpenAI server serving the tiny model under two names) over six demo domains,
-cut into runs of three that two workers take at once; one worker is killed mid-sweep: only its
-domains fail, the sweep ends Failed naming them, and Retry completes them on the other
-worker without sending any answered request again. The numbers equal two single-process
-runs. Then a second pool stands in for the GPU pool (deployments/gpu.yaml): runs land there,
-and an engine limit of one engine per host holds with two workers on that host.
+cut into runs of three. The first model's runs go to two workers that take them at once; one worker
+is killed mid-sweep: only its domains fail, the sweep ends Failed naming them, and Retry completes
+them on the other worker without sending any answered request again. The second model's runs go to a
+second pool standing in for the GPU pool (deployments/gpu.yaml), whose two workers share one host with
+an engine limit of one engine: its runs land there, overlap, and hold the engine in turn. The numbers
+equal two single-process runs. (One sweep for both: the GPU pool's own sweep cost ~50 CPU s.)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_prefect_e2e import BIN, ROOT, _flow_runs, _prefect, prefect_env
+from test_prefect_e2e import BIN, ROOT, _flow_runs, _prefect
 
 from socbench.engines.cache import HEADER, SEGMENTS_DIR
 from socbench.errors import ConfigError
@@ -26,7 +27,6 @@ from socbench.models import model_slug
 from socbench.processes import (
     Postgres,
     prefect_api,
-    prefect_server,
     signal_group,
     start_group,
     stop_group,
@@ -40,16 +40,14 @@ FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 DOMAINS = (6, 7, 8, 9, 10, 11)  # --start_domain_id 6: runs of three, so a run can be caught half-way
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    """A real Prefect server on a throwaway PostgreSQL, as docs/scale-out.md asks once several workers
-    poll it (SQLite froze every API call for 60 s under three); yields its clients' environment. One per
-    module (a cluster and a server on a fresh database: ~30 CPU s): the tests find their runs by name."""
+@pytest.fixture()
+def server(workers_server: dict):
+    """The session's Prefect server for real workers (conftest.workers_server, test_prefect_e2e's too), on
+    a throwaway PostgreSQL, as docs/scale-out.md asks once several workers poll it (SQLite froze every
+    API call for 60 s under three); its clients' environment. The tests find their runs by name."""
     if not Postgres.available():
         pytest.skip("PostgreSQL not found (make setup installs Debian's postgresql)")
-    folder = tmp_path_factory.mktemp("sweep-server")
-    with prefect_server(prefect_env(folder), folder / "server.log", postgres=True) as env:
-        yield env
+    return workers_server
 
 
 @pytest.fixture()
@@ -109,12 +107,6 @@ def _metrics(folder: Path) -> dict[str, tuple]:
             for p in sorted(folder.glob("*_metrics.json"))}
 
 
-def _deploy(env: dict, *pools: str) -> None:
-    for pool in pools:
-        _prefect(env, "work-pool", "create", pool, "--type", "process", "--overwrite")
-    _prefect(env, "--no-prompt", "deploy", "--all")
-
-
 def _run_sweep(env: dict, name: str, config: dict) -> subprocess.Popen:
     return subprocess.Popen([str(BIN / "prefect"), "deployment", "run", "issp-sweep/nightly", "--param",
                              f"config={json.dumps(config)}", "--flow-run-name", name, "--watch"], env=env,
@@ -126,8 +118,9 @@ def _single_process_runs(runs: dict, models: list[dict], out: Path) -> None:
     from socbench.config import RunConfig
     from socbench.flows.issp import issp
 
-    for engine in models:
+    for engine in models:  # its engine record: where the sweep runs it is not the engine's
         engine = {**engine, "api_base": ",".join(engine["api_base"])}
+        engine = {k: v for k, v in engine.items() if k not in ("deployment", "engine_slots")}
         config = RunConfig.model_validate({**runs, "output_dir": str(out), "engine": engine})
         state = issp(config, return_state=True)
         assert state.is_completed(), state.message
@@ -201,61 +194,56 @@ def _engine_holds(env: dict) -> list[tuple[datetime, datetime]]:
                   if e["event"].endswith(".released") and e.get("follows") in acquired)
 
 
-def _gpu_pool_one_engine_per_host(env: dict, url: str, folder: Path) -> None:
-    """A second pool stands in for socbench-gpu (deployments/gpu.yaml); two of its workers share one
-    host whose engine limit is 1: the sweep's runs land in that pool, overlap, and hold engines in turn."""
-    _prefect(env, "work-pool", "create", "socbench-gpu", "--type", "process", "--overwrite")
-    _prefect(env, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/gpu.yaml")
-    _prefect(env, "gcl", "create", "socbench-gpus-gpubox", "--limit", "1")
-    workers = [_worker(env, folder, f"gpu-{i}", "--limit", "1", pool="socbench-gpu",
-                       extra_env={"SOCBENCH_HOST": "gpubox"})[0] for i in (1, 2)]
-    # two runs of two domains: each run waits for the engine inside its flow (RUNNING), so they overlap
-    model = {"api_type": "openai", "model": "tiny", "api_base": [f"{url}/v1"], "engine_slots": 1,
-             "deployment": "issp-domains/gpu", "domains_per_run": 2}
-    run = {"domain_id": "all", "start_domain_id": 8, "interview_count": 4, "structured": True,
-           "output_dir": str(folder / "gpu-results")}
-    try:
-        config = {"run": run, "models": [model], "engine_limit": "socbench-gpus-{host}"}
-        sweep = _run_sweep(env, "sweep-gpu", config)
-        assert sweep.wait(timeout=600) == 0, sweep.stdout.read()[-3000:]
-    finally:
-        for proc in workers:
-            stop_group(proc, grace_s=30)
-    batches = _batches(env, "sweep-gpu")
-    assert len(batches) == 2 and {b["work_pool_name"] for b in batches} == {"socbench-gpu"}
-    assert {b["labels"]["prefect.worker.name"] for b in batches} == {"gpu-1", "gpu-2"}
-    assert _overlap(*batches)  # both workers ran at once ...
+def _gpu_pool_one_engine_per_host(env: dict, batches: list[dict]) -> None:
+    """The second model's runs landed in the pool standing in for socbench-gpu, one on each of its two
+    workers on one host whose engine limit is 1: they overlap, and hold the engine one after the other."""
+    gpu = [b for b in batches if b["work_pool_name"] == "socbench-gpu"]
+    assert len(gpu) == 2 and {b["parameters"]["config"]["engine"]["model"] for b in gpu} == {"tiny-b"}
+    assert all(b["work_pool_name"] == "socbench-local" for b in batches if b not in gpu)
+    assert {b["labels"]["prefect.worker.name"] for b in gpu} == {"gpu-1", "gpu-2"}
+    assert _overlap(*gpu)  # both workers ran at once ...
     holds = wait_for(lambda: len(_engine_holds(env)) == 2 and _engine_holds(env), 60, "engine-limit events")
     assert holds[0][1] <= holds[1][0] + timedelta(seconds=0.5)  # ... their engines one after the other
 
 
-@pytest.mark.timeout(1500)  # one server for both parts; the dead run alone waits ~90 s for the zombie rule
+def _start_workers(env: dict, folder: Path) -> dict[str, subprocess.Popen]:
+    """Two workers of the local pool, and two of the GPU pool on one host."""
+    workers = {name: _worker(env, folder, name, "--work-queue", "default", "--limit", "1")[0]
+               for name in ("worker-a", "worker-b")}
+    for name in ("gpu-1", "gpu-2"):  # each run waits for the engine inside its flow (RUNNING): they overlap
+        workers[name] = _worker(env, folder, name, "--limit", "1", pool="socbench-gpu",
+                                extra_env={"SOCBENCH_HOST": "gpubox"})[0]
+    return workers
+
+
+@pytest.mark.timeout(1500)  # the dead run alone waits ~90 s for the zombie rule
 def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_runs(
         server: dict, tiny_server, tmp_path: Path, api_url) -> None:
-    env = {**server, "OPENAI_API_KEY": "unused", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30",
-           "PREFECT_WORKER_QUERY_SECONDS": "2"}
+    env = {**server, "OPENAI_API_KEY": "unused", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"}
     out = tmp_path / "results"
-    _deploy(env, "socbench-local")
+    _prefect(env, "gcl", "create", "socbench-gpus-gpubox", "--limit", "1")
     _prefect(env, "automation", "create", "--from-file", str(ROOT / "deployments" / "zombie-runs.yaml"))
     runs = {"domain_id": "all", "start_domain_id": DOMAINS[0], "interview_count": 4, "output_dir": str(out),
             "structured": True}
     models = [{"api_type": "openai", "model": "tiny", "api_base": [f"{tiny_server.url}/v1"]},
-              {"api_type": "openai", "model": "tiny-b", "api_base": [f"{tiny_server.url}/v1"]}]
+              {"api_type": "openai", "model": "tiny-b", "api_base": [f"{tiny_server.url}/v1"],
+               "deployment": "issp-domains/gpu", "engine_slots": 1}]
     sent = tiny_server.requests
     controller, controller_log = _worker(env, tmp_path, "controller", "--work-queue", "sweep")
-    workers = {name: _worker(env, tmp_path, name, "--work-queue", "default", "--limit", "1")[0]
-               for name in ("worker-a", "worker-b")}
+    workers = _start_workers(env, tmp_path)
     try:
-        sweep = _run_sweep(env, "sweep-main", {"run": runs, "models": models, "domains_per_run": 3})
+        config = {"run": runs, "models": models, "domains_per_run": 3, "engine_limit": "socbench-gpus-{host}"}
+        sweep = _run_sweep(env, "sweep-main", config)
         killed = _kill_mid_run(env, workers["worker-a"])
         _single_process_runs(runs, models, tmp_path / "single")  # meanwhile: the dead run is noticed
         assert sweep.wait(timeout=600) == 1, sweep.stdout.read()[-3000:]
         parent, batches, failed = _only_its_domains_failed(env, killed)
         # both workers ran domains at the same time (flow-run records: worker, process, start/end)
         ran = {w: [b for b in batches if b["labels"].get("prefect.worker.name") == w and b["end_time"]]
-               for w in workers}
+               for w in ("worker-a", "worker-b")}
         assert any(_overlap(a, b) for a in ran["worker-a"] for b in ran["worker-b"])
         assert len({b["infrastructure_pid"] for b in batches}) == len(batches)  # one process per run
+        _gpu_pool_one_engine_per_host(env, batches)
 
         sent_before, stored_before = sent(), _cache_lines(out / ".cache")[1]
         _retry(env, parent, controller_log)
@@ -266,7 +254,6 @@ def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_ru
         assert lines == stored  # no answer was ever asked (and stored) twice
         assert sent() - sent_before == stored - stored_before > 0  # the retry sent only the missing ones
         assert stored == _same_as_single_process(models, out, tmp_path / "single")
-        _gpu_pool_one_engine_per_host(env, tiny_server.url, tmp_path)
     finally:
         for proc in [*workers.values(), controller]:
             stop_group(proc, grace_s=30)

@@ -14,14 +14,15 @@ from pathlib import PurePosixPath
 import pytest
 
 # modules that share a session server: one worker starts it once for all of them
-SHARED = {"test_sweep": "sweep", "test_sweep_e2e": "sweep",
+# (the sweep's group: vLLM's tiny server and the Prefect server of real workers, conftest.workers_server)
+SHARED = {"test_sweep": "sweep", "test_sweep_e2e": "sweep", "test_prefect_e2e": "sweep",
           "test_vllm_server": "vllm-server", "test_cost": "vllm-server", "test_mcq_server": "vllm-server",
           # one parametrisation of a module: the Ctrl-C test over vLLM's server (its own start: ~70 CPU s)
           "test_ctrl_c[vllm-server]": "vllm-server"}
 # independent tests, each its own unit: the module is long and shares nothing but session fixtures
 SPLIT = frozenset({"test_bench"})
 # the longest groups (minutes each, from `make test-timed`), started first
-FIRST = ("sweep", "vllm-server", "test_prefect_e2e", "test_ctrl_c", "test_engine_vllm", "test_prefect_ui",
+FIRST = ("sweep", "vllm-server", "test_ctrl_c", "test_engine_vllm", "test_prefect_ui",
          "test_cli_output", "test_yardsticks_cli", "test_hostile_files", "test_export", "test_run_checks",
          "test_ui_terminal", "test_package", "test_interview_sample", "test_example_study_run")
 
