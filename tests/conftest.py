@@ -24,6 +24,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from socbench.cli.prefect_api import drain as drain_prefect_workers
 from socbench.cli.prefect_api import use_everywhere
 from socbench.processes import Postgres, PrefectServer, cpu_defaults, prefect_server
+from tests.support.session_api import FOLDER_ENV, Controller, Shared
 
 pytest_plugins = ["tests.support.guard",  # a test not marked slow fails where it starts a process
                   "tests.support.lingering",  # nor may Prefect records outlive their API
@@ -145,7 +146,8 @@ def on_api(url: str):
             use_everywhere(before)
 
 
-_SESSION_API: list[PrefectServer] = []  # spawned at collection when a test will use it
+_SESSION_API: list[PrefectServer | Shared] = []  # spawned (or asked for) at collection if a test will use it
+_CONTROLLER: list[Controller] = []  # pytest-xdist's controller: the server its workers share
 
 
 def _uses_session_api(item: pytest.Item) -> bool:
@@ -156,13 +158,26 @@ def _uses_session_api(item: pytest.Item) -> bool:
     return bool(defs) and Path(defs[-1].func.__code__.co_filename) == Path(__file__)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's controller: one session Prefect API for all its workers (``support/session_api.py``),
+    spawned once a worker asks for it; the workers find it through the environment they inherit."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    folder = _STATE / "prefect-api"
+    os.environ[FOLDER_ENV] = str(folder)
+    _CONTROLLER.append(Controller(folder, lambda: _server(folder), STARTUP_S).start())
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Spawn the session's Prefect API as soon as the tests are known, if one of them uses it: it
-    boots (~25 CPU s, a minute or more on a loaded host) while the tests before it run.
+    """Spawn the session's Prefect API as soon as the tests are known, if one of them uses it (a worker
+    of pytest-xdist asks its controller for the one they share): it boots (~25 CPU s, a minute or more on
+    a loaded host) while the tests before it run.
     Then the garbage collector leaves what collection built (modules, test items) alone from here on and
     runs a tenth as often: the fast suite spent 10 CPU s in it, 7.5 s in full collections rescanning that."""
     if any(_uses_session_api(item) for item in session.items):
-        _SESSION_API.append(_server(_STATE / "prefect-api").spawn())
+        shared = os.environ.get(FOLDER_ENV) if hasattr(session.config, "workerinput") else None
+        own = shared is None
+        _SESSION_API.append(_server(_STATE / "prefect-api").spawn() if own else Shared(Path(shared)).want())
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
@@ -171,6 +186,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     for server in _SESSION_API:  # spawned, but no test got to use it (deselected, interrupted)
         server.stop()
+    for controller in _CONTROLLER:  # every worker has ended (and drained its records into the API)
+        controller.stop()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -247,9 +264,10 @@ def prefect_db(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
 
     if not _SESSION_API:
         return None
-    _SESSION_API[0].wait(STARTUP_S)
+    server = _SESSION_API[0].wait(STARTUP_S)
+    database = server.database if isinstance(server, Shared) else _STATE / "prefect-api" / "prefect.db"
     copy = tmp_path_factory.mktemp("prefect-db") / "prefect.db"
-    with contextlib.closing(sqlite3.connect(_STATE / "prefect-api" / "prefect.db")) as source, \
+    with contextlib.closing(sqlite3.connect(database)) as source, \
             contextlib.closing(sqlite3.connect(copy)) as target:
         source.backup(target)
     return copy
