@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from socbench.processes import PrefectServer, answers, wait_for
+from socbench.processes import PrefectServer, answers, free_port, wait_for
 
 FOLDER_ENV = "SOCBENCH_TEST_SESSION_API"  # the folder, set by the controller before its workers start
 WANTED, URL, FAILED = "wanted", "url", "failed"
@@ -41,17 +41,36 @@ class Controller:
         while not (self.folder / WANTED).exists():
             if self.done.wait(0.2):
                 return
+        self.server = self.make()
         try:
-            self.server = self.make().spawn()
-            self.server.wait(self.startup_s)
+            self._start(self.server)
         except Exception as exc:  # noqa: BLE001 - the workers say why, with the server's log
+            self.server.stop()
             (self.folder / FAILED).write_text(f"{type(exc).__name__}: {exc}")
+            return
+        if self.done.is_set():  # the session ended while it started
             return
         (self.folder / f"{URL}.tmp").write_text(self.server.api_url)
         (self.folder / f"{URL}.tmp").rename(self.folder / URL)  # whole, never half-written
         # this thread lives as long as the server: it was spawned with ``--pdeathsig`` (``private``), which
         # fires when the spawning thread ends, not only its process
         self.done.wait()
+
+    def _start(self, server: PrefectServer) -> None:
+        """``server`` spawned and answering, or the session over (``done``); one that exited (its free
+        port taken meanwhile) started once more on another. Not ``PrefectServer.wait``: ``stop`` may run
+        meanwhile, and that would spawn it again."""
+        def exited() -> bool:
+            return server.proc is not None and server.proc.poll() is not None
+
+        for _ in range(2):
+            server.spawn()
+            wait_for(lambda: self.done.is_set() or exited() or answers(f"{server.api_url}/health"),
+                     self.startup_s, f"the session's Prefect API at {server.url} (log: {server.log})")
+            if not exited():
+                return
+            server.port = free_port()
+        raise RuntimeError(f"the session's Prefect API exited twice (log: {server.log})")
 
     def stop(self) -> None:
         self.done.set()
