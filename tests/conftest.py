@@ -24,6 +24,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from socbench.cli.prefect_api import drain as drain_prefect_workers
 from socbench.cli.prefect_api import use_everywhere
 from socbench.processes import Postgres, PrefectServer, cpu_defaults, prefect_server
+from tests.support.prefect_cli import prefect_commands
 from tests.support.session_api import FOLDER_ENV, Controller, Shared
 
 pytest_plugins = ["tests.support.guard",  # a test not marked slow fails where it starts a process
@@ -230,7 +231,8 @@ def prefect_cli(env: dict, *args: str, check: bool = True) -> subprocess.Complet
 def workers_server(tmp_path_factory: pytest.TempPathFactory):
     """A Prefect server with automations for the deployments run by real process workers (test_prefect_e2e,
     test_sweep_e2e: one group on one xdist worker, so it starts once: ~30 CPU s), and the project's
-    deployments (prefect.yaml, deployments/gpu.yaml) with their work pools; yields its clients' environment.
+    deployments (prefect.yaml, deployments/gpu.yaml) with their work pools, the zombie-runs automation and
+    the engine limit of test_sweep_e2e's GPU host ``gpubox``; yields its clients' environment.
     On a throwaway PostgreSQL where installed, as docs/scale-out.md asks once several workers poll it: on
     SQLite a loaded host's server logged 1,826 "database is locked" and a watched deployment run never
     returned. The tests find their own runs by name."""
@@ -240,10 +242,15 @@ def workers_server(tmp_path_factory: pytest.TempPathFactory):
             for name in ("SCHEDULER", "LATE_RUNS", "PAUSE_EXPIRATIONS", "CANCELLATION_CLEANUP")}
     env = {**prefect_env(folder), **lean, "PREFECT_UI_ENABLED": "false"}
     with prefect_server(env, folder / "server.log", postgres=Postgres.available()) as env:
-        for pool in ("socbench-local", "socbench-gpu"):
-            prefect_cli(env, "work-pool", "create", pool, "--type", "process", "--overwrite")
-        prefect_cli(env, "--no-prompt", "deploy", "--all")
-        prefect_cli(env, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/gpu.yaml")
+        # as a user sets a server up (docs/scale-out.md), in one process (``support.prefect_cli``: six
+        # ``prefect`` processes spent ~3 CPU s each importing): test_sweep_e2e's GPU host limit and the
+        # zombie-runs automation too (no run of test_prefect_e2e sends the heartbeats it watches)
+        prefect_commands(env, ROOT, *(["work-pool", "create", pool, "--type", "process", "--overwrite"]
+                                      for pool in ("socbench-local", "socbench-gpu")),
+                         ["--no-prompt", "deploy", "--all"],
+                         ["--no-prompt", "deploy", "--all", "--prefect-file", "deployments/gpu.yaml"],
+                         ["gcl", "create", "socbench-gpus-gpubox", "--limit", "1"],
+                         ["automation", "create", "--from-file", "deployments/zombie-runs.yaml"])
         yield env
 
 
