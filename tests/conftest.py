@@ -24,6 +24,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from socbench.cli.prefect_api import drain as drain_prefect_workers
 from socbench.cli.prefect_api import use_everywhere
 from socbench.processes import Postgres, PrefectServer, cpu_defaults, prefect_server
+from tests.support.prefect_cli import prefect_commands
+from tests.support.session_api import FOLDER_ENV, Controller, Shared
 
 pytest_plugins = ["tests.support.guard",  # a test not marked slow fails where it starts a process
                   "tests.support.lingering",  # nor may Prefect records outlive their API
@@ -145,7 +147,8 @@ def on_api(url: str):
             use_everywhere(before)
 
 
-_SESSION_API: list[PrefectServer] = []  # spawned at collection when a test will use it
+_SESSION_API: list[PrefectServer | Shared] = []  # spawned (or asked for) at collection if a test will use it
+_CONTROLLER: list[Controller] = []  # pytest-xdist's controller: the server its workers share
 
 
 def _uses_session_api(item: pytest.Item) -> bool:
@@ -156,13 +159,26 @@ def _uses_session_api(item: pytest.Item) -> bool:
     return bool(defs) and Path(defs[-1].func.__code__.co_filename) == Path(__file__)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's controller: one session Prefect API for all its workers (``support/session_api.py``),
+    spawned once a worker asks for it; the workers find it through the environment they inherit."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    folder = _STATE / "prefect-api"
+    os.environ[FOLDER_ENV] = str(folder)
+    _CONTROLLER.append(Controller(folder, lambda: _server(folder), STARTUP_S).start())
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Spawn the session's Prefect API as soon as the tests are known, if one of them uses it: it
-    boots (~25 CPU s, a minute or more on a loaded host) while the tests before it run.
+    """Spawn the session's Prefect API as soon as the tests are known, if one of them uses it (a worker
+    of pytest-xdist asks its controller for the one they share): it boots (~25 CPU s, a minute or more on
+    a loaded host) while the tests before it run.
     Then the garbage collector leaves what collection built (modules, test items) alone from here on and
     runs a tenth as often: the fast suite spent 10 CPU s in it, 7.5 s in full collections rescanning that."""
     if any(_uses_session_api(item) for item in session.items):
-        _SESSION_API.append(_server(_STATE / "prefect-api").spawn())
+        shared = os.environ.get(FOLDER_ENV) if hasattr(session.config, "workerinput") else None
+        own = shared is None
+        _SESSION_API.append(_server(_STATE / "prefect-api").spawn() if own else Shared(Path(shared)).want())
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
@@ -171,6 +187,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     for server in _SESSION_API:  # spawned, but no test got to use it (deselected, interrupted)
         server.stop()
+    for controller in _CONTROLLER:  # every worker has ended (and drained its records into the API)
+        controller.stop()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -213,7 +231,8 @@ def prefect_cli(env: dict, *args: str, check: bool = True) -> subprocess.Complet
 def workers_server(tmp_path_factory: pytest.TempPathFactory):
     """A Prefect server with automations for the deployments run by real process workers (test_prefect_e2e,
     test_sweep_e2e: one group on one xdist worker, so it starts once: ~30 CPU s), and the project's
-    deployments (prefect.yaml, deployments/gpu.yaml) with their work pools; yields its clients' environment.
+    deployments (prefect.yaml, deployments/gpu.yaml) with their work pools, the zombie-runs automation and
+    the engine limit of test_sweep_e2e's GPU host ``gpubox``; yields its clients' environment.
     On a throwaway PostgreSQL where installed, as docs/scale-out.md asks once several workers poll it: on
     SQLite a loaded host's server logged 1,826 "database is locked" and a watched deployment run never
     returned. The tests find their own runs by name."""
@@ -223,10 +242,15 @@ def workers_server(tmp_path_factory: pytest.TempPathFactory):
             for name in ("SCHEDULER", "LATE_RUNS", "PAUSE_EXPIRATIONS", "CANCELLATION_CLEANUP")}
     env = {**prefect_env(folder), **lean, "PREFECT_UI_ENABLED": "false"}
     with prefect_server(env, folder / "server.log", postgres=Postgres.available()) as env:
-        for pool in ("socbench-local", "socbench-gpu"):
-            prefect_cli(env, "work-pool", "create", pool, "--type", "process", "--overwrite")
-        prefect_cli(env, "--no-prompt", "deploy", "--all")
-        prefect_cli(env, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/gpu.yaml")
+        # as a user sets a server up (docs/scale-out.md), in one process (``support.prefect_cli``: six
+        # ``prefect`` processes spent ~3 CPU s each importing): test_sweep_e2e's GPU host limit and the
+        # zombie-runs automation too (no run of test_prefect_e2e sends the heartbeats it watches)
+        prefect_commands(env, ROOT, *(["work-pool", "create", pool, "--type", "process", "--overwrite"]
+                                      for pool in ("socbench-local", "socbench-gpu")),
+                         ["--no-prompt", "deploy", "--all"],
+                         ["--no-prompt", "deploy", "--all", "--prefect-file", "deployments/gpu.yaml"],
+                         ["gcl", "create", "socbench-gpus-gpubox", "--limit", "1"],
+                         ["automation", "create", "--from-file", "deployments/zombie-runs.yaml"])
         yield env
 
 
@@ -247,9 +271,10 @@ def prefect_db(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
 
     if not _SESSION_API:
         return None
-    _SESSION_API[0].wait(STARTUP_S)
+    server = _SESSION_API[0].wait(STARTUP_S)
+    database = server.database if isinstance(server, Shared) else _STATE / "prefect-api" / "prefect.db"
     copy = tmp_path_factory.mktemp("prefect-db") / "prefect.db"
-    with contextlib.closing(sqlite3.connect(_STATE / "prefect-api" / "prefect.db")) as source, \
+    with contextlib.closing(sqlite3.connect(database)) as source, \
             contextlib.closing(sqlite3.connect(copy)) as target:
         source.backup(target)
     return copy

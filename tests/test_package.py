@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from support import FakeOpenAIServer
+from support.processes import user_prefect_home
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow  # builds a wheel and a virtual environment, runs the flow in a subprocess
@@ -59,7 +60,8 @@ def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
     assert any(n.endswith("issp_qa_family.json") for n in data)  # the demo data travels with it
 
 
-def test_evaluate_from_a_fresh_venv_beside_another_tasks_package(wheel: Path, tmp_path: Path) -> None:
+def test_evaluate_from_a_fresh_venv_beside_another_tasks_package(wheel: Path, tmp_path: Path,
+                                                                 prefect_db: Path | None) -> None:
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"
@@ -80,11 +82,12 @@ def test_evaluate_from_a_fresh_venv_beside_another_tasks_package(wheel: Path, tm
             "r = socbench.evaluate('issp', api_type='openai', api_base=URL, model='fake-model',\n"
             "                      domain_id=3, interview_count=5, output_dir='results')\n"
             "print(r.complete, r.to_pandas().shape, sorted(r.metrics))\n")
+    # its Prefect home with a user's database in place (``prefect_db``): the run's server does not migrate one
+    home = user_prefect_home(tmp_path / "prefect", prefect_db)
     with FakeOpenAIServer() as server:
         done = _run([str(python), "-c", f"import sys\nURL = {server.url!r}\n{code}"], cwd=tmp_path,
                     env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-test",
-                         "PREFECT_HOME": str(tmp_path / "prefect"), "HF_HUB_OFFLINE": "1",
-                         "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
+                         **home, "HF_HUB_OFFLINE": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
     last = done.stdout.strip().splitlines()[-1]  # "True (29, 12) ['Family']": complete, items x columns
     assert last.startswith("True (") and last.endswith("['Family']"), done.stdout
     assert (tmp_path / "results" / "fake-model" / "Family_detailed.json").is_file()

@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from support.processes import user_prefect_home
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow  # starts a Prefect API server in a subprocess
@@ -72,19 +73,20 @@ except EngineError as exc:
 """
 
 
-def child(script: str, tmp_path, log) -> subprocess.CompletedProcess:
-    home = tmp_path / "prefect"
+def child(script: str, tmp_path, log, database) -> subprocess.CompletedProcess:
+    """``script`` in a process whose Prefect home holds a copy of the session API's database (``prefect_db``):
+    its server starts as on a user's later runs (11 CPU s, not the 21 of a fresh one that migrates)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
-    env.update(PREFECT_HOME=str(home), PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
-               PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", PYTHONPATH=str(ROOT),
+    env.update(user_prefect_home(tmp_path / "prefect", database))
+    env.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", PYTHONPATH=str(ROOT),
                PREFECT_CLIENT_MAX_RETRIES="0")
     return subprocess.run([sys.executable, "-c", script, str(log)], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
 
 
-def test_early_server_is_the_api_of_every_thread_and_is_gone_after(tmp_path):
+def test_early_server_is_the_api_of_every_thread_and_is_gone_after(tmp_path, prefect_db):
     log = tmp_path / "cache" / "prefect-api.log"
-    run = child(CHILD, tmp_path, log)
+    run = child(CHILD, tmp_path, log, prefect_db)
     assert run.returncode == 0 and run.stdout.startswith("ok"), run.stderr[-3000:]
     assert log.is_file()  # its own output goes to the log it was given
     port = int(run.stdout.split()[1])
@@ -92,11 +94,11 @@ def test_early_server_is_the_api_of_every_thread_and_is_gone_after(tmp_path):
     assert f":{port}" not in listening  # the server has stopped
 
 
-def test_an_api_that_dies_under_the_run_is_named_with_its_log(tmp_path):
+def test_an_api_that_dies_under_the_run_is_named_with_its_log(tmp_path, prefect_db):
     """Seen once under load: the run's API went away mid-run and left nothing to read. Now one line says so,
     with the log, and what to do."""
     log = tmp_path / "cache" / "prefect-api.log"
-    run = child(KILLED, tmp_path, log)
+    run = child(KILLED, tmp_path, log, prefect_db)
     assert run.returncode == 0, run.stderr[-3000:]
     line = run.stdout.strip()
     expected = (rf"socbench's Prefect API at http://127\.0\.0\.1:\d+ exited \(code -9\) during the run; "

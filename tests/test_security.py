@@ -9,6 +9,7 @@ artifacts; persisted task results).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from support import CLI, FakeOpenAIServer
+from support.processes import user_prefect_home
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = "sk-PLANTED-env-9d41b7c2e0"
@@ -30,14 +32,15 @@ def _files(folder: Path) -> list[Path]:
 
 
 @pytest.mark.slow  # runs the CLI in a subprocess
-def test_planted_env_key_leaks_nowhere(tmp_path: Path, demo_data: Path) -> None:
+def test_planted_env_key_leaks_nowhere(tmp_path: Path, demo_data: Path, prefect_db: Path | None) -> None:
     home, out, cwd, tmp = (tmp_path / name for name in ("prefect", "out", "cwd", "tmp"))
     for folder in (cwd, tmp):
         folder.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
-    env.update({"OPENAI_API_KEY": PLANTED, "PREFECT_LOGGING_LEVEL": "DEBUG", "PREFECT_HOME": str(home),
-                "PREFECT_MEMO_STORE_PATH": str(home / "memo.toml"), "TMPDIR": str(tmp),
-                "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(home / "results"),
+    # a user's home with its database in place (``prefect_db``): its server starts without migrating it
+    env.update(user_prefect_home(home, prefect_db))
+    before = _logs_and_artifacts(home / "prefect.db")
+    env.update({"OPENAI_API_KEY": PLANTED, "PREFECT_LOGGING_LEVEL": "DEBUG", "TMPDIR": str(tmp),
                 "PREFECT_LOGGING_EXTRA_LOGGERS": "socbench"})
     # 401 bodies echo the Authorization header back, as OpenAI's "Incorrect API key" does
     with FakeOpenAIServer(model="../escape/fake-model", faults={"401": 0.2, "503": 0.2}) as server:
@@ -62,9 +65,18 @@ def test_planted_env_key_leaks_nowhere(tmp_path: Path, demo_data: Path) -> None:
     assert any(p.name.endswith(".sqlite") for p in searched) and any(p.name == "prefect.db" for p in searched)
     leaks = [p for p in searched if PLANTED.encode() in p.read_bytes()]
     assert leaks == []
-    with sqlite3.connect(home / "prefect.db") as db:  # what was searched holds logs and artifacts
-        assert db.execute("SELECT COUNT(*) FROM log").fetchone()[0] > 0
-        assert db.execute("SELECT COUNT(*) FROM artifact").fetchone()[0] > 0
+    logs, artifacts = _logs_and_artifacts(home / "prefect.db")  # what was searched holds this run's
+    assert logs > before[0] and artifacts > before[1]  # logs and artifacts
+
+
+def _logs_and_artifacts(database: Path) -> tuple[int, int]:
+    """(log records, artifacts) in a Prefect database; (0, 0) where there is none yet."""
+    if not database.is_file():
+        return 0, 0
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        logs, artifacts = (db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                           for table in ("log", "artifact"))
+    return logs, artifacts
 
 
 def _outward_address() -> str | None:

@@ -221,8 +221,7 @@ def test_sweep_over_two_workers_survives_a_dead_worker_retries_and_places_gpu_ru
         server: dict, tiny_server, tmp_path: Path, api_url) -> None:
     env = {**server, "OPENAI_API_KEY": "unused", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"}
     out = tmp_path / "results"
-    _prefect(env, "gcl", "create", "socbench-gpus-gpubox", "--limit", "1")
-    _prefect(env, "automation", "create", "--from-file", str(ROOT / "deployments" / "zombie-runs.yaml"))
+    # the GPU host's engine limit (socbench-gpus-gpubox) and the zombie-runs automation: workers_server
     runs = {"domain_id": "all", "start_domain_id": DOMAINS[0], "interview_count": 4, "output_dir": str(out),
             "structured": True}
     models = [{"api_type": "openai", "model": "tiny", "api_base": [f"{tiny_server.url}/v1"]},

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from socbench.processes import Postgres, PrefectServer, prefect_api
-from support.processes import processes_with_env, readable, session_members
+from support.processes import processes_with_env, readable, session_members, user_prefect_home
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -125,17 +125,17 @@ def _seed_runs(api: Api) -> None:
 
 
 @pytest.fixture(scope="module")
-def served_state(tmp_path_factory) -> Path:
-    """A demo state folder whose Prefect database holds the runs of ``_seed_runs``."""
+def served_state(tmp_path_factory, prefect_db: Path | None) -> Path:
+    """A demo state folder whose Prefect database holds the runs of ``_seed_runs``: a copy of the session
+    API's database (``prefect_db``, or a fresh one), seeded through a server without UI or services (a
+    `make ui` start on a fresh database cost ~20 CPU s)."""
     state = tmp_path_factory.mktemp("ui") / "prefect-demo"
-    (state / "home").mkdir(parents=True)
-    subprocess.run([str(Path(sys.executable).parent / "prefect"), "server", "database", "upgrade", "-y"],
-                   env=_env(state), check=True, capture_output=True, timeout=300)
-    ui, api = _serve(state, state / "seed.out")
+    user_prefect_home(state / "home", prefect_db)
+    server = PrefectServer(_env(state), log=state / "seed.log", private=True)
     try:
-        _seed_runs(Api(api))
+        _seed_runs(Api(server.start(240).api_url))
     finally:
-        _stop(ui)
+        server.stop()
     return state
 
 

@@ -59,11 +59,13 @@ def read(out: Path, model: str, kind: str = "detailed") -> dict:
 
 
 def last_run_states(env: dict) -> tuple[str, dict[str, str]]:
-    """The state of the newest ``issp`` run on the run's Prefect API, and of its domain runs."""
-    url = env["PREFECT_API_URL"]
-    [flow] = prefect_api(url, "/flows/filter", {"flows": {"name": {"any_": ["issp"]}}})
-    [parent] = prefect_api(url, "/flow_runs/filter", {"flows": {"id": {"any_": [flow["id"]]}},
-                                                       "sort": "START_TIME_DESC", "limit": 1})
+    """The state of the newest ``issp`` run of this test process on the run's Prefect API, and of its domain
+    runs. The API may be shared by pytest-xdist's workers (tests/support/session_api.py): this process's
+    runs are those whose parameters name a path in its temporary folder (``env``'s Prefect home is in it)."""
+    url, ours = env["PREFECT_API_URL"], f"{Path(env['PREFECT_HOME']).parent}/"
+    runs = prefect_api(url, "/flow_runs/filter", {"flows": {"name": {"any_": ["issp"]}},
+                                                   "sort": "START_TIME_DESC", "limit": 200})
+    parent = next(run for run in runs if ours in json.dumps(run["parameters"]))
     domains = {"flow_runs": {"parent_flow_run_id": {"any_": [parent["id"]]}}}
     children = prefect_api(url, "/flow_runs/filter", domains)
     return parent["state_type"], {run["name"]: run["state_type"] for run in children}
