@@ -51,6 +51,10 @@ for key, value in {
     "VLLM_CACHE_ROOT": str(_HOME / "vllm"),
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
+    # OpenMP threads (torch's libgomp, read when torch loads) sleep between ops instead of spinning: on a
+    # host with more runnable processes than cores (3 workers on 2) an in-process vLLM engine's 2 threads
+    # burned CPU waiting for each other: SmolLM2's 24 tokens took 12-19 CPU s, 2.2-2.6 passive. Not the count.
+    "OMP_WAIT_POLICY": "PASSIVE",
 }.items():
     os.environ.setdefault(key, value)
 cpu_defaults()

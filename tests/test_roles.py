@@ -210,9 +210,9 @@ def test_declared_roles_win_and_none_declares_a_role_absent(tmp_path: Path, caps
     assert code == 2 and "sex variable nosuch (--roles sex) is not in the file" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # R's haven writes the poll; the flow runs it on the tiny model
+@pytest.mark.slow  # R's haven writes the poll; the flow runs it on the session's tiny vLLM engine
 def test_a_haven_written_poll_runs_grouped_by_region(api_url: str, tiny_model: Path, tmp_path: Path,
-                                                     capsys) -> None:
+                                                     capsys, shared_engines) -> None:
     if shutil.which("Rscript") is None or subprocess.run(["Rscript", "-e", "library(haven)"],
                                                          capture_output=True).returncode != 0:
         pytest.skip("R's haven not found: install Debian's r-cran-haven (`make setup` does as root)")

@@ -85,27 +85,38 @@ def cpu_seconds(run: Callable[[], T]) -> tuple[T, float]:
     return result, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+# Less than an import of vLLM ever took here (11.4-12.0 CPU s idle, more under load): a run within this
+# floor + 15 s is within the bound without measuring the import (~12-20 CPU s of a subprocess of its own)
+VLLM_IMPORT_FLOOR_S = 10.0
+
+
 def vllm_import_cpu_s() -> float:
     command = [sys.executable, "-c", "from vllm.engine.arg_utils import EngineArgs"]
     return cpu_seconds(lambda: subprocess.run(command, check=True, capture_output=True, timeout=600))[1]
 
 
+def within_an_import_of_vllm(cpu: float, slack_s: float = 15) -> bool:
+    """Whether ``cpu`` is under what importing vLLM alone costs now + ``slack_s``; measured only if needed."""
+    return cpu < VLLM_IMPORT_FLOOR_S + slack_s or cpu < vllm_import_cpu_s() + slack_s
+
+
 @pytest.mark.slow  # runs the CLI in a subprocess
 def test_seed_engine_block_is_one_line_with_vllms_reason_in_seconds(smollm2: Path, tmp_path: Path,
-                                                                   error_in_process) -> None:
+                                                                   error_in_process, cli_api_env) -> None:
     args = ["issp", "--domain_id", "1", "--interview_count", "2", "--output_dir", str(tmp_path / "out")]
     # the first run may inspect the model's architecture once (vLLM caches it under VLLM_CACHE_ROOT)
     line = error_in_process(*args, "--engine", json.dumps(SEED_ENGINE))
     assert "--engine: vLLM 0.32.0 refuses these settings for model smollm2-135m-instruct" in line
     assert "max_model_len (20480) is greater than the derived max_model_len" in line and "8192" in line
     fitting_block = json.dumps({**SEED_ENGINE, "max_model_len": 8192})
-    fitting, cpu = cpu_seconds(lambda: socbench(*args, "--engine", fitting_block))
+    # on the session's Prefect API (a run on its own starts one: 11-25 CPU s, as the first in a worker did)
+    fitting, cpu = cpu_seconds(lambda: socbench(*args, "--engine", fitting_block, env=cli_api_env))
     line = error_line(fitting)
     assert "Total number of attention heads (9) must be divisible by tensor parallel size (4)" in line
     # before anything loads: about 11 s of wall time on an idle host, 64-104 s before (engine start);
-    # bounded in CPU seconds (the CLI, its Prefect API, vLLM's config check) over what importing
-    # vLLM alone costs, as wall time under load measures the load (this failed at load 6)
-    assert cpu < vllm_import_cpu_s() + 15, cpu
+    # bounded in CPU seconds (the CLI, vLLM's config check) over what importing vLLM alone costs, as
+    # wall time under load measures the load (this failed at load 6)
+    assert within_an_import_of_vllm(cpu), cpu
     assert "no model results found" not in fitting.stderr + fitting.stdout
     assert not (tmp_path / "out" / "smollm2-135m-instruct").exists()
 
