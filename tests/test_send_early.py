@@ -15,8 +15,8 @@ from tests.support.fake_openai import FakeOpenAIServer
 
 def _answers(url: str, out: Path, early: bool) -> list:
     """Every unit's ``pipeline.answer``, after ``preload`` when ``early``."""
-    config = make_config(api_type="openai", api_base=url, model="fake-model", domain_id="all", start_domain_id=10,
-                         interview_count=3, output_dir=out)
+    config = make_config(api_type="openai", api_base=url, model="fake-model", domain_id="all",
+                         start_domain_id=10, interview_count=3, output_dir=out)
     settings = config.engine_settings()
     engine = get_engine(settings)
     try:
