@@ -86,6 +86,7 @@ def run(config: Any, show_progress: bool = True) -> Any:
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
     from socbench.cli.prefect_api import prefect_api, spawn_early
+    from socbench.processes import answers
 
     server = spawn_early(Path(config.output_dir) / ".cache" / "prefect-api.log")
     from socbench.progress import listening
@@ -95,26 +96,34 @@ def run(config: Any, show_progress: bool = True) -> Any:
 
     def meanwhile() -> None:
         importlib.import_module(module)
-        _preload(config)
+        _preload(config, lambda: server is None or answers(f"{server.api_url}/health", 0.5))
 
     shown = listening(ConsoleProgress()) if show_progress else contextlib.nullcontext()
-    with prefect_api(meanwhile, server), shown:
+    with shown, prefect_api(meanwhile, server):
         from socbench.flows import run_inprocess
 
         return run_inprocess(getattr(importlib.import_module(module), name), config)
 
 
-def _preload(config: Any) -> None:
-    """The model, unless the engine cache answers every request the preflight built; and matplotlib for
-    the report (after the server is spawned: it imports scikit-learn too)."""
-    from socbench import pipeline
+def _preload(config: Any, api_up: Any) -> None:
+    """The model, unless the engine cache answers every request the preflight built (an API: the requests
+    themselves, unit by unit, with the same progress display); matplotlib for the report (after the server
+    is spawned: it imports scikit-learn too); then, until ``api_up()``, the units' data-only scores."""
+    from socbench import pipeline, progress
     from socbench.engines.session import get_engine
     from socbench.report.output import new_figure
     from socbench.studies import task_for
 
-    requests = pipeline.all_requests(pipeline.plans(task_for(config)))
-    pipeline.preload(get_engine(config.engine_settings()), requests)
+    def shown(unit: Any, total: int) -> Any:
+        progress.begin(unit.label)  # a bar only (on a terminal); the unit's line comes from its flow
+        progress.requests(total)
+        return lambda index, result: progress.advance()
+
+    task = task_for(config)
+    found = pipeline.plans(task)
+    pipeline.preload(get_engine(config.engine_settings()), found, shown)
     new_figure(1, 1)  # matplotlib's imports (0.3 s)
+    pipeline.precompute(task, found, api_up)
 
 
 def run_study(config: Any) -> int:

@@ -6,6 +6,7 @@ one engine call: requests of every kind in, answers in order out, each distinct 
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from socbench.types import Answers, LoglikelihoodRequest
 T = TypeVar("T")
 _LOCK = threading.Lock()
 _MEMO: dict[tuple[str, str, int], Any] = {}
+_EARLY: dict[str, dict[str, float]] = {}  # ``requests_key`` -> what ``send_early`` sent for those requests
 
 
 def task_key(task: Task) -> str:
@@ -42,6 +44,7 @@ def forget() -> None:
     """Drop every remembered stage (a finished run's; a notebook's next run starts clean)."""
     with _LOCK:
         _MEMO.clear()
+        _EARLY.clear()
 
 
 def load(task: Task, unit: Unit) -> Any:
@@ -122,7 +125,8 @@ def generate(engine: Engine, requests: Sequence[Request], on_result: ResultSink 
 
 def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | None = None) -> Answers:
     """``generate`` with what it cost: seconds, the engine's identity, cache hits and misses, and ``usage``
-    (requests sent, answers from the cache, the backend's token counts). Units on one engine run in turn."""
+    (requests sent, answers from the cache, the backend's token counts). Units on one engine run in turn.
+    What ``send_early`` sent for the same requests counts as sent here (once), not as cache hits."""
     start = time.perf_counter()
     stats = getattr(engine, "stats", None)
     meter = getattr(getattr(engine, "backend", engine), "usage", None)
@@ -131,9 +135,25 @@ def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | 
     results = generate(engine, requests, on_result)
     cache = {"hits": stats.hits - hits, "misses": stats.misses - misses} if stats is not None else {}
     used = {key: n - tokens[key] for key, n in meter.total().items()} if meter is not None else {}
+    seconds = time.perf_counter() - start
+    with _LOCK:
+        early = _EARLY.pop(requests_key(requests), None) if _EARLY and cache else None
+    if early is not None:
+        stored, sent = int(early["stored"]), int(early["requests"])  # a failed one is sent again now
+        cache = {"hits": cache["hits"] - stored, "misses": cache["misses"] + sent}
+        used = {key: n + int(early.get(key, 0)) for key, n in used.items()}
+        seconds += early["seconds"]
     sent = cache["misses"] if cache else request_count(requests)
     usage = {"requests": sent, "from_cache": cache.get("hits", 0), **used}
-    return Answers(tuple(results), time.perf_counter() - start, dict(engine.identity), cache, usage)
+    return Answers(tuple(results), seconds, dict(engine.identity), cache, usage)
+
+
+def requests_key(requests: Sequence[Request]) -> str:
+    """One unit's requests, as ``send_early`` and ``answer`` name them."""
+    digest = hashlib.sha256()
+    for request in requests:
+        digest.update(f"{method_of(request)}\0{request.key}\0".encode())
+    return digest.hexdigest()
 
 
 def score_unit(task: Task, unit: Unit, engine: Engine) -> Any:
@@ -154,11 +174,53 @@ def uncached(engine: Engine, requests: Sequence[Request]) -> int:
     return sum(map(len, to_send(engine, requests).values()))
 
 
-def preload(engine: Engine, requests: Sequence[Request]) -> bool:
+def preload(engine: Engine, found: dict[Unit, Plan],
+            on_unit: Callable[[Unit, int], ResultSink | None] | None = None) -> bool:
     """Load the model now unless the cache holds every answer; the CLI calls it while Prefect's API server
-    starts (6-13 s here), so the two overlap."""
-    load = getattr(getattr(engine, "backend", engine), "load", None)
-    if load is None or not uncached(engine, requests):
+    starts (6-13 s here), so the two overlap. An engine without a model to load but with a cache (an API)
+    is sent the uncached requests now instead (``send_early``); the flow then reads them from the cache."""
+    if not uncached(engine, all_requests(found)):
         return False
-    load()
+    load = getattr(getattr(engine, "backend", engine), "load", None)
+    if load is not None:
+        load()
+        return True
+    if getattr(engine, "unanswered", None) is None:  # no cache to keep the answers in: the flow sends them
+        return False
+    for unit, unit_plan in found.items():
+        send_early(engine, unit, unit_plan.prompts.requests, on_unit)
     return True
+
+
+def send_early(engine: Engine, unit: Unit, requests: Sequence[Request],
+               on_unit: Callable[[Unit, int], ResultSink | None] | None = None) -> None:
+    """One unit's uncached requests sent now, as its flow would send them (one call, each answer stored in
+    the engine cache as it finishes), and what they cost kept for the unit's own ``answer``: the flow's
+    call finds them cached and reports them as sent. A request that fails stays uncached: the flow's call
+    sends it again, and one that fails there too leaves the unit incomplete, as without this.
+    ``on_unit(unit, n)``: the sink for the unit's ``n`` requests (a progress display)."""
+    if not uncached(engine, requests):
+        return
+    sink = on_unit(unit, request_count(requests)) if on_unit is not None else None
+    answers = answer(engine, requests, sink)
+    sent = answers.cache.get("misses", 0)
+    if sent:
+        failed = len({(method_of(request), request.key) for request, result in zip(requests, answers.results)
+                      if getattr(result, "error", None) is not None})
+        tokens = {key: n for key, n in answers.usage.items() if key not in ("requests", "from_cache")}
+        with _LOCK:
+            _EARLY[requests_key(requests)] = {"requests": sent, "stored": sent - failed,
+                                              "seconds": answers.seconds, **tokens}
+
+
+def precompute(task: Task, found: dict[Unit, Plan], stop: Callable[[], bool]) -> int:
+    """Each unit's scores that its data alone decides (a task's optional ``precompute(samples)``, into the
+    cache its ``score`` reads), unit by unit until ``stop()``; how many units were done. The CLI calls it
+    while Prefect's API starts, and stops once it answers: the flows compute the rest as before."""
+    hook, done = getattr(task, "precompute", None), 0
+    for unit_plan in found.values():
+        if hook is None or stop():
+            break
+        hook(unit_plan.samples)
+        done += 1
+    return done

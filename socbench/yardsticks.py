@@ -71,13 +71,8 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
     demographic model fitted on ``attributes`` (with the survey's design ``weights``, if any).
     ``cache``: the run's cache folder; the demographic model's side depends on the data alone
     (any model's run on it reads it back), the LLM's side on its answers too (``socbench.memo``)."""
-    people = {item.person_id for item in scored}
-    shown = {pid: attributes.get(pid, {}) for pid in people}
-    data = [(i.person_id, i.question_id, i.country_code, i.true_code, i.offered_codes, i.country_specific,
-             i.groups) for i in scored]
-    settings = (weights, min_respondents, seed, folds, LEARNER, SOLVER)
-    demographic = memo(cache, content_key(DEMOGRAPHIC, data, shown, *settings),
-                       lambda: _demographic_side(scored, shown, weights, min_respondents, seed, folds))
+    demographic = demographic_side(scored, attributes, weights=weights, min_respondents=min_respondents,
+                                   seed=seed, folds=folds, cache=cache)
     model = memo(cache, content_key("model", scored, min_respondents),
                  lambda: _model_side(scored, min_respondents))
     record = {
@@ -87,6 +82,22 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
         "structure": {"model": model["structure"], DEMOGRAPHIC: demographic["structure"]},
     }
     return Yardsticks(demographic["record"]["accuracy"], record)
+
+
+def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
+                     weights: Mapping[int, float] | None = None,
+                     min_respondents: int = DEFAULT_MIN_RESPONDENTS, seed: int = 0,
+                     folds: int = DEFAULT_FOLDS, cache: Path | None = None) -> dict[str, Any]:
+    """The demographic model's yardsticks (``record``, ``simbench``, ``structure``): the data's alone (who
+    answered what, the attributes shown), never the LLM's answers, so they can be computed before the
+    answers come (``scoring.precompute_yardsticks``) into the ``cache`` the score stage reads them from."""
+    people = {item.person_id for item in scored}
+    shown = {pid: attributes.get(pid, {}) for pid in people}
+    data = [(i.person_id, i.question_id, i.country_code, i.true_code, i.offered_codes, i.country_specific,
+             i.groups) for i in scored]
+    settings = (weights, min_respondents, seed, folds, LEARNER, SOLVER)
+    return memo(cache, content_key(DEMOGRAPHIC, data, shown, *settings),
+                lambda: _demographic_side(scored, shown, weights, min_respondents, seed, folds))
 
 
 def _demographic_side(scored: Sequence[ScoredItem], shown: Mapping[int, Mapping[str, str]],

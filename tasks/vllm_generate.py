@@ -25,7 +25,8 @@ class RequestProgress:
         self.artifact = create_progress_artifact(0.0, key=key, description=description)
         self.total = total
         self.done = 0
-        self.updated = 0.0  # time.monotonic() of the artifact's last update
+        self.updated = time.monotonic()  # of the artifact's last update (its creation, at 0 %)
+        self.finished = False  # the artifact says 100 %
         progress.requests(total)
 
     def __call__(self, index: int, result: object) -> None:
@@ -33,7 +34,16 @@ class RequestProgress:
         progress.advance()
         if time.monotonic() - self.updated >= 2.0 or self.done == self.total:
             self.updated = time.monotonic()
-            update_progress_artifact(self.artifact, progress=100.0 * self.done / max(1, self.total))
+            if self.done >= self.total:
+                self.finish()
+            else:
+                update_progress_artifact(self.artifact, progress=100.0 * self.done / self.total)
+
+    def finish(self) -> None:
+        """The artifact at 100 % (once: each update is a call to the API)."""
+        if not self.finished:
+            self.finished = True
+            update_progress_artifact(self.artifact, progress=100.0)
 
 
 @stage(retries=2, retry_delay_seconds=[5, 30])
@@ -44,7 +54,7 @@ def vllm_generate(prompts: Prompts, settings: EngineSettings, key: str, label: s
     total = pipeline.request_count(prompts.requests)
     answered = RequestProgress(key, f"{label}: requests answered", total)
     answers = pipeline.answer(engine, prompts.requests, on_result=answered)
-    update_progress_artifact(answered.artifact, progress=100.0)
+    answered.finish()
     cache = answers.cache
     said = f"{cache['hits']} from the engine cache, {cache['misses']} sent" if cache else "no cache"
     get_run_logger().info("%s: %d requests, %s", label, total, said)
