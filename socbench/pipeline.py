@@ -21,7 +21,7 @@ from socbench.types import Answers, LoglikelihoodRequest
 T = TypeVar("T")
 _LOCK = threading.Lock()
 _MEMO: dict[tuple[str, str, int], Any] = {}
-_EARLY: dict[str, dict[str, float]] = {}  # ``requests_key`` -> what ``send_early`` sent for those requests
+_EARLY: dict[str, Answers] = {}  # ``requests_key`` -> what ``send_early`` got for those requests
 
 
 def task_key(task: Task) -> str:
@@ -126,7 +126,15 @@ def generate(engine: Engine, requests: Sequence[Request], on_result: ResultSink 
 def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | None = None) -> Answers:
     """``generate`` with what it cost: seconds, the engine's identity, cache hits and misses, and ``usage``
     (requests sent, answers from the cache, the backend's token counts). Units on one engine run in turn.
-    What ``send_early`` sent for the same requests counts as sent here (once), not as cache hits."""
+    Requests ``send_early`` already sent get its answers back, failures included: each request is sent
+    once a run, so a refused one leaves the unit incomplete and only the next run sends it again."""
+    if _EARLY:
+        with _LOCK:
+            early = _EARLY.pop(requests_key(requests), None)
+        if early is not None:
+            for index, result in enumerate(early.results) if on_result is not None else ():
+                on_result(index, result)
+            return early
     start = time.perf_counter()
     stats = getattr(engine, "stats", None)
     meter = getattr(getattr(engine, "backend", engine), "usage", None)
@@ -135,17 +143,9 @@ def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | 
     results = generate(engine, requests, on_result)
     cache = {"hits": stats.hits - hits, "misses": stats.misses - misses} if stats is not None else {}
     used = {key: n - tokens[key] for key, n in meter.total().items()} if meter is not None else {}
-    seconds = time.perf_counter() - start
-    with _LOCK:
-        early = _EARLY.pop(requests_key(requests), None) if _EARLY and cache else None
-    if early is not None:
-        stored, sent = int(early["stored"]), int(early["requests"])  # a failed one is sent again now
-        cache = {"hits": cache["hits"] - stored, "misses": cache["misses"] + sent}
-        used = {key: n + int(early.get(key, 0)) for key, n in used.items()}
-        seconds += early["seconds"]
     sent = cache["misses"] if cache else request_count(requests)
     usage = {"requests": sent, "from_cache": cache.get("hits", 0), **used}
-    return Answers(tuple(results), seconds, dict(engine.identity), cache, usage)
+    return Answers(tuple(results), time.perf_counter() - start, dict(engine.identity), cache, usage)
 
 
 def requests_key(requests: Sequence[Request]) -> str:
@@ -195,22 +195,15 @@ def preload(engine: Engine, found: dict[Unit, Plan],
 def send_early(engine: Engine, unit: Unit, requests: Sequence[Request],
                on_unit: Callable[[Unit, int], ResultSink | None] | None = None) -> None:
     """One unit's uncached requests sent now, as its flow would send them (one call, each answer stored in
-    the engine cache as it finishes), and what they cost kept for the unit's own ``answer``: the flow's
-    call finds them cached and reports them as sent. A request that fails stays uncached: the flow's call
-    sends it again, and one that fails there too leaves the unit incomplete, as without this.
+    the engine cache as it finishes); the unit's own ``answer`` then returns these answers, failures and
+    what they cost included, as if it had sent them itself.
     ``on_unit(unit, n)``: the sink for the unit's ``n`` requests (a progress display)."""
     if not uncached(engine, requests):
         return
     sink = on_unit(unit, request_count(requests)) if on_unit is not None else None
     answers = answer(engine, requests, sink)
-    sent = answers.cache.get("misses", 0)
-    if sent:
-        failed = len({(method_of(request), request.key) for request, result in zip(requests, answers.results)
-                      if getattr(result, "error", None) is not None})
-        tokens = {key: n for key, n in answers.usage.items() if key not in ("requests", "from_cache")}
-        with _LOCK:
-            _EARLY[requests_key(requests)] = {"requests": sent, "stored": sent - failed,
-                                              "seconds": answers.seconds, **tokens}
+    with _LOCK:
+        _EARLY[requests_key(requests)] = answers
 
 
 def precompute(task: Task, found: dict[Unit, Plan], stop: Callable[[], bool]) -> int:
