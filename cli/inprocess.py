@@ -9,6 +9,7 @@ import importlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -105,7 +106,7 @@ def run(config: Any, show_progress: bool = True) -> Any:
         return run_inprocess(getattr(importlib.import_module(module), name), config)
 
 
-def _preload(config: Any, api_up: Any) -> None:
+def _preload(config: Any, api_up: Callable[[], bool]) -> None:
     """The model, unless the engine cache answers every request the preflight built (an API: the requests
     themselves, unit by unit, with the same progress display); matplotlib for the report (after the server
     is spawned: it imports scikit-learn too); then, until ``api_up()``, the units' data-only scores."""

@@ -178,32 +178,33 @@ def preload(engine: Engine, found: dict[Unit, Plan],
             on_unit: Callable[[Unit, int], ResultSink | None] | None = None) -> bool:
     """Load the model now unless the cache holds every answer; the CLI calls it while Prefect's API server
     starts (6-13 s here), so the two overlap. An engine without a model to load but with a cache (an API)
-    is sent the uncached requests now instead (``send_early``); the flow then reads them from the cache."""
-    if not uncached(engine, all_requests(found)):
-        return False
+    is sent each unit's uncached requests now instead (``send_early``, which checks the cache per unit);
+    the unit's ``answer`` then returns them."""
     load = getattr(getattr(engine, "backend", engine), "load", None)
     if load is not None:
+        if not uncached(engine, all_requests(found)):
+            return False
         load()
         return True
     if getattr(engine, "unanswered", None) is None:  # no cache to keep the answers in: the flow sends them
         return False
-    for unit, unit_plan in found.items():
-        send_early(engine, unit, unit_plan.prompts.requests, on_unit)
-    return True
+    sent = [send_early(engine, unit, plan_.prompts.requests, on_unit) for unit, plan_ in found.items()]
+    return any(sent)
 
 
 def send_early(engine: Engine, unit: Unit, requests: Sequence[Request],
-               on_unit: Callable[[Unit, int], ResultSink | None] | None = None) -> None:
+               on_unit: Callable[[Unit, int], ResultSink | None] | None = None) -> bool:
     """One unit's uncached requests sent now, as its flow would send them (one call, each answer stored in
     the engine cache as it finishes); the unit's own ``answer`` then returns these answers, failures and
     what they cost included, as if it had sent them itself.
-    ``on_unit(unit, n)``: the sink for the unit's ``n`` requests (a progress display)."""
+    ``on_unit(unit, n)``: the sink for the unit's ``n`` requests (a progress display). True if it sent any."""
     if not uncached(engine, requests):
-        return
+        return False
     sink = on_unit(unit, request_count(requests)) if on_unit is not None else None
     answers = answer(engine, requests, sink)
     with _LOCK:
         _EARLY[requests_key(requests)] = answers
+    return True
 
 
 def precompute(task: Task, found: dict[Unit, Plan], stop: Callable[[], bool]) -> int:
