@@ -25,7 +25,14 @@ from socbench.data.import_report import check_label_sizes, country_warnings, for
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
 from socbench.data.question_labels import QuestionDecision, check_answers, question_set
-from socbench.data.roles import BACKGROUND, country_or_group, persona_variables, plan_roles, role_lines
+from socbench.data.roles import (
+    BACKGROUND,
+    country_or_group,
+    persona_variables,
+    plan_roles,
+    role_lines,
+    shown_attributes,
+)
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.data.variables import source_variables, variables_path
@@ -234,7 +241,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
     warnings = [*notices, *country_warnings(survey, country, counts[country] if country else {})]
     unassigned = [n for n in others if n not in role_vars]
-    lines = role_lines(survey, roles, persona, left_out, unassigned)
+    shown, hidden = shown_attributes(attributes, entry)
+    lines = role_lines(survey, roles, shown, left_out, hidden, unassigned)
     strata = group or country
     return ImportPlan(request, survey, layout, country, group, entry, manifest, question_file,
                       tuple(decisions), tuple(warnings), weights, tuple(stale),
