@@ -20,6 +20,8 @@ import pyreadstat
 import pytest
 
 from socbench.cli import main
+from socbench.data import load_domain
+from socbench.domains import get_domain
 
 BOOK = "variable,label,code,value_label\nid,Respondent id,,\nq1,Trust,1,Yes\nq1,,2,No\n"
 
@@ -68,6 +70,75 @@ def test_a_separator_changing_partway_names_the_first_line_that_breaks(tmp_path:
         err = _refused(capsys, source, tmp_path / "out", *flags)
         assert f"line {line} has 1 column(s) where the header has 2" in err and "give --sep" not in err
         assert "it splits with ';'" in err and ("--sep ','" in err) == bool(flags)
+
+
+def _survey(folder: Path, n: int = 120) -> Path:
+    """Three missing codes of one question (30, 40 and 25 answers), two unusable weights, provinces."""
+    rng = np.random.default_rng(8)
+    answers = np.r_[[95] * 30, [96] * 40, [97] * 25, rng.integers(1, 3, n - 95)]
+    weight = rng.uniform(0.5, 2.0, n)
+    weight[[3, 50]] = [np.nan, 0.0]
+    frame = pd.DataFrame({"id": np.arange(1, n + 1), "province": np.arange(n) % 5 + 1,
+                          "q1": answers, "wt": weight}).astype(float)
+    path = folder / "survey.sav"
+    pyreadstat.write_sav(frame, path, column_labels={"province": "Province", "q1": "Trust", "wt": "Weight"},
+                         variable_value_labels={
+                             "province": {1: "BC", 2: "QC", 3: "NL", 4: "AB", 5: "ON"},
+                             "q1": {1: "Yes", 2: "No", 95: "Refused", 96: "Don't know", 97: "Not asked"}},
+                         missing_ranges={"q1": [{"lo": 95, "hi": 97}]})
+    return path
+
+
+def test_each_missing_code_is_counted_by_its_own_label(tmp_path: Path, capsys) -> None:
+    """The summary (stderr and report) counts each code as ``data validate`` does (issue 42: "missing
+    code 95" for three codes, 30 + 40 + 25)."""
+    out = tmp_path / "out"
+    code, _, err = _import(capsys, _survey(tmp_path), out, "--questions", "q1", "--sizes", "all",
+                           "--weight", "none")
+    assert code == 0, err
+    summary = next(line for line in err.splitlines() if "answers (respondents x questions)" in line)
+    expected = {"missing code 95 (Refused)": 30, "missing code 96 (Don't know)": 40,
+                "missing code 97 (Not asked)": 25}
+    assert all(f"{reason}: {n}" in summary for reason, n in expected.items()), summary
+    assert main(["data", "validate", "--data_dir", str(out), "--dataset_size", "all", "--json"]) == 0
+    (report,) = json.loads(capsys.readouterr().out)["domains"].values()
+    assert report["excluded_by_reason"] == expected
+
+
+def test_dropped_weights_leave_the_kept_respondents_in_every_count(tmp_path: Path, capsys) -> None:
+    """--bad-weights drop: stderr, the report, stdout and the data written say 118, not 120 (issue 42:
+    2,231 reported when 2,229 were kept)."""
+    out = tmp_path / "out"
+    code, printed, err = _import(capsys, _survey(tmp_path), out, "--questions", "q1", "--sizes", "all",
+                                 "--weight", "wt", "--bad-weights", "drop")
+    assert code == 0, err
+    assert "- 118 respondents (2 more in the file left out: no usable weight" in err
+    assert "- 118 answers (respondents x questions)" in err
+    assert "imported survey.sav: 118 respondents" in printed
+    assert "120" not in err.split("## Warnings")[0].replace("120 respondents have", "")
+    data = load_domain(out, get_domain("survey", out), "all")
+    assert len(data.respondents) == 118
+
+
+def test_a_province_is_named_as_the_file_names_it_never_a_country(tmp_path: Path, capsys) -> None:
+    """``data validate`` (table and --json), the sampling stats and a run's sample record name the grouping
+    variable by its own label (issue 42: a "countries" column, "per-country counts" of provinces)."""
+    out = tmp_path / "out"
+    code, _, err = _import(capsys, _survey(tmp_path), out, "--questions", "q1", "--roles", "group=province",
+                           "--weight", "none", "--sizes", "100")
+    assert code == 0, err
+    stats = json.loads((out / "A_GroundTruth_sampling100" / "sampling_stats_survey.json").read_text())
+    assert stats["grouping"] == "Province" and stats["total_groups"] == 5
+    assert set(stats["group_distribution"]) == {"BC", "QC", "NL", "AB", "ON"}
+    assert not any("countr" in key for key in stats)
+    assert main(["data", "validate", "--data_dir", str(out), "--dataset_size", "100"]) == 0
+    table = capsys.readouterr().out
+    assert "Province groups" in table.splitlines()[1] and "countries" not in table
+    assert main(["data", "validate", "--data_dir", str(out), "--dataset_size", "100", "--json"]) == 0
+    (report,) = json.loads(capsys.readouterr().out)["domains"].values()
+    assert report["groups"] == 5 and report["grouping"] == "Province" and "countries" not in report
+    sample = load_domain(out, get_domain("survey", out), 100, interview_count=10).sample
+    assert sample["stratified_by"] == "Province, proportional (Huntington-Hill)"
 
 
 @pytest.mark.slow  # R's haven writes the files (Rscript)

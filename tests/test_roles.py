@@ -128,7 +128,7 @@ def test_a_region_is_a_grouping_variable_everywhere(tmp_path: Path, capsys) -> N
     assert entry["roles"] == {"respondent_id": "Identificador del entrevistado", "group": "Región",
                               "sex": "Sexo", "age": "Edad", "education": "Nivel educativo"}
     stats = json.loads((out / "A_GroundTruth_sampling500" / "sampling_stats_plebiscito.json").read_text())
-    assert set(stats["country_distribution"]) == set(REGIONS.values()) and stats["stratified_by"] == "region"
+    assert set(stats["group_distribution"]) == set(REGIONS.values()) and stats["stratified_by"] == "region"
 
     # prompts: the country is the study's, the region stays the respondent's own attribute
     assert main(["issp", "prompts", "--data_dir", str(out), "--domain_id", "plebiscito", "--limit", "1"]) == 0

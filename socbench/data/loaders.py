@@ -383,7 +383,7 @@ def load_domain(
         respondents=respondents,
         unmapped_countries=unmapped,
         source=str(answer_path),
-        sample=sample_record(respondents, drawn, len(records)),
+        sample=sample_record(respondents, drawn, len(records), domain.roles.group or COUNTRY),
         grouping=domain.roles.group or COUNTRY,
         roles=domain.roles.declared(),
     )
