@@ -209,6 +209,7 @@ def _count_rows(path: Path, sep: str, width: int, given: bool) -> int:
     """The data rows (quoted line breaks inside a cell, blank lines skipped, as pandas reads them); the
     first line whose columns differ from the header's is one DataError naming it."""
     rows = 0
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # a long label is checked later, by name
     with path.open(newline="", encoding="utf-8", errors="replace") as handle:
         reader = csv.reader(handle, delimiter=sep)
         try:
