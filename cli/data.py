@@ -71,16 +71,17 @@ def domain_report(data: DomainData) -> dict[str, object]:
     items = build_items(data)
     summary = summarize_items(items)
     unmapped = sorted(data.unmapped_countries.items(), key=lambda kv: (-kv[1], kv[0]))
+    plural, one = ("countries", "country") if data.grouping == COUNTRY else ("groups", "group")
     return {
         "respondents": len(data.respondents),
         "questions": len(data.questions),
-        "countries": len({stratum(p) for p in data.respondents}),  # or groups of ``grouping``
-        "grouping": data.grouping,
+        plural: len({stratum(p) for p in data.respondents}),
+        "grouping": data.grouping,  # "country", or the grouping variable as the file names it
         "scoreable_items": summary["scoreable"],
         "excluded_items": summary["excluded"],
         "excluded_by_reason": summary["excluded_by_reason"],
         "excluded_by_question": exclusions_by_question(items),
-        "unmapped_respondents": [{"country": name, "count": n} for name, n in unmapped],
+        "unmapped_respondents": [{one: name, "count": n} for name, n in unmapped],
     }
 
 
@@ -111,21 +112,30 @@ def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
     """A readable per-domain table, then exclusion reasons and unmapped countries."""
     import pandas as pd
 
-    rows = [{"id": key, "domain": names[key], **{c: r[c] for c in COLUMNS},
+    rows = [{"id": key, "domain": names[key], **dict(_cell(column, r) for column in COLUMNS),
              "unmapped": sum(u["count"] for u in r["unmapped_respondents"])} for key, r in reports.items()]
-    lines = [pd.DataFrame(rows).to_string(index=False)] if rows else []
+    lines = [pd.DataFrame(rows).fillna("").to_string(index=False)] if rows else []
     for key, report in reports.items():
         for reason, count in report["excluded_by_reason"].items():
             lines.append(f"  {names[key]}: excluded, {reason}: {count}")
         lines += _question_lines(names[key], report)
         grouping = report["grouping"]
         if grouping != COUNTRY:
-            lines.append(f"  {names[key]}: grouped by {grouping} ({report['countries']} groups; not a "
+            lines.append(f"  {names[key]}: grouped by {grouping} ({report['groups']} groups; not a "
                          "country variable): strata, the majority-in-group baseline and breakdowns use it")
         what = "country not mapped" if grouping == COUNTRY else f"no {grouping} recorded"
         for entry in report["unmapped_respondents"]:
-            lines.append(f"  {names[key]}: {what}: {entry['country']!r} ({entry['count']} respondents)")
+            name = entry.get("country", entry.get("group"))
+            lines.append(f"  {names[key]}: {what}: {name!r} ({entry['count']} respondents)")
     return "\n".join(lines)
+
+
+def _cell(column: str, report: dict) -> tuple[str, object]:
+    """A table column's name and value: the count of groups is headed by the grouping variable's own
+    name where it is not a country ("Province groups"; ISSP keeps "countries")."""
+    if column == "countries" and "groups" in report:
+        return f"{report['grouping']} groups", report["groups"]
+    return column, report[column]
 
 
 def _question_lines(name: str, report: dict) -> list[str]:

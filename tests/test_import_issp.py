@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ from fixtures import issp_microdata as micro
 from socbench.cli import main
 
 SIZES = (500, 1000, 2000)
+METADATA = re.compile(r"Study Number|Archive Version|Digital Object|of interview|data-collection|"
+                      r"Case substitution|Flag variable", re.IGNORECASE)
 CASES = {
     "dta": ("issp_profile_family.json", "family", 3),
     "sav": ("issp_profile_Religion.json", "religion", 7),
@@ -82,8 +85,10 @@ def test_layout_and_every_field_against_the_codebook(imported: dict) -> None:
     qa_ids = {q["question_id"].lower(): q["question_id"] for q in json.loads(imported["qa"].read_text())}
     names = {name.lower(): name for name in data.frame.columns}
     questions = {names[key]: qid for key, qid in qa_ids.items()}
-    # the persona is the codebook's background block: its module items are numbered Q1a, O2, ...
-    items = {name for name in data.frame.columns if re.match(r"\s*[QO]\d", data.labels[name])}
+    # the persona is the codebook's background block: its module items are numbered Q1a, O2, ...; the
+    # study's and the interview's metadata are not the respondent's (the respondent id is kept: a role)
+    items = {name for name in data.frame.columns
+             if re.match(r"\s*[QO]\d", data.labels[name]) or METADATA.search(data.labels[name])}
     keys = micro.attribute_keys(data, set(questions) | {"WEIGHT"} | items)
     if imported["fmt"] == "dta":  # Family: Q6, Q8, Q16-17 and Q32-34 are attitudes and others' traits
         assert {"V21", "V28", "V37", "V40", "V65", "V66", "V67"} <= items - set(questions)
@@ -150,6 +155,34 @@ def test_same_seed_same_bytes_other_seed_other_sample(imported: dict) -> None:
     assert (again / name).read_bytes() == (imported["out"] / name).read_bytes()
     first = {r["person_id"] for r in imported["sample"](SIZES[0])}
     assert first != {r["person_id"] for r in _records(other, SIZES[0], imported["slug"])}
+
+
+def test_the_report_shows_what_the_prompts_hold(imported: dict) -> None:
+    """The import report's "shown" list is the persona of the prompts (a respondent with every attribute
+    answered): no study number, archive version, DOI, case id or interview date (issue 42: the report
+    listed them as shown, the prompt left them out)."""
+    from socbench.data import load_domain
+    from socbench.data.loaders import persona_keep
+    from socbench.domains import get_domain
+    from socbench.prompts.persona import country_words, persona_attributes
+
+    out, data = imported["out"], imported["data"]
+    report = (out / f"import_report_{imported['slug']}.md").read_text()
+    shown = next(line for line in report.splitlines() if line.startswith("- shown: "))
+    domain = get_domain(imported["slug"], out)
+    (person, *_) = load_domain(out, domain, 500).respondents
+    keys = {key for record in imported["sample"](500) for key in record["attributes"]}
+    keep = persona_keep(domain)  # the manifest's persona filter, as the loader applies it
+    everything = replace(person, attributes={key: "x" for key in keys if keep(key)})
+    prompted = set(persona_attributes(everything, country_words(person))) - {"Country"}
+    names = micro.attribute_keys(data, set())
+    listed = {" ".join(key.split()) for name, key in names.items()
+              if re.search(rf'(?:^- shown: |, ){re.escape(name)} "', shown)}
+    assert listed == prompted and len(listed) > 20
+    assert not METADATA.search(shown) and "ID Number of Respondent" not in shown
+    assert "- not shown, the respondent id, never shown (1): CASEID" in report
+    assert re.search(r"- left out, study metadata \(study number, archive version, DOI\) \(3\): (V1|studyno)",
+                     report)
 
 
 def test_validates(imported: dict, capsys) -> None:

@@ -12,6 +12,7 @@ the slow test, the poll by R's haven), imported, and followed through prompts, b
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -127,7 +128,7 @@ def test_a_region_is_a_grouping_variable_everywhere(tmp_path: Path, capsys) -> N
     assert entry["roles"] == {"respondent_id": "Identificador del entrevistado", "group": "Región",
                               "sex": "Sexo", "age": "Edad", "education": "Nivel educativo"}
     stats = json.loads((out / "A_GroundTruth_sampling500" / "sampling_stats_plebiscito.json").read_text())
-    assert set(stats["country_distribution"]) == set(REGIONS.values()) and stats["stratified_by"] == "region"
+    assert set(stats["group_distribution"]) == set(REGIONS.values()) and stats["stratified_by"] == "region"
 
     # prompts: the country is the study's, the region stays the respondent's own attribute
     assert main(["issp", "prompts", "--data_dir", str(out), "--domain_id", "plebiscito", "--limit", "1"]) == 0
@@ -169,7 +170,8 @@ def test_proposed_roles_from_german_and_english_labels(tmp_path: Path, capsys) -
                  '- education: degree "Holds a university degree" (proposed',
                  '- religion: relig "Member of a religion" (proposed',
                  '- party: partei "Parteipräferenz" (proposed',
-                 "- left out (1): kinder"):
+                 '- left out, answers another questionnaire item (1): kinder "Q6 Ideal number of children"',
+                 '- not shown, the respondent id, never shown (1): idnr "Befragten-ID"'):
         assert line in err
     stats = json.loads((out / "A_GroundTruth_sampling500" / "sampling_stats_world.json").read_text())
     assert set(stats["country_distribution"]) == {"AU", "NO", "SE", "US", "Atlantis"}
@@ -202,7 +204,7 @@ def test_declared_roles_win_and_none_declares_a_role_absent(tmp_path: Path, caps
     _, err = _import(capsys, source, tmp_path / "out", "--questions", "q1,q2", "--roles",
                      "education=relig,religion=none,group=none", "--persona", "all")
     assert '- education: relig "Member of a religion" (declared)' in err and "- religion: none" in err
-    assert "- left out" not in err  # --persona all keeps the numbered item too
+    assert "- left out" not in err and 'kinder "Q6' in err.split("- shown: ")[1]  # --persona all: items too
     (entry,) = yaml.safe_load((tmp_path / "out" / "socbench.yaml").read_text())["domains"]
     assert entry["roles"]["education"] == "Member of a religion" and "religion" not in entry["roles"]
     code = main(["data", "import", str(source), "--out", str(tmp_path / "bad"), "--questions", "q1",
@@ -288,3 +290,51 @@ def test_issp_codebooks_propose_the_background_block(shared_issp: Path) -> None:
                          "weight": found["weight"], "sex": "SEX", "age": "AGE", "education": education,
                          "religion": "RELIGGRP", "party": "PARTY_LR", "employment": "MAINSTAT"}, path.name
         assert found["country"].lower() in ("c_alphan", "v3", "country", "c_sample"), path.name
+
+
+DESIGN_LABELS = {"resp": "Respondent ID", "psu": "Pseudo-PSU", "strat": "Pseudo-stratum", "sdmvpsu": None,
+                 "repwt1": "Replicate weight 1", "fecha": "Fecha de la entrevista",
+                 "intnr": "Interviewer number", "dauer": "Interviewdauer in Minuten",
+                 "studie": "Studiennummer", "vers": "Archive version", "strate": "Strate d'échantillonnage",
+                 "punto": "Punto de muestreo",
+                 "sex": None, "edad": "Edad", "ingreso": "Ingreso mensual del hogar",
+                 "relimp": "How important is God in your life?", "wt": "Design weight",
+                 "q1": "Trust in the government"}
+LEFT_OUT = {"survey design (PSU, stratum, cluster, sampling point)": "psu strat sdmvpsu strate punto",
+            "a weight (design, post-stratification, replicate)": "repwt1",
+            "interview metadata (date, time, duration, mode, interviewer)": "fecha dauer",
+            "an identifier (respondent, case, household, interviewer)": "intnr",
+            "study metadata (study number, archive version, DOI)": "studie vers",
+            "answers another questionnaire item": "relimp"}
+
+
+def write_design_survey(folder: Path, n: int = 60) -> Path:
+    """A complex sample's file: design variables, interview and study metadata beside three traits."""
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({name: rng.integers(1, 4, n) for name in DESIGN_LABELS}).astype(float)
+    frame["wt"] = rng.uniform(0.5, 2.0, n)
+    path = folder / "design.sav"
+    pyreadstat.write_sav(frame, path, column_labels={k: v for k, v in DESIGN_LABELS.items() if v},
+                         variable_value_labels={"q1": {1: "High", 2: "Some", 3: "None"},
+                                                "sex": {1: "Male", 2: "Female", 3: "Other"}})
+    return path
+
+
+def test_the_persona_is_the_respondent_not_the_design(tmp_path: Path, capsys) -> None:
+    """Ids, weights, PSU/strata, interview and study metadata and other questions (by label or name, in
+    several languages) are left out, each listed with why; the prompt holds exactly what the report says
+    is shown; --persona all keeps them (issue 42: pseudo-PSU and pseudo-stratum reached the model)."""
+    out = tmp_path / "design"
+    _, err = _import(capsys, write_design_survey(tmp_path), out, "--questions", "q1", "--weight", "wt")
+    for why, names in LEFT_OUT.items():
+        line = next(line for line in err.splitlines() if line.startswith(f"- left out, {why} ("))
+        assert sorted(re.findall(r"(?:^|, )(\w+)", line.split("): ", 1)[1])) == sorted(names.split()), line
+    assert "- shown: sex, edad \"Edad\", ingreso \"Ingreso mensual del hogar\"" in err
+    assert "- sex: sex (proposed from its name)" in err  # unlabelled: never "from its label"
+    assert '- respondent id: resp "Respondent ID" (proposed from its label)' in err
+    assert main(["issp", "prompts", "--data_dir", str(out), "--domain_id", "design", "--limit", "1"]) == 0
+    persona = json.loads(capsys.readouterr().out.split("Personal information:\n")[1].split("\n--- user")[0])
+    assert list(persona) == ["sex", "Edad", "Ingreso mensual del hogar"]
+    _, err = _import(capsys, write_design_survey(tmp_path), tmp_path / "all", "--questions", "q1",
+                     "--weight", "wt", "--persona", "all")
+    assert "- left out" not in err and 'psu "Pseudo-PSU"' in err.split("- shown: ")[1].splitlines()[0]

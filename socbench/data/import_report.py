@@ -82,24 +82,29 @@ def _ids(decisions: Sequence[QuestionDecision]) -> str:
     return ", ".join(d.question_id for d in decisions[:12]) + (" ..." if len(decisions) > 12 else "")
 
 
+def _left_out(dropped: int) -> str:
+    return f" ({dropped:,} more in the file left out: no usable weight, --bad-weights drop)" * bool(dropped)
+
+
 def summary_section(plan: ImportPlan) -> list[str]:
     """Respondents, countries, questions, the answers scored and not scored by reason; the warnings."""
     decisions, survey = plan.decisions, plan.survey
     reasons: Counter[str] = Counter()
-    for decision in decisions:
-        for reason, n in decision.excluded().items():
-            reasons["missing code" if reason.startswith("missing code") else reason] += n
-    blank = survey.n_rows * len(decisions) - sum(sum(d.counts.values()) for d in decisions)
+    for decision in decisions:  # each missing code under its own label, as ``data validate`` counts
+        reasons.update(decision.excluded())
+    respondents = plan.respondents
+    source = plan.request.qa.name if plan.request.qa else "from the file labels"
+    blank = respondents * len(decisions) - sum(sum(d.counts.values()) for d in decisions)
     reasons["blank (no answer recorded)"] += blank
     countries = (f"{len(plan.country_counts)} groups by {plan.group} (not countries)" if plan.group else
                  f"{len(plan.country_counts)} countries ({plan.country})" if plan.country
                  else "one country (no country variable)")
     lines = ["## Summary", "",
-             f"- {survey.n_rows:,} respondents, {countries}, {len(decisions)} questions "
-             f"({plan.request.qa.name if plan.request.qa else 'from the file labels'})",
-             f"- {survey.n_rows * len(decisions):,} answers (respondents x questions): "
+             f"- {respondents:,} respondents{_left_out(survey.n_rows - respondents)}, {countries}, "
+             f"{len(decisions)} questions ({source})",
+             f"- {respondents * len(decisions):,} answers (respondents x questions): "
              f"{sum(d.answered for d in decisions):,} scored; not scored: "
-             + ("; ".join(f"{r} {n:,}" for r, n in sorted(reasons.items()) if n) or "none")]
+             + ("; ".join(f"{r}: {n:,}" for r, n in sorted(reasons.items()) if n) or "none")]
     for what, picked in (("questions asked on the file's own options (the question set's disagree with the "
                           "file's value labels)", [d for d in decisions if d.conflicts]),
                          ("filled in by the scale rule", [d for d in decisions if d.filled]),

@@ -25,7 +25,14 @@ from socbench.data.import_report import check_label_sizes, country_warnings, for
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
 from socbench.data.question_labels import QuestionDecision, check_answers, question_set
-from socbench.data.roles import BACKGROUND, country_or_group, persona_variables, plan_roles, role_lines
+from socbench.data.roles import (
+    BACKGROUND,
+    country_or_group,
+    persona_variables,
+    plan_roles,
+    role_lines,
+    shown_attributes,
+)
 from socbench.data.sampling import SAMPLE_SEED, draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.data.variables import source_variables, variables_path
@@ -90,6 +97,12 @@ class ImportPlan:
     def strata(self) -> str | None:
         """The variable respondents are grouped (and samples stratified) by."""
         return self.group or self.country
+
+    @property
+    def respondents(self) -> int:
+        """The respondents imported: the file's, less those left out for their weight (--bad-weights drop)."""
+        dropped = self.weights.dropped
+        return self.survey.n_rows - (int(dropped.sum()) if dropped is not None else 0)
 
     @property
     def summary(self) -> str:
@@ -214,8 +227,9 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     persona, left_out = persona_variables(survey, others, role_vars, request.persona)
     attributes = _attributes(survey, persona)
     check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
+    weights = safe.check_weights(survey, weight, request.bad_weights)
     wanted = roles["country"][0] or roles["group"][0]
-    counts = survey.code_counts([name for name, _ in pairs] + ([wanted] if wanted else []))
+    counts = survey.code_counts([name for name, _ in pairs] + ([wanted] if wanted else []), weights.dropped)
     country, group, notices = country_or_group(survey, roles, counts, request.study_country)
     decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing,
                                             request.scale_conflict)
@@ -230,11 +244,11 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     stale = safe.check_existing(request.out, slug, earlier, request.replace)
     manifest = safe.merged_manifest(base, entry)
     check_output_dir(request.out, "--out", create=False)
-    weights = safe.check_weights(survey, weight, request.bad_weights)
     layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
     warnings = [*notices, *country_warnings(survey, country, counts[country] if country else {})]
     unassigned = [n for n in others if n not in role_vars]
-    lines = role_lines(survey, roles, persona, left_out, unassigned)
+    shown, hidden = shown_attributes(attributes, entry)
+    lines = role_lines(survey, roles, shown, left_out, hidden, unassigned)
     strata = group or country
     return ImportPlan(request, survey, layout, country, group, entry, manifest, question_file,
                       tuple(decisions), tuple(warnings), weights, tuple(stale),
@@ -254,6 +268,7 @@ def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:
 def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int | str, sha: str) -> dict:
     """``sampling_stats_<slug>.json`` of one size: SocioBench's keys plus the source's provenance."""
     kept = [row for row, rank in zip(rows, ranks) if rank < _limit(size, len(rows))]
+    what, plural = ("group", "groups") if plan.group else ("country", "countries")
     counts = Counter(
         (row.country_code or row.country_name or NO_COUNTRY) if plan.strata else NO_COUNTRY for row in kept
     )
@@ -263,8 +278,10 @@ def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int | st
         "slug": plan.entry.slug,
         "target_size": size,
         "actual_size": len(kept),
-        "country_distribution": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "total_countries": len(counts) if plan.country else 0,
+        # a grouping variable that is not a country (a province, a year) is named as the file names it
+        **({"grouping": plan.survey.variables[plan.group].key} if plan.group else {}),
+        f"{what}_distribution": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        f"total_{plural}": len(counts) if plan.strata else 0,
         "random_seed": plan.request.seed,
         "stratified_by": plan.strata,
         "nested": True,
@@ -318,7 +335,8 @@ def run_import(plan: ImportPlan) -> ImportSummary:
         safe.remove_empty(created)  # a failed import leaves no empty folders behind
         raise
     removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
-    countries = len({r.country_code or r.country_name for r in rows}) if plan.strata else 1
-    return ImportSummary(survey.n_rows, countries, counts, len(plan.layout.questions),
+    kept = [row for row, rank in zip(rows, ranks) if rank < survey.n_rows]
+    countries = len({r.country_code or r.country_name for r in kept}) if plan.strata else 1
+    return ImportSummary(plan.respondents, countries, counts, len(plan.layout.questions),
                          len(plan.layout.attributes), plan.layout.weight, time.perf_counter() - start,
                          plan.entry, weight_note=plan.weights.note, replaced=len(removed))

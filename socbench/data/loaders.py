@@ -260,6 +260,14 @@ def persona_filter(include: Iterable[str], exclude: Iterable[str],
     return kept
 
 
+def persona_keep(domain: DomainSpec) -> Callable[[str], bool]:
+    """Whether an attribute key stays in a respondent's attributes: the manifest's include and exclude,
+    never the respondent id or the weight (roles), nor a named country attribute."""
+    roles, persona = domain.roles, domain.persona_attributes
+    hidden = persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k)
+    return persona_filter(persona.include, hidden, domain.country_attribute)
+
+
 def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:
     """Questions with the manifest's ``missing_codes`` (the user's override) taken out of their options
     and made missing codes of every question, each option label kept as the reason."""
@@ -297,12 +305,11 @@ def build_respondents(records: list[AnswerRecord], questions: tuple[Question, ..
                       domain: DomainSpec) -> tuple[tuple[Respondent, ...], dict[str, int]]:
     """Respondents plus ``count_unmapped``; ``domain`` names the country attribute, the roles and the
     persona attributes to keep."""
-    roles, persona = domain.roles, domain.persona_attributes
+    roles = domain.roles
     resolve = functools.lru_cache(maxsize=None)(lambda name: resolve_country(name, countries))
     country_key, group_key, weight_key = map(country_key_function,
                                              (domain.country_attribute, roles.group, roles.weight))
-    hidden = persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k)
-    keep = persona_filter(persona.include, hidden, domain.country_attribute)
+    keep = persona_keep(domain)
     ids = {q.id.lower(): q.id for q in questions}
     respondents = []
     for rec in records:
@@ -376,7 +383,7 @@ def load_domain(
         respondents=respondents,
         unmapped_countries=unmapped,
         source=str(answer_path),
-        sample=sample_record(respondents, drawn, len(records)),
+        sample=sample_record(respondents, drawn, len(records), domain.roles.group or COUNTRY),
         grouping=domain.roles.group or COUNTRY,
         roles=domain.roles.declared(),
     )

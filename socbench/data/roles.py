@@ -17,10 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from socbench.data.countries import resolve_country
+from socbench.data.loaders import persona_keep
 from socbench.data.missing_labels import is_missing_label
 from socbench.data.survey_file import SurveyFile, Variable
 from socbench.errors import ConfigError, DataError
-from socbench.manifest import PERSONA_ROLES
+from socbench.manifest import PERSONA_ROLES, DomainSpec
+from socbench.prompts.persona import UNKNOWN_COUNTRY, persona_attributes
+from socbench.types import Respondent
 
 ISSP_COUNTRY, ISSP_WEIGHT = "C_ALPHAN", "WEIGHT"  # taken by name when present and not declared
 IMPORT_ROLES = ("respondent_id", "country", "group", "weight", *PERSONA_ROLES)
@@ -32,11 +35,26 @@ ITEM_NUMBER = re.compile(r"^\s*[QO]\d{1,3}[a-z]{0,2}\b")  # "Q16a ...", "O4b ...
 _TABLES = json.loads(Path(__file__).with_suffix(".json").read_text(encoding="utf-8"))
 _OTHERS = re.compile("|".join(_TABLES["others"]))
 _COMPILED = {role: tuple(re.compile(p) for p in patterns) for role, patterns in _TABLES["roles"].items()}
+# Why a variable is not a trait of the respondent: the case, the weights, the sample's design, the interview,
+# the study (roles.json "not_persona", over the label and the name); left out of the persona unless asked.
+_NOT_PERSONA = {why: re.compile("|".join(patterns)) for why, patterns in _TABLES["not_persona"].items()}
+ITEM = "answers another questionnaire item"
 
 
 def is_item(variable: Variable) -> bool:
     """A questionnaire item by its label's item number (ISSP codebooks number every module item)."""
     return bool(ITEM_NUMBER.match(variable.label or ""))
+
+
+def left_out_reason(variable: Variable, questions_asked: bool = False) -> str | None:
+    """Why ``variable`` is not the respondent's own trait (None: it is): a questionnaire item (numbered,
+    or, with ``questions_asked``, a label that asks a question), else the first of roles.json's
+    "not_persona" kinds its label or its name (``_`` and ``.`` read as spaces) matches."""
+    label = " ".join((variable.label or "").split()).lower()
+    if is_item(variable) or (questions_asked and label.endswith("?")):
+        return ITEM
+    texts = [text for text in (label, re.sub(r"[_.]+", " ", variable.name).strip().lower()) if text]
+    return next((why for why, pattern in _NOT_PERSONA.items() if any(pattern.search(t) for t in texts)), None)
 
 
 def _rank(role: str, variable: Variable) -> int | None:
@@ -52,14 +70,16 @@ def propose_roles(survey: SurveyFile, candidates: Sequence[str],
                   declared: Mapping[str, str | None]) -> dict[str, tuple[str | None, str]]:
     """``{role: (variable or None, how)}``: declared ones as given (``none``: no variable), else the
     candidate whose label matches the role's highest-priority pattern, first in file order; a
-    variable plays one role. ``how`` is "declared", "proposed from its label" or ""."""
+    variable plays one role. ``how`` is "declared", "proposed from its label" (its name,
+    when unlabelled) or ""."""
     chosen = {role: (None if name == NONE else name, "declared") for role, name in declared.items() if name}
     taken = {name for name, _ in chosen.values()}
     for role in (r for r in IMPORT_ROLES if r not in chosen):
         ranked = [(rank, index, name) for index, name in enumerate(candidates) if name not in taken
                   and (rank := _rank(role, survey.variables[name])) is not None]
         name = min(ranked)[2] if ranked else None
-        chosen[role] = (name, "proposed from its label" if name else "")
+        how = "proposed from its label" if name and survey.variables[name].label else "proposed from its name"
+        chosen[role] = (name, how if name else "")
         taken.add(name)
     return {role: chosen[role] for role in IMPORT_ROLES}
 
@@ -168,39 +188,70 @@ def names_countries(labels: Mapping[str, int]) -> bool:
 
 
 def persona_variables(survey: SurveyFile, names: Sequence[str], roles: set[str],
-                      asked: str | tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """(persona variables, those left out): ``asked`` is ``background`` (every variable that is not
-    a questionnaire item, and every role), ``all``, or the variables named."""
+                      asked: str | tuple[str, ...]) -> tuple[list[str], list[tuple[str, str]]]:
+    """(persona variables, those left out with why): ``asked`` is ``background`` (every role, and every
+    variable that is the respondent's own: not an id, weight, design or interview variable, study
+    metadata or another questionnaire item: ``left_out_reason``), ``all``, or the variables named."""
     if asked == ALL:
         return list(names), []
-    if asked == BACKGROUND:
-        keep = [n for n in names if n in roles or not is_item(survey.variables[n])]
+    if asked == BACKGROUND:  # a file that numbers no item (ISSP numbers them all): labels that ask are items
+        asks = not any(is_item(variable) for variable in survey.variables.values())
+        why = {n: reason for n in names
+               if n not in roles and (reason := left_out_reason(survey.variables[n], asks))}
     else:
         absent = next((n for n in asked if survey.find(n) not in names), None)
         if absent is not None:
             raise DataError(f"{survey.path}: variable {absent} (--persona) is not in the file, or is a "
                             "question or the weight")
-        keep = [n for n in names if n in {survey.find(n) for n in asked} | roles]
-    return keep, [n for n in names if n not in keep]
+        named = {survey.find(n) for n in asked} | roles
+        why = {n: "not named in --persona" for n in names if n not in named}
+    return [n for n in names if n not in why], list(why.items())
 
 
-def role_lines(survey: SurveyFile, roles: Mapping[str, tuple[str | None, str]], persona: Sequence[str],
-               left_out: Sequence[str], unassigned: Sequence[str]) -> list[str]:
-    """The import report's section on roles and the persona."""
-    def quoted(name: str) -> str:
-        label = survey.variables[name].label
+def shown_attributes(attributes: Sequence[tuple[str, str]],
+                     domain: DomainSpec) -> tuple[list[str], list[tuple[str, str]]]:
+    """(variables a prompt shows, those kept in the data but not shown, with why), computed by the code
+    the prompts use: the loader's persona filter (``persona_keep``), then ``persona_attributes``."""
+    keep = persona_keep(domain)
+    shown: list[str] = []
+    hidden: list[tuple[str, str]] = []
+    for name, key in attributes:
+        probe = Respondent(0, None, None, {key: "x"}, {})
+        if keep(key) and persona_attributes(probe, UNKNOWN_COUNTRY):
+            shown.append(name)
+        elif key == domain.roles.respondent_id:
+            hidden.append((name, "the respondent id, never shown"))
+        elif key == domain.country_attribute:
+            hidden.append((name, 'the country, shown as "Country"'))
+        else:
+            hidden.append((name, "never shown by the prompt: an identifier, a weight, interview metadata or "
+                                 "a country code table (socbench/prompts/persona.json)"))
+    return shown, hidden
+
+
+def role_lines(survey: SurveyFile, roles: Mapping[str, tuple[str | None, str]], shown: Sequence[str],
+               left_out: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
+               unassigned: Sequence[str]) -> list[str]:
+    """The import report's section on roles and the persona: what the prompt shows, each variable left out
+    of the data written, and each written (for a role, or asked for) but not shown; with why."""
+    def quoted(name: str) -> str:  # a label on one line, as the prompts show it
+        label = " ".join((survey.variables[name].label or "").split())
         return f'{name} "{label}"' if label and label != name else name
+
+    def grouped(what: str, pairs: Sequence[tuple[str, str]]) -> list[str]:
+        by_reason: dict[str, list[str]] = {}
+        for name, why in pairs:
+            by_reason.setdefault(why, []).append(quoted(name))
+        return [f"- {what}, {why} ({len(names)}): {', '.join(names)}" for why, names in by_reason.items()]
 
     lines = ["## Roles", "", "Declare or change them with --roles ROLE=VAR,... (ROLE=none: no such "
              "variable), --country and --weight; they are written to the manifest's roles.", ""]
     lines += [f"- {role.replace('_', ' ')}: {quoted(name) + f' ({how})' if name else 'none'}"
               for role, (name, how) in roles.items()]
     lines += [f"- not assigned a role ({len(unassigned)}): {', '.join(unassigned) or 'none'}", "",
-              f"## Persona ({len(persona)} attributes)", "",
-              "The respondent's background variables, shown in every prompt; a variable whose label "
-              "carries a questionnaire item number (Q6, O2) answers another question and is left out "
-              "unless it plays a role (--persona all, or --persona V1,V2,... names them).", "",
-              f"- shown: {', '.join(quoted(n) for n in persona) or 'none'}"]
-    if left_out:
-        lines.append(f"- left out ({len(left_out)}): {', '.join(left_out)}")
-    return [*lines, ""]
+              f"## Persona ({len(shown)} attributes shown)", "",
+              "The respondent's own background variables, shown in every prompt. Ids, weights, survey design "
+              "(PSU, strata, cluster), interview and study metadata and answers to other questionnaire items "
+              "are left out unless they play a role (--persona all, or --persona V1,V2,... names them).", "",
+              f"- shown: {', '.join(quoted(n) for n in shown) or 'none'}"]
+    return [*lines, *grouped("left out", left_out), *grouped("not shown", hidden), ""]

@@ -102,13 +102,15 @@ def draw_ranks(respondents: Sequence[P], seed: int = SAMPLE_SEED,
     return [rank.get(id(person), sys.maxsize) for person in respondents]
 
 
-def sample_record(people: Sequence[_Person], drawn: str, population: int) -> dict[str, Any]:
+def sample_record(people: Sequence[_Person], drawn: str, population: int,
+                  grouping: str = "country") -> dict[str, Any]:
     """Which respondents a run asked, for its results: ``drawn`` (all, stratified, first), from how
-    many, per stratum, the seed of a stratified draw, and the person ids of any sample."""
+    many, per stratum (of ``grouping``: the country, or the study's grouping variable by its own name),
+    the seed of a stratified draw, and the person ids of any sample."""
     record: dict[str, Any] = {"drawn": drawn, "population": population, "respondents": len(people),
                               "strata": dict(sorted(Counter(map(stratum, people)).items()))}
     if drawn == "stratified":
-        record.update(seed=SAMPLE_SEED, stratified_by="country, proportional (Huntington-Hill)")
+        record.update(seed=SAMPLE_SEED, stratified_by=f"{grouping}, proportional (Huntington-Hill)")
     if drawn != "all":
         record["person_ids"] = [person.person_id for person in people]
     return record

@@ -83,11 +83,16 @@ class SurveyFile:
             return pd.DataFrame(columns=list(names))
         return pd.concat(list(self.chunks(names, chunk_rows=self.n_rows)), ignore_index=True)
 
-    def code_counts(self, names: Sequence[str]) -> dict[str, Counter[str]]:
-        """``{variable: {canonical code: answers}}`` over the whole file, blanks (system-missing) under
-        ``SYSTEM_MISSING``: what the data holds, for the import's per-question decisions and report."""
+    def code_counts(self, names: Sequence[str], dropped: np.ndarray | None = None) -> dict[str, Counter[str]]:
+        """``{variable: {canonical code: answers}}`` over the file's rows (but those ``dropped``: no usable
+        weight), blanks (system-missing) under ``SYSTEM_MISSING``: what the data holds, for the import's
+        per-question decisions and report."""
         counts: dict[str, Counter[str]] = {name: Counter() for name in names}
+        start = 0
         for frame in self.chunks(list(dict.fromkeys(names))):
+            start += len(frame)
+            if dropped is not None:
+                frame = frame[~dropped[start - len(frame):start]]
             for name in counts:
                 for value, n in frame[name].value_counts(dropna=False).items():
                     counts[name][canonical_code(value) or SYSTEM_MISSING] += int(n)
@@ -117,10 +122,10 @@ class SurveyFile:
         # Stata twice: pyreadstat 1.3.7 gives the letters of .a-.z only with user_missing=True, and then
         # reads a later system-missing cell of an integer column as an arbitrary number
         for (plain, _), (tagged, _) in zip(read(pyreadstat.read_dta, False), read(pyreadstat.read_dta, True)):
-            for name in names:
+            for name in names:  # a column holding no .a-.z reads as numbers: "." + it is no string
                 if not self.variables[name].is_string and plain[name].isna().any():
-                    letters = plain[name].isna() & tagged[name].map(lambda v: isinstance(v, str))
-                    plain[name] = plain[name].astype(object).where(~letters, "." + tagged[name][letters])
+                    tags = tagged[name].map(lambda v: f".{v}" if isinstance(v, str) else None)
+                    plain[name] = plain[name].astype(object).where(~(plain[name].isna() & tags.notna()), tags)
             yield plain[names]
 
 
@@ -151,37 +156,81 @@ SAMPLE_BYTES = 1 << 16
 _COMMA_NUMBER = re.compile(r"^\s*-?\d+,\d+\s*$")
 
 
-def _rows(text: str, sep: str) -> list[list[str]]:
+# The first bytes of files that are not text: a survey file or spreadsheet named .csv
+_MAGIC = {b"$FL2": "an SPSS .sav", b"$FL3": "an SPSS .zsav", b"<stata_dta>": "a Stata .dta",
+          b"PK\x03\x04": "a zip (.xlsx, .zip)", b"\xd0\xcf\x11\xe0": "an Excel .xls"}
+
+
+def _rows(text: str, sep: str, path: Path) -> list[list[str]]:
     lines = text.splitlines(keepends=True)
-    return list(csv.reader(io.StringIO("".join(lines[:-1] if len(lines) > 1 else lines)), delimiter=sep))
+    try:
+        return list(csv.reader(io.StringIO("".join(lines[:-1] if len(lines) > 1 else lines)), delimiter=sep))
+    except csv.Error as exc:
+        raise DataError(f"{path}: not a CSV file ({exc})") from None
 
 
-def csv_options(path: Path, sep: str | None = None, decimal: str | None = None) -> dict[str, str]:
-    """``{"sep": ..., "decimal": ...}`` for ``pandas.read_csv``. Why: European archives and Excel write ``;``
-    with decimal commas (R's ``write.csv2``). The separator is the candidate that splits the header into
-    the most columns, checked on the first rows; the decimal mark is ``,`` when the separator is not and
-    the first rows hold numbers written with it; what cannot be told is one line naming it."""
+def _check_text(path: Path, head: bytes) -> None:
+    """A binary file named .csv (a .sav renamed, random bytes) is one line naming what it looks like."""
+    kind = next((what for magic, what in _MAGIC.items() if head.startswith(magic)), None)
+    if kind or b"\0" in head:
+        looks = f": it looks like {kind} file (give it that extension)" if kind else ""
+        raise DataError(f"{path}: not a CSV file: its bytes are binary, not text{looks}")
+
+
+def csv_layout(path: Path, sep: str | None = None, decimal: str | None = None) -> tuple[dict[str, str], int]:
+    """(``{"sep": ..., "decimal": ...}`` for ``pandas.read_csv``, data rows). Why: European archives and
+    Excel write ``;`` with decimal commas (R's ``write.csv2``). The separator is the candidate that splits
+    the header into the most columns; the decimal mark is ``,`` when the separator is not and the first
+    rows hold numbers written with it. Every line is then checked against the header: the first that
+    breaks (a separator changing partway) is one line naming it."""
     try:
         with path.open("rb") as handle:
-            text = handle.read(SAMPLE_BYTES).decode("utf-8", errors="replace")
+            head = handle.read(SAMPLE_BYTES)
     except OSError as exc:
         raise DataError(f"{path}: cannot read as CSV ({exc})") from None
+    _check_text(path, head)
+    text = head.decode("utf-8", errors="replace")
+    given = sep
     if sep is None:
-        widths = {candidate: len(next(iter(_rows(text, candidate)), [])) for candidate in SEPARATORS}
+        widths = {candidate: len(next(iter(_rows(text, candidate, path)), [])) for candidate in SEPARATORS}
         sep = max(SEPARATORS, key=lambda candidate: widths[candidate])  # ties: the first, ","
-    rows = [row for row in _rows(text, sep) if row]
+    rows = [row for row in _rows(text, sep, path) if row]
     header = rows[0] if rows else []
     if len(header) == 1 and (other := next((s for s in SEPARATORS if s != sep and s in header[0]), None)):
         raise DataError(f"{path}: with the separator {sep!r} the header is one column {header[0][:60]!r}; "
                         f"give --sep {other!r} if that is the file's separator")
-    uneven = next((i for i, row in enumerate(rows[1:], 2) if len(row) != len(header)), None)
-    if uneven is not None:
-        raise DataError(f"{path}: cannot tell the CSV separator: with {sep!r} the header has {len(header)} "
-                        f"columns and line {uneven} {len(rows[uneven - 1])} (give --sep)")
     if decimal is None:
         cells = (cell for row in rows[1:] for cell in row)
         decimal = "," if sep != "," and any(_COMMA_NUMBER.match(cell) for cell in cells) else "."
-    return {"sep": sep, "decimal": decimal}
+    return {"sep": sep, "decimal": decimal}, _count_rows(path, sep, len(header), given is not None)
+
+
+def _count_rows(path: Path, sep: str, width: int, given: bool) -> int:
+    """The data rows (quoted line breaks inside a cell, blank lines skipped, as pandas reads them); the
+    first line whose columns differ from the header's is one DataError naming it."""
+    rows = 0
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # a long label is checked later, by name
+    with path.open(newline="", encoding="utf-8", errors="replace") as handle:
+        reader = csv.reader(handle, delimiter=sep)
+        try:
+            next(reader, None)
+            for row in reader:
+                if row and len(row) != width:
+                    raise DataError(_uneven(path, reader.line_num, sep, width, row, given))
+                rows += bool(row)
+        except csv.Error as exc:
+            raise DataError(f"{path}: not a CSV file (line {reader.line_num}: {exc})") from None
+    return rows
+
+
+def _uneven(path: Path, line: int, sep: str, width: int, row: list[str], given: bool) -> str:
+    """The message for a line that does not split like the header: which separator it is written with."""
+    written = sep.join(row)
+    other = next((s for s in SEPARATORS if s != sep and len(written.split(s)) == width), None)
+    how = f"--sep {sep!r}" if given else f"the separator {sep!r} (the header's)"
+    changes = f"; it splits with {other!r}: the file changes its separator there" if other else ""
+    return (f"{path}: line {line} has {len(row)} column(s) where the header has {width}, with {how}: "
+            f"{written[:60]!r}{changes}; fix the file from that line on")
 
 
 def _labels(mapping: dict[Any, Any] | None, tagged: bool = False) -> dict[str, str]:
@@ -244,13 +293,12 @@ def open_survey(path: str | Path, codebook: str | Path | None = None, sep: str |
     if codebook is None:
         raise ConfigError(f"{path}: a .csv source needs --codebook (a codebook .csv or .json with the "
                           "labels)")
-    return _read_csv(path, Path(codebook).expanduser(), csv_options(path, sep, decimal))
+    return _read_csv(path, Path(codebook).expanduser(), *csv_layout(path, sep, decimal))
 
 
-def _read_csv(path: Path, codebook: Path, dialect: dict[str, str]) -> SurveyFile:
+def _read_csv(path: Path, codebook: Path, dialect: dict[str, str], rows: int) -> SurveyFile:
     try:
         head = pd.read_csv(path, nrows=1000, **dialect, **CSV_NA)  # column types from the first rows
-        rows = len(pd.read_csv(path, usecols=[0], **dialect, **CSV_NA))  # quoted new lines count right
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read as CSV ({exc})") from None
     book = read_codebook(codebook)
@@ -273,7 +321,7 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
     if path.suffix.lower() == ".json":
         return _json_codebook(path)
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep=csv_options(path)["sep"])
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep=csv_layout(path)[0]["sep"])
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read the codebook as CSV ({exc})") from None
     missing = [c for c in CODEBOOK_CSV_COLUMNS if c not in frame.columns]
