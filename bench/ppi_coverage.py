@@ -4,9 +4,10 @@ A population of two equal halves answers a 1-5 scale (each half its own shares);
 the second half 65:35 and its design weights undo that, times lognormal noise (Kish design effect
 about 1.2). A model answers right with probability 0.6, else at random. Per labelled size n (1,000
 unlabelled beside them) seeded studies give how often each interval held the truth: the mean, each
-option's share (0.125-0.275) and the slope of the answer on the half (weighted OLS). Where every
-target's coverage is within Monte Carlo error of 0.95 is ``MIN_LABELLED`` (docs/estimates.md);
-below it the Wald intervals of the rarer shares cover less, for PPI and classical alike.
+option's share (0.125-0.275) and the slope of the answer on the half (weighted OLS). The smallest n
+where the mean and the slope cover within 3 Monte Carlo errors of 0.95 and every share within 0.02
+more (``holds``; the shares' Wald intervals approach 0.95 slowly, classical alike) is
+``MIN_LABELLED`` (docs/estimates.md, Small samples).
 
     PYTHONPATH=. python -m bench.ppi_coverage          # 4,000 studies per n (about a minute a size)
 """
@@ -64,21 +65,28 @@ def coverage(n: int, repeats: int, seed: int = 0, alpha: float = 0.05) -> dict[s
     return {"ppi": held[0] / repeats, "classical": held[1] / repeats}
 
 
+def holds(got: dict[str, np.ndarray], repeats: int) -> bool:
+    """Whether ``coverage``'s figures meet the documented rule: the mean and the slope within 3 Monte
+    Carlo errors of 0.95, each share within 0.02 more, PPI and classical."""
+    error = 3 * np.sqrt(0.95 * 0.05 / repeats)
+    slack = np.array([0.0 if t in ("mean", "slope") else 0.02 for t in TARGETS])
+    return all(((values >= 0.95 - slack - error) & (values <= 0.95 + error)).all() for values in got.values())
+
+
 def main() -> None:
     args = common.parser(__doc__).parse_args()
     repeats = 200 if args.quick else 4000
-    error = 3 * np.sqrt(0.95 * 0.05 / repeats)
-    print(f"coverage of the 95% intervals over {repeats} weighted studies (held within 3 MC errors: "
-          f"{0.95 - error:.3f}); targets: {', '.join(TARGETS)}")
-    found = {}
+    print(f"coverage of the 95% intervals over {repeats} weighted studies, 3 MC errors "
+          f"{3 * np.sqrt(0.95 * 0.05 / repeats):.4f}; targets: {', '.join(TARGETS)}")
+    found, held = {}, []
     for n in SIZES[:2] if args.quick else SIZES:
         got = coverage(n, repeats)
+        held += [n] if holds(got, repeats) else []
         found[n] = {k: [round(float(v), 4) for v in values] for k, values in got.items()}
         print(f"n = {n:>4}  PPI {found[n]['ppi']}\n        classical {found[n]['classical']}", flush=True)
-    held = [n for n, got in found.items() if min(got["ppi"] + got["classical"]) >= 0.95 - error]
     common.report("ppi_coverage", {"repeats": repeats, "smallest_n_held": min(held) if held else -1},
                   "worst coverage at the largest n", min(found[max(found)]["ppi"]),
-                  "every target within 3 MC errors of 0.95", bool(held),
+                  "the rule of holds() met at some n", bool(held),
                   {"coverage": found, "quick": args.quick})
 
 

@@ -14,7 +14,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
-from bench.ppi_reference import POWER, onehot, reference_data, socbench_values
+from bench.ppi_reference import OWN_LINEARISATION, POWER, onehot, reference_data, socbench_values
 from socbench.estimates.ppi import (
     classical_fit,
     effective_n,
@@ -42,12 +42,6 @@ PPI_PY_REFERENCE = {
 @pytest.fixture(scope="module")
 def data() -> dict[str, np.ndarray]:
     return reference_data()
-
-
-# where the variance conventions differ: socbench linearises each fit around its own value (a constant
-# model then moves nothing), ppi_py differentiates every part at the common θ (and so tunes another λ)
-OWN_LINEARISATION = {"weighted_mean", "weighted_lambda", "weighted_ci_low", "weighted_ci_high", "ols_0",
-                     "ols_1", "ols_2", "ols_ci_low_1"}
 
 
 def test_every_estimator_equals_ppi_py(data: dict[str, np.ndarray]) -> None:
