@@ -2,9 +2,10 @@
 
 Labelled people (``y``: real answers, ``yhat``: the model's for them) and unlabelled ones (``yhat_u``)
 give an estimate unbiased whatever the model is; λ (``lam``, variance-minimising, in [0, 1]) weighs the
-model in, λ = 0 is the classical estimate. Design weights enter as Hajek means (mean 1 per sample) with
-the linearised variance; ``ppi_py``'s conventions otherwise (``bench/ppi_reference.py`` and the tests
-check against it). Variances use ddof 1.
+model in, λ = 0 is the classical estimate. Design weights enter as Hajek means (mean 1 per sample); each
+mean and OLS fit is linearised around its own value, so a model that gives everyone the same answer
+has no influence (ρ = λ = 0, weighted or not). Unweighted, ``ppi_py``'s numbers (``bench/ppi_reference.py``
+and the tests check against it; docs/estimates.md says where the conventions differ). Variances use ddof 1.
 """
 
 from __future__ import annotations
@@ -68,9 +69,8 @@ def tuned_lambda(g: np.ndarray, gh: np.ndarray, gu: np.ndarray, single: bool = F
     variance is pooled over both samples, as ppi_py pools it. A model whose answers carry no
     variation around their own fit (``gh`` all 0: a constant model) gets λ = 0 exactly."""
     n, N = len(g), len(gu)
-    gc, hc = g - g.mean(0), gh - gh.mean(0)
-    num = np.diag(gc.T @ hc / n) * 2
-    den = 2 * (1 + n / N) * np.diag(np.atleast_2d(np.cov(np.vstack([gh, gu]), rowvar=False)))
+    num = ((g - g.mean(0)) * (gh - gh.mean(0))).sum(0) / n
+    den = (1 + n / N) * np.var(np.vstack([gh, gu]), axis=0, ddof=1)
     if single:
         num, den = num.sum(), den.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
