@@ -11,7 +11,8 @@ HEAD = ("domain", "question", "target", "n", "PPI [95% CI]", "classical CI", "ga
 LEGEND = "\n".join((
     "n: labelled respondents (!: fewer than the n at which the intervals were measured to hold);",
     "gain: the respondents the classical interval would need to be as narrow, as a multiple of n;",
-    "[spread]: the gain's middle 95% over the repeated splits (a spread, not a CI of this split's gain);",
+    "[spread]: the gain's middle 95% over the repeated splits (a spread, not a CI of this split's gain;",
+    "  *: this split's gain lies outside it, the splits being other random draws);",
     "coverage: share of the repeated splits whose 95% interval held the full-sample value, PPI / classical."))
 
 
@@ -41,10 +42,11 @@ def table_cells(row: dict[str, Any]) -> list[str]:
     if "estimate" not in row:
         return [row["domain"], row["question_id"], row["target"], str(row["labelled"]), row["note"] or "",
                 "", "", ""]
-    n = f"{row['labelled']}{'!' * bool(row['warning'])}"
+    n, spread = f"{row['labelled']}{'!' * bool(row['warning'])}", row["gain_spread"]
+    outside = bool(spread) and not spread[0] <= row["gain"] <= spread[1]
     return [row["domain"], row["question_id"], row["target"], n,
             f"{fmt(row['estimate'])} {_pair(row['ci'])}", _pair(row["classical_ci"]),
-            f"{fmt(row['gain'], 2)} {_pair(row['gain_spread'], 2)}",
+            f"{fmt(row['gain'], 2)}{'*' * outside} {_pair(spread, 2)}",
             f"{fmt(row['coverage'], 2)} / {fmt(row['classical_coverage'], 2)}"]
 
 
