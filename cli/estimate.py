@@ -6,7 +6,9 @@
 
 Per question: PPI++ estimate and 95% CI from n labelled respondents plus the model's answers for
 the rest, the classical CI from the n alone, the gain (effective sample size as a multiple of n)
-and the coverage of both intervals over repeated random splits. Writes RUN_DIR/estimates.json.
+and the coverage of both intervals over repeated random splits. Below 200 labelled respondents
+each estimate carries a warning: its interval may cover less than 95% (docs/estimates.md).
+Writes RUN_DIR/estimates.json.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     flag(size, "fraction", type=_fraction, default=None,
          help="share of each domain's respondents labelled (default 0.1)")
     flag(parser, "repeats", type=positive_int, default=200,
-         help="random splits for the coverage check and the gain's CI (default 200)")
+         help="random splits for the coverage check and the gain's spread (default 200)")
     flag(parser, "seed", type=int, default=0, help="seed of the splits (default 0)")
     flag(parser, "budget", type=_positive, default=None, help="total budget for the planner")
     flag(parser, "cost_human", type=_positive, default=None, help="cost of one respondent")

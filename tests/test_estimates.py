@@ -62,7 +62,7 @@ def test_the_gain_rises_with_p_and_coverage_is_nominal(record: dict) -> None:
     gains = [heads[q]["gain"] for q in ("Q0", "Q1", "Q2")]
     assert 0.97 < gains[0] < 1.1 and gains[0] < gains[1] < gains[2]
     assert gains[2] > 2  # 0.9: ρ ~ 0.85, and 600 unlabelled beside 200 labelled
-    assert heads["Q3"]["gain"] == 1 and heads["Q3"]["lambda"] == 0 and heads["Q3"]["gain_ci"] == [1, 1]
+    assert heads["Q3"]["gain"] == 1 and heads["Q3"]["lambda"] == 0 and heads["Q3"]["gain_spread"] == [1, 1]
     for question in domain["questions"]:
         for est in question["estimates"]:
             if est["group"] != "all" or est["full_sample"] < 0.1:  # Wald intervals of rare shares: not here
@@ -72,7 +72,7 @@ def test_the_gain_rises_with_p_and_coverage_is_nominal(record: dict) -> None:
             assert abs(est["classical_coverage"] - 0.95) < TOLERANCE, where
             assert est["repeats"] == REPEATS
     assert domain["gain"]["questions"] == 4
-    low, high = domain["gain"]["median_ci"]
+    low, high = domain["gain"]["median_spread"]
     assert low <= domain["gain"]["median"] <= high or abs(domain["gain"]["median"] - high) < 0.2
 
 

@@ -2,9 +2,10 @@
 
 Labelled people (``y``: real answers, ``yhat``: the model's for them) and unlabelled ones (``yhat_u``)
 give an estimate unbiased whatever the model is; λ (``lam``, variance-minimising, in [0, 1]) weighs the
-model in, λ = 0 is the classical estimate. Design weights enter as Hajek means (mean 1 per sample) with
-the linearised variance; ``ppi_py``'s conventions otherwise (``bench/ppi_reference.py`` and the tests
-check against it). Variances use ddof 1.
+model in, λ = 0 is the classical estimate. Design weights enter as Hajek means (mean 1 per sample); each
+mean and OLS fit is linearised around its own value, so a model that gives everyone the same answer
+has no influence (ρ = λ = 0, weighted or not). Unweighted, ``ppi_py``'s numbers (``bench/ppi_reference.py``
+and the tests check against it; docs/estimates.md says where the conventions differ). Variances use ddof 1.
 """
 
 from __future__ import annotations
@@ -55,32 +56,36 @@ def unit_weights(w: np.ndarray | None, n: int) -> np.ndarray:
     return np.ones(n) if w is None else np.asarray(w, dtype=float) * (n / np.sum(w))
 
 
-def tuned_lambda(g: np.ndarray, gh: np.ndarray, gu: np.ndarray,
-                 inv_h: np.ndarray | None = None) -> np.ndarray:
-    """PPI++'s variance-minimising λ in [0, 1] from the gradients on people (``g``), on the model's
-    answers for them (``gh``) and for the unlabelled (``gu``): per column for a mean (``inv_h``
-    None), else one λ for the trace of a regression's sandwich. No model variance: λ = 0."""
+def hajek(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted mean of each column (``w`` of mean 1, a column), taken from the first row so that a
+    column whose values are all alike gives that value exactly (its deviations are then exactly 0)."""
+    return a[0] + (w * (a - a[0])).mean(0)
+
+
+def tuned_lambda(g: np.ndarray, gh: np.ndarray, gu: np.ndarray, single: bool = False) -> np.ndarray:
+    """PPI++'s variance-minimising λ in [0, 1] from the influence of each person on the estimate
+    through people's answers (``g``), the model's for them (``gh``) and for the unlabelled (``gu``):
+    per column, or (``single``) one λ for the trace of a regression's variance. The model's answers'
+    variance is pooled over both samples, as ppi_py pools it. A model whose answers carry no
+    variation around their own fit (``gh`` all 0: a constant model) gets λ = 0 exactly."""
     n, N = len(g), len(gu)
-    gc, hc = g - g.mean(0), gh - gh.mean(0)
-    cov = gc.T @ hc / n
-    cov = cov + cov.T
-    var = np.atleast_2d(np.cov(np.vstack([gh, gu]), rowvar=False))
-    if inv_h is None:
-        num, den = np.diag(cov), 2 * (1 + n / N) * np.diag(var)
-    else:
-        num, den = np.trace(inv_h @ cov @ inv_h), 2 * (1 + n / N) * np.trace(inv_h @ var @ inv_h)
+    num = ((g - g.mean(0)) * (gh - gh.mean(0))).sum(0) / n
+    den = (1 + n / N) * np.var(np.vstack([gh, gu]), axis=0, ddof=1)
+    if single:
+        num, den = num.sum(), den.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.clip(np.where(den > 1e-15, num / den, 0.0), 0, 1)
 
 
 def ppi_correlation(g: np.ndarray, gh: np.ndarray) -> np.ndarray:
-    """Correlation of the gradients on people and on the model's answers, per column, capped at
-    1 - 1/n as ``ppi_py`` does (0 where the model's answers do not vary)."""
+    """Correlation of the influences through people's and the model's answers, per column, capped at
+    1 - 1/n as ``ppi_py`` does (0 where the model's answers carry nothing: their influence is 0, or
+    rounding error beside people's)."""
     gc, hc = g - g.mean(0), gh - gh.mean(0)
-    den = np.sqrt((gc ** 2).sum(0) * (hc ** 2).sum(0))
+    norm_g, norm_h = np.sqrt((gc ** 2).sum(0)), np.sqrt((hc ** 2).sum(0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = np.where(den > 0, (gc * hc).sum(0) / den, 0.0)
-    return np.minimum(rho, 1 - 1 / len(g))
+        rho = np.where(norm_h > 1e-12 * norm_g, (gc * hc).sum(0) / (norm_g * norm_h), 0.0)
+    return np.minimum(np.nan_to_num(rho), 1 - 1 / len(g))
 
 
 def _columns(a: np.ndarray) -> np.ndarray:
@@ -88,35 +93,37 @@ def _columns(a: np.ndarray) -> np.ndarray:
     return a.reshape(len(a), -1)
 
 
+def _combine(parts: tuple, lam: float | np.ndarray | None, single: bool = False) -> Estimate:
+    """PPI++ from three fits, each with each person's influence on it at its own value: people's
+    answers (labelled), the model's for them, the model's for the unlabelled. θ = people's fit +
+    λ (unlabelled model fit - labelled model fit); its variance is the variance of the influences."""
+    (b_y, g), (b_h, gh), (b_u, gu) = parts
+    if lam is None:
+        lam = tuned_lambda(g, gh, gu, single)
+    lam = np.broadcast_to(np.asarray(lam, dtype=float), b_y.shape)
+    return Estimate(b_y + lam * (b_u - b_h), _se(g, gh, gu, lam), b_y, _se(g, gh, gu, 0 * lam), lam,
+                    ppi_correlation(g, gh), len(g), len(gu))
+
+
 def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_u: np.ndarray, w: np.ndarray | None = None,
              w_u: np.ndarray | None = None, lam: float | np.ndarray | None = None) -> Estimate:
     """PPI++ mean of each column of ``y`` (n x d; an option's indicator gives its share), λ tuned
-    per column at the λ = 1 estimate unless given."""
+    per column unless given. Each Hajek mean is linearised around its own value (``w (y - m)``), so
+    a model that gives everyone the same answer moves nothing, weighted or not."""
     y, yhat, yhat_u = _columns(y), _columns(yhat), _columns(yhat_u)
     n, N = len(y), len(yhat_u)
     w, w_u = unit_weights(w, n)[:, None], unit_weights(w_u, N)[:, None]
-    imputed, labelled_model = (w_u * yhat_u).mean(0), (w * yhat).mean(0)
-    classical = (w * y).mean(0)
-
-    def grads(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return w * (y - theta), w * (yhat - theta), w_u * (yhat_u - theta)
-
-    if lam is None:
-        lam = tuned_lambda(*grads(imputed + classical - labelled_model))
-    lam = np.broadcast_to(np.asarray(lam, dtype=float), classical.shape)
-    theta = lam * imputed + classical - lam * labelled_model
-    g, gh, gu = grads(theta)
-    se = np.sqrt(np.var(g - lam * gh, axis=0, ddof=1) / n + np.var(lam * gu, axis=0, ddof=1) / N)
-    classical_se = np.sqrt(np.var(w * (y - classical), axis=0, ddof=1) / n)
-    return Estimate(theta, se, classical, classical_se, lam, ppi_correlation(g, gh), n, N)
+    parts = tuple((m := hajek(a, v), v * (a - m)) for a, v in ((y, w), (yhat, w), (yhat_u, w_u)))
+    if lam is None:  # the model's answers around their pooled mean: ppi_py's λ when unweighted
+        pooled = hajek(np.vstack([yhat, yhat_u]), np.vstack([w, w_u]))
+        lam = tuned_lambda(parts[0][1], w * (yhat - pooled), w_u * (yhat_u - pooled))
+    return _combine(parts, lam)
 
 
-def _link(family: Family, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and its derivative at the linear predictor."""
+def _link(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The logistic mean and its derivative at the linear predictor."""
     from scipy.special import expit  # here, as scipy.optimize below: a report that imports this needs neither
 
-    if family == "ols":
-        return eta, np.ones_like(eta)
     mu = expit(eta)
     return mu, mu * (1 - mu)
 
@@ -126,22 +133,26 @@ def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(x * root[:, None], y * root, rcond=None)[0]
 
 
-def _fit(family: Family, x, y, yhat, x_u, yhat_u, w, w_u, lam: float) -> np.ndarray:
-    """The PPI point estimate at ``lam``: OLS as imputed plus rectifier fit (PPI, 2023); logistic
-    as the minimiser of the rectified loss over the stacked rows (signed row weights)."""
-    if family == "ols":
-        return _wls(x_u, lam * yhat_u, w_u) + _wls(x, y - lam * yhat, w)
+def _ols(x: np.ndarray, t: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """WLS coefficients of ``t`` on ``x`` and each row's influence on them, H⁻¹ x w (t - x b), at its
+    own fit: exactly 0 for a constant ``t`` (fitted from its first value; ``x`` holds an intercept)."""
+    resid = (t - t[0]) - x @ _wls(x, t - t[0], w)
+    return _wls(x, t, w), (x * (w * resid)[:, None]) @ np.linalg.inv((x * w[:, None]).T @ x / len(x))
+
+
+def _logistic(x, y, yhat, x_u, yhat_u, w, w_u, lam: float) -> np.ndarray:
+    """The PPI++ logistic coefficients at ``lam``: the minimiser of the rectified loss over the
+    stacked rows (signed row weights), as ppi_py fits it."""
     rows = np.vstack([x_u, x, x])
     target = np.concatenate([yhat_u, y, yhat])
     c = np.concatenate([lam * w_u / len(x_u), w / len(x), -lam * w / len(x)])
 
     def loss(t):
         eta = rows @ t
-        return c @ (np.logaddexp(0, eta) - target * eta), rows.T @ (c * (_link(family, eta)[0] - target))
+        return c @ (np.logaddexp(0, eta) - target * eta), rows.T @ (c * (_link(eta)[0] - target))
 
     def hess(t):
-        mu = _link(family, rows @ t)[0]
-        return (rows * (c * mu * (1 - mu))[:, None]).T @ rows
+        return (rows * (c * _link(rows @ t)[1])[:, None]).T @ rows
 
     from scipy.optimize import minimize
 
@@ -149,50 +160,54 @@ def _fit(family: Family, x, y, yhat, x_u, yhat_u, w, w_u, lam: float) -> np.ndar
     return minimize(loss, start, jac=True, hess=hess, method="trust-exact", options={"gtol": 1e-10}).x
 
 
-def _stats(family: Family, theta, x, y, yhat, x_u, yhat_u, w, w_u, use_unlabelled: bool = True):
-    """Gradients on people, on the model's answers, on the unlabelled, and the inverse Hessian."""
-    (mu, d), (mu_u, d_u) = _link(family, x @ theta), _link(family, x_u @ theta)
-    g, gh = x * (w * (mu - y))[:, None], x * (w * (mu - yhat))[:, None]
-    gu = x_u * (w_u * (mu_u - yhat_u))[:, None]
+def _logistic_influences(theta, x, y, yhat, x_u, yhat_u, w, w_u, use_unlabelled: bool = True):
+    """Each person's influence on the logistic coefficients through people's answers, the model's for
+    them and for the unlabelled (the gradients at ``theta`` times the inverse Hessian). Model answers
+    that are all alike carry nothing: their influence is 0 (λ = 0, ρ = 0)."""
+    (mu, d), (mu_u, d_u) = _link(x @ theta), _link(x_u @ theta)
     hessian = (x * (w * d)[:, None]).T @ x
     if use_unlabelled:
         hessian = (hessian + (x_u * (w_u * d_u)[:, None]).T @ x_u) / (len(x) + len(x_u))
     else:
         hessian = hessian / len(x)
-    return g, gh, gu, np.linalg.inv(hessian)
+    inv_h, alike = np.linalg.inv(hessian), np.ptp(np.concatenate([yhat, yhat_u])) == 0
+    g, gh = x * (w * (mu - y))[:, None], x * (w * (mu - yhat) * (not alike))[:, None]
+    gu = x_u * (w_u * (mu_u - yhat_u) * (not alike))[:, None]
+    return g @ inv_h, gh @ inv_h, gu @ inv_h
 
 
-def _sandwich_se(g, gh, gu, inv_h, lam: float) -> np.ndarray:
-    n, N, d = len(g), len(gu), g.shape[1]
-    inner = np.cov((g - lam * gh).T).reshape(d, d) + n / N * np.cov((lam * gu).T).reshape(d, d)
-    return np.sqrt(np.diag(inv_h @ inner @ inv_h) / n)
+def _se(g: np.ndarray, gh: np.ndarray, gu: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Standard errors from the influences of labelled and unlabelled people at ``lam``."""
+    return np.sqrt(np.var(g - lam * gh, axis=0, ddof=1) / len(g) + np.var(lam * gu, axis=0, ddof=1) / len(gu))
 
 
 def ppi_regression(family: Family, x: np.ndarray, y: np.ndarray, yhat: np.ndarray, x_u: np.ndarray,
                    yhat_u: np.ndarray, w: np.ndarray | None = None, w_u: np.ndarray | None = None,
                    lam: float | None = None) -> Estimate:
     """PPI++ coefficients of an OLS or logistic regression of the answer on ``x`` (with its own
-    intercept column), one λ tuned at the λ = 1 estimate unless given; classical beside it."""
+    intercept column), one λ tuned unless given; classical beside it. OLS: people's fit + λ (the
+    model's fit on the unlabelled - on the labelled), each linearised around its own coefficients."""
     x, x_u = np.asarray(x, dtype=float), np.asarray(x_u, dtype=float)
     y, yhat, yhat_u = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_u))
     w, w_u = unit_weights(w, len(y)), unit_weights(w_u, len(yhat_u))
+    if family == "ols":
+        return _combine((_ols(x, y, w), _ols(x, yhat, w), _ols(x_u, yhat_u, w_u)), lam, single=True)
     data = (x, y, yhat, x_u, yhat_u, w, w_u)
     if lam is None:
-        lam = float(tuned_lambda(*_stats(family, _fit(family, *data, 1.0), *data)))
-    theta = _fit(family, *data, lam)
-    g, gh, gu, inv_h = _stats(family, theta, *data, use_unlabelled=lam != 0)  # λ = 0: classical
-    classical = _fit(family, *data, 0.0)
-    cg, _, cgu, c_inv = _stats(family, classical, *data, use_unlabelled=False)
-    return Estimate(theta, _sandwich_se(g, gh, gu, inv_h, lam), classical,
-                    _sandwich_se(cg, cg, cgu, c_inv, 0.0), np.full(len(theta), lam),
-                    ppi_correlation(g @ inv_h, gh @ inv_h), len(y), len(yhat_u))
+        lam = float(tuned_lambda(*_logistic_influences(_logistic(*data, 1.0), *data), single=True))
+    theta, classical = _logistic(*data, lam), _logistic(*data, 0.0)
+    g, gh, gu = _logistic_influences(theta, *data, use_unlabelled=lam != 0)  # λ = 0: classical
+    cg, _, cgu = _logistic_influences(classical, *data, use_unlabelled=False)
+    lams = np.full(len(theta), lam)
+    return Estimate(theta, _se(g, gh, gu, lams), classical, _se(cg, cg, cgu, np.zeros_like(lams)), lams,
+                    ppi_correlation(g, gh), len(y), len(yhat_u))
 
 
 def classical_fit(family: Family, x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     """The ordinary (weighted) OLS or logistic coefficients: what everyone's answers give."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     w = unit_weights(w, len(y))
-    return _fit(family, x, y, y, x, y, w, w, 0.0)
+    return _wls(x, y, w) if family == "ols" else _logistic(x, y, y, x, y, w, w, 0.0)
 
 
 def effective_n(n: float, extra: float, rho: float) -> float:
@@ -204,24 +219,27 @@ def effective_n(n: float, extra: float, rho: float) -> float:
 
 def plan_budget(rho: float, budget: float, cost_human: float, cost_model: float) -> dict[str, float]:
     """The split of ``budget`` into humans (each also answered by the model, ``cost_human +
-    cost_model``) and model-only answers that maximises the effective sample size; all humans and
-    no model answers when that is better (ppi_py's ``ppi_power``, solved numerically here)."""
+    cost_model``) and model-only answers that maximises the effective sample size (ppi_py's
+    ``ppi_power``, solved numerically here). Whole people only and never past the budget: the floor
+    and the ceiling of the continuous optimum are compared with all humans and no model answers."""
     from scipy.optimize import minimize_scalar
 
-    most = budget / (cost_human + cost_model)
+    pair = cost_human + cost_model
+    most = budget / pair
 
-    def extra(n: float) -> float:
-        return max(budget - n * (cost_human + cost_model), 0.0) / cost_model
+    def extra(n: float) -> float:  # model-only answers the rest buys (a cent's rounding is no spending)
+        return float(np.floor(max(budget - n * pair, 0.0) / cost_model + 1e-9))
+
+    def worth(plan: tuple[float, float]) -> float:
+        return effective_n(plan[0], plan[1], rho) if plan[1] else plan[0]
 
     best = minimize_scalar(lambda n: -effective_n(n, extra(n), rho), bounds=(min(1.0, most), most),
-                           method="bounded", options={"xatol": 1e-6})
-    humans_only = budget / cost_human
-    if effective_n(best.x, extra(best.x), rho) <= humans_only:
-        n, model = np.floor(humans_only), 0.0
-    else:
-        n = float(np.round(best.x))
-        model = n + np.floor(extra(n))
-    ess = effective_n(n, model - n, rho) if model else n
-    return {"humans": float(n), "model_answers": float(model), "cost": n * cost_human + model * cost_model,
-            "effective_n": ess, "humans_only_n": float(np.floor(humans_only)),
-            "gain_over_humans_only": ess / np.floor(humans_only) if humans_only >= 1 else float("nan")}
+                           method="bounded", options={"xatol": 1e-6}).x
+    humans_only = float(np.floor(budget / cost_human + 1e-9))
+    plans = [(humans_only, 0.0), *((n, extra(n)) for n in (np.floor(best), np.ceil(best)) if 1 <= n <= most)]
+    n, more = max(plans, key=worth)  # ties: the first, humans only
+    model = n + more if more else 0.0
+    ess, cost = float(worth((n, more))), float(round(n * cost_human + model * cost_model, 9))
+    return {"humans": float(n), "model_answers": float(model), "cost": cost, "effective_n": ess,
+            "humans_only_n": humans_only,
+            "gain_over_humans_only": ess / humans_only if humans_only >= 1 else float("nan")}

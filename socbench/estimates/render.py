@@ -7,10 +7,13 @@ from typing import Any
 
 from socbench.report.output import fmt
 
-HEAD = ("domain", "question", "target", "n", "PPI [95% CI]", "classical CI", "gain [CI]", "coverage")
-LEGEND = ("n: labelled respondents; gain: the respondents the classical interval would need to be as "
-          "narrow, as a multiple of n;\ncoverage: share of the repeated splits whose 95% interval held the "
-          "full-sample value, PPI / classical.")
+HEAD = ("domain", "question", "target", "n", "PPI [95% CI]", "classical CI", "gain [spread]", "coverage")
+LEGEND = "\n".join((
+    "n: labelled respondents (!: fewer than the n at which the intervals were measured to hold);",
+    "gain: the respondents the classical interval would need to be as narrow, as a multiple of n;",
+    "[spread]: the gain's middle 95% over the repeated splits (a spread, not a CI of this split's gain;",
+    "  *: this split's gain lies outside it, the splits being other random draws);",
+    "coverage: share of the repeated splits whose 95% interval held the full-sample value, PPI / classical."))
 
 
 def question_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -23,8 +26,9 @@ def question_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"domain": domain["domain"], "question_id": question["question_id"],
                          "target": question["target"], "labelled": question["labelled"],
                          "respondents": question["respondents"], "note": question.get("note"),
+                         "warning": question.get("warning"),
                          **({} if head is None else {key: head[key] for key in (
-                             "estimate", "ci", "classical_ci", "gain", "gain_ci", "rho", "lambda",
+                             "estimate", "ci", "classical_ci", "gain", "gain_spread", "rho", "lambda",
                              "coverage", "classical_coverage", "repeats", "full_sample")})})
     return rows
 
@@ -38,29 +42,48 @@ def table_cells(row: dict[str, Any]) -> list[str]:
     if "estimate" not in row:
         return [row["domain"], row["question_id"], row["target"], str(row["labelled"]), row["note"] or "",
                 "", "", ""]
-    return [row["domain"], row["question_id"], row["target"], str(row["labelled"]),
+    n, spread = f"{row['labelled']}{'!' * bool(row['warning'])}", row["gain_spread"]
+    outside = bool(spread) and not spread[0] <= row["gain"] <= spread[1]
+    return [row["domain"], row["question_id"], row["target"], n,
             f"{fmt(row['estimate'])} {_pair(row['ci'])}", _pair(row["classical_ci"]),
-            f"{fmt(row['gain'], 2)} {_pair(row['gain_ci'], 2)}",
+            f"{fmt(row['gain'], 2)}{'*' * outside} {_pair(spread, 2)}",
             f"{fmt(row['coverage'], 2)} / {fmt(row['classical_coverage'], 2)}"]
 
 
+def gain_sentence(title: str, median: float, spread: list[float] | None, repeats: int, labelled: int,
+                  respondents: int) -> tuple[str, str]:
+    """The sentence to quote, and the spread behind it. A gain is claimed only where the whole middle
+    95% of the median gain over the repeated splits (its uncertainty) lies above 1; else there is no
+    measurable gain. Where this split's median lies outside that spread (of other splits), it says so."""
+    sample = f"n = {labelled} of {respondents} respondents labelled"
+    behind = f"its middle 95% over {repeats} random splits {_pair(spread, 2)}"
+    if spread and not spread[0] <= median <= spread[1]:
+        behind += " (this split's median lies outside it: the spread is of other random splits)"
+    if spread and spread[0] > 1:
+        return f"{title}: these answers are worth {fmt(median, 1)} x your sample ({sample}).", behind
+    return (f"{title}: no measurable gain from these answers (median gain {fmt(median, 2)}; {sample}).",
+            behind + ", reaches 1")
+
+
 def domain_lines(record: dict[str, Any]) -> list[str]:
-    """Per domain: the sentence a researcher can quote, the check behind it, and the plan."""
+    """Per domain: the sentence a researcher can quote, the check behind it, the plan and the warning."""
     lines = []
     for d in record["domains"]:
         gain = d["gain"]
         if not gain["questions"]:
             lines.append(f"{d['domain']}: no question has enough labelled respondents for an estimate.")
             continue
-        lines += [f"{d['domain']}: these answers are worth {fmt(gain['median'], 1)} x your sample "
-                  f"(n = {d['labelled']} of {d['respondents']} respondents labelled).",
-                  f"  median gain over {gain['questions']} questions {fmt(gain['median'], 2)} (quartiles "
-                  f"{fmt(gain['q25'], 2)}-{fmt(gain['q75'], 2)}; 95% CI over repeated splits "
-                  f"{_pair(gain['median_ci'], 2)})",
+        repeats = record["settings"]["repeats"]
+        sentence, behind = gain_sentence(d["domain"], gain["median"], gain["median_spread"], repeats,
+                                         d["labelled"], d["respondents"])
+        lines += [sentence, f"  median gain over {gain['questions']} questions {fmt(gain['median'], 2)} "
+                            f"(quartiles {fmt(gain['q25'], 2)}-{fmt(gain['q75'], 2)}); {behind}",
                   f"  coverage of the 95% intervals over repeated splits: PPI {fmt(d['coverage'], 3)}, "
                   f"classical {fmt(d['classical_coverage'], 3)} (nominal 0.95)"]
         if d.get("plan"):
             lines.append("  budget: " + plan_text(d["plan"]))
+        if d.get("warning"):
+            lines.append("  warning: " + d["warning"])
     return lines
 
 

@@ -27,6 +27,15 @@ from socbench.metrics.persona_groups import AGE_BANDS, AGE_GROUP, ATTRIBUTES, SE
 MEAN = "mean"
 DEFAULT_FRACTION = 0.1
 RUN_REPEATS = 20  # the run's own record: ~0.5 s CPU for 1,000 respondents x 20 questions (docs/estimates.md)
+MIN_LABELLED = 200  # the labelled n at which the 95% intervals were measured to hold (bench/ppi_coverage.py)
+
+
+def small_sample(n: int) -> str | None:
+    """The one-line warning an estimate from fewer labelled respondents carries (None from enough)."""
+    if n >= MIN_LABELLED:
+        return None
+    return (f"n = {n} labelled, below {MIN_LABELLED}: the 95% intervals may cover less than 95% "
+            "(measured: docs/estimates.md)")
 
 
 @dataclass(frozen=True)
@@ -281,11 +290,11 @@ def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
             "target": name, "group": "all", **fields, "repeats": done,
             "coverage": float(covered[0, j] / done) if done else float("nan"),
             "classical_coverage": float(covered[1, j] / done) if done else float("nan"),
-            "gain_ci": _interval(gains[:, j], s.alpha) if done else None})
+            "gain_spread": _interval(gains[:, j], s.alpha) if done else None})
     record["estimates"] += _groups(q, lab, unl, s)
     record["gaps"], record["regression"] = _gaps(q, lab, unl, s), _regression(q, lab, unl, s)
     record["plan"] = s.plan(float(est.rho[0]))
-    return record
+    return {**record, "warning": small_sample(len(lab))}
 
 
 @dataclass(frozen=True)
@@ -323,7 +332,7 @@ def estimate_domain(domain: str, items: pd.DataFrame, s: Settings) -> dict[str, 
     rho = float(np.median([h["rho"] for h in heads])) if heads else float("nan")
     return {"domain": domain, "respondents": sp.people, "labelled": sp.n, "questions": records,
             "gain": {**_spread([h["gain"] for h in heads]), "questions": len(heads),
-                     "median_ci": _interval(sp.check.medians, s.alpha)},
+                     "median_spread": _interval(sp.check.medians, s.alpha)}, "warning": small_sample(sp.n),
             "coverage": _finite(np.mean, [h["coverage"] for h in heads]),
             "classical_coverage": _finite(np.mean, [h["classical_coverage"] for h in heads]),
             "plan": {"rho": rho, **plan} if heads and (plan := s.plan(rho)) else None}
@@ -359,4 +368,5 @@ def gain_record(domain: str, items: pd.DataFrame, s: Settings = RUN_SETTINGS) ->
                                 "rho": float(est.rho[0]) if est else math.nan}
     return {**about, "respondents": sp.people, "labelled": sp.n, "questions": found,
             "median_gain": _finite(np.median, [g["gain"] for g in found.values()]),
-            "median_gain_ci": _interval(sp.check.medians, s.alpha)}
+            "median_gain_ci": _interval(sp.check.medians, s.alpha),  # a spread over splits: docs/estimates.md
+            "warning": small_sample(sp.n)}

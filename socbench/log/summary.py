@@ -55,7 +55,7 @@ def alignment_headline(alignment: Mapping[str, Mapping[str, float]]) -> dict[str
 
 
 def gain_headline(estimates: Mapping[str, Any]) -> dict[str, float]:
-    """The domain's median effective-sample-size gain and its CI over repeated splits
+    """The domain's median effective-sample-size gain and its spread over repeated splits
     (``estimates.study.gain_record``; NaN with too few respondents, and in older results)."""
     ci = estimates.get("median_gain_ci")
     return dict(zip(GAIN_KEYS, (estimates.get("median_gain", math.nan),

@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from socbench.estimates.render import gain_sentence
 from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.report.html_sections import details, esc, lead, note, run_heading, table
@@ -27,12 +28,11 @@ def domain_block(run: ModelRun, domain: DomainRun) -> str:
         return note(record["note"].replace(domain.domain, title, 1))  # too few respondents
     rows = [[qid, q["target"], str(q["labelled"]), fmt(q["gain"], 2), fmt(q["rho"], 2)]
             for qid, q in record["questions"].items()]
-    ci = record.get("median_gain_ci")
-    spread = f"[{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]" if isinstance(ci, list) else "n/a"
-    return (f"<p>{esc(title)}: these answers are worth {fmt(record['median_gain'], 1)} x your sample "
-            f"(n = {record['labelled']} of {record['respondents']} respondents labelled; median gain over "
-            f"{len(rows)} questions {fmt(record['median_gain'], 2)}; its middle 95% over {record['repeats']} "
-            f"random splits {spread}).</p>" + table(HEAD, rows))
+    sentence, behind = gain_sentence(title, record["median_gain"], record.get("median_gain_ci"),
+                                     record["repeats"], record["labelled"], record["respondents"])
+    warning = note(record["warning"]) if record.get("warning") else ""
+    return (f"<p>{esc(sentence)} Median gain over {len(rows)} questions {fmt(record['median_gain'], 2)}; "
+            f"{esc(behind)}.</p>{warning}" + table(HEAD, rows))
 
 
 def stand_in_section(runs: Sequence[ModelRun], image: str | None) -> list[str]:
@@ -74,7 +74,7 @@ def gain_figure(runs: Sequence[ModelRun], path: Path) -> Path | None:
     ax.set_xticks(range(len(domains)), domains, rotation=30, ha="right")
     ax.set_xlim(-0.6, len(domains) - 0.4)
     ax.set_ylabel(f"gain (x n, {DEFAULT_FRACTION:.0%} labelled)")
-    ax.set_title("gain per question (dots), median (line), its middle 95% over splits (bar)",
+    ax.set_title("gain per question (dots), median (line), its spread: middle 95% over splits (bar)",
                  fontsize="medium")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, path)
