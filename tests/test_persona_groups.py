@@ -89,6 +89,39 @@ def test_age_bands(value: str, band: str | None) -> None:
     assert age_group(value) == band
 
 
+BANDS = ("(0,19]", "(19,39]", "(39,59]", "(59,Inf]")
+
+
+def test_a_survey_keeps_its_own_categories() -> None:
+    """Issue 42: outside ISSP data a group is the source's label verbatim. Before: "(59,Inf]" became
+    "45-59" (its first number), "bachelors" became "tertiary" while "higher" stayed."""
+    roles = {"sex": "gender", "age": "agegroup", "education": "education"}
+    for band in BANDS:
+        person = {"gender": "Female", "agegroup": band, "education": "bachelors"}
+        assert persona_groups(person, roles, issp=False) == {SEX: "Female", AGE_GROUP: band,
+                                                             EDUCATION: "bachelors"}
+    assert {group_of(AGE_GROUP, label, False) for label in ("30-39", "40-49", "50-59")} == {
+        "30-39", "40-49", "50-59"}  # never merged into 30-44
+    assert group_of(EDUCATION, "higher", False) == "higher"
+    assert group_of(EDUCATION, "Don't know", False) is None
+    assert [group_of(AGE_GROUP, age, False) for age in ("84", "14", "30.0")] == ["60+", "under 15", "30-44"]
+    assert persona_groups({"gender": "Female", "agegroup": "(59,Inf]"}, roles) == {  # ISSP data: its words
+        SEX: "female", AGE_GROUP: "45-59"}
+
+
+def test_which_domains_speak_issp() -> None:
+    """The ten modules and a folder without persona roles: ISSP; declared persona roles: the file's words;
+    ``vocabulary`` (``data import`` writes it: issp for --qa, source for --questions) decides first."""
+    from socbench.manifest import DomainSpec, Roles
+
+    assert all(domain.issp_vocabulary for domain in DOMAINS)
+    spec = DomainSpec(id=1, name="Ces", slug="ces", roles=Roles(group="province"))
+    assert spec.issp_vocabulary  # a group alone names no category
+    assert not spec.model_copy(update={"roles": Roles(age="agegroup")}).issp_vocabulary
+    assert spec.model_copy(update={"roles": Roles(age="agegroup"), "vocabulary": "issp"}).issp_vocabulary
+    assert not spec.model_copy(update={"vocabulary": "source"}).issp_vocabulary
+
+
 def test_fallbacks_exclusions_and_missing_values() -> None:
     groups = persona_groups({
         "Sex of respondent": "Female",

@@ -379,4 +379,5 @@ def load_domain(
         sample=sample_record(respondents, drawn, len(records)),
         grouping=domain.roles.group or COUNTRY,
         roles=domain.roles.declared(),
+        issp_vocabulary=domain.issp_vocabulary,
     )
