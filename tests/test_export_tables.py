@@ -14,6 +14,7 @@ from socbench.config import EXPORT_FORMATS as FORMATS
 from socbench.data.variables import SourceVariable, SourceVariables
 from socbench.errors import ConfigError
 from socbench.export import resolve_format
+from socbench.export.source import DomainSource
 from socbench.export.tables import long_table, wide_labels
 from socbench.export.writers import write_table
 from socbench.log.read import read_domain
@@ -41,6 +42,26 @@ def test_long_table_of_a_detailed_file(tmp_path: Path) -> None:
     assert list(frame.columns[-3:]) == ["p_m9", "p_1", "p_2"]  # codes in numeric order, -9 -> m9
     assert frame.loc[0, "p_m9"] == 0.1 and frame.loc[1, ["p_1", "p_2"]].isna().all()
     assert labels.columns["p_m9"] == "Model's probability of code -9"
+
+
+def test_a_grouping_variable_is_named_as_the_file_names_it_not_a_country(tmp_path: Path) -> None:
+    """Issue 42: a province variable's codes (BC, QC, NL) were exported as ``country_code``, labelled "Country
+    code (ISSP C_ALPHAN)". The column is the variable's own name and label; a country keeps its column."""
+    details = [{**row, "country_code": code} for row, code in zip(DETAILS, ("BC", "NL"))]
+    path = tmp_path / "Ces_detailed.json"
+    path.write_text(json.dumps({**detailed_record(details, {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}),
+                                "grouping": "Province of residence"}))
+    group = SourceVariable(name="prov", label="Province of residence", value_labels={"1": "BC", "2": "NL"})
+    variables = SourceVariables(source_file="ces.sav", kind="SPSS", rows=2, questions=[], group=group)
+    source = DomainSource(tmp_path / "answers.json", {}, variables)
+    frame, labels = long_table([(read_domain(path), source)])
+    assert "country_code" not in frame and frame["prov"].tolist() == ["BC", "NL"]
+    assert labels.columns["prov"] == "Province of residence"
+    assert not [c for c, label in labels.columns.items() if "country" in f"{c} {label}".lower()]
+    frame, labels = long_table([(read_domain(path), None)])  # no data folder: the grouping as recorded
+    assert frame["Province of residence"].tolist() == ["BC", "NL"] and "country_code" not in frame
+    frame, labels = long_table([(_domain(tmp_path), None)])  # a country stays a country
+    assert frame["country_code"].tolist() == ["DE", "JP"] and "Country code" in labels.columns["country_code"]
 
 
 def test_draws_and_circular_variants_get_rows_of_their_own(tmp_path: Path) -> None:
