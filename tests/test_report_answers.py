@@ -24,9 +24,9 @@ from socbench.log.read import ModelRun
 from socbench.log.write import write_domain_files
 from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.structure import structure
-from socbench.report.answers import persona_pairs
+from socbench.report.answers import _simbench, persona_pairs
 from socbench.report.files import write_run_summary
-from socbench.report.html import write_report
+from socbench.report.html import ALIGNMENT, SCORES, distribution_cells, write_report
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent, ScoredItem
 
@@ -213,3 +213,15 @@ def test_control_runs_pair_with_their_own_variant() -> None:
         "org_M", "org_M-no_persona", "org_M-logprobs", "org_M-logprobs-no_persona", "org_N-no_persona")]
     assert [(a.run, b.run) for a, b in persona_pairs(runs)] == [
         ("org_M", "org_M-no_persona"), ("org_M-logprobs", "org_M-logprobs-no_persona")]
+
+
+def test_a_grouping_variable_is_no_country_in_the_report() -> None:
+    """Issue 42: the distribution level of a study grouped by province read "country x question", and the
+    SimBench line "question x country groups"; both name the grouping variable, ISSP keeps "country"."""
+    row = {"domain": "Ces", "domain_id": 1, "run": "m", "distribution_level": "country_question",
+           "grouping": "province", "kendall_tau_p": 0.1, **{f"{name}_score": 0.5 for name in SCORES},
+           **{name: 0.5 for name in ALIGNMENT}}
+    assert distribution_cells(row)[2] == "province x question"
+    assert distribution_cells({**row, "grouping": "country"})[2] == "country x question"
+    (line,) = _simbench({"model": 40.0, "demographic_model": 30.0, "questions": 12}, "province")
+    assert "12 question x province groups" in line and "country" not in line

@@ -18,7 +18,7 @@ from socbench.report.html_sections import details, esc, lead, note, run_heading,
 from socbench.report.labels import domain_label, p_text
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import HEADS, LABELS, fmt, markdown_table
-from socbench.types import ScoredItem
+from socbench.types import COUNTRY, ScoredItem
 
 MAJORITY_BASELINES = ("majority_question", "majority_country_question", "majority_group_question")
 PREDICTORS = (("model", "This model", "the model"),
@@ -96,18 +96,19 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
     lines = lines or ["No structure figures for this domain."]
     rows = tuple(_structure_row(label.lower().removeprefix("a "), simbench.get(key), structure[key])
                  for key, label, _ in PREDICTORS if key in structure)
-    return DomainAnswer(title, lead, tuple([*lines, *_comparison(structure), *_simbench(simbench)]), rows)
+    return DomainAnswer(title, lead, tuple([*lines, *_comparison(structure),
+                                            *_simbench(simbench, dom.stored.grouping)]), rows)
 
 
-def _simbench(simbench: Mapping[str, Any]) -> list[str]:
-    """Where the answer distribution sits on SimBench's published scale."""
+def _simbench(simbench: Mapping[str, Any], grouping: str = COUNTRY) -> list[str]:
+    """Where the answer distribution sits on SimBench's published scale (``grouping``: its groups')."""
     model, demographic = _number(simbench.get("model")), _number(simbench.get("demographic_model"))
     if math.isnan(model):
         return []
     groups = simbench.get("questions")
     return [f"On SimBench's scale (0 = uniform answers, 100 = people's distribution; SimBench's best "
             f"published model scores {SIMBENCH_BEST}) the model scores {fmt(model, 1)}, the classifier "
-            f"{fmt(demographic, 1)}" + (f", over {groups} question x country groups." if groups else ".")]
+            f"{fmt(demographic, 1)}" + (f", over {groups} question x {grouping} groups." if groups else ".")]
 
 
 def domain_answers(board: Leaderboard) -> list[tuple[ModelRun, list[DomainAnswer]]]:

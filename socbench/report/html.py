@@ -97,8 +97,9 @@ def domain_cells(row: dict[str, Any]) -> list[str]:
 
 
 def distribution_cells(row: dict[str, Any]) -> list[str]:
-    level = {"country_question": "country x question", "question": "question"}.get(row["distribution_level"],
-                                                                                   "n/a")
+    by = row.get("grouping") or COUNTRY  # a province or a year is no country
+    level = {"country_question": f"{by} x question", "question": "question"}.get(row["distribution_level"],
+                                                                                 "n/a")
     return [domain_title(row), row["run"], level, *(fmt(row[f"{name}_score"]) for name in SCORES),
             *(fmt(row[name]) for name in ALIGNMENT[:3]), p_text(row["kendall_tau_p"])]
 
