@@ -16,6 +16,7 @@ import math
 import random
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from scipy.stats import binomtest
@@ -26,7 +27,7 @@ from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.structure import structure
 from socbench.report.answers import _simbench, persona_pairs
 from socbench.report.files import write_run_summary
-from socbench.report.html import ALIGNMENT, SCORES, distribution_cells, write_report
+from socbench.report.html import ALIGNMENT, SCORES, distribution_cells, groups_section, write_report
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent, ScoredItem
 
@@ -225,3 +226,8 @@ def test_a_grouping_variable_is_no_country_in_the_report() -> None:
     assert distribution_cells({**row, "grouping": "country"})[2] == "country x question"
     (line,) = _simbench({"model": 40.0, "demographic_model": 30.0, "questions": 12}, "province")
     assert "12 question x province groups" in line and "country" not in line
+    run = SimpleNamespace(run="m", model="m", grouping="province", summary=None, domains=[])
+    board = SimpleNamespace(ranked=lambda: [run])
+    assert "2. For whom? By province and persona groups" in groups_section(board)[0]
+    run.grouping = "country"
+    assert "2. For whom? Countries and persona groups" in groups_section(board)[0]

@@ -212,7 +212,9 @@ def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
 def groups_section(board: Leaderboard) -> list[str]:
     """2. For whom: countries (pooled and by domain) and persona groups, per run, as the run computed them
     (``summary.json``'s ``pooled``, each domain's ``per_country``)."""
-    parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", lead("groups")]
+    groupings = sorted({run.grouping for run in board.ranked()} - {COUNTRY})  # a province is no country
+    head = f"By {', '.join(groupings)}" if groupings else "Countries"
+    parts = [f"<h2 id='groups'>2. For whom? {esc(head)} and persona groups</h2>", lead("groups")]
     for i, run in enumerate(board.ranked()):
         body, by, pooled = [], run.grouping, run.summary.pooled if run.summary else {}
         countries = pooled.get("countries") or {}
