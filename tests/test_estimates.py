@@ -103,6 +103,7 @@ def test_groups_and_gaps_are_named_as_the_survey_names_them() -> None:
     items["sex"] = items["sex"].map({"female": "Woman", "male": "Man"})
     items["country_code"] = items["country_code"].map({"DE": "AB", "JP": "NL"})
     items["grouping"] = "province"
+    items.loc[items["person_id"].isin(["1000", "1001", "1002"]), "age_group"] = "90 and over"  # too few
     (question,) = estimate_items(items, Settings(labelled=200, repeats=5))["domains"][0]["questions"]
     assert {e["group"] for e in question["estimates"]} == {"all", "province=AB", "province=NL"}
     gaps = {g["attribute"]: g["groups"] for g in question["gaps"]}

@@ -161,10 +161,11 @@ def _gap_pairs(attribute: str, levels: set[str]) -> list[tuple[str, str, str]]:
 
 
 def _gaps(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[dict[str, Any]]:
-    """First minus second group of the question's headline target, where both have enough labelled."""
+    """First minus second group of the question's headline target, of the groups with enough labelled."""
     found = []
     for attribute in (a for a in (SEX, AGE_GROUP) if a in q.groups):
-        for _, first, second in _gap_pairs(attribute, set(q.groups[attribute])):
+        counts = pd.Series(q.groups[attribute][lab]).value_counts()
+        for _, first, second in _gap_pairs(attribute, set(counts.index[counts >= s.min_respondents])):
             sides = [(_in_group(q, lab, attribute, g), _in_group(q, unl, attribute, g))
                      for g in (first, second)]
             if any(len(gl) < s.min_respondents or len(gu) < 2 for gl, gu in sides):
