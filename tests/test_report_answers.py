@@ -28,6 +28,8 @@ from socbench.metrics.structure import structure
 from socbench.report.answers import _simbench, persona_pairs
 from socbench.report.files import write_run_summary
 from socbench.report.html import ALIGNMENT, SCORES, distribution_cells, groups_section, write_report
+from socbench.report.html_sections import DEFINITIONS, NOTES, lead
+from socbench.report.labels import grouping_words
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent, ScoredItem
 
@@ -227,7 +229,13 @@ def test_a_grouping_variable_is_no_country_in_the_report() -> None:
     (line,) = _simbench({"model": 40.0, "demographic_model": 30.0, "questions": 12}, "province")
     assert "12 question x province groups" in line and "country" not in line
     run = SimpleNamespace(run="m", model="m", grouping="province", summary=None, domains=[])
-    board = SimpleNamespace(ranked=lambda: [run])
+    board = SimpleNamespace(ranked=lambda: [run], runs=[run])
     assert "2. For whom? By province and persona groups" in groups_section(board)[0]
     run.grouping = "country"
     assert "2. For whom? Countries and persona groups" in groups_section(board)[0]
+    run.grouping = "province"
+    texts = [text for _, text in DEFINITIONS] + [NOTES["leaderboard"]]
+    words = " ".join([lead("groups", "province"), *(grouping_words(text, "province") for text in texts)])
+    assert "country" not in words.lower() and "Accuracy per province and persona group" in words
+    assert "in the respondent's province" in words and lead("groups") == lead("groups", "country")
+    assert grouping_words("Countries differ; a country", "year") == "Year groups differ; a year"

@@ -15,7 +15,7 @@ from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.persona_groups import persona_effect, verdict
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.html_sections import details, esc, lead, note, run_heading, table
-from socbench.report.labels import domain_label, p_text
+from socbench.report.labels import domain_label, p_text, runs_grouping
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import HEADS, LABELS, fmt, markdown_table
 from socbench.types import COUNTRY, ScoredItem
@@ -179,7 +179,7 @@ def _html_domain(answer: DomainAnswer) -> str:
 def answer_html(board: Leaderboard) -> list[str]:
     """The report's opening section: every run x domain's answer, then persona vs no persona."""
     parts = ["<h2 id='answer'>The answer, domain by domain</h2>",
-             lead("answer")]
+             lead("answer", runs_grouping(board.runs))]
     for i, (run, answers) in enumerate(domain_answers(board)):
         parts.append(details(run_heading(run), "".join(map(_html_domain, answers)), open_=i == 0))
     parts.append("<h3 id='persona'>Did the persona help?</h3>")
