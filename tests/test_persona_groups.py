@@ -104,7 +104,8 @@ def test_a_survey_keeps_its_own_categories() -> None:
         "30-39", "40-49", "50-59"}  # never merged into 30-44
     assert group_of(EDUCATION, "higher", False) == "higher"
     assert group_of(EDUCATION, "Don't know", False) is None
-    assert [group_of(AGE_GROUP, age, False) for age in ("84", "14", "30.0")] == ["60+", "under 15", "30-44"]
+    raw = ("84", "14", "30.0", "44.5")
+    assert [group_of(AGE_GROUP, age, False) for age in raw] == ["60+", "under 15", "30-44", "30-44"]
     assert persona_groups({"gender": "Female", "agegroup": "(59,Inf]"}, roles) == {  # ISSP data: its words
         SEX: "female", AGE_GROUP: "45-59"}
 

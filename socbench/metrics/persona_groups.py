@@ -37,7 +37,7 @@ ATTRIBUTES = (SEX, AGE_GROUP, EDUCATION, RELIGION, PARTY, EMPLOYMENT)
 ROLE_ATTRIBUTE = {"age": AGE_GROUP}  # a role's persona group, where the names differ
 UNKNOWN = "unknown"
 AGE_BANDS = ((15, 29, "15-29"), (30, 44, "30-44"), (45, 59, "45-59"), (60, 130, "60+"))
-_RAW_AGE = re.compile(r"\d+(?:\.0*)?")  # an unlabelled number ("84", "84.0"): socbench bands it
+_RAW_AGE = re.compile(r"\d+(?:\.\d*)?")  # an unlabelled number ("84", "84.0", "30.5"): socbench bands it
 _BELOW = re.compile(r"^(?:under|less than|younger than|below|up to|<)", re.IGNORECASE)
 
 # Per attribute: key patterns, highest priority first, searched in the lower-cased key; (value pattern,
