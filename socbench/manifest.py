@@ -84,6 +84,15 @@ class DomainSpec(BaseModel):
     missing_codes: tuple[int | str, ...] = ()
     data_use: Literal["local", "remote"] = "local"
     title: str = ""
+    vocabulary: Literal["issp", "source"] | None = None  # None: "issp" unless a persona role is declared
+
+    @property
+    def issp_vocabulary(self) -> bool:
+        """Whether persona groups speak ISSP's words (its age bands, education levels): ISSP data (the ten
+        modules, a SocioBench folder, a ``--qa`` import); any other study keeps its own labels."""
+        if self.vocabulary is not None:
+            return self.vocabulary == "issp"
+        return not any(getattr(self.roles, role) for role in PERSONA_ROLES)
 
     @property
     def display_name(self) -> str:
@@ -205,7 +214,7 @@ def write_manifest(path: str | Path, manifest: Manifest) -> Path:
     if not body.get("title"):
         body.pop("title", None)
     for domain in body["domains"]:
-        for key in ("question_file", "answer_file", "module", "title", "country"):
+        for key in ("question_file", "answer_file", "module", "title", "country", "vocabulary"):
             if not domain.get(key):
                 domain.pop(key, None)
         if roles := {role: key for role, key in domain.pop("roles").items() if key}:

@@ -153,7 +153,8 @@ def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[s
     if isinstance(interview_count, int) and interviewed > interview_count:
         raise ValueError(f"{data.domain_name}: {interviewed} respondents in the items, "
                          f"more than interview_count={interview_count}")
-    scored = score_items(items, extractions, respondent_groups(data.respondents, data.roles))
+    groups = respondent_groups(data.respondents, data.roles, data.issp_vocabulary)
+    scored = score_items(items, extractions, groups)
     failed = [e.engine_error for e in extractions.values() if e.engine_error is not None]  # variants too
     weights, weights_off = design_weights(data)
     result = summarize_domain(data.domain_id, data.domain_name, model, items, scored, data.unmapped_countries,
@@ -167,7 +168,8 @@ def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[s
         by_id = weights and {str(p): w for p, w in weights.items()}
         estimates = memo(cache, content_key("estimates", data.domain_name, scored, by_id, result.questions),
                          lambda: gain_record(data.domain_name,
-                                             domain_frame(data.domain_name, scored, by_id, result.questions)))
+                                             domain_frame(data.domain_name, scored, by_id, result.questions,
+                                                          data.grouping)))
         result = replace(result, estimates=estimates)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
@@ -180,7 +182,8 @@ def precompute_yardsticks(data: DomainData, items: Sequence[Item], *, include_pe
     key): the CLI fills the time Prefect's API takes to start with them."""
     if cache is None:
         return
-    scored = score_items(items, {}, respondent_groups(data.respondents, data.roles))  # no answers: unused
+    groups = respondent_groups(data.respondents, data.roles, data.issp_vocabulary)
+    scored = score_items(items, {}, groups)  # no answers: unused
     weights, _ = design_weights(data)
     demographic_side(scored, shown_attributes(data, include_persona), weights=weights, cache=cache)
 

@@ -61,6 +61,7 @@ class DomainData:
     sample: dict[str, Any] = field(default_factory=dict)  # who was asked, how drawn (sampling.sample_record)
     grouping: str = COUNTRY  # what respondents are grouped by: COUNTRY, or the grouping attribute ("Region")
     roles: dict[str, str] = field(default_factory=dict)  # role -> attribute key (socbench.manifest.Roles)
+    issp_vocabulary: bool = True  # persona groups in ISSP's words (DomainSpec.issp_vocabulary), else its own
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,24 @@ def test_shares_gaps_countries_and_the_regression(record: dict) -> None:
     assert male["ci"][1] - male["ci"][0] < male["classical_ci"][1] - male["classical_ci"][0]
 
 
+def test_groups_and_gaps_are_named_as_the_survey_names_them() -> None:
+    """Issue 42: a province was keyed ``country=AB``, and youngest minus oldest were ISSP's bands: the
+    key is the grouping variable's (``province=AB``), the age groups the source's, ordered by age."""
+    items = planted(people=400, ps={"Q0": 0.9})
+    bands = {"15-29": "(0,19]", "30-44": "(19,39]", "45-59": "(39,59]", "60+": "(59,Inf]"}
+    items["age_group"] = items["age_group"].map(bands)
+    items["sex"] = items["sex"].map({"female": "Woman", "male": "Man"})
+    items["country_code"] = items["country_code"].map({"DE": "AB", "JP": "NL"})
+    items["grouping"] = "province"
+    items.loc[items["person_id"].isin(["1000", "1001", "1002"]), "age_group"] = "90 and over"  # too few
+    (question,) = estimate_items(items, Settings(labelled=200, repeats=5))["domains"][0]["questions"]
+    assert {e["group"] for e in question["estimates"]} == {"all", "province=AB", "province=NL"}
+    gaps = {g["attribute"]: g["groups"] for g in question["gaps"]}
+    assert gaps == {"sex": ["Man", "Woman"], "age_group": ["(0,19]", "(59,Inf]"]}
+    terms = {t["term"] for t in question["regression"]["terms"]}
+    assert terms <= {"intercept", "sex=Man", "sex=Woman", *(f"age_group={b}" for b in bands.values())}
+
+
 def test_a_binary_question_gets_a_logistic_regression_and_a_missing_answer_is_imputed() -> None:
     items = planted(people=300, ps={"Q0": 0.8})
     items["true_code"] = np.where(items["true_code"].astype(int) >= 4, "1", "2")

@@ -4,6 +4,8 @@ back, the labels of the wide table and the format rules (the round trip is tests
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +16,7 @@ from socbench.config import EXPORT_FORMATS as FORMATS
 from socbench.data.variables import SourceVariable, SourceVariables
 from socbench.errors import ConfigError
 from socbench.export import resolve_format
+from socbench.export.source import DomainSource
 from socbench.export.tables import long_table, wide_labels
 from socbench.export.writers import write_table
 from socbench.log.read import read_domain
@@ -41,6 +44,59 @@ def test_long_table_of_a_detailed_file(tmp_path: Path) -> None:
     assert list(frame.columns[-3:]) == ["p_m9", "p_1", "p_2"]  # codes in numeric order, -9 -> m9
     assert frame.loc[0, "p_m9"] == 0.1 and frame.loc[1, ["p_1", "p_2"]].isna().all()
     assert labels.columns["p_m9"] == "Model's probability of code -9"
+
+
+def _provinces(tmp_path: Path) -> tuple[Path, DomainSource]:
+    """A detailed file of a study grouped by province (BC, NL) and its import record."""
+    details = [{**row, "country_code": code} for row, code in zip(DETAILS, ("BC", "NL"))]
+    path = tmp_path / "Ces_detailed.json"
+    path.write_text(json.dumps({**detailed_record(details, {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}),
+                                "grouping": "Province of residence"}))
+    group = SourceVariable(name="prov", label="Province of residence", value_labels={"1": "BC", "2": "NL"})
+    variables = SourceVariables(source_file="ces.sav", kind="SPSS", rows=2, questions=[], group=group)
+    return path, DomainSource(tmp_path / "answers.json", {}, variables)
+
+
+def test_a_grouping_variable_is_named_as_the_file_names_it_not_a_country(tmp_path: Path) -> None:
+    """Issue 42: a province variable's codes (BC, QC, NL) were exported as ``country_code``, labelled "Country
+    code (ISSP C_ALPHAN)". The column is the variable's own name and label; a country keeps its column."""
+    path, source = _provinces(tmp_path)
+    frame, labels = long_table([(read_domain(path), source)])
+    assert "country_code" not in frame and frame["prov"].tolist() == ["BC", "NL"]
+    assert labels.columns["prov"] == "Province of residence"
+    assert not [c for c, label in labels.columns.items() if "country" in f"{c} {label}".lower()]
+    frame, labels = long_table([(read_domain(path), None)])  # no data folder: the grouping as recorded
+    assert frame["Province of residence"].tolist() == ["BC", "NL"] and "country_code" not in frame
+    frame, labels = long_table([(_domain(tmp_path), None)])  # a country stays a country
+    assert frame["country_code"].tolist() == ["DE", "JP"] and "Country code" in labels.columns["country_code"]
+
+
+R_READ = """
+args <- commandArgs(trailingOnly = TRUE)
+d <- if (grepl("sav$", args[1])) haven::read_sav(args[1]) else haven::read_dta(args[1])
+for (name in c("prov", "true_label")) cat(name, attr(d[[name]], "label"), paste(d[[name]], collapse = ";"),
+                                          "\\n", sep = "\\t")
+"""
+
+
+@pytest.mark.slow  # runs Rscript (R's haven reads the files back)
+@pytest.mark.parametrize("fmt", ["sav", "dta"])
+def test_long_export_read_back_by_haven_keeps_the_survey_s_names(tmp_path: Path, fmt: str) -> None:
+    """Issue 42: what R's haven reads back holds the grouping variable under its own name and label and
+    the answers' labels as the survey words them."""
+    if shutil.which("Rscript") is None or subprocess.run(["Rscript", "-e", "library(haven)"],
+                                                         capture_output=True).returncode != 0:
+        pytest.skip("R's haven is not installed: apt-get install r-cran-haven (`make setup` does as root)")
+    path, source = _provinces(tmp_path)
+    frame, labels = long_table([(read_domain(path), source)])
+    written = write_table(frame, tmp_path / f"long.{fmt}", fmt, labels)
+    script = tmp_path / "read.R"
+    script.write_text(R_READ)
+    read = subprocess.run(["Rscript", str(script), str(written)], capture_output=True, text=True, timeout=300)
+    assert read.returncode == 0, read.stderr
+    seen = {fields[0]: fields[1:3] for fields in (line.split("\t") for line in read.stdout.splitlines())}
+    assert seen == {"prov": ["Province of residence", "BC;NL"],
+                    "true_label": ["Respondent's answer (label)", "Yes;No"]}
 
 
 def test_draws_and_circular_variants_get_rows_of_their_own(tmp_path: Path) -> None:

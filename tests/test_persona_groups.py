@@ -89,6 +89,40 @@ def test_age_bands(value: str, band: str | None) -> None:
     assert age_group(value) == band
 
 
+BANDS = ("(0,19]", "(19,39]", "(39,59]", "(59,Inf]")
+
+
+def test_a_survey_keeps_its_own_categories() -> None:
+    """Issue 42: outside ISSP data a group is the source's label verbatim. Before: "(59,Inf]" became
+    "45-59" (its first number), "bachelors" became "tertiary" while "higher" stayed."""
+    roles = {"sex": "gender", "age": "agegroup", "education": "education"}
+    for band in BANDS:
+        person = {"gender": "Female", "agegroup": band, "education": "bachelors"}
+        assert persona_groups(person, roles, issp=False) == {SEX: "Female", AGE_GROUP: band,
+                                                             EDUCATION: "bachelors"}
+    assert {group_of(AGE_GROUP, label, False) for label in ("30-39", "40-49", "50-59")} == {
+        "30-39", "40-49", "50-59"}  # never merged into 30-44
+    assert group_of(EDUCATION, "higher", False) == "higher"
+    assert group_of(EDUCATION, "Don't know", False) is None
+    raw = ("84", "14", "30.0", "44.5")
+    assert [group_of(AGE_GROUP, age, False) for age in raw] == ["60+", "under 15", "30-44", "30-44"]
+    assert persona_groups({"gender": "Female", "agegroup": "(59,Inf]"}, roles) == {  # ISSP data: its words
+        SEX: "female", AGE_GROUP: "45-59"}
+
+
+def test_which_domains_speak_issp() -> None:
+    """The ten modules and a folder without persona roles: ISSP; declared persona roles: the file's words;
+    ``vocabulary`` (``data import`` writes it: issp for --qa, source for --questions) decides first."""
+    from socbench.manifest import DomainSpec, Roles
+
+    assert all(domain.issp_vocabulary for domain in DOMAINS)
+    spec = DomainSpec(id=1, name="Ces", slug="ces", roles=Roles(group="province"))
+    assert spec.issp_vocabulary  # a group alone names no category
+    assert not spec.model_copy(update={"roles": Roles(age="agegroup")}).issp_vocabulary
+    assert spec.model_copy(update={"roles": Roles(age="agegroup"), "vocabulary": "issp"}).issp_vocabulary
+    assert not spec.model_copy(update={"vocabulary": "source"}).issp_vocabulary
+
+
 def test_fallbacks_exclusions_and_missing_values() -> None:
     groups = persona_groups({
         "Sex of respondent": "Female",
@@ -154,3 +188,35 @@ def test_score_domain_attaches_groups(demo_data: Path) -> None:
     assert result.breakdowns[SEX]["female"]["n"] == len(females)
     assert result.breakdowns[SEX]["female"]["accuracy"] == pytest.approx(
         sum(s.correct for s in females) / len(females))
+
+
+def test_an_imported_survey_keeps_its_bands_and_says_which_it_made(tmp_path: Path, capsys) -> None:
+    """Issue 42 through ``data import``: a banded age variable keeps its bands ("(59,Inf]" was "45-59") and
+    education its labels; a raw numeric age is banded by socbench and the import report says how."""
+    import pandas as pd
+    import pyreadstat
+
+    from socbench.cli import main
+
+    n = 40
+    frame = pd.DataFrame({"q1": [1.0, 2.0] * (n // 2), "agecat": [1.0, 2.0, 3.0, 4.0] * (n // 4),
+                          "age": [18.0, 35.0, 50.0, 77.0] * (n // 4), "educ": [1.0, 2.0] * (n // 2)})
+    labels = {"q1": {1: "Yes", 2: "No"}, "agecat": dict(enumerate(BANDS, start=1)),
+              "educ": {1: "bachelors", 2: "higher"}}
+    pyreadstat.write_sav(frame, str(tmp_path / "poll.sav"), variable_value_labels=labels)
+    for age, slug in (("agecat", "banded"), ("age", "raw")):
+        out = tmp_path / slug
+        assert main(["data", "import", str(tmp_path / "poll.sav"), "--out", str(out), "--questions", "q1",
+                     "--slug", slug, "--roles", f"age={age},education=educ"]) == 0, capsys.readouterr().err
+        data = load_domain(out, get_domain(slug, out), 500)
+        found = respondent_groups(data.respondents, data.roles, data.issp_vocabulary).values()
+        report = (out / f"import_report_{slug}.md").read_text()
+        assert {g[EDUCATION] for g in found} == {"bachelors", "higher"}
+        if slug == "banded":
+            assert {g[AGE_GROUP] for g in found} == set(BANDS) and "## Age bands" not in report
+        else:
+            assert {g[AGE_GROUP] for g in found} == {"15-29", "30-44", "45-59", "60+"}
+            assert ("- age: age holds unlabelled ages, so persona groups band them (socbench's bands; "
+                    "labelled values stay as labelled): 15-29: 10 respondents aged 18-18; 30-44: 10 "
+                    "respondents aged 35-35; 45-59: 10 respondents aged 50-50; 60+: 10 respondents aged "
+                    "77-77") in report

@@ -16,6 +16,7 @@ import math
 import random
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from scipy.stats import binomtest
@@ -24,9 +25,11 @@ from socbench.log.read import ModelRun
 from socbench.log.write import write_domain_files
 from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.structure import structure
-from socbench.report.answers import persona_pairs
+from socbench.report.answers import _simbench, persona_pairs
 from socbench.report.files import write_run_summary
-from socbench.report.html import write_report
+from socbench.report.html import ALIGNMENT, SCORES, distribution_cells, groups_section, write_report
+from socbench.report.html_sections import DEFINITIONS, NOTES, lead
+from socbench.report.labels import grouping_words
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent, ScoredItem
 
@@ -213,3 +216,26 @@ def test_control_runs_pair_with_their_own_variant() -> None:
         "org_M", "org_M-no_persona", "org_M-logprobs", "org_M-logprobs-no_persona", "org_N-no_persona")]
     assert [(a.run, b.run) for a, b in persona_pairs(runs)] == [
         ("org_M", "org_M-no_persona"), ("org_M-logprobs", "org_M-logprobs-no_persona")]
+
+
+def test_a_grouping_variable_is_no_country_in_the_report() -> None:
+    """Issue 42: the distribution level of a study grouped by province read "country x question", and the
+    SimBench line "question x country groups"; both name the grouping variable, ISSP keeps "country"."""
+    row = {"domain": "Ces", "domain_id": 1, "run": "m", "distribution_level": "country_question",
+           "grouping": "province", "kendall_tau_p": 0.1, **{f"{name}_score": 0.5 for name in SCORES},
+           **{name: 0.5 for name in ALIGNMENT}}
+    assert distribution_cells(row)[2] == "province x question"
+    assert distribution_cells({**row, "grouping": "country"})[2] == "country x question"
+    (line,) = _simbench({"model": 40.0, "demographic_model": 30.0, "questions": 12}, "province")
+    assert "12 question x province groups" in line and "country" not in line
+    run = SimpleNamespace(run="m", model="m", grouping="province", summary=None, domains=[])
+    board = SimpleNamespace(ranked=lambda: [run], runs=[run])
+    assert "2. For whom? By province and persona groups" in groups_section(board)[0]
+    run.grouping = "country"
+    assert "2. For whom? Countries and persona groups" in groups_section(board)[0]
+    run.grouping = "province"
+    texts = [text for _, text in DEFINITIONS] + [NOTES["leaderboard"]]
+    words = " ".join([lead("groups", "province"), *(grouping_words(text, "province") for text in texts)])
+    assert "country" not in words.lower() and "Accuracy per province and persona group" in words
+    assert "in the respondent's province" in words and lead("groups") == lead("groups", "country")
+    assert grouping_words("Countries differ; a country", "year") == "Year groups differ; a year"

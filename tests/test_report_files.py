@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -188,3 +189,13 @@ def test_model_scale_plot_needs_two_sized_models(tmp_path: Path) -> None:
     figures = draw_figures(leaderboard(tmp_path), tmp_path)
     assert "model_scale" not in figures.paths and not (tmp_path / "model_scale.png").exists()
     assert any("every run is of one model size (135M)" in note for note in figures.notes)
+
+
+def test_a_study_grouped_by_province_is_no_country_in_its_summary(tmp_path: Path) -> None:
+    """Issue 42: summary.md said "per country x question" and "Respondents in no country" of a study
+    grouped by province; summary.json's rows record the grouping."""
+    a, _ = domain(1, "Ces", "m", ANSWERS, {})
+    summary = write_run_summary(tmp_path, "m", [replace(a, grouping="province")])
+    md = summary.markdown.read_text()
+    assert "country" not in md.lower() and "per province x question" in md
+    assert json.loads(summary.path.read_text())["domains"][0]["grouping"] == "province"

@@ -7,6 +7,7 @@ for a prompt stop the import; country codes without a label are a warning.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from socbench.data.options import code_order
 from socbench.data.question_labels import QuestionDecision
 from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
 from socbench.errors import DataError
+from socbench.metrics.persona_groups import AGE_GROUP, group_of
 
 if TYPE_CHECKING:
     from socbench.data.importer import ImportPlan
@@ -130,9 +132,30 @@ def questions_section(plan: ImportPlan) -> list[str]:
     return lines + [line for decision in plan.decisions for line in question_lines(decision)]
 
 
+def age_band_lines(plan: ImportPlan) -> list[str]:
+    """Where socbench bands a raw numeric age itself (a study in its own words keeps every label), the
+    bands it made and from which values; nothing where the file's age is labelled (its bands are kept)."""
+    key = plan.entry.roles.age
+    name = next((n for n, k in plan.layout.attributes if k == key), None)
+    if plan.entry.issp_vocabulary or name is None or plan.survey.variables[name].is_string:
+        return []
+    labels = plan.survey.variables[name].value_labels
+    ages: dict[str, tuple[float, float, int]] = {}  # band -> (youngest, oldest, respondents)
+    for code, n in plan.survey.code_counts([name])[name].items():
+        band = None if code in labels else group_of(AGE_GROUP, code, issp=False)
+        if band is not None and band != code:
+            low, high, count = ages.get(band, (math.inf, -math.inf, 0))
+            ages[band] = (min(low, float(code)), max(high, float(code)), count + n)
+    shown = "; ".join(f"{band}: {n:,} respondents aged {low:g}-{high:g}"
+                      for band, (low, high, n) in sorted(ages.items(), key=lambda kv: kv[1]))
+    return ["## Age bands", "", f"- age: {name} holds unlabelled ages, so persona groups band them "
+            f"(socbench's bands; labelled values stay as labelled): {shown}", ""] if ages else []
+
+
 def format_report(plan: ImportPlan, summary: bool = False) -> str:
     """The report as Markdown: ``import_report_<slug>.md`` (every section), or (``summary``) what stderr
     shows: the summary and warnings."""
     lines = [f"# Import report: {plan.entry.slug} (from {plan.request.source.name})", ""]
-    lines += summary_section(plan) + ([] if summary else [*plan.roles, *questions_section(plan)])
+    lines += summary_section(plan) + ([] if summary else [*plan.roles, *age_band_lines(plan),
+                                                          *questions_section(plan)])
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -202,7 +202,8 @@ def _entry(request: ImportRequest, base: Manifest | None, slug: str, earlier: Do
             or "".join(part.capitalize() for part in re.split(r"[_-]+", slug)))
     try:
         return DomainSpec(id=domain_id, name=name, slug=slug, module=f"imported from {request.source.name}",
-                          country_attribute=country_key, country=request.study_country or "", roles=roles)
+                          country_attribute=country_key, country=request.study_country or "", roles=roles,
+                          vocabulary="issp" if request.qa is not None else "source")
     except ValidationError as exc:
         err = exc.errors()[0]
         flag = {"slug": "--slug", "name": "--name"}.get(str(err["loc"][0]), str(err["loc"][0]))
@@ -304,7 +305,8 @@ def _write_side_files(plan: ImportPlan) -> Path:
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
         write_atomic(qa_path, plan.question_file)
     write_atomic(out / f"import_report_{plan.entry.slug}.md", format_report(plan).encode("utf-8"))
-    record = source_variables(plan.survey, plan.layout.questions, plan.layout.weight, plan.country)
+    record = source_variables(plan.survey, plan.layout.questions, plan.layout.weight, plan.country,
+                              plan.group)
     write_atomic(variables_path(out, plan.entry.slug), json_bytes(record.model_dump(mode="json")))
     write_manifest(_manifest_path(out), plan.manifest)
     return qa_path

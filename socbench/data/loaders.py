@@ -386,4 +386,5 @@ def load_domain(
         sample=sample_record(respondents, drawn, len(records), domain.roles.group or COUNTRY),
         grouping=domain.roles.group or COUNTRY,
         roles=domain.roles.declared(),
+        issp_vocabulary=domain.issp_vocabulary,
     )

@@ -42,6 +42,7 @@ class SourceVariables(BaseModel):
     questions: list[SourceVariable]
     weight: SourceVariable | None = None
     country: SourceVariable | None = None
+    group: SourceVariable | None = None  # the grouping variable that is not a country (province, year)
 
 
 def variables_path(data_root: Path, slug: str) -> Path:
@@ -55,13 +56,14 @@ def _variable(variable: Variable, question_id: str | None = None) -> SourceVaria
 
 
 def source_variables(survey: SurveyFile, questions: Sequence[tuple[str, str]], weight: str | None,
-                     country: str | None) -> SourceVariables:
-    """The record of one import: each question's variable (with its question id), weight, country."""
+                     country: str | None, group: str | None = None) -> SourceVariables:
+    """The record of one import: each question's variable (with its question id), weight, country, group."""
     return SourceVariables(
         source_file=survey.path.name, kind=survey.kind, rows=survey.n_rows,
         questions=[_variable(survey.variables[name], qid) for name, qid in questions],
         weight=_variable(survey.variables[weight]) if weight else None,
-        country=_variable(survey.variables[country]) if country else None)
+        country=_variable(survey.variables[country]) if country else None,
+        group=_variable(survey.variables[group]) if group else None)
 
 
 def read_variables(data_root: Path, slug: str) -> SourceVariables:

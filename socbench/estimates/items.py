@@ -15,12 +15,12 @@ from socbench.export.source import domain_source, run_data, run_folder
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.baselines import UNMAPPED
 from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
-from socbench.types import ScoredItem
+from socbench.types import COUNTRY, ScoredItem
 from socbench.weights import weights_off_reason
 
 # one row per scored item (respondent x question); attrs: run, model, notes (what is missing and why)
-COLUMNS = ("domain", "person_id", "question_id", "country_code", "weight", "true_code", "model_code",
-           "model_shares", "offered_codes")
+COLUMNS = ("domain", "grouping", "person_id", "question_id", "country_code", "weight", "true_code",
+           "model_code", "model_shares", "offered_codes")
 
 
 def _shares(item: ScoredItem) -> dict[str, float] | None:
@@ -32,14 +32,16 @@ def _shares(item: ScoredItem) -> dict[str, float] | None:
 
 
 def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str, float] | None,
-                 questions: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+                 questions: Mapping[str, Mapping[str, Any]], grouping: str = COUNTRY) -> pd.DataFrame:
     """One domain's rows: ``COLUMNS`` plus the persona groups its items carry; ``weights`` by person
-    id as text (None: unweighted); ``questions``: the per-question view (its offered options)."""
+    id as text (None: unweighted); ``questions``: the per-question view (its offered options);
+    ``grouping``: what ``country_code`` holds (a country, or the study's grouping variable)."""
     options = {qid: [str(code) for code, _ in view.get("options", [])] for qid, view in questions.items()}
     people = [str(item.person_id) for item in scored]
     present = [a for a in ATTRIBUTES if any(a in item.groups for item in scored)]
     return pd.DataFrame({
-        "domain": domain, "person_id": people, "question_id": [item.question_id for item in scored],
+        "domain": domain, "grouping": grouping, "person_id": people,
+        "question_id": [item.question_id for item in scored],
         "country_code": [item.country_code or UNMAPPED for item in scored],
         "weight": [weights[p] if weights else float("nan") for p in people],
         "true_code": [str(item.true_code) for item in scored],
@@ -71,7 +73,8 @@ def run_items(run_dir: str | Path) -> pd.DataFrame:
         weights, why = _weights(run, domain)
         if why:
             notes.append(f"{domain.domain}: unweighted ({why})")
-        frames.append(domain_frame(domain.domain, domain.stored.items(), weights, domain.stored.questions))
+        frames.append(domain_frame(domain.domain, domain.stored.items(), weights, domain.stored.questions,
+                                   domain.stored.grouping))
     items = pd.concat(frames, ignore_index=True)
     items.attrs.update(run=run.run, model=run.model, notes=notes)
     return items

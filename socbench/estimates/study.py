@@ -22,7 +22,8 @@ from socbench.data.options import code_order
 from socbench.errors import ConfigError
 from socbench.estimates.ppi import Estimate, classical_fit, plan_budget, ppi_mean, ppi_regression, z_value
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
-from socbench.metrics.persona_groups import AGE_BANDS, AGE_GROUP, ATTRIBUTES, SEX, UNKNOWN
+from socbench.metrics.persona_groups import AGE_GROUP, ATTRIBUTES, SEX, UNKNOWN, age_order
+from socbench.types import COUNTRY
 
 MEAN = "mean"
 DEFAULT_FRACTION = 0.1
@@ -85,6 +86,7 @@ class Question:
     row_of: np.ndarray  # domain person index -> row here, -1 where the person was not asked
     groups: dict[str, np.ndarray]  # country_code and each persona attribute, in row order
     no_model_answer: int
+    grouping: str = COUNTRY  # what country_code holds: a country, or the study's grouping ("province")
 
     def rows(self, people: np.ndarray) -> np.ndarray:
         found = self.row_of[people]
@@ -125,8 +127,9 @@ def question(qid: str, frame: pd.DataFrame, person_index: dict[str, int]) -> Que
     row_of[[person_index[p] for p in frame["person_id"]]] = np.arange(len(frame))
     w = frame["weight"].to_numpy(dtype=float)
     groups = {c: frame[c].to_numpy(dtype=object) for c in ("country_code", *ATTRIBUTES) if c in frame}
+    grouping = str(frame["grouping"].iloc[0]) if "grouping" in frame else COUNTRY
     return Question(qid, names, y, yhat, None if np.isnan(w).any() else w, row_of, groups,
-                    int((~answered).sum()))
+                    int((~answered).sum()), grouping)
 
 
 def _fields(e: Estimate, full: np.ndarray, alpha: float) -> list[dict[str, Any]]:
@@ -143,29 +146,35 @@ def _in_group(q: Question, rows: np.ndarray, column: str, value: str) -> np.ndar
 
 
 def _groups(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[dict[str, Any]]:
-    """Per country with enough labelled respondents (when the question was asked in several)."""
+    """Per country (or group of the study's grouping variable: ``province=AB``) with enough labelled
+    respondents (when the question was asked in several)."""
     countries = sorted(set(q.groups["country_code"]))
     found = []
     for country in countries if len(countries) > 1 else ():
         gl, gu = _in_group(q, lab, "country_code", country), _in_group(q, unl, "country_code", country)
         if len(gl) >= s.min_respondents and len(gu) >= 2:
             est, full = q.estimate(gl, gu), q.full(np.flatnonzero(q.groups["country_code"] == country))
-            found += [{"target": name, "group": f"country={country}", **fields}
+            found += [{"target": name, "group": f"{q.grouping}={country}", **fields}
                       for name, fields in zip(q.names, _fields(est, full, s.alpha))]
     return found
 
 
-def _gap_pairs(levels: set[str]) -> list[tuple[str, str, str]]:
-    bands = [label for _, _, label in AGE_BANDS if label in levels]
-    pairs = [(SEX, "female", "male")] + ([(AGE_GROUP, bands[0], bands[-1])] if len(bands) > 1 else [])
-    return [p for p in pairs if {p[1], p[2]} <= levels]
+def _gap_pairs(attribute: str, levels: set[str]) -> list[tuple[str, str, str]]:
+    """The gap an attribute's groups (as the source names them) are compared by: the two sexes, or the
+    youngest minus the oldest age group (by the ages their labels name, ``age_order``)."""
+    known = sorted(level for level in levels if level != UNKNOWN)
+    if attribute == SEX:
+        return [(SEX, *known)] if len(known) == 2 else []
+    ages = sorted((order, level) for level in known if (order := age_order(level)) is not None)
+    return [(AGE_GROUP, ages[0][1], ages[-1][1])] if len(ages) > 1 else []
 
 
 def _gaps(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[dict[str, Any]]:
-    """First minus second group of the question's headline target, where both have enough labelled."""
+    """First minus second group of the question's headline target, of the groups with enough labelled."""
     found = []
     for attribute in (a for a in (SEX, AGE_GROUP) if a in q.groups):
-        for _, first, second in _gap_pairs(set(q.groups[attribute])):
+        counts = pd.Series(q.groups[attribute][lab]).value_counts()
+        for _, first, second in _gap_pairs(attribute, set(counts.index[counts >= s.min_respondents])):
             sides = [(_in_group(q, lab, attribute, g), _in_group(q, unl, attribute, g))
                      for g in (first, second)]
             if any(len(gl) < s.min_respondents or len(gu) < 2 for gl, gu in sides):

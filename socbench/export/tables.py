@@ -17,9 +17,10 @@ from socbench.export.fit import TEXTS
 from socbench.export.source import DomainSource
 from socbench.export.writers import Labels, code_number
 from socbench.log.read import DETAILED_SUFFIX, DomainRun, read_variants
-from socbench.types import VariantResult
+from socbench.types import COUNTRY, VariantResult
 
 LONG_LABELS: dict[str, str] = TEXTS["long_labels"]
+COUNTRY_CODE, GROUP = "country_code", "group"
 
 
 def numeric_codes(values: Sequence[str | None]) -> pd.Series:
@@ -99,20 +100,38 @@ def circular_variants(domain: DomainRun) -> list[VariantResult]:
     return [variant for path in files for variant in read_variants(path)]
 
 
+def grouping_column(domains: Sequence[tuple[DomainRun, DomainSource | None]]) -> tuple[str, str]:
+    """The name and label of the column ``country_code`` holds: a country code, or the study's grouping
+    variable as the file names and labels it (``province``), never called a country."""
+    found = set()
+    for domain, source in domains:
+        variable = source.variables.group if source and source.variables else None
+        grouping = domain.stored.grouping
+        found.add((COUNTRY, LONG_LABELS[COUNTRY_CODE]) if grouping == COUNTRY else
+                  (variable.name, variable.label or variable.name) if variable else (grouping, grouping))
+    if len(found) > 1:
+        return GROUP, "Grouping of the respondent's domain: " + ", ".join(sorted(label for _, label in found))
+    name, label = found.pop() if found else (COUNTRY, LONG_LABELS[COUNTRY_CODE])
+    return (COUNTRY_CODE if name == COUNTRY else name if name not in LONG_LABELS else GROUP), label
+
+
 def long_table(domains: Sequence[tuple[DomainRun, DomainSource | None]]) -> tuple[pd.DataFrame, Labels]:
-    """Every domain's rows in one table, probability columns (logprobs mode) last."""
+    """Every domain's rows in one table, probability columns (logprobs mode) last; the country column
+    named as what it holds (``grouping_column``)."""
     frame = pd.concat([domain_long(domain, source) for domain, source in domains], ignore_index=True)
     probabilities = sorted((c for c in frame.columns if c not in LONG_LABELS), key=_code_order)
     frame = frame[[*LONG_LABELS, *probabilities]]
+    group, group_label = grouping_column(domains)
     for column in ("true_code", "model_code"):
         frame[column] = numeric_codes(frame[column].tolist())
     frame["person_id"] = numeric_codes([str(p) for p in frame["person_id"]])
     for column in ("source_row", "draw", "weight", *probabilities):
         frame[column] = pd.to_numeric(frame[column])
     frame[["source_row", "draw"]] = frame[["source_row", "draw"]].astype("Int64")
-    column_labels = {**LONG_LABELS, **{c: f"Model's probability of code {c[2:].replace('m', '-')}"
-                                       for c in probabilities}}
-    return frame, Labels(columns=column_labels)
+    column_labels = {**{group if c == COUNTRY_CODE else c: group_label if c == COUNTRY_CODE else label
+                        for c, label in LONG_LABELS.items()},
+                     **{c: f"Model's probability of code {c[2:].replace('m', '-')}" for c in probabilities}}
+    return frame.rename(columns={COUNTRY_CODE: group}), Labels(columns=column_labels)
 
 
 ROW = "source_row"

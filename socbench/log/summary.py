@@ -68,7 +68,7 @@ def summary_row(result: DomainResult) -> dict[str, Any]:
     accuracy = result.metrics.get("accuracy", math.nan)
     ci = result.accuracy_ci or (math.nan, math.nan)
     return {
-        "domain_id": result.domain_id, "domain": result.domain_name,
+        "domain_id": result.domain_id, "domain": result.domain_name, "grouping": result.grouping,
         **{name: result.metrics.get(name, math.nan) for name in SUMMARY_METRICS},
         "accuracy_ci_low": ci[0], "accuracy_ci_high": ci[1], **distribution_headline(result),
         **alignment_headline(result.alignment), **headline(result.yardsticks),

@@ -1,8 +1,12 @@
 """Persona groups (sex, age group, education, religion, party, employment) from respondent attributes. A study
 that declares its roles is grouped by exactly those; otherwise keys are recognised as ISSP codebook labels,
 which differ by module, so patterns are tried in priority order per respondent (a missing preferred variable
-falls back to the next; spouse, household and country-specific education never count). Values map onto a
-few comparable groups; a label no rule knows is kept (cleaned), so it shows up instead of vanishing.
+falls back to the next; spouse, household and country-specific education never count).
+
+A survey's categories are its own: outside ISSP data (``DomainSpec.issp_vocabulary``) a group is the source's
+value label verbatim, never renamed, merged or re-banded; only a raw numeric age is banded (``AGE_BANDS``, as
+the import report says). ISSP data maps its modules' labels onto a few comparable groups (``_VALUE_RULES``,
+ages by their first number); a label no rule knows is kept (cleaned), so it shows up instead of vanishing.
 
 Persona vs no persona (``persona_effect``): did describing the respondent help? Persona prompting often does
 not, and can hurt under-represented groups (WVS persona study, 2026), so a persona run is read against the
@@ -33,6 +37,8 @@ ATTRIBUTES = (SEX, AGE_GROUP, EDUCATION, RELIGION, PARTY, EMPLOYMENT)
 ROLE_ATTRIBUTE = {"age": AGE_GROUP}  # a role's persona group, where the names differ
 UNKNOWN = "unknown"
 AGE_BANDS = ((15, 29, "15-29"), (30, 44, "30-44"), (45, 59, "45-59"), (60, 130, "60+"))
+_RAW_AGE = re.compile(r"\d+(?:\.\d*)?")  # an unlabelled number ("84", "84.0", "30.5"): socbench bands it
+_BELOW = re.compile(r"^(?:under|less than|younger than|below|up to|<)", re.IGNORECASE)
 
 # Per attribute: key patterns, highest priority first, searched in the lower-cased key; (value pattern,
 # group) rules, the first match wins. Package data: a table, not code.
@@ -76,11 +82,24 @@ def age_group(value: str) -> str | None:
     return next((label for low, high, label in AGE_BANDS if low <= age <= high), None)
 
 
+def age_order(label: str) -> float | None:
+    """Where an age group's label sits among the ages, for "youngest" and "oldest": its first number
+    ("(59,Inf]" -> 59, "65+" -> 65), a little lower for "under 15" / "less than 18"; None without one."""
+    match = re.search(r"\d+", str(label))
+    if match is None:
+        return None
+    return int(match.group()) - (0.5 if _BELOW.match(str(label).strip()) else 0.0)
+
+
 @functools.lru_cache(maxsize=1 << 14)
-def group_of(attribute: str, value: str) -> str | None:
-    """The group of one attribute value; None for a missing value or an unreadable age."""
+def group_of(attribute: str, value: str, issp: bool = True) -> str | None:
+    """The group of one attribute value; None for a missing value or an unreadable age. ``issp`` False:
+    the value itself (a raw numeric age in ``AGE_BANDS``)."""
     if is_missing_label(value):
         return None
+    if not issp:
+        text = " ".join(str(value).split())
+        return age_group(text) if attribute == AGE_GROUP and _RAW_AGE.fullmatch(text) else text or None
     if attribute == AGE_GROUP:
         return age_group(value)
     label = clean_label(value)
@@ -99,9 +118,10 @@ def _declared(attributes: Mapping[str, str], roles: Mapping[str, str]) -> dict[s
             if attribute in ATTRIBUTES and norm in keys}
 
 
-def persona_groups(attributes: Mapping[str, str], roles: Mapping[str, str] | None = None) -> dict[str, str]:
+def persona_groups(attributes: Mapping[str, str], roles: Mapping[str, str] | None = None,
+                   issp: bool = True) -> dict[str, str]:
     """``{attribute: group}`` for the persona attributes this respondent has: the declared ``roles``
-    (role -> attribute key), else recognised keys in priority order."""
+    (role -> attribute key), else recognised keys in priority order; ``issp``: in ISSP's words."""
     declared = any(ROLE_ATTRIBUTE.get(role, role) in ATTRIBUTES for role in roles or ())
     ranked = _declared(attributes, roles or {}) if declared else {}
     for key in () if declared else attributes:
@@ -111,17 +131,17 @@ def persona_groups(attributes: Mapping[str, str], roles: Mapping[str, str] | Non
     groups: dict[str, str] = {}
     for attribute in ATTRIBUTES:
         for _, key in sorted(ranked.get(attribute, [])):
-            group = group_of(attribute, str(attributes[key]))
+            group = group_of(attribute, str(attributes[key]), issp)
             if group is not None:
                 groups[attribute] = group
                 break
     return groups
 
 
-def respondent_groups(respondents: Iterable[Respondent],
-                      roles: Mapping[str, str] | None = None) -> dict[int, dict[str, str]]:
+def respondent_groups(respondents: Iterable[Respondent], roles: Mapping[str, str] | None = None,
+                      issp: bool = True) -> dict[int, dict[str, str]]:
     """``{person_id: persona groups}`` for ``score_domain`` to attach to the scored items."""
-    return {person.person_id: persona_groups(person.attributes, roles) for person in respondents}
+    return {person.person_id: persona_groups(person.attributes, roles, issp) for person in respondents}
 
 
 def persona_breakdowns(items: Sequence[ScoredItem], expected: Mapping[str, np.ndarray],

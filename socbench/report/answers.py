@@ -15,10 +15,10 @@ from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.persona_groups import persona_effect, verdict
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.html_sections import details, esc, lead, note, run_heading, table
-from socbench.report.labels import domain_label, p_text
+from socbench.report.labels import domain_label, p_text, runs_grouping
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import HEADS, LABELS, fmt, markdown_table
-from socbench.types import ScoredItem
+from socbench.types import COUNTRY, ScoredItem
 
 MAJORITY_BASELINES = ("majority_question", "majority_country_question", "majority_group_question")
 PREDICTORS = (("model", "This model", "the model"),
@@ -96,18 +96,19 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
     lines = lines or ["No structure figures for this domain."]
     rows = tuple(_structure_row(label.lower().removeprefix("a "), simbench.get(key), structure[key])
                  for key, label, _ in PREDICTORS if key in structure)
-    return DomainAnswer(title, lead, tuple([*lines, *_comparison(structure), *_simbench(simbench)]), rows)
+    return DomainAnswer(title, lead, tuple([*lines, *_comparison(structure),
+                                            *_simbench(simbench, dom.stored.grouping)]), rows)
 
 
-def _simbench(simbench: Mapping[str, Any]) -> list[str]:
-    """Where the answer distribution sits on SimBench's published scale."""
+def _simbench(simbench: Mapping[str, Any], grouping: str = COUNTRY) -> list[str]:
+    """Where the answer distribution sits on SimBench's published scale (``grouping``: its groups')."""
     model, demographic = _number(simbench.get("model")), _number(simbench.get("demographic_model"))
     if math.isnan(model):
         return []
     groups = simbench.get("questions")
     return [f"On SimBench's scale (0 = uniform answers, 100 = people's distribution; SimBench's best "
             f"published model scores {SIMBENCH_BEST}) the model scores {fmt(model, 1)}, the classifier "
-            f"{fmt(demographic, 1)}" + (f", over {groups} question x country groups." if groups else ".")]
+            f"{fmt(demographic, 1)}" + (f", over {groups} question x {grouping} groups." if groups else ".")]
 
 
 def domain_answers(board: Leaderboard) -> list[tuple[ModelRun, list[DomainAnswer]]]:
@@ -178,7 +179,7 @@ def _html_domain(answer: DomainAnswer) -> str:
 def answer_html(board: Leaderboard) -> list[str]:
     """The report's opening section: every run x domain's answer, then persona vs no persona."""
     parts = ["<h2 id='answer'>The answer, domain by domain</h2>",
-             lead("answer")]
+             lead("answer", runs_grouping(board.runs))]
     for i, (run, answers) in enumerate(domain_answers(board)):
         parts.append(details(run_heading(run), "".join(map(_html_domain, answers)), open_=i == 0))
     parts.append("<h3 id='persona'>Did the persona help?</h3>")

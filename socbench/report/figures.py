@@ -178,7 +178,8 @@ def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
     heatmap = country_domain_heatmap(board, out_dir / HEATMAP)
     if heatmap is None:
         (out_dir / HEATMAP).unlink(missing_ok=True)
-        notes.append(f"no country has {MIN_RESPONDENTS} or more respondents in a domain: no country heatmap")
+        by = " or ".join(sorted({run.grouping for run in board.runs}))  # a province is no country
+        notes.append(f"no {by} has {MIN_RESPONDENTS} or more respondents in a domain: no {by} heatmap")
     else:
         paths["heatmap"] = heatmap
     if len(board.runs) > 6:

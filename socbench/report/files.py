@@ -22,7 +22,14 @@ from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.report.figures import domain_bars
 from socbench.report.html_sections import NOTES
-from socbench.report.labels import baseline_label, domain_label, signed, study_title, weights_off_text
+from socbench.report.labels import (
+    baseline_label,
+    domain_label,
+    grouping_words,
+    signed,
+    study_title,
+    weights_off_text,
+)
 from socbench.report.output import HEADS, fmt, markdown_table, model_dir
 from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
@@ -112,9 +119,12 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
         lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
                   + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())
                   + ". Run the same command again: it sends exactly the requests that have no answer."]
-    lines += ["", NOTES["summary"],
-              "", f"Respondents in no country or group (kept, pooled as one unknown group): "
-              f"{_counts_text(payload['unmapped_countries'])}.", "", usage_text(totals.get("usage") or {})]
+    groupings = {row.get("grouping") or COUNTRY for row in payload["domains"]}  # a province is no country
+    by = groupings.pop() if len(groupings) == 1 else "group"
+    unmapped = grouping_words("Respondents in no country or group (kept, pooled as one unknown group)", by)
+    lines += ["", grouping_words(NOTES["summary"], by), "",
+              f"{unmapped}: {_counts_text(payload['unmapped_countries'])}.", "",
+              usage_text(totals.get("usage") or {})]
     off = weights_off_text((domain_label(row["domain"]), row.get("weighted_metrics_off"))
                            for row in payload["domains"])
     if off:

@@ -45,7 +45,9 @@ from socbench.report.labels import (
     accuracy_text,
     baseline_label,
     domain_label,
+    grouping_words,
     p_text,
+    runs_grouping,
     signed,
     study_title,
     weights_off_text,
@@ -97,8 +99,9 @@ def domain_cells(row: dict[str, Any]) -> list[str]:
 
 
 def distribution_cells(row: dict[str, Any]) -> list[str]:
-    level = {"country_question": "country x question", "question": "question"}.get(row["distribution_level"],
-                                                                                   "n/a")
+    by = row.get("grouping") or COUNTRY  # a province or a year is no country
+    level = {"country_question": f"{by} x question", "question": "question"}.get(row["distribution_level"],
+                                                                                 "n/a")
     return [domain_title(row), row["run"], level, *(fmt(row[f"{name}_score"]) for name in SCORES),
             *(fmt(row[name]) for name in ALIGNMENT[:3]), p_text(row["kendall_tau_p"])]
 
@@ -137,7 +140,7 @@ def domain_order(board: Leaderboard) -> list[dict[str, Any]]:
 
 
 def leaderboard_markdown(board: Leaderboard) -> str:
-    ordered = domain_order(board)
+    ordered, by = domain_order(board), runs_grouping(board.runs)
     lines = [f"# {study_title(run.study for run in board.runs)} leaderboard", "",
              *markdown_table(OVERALL_HEAD, [overall_cells(r) for r in board.overall])]
     if board.incomplete:
@@ -147,7 +150,7 @@ def leaderboard_markdown(board: Leaderboard) -> str:
     lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, [domain_cells(r) for r in ordered]),
               "", "## Answer distributions and ranking alignment", "",
               *markdown_table(DISTRIBUTION_HEAD, [distribution_cells(r) for r in ordered]),
-              "", "## Yardsticks", "", NOTES["yardsticks"], "",
+              "", "## Yardsticks", "", grouping_words(NOTES["yardsticks"], by), "",
               *markdown_table(YARDSTICK_HEAD, [yardstick_cells(r) for r in board.overall + ordered])]
     drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]
     if drawn:  # runs with --samples K
@@ -155,7 +158,7 @@ def leaderboard_markdown(board: Leaderboard) -> str:
     if board.comparisons:
         lines += ["", "## Paired comparisons", "",
                   *markdown_table(COMPARE_HEAD, [compare_cells(*c) for c in board.comparisons])]
-    return "\n".join([*lines, "", NOTES["leaderboard"]]) + "\n"
+    return "\n".join([*lines, "", grouping_words(NOTES["leaderboard"], by)]) + "\n"
 
 
 def write_leaderboard(board: Leaderboard, out_dir: Path) -> tuple[Path, Path]:
@@ -190,9 +193,10 @@ def _image(path: Path, alt: str) -> str:
 def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
     """1. Is the model better than the answer-free baselines, and where not?"""
     rows = domain_order(board)
-    not_above = [r for r in rows if not r["margin_over_best_baseline"] > 0]
-    parts = ["<h2 id='baselines'>1. Is the model better than answer-free baselines?</h2>", lead("baselines"),
-             table(OVERALL_HEAD, [overall_cells(r) for r in board.overall]), note(NOTES["leaderboard"])]
+    not_above, by = [r for r in rows if not r["margin_over_best_baseline"] > 0], runs_grouping(board.runs)
+    parts = ["<h2 id='baselines'>1. Is the model better than answer-free baselines?</h2>",
+             lead("baselines", by), table(OVERALL_HEAD, [overall_cells(r) for r in board.overall]),
+             note(grouping_words(NOTES["leaderboard"], by))]
     if board.incomplete:
         parts += ["<h3 id='incomplete'>Incomplete runs (not ranked)</h3>", note(NOTES["incomplete"]),
                   table(INCOMPLETE_HEAD, [incomplete_cells(r) for r in board.incomplete])]
@@ -211,7 +215,10 @@ def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
 def groups_section(board: Leaderboard) -> list[str]:
     """2. For whom: countries (pooled and by domain) and persona groups, per run, as the run computed them
     (``summary.json``'s ``pooled``, each domain's ``per_country``)."""
-    parts = ["<h2 id='groups'>2. For whom? Countries and persona groups</h2>", lead("groups")]
+    groupings = sorted({run.grouping for run in board.ranked()} - {COUNTRY})  # a province is no country
+    head = f"By {', '.join(groupings)}" if groupings else "Countries"
+    parts = [f"<h2 id='groups'>2. For whom? {esc(head)} and persona groups</h2>",
+             lead("groups", runs_grouping(board.runs))]
     for i, run in enumerate(board.ranked()):
         body, by, pooled = [], run.grouping, run.summary.pooled if run.summary else {}
         countries = pooled.get("countries") or {}
@@ -284,8 +291,10 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
         gains = figures.paths.get("gains")
         sections += stand_in_section(board.ranked(), gains and _image(gains, "gain per question and domain"))
     sections += exports_section(board.runs, out_dir) if out_dir is not None else []
+    by = runs_grouping(board.runs)
     sections += ["<h2 id='definitions'>Definitions</h2>", "<dl>" + "".join(
-        f"<dt>{esc(term)}</dt><dd>{esc(text)}</dd>" for term, text in DEFINITIONS) + "</dl>"]
+        f"<dt>{esc(term)}</dt><dd>{esc(grouping_words(text, by))}</dd>" for term, text in DEFINITIONS)
+        + "</dl>"]
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<title>{esc(title)}</title>"
             f"<style>{CSS}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n")

@@ -16,7 +16,15 @@ from typing import Any
 from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
-from socbench.report.labels import accuracy_text, baseline_label, country_label, domain_label, p_text, signed
+from socbench.report.labels import (
+    accuracy_text,
+    baseline_label,
+    country_label,
+    domain_label,
+    grouping_words,
+    p_text,
+    signed,
+)
 from socbench.report.output import HEADS, LABELS, TEXTS, fmt
 from socbench.shuffle import option_text
 from socbench.types import COUNTRY
@@ -57,9 +65,9 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]], row_classes: Seque
             f"<tbody>{body}</tbody></table></div>")
 
 
-def lead(key: str) -> str:
-    """A section's opening paragraph (``texts.LEADS``)."""
-    return f"<p class='lead'>{esc(LEADS[key])}</p>"
+def lead(key: str, grouping: str = COUNTRY) -> str:
+    """A section's opening paragraph (``texts.LEADS``), worded for the results' ``grouping``."""
+    return f"<p class='lead'>{esc(grouping_words(LEADS[key], grouping))}</p>"
 
 
 def note(text: str) -> str:

@@ -4,6 +4,7 @@ page goes through these ("Role of Government", "Germany (DE)")."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -43,6 +44,28 @@ def country_label(code: str | None, grouping: str = COUNTRY) -> str:
         return code
     info = country_info(code)
     return code if info.name == info.code else f"{info.name} ({info.code})"
+
+
+_COUNTRY_WORDS = re.compile(r"\b([Cc])ountr(y|ies)\b")
+
+
+def grouping_words(text: str, grouping: str = COUNTRY) -> str:
+    """The report's texts, worded for countries, for a study grouped by another variable (a province is
+    no country): "country" -> "province", "countries" -> "province groups"."""
+    if grouping == COUNTRY:
+        return text
+
+    def word(match: re.Match[str]) -> str:
+        name = grouping if match.group(2) == "y" else f"{grouping} groups"
+        return name[:1].upper() + name[1:] if match.group(1) == "C" else name
+
+    return _COUNTRY_WORDS.sub(word, text)
+
+
+def runs_grouping(runs: Iterable[Any]) -> str:
+    """What the runs' items are grouped by (``ModelRun.grouping``): the one they share, else "group"."""
+    found = {run.grouping for run in runs}
+    return found.pop() if len(found) == 1 else COUNTRY if not found else "group"
 
 
 def study_title(studies: Iterable[Any]) -> str:

@@ -120,7 +120,8 @@ def leaderboard(output_dir: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES,
     runs = [run for run in found.issp if finished(run)]
     incomplete = [row for run in runs if (row := incomplete_row(run)) is not None]
     runs = [run for run in runs if run.run not in {row["run"] for row in incomplete}]
-    domains = [{**_names(run), **leaderboard_line(dom.stored)} for run in runs for dom in run.domains]
+    domains = [{**_names(run), **leaderboard_line(dom.stored), "grouping": dom.stored.grouping}
+               for run in runs for dom in run.domains]
     overall = [model_row(run) for run in runs]
     tie_aware_ranks(overall)
     board = Leaderboard(runs, overall, domains, [], incomplete, found.mcq, [*found.notes, *left_out])
