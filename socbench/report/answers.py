@@ -13,6 +13,7 @@ from typing import Any
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.persona_groups import persona_effect, verdict
+from socbench.metrics.structure_difference import measurable
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label, p_text
@@ -27,6 +28,7 @@ SIMBENCH_BEST = 40.8  # SimBench's best published model (arXiv 2510.17516); 12.7
 NO_PERSONA = "no_persona"  # the run-name part of a control run (``Config.run_name``)
 STRUCTURE_HEAD, PERSONA_HEAD = HEADS["structure"], HEADS["persona_effect"]
 NOT_COMPUTED, NO_CONTROL = LABELS["no_demographic_model"], LABELS["no_control_run"]
+VERDICTS = {int(side): text for side, text in LABELS["structure_verdicts"].items()}  # measurable()'s sides
 
 
 def _number(value: Any) -> float:
@@ -67,19 +69,23 @@ def _correlation(figures: Mapping[str, Any]) -> float:
     return 0.0 if math.isnan(r) and figures.get("mean_simulated_v") == 0 else r
 
 
-def _comparison(structure: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Does the model carry more of the survey's structure than its attributes alone?"""
+def comparison_lines(structure: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Does the model follow the survey's group differences more closely than the classifier? Said only
+    where the stored paired-bootstrap CI of the difference lies wholly on one side of 0."""
     model, demographic = (_correlation(structure.get(k) or {}) for k, *_ in PREDICTORS)
     if not (math.isfinite(model) and math.isfinite(demographic)):
         return []
     shown = [fmt(_number((structure.get(k) or {}).get("profile_correlation"))) for k, *_ in PREDICTORS]
-    both = "(correlation {} vs {})".format(*(text if text != "n/a" else "n/a: no differences between groups"
-                                             for text in shown))  # as the table shows them
-    if model > demographic:
-        return [f"The model's group differences follow the survey's more closely than the classifier's "
-                f"{both}: it carries structure the attributes alone do not."]
-    return [f"The classifier on the same attributes reproduces the survey's group differences at least as "
-            f"closely as the model {both}: the model adds no structure beyond the attributes."]
+    both = "correlation {} vs {}".format(*(text if text != "n/a" else "n/a: no differences between groups"
+                                           for text in shown))  # as the table shows them
+    found = structure.get("comparison") or {}
+    low, high = _number(found.get("ci_low")), _number(found.get("ci_high"))
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return [LABELS["structure_no_verdict"].format(both)]
+    level = f"{_number(found.get('level', 0.95)):.0%}"
+    difference = (f"{both}; difference {_number(found.get('difference')):+.3f}, {level} CI [{low:+.3f}, "
+                  f"{high:+.3f}], paired bootstrap over respondents")
+    return [VERDICTS[measurable(found)].format(difference)]
 
 
 def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
@@ -96,7 +102,8 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
     lines = lines or ["No structure figures for this domain."]
     rows = tuple(_structure_row(label.lower().removeprefix("a "), simbench.get(key), structure[key])
                  for key, label, _ in PREDICTORS if key in structure)
-    return DomainAnswer(title, lead, tuple([*lines, *_comparison(structure), *_simbench(simbench)]), rows)
+    lines += [*comparison_lines(structure), *_simbench(simbench)]
+    return DomainAnswer(title, lead, tuple(lines), rows)
 
 
 def _simbench(simbench: Mapping[str, Any]) -> list[str]:
