@@ -63,10 +63,7 @@ def structure_sentence(found: Structure | Mapping[str, Any], who: str = "the mod
         return "Too few respondents per group to compare how answers differ between groups."
     parts = []
     if math.isnan(found.profile_correlation):
-        differ = ("do not differ between groups at all" if found.mean_simulated_v == 0
-                  else "cannot be compared group by group")
-        parts.append(f"the simulated answers {differ} (in the survey they do: average association "
-                     f"{_num(found.mean_real_v)} on a 0-1 scale)")
+        parts.append(_uncorrelated(found))
     else:
         parts.append(f"differences between groups in the simulated answers follow the real ones "
                      f"{_strength(found.profile_correlation)} (correlation {_num(found.profile_correlation)};"
@@ -84,6 +81,21 @@ def structure_sentence(found: Structure | Mapping[str, Any], who: str = "the mod
         parts.append(f"its answers are {spread}")
     text = "; ".join(parts) + "."
     return text[0].upper() + text[1:]
+
+
+def _uncorrelated(found: Any) -> str:
+    """Why there is no profile correlation, in a clause that is true of these figures."""
+    real = f"average association {_num(found.mean_real_v)} on a 0-1 scale"
+    if found.mean_simulated_v == 0:
+        people = f"people's answers do ({real})" if found.mean_real_v > 0 else "neither do people's answers"
+        return f"the simulated answers do not differ between groups at all; {people}"
+    both = f"average association {_num(found.mean_simulated_v)} simulated vs {_num(found.mean_real_v)} real"
+    pairs = found.pairs if isinstance(found.pairs, int) else len(found.pairs)  # stored: a count
+    if pairs < 3:
+        return (f"with {pairs} question x attribute pair{'s' if pairs > 1 else ''} large enough "
+                f"(3 are needed), how group differences follow the survey's is not measured ({both})")
+    return (f"the association is the same in every question x attribute pair, in the simulated or in the "
+            f"real answers, so how group differences follow the survey's is not measured ({both})")
 
 
 def _strength(r: float) -> str:
