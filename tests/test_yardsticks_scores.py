@@ -178,3 +178,13 @@ def test_no_profile_correlation_is_said_in_true_grammatical_clauses() -> None:
     assert neither == ("The simulated answers do not differ between groups at all; neither do people's "
                        "answers.")
     assert all("in the survey they do" not in s for s in (few, same, alike, neither))
+
+
+def test_no_interval_no_verdict() -> None:
+    """Issue 42 (failed before the fix): with 5 respondents (no CI) 0.23 against 0.20 read "the model beats
+    both baselines"."""
+    sentence = lead_sentence(0.23, (math.nan, math.nan), 0.20, 0.20)
+    assert "beats" not in sentence
+    assert sentence.endswith("the model is ahead of a classifier on the same attributes, with too few "
+                             "respondents for an interval to tell")
+    assert "beats" not in lead_sentence(0.23, None, 0.20, 0.20)

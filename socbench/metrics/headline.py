@@ -21,7 +21,8 @@ def _num(value: float) -> str:
 def lead_sentence(accuracy: float, ci: tuple[float, float] | None, demographic: float,
                   majority: float) -> str:
     """"accuracy 0.41 [0.38, 0.44]; demographic model 0.44; majority 0.38 — the model does not beat
-    a classifier on the same attributes". Beating needs the whole CI above the strongest baseline."""
+    a classifier on the same attributes". Beating needs the whole CI above the strongest baseline (no CI,
+    too few respondents: never beating)."""
     interval = f" [{_num(ci[0])}, {_num(ci[1])}]" if ci and not math.isnan(ci[0]) else ""
     head = (f"accuracy {_num(accuracy)}{interval}; demographic model {_num(demographic)}; "
             f"majority {_num(majority)}")
@@ -29,9 +30,11 @@ def lead_sentence(accuracy: float, ci: tuple[float, float] | None, demographic: 
     if math.isnan(accuracy) or not finite:
         return f"{head} — no comparison possible"
     strongest = max(finite, key=lambda name: finite[name])
-    low = ci[0] if ci and not math.isnan(ci[0]) else accuracy
+    low = ci[0] if ci and not math.isnan(ci[0]) else math.nan
     if low > finite[strongest]:
         tail = "the model beats " + ("both baselines" if len(finite) > 1 else strongest)
+    elif accuracy > finite[strongest] and math.isnan(low):
+        tail = f"the model is ahead of {strongest}, with too few respondents for an interval to tell"
     elif accuracy > finite[strongest]:
         tail = f"the model is ahead of {strongest}, but within its uncertainty"
     elif strongest == DEMOGRAPHIC:
