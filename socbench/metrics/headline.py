@@ -4,14 +4,17 @@ against the demographic model and the majority answer; the structure figures wit
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from socbench.metrics.structure import Structure
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
+from socbench.metrics.structure import MIN_GROUP_SIZE, Structure
+from socbench.metrics.structure import MIN_RESPONDENTS as MIN_STRUCTURE
 
 DEMOGRAPHIC = "a classifier on the same attributes"
 MAJORITY = "the most common answer"
+SUGGESTED_COUNT = 40  # respondents a domain: room for 30 answering each question, 10 in each of two groups
 
 
 def _num(value: float) -> str:
@@ -44,7 +47,7 @@ def lead_sentence(accuracy: float, ci: tuple[float, float] | None, demographic: 
     return f"{head} — {tail}"
 
 
-def _figures(stored: Mapping[str, Any]) -> SimpleNamespace:
+def stored_figures(stored: Mapping[str, Any]) -> SimpleNamespace:
     """The figures as a result file stores them (null for NaN; ``pairs`` a count or a list)."""
     def number(key: str) -> float:
         value = stored.get(key)
@@ -61,7 +64,7 @@ def structure_sentence(found: Structure | Mapping[str, Any], who: str = "the mod
     """Plain words for the structure figures of one predictor's (``who``'s) answers, computed or
     as a result file stores them."""
     if isinstance(found, Mapping):
-        found = _figures(found)  # type: ignore[assignment]
+        found = stored_figures(found)  # type: ignore[assignment]
     if not found.pairs:
         return "Too few respondents per group to compare how answers differ between groups."
     parts = []
@@ -103,3 +106,32 @@ def _uncorrelated(found: Any) -> str:
 
 def _strength(r: float) -> str:
     return "closely" if r >= 0.7 else "partly" if r >= 0.3 else "hardly" if r > -0.3 else "in reverse"
+
+
+def small_run_note(few: Sequence[tuple[int, int | None]]) -> str | None:
+    """Said once (report, summary, terminal) for the run x domains too few to compare groups, each
+    (respondents, respondents in the data or None): what they need, the command that gets it, and what the
+    run shows meanwhile; None when there are none."""
+    if not few:
+        return None
+    respondents = max(n for n, _ in few)
+    known = [population for _, population in few if population is not None]
+    intervals = (f"; 95% intervals, and the verdicts that rest on them, need {MIN_CI}"
+                 if respondents < MIN_CI else "")
+    head = (f"Too few respondents to compare groups: this run has {respondents} a domain, and group "
+            f"differences (the structure figures) need at least {MIN_STRUCTURE} answering a question, "
+            f"{MIN_GROUP_SIZE} or more in each of two groups{intervals}.")
+    if known and min(known) < MIN_STRUCTURE:
+        get = f"The data holds only {min(known)} a domain, so no run of it can show them."
+    else:
+        count = "all" if known and max(known) <= SUGGESTED_COUNT else SUGGESTED_COUNT
+        get = f"`socbench issp --interview_count {count}` (with this run's other flags) gets them."
+    return (f"{head} {get} Meanwhile the report shows what {respondents} respondents can: accuracy against "
+            "the baselines and, question by question, the model's answers beside people's.")
+
+
+def summary_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """``small_run_note`` for a run's summary rows (their ``sample``: how many were asked, of how many)."""
+    samples = [row.get("sample") or {} for row in rows]
+    return small_run_note([(s["respondents"], s.get("population")) for s in samples
+                           if s.get("respondents", MIN_STRUCTURE) < MIN_STRUCTURE])

@@ -6,12 +6,13 @@ helped. Read from each domain's stored ``yardsticks``; older results have none, 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from socbench.log.read import DomainRun, ModelRun
-from socbench.metrics.headline import lead_sentence, structure_sentence
+from socbench.metrics.headline import lead_sentence, small_run_note, stored_figures, structure_sentence
 from socbench.metrics.persona_groups import persona_effect, verdict
 from socbench.metrics.structure_difference import measurable
 from socbench.metrics.uncertainty import PairedComparison
@@ -53,6 +54,7 @@ class DomainAnswer:
     lead: str
     lines: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]  # STRUCTURE_HEAD rows: the model's, the demographic model's
+    few: tuple[int, int | None] | None = None  # too few to compare groups: (respondents, in the data)
 
 
 def _structure_row(label: str, simbench: Any, figures: Mapping[str, Any]) -> tuple[str, ...]:
@@ -97,6 +99,9 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
     structure, simbench = found.get("structure") or {}, found.get("simbench") or {}
     if not found:
         return DomainAnswer(title, lead, (NOT_COMPUTED,), ())
+    if not any(stored_figures(structure.get(key) or {}).pairs for key, *_ in PREDICTORS):
+        few = (int(row["respondents"]), (row.get("sample") or {}).get("population"))
+        return DomainAnswer(title, lead, (*_distributions(row), *_simbench(simbench)), (), few)
     lines = [f"{label}: {structure_sentence(structure[key], who)}"
              for key, label, who in PREDICTORS if key in structure]
     lines = lines or ["No structure figures for this domain."]
@@ -104,6 +109,21 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
                  for key, label, _ in PREDICTORS if key in structure)
     lines += [*comparison_lines(structure), *_simbench(simbench)]
     return DomainAnswer(title, lead, tuple(lines), rows)
+
+
+def _distributions(row: Mapping[str, Any]) -> list[str]:
+    """How the answers are distributed beside people's (what a run too small to compare groups shows)."""
+    if not math.isfinite(_number(row.get("js_score"))):
+        return []
+    return [f"Answer distributions beside people's: 1-JS {fmt(_number(row['js_score']))} (uniform "
+            f"answers {fmt(_number(row.get('uniform_js_score')))}), modal agreement "
+            f"{fmt(_number(row.get('modal_agreement')))} (uniform answers "
+            f"{fmt(_number(row.get('uniform_modal_agreement')))})."]
+
+
+def small_note(answers: Sequence[DomainAnswer]) -> str | None:
+    """The one note for every run x domain too small to compare groups (None: there is none)."""
+    return small_run_note([answer.few for answer in answers if answer.few is not None])
 
 
 def _simbench(simbench: Mapping[str, Any]) -> list[str]:
@@ -175,6 +195,11 @@ def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]]
     return found
 
 
+def code(text: str) -> str:
+    """`command` as <code>command</code> (the markdown and the terminal keep the backticks)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+
+
 def _html_domain(answer: DomainAnswer) -> str:
     lines = "".join(f"<p>{esc(line)}</p>" for line in answer.lines)
     figures = table(STRUCTURE_HEAD, answer.rows) if answer.rows else ""
@@ -186,7 +211,10 @@ def answer_html(board: Leaderboard) -> list[str]:
     """The report's opening section: every run x domain's answer, then persona vs no persona."""
     parts = ["<h2 id='answer'>The answer, domain by domain</h2>",
              lead("answer")]
-    for i, (run, answers) in enumerate(domain_answers(board)):
+    found = domain_answers(board)
+    small = small_note([answer for _, answers in found for answer in answers])
+    parts += [f"<p class='note small-run'>{code(esc(small))}</p>"] if small else []
+    for i, (run, answers) in enumerate(found):
         parts.append(details(run_heading(run), "".join(map(_html_domain, answers)), open_=i == 0))
     parts.append("<h3 id='persona'>Did the persona help?</h3>")
     effects = persona_answers(board.runs)
@@ -201,7 +229,10 @@ def answer_html(board: Leaderboard) -> list[str]:
 def answer_markdown(board: Leaderboard) -> list[str]:
     """The same section for ``leaderboard.md``."""
     lines = ["## The answer, domain by domain", ""]
-    for _, answers in domain_answers(board):
+    found = domain_answers(board)
+    small = small_note([answer for _, answers in found for answer in answers])
+    lines += [small, ""] if small else []
+    for _, answers in found:
         for answer in answers:
             lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
             lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
