@@ -115,15 +115,21 @@ def _demographic_side(scored: Sequence[ScoredItem], shown: Mapping[int, Mapping[
     return {"record": demographic_record(found, folds),
             "simbench": simbench_score(found.items, min_respondents).score,
             "structure": structure_record(structure(list(found.items))),
-            "predicted": [[i.person_id, i.question_id, i.predicted_code] for i in found.items]}
+            "predicted": _in_order(scored, found.items)}
 
 
-def structure_comparison(scored: Sequence[ScoredItem], predicted: Sequence[Sequence[Any]]) -> dict[str, Any]:
-    """The model's structure against the classifier's (``predicted``: its [person, question, code]
-    answers, as ``demographic_side`` stores them), on the same respondents."""
-    codes = {(pid, qid): code for pid, qid, code in predicted}
-    classifier = [replace(i, predicted_code=codes[i.person_id, i.question_id], parse_error=None)
-                  for i in scored if (i.person_id, i.question_id) in codes]
+def _in_order(scored: Sequence[ScoredItem], answered: Sequence[ScoredItem]) -> list[str | None]:
+    """The classifier's code for each of ``scored``'s items, in their order (the memo's key fixes it):
+    one short string an item, for the paired comparison of structure."""
+    codes = {(i.person_id, i.question_id): i.predicted_code for i in answered}
+    return [codes.get((i.person_id, i.question_id)) for i in scored]
+
+
+def structure_comparison(scored: Sequence[ScoredItem], predicted: Sequence[str | None]) -> dict[str, Any]:
+    """The model's structure against the classifier's (``predicted``: its code for each of ``scored``'s
+    items, as ``demographic_side`` stores them), on the same respondents."""
+    classifier = [replace(i, predicted_code=code, parse_error=None)
+                  for i, code in zip(scored, predicted, strict=True) if code is not None]
     return profile_difference(scored, classifier)
 
 
