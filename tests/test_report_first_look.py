@@ -25,8 +25,8 @@ OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"), ("4", "Strongly dis
 DOMAINS = ((1, "Citizenship"), (3, "Family"), (8, "Role of Government"))
 RUN = "org_Model-135M"
 NEEDS = ("this run has 5 a domain, and group differences (the structure figures) need at least 30 answering "
-         "a question, 10 or more in each of two groups; 95% intervals, and the verdicts that rest on them, "
-         "need 10.")
+         "a question, 10 or more in each of two groups; 95% intervals (and the verdicts that rest on them) "
+         "and distribution scores need 10.")
 
 
 def demo_sized_run(out: Path, cache: Path, respondents: int = 5, population: int = 40) -> None:
@@ -70,10 +70,12 @@ def test_the_report_says_once_what_a_small_run_cannot_show_and_how_to_get_it(sma
     assert "<code>socbench issp --interview_count all</code>" in note  # the data holds 40: all of them
     assert page.count("Too few respondents to compare groups") == 1
     answer = page[page.index("id='answer'"):page.index("id='persona'")]
+    assert "No distribution scores: too few respondents a question" in page  # not a table of n/a
     leads = re.findall(r"<p class='headline'>accuracy 0\.\d+; demographic model", answer)
     assert len(leads) == len(DOMAINS)  # every domain leads with its accuracy beside the baselines
     md = small["md"]
     assert md.count("Too few respondents to compare groups") == 1 and NEEDS in md
+    assert "No distribution scores: too few respondents a question" in md
     assert "`socbench issp --interview_count all`" in md
 
 

@@ -116,7 +116,7 @@ def small_run_note(few: Sequence[tuple[int, int | None]]) -> str | None:
         return None
     respondents = max(n for n, _ in few)
     known = [population for _, population in few if population is not None]
-    intervals = (f"; 95% intervals, and the verdicts that rest on them, need {MIN_CI}"
+    intervals = (f"; 95% intervals (and the verdicts that rest on them) and distribution scores need {MIN_CI}"
                  if respondents < MIN_CI else "")
     head = (f"Too few respondents to compare groups: this run has {respondents} a domain, and group "
             f"differences (the structure figures) need at least {MIN_STRUCTURE} answering a question, "
