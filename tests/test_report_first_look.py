@@ -20,6 +20,8 @@ from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent
+from support.cli import socbench
+from support.fake_openai import FakeOpenAIServer
 
 OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"), ("4", "Strongly disagree"))
 DOMAINS = ((1, "Citizenship"), (3, "Family"), (8, "Role of Government"))
@@ -94,3 +96,19 @@ def test_the_command_fits_the_data(small: dict) -> None:
     assert small_run_note([]) is None
     large = [{**row, "sample": {"respondents": 40, "population": 40}} for row in small["rows"]]
     assert run_table(large)[-1].startswith("|")
+
+
+@pytest.mark.slow  # runs the issp flow on the session's Prefect API
+def test_the_demo_sized_run_through_the_command_line(api_url: str, tmp_path: Path) -> None:
+    """``make demo``'s run (the demo data, 5 respondents a domain) against a fake server: stdout's table is
+    followed by the note once, naming the demo data's own size (40 a domain: ``--interview_count all``)."""
+    data = Path(__file__).resolve().parents[1] / "data" / "demo" / "Dataset_all"
+    with FakeOpenAIServer() as server:
+        done = socbench("issp", "--api_type", "config", "--api_base", server.url, "--model", "fake-model",
+                        "--data_dir", str(data), "--domain_id", "3", "--interview_count", "5",
+                        "--output_dir", str(tmp_path), "--concurrent_requests", "16")
+    assert done.stdout.count("Too few respondents to compare groups") == 1
+    assert "this run has 5 a domain" in done.stdout and "`socbench issp --interview_count all`" in done.stdout
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert page.count("Too few respondents to compare groups") == 1
+    assert "Too few respondents per group" not in page
