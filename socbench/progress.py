@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
+from socbench.metrics.headline import summary_note
 from socbench.report.labels import baseline_label
 from socbench.report.output import fmt
 from socbench.report.terminal import terminal_table
@@ -89,4 +90,5 @@ def run_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
               f"{fmt(row['best_baseline_accuracy'])} {baseline_label(row['best_baseline'], short=True)}",
               _margin(row) if row.get("complete") is not False else "n/a",
               f"{row['parse_failures']} parse, {row['engine_errors']} engine"] for row in rows]
-    return terminal_table(head, cells, shrink=(0, 2))
+    small = summary_note(rows)  # once, below the table: what a run too small to compare groups lacks
+    return terminal_table(head, cells, shrink=(0, 2)) + ([small] if small else [])

@@ -6,16 +6,18 @@
                            "fallbacks": {reason: n}, "distributions": {qid: {code: p}},
                            "per_question": {qid: {"n", "accuracy", "macro_f1"}}},
      "simbench": {"model": score, "demographic_model": score, "questions": rows, "norm": ...},
-     "structure": {"model": S, "demographic_model": S}}
+     "structure": {"model": S, "demographic_model": S, "comparison": C}}
 
 with S = {"profile_correlation", "mean_real_v", "mean_simulated_v", "gaps", "gaps_same_sign",
-"sign_agreement", "heterogeneity_ratio", "pairs"} (``pairs``: how many qualified)."""
+"sign_agreement", "heterogeneity_ratio", "pairs"} (``pairs``: how many qualified) and C the model's
+profile correlation minus the classifier's with its paired-bootstrap CI ({"difference", "ci_low", "ci_high",
+"resamples", "level", "method"}, ``metrics.structure_difference``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from socbench.metrics.demographic import DEFAULT_FOLDS, SOLVER, DemographicResul
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.simbench import simbench_score
 from socbench.metrics.structure import Structure, structure
+from socbench.metrics.structure_difference import profile_difference
 from socbench.prompts.persona import country_words, persona_attributes
 from socbench.types import DomainData, ScoredItem
 
@@ -75,11 +78,15 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
                                    seed=seed, folds=folds, cache=cache)
     model = memo(cache, content_key("model", scored, min_respondents),
                  lambda: _model_side(scored, min_respondents))
+    predicted = demographic["predicted"]
+    comparison = memo(cache, content_key("structure-comparison", scored, predicted),
+                      lambda: structure_comparison(scored, predicted))
     record = {
         DEMOGRAPHIC: demographic["record"],
         "simbench": {"model": model["simbench"], DEMOGRAPHIC: demographic["simbench"],
                      "questions": model["questions"], "norm": model["norm"]},
-        "structure": {"model": model["structure"], DEMOGRAPHIC: demographic["structure"]},
+        "structure": {"model": model["structure"], DEMOGRAPHIC: demographic["structure"],
+                      "comparison": comparison},
     }
     return Yardsticks(demographic["record"]["accuracy"], record)
 
@@ -88,7 +95,8 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                      weights: Mapping[int, float] | None = None,
                      min_respondents: int = DEFAULT_MIN_RESPONDENTS, seed: int = 0,
                      folds: int = DEFAULT_FOLDS, cache: Path | None = None) -> dict[str, Any]:
-    """The demographic model's yardsticks (``record``, ``simbench``, ``structure``): the data's alone (who
+    """The demographic model's yardsticks (``record``, ``simbench``, ``structure``) and its answers
+    (``predicted``, for the paired comparison of structure): the data's alone (who
     answered what, the attributes shown), never the LLM's answers, so they can be computed before the
     answers come (``scoring.precompute_yardsticks``) into the ``cache`` the score stage reads them from."""
     people = {item.person_id for item in scored}
@@ -106,7 +114,23 @@ def _demographic_side(scored: Sequence[ScoredItem], shown: Mapping[int, Mapping[
     found = demographic_model(scored, shown, weights=weights, k=folds, seed=seed, learner=LEARNER)
     return {"record": demographic_record(found, folds),
             "simbench": simbench_score(found.items, min_respondents).score,
-            "structure": structure_record(structure(list(found.items)))}
+            "structure": structure_record(structure(list(found.items))),
+            "predicted": _in_order(scored, found.items)}
+
+
+def _in_order(scored: Sequence[ScoredItem], answered: Sequence[ScoredItem]) -> list[str | None]:
+    """The classifier's code for each of ``scored``'s items, in their order (the memo's key fixes it):
+    one short string an item, for the paired comparison of structure."""
+    codes = {(i.person_id, i.question_id): i.predicted_code for i in answered}
+    return [codes.get((i.person_id, i.question_id)) for i in scored]
+
+
+def structure_comparison(scored: Sequence[ScoredItem], predicted: Sequence[str | None]) -> dict[str, Any]:
+    """The model's structure against the classifier's (``predicted``: its code for each of ``scored``'s
+    items, as ``demographic_side`` stores them), on the same respondents."""
+    classifier = [replace(i, predicted_code=code, parse_error=None)
+                  for i, code in zip(scored, predicted, strict=True) if code is not None]
+    return profile_difference(scored, classifier)
 
 
 def _model_side(scored: Sequence[ScoredItem], min_respondents: int) -> dict[str, Any]:

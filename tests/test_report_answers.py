@@ -45,7 +45,8 @@ YARDSTICKS = {
     "demographic_model": {"accuracy": 0.55, "macro_f1": 0.41, "per_question_macro_f1": 0.4,
                           "learner": "logistic", "folds": 5, "fallbacks": {}, "distributions": {}},
     "simbench": {"model": -12.5, "demographic_model": 31.0, "questions": 3, "norm": 0.4},
-    "structure": {"model": STUCK_S, "demographic_model": CLASSIFIER_S},
+    "structure": {"model": STUCK_S, "demographic_model": CLASSIFIER_S,
+                  "comparison": {"difference": -0.93, "ci_low": -0.99, "ci_high": -0.85, "level": 0.95}},
 }
 KEYS = {"demographic_model", "profile_correlation", "mean_real_v", "mean_simulated_v", "gaps_same_sign",
         "sign_agreement", "heterogeneity_ratio", "per_question_macro_f1", "majority_question",
@@ -151,8 +152,9 @@ def test_structure_of_model_and_classifier_side_by_side(report: dict) -> None:
     assert "the classifier gets the direction of 2 right" in text
     assert "the model scores -12.5, the classifier 31.0, over 3 question x country groups." in text
     assert "not varied at all" in text and "follow the real ones closely (correlation 0.93" in text
-    assert ("at least as closely as the model (correlation n/a: no differences between groups vs 0.930): "
-            "the model adds no structure") in text  # the words agree with the table's n/a, not "0.00"
+    assert ("reproduces the survey's group differences more closely than the model (correlation n/a: no "
+            "differences between groups vs 0.930; difference -0.930, 95% CI [-0.990, -0.850]") in text
+    # the words agree with the table's n/a, not "0.00"
     cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rest)]
     assert cells == ["this model", "-12.5", "n/a", "0.000 / 0.310", "0 of 2", "0.000",
                      "classifier on the same attributes", "31.0", "0.930", "0.270 / 0.310", "2 of 2", "0.800"]

@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from socbench.metrics.structure_difference import measurable
+from socbench.report.answers import VERDICTS
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer, pick_code
 
@@ -121,3 +123,9 @@ def test_the_rule_keeps_the_structure_and_no_persona_hides_it(api_url: str, data
     main = rows[("fake-model", "ALL")]
     assert float(main["simbench_score"]) == pytest.approx(found["simbench"]["model"], rel=1e-5)
     assert float(main["structure_correlation"]) == pytest.approx(model["profile_correlation"], rel=1e-5)
+    comparison = found["structure"]["comparison"]  # the rule against the classifier, with its uncertainty
+    classifier = found["structure"]["demographic_model"]["profile_correlation"]
+    assert comparison["difference"] == pytest.approx(model["profile_correlation"] - classifier, abs=1e-9)
+    assert comparison["ci_low"] <= comparison["difference"] <= comparison["ci_high"]
+    verdict = VERDICTS[measurable(comparison)].split(" ({}")[0]
+    assert verdict in board and "it carries structure the attributes alone do not" not in board

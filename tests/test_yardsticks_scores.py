@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import chi2_contingency, entropy
 from scipy.stats.contingency import association
 
-from socbench.metrics.headline import lead_sentence
+from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.persona_groups import persona_effect, verdict
 from socbench.metrics.simbench import simbench_score, total_variation
 from socbench.metrics.structure import cramers_v, heterogeneity_ratio, structure
@@ -159,3 +159,32 @@ def test_lead_sentence() -> None:
     assert lead_sentence(0.50, (0.47, 0.53), 0.44, 0.38).endswith("the model beats both baselines")
     assert lead_sentence(0.45, (0.42, 0.48), 0.44, 0.38).endswith("but within its uncertainty")
     assert lead_sentence(0.30, None, 0.2, 0.38).endswith("always answering the most common answer")
+
+
+def test_no_profile_correlation_is_said_in_true_grammatical_clauses() -> None:
+    """Issue 42: "cannot be compared group by group (in the survey they do: ...)" (failed before the fix):
+    each reason for a missing correlation in a clause of its own, true of the figures."""
+    figures = {"profile_correlation": None, "mean_real_v": 0.3, "mean_simulated_v": 0.2, "pairs": 2}
+    few = structure_sentence(figures)
+    assert few == ("With 2 question x attribute pairs large enough (3 are needed), how group differences "
+                   "follow the survey's is not measured (average association 0.20 simulated vs 0.30 real).")
+    same = structure_sentence({**figures, "pairs": 5})
+    assert same.startswith("The association is the same in every question x attribute pair, in the "
+                           "simulated or in the real answers, so how group differences follow the survey's")
+    alike = structure_sentence({**figures, "mean_simulated_v": 0.0, "pairs": 5})
+    assert alike == ("The simulated answers do not differ between groups at all; people's answers do "
+                     "(average association 0.30 on a 0-1 scale).")
+    neither = structure_sentence({**figures, "mean_simulated_v": 0.0, "mean_real_v": 0.0, "pairs": 5})
+    assert neither == ("The simulated answers do not differ between groups at all; neither do people's "
+                       "answers.")
+    assert all("in the survey they do" not in s for s in (few, same, alike, neither))
+
+
+def test_no_interval_no_verdict() -> None:
+    """Issue 42 (failed before the fix): with 5 respondents (no CI) 0.23 against 0.20 read "the model beats
+    both baselines"."""
+    sentence = lead_sentence(0.23, (math.nan, math.nan), 0.20, 0.20)
+    assert "beats" not in sentence
+    assert sentence.endswith("the model is ahead of a classifier on the same attributes, with too few "
+                             "respondents for an interval to tell")
+    assert "beats" not in lead_sentence(0.23, None, 0.20, 0.20)

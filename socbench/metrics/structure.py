@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,16 +130,28 @@ def _table(frame: pd.DataFrame, column: str) -> np.ndarray:
     return table
 
 
-def _pair(qid: str, attribute: str, rows: list[tuple[str, int, int]], min_respondents: int,
-          min_group_size: int, gap_alpha: float) -> PairStructure | None:
-    """The pair's figures over its rows (group, real position, simulated position) in groups of at
-    least ``min_group_size``; None when it does not qualify (decided from counts: most pairs of a
-    small domain do not, and a DataFrame per pair was most of the yardsticks' time)."""
-    sizes = Counter(group for group, _, _ in rows)
-    kept = [row for row in rows if sizes[row[0]] >= min_group_size]
-    if len(kept) < min_respondents or sum(n >= min_group_size for n in sizes.values()) < 2:
-        return None
-    frame = pd.DataFrame(kept, columns=["group", "real", "sim"])
+Row = tuple[int, str, int, int]  # person id, group, real answer's position, simulated answer's position
+
+
+def pair_rows(answered: Sequence[ScoredItem], groups: Groups, min_respondents: int,
+               min_group_size: int) -> Iterator[tuple[str, str, list[Row]]]:
+    """Every (question, attribute) pair that qualifies, with its rows in groups of at least
+    ``min_group_size`` (decided from counts: most pairs of a small domain do not qualify, and a
+    DataFrame per pair was most of the yardsticks' time)."""
+    for (qid,), group in split_groups(answered, ("question_id",)).items():
+        position = {code: i for i, code in enumerate(group_codes(group))}
+        for attribute in sorted({a for item in group for a in groups.get(item.person_id, {})}):
+            rows = [(i.person_id, groups[i.person_id][attribute], position[i.true_code],
+                     position[i.predicted_code]) for i in group if attribute in groups.get(i.person_id, {})]
+            sizes = Counter(row[1] for row in rows)
+            kept = [row for row in rows if sizes[row[1]] >= min_group_size]
+            if len(kept) >= min_respondents and sum(n >= min_group_size for n in sizes.values()) >= 2:
+                yield qid, attribute, kept
+
+
+def _pair(qid: str, attribute: str, rows: list[Row], gap_alpha: float) -> PairStructure:
+    """The pair's figures over its rows."""
+    frame = pd.DataFrame(rows, columns=["person", "group", "real", "sim"])
     real_v, sim_v = cramers_v(_table(frame, "real")), cramers_v(_table(frame, "sim"))
     return PairStructure(qid, attribute, len(frame), real_v, sim_v, _gaps(frame, gap_alpha))
 
@@ -150,20 +162,13 @@ def structure(items: Sequence[ScoredItem], groups: Groups | None = None, *,
     """Structure figures of the items' predicted answers against their true answers.
     ``groups``: person id -> {attribute: group}; default the items' persona groups and country."""
     groups = item_groups(items) if groups is None else groups
-    pairs, heterogeneity = [], {}
     answered = [item for item in items if usable(item)]
-    for (qid,), group in split_groups(answered, ("question_id",)).items():
-        position = {code: i for i, code in enumerate(group_codes(group))}
-        heterogeneity[qid] = heterogeneity_ratio([i.true_code for i in group],
-                                                 [str(i.predicted_code) for i in group])
-        attributes = sorted({a for item in group for a in groups.get(item.person_id, {})})
-        for attribute in attributes:
-            rows = [(groups[i.person_id][attribute], position[i.true_code], position[i.predicted_code])
-                    for i in group if attribute in groups.get(i.person_id, {})]
-            found = _pair(qid, attribute, rows, min_respondents, min_group_size, gap_alpha)
-            if found is not None:
-                pairs.append(found)
-    return _summary(tuple(pairs), heterogeneity)
+    heterogeneity = {qid: heterogeneity_ratio([i.true_code for i in group],
+                                              [str(i.predicted_code) for i in group])
+                     for (qid,), group in split_groups(answered, ("question_id",)).items()}
+    pairs = tuple(_pair(qid, attribute, rows, gap_alpha)
+                  for qid, attribute, rows in pair_rows(answered, groups, min_respondents, min_group_size))
+    return _summary(pairs, heterogeneity)
 
 
 def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float]) -> Structure:

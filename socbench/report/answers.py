@@ -6,13 +6,15 @@ helped. Read from each domain's stored ``yardsticks``; older results have none, 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from socbench.log.read import DomainRun, ModelRun
-from socbench.metrics.headline import lead_sentence, structure_sentence
+from socbench.metrics.headline import lead_sentence, small_run_note, stored_figures, structure_sentence
 from socbench.metrics.persona_groups import persona_effect, verdict
+from socbench.metrics.structure_difference import measurable
 from socbench.metrics.uncertainty import PairedComparison
 from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label, p_text, runs_grouping
@@ -27,6 +29,7 @@ SIMBENCH_BEST = 40.8  # SimBench's best published model (arXiv 2510.17516); 12.7
 NO_PERSONA = "no_persona"  # the run-name part of a control run (``Config.run_name``)
 STRUCTURE_HEAD, PERSONA_HEAD = HEADS["structure"], HEADS["persona_effect"]
 NOT_COMPUTED, NO_CONTROL = LABELS["no_demographic_model"], LABELS["no_control_run"]
+VERDICTS = {int(side): text for side, text in LABELS["structure_verdicts"].items()}  # measurable()'s sides
 
 
 def _number(value: Any) -> float:
@@ -51,6 +54,7 @@ class DomainAnswer:
     lead: str
     lines: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]  # STRUCTURE_HEAD rows: the model's, the demographic model's
+    few: tuple[int, int | None] | None = None  # too few to compare groups: (respondents, in the data)
 
 
 def _structure_row(label: str, simbench: Any, figures: Mapping[str, Any]) -> tuple[str, ...]:
@@ -67,19 +71,23 @@ def _correlation(figures: Mapping[str, Any]) -> float:
     return 0.0 if math.isnan(r) and figures.get("mean_simulated_v") == 0 else r
 
 
-def _comparison(structure: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Does the model carry more of the survey's structure than its attributes alone?"""
+def comparison_lines(structure: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Does the model follow the survey's group differences more closely than the classifier? Said only
+    where the stored paired-bootstrap CI of the difference lies wholly on one side of 0."""
     model, demographic = (_correlation(structure.get(k) or {}) for k, *_ in PREDICTORS)
     if not (math.isfinite(model) and math.isfinite(demographic)):
         return []
     shown = [fmt(_number((structure.get(k) or {}).get("profile_correlation"))) for k, *_ in PREDICTORS]
-    both = "(correlation {} vs {})".format(*(text if text != "n/a" else "n/a: no differences between groups"
-                                             for text in shown))  # as the table shows them
-    if model > demographic:
-        return [f"The model's group differences follow the survey's more closely than the classifier's "
-                f"{both}: it carries structure the attributes alone do not."]
-    return [f"The classifier on the same attributes reproduces the survey's group differences at least as "
-            f"closely as the model {both}: the model adds no structure beyond the attributes."]
+    both = "correlation {} vs {}".format(*(text if text != "n/a" else "n/a: no differences between groups"
+                                           for text in shown))  # as the table shows them
+    found = structure.get("comparison") or {}
+    low, high = _number(found.get("ci_low")), _number(found.get("ci_high"))
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return [LABELS["structure_no_verdict"].format(both)]
+    level = f"{_number(found.get('level', 0.95)):.0%}"
+    difference = (f"{both}; difference {_number(found.get('difference')):+.3f}, {level} CI [{low:+.3f}, "
+                  f"{high:+.3f}], paired bootstrap over respondents")
+    return [VERDICTS[measurable(found)].format(difference)]
 
 
 def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
@@ -91,13 +99,32 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
     structure, simbench = found.get("structure") or {}, found.get("simbench") or {}
     if not found:
         return DomainAnswer(title, lead, (NOT_COMPUTED,), ())
+    if not any(stored_figures(structure.get(key) or {}).pairs for key, *_ in PREDICTORS):
+        few = (int(row["respondents"]), (row.get("sample") or {}).get("population"))
+        shown = (*_distributions(row), *_simbench(simbench, dom.stored.grouping))
+        return DomainAnswer(title, lead, shown, (), few)
     lines = [f"{label}: {structure_sentence(structure[key], who)}"
              for key, label, who in PREDICTORS if key in structure]
     lines = lines or ["No structure figures for this domain."]
     rows = tuple(_structure_row(label.lower().removeprefix("a "), simbench.get(key), structure[key])
                  for key, label, _ in PREDICTORS if key in structure)
-    return DomainAnswer(title, lead, tuple([*lines, *_comparison(structure),
-                                            *_simbench(simbench, dom.stored.grouping)]), rows)
+    lines += [*comparison_lines(structure), *_simbench(simbench, dom.stored.grouping)]
+    return DomainAnswer(title, lead, tuple(lines), rows)
+
+
+def _distributions(row: Mapping[str, Any]) -> list[str]:
+    """How the answers are distributed beside people's (what a run too small to compare groups shows)."""
+    if not math.isfinite(_number(row.get("js_score"))):
+        return []
+    return [f"Answer distributions beside people's: 1-JS {fmt(_number(row['js_score']))} (uniform "
+            f"answers {fmt(_number(row.get('uniform_js_score')))}), modal agreement "
+            f"{fmt(_number(row.get('modal_agreement')))} (uniform answers "
+            f"{fmt(_number(row.get('uniform_modal_agreement')))})."]
+
+
+def small_note(answers: Sequence[DomainAnswer]) -> str | None:
+    """The one note for every run x domain too small to compare groups (None: there is none)."""
+    return small_run_note([answer.few for answer in answers if answer.few is not None])
 
 
 def _simbench(simbench: Mapping[str, Any], grouping: str = COUNTRY) -> list[str]:
@@ -169,6 +196,11 @@ def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]]
     return found
 
 
+def code(text: str) -> str:
+    """`command` as <code>command</code> (the markdown and the terminal keep the backticks)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+
+
 def _html_domain(answer: DomainAnswer) -> str:
     lines = "".join(f"<p>{esc(line)}</p>" for line in answer.lines)
     figures = table(STRUCTURE_HEAD, answer.rows) if answer.rows else ""
@@ -180,7 +212,10 @@ def answer_html(board: Leaderboard) -> list[str]:
     """The report's opening section: every run x domain's answer, then persona vs no persona."""
     parts = ["<h2 id='answer'>The answer, domain by domain</h2>",
              lead("answer", runs_grouping(board.runs))]
-    for i, (run, answers) in enumerate(domain_answers(board)):
+    found = domain_answers(board)
+    small = small_note([answer for _, answers in found for answer in answers])
+    parts += [f"<p class='note small-run'>{code(esc(small))}</p>"] if small else []
+    for i, (run, answers) in enumerate(found):
         parts.append(details(run_heading(run), "".join(map(_html_domain, answers)), open_=i == 0))
     parts.append("<h3 id='persona'>Did the persona help?</h3>")
     effects = persona_answers(board.runs)
@@ -195,7 +230,10 @@ def answer_html(board: Leaderboard) -> list[str]:
 def answer_markdown(board: Leaderboard) -> list[str]:
     """The same section for ``leaderboard.md``."""
     lines = ["## The answer, domain by domain", ""]
-    for _, answers in domain_answers(board):
+    found = domain_answers(board)
+    small = small_note([answer for _, answers in found for answer in answers])
+    lines += [small, ""] if small else []
+    for _, answers in found:
         for answer in answers:
             lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
             lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []

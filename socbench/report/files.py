@@ -20,6 +20,7 @@ from socbench.log.summary import (
 )
 from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
+from socbench.metrics.headline import summary_note
 from socbench.report.figures import domain_bars
 from socbench.report.html_sections import NOTES
 from socbench.report.labels import (
@@ -115,6 +116,8 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
     title = payload["model"] if run == payload["model"] else f"{run} (model {payload['model']})"
     lines = [f"# {study_title([(payload.get('data') or {}).get('study')])} results: {title}", "",
              *markdown_table(HEADS["summary"], rows)]
+    small = summary_note(payload["domains"])
+    lines += ["", small] if small else []
     if payload["incomplete_domains"]:
         lines += ["", "**Incomplete run: not a result.** Requests without an answer (engine errors) in "
                   + "; ".join(f"domain {k}: {v}" for k, v in payload["incomplete_domains"].items())

@@ -106,6 +106,14 @@ def distribution_cells(row: dict[str, Any]) -> list[str]:
             *(fmt(row[name]) for name in ALIGNMENT[:3]), p_text(row["kendall_tau_p"])]
 
 
+NO_DISTRIBUTIONS = "No distribution scores: too few respondents a question (see the note under The answer)."
+
+
+def distribution_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """The cells of the run x domains whose distributions were scored (none: too few respondents)."""
+    return [distribution_cells(r) for r in rows if r["distribution_level"]]
+
+
 def yardstick_cells(row: dict[str, Any]) -> list[str]:
     """A run's (domain "ALL") or a domain's SimBench score and demographic-model and structure figures."""
     title = "all domains" if row["domain"] == "ALL" else domain_title(row)
@@ -149,7 +157,8 @@ def leaderboard_markdown(board: Leaderboard) -> str:
     lines += ["", *answer_markdown(board)] if board.runs else []
     lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, [domain_cells(r) for r in ordered]),
               "", "## Answer distributions and ranking alignment", "",
-              *markdown_table(DISTRIBUTION_HEAD, [distribution_cells(r) for r in ordered]),
+              *(markdown_table(DISTRIBUTION_HEAD, rows) if (rows := distribution_rows(ordered)) else
+                [NO_DISTRIBUTIONS]),
               "", "## Yardsticks", "", grouping_words(NOTES["yardsticks"], by), "",
               *markdown_table(YARDSTICK_HEAD, [yardstick_cells(r) for r in board.overall + ordered])]
     drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]
@@ -242,8 +251,9 @@ def questions_section(board: Leaderboard) -> list[str]:
     """3. On which questions, and 4. how the answer distribution differs from people's."""
     parts = ["<h2 id='questions'>3. On which questions?</h2>", lead("questions")]
     heading = "<h2 id='distributions'>4. How do its answers differ from people's?</h2>"
-    rows = [distribution_cells(r) for r in domain_order(board)]
-    blocks = [heading, lead("distributions"), table(DISTRIBUTION_HEAD, rows)]
+    rows = distribution_rows(domain_order(board))
+    blocks = [heading, lead("distributions"),
+              table(DISTRIBUTION_HEAD, rows) if rows else note(NO_DISTRIBUTIONS)]
     drawn = [r for r in board.overall + domain_order(board) if math.isfinite(r["draw_agreement"])]
     if drawn:  # --samples K: how often the K draws of an item agree
         blocks += [note(LABELS["draws"]), table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
