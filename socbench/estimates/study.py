@@ -27,7 +27,7 @@ from socbench.metrics.persona_groups import AGE_BANDS, AGE_GROUP, ATTRIBUTES, SE
 MEAN = "mean"
 DEFAULT_FRACTION = 0.1
 RUN_REPEATS = 20  # the run's own record: ~0.5 s CPU for 1,000 respondents x 20 questions (docs/estimates.md)
-MIN_LABELLED = 200  # the labelled n at which the 95% intervals were measured to hold (bench/ppi_coverage.py)
+MIN_LABELLED = 300  # the labelled n from which the 95% intervals were measured to hold: bench/ppi_coverage.py
 
 
 def small_sample(n: int) -> str | None:
