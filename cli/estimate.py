@@ -1,12 +1,12 @@
 """socbench estimate: how many respondents a run's answers are worth (prediction-powered inference).
 
     socbench estimate results/my-model                     # 10% of each domain's respondents labelled
-    socbench estimate results/my-model --labelled 200
+    socbench estimate results/my-model --labelled 300
     socbench estimate results/my-model --budget 10000 --cost_human 25 --cost_model 0.01
 
 Per question: PPI++ estimate and 95% CI from n labelled respondents plus the model's answers for
 the rest, the classical CI from the n alone, the gain (effective sample size as a multiple of n)
-and the coverage of both intervals over repeated random splits. Below 200 labelled respondents
+and the coverage of both intervals over repeated random splits. Below 300 labelled respondents
 each estimate carries a warning: its interval may cover less than 95% (docs/estimates.md).
 Writes RUN_DIR/estimates.json.
 """

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.special import logit
 
 from socbench.cli import main
 from socbench.errors import ConfigError
@@ -65,7 +66,7 @@ def test_the_gain_rises_with_p_and_coverage_is_nominal(record: dict) -> None:
     assert heads["Q3"]["gain"] == 1 and heads["Q3"]["lambda"] == 0 and heads["Q3"]["gain_spread"] == [1, 1]
     for question in domain["questions"]:
         for est in question["estimates"]:
-            if est["group"] != "all" or est["full_sample"] < 0.1:  # Wald intervals of rare shares: not here
+            if est["group"] != "all":
                 continue
             where = (question["question_id"], est["target"])
             assert abs(est["coverage"] - 0.95) < TOLERANCE, where
@@ -81,6 +82,10 @@ def test_shares_gaps_countries_and_the_regression(record: dict) -> None:
     overall = [e for e in q2["estimates"] if e["group"] == "all"]
     assert [e["target"] for e in overall] == ["mean", *(f"share {c}" for c in CODES)]
     assert sum(e["full_sample"] for e in overall[1:]) == pytest.approx(1)
+    for e in q2["estimates"]:  # a share's intervals on the logit scale, the mean's Wald (issue 42)
+        for centre, bounds in ((e["estimate"], e["ci"]), (e["classical"], e["classical_ci"])):
+            scale = logit if e["target"] != "mean" else float
+            assert scale(bounds[0]) + scale(bounds[1]) == pytest.approx(2 * scale(centre), rel=1e-9)
     assert {e["group"] for e in q2["estimates"]} == {"all", "country=DE", "country=JP"}
     sex = next(g for g in q2["gaps"] if g["attribute"] == "sex")
     assert sex["groups"] == ["female", "male"] and sex["full_sample"] > 0.5  # planted: women one step up

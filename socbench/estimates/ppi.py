@@ -40,15 +40,40 @@ class Estimate:
             ratio = (self.classical_se / self.se) ** 2
         return np.where((self.se > 0) & (self.classical_se > 0), ratio, np.nan)
 
-    def ci(self, alpha: float = 0.05, classical: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def ci(self, alpha: float = 0.05, classical: bool = False,
+           share: bool | np.ndarray = False) -> tuple[np.ndarray, np.ndarray]:
+        """The 1 - alpha interval of each entry; ``share`` (per entry) marks an option's share."""
         centre, se = (self.classical, self.classical_se) if classical else (self.estimate, self.se)
-        half = z_value(alpha) * se
-        return centre - half, centre + half
+        return interval(centre, se, alpha, share)
 
 
 def z_value(alpha: float) -> float:
     """The normal quantile of a two-sided 1 - alpha interval."""
     return NormalDist().inv_cdf(1 - alpha / 2)
+
+
+def interval(centre: np.ndarray, se: np.ndarray, alpha: float = 0.05,
+             share: bool | np.ndarray = False) -> tuple[np.ndarray, np.ndarray]:
+    """Every interval socbench shows. A mean, gap or coefficient: Wald, centre ± z se. A share (where
+    ``share``) on the logit scale, as Stata's ``svy: proportion``: logit(p) ± z se / (p (1 - p)),
+    back-transformed, because near 0 or 1 and at a few hundred people the Wald interval of a share
+    covers less than 1 - alpha (docs/estimates.md, Small samples). A share estimate of 0 or 1, or
+    outside (0, 1) (PPI can leave it), has no logit: its Wald interval clipped to [0, 1]."""
+    centre, se = np.asarray(centre, dtype=float), np.asarray(se, dtype=float)
+    z, share = z_value(alpha), np.broadcast_to(share, centre.shape)
+    low, high = centre - z * se, centre + z * se
+    logit = share & (centre > 0) & (centre < 1)
+    p = np.where(logit, centre, 0.5)
+    eta, half = np.log(p / (1 - p)), z * se / (p * (1 - p))
+    with np.errstate(over="ignore"):  # a share near 0 or 1 with a wide se: its bound is 0 or 1
+        low = np.where(logit, 1 / (1 + np.exp(half - eta)), np.where(share, np.clip(low, 0, 1), low))
+        high = np.where(logit, 1 / (1 + np.exp(-eta - half)), np.where(share, np.clip(high, 0, 1), high))
+    return low, high
+
+
+def covers(bounds: tuple[np.ndarray, np.ndarray], value: np.ndarray) -> np.ndarray:
+    """Whether each interval holds its value (the coverage checks')."""
+    return (bounds[0] <= value) & (value <= bounds[1])
 
 
 def unit_weights(w: np.ndarray | None, n: int) -> np.ndarray:

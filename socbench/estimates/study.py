@@ -20,7 +20,7 @@ import pandas as pd
 
 from socbench.data.options import code_order
 from socbench.errors import ConfigError
-from socbench.estimates.ppi import Estimate, classical_fit, plan_budget, ppi_mean, ppi_regression, z_value
+from socbench.estimates.ppi import Estimate, classical_fit, covers, plan_budget, ppi_mean, ppi_regression
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.persona_groups import AGE_GROUP, ATTRIBUTES, SEX, UNKNOWN, age_order
 from socbench.types import COUNTRY
@@ -28,7 +28,7 @@ from socbench.types import COUNTRY
 MEAN = "mean"
 DEFAULT_FRACTION = 0.1
 RUN_REPEATS = 20  # the run's own record: ~0.5 s CPU for 1,000 respondents x 20 questions (docs/estimates.md)
-MIN_LABELLED = 200  # the labelled n at which the 95% intervals were measured to hold (bench/ppi_coverage.py)
+MIN_LABELLED = 300  # the labelled n from which the 95% intervals were measured to hold: bench/ppi_coverage.py
 
 
 def small_sample(n: int) -> str | None:
@@ -132,9 +132,15 @@ def question(qid: str, frame: pd.DataFrame, person_index: dict[str, int]) -> Que
                     int((~answered).sum()), grouping)
 
 
-def _fields(e: Estimate, full: np.ndarray, alpha: float) -> list[dict[str, Any]]:
+def _shares(names: tuple[str, ...]) -> np.ndarray:
+    """Which of a question's targets are an option's share (their intervals: on the logit scale)."""
+    return np.array([name != MEAN for name in names])
+
+
+def _fields(e: Estimate, full: np.ndarray, alpha: float,
+            share: bool | np.ndarray = False) -> list[dict[str, Any]]:
     """Each entry of an estimate as plain numbers, beside its value from all respondents."""
-    (low, high), (c_low, c_high) = e.ci(alpha), e.ci(alpha, classical=True)
+    (low, high), (c_low, c_high) = e.ci(alpha, share=share), e.ci(alpha, classical=True, share=share)
     return [{"n": e.n, "N": e.N, "estimate": float(e.estimate[j]), "ci": [float(low[j]), float(high[j])],
              "classical": float(e.classical[j]), "classical_ci": [float(c_low[j]), float(c_high[j])],
              "lambda": float(e.lam[j]), "rho": float(e.rho[j]), "gain": float(e.gain[j]),
@@ -155,7 +161,7 @@ def _groups(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[
         if len(gl) >= s.min_respondents and len(gu) >= 2:
             est, full = q.estimate(gl, gu), q.full(np.flatnonzero(q.groups["country_code"] == country))
             found += [{"target": name, "group": f"{q.grouping}={country}", **fields}
-                      for name, fields in zip(q.names, _fields(est, full, s.alpha))]
+                      for name, fields in zip(q.names, _fields(est, full, s.alpha, _shares(q.names)))]
     return found
 
 
@@ -263,7 +269,6 @@ class Check:
 
 def repeated_check(questions: list[Question], people: int, n: int, rng: np.random.Generator,
                    s: Settings) -> Check:
-    z = z_value(s.alpha)
     totals = {q.question_id: q.full() for q in questions}
     check = Check({q.question_id: np.zeros((2, len(q.names))) for q in questions},
                   {q.question_id: [] for q in questions}, [])
@@ -274,9 +279,9 @@ def repeated_check(questions: list[Question], people: int, n: int, rng: np.rando
             lab, unl = q.rows(lab_draw), q.rows(unl_draw)
             if len(lab) < s.min_respondents or len(unl) < 2:
                 continue
-            est, full = q.estimate(lab, unl), totals[q.question_id]
-            check.covered[q.question_id] += [np.abs(est.estimate - full) <= z * est.se,
-                                             np.abs(est.classical - full) <= z * est.classical_se]
+            est, full, share = q.estimate(lab, unl), totals[q.question_id], _shares(q.names)
+            check.covered[q.question_id] += [covers(est.ci(s.alpha, classical=c, share=share), full)
+                                             for c in (False, True)]
             check.gains[q.question_id].append(est.gain)
             headline.append(est.gain[0])
         check.medians.append(_finite(np.median, headline))
@@ -294,7 +299,7 @@ def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
     est, full = q.estimate(lab, unl), q.full()
     gains, covered = np.array(check.gains[q.question_id]), check.covered[q.question_id]
     done = len(gains)
-    for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha))):
+    for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha, _shares(q.names)))):
         record["estimates"].append({
             "target": name, "group": "all", **fields, "repeats": done,
             "coverage": float(covered[0, j] / done) if done else float("nan"),
