@@ -134,6 +134,15 @@ def test_the_import_summary_says_what_validate_counts(battery: Battery, imported
     got = imported(study, file)
     summary = got["report"].split("## Summary", 1)[1].split("\n## ", 1)[0]
     assert summary.strip() in got["stderr"]
+    rows = battery.reference.rows[file]
+    for question in study.questions:  # each question's own line, as validate counts it
+        line = re.search(rf"^- {question}:.*?(?=^- |\Z)", got["report"], re.M | re.S)
+        assert line, question
+        excluded = expected_exclusions(battery, file, question)
+        scored = rows - sum(excluded.values())
+        assert re.search(rf"answers scored (?:{scored}|{scored:,})\b", line.group()), (question, line.group())
+        for reason, n in excluded.items():
+            assert re.search(rf"{re.escape(reason)}: (?:{n}|{n:,})\b", line.group()), (reason, line.group())
     assert f"{battery.reference.rows[file]:,} respondents" in summary
     for reason, n in _totals(battery, study, file).items():
         assert re.search(rf"{re.escape(reason)}:? {n:,}\b", summary), (reason, summary)
@@ -347,6 +356,15 @@ def test_the_long_export_names_each_grouping_as_the_source_does(battery: Battery
     after(study_runs, "planted", "export csv", "export sav", "export dta")
     run = study_runs["runs"]["planted"]
     frame = pd.read_csv(run / "export" / "answers_long.csv", dtype=str)
+    for study in STUDIES:  # every answer under the source's own label (a scale's unlabelled point: its code)
+        rows = frame[frame["domain"] == study.name]
+        for question in study.questions:
+            own = set(labels(battery, study.run_file, question))
+            asked = rows[rows["question_id"] == question]
+            for code, label in (("true_code", "true_label"), ("model_code", "model_label")):
+                shown = asked[[code, label]].dropna()
+                wrong = shown[~shown[label].isin(own) & (shown[label] != shown[code])]
+                assert wrong.empty, (study.name, question, wrong.head(3).to_dict("records"))
     got, _ = read_with_haven(run / "export", [run / "export" / "answers_long.sav",
                                               run / "export" / "answers_long.dta"])
     for variables in got.files.values():
@@ -355,10 +373,12 @@ def test_the_long_export_names_each_grouping_as_the_source_does(battery: Battery
         rows = frame[frame["domain"] == study.name]
         values = set(labels(battery, study.run_file, study.group))
         variable_label = battery.reference.files[study.run_file][study.group].label
-        holding = [c for c in frame.columns if len(rows) and set(rows[c].dropna()) <= values]
+        held = {c: set(rows[c].dropna()) for c in frame.columns}
+        holding = [c for c, found in held.items() if found and found <= values]
         assert holding, f"{study.name}: no column holds its {study.group}"
-        for file in got.files.values():
+        for name, file in got.files.items():
             for column in holding:
+                assert column in file, (name, column)
                 named = f"{column} {file[column].label}"
                 assert not COUNTRY.search(named) or variable_label in named, (study.name, named)
 
