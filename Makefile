@@ -36,15 +36,18 @@ postgres:
 	  "(the sweep's multi-worker tests are skipped without it)" >&2
 
 # `socbench export` writes .sav/.dta for SPSS, Stata and R; its round-trip test reads them back with R's
-# haven, the reader R users use (Debian's r-cran-haven). As root (CI) install it; elsewhere say how.
+# haven, the reader R users use (Debian's r-cran-haven). The real-data battery (tests/test_real_battery.py)
+# has R write public survey files from Debian's r-cran-cardata (CES11, GSSvocab, WVS, BEPS, Chile).
+# As root (CI) install both; elsewhere say how.
 haven:
-	@Rscript -e 'library(haven)' >/dev/null 2>&1 || { \
+	@Rscript -e 'library(haven); library(carData)' >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "setup: installing Debian's r-cran-haven (the export tests read .sav/.dta back with R's haven)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq r-cran-haven >/dev/null; \
+	    echo "setup: installing Debian's r-cran-haven and r-cran-cardata (the export tests and the real-data battery use them)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      r-cran-haven r-cran-cardata >/dev/null; \
 	  else \
-	    echo "setup: R's haven not found and not root: run 'sudo apt-get install -y r-cran-haven'" \
-	         "(the R part of the export tests is skipped without it)" >&2; \
+	    echo "setup: R's haven or carData not found and not root: run 'sudo apt-get install -y r-cran-haven" \
+	         "r-cran-cardata' (the R part of the export tests and the real-data battery are skipped without them)" >&2; \
 	  fi; }
 
 # The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision

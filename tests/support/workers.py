@@ -25,7 +25,8 @@ SHARED = {"test_sweep": "sweep", "test_sweep_e2e": "sweep", "test_prefect_e2e": 
 SPLIT = frozenset({"test_bench"})
 # the longest groups (minutes each, from `make test-timed`), started first
 FIRST = ("sweep", "vllm-server", "test_ctrl_c", "test_engine_vllm", "test_prefect_ui",
-         "test_cli_output", "test_yardsticks_cli", "test_hostile_files", "test_export", "test_run_checks",
+         "test_cli_output", "test_yardsticks_cli", "test_hostile_files", "test_real_battery", "test_export",
+         "test_run_checks",
          "test_ui_terminal", "test_package", "test_interview_sample", "test_example_study_run")
 
 
