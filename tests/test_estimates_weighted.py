@@ -55,6 +55,24 @@ def test_a_model_that_knows_only_a_regressor_adds_nothing_to_that_regression() -
     assert mean.lam[0] > 0 and mean.rho[0] > 0
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_constant_model_on_a_rare_answer_fits_no_lambda_1_loss(weighted: bool) -> None:
+    """Issue 42 (the battery, GSSvocab nativeBorn: 2 of 47 labelled answer "no", the model always "yes"):
+    the logistic λ was tuned at the λ = 1 fit, whose rectified loss then has no minimum (the two "no"
+    rows' model answers pull one coefficient to -inf), and `socbench estimate` stopped with a traceback.
+    A constant model carries nothing: λ = 0 without that fit, the classical estimate, gain 1."""
+    rng = np.random.default_rng(3)
+    d = np.zeros(47)
+    d[:2] = 1
+    x, x_u = np.column_stack([np.ones(47), d]), np.column_stack([np.ones(150), np.zeros(150)])
+    y = np.ones(47)
+    y[:2] = 0
+    w, w_u = (rng.lognormal(0, 0.5, 47), rng.lognormal(0, 0.5, 150)) if weighted else (None, None)
+    e = ppi_regression("logistic", x, y, np.ones(47), x_u, np.ones(150), w, w_u)
+    assert (e.lam == 0).all() and (e.rho == 0).all() and np.allclose(e.gain, 1)
+    assert np.array_equal(e.estimate, e.classical)
+
+
 def test_weighted_estimates_agree_with_a_weighted_bootstrap() -> None:
     """Resampling labelled and unlabelled people (with their weights) gives the same standard errors,
     for the PPI++ and the classical estimates and so the same gain, at the estimate's own λ."""

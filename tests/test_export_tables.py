@@ -71,6 +71,18 @@ def test_a_grouping_variable_is_named_as_the_file_names_it_not_a_country(tmp_pat
     assert frame["country_code"].tolist() == ["DE", "JP"] and "Country code" in labels.columns["country_code"]
 
 
+def test_domains_grouped_differently_keep_a_column_each(tmp_path: Path) -> None:
+    """Issue 42 (the battery): a run over a province-grouped and a country-grouped study put both in one
+    ``group`` column labelled "Grouping of the respondent's domain: Country code (ISO ...; ISSP C_ALPHAN ...),
+    Province ...", naming ISSP for a province and cut at Stata's 80 characters. Each grouping keeps its own
+    column, name and label; a domain's rows leave the other's empty."""
+    path, source = _provinces(tmp_path)
+    frame, labels = long_table([(read_domain(path), source), (_domain(tmp_path), None)])
+    assert "group" not in frame and frame["prov"].tolist()[:2] == ["BC", "NL"]
+    assert frame["country_code"].tolist()[2:] == ["DE", "JP"] and frame["prov"].isna().tolist()[2:] == [True] * 2
+    assert labels.columns["prov"] == "Province of residence" and "Country code" in labels.columns["country_code"]
+
+
 R_READ = """
 args <- commandArgs(trailingOnly = TRUE)
 d <- if (grepl("sav$", args[1])) haven::read_sav(args[1]) else haven::read_dta(args[1])

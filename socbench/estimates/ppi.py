@@ -218,7 +218,9 @@ def ppi_regression(family: Family, x: np.ndarray, y: np.ndarray, yhat: np.ndarra
     if family == "ols":
         return _combine((_ols(x, y, w), _ols(x, yhat, w), _ols(x_u, yhat_u, w_u)), lam, single=True)
     data = (x, y, yhat, x_u, yhat_u, w, w_u)
-    if lam is None:
+    if lam is None and np.ptp(np.concatenate([yhat, yhat_u])) == 0:
+        lam = 0.0  # answers all alike carry nothing; their λ = 1 loss need not even have a minimum
+    elif lam is None:
         lam = float(tuned_lambda(*_logistic_influences(_logistic(*data, 1.0), *data), single=True))
     theta, classical = _logistic(*data, lam), _logistic(*data, 0.0)
     g, gh, gu = _logistic_influences(theta, *data, use_unlabelled=lam != 0)  # λ = 0: classical

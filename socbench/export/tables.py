@@ -100,38 +100,39 @@ def circular_variants(domain: DomainRun) -> list[VariantResult]:
     return [variant for path in files for variant in read_variants(path)]
 
 
-def grouping_column(domains: Sequence[tuple[DomainRun, DomainSource | None]]) -> tuple[str, str]:
-    """The name and label of the column ``country_code`` holds: a country code, or the study's grouping
-    variable as the file names and labels it (``province``), never called a country."""
-    found = set()
-    for domain, source in domains:
-        variable = source.variables.group if source and source.variables else None
-        grouping = domain.stored.grouping
-        found.add((COUNTRY, LONG_LABELS[COUNTRY_CODE]) if grouping == COUNTRY else
-                  (variable.name, variable.label or variable.name) if variable else (grouping, grouping))
-    if len(found) > 1:
-        return GROUP, "Grouping of the respondent's domain: " + ", ".join(sorted(label for _, label in found))
-    name, label = found.pop() if found else (COUNTRY, LONG_LABELS[COUNTRY_CODE])
-    return (COUNTRY_CODE if name == COUNTRY else name if name not in LONG_LABELS else GROUP), label
+def grouping_column(domain: DomainRun, source: DomainSource | None) -> tuple[str, str]:
+    """The name and label of the column a domain's ``country_code`` becomes: the country code, or the
+    study's grouping variable as the file names and labels it (``province``), never called a country."""
+    if domain.stored.grouping == COUNTRY:
+        return COUNTRY_CODE, LONG_LABELS[COUNTRY_CODE]
+    variable = source.variables.group if source and source.variables else None
+    grouping = domain.stored.grouping
+    name, label = (variable.name, variable.label or variable.name) if variable else (grouping, grouping)
+    return (GROUP if name in LONG_LABELS else name), label
 
 
 def long_table(domains: Sequence[tuple[DomainRun, DomainSource | None]]) -> tuple[pd.DataFrame, Labels]:
-    """Every domain's rows in one table, probability columns (logprobs mode) last; the country column
-    named as what it holds (``grouping_column``)."""
-    frame = pd.concat([domain_long(domain, source) for domain, source in domains], ignore_index=True)
-    probabilities = sorted((c for c in frame.columns if c not in LONG_LABELS), key=_code_order)
-    frame = frame[[*LONG_LABELS, *probabilities]]
-    group, group_label = grouping_column(domains)
+    """Every domain's rows in one table, probability columns (logprobs mode) last. Each domain's
+    grouping is a column of its own, named and labelled as what it holds (``grouping_column``): a
+    study's provinces and another's survey years are never one column under one label."""
+    named = [grouping_column(domain, source) for domain, source in domains]
+    groups: dict[str, str] = {}
+    for name, label in named:
+        groups.setdefault(name, label)
+    frame = pd.concat([domain_long(domain, source).rename(columns={COUNTRY_CODE: name})
+                       for (domain, source), (name, _) in zip(domains, named)], ignore_index=True)
+    heads = [c for head in LONG_LABELS for c in (groups if head == COUNTRY_CODE else (head,))]
+    probabilities = sorted((c for c in frame.columns if c not in heads), key=_code_order)
+    frame = frame[[*heads, *probabilities]]
     for column in ("true_code", "model_code"):
         frame[column] = numeric_codes(frame[column].tolist())
     frame["person_id"] = numeric_codes([str(p) for p in frame["person_id"]])
     for column in ("source_row", "draw", "weight", *probabilities):
         frame[column] = pd.to_numeric(frame[column])
     frame[["source_row", "draw"]] = frame[["source_row", "draw"]].astype("Int64")
-    column_labels = {**{group if c == COUNTRY_CODE else c: group_label if c == COUNTRY_CODE else label
-                        for c, label in LONG_LABELS.items()},
+    column_labels = {**{c: label for c, label in LONG_LABELS.items() if c != COUNTRY_CODE}, **groups,
                      **{c: f"Model's probability of code {c[2:].replace('m', '-')}" for c in probabilities}}
-    return frame.rename(columns={COUNTRY_CODE: group}), Labels(columns=column_labels)
+    return frame, Labels(columns=column_labels)
 
 
 ROW = "source_row"
