@@ -52,7 +52,9 @@ def test_per_domain_lines_on_stderr_and_only_the_table_and_paths_on_stdout(tiny_
     summary_path = next(out.glob("*/summary.json"))
     rows = json.loads(summary_path.read_text())["domains"]
     stdout = run.stdout.splitlines()
-    head, rule, *table, summary, report = stdout  # nothing else: no vLLM, no Prefect
+    head, rule, *rest, summary, report = stdout  # nothing else: no vLLM, no Prefect
+    table, notes = rest[:len(rows)], rest[len(rows):]  # 5 respondents a domain: one note of what it lacks
+    assert len(notes) == 1 and "--interview_count" in notes[0] and not notes[0].startswith("|"), notes
     assert [cell.strip() for cell in head.strip("|").split("|")] == [
         "domain", "accuracy [95% CI]", "strongest baseline", "margin", "failures"]
     assert set(rule) == {"|", "-"} and len(table) == len(rows) == 2
