@@ -131,9 +131,15 @@ def dry_run(config: Any) -> Outcome:
     return Outcome("\n".join(lines), {})
 
 
+def _batch_share(config: Any) -> float:
+    """What a run pays of the prices given: ``--price_batch_discount`` through the Batch API, else all."""
+    return config.price_batch_discount if config.engine_settings().batch else 1.0
+
+
 def _table(config: Any, costs: list[UnitCost]) -> list[str]:
     """One row per unit and their total; with a price given, the cost of each (at most)."""
-    prices = (config.price_prompt or 0.0, config.price_completion or 0.0)
+    share = _batch_share(config)
+    prices = ((config.price_prompt or 0.0) * share, (config.price_completion or 0.0) * share)
     priced = config.price_prompt is not None or config.price_completion is not None
     total = UnitCost("total", *(sum(getattr(c, key) for c in costs) for key in
                                 ("requests", "cached", "sent", "prompt_tokens", "completion_tokens")))
@@ -144,5 +150,6 @@ def _table(config: Any, costs: list[UnitCost]) -> list[str]:
         cost = (c.prompt_tokens * prices[0] + c.completion_tokens * prices[1]) / 1e6
         counts = (c.requests, c.cached, c.sent, c.prompt_tokens, c.completion_tokens)
         rows.append([c.label, *(f"{n:,}" for n in counts), *([f"{cost:,.4f}"] if priced else [])])
-    note = [f"Cost at {prices[0]:g} per 1M prompt tokens and {prices[1]:g} per 1M completion tokens."]
+    rate = f" (the Batch API's rate: {share:g} of the prices given)" if share != 1 else ""
+    note = [f"Cost at {prices[0]:g} per 1M prompt tokens and {prices[1]:g} per 1M completion tokens{rate}."]
     return terminal_table(head, rows) + (note if priced else [])
