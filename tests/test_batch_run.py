@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_yardsticks_cli import write_data
 
 from socbench.config import make_config
 from socbench.cost import dry_run
 from support.cli import socbench
 from support.fake_batch import FakeBatchServer
 from support.waiting import wait_for
-from test_yardsticks_cli import write_data
 
 POLL = json.dumps({"batch_poll_s": 0.05, "backoff_base_s": 0.01})
 
