@@ -175,3 +175,10 @@ def test_batch_needs_the_openai_backend_and_a_cache_folder(tmp_path: Path) -> No
     config = RunConfig(output_dir=str(tmp_path), engine={"api_type": "openai", "api_base": "http://127.0.0.1:9",
                                                          "model": "m", "batch": True})
     assert config.engine_settings().backend_options()["batch_dir"] == tmp_path / ".cache" / "batches"
+
+
+def test_a_batch_the_server_refuses_leaves_its_requests_for_the_next_run(tmp_path: Path) -> None:
+    with FakeBatchServer() as server:  # OpenAI offers only "24h": another window is HTTP 400
+        results = engine(server, tmp_path, batch_window="48h").generate([prompt(1), prompt(2)])
+    assert all("refused (HTTP 400)" in r.error for r in results)
+    assert BatchLedger(tmp_path / "batches").records() == []

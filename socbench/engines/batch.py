@@ -214,9 +214,11 @@ class BatchTransport:
 
     @staticmethod
     async def _look(api: _Api, record: BatchRecord) -> dict[str, Any] | None:
-        """The batch's state; None while it cannot be had (not created yet, the server unreachable)."""
+        """The batch's state; None while it cannot be had (not created yet, the server unreachable). A batch
+        the server refused to create, or no longer knows, is ended: its requests go to the next run."""
         if record.batch_id is None:
-            return None
+            refused = 400 <= api.last_status < 500 and api.last_status not in RETRY_STATUS
+            return {"id": "(not created)", "status": f"refused (HTTP {api.last_status})"} if refused else None
         batch = await api.get(record.batch_id)
         if batch is None and api.last_status == 404:  # gone from the server: its requests go again
             return {"id": record.batch_id, "status": "unknown to the server"}
