@@ -182,3 +182,17 @@ def test_a_batch_the_server_refuses_leaves_its_requests_for_the_next_run(tmp_pat
         results = engine(server, tmp_path, batch_window="48h").generate([prompt(1), prompt(2)])
     assert all("refused (HTTP 400)" in r.error for r in results)
     assert BatchLedger(tmp_path / "batches").records() == []
+
+
+def test_the_console_shows_a_batch_s_state_while_it_waits() -> None:
+    import io
+
+    from socbench import progress
+    from socbench.cli.inprocess import ConsoleProgress
+
+    stream = io.StringIO()
+    with progress.listening(ConsoleProgress(stream)):
+        progress.begin("domain 1 Citizenship")
+        progress.requests(5)
+        progress.status("batch batch_1 in_progress: 2 of 5 done, 0 failed")
+    assert stream.getvalue() == "domain 1 Citizenship: batch batch_1 in_progress: 2 of 5 done, 0 failed\n"
