@@ -18,6 +18,7 @@ from socbench.engines import create_engine
 from socbench.engines.batch import _Api, batch_line, custom_id, split
 from socbench.engines.batch_ledger import BatchLedger
 from socbench.errors import ConfigError
+from socbench.types import LoglikelihoodRequest
 from support.fake_batch import FakeBatchServer
 
 FAST_BATCH = {**FAST, "batch_poll_s": 0.01}
@@ -152,7 +153,7 @@ def test_large_runs_are_split_at_the_file_limits(tmp_path: Path) -> None:
         split(lines, 50_000, 10)
 
 
-def test_option_logprobs_and_the_file_format(tmp_path: Path) -> None:
+def test_option_logprobs_loglikelihood_and_the_file_format(tmp_path: Path) -> None:
     requests = [prompt(i, mode="logprobs") for i in range(3)]
     with FakeBatchServer() as server:
         direct = create_engine("openai", "fake-model", settings={"api_base": server.url, **FAST})
@@ -160,6 +161,8 @@ def test_option_logprobs_and_the_file_format(tmp_path: Path) -> None:
         assert [r.option_logprobs for r in eng.option_logprobs(requests)] == \
             [r.option_logprobs for r in direct.option_logprobs(requests)]
         call = eng.backend._generate_call(requests[0])
+        pairs = [LoglikelihoodRequest(f"Context {i} is", " fine") for i in range(3)]
+        assert eng.loglikelihood(pairs) == direct.loglikelihood(pairs)  # CP's scoring (mcq)
     line = json.loads(batch_line(call, custom_id(call)))
     assert line == {"custom_id": custom_id(call), "method": "POST", "url": "/v1/chat/completions",
                     "body": call.body}
