@@ -120,6 +120,11 @@ def dry_run(config: Any) -> Outcome:
              *_table(config, costs), f"Prompt tokens: counted by {tokens.how}; completion tokens: at most "
              "max_tokens per generated answer, 1 per option-scoring request, 0 for a log-likelihood. "
              "Over HTTP, option scoring asks once per code where codes are several tokens."]
+    if settings.batch:
+        limits = backend.settings
+        lines.append(f"Through the Batch API (--batch): each unit's requests in files of at most "
+                     f"{limits.batch_max_requests:,} requests and {limits.batch_max_bytes:,} bytes, answered "
+                     f"within {limits.batch_window}.")
     unread = [unit.label for unit in study.units() if unit not in plans]
     if unread:
         lines.append(f"Left out, their data cannot be read (the run fails them): {', '.join(unread)}.")

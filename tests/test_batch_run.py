@@ -46,6 +46,7 @@ def test_the_dry_run_prices_a_batch_run_at_the_batch_rate(tmp_path: Path, monkey
     assert cost["batch"] == pytest.approx(cost["direct"] / 2, abs=1e-4)
     assert cost["quarter"] == pytest.approx(cost["direct"] / 4, abs=1e-4)
     assert "the Batch API's rate: 0.5 of the prices given" in batch
+    assert "files of at most 50,000 requests and 200,000,000 bytes, answered within 24h" in batch
 
 
 @pytest.mark.slow  # runs flows on the session's Prefect API
