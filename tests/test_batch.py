@@ -199,3 +199,14 @@ def test_the_console_shows_a_batch_s_state_while_it_waits() -> None:
         progress.requests(5)
         progress.status("batch batch_1 in_progress: 2 of 5 done, 0 failed")
     assert stream.getvalue() == "domain 1 Citizenship: batch batch_1 in_progress: 2 of 5 done, 0 failed\n"
+
+
+def test_a_refused_upload_is_one_warning_without_the_key(tmp_path: Path, caplog) -> None:
+    from pydantic import SecretStr
+
+    with FakeBatchServer() as server:
+        eng = engine(server, tmp_path, api_key=SecretStr("sk-secret-123"))
+        server.files = None  # every upload now fails on the server: HTTP 500
+        results = eng.generate([prompt(1)])
+    assert results[0].error == "batch: the input file could not be uploaded"
+    assert "batch API POST /v1/files failed: HTTP 500" in caplog.text and "sk-secret-123" not in caplog.text

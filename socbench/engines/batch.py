@@ -317,5 +317,6 @@ class _Api:
             if attempt < self.settings.max_retries:
                 s = self.settings
                 await asyncio.sleep(min(s.backoff_max_s, s.backoff_base_s * 2 ** attempt))
-        log.warning("batch API %s %s failed: %s", method, path, reason)
+        key = self.settings.api_key.get_secret_value() if self.settings.api_key else ""
+        log.warning("batch API %s %s failed: %s", method, path, reason.replace(key, "***") if key else reason)
         return None
