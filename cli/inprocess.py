@@ -60,6 +60,13 @@ class ConsoleProgress:
         self._close_bar()
         print(f"socbench: warning: {line}", file=self.stream, flush=True)
 
+    def status(self, line: str) -> None:
+        """A batch's state and counts (``--batch``): beside the bar on a terminal, else a line each change."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(line)
+        else:
+            print(f"{self.label}: {line}", file=self.stream, flush=True)
+
     def _close_bar(self) -> None:
         if self.bar is not None:
             self.bar.close()

@@ -131,6 +131,8 @@ class EngineRun(BaseModel):
                                                                "tokens")
     price_completion: float | None = Field(None, ge=0, description="with --dry_run: the price of 1M "
                                                                    "completion tokens")
+    price_batch_discount: float = Field(0.5, ge=0, le=1, description="with --dry_run --batch: the batch "
+                                        "price as a share of the prices given (OpenAI's Batch API: 0.5)")
 
     @model_validator(mode="after")
     def _prices_need_dry_run(self) -> Any:

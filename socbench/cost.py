@@ -120,6 +120,11 @@ def dry_run(config: Any) -> Outcome:
              *_table(config, costs), f"Prompt tokens: counted by {tokens.how}; completion tokens: at most "
              "max_tokens per generated answer, 1 per option-scoring request, 0 for a log-likelihood. "
              "Over HTTP, option scoring asks once per code where codes are several tokens."]
+    if settings.batch:
+        limits = backend.settings
+        lines.append(f"Through the Batch API (--batch): each unit's requests in files of at most "
+                     f"{limits.batch_max_requests:,} requests and {limits.batch_max_bytes:,} bytes, answered "
+                     f"within {limits.batch_window}.")
     unread = [unit.label for unit in study.units() if unit not in plans]
     if unread:
         lines.append(f"Left out, their data cannot be read (the run fails them): {', '.join(unread)}.")
@@ -131,9 +136,15 @@ def dry_run(config: Any) -> Outcome:
     return Outcome("\n".join(lines), {})
 
 
+def _batch_share(config: Any) -> float:
+    """What a run pays of the prices given: ``--price_batch_discount`` through the Batch API, else all."""
+    return config.price_batch_discount if config.engine_settings().batch else 1.0
+
+
 def _table(config: Any, costs: list[UnitCost]) -> list[str]:
     """One row per unit and their total; with a price given, the cost of each (at most)."""
-    prices = (config.price_prompt or 0.0, config.price_completion or 0.0)
+    share = _batch_share(config)
+    prices = ((config.price_prompt or 0.0) * share, (config.price_completion or 0.0) * share)
     priced = config.price_prompt is not None or config.price_completion is not None
     total = UnitCost("total", *(sum(getattr(c, key) for c in costs) for key in
                                 ("requests", "cached", "sent", "prompt_tokens", "completion_tokens")))
@@ -144,5 +155,6 @@ def _table(config: Any, costs: list[UnitCost]) -> list[str]:
         cost = (c.prompt_tokens * prices[0] + c.completion_tokens * prices[1]) / 1e6
         counts = (c.requests, c.cached, c.sent, c.prompt_tokens, c.completion_tokens)
         rows.append([c.label, *(f"{n:,}" for n in counts), *([f"{cost:,.4f}"] if priced else [])])
-    note = [f"Cost at {prices[0]:g} per 1M prompt tokens and {prices[1]:g} per 1M completion tokens."]
+    rate = f" (the Batch API's rate: {share:g} of the prices given)" if share != 1 else ""
+    note = [f"Cost at {prices[0]:g} per 1M prompt tokens and {prices[1]:g} per 1M completion tokens{rate}."]
     return terminal_table(head, rows) + (note if priced else [])

@@ -179,7 +179,8 @@ def preload(engine: Engine, found: dict[Unit, Plan],
     """Load the model now unless the cache holds every answer; the CLI calls it while Prefect's API server
     starts (6-13 s here), so the two overlap. An engine without a model to load but with a cache (an API)
     is sent each unit's uncached requests now instead (``send_early``, which checks the cache per unit);
-    the unit's ``answer`` then returns them."""
+    the unit's ``answer`` then returns them. Through the Batch API (``--batch``) nothing is sent early: the
+    flow's stage submits and waits, where a Prefect retry resumes it."""
     load = getattr(getattr(engine, "backend", engine), "load", None)
     if load is not None:
         if not uncached(engine, all_requests(found)):
@@ -187,6 +188,8 @@ def preload(engine: Engine, found: dict[Unit, Plan],
         load()
         return True
     if getattr(engine, "unanswered", None) is None:  # no cache to keep the answers in: the flow sends them
+        return False
+    if getattr(getattr(engine, "backend", engine), "batched", False):  # a batch is waited for in the flow
         return False
     sent = [send_early(engine, unit, plan_.prompts.requests, on_unit) for unit, plan_ in found.items()]
     return any(sent)

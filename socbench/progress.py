@@ -1,6 +1,7 @@
 """A run's progress: the stages report (``begin`` a unit, ``requests`` to send, ``advance`` one answered,
-``end`` with its line, ``note`` a warning), a listener shows (the CLI: a bar on a terminal, else lines; a
-Prefect worker has none). ``domain_line`` and ``run_table`` put each score beside its strongest baseline.
+``end`` with its line, ``note`` a warning, ``status`` a batch's state while it is waited for), a listener
+shows (the CLI: a bar on a terminal, else lines; a Prefect worker has none). ``domain_line`` and
+``run_table`` put each score beside its strongest baseline.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class Listener(Protocol):
 
     def note(self, line: str) -> None: ...
 
+    def status(self, line: str) -> None: ...
+
 
 _LISTENERS: list[Listener] = []
 
@@ -49,7 +52,8 @@ def _tell(event: str) -> Callable[..., None]:
     return tell
 
 
-begin, requests, advance, end, note = map(_tell, ("begin", "requests", "advance", "end", "note"))
+begin, requests, advance, end, note, status = map(_tell, ("begin", "requests", "advance", "end", "note",
+                                                          "status"))
 
 
 def _accuracy(row: Mapping[str, Any]) -> str:

@@ -205,7 +205,7 @@ def host(base: str) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
-def _run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine in a private event loop; in a worker thread if this thread runs one."""
     try:
         asyncio.get_running_loop()
@@ -234,7 +234,7 @@ class Transport:
 
     def run_all(self, calls: list[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
         """Send every call (at most ``concurrent_requests`` in flight); ``finish(i, value, error)`` each."""
-        return _run_sync(lambda: self._main(calls, finish)) if calls else []
+        return run_sync(lambda: self._main(calls, finish)) if calls else []
 
     async def _main(self, calls: list[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
         import aiohttp

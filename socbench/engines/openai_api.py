@@ -13,9 +13,11 @@ import json
 import logging
 import os
 import re
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -24,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from socbench.engines import _chat, _http
 from socbench.engines._http import Call, Transport, host
 from socbench.engines.base import ResultSink
+from socbench.engines.batch import BatchTransport
 from socbench.engines.usage import UsageMeter
 from socbench.errors import ConfigError, EngineError
 from socbench.types import (
@@ -57,6 +60,12 @@ class OpenAISettings(BaseModel):
     structured_mode: Literal["regex", "json_schema", "none"] = "regex"
     exact_option_tokens: bool = True
     top_logprobs: int = Field(20, ge=1)
+    batch: bool = False  # through the Batch API (batch.py), not one request each
+    batch_dir: Path | None = None  # where its batches are recorded: next to the engine cache
+    batch_max_requests: int = Field(50_000, ge=1)  # OpenAI's limits per input file
+    batch_max_bytes: int = Field(200_000_000, ge=1)
+    batch_poll_s: float = Field(30.0, gt=0)  # between two looks at a batch's state
+    batch_window: str = "24h"  # completion_window: the only one OpenAI offers
 
     @field_validator("api_base", mode="before")
     @classmethod
@@ -88,7 +97,9 @@ class OpenAIEngine:
 
     def __init__(self, settings: OpenAISettings) -> None:
         self.settings = settings
-        self._http = Transport(settings)
+        self._http = Transport(settings)  # /tokenize and the preflight's probe: always direct
+        self._send: Transport | BatchTransport = \
+            BatchTransport(settings, self._http.usage, _show_status) if settings.batch else self._http
         self._tokens: dict[str, list[int]] = {"": []}  # text -> the server's token ids (/tokenize)
         self._tokenize_ok = settings.exact_option_tokens
 
@@ -98,6 +109,11 @@ class OpenAIEngine:
         return {"backend": "openai", "model": self.settings.model, "api_base": ",".join(hosts),
                 "structured_mode": self.settings.structured_mode,
                 "option_tokens": "exact" if self.settings.exact_option_tokens else "top"}
+
+    @property
+    def batched(self) -> bool:
+        """Whether requests go through the Batch API (the CLI then leaves them to the flow's stage)."""
+        return self.settings.batch
 
     @property
     def usage(self) -> UsageMeter:
@@ -131,7 +147,7 @@ class OpenAIEngine:
         text = 'Answer as JSON, {"answer": "<code>"}.\n1. Yes\n2. No'
         probe = PromptRequest(item_id="preflight", messages=(Message("user", text),), offered_codes=codes,
                               structured=True, sampling=SamplingSettings(max_tokens=16))
-        result = self.generate([probe])[0]
+        result = self._generate(self._http, [probe])[0]  # one request: never a batch
         hint = ("run with --no-structured, or --engine '{\"structured_mode\": \"json_schema\"}' for a server "
                 "with OpenAI's response_format")
         if result.error is not None and result.error.startswith(("HTTP 400", "HTTP 422")):
@@ -145,12 +161,16 @@ class OpenAIEngine:
 
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
+        return self._generate(self._send, requests, on_result)
+
+    def _generate(self, sender: Transport | BatchTransport, requests: Sequence[PromptRequest],
+                  on_result: ResultSink | None = None) -> list[EngineResult]:
         def finish(i: int, text: str | None, error: str | None) -> EngineResult:
             prefix = _started(requests[i])
             result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
             return _report(on_result, i, result)
 
-        return self._http.run_all([self._generate_call(r) for r in requests], finish)
+        return sender.run_all([self._generate_call(r) for r in requests], finish)
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
@@ -177,7 +197,7 @@ class OpenAIEngine:
         for i, request in enumerate(requests):
             if not request.offered_codes:
                 results[i] = _report(on_result, i, EngineResult(request.key, error="no offered codes"))
-        self._http.run_all([call for _, _, call in owners], finish)
+        self._send.run_all([call for _, _, call in owners], finish)
         return results  # type: ignore[return-value]
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
@@ -190,7 +210,7 @@ class OpenAIEngine:
                 return None
             return _report(on_result, i, LoglikelihoodResult(requests[i].key, *value))
 
-        results = self._http.run_all([self._loglikelihood_call(r) for r in requests], finish)
+        results = self._send.run_all([self._loglikelihood_call(r) for r in requests], finish)
         if failed:
             raise EngineError(f"{len(failed)} of {len(requests)} loglikelihood requests to "
                               f"{self.identity['api_base']} failed; first: {failed[0]}")
@@ -296,6 +316,15 @@ def _started(request: PromptRequest) -> str:
 
 def _path(request: PromptRequest) -> str:
     return "/v1/chat/completions" if request.chat else "/v1/completions"
+
+
+def _show_status(line: str) -> None:
+    """A batch's state while it is waited for: the run's log and the CLI's progress display (whose listener
+    exists only where ``socbench.progress`` is imported: an engine alone does not pay for its imports)."""
+    log.info("%s", line)
+    progress = sys.modules.get("socbench.progress")
+    if progress is not None:
+        progress.status(line)
 
 
 def _report(on_result: ResultSink | None, index: int, result: T) -> T:

@@ -228,7 +228,9 @@ Backend = Literal["vllm", "openai", "hf", "auto"]  # auto: resolved per method a
 BACKEND_ALIASES = {"config": "openai"}  # the original system's name for the OpenAI-compatible backend
 # OpenAISettings fields that come from their own flags, never from --engine
 _OPENAI_FLAGS = {"api_base": "--api_base", "model": "--model", "api_key": "--api_key_env",
-                 "concurrent_requests": "--concurrent_requests", "timeout_s": "--request_timeout_s"}
+                 "concurrent_requests": "--concurrent_requests", "timeout_s": "--request_timeout_s",
+                 "batch": "--batch", "batch_dir": "--cache_dir"}
+BATCHES_DIR = "batches"  # under the engine cache folder: where --batch records its batches
 
 
 def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -274,6 +276,10 @@ class EngineSettings(BaseModel):
     request_timeout_s: float = Field(60.0, gt=0, description=(
         "seconds a server may stay silent (no reply and no answer to a liveness probe) before its "
         "in-flight requests fail and are retried; a busy server is waited for (openai)"))
+    batch: bool = Field(False, description=(
+        "send the requests through the server's Batch API (openai: OpenAI's /v1/batches, at its batch "
+        "price): written as JSONL, uploaded, submitted and polled; a batch is recorded beside the engine "
+        "cache, so a rerun resumes waiting for it instead of sending its requests again"))
     cache_dir: Path | None = Field(None, description="engine cache folder (default: <output_dir>/.cache)")
     cache_store: CacheStore = Field("sqlite", description=(
         "engine cache store: sqlite (one file; one host) or segments (an append-only file per writing "
@@ -303,6 +309,9 @@ class EngineSettings(BaseModel):
     def _server_needs_url(self) -> EngineSettings:
         if self.api_type == "openai" and not self.api_base:
             raise ConfigError("--api_type config needs --api_base URL (an OpenAI-compatible server)")
+        if self.batch and self.api_type != "openai":
+            raise ConfigError(f"--batch needs --api_type openai (a server with the Batch API), not "
+                              f"{self.api_type}")
         return self
 
     def backend_options(self) -> dict[str, Any]:
@@ -311,6 +320,9 @@ class EngineSettings(BaseModel):
         if self.api_type == "openai":
             options.update(api_base=self.api_base, concurrent_requests=self.concurrent_requests,
                            timeout_s=self.request_timeout_s, api_key_env=self.api_key_env)
+            if self.batch:
+                where = None if self.cache_dir is None else Path(self.cache_dir) / BATCHES_DIR
+                options.update(batch=True, batch_dir=where)
         return options
 
 

@@ -264,6 +264,10 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def app(self) -> web.Application:
+        """The served routes (a sibling server adds its own: ``fake_batch``)."""
+        return make_app(self._model)
+
     def _call(self, fn: Callable[[], Any]) -> Any:
         async def run() -> Any:
             return fn()
@@ -280,7 +284,7 @@ class FakeOpenAIServer:
 
     async def _open(self) -> None:
         """Bind now (so the port is known); listen after ``down_for_s`` (refused until then)."""
-        self._runner = web.AppRunner(make_app(self._model), access_log=None, handler_cancellation=True)
+        self._runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -17,6 +17,7 @@ import pytest
 # (the sweep's group: vLLM's tiny server and the Prefect server of real workers, conftest.workers_server)
 SHARED = {"test_sweep": "sweep", "test_sweep_e2e": "sweep", "test_prefect_e2e": "sweep",
           "test_vllm_server": "vllm-server", "test_cost": "vllm-server", "test_mcq_server": "vllm-server",
+          "test_batch_vllm": "vllm-server",  # vLLM's run-batch on the group's tiny model
           # one parametrisation of a module: the Ctrl-C test over vLLM's server, on the group's server
           "test_ctrl_c[vllm-server]": "vllm-server",
           # its flow runs on the pool's tiny engine (``shared_engines``), the one test_engine_vllm starts
