@@ -29,9 +29,11 @@ from socbench.domains import select_domains
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.persona_groups import respondent_groups
 from socbench.metrics.ranking import question_view
+from socbench.metrics.simbench import simbench_score
+from socbench.metrics.structure import structure
 from socbench.scoring import design_weights, score_items
 from socbench.types import Extraction
-from socbench.yardsticks import _model_side, demographic_side, shown_attributes, structure_comparison
+from socbench.yardsticks import demographic_side, shown_attributes, structure_comparison
 
 LINEAR = 11.0  # 1,000 -> 10,000 respondents: at most this many times the cost
 
@@ -51,7 +53,7 @@ def domain_stages(data_dir: Path, domain: Any, seed: int = 0) -> dict[str, Calla
     predicted = [item.predicted_code for item in scored]  # the classifier's codes stand-in: same shape
     return {
         "demographic_model": lambda: demographic_side(scored, attributes, weights=weights),
-        "simbench_structure": lambda: _model_side(scored, DEFAULT_MIN_RESPONDENTS),
+        "simbench_structure": lambda: (simbench_score(scored, DEFAULT_MIN_RESPONDENTS), structure(scored)),
         "structure_comparison": lambda: structure_comparison(scored, predicted),
         "ranking": lambda: question_view(items, scored, texts, DEFAULT_MIN_RESPONDENTS, weights),
     }
