@@ -60,7 +60,7 @@ def main() -> None:
     p.add_argument("--respondents", type=int, default=1000)
     p.add_argument("--questions", type=int, default=30)
     p.add_argument("--attributes", type=int, default=200)
-    p.add_argument("--cap", type=int, help=f"respondents a fit learns from (default {TRAINING_CAP}); 0: no cap")
+    p.add_argument("--cap", type=int, help=f"at most N respondents a fit (default {TRAINING_CAP}); 0: no cap")
     args = p.parse_args()
     if args.quick:
         args.respondents, args.questions, args.attributes = 200, 4, 20
