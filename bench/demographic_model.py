@@ -7,7 +7,7 @@ host's 2 cores are shared), go to ``demographic_model.json`` in the bench output
 what the score stage pays for all yardsticks of that domain (``socbench.yardsticks.domain_yardsticks``:
 the demographic model, SimBench and structure figures for it and for an LLM's answers; groups: age
 band and one other attribute).
-``--cap N``: each fit learns from at most N respondents (default: the model's ``TRAINING_CAP``; 0: no cap,
+``--cap N``: each fit learns from at most N respondents (default: the model's ``training_cap``; 0: no cap,
 the model before issue 43); given, the yardsticks are not timed: at 10,000 respondents, the cap's accuracy
 against none's.
 Usage: ``python -m bench.demographic_model [--quick] [--respondents 1000] [--questions 30]
@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from bench import common
-from socbench.metrics.demographic import TRAINING_CAP, demographic_model, encode_attributes
+from socbench.metrics.demographic import demographic_model, encode_attributes, training_cap
 from socbench.metrics.persona_groups import age_group
 from socbench.types import ScoredItem
 from socbench.yardsticks import domain_yardsticks
@@ -60,7 +60,7 @@ def main() -> None:
     p.add_argument("--respondents", type=int, default=1000)
     p.add_argument("--questions", type=int, default=30)
     p.add_argument("--attributes", type=int, default=200)
-    p.add_argument("--cap", type=int, help=f"at most N respondents a fit (default {TRAINING_CAP}); 0: no cap")
+    p.add_argument("--cap", type=int, help="at most N respondents a fit (default: the model's); 0: no cap")
     args = p.parse_args()
     if args.quick:
         args.respondents, args.questions, args.attributes = 200, 4, 20
@@ -69,7 +69,7 @@ def main() -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     encoded = encode_attributes(people)
     encode_s = time.perf_counter() - wall
-    cap = TRAINING_CAP if args.cap is None else args.cap or len(people)
+    cap = training_cap(encoded.matrix.shape[1]) if args.cap is None else args.cap or len(people)
     result = demographic_model(items, people, encoded=encoded, cap=cap)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     record = {"name": "demographic_model", "respondents": args.respondents, "questions": args.questions,

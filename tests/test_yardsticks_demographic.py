@@ -135,6 +135,7 @@ def test_a_capped_fit_learns_from_one_shared_seeded_sample() -> None:
     assert [i.distribution for i in demographic_model(items, people, k=5, seed=3, cap=96).items] == \
         [i.distribution for i in full.items]
     assert capped.per_question["Q1"]["accuracy"] > 0.6  # 50 people still learn the planted lean
+    assert demographic.training_cap(70) == demographic.TRAINING_CAP < demographic.training_cap(1_660) == 6_640
 
 
 def test_small_question_unseen_class_and_weights() -> None:

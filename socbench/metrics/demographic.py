@@ -11,11 +11,12 @@ Solver: a fold's questions are fitted together in one L-BFGS run while they are 
 domains fit one scikit-learn model per question, stopped at ``TOLERANCE`` for the time budget
 (bench/demographic_model.py). ``SOLVER`` names the pair: yardsticks cached by another are not reused.
 
-Cost: a question's fit in a fold learns from at most ``TRAINING_CAP`` respondents, the first by one seeded
-random order of the domain's people (so a fold's questions share their sample and the joint fit stays that
-size), and predicts every held-out one: the fits cost the same at 10,000 respondents as at 2,500, and the rest
-is linear. Below the cap (every survey up to 2,500 respondents a fold of 5) nothing is sampled: the results
-are those of the uncapped model; above it accuracy moves by < 0.01 (bench/demographic_model.py)."""
+Cost: a question's fit in a fold learns from at most ``training_cap`` respondents (``TRAINING_CAP``, or
+``ROWS_PER_COLUMN`` per column of a wider attribute matrix: a wide model needs more people to be as accurate),
+the first by one seeded random order of the domain's people (a fold's questions share their sample, so the
+joint fit stays that size), and predicts every held-out one: the fits cost no more at 50,000 respondents than
+at the cap, and the rest is linear. Below the cap nothing is sampled (the results are the uncapped model's);
+above it accuracy moves by < 0.01 (bench/demographic_model.py at 10,000 respondents; docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -44,8 +45,10 @@ MISSING = "<missing>"
 TOLERANCE = 1e-2
 JOINT_PARAMETERS = 50_000  # a fold's questions are fitted together up to this many coefficients
 JOINT_TOLERANCE = 1e-4  # a question's fit then moves < 2e-3 with the other questions of its domain
-TRAINING_CAP = 2_000  # respondents a question's fit learns from, at most
-SOLVER = f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else sklearn@{TOLERANCE}; cap {TRAINING_CAP}"
+TRAINING_CAP = 2_000  # respondents a question's fit learns from, at most: for a narrow matrix
+ROWS_PER_COLUMN = 4  # for a wider one, this many per column
+SOLVER = (f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else sklearn@{TOLERANCE}; "
+          f"cap max({TRAINING_CAP}, {ROWS_PER_COLUMN}/column)")
 Learner = Literal["logistic", "hgb"]
 FitHook = Callable[[str, int, np.ndarray, np.ndarray], None]  # question, fold, train ids, test ids
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:years?(?: old)?)?\s*$", re.IGNORECASE)
@@ -251,17 +254,18 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                       weights: Mapping[int, float] | None = None, k: int = DEFAULT_FOLDS,
                       seed: int = DEFAULT_SEED, learner: Learner = "logistic", c: float = 1.0,
                       max_iter: int = 100, encoded: AttributeMatrix | None = None,
-                      on_fit: FitHook | None = None, cap: int = TRAINING_CAP) -> DemographicResult:
+                      on_fit: FitHook | None = None, cap: int | None = None) -> DemographicResult:
     """Cross-fitted predictions for every item from the respondent's ``attributes`` (person id ->
-    the persona attributes the model was shown), each fit on at most ``cap`` respondents. ``on_fit`` sees
-    each fit's train/test person ids."""
+    the persona attributes the model was shown), each fit on at most ``cap`` respondents (default:
+    ``training_cap``). ``on_fit`` sees each fit's train/test person ids."""
     from sklearn import config_context  # first: it loads the BLAS and OpenMP pools limited below
     from threadpoolctl import threadpool_limits
 
     encoded = encoded or encode_attributes(attributes)
     folds = assign_folds([item.person_id for item in items], k, seed)
     row = {pid: i for i, pid in enumerate(encoded.person_ids)}
-    rank = np.random.default_rng([seed, cap]).permutation(len(row))  # who is sampled first, above the cap
+    cap = training_cap(encoded.matrix.shape[1]) if cap is None else cap
+    rank = np.random.default_rng([seed, 43]).permutation(len(row))  # who is sampled first, above the cap
     questions = [_Question(qid, group, row, folds, weights, rank)
                  for (qid,), group in split_groups(items, ("question_id",)).items()]
     fallbacks: dict[str, int] = {}
@@ -277,6 +281,11 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
     answered = [_scored(item, p, q.codes) for q in questions
                 for item, p in zip(q.group, q.probs, strict=True)]
     return _summarise(tuple(answered), folds, fallbacks, weights)
+
+
+def training_cap(columns: int) -> int:
+    """Respondents a fit learns from, at most, on an attribute matrix of ``columns`` columns."""
+    return max(TRAINING_CAP, ROWS_PER_COLUMN * columns)
 
 
 class _Question:
