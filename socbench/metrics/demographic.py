@@ -45,7 +45,7 @@ MISSING = "<missing>"
 TOLERANCE = 1e-2
 JOINT_PARAMETERS = 50_000  # a fold's questions are fitted together up to this many coefficients
 JOINT_TOLERANCE = 1e-4  # a question's fit then moves < 2e-3 with the other questions of its domain
-TRAINING_CAP = 2_000  # respondents a question's fit learns from, at most: for a narrow matrix
+TRAINING_CAP = 5_000  # respondents a question's fit learns from, at most: for a narrow matrix
 ROWS_PER_COLUMN = 4  # for a wider one, this many per column
 SOLVER = (f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else sklearn@{TOLERANCE}; "
           f"cap max({TRAINING_CAP}, {ROWS_PER_COLUMN}/column)")
