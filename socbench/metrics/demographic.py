@@ -16,7 +16,8 @@ Cost: a question's fit in a fold learns from at most ``training_cap`` respondent
 the first by one seeded random order of the domain's people (a fold's questions share their sample, so the
 joint fit stays that size), and predicts every held-out one: the fits cost no more at 50,000 respondents than
 at the cap, and the rest is linear. Below the cap nothing is sampled (the results are the uncapped model's);
-above it accuracy moves by < 0.01 (bench/demographic_model.py at 10,000 respondents; docs/performance.md)."""
+at 10,000 respondents accuracy moved by 0.005 (docs/performance.md); further above, the model is one of the
+cap's size, which may fall further behind an uncapped one (not measured)."""
 
 from __future__ import annotations
 
