@@ -118,6 +118,26 @@ def test_joint_fit_is_each_questions_optimum_binary_weighted_and_repeated() -> N
         assert probs == pytest.approx(alone, abs=1e-3)
 
 
+def test_a_capped_fit_learns_from_one_shared_seeded_sample() -> None:
+    """Above ``cap`` each fit learns from ``cap`` of its training respondents, the first by one seeded order:
+    the same people for every question of a fold (the joint fit stays that size), never a held-out one, the
+    same on a rerun; at the training size (96 of 120 with 5 folds) nothing is sampled."""
+    items, people = domain()
+    fits: list[tuple[str, int, tuple, set]] = []
+    capped = demographic_model(items, people, k=5, seed=3, cap=50,
+                               on_fit=lambda q, f, train, test: fits.append((q, f, tuple(train), set(test))))
+    assert all(len(train) == 50 and not set(train) & test for _, _, train, test in fits)
+    for fold in range(5):
+        assert len({train for _, f, train, _ in fits if f == fold}) == 1  # Q1 and Q2 share their sample
+    assert [i.distribution for i in demographic_model(items, people, k=5, seed=3, cap=50).items] == \
+        [i.distribution for i in capped.items]
+    full = demographic_model(items, people, k=5, seed=3, cap=len(people))
+    assert [i.distribution for i in demographic_model(items, people, k=5, seed=3, cap=96).items] == \
+        [i.distribution for i in full.items]
+    assert capped.per_question["Q1"]["accuracy"] > 0.6  # 50 people still learn the planted lean
+    assert demographic.training_cap(70) == demographic.TRAINING_CAP < demographic.training_cap(1_660) == 6_640
+
+
 def test_small_question_unseen_class_and_weights() -> None:
     items, people = domain(30)
     five = ("1", "2", "3", "4", "5")

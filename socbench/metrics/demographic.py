@@ -9,7 +9,15 @@ pooled. A fold with one class or no respondents falls back (counted in ``fallbac
 Solver: a fold's questions are fitted together in one L-BFGS run while they are small (at most
 ``JOINT_PARAMETERS`` coefficients: 10-100 respondents a domain), stopped at ``JOINT_TOLERANCE``; larger
 domains fit one scikit-learn model per question, stopped at ``TOLERANCE`` for the time budget
-(bench/demographic_model.py). ``SOLVER`` names the pair: yardsticks cached by another are not reused."""
+(bench/demographic_model.py). ``SOLVER`` names the pair: yardsticks cached by another are not reused.
+
+Cost: a question's fit in a fold learns from at most ``training_cap`` respondents (``TRAINING_CAP``, or
+``ROWS_PER_COLUMN`` per column of a wider attribute matrix: a wide model needs more people to be as accurate),
+the first by one seeded random order of the domain's people (a fold's questions share their sample, so the
+joint fit stays that size), and predicts every held-out one: the fits cost no more at 50,000 respondents than
+at the cap, and the rest is linear. Below the cap nothing is sampled (the results are the uncapped model's);
+at 10,000 respondents accuracy moved by 0.005 (docs/performance.md); further above, the model is one of the
+cap's size, which may fall further behind an uncapped one (not measured)."""
 
 from __future__ import annotations
 
@@ -38,7 +46,10 @@ MISSING = "<missing>"
 TOLERANCE = 1e-2
 JOINT_PARAMETERS = 50_000  # a fold's questions are fitted together up to this many coefficients
 JOINT_TOLERANCE = 1e-4  # a question's fit then moves < 2e-3 with the other questions of its domain
-SOLVER = f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else sklearn@{TOLERANCE}"
+TRAINING_CAP = 5_000  # respondents a question's fit learns from, at most: for a narrow matrix
+ROWS_PER_COLUMN = 4  # for a wider one, this many per column
+SOLVER = (f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else sklearn@{TOLERANCE}; "
+          f"cap max({TRAINING_CAP}, {ROWS_PER_COLUMN}/column)")
 Learner = Literal["logistic", "hgb"]
 FitHook = Callable[[str, int, np.ndarray, np.ndarray], None]  # question, fold, train ids, test ids
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:years?(?: old)?)?\s*$", re.IGNORECASE)
@@ -244,16 +255,19 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                       weights: Mapping[int, float] | None = None, k: int = DEFAULT_FOLDS,
                       seed: int = DEFAULT_SEED, learner: Learner = "logistic", c: float = 1.0,
                       max_iter: int = 100, encoded: AttributeMatrix | None = None,
-                      on_fit: FitHook | None = None) -> DemographicResult:
+                      on_fit: FitHook | None = None, cap: int | None = None) -> DemographicResult:
     """Cross-fitted predictions for every item from the respondent's ``attributes`` (person id ->
-    the persona attributes the model was shown). ``on_fit`` sees each fit's train/test person ids."""
+    the persona attributes the model was shown), each fit on at most ``cap`` respondents (default:
+    ``training_cap``). ``on_fit`` sees each fit's train/test person ids."""
     from sklearn import config_context  # first: it loads the BLAS and OpenMP pools limited below
     from threadpoolctl import threadpool_limits
 
     encoded = encoded or encode_attributes(attributes)
     folds = assign_folds([item.person_id for item in items], k, seed)
     row = {pid: i for i, pid in enumerate(encoded.person_ids)}
-    questions = [_Question(qid, group, row, folds, weights)
+    cap = training_cap(encoded.matrix.shape[1]) if cap is None else cap
+    rank = np.random.default_rng([seed, 43]).permutation(len(row))  # who is sampled first, above the cap
+    questions = [_Question(qid, group, row, folds, weights, rank)
                  for (qid,), group in split_groups(items, ("question_id",)).items()]
     fallbacks: dict[str, int] = {}
     # One thread: a fit is a few hundred rows, and OpenMP threads on a shared 2-core host only contend.
@@ -261,7 +275,7 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
     # small domain's time (hundreds of fits of a few rows each); the fits are the same without them.
     with threadpool_limits(limits=1), config_context(assume_finite=True, skip_parameter_validation=True):
         for f in range(k):
-            fits = [(q, fit) for q in questions if (fit := q.fold_fit(f, fallbacks, on_fit)) is not None]
+            fits = [(q, fit) for q in questions if (fit := q.fold_fit(f, fallbacks, on_fit, cap)) is not None]
             found = _fit_fold(encoded.matrix, [fit for _, fit in fits], learner, seed, c, max_iter)
             for (q, fit), probs in zip(fits, found, strict=True):
                 q.probs[np.ix_(q.fold == f, [q.codes.index(cls) for cls in fit.classes])] = probs
@@ -270,25 +284,33 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
     return _summarise(tuple(answered), folds, fallbacks, weights)
 
 
+def training_cap(columns: int) -> int:
+    """Respondents a fit learns from, at most, on an attribute matrix of ``columns`` columns."""
+    return max(TRAINING_CAP, ROWS_PER_COLUMN * columns)
+
+
 class _Question:
     """One question's items as arrays (rows, answers, weights, folds) and the probabilities found so far."""
 
     def __init__(self, qid: str, group: list[ScoredItem], row: Mapping[int, int], folds: Mapping[int, int],
-                 weights: Mapping[int, float] | None) -> None:
+                 weights: Mapping[int, float] | None, rank: np.ndarray) -> None:
         self.qid, self.group, self.codes = qid, group, group_codes(group)
         self.pids = np.array([item.person_id for item in group])
         self.rows = np.array([row[p] for p in self.pids], dtype=int)
         self.y = np.array([item.true_code for item in group])
         self.w = np.array([weights[p] for p in self.pids], dtype=float) if weights is not None else None
         self.fold = np.array([folds[p] for p in self.pids])
+        self.rank = rank[self.rows]
         self.probs = np.zeros((len(group), len(self.codes)))
 
-    def fold_fit(self, f: int, fallbacks: dict[str, int], on_fit: FitHook | None) -> _Fit | None:
+    def fold_fit(self, f: int, fallbacks: dict[str, int], on_fit: FitHook | None, cap: int) -> _Fit | None:
         """Fold ``f``'s fit, or None: no item in the fold, or a fallback (filled in and counted)."""
         test = self.fold == f
         if not test.any():
             return None
-        train = ~test
+        train = np.flatnonzero(~test)
+        if len(train) > cap:  # the first ``cap`` by the domain's seeded order, in item order
+            train = np.sort(train[np.argsort(self.rank[train], kind="stable")[:cap]])
         if on_fit is not None:
             on_fit(self.qid, f, self.pids[train], self.pids[test])
         classes = tuple(sorted(set(self.y[train].tolist())))

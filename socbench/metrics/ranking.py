@@ -173,9 +173,10 @@ ALIGNMENT_KEYS = ("modal_agreement", "kendall_tau", "kendall_tau_p")
 def option_labels(items: Sequence[Item]) -> dict[str, dict[Code, str]]:
     """Per question, each code's label as most respondents saw it (survey-wide wording first)."""
     labels: dict[str, dict[Code, str]] = {}
-    for item in sorted(items, key=lambda i: i.country_specific):  # base options before overrides
-        known = labels.setdefault(item.question_id, {})
-        for code, label in item.options:
+    shown = dict.fromkeys((i.question_id, i.options) for i in sorted(items, key=lambda i: i.country_specific))
+    for qid, options in shown:  # base options before overrides; each distinct wording read once
+        known = labels.setdefault(qid, {})
+        for code, label in options:
             known.setdefault(code, label)
     return labels
 
