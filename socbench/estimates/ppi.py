@@ -185,6 +185,11 @@ def _logistic(x, y, yhat, x_u, yhat_u, w, w_u, lam: float) -> np.ndarray:
     return minimize(loss, start, jac=True, hess=hess, method="trust-exact", options={"gtol": 1e-10}).x
 
 
+def _alike(yhat: np.ndarray, yhat_u: np.ndarray) -> bool:
+    """Whether the model gave every person the same answer (its answers then carry nothing)."""
+    return bool(np.ptp(np.concatenate([yhat, yhat_u])) == 0)
+
+
 def _logistic_influences(theta, x, y, yhat, x_u, yhat_u, w, w_u, use_unlabelled: bool = True):
     """Each person's influence on the logistic coefficients through people's answers, the model's for
     them and for the unlabelled (the gradients at ``theta`` times the inverse Hessian). Model answers
@@ -195,7 +200,7 @@ def _logistic_influences(theta, x, y, yhat, x_u, yhat_u, w, w_u, use_unlabelled:
         hessian = (hessian + (x_u * (w_u * d_u)[:, None]).T @ x_u) / (len(x) + len(x_u))
     else:
         hessian = hessian / len(x)
-    inv_h, alike = np.linalg.inv(hessian), np.ptp(np.concatenate([yhat, yhat_u])) == 0
+    inv_h, alike = np.linalg.inv(hessian), _alike(yhat, yhat_u)
     g, gh = x * (w * (mu - y))[:, None], x * (w * (mu - yhat) * (not alike))[:, None]
     gu = x_u * (w_u * (mu_u - yhat_u) * (not alike))[:, None]
     return g @ inv_h, gh @ inv_h, gu @ inv_h
@@ -218,7 +223,7 @@ def ppi_regression(family: Family, x: np.ndarray, y: np.ndarray, yhat: np.ndarra
     if family == "ols":
         return _combine((_ols(x, y, w), _ols(x, yhat, w), _ols(x_u, yhat_u, w_u)), lam, single=True)
     data = (x, y, yhat, x_u, yhat_u, w, w_u)
-    if lam is None and np.ptp(np.concatenate([yhat, yhat_u])) == 0:
+    if lam is None and _alike(yhat, yhat_u):
         lam = 0.0  # answers all alike carry nothing; their λ = 1 loss need not even have a minimum
     elif lam is None:
         lam = float(tuned_lambda(*_logistic_influences(_logistic(*data, 1.0), *data), single=True))
