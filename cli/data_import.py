@@ -102,7 +102,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from socbench.data.importer import ImportRequest, plan_import, run_import
+    from socbench.data.import_plan import ImportRequest
+    from socbench.data.import_report import format_report
+    from socbench.data.importer import plan_import, run_import
     from socbench.data.question_labels import parse_question_list
 
     questions = tuple(parse_question_list(args.questions)) if args.questions is not None else None
@@ -111,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     fields = {name: getattr(args, name) for name in ImportRequest.model_fields if name != "questions"}
     request = ImportRequest(**fields, questions=questions)
     plan = plan_import(request)  # every check, before any work
-    print(plan.summary, file=sys.stderr, end="")
+    print(format_report(plan, summary=True), file=sys.stderr, end="")
     summary = run_import(plan)
     domain = summary.domain
     samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())

@@ -257,7 +257,8 @@ class RunConfig(EngineRun):
         from socbench.data_use import remote_data
         from socbench.domains import select_domains
 
-        sent = remote_data(self, select_domains(self.domain_id, self.start_domain_id, self.dataset_dir))
+        domains = select_domains(self.domain_id, self.start_domain_id, self.dataset_dir)
+        sent = remote_data(self.engine_settings(), self.dataset_dir, domains)
         return {"data_dir": str(self.dataset_dir.expanduser().resolve()), "dataset_size": self.dataset_size,
                 "interview_count": self.interview_count, "interview_sample": self.interview_sample,
                 "study": study_name(self.dataset_dir),

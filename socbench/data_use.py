@@ -20,7 +20,7 @@ from socbench.errors import ConfigError
 from socbench.manifest import DomainSpec, find_manifest
 
 if TYPE_CHECKING:
-    from socbench.config import RunConfig
+    from socbench.engines.settings import EngineSettings
 
 ACKNOWLEDGE = "--allow_remote_data"
 REMOTE_HOSTS = "SOCBENCH_REMOTE_HOSTS"  # comma-separated hosts treated as non-local, whatever they resolve to
@@ -49,26 +49,28 @@ def is_local_host(host: str) -> bool:
     return host.lower() not in remote and _resolves_local(host)
 
 
-def remote_data(config: RunConfig, domains: Sequence[DomainSpec]) -> dict[str, Any] | None:
+def remote_data(settings: EngineSettings, dataset_dir: Path,
+                domains: Sequence[DomainSpec]) -> dict[str, Any] | None:
     """``{"studies", "hosts"}``: the ``local`` studies and the non-local hosts their prompts would go to;
     None when nothing would leave."""
-    settings = config.engine_settings()
     if settings.api_type != "openai":
         return None  # in-process engines
-    root = dataset_root(config.dataset_dir)
+    root = dataset_root(dataset_dir)
     studies = [d.display_name for d in domains if data_use(root, d) == "local"]
     urls = (url.strip() for url in (settings.api_base or "").split(",") if url.strip())
     hosts = [h for h in dict.fromkeys(urlsplit(url).hostname or url for url in urls) if not is_local_host(h)]
     return {"studies": studies, "hosts": hosts} if studies and hosts else None
 
 
-def check_data_use(config: RunConfig, domains: Sequence[DomainSpec]) -> str | None:
-    """A ConfigError unless every prompt stays local or ``--allow_remote_data`` says so; the line to print."""
-    sent = remote_data(config, domains)
+def check_data_use(settings: EngineSettings, dataset_dir: Path, domains: Sequence[DomainSpec],
+                   allowed: bool) -> str | None:
+    """A ConfigError unless every prompt stays local or ``--allow_remote_data`` (``allowed``) says so; the
+    line to print."""
+    sent = remote_data(settings, dataset_dir, domains)
     if sent is None:
         return None
     what = f"data of {', '.join(sent['studies'])} (data_use: local) to {', '.join(sent['hosts'])}"
-    if not config.allow_remote_data:
+    if not allowed:
         raise ConfigError(f"--api_base: refused to send the licensed {what}, not a loopback or "
                           f"private-network address; pass {ACKNOWLEDGE} if the licence allows it (or set "
                           "data_use: remote in the study's socbench.yaml)")

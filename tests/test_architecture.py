@@ -2,8 +2,8 @@
 library that never imports Prefect, and no private name imported from another module.
 
 Imports are read with ``ast`` from every module under ``socbench/``, ``cli/``, ``tasks/``
-and ``flows/``, at module level and inside functions (a lazy import is still a dependency);
-only ``if TYPE_CHECKING:`` blocks are left out, as they never run. Importing ``a.b.c``
+and ``flows/``, at module level, inside functions (a lazy import is still a dependency) and under
+``if TYPE_CHECKING:`` (a type-only import is a dependency of the reader and the checker). Importing ``a.b.c``
 also runs the ``__init__`` of ``a`` and ``a.b``, so a module outside a package depends on
 that package's ``__init__`` too: a cycle through a package's re-exports is a cycle.
 """
@@ -15,7 +15,6 @@ import functools
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,26 +48,13 @@ def is_package(name: str) -> bool:
     return MODULES.get(name, Path()).name == "__init__.py"
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node except those under ``if TYPE_CHECKING:`` (in source order; a stack, not a generator per
-    level: nested generators passed each node up through every level above it)."""
-    stack = list(reversed(list(ast.iter_child_nodes(tree))))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            stack.extend(reversed(node.orelse))
-            continue
-        yield node
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
 @functools.cache  # three tests read every module's imports: each module is parsed once
 def imported(name: str) -> tuple[tuple[str, list[str]], ...]:
-    """(module imported, names taken from it) for every runtime import in module ``name``."""
+    """(module imported, names taken from it) for every import in module ``name``, type-only ones included."""
     tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
     package = name if is_package(name) else name.rpartition(".")[0]
     found = []
-    for node in _runtime_nodes(tree):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.extend((alias.name, []) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

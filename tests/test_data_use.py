@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.sorted_survey import import_sorted_survey
-from socbench.config import make_config
+from socbench.config import RunConfig, make_config
 from socbench.data_use import REMOTE_HOSTS, check_data_use, data_use, is_local_host
 from socbench.domains import get_domain
 from socbench.errors import ConfigError
@@ -27,6 +27,11 @@ from socbench.manifest import read_manifest
 from support import CLI
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
+
+
+def check_use(config: RunConfig, domains: list) -> str | None:
+    """The check as the study makes it, from a run's configuration."""
+    return check_data_use(config.engine_settings(), config.dataset_dir, domains, config.allow_remote_data)
 
 
 @pytest.fixture(scope="module")
@@ -86,14 +91,14 @@ def test_check_refuses_names_and_acknowledges(imported: Path, demo_data: Path, m
     remote = {"api_type": "config", "api_base": "https://llm-api.invalid/v1", "model": "m"}
     with pytest.raises(ConfigError, match=r"--api_base: refused to send the licensed data of Values "
                                           r"\(data_use: local\) to llm-api.invalid.*--allow_remote_data"):
-        check_data_use(make_config(data_dir=str(imported), **remote), values)
-    line = check_data_use(make_config(data_dir=str(imported), allow_remote_data=True, **remote), values)
+        check_use(make_config(data_dir=str(imported), **remote), values)
+    line = check_use(make_config(data_dir=str(imported), allow_remote_data=True, **remote), values)
     assert line == ("sending the licensed data of Values (data_use: local) to llm-api.invalid, as "
                     "--allow_remote_data acknowledges")
     for local in ({"api_type": "config", "api_base": "http://10.0.0.5:8000/v1,http://localhost:8001",
                    "model": "m"}, {"api_type": "hf", "model": "smollm2-135m-instruct"}):
-        assert check_data_use(make_config(data_dir=str(imported), **local), values) is None
-    assert check_data_use(make_config(data_dir=str(demo_data), **remote), [get_domain(1)]) is None
+        assert check_use(make_config(data_dir=str(imported), **local), values) is None
+    assert check_use(make_config(data_dir=str(demo_data), **remote), [get_domain(1)]) is None
 
 
 def _args(data: Path, url: str, out: Path, *extra: str) -> list[str]:

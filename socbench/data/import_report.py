@@ -19,7 +19,7 @@ from socbench.errors import DataError
 from socbench.metrics.persona_groups import AGE_GROUP, group_of
 
 if TYPE_CHECKING:
-    from socbench.data.importer import ImportPlan
+    from socbench.data.import_plan import ImportPlan
 
 MAX_LABEL = 1_000  # characters: the longest real ISSP label is under 300
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from socbench.engines.usage import UsageMeter
 
 if TYPE_CHECKING:
-    from socbench.engines.openai_api import OpenAISettings
+    from socbench.engines.openai_settings import OpenAISettings
 
 log = logging.getLogger("socbench")
 T = TypeVar("T")

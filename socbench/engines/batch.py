@@ -28,7 +28,7 @@ from socbench.engines.usage import UsageMeter
 from socbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from socbench.engines.openai_api import OpenAISettings
+    from socbench.engines.openai_settings import OpenAISettings
 
 log = logging.getLogger("socbench")
 ALIVE = frozenset({"validating", "in_progress", "finalizing", "cancelling"})  # the batch may still answer

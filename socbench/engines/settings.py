@@ -244,7 +244,7 @@ def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
     elif api_type == "hf":
         HfSettings.from_options(values)
     else:
-        from socbench.engines.openai_api import OpenAISettings
+        from socbench.engines.openai_settings import OpenAISettings
 
         clash = sorted(values.keys() & _OPENAI_FLAGS.keys())
         if clash:

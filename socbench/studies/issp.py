@@ -19,6 +19,7 @@ from socbench.errors import ConfigError
 from socbench.extract import extract_all
 from socbench.log.summary import summary_row
 from socbench.log.write import write_scored_domain
+from socbench.manifest import DomainSpec
 from socbench.progress import domain_line, run_table
 from socbench.prompts import build_domain_prompts
 from socbench.records import Artifact, RunReport, UnitReport
@@ -72,17 +73,22 @@ class IsspTask:
         root = dataset_root(c.dataset_dir)
         sample_dir(root, c.dataset_size)
         domains = [get_domain(unit.id, c.dataset_dir) for unit in self.units()]
-        acknowledged = check_data_use(c, domains)
+        acknowledged = self.data_use(domains)
         if c.export_wide and not c.export:
             raise ConfigError("--export_wide: name the formats with --export (e.g. --export sav)")
         for domain in domains if c.export_wide else ():
             read_variables(root, domain.slug)
         return [acknowledged] if acknowledged else []
 
+    def data_use(self, domains: list[DomainSpec]) -> str | None:
+        """The licence check of ``socbench.data_use`` for this run's engine and data."""
+        c = self.config
+        return check_data_use(c.engine_settings(), c.dataset_dir, domains, c.allow_remote_data)
+
     def load(self, unit: Unit) -> DomainData:
         c = self.config
         domain = get_domain(unit.id, c.dataset_dir)
-        check_data_use(c, [domain])  # on a worker too: a licensed study's prompts stay where they may go
+        self.data_use([domain])  # on a worker too: a licensed study's prompts stay where they may go
         return load_domain(c.dataset_dir, domain, c.dataset_size, c.interview_count, c.interview_sample)
 
     def notes(self, data: DomainData) -> list[str]:
