@@ -9,7 +9,6 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -74,8 +73,9 @@ class ConsoleProgress:
 
 
 def run(config: Any, show_progress: bool = True) -> Any:
-    """The preflight, then the study's flow in this process on socbench's own Prefect API (spawned first;
-    the flow's imports and the model load while it starts); the flow's ``Outcome``."""
+    """The preflight, then the study's flow in this process on the API ``PREFECT_API_URL`` names, or on
+    socbench's own (spawned first, the flow's imports meanwhile; its start said on stderr); the flow's
+    ``Outcome``. Every request is the flow's ``vllm_generate``'s."""
     for key, value in QUIET.items():  # before anything imports vLLM or Prefect
         os.environ.setdefault(key, value)
     if config.dry_run:  # what it would send and cost: no preflight of the engine, no Prefect
@@ -94,7 +94,6 @@ def run(config: Any, show_progress: bool = True) -> Any:
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
     from socbench.cli.prefect_api import prefect_api, spawn_early
-    from socbench.processes import answers
 
     server = spawn_early(Path(config.output_dir) / ".cache" / "prefect-api.log")
     from socbench.progress import listening
@@ -102,36 +101,17 @@ def run(config: Any, show_progress: bool = True) -> Any:
     name = task_for(config).name
     module = f"socbench.flows.{name}"
 
-    def meanwhile() -> None:
+    def meanwhile() -> None:  # imports only: the requests are the flow's
+        from socbench.report.output import new_figure
+
         importlib.import_module(module)
-        _preload(config, lambda: server is None or answers(f"{server.api_url}/health", 0.5))
+        new_figure(1, 1)  # matplotlib's imports (0.3 s)
 
     shown = listening(ConsoleProgress()) if show_progress else contextlib.nullcontext()
     with shown, prefect_api(meanwhile, server):
         from socbench.flows import run_inprocess
 
         return run_inprocess(getattr(importlib.import_module(module), name), config)
-
-
-def _preload(config: Any, api_up: Callable[[], bool]) -> None:
-    """The model, unless the engine cache answers every request the preflight built (an API: the requests
-    themselves, unit by unit, with the same progress display); matplotlib for the report (after the server
-    is spawned: it imports scikit-learn too); then, until ``api_up()``, the units' data-only scores."""
-    from socbench import pipeline, progress
-    from socbench.engines.session import get_engine
-    from socbench.report.output import new_figure
-    from socbench.studies import task_for
-
-    def shown(unit: Any, total: int) -> Any:
-        progress.begin(unit.label)  # a bar only (on a terminal); the unit's line comes from its flow
-        progress.requests(total)
-        return lambda index, result: progress.advance()
-
-    task = task_for(config)
-    found = pipeline.plans(task)
-    pipeline.preload(get_engine(config.engine_settings()), found, shown)
-    new_figure(1, 1)  # matplotlib's imports (0.3 s)
-    pipeline.precompute(task, found, api_up)
 
 
 def run_study(config: Any) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -51,8 +53,9 @@ def drain() -> None:
 def prefect_api(meanwhile: Callable[[], object] | None = None,
                 server: PrefectServer | None = None) -> Iterator[str]:
     """The API the in-process flows use while inside (``server``, the one ``spawn_early`` started, once it
-    answers); its URL. ``meanwhile`` runs while it starts. Flow-run heartbeats are off: they only feed
-    crash detection on a shared server, and each flow run's end waited up to 1 s for them."""
+    answers: the wait is said on stderr); its URL. ``meanwhile`` runs while it starts. Flow-run heartbeats
+    are off: they only feed crash detection on a shared server, and each flow run's end waited up to 1 s
+    for them."""
     try:
         if meanwhile is not None:
             meanwhile()
@@ -70,7 +73,11 @@ def prefect_api(meanwhile: Callable[[], object] | None = None,
                 server = None
             yield configured
             return
+        start = time.perf_counter()
         server.wait(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+        waited = time.perf_counter() - start
+        print(f"socbench: this run waited {waited:.1f} s for its own Prefect API (one kept running and named "
+              "by PREFECT_API_URL saves it: docs/prefect.md)", file=sys.stderr)
         use_everywhere(server.api_url)
         try:
             with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):

@@ -6,7 +6,6 @@ one engine call: requests of every kind in, answers in order out, each distinct 
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +20,6 @@ from socbench.types import Answers, LoglikelihoodRequest
 T = TypeVar("T")
 _LOCK = threading.Lock()
 _MEMO: dict[tuple[str, str, int], Any] = {}
-_EARLY: dict[str, Answers] = {}  # ``requests_key`` -> what ``send_early`` got for those requests
 
 
 def task_key(task: Task) -> str:
@@ -44,7 +42,6 @@ def forget() -> None:
     """Drop every remembered stage (a finished run's; a notebook's next run starts clean)."""
     with _LOCK:
         _MEMO.clear()
-        _EARLY.clear()
 
 
 def load(task: Task, unit: Unit) -> Any:
@@ -125,16 +122,7 @@ def generate(engine: Engine, requests: Sequence[Request], on_result: ResultSink 
 
 def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | None = None) -> Answers:
     """``generate`` with what it cost: seconds, the engine's identity, cache hits and misses, and ``usage``
-    (requests sent, answers from the cache, the backend's token counts). Units on one engine run in turn.
-    Requests ``send_early`` already sent get its answers back, failures included: each request is sent
-    once a run, so a refused one leaves the unit incomplete and only the next run sends it again."""
-    if _EARLY:
-        with _LOCK:
-            early = _EARLY.pop(requests_key(requests), None)
-        if early is not None:
-            for index, result in enumerate(early.results) if on_result is not None else ():
-                on_result(index, result)
-            return early
+    (requests sent, answers from the cache, the backend's token counts). Units on one engine run in turn."""
     start = time.perf_counter()
     stats = getattr(engine, "stats", None)
     meter = getattr(getattr(engine, "backend", engine), "usage", None)
@@ -146,14 +134,6 @@ def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | 
     sent = cache["misses"] if cache else request_count(requests)
     usage = {"requests": sent, "from_cache": cache.get("hits", 0), **used}
     return Answers(tuple(results), time.perf_counter() - start, dict(engine.identity), cache, usage)
-
-
-def requests_key(requests: Sequence[Request]) -> str:
-    """One unit's requests, as ``send_early`` and ``answer`` name them."""
-    digest = hashlib.sha256()
-    for request in requests:
-        digest.update(f"{method_of(request)}\0{request.key}\0".encode())
-    return digest.hexdigest()
 
 
 def score_unit(task: Task, unit: Unit, engine: Engine) -> Any:
@@ -172,52 +152,3 @@ def to_send(engine: Engine, requests: Sequence[Request]) -> dict[str, list[Reque
 def uncached(engine: Engine, requests: Sequence[Request]) -> int:
     """How many requests the engine cache cannot answer."""
     return sum(map(len, to_send(engine, requests).values()))
-
-
-def preload(engine: Engine, found: dict[Unit, Plan],
-            on_unit: Callable[[Unit, int], ResultSink | None] | None = None) -> bool:
-    """Load the model now unless the cache holds every answer; the CLI calls it while Prefect's API server
-    starts (6-13 s here), so the two overlap. An engine without a model to load but with a cache (an API)
-    is sent each unit's uncached requests now instead (``send_early``, which checks the cache per unit);
-    the unit's ``answer`` then returns them. Through the Batch API (``--batch``) nothing is sent early: the
-    flow's stage submits and waits, where a Prefect retry resumes it."""
-    load = getattr(getattr(engine, "backend", engine), "load", None)
-    if load is not None:
-        if not uncached(engine, all_requests(found)):
-            return False
-        load()
-        return True
-    if getattr(engine, "unanswered", None) is None:  # no cache to keep the answers in: the flow sends them
-        return False
-    if getattr(getattr(engine, "backend", engine), "batched", False):  # a batch is waited for in the flow
-        return False
-    sent = [send_early(engine, unit, plan_.prompts.requests, on_unit) for unit, plan_ in found.items()]
-    return any(sent)
-
-
-def send_early(engine: Engine, unit: Unit, requests: Sequence[Request],
-               on_unit: Callable[[Unit, int], ResultSink | None] | None = None) -> bool:
-    """One unit's uncached requests sent now, as its flow would send them (one call, each answer stored in
-    the engine cache as it finishes); the unit's own ``answer`` then returns these answers, failures and
-    what they cost included, as if it had sent them itself.
-    ``on_unit(unit, n)``: the sink for the unit's ``n`` requests (a progress display). True if it sent any."""
-    if not uncached(engine, requests):
-        return False
-    sink = on_unit(unit, request_count(requests)) if on_unit is not None else None
-    answers = answer(engine, requests, sink)
-    with _LOCK:
-        _EARLY[requests_key(requests)] = answers
-    return True
-
-
-def precompute(task: Task, found: dict[Unit, Plan], stop: Callable[[], bool]) -> int:
-    """Each unit's scores that its data alone decides (a task's optional ``precompute(samples)``, into the
-    cache its ``score`` reads), unit by unit until ``stop()``; how many units were done. The CLI calls it
-    while Prefect's API starts, and stops once it answers: the flows compute the rest as before."""
-    hook, done = getattr(task, "precompute", None), 0
-    for unit_plan in found.values():
-        if hook is None or stop():
-            break
-        hook(unit_plan.samples)
-        done += 1
-    return done

@@ -45,7 +45,7 @@ from socbench.types import (
     VariantResult,
 )
 from socbench.weights import weights_off_reason
-from socbench.yardsticks import DEMOGRAPHIC, demographic_side, domain_yardsticks, shown_attributes
+from socbench.yardsticks import DEMOGRAPHIC, domain_yardsticks, shown_attributes
 
 NO_EXTRACTION = "no extraction for this item"
 NO_CODE = "no code extracted"
@@ -173,19 +173,6 @@ def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[s
         result = replace(result, estimates=estimates)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
-
-
-def precompute_yardsticks(data: DomainData, items: Sequence[Item], *, include_persona: bool = True,
-                          cache: Path | None = None) -> None:
-    """The yardsticks of ``score_domain`` that the data alone decides (the demographic model's), computed
-    now into ``cache``, where the score stage then reads them (the same items and settings give the same
-    key): the CLI fills the time Prefect's API takes to start with them."""
-    if cache is None:
-        return
-    groups = respondent_groups(data.respondents, data.roles, data.issp_vocabulary)
-    scored = score_items(items, {}, groups)  # no answers: unused
-    weights, _ = design_weights(data)
-    demographic_side(scored, shown_attributes(data, include_persona), weights=weights, cache=cache)
 
 
 def country_breakdown(scored: Sequence[ScoredItem], unmapped: Mapping[str, int],

@@ -97,8 +97,8 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                      folds: int = DEFAULT_FOLDS, cache: Path | None = None) -> dict[str, Any]:
     """The demographic model's yardsticks (``record``, ``simbench``, ``structure``) and its answers
     (``predicted``, for the paired comparison of structure): the data's alone (who
-    answered what, the attributes shown), never the LLM's answers, so they can be computed before the
-    answers come (``scoring.precompute_yardsticks``) into the ``cache`` the score stage reads them from."""
+    answered what, the attributes shown), never the LLM's answers, so a run with other answers (another
+    model, a rerun) reads them from the ``cache``."""
     people = {item.person_id for item in scored}
     shown = {pid: attributes.get(pid, {}) for pid in people}
     data = [(i.person_id, i.question_id, i.country_code, i.true_code, i.offered_codes, i.country_specific,

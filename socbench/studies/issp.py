@@ -101,14 +101,6 @@ class IsspTask:
     def prompts(self, samples: IsspSamples) -> Prompts:
         return Prompts(tuple(build_domain_prompts(samples.data, samples.items, self.config)))
 
-    def precompute(self, samples: IsspSamples) -> None:
-        """What ``score`` needs from the data alone (the demographic model's yardsticks), computed now into
-        the run's cache, where ``score`` reads it (``pipeline.precompute``)."""
-        from socbench.scoring import precompute_yardsticks
-
-        precompute_yardsticks(samples.data, samples.items, include_persona=self.config.include_persona,
-                              cache=self.config.engine.cache_dir)
-
     def extract(self, prompts: Prompts, answers: Answers) -> IsspExtracted:
         return IsspExtracted(extract_all(prompts.requests, answers.results), answers.usage)  # type: ignore[arg-type]
 
