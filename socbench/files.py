@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from socbench.errors import DataError
+
 
 @contextmanager
 def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
@@ -83,3 +85,18 @@ def write_json(path: Path, payload: Mapping[str, Any]) -> Path:
         json.dump(json_safe(payload), handle, indent=2, ensure_ascii=False, allow_nan=False)
         handle.write("\n")
     return path
+
+
+def read_json(path: Path, what: str = "JSON") -> Any:
+    """``path``'s JSON; a file that is missing, not UTF-8 or malformed is one DataError line naming it (and
+    the line and column of malformed JSON). ``what`` names the kind of file in "not found"."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{path}: {what} file not found") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc})") from None

@@ -7,7 +7,6 @@ it applies, the line/column (malformed JSON) or the record index and field (sche
 from __future__ import annotations
 
 import functools
-import json
 import math
 import numbers
 from collections import Counter
@@ -32,6 +31,7 @@ from socbench.data.missing_labels import is_missing_label
 from socbench.data.sampling import sample_record, stratified_sample
 from socbench.domains import DomainSpec
 from socbench.errors import DataError
+from socbench.files import read_json
 from socbench.manifest import AUTO_COUNTRY
 from socbench.types import COUNTRY, DomainData, Question, Respondent
 
@@ -142,16 +142,7 @@ _JSON_TYPES = {dict: "an object", str: "a string", int: "a number", float: "a nu
 
 def _read_json_array(path: Path, what: str) -> list[Any]:
     """Parse a JSON file that must hold an array; errors name file, line and column."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: {what} file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
+    data = read_json(path, what)
     if not isinstance(data, list):
         kind = "null" if data is None else _JSON_TYPES.get(type(data), type(data).__name__)
         raise DataError(f"{path}: expected a JSON array of {what} records at the top level, got {kind}")
