@@ -29,7 +29,7 @@ from socbench.processes import (
     start_group,
     stop_group,
 )
-from socbench.processes import prefect_api as api
+from socbench.processes import prefect_rest as api
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE = ROOT / ".prefect-demo"
