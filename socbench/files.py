@@ -3,6 +3,7 @@ killed run never leaves one that looks complete; JSON is strict (NaN/inf written
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -61,6 +62,11 @@ def atomic_dir(path: Path) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def file_sha256(path: Path) -> str:
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def json_safe(value: Any) -> Any:

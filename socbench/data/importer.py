@@ -37,9 +37,8 @@ from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.data.variables import source_variables, variables_path
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError, validated
-from socbench.files import json_bytes, write_atomic
+from socbench.files import file_sha256, json_bytes, write_atomic
 from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, Roles, read_manifest, write_manifest
-from socbench.models.smollm2 import file_sha256
 from socbench.preflight import check_output_dir
 
 NO_COUNTRY = "(no country)"
