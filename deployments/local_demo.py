@@ -25,7 +25,7 @@ from socbench.processes import (
     PrefectServer,
     cpu_defaults,
     free_port,
-    interruptible,
+    sigint_raises,
     start_group,
     stop_group,
 )
@@ -210,7 +210,7 @@ def summary_table(url: str, run_id: str) -> list[str]:
 
 
 def main() -> int:
-    interruptible()
+    sigint_raises()
     (STATE / "tmp").mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = demo_env(port)

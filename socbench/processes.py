@@ -72,7 +72,7 @@ def answers(url: str, timeout_s: float = 2.0) -> bool:
         return False
 
 
-def interruptible() -> None:
+def sigint_raises() -> None:
     """Ctrl-C raises KeyboardInterrupt here even if this process inherited SIGINT ignored: bash
     ignores it for a script's background jobs and Python keeps an inherited ignore, so `make ui`
     started from such a script sat through Ctrl-C on its own terminal (seen in a CI-like loop)."""
