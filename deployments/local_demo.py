@@ -25,11 +25,11 @@ from socbench.processes import (
     PrefectServer,
     cpu_defaults,
     free_port,
-    interruptible,
+    sigint_raises,
     start_group,
     stop_group,
 )
-from socbench.processes import prefect_api as api
+from socbench.processes import prefect_rest as api
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE = ROOT / ".prefect-demo"
@@ -210,7 +210,7 @@ def summary_table(url: str, run_id: str) -> list[str]:
 
 
 def main() -> int:
-    interruptible()
+    sigint_raises()
     (STATE / "tmp").mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = demo_env(port)

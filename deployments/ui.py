@@ -21,7 +21,7 @@ from pathlib import Path
 from local_demo import FINAL, STATE, demo_env
 from local_demo import api as call
 
-from socbench.processes import Postgres, PrefectServer, free_port, interruptible
+from socbench.processes import Postgres, PrefectServer, free_port, sigint_raises
 
 
 def latest_run(api: str) -> dict | None:
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     env = demo_env(port, args.state)
     (args.state / "tmp").mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _stop)
-    interruptible()
+    sigint_raises()
     with ExitStack() as stack:
         try:  # Ctrl-C while the server starts stops it too
             if (postgres / Postgres.READY).is_file():  # the demo's cluster (deployments/local_demo.py)

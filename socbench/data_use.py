@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from socbench.data.layout import dataset_root
 from socbench.data.synth import INFO_FILE
+from socbench.engines.openai_settings import api_bases
 from socbench.errors import ConfigError
 from socbench.manifest import DomainSpec, find_manifest
 
@@ -57,7 +58,7 @@ def remote_data(settings: EngineSettings, dataset_dir: Path,
         return None  # in-process engines
     root = dataset_root(dataset_dir)
     studies = [d.display_name for d in domains if data_use(root, d) == "local"]
-    urls = (url.strip() for url in (settings.api_base or "").split(",") if url.strip())
+    urls = api_bases(settings.api_base or "")
     hosts = [h for h in dict.fromkeys(urlsplit(url).hostname or url for url in urls) if not is_local_host(h)]
     return {"studies": studies, "hosts": hosts} if studies and hosts else None
 

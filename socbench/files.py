@@ -3,6 +3,7 @@ killed run never leaves one that looks complete; JSON is strict (NaN/inf written
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -12,6 +13,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+from socbench.errors import DataError
 
 
 @contextmanager
@@ -61,6 +64,11 @@ def atomic_dir(path: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def file_sha256(path: Path) -> str:
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 def json_safe(value: Any) -> Any:
     """NaN/inf floats -> None, recursively (strict JSON has no NaN)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -83,3 +91,18 @@ def write_json(path: Path, payload: Mapping[str, Any]) -> Path:
         json.dump(json_safe(payload), handle, indent=2, ensure_ascii=False, allow_nan=False)
         handle.write("\n")
     return path
+
+
+def read_json(path: Path, what: str = "JSON") -> Any:
+    """``path``'s JSON; a file that is missing, not UTF-8 or malformed is one DataError line naming it (and
+    the line and column of malformed JSON). ``what`` names the kind of file in "not found"."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{path}: {what} file not found") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc})") from None

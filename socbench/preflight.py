@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench import pipeline
+from socbench.engines.openai_settings import api_bases
 from socbench.engines.session import get_engine
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, EngineError
@@ -154,7 +155,7 @@ def check_server(api_base: str, model: str | None = None, api_key: str | None = 
                  timeout_s: float = 5.0, key_env: str = "OPENAI_API_KEY") -> None:
     """Every OpenAI-compatible base URL answers, accepts the key and lists ``model`` in ``/v1/models`` (a
     server without a model list is not checked further)."""
-    for url in (u.strip().rstrip("/").removesuffix("/v1") for u in api_base.split(",")):
+    for url in api_bases(api_base):
         try:
             status, body = _get_models(url, api_key, timeout_s)
         except (OSError, ValueError) as exc:

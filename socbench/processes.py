@@ -72,7 +72,7 @@ def answers(url: str, timeout_s: float = 2.0) -> bool:
         return False
 
 
-def interruptible() -> None:
+def sigint_raises() -> None:
     """Ctrl-C raises KeyboardInterrupt here even if this process inherited SIGINT ignored: bash
     ignores it for a script's background jobs and Python keeps an inherited ignore, so `make ui`
     started from such a script sat through Ctrl-C on its own terminal (seen in a CI-like loop)."""
@@ -135,7 +135,7 @@ def transient(exc: BaseException) -> bool:
     return isinstance(reason, (TimeoutError, ConnectionError, http.client.HTTPException))
 
 
-def prefect_api(url: str, path: str, body: dict | None = None, tries: int = 6,
+def prefect_rest(url: str, path: str, body: dict | None = None, tries: int = 6,
                 timeout_s: float = 60.0) -> Any:
     """One call to the Prefect REST API (JSON in, JSON out; a POST when there is a body). What
     ``transient`` names (a busy server rolled the call back, a loaded host did not answer in time) is

@@ -291,6 +291,8 @@ def test_invalid_api_base_is_a_config_error(base):
         OpenAISettings(api_base=base, model="m")
     with pytest.raises(ConfigError, match="--api_base"):
         create_engine("config", "m", settings={"api_base": f"http://ok:1,{base or 'x'}"})
+    with pytest.raises(ConfigError, match="^--api_base"):  # the flag reads it as the engine does
+        make_config(api_type="openai", api_base=f"http://ok:1,{base or 'x'}")
 
 
 def test_registry_errors_and_identity():

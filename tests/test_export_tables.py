@@ -13,8 +13,8 @@ import pyreadstat
 import pytest
 
 from socbench.config import EXPORT_FORMATS as FORMATS
-from socbench.data.variables import SourceVariable, SourceVariables
-from socbench.errors import ConfigError
+from socbench.data.variables import SourceVariable, SourceVariables, read_variables, variables_path
+from socbench.errors import ConfigError, DataError
 from socbench.export import resolve_format
 from socbench.export.source import DomainSource
 from socbench.export.tables import long_table, wide_labels
@@ -173,3 +173,14 @@ def test_the_format_comes_from_the_flag_or_the_name(fmt, out, expected) -> None:
 def test_a_name_that_contradicts_the_format_is_one_line() -> None:
     with pytest.raises(ConfigError, match=r"--out a.csv: the name ends in .csv but --format is sav"):
         resolve_format("sav", Path("a.csv"))
+
+
+@pytest.mark.parametrize("text, says", [
+    ("{bad", "Invalid JSON: key must be a string"),
+    ('{"source_file": 1}', "source_file: Input should be a valid string")])
+def test_a_damaged_import_metadata_file_says_what_is_wrong(tmp_path, text, says) -> None:
+    """Failed before the fix: the line ended '(1 validation error for SourceVariables)'."""
+    variables_path(tmp_path, "family").write_text(text, encoding="utf-8")
+    with pytest.raises(DataError, match="cannot read the import metadata") as raised:
+        read_variables(tmp_path, "family")
+    assert says in str(raised.value)

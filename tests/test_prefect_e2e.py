@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from socbench.models import model_slug
-from socbench.processes import prefect_api, start_group, stop_group, wait_for
+from socbench.processes import prefect_rest, start_group, stop_group, wait_for
 from tests.conftest import prefect_cli as _prefect
 
 pytestmark = pytest.mark.slow
@@ -49,7 +49,7 @@ def _flow_runs(env: dict, attempts: int = 5) -> list[dict]:
 
 def _children(env: dict, run_id: str) -> list[dict]:
     """The domain runs inside the run ``run_id`` (every attempt's)."""
-    return prefect_api(env["PREFECT_API_URL"], "/flow_runs/filter",
+    return prefect_rest(env["PREFECT_API_URL"], "/flow_runs/filter",
                        {"flow_runs": {"parent_flow_run_id": {"any_": [run_id]}}})
 
 

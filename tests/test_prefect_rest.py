@@ -1,4 +1,4 @@
-"""``socbench.processes.prefect_api`` and `make demo`'s watcher over it: a busy Prefect server's 503
+"""``socbench.processes.prefect_rest`` and `make demo`'s watcher over it: a busy Prefect server's 503
 (SQLite "database is locked", the call rolled back), a call that times out and a connection reset
 are retried with backoff; other errors are not. The watcher never raises on the API's account.
 
@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from socbench.processes import prefect_api
+from socbench.processes import prefect_rest
 from tests.conftest import ROOT
 
 
@@ -89,19 +89,19 @@ def no_waiting(monkeypatch) -> Iterator[list[float]]:
 @pytest.mark.parametrize("how", ["busy", "reset", "slow"])
 def test_a_busy_reset_or_silent_answer_is_retried_and_the_answer_returned(how: str, no_waiting) -> None:
     with Api(how, {"/busy": 2}) as api:
-        assert prefect_api(api.url, "/busy", {"name": "x"}, timeout_s=0.5) == {"name": "x"}
+        assert prefect_rest(api.url, "/busy", {"name": "x"}, timeout_s=0.5) == {"name": "x"}
     assert api.seen == ["/busy"] * 3 and no_waiting == [1, 2]
 
 
 def test_other_errors_are_raised_at_once(no_waiting) -> None:
     with Api("busy", {}) as api, pytest.raises(urllib.error.HTTPError) as raised:
-        prefect_api(api.url, "/missing", {})
+        prefect_rest(api.url, "/missing", {})
     assert raised.value.code == 404 and api.seen == ["/missing"] and no_waiting == []
 
 
 def test_the_last_try_raises_what_it_got(no_waiting) -> None:
     with Api("reset", {"/busy": 9}) as api, pytest.raises(ConnectionError):
-        prefect_api(api.url, "/busy", {}, tries=3)
+        prefect_rest(api.url, "/busy", {}, tries=3)
     assert api.seen == ["/busy"] * 3 and no_waiting == [1, 2]
 
 

@@ -26,7 +26,7 @@ from socbench.errors import ConfigError
 from socbench.models import model_slug
 from socbench.processes import (
     Postgres,
-    prefect_api,
+    prefect_rest,
     signal_group,
     start_group,
     stop_group,
@@ -65,7 +65,7 @@ def _worker(env: dict, folder: Path, name: str, *options: str, pool: str = "socb
 
 
 def _post(env: dict, path: str, body: dict) -> list[dict]:
-    return prefect_api(env["PREFECT_API_URL"], path, body)
+    return prefect_rest(env["PREFECT_API_URL"], path, body)
 
 
 def _children(env: dict, run_id: str) -> list[dict]:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from socbench.processes import Postgres, PrefectServer, prefect_api
+from socbench.processes import Postgres, PrefectServer, prefect_rest
 from support.processes import processes_with_env, readable, session_members, user_prefect_home
 from tests.conftest import ROOT
 
@@ -72,10 +72,10 @@ class Api:
         self.url = url
 
     def post(self, path: str, body: dict | list) -> dict:
-        return prefect_api(self.url, path, body) or {}
+        return prefect_rest(self.url, path, body) or {}
 
     def get(self, path: str) -> dict:
-        return prefect_api(self.url, path)
+        return prefect_rest(self.url, path)
 
     def run(self, flow: str, name: str, state: dict, **fields) -> dict:
         flow_id = self.post("/flows/", {"name": flow})["id"]
@@ -235,7 +235,7 @@ def test_ui_serves_a_postgres_demo_state_and_stops_the_cluster_too() -> None:
         Postgres(folder=state / "postgres").start().stop()  # as the demo's first run makes it: no tables
         ui, api = _serve(state, top / "ui.out")
         try:
-            assert prefect_api(api, "/flow_runs/filter", {}) == []  # its database answers: no runs yet
+            assert prefect_rest(api, "/flow_runs/filter", {}) == []  # its database answers: no runs yet
         finally:
             _stop(ui)
         assert processes_with_env("PREFECT_HOME", str(state / "home")) == []  # the server and the cluster

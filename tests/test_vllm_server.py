@@ -27,7 +27,7 @@ from socbench.config import make_config
 from socbench.data import build_items, load_domain
 from socbench.domains import get_domain
 from socbench.extract import distribution_of
-from socbench.processes import prefect_api
+from socbench.processes import prefect_rest
 from socbench.prompts import build_domain_prompts
 from support import CLI, FakeOpenAIServer
 from support.cli import socbench
@@ -63,11 +63,11 @@ def last_run_states(env: dict) -> tuple[str, dict[str, str]]:
     runs. The API may be shared by pytest-xdist's workers (tests/support/session_api.py): this process's
     runs are those whose parameters name a path in its temporary folder (``env``'s Prefect home is in it)."""
     url, ours = env["PREFECT_API_URL"], f"{Path(env['PREFECT_HOME']).parent}/"
-    runs = prefect_api(url, "/flow_runs/filter", {"flows": {"name": {"any_": ["issp"]}},
+    runs = prefect_rest(url, "/flow_runs/filter", {"flows": {"name": {"any_": ["issp"]}},
                                                    "sort": "START_TIME_DESC", "limit": 200})
     parent = next(run for run in runs if ours in json.dumps(run["parameters"]))
     domains = {"flow_runs": {"parent_flow_run_id": {"any_": [parent["id"]]}}}
-    children = prefect_api(url, "/flow_runs/filter", domains)
+    children = prefect_rest(url, "/flow_runs/filter", domains)
     return parent["state_type"], {run["name"]: run["state_type"] for run in children}
 
 

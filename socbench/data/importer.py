@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from pydantic import ValidationError
 
 from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
@@ -37,10 +36,9 @@ from socbench.data.sampling import draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.data.variables import source_variables, variables_path
 from socbench.domains import DOMAINS, ISSP_BY_SLUG, QA_FOLDER
-from socbench.errors import ConfigError, DataError
-from socbench.files import json_bytes, write_atomic
+from socbench.errors import ConfigError, DataError, validated
+from socbench.files import file_sha256, json_bytes, write_atomic
 from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, Roles, read_manifest, write_manifest
-from socbench.models.smollm2 import file_sha256
 from socbench.preflight import check_output_dir
 
 NO_COUNTRY = "(no country)"
@@ -136,15 +134,10 @@ def _entry(request: ImportRequest, base: Manifest | None, slug: str, earlier: Do
         domain_id = max(taken | {0}) + 1
     name = (request.name or (earlier.name if earlier else None) or (issp.name if issp else None)
             or "".join(part.capitalize() for part in re.split(r"[_-]+", slug)))
-    try:
-        return DomainSpec(id=domain_id, name=name, slug=slug, module=f"imported from {request.source.name}",
-                          country_attribute=country_key, country=request.study_country or "", roles=roles,
-                          vocabulary="issp" if request.qa is not None else "source")
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        flag = {"slug": "--slug", "name": "--name"}.get(str(err["loc"][0]), str(err["loc"][0]))
-        message = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{flag} {err.get('input')!r}: {message}") from None
+    return validated(DomainSpec, dict(
+        id=domain_id, name=name, slug=slug, module=f"imported from {request.source.name}", roles=roles,
+        country_attribute=country_key, country=request.study_country or "",
+        vocabulary="issp" if request.qa is not None else "source"))
 
 
 def plan_import(request: ImportRequest) -> ImportPlan:

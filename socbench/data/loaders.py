@@ -7,7 +7,6 @@ it applies, the line/column (malformed JSON) or the record index and field (sche
 from __future__ import annotations
 
 import functools
-import json
 import math
 import numbers
 from collections import Counter
@@ -32,6 +31,7 @@ from socbench.data.missing_labels import is_missing_label
 from socbench.data.sampling import sample_record, stratified_sample
 from socbench.domains import DomainSpec
 from socbench.errors import DataError
+from socbench.files import read_json
 from socbench.manifest import AUTO_COUNTRY
 from socbench.types import COUNTRY, DomainData, Question, Respondent
 
@@ -140,26 +140,13 @@ class CodebookEntry(BaseModel):
 _JSON_TYPES = {dict: "an object", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
 
-def _read_json_array(path: Path, what: str) -> list[Any]:
-    """Parse a JSON file that must hold an array; errors name file, line and column."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: {what} file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
-    if not isinstance(data, list):
-        kind = "null" if data is None else _JSON_TYPES.get(type(data), type(data).__name__)
+def _records(path: Path, model: type[BaseModel], what: str) -> list[Any]:
+    """Every record of a JSON array file, validated; the first failure names record index, field and
+    person (errors reading the JSON: file, line and column)."""
+    raw = read_json(path, what)
+    if not isinstance(raw, list):
+        kind = "null" if raw is None else _JSON_TYPES.get(type(raw), type(raw).__name__)
         raise DataError(f"{path}: expected a JSON array of {what} records at the top level, got {kind}")
-    return data
-
-
-def _validate(path: Path, raw: list[Any], model: type[BaseModel], what: str) -> list[Any]:
-    """Validate every record; the first failure names record index, field and person."""
     try:
         return TypeAdapter(list[model]).validate_python(raw)
     except ValidationError as exc:
@@ -178,7 +165,7 @@ def _validate(path: Path, raw: list[Any], model: type[BaseModel], what: str) -> 
 def load_questions(path: Path) -> tuple[Question, ...]:
     """Questions in survey order; ids kept as written, unique case-insensitively."""
     path = Path(path)
-    records = _validate(path, _read_json_array(path, "question"), QuestionRecord, "question")
+    records = _records(path, QuestionRecord, "question")
     seen: dict[str, str] = {}
     for rec in records:
         key = rec.question_id.lower()
@@ -192,7 +179,7 @@ def load_questions(path: Path) -> tuple[Question, ...]:
 def load_answer_records(path: Path) -> list[AnswerRecord]:
     """Respondent records of one answer file, validated."""
     path = Path(path)
-    return _validate(path, _read_json_array(path, "respondent"), AnswerRecord, "respondent")
+    return _records(path, AnswerRecord, "respondent")
 
 
 def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | None:
@@ -204,7 +191,7 @@ def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | N
             continue
         matches = sorted(p for p in folder.iterdir() if p.name.lower() == wanted and p.is_file())
         if matches:
-            return _validate(matches[0], _read_json_array(matches[0], "codebook"), CodebookEntry, "codebook")
+            return _records(matches[0], CodebookEntry, "codebook")
     return None
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +23,7 @@ import pandas as pd
 from socbench.data.loaders import normalize_code
 from socbench.data.missing_labels import STATA_MISSING
 from socbench.errors import ConfigError, DataError
+from socbench.files import read_json
 
 FORMATS = {".dta": "Stata", ".sav": "SPSS", ".zsav": "SPSS", ".csv": "CSV"}
 CHUNK_ROWS = 10_000
@@ -343,10 +343,7 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
 
 
 def _json_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the codebook as JSON ({exc})") from None
+    raw = read_json(path, "codebook")
     if not isinstance(raw, list) or not all(isinstance(e, dict) and "domain" in e for e in raw):
         raise DataError(f'{path}: expected a JSON array of {{"domain", "meaning", "content"}} entries')
     book: dict[str, tuple[str | None, dict[str, str]]] = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from socbench.data.survey_file import SurveyFile, Variable
-from socbench.errors import DataError
+from socbench.errors import DataError, first_problem
 
 VARIABLES_PREFIX = "variables_"
 
@@ -75,5 +75,9 @@ def read_variables(data_root: Path, slug: str) -> SourceVariables:
                         "again with --replace if it was imported before this file existed)")
     try:
         return SourceVariables.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError) as exc:
-        raise DataError(f"{path}: cannot read the import metadata ({str(exc).splitlines()[0]})") from None
+    except OSError as exc:
+        problem = str(exc)
+    except ValidationError as exc:
+        where, _, message = first_problem(exc)
+        problem = f"{where}: {message}" if where else message
+    raise DataError(f"{path}: cannot read the import metadata ({problem})")

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from socbench.engines.base import ResultSink
 from socbench.types import Code, LoglikelihoodRequest, PromptRequest
@@ -60,14 +61,22 @@ def option_plan(tokenizer, request: PromptRequest) -> OptionPlan:
     else:
         text, lead = split_trailing_space(text + request.answer_prefix, "")
     context = tuple(encode(tokenizer, text, special=not request.chat))
-    codes = request.offered_codes
-    single = {code: list(_encode_piece(tokenizer, lead + code)) for code in codes}
-    first = [ids[0] for ids in single.values() if len(ids) == 1]
-    if codes and len(first) == len(codes) == len(set(first)):
-        return OptionPlan(context, {c: tuple(ids) for c, ids in single.items()}, "single_token")
     closing = '"' if text.endswith('"') else ""
-    conts = {code: _encode_piece(tokenizer, lead + code + closing) for code in codes}
-    return OptionPlan(context, conts, "continuation")
+    method, tokens = code_tokens(request.offered_codes, lambda code: _encode_piece(tokenizer, lead + code),
+                                 closing)
+    return OptionPlan(context, tokens, method)
+
+
+def code_tokens(codes: Sequence[str], tokens: Callable[[str], tuple[int, ...] | None],
+                closing: str) -> tuple[Literal["single_token", "continuation"], dict[str, Any]]:
+    """The rule of both option planners (this one, ``_http``'s over a server's ``/tokenize``): every code one
+    distinct token, read in one step, else each code plus the ``closing`` quote as a token sequence.
+    ``tokens(text)``: the ids ``text`` adds after the context (None: no clean boundary)."""
+    single = {code: tokens(code) for code in codes}
+    first = [ids[0] for ids in single.values() if ids is not None and len(ids) == 1]
+    if codes and len(first) == len(codes) == len(set(first)):
+        return "single_token", single
+    return "continuation", {code: tokens(code + closing) for code in codes}
 
 
 @functools.lru_cache(maxsize=4096)

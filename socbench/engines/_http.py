@@ -23,6 +23,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from socbench.engines._chat import code_tokens
 from socbench.engines.usage import UsageMeter
 
 if TYPE_CHECKING:
@@ -90,15 +91,11 @@ def option_plan(prefix: str, codes: Sequence[str], tokens: dict[str, list[int]] 
         head, full = tokens[prefix.rstrip()], tokens[text]
         return tuple(full[len(head):]) if full[:len(head)] == head and len(full) > len(head) else None
 
-    single = {c: tail(prefix + c) for c in codes}
-    ids = [t[0] for t in single.values() if t is not None and len(t) == 1]
-    if len(ids) == len(codes) == len(set(ids)):
-        return OptionPlan("single_token", single)  # type: ignore[arg-type]
     closing = closing_quote(prefix)
-    conts = {c: tail(prefix + c + closing) for c in codes}
-    if any(t is None for t in conts.values()):
+    method, found = code_tokens(codes, lambda code: tail(prefix + code), closing)
+    if any(t is None for t in found.values()):
         return OptionPlan("top", {})  # the code merges into the prefix: no clean boundary
-    return OptionPlan("continuation", conts, closing)  # type: ignore[arg-type]
+    return OptionPlan(method, found, closing if method == "continuation" else "")
 
 
 def content(text: Any) -> str:

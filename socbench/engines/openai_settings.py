@@ -3,13 +3,30 @@ the transport (``_http``), the Batch API (``batch``) and the engine (``openai_ap
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from socbench.errors import ConfigError
+
+
+def api_bases(value: str | Sequence[str]) -> tuple[str, ...]:
+    """``--api_base``'s URLs (comma-separated), checked, without a trailing ``/v1``: its one reading."""
+    urls = [u.strip() for u in (value.split(",") if isinstance(value, str) else value) if u.strip()]
+    if not urls:
+        raise ConfigError("--api_base: no URL given (expected http(s)://host:port)")
+    for url in urls:
+        try:
+            parts = urlsplit(url)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ConfigError(f"--api_base {url!r} is not an http(s) URL")
+    return tuple(url.rstrip("/").removesuffix("/v1") for url in urls)
 
 
 class OpenAISettings(BaseModel):
@@ -37,18 +54,5 @@ class OpenAISettings(BaseModel):
     batch_poll_s: float = Field(30.0, gt=0)  # between two looks at a batch's state
     batch_window: str = "24h"  # completion_window: the only one OpenAI offers
 
-    @field_validator("api_base", mode="before")
-    @classmethod
-    def _urls(cls, value: Any) -> tuple[str, ...]:
-        urls = [u.strip() for u in (value.split(",") if isinstance(value, str) else value) if u.strip()]
-        if not urls:
-            raise ConfigError("--api_base: no URL given (expected http(s)://host:port)")
-        for url in urls:
-            try:
-                parts = urlsplit(url)
-                ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-            except ValueError:
-                ok = False
-            if not ok:
-                raise ConfigError(f"--api_base {url!r} is not an http(s) URL")
-        return tuple(url.rstrip("/").removesuffix("/v1") for url in urls)
+    _urls = field_validator("api_base", mode="before")(api_bases)
+

@@ -11,7 +11,6 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlparse
 
 from pydantic import (
     AfterValidator,
@@ -25,6 +24,7 @@ from pydantic import (
 )
 
 from socbench.engines.cache import CacheStore
+from socbench.engines.openai_settings import OpenAISettings, api_bases
 from socbench.engines.vllm_args import check_vllm_keys
 from socbench.errors import ConfigError, validated
 from socbench.models import DEFAULT_MODEL, socbench_home
@@ -244,8 +244,6 @@ def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
     elif api_type == "hf":
         HfSettings.from_options(values)
     else:
-        from socbench.engines.openai_settings import OpenAISettings
-
         clash = sorted(values.keys() & _OPENAI_FLAGS.keys())
         if clash:
             raise ConfigError(f"--engine {clash[0]}: set it with {_OPENAI_FLAGS[clash[0]]}")
@@ -293,10 +291,8 @@ class EngineSettings(BaseModel):
     @field_validator("api_base")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        for url in [] if value is None else value.split(","):
-            parsed = urlparse(url.strip())
-            if parsed.scheme not in ("http", "https") or not parsed.netloc:
-                raise ValueError(f"{url.strip()!r} is not an http(s) URL")
+        if value is not None:
+            api_bases(value)
         return value
 
     @field_validator("engine_args")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from socbench.errors import ModelError
-from socbench.models.smollm2 import BUILTIN_MODELS, MARKER, builtin_gguf, ensure_converted, file_sha256
+from socbench.files import file_sha256
+from socbench.models.smollm2 import BUILTIN_MODELS, MARKER, builtin_gguf, ensure_converted
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin")

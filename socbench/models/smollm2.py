@@ -11,7 +11,6 @@ import contextlib
 import datetime as dt
 import fcntl
 import functools
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -60,11 +59,6 @@ def builtin_gguf(model: BuiltinModel) -> tuple[Path, str]:
     if not path.is_file():
         raise ModelError(f"model {model.name!r}: {path} not found in the {model.distribution} package")
     return path, version
-
-
-def file_sha256(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def read_marker(folder: Path) -> dict | None:
