@@ -46,8 +46,8 @@ def test_the_cli_sends_requests_only_from_the_flow(tmp_path: Path, demo_data: Pa
     calls = tmp_path / "calls.json"
     with FakeOpenAIServer() as server:
         args = ["issp", "--data_dir", str(demo_data), "--domain_id", "all", "--start_domain_id", "9",
-                "--interview_count", "2", "--api_type", "openai", "--api_base", server.url, "--model", "fake-model",
-                "--output_dir", str(tmp_path / "out")]
+                "--interview_count", "2", "--api_type", "openai", "--api_base", server.url,
+                "--model", "fake-model", "--output_dir", str(tmp_path / "out")]
         done = subprocess.run([sys.executable, "-c", WATCH, str(calls), *args], env=env, capture_output=True,
                               text=True, timeout=600)
         sent = server.stats().requests
