@@ -44,6 +44,13 @@ class Server:
     def reset(self) -> dict:
         return self._ask("reset")
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the server process has used: it shares the cores with the client."""
+        import psutil
+
+        times = psutil.Process(self.proc.pid).cpu_times()
+        return times.user + times.system
+
     def stop(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(30)
