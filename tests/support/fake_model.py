@@ -88,6 +88,7 @@ class FakeModel:
 
     def __init__(self, model: str, answer: Answer | None = None, reasoning_tokens: int = 0) -> None:
         self.model, self.answer = model, answer or default_answer
+        self.seeded = len(inspect.signature(self.answer).parameters) >= 3  # a sampling model: sees the seed
         self.reasoning_tokens = reasoning_tokens  # claimed by every reply (as o1-style models report)
         self.vocab: dict[int, str] = {}
 
@@ -97,8 +98,7 @@ class FakeModel:
     def reply(self, chat: bool, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
         """The response payload; ``fault`` may be null/empty/prose content."""
         prompt, codes = prompt_and_codes(body)
-        seeded = len(inspect.signature(self.answer).parameters) >= 3  # a sampling model: sees the seed
-        said = self.answer(prompt, codes, body.get("seed")) if seeded else self.answer(prompt, codes)
+        said = self.answer(prompt, codes, body.get("seed")) if self.seeded else self.answer(prompt, codes)
         content: str | None = _continue(said, body)
         content = {"null": None, "empty": "", "prose": PROSE}.get(fault, content)
         payload = (self._chat if chat else self._completion)(body, prompt, codes, content)
