@@ -305,3 +305,20 @@ def test_registry_errors_and_identity():
     engine = create_engine("config", "m", settings={"api_base": "http://u:pw@b:2/v1, https://a.example"})
     assert engine.identity["api_base"] == "a.example,b:2" and "pw" not in json.dumps(engine.identity)
     assert engine.settings.api_base == ("http://u:pw@b:2", "https://a.example")
+
+
+def test_the_heap_is_frozen_only_while_requests_are_in_flight():
+    """run_all keeps what lived before out of the collector's walks while it sends, and gives the heap
+    back after, when a sink fails too (``gc.freeze`` is process-wide)."""
+    import gc
+
+    frozen: list[int] = []
+
+    def sink(i: int, result: object) -> None:
+        frozen.append(gc.get_freeze_count())
+        raise RuntimeError("the sink fails")
+
+    with FakeOpenAIServer() as server:
+        with pytest.raises(RuntimeError, match="the sink fails"):
+            engine_for(server).generate([prompt(0)], on_result=sink)
+    assert frozen and frozen[0] > 0 and gc.get_freeze_count() == 0
