@@ -32,6 +32,18 @@ def test_stacked_cramers_v_is_cramers_v() -> None:
     assert cramers_v_stack(tables) == pytest.approx([cramers_v(t) for t in tables], abs=1e-12)
 
 
+def test_cramers_v_is_scipys_bit_for_bit() -> None:
+    """Computed without scipy's ``association`` (1.4 ms a call), the same floats: results stay identical."""
+    from scipy.stats.contingency import association
+
+    rng = np.random.default_rng(4)
+    for _ in range(500):
+        table = rng.integers(0, rng.integers(1, 200), size=(rng.integers(2, 40), rng.integers(2, 12)))
+        kept = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+        expected = 0.0 if min(kept.shape) < 2 else association(kept, method="cramer", correction=False)
+        assert cramers_v(table) == expected
+
+
 def rule_and_classifier() -> tuple[list[ScoredItem], list[ScoredItem]]:
     items, people, ages = planted()
     rng = np.random.default_rng(1)

@@ -52,14 +52,17 @@ class Structure:
 
 
 def cramers_v(table: np.ndarray) -> float:
-    """Cramér's V of a groups × codes count table; 0 when only one row or column is non-empty."""
-    from scipy.stats.contingency import association  # here: scipy.stats takes seconds to import
-
-    table = np.asarray(table, dtype=np.int64)  # counts (scipy's association takes integers only)
+    """Cramér's V of a groups × codes count table; 0 when only one row or column is non-empty. scipy's
+    ``association(table, method="cramer", correction=False)``, bit for bit (tested), in its own arithmetic:
+    scipy's checks were 1.4 ms a call, two calls a (question, attribute) pair."""
+    table = np.asarray(table, dtype=np.int64)
     table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
     if min(table.shape) < 2:
         return 0.0
-    return float(association(table, method="cramer", correction=False))
+    observed = table.astype(np.float64)
+    expected = observed.sum(axis=1, keepdims=True) * observed.sum(axis=0, keepdims=True) / observed.sum()
+    chi2 = ((observed - expected) ** 2 / expected).sum()
+    return math.sqrt(chi2 / table.sum() / (min(table.shape) - 1))
 
 
 def _counts(values: Sequence[str]) -> np.ndarray:
