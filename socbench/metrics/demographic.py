@@ -8,16 +8,16 @@ pooled. A fold with one class or no respondents falls back (counted in ``fallbac
 
 Solver: a fold's questions are fitted together in one L-BFGS run while they are small (at most
 ``JOINT_PARAMETERS`` coefficients: 10-100 respondents a domain), stopped at ``JOINT_TOLERANCE``; larger
-domains fit one scikit-learn model per question, stopped at ``TOLERANCE`` for the time budget
-(bench/demographic_model.py). ``SOLVER`` names the pair: yardsticks cached by another are not reused.
+domains fit each question alone by the same code, scikit-learn's model and stop (``TOLERANCE``), without its
+per-fit checks. ``SOLVER`` names the settings: yardsticks cached under others are not reused.
 
-Cost: a question's fit in a fold learns from at most ``training_cap`` respondents (``TRAINING_CAP``, or
-``ROWS_PER_COLUMN`` per column of a wider attribute matrix: a wide model needs more people to be as accurate),
-the first by one seeded random order of the domain's people (a fold's questions share their sample, so the
-joint fit stays that size), and predicts every held-out one: the fits cost no more at 50,000 respondents than
-at the cap, and the rest is linear. Below the cap nothing is sampled (the results are the uncapped model's);
-at 10,000 respondents accuracy moved by 0.005 (docs/performance.md); further above, the model is one of the
-cap's size, which may fall further behind an uncapped one (not measured)."""
+Cost (bench/demographic_model.py, docs/performance.md): 3 folds (5 cost two thirds more fits; accuracy held
+within 0.01 from 10 to 10,000 respondents); a question's fit in a fold learns from at most ``training_cap``
+respondents (``TRAINING_CAP``, or ``ROWS_PER_COLUMN`` per column of a wider attribute matrix: a wide model
+needs more people to be as accurate), the first by one seeded random order of the domain's people (a fold's
+questions share their sample, so the joint fit stays that size), and predicts every held-out one: the fits
+cost no more at 50,000 respondents than at the cap, and the rest is linear. Below the cap nothing is sampled;
+further above it the model is one of the cap's size, which may fall behind an uncapped one."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from socbench.types import Code, ScoredItem
 if TYPE_CHECKING:  # scipy and scikit-learn are imported where a model is fitted: seconds a report never needs
     from scipy import sparse
 
-DEFAULT_FOLDS = 5
+DEFAULT_FOLDS = 3
 DEFAULT_SEED = 0
 MIN_NUMERIC_LEVELS = 3
 MIN_CATEGORY_COUNT = 5
@@ -47,8 +47,8 @@ JOINT_PARAMETERS = 50_000  # a fold's questions are fitted together up to this m
 JOINT_TOLERANCE = 1e-4  # a question's fit then moves < 2e-3 with the other questions of its domain
 TRAINING_CAP = 5_000  # respondents a question's fit learns from, at most: for a narrow matrix
 ROWS_PER_COLUMN = 4  # for a wider one, this many per column
-SOLVER = (f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else sklearn@{TOLERANCE}; "
-          f"cap max({TRAINING_CAP}, {ROWS_PER_COLUMN}/column)")
+SOLVER = (f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else each@{TOLERANCE}; "
+          f"cap max({TRAINING_CAP}, {ROWS_PER_COLUMN}/column); {DEFAULT_FOLDS} folds")
 Learner = Literal["logistic", "hgb"]
 FitHook = Callable[[str, int, np.ndarray, np.ndarray], None]  # question, fold, train ids, test ids
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:years?(?: old)?)?\s*$", re.IGNORECASE)
