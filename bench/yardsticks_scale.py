@@ -8,7 +8,8 @@ yardstick computed directly, no cache: the demographic model (``yardsticks.demog
 SimBench and structure figures, the paired structure comparison and the ranking alignment
 (``ranking.question_view``). Each stage's CPU seconds (one untraced pass), then its peak traced memory
 (``tracemalloc``, a second pass), summed (CPU) and maxed (memory) over the domains; the load average beside.
-Usage: ``python -m bench.yardsticks_scale [--quick] [--sizes 1000,10000] [--domain_id all]``.
+``--issp DIR``: the real question sets and codebooks (``DIR/qa``, ``DIR/codebooks``) instead of the demo's.
+Usage: ``python -m bench.yardsticks_scale [--quick] [--sizes 1000,10000] [--domain_id all] [--issp DIR]``.
 """
 
 from __future__ import annotations
@@ -74,9 +75,9 @@ def cost(call: Callable[[], Any], memory: bool) -> dict[str, float]:
     return found
 
 
-def measure(respondents: int, domain_id: str, memory: bool) -> dict[str, Any]:
+def measure(respondents: int, domain_id: str, memory: bool, issp: Path | None = None) -> dict[str, Any]:
     """Every stage's CPU seconds (summed over domains) and peak memory (the largest domain's)."""
-    data_dir = common.synth_data(respondents, domain_id)
+    data_dir = common.synth_data(respondents, domain_id, issp)
     totals: dict[str, dict[str, float]] = {}
     items, load = 0, [common.load_avg()]
     for domain in select_domains(domain_id):
@@ -97,11 +98,12 @@ def main() -> None:
     p.add_argument("--sizes", default="1000,10000", help="respondents per domain, smallest first")
     p.add_argument("--domain_id", default="all")
     p.add_argument("--no_memory", action="store_true", help="CPU seconds only (no traced pass)")
+    p.add_argument("--issp", type=Path, help="a folder with the real qa/ and codebooks/")
     args = p.parse_args()
     common.setup_env()
     sizes = [20, 100] if args.quick else [int(n) for n in args.sizes.split(",")]
     domain = "1" if args.quick else args.domain_id
-    runs = [measure(n, domain, not args.no_memory) for n in sizes]
+    runs = [measure(n, domain, not args.no_memory, args.issp) for n in sizes]
     first, last = runs[0]["stages"], runs[-1]["stages"]
     ratios = {name: round(last[name]["cpu_s"] / max(first[name]["cpu_s"], 1e-3), 2) for name in first}
     worst, bound = max(ratios.values()), LINEAR / 10 * sizes[-1] / sizes[0]

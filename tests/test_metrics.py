@@ -20,6 +20,7 @@ from socbench.metrics.classification import (
     accuracy,
     parse_failure_rate,
     per_question_macro_f1,
+    pooled_labels,
     seed_macro_f1,
     seed_micro_f1,
 )
@@ -67,6 +68,17 @@ def test_seed_pooled_macro_and_micro_with_invalid_answers() -> None:
     # Pooled micro-F1 equals accuracy (the seed's known defect, kept for comparability).
     assert seed_micro_f1(MIXED) == pytest.approx(2 / 6) == pytest.approx(accuracy(MIXED))
     assert seed_micro_f1(MIXED) == pytest.approx(f1_score(y_true, y_pred, average="micro"))
+
+
+def test_seed_macro_f1_is_scikit_learns_bit_for_bit() -> None:
+    """From counts, without importing scikit-learn (seconds, once per process): the same float."""
+    rng = random.Random(2)
+    codes = ("1", "2", "3", "4", "5")
+    items = [si(pid, f"q{pid % 7}", rng.choice(codes), rng.choice([*codes, "9", None]), codes)
+             for pid in range(3000)]
+    y_true, y_pred = pooled_labels(items)
+    assert seed_macro_f1(items) == f1_score(y_true, y_pred, labels=sorted(set(y_true)), average="macro",
+                                            zero_division=0)
 
 
 def test_per_question_macro_f1_by_hand() -> None:

@@ -57,6 +57,23 @@ def test_rare_categories_are_pooled() -> None:
     assert encode_attributes(people, min_category_count=5).matrix.shape[1] == 2  # common + infrequent
 
 
+def test_one_hot_is_scikit_learns_encoder() -> None:
+    """The categorical block is ``OneHotEncoder(min_frequency=...)``'s, column for column (sorted categories,
+    the rare pooled last; missing, blank and absent as one category), built without the encoder."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(5)
+    choices = ["a", "b", "B", "é", "", " ", "x y", "10", None]
+    people = {pid * 3 + 7: {f"C{j}": rng.choice(choices[: 3 + j]) for j in range(6) if rng.random() > 0.1}
+              | {"Rare": f"v{rng.zipf(1.5)}"} for pid in range(80)}
+    encoded = encode_attributes(people, min_category_count=4)
+    assert encoded.numeric == () and set(encoded.categorical) == {"C0", "C1", "C2", "C3", "C4", "C5", "Rare"}
+    shown = [[demographic.MISSING if people[p].get(c) is None or not str(people[p].get(c)).strip()
+              else people[p][c] for c in encoded.categorical] for p in encoded.person_ids]
+    expected = OneHotEncoder(min_frequency=4, handle_unknown="infrequent_if_exist").fit_transform(shown)
+    assert encoded.matrix.shape == expected.shape and (encoded.matrix != expected).nnz == 0
+
+
 def test_no_respondent_is_in_its_own_training_fold() -> None:
     items, people = domain()
     fits = []

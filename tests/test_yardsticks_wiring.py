@@ -102,7 +102,7 @@ def test_score_domain_writes_every_yardstick(data: DomainData) -> None:
     assert {"accuracy", "macro_f1", "per_question_macro_f1", "learner", "folds", "fallbacks",
             "distributions", "per_question"} == set(demo)
     assert demo["per_question"]["V5"]["accuracy"] >= 0.8 and demo["per_question"]["V6"]["accuracy"] < 0.4
-    assert demo["learner"] == "logistic" and demo["folds"] == 5 and demo["fallbacks"] == {}
+    assert demo["learner"] == "logistic" and demo["folds"] == 3 and demo["fallbacks"] == {}
     assert set(demo["distributions"]) == {"V5", "V6"}
     assert sum(demo["distributions"]["V5"].values()) == pytest.approx(1)
     # a baseline like the others: the margin is over the strongest, here the demographic model

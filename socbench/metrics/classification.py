@@ -45,8 +45,7 @@ def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
     if not items:
         return math.nan
     y_true, y_pred = pooled_labels(items)
-    labels = sorted(set(y_true))
-    return _f1_score(y_true, y_pred, labels=labels, average="macro")
+    return macro_f1_counts(y_true, y_pred, sorted(set(y_true)))
 
 
 def seed_micro_f1(items: Sequence[ScoredItem]) -> float:

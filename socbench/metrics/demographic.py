@@ -8,22 +8,21 @@ pooled. A fold with one class or no respondents falls back (counted in ``fallbac
 
 Solver: a fold's questions are fitted together in one L-BFGS run while they are small (at most
 ``JOINT_PARAMETERS`` coefficients: 10-100 respondents a domain), stopped at ``JOINT_TOLERANCE``; larger
-domains fit one scikit-learn model per question, stopped at ``TOLERANCE`` for the time budget
-(bench/demographic_model.py). ``SOLVER`` names the pair: yardsticks cached by another are not reused.
+domains fit each question alone by the same code, scikit-learn's model and stop (``TOLERANCE``), without its
+per-fit checks. ``SOLVER`` names the settings: yardsticks cached under others are not reused.
 
-Cost: a question's fit in a fold learns from at most ``training_cap`` respondents (``TRAINING_CAP``, or
-``ROWS_PER_COLUMN`` per column of a wider attribute matrix: a wide model needs more people to be as accurate),
-the first by one seeded random order of the domain's people (a fold's questions share their sample, so the
-joint fit stays that size), and predicts every held-out one: the fits cost no more at 50,000 respondents than
-at the cap, and the rest is linear. Below the cap nothing is sampled (the results are the uncapped model's);
-at 10,000 respondents accuracy moved by 0.005 (docs/performance.md); further above, the model is one of the
-cap's size, which may fall further behind an uncapped one (not measured)."""
+Cost (bench/demographic_model.py, docs/performance.md): 3 folds (5 cost two thirds more fits; accuracy held
+within 0.01 from 10 to 10,000 respondents); a question's fit in a fold learns from at most ``training_cap``
+respondents (``TRAINING_CAP``, or ``ROWS_PER_COLUMN`` per column of a wider attribute matrix: a wide model
+needs more people to be as accurate), the first by one seeded random order of the domain's people (a fold's
+questions share their sample, so the joint fit stays that size), and predicts every held-out one: the fits
+cost no more at 50,000 respondents than at the cap, and the rest is linear. Below the cap nothing is sampled;
+further above it the model is one of the cap's size, which may fall behind an uncapped one."""
 
 from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
@@ -38,7 +37,7 @@ from socbench.types import Code, ScoredItem
 if TYPE_CHECKING:  # scipy and scikit-learn are imported where a model is fitted: seconds a report never needs
     from scipy import sparse
 
-DEFAULT_FOLDS = 5
+DEFAULT_FOLDS = 3
 DEFAULT_SEED = 0
 MIN_NUMERIC_LEVELS = 3
 MIN_CATEGORY_COUNT = 5
@@ -48,8 +47,8 @@ JOINT_PARAMETERS = 50_000  # a fold's questions are fitted together up to this m
 JOINT_TOLERANCE = 1e-4  # a question's fit then moves < 2e-3 with the other questions of its domain
 TRAINING_CAP = 5_000  # respondents a question's fit learns from, at most: for a narrow matrix
 ROWS_PER_COLUMN = 4  # for a wider one, this many per column
-SOLVER = (f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else sklearn@{TOLERANCE}; "
-          f"cap max({TRAINING_CAP}, {ROWS_PER_COLUMN}/column)")
+SOLVER = (f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else each@{TOLERANCE}; "
+          f"cap max({TRAINING_CAP}, {ROWS_PER_COLUMN}/column); {DEFAULT_FOLDS} folds")
 Learner = Literal["logistic", "hgb"]
 FitHook = Callable[[str, int, np.ndarray, np.ndarray], None]  # question, fold, train ids, test ids
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:years?(?: old)?)?\s*$", re.IGNORECASE)
@@ -68,51 +67,91 @@ class AttributeMatrix:
         return self.matrix[[index[pid] for pid in person_ids]]
 
 
+def _read(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(each value as a number, NaN where it reads as none; which are missing; each one's index into the
+    sorted distinct texts, missing ones as ``MISSING``; how often each distinct text occurs). Each distinct
+    text is read once: a codebook's hundreds of attribute columns hold few distinct values each."""
+    index, distinct = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+    gone = np.array([_missing(v) for v in distinct], dtype=bool)
+    shown = np.array([MISSING if m else str(v) for v, m in zip(distinct, gone, strict=True)], dtype=object)
+    texts, inverse = np.unique(shown, return_inverse=True)
+    inverse, missing = inverse[index], gone[index]
+    parsed = np.array([_as_number(t) for t in texts], dtype=float)  # None (not a number): NaN
+    counts = np.bincount(inverse, minlength=len(texts))
+    return np.where(missing, math.nan, parsed[inverse]), missing, inverse, counts
+
+
 def _as_number(value: object) -> float | None:
     match = _NUMBER.match(str(value))
     return float(match.group(1)) if match else None
-
-
-def is_numeric(values: Sequence[object]) -> bool:
-    """Every non-missing value reads as a number, with at least ``MIN_NUMERIC_LEVELS`` levels."""
-    present = [v for v in values if not _missing(v)]
-    numbers = [_as_number(v) for v in present]
-    return bool(present) and all(n is not None for n in numbers) and len(set(numbers)) >= MIN_NUMERIC_LEVELS
-
-
-def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
-                      min_category_count: int = MIN_CATEGORY_COUNT) -> AttributeMatrix:
-    """One sparse matrix for a whole domain (numeric standardised, categorical one-hot)."""
-    from scipy import sparse
-    from sklearn.preprocessing import OneHotEncoder
-
-    pids = tuple(attributes)
-    frame = pd.DataFrame([dict(attributes[pid]) for pid in pids], index=list(pids))
-    numeric = tuple(c for c in frame.columns if is_numeric(frame[c].tolist()))
-    categorical = tuple(c for c in frame.columns if c not in numeric)
-    blocks = []
-    for column in numeric:
-        values = np.array([math.nan if _missing(v) else _as_number(v) for v in frame[column]], dtype=float)
-        missing = np.isnan(values)
-        mean, std = np.nanmean(values), np.nanstd(values)
-        scaled = np.where(missing, 0.0, (values - mean) / (std if std > 0 else 1.0))
-        blocks.append(sparse.csr_matrix(np.column_stack([scaled, missing.astype(float)])))
-    if categorical:
-        cats = frame[list(categorical)].map(_category).astype(str)
-        encoder = OneHotEncoder(min_frequency=min_category_count, handle_unknown="infrequent_if_exist",
-                                sparse_output=True, dtype=np.float64)
-        blocks.append(sparse.csr_matrix(encoder.fit_transform(cats)))
-    # no attribute at all: one empty column, so the model is its intercept (the fold's answer shares)
-    matrix = sparse.hstack(blocks, format="csr") if blocks else sparse.csr_matrix((len(pids), 1))
-    return AttributeMatrix(pids, matrix, numeric, categorical)
 
 
 def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
 
 
-def _category(value: object) -> str:
-    return MISSING if _missing(value) else str(value)
+def is_numeric(values: Sequence[object]) -> bool:
+    """Every non-missing value reads as a number, with at least ``MIN_NUMERIC_LEVELS`` levels."""
+    return _numeric(_read(values))
+
+
+def _numeric(read: tuple[np.ndarray, ...]) -> bool:
+    numbers, missing = read[:2]
+    present = numbers[~missing]
+    return len(present) > 0 and not np.isnan(present).any() and len(np.unique(present)) >= MIN_NUMERIC_LEVELS
+
+
+def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
+                      min_category_count: int = MIN_CATEGORY_COUNT) -> AttributeMatrix:
+    """One sparse matrix for a whole domain (numeric standardised, categorical one-hot)."""
+    from scipy import sparse
+
+    pids = tuple(attributes)
+    table = _table([attributes[pid] for pid in pids])
+    read = {key: _read(values) for key, values in table.items()}
+    keys = tuple(table)
+    numeric = tuple(key for key in keys if _numeric(read[key]))
+    categorical = tuple(key for key in keys if key not in numeric)
+    blocks = []
+    for key in numeric:
+        values, missing, _, _ = read[key]
+        mean, std = np.nanmean(values), np.nanstd(values)
+        scaled = np.where(missing, 0.0, (values - mean) / (std if std > 0 else 1.0))
+        blocks.append(sparse.csr_matrix(np.column_stack([scaled, missing.astype(float)])))
+    if categorical:
+        blocks.append(_one_hot([read[key][2:] for key in categorical], len(pids), min_category_count))
+    # no attribute at all: one empty column, so the model is its intercept (the fold's answer shares)
+    matrix = sparse.hstack(blocks, format="csr") if blocks else sparse.csr_matrix((len(pids), 1))
+    return AttributeMatrix(pids, matrix, numeric, categorical)
+
+
+def _table(rows: list[Mapping[str, str]]) -> dict[str, np.ndarray]:
+    """Each attribute's values over ``rows`` (None where a row lacks it), in order of first appearance: one
+    pass over the rows (each person's keys are strings of their own: a lookup per key and person is slow)."""
+    column = {key: j for j, key in enumerate(dict.fromkeys(key for row in rows for key in row))}
+    table = np.full((len(rows), len(column)), None, dtype=object)
+    for i, row in enumerate(rows):
+        for key, value in row.items():
+            table[i, column[key]] = value
+    return {key: table[:, j] for key, j in column.items()}
+
+
+def _one_hot(columns: list[tuple[np.ndarray, np.ndarray]], rows: int, min_count: int) -> sparse.csr_matrix:
+    """scikit-learn's ``OneHotEncoder(min_frequency=min_count)`` of columns read by ``_read`` (index into
+    the sorted categories, their counts), column for column: the categories sorted, those seen fewer than
+    ``min_count`` times pooled into one last column. Built directly: the encoder's per-column checks were
+    seconds on a codebook's hundreds of attributes."""
+    from scipy import sparse
+
+    codes, offset = [], 0
+    for inverse, counts in columns:
+        frequent = counts >= min_count
+        position = np.where(frequent, np.cumsum(frequent) - 1, frequent.sum())  # the rare: the last column
+        codes.append(offset + position[inverse])
+        offset += int(frequent.sum()) + int(not frequent.all())
+    indices = np.column_stack(codes).ravel()
+    return sparse.csr_matrix((np.ones(len(indices)), indices, np.arange(0, len(indices) + 1, len(columns))),
+                             shape=(rows, offset))
 
 
 def assign_folds(person_ids: Sequence[int], k: int = DEFAULT_FOLDS,
@@ -137,19 +176,6 @@ class DemographicResult:
     fallbacks: dict[str, int] = field(default_factory=dict)  # reason -> items
 
 
-def _learner(name: Learner, seed: int, c: float, max_iter: int):
-    """lbfgs stops at a gradient tolerance of 1e-2: three times faster than sklearn's 1e-4 on
-    1,000 x 1,600 one-hot columns, and on that synthetic domain no less accurate (stopping early
-    shrinks like a stronger penalty); bench/demographic_model.py measures the whole domain."""
-    if name == "hgb":
-        from sklearn.ensemble import HistGradientBoostingClassifier
-
-        return HistGradientBoostingClassifier(max_iter=50, random_state=seed)
-    from sklearn.linear_model import LogisticRegression
-
-    return LogisticRegression(C=c, max_iter=max_iter, solver="lbfgs", tol=TOLERANCE)
-
-
 @dataclass(frozen=True)
 class _Fit:
     """One question in one fold: training rows of the attribute matrix with their class indices into
@@ -164,27 +190,25 @@ class _Fit:
 def _fit_fold(matrix: sparse.csr_matrix, fits: list[_Fit], learner: Learner, seed: int, c: float,
               max_iter: int) -> list[np.ndarray]:
     """Probabilities over each fit's classes for its test rows: a fold's questions together while they are
-    small (``_joint_logistic``), else one scikit-learn model per question."""
-    if not fits:
-        return []
-    if learner == "logistic" and matrix.shape[1] * sum(len(f.classes) for f in fits) <= JOINT_PARAMETERS:
-        return _joint_logistic(matrix, fits, c, max_iter)
-    from sklearn.exceptions import ConvergenceWarning
-
-    found = []
-    for fit in fits:
-        model = _learner(learner, seed, c, max_iter)
-        x_train, x_test = matrix[fit.rows], matrix[fit.test]
-        if learner == "hgb":
-            x_train, x_test = x_train.toarray(), x_test.toarray()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(x_train, fit.labels, sample_weight=fit.weights)
-        found.append(model.predict_proba(x_test))
-    return found
+    small, else each alone (``_joint_logistic`` of one: scikit-learn's model and stop, without its per-fit
+    checks); or gradient boosting."""
+    if learner == "hgb":
+        return [_boosted(matrix, fit, seed) for fit in fits]
+    if fits and matrix.shape[1] * sum(len(f.classes) for f in fits) <= JOINT_PARAMETERS:
+        return _joint_logistic(matrix, fits, c, max_iter, JOINT_TOLERANCE)
+    return [_joint_logistic(matrix, [fit], c, max_iter, TOLERANCE)[0] for fit in fits]
 
 
-def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_iter: int) -> list[np.ndarray]:
+def _boosted(matrix: sparse.csr_matrix, fit: _Fit, seed: int) -> np.ndarray:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    model = HistGradientBoostingClassifier(max_iter=50, random_state=seed)
+    model.fit(matrix[fit.rows].toarray(), fit.labels, sample_weight=fit.weights)
+    return model.predict_proba(matrix[fit.test].toarray())
+
+
+def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_iter: int,
+                    tolerance: float = JOINT_TOLERANCE) -> list[np.ndarray]:
     """Every question of a fold in one L-BFGS run: a small domain is hundreds of fits of a few rows, and
     scikit-learn's set-up per fit was most of its scoring time. Each question's part of the objective is
     scikit-learn's (weighted mean log-loss plus ||W||^2 / (2 C n); a binary question binomial, its first
@@ -228,7 +252,7 @@ def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_i
         return float(loss), np.concatenate([(gw * free).ravel(), (gb * free).ravel()])
 
     theta = optimize.minimize(loss_gradient, np.zeros(split + parts * width), method="L-BFGS-B", jac=True,
-                              options={"maxiter": max_iter * parts, "maxls": 50, "gtol": JOINT_TOLERANCE,
+                              options={"maxiter": max_iter * parts, "maxls": 50, "gtol": tolerance,
                                        "ftol": 64 * np.finfo(float).eps}).x
     w, b = theta[:split].reshape(columns, parts, width), theta[split:].reshape(parts, width)
     found = []
@@ -259,7 +283,7 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
     """Cross-fitted predictions for every item from the respondent's ``attributes`` (person id ->
     the persona attributes the model was shown), each fit on at most ``cap`` respondents (default:
     ``training_cap``). ``on_fit`` sees each fit's train/test person ids."""
-    from sklearn import config_context  # first: it loads the BLAS and OpenMP pools limited below
+    from scipy import optimize  # noqa: F401  first: it loads the BLAS (L-BFGS's) that the limit below holds
     from threadpoolctl import threadpool_limits
 
     encoded = encoded or encode_attributes(attributes)
@@ -271,9 +295,7 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                  for (qid,), group in split_groups(items, ("question_id",)).items()]
     fallbacks: dict[str, int] = {}
     # One thread: a fit is a few hundred rows, and OpenMP threads on a shared 2-core host only contend.
-    # The matrix is finite and the settings fixed: scikit-learn's per-fit checks were a third of a
-    # small domain's time (hundreds of fits of a few rows each); the fits are the same without them.
-    with threadpool_limits(limits=1), config_context(assume_finite=True, skip_parameter_validation=True):
+    with threadpool_limits(limits=1):
         for f in range(k):
             fits = [(q, fit) for q in questions if (fit := q.fold_fit(f, fallbacks, on_fit, cap)) is not None]
             found = _fit_fold(encoded.matrix, [fit for _, fit in fits], learner, seed, c, max_iter)
