@@ -79,8 +79,9 @@ class Item:
     def item_id(self) -> str:
         return f"{self.person_id}:{self.question_id}"
 
-    @property
+    @cached_property
     def offered_codes(self) -> tuple[Code, ...]:
+        """Once an item: every stage asks (twice a prompt when prompts are built)."""
         return tuple(code for code, _ in self.options)
 
 

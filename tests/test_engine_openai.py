@@ -303,3 +303,34 @@ def test_registry_errors_and_identity():
     engine = create_engine("config", "m", settings={"api_base": "http://u:pw@b:2/v1, https://a.example"})
     assert engine.identity["api_base"] == "a.example,b:2" and "pw" not in json.dumps(engine.identity)
     assert engine.settings.api_base == ("http://u:pw@b:2", "https://a.example")
+
+
+def test_a_whole_surveys_calls_keep_a_bounded_window_of_tasks(monkeypatch):
+    """Issue 43: a task per call was made up front (2.8 million coroutines for a whole module); now at most
+    the window's are started and unfinished at once, the answers still in order, and a failing sink still
+    stops the rest."""
+    from socbench.engines import _http
+
+    seen: list[int] = []
+
+    async def ask(self, batch, call):
+        if call.body["i"] % 500 == 0:
+            seen.append(len(asyncio.all_tasks()))
+        await asyncio.sleep(0)
+        return call.body["i"], None
+
+    monkeypatch.setattr(_http.Transport, "_ask", ask)
+    transport = _http.Transport(OpenAISettings(api_base="http://127.0.0.1:9", model="m", concurrent_requests=8))
+    calls = [_http.Call("/v1/chat/completions", {"i": i}, dict) for i in range(20_000)]
+    assert transport.run_all(calls, lambda i, value, error: value) == list(range(20_000))
+    assert max(seen) <= _http.WINDOW + 8, max(seen)
+
+    def sink(index: int, value: object, error: str | None) -> object:
+        if index == 5_000:
+            raise RuntimeError("the sink failed")
+        return value
+
+    seen.clear()
+    with pytest.raises(RuntimeError, match="the sink failed"):
+        transport.run_all(calls, sink)
+    assert len(seen) < (5_000 + 2 * _http.WINDOW) / 500
