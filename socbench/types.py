@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any, Literal, get_args
 
@@ -121,7 +121,9 @@ class PromptRequest:
         """Content hash over everything that can change the engine's answer (once: every stage asks)."""
         payload = {"messages": [[m.role, m.content] for m in self.messages], "mode": self.mode,
                    "codes": list(self.offered_codes), "prefix": self.answer_prefix,
-                   "structured": self.structured, "chat": self.chat, "sampling": list(astuple(self.sampling))}
+                   "structured": self.structured, "chat": self.chat,
+                   "sampling": [getattr(self.sampling, f.name) for f in fields(self.sampling)]}  # astuple's,
+        # without its deep copy (a third of a key's cost)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
