@@ -293,18 +293,6 @@ def test_invalid_api_base_is_a_config_error(base):
         create_engine("config", "m", settings={"api_base": f"http://ok:1,{base or 'x'}"})
 
 
-def test_registry_errors_and_identity():
-    with pytest.raises(ConfigError, match="choose one of config, hf, openai, vllm"):
-        create_engine("llamacpp", "m")
-    with pytest.raises(ConfigError, match="--concurrent_requests"):
-        create_engine("openai", "m", settings={"api_base": "http://h:1", "concurrent_requests": 0})
-    with pytest.raises(ConfigError, match="--api_base"):
-        create_engine("openai", "m")
-    engine = create_engine("config", "m", settings={"api_base": "http://u:pw@b:2/v1, https://a.example"})
-    assert engine.identity["api_base"] == "a.example,b:2" and "pw" not in json.dumps(engine.identity)
-    assert engine.settings.api_base == ("http://u:pw@b:2", "https://a.example")
-
-
 def test_a_whole_surveys_calls_keep_a_bounded_window_of_tasks(monkeypatch):
     """Issue 43: a task per call was made up front (2.8 million coroutines for a whole module); now at most
     the window's are started and unfinished at once, the answers still in order, and a failing sink still
@@ -320,7 +308,8 @@ def test_a_whole_surveys_calls_keep_a_bounded_window_of_tasks(monkeypatch):
         return call.body["i"], None
 
     monkeypatch.setattr(_http.Transport, "_ask", ask)
-    transport = _http.Transport(OpenAISettings(api_base="http://127.0.0.1:9", model="m", concurrent_requests=8))
+    settings = OpenAISettings(api_base="http://127.0.0.1:9", model="m", concurrent_requests=8)
+    transport = _http.Transport(settings)
     calls = [_http.Call("/v1/chat/completions", {"i": i}, dict) for i in range(20_000)]
     assert transport.run_all(calls, lambda i, value, error: value) == list(range(20_000))
     assert max(seen) <= _http.WINDOW + 8, max(seen)
@@ -334,3 +323,15 @@ def test_a_whole_surveys_calls_keep_a_bounded_window_of_tasks(monkeypatch):
     with pytest.raises(RuntimeError, match="the sink failed"):
         transport.run_all(calls, sink)
     assert len(seen) < (5_000 + 2 * _http.WINDOW) / 500
+
+
+def test_registry_errors_and_identity():
+    with pytest.raises(ConfigError, match="choose one of config, hf, openai, vllm"):
+        create_engine("llamacpp", "m")
+    with pytest.raises(ConfigError, match="--concurrent_requests"):
+        create_engine("openai", "m", settings={"api_base": "http://h:1", "concurrent_requests": 0})
+    with pytest.raises(ConfigError, match="--api_base"):
+        create_engine("openai", "m")
+    engine = create_engine("config", "m", settings={"api_base": "http://u:pw@b:2/v1, https://a.example"})
+    assert engine.identity["api_base"] == "a.example,b:2" and "pw" not in json.dumps(engine.identity)
+    assert engine.settings.api_base == ("http://u:pw@b:2", "https://a.example")

@@ -286,7 +286,7 @@ class Transport:
         self._turn = count()
         self._random = random.Random()
 
-    def run_all(self, calls: Sequence[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
+    def run_all(self, calls: list[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
         """Send every call (at most ``concurrent_requests`` in flight); ``finish(i, value, error)`` each."""
         return run_sync(lambda: self._main(calls, finish)) if calls else []
 
