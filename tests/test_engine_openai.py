@@ -298,6 +298,7 @@ def test_a_whole_surveys_calls_keep_a_bounded_window_of_tasks(monkeypatch):
     the window's are started and unfinished at once, the answers still in order, and a failing sink still
     stops the rest."""
     from socbench.engines import _http
+    from socbench.engines.windowed import WINDOW
 
     seen: list[int] = []
 
@@ -312,7 +313,7 @@ def test_a_whole_surveys_calls_keep_a_bounded_window_of_tasks(monkeypatch):
     transport = _http.Transport(settings)
     calls = [_http.Call("/v1/chat/completions", {"i": i}, dict) for i in range(20_000)]
     assert transport.run_all(calls, lambda i, value, error: value) == list(range(20_000))
-    assert max(seen) <= _http.WINDOW + 8, max(seen)
+    assert max(seen) <= WINDOW + 8, max(seen)
 
     def sink(index: int, value: object, error: str | None) -> object:
         if index == 5_000:
@@ -322,7 +323,7 @@ def test_a_whole_surveys_calls_keep_a_bounded_window_of_tasks(monkeypatch):
     seen.clear()
     with pytest.raises(RuntimeError, match="the sink failed"):
         transport.run_all(calls, sink)
-    assert len(seen) < (5_000 + 2 * _http.WINDOW) / 500
+    assert len(seen) < (5_000 + 2 * WINDOW) / 500
 
 
 def test_registry_errors_and_identity():

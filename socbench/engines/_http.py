@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from socbench.engines.usage import UsageMeter
+from socbench.engines.windowed import WINDOW, windowed
 
 if TYPE_CHECKING:
     from socbench.engines.openai_api import OpenAISettings
@@ -33,7 +34,6 @@ T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 300.0
 PROBE_PATH = "/v1/models"
-WINDOW = 1024  # calls started at once, at least (``windowed``): 4 x concurrent_requests above that
 
 
 @dataclass(frozen=True)
@@ -41,22 +41,6 @@ class Call:
     path: str
     body: dict[str, Any]
     parse: Callable[[dict[str, Any]], Any]
-
-
-class LazyCalls(Sequence[Call]):
-    """``make(item)`` for each item, made when it is sent: a whole survey's request bodies at once were
-    gigabytes (``windowed`` holds a window's)."""
-
-    def __init__(self, items: Sequence[Any], make: Callable[[Any], Call]) -> None:
-        self.items, self.make = items, make
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self.make(item) for item in self.items[index]]
-        return self.make(self.items[index])
 
 
 @dataclass(frozen=True)
@@ -237,43 +221,6 @@ def _retry_after(value: str | None) -> float | None:
         return min(max(float(value), 0.0), MAX_RETRY_AFTER_S) if value else None
     except ValueError:
         return None  # an HTTP date: fall back to backoff
-
-
-async def windowed(count: int, run: Callable[[int], Awaitable[T]], window: int) -> list[T]:
-    """``run(i)`` for each ``i < count`` in order, at most ``window`` of them started and unfinished at once
-    (a task per call made up front held every call's coroutine: millions at a whole survey's size); the
-    results in order. The first that raises (a failing sink) cancels the rest and is raised."""
-    results: list[Any] = [None] * count
-    slots, running, failed = asyncio.Semaphore(window), set(), []
-
-    async def one(index: int) -> None:
-        try:
-            results[index] = await run(index)
-        finally:
-            slots.release()
-
-    def done(task: asyncio.Future[None]) -> None:
-        running.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            failed.append(task.exception())
-
-    try:
-        for index in range(count):
-            await slots.acquire()
-            if failed:
-                break
-            task = asyncio.ensure_future(one(index))
-            running.add(task)
-            task.add_done_callback(done)
-        while running and not failed:
-            await asyncio.wait(set(running), return_when=asyncio.FIRST_EXCEPTION)
-    finally:  # cancel the rest before the session closes
-        for task in list(running):
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-    if failed:
-        raise failed[0]
-    return results
 
 
 class Transport:

@@ -28,6 +28,7 @@ from socbench.engines._http import Call, Transport, host
 from socbench.engines.base import ResultSink
 from socbench.engines.batch import BatchTransport
 from socbench.engines.usage import UsageMeter
+from socbench.engines.windowed import LazyCalls
 from socbench.errors import ConfigError, EngineError
 from socbench.types import (
     EngineResult,
@@ -136,7 +137,7 @@ class OpenAIEngine:
 
         counts: list[int] = []
         for part in (requests[:1], requests[1:]):  # the first alone: a server without /tokenize is asked once
-            found = once.run_all(_http.LazyCalls(part, ask), lambda i, n, error: n if error is None else None)
+            found = once.run_all(LazyCalls(part, ask), lambda i, n, error: n if error is None else None)
             if None in found:
                 return calls, None
             counts += found
@@ -173,7 +174,7 @@ class OpenAIEngine:
             result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
             return _report(on_result, i, result)
 
-        return sender.run_all(_http.LazyCalls(requests, self._generate_call), finish)
+        return sender.run_all(LazyCalls(requests, self._generate_call), finish)
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
