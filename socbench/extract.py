@@ -151,4 +151,8 @@ def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult
     """Extractions by request id (``results`` in ``prompts`` order), each carrying its request's variant."""
     if len(prompts) != len(results):
         raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
-    return {p.item_id: replace(extract(p, r), variant=p.variant) for p, r in zip(prompts, results)}
+    found = {}
+    for prompt, result in zip(prompts, results):  # a plain request's as it is: no copy a request
+        extraction, variant = extract(prompt, result), prompt.variant
+        found[prompt.item_id] = extraction if variant is None else replace(extraction, variant=variant)
+    return found

@@ -7,6 +7,7 @@ code is never read back. Values live in ``<folder>/memo/<key>.json`` (the run's 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -30,11 +31,34 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+LONG = 256  # a sequence longer than this is hashed element by element
+
+
+def _feed(digest: Any, value: Any, top: bool) -> None:
+    """``value``'s ``repr`` into ``digest``, a long sequence (a domain's items, its respondents: at a whole
+    survey's size, reprs of a gigabyte) one element at a time, a part's dataclass one field at a time."""
+    if isinstance(value, (list, tuple)) and len(value) > LONG:
+        digest.update(f"{type(value).__name__}[".encode())
+        for element in value:
+            _feed(digest, element, False)
+        digest.update(b"]")
+    elif top and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        digest.update(f"{type(value).__name__}(".encode())
+        for field in dataclasses.fields(value):
+            digest.update(f"{field.name}=".encode())
+            _feed(digest, getattr(value, field.name), False)
+        digest.update(b")")
+    else:
+        digest.update(repr(value).encode() + b",")
+
+
 def content_key(*parts: Any) -> str:
-    """A key for ``parts`` (their ``repr``: dataclasses, dicts, tuples and floats print all they hold)."""
+    """A key for ``parts`` (their ``repr``: dataclasses, dicts, tuples and floats print all they hold), in
+    memory bounded by one element's."""
     digest = hashlib.sha256(code_fingerprint().encode())
     for part in parts:
-        digest.update(repr(part).encode() + b"\0")
+        _feed(digest, part, True)
+        digest.update(b"\0")
     return digest.hexdigest()
 
 

@@ -281,3 +281,17 @@ def test_fully_cached_rerun_never_starts_the_vllm_backend(tmp_path, tiny_model):
     assert [r.text for r in results] == [r.item_id for r in requests] and all(r.cached for r in results)
     assert engine.backend.startup_s is None  # the model was never loaded
     engine.close()
+
+
+def test_cache_keys_are_cache_key_each_with_the_shared_part_encoded_once():
+    """Issue 43: a run computes every request's cache key three times; ``cache_keys`` encodes the identity
+    and method once and gives the very keys ``cache_key`` gives (an existing cache stays readable)."""
+    from socbench.engines.cache import cache_key, cache_keys
+
+    requests = [PromptRequest(f"{i}:V5", (Message("user", f"Frage {i} \u00e9\"\\\n"),)) for i in range(50)]
+    requests += [LoglikelihoodRequest("ctx", " ans")]
+    for identity in ({"backend": "openai", "model": "m", "api_base": "http://h:1/v1"},
+                     {"z": "\u00fc", "a": "1", "b": "[\"x\", 2]"}, {}):
+        for method in ("generate", "option_logprobs", "loglikelihood"):
+            assert cache_keys(identity, method, requests) == [cache_key(identity, method, r.key)
+                                                              for r in requests]

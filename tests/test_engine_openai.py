@@ -295,6 +295,39 @@ def test_invalid_api_base_is_a_config_error(base):
         make_config(api_type="openai", api_base=f"http://ok:1,{base or 'x'}")
 
 
+def test_a_whole_surveys_calls_keep_a_bounded_window_of_tasks(monkeypatch):
+    """Issue 43: a task per call was made up front (2.8 million coroutines for a whole module); now at most
+    the window's are started and unfinished at once, the answers still in order, and a failing sink still
+    stops the rest."""
+    from socbench.engines import _http
+    from socbench.engines.windowed import WINDOW
+
+    seen: list[int] = []
+
+    async def ask(self, batch, call):
+        if call.body["i"] % 500 == 0:
+            seen.append(len(asyncio.all_tasks()))
+        await asyncio.sleep(0)
+        return call.body["i"], None
+
+    monkeypatch.setattr(_http.Transport, "_ask", ask)
+    settings = OpenAISettings(api_base="http://127.0.0.1:9", model="m", concurrent_requests=8)
+    transport = _http.Transport(settings)
+    calls = [_http.Call("/v1/chat/completions", {"i": i}, dict) for i in range(20_000)]
+    assert transport.run_all(calls, lambda i, value, error: value) == list(range(20_000))
+    assert max(seen) <= WINDOW + 8, max(seen)
+
+    def sink(index: int, value: object, error: str | None) -> object:
+        if index == 5_000:
+            raise RuntimeError("the sink failed")
+        return value
+
+    seen.clear()
+    with pytest.raises(RuntimeError, match="the sink failed"):
+        transport.run_all(calls, sink)
+    assert len(seen) < (5_000 + 2 * WINDOW) / 500
+
+
 def test_registry_errors_and_identity():
     with pytest.raises(ConfigError, match="choose one of config, hf, openai, vllm"):
         create_engine("llamacpp", "m")

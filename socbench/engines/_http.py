@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from socbench.engines._chat import code_tokens
 from socbench.engines.usage import UsageMeter
+from socbench.engines.windowed import WINDOW, windowed
 
 if TYPE_CHECKING:
     from socbench.engines.openai_settings import OpenAISettings
@@ -243,7 +244,7 @@ class Transport:
         finally:
             gc.unfreeze()
 
-    async def _main(self, calls: list[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
+    async def _main(self, calls: Sequence[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
         import aiohttp
 
         s = self.settings
@@ -258,14 +259,13 @@ class Transport:
             async def one(index: int) -> Any:
                 return finish(index, *await self._ask(batch, calls[index]))
 
-            tasks = [asyncio.ensure_future(one(i)) for i in range(len(calls))]
             watchdogs = [asyncio.ensure_future(self._watch(http, live)) for live in batch.lives.values()]
             try:
-                return await asyncio.gather(*tasks)
-            finally:  # a failing sink stops the batch: cancel the rest before the session closes
-                for task in (*tasks, *watchdogs):
+                return await windowed(len(calls), one, max(4 * s.concurrent_requests, WINDOW))
+            finally:
+                for task in watchdogs:
                     task.cancel()
-                await asyncio.gather(*tasks, *watchdogs, return_exceptions=True)
+                await asyncio.gather(*watchdogs, return_exceptions=True)
 
     async def _ask(self, batch: _Batch, call: Call) -> tuple[Any, str | None]:
         """One call with retries: ``(value, None)`` or ``(None, reason)``."""

@@ -27,6 +27,7 @@ from socbench.engines.base import ResultSink
 from socbench.engines.batch import BatchTransport
 from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
+from socbench.engines.windowed import LazyCalls
 from socbench.errors import ConfigError, EngineError
 from socbench.types import (
     EngineResult,
@@ -87,10 +88,13 @@ class OpenAIEngine:
             calls = [len(r.offered_codes) if plan.method == "continuation" else int(bool(r.offered_codes))
                      for r, plan in zip(requests, self._plans(requests))]
         once = Transport(self.settings.model_copy(update={"max_retries": 1}))
-        asks = [Call("/tokenize", self._tokenize_body(r), lambda data: int(data["count"])) for r in requests]
+
+        def ask(request: Any) -> Call:
+            return Call("/tokenize", self._tokenize_body(request), lambda data: int(data["count"]))
+
         counts: list[int] = []
-        for part in (asks[:1], asks[1:]):  # the first alone: a server without /tokenize is asked once
-            found = once.run_all(part, lambda i, value, error: value if error is None else None)
+        for part in (requests[:1], requests[1:]):  # the first alone: a server without /tokenize is asked once
+            found = once.run_all(LazyCalls(part, ask), lambda i, n, error: n if error is None else None)
             if None in found:
                 return calls, None
             counts += found
@@ -127,7 +131,7 @@ class OpenAIEngine:
             result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
             return _report(on_result, i, result)
 
-        return sender.run_all([self._generate_call(r) for r in requests], finish)
+        return sender.run_all(LazyCalls(requests, self._generate_call), finish)
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
