@@ -73,7 +73,7 @@ def run_items(run_dir: str | Path) -> pd.DataFrame:
         weights, why = _weights(run, domain)
         if why:
             notes.append(f"{domain.domain}: unweighted ({why})")
-        frames.append(domain_frame(domain.domain, domain.stored.items(), weights, domain.stored.questions,
+        frames.append(domain_frame(domain.domain, list(domain.scored()), weights, domain.stored.questions,
                                    domain.stored.grouping))
     items = pd.concat(frames, ignore_index=True)
     items.attrs.update(run=run.run, model=run.model, notes=notes)

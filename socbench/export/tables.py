@@ -51,7 +51,7 @@ def domain_long(domain: DomainRun, source: DomainSource | None) -> pd.DataFrame:
     names = {q.question_id: q.name for q in source.variables.questions} if source and source.variables else {}
     people = source.respondents if source else {}
     rows, by_item, extra = [], {}, []
-    for item in stored.details:
+    for item in domain.details():
         person = people.get(str(item.person_id))
         options = labels.get(item.question_id, {})
         row = {
@@ -167,7 +167,7 @@ def wide_tables(domain: DomainRun, source: DomainSource) -> tuple[pd.DataFrame, 
     variables = source.variables
     if variables is None:  # domain_source reads them for --wide
         raise DataError(f"{domain.path}: no import metadata for {domain.domain}")
-    details = domain.stored.details
+    details = domain.details()
     people = list(source.respondents)  # everyone the run read, asked or not (every answer missing)
     unrowed = [p for p in people if source.respondents[p].source_row is None]
     if unrowed:

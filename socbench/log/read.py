@@ -6,19 +6,20 @@ one line saying to re-score it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from socbench.errors import DataError
 from socbench.log.records import (
     FORMAT,
     CircularRecord,
-    DetailedRecord,
+    DetailRow,
     DomainRecord,
     McqRecord,
     SummaryRecord,
@@ -26,9 +27,11 @@ from socbench.log.records import (
 )
 from socbench.metrics.baselines import UNMAPPED
 from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
-from socbench.types import VariantResult
+from socbench.types import ScoredItem, VariantResult
 
 DETAILED_SUFFIX = "_detailed.json"
+ITEMS_SUFFIX = "_items.jsonl"  # a line per scored item (``records.DetailRow``)
+RESPONDENTS_SUFFIX = "_respondents.jsonl"  # a line per respondent: person_id and persona groups
 METRICS_SUFFIX = "_metrics.json"
 RESULTS_SUFFIX = "_results.json"
 PREDICTIONS_SUFFIX = "_predictions.jsonl"
@@ -67,18 +70,25 @@ def read_record(path: Path, model: type[R], payload: Any = None) -> R:
         raise DataError(f"{path}: field '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
 
 
+def read_lines(path: Path, model: type[R], what: str) -> Iterator[R]:
+    """Each line of a JSON Lines file through its model, one at a time (bounded memory); a missing file
+    or a bad line is one DataError line naming file and line (``what``: what a line should be)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield model.model_validate_json(line)
+                except ValidationError as exc:
+                    raise DataError(f"{path}:{number}: not {what} ({exc.errors()[0]['msg']})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
 def read_variants(path: Path) -> list[VariantResult]:
-    """Variant results from a ``*_circular.jsonl`` file; a bad line names file and line."""
-    results = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            results.append(VariantRow.model_validate_json(line).result())
-        except ValidationError as exc:
-            reason = exc.errors()[0]["msg"]
-            raise DataError(f"{path}:{number}: not a circular variant record ({reason})") from None
-    return results
+    """Variant results from a ``*_circular.jsonl`` file."""
+    return [row.result() for row in read_lines(path, VariantRow, "a circular variant record")]
 
 
 def _records(folder: Path, suffix: str) -> list[Path]:
@@ -86,25 +96,68 @@ def _records(folder: Path, suffix: str) -> list[Path]:
     return [path for path in sorted(Path(folder).glob(f"*{suffix}")) if "_circular" not in path.name]
 
 
+class Respondent(BaseModel):
+    """A line of ``<Domain>_respondents.jsonl``: the id, then each persona group (``sex``, ...)."""
+
+    model_config = ConfigDict(extra="allow")
+    person_id: int | str
+
+    def groups(self) -> dict[str, str]:
+        return {k: str(v) for k, v in (self.model_extra or {}).items()}
+
+
 @dataclass(frozen=True)
 class DomainRun:
-    """One domain of one run: its record as written, with every item."""
+    """One domain of one run: its record as written; its items and respondents read from their lines
+    when asked, one line at a time."""
 
     path: Path
-    stored: DetailedRecord
+    stored: DomainRecord
     domain: str
     domain_id: int
+
+    def beside(self, suffix: str) -> Path:
+        """A file of this domain beside its record (``ITEMS_SUFFIX``, ``RESPONDENTS_SUFFIX``, ...)."""
+        return self.path.with_name(self.path.name.removesuffix(DETAILED_SUFFIX) + suffix)
+
+    @cached_property
+    def groups(self) -> dict[str, dict[str, str]]:
+        """Each respondent's persona groups, by person id as text."""
+        return {str(r.person_id): r.groups()
+                for r in read_lines(self.beside(RESPONDENTS_SUFFIX), Respondent, "a respondent record")}
+
+    def details(self) -> Iterator[DetailRow]:
+        """Every item line, in the run's order; a file that does not hold its record's items is a line."""
+        count, path = 0, self.beside(ITEMS_SUFFIX)
+        for count, row in enumerate(read_lines(path, DetailRow, "a scored item record"), start=1):  # noqa: B007
+            yield row
+        if count != self.stored.total_count:
+            raise DataError(f"{path}: {count} items, but {self.path.name} counts {self.stored.total_count}: "
+                            "re-score it by running the same command again")
+
+    def scored(self) -> Iterator[ScoredItem]:
+        """The scored items with their respondents' persona groups (the pooled figures' and estimators')."""
+        groups = self.groups
+        return (d.item(groups.get(str(d.person_id), {})) for d in self.details())
+
+    def columns(self, names: Sequence[str]) -> dict[str, list[Any]]:
+        """Only these fields of every item (``DetailRow``'s names), as columns: what a reader keeps."""
+        found: dict[str, list[Any]] = {name: [] for name in names}
+        for row in self.details():
+            for name, column in found.items():
+                column.append(getattr(row, name))
+        return found
 
     @cached_property
     def items(self) -> pd.DataFrame:
         """person_id (text), question_id, country_code ("unmapped": none), correct and the persona
         groups the run recorded: what pairs two runs' answers item by item, and the estimators' rows."""
-        details, groups = self.stored.details, self.stored.persona_groups
-        people = [str(d.person_id) for d in details]
-        present = [a for a in ATTRIBUTES if any(a in found for found in groups.values())]
-        return pd.DataFrame({"person_id": people, "question_id": [d.question_id for d in details],
-                             "country_code": [d.country_code or UNMAPPED for d in details],
-                             "correct": [d.correct for d in details],
+        found, groups = self.columns(("person_id", "question_id", "country_code", "correct")), self.groups
+        people = [str(p) for p in found["person_id"]]
+        present = [a for a in ATTRIBUTES if any(a in g for g in groups.values())]
+        return pd.DataFrame({"person_id": people, "question_id": found["question_id"],
+                             "country_code": [c or UNMAPPED for c in found["country_code"]],
+                             "correct": found["correct"],
                              **{a: [groups.get(p, {}).get(a, UNKNOWN) for p in people] for a in present}})
 
 
@@ -116,7 +169,7 @@ def read_domain(path: Path) -> DomainRun:
 @lru_cache(maxsize=64)
 def _read_domain(path: Path, *version: int) -> DomainRun:
     """Once per version of the file: the run's summary and then its report read every record."""
-    stored = read_record(path, DetailedRecord)
+    stored = read_record(path, DomainRecord)
     return DomainRun(path, stored, stored.domain, stored.domain_id)
 
 
@@ -238,17 +291,17 @@ def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _lines_frame(path: Path) -> pd.DataFrame:
+    with open(path, encoding="utf-8") as handle:
+        return pd.DataFrame([json.loads(line) for line in handle if line.strip()])
+
+
 def items_frame(folder: Path) -> pd.DataFrame:
     """Every item of the run: ISSP scored items (``domain`` column), MCQ predictions (``dataset``)."""
-    frames = []
-    for path in _records(folder, DETAILED_SUFFIX):
-        payload = read_json(path)
-        record = read_record(path, DomainRecord, payload)
-        frames.append(pd.DataFrame(payload["details"]).assign(domain=record.domain))
-    for path in _records(folder, PREDICTIONS_SUFFIX):
-        lines = path.read_text(encoding="utf-8").splitlines()
-        frames.append(pd.DataFrame([json.loads(line) for line in lines if line.strip()])
-                      .assign(dataset=path.name.removesuffix(PREDICTIONS_SUFFIX)))
+    domains = [read_domain(path) for path in _records(folder, DETAILED_SUFFIX)]
+    frames = [_lines_frame(d.beside(ITEMS_SUFFIX)).assign(domain=d.domain) for d in domains]
+    frames += [_lines_frame(path).assign(dataset=path.name.removesuffix(PREDICTIONS_SUFFIX))
+               for path in _records(folder, PREDICTIONS_SUFFIX)]
     if not frames:
         raise DataError(f"{folder}: no results of a run here")
     return pd.concat(frames, ignore_index=True)

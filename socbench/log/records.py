@@ -1,7 +1,7 @@
 """The records of a run's results log: one pydantic model per file, built by the writer and validated by
 every reader; it declares what readers rely on and keeps the rest as written. A number the run could not
 give is written ``null`` and read back as NaN (``Num``). Per-item rows are plain dicts from the functions
-beside their models (hundreds of thousands per run), read through the models.
+beside their models (millions in a whole survey), one JSON line each, read back line by line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 from socbench.mcq.types import Prediction
 from socbench.types import COUNTRY, ScoredItem, VariantResult
 
-FORMAT = 2  # 1: files without ``format`` (socbench before the results log); read only by re-scoring
+# 1: files without ``format`` (socbench before the results log); 2: every item inside
+# ``<Domain>_detailed.json`` (one JSON document: ~1.3 GB at a whole ISSP module); both read only by re-scoring
+FORMAT = 3
 TEXT_KEYS = ("domain", "best_baseline", "distribution_level", "incomplete_reason", "weighted_metrics_off")
 Num = Annotated[int | float, BeforeValidator(lambda value: math.nan if value is None else value)]
 
@@ -42,7 +44,8 @@ class Record(BaseModel):
 
 
 class DomainRecord(Record):
-    """``<Domain>_metrics.json``: one ISSP domain's counts, metrics, baselines and breakdowns (the
+    """``<Domain>_metrics.json`` and ``<Domain>_detailed.json`` (with each question's per-country rows): one
+    ISSP domain's counts, metrics, baselines and breakdowns (the
     per-country and per-persona-group rows are ``metrics.grouped.group_row``)."""
 
     domain: str
@@ -67,7 +70,7 @@ class DomainRecord(Record):
 
 
 class DetailRow(BaseModel):
-    """One scored item of ``details[]`` (codes are strings, as the survey's)."""
+    """One line of ``<Domain>_items.jsonl``: a scored item (codes are strings, as the survey's)."""
 
     model_config = ConfigDict(extra="ignore")
     person_id: int | str
@@ -107,15 +110,9 @@ def detail_row(item: ScoredItem) -> dict[str, Any]:
     return row
 
 
-class DetailedRecord(DomainRecord):
-    """``<Domain>_detailed.json``: the domain's record, each respondent's persona groups and every item."""
-
-    persona_groups: dict[str, dict[str, str]]
-    details: list[DetailRow]
-
-    def items(self) -> list[ScoredItem]:
-        """The scored items, with their respondents' persona groups."""
-        return [d.item(self.persona_groups.get(str(d.person_id), {})) for d in self.details]
+def respondent_row(item: ScoredItem) -> dict[str, Any]:
+    """One line of ``<Domain>_respondents.jsonl``: a respondent's id and persona groups (``sex``, ...)."""
+    return {"person_id": item.person_id, **item.groups}
 
 
 class SummaryRecord(Record):
