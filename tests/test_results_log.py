@@ -43,9 +43,10 @@ def test_items_and_respondents_are_lines_beside_a_small_record(tmp_path: Path) -
     assert len(lines) == record["total_count"] == 24
     assert people[1] == {"person_id": 1, "sex": "male", "age_group": "18-29"} and len(people) == 12
     domain = read_domain(path)
-    scored = list(domain.scored())
+    scored = domain.scored(raw_reply=True)
     assert [json.loads(line) for line in lines] == [detail_row(item) for item in scored]
     assert scored[3].groups == {"sex": "male", "age_group": "18-29"} and scored[3].raw_reply == "reply 1:V22"
+    assert domain.scored()[3].raw_reply is None  # what no reader of the items needs is not read
     assert list(domain.items.columns) == ["person_id", "question_id", "country_code", "correct", "sex",
                                           "age_group"]
     assert pooled([domain])["line"]["items"] == 24
@@ -56,11 +57,11 @@ def test_an_items_file_that_does_not_match_its_record_is_one_line(tmp_path: Path
     items = path.with_name("Family" + ITEMS_SUFFIX)
     lines = items.read_text().splitlines()
     items.write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(DataError, match=r"Family_items.jsonl: 23 items, but Family_detailed.json counts 24"):
-        list(read_domain(path).scored())
+    with pytest.raises(DataError, match=r"Family_items.jsonl: 23 items, but its record counts 24: re-score it"):
+        read_domain(path).scored()
     items.write_text("\n".join([*lines[:4], '{"person_id": 1}', *lines[5:]]) + "\n")
     with pytest.raises(DataError, match=r"Family_items.jsonl:5: not a scored item record"):
-        list(read_domain(path).scored())
+        read_domain(path).scored()
 
 
 def test_a_log_of_the_one_document_format_is_named_to_re_score(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def _weights(run: ModelRun, domain: DomainRun) -> tuple[dict[str, float] | None,
     if data is None:
         return None, f"{run.folder}/summary.json names no data folder that exists, so no design weights"
     people = domain_source(data, domain, need_variables=False).respondents
-    records = [people[pid] for pid in sorted(set(domain.items["person_id"]))]
+    records = [people[pid] for pid in sorted(domain.people)]
     reason = weights_off_reason([r.weight for r in records], [r.person_id for r in records])
     return (None, reason) if reason else ({str(r.person_id): float(r.weight or 0) for r in records}, None)
 

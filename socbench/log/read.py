@@ -6,7 +6,7 @@ one line saying to re-score it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -16,6 +16,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from socbench.errors import DataError
+from socbench.log.lines import ITEM_TYPES, item_columns, read_lines
 from socbench.log.records import (
     FORMAT,
     CircularRecord,
@@ -70,22 +71,6 @@ def read_record(path: Path, model: type[R], payload: Any = None) -> R:
         raise DataError(f"{path}: field '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
 
 
-def read_lines(path: Path, model: type[R], what: str) -> Iterator[R]:
-    """Each line of a JSON Lines file through its model, one at a time (bounded memory); a missing file
-    or a bad line is one DataError line naming file and line (``what``: what a line should be)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield model.model_validate_json(line)
-                except ValidationError as exc:
-                    raise DataError(f"{path}:{number}: not {what} ({exc.errors()[0]['msg']})") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
 def read_variants(path: Path) -> list[VariantResult]:
     """Variant results from a ``*_circular.jsonl`` file."""
     return [row.result() for row in read_lines(path, VariantRow, "a circular variant record")]
@@ -126,27 +111,22 @@ class DomainRun:
         return {str(r.person_id): r.groups()
                 for r in read_lines(self.beside(RESPONDENTS_SUFFIX), Respondent, "a respondent record")}
 
-    def details(self) -> Iterator[DetailRow]:
-        """Every item line, in the run's order; a file that does not hold its record's items is a line."""
-        count, path = 0, self.beside(ITEMS_SUFFIX)
-        for count, row in enumerate(read_lines(path, DetailRow, "a scored item record"), start=1):  # noqa: B007
-            yield row
-        if count != self.stored.total_count:
-            raise DataError(f"{path}: {count} items, but {self.path.name} counts {self.stored.total_count}: "
-                            "re-score it by running the same command again")
-
-    def scored(self) -> Iterator[ScoredItem]:
-        """The scored items with their respondents' persona groups (the pooled figures' and estimators')."""
-        groups = self.groups
-        return (d.item(groups.get(str(d.person_id), {})) for d in self.details())
-
     def columns(self, names: Sequence[str]) -> dict[str, list[Any]]:
-        """Only these fields of every item (``DetailRow``'s names), as columns: what a reader keeps."""
-        found: dict[str, list[Any]] = {name: [] for name in names}
-        for row in self.details():
-            for name, column in found.items():
-                column.append(getattr(row, name))
-        return found
+        """Only these fields of every item (``DetailRow``'s names), in the run's order: what readers keep."""
+        return item_columns(self.beside(ITEMS_SUFFIX), names, self.stored.total_count)
+
+    def scored(self, raw_reply: bool = False) -> list[ScoredItem]:
+        """The scored items with their respondents' persona groups (the pooled figures', the estimators',
+        the paired comparison's); the reply texts, which none of them reads, only with ``raw_reply``."""
+        names = [n for n in ITEM_TYPES if raw_reply or n != "raw_reply"]
+        found, groups = self.columns(names), self.groups
+        rows = (dict(zip(names, values, strict=True)) for values in zip(*found.values(), strict=True))
+        return [DetailRow.model_construct(**row).item(groups.get(str(row["person_id"]), {})) for row in rows]
+
+    @cached_property
+    def people(self) -> set[str]:
+        """The ids (as text) of the respondents with a scored item."""
+        return {str(p) for p in self.columns(("person_id",))["person_id"]}
 
     @cached_property
     def items(self) -> pd.DataFrame:
