@@ -18,7 +18,7 @@ from socbench.errors import DataError
 
 R = TypeVar("R", bound=BaseModel)
 TEXT, CODES = pa.string(), pa.list_(pa.string())
-# ``records.DetailRow``'s fields as pyarrow reads them; None: inferred (the person id: a number or text;
+# ``records.detail_row``'s fields as pyarrow reads them; None: inferred (the person id: a number or text;
 # ``option_distribution``: an object whose keys are the item's codes)
 ITEM_TYPES: dict[str, pa.DataType | None] = {
     "person_id": None, "question_id": TEXT, "country_code": TEXT, "true_answer": TEXT, "llm_answer": TEXT,

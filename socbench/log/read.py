@@ -20,7 +20,6 @@ from socbench.log.lines import ITEM_TYPES, item_columns, read_lines
 from socbench.log.records import (
     FORMAT,
     CircularRecord,
-    DetailRow,
     DomainRecord,
     McqRecord,
     SummaryRecord,
@@ -31,7 +30,7 @@ from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
 from socbench.types import ScoredItem, VariantResult
 
 DETAILED_SUFFIX = "_detailed.json"
-ITEMS_SUFFIX = "_items.jsonl"  # a line per scored item (``records.DetailRow``)
+ITEMS_SUFFIX = "_items.jsonl"  # a line per scored item (``records.detail_row``)
 RESPONDENTS_SUFFIX = "_respondents.jsonl"  # a line per respondent: person_id and persona groups
 METRICS_SUFFIX = "_metrics.json"
 RESULTS_SUFFIX = "_results.json"
@@ -112,16 +111,20 @@ class DomainRun:
                 for r in read_lines(self.beside(RESPONDENTS_SUFFIX), Respondent, "a respondent record")}
 
     def columns(self, names: Sequence[str]) -> dict[str, list[Any]]:
-        """Only these fields of every item (``DetailRow``'s names), in the run's order: what readers keep."""
+        """Only these fields of every item (``lines.ITEM_TYPES``), in the run's order: what readers keep."""
         return item_columns(self.beside(ITEMS_SUFFIX), names, self.stored.total_count)
 
     def scored(self, raw_reply: bool = False) -> list[ScoredItem]:
         """The scored items with their respondents' persona groups (the pooled figures', the estimators',
         the paired comparison's); the reply texts, which none of them reads, only with ``raw_reply``."""
-        names = [n for n in ITEM_TYPES if raw_reply or n != "raw_reply"]
-        found, groups = self.columns(names), self.groups
-        rows = (dict(zip(names, values, strict=True)) for values in zip(*found.values(), strict=True))
-        return [DetailRow.model_construct(**row).item(groups.get(str(row["person_id"]), {})) for row in rows]
+        c = self.columns([n for n in ITEM_TYPES if raw_reply or n != "raw_reply"])
+        groups, replies = self.groups, c.get("raw_reply") or [None] * len(c["person_id"])
+        return [ScoredItem(p, *fields, tuple(offered), shares, groups.get(str(p), {}), error, reply,
+                           None if draws is None else tuple(draws))
+                for p, *fields, offered, shares, error, reply, draws in zip(
+                    c["person_id"], c["question_id"], c["country_code"], c["true_answer"], c["llm_answer"],
+                    c["correct"], c["parse_error"], c["is_country_specific"], c["offered_codes"],
+                    c["option_distribution"], c["engine_error"], replies, c["draws"], strict=True)]
 
     @cached_property
     def people(self) -> set[str]:

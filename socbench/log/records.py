@@ -69,33 +69,9 @@ class DomainRecord(Record):
     estimates: Numbers = {}  # estimates.study.gain_record: the gain per question (none: older results)
 
 
-class DetailRow(BaseModel):
-    """One line of ``<Domain>_items.jsonl``: a scored item (codes are strings, as the survey's)."""
-
-    model_config = ConfigDict(extra="ignore")
-    person_id: int | str
-    question_id: str
-    country_code: str | None = None
-    true_answer: str
-    llm_answer: str | None = None
-    correct: bool
-    is_country_specific: bool = False
-    parse_error: str | None = None
-    engine_error: str | None = None
-    raw_reply: str | None = None
-    offered_codes: list[str] = []
-    option_distribution: dict[str, float] | None = None  # logprobs mode: each offered code's probability
-    draws: list[str | None] | None = None  # --samples K: every draw's code, in draw order
-
-    def item(self, groups: dict[str, str]) -> ScoredItem:
-        return ScoredItem(self.person_id, self.question_id, self.country_code, self.true_answer,  # type: ignore[arg-type]
-                          self.llm_answer, self.correct, self.parse_error, self.is_country_specific,
-                          tuple(self.offered_codes), self.option_distribution, groups, self.engine_error,
-                          self.raw_reply, tuple(self.draws) if self.draws is not None else None)
-
-
 def detail_row(item: ScoredItem) -> dict[str, Any]:
-    """A ``DetailRow`` as written (optional keys only when the item has them)."""
+    """A line of ``<Domain>_items.jsonl`` (optional keys only when the item has them; ``log.lines.ITEM_TYPES``
+    reads them back; codes are strings, as the survey's)."""
     row: dict[str, Any] = {
         "person_id": item.person_id, "question_id": item.question_id, "country_code": item.country_code,
         "true_answer": item.true_code, "llm_answer": item.predicted_code, "correct": item.correct,
