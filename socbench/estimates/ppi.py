@@ -181,8 +181,14 @@ def _logistic(x, y, yhat, x_u, yhat_u, w, w_u, lam: float) -> np.ndarray:
 
     from scipy.optimize import minimize
 
-    start = np.zeros(x.shape[1])
-    return minimize(loss, start, jac=True, hess=hess, method="trust-exact", options={"gtol": 1e-10}).x
+    try:
+        found = minimize(loss, np.zeros(x.shape[1]), jac=True, hess=hess, method="trust-exact",
+                         options={"gtol": 1e-10}).x
+    except ValueError:  # scipy met inf/NaN: the coefficients ran off to infinity
+        found = np.array([np.nan])
+    if not np.isfinite(found).all():  # the rectified loss (negative row weights) can fall without bound
+        raise np.linalg.LinAlgError("the PPI++ logistic loss has no finite minimum")
+    return found
 
 
 def _alike(yhat: np.ndarray, yhat_u: np.ndarray) -> bool:
