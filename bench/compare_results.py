@@ -45,7 +45,8 @@ QUICK = ("issp_plain", "mcq_circular")
 VOLATILE = {"timestamp", "timing", "created", "wall_s", "seconds", "elapsed_s", "started", "finished",
             "generated_at", "run_seconds", "duration_s", "api_base", "source", "data_dir",
             "records",  # port; checkout; summary.json pooled.records: each domain record's timestamp
-            "format"}  # the results format's version (3: items as JSON Lines), not a result
+            "format",  # the results format's version (3: items as JSON Lines), not a result
+            "fingerprint"}  # last_run.json's hash of socbench's code: two checkouts always differ
 RESULT_SUFFIXES = {".json", ".jsonl", ".csv"}
 
 

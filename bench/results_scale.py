@@ -68,24 +68,24 @@ def write_run(data_dir: Path, out: Path, seed: int = 0) -> Path:
 
 
 def time_commands(run: Path, profile: Path | None) -> dict[str, dict[str, float]]:
-    """Each command's wall seconds and the peak resident memory so far (MB); ``profile``: a cProfile
-    file per command there."""
+    """Each command's wall and CPU seconds (this host is shared: CPU is what load does not inflate) and
+    the peak resident memory so far (MB); ``profile``: a cProfile file per command there."""
     from socbench.cli import main
 
     found, tmp = {}, Path(tempfile.mkdtemp(prefix="bench-results-"))
     for name, argv in COMMANDS.items():
         args = [a.format(run=run, tmp=tmp) for a in argv]
         profiler = cProfile.Profile() if profile else None
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with contextlib.redirect_stdout(io.StringIO()):
             code = profiler.runcall(main, args) if profiler else main(args)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         if profiler and profile:
             profile.mkdir(parents=True, exist_ok=True)
             profiler.dump_stats(profile / f"{name}.prof")
         if code != 0:
             raise SystemExit(f"socbench {' '.join(args)}: exit {code}")
-        found[name] = {"s": round(seconds, 2), "peak_mb": round(common.max_rss_mb())}
+        found[name] = {"s": round(seconds, 2), "cpu_s": round(cpu, 2), "peak_mb": round(common.max_rss_mb())}
     return found
 
 
@@ -116,7 +116,7 @@ def main() -> None:
     sizes = [100, 200] if args.quick else [int(n) for n in args.sizes.split(",")]
     runs = [measure(n, args.profile, args.keep) for n in sizes]
     first, last = runs[0]["commands"], runs[-1]["commands"]
-    ratios = {name: round(last[name]["s"] / max(first[name]["s"], 1e-3), 2) for name in first}
+    ratios = {name: round(last[name]["cpu_s"] / max(first[name]["cpu_s"], 1e-3), 2) for name in first}
     worst, bound = max(ratios.values()), LINEAR / 10 * sizes[-1] / sizes[0]
     slowest = max(c["s"] for c in last.values())
     common.report("results_scale", {**{f"{n}_ratio": r for n, r in ratios.items()}, "slowest_s": slowest},
