@@ -93,7 +93,7 @@ class Respondent(BaseModel):
 @dataclass(frozen=True)
 class DomainRun:
     """One domain of one run: its record as written; its items and respondents read from their lines
-    when asked, one line at a time."""
+    when asked, only the fields a reader names."""
 
     path: Path
     stored: DomainRecord
