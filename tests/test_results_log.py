@@ -57,7 +57,7 @@ def test_an_items_file_that_does_not_match_its_record_is_one_line(tmp_path: Path
     items = path.with_name("Family" + ITEMS_SUFFIX)
     lines = items.read_text().splitlines()
     items.write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(DataError, match=r"Family_items.jsonl: 23 items, but its record counts 24: re-score it"):
+    with pytest.raises(DataError, match=r"Family_items.jsonl: 23 items, but its record counts 24: re-score"):
         read_domain(path).scored()
     items.write_text("\n".join([*lines[:4], '{"person_id": 1}', *lines[5:]]) + "\n")
     with pytest.raises(DataError, match=r"Family_items.jsonl:5: not a scored item record"):
