@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import api_client, common
+from socbench.log.lines import ITEM_TYPES
+from socbench.log.read import read_domain
 from socbench.studies import task_for
 
 CONCURRENCY = 256
@@ -75,13 +77,14 @@ def answers(out: Path) -> dict[str, str]:
     rerun sends no request)."""
     found = {}
     for path in sorted(out.glob("*/*_detailed.json")):
-        detailed = json.loads(path.read_text())
-        found[path.name] = json.dumps({k: detailed[k] for k in ("details", "metrics")}, sort_keys=True)
+        domain = read_domain(path)
+        details = domain.columns(list(ITEM_TYPES))
+        found[path.name] = json.dumps({"details": details, "metrics": domain.stored.metrics}, sort_keys=True)
     return found
 
 
 def items(found: dict[str, str]) -> int:
-    return sum(len(json.loads(text)["details"]) for text in found.values())
+    return sum(len(json.loads(text)["details"]["person_id"]) for text in found.values())
 
 
 def side(name: str, server, send: Callable[[], int], n: int) -> dict:

@@ -5,10 +5,11 @@ checkouts and compare every result file they write.
 circular, all_possible in logprobs mode, relabelled with shuffled options) on three demo domains
 and ``socbench mcq --circular`` on five ARC items, all against the project's deterministic test
 server (``tests/support/fake_openai.py``: answers are a hash of the prompt, so a changed prompt
-shows as a changed answer), and stores every result file, normalised (no times, no paths), in
-``DIR/results.json``. ``... compare DIR_A DIR_B`` prints the first differences and exits 1 if any; keys
-only in B (fields a newer version adds) are listed apart and are not differences. ``run --quick`` (the
-tests' pass) runs only ``QUICK``, the ISSP one on one domain.
+shows as a changed answer), and stores every result file, normalised (no times, no paths; a domain's
+item lines folded into its record: ``fold_lines``), in ``DIR/results.json``. ``... compare DIR_A DIR_B``
+prints the first differences and exits 1 if any; keys only in B (fields a newer version adds) are listed
+apart and are not differences. ``run --quick`` (the tests' pass) runs only ``QUICK``, the ISSP one on one
+domain.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ DOMAINS = ["1", "3", "7"]
 QUICK = ("issp_plain", "mcq_circular")
 VOLATILE = {"timestamp", "timing", "created", "wall_s", "seconds", "elapsed_s", "started", "finished",
             "generated_at", "run_seconds", "duration_s", "api_base", "source", "data_dir",
-            "records"}  # port; checkout; summary.json pooled.records: each domain record's timestamp
+            "records",  # port; checkout; summary.json pooled.records: each domain record's timestamp
+            "format",  # the results format's version (3: items as JSON Lines), not a result
+            "fingerprint"}  # last_run.json's hash of socbench's code: two checkouts always differ
 RESULT_SUFFIXES = {".json", ".jsonl", ".csv"}
 
 
@@ -121,6 +124,21 @@ def collect(folder: Path) -> dict[str, Any]:
             files[str(rel)] = [normalise(json.loads(line), str(folder)) for line in text.splitlines() if line]
         else:
             files[str(rel)] = text.splitlines()
+    return fold_lines(files)
+
+
+def fold_lines(files: dict[str, Any]) -> dict[str, Any]:
+    """Each domain's ``_items.jsonl`` and ``_respondents.jsonl`` (results format 3) back into its
+    ``_detailed.json`` as ``details`` and ``persona_groups``, the one document of the formats before: two
+    checkouts on either side of the change compare item by item."""
+    for name in [n for n in files if n.endswith("_items.jsonl")]:
+        stem = name.removesuffix("_items.jsonl")
+        record = files.get(f"{stem}_detailed.json")
+        if isinstance(record, dict):
+            record["details"] = files.pop(name)
+            people = files.pop(f"{stem}_respondents.jsonl", [])
+            record["persona_groups"] = {str(p["person_id"]): {k: v for k, v in p.items() if k != "person_id"}
+                                        for p in people}
     return files
 
 

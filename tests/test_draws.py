@@ -19,6 +19,7 @@ from socbench.errors import ConfigError
 from socbench.types import Extraction, Message, PromptRequest, SamplingSettings
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
+from support.records import read_detailed
 from tests.test_yardsticks_cli import write_data
 
 SHARES = {"1": 0.5, "2": 0.3, "3": 0.2}  # the fake server's answer distribution (code 4 never)
@@ -97,7 +98,7 @@ def test_draws_match_the_server(api_url: str, tmp_path: Path) -> None:
         SEEDS.clear()
         socbench(*args, "--samples", "5")
         first = Counter(seed for seed in SEEDS if seed is not None)
-        detailed = json.loads((out / "fake-model" / "Citizenship_detailed.json").read_text())
+        detailed = read_detailed(out / "fake-model" / "Citizenship_detailed.json")
         SEEDS.clear()
         socbench(*args, "--samples", "8")
         second = Counter(seed for seed in SEEDS if seed is not None)

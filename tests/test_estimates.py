@@ -22,7 +22,7 @@ from socbench.errors import ConfigError
 from socbench.estimates.items import COLUMNS, run_items
 from socbench.estimates.render import question_rows
 from socbench.estimates.study import Settings, estimate_items
-from support.records import detailed_record, summary_record
+from support.records import detailed_record, summary_record, write_detailed
 
 CODES = ("1", "2", "3", "4", "5")
 PS = {"Q0": 0.0, "Q1": 0.5, "Q2": 0.9, "Q3": "constant"}
@@ -141,7 +141,7 @@ def write_run(folder: Path, items: pd.DataFrame, data_dir: Path | None = None) -
     questions = {qid: {"options": options} for qid in items["question_id"].unique()}
     detailed = {**detailed_record(details, questions, model="fake-model"), "persona_groups": groups,
                 "weighted_metrics_off": None}
-    (folder / "Citizenship_detailed.json").write_text(json.dumps(detailed))
+    write_detailed(folder / "Citizenship_detailed.json", detailed)
     if data_dir is not None:
         summary = summary_record({"data_dir": str(data_dir), "dataset_size": 500, "interview_count": "all"})
         (folder / "summary.json").write_text(json.dumps(summary))

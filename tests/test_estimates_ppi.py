@@ -156,6 +156,26 @@ def test_edge_models_constant_perfect_and_the_classical_end() -> None:
     assert tuned_lambda(g, g, (yu_true - y.mean())[:, None])[0] == pytest.approx(0.9, abs=0.03)  # N/(n+N)
 
 
+def _unbounded_logistic_case() -> tuple[np.ndarray, ...]:
+    """Random binary answers and group dummies whose PPI++ logistic loss at λ = 1 has no minimum (found by
+    a seeded search: the 4th draw of this generator; it crashed ``socbench estimate`` at 10,000
+    respondents of the scale bench, issue 43)."""
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        n, N, k = int(rng.integers(10, 40)), int(rng.integers(20, 80)), int(rng.integers(1, 4))
+        x = np.column_stack([np.ones(n), rng.integers(0, 2, size=(n, k))])
+        x_u = np.column_stack([np.ones(N), rng.integers(0, 2, size=(N, k))])
+        y, yhat, yhat_u = (rng.integers(0, 2, size=m).astype(float) for m in (n, n, N))
+    return x, y, yhat, x_u, yhat_u
+
+
+def test_a_logistic_loss_without_a_minimum_is_no_fit_not_a_crash() -> None:
+    """Failed before: scipy's ValueError (inf/NaN) ended ``socbench estimate`` with a traceback; now the
+    LinAlgError that ``estimates.study`` already reads as "no regression for this question"."""
+    with pytest.raises(np.linalg.LinAlgError, match="no finite minimum"):
+        ppi_regression("logistic", *_unbounded_logistic_case())
+
+
 def test_the_planner_spends_the_budget_where_it_narrows_the_interval() -> None:
     plan = plan_budget(**POWER)
     assert plan["cost"] <= POWER["budget"]

@@ -22,6 +22,7 @@ from scipy.stats import wasserstein_distance
 
 from socbench.cli import main
 from socbench.data.example_study import QUESTIONS_FILE, write_study
+from support.records import read_detailed
 
 pytestmark = pytest.mark.slow  # runs the study's flow on a Prefect API
 ID_BASE = 10**7  # person_id = domain id (1) x 10^7 + row number (documented in docs/own-survey.md)
@@ -57,7 +58,7 @@ def run(api_url: str, engine_pool, tiny_model: Path, tmp_path_factory: pytest.Te
     (detailed,) = results.rglob("*_detailed.json")
     return {
         "sav": sav,
-        "detailed": json.loads(detailed.read_text()),
+        "detailed": read_detailed(detailed),
         "metrics": json.loads(detailed.with_name(detailed.name.replace("_detailed", "_metrics")).read_text()),
     }
 

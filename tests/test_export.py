@@ -18,7 +18,7 @@ import pytest
 
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
-from support.records import detailed_record, summary_record
+from support.records import detailed_record, read_detailed, summary_record, write_detailed
 
 pytestmark = pytest.mark.slow  # runs flows on the session's Prefect API (and Rscript)
 N = 48
@@ -68,7 +68,7 @@ def study(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def detailed(run: Path) -> dict:
     (path,) = run.glob("*_detailed.json")
-    return json.loads(path.read_text())
+    return read_detailed(path)
 
 
 @pytest.mark.parametrize("kind", ["plain", "circular"])
@@ -216,7 +216,7 @@ def test_bad_input_is_one_line(tmp_path: Path, demo_data: Path, cli_in_process, 
     run = tmp_path / "run"
     run.mkdir()
     (tmp_path / "empty").mkdir()
-    (run / "Citizenship_detailed.json").write_text(json.dumps(detailed_record([], {})))
+    write_detailed(run / "Citizenship_detailed.json", detailed_record([], {}))
     (run / "summary.json").write_text(json.dumps(summary_record({"data_dir": str(demo_data)})))
     for args, needle in (((str(tmp_path / "empty"),), "not a run folder"),
                          ((str(run), "--format", "xlsx"), "invalid choice"),

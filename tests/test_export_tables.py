@@ -20,7 +20,7 @@ from socbench.export.source import DomainSource
 from socbench.export.tables import long_table, wide_labels
 from socbench.export.writers import write_table
 from socbench.log.read import read_domain
-from support.records import detailed_record
+from support.records import detailed_record, write_detailed
 
 DETAILS = [
     {"person_id": 10000001, "question_id": "V5", "country_code": "DE", "true_answer": "1", "llm_answer": "1",
@@ -32,7 +32,7 @@ DETAILS = [
 
 def _domain(tmp_path: Path):
     path = tmp_path / "Citizenship_detailed.json"
-    path.write_text(json.dumps(detailed_record(DETAILS, {"V5": {"options": [["1", "Yes"], ["2", "No"]]}})))
+    write_detailed(path, detailed_record(DETAILS, {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}))
     return read_domain(path)
 
 
@@ -50,8 +50,8 @@ def _provinces(tmp_path: Path) -> tuple[Path, DomainSource]:
     """A detailed file of a study grouped by province (BC, NL) and its import record."""
     details = [{**row, "country_code": code} for row, code in zip(DETAILS, ("BC", "NL"))]
     path = tmp_path / "Ces_detailed.json"
-    path.write_text(json.dumps({**detailed_record(details, {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}),
-                                "grouping": "Province of residence"}))
+    write_detailed(path, {**detailed_record(details, {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}),
+                          "grouping": "Province of residence"})
     group = SourceVariable(name="prov", label="Province of residence", value_labels={"1": "BC", "2": "NL"})
     variables = SourceVariables(source_file="ces.sav", kind="SPSS", rows=2, questions=[], group=group)
     return path, DomainSource(tmp_path / "answers.json", {}, variables)
@@ -118,7 +118,7 @@ def test_draws_and_circular_variants_get_rows_of_their_own(tmp_path: Path) -> No
     drawn = {**DETAILS[0], "draws": ["1", "2", None]}
     path = tmp_path / "Citizenship_detailed.json"
     questions = {"V5": {"options": [["1", "Yes"], ["2", "No"]]}}
-    path.write_text(json.dumps(detailed_record([drawn, DETAILS[1]], questions)))
+    write_detailed(path, detailed_record([drawn, DETAILS[1]], questions))
     variants = [{"qid": "10000002:V5", "pattern": ["1", "2"], "shown": ["1", "2"], "origin": ["1", "2"],
                  "gold": "2", "prediction": None, "parse_error": "no JSON object in the reply"},
                 {"qid": "10000002:V5", "pattern": ["2", "1"], "shown": ["2", "1"], "origin": ["1", "2"],

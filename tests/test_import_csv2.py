@@ -17,6 +17,7 @@ import pytest
 
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
+from support.records import read_detailed
 
 pytestmark = pytest.mark.slow  # Rscript, a run against the fake server on the session's Prefect API
 N = 90
@@ -67,7 +68,7 @@ def test_semicolon_csv_with_decimal_commas_imports_whole_and_runs(api_url: str, 
                  "fake-model", "--data_dir", str(out), "--dataset_size", "all",
                  "--output_dir", str(tmp_path / "results"), "--concurrent_requests", "16")
     (detailed_path,) = (tmp_path / "results" / "fake-model").glob("*_detailed.json")
-    detailed = json.loads(detailed_path.read_text())
+    detailed = read_detailed(detailed_path)
     voted = sum(vote != "-9" for _, _, vote in r_rows)
     assert detailed["total_count"] == N + voted and detailed["excluded_count"] == N - voted
     assert detailed["weighted_metrics_off"] is None  # the decimal-comma weights were read as numbers

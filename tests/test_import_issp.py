@@ -20,6 +20,7 @@ import pytest
 
 from fixtures import issp_microdata as micro
 from socbench.cli import main
+from support.records import read_detailed
 
 SIZES = (500, 1000, 2000)
 METADATA = re.compile(r"Study Number|Archive Version|Digital Object|of interview|data-collection|"
@@ -232,6 +233,6 @@ def test_runs_through_socbench_issp(imported: dict, api_url: str, tiny_model: Pa
         == 0
     )
     (detailed,) = results.rglob("Family_detailed.json")
-    payload = json.loads(detailed.read_text())
+    payload = read_detailed(detailed)
     assert len({d["person_id"] for d in payload["details"]}) == 3 and payload["total_count"] > 0
     assert {d["country_code"] for d in payload["details"]} <= set(micro.COUNTRY_SIZES)

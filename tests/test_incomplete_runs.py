@@ -7,7 +7,6 @@ leaderboard and the HTML report as if it were a result.
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from socbench.cli import main
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard
 from support.browser import browser, needs_browser
+from support.records import read_detailed, write_detailed
 from tests.test_report_html import A, B, make_run
 
 BROKEN = "org/Model-360M"
@@ -25,11 +25,11 @@ def break_run(out: Path, model: str, reason: str, cache: Path) -> None:
     """Rewrite one domain of a run as the engine left it: the first 40 items never answered."""
     make_run(out, model, 0.9, seed=3, cache=cache)
     path = out / model.replace("/", "_") / "Family_detailed.json"
-    payload = json.loads(path.read_text())
+    payload = read_detailed(path)
     for detail in payload["details"][:40]:
         detail.update(llm_answer=None, correct=False, parse_error=None, engine_error=reason, raw_reply=None)
     payload.update(complete=False, engine_errors=40, engine_error_reasons={reason: 40}, accuracy=None)
-    path.write_text(json.dumps(payload))
+    write_detailed(path, payload)
 
 
 @pytest.fixture(scope="module")

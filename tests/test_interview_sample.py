@@ -19,6 +19,7 @@ from socbench.data.loaders import load_domain
 from socbench.domains import get_domain
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
+from support.records import read_detailed
 
 pytestmark = pytest.mark.slow  # runs flows on the session's Prefect API
 
@@ -30,7 +31,7 @@ def _issp(url: str, model: str, data: Path, out: Path, *extra: str) -> None:
 
 def _asked(out: Path, run: str) -> tuple[list[int], dict]:
     metrics = json.loads((out / run / "Values_metrics.json").read_text())
-    detailed = json.loads((out / run / "Values_detailed.json").read_text())
+    detailed = read_detailed(out / run / "Values_detailed.json")
     people = metrics["sample"]["person_ids"]
     assert {d["person_id"] for d in detailed["details"]} <= set(people) and len(people) == 20
     summary = json.loads((out / run / "summary.json").read_text())

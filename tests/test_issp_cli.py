@@ -18,6 +18,7 @@ from socbench.domains import DOMAINS
 from support import CLI
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
+from support.records import read_detailed
 
 SEED_KEYS = {"domain", "timestamp", "model", "correct_count", "total_count", "accuracy", "macro_f1",
              "micro_f1", "parse_failures", "excluded_count", "details"}
@@ -55,7 +56,7 @@ def test_issp_against_openai_server(api_url: str, tmp_path: Path, demo_data: Pat
 
     model_dir = out / "fake-model"
     for domain in DOMAINS:
-        detailed = json.loads((model_dir / f"{domain.name}_detailed.json").read_text())
+        detailed = read_detailed(model_dir / f"{domain.name}_detailed.json")
         metrics = json.loads((model_dir / f"{domain.name}_metrics.json").read_text())
         assert SEED_KEYS <= detailed.keys() and METRIC_KEYS <= metrics.keys()
         assert all(DETAIL_KEYS <= d.keys() for d in detailed["details"])

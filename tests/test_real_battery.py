@@ -37,6 +37,7 @@ from fixtures.cardata import (
 )
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
+from support.records import read_detailed
 
 pytestmark = pytest.mark.slow  # Rscript writes and reads the files; runs flows on the session's Prefect API
 FILES = [(s, s.name + v) for s in STUDIES for v in VARIANTS] + [(STUDIES[-1], "Chile.csv")]
@@ -221,7 +222,7 @@ def after(study_runs: dict, kind: str, *steps: str) -> None:
 
 
 def detailed(run: Path, study: Study) -> dict:
-    return json.loads((run / f"{study.name}_detailed.json").read_text())
+    return read_detailed(run / f"{study.name}_detailed.json")
 
 
 def _source_labels(battery: Battery, study: Study) -> dict[str, set[str]]:

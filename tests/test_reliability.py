@@ -36,6 +36,7 @@ from socbench.engines import CachedEngine, EngineCache, session
 from socbench.engines.cache import CACHE_FILE
 from socbench.types import EngineResult
 from support import CLI, FakeOpenAIServer
+from support.records import read_detailed
 from support.waiting import wait_for
 
 DOMAIN, NAME, SLUG = 3, "Family", "family"
@@ -50,7 +51,7 @@ def issp_args(url: str, data: Path, out: Path, count: int, *extra: str) -> list[
 
 def read_domain(out: Path) -> tuple[dict, dict]:
     folder = out / "fake-model"
-    return (json.loads((folder / f"{NAME}_detailed.json").read_text()),
+    return (read_detailed(folder / f"{NAME}_detailed.json"),
             json.loads((folder / f"{NAME}_metrics.json").read_text()))
 
 
@@ -154,7 +155,7 @@ def test_engine_raising_mid_domain_is_resumed_by_the_task_retry(api_url, tmp_pat
     first, second = backend.calls
     assert second == first[7:]  # the retry asked only for what had not finished
     folder = tmp_path / "out" / "dies-once"
-    detailed = json.loads((folder / f"{NAME}_detailed.json").read_text())
+    detailed = read_detailed(folder / f"{NAME}_detailed.json")
     assert len(detailed["details"]) == len(first) and detailed["parse_failures"] == 0
     assert backend.closes == 1  # and the engine was torn down at the end
 

@@ -32,6 +32,7 @@ from socbench.report.html_sections import DEFINITIONS, NOTES, lead
 from socbench.report.labels import grouping_words
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent, ScoredItem
+from support.records import read_detailed
 
 OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"), ("4", "Strongly disagree"))
 DOMAINS = ((1, "Citizenship"), (3, "Family"))
@@ -103,7 +104,7 @@ def report(tmp_path_factory: pytest.TempPathFactory, memo_cache: Path) -> dict:
 
 
 def detailed(out: Path, run: str) -> dict[str, dict]:
-    return {p.name.removesuffix("_detailed.json"): json.loads(p.read_text())
+    return {p.name.removesuffix("_detailed.json"): read_detailed(p)
             for p in sorted((out / run).glob("*_detailed.json"))}
 
 

@@ -31,6 +31,7 @@ from socbench.report.html import write_report
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Question, Respondent
 from support.browser import browser, needs_browser
+from support.records import read_detailed
 
 pytestmark = [pytest.mark.slow, needs_browser]  # drives chromium
 OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"), ("4", "Strongly disagree"))
@@ -138,7 +139,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def details(out: Path, run: str) -> dict[str, dict]:
-    return {p.name.removesuffix("_detailed.json"): json.loads(p.read_text())
+    return {p.name.removesuffix("_detailed.json"): read_detailed(p)
             for p in sorted((out / run).glob("*_detailed.json"))}
 
 

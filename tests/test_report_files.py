@@ -17,6 +17,7 @@ from socbench.report.leaderboard import leaderboard
 from socbench.report.output import model_dir
 from socbench.scoring import score_items, summarize_domain
 from socbench.types import Extraction, Item
+from support.records import read_detailed
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"))
@@ -47,7 +48,7 @@ def test_domain_files_have_seed_keys_and_consistent_counts(tmp_path: Path) -> No
     result, scored = domain(1, "Citizenship", "HuggingFaceTB/SmolLM2-135M-Instruct", ANSWERS, {"Taiwan": 3})
     detailed_path, metrics_path = write_domain_files(tmp_path, result, scored, timestamp="2025-01-01T00:00")
     assert detailed_path == tmp_path / "HuggingFaceTB_SmolLM2-135M-Instruct" / "Citizenship_detailed.json"
-    detailed = json.loads(detailed_path.read_text())
+    detailed = read_detailed(detailed_path)
     assert SEED_DETAILED <= set(detailed)
     assert {"per_question_macro_f1", "baselines", "per_country"} <= set(detailed)
     details = detailed["details"]
@@ -146,7 +147,7 @@ def test_incomplete_domain_files_say_so_and_hold_no_score(tmp_path: Path) -> Non
         assert payload["engine_error_reasons"] == {"HTTP 500: boom": 2}
         assert payload["parse_failure_reasons"] == {"no JSON object": 1}
         assert payload["accuracy"] is None and payload["macro_f1"] is None and payload["micro_f1"] is None
-    details = json.loads(detailed_path.read_text())["details"]
+    details = read_detailed(detailed_path)["details"]
     assert [d["engine_error"] for d in details] == [None, "HTTP 500: boom", None, None, "HTTP 500: boom"]
     assert [d["parse_error"] for d in details] == [None, None, None, "no JSON object", None]
     assert [d["raw_reply"] for d in details] == ["r0", None, "r2", "r3", None]

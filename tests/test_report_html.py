@@ -20,6 +20,7 @@ from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent
+from support.records import read_detailed
 
 OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"), ("4", "Strongly disagree"))
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -65,7 +66,7 @@ def results(tmp_path_factory: pytest.TempPathFactory, memo_cache: Path) -> Path:
 
 
 def details(folder: Path) -> dict[str, dict]:
-    return {p.name.removesuffix("_detailed.json"): json.loads(p.read_text())
+    return {p.name.removesuffix("_detailed.json"): read_detailed(p)
             for p in sorted(folder.glob("*_detailed.json"))}
 
 

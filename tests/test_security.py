@@ -10,7 +10,6 @@ artifacts; persisted task results).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import socket
@@ -22,6 +21,7 @@ import pytest
 
 from support import CLI, FakeOpenAIServer
 from support.processes import user_prefect_home
+from support.records import read_detailed
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = "sk-PLANTED-env-9d41b7c2e0"
@@ -57,7 +57,7 @@ def test_planted_env_key_leaks_nowhere(tmp_path: Path, demo_data: Path, prefect_
     model_dir = out / "escape_fake-model"  # the model name could not climb out of --output_dir
     assert (model_dir / "summary.json").is_file() and not (tmp_path / "escape").exists()
     assert list(cwd.iterdir()) == []  # nothing written outside the output dir (and Prefect's state)
-    details = json.loads((model_dir / "Citizenship_detailed.json").read_text())["details"]
+    details = read_detailed(model_dir / "Citizenship_detailed.json")["details"]
     assert any("bad key Bearer ***" in (d["engine_error"] or "") for d in details)  # echoed, then redacted
 
     assert PLANTED not in run.stdout and PLANTED not in run.stderr

@@ -31,6 +31,7 @@ from socbench.processes import prefect_rest
 from socbench.prompts import build_domain_prompts
 from support import CLI, FakeOpenAIServer
 from support.cli import socbench
+from support.records import read_detailed
 from tests.test_reliability import cached_rows, without_timestamps
 from tests.vllm_server import VllmServer
 
@@ -55,7 +56,8 @@ def issp_args(url: str, model: str, demo_data: Path, out: Path, count: int, *ext
 
 
 def read(out: Path, model: str, kind: str = "detailed") -> dict:
-    return json.loads((out / model / f"Citizenship_{kind}.json").read_text())
+    path = out / model / f"Citizenship_{kind}.json"
+    return read_detailed(path) if kind == "detailed" else json.loads(path.read_text())
 
 
 def last_run_states(env: dict) -> tuple[str, dict[str, str]]:

@@ -27,6 +27,7 @@ from socbench.metrics.structure_difference import measurable
 from socbench.report.answers import VERDICTS
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer, pick_code
+from support.records import read_detailed
 
 pytestmark = pytest.mark.slow  # runs flows on the session's Prefect API
 N = 300
@@ -80,7 +81,7 @@ def issp(data: Path, out: Path, answer, *extra: str) -> dict:
                  "--data_dir", str(data), "--domain_id", "1", "--output_dir", str(out),
                  "--concurrent_requests", "16", *extra)
     folder = out / ("fake-model-no_persona" if extra else "fake-model")
-    detailed = json.loads((folder / "Citizenship_detailed.json").read_text())
+    detailed = read_detailed(folder / "Citizenship_detailed.json")
     metrics = json.loads((folder / "Citizenship_metrics.json").read_text())
     assert detailed["yardsticks"] == metrics["yardsticks"]
     found = detailed["yardsticks"]

@@ -23,33 +23,50 @@ COLUMNS = ("domain", "grouping", "person_id", "question_id", "country_code", "we
            "model_code", "model_shares", "offered_codes")
 
 
-def _shares(item: ScoredItem) -> dict[str, float] | None:
+FIELDS = ("person_id", "question_id", "country_code", "true_answer", "llm_answer", "engine_error",
+          "option_distribution", "draws", "offered_codes")  # the item fields (``log.lines``) read
+
+
+def _shares(distribution: Mapping[str, float] | None, draws: Sequence[str | None] | None) -> dict | None:
     """The model's answer distribution when the run has one (logprobs mode, or K draws)."""
-    if item.distribution:
-        return dict(item.distribution)
-    drawn = [code for code in item.draws or () if code is not None]
+    if distribution:
+        return dict(distribution)
+    drawn = [code for code in draws or () if code is not None]
     return {code: k / len(drawn) for code, k in Counter(drawn).items()} if drawn else None
+
+
+def columns_frame(domain: str, c: Mapping[str, Sequence[Any]], groups: Mapping[str, Mapping[str, str]],
+                  weights: Mapping[str, float] | None, questions: Mapping[str, Mapping[str, Any]],
+                  grouping: str = COUNTRY) -> pd.DataFrame:
+    """One domain's rows from its items' ``FIELDS`` as columns and each respondent's persona groups (by
+    person id as text); ``weights`` by person id as text (None: unweighted); ``questions``: the
+    per-question view (its offered options); ``grouping``: what ``country_code`` holds."""
+    options = {qid: [str(code) for code, _ in view.get("options", [])] for qid, view in questions.items()}
+    people = [str(p) for p in c["person_id"]]
+    present = [a for a in ATTRIBUTES if any(a in found for found in groups.values())]
+    return pd.DataFrame({
+        "domain": domain, "grouping": grouping, "person_id": people, "question_id": c["question_id"],
+        "country_code": [code or UNMAPPED for code in c["country_code"]],
+        "weight": [weights[p] if weights else float("nan") for p in people],
+        "true_code": [str(code) for code in c["true_answer"]],
+        "model_code": [None if code is None or error else str(code)
+                       for code, error in zip(c["llm_answer"], c["engine_error"], strict=True)],
+        "model_shares": [_shares(d, k) for d, k in zip(c["option_distribution"], c["draws"], strict=True)],
+        "offered_codes": [tuple(offered or options.get(qid, ()))
+                          for offered, qid in zip(c["offered_codes"], c["question_id"], strict=True)],
+        **{a: [groups.get(p, {}).get(a, UNKNOWN) for p in people] for a in present}})
 
 
 def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str, float] | None,
                  questions: Mapping[str, Mapping[str, Any]], grouping: str = COUNTRY) -> pd.DataFrame:
-    """One domain's rows: ``COLUMNS`` plus the persona groups its items carry; ``weights`` by person
-    id as text (None: unweighted); ``questions``: the per-question view (its offered options);
-    ``grouping``: what ``country_code`` holds (a country, or the study's grouping variable)."""
-    options = {qid: [str(code) for code, _ in view.get("options", [])] for qid, view in questions.items()}
-    people = [str(item.person_id) for item in scored]
-    present = [a for a in ATTRIBUTES if any(a in item.groups for item in scored)]
-    return pd.DataFrame({
-        "domain": domain, "grouping": grouping, "person_id": people,
-        "question_id": [item.question_id for item in scored],
-        "country_code": [item.country_code or UNMAPPED for item in scored],
-        "weight": [weights[p] if weights else float("nan") for p in people],
-        "true_code": [str(item.true_code) for item in scored],
-        "model_code": [None if item.predicted_code is None or item.engine_error else str(item.predicted_code)
-                       for item in scored],
-        "model_shares": [_shares(item) for item in scored],
-        "offered_codes": [tuple(item.offered_codes or options.get(item.question_id, ())) for item in scored],
-        **{a: [item.groups.get(a, UNKNOWN) for item in scored] for a in present}})
+    """``columns_frame`` of the score stage's just-scored items."""
+    c = {"person_id": [i.person_id for i in scored], "question_id": [i.question_id for i in scored],
+         "country_code": [i.country_code for i in scored], "true_answer": [i.true_code for i in scored],
+         "llm_answer": [i.predicted_code for i in scored], "engine_error": [i.engine_error for i in scored],
+         "option_distribution": [i.distribution for i in scored], "draws": [i.draws for i in scored],
+         "offered_codes": [i.offered_codes for i in scored]}
+    groups = {str(i.person_id): i.groups for i in scored}
+    return columns_frame(domain, c, groups, weights, questions, grouping)
 
 
 def _weights(run: ModelRun, domain: DomainRun) -> tuple[dict[str, float] | None, str | None]:
@@ -60,7 +77,7 @@ def _weights(run: ModelRun, domain: DomainRun) -> tuple[dict[str, float] | None,
     if data is None:
         return None, f"{run.folder}/summary.json names no data folder that exists, so no design weights"
     people = domain_source(data, domain, need_variables=False).respondents
-    records = [people[pid] for pid in sorted(set(domain.items["person_id"]))]
+    records = [people[pid] for pid in sorted(domain.people)]
     reason = weights_off_reason([r.weight for r in records], [r.person_id for r in records])
     return (None, reason) if reason else ({str(r.person_id): float(r.weight or 0) for r in records}, None)
 
@@ -73,8 +90,8 @@ def run_items(run_dir: str | Path) -> pd.DataFrame:
         weights, why = _weights(run, domain)
         if why:
             notes.append(f"{domain.domain}: unweighted ({why})")
-        frames.append(domain_frame(domain.domain, domain.stored.items(), weights, domain.stored.questions,
-                                   domain.stored.grouping))
+        frames.append(columns_frame(domain.domain, domain.columns(FIELDS), domain.groups, weights,
+                                    domain.stored.questions, domain.stored.grouping))
     items = pd.concat(frames, ignore_index=True)
     items.attrs.update(run=run.run, model=run.model, notes=notes)
     return items

@@ -17,6 +17,9 @@ from typing import Literal
 import numpy as np
 
 Family = Literal["ols", "logistic"]
+# a logistic fit's trust-region steps: 5-22 measured (bench/results_scale.py, 1,000 respondents); a loss
+# without a minimum steps on for thousands (~2,200, 280 s at 10,000 respondents) before it meets inf/NaN
+MAX_ITERATIONS = 200
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,15 @@ def _logistic(x, y, yhat, x_u, yhat_u, w, w_u, lam: float) -> np.ndarray:
 
     from scipy.optimize import minimize
 
-    start = np.zeros(x.shape[1])
-    return minimize(loss, start, jac=True, hess=hess, method="trust-exact", options={"gtol": 1e-10}).x
+    try:
+        fit = minimize(loss, np.zeros(x.shape[1]), jac=True, hess=hess, method="trust-exact",
+                       options={"gtol": 1e-10, "maxiter": MAX_ITERATIONS})
+        found = fit.x if fit.nit < MAX_ITERATIONS else np.array([np.nan])
+    except ValueError:  # scipy met inf/NaN: the coefficients ran off to infinity
+        found = np.array([np.nan])
+    if not np.isfinite(found).all():  # the rectified loss (negative row weights) can fall without bound
+        raise np.linalg.LinAlgError("the PPI++ logistic loss has no finite minimum")
+    return found
 
 
 def _alike(yhat: np.ndarray, yhat_u: np.ndarray) -> bool:

@@ -113,12 +113,14 @@ def _tag_codes(values: list[object], fmt: str) -> dict[str, str | float]:
 
 def _stored(series: pd.Series, codes: Mapping[str, str | float], fmt: str) -> pd.Series:
     """A text column of numbers, ``.a``-``.z`` and R's NA as numbers, tag codes and blanks; any other
-    column as it is (numbers are numbers already, text stays text)."""
-    text = series.dropna()
-    special = text.map(lambda v: v == R_NA or _is_tag(v))
-    if series.dtype != object or not special.any() or text[~special].map(_number).isna().any():
+    column as it is (numbers are numbers already, text stays text). Each distinct value once: a whole
+    survey's column has millions of values and a few codes."""
+    if series.dtype != object:
         return series
-    out = series.map(lambda v: codes.get(v, math.nan) if v == R_NA or _is_tag(v) else _number(v))
+    special = {v: v == R_NA or _is_tag(v) for v in series.dropna().unique()}
+    if not any(special.values()) or any(_number(v) is None for v, s in special.items() if not s):
+        return series
+    out = series.map({v: codes.get(v, math.nan) if s else _number(v) for v, s in special.items()})
     return out.astype(float) if fmt == "sav" else out.where(out.notna(), math.nan)
 
 
@@ -143,8 +145,8 @@ def fit(frames: Sequence[pd.DataFrame], labels: Labels, fmt: str) -> tuple[list[
     sav) holds them, and what changed."""
     changes: list[Change] = []
     columns = [str(c) for c in frames[0].columns]
-    codes = {name: _tag_codes([*(v for f in frames for v in f[name].dropna()), *labels.values.get(name, {})],
-                              fmt) for name in columns}
+    codes = {name: _tag_codes([*(v for f in frames for v in f[name].dropna().unique()),
+                               *labels.values.get(name, {})], fmt) for name in columns}
     changes += [Change("missing value", name, R_NA, "system-missing") for name in columns
                 if any((f[name] == R_NA).any() for f in frames if f[name].dtype == object)]
     frames = [f.apply(lambda s: _stored(s, codes[str(s.name)], fmt)) for f in frames]

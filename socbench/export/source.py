@@ -85,7 +85,7 @@ def domain_source(data: RunData, domain: DomainRun, need_variables: bool) -> Dom
     spec = get_domain(domain.domain, data.root)
     known = need_variables or variables_path(data.root, spec.slug).is_file()
     variables = read_variables(data.root, spec.slug) if known else None
-    people = set(domain.items["person_id"])
+    people = domain.people
     folders = [sample_dir(data.root, data.dataset_size)] if data.dataset_size else sample_folders(data.root)
     for folder in folders:
         path = folder / spec.answer_name

@@ -42,55 +42,70 @@ def _code_order(column: str) -> tuple[float, str]:
     return (float("inf") if pd.isna(number) else float(number), column)
 
 
+ANSWER_FIELDS = ("person_id", "question_id", "country_code", "true_answer", "llm_answer", "correct",
+                 "parse_error", "engine_error", "option_distribution", "draws")
+
+
+def _labelled(codes: Sequence[str | None], qids: Sequence[str], labels: dict[str, dict[str, str]]) -> list:
+    return [None if code is None else labels.get(qid, {}).get(str(code)) for code, qid in zip(codes, qids)]
+
+
 def domain_long(domain: DomainRun, source: DomainSource | None) -> pd.DataFrame:
     """The long rows of one domain: the detailed file's items in its order, then their draws and
-    circular variants (the item's respondent fields, that draw's or variant's answer)."""
-    stored = domain.stored
+    circular variants (the item's respondent fields, that draw's or variant's answer). Column by column:
+    a whole survey's millions of items."""
+    stored, c = domain.stored, domain.columns(ANSWER_FIELDS)
     labels = {qid: {str(code): str(label) for code, label in view.get("options", [])}
               for qid, view in stored.questions.items()}
     names = {q.question_id: q.name for q in source.variables.questions} if source and source.variables else {}
     people = source.respondents if source else {}
-    rows, by_item, extra = [], {}, []
-    for item in stored.details:
-        person = people.get(str(item.person_id))
-        options = labels.get(item.question_id, {})
-        row = {
-            "row_kind": "answer", "draw": None, "order": None,
-            "domain": stored.domain, "person_id": item.person_id,
-            "source_row": person.source_row if person else None, "country_code": item.country_code,
-            "weight": person.weight if person else None, "question_id": item.question_id,
-            "variable": names.get(item.question_id, item.question_id),
-            "true_code": item.true_answer, "true_label": options.get(str(item.true_answer)),
-            **_answer(item.llm_answer, options), "correct": int(item.correct),
-            "parse_error": item.parse_error, "engine_error": item.engine_error,
-            **{probability_column(code): p for code, p in (item.option_distribution or {}).items()},
-        }
-        rows.append(row)
-        by_item[f"{item.person_id}:{item.question_id}"] = row
-        extra += [{**_base(row), "row_kind": "draw", "draw": k, **_answer(code, options),
-                   "correct": int(code is not None and str(code) == str(item.true_answer)),
-                   "parse_error": None if code is not None else "no readable code in this draw"}
-                  for k, code in enumerate(item.draws or (), start=1)]
+    persons, qids = [people.get(str(p)) for p in c["person_id"]], c["question_id"]
+    nothing = [None] * len(qids)
+    frame = pd.DataFrame({
+        "row_kind": "answer", "draw": nothing, "order": nothing, "domain": stored.domain,
+        "person_id": c["person_id"], "source_row": [p.source_row if p else None for p in persons],
+        "country_code": c["country_code"], "weight": [p.weight if p else None for p in persons],
+        "question_id": qids, "variable": [names.get(q, q) for q in qids], "true_code": c["true_answer"],
+        "true_label": _labelled(c["true_answer"], qids, labels), "model_code": c["llm_answer"],
+        "model_label": _labelled(c["llm_answer"], qids, labels), "correct": [int(x) for x in c["correct"]],
+        "parse_error": c["parse_error"], "engine_error": c["engine_error"]})
+    if any(d for d in c["option_distribution"]):
+        shares = pd.DataFrame.from_records([{probability_column(code): p for code, p in (d or {}).items()}
+                                            for d in c["option_distribution"]])
+        frame = pd.concat([frame, shares], axis=1)
+    extra = _extra_rows(domain, frame, c["draws"], labels)
+    return pd.concat([frame, pd.DataFrame(extra)], ignore_index=True) if extra else frame
+
+
+def _extra_rows(domain: DomainRun, frame: pd.DataFrame, draws: list, labels: dict) -> list[dict]:
+    """A row per draw of a --samples item and per circular variant asked apart from the item's prompt."""
+    rows, keys = [], None
+    for i in (i for i, found in enumerate(draws) if found):
+        base, options = _base(frame, i), labels.get(frame.at[i, "question_id"], {})
+        rows += [{**base, "row_kind": "draw", "draw": k, **_answer(code, options),
+                  "correct": int(code is not None and str(code) == str(frame.at[i, "true_code"])),
+                  "parse_error": None if code is not None else "no readable code in this draw"}
+                 for k, code in enumerate(draws[i], start=1)]
     for variant in circular_variants(domain):
-        base = by_item.get(variant.qid)
-        if base is not None and variant.request_id != variant.qid:  # else it was the item's own prompt
-            options = labels.get(base["question_id"], {})
+        keys = keys or {f"{p}:{q}": i for i, (p, q) in enumerate(zip(frame.person_id, frame.question_id))}
+        i = keys.get(variant.qid)
+        if i is not None and variant.request_id != variant.qid:  # else it was the item's own prompt
+            options = labels.get(frame.at[i, "question_id"], {})
             answer = _answer(variant.to_original(variant.prediction), options)
-            extra.append({**_base(base), "row_kind": "variant", "order": " ".join(variant.pattern),
-                          **answer, "correct": int(variant.correct), "parse_error": variant.parse_error})
-    rows += extra
-    return pd.DataFrame(rows, columns=list(LONG_LABELS)) if not rows else pd.DataFrame(rows)
+            rows.append({**_base(frame, i), "row_kind": "variant", "order": " ".join(variant.pattern),
+                         **answer, "correct": int(variant.correct), "parse_error": variant.parse_error})
+    return rows
 
 
 def _answer(code: str | None, options: dict[str, str]) -> dict:
     return {"model_code": code, "model_label": options.get(str(code)) if code is not None else None}
 
 
-def _base(row: dict) -> dict:
+def _base(frame: pd.DataFrame, i: int) -> dict:
     """An item row's respondent and question fields, for its draw and variant rows."""
     keep = ("domain", "person_id", "source_row", "country_code", "weight", "question_id", "variable",
             "true_code", "true_label")
-    return {**{key: None for key in row}, **{key: row[key] for key in keep}}
+    return {**dict.fromkeys(frame.columns), **{key: frame.at[i, key] for key in keep}}
 
 
 def circular_variants(domain: DomainRun) -> list[VariantResult]:
@@ -167,15 +182,16 @@ def wide_tables(domain: DomainRun, source: DomainSource) -> tuple[pd.DataFrame, 
     variables = source.variables
     if variables is None:  # domain_source reads them for --wide
         raise DataError(f"{domain.path}: no import metadata for {domain.domain}")
-    details = domain.stored.details
+    c = domain.columns(("person_id", "question_id", "llm_answer", "parse_error", "engine_error"))
     people = list(source.respondents)  # everyone the run read, asked or not (every answer missing)
     unrowed = [p for p in people if source.respondents[p].source_row is None]
     if unrowed:
         raise DataError(f"{source.answer_file}: respondent {unrowed[0]} has no source_row (imported before "
                         "exports existed): run `socbench data import` again with --replace")
     people.sort(key=lambda p: source.respondents[p].source_row or 0)
-    answers = {(str(d.person_id), d.question_id.lower()): d.llm_answer
-               for d in details if d.parse_error is None and d.engine_error is None}
+    answers = {(str(p), q.lower()): code for p, q, code, parse, engine
+               in zip(c["person_id"], c["question_id"], c["llm_answer"], c["parse_error"], c["engine_error"])
+               if parse is None and engine is None}
     records = [source.respondents[p] for p in people]
     head = {ROW: [r.source_row for r in records], PERSON: numeric_codes([str(r.person_id) for r in records])}
     if variables.weight is not None:

@@ -6,19 +6,20 @@ one line saying to re-score it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from socbench.errors import DataError
+from socbench.log.lines import ITEM_TYPES, item_columns, read_lines
 from socbench.log.records import (
     FORMAT,
     CircularRecord,
-    DetailedRecord,
     DomainRecord,
     McqRecord,
     SummaryRecord,
@@ -26,9 +27,11 @@ from socbench.log.records import (
 )
 from socbench.metrics.baselines import UNMAPPED
 from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
-from socbench.types import VariantResult
+from socbench.types import ScoredItem, VariantResult
 
 DETAILED_SUFFIX = "_detailed.json"
+ITEMS_SUFFIX = "_items.jsonl"  # a line per scored item (``records.detail_row``)
+RESPONDENTS_SUFFIX = "_respondents.jsonl"  # a line per respondent: person_id and persona groups
 METRICS_SUFFIX = "_metrics.json"
 RESULTS_SUFFIX = "_results.json"
 PREDICTIONS_SUFFIX = "_predictions.jsonl"
@@ -68,17 +71,8 @@ def read_record(path: Path, model: type[R], payload: Any = None) -> R:
 
 
 def read_variants(path: Path) -> list[VariantResult]:
-    """Variant results from a ``*_circular.jsonl`` file; a bad line names file and line."""
-    results = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            results.append(VariantRow.model_validate_json(line).result())
-        except ValidationError as exc:
-            reason = exc.errors()[0]["msg"]
-            raise DataError(f"{path}:{number}: not a circular variant record ({reason})") from None
-    return results
+    """Variant results from a ``*_circular.jsonl`` file."""
+    return [row.result() for row in read_lines(path, VariantRow, "a circular variant record")]
 
 
 def _records(folder: Path, suffix: str) -> list[Path]:
@@ -86,25 +80,67 @@ def _records(folder: Path, suffix: str) -> list[Path]:
     return [path for path in sorted(Path(folder).glob(f"*{suffix}")) if "_circular" not in path.name]
 
 
+class Respondent(BaseModel):
+    """A line of ``<Domain>_respondents.jsonl``: the id, then each persona group (``sex``, ...)."""
+
+    model_config = ConfigDict(extra="allow")
+    person_id: int | str
+
+    def groups(self) -> dict[str, str]:
+        return {k: str(v) for k, v in (self.model_extra or {}).items()}
+
+
 @dataclass(frozen=True)
 class DomainRun:
-    """One domain of one run: its record as written, with every item."""
+    """One domain of one run: its record as written; its items and respondents read from their lines
+    when asked, only the fields a reader names."""
 
     path: Path
-    stored: DetailedRecord
+    stored: DomainRecord
     domain: str
     domain_id: int
+
+    def beside(self, suffix: str) -> Path:
+        """A file of this domain beside its record (``ITEMS_SUFFIX``, ``RESPONDENTS_SUFFIX``, ...)."""
+        return self.path.with_name(self.path.name.removesuffix(DETAILED_SUFFIX) + suffix)
+
+    @cached_property
+    def groups(self) -> dict[str, dict[str, str]]:
+        """Each respondent's persona groups, by person id as text."""
+        return {str(r.person_id): r.groups()
+                for r in read_lines(self.beside(RESPONDENTS_SUFFIX), Respondent, "a respondent record")}
+
+    def columns(self, names: Sequence[str]) -> dict[str, list[Any]]:
+        """Only these fields of every item (``lines.ITEM_TYPES``), in the run's order: what readers keep."""
+        return item_columns(self.beside(ITEMS_SUFFIX), names, self.stored.total_count)
+
+    def scored(self, raw_reply: bool = False) -> list[ScoredItem]:
+        """The scored items with their respondents' persona groups (the pooled figures', the estimators',
+        the paired comparison's); the reply texts, which none of them reads, only with ``raw_reply``."""
+        c = self.columns([n for n in ITEM_TYPES if raw_reply or n != "raw_reply"])
+        groups, replies = self.groups, c.get("raw_reply") or [None] * len(c["person_id"])
+        return [ScoredItem(p, *fields, tuple(offered), shares, groups.get(str(p), {}), error, reply,
+                           None if draws is None else tuple(draws))
+                for p, *fields, offered, shares, error, reply, draws in zip(
+                    c["person_id"], c["question_id"], c["country_code"], c["true_answer"], c["llm_answer"],
+                    c["correct"], c["parse_error"], c["is_country_specific"], c["offered_codes"],
+                    c["option_distribution"], c["engine_error"], replies, c["draws"], strict=True)]
+
+    @cached_property
+    def people(self) -> set[str]:
+        """The ids (as text) of the respondents with a scored item."""
+        return {str(p) for p in self.columns(("person_id",))["person_id"]}
 
     @cached_property
     def items(self) -> pd.DataFrame:
         """person_id (text), question_id, country_code ("unmapped": none), correct and the persona
         groups the run recorded: what pairs two runs' answers item by item, and the estimators' rows."""
-        details, groups = self.stored.details, self.stored.persona_groups
-        people = [str(d.person_id) for d in details]
-        present = [a for a in ATTRIBUTES if any(a in found for found in groups.values())]
-        return pd.DataFrame({"person_id": people, "question_id": [d.question_id for d in details],
-                             "country_code": [d.country_code or UNMAPPED for d in details],
-                             "correct": [d.correct for d in details],
+        found, groups = self.columns(("person_id", "question_id", "country_code", "correct")), self.groups
+        people = [str(p) for p in found["person_id"]]
+        present = [a for a in ATTRIBUTES if any(a in g for g in groups.values())]
+        return pd.DataFrame({"person_id": people, "question_id": found["question_id"],
+                             "country_code": [c or UNMAPPED for c in found["country_code"]],
+                             "correct": found["correct"],
                              **{a: [groups.get(p, {}).get(a, UNKNOWN) for p in people] for a in present}})
 
 
@@ -116,7 +152,7 @@ def read_domain(path: Path) -> DomainRun:
 @lru_cache(maxsize=64)
 def _read_domain(path: Path, *version: int) -> DomainRun:
     """Once per version of the file: the run's summary and then its report read every record."""
-    stored = read_record(path, DetailedRecord)
+    stored = read_record(path, DomainRecord)
     return DomainRun(path, stored, stored.domain, stored.domain_id)
 
 
@@ -238,17 +274,17 @@ def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _lines_frame(path: Path) -> pd.DataFrame:
+    with open(path, encoding="utf-8") as handle:
+        return pd.DataFrame([json.loads(line) for line in handle if line.strip()])
+
+
 def items_frame(folder: Path) -> pd.DataFrame:
     """Every item of the run: ISSP scored items (``domain`` column), MCQ predictions (``dataset``)."""
-    frames = []
-    for path in _records(folder, DETAILED_SUFFIX):
-        payload = read_json(path)
-        record = read_record(path, DomainRecord, payload)
-        frames.append(pd.DataFrame(payload["details"]).assign(domain=record.domain))
-    for path in _records(folder, PREDICTIONS_SUFFIX):
-        lines = path.read_text(encoding="utf-8").splitlines()
-        frames.append(pd.DataFrame([json.loads(line) for line in lines if line.strip()])
-                      .assign(dataset=path.name.removesuffix(PREDICTIONS_SUFFIX)))
+    domains = [read_domain(path) for path in _records(folder, DETAILED_SUFFIX)]
+    frames = [_lines_frame(d.beside(ITEMS_SUFFIX)).assign(domain=d.domain) for d in domains]
+    frames += [_lines_frame(path).assign(dataset=path.name.removesuffix(PREDICTIONS_SUFFIX))
+               for path in _records(folder, PREDICTIONS_SUFFIX)]
     if not frames:
         raise DataError(f"{folder}: no results of a run here")
     return pd.concat(frames, ignore_index=True)

@@ -1,7 +1,7 @@
 """The records of a run's results log: one pydantic model per file, built by the writer and validated by
 every reader; it declares what readers rely on and keeps the rest as written. A number the run could not
 give is written ``null`` and read back as NaN (``Num``). Per-item rows are plain dicts from the functions
-beside their models (hundreds of thousands per run), read through the models.
+beside their models (millions in a whole survey), one JSON line each, read back line by line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 from socbench.mcq.types import Prediction
 from socbench.types import COUNTRY, ScoredItem, VariantResult
 
-FORMAT = 2  # 1: files without ``format`` (socbench before the results log); read only by re-scoring
+# 1: files without ``format`` (socbench before the results log); 2: every item inside
+# ``<Domain>_detailed.json`` (one JSON document: ~1.3 GB at a whole ISSP module); both read only by re-scoring
+FORMAT = 3
 TEXT_KEYS = ("domain", "best_baseline", "distribution_level", "incomplete_reason", "weighted_metrics_off")
 Num = Annotated[int | float, BeforeValidator(lambda value: math.nan if value is None else value)]
 
@@ -42,7 +44,8 @@ class Record(BaseModel):
 
 
 class DomainRecord(Record):
-    """``<Domain>_metrics.json``: one ISSP domain's counts, metrics, baselines and breakdowns (the
+    """``<Domain>_metrics.json`` and ``<Domain>_detailed.json`` (with each question's per-country rows): one
+    ISSP domain's counts, metrics, baselines and breakdowns (the
     per-country and per-persona-group rows are ``metrics.grouped.group_row``)."""
 
     domain: str
@@ -66,33 +69,9 @@ class DomainRecord(Record):
     estimates: Numbers = {}  # estimates.study.gain_record: the gain per question (none: older results)
 
 
-class DetailRow(BaseModel):
-    """One scored item of ``details[]`` (codes are strings, as the survey's)."""
-
-    model_config = ConfigDict(extra="ignore")
-    person_id: int | str
-    question_id: str
-    country_code: str | None = None
-    true_answer: str
-    llm_answer: str | None = None
-    correct: bool
-    is_country_specific: bool = False
-    parse_error: str | None = None
-    engine_error: str | None = None
-    raw_reply: str | None = None
-    offered_codes: list[str] = []
-    option_distribution: dict[str, float] | None = None  # logprobs mode: each offered code's probability
-    draws: list[str | None] | None = None  # --samples K: every draw's code, in draw order
-
-    def item(self, groups: dict[str, str]) -> ScoredItem:
-        return ScoredItem(self.person_id, self.question_id, self.country_code, self.true_answer,  # type: ignore[arg-type]
-                          self.llm_answer, self.correct, self.parse_error, self.is_country_specific,
-                          tuple(self.offered_codes), self.option_distribution, groups, self.engine_error,
-                          self.raw_reply, tuple(self.draws) if self.draws is not None else None)
-
-
 def detail_row(item: ScoredItem) -> dict[str, Any]:
-    """A ``DetailRow`` as written (optional keys only when the item has them)."""
+    """A line of ``<Domain>_items.jsonl`` (optional keys only when the item has them; ``log.lines.ITEM_TYPES``
+    reads them back; codes are strings, as the survey's)."""
     row: dict[str, Any] = {
         "person_id": item.person_id, "question_id": item.question_id, "country_code": item.country_code,
         "true_answer": item.true_code, "llm_answer": item.predicted_code, "correct": item.correct,
@@ -107,15 +86,9 @@ def detail_row(item: ScoredItem) -> dict[str, Any]:
     return row
 
 
-class DetailedRecord(DomainRecord):
-    """``<Domain>_detailed.json``: the domain's record, each respondent's persona groups and every item."""
-
-    persona_groups: dict[str, dict[str, str]]
-    details: list[DetailRow]
-
-    def items(self) -> list[ScoredItem]:
-        """The scored items, with their respondents' persona groups."""
-        return [d.item(self.persona_groups.get(str(d.person_id), {})) for d in self.details]
+def respondent_row(item: ScoredItem) -> dict[str, Any]:
+    """One line of ``<Domain>_respondents.jsonl``: a respondent's id and persona groups (``sex``, ...)."""
+    return {"person_id": item.person_id, **item.groups}
 
 
 class SummaryRecord(Record):

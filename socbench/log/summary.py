@@ -14,8 +14,8 @@ from typing import Any
 
 from socbench.engines.usage import total_usage
 from socbench.files import write_json
-from socbench.log.read import read_domains
-from socbench.log.records import FORMAT, DetailedRecord, DomainRecord, SummaryRecord
+from socbench.log.read import DomainRun, read_domains
+from socbench.log.records import FORMAT, DomainRecord, SummaryRecord
 from socbench.log.rerun import forget
 from socbench.metrics.baselines import best_baseline, group_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, headline_level
@@ -97,14 +97,15 @@ def leaderboard_line(record: DomainRecord) -> dict[str, Any]:
             **{key: record.draws.get(key, math.nan) for key in DRAW_KEYS[1:]}}
 
 
-def pooled(records: Sequence[DetailedRecord]) -> dict[str, Any]:
-    """The run folder's leaderboard line over its domain ``records`` (with their timestamps, so the report
+def pooled(domains: Sequence[DomainRun]) -> dict[str, Any]:
+    """The run folder's leaderboard line over its ``domains``' records (with their timestamps, so the report
     knows which it covers); with an incomplete domain no number at all (the run is not ranked)."""
+    records = [d.stored for d in domains]
     stamps = {r.domain: r.timestamp for r in records}
     if not records or not all(r.complete for r in records):
         return {"records": stamps, "complete": False}
     rows = [leaderboard_line(r) for r in records]
-    items = [(r.domain, r.items()) for r in records]
+    items = [(d.domain, list(d.scored())) for d in domains]
     correct = [i.correct for _, found in items for i in found]
     ci = accuracy_ci(correct, [f"{d}:{i.person_id}" for d, found in items for i in found],
                      [d for d, found in items for _ in found], min_respondents=DEFAULT_MIN_RESPONDENTS)
@@ -163,7 +164,7 @@ def write_summary_json(folder: str | os.PathLike[str], results: Sequence[DomainR
     (``RunConfig.data_record``) lets ``socbench export`` find the respondents' source rows."""
     folder = Path(folder)
     forget(folder)
-    payload = summary_payload(results, failed, model, pooled([d.stored for d in read_domains(folder)]))
+    payload = summary_payload(results, failed, model, pooled(read_domains(folder)))
     payload |= {"data": dict(data)} if data else {}
     payload |= {"export_failed": list(export_failed)} if export_failed else {}
     SummaryRecord.model_validate(payload)  # the reader's model: what is written can be read

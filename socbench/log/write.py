@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from socbench.circular import circular_metrics, circular_name, circular_notes
 from socbench.files import atomic_open, json_safe, write_json
-from socbench.log.read import MCQ_FOLDER
+from socbench.log.read import ITEMS_SUFFIX, MCQ_FOLDER, RESPONDENTS_SUFFIX
 from socbench.log.records import (
     FORMAT,
     CircularRecord,
@@ -23,6 +23,7 @@ from socbench.log.records import (
     McqRecord,
     detail_row,
     prediction_row,
+    respondent_row,
     variant_row,
 )
 from socbench.log.rerun import forget
@@ -64,20 +65,32 @@ def domain_record(result: DomainResult, scored: Sequence[ScoredItem], timestamp:
         weighted_metrics_off=result.weights_off, summary=summary_row(result))
 
 
+def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """JSON Lines, one row a line, written as ``rows`` go (strict JSON: NaN as null), atomically."""
+    with atomic_open(path) as handle:
+        for row in rows:
+            handle.write(json.dumps(json_safe(row), ensure_ascii=False, allow_nan=False) + "\n")
+    return path
+
+
 def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
                        scored: Sequence[ScoredItem], timestamp: str | None = None) -> tuple[Path, Path]:
-    """Write ``<Domain>_detailed.json`` and ``<Domain>_metrics.json``; return their paths."""
+    """Write ``<Domain>_items.jsonl`` (a line per scored item), ``<Domain>_respondents.jsonl`` (a line per
+    respondent with persona groups), then the records ``<Domain>_detailed.json`` and ``_metrics.json``;
+    return the records' paths (the lines sit beside them). Why lines: a whole survey's millions of items
+    are written and read a line at a time, and the records a user opens stay small."""
     if len(scored) != result.scoreable_items:
         raise ValueError(f"{result.domain_name}: {len(scored)} scored items but "
                          f"{result.scoreable_items} scoreable in the DomainResult")
     folder = model_dir(output_dir, result.run or result.model)
     forget(folder)
     record = domain_record(result, scored, timestamp or now_timestamp()).model_dump()
-    groups = {str(item.person_id): item.groups for item in scored if item.groups}
-    detailed = {**record, "persona_groups": groups, "details": [detail_row(item) for item in scored]}
+    people = {str(item.person_id): item for item in scored if item.groups}  # each respondent once
     metrics = {**record, "questions": {qid: {k: v for k, v in view.items() if k != "countries"}
                                        for qid, view in result.questions.items()}}
-    return (write_json(folder / f"{result.domain_name}_detailed.json", detailed),
+    write_jsonl(folder / f"{result.domain_name}{ITEMS_SUFFIX}", map(detail_row, scored))
+    write_jsonl(folder / f"{result.domain_name}{RESPONDENTS_SUFFIX}", map(respondent_row, people.values()))
+    return (write_json(folder / f"{result.domain_name}_detailed.json", record),
             write_json(folder / f"{result.domain_name}_metrics.json", metrics))
 
 
@@ -100,10 +113,7 @@ def write_circular_files(folder: Path, name: str, results: Sequence[VariantResul
     """``<name>_circular[_relabel].jsonl`` (a line per variant) and ``_metrics.json`` in ``folder``;
     ``about``: dataset or domain, model, ..."""
     stem = f"{name}_circular_relabel" if settings.labels == "relabel" else f"{name}_circular"
-    jsonl = folder / f"{stem}.jsonl"
-    with atomic_open(jsonl) as handle:
-        for result in results:
-            handle.write(json.dumps(variant_row(result), ensure_ascii=False) + "\n")
+    jsonl = write_jsonl(folder / f"{stem}.jsonl", map(variant_row, results))
     record = CircularRecord(
         format=FORMAT, task="mcq" if "dataset" in about else "issp", timestamp=now_timestamp(), **about,
         circular=settings.mode, labels=settings.labels, measures=MEASURES[settings.labels],
@@ -157,10 +167,8 @@ def write_mcq_log(output_dir: str | os.PathLike[str], model: str, data: McqData,
     asked = plan.circular_settings is not None and incomplete is None
     circular = mcq_circular(folder, model, plan, scores) if asked else None
     split = {item.id: item.split for item in data.items}
-    with atomic_open(files["predictions"]) as handle:
-        for pred in predictions:
-            row = prediction_row(pred, split[pred.item_id], COLUMNS[pred.method])
-            handle.write(json.dumps(json_safe(row), allow_nan=False) + "\n")
+    write_jsonl(files["predictions"], (prediction_row(pred, split[pred.item_id], COLUMNS[pred.method])
+                                       for pred in predictions))
     record = McqRecord(
         format=FORMAT, task="mcq", dataset=data.dataset, model=model, engine=answers.identity,
         backend=dict(backend or {}), timestamp=now_timestamp(), eval_split=data.eval_split,

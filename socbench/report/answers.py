@@ -161,7 +161,7 @@ def run_items(run: ModelRun) -> list[ScoredItem]:
     ``<domain>:<id>``, a string: pairing and clustering need only equal keys), persona groups."""
     return [replace(item, person_id=f"{d.domain}:{item.person_id}",
                     question_id=f"{d.domain}:{item.question_id}")
-            for d in run.domains for item in d.stored.items()]
+            for d in run.domains for item in d.scored()]
 
 
 def _effect_cells(comparison: PairedComparison) -> list[str]:
