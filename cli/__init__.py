@@ -13,8 +13,7 @@ import sys
 from socbench.cli.interrupt import exit_interrupted, interruptible
 from socbench.errors import SocbenchError
 
-_COMMANDS = ("data", "issp", "mcq", "report", "export", "estimate")
-_MODULES = ("data", "inprocess", "report", "export", "estimate")  # inprocess: issp (and issp prompts), mcq
+_MODULES = ("data", "inprocess", "report", "export", "estimate")  # inprocess: every study (issp, mcq)
 
 
 class Parser(argparse.ArgumentParser):
@@ -24,8 +23,11 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="socbench", description=__doc__.splitlines()[0])
+    from socbench.studies import STUDIES
+
+    commands = ("data", *STUDIES, "report", "export", "estimate")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser,
-                                metavar="{" + ",".join(_COMMANDS) + "}")
+                                metavar="{" + ",".join(commands) + "}")
     for name in _MODULES:
         importlib.import_module(f"socbench.cli.{name}").register(sub)
     return parser

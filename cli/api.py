@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from socbench.config import RunConfig, from_flat
-from socbench.errors import ConfigError
+from socbench.config import from_flat
 from socbench.records import Outcome
 
 if TYPE_CHECKING:
@@ -49,12 +48,8 @@ def evaluate(task: str = "issp", *, progress: bool = False, **settings: Any) -> 
     ``complete`` False (its ``outcome`` says which units and why), never as a score. With ``dry_run=True``
     nothing is sent: ``outcome.printed`` is the table of requests, tokens and cost (``socbench.cost``)."""
     from socbench.cli.inprocess import run
-    from socbench.mcq.config import McqConfig
-    from socbench.studies import task_for
+    from socbench.studies import study, task_for
 
-    configs = {"issp": RunConfig, "mcq": McqConfig}
-    if task not in configs:
-        raise ConfigError(f"task {task!r}: expected one of {', '.join(configs)}")
-    config = from_flat(configs[task], settings)
+    config = from_flat(study(task).config_type(), settings)
     outcome = run(config, show_progress=progress)  # a notebook shows the result, not bars
     return EvalResult(task, task_for(config).folder(), outcome)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import sys
 import time
@@ -90,7 +89,7 @@ def run(config: Any, show_progress: bool = True) -> Any:
               file=sys.stderr)
         return last
     from socbench.preflight import check_run
-    from socbench.studies import task_for
+    from socbench.studies import STUDIES, task_for
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
     from socbench.cli.prefect_api import prefect_api, spawn_early
@@ -98,20 +97,19 @@ def run(config: Any, show_progress: bool = True) -> Any:
     server = spawn_early(Path(config.output_dir) / ".cache" / "prefect-api.log")
     from socbench.progress import listening
 
-    name = task_for(config).name
-    module = f"socbench.flows.{name}"
+    study = STUDIES[task_for(config).name]
 
     def meanwhile() -> None:  # imports only: the requests are the flow's
         from socbench.report.output import new_figure
 
-        importlib.import_module(module)
+        study.flow_function()
         new_figure(1, 1)  # matplotlib's imports (0.3 s)
 
     shown = listening(ConsoleProgress()) if show_progress else contextlib.nullcontext()
     with shown, prefect_api(meanwhile, server):
         from socbench.flows import run_inprocess
 
-        return run_inprocess(getattr(importlib.import_module(module), name), config)
+        return run_inprocess(study.flow_function(), config)
 
 
 def run_study(config: Any) -> int:
@@ -132,23 +130,17 @@ def run_study(config: Any) -> int:
     return 0 if outcome.ok else 1
 
 
-def add_study(sub: argparse._SubParsersAction, name: str, model: type, **texts: str) -> None:
-    """``socbench issp`` / ``socbench mcq``: one flag per setting of the study's configuration ``model``."""
-    parser = sub.add_parser(name, **texts)
-    add_config_flags(parser, model)
-    parser.set_defaults(handler=lambda args: run_study(config_from_args(model, args)))
-
-
 def register(sub: argparse._SubParsersAction) -> None:
-    """``socbench issp`` (ISSP, or any imported survey; ``issp prompts``: ``cli.issp_prompts``) and ``socbench
-    mcq`` (CP vs MCP on ARC, MMLU or an ARC JSONL file); exit 1 when a unit failed or is incomplete."""
+    """A sub-command per registered study (``socbench.studies.STUDIES``: ``issp``, any imported survey
+    included, and ``mcq``), one flag per setting of its configuration; exit 1 when a unit failed or is
+    incomplete. ``issp prompts`` (``cli.issp_prompts``) follows ``issp``."""
     from socbench.cli.issp_prompts import register_prompts
-    from socbench.config import RunConfig
-    from socbench.mcq.config import McqConfig
+    from socbench.studies import STUDIES
 
-    add_study(sub, "issp", RunConfig, help="run the ISSP persona benchmark (issp prompts: print its prompts)",
-              description="Run the ISSP persona benchmark through the Prefect flow in this process. "
-                          "`socbench issp prompts --help`: print prompts instead.")
-    register_prompts(sub)
-    add_study(sub, "mcq", McqConfig,
-              help="CP vs MCP on multiple-choice questions (ARC, MMLU or a JSONL file)")
+    for study in STUDIES.values():
+        parser = sub.add_parser(study.name, help=study.help, description=study.description)
+        model = study.config_type()
+        add_config_flags(parser, model)
+        parser.set_defaults(handler=lambda args, model=model: run_study(config_from_args(model, args)))
+        if study.name == "issp":
+            register_prompts(sub)

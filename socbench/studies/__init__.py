@@ -1,22 +1,65 @@
-"""The studies socbench runs, each a Task (``socbench.task``): the ISSP benchmark (and any survey imported
-with ``data import``) and CP vs MCP on multiple-choice datasets."""
+"""The studies socbench runs, each a Task (``socbench.task``), registered once in ``STUDIES``: its name (the
+CLI's sub-command, ``socbench.evaluate``'s first argument, the results log's ``task``), its configuration
+record, its Task and its Prefect flow. The CLI, ``socbench.evaluate`` and the flows read this table; a new
+study is its module plus an entry here. Entries name their classes as ``module:attribute`` and are
+imported when used, so that listing the studies imports none of them."""
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from typing import Any
 
-from socbench.mcq.config import McqConfig
+from socbench.errors import ConfigError
 from socbench.task import Task
 
-__all__ = ["task_for"]
+__all__ = ["STUDIES", "Study", "study", "task_for"]
+
+
+def _load(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study: where its configuration, Task and flow are, and its CLI help."""
+
+    name: str
+    config: str  # "module:Class" of its configuration record (the CLI's flags, the flow's parameter)
+    task: str  # "module:Class" of its Task
+    flow: str  # "module:function" of its Prefect flow
+    help: str
+    description: str | None = None
+
+    def config_type(self) -> type:
+        return _load(self.config)
+
+    def flow_function(self) -> Any:
+        return _load(self.flow)
+
+
+STUDIES: dict[str, Study] = {s.name: s for s in (
+    Study("issp", "socbench.config:RunConfig", "socbench.studies.issp:IsspTask", "socbench.flows.issp:issp",
+          help="run the ISSP persona benchmark (issp prompts: print its prompts)",
+          description="Run the ISSP persona benchmark through the Prefect flow in this process. "
+                      "`socbench issp prompts --help`: print prompts instead."),
+    Study("mcq", "socbench.mcq.config:McqConfig", "socbench.studies.mcq:McqTask", "socbench.flows.mcq:mcq",
+          help="CP vs MCP on multiple-choice questions (ARC, MMLU or a JSONL file)"),
+)}
+
+
+def study(name: str) -> Study:
+    """The registered study ``name``; a ConfigError naming the known ones otherwise."""
+    if name not in STUDIES:
+        raise ConfigError(f"task {name!r}: expected one of {', '.join(STUDIES)}")
+    return STUDIES[name]
 
 
 def task_for(config: Any) -> Task:
-    """The Task of a run configuration: ``McqConfig`` is CP vs MCP, ``RunConfig`` the ISSP benchmark."""
-    if isinstance(config, McqConfig):
-        from socbench.studies.mcq import McqTask
-
-        return McqTask(config)
-    from socbench.studies.issp import IsspTask
-
-    return IsspTask(config)
+    """The Task of a run configuration: the study whose configuration record ``config`` is."""
+    kind = f"{type(config).__module__}:{type(config).__qualname__}"
+    found = next((s for s in STUDIES.values() if s.config == kind), None)
+    if found is None:
+        raise TypeError(f"{kind} is no registered study's configuration (socbench.studies.STUDIES)")
+    return _load(found.task)(config)
