@@ -89,7 +89,7 @@ def run(config: Any, show_progress: bool = True) -> Any:
               file=sys.stderr)
         return last
     from socbench.preflight import check_run
-    from socbench.studies import STUDIES, task_for
+    from socbench.studies import study_of
 
     check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
     from socbench.cli.prefect_api import prefect_api, spawn_early
@@ -97,7 +97,7 @@ def run(config: Any, show_progress: bool = True) -> Any:
     server = spawn_early(Path(config.output_dir) / ".cache" / "prefect-api.log")
     from socbench.progress import listening
 
-    study = STUDIES[task_for(config).name]
+    study = study_of(config)
 
     def meanwhile() -> None:  # imports only: the requests are the flow's
         from socbench.report.output import new_figure

@@ -13,7 +13,7 @@ from typing import Any
 from socbench.errors import ConfigError
 from socbench.task import Task
 
-__all__ = ["STUDIES", "Study", "study", "task_for"]
+__all__ = ["STUDIES", "Study", "study", "study_of", "task_for"]
 
 
 def _load(path: str) -> Any:
@@ -56,10 +56,15 @@ def study(name: str) -> Study:
     return STUDIES[name]
 
 
-def task_for(config: Any) -> Task:
-    """The Task of a run configuration: the study whose configuration record ``config`` is."""
+def study_of(config: Any) -> Study:
+    """The study whose configuration record ``config`` is."""
     kind = f"{type(config).__module__}:{type(config).__qualname__}"
     found = next((s for s in STUDIES.values() if s.config == kind), None)
     if found is None:
         raise TypeError(f"{kind} is no registered study's configuration (socbench.studies.STUDIES)")
-    return _load(found.task)(config)
+    return found
+
+
+def task_for(config: Any) -> Task:
+    """The Task of a run configuration."""
+    return _load(study_of(config).task)(config)
