@@ -7,7 +7,10 @@ becomes one line on stderr and exit code 2 (no traceback); Ctrl-C, one line and 
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import logging
+import os
 import sys
 
 from socbench.cli.interrupt import exit_interrupted, interruptible
@@ -54,5 +57,26 @@ def main(argv: list[str] | None = None) -> int:
         exit_interrupted()
 
 
+def command() -> None:
+    """The console script: ``main()``, then, once the atexit handlers ran (Prefect's log and event
+    flushes), the process ends without the interpreter's teardown: freeing every module and object one by
+    one took 3-5 s at the end of each run on a loaded 2-core host, with every file already written."""
+    code = [1]  # an uncaught exception's (its traceback is printed before the atexit handlers run)
+
+    def end() -> None:  # registered first, so it runs last; logging's own handler (registered at import) is
+        logging.shutdown()  # the one it would skip
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code[0])
+
+    atexit.register(end)
+    try:
+        code[0] = main()
+    except SystemExit as exc:  # argparse's exit, ``sys.exit("message")``
+        code[0] = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        raise
+    sys.exit(code[0])
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    command()

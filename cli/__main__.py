@@ -1,7 +1,5 @@
 """``python -m socbench.cli``: the ``socbench`` command."""
 
-import sys
+from socbench.cli import command
 
-from socbench.cli import main
-
-sys.exit(main())
+command()

@@ -71,3 +71,14 @@ def test_per_domain_lines_on_stderr_and_only_the_table_and_paths_on_stdout(tiny_
     html = out / "report" / "report.html"
     assert report == f"report: {html}" and html.is_file()
     assert processes_with_env("PREFECT_HOME", str(home)) == []  # socbench's Prefect API stopped with it
+
+
+def test_the_command_keeps_its_exit_code_and_output_without_the_interpreter_teardown(tmp_path):
+    """``socbench.cli.command`` ends the process from the last atexit handler (seconds saved per run):
+    stdout still flushed into a pipe, the exit code still main's."""
+    ok = subprocess.run([*CLI, "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0 and ok.stdout.startswith("usage: socbench") and ok.stdout.endswith("\n")
+    bad = subprocess.run([*CLI, "report", str(tmp_path / "none")], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "results folder not found" in bad.stderr
+    flag = subprocess.run([*CLI, "issp", "--no_such_flag"], capture_output=True, text=True, cwd=ROOT)
+    assert flag.returncode == 2 and "--no_such_flag" in flag.stderr
