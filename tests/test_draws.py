@@ -127,7 +127,7 @@ def test_draws_match_the_server(api_url: str, tmp_path: Path) -> None:
     overall = board.loc[board["domain"] == "ALL", "draw_agreement"].item()
     assert overall == pytest.approx(row["draw_agreement"])
     assert "## Repeated draws" in (out / "report" / "leaderboard.md").read_text()
-    assert "Fleiss&#x27; kappa across draws" in (out / "report" / "report.html").read_text()  # and the report
+    assert "Fleiss&#39; kappa across draws" in (out / "report" / "report.html").read_text()  # and the report
     socbench("export", str(out / "fake-model"))  # the long export: one row per draw too
     long = pd.read_csv(out / "fake-model" / "export" / "answers_long.csv")
     drawn = long[long["row_kind"] == "draw"]

@@ -56,8 +56,11 @@ def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
         assert archive.read(top).decode().split() == ["socbench"]
         roots = {name.split("/")[0] for name in archive.namelist()}
         data = [n for n in archive.namelist() if n.startswith("socbench/_demo/Dataset_all/")]
+        templates = {n.rsplit("/", 1)[1] for n in archive.namelist()
+                     if n.startswith("socbench/report/templates/")}
     assert roots == {"socbench", wheel.name.split("-py3")[0] + ".dist-info"}
     assert any(n.endswith("issp_qa_family.json") for n in data)  # the demo data travels with it
+    assert templates == {"report.html.j2", "macros.html.j2", "report.css"}  # and report.html's templates
 
 
 def test_evaluate_from_a_fresh_venv_beside_another_tasks_package(wheel: Path, tmp_path: Path,

@@ -27,7 +27,7 @@ from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.structure import structure
 from socbench.report.answers import _simbench, persona_pairs
 from socbench.report.files import write_run_summary
-from socbench.report.html import ALIGNMENT, SCORES, distribution_cells, groups_section, write_report
+from socbench.report.html import ALIGNMENT, SCORES, distribution_cells, groups_title, write_report
 from socbench.report.html_sections import DEFINITIONS, NOTES, lead
 from socbench.report.labels import grouping_words
 from socbench.scoring import score_domain
@@ -233,9 +233,9 @@ def test_a_grouping_variable_is_no_country_in_the_report() -> None:
     assert "12 question x province groups" in line and "country" not in line
     run = SimpleNamespace(run="m", model="m", grouping="province", summary=None, domains=[])
     board = SimpleNamespace(ranked=lambda: [run], runs=[run])
-    assert "2. For whom? By province and persona groups" in groups_section(board)[0]
+    assert groups_title(board.ranked()) == "2. For whom? By province and persona groups"
     run.grouping = "country"
-    assert "2. For whom? Countries and persona groups" in groups_section(board)[0]
+    assert groups_title(board.ranked()) == "2. For whom? Countries and persona groups"
     run.grouping = "province"
     texts = [text for _, text in DEFINITIONS] + [NOTES["leaderboard"]]
     words = " ".join([lead("groups", "province"), *(grouping_words(text, "province") for text in texts)])

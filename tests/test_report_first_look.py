@@ -68,7 +68,7 @@ def test_the_report_says_once_what_a_small_run_cannot_show_and_how_to_get_it(sma
     page = small["page"]
     assert "Too few respondents per group" not in page and "answers of" not in page  # no n/a structure tables
     (note,) = re.findall(r"<p class='note small-run'>(.*?)</p>", page)
-    assert NEEDS.replace("'", "&#x27;") in note
+    assert NEEDS.replace("'", "&#39;") in note
     assert "<code>socbench issp --interview_count all</code>" in note  # the data holds 40: all of them
     assert page.count("Too few respondents to compare groups") == 1
     answer = page[page.index("id='answer'"):page.index("id='persona'")]

@@ -15,6 +15,7 @@ import pytest
 
 from socbench.cli import main
 from socbench.log.write import write_domain_files
+from socbench.report import html_sections as page
 from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
@@ -136,6 +137,17 @@ def test_html_is_self_contained_with_images_and_tables(results: Path, tmp_path: 
     assert "<table>" in page and f"<td>{accuracy}</td>" in page and ">org_Model-135M</td>" in page
     assert "Persona groups" in page and ">female</td>" in page
     assert not re.search(r"<script|<link|https?://|src=\"(?!data:)", page)
+
+
+def test_the_templates_escape_a_surveys_words_and_keep_their_markup() -> None:
+    """Autoescaping is on: a label's <, & and quotes show as text; a macro's own markup stays markup;
+    numbers right-aligned (no class), words ``txt``, n/a ``na``, a row's class kept."""
+    assert page.table(["<th>"], [["<b>x</b> & 'y'", "0.5", "n/a"]], ["few"]) == (
+        "<div class='scroll'><table><thead><tr><th>&lt;th&gt;</th></tr></thead><tbody><tr class='few'>"
+        "<td class='txt'>&lt;b&gt;x&lt;/b&gt; &amp; &#39;y&#39;</td><td>0.5</td><td class='na'>n/a</td></tr>"
+        "</tbody></table></div>")
+    assert page.details("<s>", page.note("<i>"), open_=True) == (
+        "<details open><summary>&lt;s&gt;</summary><p class='note'>&lt;i&gt;</p></details>")
 
 
 def test_compare_flag_matches_mcnemar_by_hand(results: Path, capsys) -> None:

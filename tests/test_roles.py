@@ -154,7 +154,7 @@ def test_a_region_is_a_grouping_variable_everywhere(tmp_path: Path, capsys) -> N
     board = run["report"].leaderboard_md.read_text()
     assert board.startswith("# Plebiscite leaderboard") and "ISSP" not in board + html
     assert "By Región (pooled over domains)" in html
-    assert "Majority answer in the respondent&#x27;s group" in html
+    assert "Majority answer in the respondent&#39;s group" in html
     assert "(n/a)" not in board and "Plebiscite (1)" in board
     assert "country unknown" not in html and "Niger" not in html
 

@@ -6,7 +6,6 @@ helped. Read from each domain's stored ``yardsticks``; older results have none, 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,8 +15,7 @@ from socbench.metrics.headline import lead_sentence, small_run_note, stored_figu
 from socbench.metrics.persona_groups import persona_effect, verdict
 from socbench.metrics.structure_difference import measurable
 from socbench.metrics.uncertainty import PairedComparison
-from socbench.report.html_sections import details, esc, lead, note, run_heading, table
-from socbench.report.labels import domain_label, p_text, runs_grouping
+from socbench.report.labels import domain_label, p_text
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import HEADS, LABELS, fmt, markdown_table
 from socbench.types import COUNTRY, ScoredItem
@@ -194,37 +192,6 @@ def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]]
         rows = [[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in groups]
         found.append((line, rows, ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in groups]))
     return found
-
-
-def code(text: str) -> str:
-    """`command` as <code>command</code> (the markdown and the terminal keep the backticks)."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-
-
-def _html_domain(answer: DomainAnswer) -> str:
-    lines = "".join(f"<p>{esc(line)}</p>" for line in answer.lines)
-    figures = table(STRUCTURE_HEAD, answer.rows) if answer.rows else ""
-    return (f"<section class='domain'><h4>{esc(answer.title)}</h4><p class='headline'>{esc(answer.lead)}</p>"
-            f"{lines}{figures}</section>")
-
-
-def answer_html(board: Leaderboard) -> list[str]:
-    """The report's opening section: every run x domain's answer, then persona vs no persona."""
-    parts = ["<h2 id='answer'>The answer, domain by domain</h2>",
-             lead("answer", runs_grouping(board.runs))]
-    found = domain_answers(board)
-    small = small_note([answer for _, answers in found for answer in answers])
-    parts += [f"<p class='note small-run'>{code(esc(small))}</p>"] if small else []
-    for i, (run, answers) in enumerate(found):
-        parts.append(details(run_heading(run), "".join(map(_html_domain, answers)), open_=i == 0))
-    parts.append("<h3 id='persona'>Did the persona help?</h3>")
-    effects = persona_answers(board.runs)
-    if not effects:
-        return [*parts, note(NO_CONTROL)]
-    parts.append(lead("persona"))
-    for line, rows, classes in effects:
-        parts += [f"<p class='headline'>{esc(line)}</p>", table(PERSONA_HEAD, rows, classes) if rows else ""]
-    return parts
 
 
 def answer_markdown(board: Leaderboard) -> list[str]:

@@ -1,6 +1,6 @@
 """Circular evaluation in the report: OpenCompass's ``CircularSummarizer`` table (header ``dataset, version,
 mode, <model>, -, ...``, a row of metric names, a row per dataset in percent, ``-`` where missing) for an
-ISSP run and an MCQ dataset, and section 5 of ``report.html`` from each run's circular records."""
+ISSP run and an MCQ dataset, and the rows of section 5 of ``report.html`` from each run's circular records."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from socbench.circular import families
 from socbench.files import atomic_open
-from socbench.report.html_sections import lead, note, table
 from socbench.report.labels import domain_label
 from socbench.report.output import HEADS, LABELS, fmt, markdown_text, model_dir
 from socbench.types import DomainResult
@@ -120,11 +119,3 @@ def circular_rows(run: ModelRun) -> list[list[str]]:
                          fmt(metrics.get("acc_origin")), fmt(metrics.get(f"acc_{family}")),
                          fmt(metrics.get(f"perf_{family}")), fmt(metrics.get(f"vote_{family}"))])
     return rows
-
-
-def circular_section(runs: Sequence[ModelRun]) -> list[str]:
-    rows = [row for run in runs for row in circular_rows(run)]
-    head = "<h2 id='circular'>5. Circular evaluation (option order and labels)</h2>"
-    if not rows:
-        return [head, note("No circular evaluation in these results (socbench issp --circular circular).")]
-    return [head, lead("circular"), table(HEAD, rows)]

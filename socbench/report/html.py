@@ -1,7 +1,8 @@
 """The whole report: leaderboard files, figures and one self-contained ``report.html`` (figures as base64
 PNG, inline CSS, no scripts, fonts or links), so it reads offline and can be mailed or attached to a CI
-run as one file. Its sections run from the answer to the definitions of every number. The leaderboard's
-tables are built once: the same cells fill ``leaderboard.md``, the console and ``report.html``."""
+run as one file, filled in from ``templates/report.html.j2``. Its sections run from the answer to the
+definitions of every number. The leaderboard's tables are built once: the same cells fill
+``leaderboard.md``, the console and ``report.html``."""
 
 from __future__ import annotations
 
@@ -16,31 +17,15 @@ import pandas as pd
 
 from socbench.engines.usage import usage_text
 from socbench.files import atomic_open
+from socbench.log.read import ModelRun
 from socbench.log.summary import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
 from socbench.log.summary import GAIN_KEYS
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, PairedComparison
-from socbench.report.answers import answer_html, answer_markdown
-from socbench.report.circular import circular_section
+from socbench.report.answers import answer_markdown, domain_answers, persona_answers, small_note
+from socbench.report.circular import circular_rows
 from socbench.report.figures import Figures, draw_figures
-from socbench.report.html_sections import (
-    CSS,
-    DEFINITIONS,
-    NOTES,
-    QUESTION_HEAD,
-    country_table,
-    details,
-    distribution_blocks,
-    esc,
-    exports_section,
-    heat_table,
-    lead,
-    note,
-    persona_table,
-    question_rows,
-    run_heading,
-    table,
-)
+from socbench.report.html_sections import ENV, NOTES
 from socbench.report.labels import (
     accuracy_text,
     baseline_label,
@@ -54,8 +39,9 @@ from socbench.report.labels import (
 )
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
-from socbench.report.output import HEADS, LABELS, fmt, markdown_table, now_timestamp
-from socbench.report.stand_in import stand_in_section
+from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp
+from socbench.report.stand_in import HEAD as GAIN_HEAD
+from socbench.report.stand_in import gain_view
 from socbench.types import COUNTRY
 from socbench.yardsticks import HEADLINE_KEYS
 
@@ -147,26 +133,36 @@ def domain_order(board: Leaderboard) -> list[dict[str, Any]]:
     return sorted(board.domains, key=lambda r: (r["domain_id"] or 99, r["domain"], rank[r["run"]]))
 
 
+def board_rows(board: Leaderboard) -> dict[str, list[list[str]]]:
+    """The leaderboard's tables by ``HEADS`` name: the same cells in ``leaderboard.md`` and the page."""
+    ordered = domain_order(board)
+    drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]  # with --samples K
+    return {"overall": [overall_cells(r) for r in board.overall],
+            "incomplete": [incomplete_cells(r) for r in board.incomplete],
+            "domain": [domain_cells(r) for r in ordered], "distribution": distribution_rows(ordered),
+            "yardstick": [yardstick_cells(r) for r in board.overall + ordered],
+            "draws": [draw_cells(r) for r in drawn],
+            "compare": [compare_cells(*c) for c in board.comparisons]}
+
+
 def leaderboard_markdown(board: Leaderboard) -> str:
-    ordered, by = domain_order(board), runs_grouping(board.runs)
+    rows, by = board_rows(board), runs_grouping(board.runs)
     lines = [f"# {study_title(run.study for run in board.runs)} leaderboard", "",
-             *markdown_table(OVERALL_HEAD, [overall_cells(r) for r in board.overall])]
+             *markdown_table(OVERALL_HEAD, rows["overall"])]
     if board.incomplete:
-        lines += ["", "## Incomplete runs (not ranked)", "", NOTES["incomplete"], "", *markdown_table(
-            INCOMPLETE_HEAD, [incomplete_cells(r) for r in board.incomplete])]
+        lines += ["", "## Incomplete runs (not ranked)", "", NOTES["incomplete"], "",
+                  *markdown_table(INCOMPLETE_HEAD, rows["incomplete"])]
     lines += ["", *answer_markdown(board)] if board.runs else []
-    lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, [domain_cells(r) for r in ordered]),
+    lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, rows["domain"]),
               "", "## Answer distributions and ranking alignment", "",
-              *(markdown_table(DISTRIBUTION_HEAD, rows) if (rows := distribution_rows(ordered)) else
+              *(markdown_table(DISTRIBUTION_HEAD, rows["distribution"]) if rows["distribution"] else
                 [NO_DISTRIBUTIONS]),
               "", "## Yardsticks", "", grouping_words(NOTES["yardsticks"], by), "",
-              *markdown_table(YARDSTICK_HEAD, [yardstick_cells(r) for r in board.overall + ordered])]
-    drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]
-    if drawn:  # runs with --samples K
-        lines += ["", "## Repeated draws", "", *markdown_table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
+              *markdown_table(YARDSTICK_HEAD, rows["yardstick"])]
+    if rows["draws"]:
+        lines += ["", "## Repeated draws", "", *markdown_table(DRAWS_HEAD, rows["draws"])]
     if board.comparisons:
-        lines += ["", "## Paired comparisons", "",
-                  *markdown_table(COMPARE_HEAD, [compare_cells(*c) for c in board.comparisons])]
+        lines += ["", "## Paired comparisons", "", *markdown_table(COMPARE_HEAD, rows["compare"])]
     return "\n".join([*lines, "", grouping_words(NOTES["leaderboard"], by)]) + "\n"
 
 
@@ -194,120 +190,56 @@ class ReportPaths:
     notes: list[str] = field(default_factory=list)
 
 
-def _image(path: Path, alt: str) -> str:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
+def not_above_note(rows: list[dict[str, Any]]) -> str:
+    """The run x domains not above their strongest baseline, in one sentence ("" when there is none)."""
+    found = [r for r in rows if not r["margin_over_best_baseline"] > 0]
+    if not found:
+        return ""
+    places = "; ".join(f"{domain_label(r['domain'])} in {r['run']}" for r in found)
+    return f"Not above the strongest baseline ({len(found)} of {len(rows)} run x domain): {places}."
 
 
-def baselines_section(board: Leaderboard, figures: Figures) -> list[str]:
-    """1. Is the model better than the answer-free baselines, and where not?"""
-    rows = domain_order(board)
-    not_above, by = [r for r in rows if not r["margin_over_best_baseline"] > 0], runs_grouping(board.runs)
-    parts = ["<h2 id='baselines'>1. Is the model better than answer-free baselines?</h2>",
-             lead("baselines", by), table(OVERALL_HEAD, [overall_cells(r) for r in board.overall]),
-             note(grouping_words(NOTES["leaderboard"], by))]
-    if board.incomplete:
-        parts += ["<h3 id='incomplete'>Incomplete runs (not ranked)</h3>", note(NOTES["incomplete"]),
-                  table(INCOMPLETE_HEAD, [incomplete_cells(r) for r in board.incomplete])]
-    if "domain_bars" in figures.paths:
-        parts.append(_image(figures.paths["domain_bars"], "accuracy by domain and run"))
-    parts += ["<h3>By domain</h3>", table(DOMAIN_HEAD, [domain_cells(r) for r in rows])]
-    if not_above:
-        parts.append(note(f"Not above the strongest baseline ({len(not_above)} of {len(rows)} run x domain): "
-                          + "; ".join(f"{domain_label(r['domain'])} in {r['run']}" for r in not_above) + "."))
-    if board.comparisons:
-        parts += ["<h3>Paired comparisons</h3>",
-                  table(COMPARE_HEAD, [compare_cells(*c) for c in board.comparisons])]
-    return parts
+def groups_title(runs: list[ModelRun]) -> str:
+    """Section 2's heading: the study's own grouping variables (a province is no country)."""
+    groupings = sorted({run.grouping for run in runs} - {COUNTRY})
+    return f"2. For whom? {'By ' + ', '.join(groupings) if groupings else 'Countries'} and persona groups"
 
 
-def groups_section(board: Leaderboard) -> list[str]:
-    """2. For whom: countries (pooled and by domain) and persona groups, per run, as the run computed them
-    (``summary.json``'s ``pooled``, each domain's ``per_country``)."""
-    groupings = sorted({run.grouping for run in board.ranked()} - {COUNTRY})  # a province is no country
-    head = f"By {', '.join(groupings)}" if groupings else "Countries"
-    parts = [f"<h2 id='groups'>2. For whom? {esc(head)} and persona groups</h2>",
-             lead("groups", runs_grouping(board.runs))]
-    for i, run in enumerate(board.ranked()):
-        body, by, pooled = [], run.grouping, run.summary.pooled if run.summary else {}
-        countries = pooled.get("countries") or {}
-        if countries:
-            heading = "Countries" if by == COUNTRY else f"By {by}"
-            cells = {(country, d.domain): row for d in run.domains
-                     for country, row in d.stored.per_country.items()}
-            body += [f"<h4>{esc(heading)} (pooled over domains)</h4>", country_table(countries, by),
-                     f"<h4>{esc(heading)} by domain</h4>",
-                     heat_table(cells, [d.domain for d in run.domains], by)]
-        else:
-            body.append(note(LABELS["no_groups"]))
-        personas = pooled.get("persona_groups") or {}
-        body += (["<h4>Persona groups (pooled over domains)</h4>", persona_table(personas)] if personas
-                 else [note("No persona groups were recorded with these results.")])
-        parts.append(details(run_heading(run), "".join(body), open_=i == 0))
-    return parts
+def export_links(runs: list[ModelRun], out_dir: Path) -> list[tuple[str, list[tuple[str, str]], list[str]]]:
+    """Per run with exported answers (``socbench export`` / ``--export``) or a failed format: its files
+    (link relative to ``out_dir``, name) and why each failed format could not be written."""
+    found = []
+    for run in runs:
+        paths = [p for p in sorted((run.folder / "export").glob("*")) if p.is_file() and p.name[0] != "."]
+        links = [(Path(os.path.relpath(p, out_dir)).as_posix(), p.name) for p in paths]
+        found += [(run.run, links, list(run.export_failed))] if links or run.export_failed else []
+    return found
 
 
-def questions_section(board: Leaderboard) -> list[str]:
-    """3. On which questions, and 4. how the answer distribution differs from people's."""
-    parts = ["<h2 id='questions'>3. On which questions?</h2>", lead("questions")]
-    heading = "<h2 id='distributions'>4. How do its answers differ from people's?</h2>"
-    rows = distribution_rows(domain_order(board))
-    blocks = [heading, lead("distributions"),
-              table(DISTRIBUTION_HEAD, rows) if rows else note(NO_DISTRIBUTIONS)]
-    drawn = [r for r in board.overall + domain_order(board) if math.isfinite(r["draw_agreement"])]
-    if drawn:  # --samples K: how often the K draws of an item agree
-        blocks += [note(LABELS["draws"]), table(DRAWS_HEAD, [draw_cells(r) for r in drawn])]
-    for i, run in enumerate(board.ranked()):
-        domains = [d for d in run.domains if d.stored.questions]
-        if not domains:
-            parts.append(note(f"{run.run}: no per-question view in these files (rerun to compute it)."))
-            continue
-        parts.append(details(run_heading(run), "".join(
-            details(domain_label(d.domain), table(QUESTION_HEAD, question_rows(d)), open_=i == 0 and j == 0)
-            for j, d in enumerate(domains)), open_=i == 0))
-        blocks.append(details(run_heading(run), "".join(
-            details(domain_label(d.domain), distribution_blocks(d), open_=i == 0 and j == 0)
-            for j, d in enumerate(domains)), open_=i == 0))
-    return parts + blocks
-
-
-def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Path | None = None) -> str:
-    """The report page as one HTML string (figures embedded; exported answers linked from ``out_dir``)."""
-    sections = [
-        f"<h1>{esc(title)}</h1>",
-        f"<p class='meta'>Generated {esc(now_timestamp())}; {len(board.runs)} complete run(s), "
-        f"{len(board.incomplete)} incomplete; {len(board.domains)} run x domain result(s); "
-        f"{len(board.mcq)} multiple-choice result(s).</p>",
-        LABELS["contents"],  # links to the sections
-        *(answer_html(board) if board.runs else []),
-        *(baselines_section(board, figures) if board.runs or board.incomplete else []),
-    ]
-    if board.runs:
-        sections += [*groups_section(board), *questions_section(board)]
-    sections += circular_section(board.runs)
-    sections.append("<h2 id='scale'>6. Model size</h2>")
-    if "model_scale" in figures.paths:
-        sections.append(_image(figures.paths["model_scale"], "accuracy by model size"))
+def page_notes(board: Leaderboard, figures: Figures) -> list[str]:
+    """The notes under the model-size figure: what was left out, failed domains, weights off, usage."""
     failed = [f"{run.run}: domain {k} failed ({v})" for run in board.runs for k, v in run.failed.items()]
     unweighted = [f"{run.run}: weighted metrics off: {text}" for run in board.runs
                   if (text := weights_off_text((domain_label(d.domain), d.stored.weighted_metrics_off)
                                                for d in run.domains))]
     used = [f"{run.run}: {usage_text(run.usage)}" for run in board.runs if run.usage]
-    notes = [*board.notes, *figures.notes, *failed, *unweighted, *used]
-    if notes:
-        sections.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
-    sections += mcq_section(board.mcq)
-    if board.runs:
-        gains = figures.paths.get("gains")
-        sections += stand_in_section(board.ranked(), gains and _image(gains, "gain per question and domain"))
-    sections += exports_section(board.runs, out_dir) if out_dir is not None else []
-    by = runs_grouping(board.runs)
-    sections += ["<h2 id='definitions'>Definitions</h2>", "<dl>" + "".join(
-        f"<dt>{esc(term)}</dt><dd>{esc(grouping_words(text, by))}</dd>" for term, text in DEFINITIONS)
-        + "</dl>"]
-    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{esc(title)}</title>"
-            f"<style>{CSS}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n")
+    return [*board.notes, *figures.notes, *failed, *unweighted, *used]
+
+
+def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Path | None = None) -> str:
+    """The report page as one HTML string (figures embedded; exported answers linked from ``out_dir``)."""
+    found = domain_answers(board) if board.runs else []
+    images = {name: base64.b64encode(figures.paths[name].read_bytes()).decode("ascii")
+              for name in ("domain_bars", "model_scale", "gains") if name in figures.paths}
+    return ENV.get_template("report.html.j2").render(
+        board=board, title=title, now=now_timestamp(), by=runs_grouping(board.runs), rows=board_rows(board),
+        images=images, notes=page_notes(board, figures), mcq=mcq_section(board.mcq), found=found,
+        small=small_note([answer for _, answers in found for answer in answers]),
+        effects=persona_answers(board.runs) if board.runs else [],
+        not_above_note=not_above_note(domain_order(board)), groups_title=groups_title(board.ranked()),
+        circular=[row for run in board.runs for row in circular_rows(run)], gains=gain_view,
+        standin_head=GAIN_HEAD, no_distributions=NO_DISTRIBUTIONS,
+        exports=export_links(board.runs, out_dir) if out_dir is not None else [])
 
 
 def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,

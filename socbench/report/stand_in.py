@@ -1,5 +1,6 @@
-"""Section 8 of ``report.html``, "Could these answers stand in for respondents?", and its figure: the gain
-per question as each domain's record holds it (``estimates.study.gain_record``); nothing is estimated here."""
+"""What section 8 of ``report.html``, "Could these answers stand in for respondents?", shows, and its
+figure: the gain per question as each domain's record holds it (``estimates.study.gain_record``); nothing
+is estimated here."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from pathlib import Path
 from socbench.estimates.render import gain_sentence
 from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
-from socbench.report.html_sections import details, esc, lead, note, run_heading, table
 from socbench.report.labels import domain_label
 from socbench.report.output import LABELS, fmt, new_figure, save_figure
 
@@ -19,31 +19,20 @@ HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correla
 ABSENT = LABELS["no_gain"]  # {domain}, {folder}
 
 
-def domain_block(run: ModelRun, domain: DomainRun) -> str:
-    """The sentence a researcher can quote and the gain per question; or why there is none."""
+def gain_view(run: ModelRun, domain: DomainRun) -> str | tuple[str, str, list[list[str]]]:
+    """The sentence a researcher can quote, a warning and the gain per question (``HEAD`` rows); or the
+    note why there is none."""
     record, title = domain.stored.estimates, domain_label(domain.domain)
     if not record:
-        return note(ABSENT.format(domain=title, folder=run.folder))
+        return ABSENT.format(domain=title, folder=run.folder)
     if "questions" not in record:
-        return note(record["note"].replace(domain.domain, title, 1))  # too few respondents
+        return record["note"].replace(domain.domain, title, 1)  # too few respondents
     rows = [[qid, q["target"], str(q["labelled"]), fmt(q["gain"], 2), fmt(q["rho"], 2)]
             for qid, q in record["questions"].items()]
     sentence, behind = gain_sentence(title, record["median_gain"], record.get("median_gain_ci"),
                                      record["repeats"], record["labelled"], record["respondents"])
-    warning = note(record["warning"]) if record.get("warning") else ""
-    return (f"<p>{esc(sentence)} Median gain over {len(rows)} questions {fmt(record['median_gain'], 2)}; "
-            f"{esc(behind)}.</p>{warning}" + table(HEAD, rows))
-
-
-def stand_in_section(runs: Sequence[ModelRun], image: str | None) -> list[str]:
-    """Per run (the first open) and domain: the median gain and the gain per question."""
-    parts = ["<h2 id='standin'>8. Could these answers stand in for respondents?</h2>",
-             lead("standin"), *([image] if image else [])]
-    for i, run in enumerate(runs):
-        parts.append(details(run_heading(run), "".join(
-            details(domain_label(d.domain), domain_block(run, d), open_=i == 0) for d in run.domains),
-            open_=i == 0))
-    return parts
+    return (f"{sentence} Median gain over {len(rows)} questions {fmt(record['median_gain'], 2)}; {behind}.",
+            record.get("warning") or "", rows)
 
 
 def gain_figure(runs: Sequence[ModelRun], path: Path) -> Path | None:
