@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from socbench.data.layout import SAMPLE_PREFIX, available_sizes, inside_folder
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
-from socbench.errors import ConfigError, DataError, first_problem
+from socbench.errors import ConfigError, DataError, problem
 from socbench.manifest import DomainSpec, Manifest, merge_domain
 from socbench.weights import describe, weight_problems
 
@@ -124,7 +124,7 @@ def merged_manifest(base: Manifest | None, entry: DomainSpec) -> Manifest:
     try:
         return merge_domain(base, entry)
     except ValidationError as exc:
-        raise ConfigError(f"--out: the manifest with the new domain is invalid ({first_problem(exc)[2]})") \
+        raise ConfigError(f"--out: the manifest with the new domain is invalid ({problem(exc)})") \
             from None
 
 

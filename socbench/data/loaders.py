@@ -30,7 +30,7 @@ from socbench.data.layout import dataset_root, inside_folder, parse_interview_co
 from socbench.data.missing_labels import is_missing_label
 from socbench.data.sampling import sample_record, stratified_sample
 from socbench.domains import DomainSpec
-from socbench.errors import DataError
+from socbench.errors import DataError, problem
 from socbench.files import read_json
 from socbench.manifest import AUTO_COUNTRY
 from socbench.types import COUNTRY, DomainData, Question, Respondent
@@ -150,16 +150,12 @@ def _records(path: Path, model: type[BaseModel], what: str) -> list[Any]:
     try:
         return TypeAdapter(list[model]).validate_python(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        index, *field = err["loc"]
+        index = exc.errors()[0]["loc"][0]
         where = f"{what} record {index}"
         record = raw[index] if isinstance(index, int) and index < len(raw) else None
         if isinstance(record, dict) and ("person_id" in record or "id" in record):
             where += f" (person_id {record.get('person_id', record.get('id'))})"
-        detail = f"field '{'.'.join(map(str, field))}': " if field else ""
-        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        message = err["msg"].replace("\n", " ")
-        raise DataError(f"{path}: {where}: {detail}{message}{more}") from None
+        raise DataError(f"{path}: {where}: {problem(exc, skip=1)}") from None
 
 
 def load_questions(path: Path) -> tuple[Question, ...]:
