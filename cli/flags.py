@@ -77,23 +77,27 @@ def _help(field: FieldInfo, required: bool) -> str:
     """The field's description and its default (unless there is nothing to show)."""
     text = (field.description or "").replace("%", "%%")
     default = field.get_default(call_default_factory=True)
-    if required or default is None or default is False or default == {}:
+    if required or default is None or default is False or default in ({}, ()):
         return text
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
     return f"{text} (default: {shown})"
 
 
 def add_config_flags(parser: argparse.ArgumentParser, model: type[BaseModel],
-                     only: Iterable[str] | None = None, required: Iterable[str] = ()) -> None:
-    """One flag per setting of ``model`` (``only`` those, if given); absent flags keep the
-    configuration's defaults, which ``--help`` shows."""
+                     only: Iterable[str] | None = None, required: Iterable[str] = (),
+                     positional: Iterable[str] = ()) -> None:
+    """One flag per setting of ``model`` (``only`` those, if given; ``positional``: arguments); absent flags
+    keep the configuration's defaults, which ``--help`` shows; a field without one is required."""
     for setting in settings_of(model).values():
         if only is not None and setting.name not in only:
             continue
-        field, needed = setting.field, setting.name in required
-        kwargs: dict[str, Any] = {"help": _help(field, needed), "required": needed}
-        if not needed:
-            kwargs["default"] = argparse.SUPPRESS
+        field = setting.field
+        needed = setting.name in required or field.is_required()
+        kwargs: dict[str, Any] = {"help": _help(field, needed)}
+        if setting.name in positional:
+            parser.add_argument(setting.name, **kwargs)
+            continue
+        kwargs.update(required=needed) if needed else kwargs.update(default=argparse.SUPPRESS)
         if _is(field.annotation, bool):
             default = field.get_default(call_default_factory=True)
             kwargs["action"] = "store_true" if default is False else argparse.BooleanOptionalAction

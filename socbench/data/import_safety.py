@@ -128,9 +128,6 @@ def merged_manifest(base: Manifest | None, entry: DomainSpec) -> Manifest:
             from None
 
 
-BAD_WEIGHTS = ("error", "drop", "unweighted")
-
-
 @dataclass(frozen=True)
 class WeightCheck:
     """The weight variable to write (None: none), the rows left out, and what was done."""
@@ -143,8 +140,6 @@ class WeightCheck:
 def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> WeightCheck:
     """Every weight usable (``socbench.weights``), else one DataError line naming the count and the
     first rows, unless the user chose to drop those respondents or to import without weights."""
-    if choice not in BAD_WEIGHTS:
-        raise ConfigError(f"--bad-weights {choice!r}: expected one of {', '.join(BAD_WEIGHTS)}")
     if weight is None:
         return WeightCheck(None)
     import pandas as pd  # only an import reads a column (``data validate`` starts without pandas)
