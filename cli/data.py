@@ -6,9 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Literal
+
+from pydantic import PositiveInt
 
 from socbench.cli import data_import
-from socbench.cli.flags import flag, non_negative_int, positive_int
+from socbench.cli.flags import checked, flag, non_negative_int
 from socbench.data.import_safety import mixed_sources
 from socbench.data.layout import dataset_root, sample_dir
 from socbench.data.loaders import load_domain
@@ -30,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     inner = parser.add_subparsers(dest="data_command", required=True, parser_class=type(parser))
     check = inner.add_parser("validate", help="check an ISSP dataset and count scoreable items per domain")
     flag(check, "data_dir", type=Path, required=True, help="a SocioBench Dataset_all folder (or its parent)")
-    flag(check, "dataset_size", type=lambda text: "all" if text.strip() == "all" else positive_int(text),
+    flag(check, "dataset_size", type=checked(PositiveInt | Literal["all"], "a positive integer or all"),
          default=500, help="sample size: reads A_GroundTruth_sampling<N> (default 500; all: ...samplingall)")
     flag(check, "domain_id", default="all",
          help="domain id or slug (the manifest's, else 1-4, 6-11) or 'all' (default)")

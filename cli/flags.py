@@ -9,10 +9,10 @@ import argparse
 import json
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, NonNegativeInt, PositiveInt, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
 from socbench.config import from_flat, settings_of
@@ -27,22 +27,21 @@ def flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *
     parser.add_argument(*names, **kwargs)
 
 
-def _int_at_least(text: str, low: int, what: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"expected a {what} integer, got {value}")
-    return value
+def checked(kind: Any, what: str) -> Callable[[str], Any]:
+    """An argparse type that pydantic validates (``PositiveInt``, ``Annotated[float, Field(lt=1)]``): a bad
+    value is argparse's one line, ``argument --flag: expected <what>, got '<text>'``."""
+    adapter = TypeAdapter(kind)
+
+    def parse(text: str) -> Any:
+        try:
+            return adapter.validate_python(text)
+        except ValidationError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    return parse
 
 
-def positive_int(text: str) -> int:
-    return _int_at_least(text, 1, "positive")
-
-
-def non_negative_int(text: str) -> int:
-    return _int_at_least(text, 0, "non-negative")
+positive_int = checked(PositiveInt, "a positive integer")
+non_negative_int = checked(NonNegativeInt, "a non-negative integer")
 
 
 def json_object(text: str) -> dict[str, Any]:
