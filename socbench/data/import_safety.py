@@ -7,7 +7,6 @@ and each ``sampling_stats_<slug>.json`` names its source's sha256 for ``data val
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pydantic import ValidationError
 from socbench.data.layout import SAMPLE_PREFIX, available_sizes, inside_folder
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError, problem
+from socbench.files import read_json
 from socbench.manifest import DomainSpec, Manifest, merge_domain
 from socbench.weights import describe, weight_problems
 
@@ -51,8 +51,8 @@ def domain_files(root: Path, slug: str, entry: DomainSpec | None = None) -> list
 def _stats_source(path: Path) -> str | None:
     """``"<file> (sha256 <first 12>)"`` from one sampling stats file, None when it names none."""
     try:
-        stats = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        stats = read_json(path)
+    except DataError:
         return None
     sha = stats.get("source_sha256") if isinstance(stats, dict) else None
     if not isinstance(sha, str) or not sha:
