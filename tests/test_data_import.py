@@ -223,7 +223,7 @@ def test_bad_input_is_one_line_and_writes_nothing(
 
 
 @pytest.mark.parametrize("flag, value, says", [
-    ("--sizes", "0,all", "expected comma-separated positive integers or 'all'"),
+    ("--sizes", "500,0,all", "expected a positive integer or 'all', got '0'"),
     ("--roles", "sex", "expected ROLE=VAR,... with ROLE one of respondent_id"),
     ("--missing", ",", "expected comma-separated codes"),
     ("--bad-weights", "maybe", "Input should be 'error', 'drop' or 'unweighted'"),

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from socbench.config import comma_list
+from socbench.config import comma_list, count_or_all
 from socbench.manifest import PERSONA_ROLES
 
 BACKGROUND, ALL = "background", "all"  # --persona
@@ -100,10 +100,9 @@ class ImportRequest(BaseModel):
     @field_validator("sizes", mode="before")
     @classmethod
     def _sizes(cls, value: Any) -> Any:
-        parts = [str(part).strip().lower() for part in comma_list(value)]
-        if not parts or any(part != "all" and (not part.isdigit() or int(part) < 1) for part in parts):
+        if not (parts := comma_list(value)):
             raise ValueError("expected comma-separated positive integers or 'all'")
-        return tuple(part if part == "all" else int(part) for part in parts)
+        return tuple(count_or_all(part) for part in parts)
 
     @field_validator("missing", mode="before")
     @classmethod
