@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
-    model_validator,
 )
 
 from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
@@ -111,18 +111,11 @@ class AnswerRecord(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    person_id: int
+    person_id: int = Field(validation_alias=AliasChoices("person_id", "id"))
     attributes: dict[str, Any]
     questions_answer: dict[str, AnswerCode]
     weight: float | None = None  # the survey's design weight, when the importer kept one
     source_row: int | None = None  # row in the imported file (1 = first respondent), for exports
-
-    @model_validator(mode="before")
-    @classmethod
-    def _id_fallback(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "person_id" not in data and "id" in data:
-            return {**data, "person_id": data["id"]}
-        return data
 
 
 class CodebookEntry(BaseModel):
