@@ -96,7 +96,7 @@ def add_config_flags(parser: argparse.ArgumentParser, model: type[BaseModel],
         if setting.name in positional:
             parser.add_argument(setting.name, **kwargs)
             continue
-        kwargs.update(required=needed) if needed else kwargs.update(default=argparse.SUPPRESS)
+        kwargs.update({"required": True} if needed else {"default": argparse.SUPPRESS})
         if _is(field.annotation, bool):
             default = field.get_default(call_default_factory=True)
             kwargs["action"] = "store_true" if default is False else argparse.BooleanOptionalAction
