@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from socbench.cli import data_import
-from socbench.cli.flags import flag, non_negative_int, positive_int
+from socbench.cli.flags import add_config_flags, config_from_args, flag, non_negative_int
+from socbench.config import RunConfig
 from socbench.data.import_safety import mixed_sources
 from socbench.data.layout import dataset_root, sample_dir
 from socbench.data.loaders import load_domain
@@ -29,11 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("data", help="validate, synthesise or import survey data")
     inner = parser.add_subparsers(dest="data_command", required=True, parser_class=type(parser))
     check = inner.add_parser("validate", help="check an ISSP dataset and count scoreable items per domain")
-    flag(check, "data_dir", type=Path, required=True, help="a SocioBench Dataset_all folder (or its parent)")
-    flag(check, "dataset_size", type=lambda text: "all" if text.strip() == "all" else positive_int(text),
-         default=500, help="sample size: reads A_GroundTruth_sampling<N> (default 500; all: ...samplingall)")
-    flag(check, "domain_id", default="all",
-         help="domain id or slug (the manifest's, else 1-4, 6-11) or 'all' (default)")
+    add_config_flags(check, RunConfig, only=("data_dir", "dataset_size", "domain_id"))  # as a run reads them
     flag(check, "json", action="store_true", help="print one JSON object instead of a table")
     check.set_defaults(handler=run_validate)
     synth = inner.add_parser(
@@ -158,8 +155,10 @@ def _question_lines(name: str, report: dict) -> list[str]:
 def run_validate(args: argparse.Namespace) -> int:
     """``socbench data validate``: a domain that cannot be read is one error line (exit 2), the others are
     still validated; problems shared by all domains (no such folder, sample size) stop at once."""
-    domains = select_domains(args.domain_id, data_dir=args.data_dir)
-    reports, errors = validate(args.data_dir, domains, args.dataset_size)
+    config = config_from_args(RunConfig, args)
+    data_dir, size = config.dataset_dir, config.dataset_size
+    domains = select_domains(config.domain_id, data_dir=data_dir)
+    reports, errors = validate(data_dir, domains, size)
     names = {str(d.id): d.name for d in domains}
     if args.json:
         payload: dict[str, object] = {"domains": reports}
@@ -167,7 +166,7 @@ def run_validate(args: argparse.Namespace) -> int:
             payload["errors"] = errors
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     elif reports:
-        print(f"{args.data_dir} (sample size {args.dataset_size})")
+        print(f"{data_dir} (sample size {size})")
         print(format_table(reports, names))
     for lines in errors.values():
         for message in lines:

@@ -15,26 +15,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Annotated
 
-from socbench.cli.flags import flag, positive_int
+from pydantic import Field, PositiveFloat
+
+from socbench.cli.flags import checked, flag, positive_int
 from socbench.errors import ConfigError
 
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = _positive(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1, got {text}")
-    return value
+_positive = checked(PositiveFloat, "a positive number")
+_fraction = checked(Annotated[float, Field(gt=0, lt=1)], "a fraction between 0 and 1")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -9,10 +9,10 @@ import argparse
 import json
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, NonNegativeInt, PositiveInt, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
 from socbench.config import from_flat, settings_of
@@ -27,22 +27,21 @@ def flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *
     parser.add_argument(*names, **kwargs)
 
 
-def _int_at_least(text: str, low: int, what: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"expected a {what} integer, got {value}")
-    return value
+def checked(kind: Any, what: str) -> Callable[[str], Any]:
+    """An argparse type that pydantic validates (``PositiveInt``, ``Annotated[float, Field(lt=1)]``): a bad
+    value is argparse's one line, ``argument --flag: expected <what>, got '<text>'``."""
+    adapter = TypeAdapter(kind)
+
+    def parse(text: str) -> Any:
+        try:
+            return adapter.validate_python(text)
+        except ValidationError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    return parse
 
 
-def positive_int(text: str) -> int:
-    return _int_at_least(text, 1, "positive")
-
-
-def non_negative_int(text: str) -> int:
-    return _int_at_least(text, 0, "non-negative")
+positive_int = checked(PositiveInt, "a positive integer")
+non_negative_int = checked(NonNegativeInt, "a non-negative integer")
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -77,23 +76,27 @@ def _help(field: FieldInfo, required: bool) -> str:
     """The field's description and its default (unless there is nothing to show)."""
     text = (field.description or "").replace("%", "%%")
     default = field.get_default(call_default_factory=True)
-    if required or default is None or default is False or default == {}:
+    if required or default is None or default is False or default in ({}, ()):
         return text
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
     return f"{text} (default: {shown})"
 
 
 def add_config_flags(parser: argparse.ArgumentParser, model: type[BaseModel],
-                     only: Iterable[str] | None = None, required: Iterable[str] = ()) -> None:
-    """One flag per setting of ``model`` (``only`` those, if given); absent flags keep the
-    configuration's defaults, which ``--help`` shows."""
+                     only: Iterable[str] | None = None, required: Iterable[str] = (),
+                     positional: Iterable[str] = ()) -> None:
+    """One flag per setting of ``model`` (``only`` those, if given; ``positional``: arguments); absent flags
+    keep the configuration's defaults, which ``--help`` shows; a field without one is required."""
     for setting in settings_of(model).values():
         if only is not None and setting.name not in only:
             continue
-        field, needed = setting.field, setting.name in required
-        kwargs: dict[str, Any] = {"help": _help(field, needed), "required": needed}
-        if not needed:
-            kwargs["default"] = argparse.SUPPRESS
+        field = setting.field
+        needed = setting.name in required or field.is_required()
+        kwargs: dict[str, Any] = {"help": _help(field, needed)}
+        if setting.name in positional:
+            parser.add_argument(setting.name, **kwargs)
+            continue
+        kwargs.update({"required": True} if needed else {"default": argparse.SUPPRESS})
         if _is(field.annotation, bool):
             default = field.get_default(call_default_factory=True)
             kwargs["action"] = "store_true" if default is False else argparse.BooleanOptionalAction

@@ -109,6 +109,16 @@ def positive(value: int | None) -> int | None:
     return value
 
 
+def count_or_all(value: Any) -> int | str:
+    """A positive count, or ``all`` (every respondent): ``--dataset_size``, ``--interview_count``, the
+    import's ``--sizes``."""
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return "all"
+    if isinstance(value, str) and not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(f"expected a positive integer or 'all', got {value!r}")
+    return int(value)
+
+
 def max_variants_needs_all_possible(config: Any) -> Any:
     """``--max_variants`` samples ``all_possible`` orders; anywhere else it would be ignored."""
     if config.max_variants is not None and config.circular != "all_possible":
@@ -222,15 +232,7 @@ class RunConfig(EngineRun):
     def _formats(cls, value: Any) -> Any:
         return tuple(dict.fromkeys(comma_list(value)))
 
-    @field_validator("interview_count", "dataset_size", mode="before")
-    @classmethod
-    def _count(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip().lower() == "all":
-            return "all"
-        if isinstance(value, str) and not value.strip().isdigit() or int(value) < 1:
-            raise ValueError(f"expected a positive integer or 'all', got {value!r}")
-        return int(value)
-
+    _count = field_validator("interview_count", "dataset_size", mode="before")(count_or_all)
     _positive = field_validator("max_tokens", "max_variants")(positive)
     _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 

@@ -28,12 +28,22 @@ class EngineError(SocbenchError):
     """An inference backend cannot be started or reached."""
 
 
-def first_problem(exc: Exception) -> tuple[str, object, str]:
-    """(dotted location, input, message) of a pydantic ``ValidationError``'s first error."""
+def first_problem(exc: Exception, skip: int = 0) -> tuple[str, object, str]:
+    """(dotted location less its first ``skip`` parts, input, message) of a pydantic ``ValidationError``'s
+    first error."""
     err = exc.errors()[0]  # type: ignore[attr-defined]
-    where = ".".join(str(part) for part in err["loc"])
+    where = ".".join(str(part) for part in err["loc"][skip:])
     message = err["msg"].removeprefix("Value error, ").replace("\n", " ")
     return where, err.get("input"), message
+
+
+def problem(exc: Exception, skip: int = 0) -> str:
+    """A bad file's pydantic error as every file problem reads: ``field 'a.b': message (+N more)``; ``skip``:
+    leading parts of the location the caller names itself (a record's index)."""
+    where, _, message = first_problem(exc, skip)
+    count = exc.error_count()  # type: ignore[attr-defined]
+    more = f" (+{count - 1} more)" if count > 1 else ""
+    return f"field '{where}': {message}{more}" if where else f"{message}{more}"
 
 
 def validated(model: type, values: object, *, within: str | None = None, context: dict | None = None):

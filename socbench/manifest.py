@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from socbench.errors import DataError, first_problem
+from socbench.errors import DataError, problem
 from socbench.files import write_atomic
 
 MANIFEST_NAMES = ("socbench.yaml", "socbench.yml")
@@ -193,10 +193,7 @@ def read_manifest(path: str | Path) -> Manifest:
     try:
         return Manifest.model_validate(raw)
     except ValidationError as exc:
-        where, _, message = first_problem(exc)
-        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        field = f" field '{where}':" if where else ""
-        raise DataError(f"{path}:{field} {message}{more}") from None
+        raise DataError(f"{path}: {problem(exc)}") from None
 
 
 def load_manifest(data_dir: str | Path | None) -> Manifest | None:

@@ -250,3 +250,20 @@ def test_help_shows_the_default_a_run_gets() -> None:
     """``socbench mcq``'s engine defaults to ``auto`` (its record's default), ``issp``'s to ``vllm``."""
     assert settings_of(McqConfig)["api_type"].field.default == McqConfig().engine.api_type == "auto"
     assert settings_of(RunConfig)["api_type"].field.default == RunConfig().engine.api_type == "vllm"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["report", "r", "--resamples", "0"], "argument --resamples: expected a positive integer, got '0'"),
+    (["data", "synth", "--out", "o", "--seed", "-1"], "argument --seed: expected a non-negative integer"),
+    (["data", "validate", "--data_dir", "d", "--dataset_size", "x"], "--dataset_size 'x': expected a"),
+    (["estimate", "r", "--cost_model", "-1"], "--cost-model: expected a positive number, got '-1'"),
+    (["estimate", "r", "--fraction", "1"], "argument --fraction: expected a fraction between 0 and 1"),
+])
+def test_a_typed_flag_s_bad_value_is_argparse_s_one_line(args: list[str], needle: str, capsys) -> None:
+    """Typed flags (cli.flags.checked: one pydantic type each; validate's: RunConfig's fields) say what
+    they expected, exit 2."""
+    from tests.support.cli import exit_code
+
+    assert exit_code(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err

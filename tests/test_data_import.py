@@ -222,6 +222,23 @@ def test_bad_input_is_one_line_and_writes_nothing(
     assert not list(out.glob("A_GroundTruth_sampling*")) and not (out / "q&a").exists()
 
 
+@pytest.mark.parametrize("flag, value, says", [
+    ("--sizes", "500,0,all", "expected a positive integer or 'all', got '0'"),
+    ("--roles", "sex", "expected ROLE=VAR,... with ROLE one of respondent_id"),
+    ("--missing", ",", "expected comma-separated codes"),
+    ("--bad-weights", "maybe", "Input should be 'error', 'drop' or 'unweighted'"),
+    ("--seed", "-1", "greater than or equal to 0"),
+    ("--qa", "nothere.json", "question set not found"),
+])
+def test_a_bad_flag_value_is_one_line_naming_the_flag(flag: str, value: str, says: str, tmp_path: Path,
+                                                      capsys) -> None:
+    """The flags come from ImportRequest's fields (cli.add_config_flags): a bad value reads as a study's."""
+    code, err = _run(capsys, str(tmp_path / "survey.sav"), "--out", str(tmp_path / "out"), flag, value)
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"socbench: error: --{flag[2:].replace('-', '_')} ") and says in err[0], err[0]
+    assert not (tmp_path / "out").exists()
+
+
 # ------------------------------------------------------------------------- manifest
 
 

@@ -328,3 +328,19 @@ def test_sample_of_loaded_domain(tmp_path: Path):
     sample = stratified_sample(data.respondents, 6)
     strata = Counter(p.country_code or p.country_name for p in sample)
     assert len(strata) == 6 and set(strata.values()) == {1}  # 6 strata (Narnia counted by name)
+
+
+def test_a_validator_s_message_reads_without_pydantic_s_prefix(tmp_path):
+    """Failed before errors.problem: the line read "field 'answer.1': Value error, expected a text label"."""
+    path = write_json(tmp_path / "qa.json", [{**FAMILY_QUESTIONS[0], "answer": {"1": [1]}}])
+    message = data_error(load_questions, path)
+    assert "question record 0: field 'answer.1': expected a text label, got list" in message, message
+
+
+def test_an_answer_record_s_id_is_its_person_id_unless_it_has_one() -> None:
+    """``id`` is accepted for ``person_id`` (AliasChoices; a hand-written before-validator earlier)."""
+    from socbench.data.loaders import AnswerRecord
+
+    record = {"attributes": {}, "questions_answer": {"V5": 1}}
+    assert AnswerRecord.model_validate({**record, "id": 5}).person_id == 5
+    assert AnswerRecord.model_validate({**record, "id": 5, "person_id": 6}).person_id == 6

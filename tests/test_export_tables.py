@@ -177,7 +177,7 @@ def test_a_name_that_contradicts_the_format_is_one_line() -> None:
 
 @pytest.mark.parametrize("text, says", [
     ("{bad", "Invalid JSON: key must be a string"),
-    ('{"source_file": 1}', "source_file: Input should be a valid string")])
+    ('{"source_file": 1}', "field 'source_file': Input should be a valid string")])
 def test_a_damaged_import_metadata_file_says_what_is_wrong(tmp_path, text, says) -> None:
     """Failed before the fix: the line ended '(1 validation error for SourceVariables)'."""
     variables_path(tmp_path, "family").write_text(text, encoding="utf-8")

@@ -113,7 +113,7 @@ def test_official_jsonl_with_numeric_labels_and_3_or_5_options(tmp_path: Path) -
     (["{not json"], ":1: not JSON"),
     ([_arc_line("a", "ABCD", "E")], ":1: answerKey 'E' is not one of the labels"),
     ([_arc_line("a", "ABCD", "A"), json.dumps({"id": "b", "answerKey": "A"})],
-     ":2: question: Field required"),
+     ":2: field 'question': Field required"),
     ([_arc_line("a", "A", "A")], ":1: item: needs at least 2 choices"),
     ([_arc_line("a", "AAB", "A")], "choice labels repeat"),
     ([_arc_line("a", "AB", "A", stem=" ")], ":1: question: is empty"),

@@ -7,7 +7,6 @@ and each ``sampling_stats_<slug>.json`` names its source's sha256 for ``data val
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -19,7 +18,8 @@ from pydantic import ValidationError
 
 from socbench.data.layout import SAMPLE_PREFIX, available_sizes, inside_folder
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
-from socbench.errors import ConfigError, DataError, first_problem
+from socbench.errors import ConfigError, DataError, problem
+from socbench.files import read_json
 from socbench.manifest import DomainSpec, Manifest, merge_domain
 from socbench.weights import describe, weight_problems
 
@@ -51,8 +51,8 @@ def domain_files(root: Path, slug: str, entry: DomainSpec | None = None) -> list
 def _stats_source(path: Path) -> str | None:
     """``"<file> (sha256 <first 12>)"`` from one sampling stats file, None when it names none."""
     try:
-        stats = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        stats = read_json(path)
+    except DataError:
         return None
     sha = stats.get("source_sha256") if isinstance(stats, dict) else None
     if not isinstance(sha, str) or not sha:
@@ -124,11 +124,8 @@ def merged_manifest(base: Manifest | None, entry: DomainSpec) -> Manifest:
     try:
         return merge_domain(base, entry)
     except ValidationError as exc:
-        raise ConfigError(f"--out: the manifest with the new domain is invalid ({first_problem(exc)[2]})") \
+        raise ConfigError(f"--out: the manifest with the new domain is invalid ({problem(exc)})") \
             from None
-
-
-BAD_WEIGHTS = ("error", "drop", "unweighted")
 
 
 @dataclass(frozen=True)
@@ -143,8 +140,6 @@ class WeightCheck:
 def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> WeightCheck:
     """Every weight usable (``socbench.weights``), else one DataError line naming the count and the
     first rows, unless the user chose to drop those respondents or to import without weights."""
-    if choice not in BAD_WEIGHTS:
-        raise ConfigError(f"--bad-weights {choice!r}: expected one of {', '.join(BAD_WEIGHTS)}")
     if weight is None:
         return WeightCheck(None)
     import pandas as pd  # only an import reads a column (``data validate`` starts without pandas)

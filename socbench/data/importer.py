@@ -142,8 +142,6 @@ def _entry(request: ImportRequest, base: Manifest | None, slug: str, earlier: Do
 
 def plan_import(request: ImportRequest) -> ImportPlan:
     """Every check, from the file's metadata only; one line per problem, before any work."""
-    if not request.sizes or any(size != "all" and size < 1 for size in request.sizes):
-        raise ConfigError(f"--sizes {','.join(map(str, request.sizes))}: expected positive integers or 'all'")
     survey = open_survey(request.source, request.codebook, request.sep, request.decimal)
     if survey.n_rows == 0:
         raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
-    model_validator,
 )
 
 from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
@@ -30,7 +30,7 @@ from socbench.data.layout import dataset_root, inside_folder, parse_interview_co
 from socbench.data.missing_labels import is_missing_label
 from socbench.data.sampling import sample_record, stratified_sample
 from socbench.domains import DomainSpec
-from socbench.errors import DataError
+from socbench.errors import DataError, problem
 from socbench.files import read_json
 from socbench.manifest import AUTO_COUNTRY
 from socbench.types import COUNTRY, DomainData, Question, Respondent
@@ -111,18 +111,11 @@ class AnswerRecord(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    person_id: int
+    person_id: int = Field(validation_alias=AliasChoices("person_id", "id"))
     attributes: dict[str, Any]
     questions_answer: dict[str, AnswerCode]
     weight: float | None = None  # the survey's design weight, when the importer kept one
     source_row: int | None = None  # row in the imported file (1 = first respondent), for exports
-
-    @model_validator(mode="before")
-    @classmethod
-    def _id_fallback(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "person_id" not in data and "id" in data:
-            return {**data, "person_id": data["id"]}
-        return data
 
 
 class CodebookEntry(BaseModel):
@@ -150,16 +143,12 @@ def _records(path: Path, model: type[BaseModel], what: str) -> list[Any]:
     try:
         return TypeAdapter(list[model]).validate_python(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        index, *field = err["loc"]
+        index = exc.errors()[0]["loc"][0]
         where = f"{what} record {index}"
         record = raw[index] if isinstance(index, int) and index < len(raw) else None
         if isinstance(record, dict) and ("person_id" in record or "id" in record):
             where += f" (person_id {record.get('person_id', record.get('id'))})"
-        detail = f"field '{'.'.join(map(str, field))}': " if field else ""
-        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        message = err["msg"].replace("\n", " ")
-        raise DataError(f"{path}: {where}: {detail}{message}{more}") from None
+        raise DataError(f"{path}: {where}: {problem(exc, skip=1)}") from None
 
 
 def load_questions(path: Path) -> tuple[Question, ...]:

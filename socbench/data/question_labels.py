@@ -10,7 +10,6 @@ per question, the scale rule, nothing silently dropped, scale conflicts) are in 
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,7 +21,7 @@ from socbench.data.missing_labels import STATA_MISSING, is_missing_label, is_mis
 from socbench.data.options import NO_ANSWER, code_order, missing_reason
 from socbench.data.survey_file import R_NA, SYSTEM_MISSING, SurveyFile, Variable
 from socbench.errors import ConfigError, DataError
-from socbench.files import json_bytes
+from socbench.files import json_bytes, read_json
 from socbench.types import Question
 
 NON_INTEGER = "non-integer code"
@@ -269,7 +268,7 @@ def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> bytes:
     question whose options disagree with the file's gets the file's (``file_record``)."""
     by_id = {d.question_id: d for d in decisions}
     records = []
-    for record in json.loads(qa.read_text(encoding="utf-8")):
+    for record in read_json(qa, "question set"):
         decision = by_id[str(record["question_id"]).strip()]
         own = record.get("missing") or {}
         record["missing"] = {**{code: label for code, (label, _) in decision.missing.items()}, **own}

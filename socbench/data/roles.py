@@ -17,18 +17,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from socbench.data.countries import resolve_country
+from socbench.data.import_request import ALL, BACKGROUND, IMPORT_ROLES
 from socbench.data.loaders import persona_keep
 from socbench.data.missing_labels import is_missing_label
 from socbench.data.survey_file import SurveyFile, Variable
 from socbench.errors import ConfigError, DataError
-from socbench.manifest import PERSONA_ROLES, DomainSpec
+from socbench.manifest import DomainSpec
 from socbench.prompts.persona import UNKNOWN_COUNTRY, persona_attributes
 from socbench.types import Respondent
 
 ISSP_COUNTRY, ISSP_WEIGHT = "C_ALPHAN", "WEIGHT"  # taken by name when present and not declared
-IMPORT_ROLES = ("respondent_id", "country", "group", "weight", *PERSONA_ROLES)
 NONE = "none"  # a role declared absent: nothing is proposed for it
-BACKGROUND, ALL = "background", "all"  # --persona
 ITEM_NUMBER = re.compile(r"^\s*[QO]\d{1,3}[a-z]{0,2}\b")  # "Q16a ...", "O4b ...": a questionnaire item
 # Per role, patterns in priority order over the lower-cased label (or name when unlabelled); "others":
 # someone else's attribute, or a per-country version of one, never a role of the respondent (roles.json).

@@ -6,7 +6,6 @@ predictor beats the majority. Written atomically and byte-reproducibly (same see
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -21,7 +20,7 @@ from socbench.data.loaders import CodebookEntry, QuestionRecord, load_codebook, 
 from socbench.data.synth_model import COUNTRY_KEYS, Person, answer, balanced_countries, make_person
 from socbench.domains import DOMAINS, DomainSpec
 from socbench.errors import ConfigError, DataError
-from socbench.files import json_bytes, write_atomic
+from socbench.files import json_bytes, read_json, write_atomic
 from socbench.types import Question
 
 SYNTH_VERSION = "1"
@@ -277,8 +276,8 @@ def _merged_domains(path: Path, info: dict) -> dict:
     merged = dict(info["domains"])
     if path.is_file():
         try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            old = read_json(path)
+        except DataError:
             old = {}
         if all(old.get(k) == info[k] for k in ("version", "seed", "respondents_per_domain", "questions",
                                                "codebooks")):

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from socbench.data.survey_file import SurveyFile, Variable
-from socbench.errors import DataError, first_problem
+from socbench.errors import DataError, problem
 
 VARIABLES_PREFIX = "variables_"
 
@@ -76,8 +76,7 @@ def read_variables(data_root: Path, slug: str) -> SourceVariables:
     try:
         return SourceVariables.model_validate_json(path.read_bytes())
     except OSError as exc:
-        problem = str(exc)
+        reason = str(exc)
     except ValidationError as exc:
-        where, _, message = first_problem(exc)
-        problem = f"{where}: {message}" if where else message
-    raise DataError(f"{path}: cannot read the import metadata ({problem})")
+        reason = problem(exc)
+    raise DataError(f"{path}: cannot read the import metadata ({reason})")

