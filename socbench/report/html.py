@@ -56,6 +56,7 @@ from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
 from socbench.report.mcq import mcq_section
 from socbench.report.output import HEADS, LABELS, fmt, markdown_table, now_timestamp
 from socbench.report.stand_in import stand_in_section
+from socbench.report.units import units_markdown, units_section
 from socbench.types import COUNTRY
 from socbench.yardsticks import HEADLINE_KEYS
 
@@ -167,6 +168,7 @@ def leaderboard_markdown(board: Leaderboard) -> str:
     if board.comparisons:
         lines += ["", "## Paired comparisons", "",
                   *markdown_table(COMPARE_HEAD, [compare_cells(*c) for c in board.comparisons])]
+    lines += units_markdown(board.units)
     return "\n".join([*lines, "", grouping_words(NOTES["leaderboard"], by)]) + "\n"
 
 
@@ -296,7 +298,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
     notes = [*board.notes, *figures.notes, *failed, *unweighted, *used]
     if notes:
         sections.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
-    sections += mcq_section(board.mcq)
+    sections += [*mcq_section(board.mcq), *units_section(board.units)]
     if board.runs:
         gains = figures.paths.get("gains")
         sections += stand_in_section(board.ranked(), gains and _image(gains, "gain per question and domain"))

@@ -29,7 +29,7 @@ from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
 from socbench.report.output import model_dir
 from socbench.score_stage import score_expanded
-from socbench.task import Prompts, Unit
+from socbench.task import Prompts, Unit, UnitResult
 from socbench.types import Answers, DomainData, DomainResult, Extraction, Item, ScoredDomain
 
 
@@ -107,6 +107,15 @@ class IsspTask:
     def score(self, samples: IsspSamples, prompts: Prompts, extracted: IsspExtracted) -> ScoredDomain:
         scored = score_expanded(samples.data, samples.items, extracted.extractions, self.config)
         return replace(scored, result=replace(scored.result, usage=extracted.usage))
+
+    def result(self, unit: Unit, scored: ScoredDomain, answers: Answers) -> DomainResult:
+        return scored.result
+
+    def record(self, result: DomainResult) -> UnitResult:
+        """The domain's numbers (its record beside holds the rest)."""
+        numbers = {k: v for k, v in result.metrics.items() if isinstance(v, int | float)}
+        return UnitResult(result.domain_id, result.domain_name, numbers, result.incomplete_reason,
+                          {"baselines": result.baselines})
 
     def report(self, scored: ScoredDomain, seconds: float) -> UnitReport:
         result = scored.result

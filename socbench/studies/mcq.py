@@ -14,12 +14,12 @@ from socbench.log.write import mcq_files, mcq_folder
 from socbench.mcq.config import McqConfig
 from socbench.mcq.datasets import load_mcq
 from socbench.mcq.prompts import build_plan, loglikelihood_requests, option_requests_of
-from socbench.mcq.scoring import score_mcq
+from socbench.mcq.scoring import COLUMNS, chance_accuracy, reported_accuracies, score_mcq
 from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.records import Artifact, RunReport, UnitReport
 from socbench.report.html import write_report
 from socbench.report.mcq import write_mcq_files
-from socbench.task import Prompts, Request, Unit
+from socbench.task import Prompts, Request, Unit, UnitResult
 from socbench.types import Answers
 
 log = logging.getLogger("socbench")
@@ -54,6 +54,8 @@ class McqResult:
     unit_id: int
     dataset: str
     incomplete_reason: str | None
+    accuracy: dict[str, float]  # "<column> <k>-shot" -> accuracy, as the table reports them
+    chance: float
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,19 @@ class McqTask:
         return read_answers(prompts.plan, answers)
 
     def score(self, samples: McqData, prompts: Prompts, extracted: McqAnswers) -> McqScored:
-        return McqScored(samples, prompts.plan, extracted, score_mcq(prompts.plan, extracted),
-                         McqResult(1, samples.dataset, extracted.incomplete_reason))
+        scores, reason = score_mcq(prompts.plan, extracted), extracted.incomplete_reason
+        table = reported_accuracies(scores.predictions, reason)
+        accuracy = {f"{COLUMNS[m]} {k}-shot": acc for k, row in table.items() for m, acc in row.items()}
+        chance = chance_accuracy([len(item.choices) for item in samples.items])
+        return McqScored(samples, prompts.plan, extracted, scores,
+                         McqResult(1, samples.dataset, reason, accuracy, chance))
+
+    def result(self, unit: Unit, scored: McqScored, answers: Answers) -> McqResult:
+        return scored.result
+
+    def record(self, result: McqResult) -> UnitResult:
+        return UnitResult(result.unit_id, result.dataset, result.accuracy, result.incomplete_reason,
+                          {"chance_accuracy": result.chance})
 
     def report(self, scored: McqScored, seconds: float) -> UnitReport:
         c, data = self.config, scored.data
