@@ -21,6 +21,7 @@ from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
 
 QUESTIONS = {"What is 2+2?": "4", "What is 3+3?": "6", "What is 2*5?": "10"}
+Samples = list[tuple[str, str]]  # (question, answer)
 REPLIES = {"What is 2+2?": "4", "What is 3+3?": "6", "What is 2*5?": "11"}  # the server's: one wrong
 
 
@@ -32,17 +33,17 @@ class ToyConfig(StudyConfig):
 class ToyTask(StudyTask):
     name: ClassVar[str] = "toy"
 
-    def load(self, unit: Any) -> list[tuple[str, str]]:
+    def load(self, unit: Any) -> Samples:
         return list(QUESTIONS.items())[: self.config.limit]
 
-    def prompts(self, samples: list[tuple[str, str]]) -> Prompts:
+    def prompts(self, samples: Samples) -> Prompts:
         return Prompts(tuple(PromptRequest(q, (Message("user", q),)) for q, _ in samples))
 
     def extract(self, prompts: Prompts, answers: Answers) -> list[str]:
         return [(r.text or "").strip() for r in answers.results]
 
-    def score(self, samples: list[tuple[str, str]], prompts: Prompts, extracted: list[str]) -> dict[str, float]:
-        return {"exact_match": mean(reply == gold for (_, gold), reply in zip(samples, extracted, strict=True))}
+    def score(self, samples: Samples, prompts: Prompts, extracted: list[str]) -> dict[str, float]:
+        return {"exact_match": mean(got == gold for (_, gold), got in zip(samples, extracted, strict=True))}
 
 
 def reply(prompt: str, codes: tuple[str, ...]) -> str:

@@ -283,20 +283,10 @@ def load_runs(output_dir: str | Path) -> Runs:
 
 
 def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
-    """Each unit's metrics as the run wrote them (an ISSP domain's or an MCQ dataset's richer ones)."""
-    found: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.glob(f"*{UNIT_SUFFIX}")):
-        unit = read_record(path, UnitRecord)
-        found[unit.unit] = {**unit.metrics, "complete": unit.complete}
-    for path in _records(folder, METRICS_SUFFIX):
-        rec = read_record(path, DomainRecord)
-        found[rec.domain] = {**rec.metrics, "complete": rec.complete, "baselines": rec.baselines,
-                             "scoreable_items": rec.total_count}
-    for path in _records(folder, RESULTS_SUFFIX):
-        mcq = read_record(path, McqRecord)
-        found[mcq.dataset] = {"accuracy": mcq.accuracy, "complete": mcq.complete,
-                              "chance_accuracy": mcq.chance_accuracy}
-    return found
+    """Each unit's metrics as the run wrote them in the record every study shares, with ``complete`` and
+    the study's extras (an ISSP domain's baselines and scoreable items, an MCQ dataset's chance)."""
+    records = (read_record(path, UnitRecord) for path in sorted(folder.glob(f"*{UNIT_SUFFIX}")))
+    return {r.unit: {**r.metrics, "complete": r.complete, **r.extras} for r in records}
 
 
 def _lines_frame(path: Path) -> pd.DataFrame:

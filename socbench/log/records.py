@@ -78,7 +78,7 @@ class UnitRecord(Record):
     complete: bool
     incomplete_reason: str | None = None
     metrics: dict[str, Num]
-    extras: dict[str, Any] = {}
+    extras: Numbers = {}  # the study's own: ISSP's baselines and scoreable items, MCQ's chance
 
 
 def detail_row(item: ScoredItem) -> dict[str, Any]:
