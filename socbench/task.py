@@ -50,7 +50,7 @@ class UnitResult:
 class Task(Protocol):
     """One study under one run configuration; every method is one stage of the design card."""
 
-    name: ClassVar[str]  # "issp" | "mcq": the flows' name and the results log's ``task``
+    name: ClassVar[str]  # its name in ``studies.STUDIES``: the results log's ``task``
     config: Any
 
     def units(self) -> Sequence[Unit]:
