@@ -97,3 +97,22 @@ def test_an_unregistered_study_is_one_line(toy: None) -> None:
     """The registry names the toy among the known studies; an unknown name is one line, exit 2."""
     done = socbench("nosuch", code=2)
     assert "toy" in done.stderr and "invalid choice" in done.stderr
+
+
+def test_an_unanswered_request_leaves_the_toy_unit_incomplete(tmp_path: Path) -> None:
+    """The defaults: one unit named after the study, in ``<model>/toy/``; a request the engine left
+    unanswered makes the unit incomplete, and the tables say so instead of showing it as a result."""
+    from socbench.log.read import read_units
+    from socbench.log.write import write_unit_record
+    from socbench.report.units import units_markdown
+    from socbench.types import EngineResult
+
+    task = ToyTask(ToyConfig(output_dir=tmp_path, engine={"model": "fake-model"}))
+    (unit,) = task.units()
+    assert (unit.name, task.unit(1), task.folder()) == ("toy", unit, tmp_path / "fake-model" / "toy")
+    answers = Answers((EngineResult("a", "4"), EngineResult("b", error="HTTP 500")), 0.1, {}, {})
+    result = task.result(unit, {"exact_match": 0.5}, answers)
+    assert result.incomplete_reason == "1 engine error, first: HTTP 500"
+    write_unit_record(task.folder(), task.name, "fake-model", task.record(result))
+    table = "\n".join(units_markdown(read_units(task.folder())))
+    assert "| toy | fake-model | toy | no: 1 engine error, first: HTTP 500 | 0.5000 |" in table
