@@ -116,3 +116,16 @@ def test_an_unanswered_request_leaves_the_toy_unit_incomplete(tmp_path: Path) ->
     write_unit_record(task.folder(), task.name, "fake-model", task.record(result))
     table = "\n".join(units_markdown(read_units(task.folder())))
     assert "| toy | fake-model | toy | no: 1 engine error, first: HTTP 500 | 0.5000 |" in table
+
+
+def test_a_results_folder_is_read_as_runs_whatever_units_lie_in_them(tmp_path: Path) -> None:
+    """A run folder's unit records (an ISSP domain's) do not make the results folder above it read as one
+    run: every run under it is read, the toy's study folder too."""
+    from socbench.log.read import load_runs
+    from socbench.log.write import write_unit_record
+    from socbench.task import UnitResult
+
+    write_unit_record(tmp_path / "fake-model", "issp", "fake-model", UnitResult(3, "Family", {"acc": 0.5}))
+    write_unit_record(tmp_path / "fake-model" / "toy", "toy", "fake-model", UnitResult(1, "toy", {"em": 1.0}))
+    found = load_runs(tmp_path).units
+    assert [(u.run, u.record.unit) for u in found] == [("fake-model", "Family"), ("fake-model/toy", "toy")]

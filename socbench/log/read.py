@@ -261,8 +261,8 @@ def load_runs(output_dir: str | Path) -> Runs:
     root = Path(output_dir).expanduser()
     if not root.is_dir():
         raise DataError(f"{root}: results folder not found")
-    own = [root] if _records(root, DETAILED_SUFFIX) or (root / MCQ_FOLDER).is_dir() or read_units(root) \
-        else []
+    own = [root] if _records(root, DETAILED_SUFFIX) or (root / MCQ_FOLDER).is_dir() \
+        or any(root.glob(f"*{UNIT_SUFFIX}")) else []
     folders = own or [f for f in sorted(root.iterdir()) if f.is_dir() and not f.name.startswith(".")]
     runs = Runs([], [], [], [])
     for folder in folders:
