@@ -44,12 +44,12 @@ def run_unit(study: Task, unit_id: int, own_engine: bool) -> Any:
         data = opaque(load_data(study, unit))
         samples = opaque(country_special_options(study, unit, data))
         prompts = opaque(build_prompts(study, unit, samples))
-        answers = opaque(vllm_generate(prompts, study.config.engine_settings(),
-                                       f"{study.name}-progress-{unit.id}", unit.label))
-        extracted = opaque(extract(study, prompts, answers))
+        answers = vllm_generate(prompts, study.config.engine_settings(), f"{study.name}-progress-{unit.id}",
+                                unit.label)
+        extracted = opaque(extract(study, prompts, opaque(answers)))
         scored = score(study, samples, prompts, extracted)
-        report(study, opaque(scored), time.monotonic() - started)
-        result = scored.result
+        result = study.result(unit, scored, answers)
+        report(study, opaque(scored), opaque(result), time.monotonic() - started)
         reason = result.incomplete_reason
         return result if reason is None else failed(f"{unit.label}: {reason}", result)
     finally:
@@ -60,7 +60,7 @@ def run_unit(study: Task, unit_id: int, own_engine: bool) -> Any:
 def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
     """Every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``), then the export
     and the run's summary; Failed, naming them, if a unit failed or is incomplete or the export failed."""
-    if getattr(config, "dry_run", False):  # a deployment's run asked for its cost: nothing is sent
+    if config.dry_run:  # a deployment's run asked for its cost: nothing is sent
         from socbench.cost import dry_run
 
         return dry_run(config)

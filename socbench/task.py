@@ -7,12 +7,12 @@ methods; expansion, the engine and its cache, progress, retries and the summary 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from socbench.records import RunReport, UnitReport
-from socbench.types import LoglikelihoodRequest, PromptRequest
+from socbench.types import Answers, LoglikelihoodRequest, PromptRequest
 
 Request = PromptRequest | LoglikelihoodRequest
 
@@ -34,10 +34,23 @@ class Prompts:
     plan: Any = None
 
 
+@dataclass(frozen=True)
+class UnitResult:
+    """A unit's outcome in the one shape every study's results log holds (``log.records.UnitRecord``): its
+    metrics by name, why it is incomplete (None: every request answered) and the study's extras. Why one
+    shape: the leaderboard, ``socbench report`` and ``socbench.evaluate`` read any study's units from it."""
+
+    unit_id: int
+    unit: str
+    metrics: dict[str, float]
+    incomplete_reason: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
 class Task(Protocol):
     """One study under one run configuration; every method is one stage of the design card."""
 
-    name: ClassVar[str]  # "issp" | "mcq": the flows' name and the results log's ``task``
+    name: ClassVar[str]  # its name in ``studies.STUDIES``: the results log's ``task``
     config: Any
 
     def units(self) -> Sequence[Unit]:
@@ -66,11 +79,17 @@ class Task(Protocol):
     def prompts(self, samples: Any) -> Prompts:
         """``build_prompts``: every request, expansions (circular orders, draws) included."""
 
-    def extract(self, prompts: Prompts, results: Sequence[Any]) -> Any:
-        """``extract``: what each answer says (``results`` in ``prompts.requests`` order)."""
+    def extract(self, prompts: Prompts, answers: Answers) -> Any:
+        """``extract``: what each answer says (``answers.results`` in ``prompts.requests`` order)."""
 
     def score(self, samples: Any, prompts: Prompts, extracted: Any) -> Any:
-        """``score``: the unit's items and metrics; ``.result`` has ``unit_id`` and ``incomplete_reason``."""
+        """``score``: the unit's items and metrics."""
+
+    def result(self, unit: Unit, scored: Any, answers: Answers) -> Any:
+        """The unit flow's result, what ``finish`` reads: it has ``unit_id`` and ``incomplete_reason``."""
+
+    def record(self, result: Any) -> UnitResult:
+        """``result`` in the shape every study's results log shares (written beside the study's own)."""
 
     def report(self, scored: Any, seconds: float) -> UnitReport:
         """``report``: write the unit's record of the results log (``seconds``: the unit's wall time)."""

@@ -9,6 +9,7 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from socbench import progress
+from socbench.log.write import write_unit_record
 from socbench.records import Artifact, RunReport, UnitReport
 from socbench.task import Task
 from socbench.tasks import stage
@@ -23,9 +24,11 @@ def post(artifacts: Sequence[Artifact]) -> None:
 
 
 @stage
-def report(study: Task, scored: Any, seconds: float) -> UnitReport:
-    """Write the unit's files; post its artifacts; log and show the line that says what came of it."""
+def report(study: Task, scored: Any, result: Any, seconds: float) -> UnitReport:
+    """Write the unit's files and its record in the shape every study shares (``result``: the unit flow's);
+    post its artifacts; log and show the line that says what came of it."""
     written = study.report(scored, seconds)
+    write_unit_record(study.folder(), study.name, study.config.engine.model, study.record(result))
     post(written.artifacts)
     get_run_logger().info(written.line)
     progress.end(written.line)

@@ -23,6 +23,7 @@ from socbench.log.records import (
     DomainRecord,
     McqRecord,
     SummaryRecord,
+    UnitRecord,
     VariantRow,
 )
 from socbench.metrics.baselines import UNMAPPED
@@ -35,6 +36,7 @@ RESPONDENTS_SUFFIX = "_respondents.jsonl"  # a line per respondent: person_id an
 METRICS_SUFFIX = "_metrics.json"
 RESULTS_SUFFIX = "_results.json"
 PREDICTIONS_SUFFIX = "_predictions.jsonl"
+UNIT_SUFFIX = "_unit.json"  # every study's unit record (``records.UnitRecord``)
 MCQ_FOLDER = "mcq"
 R = TypeVar("R", bound=BaseModel)
 
@@ -215,6 +217,22 @@ class McqRun:
     record: McqRecord
 
 
+@dataclass(frozen=True)
+class UnitRun:
+    """One unit of any study, from its shared record (``run``: its folder under the results folder)."""
+
+    run: str
+    path: Path
+    record: UnitRecord
+
+
+def read_units(folder: Path) -> list[UnitRun]:
+    """The unit records of a run folder and of the study folders inside it (``<model>/mcq/``, ...)."""
+    paths = sorted([*folder.glob(f"*{UNIT_SUFFIX}"), *folder.glob(f"*/*{UNIT_SUFFIX}")])
+    return [UnitRun(str(path.parent.relative_to(folder.parent)), path, read_record(path, UnitRecord))
+            for path in paths]
+
+
 def read_run(folder: Path) -> ModelRun | None:
     """An ISSP run folder, or None when it holds no domain record."""
     domains = read_domains(folder)
@@ -229,11 +247,13 @@ def read_mcq(folder: Path) -> list[McqRun]:
 
 @dataclass(frozen=True)
 class Runs:
-    """Every run under a results folder: ISSP and MCQ, and a line for each one left out (to re-score)."""
+    """Every run under a results folder: ISSP and MCQ, every study's unit records, and a line for each one
+    left out (to re-score)."""
 
     issp: list[ModelRun]
     mcq: list[McqRun]
     notes: list[str]
+    units: list[UnitRun]
 
 
 def load_runs(output_dir: str | Path) -> Runs:
@@ -241,12 +261,13 @@ def load_runs(output_dir: str | Path) -> Runs:
     root = Path(output_dir).expanduser()
     if not root.is_dir():
         raise DataError(f"{root}: results folder not found")
-    own = [root] if _records(root, DETAILED_SUFFIX) or (root / MCQ_FOLDER).is_dir() else []
+    own = [root] if _records(root, DETAILED_SUFFIX) or (root / MCQ_FOLDER).is_dir() \
+        or any(root.glob(f"*{UNIT_SUFFIX}")) else []
     folders = own or [f for f in sorted(root.iterdir()) if f.is_dir() and not f.name.startswith(".")]
-    runs = Runs([], [], [])
+    runs = Runs([], [], [], [])
     for folder in folders:
         try:
-            issp, mcq = read_run(folder), read_mcq(folder)
+            issp, mcq, units = read_run(folder), read_mcq(folder), read_units(folder)
             if issp is not None:
                 _ = issp.summary, issp.circular  # read now, so an older one is left out here
         except Rescore as exc:
@@ -254,24 +275,18 @@ def load_runs(output_dir: str | Path) -> Runs:
             continue
         runs.issp.extend([issp] if issp else [])
         runs.mcq.extend(mcq)
-    if not runs.issp and not runs.mcq:
+        runs.units.extend(units)
+    if not runs.issp and not runs.mcq and not runs.units:
         raise DataError("; ".join(runs.notes) or f"{root}: no results of a run here (expected <run>/<Domain>"
                         f"{DETAILED_SUFFIX} or <model>/{MCQ_FOLDER}/<dataset>{RESULTS_SUFFIX})")
     return runs
 
 
 def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
-    """Each unit's metrics as the run wrote them (an ISSP domain's or an MCQ dataset's)."""
-    found: dict[str, dict[str, Any]] = {}
-    for path in _records(folder, METRICS_SUFFIX):
-        rec = read_record(path, DomainRecord)
-        found[rec.domain] = {**rec.metrics, "complete": rec.complete, "baselines": rec.baselines,
-                             "scoreable_items": rec.total_count}
-    for path in _records(folder, RESULTS_SUFFIX):
-        mcq = read_record(path, McqRecord)
-        found[mcq.dataset] = {"accuracy": mcq.accuracy, "complete": mcq.complete,
-                              "chance_accuracy": mcq.chance_accuracy}
-    return found
+    """Each unit's metrics as the run wrote them in the record every study shares, with ``complete`` and
+    the study's extras (an ISSP domain's baselines and scoreable items, an MCQ dataset's chance)."""
+    records = (read_record(path, UnitRecord) for path in sorted(folder.glob(f"*{UNIT_SUFFIX}")))
+    return {r.unit: {**r.metrics, "complete": r.complete, **r.extras} for r in records}
 
 
 def _lines_frame(path: Path) -> pd.DataFrame:

@@ -69,6 +69,18 @@ class DomainRecord(Record):
     estimates: Numbers = {}  # estimates.study.gain_record: the gain per question (none: older results)
 
 
+class UnitRecord(Record):
+    """``<unit>_unit.json``: one unit of any study in the shape they all share (``task.UnitResult``); ISSP
+    and MCQ write it beside their own records, a study without its own writes only this."""
+
+    unit: str
+    unit_id: int
+    complete: bool
+    incomplete_reason: str | None = None
+    metrics: dict[str, Num]
+    extras: Numbers = {}  # the study's own: ISSP's baselines and scoreable items, MCQ's chance
+
+
 def detail_row(item: ScoredItem) -> dict[str, Any]:
     """A line of ``<Domain>_items.jsonl`` (optional keys only when the item has them; ``log.lines.ITEM_TYPES``
     reads them back; codes are strings, as the survey's)."""

@@ -15,12 +15,13 @@ from typing import Any
 
 from socbench.circular import circular_metrics, circular_name, circular_notes
 from socbench.files import atomic_open, json_safe, write_json
-from socbench.log.read import ITEMS_SUFFIX, MCQ_FOLDER, RESPONDENTS_SUFFIX
+from socbench.log.read import ITEMS_SUFFIX, MCQ_FOLDER, RESPONDENTS_SUFFIX, UNIT_SUFFIX
 from socbench.log.records import (
     FORMAT,
     CircularRecord,
     DomainRecord,
     McqRecord,
+    UnitRecord,
     detail_row,
     prediction_row,
     respondent_row,
@@ -37,6 +38,7 @@ from socbench.mcq.scoring import (
 )
 from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.report.output import LABELS, model_dir, now_timestamp
+from socbench.task import UnitResult
 from socbench.types import (
     CircularScores,
     CircularSettings,
@@ -63,6 +65,15 @@ def domain_record(result: DomainResult, scored: Sequence[ScoredItem], timestamp:
         excluded_count=sum(result.excluded_by_reason.values()), complete=result.complete,
         incomplete_reason=result.incomplete_reason, draws={key: m[key] for key in DRAW_KEYS if key in m},
         weighted_metrics_off=result.weights_off, summary=summary_row(result))
+
+
+def write_unit_record(folder: Path, task: str, model: str, result: UnitResult) -> Path:
+    """The unit's record in the shape every study shares, ``<unit>_unit.json`` in the study's folder."""
+    record = UnitRecord(format=FORMAT, task=task, model=model, timestamp=now_timestamp(), unit=result.unit,
+                        unit_id=result.unit_id, complete=result.incomplete_reason is None,
+                        incomplete_reason=result.incomplete_reason, metrics=result.metrics,
+                        extras=result.extras)
+    return write_json(folder / f"{result.unit}{UNIT_SUFFIX}", record.model_dump())
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:

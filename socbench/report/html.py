@@ -42,6 +42,7 @@ from socbench.report.mcq import mcq_section
 from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp
 from socbench.report.stand_in import HEAD as GAIN_HEAD
 from socbench.report.stand_in import gain_view
+from socbench.report.units import units_markdown, units_section
 from socbench.types import COUNTRY
 from socbench.yardsticks import HEADLINE_KEYS
 
@@ -163,6 +164,7 @@ def leaderboard_markdown(board: Leaderboard) -> str:
         lines += ["", "## Repeated draws", "", *markdown_table(DRAWS_HEAD, rows["draws"])]
     if board.comparisons:
         lines += ["", "## Paired comparisons", "", *markdown_table(COMPARE_HEAD, rows["compare"])]
+    lines += units_markdown(board.units)
     return "\n".join([*lines, "", grouping_words(NOTES["leaderboard"], by)]) + "\n"
 
 
@@ -233,7 +235,8 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
               for name in ("domain_bars", "model_scale", "gains") if name in figures.paths}
     return ENV.get_template("report.html.j2").render(
         board=board, title=title, now=now_timestamp(), by=runs_grouping(board.runs), rows=board_rows(board),
-        images=images, notes=page_notes(board, figures), mcq=mcq_section(board.mcq), found=found,
+        images=images, notes=page_notes(board, figures), found=found,
+        mcq=[*mcq_section(board.mcq), *units_section(board.units)],
         small=small_note([answer for _, answers in found for answer in answers]),
         effects=persona_answers(board.runs) if board.runs else [],
         not_above_note=not_above_note(domain_order(board)), groups_title=groups_title(board.ranked()),

@@ -17,7 +17,7 @@ import pandas as pd
 
 from socbench.errors import ConfigError, DataError
 from socbench.files import json_safe
-from socbench.log.read import McqRun, ModelRun, load_runs
+from socbench.log.read import McqRun, ModelRun, UnitRun, load_runs
 from socbench.log.summary import DRAW_KEYS, leaderboard_line
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.uncertainty import (
@@ -104,6 +104,7 @@ class Leaderboard:
     incomplete: list[dict[str, Any]] = field(default_factory=list)  # runs with engine errors: never ranked
     mcq: list[McqRun] = field(default_factory=list)  # CP vs MCP runs, beside (``report.mcq``)
     notes: list[str] = field(default_factory=list)  # runs left out, each with what to do
+    units: list[UnitRun] = field(default_factory=list)  # every study's unit records (``report.units``)
 
     def ranked(self) -> list[ModelRun]:
         """The complete runs best first (``runs`` keeps the order they were read in)."""
@@ -124,7 +125,8 @@ def leaderboard(output_dir: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES,
                for run in runs for dom in run.domains]
     overall = [model_row(run) for run in runs]
     tie_aware_ranks(overall)
-    board = Leaderboard(runs, overall, domains, [], incomplete, found.mcq, [*found.notes, *left_out])
+    board = Leaderboard(runs, overall, domains, [], incomplete, found.mcq, [*found.notes, *left_out],
+                        found.units)
     if 2 <= len(runs) <= MAX_PAIRWISE_RUNS:  # A is the higher-ranked run of each pair
         for a, b in itertools.combinations(board.ranked(), 2):
             try:

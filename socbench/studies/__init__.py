@@ -1,7 +1,8 @@
 """The studies socbench runs, each a Task (``socbench.task``), registered once in ``STUDIES``: its name (the
 CLI's sub-command, ``socbench.evaluate``'s first argument, the results log's ``task``), its configuration
-record, its Task and its Prefect flow. The CLI, ``socbench.evaluate`` and the flows read this table; a new
-study is its module plus an entry here. Entries name their classes as ``module:attribute`` and are
+record, its Task and its Prefect flow (the generic ``socbench.flows.study`` unless it names its own). The
+CLI, ``socbench.evaluate`` and the flows read this table; a new study is its module (``studies.base`` gives
+it every stage but four) plus an entry here. Entries name their classes as ``module:attribute`` and are
 imported when used, so that listing the studies imports none of them."""
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ class Study:
     name: str
     config: str  # "module:Class" of its configuration record (the CLI's flags, the flow's parameter)
     task: str  # "module:Class" of its Task
-    flow: str  # "module:function" of its Prefect flow
     help: str
+    flow: str = "socbench.flows.study:study"  # "module:function" of its Prefect flow: the generic one
     description: str | None = None
 
     def config_type(self) -> type:
@@ -40,11 +41,13 @@ class Study:
 
 
 STUDIES: dict[str, Study] = {s.name: s for s in (
-    Study("issp", "socbench.config:RunConfig", "socbench.studies.issp:IsspTask", "socbench.flows.issp:issp",
+    Study("issp", "socbench.config:RunConfig", "socbench.studies.issp:IsspTask",
+          flow="socbench.flows.issp:issp",  # its deployments' flow names
           help="run the ISSP persona benchmark (issp prompts: print its prompts)",
           description="Run the ISSP persona benchmark through the Prefect flow in this process. "
                       "`socbench issp prompts --help`: print prompts instead."),
-    Study("mcq", "socbench.mcq.config:McqConfig", "socbench.studies.mcq:McqTask", "socbench.flows.mcq:mcq",
+    Study("mcq", "socbench.mcq.config:McqConfig", "socbench.studies.mcq:McqTask",
+          flow="socbench.flows.mcq:mcq",
           help="CP vs MCP on multiple-choice questions (ARC, MMLU or a JSONL file)"),
 )}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from socbench.config import RunConfig
 from socbench.data import build_items, load_domain
@@ -29,8 +29,8 @@ from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
 from socbench.report.output import model_dir
 from socbench.score_stage import score_expanded
-from socbench.task import Prompts, Unit
-from socbench.types import Answers, DomainData, DomainResult, Extraction, Item, ScoredDomain
+from socbench.task import Prompts, Unit, UnitResult
+from socbench.types import Answers, DomainData, DomainResult, Extraction, Item, PromptRequest, ScoredDomain
 
 
 @dataclass(frozen=True)
@@ -102,11 +102,21 @@ class IsspTask:
         return Prompts(tuple(build_domain_prompts(samples.data, samples.items, self.config)))
 
     def extract(self, prompts: Prompts, answers: Answers) -> IsspExtracted:
-        return IsspExtracted(extract_all(prompts.requests, answers.results), answers.usage)  # type: ignore[arg-type]
+        requests = cast("tuple[PromptRequest, ...]", prompts.requests)  # ISSP asks only prompts
+        return IsspExtracted(extract_all(requests, answers.results), answers.usage)
 
     def score(self, samples: IsspSamples, prompts: Prompts, extracted: IsspExtracted) -> ScoredDomain:
         scored = score_expanded(samples.data, samples.items, extracted.extractions, self.config)
         return replace(scored, result=replace(scored.result, usage=extracted.usage))
+
+    def result(self, unit: Unit, scored: ScoredDomain, answers: Answers) -> DomainResult:
+        return scored.result
+
+    def record(self, result: DomainResult) -> UnitResult:
+        """The domain's numbers (its record beside holds the rest)."""
+        numbers = {k: v for k, v in result.metrics.items() if isinstance(v, int | float)}
+        return UnitResult(result.domain_id, result.domain_name, numbers, result.incomplete_reason,
+                          {"baselines": result.baselines, "scoreable_items": result.scoreable_items})
 
     def report(self, scored: ScoredDomain, seconds: float) -> UnitReport:
         result = scored.result

@@ -6,20 +6,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 from socbench.circular import circular_notes
-from socbench.log.write import mcq_files, mcq_folder
+from socbench.log.write import mcq_files
 from socbench.mcq.config import McqConfig
 from socbench.mcq.datasets import load_mcq
 from socbench.mcq.prompts import build_plan, loglikelihood_requests, option_requests_of
-from socbench.mcq.scoring import score_mcq
+from socbench.mcq.scoring import COLUMNS, chance_accuracy, reported_accuracies, score_mcq
 from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.records import Artifact, RunReport, UnitReport
 from socbench.report.html import write_report
 from socbench.report.mcq import write_mcq_files
-from socbench.task import Prompts, Request, Unit
+from socbench.studies.base import StudyTask
+from socbench.task import Prompts, Request, Unit, UnitResult
 from socbench.types import Answers
 
 log = logging.getLogger("socbench")
@@ -54,34 +54,23 @@ class McqResult:
     unit_id: int
     dataset: str
     incomplete_reason: str | None
+    accuracy: dict[str, float]  # "<column> <k>-shot" -> accuracy, as the table reports them
+    chance: float
 
 
 @dataclass(frozen=True)
-class McqTask:
+class McqTask(StudyTask):
+    """A unit per run (its dataset) in ``<model>/mcq/``; no checks beyond the dataset itself, which the
+    preflight reads (public data: it may go anywhere); every item shows its own options to everyone."""
+
     config: McqConfig
     name: ClassVar[str] = "mcq"
 
     def units(self) -> list[Unit]:
         return [Unit(1, self.config.dataset, f"{self.config.dataset} ({self.config.engine.model})")]
 
-    def folder(self) -> Path:
-        return mcq_folder(self.config.output_dir, self.config.engine.model)
-
-    def unit(self, unit_id: int) -> Unit:
-        return self.units()[0]
-
-    def check(self) -> list[str]:
-        """Nothing beyond the dataset itself, which the preflight reads (public data: it may go anywhere)."""
-        return []
-
     def load(self, unit: Unit) -> McqData:
         return load_mcq(self.config.dataset, limit=self.config.limit, fewshot=max(self.config.k_shot) > 0)
-
-    def notes(self, data: McqData) -> list[str]:
-        return []
-
-    def special_options(self, data: McqData) -> McqData:
-        return data  # every item shows its own options to everyone
 
     def prompts(self, samples: McqData) -> Prompts:
         c = self.config
@@ -94,8 +83,19 @@ class McqTask:
         return read_answers(prompts.plan, answers)
 
     def score(self, samples: McqData, prompts: Prompts, extracted: McqAnswers) -> McqScored:
-        return McqScored(samples, prompts.plan, extracted, score_mcq(prompts.plan, extracted),
-                         McqResult(1, samples.dataset, extracted.incomplete_reason))
+        scores, reason = score_mcq(prompts.plan, extracted), extracted.incomplete_reason
+        table = reported_accuracies(scores.predictions, reason)
+        accuracy = {f"{COLUMNS[m]} {k}-shot": acc for k, row in table.items() for m, acc in row.items()}
+        chance = chance_accuracy([len(item.choices) for item in samples.items])
+        return McqScored(samples, prompts.plan, extracted, scores,
+                         McqResult(1, samples.dataset, reason, accuracy, chance))
+
+    def result(self, unit: Unit, scored: McqScored, answers: Answers) -> McqResult:
+        return scored.result
+
+    def record(self, result: McqResult) -> UnitResult:
+        return UnitResult(result.unit_id, result.dataset, result.accuracy, result.incomplete_reason,
+                          {"chance_accuracy": result.chance})
 
     def report(self, scored: McqScored, seconds: float) -> UnitReport:
         c, data = self.config, scored.data
