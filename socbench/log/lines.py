@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyarrow import json as pa_json
 from pydantic import BaseModel, ValidationError
 
-from socbench.errors import DataError
+from socbench.errors import DataError, problem
 
 R = TypeVar("R", bound=BaseModel)
 TEXT, CODES = pa.string(), pa.list_(pa.string())
@@ -39,7 +39,7 @@ def read_lines(path: Path, model: type[R], what: str) -> Iterator[R]:
                 try:
                     yield model.model_validate_json(line)
                 except ValidationError as exc:
-                    raise DataError(f"{path}:{number}: not {what} ({exc.errors()[0]['msg']})") from None
+                    raise DataError(f"{path}:{number}: not {what} ({problem(exc)})") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
 

@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from socbench.errors import DataError
+from socbench.errors import DataError, problem
+from socbench.files import read_json
 from socbench.log.lines import ITEM_TYPES, item_columns, read_lines
 from socbench.log.records import (
     FORMAT,
@@ -45,15 +46,6 @@ class Rescore(DataError):
     """A results log this socbench does not read as it is: the same command, run again, rewrites it."""
 
 
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read ({exc})") from None
-
-
 def read_record(path: Path, model: type[R], payload: Any = None) -> R:
     """One record (``payload``: its JSON, when read already); an older or newer format is a ``Rescore``
     line, a bad field one DataError line."""
@@ -68,8 +60,7 @@ def read_record(path: Path, model: type[R], payload: Any = None) -> R:
     try:
         return model.model_validate(payload)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise DataError(f"{path}: field '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
+        raise DataError(f"{path}: {problem(exc)}") from None
 
 
 def read_variants(path: Path) -> list[VariantResult]:
