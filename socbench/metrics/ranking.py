@@ -117,11 +117,13 @@ def _shares(codes: Sequence[Code], values: np.ndarray) -> dict[Code, float]:
 
 
 def group_record(items: Sequence[ScoredItem], weights: Weights | None = None, seed: int = 0,
-                 alignment: bool = True) -> tuple[dict[str, object], dict[str, RankTest]]:
+                 alignment: bool = True, codes: tuple[Code, ...] | None = None,
+                 ) -> tuple[dict[str, object], dict[str, RankTest]]:
     """One group's shares and alignment (``weighted_*`` too with ``weights``), and its tests
     by prefix ("" and "weighted_") for the level's aggregate test; ``alignment=False``: NaN and no
-    test (a group too small to rank: its permutation test would be computed only to be dropped)."""
-    codes = group_codes(items)
+    test (a group too small to rank: its permutation test would be computed only to be dropped);
+    ``codes``: the group's, where the caller has them (``group_codes``)."""
+    codes = group_codes(items) if codes is None else codes
     record: dict[str, object] = {
         "respondents": len({item.person_id for item in items}), "items": len(items),
         "accuracy": float(np.mean([item.correct for item in items])),
@@ -152,8 +154,8 @@ def level_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_responden
                  weights: Weights | None = None, seed: int = 0,
                  ) -> dict[tuple, tuple[dict[str, object], dict[str, RankTest]]]:
     """Records of every group by ``keys`` with enough respondents and at least two codes."""
-    return {key: group_record(group, weights, _group_seed(seed, key))
-            for key, (group, _) in scorable_groups(items, keys, min_respondents).items()}
+    return {key: group_record(group, weights, _group_seed(seed, key), codes=codes)
+            for key, (group, codes) in scorable_groups(items, keys, min_respondents).items()}
 
 
 def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, RankTest]]],
@@ -214,10 +216,9 @@ def question_view(items: Sequence[Item], scored: Sequence[ScoredItem], texts: Ma
         countries.setdefault(qid, {})[UNMAPPED if country is None else str(country)] = record
     view = {}
     for (qid,), group in split_groups(scored, ("question_id",)).items():
-        qualified = levels["question"].get((qid,))
-        record = (qualified[0] if qualified
-                  else _without_alignment(group_record(group, weights, seed, alignment=False)[0]))
-        codes = group_codes(group)
+        qualified, codes = levels["question"].get((qid,)), group_codes(group)
+        record = qualified[0] if qualified else _without_alignment(
+            group_record(group, weights, seed, alignment=False, codes=codes)[0])
         asked_in = {item.country_code for item in group}
         view[qid] = {"text": (texts or {}).get(qid, ""),
                      "options": [[code, labels.get(qid, {}).get(code, "")] for code in codes],
