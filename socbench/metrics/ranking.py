@@ -46,10 +46,15 @@ def kendall_tau_b(model: np.ndarray, human: np.ndarray, axis: int = -1) -> np.nd
     constant (no order: tau-b is 0/0, as scipy's ``kendalltau`` says)."""
     model, human = np.moveaxis(np.asarray(model, float), axis, -1), np.asarray(human, float)
     i, j = np.triu_indices(human.shape[-1], 1)
-    sx, sy = np.sign(_round(model[..., i] - model[..., j])), np.sign(_round(human[i] - human[j]))
-    tied_model, tied_human = (sx * sx).sum(-1), (sy * sy).sum()
+    return _tau_of_signs(np.sign(_round(model[..., i] - model[..., j])), np.sign(_round(human[i] - human[j])))
+
+
+def _tau_of_signs(sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
+    """Tau-b from the signs of each pair's difference (rows of pairs for the model, one for people); the
+    sums are of -1, 0 and 1, exact in any order, so a product and counts give the same floats."""
+    tied_model, tied_human = np.count_nonzero(sx, axis=-1), np.count_nonzero(sy)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = (sx * sy).sum(-1) / np.sqrt(tied_model * tied_human)
+        tau = (sx @ sy) / np.sqrt(tied_model * tied_human)
     return np.where((tied_human == 0) | (tied_model == 0), np.nan, tau)
 
 
@@ -84,17 +89,34 @@ def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
     if math.isnan(tau):  # a constant ranking on either side: no order, no test
         return RankTest(agreement, tau, math.nan, np.array([tau]))
     exact = len(human) <= EXACT_MAX_OPTIONS
-    orders = _all_orders(len(human)) if exact else _random_orders(len(human), np.random.default_rng(seed))
-    null = kendall_tau_b(model[orders], human)
+    k = len(human)
+    null = _permuted_taus(model, human, _order_pairs(k) if exact else
+                          _pairs_of(_random_orders(k, np.random.default_rng(seed))))
     adjustment = 0 if exact else 1  # scipy's: a resampled test counts the observed ordering once
     count = np.count_nonzero(null >= observed - np.abs(np.finfo(float).eps * 100 * observed)) + adjustment
-    return RankTest(agreement, tau, float(np.clip(count / (len(orders) + adjustment), 0.0, 1.0)), null)
+    return RankTest(agreement, tau, float(np.clip(count / (len(null) + adjustment), 0.0, 1.0)), null)
+
+
+def _permuted_taus(model: np.ndarray, human: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """``kendall_tau_b(model[orders], human)``, each permuted pair's sign looked up in the model's k x k
+    table of signs (``pairs``: ``_pairs_of(orders)``): a permuted pair's difference is one of the table's,
+    so the same floats without the arithmetic on thousands of rows of pairs."""
+    i, j = np.triu_indices(len(human), 1)
+    signs = np.sign(_round(model[:, None] - model[None, :])).ravel()
+    return _tau_of_signs(signs[pairs], np.sign(_round(human[i] - human[j])))
+
+
+def _pairs_of(orders: np.ndarray) -> np.ndarray:
+    """Where each order's pairs (i < j, tau-b's order) are in a flattened k x k table."""
+    k = orders.shape[-1]
+    i, j = np.triu_indices(k, 1)
+    return orders[:, i] * k + orders[:, j]
 
 
 @cache
-def _all_orders(k: int) -> np.ndarray:
-    """Every order of ``k`` options, in scipy's (``itertools.permutations``) order."""
-    return np.array(list(permutations(range(k))))
+def _order_pairs(k: int) -> np.ndarray:
+    """``_pairs_of`` every order of ``k`` options, in scipy's (``itertools.permutations``) order."""
+    return _pairs_of(np.array(list(permutations(range(k)))))
 
 
 def _random_orders(k: int, rng: np.random.Generator) -> np.ndarray:
