@@ -103,14 +103,16 @@ def _permuted_taus(model: np.ndarray, human: np.ndarray, pairs: np.ndarray) -> n
     so the same floats without the arithmetic on thousands of rows of pairs."""
     i, j = np.triu_indices(len(human), 1)
     signs = np.sign(_round(model[:, None] - model[None, :])).ravel()
-    return _tau_of_signs(signs[pairs], np.sign(_round(human[i] - human[j])))
+    return _tau_of_signs(signs[pairs].T, np.sign(_round(human[i] - human[j])))
 
 
 def _pairs_of(orders: np.ndarray) -> np.ndarray:
-    """Where each order's pairs (i < j, tau-b's order) are in a flattened k x k table."""
+    """Where each order's pairs (i < j, tau-b's order) are in a flattened k x k table: pairs x orders
+    (whole rows copied: picking columns of orders x k was the slow part)."""
     k = orders.shape[-1]
     i, j = np.triu_indices(k, 1)
-    return orders[:, i] * k + orders[:, j]
+    columns = orders.T.astype(np.min_scalar_type(k * k))  # small integers: a quarter of the memory
+    return columns[i] * k + columns[j]
 
 
 @cache
