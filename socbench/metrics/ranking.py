@@ -46,15 +46,15 @@ def kendall_tau_b(model: np.ndarray, human: np.ndarray, axis: int = -1) -> np.nd
     constant (no order: tau-b is 0/0, as scipy's ``kendalltau`` says)."""
     model, human = np.moveaxis(np.asarray(model, float), axis, -1), np.asarray(human, float)
     i, j = np.triu_indices(human.shape[-1], 1)
-    return _tau_of_signs(np.sign(_round(model[..., i] - model[..., j])), np.sign(_round(human[i] - human[j])))
+    sx, sy = np.sign(_round(model[..., i] - model[..., j])), np.sign(_round(human[i] - human[j]))
+    return _tau(sx @ sy, np.count_nonzero(sx, axis=-1), np.count_nonzero(sy))
 
 
-def _tau_of_signs(sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
-    """Tau-b from the signs of each pair's difference (rows of pairs for the model, one for people); the
-    sums are of -1, 0 and 1, exact in any order, so a product and counts give the same floats."""
-    tied_model, tied_human = np.count_nonzero(sx, axis=-1), np.count_nonzero(sy)
+def _tau(agree: np.ndarray, tied_model: np.ndarray, tied_human: int) -> np.ndarray:
+    """Tau-b from the sum of the pairs' sign products and each side's count of untied pairs: sums of
+    -1, 0 and 1, exact in any order, so a product and counts give the sums' floats."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = (sx @ sy) / np.sqrt(tied_model * tied_human)
+        tau = agree / np.sqrt(tied_model * tied_human)
     return np.where((tied_human == 0) | (tied_model == 0), np.nan, tau)
 
 
@@ -103,7 +103,8 @@ def _permuted_taus(model: np.ndarray, human: np.ndarray, pairs: np.ndarray) -> n
     so the same floats without the arithmetic on thousands of rows of pairs."""
     i, j = np.triu_indices(len(human), 1)
     signs = np.sign(_round(model[:, None] - model[None, :])).ravel()
-    return _tau_of_signs(signs[pairs].T, np.sign(_round(human[i] - human[j])))
+    sx, sy = signs[pairs], np.sign(_round(human[i] - human[j]))
+    return _tau(sy @ sx, np.count_nonzero(sx, axis=0), np.count_nonzero(sy))
 
 
 def _pairs_of(orders: np.ndarray) -> np.ndarray:
