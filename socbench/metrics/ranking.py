@@ -119,7 +119,7 @@ def _pairs_of(orders: np.ndarray) -> np.ndarray:
 @cache
 def _order_pairs(k: int) -> np.ndarray:
     """``_pairs_of`` every order of ``k`` options, in scipy's (``itertools.permutations``) order."""
-    return _pairs_of(np.array(list(permutations(range(k)))))
+    return _pairs_of(np.array(list(permutations(range(k))))).astype(np.intp)  # cast once, not per lookup
 
 
 def _random_orders(k: int, rng: np.random.Generator) -> np.ndarray:
