@@ -99,3 +99,21 @@ def test_group_without_answers_is_skipped_not_zero() -> None:
     assert cq["groups"] == 0 and cq["skipped_no_answers"] == 1 and math.isnan(cq["wasserstein"])
     with pytest.raises(ValueError):
         distribution_scores(items, min_respondents=0)
+
+
+def test_distances_are_scipys_to_the_bit() -> None:
+    """Issue 43: W1 and JS in scipy's arithmetic without its set-up give scipy's floats exactly."""
+    from scipy.spatial.distance import jensenshannon
+    from scipy.stats import wasserstein_distance
+
+    rng = np.random.default_rng(2)
+    for k in (2, 3, 4, 5, 7, 11):
+        for _ in range(30):
+            model, human = rng.dirichlet(np.ones(k)), rng.integers(0, 4, k) / 1.0
+            model[rng.integers(k)] = 0.0  # an option nobody chose
+            human[0] += human.sum() == 0
+            human /= human.sum()
+            positions = np.arange(k, dtype=float)
+            w1 = wasserstein_distance(positions, positions, u_weights=model, v_weights=human)
+            assert wasserstein_score(model, human) == 1.0 - float(w1) / (k - 1)
+            assert js_score(model, human) == 1.0 - float(jensenshannon(model, human, base=2))

@@ -55,6 +55,26 @@ def test_permutation_p_value_is_the_exact_share_of_orders_at_least_as_aligned() 
     assert math.isnan(rank_test(np.full(4, 0.25), human).p_value)  # a constant ranking: no order, no test
 
 
+def test_permutation_test_is_scipys_to_the_bit() -> None:
+    """Issue 43: the test without scipy's per-call set-up draws the same orders: the same null, in order
+    (the level's test draws from it by index), and the same p-value, exact (k <= 7) and resampled."""
+    from scipy.stats import permutation_test
+
+    rng = np.random.default_rng(5)
+    for k in (2, 3, 4, 5, 7, 8, 11, 17):  # 17: the pairs' positions past one byte
+        for seed in range(3):
+            model, human = rng.integers(0, 6, k) / 6, rng.dirichlet(np.ones(k))  # ties on the model's side
+            if np.ptp(model) == 0:
+                continue
+            expected = permutation_test((model,), lambda x, axis=-1, h=human: kendall_tau_b(x, h, axis),
+                                        permutation_type="pairings", vectorized=True, alternative="greater",
+                                        n_resamples=np.inf if k <= 7 else 9_999,
+                                        rng=np.random.default_rng(seed))
+            got = rank_test(model, human, seed)
+            assert got.p_value == expected.pvalue
+            assert np.array_equal(got.null, expected.null_distribution)
+
+
 def test_mean_tau_test_finds_alignment_only_where_there_is_some() -> None:
     rng = np.random.default_rng(0)
     humans = [rng.dirichlet(np.ones(5)) for _ in range(30)]

@@ -86,3 +86,42 @@ def test_paired_comparison_counts_test_and_difference() -> None:
     assert 0 < low < 0.5 < high <= 1.0
     with pytest.raises(ValueError):
         paired_comparison([1, 0], [1], [1, 2])
+
+
+def scipy_cluster_ci(values, clusters, strata, n_resamples: int, seed: int) -> tuple[float, float]:
+    """The CI as it was computed before issue 43: ``np.unique`` totals and scipy's ``bootstrap``."""
+    from scipy.stats import bootstrap
+
+    values, clusters, keys = np.asarray(values, float), np.asarray(clusters), np.asarray(strata)
+    totals = []
+    for stratum in np.unique(keys):
+        _, inverse = np.unique(clusters[keys == stratum], return_inverse=True)
+        totals.append((np.bincount(inverse, weights=values[keys == stratum]), np.bincount(inverse) * 1.0))
+    varying = [t for t in totals if len(t[0]) >= 2]
+    fixed = sum(float(s.sum() / n.sum()) for s, n in totals if len(s) < 2)
+
+    def statistic(*indices, axis=-1):
+        parts = [s[i].sum(axis=axis) / n[i].sum(axis=axis) for (s, n), i in zip(varying, indices)]
+        return (np.sum(parts, axis=0) + fixed) / len(totals)
+
+    result = bootstrap(tuple(np.arange(len(s)) for s, _ in varying), statistic, n_resamples=n_resamples,
+                       vectorized=True, paired=False, method="percentile", rng=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def test_bootstrap_draws_scipys_resamples_in_bounded_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: the CI without scipy's copies, its draws in chunks of rows, clusters ranked by hashing:
+    the same resamples, so the same floats as scipy's ``bootstrap`` over the same totals."""
+    from socbench.metrics import uncertainty
+
+    monkeypatch.setattr(uncertainty, "RESAMPLE_CHUNK", 500)  # rows drawn a few at a time
+    rng = np.random.default_rng(8)
+    domains = np.repeat(["Family", "Work", "Zeta", "Ägypten"], [400, 300, 3, 250])
+    people = [f"{d}:{p}" for d, p in zip(domains, rng.integers(0, 90, len(domains)), strict=True)]
+    people[700:703] = ["Zeta:only"] * 3  # a one-respondent stratum: a constant
+    for seed in range(3):
+        values = rng.integers(-1, 2, len(domains)) * 1.0
+        expected = scipy_cluster_ci(values, people, domains, 999, seed)
+        assert cluster_bootstrap_ci(values, people, list(domains), n_resamples=999, seed=seed) == expected
+        assert (cluster_bootstrap_ci(values, people, ["all"] * len(values), n_resamples=999, seed=seed)
+                == scipy_cluster_ci(values, people, ["all"] * len(values), 999, seed))

@@ -84,10 +84,10 @@ def unit_weights(w: np.ndarray | None, n: int) -> np.ndarray:
     return np.ones(n) if w is None else np.asarray(w, dtype=float) * (n / np.sum(w))
 
 
-def hajek(a: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Weighted mean of each column (``w`` of mean 1, a column), taken from the first row so that a
-    column whose values are all alike gives that value exactly (its deviations are then exactly 0)."""
-    return a[0] + (w * (a - a[0])).mean(0)
+def hajek(a: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """Weighted mean of each column (``w`` of mean 1, a column; None: all 1), taken from the first row so
+    that a column whose values are all alike gives that value exactly (its deviations are then 0)."""
+    return a[0] + (a - a[0] if w is None else w * (a - a[0])).mean(0)
 
 
 def tuned_lambda(g: np.ndarray, gh: np.ndarray, gu: np.ndarray, single: bool = False) -> np.ndarray:
@@ -140,12 +140,20 @@ def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_u: np.ndarray, w: np.ndarray 
     a model that gives everyone the same answer moves nothing, weighted or not."""
     y, yhat, yhat_u = _columns(y), _columns(yhat), _columns(yhat_u)
     n, N = len(y), len(yhat_u)
-    w, w_u = unit_weights(w, n)[:, None], unit_weights(w_u, N)[:, None]
-    parts = tuple((m := hajek(a, v), v * (a - m)) for a, v in ((y, w), (yhat, w), (yhat_u, w_u)))
+    if w is None and w_u is None:  # unweighted: no multiplications by 1 (the same floats, less time)
+        w = w_u = pooled_w = None
+    else:
+        w, w_u = unit_weights(w, n)[:, None], unit_weights(w_u, N)[:, None]
+        pooled_w = np.vstack([w, w_u])
+    parts = tuple((m := hajek(a, v), _weighted(v, a - m)) for a, v in ((y, w), (yhat, w), (yhat_u, w_u)))
     if lam is None:  # the model's answers around their pooled mean: ppi_py's λ when unweighted
-        pooled = hajek(np.vstack([yhat, yhat_u]), np.vstack([w, w_u]))
-        lam = tuned_lambda(parts[0][1], w * (yhat - pooled), w_u * (yhat_u - pooled))
+        pooled = hajek(np.vstack([yhat, yhat_u]), pooled_w)
+        lam = tuned_lambda(parts[0][1], _weighted(w, yhat - pooled), _weighted(w_u, yhat_u - pooled))
     return _combine(parts, lam)
+
+
+def _weighted(w: np.ndarray | None, a: np.ndarray) -> np.ndarray:
+    return a if w is None else w * a
 
 
 def _link(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -217,7 +225,10 @@ def _logistic_influences(theta, x, y, yhat, x_u, yhat_u, w, w_u, use_unlabelled:
 
 
 def _se(g: np.ndarray, gh: np.ndarray, gu: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """Standard errors from the influences of labelled and unlabelled people at ``lam``."""
+    """Standard errors from the influences of labelled and unlabelled people at ``lam``; at λ = 0 (the
+    classical) without the model's terms, which are then exactly 0 (the repeated check's time)."""
+    if not lam.any():
+        return np.sqrt(np.var(g, axis=0, ddof=1) / len(g))
     return np.sqrt(np.var(g - lam * gh, axis=0, ddof=1) / len(g) + np.var(lam * gu, axis=0, ddof=1) / len(gu))
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from itertools import permutations
 from typing import Any
 
 import numpy as np
@@ -45,9 +47,14 @@ def kendall_tau_b(model: np.ndarray, human: np.ndarray, axis: int = -1) -> np.nd
     model, human = np.moveaxis(np.asarray(model, float), axis, -1), np.asarray(human, float)
     i, j = np.triu_indices(human.shape[-1], 1)
     sx, sy = np.sign(_round(model[..., i] - model[..., j])), np.sign(_round(human[i] - human[j]))
-    tied_model, tied_human = (sx * sx).sum(-1), (sy * sy).sum()
+    return _tau(sx @ sy, np.count_nonzero(sx, axis=-1), np.count_nonzero(sy))
+
+
+def _tau(agree: np.ndarray, tied_model: np.ndarray, tied_human: int) -> np.ndarray:
+    """Tau-b from the sum of the pairs' sign products and each side's count of untied pairs: sums of
+    -1, 0 and 1, exact in any order, so a product and counts give the sums' floats."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = (sx * sy).sum(-1) / np.sqrt(tied_model * tied_human)
+        tau = agree / np.sqrt(tied_model * tied_human)
     return np.where((tied_human == 0) | (tied_model == 0), np.nan, tau)
 
 
@@ -73,19 +80,51 @@ class RankTest:
 
 
 def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
-    """Modal agreement, tau-b and its one-sided permutation p-value for one group."""
-    from scipy.stats import permutation_test  # here: scipy.stats takes a second or more to import
-
+    """Modal agreement, tau-b and its one-sided permutation p-value for one group: scipy's
+    ``permutation_test`` (pairings, vectorized, one batch) without its per-call set-up, which was most
+    of ranking's time at a survey's size; the same permutations, null and p-value to the bit."""
     agreement = modal_agreement(model, human)
-    tau = float(kendall_tau_b(model, human))
+    observed = kendall_tau_b(model, human)
+    tau = float(observed)
     if math.isnan(tau):  # a constant ranking on either side: no order, no test
         return RankTest(agreement, tau, math.nan, np.array([tau]))
     exact = len(human) <= EXACT_MAX_OPTIONS
-    result = permutation_test((model,), lambda x, axis=-1: kendall_tau_b(x, human, axis),
-                              permutation_type="pairings", vectorized=True, alternative="greater",
-                              n_resamples=np.inf if exact else PERMUTATION_RESAMPLES,
-                              rng=np.random.default_rng(seed))
-    return RankTest(agreement, tau, float(result.pvalue), np.asarray(result.null_distribution, float))
+    k = len(human)
+    null = _permuted_taus(model, human, _order_pairs(k) if exact else
+                          _pairs_of(_random_orders(k, np.random.default_rng(seed))))
+    adjustment = 0 if exact else 1  # scipy's: a resampled test counts the observed ordering once
+    count = np.count_nonzero(null >= observed - np.abs(np.finfo(float).eps * 100 * observed)) + adjustment
+    return RankTest(agreement, tau, float(np.clip(count / (len(null) + adjustment), 0.0, 1.0)), null)
+
+
+def _permuted_taus(model: np.ndarray, human: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """``kendall_tau_b(model[orders], human)``, each permuted pair's sign looked up in the model's k x k
+    table of signs (``pairs``: ``_pairs_of(orders)``): a permuted pair's difference is one of the table's,
+    so the same floats without the arithmetic on thousands of rows of pairs."""
+    i, j = np.triu_indices(len(human), 1)
+    signs = np.sign(_round(model[:, None] - model[None, :])).ravel()
+    sx, sy = signs[pairs], np.sign(_round(human[i] - human[j]))
+    return _tau(sy @ sx, np.count_nonzero(sx, axis=0), np.count_nonzero(sy))
+
+
+def _pairs_of(orders: np.ndarray) -> np.ndarray:
+    """Where each order's pairs (i < j, tau-b's order) are in a flattened k x k table: pairs x orders
+    (whole rows copied: picking columns of orders x k was the slow part)."""
+    k = orders.shape[-1]
+    i, j = np.triu_indices(k, 1)
+    columns = orders.T.astype(np.min_scalar_type(k * k))  # small integers: a quarter of the memory
+    return columns[i] * k + columns[j]
+
+
+@cache
+def _order_pairs(k: int) -> np.ndarray:
+    """``_pairs_of`` every order of ``k`` options, in scipy's (``itertools.permutations``) order."""
+    return _pairs_of(np.array(list(permutations(range(k))))).astype(np.intp)  # cast once, not per lookup
+
+
+def _random_orders(k: int, rng: np.random.Generator) -> np.ndarray:
+    """``PERMUTATION_RESAMPLES`` random orders drawn as scipy draws them for one sample in one batch."""
+    return rng.permuted(np.tile(np.arange(k), (PERMUTATION_RESAMPLES, 1, 1)), axis=-1)[:, 0]
 
 
 def mean_tau_p(taus: Sequence[float], nulls: Sequence[np.ndarray], seed: int = 0) -> float:
@@ -103,11 +142,13 @@ def _shares(codes: Sequence[Code], values: np.ndarray) -> dict[Code, float]:
 
 
 def group_record(items: Sequence[ScoredItem], weights: Weights | None = None, seed: int = 0,
-                 alignment: bool = True) -> tuple[dict[str, object], dict[str, RankTest]]:
+                 alignment: bool = True, codes: tuple[Code, ...] | None = None,
+                 ) -> tuple[dict[str, object], dict[str, RankTest]]:
     """One group's shares and alignment (``weighted_*`` too with ``weights``), and its tests
     by prefix ("" and "weighted_") for the level's aggregate test; ``alignment=False``: NaN and no
-    test (a group too small to rank: its permutation test would be computed only to be dropped)."""
-    codes = group_codes(items)
+    test (a group too small to rank: its permutation test would be computed only to be dropped);
+    ``codes``: the group's, where the caller has them (``group_codes``)."""
+    codes = group_codes(items) if codes is None else codes
     record: dict[str, object] = {
         "respondents": len({item.person_id for item in items}), "items": len(items),
         "accuracy": float(np.mean([item.correct for item in items])),
@@ -138,8 +179,8 @@ def level_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_responden
                  weights: Weights | None = None, seed: int = 0,
                  ) -> dict[tuple, tuple[dict[str, object], dict[str, RankTest]]]:
     """Records of every group by ``keys`` with enough respondents and at least two codes."""
-    return {key: group_record(group, weights, _group_seed(seed, key))
-            for key, (group, _) in scorable_groups(items, keys, min_respondents).items()}
+    return {key: group_record(group, weights, _group_seed(seed, key), codes=codes)
+            for key, (group, codes) in scorable_groups(items, keys, min_respondents).items()}
 
 
 def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, RankTest]]],
@@ -200,10 +241,9 @@ def question_view(items: Sequence[Item], scored: Sequence[ScoredItem], texts: Ma
         countries.setdefault(qid, {})[UNMAPPED if country is None else str(country)] = record
     view = {}
     for (qid,), group in split_groups(scored, ("question_id",)).items():
-        qualified = levels["question"].get((qid,))
-        record = (qualified[0] if qualified
-                  else _without_alignment(group_record(group, weights, seed, alignment=False)[0]))
-        codes = group_codes(group)
+        qualified, codes = levels["question"].get((qid,)), group_codes(group)
+        record = qualified[0] if qualified else _without_alignment(
+            group_record(group, weights, seed, alignment=False, codes=codes)[0])
         asked_in = {item.country_code for item in group}
         view[qid] = {"text": (texts or {}).get(qid, ""),
                      "options": [[code, labels.get(qid, {}).get(code, "")] for code in codes],

@@ -14,33 +14,47 @@ import numpy as np
 DEFAULT_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
+RESAMPLE_CHUNK = 2**22  # drawn cluster indices held at once (32 MB)
 
 Totals = tuple[np.ndarray, np.ndarray]  # per-cluster sums of the values, per-cluster item counts
 
 
-def _strata_totals(values: np.ndarray, clusters: np.ndarray, strata: np.ndarray | None) -> list[Totals]:
+def _ranks(labels: Sequence) -> np.ndarray:
+    """Each label's rank among the distinct labels (``np.unique``'s order), by hashing: sorting a pooled
+    run's millions of ``domain:person`` strings was most of a CI's time."""
+    import pandas as pd  # here: pandas takes a second to import
+
+    if isinstance(labels, np.ndarray):
+        return pd.factorize(labels, sort=True, use_na_sentinel=False)[0]
+    array = np.empty(len(labels), dtype=object)  # one label a slot, tuples too
+    array[:] = list(labels)
+    return pd.factorize(array, sort=True, use_na_sentinel=False)[0]
+
+
+def _strata_totals(values: np.ndarray, clusters: Sequence, strata: np.ndarray | None) -> list[Totals]:
     """Per stratum: the sums and item counts of each cluster (respondent)."""
-    keys = np.zeros(len(values), dtype=int) if strata is None else strata
+    keys, ranks = np.zeros(len(values), dtype=int) if strata is None else strata, _ranks(clusters)
     totals = []
     for stratum in np.unique(keys):
         mask = keys == stratum
-        _, inverse = np.unique(clusters[mask], return_inverse=True)
+        present = np.zeros(ranks.max() + 1, dtype=bool)
+        present[ranks[mask]] = True
+        inverse = (np.cumsum(present) - 1)[ranks[mask]]  # np.unique's inverse, without its sort
         totals.append((np.bincount(inverse, weights=values[mask]), np.bincount(inverse).astype(float)))
     return totals
 
 
 def _as_arrays(values: Sequence[float], clusters: Sequence, strata: Sequence | None):
+    """The values as floats, the strata as their ranks; the clusters as given (ranked per stratum)."""
     values_a = np.asarray(values, dtype=float)
-    clusters_a = np.asarray(clusters)
-    strata_a = None if strata is None else np.asarray(strata)
-    if len(clusters_a) != len(values_a) or (strata_a is not None and len(strata_a) != len(values_a)):
+    if len(clusters) != len(values_a) or (strata is not None and len(strata) != len(values_a)):
         raise ValueError("values, clusters and strata must have one entry per item")
-    return values_a, clusters_a, strata_a
+    return values_a, clusters, None if strata is None else _ranks(strata)
 
 
 def stratified_mean(values: Sequence[float], strata: Sequence | None = None) -> float:
     """Mean of ``values`` within each stratum, averaged over strata (plain mean without)."""
-    values_a, _, strata_a = _as_arrays(values, np.zeros(len(values)), strata)
+    values_a, _, strata_a = _as_arrays(values, range(len(values)), strata)
     if len(values_a) == 0:
         return math.nan
     if strata_a is None:
@@ -63,7 +77,7 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Se
                          confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Percentile CI of ``stratified_mean(values, strata)``, resampling clusters (respondents) in each
     stratum; a one-respondent stratum enters as a constant, and with no other the CI is (NaN, NaN)."""
-    from scipy.stats import bootstrap  # here: scipy.stats takes a second or more to import
+    from scipy.stats import quantile  # here: scipy.stats takes a second or more to import
 
     values_a, clusters_a, strata_a = _as_arrays(values, clusters, strata)
     totals = _strata_totals(values_a, clusters_a, strata_a) if len(values_a) else []
@@ -71,17 +85,25 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Se
     if not varying:
         return math.nan, math.nan
     fixed = sum(float(s.sum() / n.sum()) for s, n in totals if len(s) < 2)
-    n_strata = len(totals)
+    rng = np.random.default_rng(seed)
+    parts = [_resampled_ratios(s, n, rng, n_resamples) for s, n in varying]
+    theta = (np.sum(parts, axis=0) + fixed) / len(totals)
+    alpha = np.asarray((1 - confidence) / 2)
+    low, high = quantile(theta, np.stack((alpha, 1 - alpha)), axis=-1)
+    return float(low), float(high)
 
-    def statistic(*indices: np.ndarray, axis: int = -1) -> np.ndarray:
-        parts = [s[i].sum(axis=axis) / n[i].sum(axis=axis)
-                 for (s, n), i in zip(varying, indices, strict=True)]
-        return (np.sum(parts, axis=0) + fixed) / n_strata
 
-    result = bootstrap(tuple(np.arange(len(s)) for s, _ in varying), statistic, n_resamples=n_resamples,
-                       vectorized=True, paired=False, method="percentile", confidence_level=confidence,
-                       rng=np.random.default_rng(seed))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+def _resampled_ratios(sums: np.ndarray, counts: np.ndarray, rng: np.random.Generator,
+                      n_resamples: int) -> np.ndarray:
+    """Each resample's sum of values over its items, clusters drawn with replacement: scipy's
+    ``bootstrap`` (vectorized, one batch) without its copies, the same draws (one ``(n_resamples,
+    clusters)`` array, drawn here in rows of ``RESAMPLE_CHUNK`` values: the same stream, bounded memory)."""
+    rows = max(1, RESAMPLE_CHUNK // len(sums))
+    ratios = []
+    for start in range(0, n_resamples, rows):
+        drawn = rng.integers(0, len(sums), (min(rows, n_resamples - start), len(sums)))
+        ratios.append(sums[drawn].sum(axis=-1) / counts[drawn].sum(axis=-1))
+    return np.concatenate(ratios)
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
