@@ -39,7 +39,6 @@ class PersonaAttributes(BaseModel):
 
 
 PERSONA_ROLES = ("sex", "age", "education", "religion", "party", "employment")  # persona groups
-ROLES = ("respondent_id", "group", "weight", *PERSONA_ROLES)
 
 
 class Roles(BaseModel):
@@ -61,7 +60,7 @@ class Roles(BaseModel):
 
     def declared(self) -> dict[str, str]:
         """``{role: attribute key}`` of the roles set."""
-        return {role: key for role in ROLES if (key := getattr(self, role))}
+        return {role: key for role, key in self if key}
 
 
 class DomainSpec(BaseModel):

@@ -32,14 +32,8 @@ def weight_problem(value: object) -> str | None:
 
 def weight_problems(values: Iterable[object]) -> tuple[Counter[str], list[int]]:
     """(count per problem kind, positions of the problem weights, in order)."""
-    counts: Counter[str] = Counter()
-    positions = []
-    for index, value in enumerate(values):
-        kind = weight_problem(value)
-        if kind is not None:
-            counts[kind] += 1
-            positions.append(index)
-    return counts, positions
+    kinds = [weight_problem(value) for value in values]
+    return Counter(kind for kind in kinds if kind), [i for i, kind in enumerate(kinds) if kind]
 
 
 def describe(counts: Counter[str]) -> str:
