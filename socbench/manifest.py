@@ -169,11 +169,8 @@ class Manifest(BaseModel):
 def find_manifest(data_dir: str | Path) -> Path | None:
     """``socbench.yaml`` (or ``.yml``) in ``data_dir`` or its ``Dataset_all`` child, else None."""
     base = Path(data_dir).expanduser()
-    for folder in (base, base / "Dataset_all"):
-        for name in MANIFEST_NAMES:
-            if (folder / name).is_file():
-                return folder / name
-    return None
+    paths = (folder / name for folder in (base, base / "Dataset_all") for name in MANIFEST_NAMES)
+    return next((path for path in paths if path.is_file()), None)
 
 
 def read_manifest(path: str | Path) -> Manifest:

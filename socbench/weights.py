@@ -17,11 +17,9 @@ NO_WEIGHTS = "the data has no design weights"
 
 def weight_problem(value: object) -> str | None:
     """The kind of problem of one weight (``KINDS``), None for a usable weight."""
-    if value is None:
-        return "missing"
     try:
         number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # None among them
         return "missing"
     if math.isnan(number):
         return "missing"  # a blank or system-missing cell
