@@ -235,12 +235,10 @@ def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
         if item.question_id.lower() not in index:
             raise DataError(f"item {item.item_id}: question {item.question_id!r} is not in the question set")
     ordered = sorted(enumerate(scoreable), key=lambda pair: (rank[pair[1].person_id], pair[0]))
-    systems: dict[int, str] = {}
+    systems = {pid: system_message(respondents[pid], settings) for pid in {i.person_id for i in scoreable}}
     prompts = []
     for _, item in ordered:
         respondent, question = respondents[item.person_id], index[item.question_id.lower()]
-        if item.person_id not in systems:
-            systems[item.person_id] = system_message(respondent, settings)
         system = systems[item.person_id]
         prompts += (variant_prompts(item, respondent, question, settings, expansion, system) if expansion
                     else [build_prompt(item, respondent, question, settings, system)])
