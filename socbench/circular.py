@@ -209,11 +209,9 @@ def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> Ci
     sampled = any(result.sampled for result in results)
     per_family = {family: family_metrics(groups, family)
                   for family in families(mode) + ((SAMPLED,) if sampled else ())}
-    metrics: dict[str, float] = {}
-    for prefix in ("acc_", "more_", "vote_"):
-        for values, _, _ in per_family.values():
-            metrics.update({name: value for name, value in values.items()
-                            if name.startswith(prefix) or (prefix == "more_" and name.startswith("perf_"))})
+    rank = {"acc": 0, "more": 1, "perf": 1, "vote": 2}  # a stable sort keeps the families' order in each
+    pairs = [pair for values, _, _ in per_family.values() for pair in values.items()]
+    metrics = dict(sorted(pairs, key=lambda pair: rank[pair[0].split("_")[0]]))
     return CircularScores(
         metrics=metrics,
         questions={family: entered for family, (_, entered, _) in per_family.items()},

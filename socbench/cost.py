@@ -136,14 +136,10 @@ def dry_run(config: Any) -> Outcome:
     return Outcome("\n".join(lines), {})
 
 
-def _batch_share(config: Any) -> float:
-    """What a run pays of the prices given: ``--price_batch_discount`` through the Batch API, else all."""
-    return config.price_batch_discount if config.engine_settings().batch else 1.0
-
-
 def _table(config: Any, costs: list[UnitCost]) -> list[str]:
     """One row per unit and their total; with a price given, the cost of each (at most)."""
-    share = _batch_share(config)
+    # what a run pays of the prices given: ``--price_batch_discount`` through the Batch API, else all
+    share = config.price_batch_discount if config.engine_settings().batch else 1.0
     prices = ((config.price_prompt or 0.0) * share, (config.price_completion or 0.0) * share)
     priced = config.price_prompt is not None or config.price_completion is not None
     total = UnitCost("total", *(sum(getattr(c, key) for c in costs) for key in

@@ -45,17 +45,14 @@ def get_domain(domain_id: int | str, data_dir: str | Path | None = None) -> Doma
     table = domain_table(data_dir)
     valid = ", ".join(str(d.id) for d in table)
     key = str(domain_id).strip()
-    if key.lstrip("-").isdigit():
-        num = int(key)
-        if num == 5 and table is DOMAINS:
-            raise ConfigError(f"--domain_id 5 (Leisure Time and Sports) has no data in ISSP/SocioBench; "
-                              f"valid ids: {valid}")
-        for d in table:
-            if d.id == num:
-                return d
-    for d in table:
-        if key.lower() in (d.slug, d.name.lower()):
-            return d
+    num = int(key) if key.lstrip("-").isdigit() else None
+    if num == 5 and table is DOMAINS:
+        raise ConfigError(f"--domain_id 5 (Leisure Time and Sports) has no data in ISSP/SocioBench; "
+                          f"valid ids: {valid}")
+    # an id first, then a slug or name
+    found = [d for d in table if d.id == num] + [d for d in table if key.lower() in (d.slug, d.name.lower())]
+    if found:
+        return found[0]
     raise ConfigError(f"--domain_id {key!r} is not a known domain; valid ids: {valid} (or 'all')")
 
 

@@ -83,12 +83,9 @@ def reduce_draws(extractions: Mapping[str, Extraction], samples: int,
     grouped: dict[str, list[Extraction]] = {}
     for request_id, extraction in extractions.items():
         grouped.setdefault(item_of(request_id), []).append(extraction)
-    reduced: dict[str, Extraction] = {}
-    agreements: list[float] = []
-    for item_id, draws in grouped.items():
-        reduced[item_id], agreement = modal_extraction(draws, samples)
-        if agreement is not None:
-            agreements.append(agreement)
+    modal = {item_id: modal_extraction(draws, samples) for item_id, draws in grouped.items()}
+    reduced = {item_id: extraction for item_id, (extraction, _) in modal.items()}
+    agreements = [agreement for _, agreement in modal.values() if agreement is not None]
     complete = [[d.code for d in draws] for draws in grouped.values()
                 if len(draws) == samples and all(d.code is not None for d in draws)]
     categories = sorted({code for codes in complete for code in codes})

@@ -39,7 +39,6 @@ class PersonaAttributes(BaseModel):
 
 
 PERSONA_ROLES = ("sex", "age", "education", "religion", "party", "employment")  # persona groups
-ROLES = ("respondent_id", "group", "weight", *PERSONA_ROLES)
 
 
 class Roles(BaseModel):
@@ -61,7 +60,7 @@ class Roles(BaseModel):
 
     def declared(self) -> dict[str, str]:
         """``{role: attribute key}`` of the roles set."""
-        return {role: key for role in ROLES if (key := getattr(self, role))}
+        return {role: key for role, key in self if key}
 
 
 class DomainSpec(BaseModel):
@@ -170,11 +169,8 @@ class Manifest(BaseModel):
 def find_manifest(data_dir: str | Path) -> Path | None:
     """``socbench.yaml`` (or ``.yml``) in ``data_dir`` or its ``Dataset_all`` child, else None."""
     base = Path(data_dir).expanduser()
-    for folder in (base, base / "Dataset_all"):
-        for name in MANIFEST_NAMES:
-            if (folder / name).is_file():
-                return folder / name
-    return None
+    paths = (folder / name for folder in (base, base / "Dataset_all") for name in MANIFEST_NAMES)
+    return next((path for path in paths if path.is_file()), None)
 
 
 def read_manifest(path: str | Path) -> Manifest:

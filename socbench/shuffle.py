@@ -22,18 +22,14 @@ def order_seed(run_seed: int, person_id: int | str, question_id: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def shuffled_order(codes: Sequence[Code], run_seed: int, person_id: int | str,
-                   question_id: str) -> tuple[Code, ...]:
-    """A seeded permutation of ``codes``; the same inputs always give the same order."""
-    order = list(codes)
-    random.Random(order_seed(run_seed, person_id, question_id)).shuffle(order)
-    return tuple(order)
-
-
 def display_order(codes: Sequence[Code], shuffle: bool, run_seed: int, person_id: int | str,
                   question_id: str) -> tuple[Code, ...]:
-    """Survey order when ``shuffle`` is off, else the seeded permutation."""
-    return shuffled_order(codes, run_seed, person_id, question_id) if shuffle else tuple(codes)
+    """Survey order when ``shuffle`` is off, else a seeded permutation of ``codes``: the same inputs
+    always give the same order."""
+    order = list(codes)
+    if shuffle:
+        random.Random(order_seed(run_seed, person_id, question_id)).shuffle(order)
+    return tuple(order)
 
 
 def option_text(code: Code, label: str) -> str:

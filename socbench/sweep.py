@@ -153,14 +153,10 @@ def settle(batches: Iterable[BatchRecord]) -> SweepState:
     """Done: any run of the pair completed. Running: its latest batch is not over. Failed: the rest, with
     the domain run's own message or, when it never finished, its batch's."""
     batches = list(batches)
-    state = SweepState()
+    state = SweepState(results={(b.model, d.domain_id): d.result for b in batches for d in b.domains
+                                if d.completed and d.result is not None},
+                       running_runs=[b.run_id for b in batches if not b.final])
     for batch in batches:
-        for domain in batch.domains:
-            if domain.completed and domain.result is not None:
-                state.results[(batch.model, domain.domain_id)] = domain.result
-    for batch in batches:
-        if not batch.final:
-            state.running_runs.append(batch.run_id)
         messages = {d.domain_id: d.message for d in batch.domains if not d.completed and d.message}
         for domain_id in batch.domain_ids:
             pair = (batch.model, domain_id)

