@@ -31,7 +31,7 @@ from socbench.data.options import build_items
 from socbench.domains import select_domains
 from socbench.log.write import write_scored_domain
 from socbench.metrics.persona_groups import respondent_groups
-from socbench.report.files import write_run_summary
+from socbench.report.markdown import write_run_summary
 from socbench.scoring import design_weights, score_items, summarize_domain
 from socbench.types import Extraction, ScoredDomain
 

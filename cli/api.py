@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from socbench.config import from_flat
-from socbench.records import Outcome
+from socbench.outcomes import Outcome
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,7 +14,7 @@ from prefect.utilities.annotations import opaque
 from socbench import pipeline
 from socbench.errors import RunFailed
 from socbench.log import rerun
-from socbench.records import Outcome
+from socbench.outcomes import Outcome
 from socbench.studies import task_for
 from socbench.task import Task
 from socbench.tasks.build_prompts import build_prompts

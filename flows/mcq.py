@@ -6,8 +6,8 @@ from __future__ import annotations
 from prefect import flow
 
 from socbench.flows import run_unit, run_units
-from socbench.mcq.config import McqConfig
-from socbench.records import Outcome
+from socbench.mcq.mcq_config import McqConfig
+from socbench.outcomes import Outcome
 from socbench.studies import task_for
 from socbench.tasks.secrets import with_secret_key
 

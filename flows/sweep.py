@@ -17,7 +17,7 @@ from socbench.config import RunConfig
 from socbench.domains import select_domains
 from socbench.flows import failed as failed_state
 from socbench.flows.issp import DEFAULT_CONFIG, issp_domain
-from socbench.records import SweepOutcome
+from socbench.outcomes import SweepOutcome
 from socbench.sweep import SweepConfig, failure_text
 from socbench.tasks.engine_slot import engine_slot
 from socbench.tasks.export import export

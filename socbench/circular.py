@@ -27,7 +27,7 @@ from typing import Any
 
 from socbench.errors import ConfigError, DataError
 from socbench.mcq.datasets import letters
-from socbench.mcq.types import McqItem
+from socbench.mcq.mcq_types import McqItem
 from socbench.shuffle import display_order, order_seed
 from socbench.types import (
     CircularMode,

@@ -15,7 +15,7 @@ from typing import Any
 
 from socbench import pipeline
 from socbench.engines.settings import EngineSettings
-from socbench.records import Outcome
+from socbench.outcomes import Outcome
 from socbench.report.terminal import terminal_table
 from socbench.studies import task_for
 from socbench.task import Request

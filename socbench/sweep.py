@@ -15,7 +15,7 @@ from socbench.config import RunConfig
 from socbench.engines.cache import CacheStore
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError
-from socbench.records import BatchRecord
+from socbench.outcomes import BatchRecord
 from socbench.types import DomainResult
 
 DEPLOYMENT = re.compile(r"^[^/\s]+/[^/\s]+$")

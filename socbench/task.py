@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from socbench.records import RunReport, UnitReport
+from socbench.outcomes import RunReport, UnitReport
 from socbench.types import Answers, LoglikelihoodRequest, PromptRequest
 
 Request = PromptRequest | LoglikelihoodRequest

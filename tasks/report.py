@@ -10,7 +10,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from socbench import progress
 from socbench.log.write import write_unit_record
-from socbench.records import Artifact, RunReport, UnitReport
+from socbench.outcomes import Artifact, RunReport, UnitReport
 from socbench.task import Task
 from socbench.tasks import stage
 

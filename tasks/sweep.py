@@ -18,10 +18,10 @@ from prefect.client.schemas.objects import FlowRun
 from prefect.deployments import run_deployment
 from prefect.runtime import flow_run as current_run
 
-from socbench.records import BatchRecord, DomainRecord, SweepOutcome
-from socbench.report.files import write_run_summary
+from socbench.outcomes import BatchRecord, DispatchedDomain, SweepOutcome
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
+from socbench.report.markdown import write_run_summary
 from socbench.sweep import SweepConfig, SweepState, SweepUnit, settle
 from socbench.tasks import stage
 
@@ -41,10 +41,10 @@ def _message(run: FlowRun) -> str:
     return f"{state.name}: {state.message}" if state.message else state.name
 
 
-def _domain(run: FlowRun) -> DomainRecord:
+def _domain(run: FlowRun) -> DispatchedDomain:
     completed = run.state is not None and run.state.is_completed()
     result = run.state.result() if completed else None
-    return DomainRecord(int(run.parameters["domain_id"]), completed, _message(run), result)
+    return DispatchedDomain(int(run.parameters["domain_id"]), completed, _message(run), result)
 
 
 def _batch(run: FlowRun, domain_runs: list[FlowRun]) -> BatchRecord | None:

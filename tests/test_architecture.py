@@ -266,3 +266,29 @@ def test_bench_and_deployments_import_as_packages_without_sys_path_edits() -> No
     assert offenders == []
     assert sys_path_edits("import sys\nsys.path.insert(0, 'x')") == ["line 2"]
     assert sys_path_edits("CODE = 'import sys; sys.path[:0] = [\"bench\"]'") == ["line 1 (in a string)"]
+
+
+# One idea per module name (issue 44): a name shared only by one idea's places in different layers or
+# studies (the CLI's, the Prefect task's and the library's ``export``; ISSP's and MCQ's ``scoring``).
+SHARED_NAMES = {
+    "circular": "circular evaluation and its report section",
+    "export": "the export: its CLI command, its Prefect task",
+    "extract": "extraction: the library's, its Prefect task",
+    "generic": "the study a new one inherits: its Task base, its flows",
+    "issp": "the ISSP study: its Task, its flows",
+    "mcq": "the MCQ study: its Task, its flows, its report section",
+    "report": "the report: its CLI command, its Prefect tasks",
+    "scoring": "scoring: ISSP's answers, MCQ's methods",
+    "sweep": "the sweep: its library, its Prefect tasks, its flow",
+}
+
+
+def test_no_two_modules_share_a_name_for_different_ideas() -> None:
+    found: dict[str, list[str]] = {}
+    for package in PACKAGES:
+        root = ROOT / ("socbench" if package == "socbench" else package)
+        for path in root.rglob("*.py"):
+            if path.name != "__init__.py" and "__pycache__" not in path.parts:
+                found.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    shared = {name: sorted(paths) for name, paths in found.items() if len(paths) > 1}
+    assert set(shared) <= set(SHARED_NAMES), {k: v for k, v in shared.items() if k not in SHARED_NAMES}

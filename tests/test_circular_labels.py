@@ -17,8 +17,8 @@ from socbench.circular import issp_variants, reduce_domain
 from socbench.extract import extract_all
 from socbench.log.write import write_scored_domain
 from socbench.prompts.persona import PromptSettings, build_prompts
-from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
+from socbench.report.markdown import write_run_summary
 from socbench.scoring import score_domain
 from socbench.types import CircularSettings, DomainData, EngineResult, Item, Question, Respondent
 from support.fake_openai import FakeOpenAIServer

@@ -24,7 +24,7 @@ from socbench.engines import session
 from socbench.engines.settings import EngineSettings, VllmSettings
 from socbench.engines.vllm_args import _warn_removed, vllm_arguments
 from socbench.errors import ConfigError
-from socbench.mcq.config import McqConfig, make_mcq_config
+from socbench.mcq.mcq_config import McqConfig, make_mcq_config
 from support import CLI
 from tests.conftest import ROOT
 

@@ -10,7 +10,7 @@ import pytest
 
 from socbench.engines.settings import choose_backend
 from socbench.errors import ConfigError
-from socbench.mcq.config import make_mcq_config
+from socbench.mcq.mcq_config import make_mcq_config
 
 
 @pytest.mark.parametrize("forced", ["vllm", "hf"])

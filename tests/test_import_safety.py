@@ -26,8 +26,8 @@ from socbench.data import build_items, load_domain
 from socbench.data.example_study import SAV_NAME
 from socbench.domains import get_domain
 from socbench.log.write import write_scored_domain
-from socbench.report.files import domain_markdown, write_run_summary
 from socbench.report.html import write_report
+from socbench.report.markdown import domain_markdown, write_run_summary
 from socbench.scoring import score_domain
 from socbench.types import Extraction
 from tests.conftest import ROOT

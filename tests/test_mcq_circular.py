@@ -22,11 +22,11 @@ from socbench.circular import CP_SKIPPED, NO_MCP, circular_metrics, rotations
 from socbench.cli import main
 from socbench.errors import ConfigError
 from socbench.log.read import read_variants
-from socbench.mcq.config import make_mcq_config
 from socbench.mcq.datasets import letters, load_mcq
+from socbench.mcq.mcq_config import make_mcq_config
+from socbench.mcq.mcq_types import McqData, McqItem
 from socbench.mcq.prompts import SHOT_SEPARATOR, build_plan
 from socbench.mcq.scoring import score_mcq
-from socbench.mcq.types import McqData, McqItem
 from socbench.pipeline import answer
 from socbench.report.mcq import write_mcq_files
 from socbench.report.output import model_dir

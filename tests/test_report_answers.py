@@ -26,10 +26,10 @@ from socbench.log.write import write_domain_files
 from socbench.metrics.headline import lead_sentence, structure_sentence
 from socbench.metrics.structure import structure
 from socbench.report.answers import _simbench, persona_pairs
-from socbench.report.files import write_run_summary
 from socbench.report.html import ALIGNMENT, SCORES, distribution_cells, groups_title, write_report
 from socbench.report.html_sections import DEFINITIONS, NOTES, lead
 from socbench.report.labels import grouping_words
+from socbench.report.markdown import write_run_summary
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent, ScoredItem
 from support.records import read_detailed

@@ -26,8 +26,8 @@ import pytest
 
 from socbench.log.write import write_domain_files
 from socbench.metrics.headline import lead_sentence
-from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
+from socbench.report.markdown import write_run_summary
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Question, Respondent
 from support.browser import browser, needs_browser

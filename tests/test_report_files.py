@@ -12,8 +12,8 @@ from socbench.files import atomic_open, write_json
 from socbench.log.write import write_domain_files
 from socbench.models import model_slug
 from socbench.report.figures import draw_figures, parameter_count
-from socbench.report.files import write_run_summary
 from socbench.report.leaderboard import leaderboard
+from socbench.report.markdown import write_run_summary
 from socbench.report.output import model_dir
 from socbench.scoring import score_items, summarize_domain
 from socbench.types import Extraction, Item

@@ -16,8 +16,8 @@ import pytest
 from socbench.log.write import write_domain_files
 from socbench.metrics.headline import small_run_note
 from socbench.progress import run_table
-from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
+from socbench.report.markdown import write_run_summary
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent
 from support.cli import socbench

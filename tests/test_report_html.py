@@ -16,9 +16,9 @@ import pytest
 from socbench.cli import main
 from socbench.log.write import write_domain_files
 from socbench.report import html_sections as page
-from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
+from socbench.report.markdown import write_run_summary
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Respondent
 from support.records import read_detailed

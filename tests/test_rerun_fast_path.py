@@ -15,7 +15,7 @@ import pytest
 from socbench.config import make_config
 from socbench.log.rerun import fingerprint, marker, recall, remember
 from socbench.log.summary import write_summary_json
-from socbench.records import Outcome
+from socbench.outcomes import Outcome
 from support.fake_openai import FakeOpenAIServer
 
 URL = "http://127.0.0.1:9/v1"

@@ -31,8 +31,8 @@ from socbench.data.survey_file import SurveyFile, Variable
 from socbench.domains import get_domain, study_name
 from socbench.log.write import write_scored_domain
 from socbench.metrics.persona_groups import respondent_groups
-from socbench.report.files import write_run_summary
 from socbench.report.html import write_report
+from socbench.report.markdown import write_run_summary
 from socbench.scoring import score_domain
 from socbench.types import Extraction
 

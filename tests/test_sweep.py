@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from socbench.errors import ConfigError
-from socbench.records import BatchRecord, DomainRecord
+from socbench.outcomes import BatchRecord, DispatchedDomain
 from socbench.sweep import SweepConfig, SweepModel, settle
 from socbench.types import DomainResult
 
@@ -70,8 +70,8 @@ def _result(domain_id: int) -> DomainResult:
 
 def test_settle_reads_done_running_and_failed_over_every_attempt():
     crashed = BatchRecord(0, (1, 2, 3), True, "Crashed: no heartbeat",
-                          (DomainRecord(1, True, "", _result(1)), DomainRecord(2, False, "")), "r1")
-    domains = (DomainRecord(1, False, "Failed: bad file"), DomainRecord(2, True, "", _result(2)))
+                          (DispatchedDomain(1, True, "", _result(1)), DispatchedDomain(2, False, "")), "r1")
+    domains = (DispatchedDomain(1, False, "Failed: bad file"), DispatchedDomain(2, True, "", _result(2)))
     failed = BatchRecord(1, (1, 2), True, "Failed: 1 domain(s) failed", domains, "r2")
     first = settle([crashed, failed])
     assert sorted(first.results) == [(0, 1), (1, 2)]
@@ -79,7 +79,7 @@ def test_settle_reads_done_running_and_failed_over_every_attempt():
                             (1, 1): "Failed: bad file"}
     assert first.pending(2, [1, 2, 3]) == {0: [2, 3], 1: [1, 3]}  # (1, 3) was never dispatched
 
-    retry = BatchRecord(0, (2, 3), False, "", (DomainRecord(2, True, "", _result(2)),), "r3")
+    retry = BatchRecord(0, (2, 3), False, "", (DispatchedDomain(2, True, "", _result(2)),), "r3")
     second = settle([crashed, failed, retry])
     assert (0, 2) in second.results and second.running == {(0, 3)} and second.running_runs == ["r3"]
     assert (0, 3) not in second.failed and second.pending(2, [1, 2, 3]) == {1: [1, 3]}

@@ -14,7 +14,7 @@ import pytest
 from pydantic import Field
 
 from socbench.studies import STUDIES, Study
-from socbench.studies.base import StudyConfig, StudyTask
+from socbench.studies.generic import StudyConfig, StudyTask
 from socbench.task import Prompts
 from socbench.types import Answers, Message, PromptRequest
 from support.cli import socbench
@@ -65,7 +65,7 @@ def record(out: Path) -> dict:
 def test_a_toy_study_runs_everywhere(toy: None, api_url: str, tmp_path: Path) -> None:
     from socbench import evaluate
     from socbench.flows import run_inprocess
-    from socbench.flows.study import study
+    from socbench.flows.generic import study
     from socbench.report.leaderboard import leaderboard
 
     out = tmp_path / "out"

@@ -8,7 +8,7 @@ import pytest
 
 from socbench.metrics.baselines import baselines, majority_item_scores, weighted_majority_item_scores
 from socbench.metrics.distribution import distribution_scores, human_distribution
-from socbench.report.files import domain_markdown
+from socbench.report.markdown import domain_markdown
 from socbench.scoring import summarize_domain
 from socbench.types import ScoredItem
 

@@ -19,9 +19,9 @@ import pytest
 from socbench.log.summary import summary_payload
 from socbench.log.write import write_domain_files
 from socbench.metrics.demographic import demographic_model
-from socbench.report.files import domain_markdown, summary_markdown, write_run_summary
 from socbench.report.html import leaderboard_markdown
 from socbench.report.leaderboard import leaderboard
+from socbench.report.markdown import domain_markdown, summary_markdown, write_run_summary
 from socbench.scoring import score_domain, summarize_domain
 from socbench.types import DomainData, DomainResult, Extraction, Item, Question, Respondent
 from socbench.yardsticks import DEMOGRAPHIC, shown_attributes

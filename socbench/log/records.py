@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from socbench.mcq.types import Prediction
+from socbench.mcq.mcq_types import Prediction
 from socbench.types import COUNTRY, ScoredItem, VariantResult
 
 # 1: files without ``format`` (socbench before the results log); 2: every item inside

@@ -13,7 +13,7 @@ from typing import Any
 
 from socbench.errors import SocbenchError
 from socbench.files import write_json
-from socbench.records import Outcome
+from socbench.outcomes import Outcome
 
 NAME = "last_run.json"
 

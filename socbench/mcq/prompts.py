@@ -18,7 +18,7 @@ from dataclasses import replace
 from socbench.circular import expand_mcq_item
 from socbench.errors import ConfigError
 from socbench.mcq.datasets import letters
-from socbench.mcq.types import ItemPrompts, McqData, McqItem, McqPlan
+from socbench.mcq.mcq_types import ItemPrompts, McqData, McqItem, McqPlan
 from socbench.types import CircularSettings, LoglikelihoodRequest, Message, PromptRequest
 
 UNCONDITIONAL_CONTEXT = "Answer:"

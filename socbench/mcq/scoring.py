@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from socbench.mcq.datasets import letters
+from socbench.mcq.mcq_types import ItemPrompts, McqAnswers, McqPlan, McqScores, Prediction
 from socbench.mcq.prompts import MCP_ANSWER_PREFIX, UNCONDITIONAL_CONTEXT, digits
-from socbench.mcq.types import ItemPrompts, McqAnswers, McqPlan, McqScores, Prediction
 from socbench.types import EngineResult, LoglikelihoodResult, VariantResult
 
 METHODS = ("cp_raw", "cp_un", "cp_ln_token", "cp_ln_char", "mcp", "mcp_tolerance")

@@ -14,8 +14,8 @@ from socbench.circular import circular_name
 from socbench.files import atomic_open
 from socbench.log.records import McqRecord
 from socbench.log.write import mcq_files, mcq_folder, write_mcq_log
+from socbench.mcq.mcq_types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.mcq.scoring import COLUMNS, ENGINE_METHODS
-from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.report.circular import circular_table, default_metric_types, write_circular_table
 from socbench.report.html_sections import details, esc, note, table
 from socbench.report.output import LABELS, fmt, markdown_text, new_figure, save_figure

@@ -1,7 +1,7 @@
 """The studies socbench runs, each a Task (``socbench.task``), registered once in ``STUDIES``: its name (the
 CLI's sub-command, ``socbench.evaluate``'s first argument, the results log's ``task``), its configuration
-record, its Task and its Prefect flow (the generic ``socbench.flows.study`` unless it names its own). The
-CLI, ``socbench.evaluate`` and the flows read this table; a new study is its module (``studies.base`` gives
+record, its Task and its Prefect flow (the generic ``socbench.flows.generic`` unless it names its own). The
+CLI, ``socbench.evaluate`` and the flows read this table; a new study is its module (``studies.generic`` gives
 it every stage but four) plus an entry here. Entries name their classes as ``module:attribute`` and are
 imported when used, so that listing the studies imports none of them."""
 
@@ -30,7 +30,7 @@ class Study:
     config: str  # "module:Class" of its configuration record (the CLI's flags, the flow's parameter)
     task: str  # "module:Class" of its Task
     help: str
-    flow: str = "socbench.flows.study:study"  # "module:function" of its Prefect flow: the generic one
+    flow: str = "socbench.flows.generic:study"  # "module:function" of its Prefect flow: the generic one
     description: str | None = None
 
     def config_type(self) -> type:
@@ -46,7 +46,7 @@ STUDIES: dict[str, Study] = {s.name: s for s in (
           help="run the ISSP persona benchmark (issp prompts: print its prompts)",
           description="Run the ISSP persona benchmark through the Prefect flow in this process. "
                       "`socbench issp prompts --help`: print prompts instead."),
-    Study("mcq", "socbench.mcq.config:McqConfig", "socbench.studies.mcq:McqTask",
+    Study("mcq", "socbench.mcq.mcq_config:McqConfig", "socbench.studies.mcq:McqTask",
           flow="socbench.flows.mcq:mcq",
           help="CP vs MCP on multiple-choice questions (ARC, MMLU or a JSONL file)"),
 )}

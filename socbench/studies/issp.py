@@ -20,13 +20,13 @@ from socbench.extract import extract_all
 from socbench.log.summary import summary_row
 from socbench.log.write import write_scored_domain
 from socbench.manifest import DomainSpec
+from socbench.outcomes import Artifact, RunReport, UnitReport
 from socbench.progress import domain_line, run_table
 from socbench.prompts import build_domain_prompts
-from socbench.records import Artifact, RunReport, UnitReport
 from socbench.report.circular import write_run_circular_table
-from socbench.report.files import domain_markdown, write_run_summary
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
+from socbench.report.markdown import domain_markdown, write_run_summary
 from socbench.report.output import model_dir
 from socbench.score_stage import score_expanded
 from socbench.task import Prompts, Unit, UnitResult

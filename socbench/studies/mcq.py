@@ -10,15 +10,15 @@ from typing import ClassVar
 
 from socbench.circular import circular_notes
 from socbench.log.write import mcq_files
-from socbench.mcq.config import McqConfig
 from socbench.mcq.datasets import load_mcq
+from socbench.mcq.mcq_config import McqConfig
+from socbench.mcq.mcq_types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.mcq.prompts import build_plan, loglikelihood_requests, option_requests_of
 from socbench.mcq.scoring import COLUMNS, chance_accuracy, reported_accuracies, score_mcq
-from socbench.mcq.types import McqAnswers, McqData, McqPlan, McqScores
-from socbench.records import Artifact, RunReport, UnitReport
+from socbench.outcomes import Artifact, RunReport, UnitReport
 from socbench.report.html import write_report
 from socbench.report.mcq import write_mcq_files
-from socbench.studies.base import StudyTask
+from socbench.studies.generic import StudyTask
 from socbench.task import Prompts, Request, Unit, UnitResult
 from socbench.types import Answers
 

@@ -9,7 +9,7 @@ from prefect import flow
 
 from socbench.config import EngineRun
 from socbench.flows import run_unit, run_units
-from socbench.records import Outcome
+from socbench.outcomes import Outcome
 from socbench.studies import task_for
 from socbench.tasks.secrets import with_secret_key
 

@@ -2,7 +2,7 @@
 configuration record with the engine settings (``StudyConfig``) and a Task (``StudyTask``) whose every stage
 but load, prompts, extract and score has a default. Its units are written as the record every study shares
 (``log.records.UnitRecord``), which the leaderboard, ``socbench report`` and ``socbench.evaluate`` read, and
-it runs on the generic flows (``socbench.flows.study``)."""
+it runs on the generic flows (``socbench.flows.generic``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from socbench.config import EngineRun
 from socbench.engines.settings import EngineSettings, resolve_engine
 from socbench.errors import incomplete_reason
 from socbench.log.read import read_units
-from socbench.records import RunReport, UnitReport
+from socbench.outcomes import RunReport, UnitReport
 from socbench.report.html import write_report
 from socbench.report.output import model_dir
 from socbench.report.units import units_markdown

@@ -64,7 +64,7 @@ class SweepOutcome:
 
 
 @dataclass(frozen=True)
-class DomainRecord:
+class DispatchedDomain:
     """One domain's flow run inside a dispatched run."""
 
     domain_id: int
@@ -81,5 +81,5 @@ class BatchRecord:
     domain_ids: tuple[int, ...]
     final: bool
     message: str  # its final state's name and message ("" while it runs)
-    domains: tuple[DomainRecord, ...] = ()
+    domains: tuple[DispatchedDomain, ...] = ()
     run_id: str = ""
