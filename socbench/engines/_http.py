@@ -21,10 +21,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import count
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from socbench.engines._chat import code_tokens
 from socbench.engines.usage import UsageMeter
 from socbench.engines.windowed import WINDOW, windowed
 
@@ -60,44 +59,6 @@ class Unusable(Exception):
     def __init__(self, reason: str, reply: str | None = None) -> None:
         super().__init__(reason)
         self.reply = reply
-
-
-@dataclass(frozen=True)
-class OptionPlan:
-    """How one request's codes are scored (``_chat``'s rule): ``single_token`` asks for the codes'
-    tokens in one request; ``continuation`` scores prefix + code (+ closing quote) from prompt
-    log-probs, one request per code; ``top`` (no ``/tokenize``) looks codes up by text among
-    the top log-probs, ``-inf`` when absent."""
-
-    method: Literal["single_token", "continuation", "top"]
-    tokens: dict[str, tuple[int, ...]]  # code -> its token ids (one id for single_token)
-    suffix: str = ""  # text after each code in continuation scoring (the closing quote)
-
-
-def option_texts(prefix: str, codes: Sequence[str]) -> set[str]:
-    """Texts whose tokenization an ``OptionPlan`` needs (the prefix's trailing space goes with the code)."""
-    closing = closing_quote(prefix)
-    return {prefix.rstrip()} | {prefix + c for c in codes} | {prefix + c + closing for c in codes}
-
-
-def closing_quote(prefix: str) -> str:
-    return '"' if prefix.rstrip().endswith('"') else ""
-
-
-def option_plan(prefix: str, codes: Sequence[str], tokens: dict[str, list[int]] | None) -> OptionPlan:
-    """Plan from the server's tokenization of ``option_texts`` (None: the server has no tokenizer)."""
-    if tokens is None:
-        return OptionPlan("top", {})
-
-    def tail(text: str) -> tuple[int, ...] | None:
-        head, full = tokens[prefix.rstrip()], tokens[text]
-        return tuple(full[len(head):]) if full[:len(head)] == head and len(full) > len(head) else None
-
-    closing = closing_quote(prefix)
-    method, found = code_tokens(codes, lambda code: tail(prefix + code), closing)
-    if any(t is None for t in found.values()):
-        return OptionPlan("top", {})  # the code merges into the prefix: no clean boundary
-    return OptionPlan(method, found, closing if method == "continuation" else "")
 
 
 def content(text: Any) -> str:

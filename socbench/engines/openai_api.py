@@ -213,17 +213,17 @@ class OpenAIEngine:
         return Call(_path(request), body, _http.chat_text if request.chat else _http.completion_text)
 
     def _option_calls(self, request: PromptRequest,
-                      plan: _http.OptionPlan) -> list[tuple[str | None, Call]]:
+                      plan: _chat.OptionPlan) -> list[tuple[str | None, Call]]:
         """(code, or None for all codes, call) pairs scoring one request by its plan."""
-        codes, prefix = request.offered_codes, request.answer_prefix
+        codes, prefix, tokens = request.offered_codes, request.answer_prefix, plan.continuations
         one_token = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0}
         if plan.method == "continuation":
             return [(code, Call(_path(request), self._body(request, prefix=prefix + code + plan.suffix,
                                                                  prompt_logprobs=0, **one_token),
-                                 partial(_http.prompt_tail_logprob, expected=plan.tokens[code])))
+                                 partial(_http.prompt_tail_logprob, expected=tokens[code])))
                     for code in codes]
-        names = {f"token_id:{plan.tokens[c][0]}": c for c in codes} if plan.method == "single_token" else None
-        asks = {"logprob_token_ids": sorted({t[0] for t in plan.tokens.values()}),
+        names = {f"token_id:{tokens[c][0]}": c for c in codes} if plan.method == "single_token" else None
+        asks = {"logprob_token_ids": sorted({t[0] for t in tokens.values()}),
                 "return_tokens_as_token_ids": True} if names else {}
         logprobs = {"logprobs": True, "top_logprobs": self.settings.top_logprobs} if request.chat else \
             {"logprobs": self.settings.top_logprobs}
@@ -241,9 +241,9 @@ class OpenAIEngine:
         parse = partial(_http.continuation_score, n_chars=len(request.continuation))
         return Call("/v1/completions", body, parse)
 
-    def _plans(self, requests: Sequence[PromptRequest]) -> list[_http.OptionPlan]:
+    def _plans(self, requests: Sequence[PromptRequest]) -> list[_chat.OptionPlan]:
         """Scoring plan per request, from the server's /tokenize (vLLM) where it has one."""
-        texts = set().union(*(_http.option_texts(r.answer_prefix, r.offered_codes) for r in requests))
+        texts = set().union(*(_chat.server_texts(r.answer_prefix, r.offered_codes) for r in requests))
         todo = sorted(texts - self._tokens.keys()) if self._tokenize_ok else []
         body = {"model": self.settings.model, "add_special_tokens": False}
         ids = lambda d: list(map(int, d["tokens"]))  # noqa: E731
@@ -256,7 +256,7 @@ class OpenAIEngine:
             log.info("%s: /tokenize failed (%s); option log-probs use the top %d tokens",
                      self.identity["api_base"], errors[0], self.settings.top_logprobs)
         tokens = self._tokens if self._tokenize_ok and not errors else None
-        return [_http.option_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
+        return [_chat.server_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
 
 
 def _honours(text: str, codes: tuple[str, ...], mode: str) -> bool:
