@@ -1,7 +1,8 @@
-"""Prompt rendering shared by the vLLM and transformers backends, and the one option-scoring planner
-(theirs, and the OpenAI-compatible backend's over a server's ``/tokenize``), so all tokenize alike: chat prompts through the chat template (no special tokens added again),
-raw prompts and loglikelihood with the tokenizer's default encoding, continuations split off
-lm-evaluation-harness's way (the context's trailing whitespace moves onto them).
+"""Prompt rendering shared by the vLLM and transformers backends, and the one option-scoring planner (theirs,
+and the OpenAI-compatible backend's over a server's ``/tokenize``), so all tokenize alike: chat prompts
+through the chat template (no special tokens added again), raw prompts and loglikelihood with the
+tokenizer's default encoding, continuations split off lm-evaluation-harness's way (the context's trailing
+whitespace moves onto them).
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from socbench.engines.base import ResultSink
 from socbench.types import Code, LoglikelihoodRequest, PromptRequest
 
+T = TypeVar("T")
 MAX_SINGLE_STEP_CODES = 128  # vLLM's cap on logprob_token_ids per request (larger sets are split)
 
 
@@ -144,8 +146,8 @@ def answer_regex(codes: tuple[Code, ...]) -> str:
     return r'\{"answer": "(' + options + r')"\}'
 
 
-def report(results: list, index: int, result: object, on_result: ResultSink | None) -> None:
-    """Store a finished result and tell the caller at once (the cache persists it)."""
-    results[index] = result
+def report(on_result: ResultSink | None, index: int, result: T) -> T:
+    """Tell the caller of a finished result at once (the cache persists it); the result back."""
     if on_result is not None:
         on_result(index, result)
+    return result

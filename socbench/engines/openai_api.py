@@ -17,7 +17,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -39,7 +39,6 @@ from socbench.types import (
 )
 
 log = logging.getLogger("socbench")
-T = TypeVar("T")
 
 
 def resolve_api_key(api_key_env: str = "OPENAI_API_KEY") -> SecretStr | None:
@@ -129,7 +128,7 @@ class OpenAIEngine:
         def finish(i: int, text: str | None, error: str | None) -> EngineResult:
             prefix = _started(requests[i])
             result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
-            return _report(on_result, i, result)
+            return _chat.report(on_result, i, result)
 
         return sender.run_all(LazyCalls(requests, self._generate_call), finish)
 
@@ -152,12 +151,13 @@ class OpenAIEngine:
             pending[i] -= 1
             if pending[i] == 0:
                 key, codes = requests[i].key, requests[i].offered_codes
-                results[i] = _report(on_result, i, EngineResult(key, error=errors[i]) if i in errors else
-                                     EngineResult(key, option_logprobs={c: parts[i][c] for c in codes}))
+                done = EngineResult(key, error=errors[i]) if i in errors else \
+                    EngineResult(key, option_logprobs={c: parts[i][c] for c in codes})
+                results[i] = _chat.report(on_result, i, done)
 
         for i, request in enumerate(requests):
             if not request.offered_codes:
-                results[i] = _report(on_result, i, EngineResult(request.key, error="no offered codes"))
+                results[i] = _chat.report(on_result, i, EngineResult(request.key, error="no offered codes"))
         self._send.run_all([call for _, _, call in owners], finish)
         return results  # type: ignore[return-value]
 
@@ -169,7 +169,7 @@ class OpenAIEngine:
             if error is not None:
                 failed.append(error)
                 return None
-            return _report(on_result, i, LoglikelihoodResult(requests[i].key, *value))
+            return _chat.report(on_result, i, LoglikelihoodResult(requests[i].key, *value))
 
         results = self._send.run_all([self._loglikelihood_call(r) for r in requests], finish)
         if failed:
@@ -287,8 +287,3 @@ def _show_status(line: str) -> None:
     if progress is not None:
         progress.status(line)
 
-
-def _report(on_result: ResultSink | None, index: int, result: T) -> T:
-    if on_result is not None:
-        on_result(index, result)
-    return result
