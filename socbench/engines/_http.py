@@ -175,11 +175,35 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
         return pool.submit(lambda: asyncio.run(factory())).result()  # type: ignore[arg-type]
 
 
-def _retry_after(value: str | None) -> float | None:
+def retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` header's seconds, capped (an HTTP date: None, backoff instead)."""
     try:
         return min(max(float(value), 0.0), MAX_RETRY_AFTER_S) if value else None
     except ValueError:
-        return None  # an HTTP date: fall back to backoff
+        return None
+
+
+def backoff(settings: OpenAISettings, attempt: int, after: float | None = None) -> float:
+    """Seconds before the next attempt, for both transports: ``Retry-After`` if the server gave one, else
+    full jitter up to ``backoff_base_s * 2^attempt`` (at most ``backoff_max_s``)."""
+    if after is not None:
+        return after
+    return random.uniform(0, min(settings.backoff_max_s, settings.backoff_base_s * 2 ** attempt))
+
+
+def redact(settings: OpenAISettings, text: str) -> str:
+    """``text`` without the API key (a server may echo it in an error)."""
+    key = settings.api_key.get_secret_value() if settings.api_key else ""
+    return text.replace(key, "***") if key else text
+
+
+def session(settings: OpenAISettings, **options: Any) -> Any:
+    """An ``aiohttp.ClientSession`` with the key's header and the timeouts (both transports)."""
+    import aiohttp
+
+    headers = {"Authorization": f"Bearer {settings.api_key.get_secret_value()}"} if settings.api_key else {}
+    timeout = aiohttp.ClientTimeout(total=settings.max_request_s, sock_connect=settings.connect_timeout_s)
+    return aiohttp.ClientSession(headers=headers, timeout=timeout, **options)
 
 
 class Transport:
@@ -190,7 +214,6 @@ class Transport:
         self.settings = settings
         self.usage = UsageMeter()
         self._turn = count()
-        self._random = random.Random()
 
     def run_all(self, calls: list[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
         """Send every call (at most ``concurrent_requests`` in flight); ``finish(i, value, error)`` each.
@@ -209,11 +232,9 @@ class Transport:
         import aiohttp
 
         s = self.settings
-        headers = {"Authorization": f"Bearer {s.api_key.get_secret_value()}"} if s.api_key else {}
-        timeout = aiohttp.ClientTimeout(total=s.max_request_s, sock_connect=s.connect_timeout_s)
         connector = aiohttp.TCPConnector(limit=s.concurrent_requests + len(s.api_base))  # + one probe each
         now = asyncio.get_running_loop().time()
-        async with aiohttp.ClientSession(connector=connector, headers=headers, timeout=timeout) as http:
+        async with session(s, connector=connector) as http:
             batch = _Batch(http, asyncio.Semaphore(s.concurrent_requests),
                            {base: _Liveness(base, now) for base in s.api_base})
 
@@ -242,17 +263,18 @@ class Transport:
                 except Unusable as exc:
                     unusable += 1
                     if unusable > 1:  # the same twice: the model's (empty) reply, or nothing usable
-                        return (exc.reply, None) if exc.reply is not None else (None, self.redact(str(exc)))
+                        return (exc.reply, None) if exc.reply is not None else \
+                            (None, redact(self.settings, str(exc)))
                     reply = Reply(reason=str(exc), retry=True)
                 except (KeyError, IndexError, TypeError, ValueError) as exc:
                     malformed = f"malformed response ({type(exc).__name__}: {exc})"[:200]
                     reply = Reply(reason=malformed, retry=True)
-            reason = self.redact(reply.reason)
+            reason = redact(self.settings, reply.reason)
             if not reply.retry:
                 return None, reason
             if attempt + 1 < attempts:
                 log.debug("retrying %s after attempt %d: %s", call.path, attempt + 1, reason)
-                await asyncio.sleep(self._delay(attempt, reply.retry_after))
+                await asyncio.sleep(backoff(self.settings, attempt, reply.retry_after))
         return None, f"gave up after {attempts} attempts: {reason}"
 
     async def _post(self, http: Any, live: _Liveness, call: Call) -> Reply:
@@ -278,7 +300,7 @@ class Transport:
             async with http.post(url, json=body) as response:
                 live.heard = asyncio.get_running_loop().time()  # any status: the server is alive
                 status, text = response.status, await response.text()
-                retry_after = _retry_after(response.headers.get("Retry-After"))
+                after = retry_after(response.headers.get("Retry-After"))
         except aiohttp.ConnectionTimeoutError:
             limit = self.settings.connect_timeout_s
             return Reply(reason=f"connection error (no connection within {limit:g} s)", retry=True)
@@ -291,7 +313,7 @@ class Transport:
         live.heard = asyncio.get_running_loop().time()
         if status != 200:
             return Reply(reason=f"HTTP {status}: {' '.join(text.split())[:200]}",
-                         retry=status in RETRY_STATUS, retry_after=retry_after)
+                         retry=status in RETRY_STATUS, retry_after=after)
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
@@ -332,13 +354,3 @@ class Transport:
             return f"no reply within {timeout_s:g} s"
         except aiohttp.ClientError as exc:
             return f"{type(exc).__name__}: {exc}"
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return retry_after
-        cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** attempt)
-        return self._random.uniform(0, cap)  # full jitter
-
-    def redact(self, text: str) -> str:
-        key = self.settings.api_key.get_secret_value() if self.settings.api_key else ""
-        return text.replace(key, "***") if key else text
