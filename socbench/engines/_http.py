@@ -21,14 +21,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import count
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
 from socbench.engines.windowed import WINDOW, windowed
-
-if TYPE_CHECKING:
-    from socbench.engines.openai_settings import OpenAISettings
 
 log = logging.getLogger("socbench")
 T = TypeVar("T")

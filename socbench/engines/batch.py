@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from socbench.engines._http import (
     RETRY_STATUS,
@@ -33,11 +33,9 @@ from socbench.engines._http import (
     session,
 )
 from socbench.engines.batch_ledger import BatchLedger, BatchRecord
+from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
 from socbench.errors import ConfigError
-
-if TYPE_CHECKING:
-    from socbench.engines.openai_settings import OpenAISettings
 
 log = logging.getLogger("socbench")
 ALIVE = frozenset({"validating", "in_progress", "finalizing", "cancelling"})  # the batch may still answer
