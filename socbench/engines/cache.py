@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partialmethod
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, method TEXT NOT NULL,
                                     value TEXT NOT NULL, created REAL NOT NULL);
 """
 _STOP = object()
+Row = tuple[str, str, str, float]  # key, method, value JSON, when
 
 
 def cache_key(identity: dict[str, str], method: str, request_key: str) -> str:
@@ -167,14 +168,11 @@ class _Store:
             if len(rows) < len(batch):
                 return
 
-    def _write(self, rows: list[tuple[str, str, str, float]]) -> None:
-        raise NotImplementedError
+    _write: Callable[[list[Row]], None]  # the format's: store a batch of rows
+    _close: Callable[[], None]
 
     def _sync(self) -> None:
         """Make what was written durable (and visible to other hosts)."""
-
-    def _close(self) -> None:
-        raise NotImplementedError
 
 
 class EngineCache(_Store):
@@ -201,7 +199,7 @@ class EngineCache(_Store):
         with self._read_lock:
             return self._read.execute("SELECT COUNT(*) FROM results").fetchone()[0]
 
-    def _write(self, rows: list[tuple[str, str, str, float]]) -> None:
+    def _write(self, rows: list[Row]) -> None:
         with self._conn:
             self._conn.execute("BEGIN")
             self._conn.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", rows)
@@ -256,7 +254,7 @@ class SegmentCache(_Store):
     def __len__(self) -> int:
         return len({key for key, _ in self._records()})
 
-    def _write(self, rows: list[tuple[str, str, str, float]]) -> None:
+    def _write(self, rows: list[Row]) -> None:
         """Append to this process's segment (created on the first answer), in the OS at once (a process
         kill keeps it), synced at most every ``SYNC_S``."""
         with self._file_lock:
@@ -264,7 +262,7 @@ class SegmentCache(_Store):
         if time.monotonic() - self._synced >= SYNC_S:
             self._sync()
 
-    def _append(self, rows: list[tuple[str, str, str, float]]) -> None:
+    def _append(self, rows: list[Row]) -> None:
         if self._file is None:
             name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
             self._file = open(self.path / name, "x", encoding="utf-8", newline="\n")
