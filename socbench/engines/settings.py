@@ -24,7 +24,7 @@ from pydantic import (
 
 from socbench.engines.cache import CacheStore
 from socbench.engines.openai_settings import OpenAISettings, api_bases
-from socbench.engines.vllm_args import check_vllm_keys
+from socbench.engines.vllm_args import REMOVED, check_vllm_keys
 from socbench.errors import ConfigError, validated
 from socbench.models import DEFAULT_MODEL, socbench_home
 from socbench.processes import CPU_ENV
@@ -222,8 +222,8 @@ def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
     if api_type == "auto":
         return values
     if api_type == "vllm":
-        values = check_vllm_keys(values, own=set(VllmSettings.model_fields))
-        VllmSettings.for_host(values, cuda=True)  # GPU defaults are {}: no torch import to check
+        VllmSettings.for_host(values, cuda=True)  # keys checked there, once; GPU defaults: no torch import
+        values = {key: value for key, value in values.items() if key not in REMOVED}  # warned there
     elif api_type == "hf":
         HfSettings.from_options(values)
     else:
