@@ -210,3 +210,26 @@ def test_a_refused_upload_is_one_warning_without_the_key(tmp_path: Path, caplog)
         results = eng.generate([prompt(1)])
     assert results[0].error == "batch: the input file could not be uploaded"
     assert "batch API POST /v1/files failed: HTTP 500" in caplog.text and "sk-secret-123" not in caplog.text
+
+
+def test_the_batch_api_waits_a_throttling_server_s_retry_after(tmp_path: Path) -> None:
+    """The files and batches calls share the direct requests' retry policy: a 429's ``Retry-After`` is
+    waited (they used a fixed backoff of their own, which ignored it)."""
+    import time
+
+    from aiohttp import web
+
+    class Throttling(FakeBatchServer):
+        looked: list[float] = []
+
+        async def look(self, request: web.Request) -> web.Response:
+            self.looked.append(time.monotonic())
+            if len(self.looked) == 1:
+                return web.json_response({"error": {"message": "slow down"}}, status=429,
+                                         headers={"Retry-After": "0.5"})
+            return await super().look(request)
+
+    with Throttling() as server:
+        results = engine(server, tmp_path).generate([prompt(1)])
+    assert results[0].error is None
+    assert server.looked[1] - server.looked[0] >= 0.5  # FAST's own backoff is at most 0.05 s

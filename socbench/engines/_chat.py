@@ -1,7 +1,8 @@
-"""Prompt rendering and option-scoring plans shared by the vLLM and transformers backends, so
-both tokenize alike: chat prompts through the chat template (no special tokens added again),
-raw prompts and loglikelihood with the tokenizer's default encoding, continuations split off
-lm-evaluation-harness's way (the context's trailing whitespace moves onto them).
+"""Prompt rendering shared by the vLLM and transformers backends, and the one option-scoring planner (theirs,
+and the OpenAI-compatible backend's over a server's ``/tokenize``), so all tokenize alike: chat prompts
+through the chat template (no special tokens added again), raw prompts and loglikelihood with the
+tokenizer's default encoding, continuations split off lm-evaluation-harness's way (the context's trailing
+whitespace moves onto them).
 """
 
 from __future__ import annotations
@@ -10,22 +11,26 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from socbench.engines.base import ResultSink
 from socbench.types import Code, LoglikelihoodRequest, PromptRequest
 
+T = TypeVar("T")
 MAX_SINGLE_STEP_CODES = 128  # vLLM's cap on logprob_token_ids per request (larger sets are split)
 
 
 @dataclass(frozen=True)
 class OptionPlan:
-    """How to score one request's codes: ``single_token`` (each code one distinct token, read after
-    ``context`` in one step) or ``continuation`` (each code, plus a closing quote, a sequence)."""
+    """How one request's codes are scored, in-process and over a server alike: ``single_token`` (each code
+    one distinct token, read after the context in one step), ``continuation`` (each code plus ``suffix``,
+    the closing quote, a token sequence) or ``top`` (a server without ``/tokenize``: codes looked up by
+    text among the top log-probs, ``-inf`` when absent)."""
 
-    context: tuple[int, ...]
-    continuations: dict[Code, tuple[int, ...]]
-    method: Literal["single_token", "continuation"]
+    method: Literal["single_token", "continuation", "top"]
+    continuations: dict[Code, tuple[int, ...]]  # code -> its token ids after the context
+    context: tuple[int, ...] = ()  # in-process: the prompt's token ids
+    suffix: str = ""  # continuation: the closing quote after each code
 
 
 def prompt_text(tokenizer, request: PromptRequest) -> str:
@@ -52,8 +57,8 @@ def split_trailing_space(context: str, continuation: str) -> tuple[str, str]:
 
 
 def option_plan(tokenizer, request: PromptRequest) -> OptionPlan:
-    """One shared context, one token sequence per code; trailing whitespace (of the answer prefix
-    for chat, of the whole text for raw prompts) moves onto the codes."""
+    """In-process: one shared context, one token sequence per code; trailing whitespace (of the answer
+    prefix for chat, of the whole text for raw prompts) moves onto the codes."""
     text = prompt_text(tokenizer, request)
     if request.chat:
         prefix, lead = split_trailing_space(request.answer_prefix, "")
@@ -61,22 +66,44 @@ def option_plan(tokenizer, request: PromptRequest) -> OptionPlan:
     else:
         text, lead = split_trailing_space(text + request.answer_prefix, "")
     context = tuple(encode(tokenizer, text, special=not request.chat))
-    closing = '"' if text.endswith('"') else ""
-    method, tokens = code_tokens(request.offered_codes, lambda code: _encode_piece(tokenizer, lead + code),
-                                 closing)
-    return OptionPlan(context, tokens, method)
+    return _plan(request.offered_codes, text, lambda code: _encode_piece(tokenizer, lead + code), context)
 
 
-def code_tokens(codes: Sequence[str], tokens: Callable[[str], tuple[int, ...] | None],
-                closing: str) -> tuple[Literal["single_token", "continuation"], dict[str, Any]]:
-    """The rule of both option planners (this one, ``_http``'s over a server's ``/tokenize``): every code one
-    distinct token, read in one step, else each code plus the ``closing`` quote as a token sequence.
-    ``tokens(text)``: the ids ``text`` adds after the context (None: no clean boundary)."""
+def server_texts(prefix: str, codes: Sequence[str]) -> set[str]:
+    """Texts whose tokenization by a server's ``/tokenize`` ``server_plan`` needs (the prefix's trailing
+    space goes with the code)."""
+    closing = _closing(prefix)
+    return {prefix.rstrip()} | {prefix + c for c in codes} | {prefix + c + closing for c in codes}
+
+
+def server_plan(prefix: str, codes: Sequence[str], tokens: dict[str, list[int]] | None) -> OptionPlan:
+    """Over a server: the plan from its tokenization of ``server_texts`` (None: it has no tokenizer, or a
+    code merges into the prefix, no clean boundary: ``top``)."""
+    if tokens is None:
+        return OptionPlan("top", {})
+
+    def tail(text: str) -> tuple[int, ...] | None:
+        head, full = tokens[prefix.rstrip()], tokens[text]
+        return tuple(full[len(head):]) if full[:len(head)] == head and len(full) > len(head) else None
+
+    plan = _plan(codes, prefix, lambda piece: tail(prefix + piece))
+    return OptionPlan("top", {}) if None in plan.continuations.values() else plan
+
+
+def _closing(context: str) -> str:
+    return '"' if context.rstrip().endswith('"') else ""
+
+
+def _plan(codes: Sequence[str], context: str, tokens: Callable[[str], Any],
+          ids: tuple[int, ...] = ()) -> OptionPlan:
+    """The one rule of both planners: every code one distinct token, read in one step, else each code plus
+    the closing quote as a token sequence. ``tokens(text)``: the ids ``text`` adds after ``context``."""
     single = {code: tokens(code) for code in codes}
-    first = [ids[0] for ids in single.values() if ids is not None and len(ids) == 1]
+    first = [t[0] for t in single.values() if t is not None and len(t) == 1]
     if codes and len(first) == len(codes) == len(set(first)):
-        return "single_token", single
-    return "continuation", {code: tokens(code + closing) for code in codes}
+        return OptionPlan("single_token", single, ids)
+    closing = _closing(context)
+    return OptionPlan("continuation", {code: tokens(code + closing) for code in codes}, ids, closing)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -119,8 +146,8 @@ def answer_regex(codes: tuple[Code, ...]) -> str:
     return r'\{"answer": "(' + options + r')"\}'
 
 
-def report(results: list, index: int, result: object, on_result: ResultSink | None) -> None:
-    """Store a finished result and tell the caller at once (the cache persists it)."""
-    results[index] = result
+def report(on_result: ResultSink | None, index: int, result: T) -> T:
+    """Tell the caller of a finished result at once (the cache persists it); the result back."""
     if on_result is not None:
         on_result(index, result)
+    return result

@@ -21,15 +21,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import count
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from socbench.engines._chat import code_tokens
+from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
 from socbench.engines.windowed import WINDOW, windowed
-
-if TYPE_CHECKING:
-    from socbench.engines.openai_settings import OpenAISettings
 
 log = logging.getLogger("socbench")
 T = TypeVar("T")
@@ -60,44 +57,6 @@ class Unusable(Exception):
     def __init__(self, reason: str, reply: str | None = None) -> None:
         super().__init__(reason)
         self.reply = reply
-
-
-@dataclass(frozen=True)
-class OptionPlan:
-    """How one request's codes are scored (``_chat``'s rule): ``single_token`` asks for the codes'
-    tokens in one request; ``continuation`` scores prefix + code (+ closing quote) from prompt
-    log-probs, one request per code; ``top`` (no ``/tokenize``) looks codes up by text among
-    the top log-probs, ``-inf`` when absent."""
-
-    method: Literal["single_token", "continuation", "top"]
-    tokens: dict[str, tuple[int, ...]]  # code -> its token ids (one id for single_token)
-    suffix: str = ""  # text after each code in continuation scoring (the closing quote)
-
-
-def option_texts(prefix: str, codes: Sequence[str]) -> set[str]:
-    """Texts whose tokenization an ``OptionPlan`` needs (the prefix's trailing space goes with the code)."""
-    closing = closing_quote(prefix)
-    return {prefix.rstrip()} | {prefix + c for c in codes} | {prefix + c + closing for c in codes}
-
-
-def closing_quote(prefix: str) -> str:
-    return '"' if prefix.rstrip().endswith('"') else ""
-
-
-def option_plan(prefix: str, codes: Sequence[str], tokens: dict[str, list[int]] | None) -> OptionPlan:
-    """Plan from the server's tokenization of ``option_texts`` (None: the server has no tokenizer)."""
-    if tokens is None:
-        return OptionPlan("top", {})
-
-    def tail(text: str) -> tuple[int, ...] | None:
-        head, full = tokens[prefix.rstrip()], tokens[text]
-        return tuple(full[len(head):]) if full[:len(head)] == head and len(full) > len(head) else None
-
-    closing = closing_quote(prefix)
-    method, found = code_tokens(codes, lambda code: tail(prefix + code), closing)
-    if any(t is None for t in found.values()):
-        return OptionPlan("top", {})  # the code merges into the prefix: no clean boundary
-    return OptionPlan(method, found, closing if method == "continuation" else "")
 
 
 def content(text: Any) -> str:
@@ -214,11 +173,35 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
         return pool.submit(lambda: asyncio.run(factory())).result()  # type: ignore[arg-type]
 
 
-def _retry_after(value: str | None) -> float | None:
+def retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` header's seconds, capped (an HTTP date: None, backoff instead)."""
     try:
         return min(max(float(value), 0.0), MAX_RETRY_AFTER_S) if value else None
     except ValueError:
-        return None  # an HTTP date: fall back to backoff
+        return None
+
+
+def backoff(settings: OpenAISettings, attempt: int, after: float | None = None) -> float:
+    """Seconds before the next attempt, for both transports: ``Retry-After`` if the server gave one, else
+    full jitter up to ``backoff_base_s * 2^attempt`` (at most ``backoff_max_s``)."""
+    if after is not None:
+        return after
+    return random.uniform(0, min(settings.backoff_max_s, settings.backoff_base_s * 2 ** attempt))
+
+
+def redact(settings: OpenAISettings, text: str) -> str:
+    """``text`` without the API key (a server may echo it in an error)."""
+    key = settings.api_key.get_secret_value() if settings.api_key else ""
+    return text.replace(key, "***") if key else text
+
+
+def session(settings: OpenAISettings, **options: Any) -> Any:
+    """An ``aiohttp.ClientSession`` with the key's header and the timeouts (both transports)."""
+    import aiohttp
+
+    headers = {"Authorization": f"Bearer {settings.api_key.get_secret_value()}"} if settings.api_key else {}
+    timeout = aiohttp.ClientTimeout(total=settings.max_request_s, sock_connect=settings.connect_timeout_s)
+    return aiohttp.ClientSession(headers=headers, timeout=timeout, **options)
 
 
 class Transport:
@@ -229,7 +212,6 @@ class Transport:
         self.settings = settings
         self.usage = UsageMeter()
         self._turn = count()
-        self._random = random.Random()
 
     def run_all(self, calls: list[Call], finish: Callable[[int, Any, str | None], Any]) -> list[Any]:
         """Send every call (at most ``concurrent_requests`` in flight); ``finish(i, value, error)`` each.
@@ -248,11 +230,9 @@ class Transport:
         import aiohttp
 
         s = self.settings
-        headers = {"Authorization": f"Bearer {s.api_key.get_secret_value()}"} if s.api_key else {}
-        timeout = aiohttp.ClientTimeout(total=s.max_request_s, sock_connect=s.connect_timeout_s)
         connector = aiohttp.TCPConnector(limit=s.concurrent_requests + len(s.api_base))  # + one probe each
         now = asyncio.get_running_loop().time()
-        async with aiohttp.ClientSession(connector=connector, headers=headers, timeout=timeout) as http:
+        async with session(s, connector=connector) as http:
             batch = _Batch(http, asyncio.Semaphore(s.concurrent_requests),
                            {base: _Liveness(base, now) for base in s.api_base})
 
@@ -281,17 +261,18 @@ class Transport:
                 except Unusable as exc:
                     unusable += 1
                     if unusable > 1:  # the same twice: the model's (empty) reply, or nothing usable
-                        return (exc.reply, None) if exc.reply is not None else (None, self.redact(str(exc)))
+                        return (exc.reply, None) if exc.reply is not None else \
+                            (None, redact(self.settings, str(exc)))
                     reply = Reply(reason=str(exc), retry=True)
                 except (KeyError, IndexError, TypeError, ValueError) as exc:
                     malformed = f"malformed response ({type(exc).__name__}: {exc})"[:200]
                     reply = Reply(reason=malformed, retry=True)
-            reason = self.redact(reply.reason)
+            reason = redact(self.settings, reply.reason)
             if not reply.retry:
                 return None, reason
             if attempt + 1 < attempts:
                 log.debug("retrying %s after attempt %d: %s", call.path, attempt + 1, reason)
-                await asyncio.sleep(self._delay(attempt, reply.retry_after))
+                await asyncio.sleep(backoff(self.settings, attempt, reply.retry_after))
         return None, f"gave up after {attempts} attempts: {reason}"
 
     async def _post(self, http: Any, live: _Liveness, call: Call) -> Reply:
@@ -317,7 +298,7 @@ class Transport:
             async with http.post(url, json=body) as response:
                 live.heard = asyncio.get_running_loop().time()  # any status: the server is alive
                 status, text = response.status, await response.text()
-                retry_after = _retry_after(response.headers.get("Retry-After"))
+                after = retry_after(response.headers.get("Retry-After"))
         except aiohttp.ConnectionTimeoutError:
             limit = self.settings.connect_timeout_s
             return Reply(reason=f"connection error (no connection within {limit:g} s)", retry=True)
@@ -330,7 +311,7 @@ class Transport:
         live.heard = asyncio.get_running_loop().time()
         if status != 200:
             return Reply(reason=f"HTTP {status}: {' '.join(text.split())[:200]}",
-                         retry=status in RETRY_STATUS, retry_after=retry_after)
+                         retry=status in RETRY_STATUS, retry_after=after)
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
@@ -371,13 +352,3 @@ class Transport:
             return f"no reply within {timeout_s:g} s"
         except aiohttp.ClientError as exc:
             return f"{type(exc).__name__}: {exc}"
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return retry_after
-        cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** attempt)
-        return self._random.uniform(0, cap)  # full jitter
-
-    def redact(self, text: str) -> str:
-        key = self.settings.api_key.get_secret_value() if self.settings.api_key else ""
-        return text.replace(key, "***") if key else text

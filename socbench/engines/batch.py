@@ -20,20 +20,25 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from socbench.engines._http import Call, Unusable, run_sync
+from socbench.engines._http import (
+    RETRY_STATUS,
+    Call,
+    Unusable,
+    backoff,
+    redact,
+    retry_after,
+    run_sync,
+    session,
+)
 from socbench.engines.batch_ledger import BatchLedger, BatchRecord
+from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
 from socbench.errors import ConfigError
 
-if TYPE_CHECKING:
-    from socbench.engines.openai_settings import OpenAISettings
-
 log = logging.getLogger("socbench")
 ALIVE = frozenset({"validating", "in_progress", "finalizing", "cancelling"})  # the batch may still answer
-ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
-RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 Finish = Callable[[int, Any, "str | None"], Any]
 Status = Callable[[str], None]
 
@@ -146,17 +151,12 @@ class BatchTransport:
         return run_sync(lambda: self._main(calls, finish)) if calls else []
 
     async def _main(self, calls: list[Call], finish: Finish) -> list[Any]:
-        import aiohttp
-
-        s = self.settings
-        headers = {"Authorization": f"Bearer {s.api_key.get_secret_value()}"} if s.api_key else {}
-        timeout = aiohttp.ClientTimeout(total=s.max_request_s, sock_connect=s.connect_timeout_s)
         by_id: dict[str, list[int]] = {}
         for index, call in enumerate(calls):
             by_id.setdefault(custom_id(call), []).append(index)
         owners = _Owners(calls, finish, by_id, [None] * len(calls), set())
-        async with aiohttp.ClientSession(headers=headers, timeout=timeout) as http:
-            api = _Api(http, self.base, s, self.usage)
+        async with session(self.settings) as http:
+            api = _Api(http, self.base, self.settings, self.usage)
             mine = [r for r in self.ledger.records() if not by_id.keys().isdisjoint(r.custom_ids)]
             held = {cid for record in mine for cid in record.custom_ids}
             mine += await self._submit(api, owners, [cid for cid in by_id if cid not in held])
@@ -303,10 +303,12 @@ class _Api:
 
         reason, self.last_status = "", 0
         for attempt in range(self.settings.max_retries + 1):
+            after = None
             try:
                 async with self.http.request(method, self.base + path, data=data() if data else None,
                                              **kwargs) as response:
                     body, self.last_status = await response.text(), response.status
+                    after = retry_after(response.headers.get("Retry-After"))
                     if response.status == 200:
                         return body if text else json.loads(body)
                     reason = f"HTTP {response.status}: {' '.join(body.split())[:200]}"
@@ -315,8 +317,6 @@ class _Api:
             except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as exc:
                 reason = f"{type(exc).__name__}: {exc}"
             if attempt < self.settings.max_retries:
-                s = self.settings
-                await asyncio.sleep(min(s.backoff_max_s, s.backoff_base_s * 2 ** attempt))
-        key = self.settings.api_key.get_secret_value() if self.settings.api_key else ""
-        log.warning("batch API %s %s failed: %s", method, path, reason.replace(key, "***") if key else reason)
+                await asyncio.sleep(backoff(self.settings, attempt, after))
+        log.warning("batch API %s %s failed: %s", method, path, redact(self.settings, reason))
         return None

@@ -6,11 +6,13 @@ the batch exists (before anything waits on it), and removed once its answers are
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+
+from socbench.errors import DataError
+from socbench.files import read_json, write_json
 
 log = logging.getLogger("socbench")
 SUFFIX = ".batch.json"
@@ -42,22 +44,15 @@ class BatchLedger:
         found = []
         for path in sorted(self.folder.glob(f"*{SUFFIX}")) if self.folder.is_dir() else []:
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = read_json(path)
                 found.append(BatchRecord(**{**data, "custom_ids": tuple(data["custom_ids"])}))
-            except (OSError, ValueError, TypeError, KeyError) as exc:
+            except (DataError, TypeError, KeyError) as exc:
                 log.warning("batch record %s is unreadable (%s); skipped", path, exc)
         return sorted(found, key=lambda record: record.created)
 
     def save(self, record: BatchRecord) -> None:
         """Write ``record`` so that it survives a kill at any point (fsync before and after the rename)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        target = self.folder / f"{record.name}{SUFFIX}"
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(asdict(record), handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
+        write_json(self.folder / f"{record.name}{SUFFIX}", asdict(record))
         _sync_folder(self.folder)
 
     def drop(self, name: str) -> None:

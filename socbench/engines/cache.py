@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partialmethod
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, method TEXT NOT NULL,
                                     value TEXT NOT NULL, created REAL NOT NULL);
 """
 _STOP = object()
+Row = tuple[str, str, str, float]  # key, method, value JSON, when
 
 
 def cache_key(identity: dict[str, str], method: str, request_key: str) -> str:
@@ -116,17 +117,72 @@ def _open(path: Path) -> sqlite3.Connection:
     return conn
 
 
-class EngineCache:
-    """Content-addressed answers in one SQLite file (WAL); usable from several threads."""
+class _Store:
+    """What both stores share: ``put`` queues an answer, one writer thread stores whatever queued up
+    meanwhile in one go (``_write``, within milliseconds: a killed run keeps all but the last moment's),
+    ``flush`` waits for it and makes it durable (``_sync``), ``close`` stops it. Usable from any thread."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._read = _open(self.path)
-        self._read_lock = threading.Lock()
         self._queue: queue.Queue[Any] = queue.Queue()
         self._closed = False
         self._writer = threading.Thread(target=self._write_loop, name="socbench-cache-writer", daemon=True)
         self._writer.start()
+
+    def put(self, key: str, method: str, value: str) -> None:
+        if self._closed:
+            raise RuntimeError(f"engine cache {self.path} is closed")
+        self._queue.put((key, method, value, time.time()))
+
+    def flush(self) -> None:
+        self._queue.join()  # every queued value stored
+        self._sync()
+
+    def close(self) -> None:
+        """Store what is queued and close; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._writer.join()
+        self._sync()
+        self._close()
+
+    def _write_loop(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < 1000:  # whatever queued up meanwhile goes in the same write
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            rows = [item for item in batch if item is not _STOP]
+            try:
+                if rows:
+                    self._write(rows)
+            except (sqlite3.Error, OSError) as exc:
+                log.warning("engine cache %s: could not store %d results (%s)", self.path, len(rows), exc)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+            if len(rows) < len(batch):
+                return
+
+    _write: Callable[[list[Row]], None]  # the format's: store a batch of rows
+    _close: Callable[[], None]
+
+    def _sync(self) -> None:
+        """Make what was written durable (and visible to other hosts)."""
+
+
+class EngineCache(_Store):
+    """Content-addressed answers in one SQLite file (WAL): one host."""
+
+    def __init__(self, path: Path) -> None:
+        self._read = _open(Path(path))
+        self._read_lock = threading.Lock()
+        self._conn = _connect(Path(path))  # the writer thread's
+        super().__init__(path)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -139,54 +195,19 @@ class EngineCache:
                 found.update(self._read.execute(sql, chunk))
         return found
 
-    def put(self, key: str, method: str, value: str) -> None:
-        """Queue one value; the writer commits it within milliseconds."""
-        if self._closed:
-            raise RuntimeError(f"engine cache {self.path} is closed")
-        self._queue.put((key, method, value, time.time()))
-
-    def flush(self) -> None:
-        self._queue.join()  # every queued value committed
-
     def __len__(self) -> int:
         with self._read_lock:
             return self._read.execute("SELECT COUNT(*) FROM results").fetchone()[0]
 
-    def close(self) -> None:
-        """Commit what is queued and close; idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(_STOP)
-        self._writer.join()
+    def _write(self, rows: list[Row]) -> None:
+        with self._conn:
+            self._conn.execute("BEGIN")
+            self._conn.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", rows)
+
+    def _close(self) -> None:
+        self._conn.close()
         with self._read_lock:
             self._read.close()
-
-    def _write_loop(self) -> None:
-        conn = _connect(self.path)
-        try:
-            while True:
-                batch = [self._queue.get()]
-                while len(batch) < 1000:  # whatever queued up meanwhile goes in the same transaction
-                    try:
-                        batch.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
-                rows = [item for item in batch if item is not _STOP]
-                try:
-                    if rows:
-                        with conn:
-                            conn.execute("BEGIN")
-                            conn.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", rows)
-                except sqlite3.Error as exc:
-                    log.warning("engine cache %s: could not store %d results (%s)", self.path, len(rows), exc)
-                finally:
-                    for _ in batch:
-                        self._queue.task_done()
-                if len(rows) < len(batch):
-                    return
-        finally:
-            conn.close()
 
 
 def partition(identity: dict[str, str]) -> str:
@@ -211,17 +232,16 @@ def _lines(path: Path) -> Iterator[str]:
         return
 
 
-class SegmentCache:
-    """Content-addressed answers in append-only segments, one per writing process; thread-safe."""
+class SegmentCache(_Store):
+    """Content-addressed answers in append-only segments, one per writing process: several hosts."""
 
     def __init__(self, folder: Path) -> None:
-        self.path = Path(folder)
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        Path(folder).mkdir(parents=True, exist_ok=True)
         self._file: IO[str] | None = None
+        self._file_lock = threading.Lock()  # the writer writes, ``flush``'s caller syncs
         self._synced = 0.0
-        self._closed = False
         self._bad_lines = 0
+        super().__init__(folder)
 
     def segments(self) -> list[Path]:
         return sorted(self.path.glob(f"*{SUFFIX}"))
@@ -231,49 +251,36 @@ class SegmentCache:
         wanted = set(keys)
         return {key: value for key, value in self._records() if key in wanted} if wanted else {}
 
-    def put(self, key: str, method: str, value: str) -> None:
-        """Append one answer to this process's segment (created on the first answer)."""
-        line = f"{key}\t{method}\t{value}\n"
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(f"engine cache {self.path} is closed")
-            handle = self._file or self._open_segment()
-            handle.write(line)
-            handle.flush()  # in the OS: a process kill keeps it
-            if time.monotonic() - self._synced >= SYNC_S:
-                self._sync(handle)
-
-    def flush(self) -> None:
-        """Make every stored answer durable and visible to other hosts."""
-        with self._lock:
-            if self._file is not None:
-                self._sync(self._file)
-
     def __len__(self) -> int:
         return len({key for key, _ in self._records()})
 
-    def close(self) -> None:
-        """Sync and close this process's segment; idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+    def _write(self, rows: list[Row]) -> None:
+        """Append to this process's segment (created on the first answer), in the OS at once (a process
+        kill keeps it), synced at most every ``SYNC_S``."""
+        with self._file_lock:
+            self._append(rows)
+        if time.monotonic() - self._synced >= SYNC_S:
+            self._sync()
+
+    def _append(self, rows: list[Row]) -> None:
+        if self._file is None:
+            name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
+            self._file = open(self.path / name, "x", encoding="utf-8", newline="\n")
+            self._file.write(HEADER + "\n")
+        self._file.write("".join(f"{key}\t{method}\t{value}\n" for key, method, value, _ in rows))
+        self._file.flush()
+
+    def _sync(self) -> None:
+        with self._file_lock:
             if self._file is not None:
-                self._sync(self._file)
-                self._file.close()
-                self._file = None
+                self._file.flush()
+                os.fsync(self._file.fileno())
+                self._synced = time.monotonic()
 
-    def _open_segment(self) -> IO[str]:
-        name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
-        handle = open(self.path / name, "x", encoding="utf-8", newline="\n")
-        handle.write(HEADER + "\n")
-        self._file = handle
-        return handle
-
-    def _sync(self, handle: IO[str]) -> None:
-        handle.flush()
-        os.fsync(handle.fileno())
-        self._synced = time.monotonic()
+    def _close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def _records(self) -> Iterator[tuple[str, str]]:
         """(key, value) of every complete, well-formed line; later copies of a key win."""

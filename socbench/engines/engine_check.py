@@ -14,7 +14,7 @@ from typing import Any
 
 from socbench.engines.settings import HfSettings, VllmSettings, apply_vllm_env, cuda_available
 from socbench.engines.vllm_args import vllm_version
-from socbench.errors import ConfigError
+from socbench.errors import ConfigError, first_problem
 from socbench.models import ResolvedModel
 
 log = logging.getLogger("socbench")
@@ -55,10 +55,8 @@ def _engine_args(model: ResolvedModel, kwargs: dict[str, Any]):
 
 def vllm_reason(exc: BaseException) -> str:
     """vLLM's own words for a refusal, one line (pydantic: the first error's message)."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        with contextlib.suppress(Exception):
-            return " ".join(str(errors()[0]["msg"]).removeprefix("Value error, ").split())
+    with contextlib.suppress(Exception):  # not a pydantic error
+        return " ".join(first_problem(exc)[2].split())  # type: ignore[arg-type]
     return " ".join(str(exc).split()) or type(exc).__name__
 
 

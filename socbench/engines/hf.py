@@ -91,7 +91,7 @@ class HfEngine:
                 texts = self._generate_batch([requests[i] for i in batch], sampling)
                 for i, text in zip(batch, texts):
                     result = EngineResult(key=requests[i].key, text=requests[i].answer_prefix + text)
-                    _chat.report(results, i, result, on_result)
+                    results[i] = _chat.report(on_result, i, result)
         return results  # type: ignore[return-value]
 
     def _generate_batch(self, batch: list[PromptRequest], sampling: SamplingSettings) -> list[str]:
@@ -124,8 +124,8 @@ class HfEngine:
             if plan.continuations:
                 plans[i] = plan
             else:
-                _chat.report(results, i, EngineResult(key=request.key, error="no offered codes to score"),
-                             on_result)
+                results[i] = _chat.report(on_result, i, EngineResult(key=request.key,
+                                                                   error="no offered codes to score"))
         order = list(plans)
         groups = [_packed.Group(plans[i].context, tuple(plans[i].continuations.values())) for i in order]
         got: dict[int, list[float | None]] = {i: [None] * len(plans[i].continuations) for i in order}
@@ -135,7 +135,7 @@ class HfEngine:
             if None not in got[i]:
                 logprobs = dict(zip(plans[i].continuations, got.pop(i)))
                 done = EngineResult(key=requests[i].key, option_logprobs=logprobs)
-                _chat.report(results, i, done, on_result)
+                results[i] = _chat.report(on_result, i, done)
         return results  # type: ignore[return-value]
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
@@ -154,7 +154,7 @@ class HfEngine:
             i, cont = members[gid][cid]
             result = LoglikelihoodResult(key=requests[i].key, logprob=logprob, n_tokens=len(cont),
                                          is_greedy=greedy)
-            _chat.report(results, i, result, on_result)
+            results[i] = _chat.report(on_result, i, result)
         return results  # type: ignore[return-value]
 
     def _scores(self, groups: list[_packed.Group]):

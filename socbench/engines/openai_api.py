@@ -17,7 +17,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -39,7 +39,6 @@ from socbench.types import (
 )
 
 log = logging.getLogger("socbench")
-T = TypeVar("T")
 
 
 def resolve_api_key(api_key_env: str = "OPENAI_API_KEY") -> SecretStr | None:
@@ -129,7 +128,7 @@ class OpenAIEngine:
         def finish(i: int, text: str | None, error: str | None) -> EngineResult:
             prefix = _started(requests[i])
             result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
-            return _report(on_result, i, result)
+            return _chat.report(on_result, i, result)
 
         return sender.run_all(LazyCalls(requests, self._generate_call), finish)
 
@@ -152,12 +151,13 @@ class OpenAIEngine:
             pending[i] -= 1
             if pending[i] == 0:
                 key, codes = requests[i].key, requests[i].offered_codes
-                results[i] = _report(on_result, i, EngineResult(key, error=errors[i]) if i in errors else
-                                     EngineResult(key, option_logprobs={c: parts[i][c] for c in codes}))
+                done = EngineResult(key, error=errors[i]) if i in errors else \
+                    EngineResult(key, option_logprobs={c: parts[i][c] for c in codes})
+                results[i] = _chat.report(on_result, i, done)
 
         for i, request in enumerate(requests):
             if not request.offered_codes:
-                results[i] = _report(on_result, i, EngineResult(request.key, error="no offered codes"))
+                results[i] = _chat.report(on_result, i, EngineResult(request.key, error="no offered codes"))
         self._send.run_all([call for _, _, call in owners], finish)
         return results  # type: ignore[return-value]
 
@@ -169,7 +169,7 @@ class OpenAIEngine:
             if error is not None:
                 failed.append(error)
                 return None
-            return _report(on_result, i, LoglikelihoodResult(requests[i].key, *value))
+            return _chat.report(on_result, i, LoglikelihoodResult(requests[i].key, *value))
 
         results = self._send.run_all([self._loglikelihood_call(r) for r in requests], finish)
         if failed:
@@ -213,17 +213,17 @@ class OpenAIEngine:
         return Call(_path(request), body, _http.chat_text if request.chat else _http.completion_text)
 
     def _option_calls(self, request: PromptRequest,
-                      plan: _http.OptionPlan) -> list[tuple[str | None, Call]]:
+                      plan: _chat.OptionPlan) -> list[tuple[str | None, Call]]:
         """(code, or None for all codes, call) pairs scoring one request by its plan."""
-        codes, prefix = request.offered_codes, request.answer_prefix
+        codes, prefix, tokens = request.offered_codes, request.answer_prefix, plan.continuations
         one_token = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0}
         if plan.method == "continuation":
             return [(code, Call(_path(request), self._body(request, prefix=prefix + code + plan.suffix,
                                                                  prompt_logprobs=0, **one_token),
-                                 partial(_http.prompt_tail_logprob, expected=plan.tokens[code])))
+                                 partial(_http.prompt_tail_logprob, expected=tokens[code])))
                     for code in codes]
-        names = {f"token_id:{plan.tokens[c][0]}": c for c in codes} if plan.method == "single_token" else None
-        asks = {"logprob_token_ids": sorted({t[0] for t in plan.tokens.values()}),
+        names = {f"token_id:{tokens[c][0]}": c for c in codes} if plan.method == "single_token" else None
+        asks = {"logprob_token_ids": sorted({t[0] for t in tokens.values()}),
                 "return_tokens_as_token_ids": True} if names else {}
         logprobs = {"logprobs": True, "top_logprobs": self.settings.top_logprobs} if request.chat else \
             {"logprobs": self.settings.top_logprobs}
@@ -241,9 +241,9 @@ class OpenAIEngine:
         parse = partial(_http.continuation_score, n_chars=len(request.continuation))
         return Call("/v1/completions", body, parse)
 
-    def _plans(self, requests: Sequence[PromptRequest]) -> list[_http.OptionPlan]:
+    def _plans(self, requests: Sequence[PromptRequest]) -> list[_chat.OptionPlan]:
         """Scoring plan per request, from the server's /tokenize (vLLM) where it has one."""
-        texts = set().union(*(_http.option_texts(r.answer_prefix, r.offered_codes) for r in requests))
+        texts = set().union(*(_chat.server_texts(r.answer_prefix, r.offered_codes) for r in requests))
         todo = sorted(texts - self._tokens.keys()) if self._tokenize_ok else []
         body = {"model": self.settings.model, "add_special_tokens": False}
         ids = lambda d: list(map(int, d["tokens"]))  # noqa: E731
@@ -256,7 +256,7 @@ class OpenAIEngine:
             log.info("%s: /tokenize failed (%s); option log-probs use the top %d tokens",
                      self.identity["api_base"], errors[0], self.settings.top_logprobs)
         tokens = self._tokens if self._tokenize_ok and not errors else None
-        return [_http.option_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
+        return [_chat.server_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
 
 
 def _honours(text: str, codes: tuple[str, ...], mode: str) -> bool:
@@ -287,8 +287,3 @@ def _show_status(line: str) -> None:
     if progress is not None:
         progress.status(line)
 
-
-def _report(on_result: ResultSink | None, index: int, result: T) -> T:
-    if on_result is not None:
-        on_result(index, result)
-    return result

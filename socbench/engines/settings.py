@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -25,7 +24,7 @@ from pydantic import (
 
 from socbench.engines.cache import CacheStore
 from socbench.engines.openai_settings import OpenAISettings, api_bases
-from socbench.engines.vllm_args import check_vllm_keys
+from socbench.engines.vllm_args import REMOVED, check_vllm_keys
 from socbench.errors import ConfigError, validated
 from socbench.models import DEFAULT_MODEL, socbench_home
 from socbench.processes import CPU_ENV
@@ -33,17 +32,8 @@ from socbench.processes import CPU_ENV
 DType = Literal["auto", "bfloat16", "float16", "float32"]
 
 
-def _at_least(low: int) -> AfterValidator:
-    def check(value: int) -> int:
-        if value < low:
-            raise ValueError(f"must be >= {low}, got {value}")
-        return value
-
-    return AfterValidator(check)
-
-
-Count = Annotated[int, _at_least(0)]
-Positive = Annotated[int, _at_least(1)]
+Count = Annotated[int, Field(ge=0)]
+Positive = Annotated[int, Field(ge=1)]
 
 
 @functools.cache
@@ -132,7 +122,7 @@ class VllmSettings(BaseModel):
     tensor_parallel_size: Count = 1
     pipeline_parallel_size: Count = 1
     data_parallel_size: Count = 1
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     max_model_len: int | None = None  # None: the model's own limit
     enable_chunked_prefill: bool = True
     enable_prefix_caching: bool = True
@@ -154,13 +144,6 @@ class VllmSettings(BaseModel):
     def _single_process(cls, value: int) -> int:
         if value != 1:
             raise ValueError("the in-process engine runs one data-parallel rank; run one process per rank")
-        return value
-
-    @field_validator("gpu_memory_utilization")
-    @classmethod
-    def _fraction(cls, value: float) -> float:
-        if not 0 < value <= 1:
-            raise ValueError(f"must be in (0, 1], got {value}")
         return value
 
     @model_validator(mode="before")
@@ -239,8 +222,8 @@ def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
     if api_type == "auto":
         return values
     if api_type == "vllm":
-        values = check_vllm_keys(values, own=set(VllmSettings.model_fields))
-        VllmSettings.for_host(values, cuda=True)  # GPU defaults are {}: no torch import to check
+        VllmSettings.for_host(values, cuda=True)  # keys checked there, once; GPU defaults: no torch import
+        values = {key: value for key, value in values.items() if key not in REMOVED}  # warned there
     elif api_type == "hf":
         HfSettings.from_options(values)
     else:

@@ -174,7 +174,7 @@ class VllmEngine:
             for i, request in enumerate(requests):
                 if request.structured and not request.offered_codes:
                     error = EngineResult(key=request.key, error="structured output needs offered codes")
-                    _chat.report(results, i, error, on_result)
+                    results[i] = _chat.report(on_result, i, error)
                     continue
                 prefix = "" if request.structured else request.answer_prefix
                 yield _Sub(i, _chat.prompt_ids(tok, request, prefix), _generate_params(request))
@@ -186,7 +186,7 @@ class VllmEngine:
             else:
                 prefix = "" if request.structured else request.answer_prefix
                 result = EngineResult(key=request.key, text=prefix + output.outputs[0].text)
-            _chat.report(results, sub.index, result, on_result)
+            results[sub.index] = _chat.report(on_result, sub.index, result)
             return []
 
         self._drive(subs(), finish)
@@ -206,7 +206,7 @@ class VllmEngine:
                 plan = _chat.option_plan(tok, request)
                 if not plan.continuations:
                     error = EngineResult(key=request.key, error="no offered codes to score")
-                    _chat.report(results, i, error, on_result)
+                    results[i] = _chat.report(on_result, i, error)
                     continue
                 jobs[i] = job = _OptionJob(request.key, plan)
                 self.scoring_methods[plan.method] += 1
@@ -221,7 +221,7 @@ class VllmEngine:
             if isinstance(output, Exception):
                 del jobs[sub.index]
                 error = EngineResult(key=job.key, error=f"vLLM rejected the prompt: {output}")
-                _chat.report(results, sub.index, error, on_result)
+                results[sub.index] = _chat.report(on_result, sub.index, error)
                 return []
             chosen = output.outputs[0].logprobs[0]
             got = job.node_logprobs.setdefault(sub.node, {})
@@ -234,7 +234,7 @@ class VllmEngine:
             if job.waiting == 0:
                 del jobs[sub.index]
                 done = EngineResult(key=job.key, option_logprobs=_sum_paths(job))
-                _chat.report(results, sub.index, done, on_result)
+                results[sub.index] = _chat.report(on_result, sub.index, done)
             return follow
 
         self._drive(subs(), finish)
@@ -266,7 +266,7 @@ class VllmEngine:
             result = LoglikelihoodResult(key=requests[sub.index].key,
                                          logprob=float(sum(p.logprob for p in picked)),
                                          n_tokens=len(picked), is_greedy=all(p.rank == 1 for p in picked))
-            _chat.report(results, sub.index, result, on_result)
+            results[sub.index] = _chat.report(on_result, sub.index, result)
             return []
 
         self._drive(subs(), finish)
