@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import importlib
 import logging
 import os
@@ -65,8 +66,9 @@ def command() -> None:
 
     def end() -> None:  # registered first, so it runs last; logging's own handler (registered at import) is
         logging.shutdown()  # the one it would skip
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe (``| head``), a closed stream
+                stream.flush()
         os._exit(code[0])
 
     atexit.register(end)
