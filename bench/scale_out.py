@@ -89,7 +89,7 @@ def sweeps(quick: bool) -> list[dict]:
            "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(state / "home" / "results")}
     vllm = VllmServer(common.tiny_model(), "tiny", state / "vllm.log", dtype="float32",
                       extra=("--served-model-name", "tiny", "tiny-b"))
-    worker = [str(local_demo.BIN / "prefect"), "worker", "start", "--pool", local_demo.POOL]
+    worker = [*local_demo.PREFECT, "worker", "start", "--pool", local_demo.POOL]
     rows = []
     with ExitStack() as stack:
         stack.callback(vllm.stop)

@@ -34,6 +34,9 @@ from socbench.processes import prefect_rest as api
 ROOT = Path(__file__).resolve().parents[1]
 STATE = ROOT / ".prefect-demo"
 BIN = Path(sys.executable).parent
+# ``-m prefect``, not the venv's script: a script's shebang names the python it was installed with, which in a
+# copied or hard-linked venv is another checkout's (its worker then runs that checkout's flows)
+PREFECT = [sys.executable, "-m", "prefect"]
 POOL = "socbench-local"
 QUEUE = "make-demo"  # the demo's runs only: not a nightly run left scheduled while no worker was up
 SILENT = (OSError, http.client.HTTPException, ValueError)  # what a call gives up with (ValueError: not JSON)
@@ -81,7 +84,7 @@ def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> 
 
 
 def prefect(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=ROOT, check=True)
+    return subprocess.run([*PREFECT, *args], env=env, cwd=ROOT, check=True)
 
 
 def pool_exists(url: str) -> bool:
@@ -229,7 +232,7 @@ def main() -> int:
         # is two writes of the server's); one run at a time. Stopped before the server (ExitStack
         # unwinds in reverse): a flow-run process still exiting when the server goes away hangs.
         print("demo: starting a process worker", flush=True)
-        worker = start(stack, [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--work-queue", QUEUE,
+        worker = start(stack, [*PREFECT, "worker", "start", "--pool", POOL, "--work-queue", QUEUE,
                                "--limit", "1"], env, STATE / "worker.log")
         def gone() -> str | None:  # a process the run needs that has exited
             for name, proc in (("server", server.proc), ("worker", worker)):

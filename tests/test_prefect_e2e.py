@@ -26,7 +26,7 @@ from socbench.processes import prefect_rest, start_group, stop_group, wait_for
 from tests.conftest import prefect_cli as _prefect
 
 pytestmark = pytest.mark.slow
-BIN = Path(sys.executable).parent
+PREFECT = [sys.executable, "-m", "prefect"]  # not the venv's script: its shebang may name another python
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = "socialnetworks"  # domain 10, between 9 and 11 (--start_domain_id 9)
 NAME = "deploy-fail-retry"  # the deployment run's name (the server is shared with test_sweep_e2e)
@@ -71,7 +71,7 @@ def test_deploy_run_fail_retry(workers_server: dict, tiny_server, tmp_path: Path
 
     worker_log = tmp_path / "worker.log"
     # the default queue only: the sweep's controller queue (test_sweep_e2e, same server) is not this test's
-    command = [str(BIN / "prefect"), "worker", "start", "--pool", "socbench-local", "--work-queue", "default"]
+    command = [*PREFECT, "worker", "start", "--pool", "socbench-local", "--work-queue", "default"]
     worker = start_group(command, env, worker_log, cwd=tmp_path)
     try:
         config = {"domain_id": "all", "start_domain_id": 9, "interview_count": 4, "data_dir": str(data),

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_prefect_e2e import BIN, ROOT, _flow_runs, _prefect
+from test_prefect_e2e import PREFECT, ROOT, _flow_runs, _prefect
 
 from socbench.engines.cache import HEADER, SEGMENTS_DIR
 from socbench.errors import ConfigError
@@ -60,7 +60,7 @@ def _worker(env: dict, folder: Path, name: str, *options: str, pool: str = "socb
             extra_env: dict | None = None) -> tuple[subprocess.Popen, Path]:
     """A process worker in its own process group (killing the group kills its flow runs too)."""
     log = folder / f"{name}.log"
-    command = [str(BIN / "prefect"), "worker", "start", "--pool", pool, "--name", name, *options]
+    command = [*PREFECT, "worker", "start", "--pool", pool, "--name", name, *options]
     return start_group(command, {**env, **(extra_env or {})}, log, cwd=folder), log
 
 
@@ -108,7 +108,7 @@ def _metrics(folder: Path) -> dict[str, tuple]:
 
 
 def _run_sweep(env: dict, name: str, config: dict) -> subprocess.Popen:
-    return subprocess.Popen([str(BIN / "prefect"), "deployment", "run", "issp-sweep/nightly", "--param",
+    return subprocess.Popen([*PREFECT, "deployment", "run", "issp-sweep/nightly", "--param",
                              f"config={json.dumps(config)}", "--flow-run-name", name, "--watch"], env=env,
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
