@@ -129,3 +129,20 @@ def test_a_results_folder_is_read_as_runs_whatever_units_lie_in_them(tmp_path: P
     write_unit_record(tmp_path / "fake-model" / "toy", "toy", "fake-model", UnitResult(1, "toy", {"em": 1.0}))
     found = load_runs(tmp_path).units
     assert [(u.run, u.record.unit) for u in found] == [("fake-model", "Family"), ("fake-model/toy", "toy")]
+
+
+def test_a_unit_the_study_does_not_have_is_one_config_error_line() -> None:
+    """Before: ``next`` raised StopIteration (inside a Prefect flow, a RuntimeError with no message)."""
+    from socbench.errors import ConfigError
+    from socbench.studies.generic import StudyTask
+    from socbench.task import Unit
+
+    class One(StudyTask):
+        name = "one"
+
+        def units(self) -> list[Unit]:
+            return [Unit(1, "one", "one")]
+
+    assert One(config=None).unit(1).name == "one"
+    with pytest.raises(ConfigError, match=r"one: no unit 7 \(its units: 1\)"):
+        One(config=None).unit(7)

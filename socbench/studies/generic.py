@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field
 
 from socbench.config import EngineRun
 from socbench.engines.settings import EngineSettings, resolve_engine
-from socbench.errors import incomplete_reason
+from socbench.errors import ConfigError, incomplete_reason
 from socbench.log.read import read_units
 from socbench.outcomes import RunReport, UnitReport
 from socbench.report.html import write_report
@@ -58,7 +58,11 @@ class StudyTask:
         return [Unit(1, self.name, f"{self.name} ({self.config.engine.model})")]
 
     def unit(self, unit_id: int) -> Unit:
-        return next(unit for unit in self.units() if unit.id == unit_id)
+        """One unit by id; an id the study lacks is one ConfigError line (a deployment's parameter)."""
+        found = {unit.id: unit for unit in self.units()}
+        if unit_id not in found:
+            raise ConfigError(f"{self.name}: no unit {unit_id} (its units: {', '.join(map(str, found))})")
+        return found[unit_id]
 
     def folder(self) -> Path:
         return model_dir(self.config.output_dir, self.config.engine.model) / self.name
