@@ -49,19 +49,22 @@ def _answer_of(obj: Mapping[str, Any]) -> tuple[bool, Any]:
     return False, None
 
 
-def _json_answers(text: str) -> list[Any]:
-    """Answer values of every JSON object in ``text`` (nested ones too), in text order."""
-    found: list[Any] = []
+def json_objects(text: str) -> list[dict[Any, Any]]:
+    """Every JSON object in ``text`` (nested ones too), in text order: prose around them is ignored."""
+    found: list[dict[Any, Any]] = []
     for start in (m.start() for m in re.finditer(r"\{", text)):
         try:
             obj, _ = _DECODER.raw_decode(text, start)
         except ValueError:
             continue
         if isinstance(obj, dict):
-            has, value = _answer_of(obj)
-            if has:
-                found.append(value)
+            found.append(obj)
     return found
+
+
+def _json_answers(text: str) -> list[Any]:
+    """Answer values of every JSON object in ``text`` (nested ones too), in text order."""
+    return [value for has, value in map(_answer_of, json_objects(text)) if has]
 
 
 def _explicit_answers(text: str) -> list[Any]:
