@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -49,19 +49,22 @@ def _answer_of(obj: Mapping[str, Any]) -> tuple[bool, Any]:
     return False, None
 
 
-def _json_answers(text: str) -> list[Any]:
-    """Answer values of every JSON object in ``text`` (nested ones too), in text order."""
-    found: list[Any] = []
+def json_objects(text: str) -> list[dict[Any, Any]]:
+    """Every JSON object in ``text`` (nested ones too), in text order: prose around them is ignored."""
+    found: list[dict[Any, Any]] = []
     for start in (m.start() for m in re.finditer(r"\{", text)):
         try:
             obj, _ = _DECODER.raw_decode(text, start)
         except ValueError:
             continue
         if isinstance(obj, dict):
-            has, value = _answer_of(obj)
-            if has:
-                found.append(value)
+            found.append(obj)
     return found
+
+
+def _json_answers(text: str) -> list[Any]:
+    """Answer values of every JSON object in ``text`` (nested ones too), in text order."""
+    return [value for has, value in map(_answer_of, json_objects(text)) if has]
 
 
 def _explicit_answers(text: str) -> list[Any]:
@@ -147,12 +150,14 @@ def extract(request: PromptRequest, result: EngineResult,
     return Extraction(request.key, code, failure, raw_reply=result.text)
 
 
-def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult]) -> dict[str, Extraction]:
-    """Extractions by request id (``results`` in ``prompts`` order), each carrying its request's variant."""
+def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult],
+                read: Callable[[PromptRequest, EngineResult], Extraction] = extract) -> dict[str, Extraction]:
+    """Extractions by request id (``results`` in ``prompts`` order), each carrying its request's variant;
+    ``read``: how one reply is read (``socbench.verbalized.extraction`` for stated distributions)."""
     if len(prompts) != len(results):
         raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
     found = {}
     for prompt, result in zip(prompts, results):  # a plain request's as it is: no copy a request
-        extraction, variant = extract(prompt, result), prompt.variant
+        extraction, variant = read(prompt, result), prompt.variant
         found[prompt.item_id] = extraction if variant is None else replace(extraction, variant=variant)
     return found
