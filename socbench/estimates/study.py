@@ -22,7 +22,8 @@ import pandas as pd
 
 from socbench.data.options import code_order
 from socbench.errors import ConfigError
-from socbench.estimates.ppi import Estimate, classical_fit, covers, plan_budget, ppi_mean, ppi_regression
+from socbench.estimates.ppi import Estimate, classical_fit, plan_budget, ppi_mean, ppi_regression
+from socbench.estimates.repeated import check_question, draw_counts
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.persona_groups import AGE_GROUP, ATTRIBUTES, SEX, UNKNOWN, age_order
 from socbench.types import COUNTRY
@@ -272,20 +273,9 @@ class Check:
 
 def _question_check(q: Question, draws: list[tuple[np.ndarray, np.ndarray]],
                     s: Settings) -> tuple[np.ndarray, list[np.ndarray], list[float | None]]:
-    """One question over the repeated i.i.d. draws: how often each interval held (PPI, classical), the
-    gains, and each draw's headline gain (None: too few labelled in that draw)."""
-    full, share = q.full(), _shares(q.names)
-    covered, gains, heads = np.zeros((2, len(q.names))), [], []
-    for lab_draw, unl_draw in draws:
-        lab, unl = q.rows(lab_draw), q.rows(unl_draw)
-        if len(lab) < s.min_respondents or len(unl) < 2:
-            heads.append(None)
-            continue
-        est = q.estimate(lab, unl)
-        covered += [covers(est.ci(s.alpha, classical=c, share=share), full) for c in (False, True)]
-        gains.append(est.gain)
-        heads.append(est.gain[0])
-    return covered, gains, heads
+    """One question over the repeated i.i.d. draws, all at once (``repeated.check_question``)."""
+    lab, unl = (draw_counts(q.row_of, len(q.y), [draw[i] for draw in draws]) for i in (0, 1))
+    return check_question(q.y, q.yhat, q.w, lab, unl, q.full(), _shares(q.names), s.min_respondents, s.alpha)
 
 
 def repeated_check(questions: list[Question], people: int, n: int, rng: np.random.Generator,
