@@ -262,9 +262,11 @@ class RunConfig(EngineRun):
                           if getattr(self, f) != type(self).model_fields[f].default), None)
             if named:
                 raise ValueError(f"--{named} applies only with --unit group")
-        elif self.mode == "logprobs" or self.circular is not None or self.samples > 1 or self.shuffle_options:
-            raise ValueError("--unit group asks each group once for a stated distribution: not with --mode "
-                             "logprobs, --circular, --samples or --shuffle_options")
+        elif (self.mode == "logprobs" or self.circular or self.samples > 1 or self.shuffle_options
+              or self.no_persona or self.export):
+            raise ValueError("--unit group asks each group once for a stated distribution, scored in its "
+                             "unit record: not with --mode logprobs, --circular, --samples, "
+                             "--shuffle_options, --no_persona or --export")
         return self
 
     @property

@@ -46,7 +46,8 @@ def samples(study: IsspGroupTask) -> GroupSamples:
 
 def test_group_flags_need_unit_group_and_say_so_in_one_line() -> None:
     for argv, named in ((("--groups", "sex"), "--groups"), (("--min_group_size", "5"), "--min_group_size"),
-                        (("--unit", "group", "--mode", "logprobs"), "--unit group")):
+                        (("--unit", "group", "--mode", "logprobs"), "--unit group"),
+                        (("--unit", "group", "--export", "sav"), "--export")):
         done = socbench("issp", *argv, "--dry_run", code=2)
         assert named in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
