@@ -25,7 +25,7 @@ from pydantic.fields import FieldInfo
 from socbench.domains import study_name
 from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, validated
-from socbench.types import CircularSettings, SamplingSettings
+from socbench.types import CircularSettings, Mode, Pick, SamplingSettings
 
 EXPORT_FORMATS = ("csv", "parquet", "dta", "sav")  # socbench export / --export
 ExportFormat = Literal["csv", "parquet", "dta", "sav"]
@@ -194,9 +194,14 @@ class RunConfig(EngineRun):
                                                     "(default: the demo data)")
     output_dir: Path = Field(Path("results"), description="results go to <output_dir>/<run name>/")
     engine: EngineSettings = EngineSettings()
-    mode: Literal["generate", "logprobs"] = Field(
+    mode: Mode = Field(
         "generate", description="generate: the model writes {\"answer\": code}; logprobs: the most likely "
-                                "offered code after {\"answer\": \"")
+                                "offered code after {\"answer\": \"; verbalized: the model states the "
+                                "percentage of such people choosing each option (JSON)")
+    verbalized_answer: Pick = Field(
+        "mode", description="with --mode verbalized: an item's answer is its option with most mass (mode; "
+                            "ties: the first in survey order) or a draw from the stated shares seeded by "
+                            "(--seed, item) (draw); recorded")
     structured: bool | None = Field(None, description="constrain answers to {\"answer\": code} (default: on "
                                                       "for vllm)")
     seed: int = Field(42, description="run seed: option shuffling and circular samples")
@@ -247,11 +252,16 @@ class RunConfig(EngineRun):
 
     @model_validator(mode="after")
     def _samples(self) -> RunConfig:
-        """Repeated draws need sampling, and one expansion at a time."""
+        """Repeated draws need sampling, one expansion at a time; a verbalized answer is one distribution."""
         if self.samples > 1 and self.temperature <= 0:
             raise ValueError(f"--samples {self.samples} needs --temperature > 0 (at 0 every draw is alike)")
-        if self.samples > 1 and (self.circular is not None or self.mode == "logprobs"):
-            raise ValueError(f"--samples {self.samples}: not with --circular or --mode logprobs")
+        if self.samples > 1 and (self.circular is not None or self.mode != "generate"):
+            raise ValueError(f"--samples {self.samples}: not with --circular or --mode {self.mode}")
+        if self.mode == "verbalized" and self.circular is not None:
+            raise ValueError("--mode verbalized: not with --circular (a distribution has no option order to "
+                             "rotate)")
+        if self.verbalized_answer != "mode" and self.mode != "verbalized":
+            raise ValueError("--verbalized_answer applies only to --mode verbalized")
         return self
 
     @model_validator(mode="after")
@@ -309,9 +319,10 @@ class RunConfig(EngineRun):
 
     @property
     def run_name(self) -> str:
-        """The model plus each variant that is not the default (``-logprobs``, ``-no_persona``,
-        ``-shuffled``, ``-group``), so runs never overwrite each other."""
-        variants = {"logprobs": self.mode == "logprobs", "no_persona": self.no_persona,
+        """The model plus each variant that is not the default (``-logprobs``, ``-verbalized``, ``-draw``,
+        ``-no_persona``, ``-shuffled``, ``-group``), so runs never overwrite each other."""
+        variants = {"logprobs": self.mode == "logprobs", "verbalized": self.mode == "verbalized",
+                    "draw": self.verbalized_answer == "draw", "no_persona": self.no_persona,
                     "shuffled": self.shuffle_options, "group": self.unit == "group"}
         return "-".join([self.engine.model, *(name for name, on in variants.items() if on)])
 

@@ -19,7 +19,7 @@ from socbench.outcomes import Outcome
 from socbench.report.terminal import terminal_table
 from socbench.studies import task_for
 from socbench.task import Request
-from socbench.types import LoglikelihoodRequest
+from socbench.types import GENERATED, LoglikelihoodRequest
 
 log = logging.getLogger("socbench")
 CHARS_PER_TOKEN = 4  # the estimate where no tokenizer answers (a common rule of thumb for English text)
@@ -129,7 +129,7 @@ def dry_run(config: Any) -> Outcome:
     if unread:
         lines.append(f"Left out, their data cannot be read (the run fails them): {', '.join(unread)}.")
     structured = getattr(getattr(backend, "settings", None), "structured_mode", "none") != "none"
-    if structured and getattr(config, "mode", None) == "generate" and config.use_structured \
+    if structured and getattr(config, "mode", None) in GENERATED and config.use_structured \
             and any(c.sent for c in costs):
         lines.append("The run also sends 1 test request before it starts (--structured: does the server "
                      "honour the constraint?).")

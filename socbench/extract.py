@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -150,12 +150,14 @@ def extract(request: PromptRequest, result: EngineResult,
     return Extraction(request.key, code, failure, raw_reply=result.text)
 
 
-def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult]) -> dict[str, Extraction]:
-    """Extractions by request id (``results`` in ``prompts`` order), each carrying its request's variant."""
+def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult],
+                read: Callable[[PromptRequest, EngineResult], Extraction] = extract) -> dict[str, Extraction]:
+    """Extractions by request id (``results`` in ``prompts`` order), each carrying its request's variant;
+    ``read``: how one reply is read (``socbench.verbalized.extraction`` for stated distributions)."""
     if len(prompts) != len(results):
         raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
     found = {}
     for prompt, result in zip(prompts, results):  # a plain request's as it is: no copy a request
-        extraction, variant = extract(prompt, result), prompt.variant
+        extraction, variant = read(prompt, result), prompt.variant
         found[prompt.item_id] = extraction if variant is None else replace(extraction, variant=variant)
     return found

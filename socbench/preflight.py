@@ -27,7 +27,7 @@ from socbench.engines.settings import EngineSettings
 from socbench.errors import ConfigError, EngineError
 from socbench.studies import task_for
 from socbench.task import Unit
-from socbench.types import PromptRequest
+from socbench.types import GENERATED, PromptRequest
 
 log = logging.getLogger("socbench")
 
@@ -172,7 +172,7 @@ def check_server(api_base: str, model: str | None = None, api_key: str | None = 
 
 def check_structured(config: Any) -> None:
     """With ``--structured`` over the API, a tiny constrained request (``OpenAIEngine.check_structured``)."""
-    if config.engine.api_type != "openai" or getattr(config, "mode", None) != "generate" \
+    if config.engine.api_type != "openai" or getattr(config, "mode", None) not in GENERATED \
             or not config.use_structured:
         return
     from socbench.engines.registry import create_engine

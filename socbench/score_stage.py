@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from socbench import verbalized
 from socbench.circular import reduce_domain
 from socbench.config import RunConfig
 from socbench.draws import reduce_draws
@@ -22,6 +23,8 @@ def score_expanded(data: DomainData, items: Sequence[Item], extractions: Mapping
     scored = score_domain(data, items, reduced, model=config.engine.model, run=config.run_name,
                           interview_count=config.interview_count, include_persona=config.include_persona,
                           cache=config.engine.cache_dir)
+    if config.mode == "verbalized":
+        record |= verbalized.record(reduced, config.verbalized_answer, config.seed)
     if record:
         scored = replace(scored, result=replace(scored.result, metrics={**scored.result.metrics, **record}))
     return reduce_domain(scored, config.expansion)

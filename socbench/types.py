@@ -13,7 +13,9 @@ from typing import Any, Literal, get_args
 from socbench.errors import ConfigError, incomplete_reason
 
 Code = str
-Mode = Literal["generate", "logprobs"]
+Mode = Literal["generate", "logprobs", "verbalized"]  # verbalized: socbench.verbalized
+GENERATED = ("generate", "verbalized")  # the modes whose answer is generated text (it may be constrained)
+Pick = Literal["mode", "draw"]  # a verbalized item's one answer: its most likely option, or a seeded draw
 CircularMode = Literal["circular", "all_possible"]
 CircularLabels = Literal["order_only", "relabel"]  # codes stay with their text | numbered 1..n by position
 Pattern = tuple[str, ...]  # an item's original option labels in the order displayed
@@ -178,6 +180,7 @@ class Extraction:
     raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
     variant: Variant | None = None  # the request's variant, passed on for the reducer
     draws: tuple[Code | None, ...] | None = None  # --samples K: every draw's code, in draw order
+    note: str | None = None  # what reading the answer changed (verbalized: shares normalised)
 
 
 @dataclass(frozen=True)

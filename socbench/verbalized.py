@@ -12,12 +12,10 @@ import math
 import random
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from socbench.extract import EMPTY, json_objects, normalize_value
-from socbench.types import Code
-
-Pick = Literal["mode", "draw"]
+from socbench.types import Code, EngineResult, Extraction, Pick, PromptRequest
 
 NO_DISTRIBUTION = "no JSON distribution found"
 NOT_A_SHARE = "share not a number"
@@ -97,3 +95,25 @@ def pick(distribution: Mapping[Code, float], how: Pick = "mode", seed: int = 42,
     if how == "draw":
         return random.Random(f"{seed}|{item_id}").choices(codes, weights=list(distribution.values()))[0]
     return max(codes, key=lambda code: distribution[code])
+
+
+def extraction(request: PromptRequest, result: EngineResult, how: Pick = "mode",
+               seed: int = 42) -> Extraction:
+    """One verbalized reply read: the shares as the item's ``distribution``, the picked code as its answer,
+    a normalisation as its ``note``; an engine error passed on, an unreadable reply a failure."""
+    if result.error is not None:
+        return Extraction(request.key, None, engine_error=result.error)
+    offered = request.options or tuple((code, code) for code in request.offered_codes)
+    distribution, said = parse_distribution(result.text, offered)
+    if distribution is None:
+        return Extraction(request.key, None, said, raw_reply=result.text)
+    return Extraction(request.key, pick(distribution, how, seed, request.item_id), None, distribution,
+                      raw_reply=result.text, note=said)
+
+
+def record(extractions: Mapping[str, Extraction], how: Pick, seed: int) -> dict[str, float]:
+    """What a domain's metrics say of its verbalized answers: how many replies were normalised (their
+    shares did not sum to 100, or left options out) and, for drawn answers, the seed of the draws."""
+    normalised = sum(e.note is not None for e in extractions.values())
+    return {"verbalized_normalised": float(normalised)} | ({"verbalized_draw_seed": float(seed)}
+                                                           if how == "draw" else {})

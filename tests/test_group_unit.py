@@ -65,7 +65,7 @@ def test_groups_are_the_survey_s_labels_and_small_ones_are_counted() -> None:
     prompts = task(min_group_size=2).prompts(grouped)
     system, user = (m.content for m in prompts.requests[0].messages)
     assert '"Region": "North"' in system and '"Gender": "Woman"' in system and "country" not in system.lower()
-    assert "1. Yes" in user and "percentage" in user
+    assert "1. Yes" in user and "percentage" in user and prompts.requests[0].mode == "verbalized"
 
 
 def test_an_unknown_group_name_is_one_line_naming_the_attributes() -> None:

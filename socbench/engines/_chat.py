@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from socbench import verbalized
 from socbench.engines.base import ResultSink
 from socbench.types import Code, LoglikelihoodRequest, PromptRequest
 
@@ -144,6 +145,13 @@ def answer_regex(codes: tuple[Code, ...]) -> str:
     """``{"answer": "<code>"}`` with the code one of ``codes`` (longest first, so "10" wins over "1")."""
     options = "|".join(re.escape(c) for c in sorted(codes, key=len, reverse=True))
     return r'\{"answer": "(' + options + r')"\}'
+
+
+def constraint_regex(request: PromptRequest) -> str:
+    """The regex a structured request's reply must match: one code, or a verbalized distribution."""
+    if request.mode == "verbalized":
+        return verbalized.regex(request.option_order)
+    return answer_regex(request.offered_codes)
 
 
 def report(on_result: ResultSink | None, index: int, result: T) -> T:

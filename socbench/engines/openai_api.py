@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from socbench import verbalized
 from socbench.engines import _chat, _http
 from socbench.engines._http import Call, Transport, host
 from socbench.engines.base import ResultSink
@@ -203,11 +204,11 @@ class OpenAIEngine:
         body = self._body(request, prefix=_started(request))
         mode = self.settings.structured_mode if request.structured else "none"
         if mode == "regex":
-            body["structured_outputs"] = {"regex": _chat.answer_regex(request.offered_codes)}
+            body["structured_outputs"] = {"regex": _chat.constraint_regex(request)}
         elif mode == "json_schema" and request.chat:
-            schema = {"type": "object", "properties": {"answer": {"type": "string",
-                                                                  "enum": list(request.offered_codes)}},
-                      "required": ["answer"], "additionalProperties": False}
+            schema = verbalized.schema(request.option_order) if request.mode == "verbalized" else \
+                {"type": "object", "required": ["answer"], "additionalProperties": False,
+                 "properties": {"answer": {"type": "string", "enum": list(request.offered_codes)}}}
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "answer", "schema": schema, "strict": True}}
         return Call(_path(request), body, _http.chat_text if request.chat else _http.completion_text)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,6 +28,7 @@ from socbench.types import (
     DomainData,
     Item,
     Message,
+    Mode,
     PromptRequest,
     Question,
     Respondent,
@@ -99,7 +100,7 @@ class PromptSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    mode: Literal["generate", "logprobs"] = "generate"
+    mode: Mode = "generate"
     structured: bool = False
     shuffle_options: bool = False
     seed: int = 42
@@ -154,21 +155,36 @@ ANSWER_FORMAT = (
     'Reply with the id of your chosen option in this JSON format and nothing else:\n{"answer": "option_id"}'
 )
 ANSWER_PREFIX = '{"answer": "'
+# --mode verbalized (socbench.verbalized): the same persona, asked for the shares of people like them
+VERBALIZED_INSTRUCTION = (
+    "You are taking part in a survey. Think of the people like the person described below, based on "
+    "their personal information. For each question, estimate what percentage of such people would choose "
+    "each of the offered options."
+)
+VERBALIZED_INSTRUCTION_NO_PERSONA = (
+    "You are taking part in a survey. For each question, estimate what percentage of respondents would "
+    "choose each of the offered options."
+)
+VERBALIZED_FORMAT = ("Reply with the percentage for every option id (whole numbers summing to 100) in this "
+                     "JSON format and nothing else:\n{example}")
 
 
 def system_message(respondent: Respondent, settings: PromptSettings) -> str:
     """The fixed instruction plus the persona JSON: identical for all of a respondent's questions."""
+    verbalized = settings.mode == "verbalized"
     if not settings.include_persona:
-        return INSTRUCTION_NO_PERSONA
+        return VERBALIZED_INSTRUCTION_NO_PERSONA if verbalized else INSTRUCTION_NO_PERSONA
     persona = persona_attributes(respondent, country_words(respondent))
-    return f"{INSTRUCTION}\n\nPersonal information:\n{json.dumps(persona, ensure_ascii=False, indent=2)}"
+    instruction = VERBALIZED_INSTRUCTION if verbalized else INSTRUCTION
+    return f"{instruction}\n\nPersonal information:\n{json.dumps(persona, ensure_ascii=False, indent=2)}"
 
 
 @lru_cache(maxsize=1 << 14)
 def user_message(question_text: str, item_options: tuple[tuple[str, str], ...], order: tuple[str, ...],
-                 words: CountryInfo, shown: tuple[str, ...] | None = None) -> str:
-    """Question, options as ``id. text`` lines in the shown order, and the answer format; whitespace
-    collapsed so a raw newline cannot break the list. ``shown`` relabels the lines (circular ``relabel``).
+                 words: CountryInfo, shown: tuple[str, ...] | None = None, verbalized: bool = False) -> str:
+    """Question, options as ``id. text`` lines in the shown order, and the answer format (``verbalized``:
+    a percentage per option id); whitespace collapsed so a raw newline cannot break the list. ``shown``
+    relabels the lines (circular ``relabel``).
     Remembered: a question's respondents of one country see the same message (18 of 33 s of a domain's
     prompts when each was built anew)."""
     options = [(code, fill_placeholders(" ".join(label.split()), words)) for code, label in item_options]
@@ -176,7 +192,9 @@ def user_message(question_text: str, item_options: tuple[tuple[str, str], ...], 
         texts = dict(options)
         options, order = [(label, texts[code]) for label, code in zip(shown, order, strict=True)], shown
     question = fill_placeholders(" ".join(question_text.split()), words)
-    return f"Question: {question}\n\nOptions:\n{render_options(options, order)}\n\n{ANSWER_FORMAT}"
+    example = "{" + ", ".join(f'"{label}": <percent>' for label in order) + "}"
+    answer = VERBALIZED_FORMAT.format(example=example) if verbalized else ANSWER_FORMAT
+    return f"Question: {question}\n\nOptions:\n{render_options(options, order)}\n\n{answer}"
 
 
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
@@ -195,7 +213,8 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
         item_id=item.item_id,
         messages=(
             Message("system", system if system is not None else system_message(respondent, settings)),
-            Message("user", user_message(question.text, item.options, order, words, labels)),
+            Message("user", user_message(question.text, item.options, order, words, labels,
+                                         settings.mode == "verbalized")),
         ),
         mode=settings.mode,
         offered_codes=labels or item.offered_codes,
@@ -203,9 +222,16 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
         answer_prefix=ANSWER_PREFIX if logprobs else "",
         structured=settings.structured and not logprobs,
         # Decoding settings do not change log-probs: keep them out of logprobs cache keys.
-        sampling=SamplingSettings() if logprobs else settings.sampling,
+        sampling=SamplingSettings() if logprobs else _room(settings, len(order)),
         options=item.options,
     )
+
+
+def _room(settings: PromptSettings, options: int) -> SamplingSettings:
+    """A verbalized reply's tokens: at least 12 an option (``"10": 25, `` and margin), else the setting."""
+    need = 12 * options + 8 if settings.mode == "verbalized" else 0
+    return settings.sampling if settings.sampling.max_tokens >= need else \
+        replace(settings.sampling, max_tokens=need)
 
 
 def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import ClassVar, cast
 
+from socbench import verbalized
 from socbench.config import RunConfig
 from socbench.data import build_items, load_domain
 from socbench.data.layout import dataset_root, sample_dir
@@ -16,7 +18,7 @@ from socbench.data.variables import read_variables
 from socbench.data_use import check_data_use
 from socbench.domains import get_domain, select_domains, study_name
 from socbench.errors import ConfigError
-from socbench.extract import extract_all
+from socbench.extract import extract, extract_all
 from socbench.log.summary import summary_row
 from socbench.log.write import write_scored_domain
 from socbench.manifest import DomainSpec
@@ -103,7 +105,10 @@ class IsspTask:
 
     def extract(self, prompts: Prompts, answers: Answers) -> IsspExtracted:
         requests = cast("tuple[PromptRequest, ...]", prompts.requests)  # ISSP asks only prompts
-        return IsspExtracted(extract_all(requests, answers.results), answers.usage)
+        c = self.config
+        read = partial(verbalized.extraction, how=c.verbalized_answer, seed=c.seed) \
+            if c.mode == "verbalized" else extract
+        return IsspExtracted(extract_all(requests, answers.results, read), answers.usage)
 
     def score(self, samples: IsspSamples, prompts: Prompts, extracted: IsspExtracted) -> ScoredDomain:
         scored = score_expanded(samples.data, samples.items, extracted.extractions, self.config)

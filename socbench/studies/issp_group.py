@@ -18,14 +18,14 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from socbench.data.countries import CountryInfo
+from socbench import verbalized
 from socbench.errors import ConfigError
 from socbench.log.read import read_domains
 from socbench.metrics.distribution import human_distribution, level_scores
 from socbench.metrics.persona_groups import ATTRIBUTES, ROLE_ATTRIBUTE, group_of, respondent_groups
 from socbench.metrics.simbench import ROW_KEYS, row_score, simbench_score
 from socbench.outcomes import UnitReport
-from socbench.prompts.persona import ANSWER_FORMAT, country_words, fill_placeholders, user_message
+from socbench.prompts.persona import PromptSettings, build_prompt, country_words, fill_placeholders
 from socbench.report.output import model_dir
 from socbench.scoring import design_weights, score_items
 from socbench.studies.generic import StudyTask, engine_errors
@@ -35,20 +35,17 @@ from socbench.types import (
     COUNTRY,
     Answers,
     DomainData,
-    EngineResult,
     Extraction,
     Item,
-    Message,
     PromptRequest,
+    Question,
+    Respondent,
     ScoredItem,
 )
-from socbench.verbalized import parse_distribution, pick
 
 INSTRUCTION = ("You are estimating how a group of people answered a survey. The group is described below. "
-               "For each question, give the percentage of the group's members who chose each offered option.")
-DISTRIBUTION_FORMAT = ("Reply with the percentage choosing each option, keyed by option id, in this JSON "
-                       "format and nothing else (the percentages sum to 100):\n"
-                       '{"option_id": percentage, ...}')
+               "For each question, estimate what percentage of the group's members chose each of the offered "
+               "options.")
 
 
 @dataclass(frozen=True)
@@ -67,7 +64,7 @@ class Group:
     id: str
     description: dict[str, str]
     members: tuple[int, ...]
-    words: CountryInfo  # the country's words, for placeholders in ISSP labels
+    member: Respondent  # one of them: the country's words, for placeholders in ISSP labels
 
 
 @dataclass(frozen=True)
@@ -122,7 +119,7 @@ def build_groups(data: DomainData, asked: Sequence[str]) -> tuple[list[Group], i
             if person.group_code is not None else []
         description = dict([*where, *zip([g.name for g in chosen], cast("list[str]", values), strict=True)])
         gid = " | ".join(description.values()) or "everyone"
-        group = found.setdefault(gid, Group(gid, description, (), words))
+        group = found.setdefault(gid, Group(gid, description, (), person))
         found[gid] = replace(group, members=(*group.members, person.person_id))
     return list(found.values()), missing, [place, *(g.name for g in chosen)]
 
@@ -147,32 +144,15 @@ def group_samples(samples: IsspSamples, asked: Sequence[str], min_size: int) -> 
                         tuple(names))
 
 
-def group_request(group: Group, question_text: str, options: tuple[tuple[str, str], ...],
-                  structured: bool, item_id: str) -> PromptRequest:
-    """One group's request for one question: the group's description, the question, its options."""
-    shown = {fill_placeholders(k, group.words): fill_placeholders(v, group.words)
-             for k, v in group.description.items()}
-    codes = tuple(code for code, _ in options)
-    user = user_message(question_text, options, codes, group.words).removesuffix(ANSWER_FORMAT)
+def group_request(group: Group, question: Question, item: Item, settings: PromptSettings) -> PromptRequest:
+    """One group's request for one question: the group's description (the persona's place), the question
+    and its options as a member saw them, asked for the percentage choosing each (``--mode verbalized``'s
+    reply, constrained where the engine can)."""
+    words = country_words(group.member)
+    shown = {fill_placeholders(k, words): fill_placeholders(v, words) for k, v in group.description.items()}
     system = f"{INSTRUCTION}\n\nThe group:\n{json.dumps(shown, ensure_ascii=False, indent=2)}"
-    return PromptRequest(item_id, (Message("system", system), Message("user", user + DISTRIBUTION_FORMAT)),
-                         offered_codes=codes, option_order=codes, structured=structured, options=options)
-
-
-def extract_group(request: PromptRequest, result: EngineResult) -> tuple[Extraction, str | None]:
-    """A reply read as a distribution (``verbalized.parse_distribution``) and its note; its code the mode."""
-    if result.error is not None:
-        return Extraction(request.key, None, engine_error=result.error), None
-    shares, note = parse_distribution(result.text, request.options)
-    if shares is None:
-        return Extraction(request.key, None, note, raw_reply=result.text), None
-    return Extraction(request.key, pick(shares), None, shares, raw_reply=result.text), note
-
-
-@dataclass(frozen=True)
-class GroupExtracted:
-    extractions: tuple[Extraction, ...]  # in request (row) order
-    notes: int  # replies normalised or completed (shares not summing to 100, options left out)
+    return replace(build_prompt(item, group.member, question, settings, system),
+                   item_id=f"{group.id}:{question.id}")
 
 
 @dataclass(frozen=True)
@@ -212,19 +192,24 @@ class IsspGroupTask(IsspTask):
         return group_samples(super().special_options(data), self.config.groups, self.config.min_group_size)
 
     def prompts(self, samples: GroupSamples) -> Prompts:
-        texts = {q.id: q.text for q in samples.data.questions}
-        return Prompts(tuple(group_request(group, texts[qid], items[0].options, False, f"{group.id}:{qid}")
+        c = self.config
+        settings = PromptSettings(mode="verbalized", structured=c.use_structured, seed=c.seed,
+                                  sampling=c.sampling)
+        questions = {q.id: q for q in samples.data.questions}
+        return Prompts(tuple(group_request(group, questions[qid], items[0], settings)
                              for group, qid, items in samples.rows))
 
-    def extract(self, prompts: Prompts, answers: Answers) -> GroupExtracted:
-        requests = cast("tuple[PromptRequest, ...]", prompts.requests)
-        found = [extract_group(r, a) for r, a in zip(requests, answers.results, strict=True)]
-        return GroupExtracted(tuple(e for e, _ in found), sum(note is not None for _, note in found))
+    def extract(self, prompts: Prompts, answers: Answers) -> tuple[Extraction, ...]:
+        """Each reply read as a stated distribution (``verbalized.extraction``), in row order."""
+        c, requests = self.config, cast("tuple[PromptRequest, ...]", prompts.requests)
+        return tuple(verbalized.extraction(r, a, c.verbalized_answer, c.seed)
+                     for r, a in zip(requests, answers.results, strict=True))
 
-    def score(self, samples: GroupSamples, prompts: Prompts, extracted: GroupExtracted) -> GroupScored:
+    def score(self, samples: GroupSamples, prompts: Prompts, extracted: Sequence[Extraction]) -> GroupScored:
         """Each row's members scored with the group's distribution, against their weighted answers."""
-        data, size = samples.data, self.config.min_group_size
-        by_item = {i.item_id: e for (_, _, items), e in zip(samples.rows, extracted.extractions, strict=True)
+        c = self.config
+        data, size = samples.data, c.min_group_size
+        by_item = {i.item_id: e for (_, _, items), e in zip(samples.rows, extracted, strict=True)
                    for i in items}
         group_of_person = {p: g.id for g in samples.groups for p in g.members}
         asked = {(g.id, qid) for g, qid, _ in samples.rows}
@@ -242,8 +227,10 @@ class IsspGroupTask(IsspTask):
         out = [g for g in samples.groups if g.id not in kept]
         counts = {"requests": len(samples.rows), "groups": len(kept), "groups_left_out": len(out),
                   "respondents_left_out": sum(len(g.members) for g in out) + samples.no_group,
-                  "rows_left_out": len(samples.left_out), "replies_normalised": extracted.notes,
-                  "parse_failures": sum(e.failure is not None for e in extracted.extractions)}
+                  "rows_left_out": len(samples.left_out),
+                  "parse_failures": sum(e.failure is not None for e in extracted),
+                  **verbalized.record({str(i): e for i, e in enumerate(extracted)}, c.verbalized_answer,
+                                      c.seed)}
         beside = self.per_respondent(data, group_of_person, asked, weights)
         extras = {"grouped_by": list(samples.groupings), "min_group_size": size, "weights_off": weights_off,
                   "rows": rows, "left_out_groups": {g.id: len(g.members) for g in out},
