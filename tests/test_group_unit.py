@@ -5,6 +5,7 @@ weighted answer distribution; checked by hand on a real file written by R's have
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -110,9 +111,10 @@ def planted(asked: list[str]):  # noqa: ANN201 -- the fake server's answer
     respondent's: the first option."""
 
     def answer(prompt: str, codes: tuple[str, ...]) -> str:
-        if "percentage" in prompt:
+        if "percentage" in prompt:  # the codes of its option lines (a constrained reply's regex has none)
             asked.append(prompt)
-            return json.dumps({code: 10 * (i + 1) for i, code in enumerate(codes)})
+            shown = re.findall(r"^(\S+)\. ", prompt.split("Options:")[1], re.M)
+            return json.dumps({code: 10 * (i + 1) for i, code in enumerate(shown)})
         return json.dumps({"answer": codes[0]})
 
     return answer
@@ -164,7 +166,9 @@ def test_a_group_run_on_a_real_file_asks_groups_x_questions_and_scores_by_hand(
         socbench(*run, "--api_base", server.url)  # per respondent first: its aggregate goes beside
         server.reset_stats()
         socbench(*run, "--api_base", server.url, "--unit", "group")
-        assert server.wait_idle().requests == len(kept) + 1  # and the preflight's one probe of the server
+        seen = server.wait_idle()
+        assert seen.requests == len(kept) + 1  # and the preflight's one probe of the server
+        assert seen.last_body and "structured_outputs" in seen.last_body  # the distribution's constraint
     assert len(asked) == len(set(asked)) == len(kept)  # exactly groups x questions, each once
     record = json.loads((out / "fake-model-group" / "Ces11_unit.json").read_text())
     metrics, extras = record["metrics"], record["extras"]
