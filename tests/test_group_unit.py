@@ -70,7 +70,9 @@ def test_groups_are_the_survey_s_labels_and_small_ones_are_counted() -> None:
 
 
 def test_an_unknown_group_name_is_one_line_naming_the_attributes() -> None:
-    with pytest.raises(ConfigError, match=r"--groups Income: not an attribute of Tiny .*Gender, Region"):
+    line = (r"--groups Income: not an attribute of Tiny nor a role \(sex, age, education, religion, party, "
+            r"employment\); its attributes: Gender, Region")
+    with pytest.raises(ConfigError, match=line):
         samples(task(groups="Income"))
 
 

@@ -48,6 +48,9 @@ INSTRUCTION = ("You are estimating how a group of people answered a survey. The 
                "options.")
 
 
+ROLES = tuple({v: k for k, v in ROLE_ATTRIBUTE.items()}.get(a, a) for a in ATTRIBUTES)  # sex, age, ...
+
+
 @dataclass(frozen=True)
 class Grouping:
     """One attribute that defines groups: the name a description shows (with ``role`` None, the attribute
@@ -96,7 +99,7 @@ def groupings(data: DomainData, asked: Sequence[str], roles_found: set[str]) -> 
             found.append(Grouping(declared.get(role, role.replace("_", " ")), role))
         elif _fold(name) not in keys:
             raise ConfigError(f"--groups {name}: not an attribute of {data.domain_name} nor a role "
-                              f"({', '.join(ROLE_ATTRIBUTE.get(a, a) for a in ATTRIBUTES)}); its attributes: "
+                              f"({', '.join(ROLES)}); its attributes: "
                               f"{', '.join(sorted(keys.values())[:12])}")
     return found
 
