@@ -16,8 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, cast
 
-import numpy as np
-
 from socbench import verbalized
 from socbench.errors import ConfigError
 from socbench.log.read import read_domains
@@ -130,15 +128,11 @@ def build_groups(data: DomainData, asked: Sequence[str]) -> tuple[list[Group], i
 def group_samples(samples: IsspSamples, asked: Sequence[str], min_size: int) -> GroupSamples:
     """Every (group, question) with its members' scoreable items; those under ``min_size`` left out."""
     groups, missing, names = build_groups(samples.data, asked)
-    by_person: dict[int, list[Item]] = {}
-    for item in samples.items:
-        if item.excluded_reason is None:
-            by_person.setdefault(item.person_id, []).append(item)
+    scoreable = {(i.person_id, i.question_id): i for i in samples.items if i.excluded_reason is None}
     rows, left_out = [], []
     for group in groups:
         for question in samples.data.questions:
-            items = tuple(i for p in group.members for i in by_person.get(p, ())
-                          if i.question_id == question.id)
+            items = tuple(item for p in group.members if (item := scoreable.get((p, question.id))))
             if len(items) >= min_size:
                 rows.append((group, question.id, items))
             elif items:
@@ -160,10 +154,9 @@ def group_request(group: Group, question: Question, item: Item, settings: Prompt
 
 @dataclass(frozen=True)
 class GroupScored:
-    """Each member's item scored with the group's distribution (its ``country_code`` the group's id)."""
+    """A domain's group-level scores and counts (``metrics``), and its rows and what was left out."""
 
     unit: str
-    items: tuple[ScoredItem, ...]
     metrics: dict[str, float]
     extras: dict[str, Any]
 
@@ -178,6 +171,18 @@ def group_metrics(items: Sequence[ScoredItem], min_size: int, weights: Mapping[i
             for r in simbench.rows]
     scored, _ = scores.pop("groups"), scores.pop("min_respondents")
     return {"simbench": simbench.score, "simbench_norm": simbench.norm, "rows_scored": scored, **scores}, rows
+
+
+def left_out_counts(samples: GroupSamples) -> tuple[dict[str, float], dict[str, Any]]:
+    """(counts, what they count): the groups with no row asked, their respondents and those without a
+    value for a grouping attribute, the (group, question) rows under the minimum."""
+    kept = {g.id for g, _, _ in samples.rows}
+    out = {g.id: len(g.members) for g in samples.groups if g.id not in kept}
+    return ({"requests": len(samples.rows), "groups": len(kept), "groups_left_out": len(out),
+             "respondents_left_out": sum(out.values()) + samples.no_group,
+             "rows_left_out": len(samples.left_out)},
+            {"left_out_groups": out, "left_out_rows": [list(row) for row in samples.left_out],
+             "no_group_value": samples.no_group})
 
 
 def as_groups(items: Sequence[ScoredItem], group_of_person: Mapping[int, str],
@@ -209,56 +214,47 @@ class IsspGroupTask(IsspTask):
                      for r, a in zip(requests, answers.results, strict=True))
 
     def score(self, samples: GroupSamples, prompts: Prompts, extracted: Sequence[Extraction]) -> GroupScored:
-        """Each row's members scored with the group's distribution, against their weighted answers."""
-        c = self.config
-        data, size = samples.data, c.min_group_size
+        """Each row's members scored with the group's distribution, against their weighted answers; each
+        row's human and model shares beside its TVs; the per-respondent run's scores where there is one."""
+        c, data = self.config, samples.data
         by_item = {i.item_id: e for (_, _, items), e in zip(samples.rows, extracted, strict=True)
                    for i in items}
         group_of_person = {p: g.id for g in samples.groups for p in g.members}
-        asked = {(g.id, qid) for g, qid, _ in samples.rows}
-        members = [i for _, _, row in samples.rows for i in row]
-        items = as_groups(score_items(members, by_item), group_of_person, asked)
+        asked = {(g.id, qid): items for g, qid, items in samples.rows}
         weights, weights_off = design_weights(data)
-        metrics, rows = group_metrics(items, size, weights)
-        members_of = {(g.id, qid): members for g, qid, members in samples.rows}
+        scored = score_items([i for items in asked.values() for i in items], by_item)
+        metrics, rows = group_metrics(as_groups(scored, group_of_person, set(asked)), c.min_group_size,
+                                      weights)
         for row in rows:
-            members = members_of[row["group"], row["question"]]
-            codes = tuple(code for code, _ in members[0].options)
+            members = asked[row["group"], row["question"]]
+            codes = members[0].offered_codes
             row["human"] = dict(zip(codes, human_distribution(members, codes, weights).tolist(), strict=True))
             row["model"] = by_item[members[0].item_id].distribution
-        kept = {g.id for g, _, _ in samples.rows}
-        out = [g for g in samples.groups if g.id not in kept]
-        counts = {"requests": len(samples.rows), "groups": len(kept), "groups_left_out": len(out),
-                  "respondents_left_out": sum(len(g.members) for g in out) + samples.no_group,
-                  "rows_left_out": len(samples.left_out),
-                  "parse_failures": sum(e.failure is not None for e in extracted),
-                  **verbalized.record({str(i): e for i, e in enumerate(extracted)}, c.verbalized_answer,
-                                      c.seed)}
-        beside = self.per_respondent(data, group_of_person, asked, weights)
-        extras = {"grouped_by": list(samples.groupings), "min_group_size": size, "weights_off": weights_off,
-                  "rows": rows, "left_out_groups": {g.id: len(g.members) for g in out},
-                  "left_out_rows": [list(row) for row in samples.left_out],
-                  "no_group_value": samples.no_group, **beside[1]}
-        return GroupScored(data.domain_name, tuple(items), {**counts, **metrics, **beside[0]}, extras)
+        counts, left_out = left_out_counts(samples)
+        answers = {"parse_failures": sum(e.failure is not None for e in extracted),
+                   **verbalized.record(dict(zip(map(str, range(len(extracted))), extracted)),
+                                       c.verbalized_answer, c.seed)}
+        beside, run = self.per_respondent(data, group_of_person, set(asked), weights)
+        extras = {"grouped_by": list(samples.groupings), "min_group_size": c.min_group_size,
+                  "weights_off": weights_off, "rows": rows, **left_out, "per_respondent_run": run}
+        return GroupScored(data.domain_name, {**counts, **answers, **metrics, **beside}, extras)
 
     def per_respondent(self, data: DomainData, group_of_person: Mapping[int, str],
                        asked: set[tuple[str, str]], weights: Mapping[int, float] | None,
-                       ) -> tuple[dict[str, float], dict[str, Any]]:
-        """The same scores of the per-respondent run of this model in the same output folder (its answers
-        pooled by group, over the rows asked here), prefixed ``respondent_``; none without such a run."""
+                       ) -> tuple[dict[str, float], str | None]:
+        """The same scores of this model's per-respondent run in the same output folder (its answers pooled
+        by group, over the rows asked here), prefixed ``respondent_``, and its name; none without one."""
         run = self.config.model_copy(update={"unit": "respondent"}).run_name
         folder = model_dir(self.config.output_dir, run)
-        domains = [d for d in read_domains(folder) if d.domain_id == data.domain_id]
-        if not domains:
-            return {}, {"per_respondent_run": None}
-        items = as_groups(domains[0].scored(), group_of_person, asked)
+        found = [d for d in read_domains(folder) if d.domain_id == data.domain_id]
+        if not found:
+            return {}, None
+        items = as_groups(found[0].scored(), group_of_person, asked)
         metrics, _ = group_metrics(items, self.config.min_group_size, weights)
-        return {f"respondent_{k}": v for k, v in metrics.items() if isinstance(v, float)}, \
-            {"per_respondent_run": run}
+        return {f"respondent_{k}": v for k, v in metrics.items()}, run
 
     def result(self, unit: Unit, scored: GroupScored, answers: Answers) -> UnitResult:
-        numbers = {k: float(v) for k, v in scored.metrics.items() if np.isscalar(v)}
-        return UnitResult(unit.id, unit.name, numbers, engine_errors(answers), scored.extras)
+        return UnitResult(unit.id, unit.name, scored.metrics, engine_errors(answers), scored.extras)
 
     def record(self, result: UnitResult) -> UnitResult:  # type: ignore[override]
         return result
