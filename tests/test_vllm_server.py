@@ -107,6 +107,21 @@ def test_structured_generate_over_the_api_equals_in_process(tiny_server, tiny_en
     assert detailed["parse_failures"] == detailed["engine_errors"] == 0 and detailed["complete"]
 
 
+def test_verbalized_over_the_api_equals_in_process(tiny_server, tiny_engine, run_env, demo_data, tmp_path):
+    """--mode verbalized (issue 45): vLLM's server and the in-process engine constrain the reply by the same
+    regex, so the same stated distributions come back, item by item, each one a distribution."""
+    args = issp_args(tiny_server.url, "tiny", demo_data, tmp_path, 3, "--mode", "verbalized")
+    run = socbench(*args, env=KEY, code=None)
+    assert run.returncode == 0, run.stderr[-3000:]
+    detailed = read(tmp_path, "tiny-verbalized")
+    prompts = same_prompts(demo_data, 3, "verbalized")
+    local = {p.item_id: r.text for p, r in zip(prompts, tiny_engine.generate(prompts))}
+    assert by_item(detailed, "raw_reply") == local and len(local) > 10
+    readable = [d for d in detailed["details"] if d["parse_error"] is None]
+    assert readable and all(sum(d["option_distribution"].values()) == pytest.approx(1) for d in readable)
+    assert set(detailed["parse_failure_reasons"]) <= {"shares sum to 0"}  # a random model may say 0 to all
+
+
 def test_logprobs_over_the_api_equal_in_process(tiny_server, tiny_engine, run_env, demo_data, tmp_path):
     """Probabilities within LOGPROB_TOLERANCE; the same most likely code for every item not a near-tie.
 
