@@ -15,7 +15,6 @@ from socbench.config import make_config
 from socbench.errors import ConfigError
 from socbench.studies import task_for
 from socbench.studies.issp_group import GroupSamples, IsspGroupTask
-from socbench.task import Prompts
 from socbench.types import Answers, DomainData, EngineResult, Question, Respondent
 from support.cli import socbench
 
@@ -99,7 +98,7 @@ def test_scores_are_against_the_weighted_group_distribution_by_hand() -> None:
 def test_an_unreadable_reply_is_a_parse_failure_not_a_score() -> None:
     study = task(groups="Gender", min_group_size=2)
     grouped = samples(study)
-    prompts = Prompts(study.prompts(grouped).requests)
+    prompts = study.prompts(grouped)
     answers = Answers(tuple(EngineResult(r.key, "I cannot say") for r in prompts.requests), 0.0, {}, {})
     scored = study.score(grouped, prompts, study.extract(prompts, answers))
     assert scored.metrics["parse_failures"] == 2 and scored.metrics["skipped_no_answers"] == 2
