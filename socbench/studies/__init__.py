@@ -32,11 +32,11 @@ class Study:
     help: str
     flow: str = "socbench.flows.generic:study"  # "module:function" of its Prefect flow: the generic one
     description: str | None = None
-    units: tuple[tuple[str, str], ...] = ()  # (config.unit, "module:Class"): another Task for that unit
+    by_unit: tuple[tuple[str, str], ...] = ()  # (config.unit, "module:Class"): another Task for that unit
 
     def task_class(self, config: Any) -> type:
         """The Task of ``config``: the one its ``unit`` names, else the study's."""
-        return _load(dict(self.units).get(getattr(config, "unit", ""), self.task))
+        return _load(dict(self.by_unit).get(getattr(config, "unit", ""), self.task))
 
     def config_type(self) -> type:
         return _load(self.config)
@@ -48,7 +48,7 @@ class Study:
 STUDIES: dict[str, Study] = {s.name: s for s in (
     Study("issp", "socbench.config:RunConfig", "socbench.studies.issp:IsspTask",
           flow="socbench.flows.issp:issp",  # its deployments' flow names
-          units=(("group", "socbench.studies.issp_group:IsspGroupTask"),),
+          by_unit=(("group", "socbench.studies.issp_group:IsspGroupTask"),),
           help="run the ISSP persona benchmark (issp prompts: print its prompts)",
           description="Run the ISSP persona benchmark through the Prefect flow in this process. "
                       "`socbench issp prompts --help`: print prompts instead."),
