@@ -228,6 +228,14 @@ class RunConfig(EngineRun):
                         "comma-separated: csv,parquet,dta,sav; into <run folder>/export/")
     export_wide: bool = Field(False, description="with --export: the survey's own shape and labels (socbench "
                                                  "export --wide; a domain from socbench data import)")
+    unit: Literal["respondent", "group"] = Field(
+        "respondent", description="respondent: each respondent asked in their persona; group: one request "
+                                  "per group x question for the group's answer distribution")
+    groups: tuple[str, ...] = Field((), description="with --unit group: the attributes (or roles: sex, age, "
+                                                    "...) that define a group, comma-separated (default: the "
+                                                    "study's roles)")
+    min_group_size: int = Field(30, ge=1, description="with --unit group: a group x question with fewer "
+                                                      "answers is left out and counted")
     allow_remote_data: bool = Field(
         False, description="send prompts of a study with data_use: local (imported microdata) to a server "
                            "not on loopback or a private network: acknowledges that its licence allows it")
@@ -238,6 +246,7 @@ class RunConfig(EngineRun):
         return tuple(dict.fromkeys(comma_list(value)))
 
     _count = field_validator("interview_count", "dataset_size", mode="before")(count_or_all)
+    _groups = field_validator("groups", mode="before")(comma_list)
     _positive = field_validator("max_tokens", "max_variants")(positive)
     _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 
@@ -253,6 +262,21 @@ class RunConfig(EngineRun):
                              "rotate)")
         if self.verbalized_answer != "mode" and self.mode != "verbalized":
             raise ValueError("--verbalized_answer applies only to --mode verbalized")
+        return self
+
+    @model_validator(mode="after")
+    def _group_unit(self) -> RunConfig:
+        """A group is asked for a distribution once: no per-respondent variants, and its flags need it."""
+        if self.unit == "respondent":
+            named = next((f for f in ("groups", "min_group_size")  # by value: a deployment passes every field
+                          if getattr(self, f) != type(self).model_fields[f].default), None)
+            if named:
+                raise ValueError(f"--{named} applies only with --unit group")
+        elif (self.mode == "logprobs" or self.circular or self.samples > 1 or self.shuffle_options
+              or self.no_persona or self.export):
+            raise ValueError("--unit group asks each group once for a stated distribution, scored in its "
+                             "unit record: not with --mode logprobs, --circular, --samples, "
+                             "--shuffle_options, --no_persona or --export")
         return self
 
     @property
@@ -296,10 +320,10 @@ class RunConfig(EngineRun):
     @property
     def run_name(self) -> str:
         """The model plus each variant that is not the default (``-logprobs``, ``-verbalized``, ``-draw``,
-        ``-no_persona``, ``-shuffled``), so runs never overwrite each other."""
+        ``-no_persona``, ``-shuffled``, ``-group``), so runs never overwrite each other."""
         variants = {"logprobs": self.mode == "logprobs", "verbalized": self.mode == "verbalized",
                     "draw": self.verbalized_answer == "draw", "no_persona": self.no_persona,
-                    "shuffled": self.shuffle_options}
+                    "shuffled": self.shuffle_options, "group": self.unit == "group"}
         return "-".join([self.engine.model, *(name for name, on in variants.items() if on)])
 
     @property

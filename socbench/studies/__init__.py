@@ -32,6 +32,11 @@ class Study:
     help: str
     flow: str = "socbench.flows.generic:study"  # "module:function" of its Prefect flow: the generic one
     description: str | None = None
+    by_unit: tuple[tuple[str, str], ...] = ()  # (config.unit, "module:Class"): another Task for that unit
+
+    def task_class(self, config: Any) -> type:
+        """The Task of ``config``: the one its ``unit`` names, else the study's."""
+        return _load(dict(self.by_unit).get(getattr(config, "unit", ""), self.task))
 
     def config_type(self) -> type:
         return _load(self.config)
@@ -43,6 +48,7 @@ class Study:
 STUDIES: dict[str, Study] = {s.name: s for s in (
     Study("issp", "socbench.config:RunConfig", "socbench.studies.issp:IsspTask",
           flow="socbench.flows.issp:issp",  # its deployments' flow names
+          by_unit=(("group", "socbench.studies.issp_group:IsspGroupTask"),),
           help="run the ISSP persona benchmark (issp prompts: print its prompts)",
           description="Run the ISSP persona benchmark through the Prefect flow in this process. "
                       "`socbench issp prompts --help`: print prompts instead."),
@@ -70,4 +76,4 @@ def study_of(config: Any) -> Study:
 
 def task_for(config: Any) -> Task:
     """The Task of a run configuration."""
-    return _load(study_of(config).task)(config)
+    return study_of(config).task_class(config)(config)
