@@ -20,6 +20,16 @@ Pattern = tuple[str, ...]  # an item's original option labels in the order displ
 
 
 @dataclass(frozen=True)
+class MultiOption:
+    """What makes a question one option of a multi-select set (``socbench.multi_select``): the set's name
+    and question text, the option's label, and the code that means "selected"."""
+    set: str
+    question: str
+    label: str
+    selected: Code
+
+
+@dataclass(frozen=True)
 class Question:
     """A survey question: base options, per-country overrides, its own missing codes (code -> label)."""
     id: str
@@ -27,6 +37,7 @@ class Question:
     options: dict[Code, str]
     special: dict[str, dict[Code, str]] = field(default_factory=dict)
     missing: dict[Code, str] = field(default_factory=dict)
+    multi: MultiOption | None = None  # one option of a multi-select set, asked once with the set
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,146 @@
+"""Multi-select questions (issue 45): a block of dichotomies written by R's haven (user-missing 9 per
+variable), declared with ``--multi``, asked once per respondent ("select all that apply"), scored per
+option (shares, F1) and per respondent (Jaccard), estimated, and exported back as the block it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from fixtures.cardata import read_with_haven, unavailable
+from socbench.data.import_request import ImportRequest
+from socbench.data.multi_sets import _stem
+from socbench.multi_select import chosen, set_scores
+from socbench.types import MultiOption, Question, ScoredItem
+from support.cli import socbench
+from support.fake_openai import FakeOpenAIServer
+
+WRITE = r"""
+library(haven)
+n <- 120
+sex <- rep(c(1, 2), length.out = n)
+tv <- ifelse(sex == 2, 1, 0); tv[c(5, 17)] <- 9
+radio <- ifelse(sex == 1, 1, 0); radio[8] <- 9
+yn <- c("Not mentioned" = 0, "Mentioned" = 1, "No answer" = 9)
+d <- data.frame(id = seq_len(n))
+d$sex <- labelled(sex, c(Male = 1, Female = 2), label = "Sex of respondent")
+d$years <- structure(seq_len(n), label = "Years at this address")  # every persona differs
+d$news_tv <- labelled_spss(tv, yn, na_values = 9, label = "News source: Television")
+d$news_radio <- labelled_spss(radio, yn, na_values = 9, label = "News source: Radio")
+d$news_web <- labelled_spss(rep(c(0, 1, 1, 0, 1), length.out = n), yn, na_values = 9,
+                            label = "News source: Internet")
+d$trust <- labelled_spss(rep(c(1, 2, 3, 2), length.out = n), c(High = 1, Some = 2, Low = 3, "No answer" = 9),
+                         na_values = 9, label = "Trust in the news")
+write_sav(d, commandArgs(trailingOnly = TRUE)[1])
+"""
+BLOCK = ("news_tv", "news_radio", "news_web")
+
+
+def _option(label: str) -> MultiOption:
+    return MultiOption("NEWS", "News source", label, "1")
+
+
+def test_a_reply_names_its_options_by_text_or_id() -> None:
+    options = (("1", "Television"), ("2", "Radio"), ("3", "Internet"))
+    assert chosen('{"answer": ["television", "3"]}', options) == ({"1", "3"}, None)
+    assert chosen('Sure: ["Radio"]', options) == ({"2"}, None)
+    assert chosen('{"answer": []}', options) == (set(), None)
+    assert chosen('{"answer": ["Newspaper"]}', options)[1] is not None  # not an option: the set failed
+    assert chosen("I read the news", options)[1] is not None
+
+
+def test_labels_share_a_stem_the_question_and_options_are_split_at() -> None:
+    assert _stem(["News: Television", "News: Radio"]) == ("News", ["Television", "Radio"])
+    assert _stem(["Which? TV", "Which? Radio"]) == ("Which?", ["TV", "Radio"])
+    assert _stem(["Television", "Radio"]) == ("", ["Television", "Radio"])
+
+
+def test_multi_flag_parses_sets_and_file_sets() -> None:
+    request = ImportRequest(source="x.sav", out="o", multi="NEWS=a,b,c; $HELP")
+    assert request.multi == (("NEWS", ("a", "b", "c")), ("HELP", ()))
+    with pytest.raises(ValueError, match="two variables or more"):
+        ImportRequest(source="x.sav", out="o", multi="NEWS=a")
+
+
+def test_set_scores_by_hand() -> None:
+    """Two respondents: shares, F1 and Jaccard computed by hand; an unreadable reply's Jaccard is 0."""
+    questions = [Question(v, v, {"0": "no", "1": "yes"}, multi=_option(v.upper())) for v in ("tv", "radio")]
+    rows = [(1, "tv", "1", "1"), (1, "radio", "0", "1"), (2, "tv", "1", "0"), (2, "radio", "1", "1"),
+            (3, "tv", "0", None), (3, "radio", "1", None)]
+    items = [ScoredItem(p, q, None, t, m, t == m, None if m else "no JSON answer found", False, ("0", "1"))
+             for p, q, t, m in rows]
+    scores = set_scores(questions, items)
+    assert scores["multi NEWS: TV share (people)"] == pytest.approx(2 / 3)
+    assert scores["multi NEWS: TV share (model)"] == pytest.approx(1 / 3)
+    assert scores["multi NEWS: RADIO share (model)"] == pytest.approx(2 / 3)
+    assert scores["multi NEWS: TV F1"] == pytest.approx(2 * 1 / (2 * 1 + 0 + 1))  # tp 1, fp 0, fn 1
+    # respondent 1: {tv} vs {tv, radio} = 1/2; 2: {tv, radio} vs {radio} = 1/2; 3: unreadable = 0
+    assert scores["multi NEWS: Jaccard (per respondent)"] == pytest.approx((0.5 + 0.5 + 0) / 3)
+
+
+def _planted(prompt: str, codes: tuple[str, ...]) -> str:
+    """Women name Television, men Radio, in one list; a single question gets its first option."""
+    if "select all that apply" not in prompt:
+        return json.dumps({"answer": codes[0]})
+    return json.dumps({"answer": ["Television"] if '"Female"' in prompt else ["Radio"]})
+
+
+@pytest.fixture(scope="module")
+def multi_run(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+    folder = tmp_path_factory.mktemp("multi")
+    source, script = folder / "news.sav", folder / "news.R"
+    script.write_text(WRITE, encoding="utf-8")
+    written = subprocess.run(["Rscript", str(script), str(source)], capture_output=True, text=True,
+                             timeout=300)
+    assert written.returncode == 0, written.stderr
+    data = folder / "data"
+    socbench("data", "import", str(source), "--out", str(data), "--questions", "trust", "--multi",
+             f"NEWS={','.join(BLOCK)}", "--roles", "respondent_id=id,sex=sex", "--sizes", "all")
+    with FakeOpenAIServer(model="planted", answer=_planted) as server:
+        socbench("issp", "--api_type", "config", "--api_base", server.url, "--model", "planted",
+                 "--data_dir", str(data), "--dataset_size", "all", "--interview_count", "all",
+                 "--output_dir", str(folder / "runs"))
+    run = folder / "runs" / "planted"
+    estimate = socbench("estimate", str(run), "--fraction", "0.5", "--repeats", "5")
+    socbench("export", str(run), "--wide", "--format", "sav")
+    return {"folder": folder, "source": source, "data": data, "run": run,
+            "estimate": estimate.stdout}
+
+
+@pytest.mark.slow  # runs Rscript, a flow against the fake server, estimate and export
+def test_a_block_is_asked_once_and_scored_per_option_and_respondent(multi_run: dict) -> None:
+    record = json.loads((multi_run["run"] / "News_metrics.json").read_text(encoding="utf-8"))
+    assert record["usage"]["requests"] == 120 + 120  # trust, and the block once a respondent (not 3 times)
+    found = record["metrics"]
+    women = np.arange(120) % 2 == 1  # R's rep(c(1, 2)): every second respondent
+    tv = women.astype(int)
+    tv[[4, 16]] = 9  # user-missing: not scored
+    kept = tv != 9
+    assert found["multi NEWS: Television share (people)"] == pytest.approx(tv[kept].mean())
+    assert found["multi NEWS: Television share (model)"] == pytest.approx(women[kept].mean())
+    assert found["multi NEWS: Television F1"] == pytest.approx(1.0)
+    assert found["multi NEWS: Internet share (model)"] == 0.0
+    assert found["multi NEWS: Internet F1"] == 0.0
+    web = [[0, 1, 1, 0, 1][i % 5] for i in range(120)]
+    # planted {own medium} against the true {own medium, Internet if named}: the missing 9s fall on the
+    # medium a respondent did not name, so each respondent's Jaccard is 1 / (1 + web)
+    assert found["multi NEWS: Jaccard (per respondent)"] == pytest.approx(sum(1 / (1 + w) for w in web) / 120)
+
+
+@pytest.mark.slow  # runs Rscript, a flow against the fake server, estimate and export
+def test_a_block_is_estimated_and_exported_back_as_its_dichotomies(multi_run: dict) -> None:
+    assert all(name in multi_run["estimate"] for name in BLOCK), multi_run["estimate"][-2000:]
+    exported = next((multi_run["run"] / "export").glob("*.sav"))
+    reference, _ = read_with_haven(multi_run["folder"], [multi_run["source"], exported])
+    source, back = reference.files[multi_run["source"].name], reference.files[exported.name]
+    for name in BLOCK:
+        assert back[name].label == source[name].label
+        assert back[name].value_labels == source[name].value_labels
+        assert back[name].na_values == source[name].na_values == ["9"]
