@@ -6,9 +6,13 @@ option (shares, F1) and per respondent (Jaccard), estimated, and exported back a
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pyreadstat
 import pytest
 
 from fixtures.cardata import read_with_haven, unavailable
@@ -144,3 +148,34 @@ def test_a_block_is_estimated_and_exported_back_as_its_dichotomies(multi_run: di
         assert back[name].label == source[name].label
         assert back[name].value_labels == source[name].value_labels
         assert back[name].na_values == source[name].na_values == ["9"]
+
+
+def _with_mr_set(path: Path, definition: bytes) -> None:
+    """Add an SPSS multiple-response set record (type 7, subtype 7) before the dictionary's end, as SPSS
+    writes it: pyreadstat and haven read such sets but write none."""
+    raw = path.read_bytes()
+    end = raw.find(struct.pack("<ii", 999, 0))
+    path.write_bytes(raw[:end] + struct.pack("<iiii", 7, 7, 1, len(definition)) + definition + raw[end:])
+
+
+def test_a_sav_multiple_response_set_is_imported_with_its_counted_value(tmp_path: Path) -> None:
+    """``--multi HELP`` alone: the file's dichotomy set, its label the question, its counted value (2 here,
+    not 1) the selected code; the variables keep their own missing codes."""
+    frame = pd.DataFrame({"sex": [1.0, 2.0] * 20, "fam": [2.0, 1.0, 2.0, 9.0] * 10, "fri": [1.0, 2.0] * 20})
+    source, out = tmp_path / "help.sav", tmp_path / "data"
+    yes_no = {1: "No", 2: "Yes", 9: "No answer"}
+    pyreadstat.write_sav(frame, source, column_labels={"sex": "Sex", "fam": "Family", "fri": "Friends"},
+                         variable_value_labels={"sex": {1: "Male", 2: "Female"}, "fam": yes_no,
+                                                "fri": yes_no},
+                         missing_ranges={"fam": [9], "fri": [9]})
+    _with_mr_set(source, b"$HELP=D1 2 14 Who helped you fam fri\n")
+    socbench("data", "import", str(source), "--out", str(out), "--multi", "HELP", "--sizes", "all")
+    records = {r["question_id"]: r for r in json.loads((out / "q&a" / "issp_qa_help.json").read_text())}
+    assert set(records) == {"fam", "fri"}
+    assert records["fam"]["multi"] == {"set": "HELP", "question": "Who helped you", "label": "Family",
+                                       "selected": "2"}
+    assert records["fam"]["missing"] == {"9": "No answer"}
+    assert records["fam"]["answer"] == {"1": "No", "2": "Yes"}
+    bad = socbench("data", "import", str(source), "--out", str(tmp_path / "x"), "--multi", "NEWS", code=2)
+    assert "no multiple-response set NEWS (its sets: HELP)" in bad.stderr
+    assert len(bad.stderr.splitlines()) == 1
