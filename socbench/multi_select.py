@@ -183,3 +183,20 @@ def with_set_scores(scored: ScoredDomain, questions: Sequence[Question]) -> Scor
     result = scored.result
     extra = set_scores(questions, scored.items) if result.complete else {}
     return replace(scored, result=replace(result, metrics={**result.metrics, **extra})) if extra else scored
+
+
+_KEY = re.compile(r"^multi (?P<set>[^:]+): (?P<option>.+?) (?P<what>share \(model\)|share \(people\)|F1)$")
+
+
+def set_rows(metrics: Mapping[str, Any]) -> list[list[Any]]:
+    """A domain's ``set_scores`` as report rows: set, option, model share, people share, F1; then each
+    set's Jaccard (per respondent) in the F1 column's place of a row without an option."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, value in metrics.items():
+        if (match := _KEY.match(key)) is not None:
+            rows.setdefault((match["set"], match["option"]), {})[match["what"]] = value
+    jaccard = {key[6:].removesuffix(": Jaccard (per respondent)"): value for key, value in metrics.items()
+               if key.startswith("multi ") and key.endswith(": Jaccard (per respondent)")}
+    return [*([name, option, got.get("share (model)"), got.get("share (people)"), got.get("F1")]
+              for (name, option), got in rows.items()),
+            *([name, "Jaccard (per respondent)", None, None, value] for name, value in jaccard.items())]

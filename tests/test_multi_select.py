@@ -18,7 +18,7 @@ import pytest
 from fixtures.cardata import read_with_haven, unavailable
 from socbench.data.import_request import ImportRequest
 from socbench.data.multi_sets import _stem
-from socbench.multi_select import chosen, set_scores
+from socbench.multi_select import chosen, set_rows, set_scores
 from socbench.types import MultiOption, Question, ScoredItem
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
@@ -84,6 +84,10 @@ def test_set_scores_by_hand() -> None:
     assert scores["multi NEWS: TV F1"] == pytest.approx(2 * 1 / (2 * 1 + 0 + 1))  # tp 1, fp 0, fn 1
     # respondent 1: {tv} vs {tv, radio} = 1/2; 2: {tv, radio} vs {radio} = 1/2; 3: unreadable = 0
     assert scores["multi NEWS: Jaccard (per respondent)"] == pytest.approx((0.5 + 0.5 + 0) / 3)
+    rows = set_rows({"accuracy": 0.5, **scores})  # the report's table: an option a row, then the Jaccard
+    assert rows[0] == ["NEWS", "TV", pytest.approx(1 / 3), pytest.approx(2 / 3), pytest.approx(2 / 3)]
+    assert rows[-1] == ["NEWS", "Jaccard (per respondent)", None, None, pytest.approx(1 / 3)]
+    assert len(rows) == 3
 
 
 def _planted(prompt: str, codes: tuple[str, ...]) -> str:
@@ -133,6 +137,8 @@ def test_a_block_is_asked_once_and_scored_per_option_and_respondent(multi_run: d
     assert found["multi NEWS: Internet share (model)"] == 0.0
     assert found["multi NEWS: Internet F1"] == 0.0
     web = [[0, 1, 1, 0, 1][i % 5] for i in range(120)]
+    page = (multi_run["folder"] / "runs" / "report" / "report.html").read_text(encoding="utf-8")
+    assert "Multi-select questions" in page and "Jaccard (per respondent)" in page and "Television" in page
     # planted {own medium} against the true {own medium, Internet if named}: the missing 9s fall on the
     # medium a respondent did not name, so each respondent's Jaccard is 1 / (1 + web)
     assert found["multi NEWS: Jaccard (per respondent)"] == pytest.approx(sum(1 / (1 + w) for w in web) / 120)
