@@ -149,9 +149,9 @@ def _jaccard(true: set[str], predicted: set[str]) -> float:
 
 
 def set_scores(questions: Sequence[Question], items: Sequence[ScoredItem]) -> dict[str, float]:
-    """Per set: each option's share selected by the model and by the people, its F1 (selected as the
-    positive class), and the mean Jaccard of each respondent's chosen set against theirs (a reply that
-    could not be read: 0). Empty for a domain without sets."""
+    """Per set: each option's share selected by the model and by the people (unweighted), its F1 (selected
+    as the positive class; 1 where neither selects it), and the mean Jaccard of each respondent's chosen
+    set against theirs (a reply that could not be read: 0). Empty for a domain without sets."""
     multi: dict[str, MultiOption] = {q.id: q.multi for q in questions if q.multi is not None}
     by_set: dict[str, list[ScoredItem]] = defaultdict(list)
     for item in items:
@@ -166,7 +166,7 @@ def set_scores(questions: Sequence[Question], items: Sequence[ScoredItem]) -> di
             label = f"multi {name}: {option.label}"
             scores[f"{label} share (model)"] = float(pred.mean())
             scores[f"{label} share (people)"] = float(true.mean())
-            scores[f"{label} F1"] = float(f1_score(true, pred, zero_division=0.0))
+            scores[f"{label} F1"] = float(f1_score(true, pred, zero_division=1.0))  # none either side: 1
         people: dict[int, list[ScoredItem]] = defaultdict(list)
         for item in members:
             people[item.person_id].append(item)

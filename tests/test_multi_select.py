@@ -185,3 +185,10 @@ def test_a_sav_multiple_response_set_is_imported_with_its_counted_value(tmp_path
     bad = socbench("data", "import", str(source), "--out", str(tmp_path / "x"), "--multi", "NEWS", code=2)
     assert "no multiple-response set NEWS (its sets: HELP)" in bad.stderr
     assert len(bad.stderr.splitlines()) == 1
+
+
+def test_an_option_nobody_selects_and_the_model_never_does_has_f1_1() -> None:
+    """Agreement on an option nobody ticks is perfect, not 0 (scikit-learn's zero_division)."""
+    questions = [Question("x", "x", {"0": "no", "1": "yes"}, multi=_option("X"))]
+    items = [ScoredItem(p, "x", None, "0", "0", True, None, False, ("0", "1")) for p in (1, 2)]
+    assert set_scores(questions, items)["multi NEWS: X F1"] == 1.0
