@@ -92,10 +92,11 @@ def set_prompts(data: DomainData, sets: Mapping[tuple, list], settings: PromptSe
         system = system_message(respondent, settings).replace(INSTRUCTION.split(". ")[-1], CHOOSE_ALL)
         user = (f"Question: {fill_placeholders(' '.join(first.question.split()), words)}\n\nOptions (select "
                 f"all that apply):\n{render_options(options, order)}\n\n{ANSWER_FORMAT}")
-        sampling = replace(settings.sampling, max_tokens=max(settings.sampling.max_tokens, 16 * len(pairs)))
+        room = 16 + sum(len(text) // 2 + 6 for _, text in options)  # every option named, with margin
+        sampling = replace(settings.sampling, max_tokens=max(settings.sampling.max_tokens, room))
         request = PromptRequest(f"{pid}:{name}", (Message("system", system), Message("user", user)),
                                 offered_codes=tuple(order), option_order=tuple(order), sampling=sampling,
-                                options=options)
+                                options=options, structured=settings.structured, choose_all=True)
         requests.append(request)
         plan[request.item_id] = tuple(Member(item.item_id, code, q.multi.selected, unselected(q))
                                       for (item, q), (code, _) in zip(pairs, options, strict=True)

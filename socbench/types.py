@@ -126,6 +126,7 @@ class PromptRequest:
     sampling: SamplingSettings = SamplingSettings()
     options: tuple[tuple[Code, str], ...] = ()  # (label, text) as shown: the labels an answer may name
     variant: Variant | None = None  # which variant of its item this request shows (expanded items only)
+    choose_all: bool = False  # a multi-select set: its reply is a list of option texts (multi_select)
 
     @cached_property
     def key(self) -> str:
@@ -135,6 +136,8 @@ class PromptRequest:
                    "structured": self.structured, "chat": self.chat,
                    "sampling": [getattr(self.sampling, f.name) for f in fields(self.sampling)]}  # astuple's,
         # without its deep copy (a third of a key's cost)
+        if self.choose_all:  # a single question's key stays what it was
+            payload["choose_all"] = True
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

@@ -8,6 +8,7 @@ whitespace moves onto them).
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -144,6 +145,26 @@ def answer_regex(codes: tuple[Code, ...]) -> str:
     """``{"answer": "<code>"}`` with the code one of ``codes`` (longest first, so "10" wins over "1")."""
     options = "|".join(re.escape(c) for c in sorted(codes, key=len, reverse=True))
     return r'\{"answer": "(' + options + r')"\}'
+
+
+def reply_regex(request: PromptRequest) -> str:
+    """The structured reply's regex: one of the offered codes, or for a multi-select set
+    (``choose_all``) a JSON list of the options' texts, none to all."""
+    if not request.choose_all:
+        return answer_regex(request.offered_codes)
+    texts = sorted((json.dumps(text, ensure_ascii=False) for _, text in request.options), key=len,
+                   reverse=True)
+    one = "(" + "|".join(map(re.escape, texts)) + ")"
+    return r'\{"answer": \[(' + one + "(, " + one + r')*)?\]\}'
+
+
+def answer_schema(request: PromptRequest) -> dict:
+    """The structured reply's JSON schema: one of the offered codes, or a list of the options' texts."""
+    answer: dict[str, Any] = {"type": "string", "enum": list(request.offered_codes)}
+    if request.choose_all:
+        answer = {"type": "array", "items": {"type": "string", "enum": [text for _, text in request.options]}}
+    return {"type": "object", "properties": {"answer": answer}, "required": ["answer"],
+            "additionalProperties": False}
 
 
 def report(on_result: ResultSink | None, index: int, result: T) -> T:
