@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import f1_score
 
+from socbench.draws import draw_prompts, item_of
 from socbench.extract import EMPTY, NO_JSON, extract_all, normalize_value
 from socbench.prompts.persona import (
     INSTRUCTION,
@@ -76,9 +77,11 @@ def split_items(items: Sequence[Item], questions: Sequence[Question]) -> tuple[l
     return single, sets
 
 
-def set_prompts(data: DomainData, sets: Mapping[tuple, list], settings: PromptSettings
+def set_prompts(data: DomainData, sets: Mapping[tuple, list], settings: PromptSettings, samples: int = 1
                 ) -> tuple[list[PromptRequest], dict[str, tuple[Member, ...]]]:
-    """One request per respondent and set with at least one scoreable option; the members it answers."""
+    """One request per respondent and set with at least one scoreable option, its id ``<person>:$<set>``
+    (SPSS's mark of a set: no question's id), ``samples`` draws of it (``socbench.draws``); the members
+    it answers, by that id."""
     people = {r.person_id: r for r in data.respondents}
     requests, plan = [], {}
     for (pid, name), pairs in sets.items():
@@ -94,14 +97,14 @@ def set_prompts(data: DomainData, sets: Mapping[tuple, list], settings: PromptSe
                 f"all that apply):\n{render_options(options, order)}\n\n{ANSWER_FORMAT}")
         room = 16 + sum(len(text) // 2 + 6 for _, text in options)  # every option named, with margin
         sampling = replace(settings.sampling, max_tokens=max(settings.sampling.max_tokens, room))
-        request = PromptRequest(f"{pid}:{name}", (Message("system", system), Message("user", user)),
+        request = PromptRequest(f"{pid}:${name}", (Message("system", system), Message("user", user)),
                                 offered_codes=tuple(order), option_order=tuple(order), sampling=sampling,
                                 options=options, structured=settings.structured, choose_all=True)
         requests.append(request)
         plan[request.item_id] = tuple(Member(item.item_id, code, q.multi.selected, unselected(q))
                                       for (item, q), (code, _) in zip(pairs, options, strict=True)
                                       if item.excluded_reason is None)
-    return requests, plan
+    return draw_prompts(requests, samples, settings.seed), plan
 
 
 def chosen(text: str | None, options: Sequence[tuple[Code, str]]) -> tuple[set[Code] | None, str | None]:
@@ -125,22 +128,24 @@ def chosen(text: str | None, options: Sequence[tuple[Code, str]]) -> tuple[set[C
 
 
 def spread(request: PromptRequest, result: EngineResult, members: Sequence[Member]) -> dict[str, Extraction]:
-    """A set's reply as each member's extraction: its selected or unselected code (or the set's failure)."""
+    """A set's reply as each member's extraction (a draw's under the draw's id): its selected or
+    unselected code, or the set's failure."""
+    draw = request.item_id.removeprefix(item_of(request.item_id))
     if result.error is not None:
-        return {m.item_id: Extraction(request.key, None, engine_error=result.error) for m in members}
+        return {m.item_id + draw: Extraction(request.key, None, engine_error=result.error) for m in members}
     picked, failure = chosen(result.text, request.options)
-    return {m.item_id: Extraction(request.key, None if picked is None else
-                                  m.selected if m.option in picked else m.unselected, failure,
-                                  raw_reply=result.text) for m in members}
+    return {m.item_id + draw: Extraction(request.key, None if picked is None else
+                                         m.selected if m.option in picked else m.unselected, failure,
+                                         raw_reply=result.text) for m in members}
 
 
 def extract_with_sets(requests: Sequence[PromptRequest], results: Sequence[Any],
                       plan: Mapping[str, tuple[Member, ...]]) -> dict[str, Extraction]:
     """``extract_all`` over the single questions' requests, ``spread`` over the sets' (the last ones)."""
-    n = len(requests) - len(plan)
+    n = len(requests) - sum(item_of(request.item_id) in plan for request in requests)
     found = extract_all(requests[:n], results[:n])
     for request, result in zip(requests[n:], results[n:], strict=True):
-        found.update(spread(request, result, plan[request.item_id]))
+        found.update(spread(request, result, plan[item_of(request.item_id)]))
     return found
 
 

@@ -19,8 +19,8 @@ import pytest
 from fixtures.cardata import read_with_haven, unavailable
 from socbench.data.import_request import ImportRequest
 from socbench.data.multi_sets import _stem
-from socbench.multi_select import chosen, set_rows, set_scores
-from socbench.types import MultiOption, PromptRequest, Question, ScoredItem
+from socbench.multi_select import Member, chosen, extract_with_sets, set_rows, set_scores
+from socbench.types import EngineResult, MultiOption, PromptRequest, Question, ScoredItem
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
 
@@ -215,3 +215,19 @@ def test_a_set_s_reply_is_constrained_to_a_list_of_its_option_texts() -> None:
     assert answer_schema(single)["properties"]["answer"] == {"type": "string", "enum": ["1", "2"]}
     assert single.key == PromptRequest("1:q", (), offered_codes=("1", "2"), choose_all=False).key != \
         PromptRequest("1:q", (), offered_codes=("1", "2"), choose_all=True).key
+
+
+def test_each_draw_of_a_set_is_spread_onto_its_members_draws() -> None:
+    """``--samples K``: a set's draw k answers each member's draw k, so draws reduce per member; the single
+    questions' requests (first) are read as ever; an engine error reaches every member."""
+    options = (("1", "Television"), ("2", "Radio"))
+    single = PromptRequest("7:trust", (), offered_codes=("1", "2"))
+    draws = [PromptRequest(f"7:$NEWS~draw{k}", (), offered_codes=("1", "2"), options=options, choose_all=True)
+             for k in range(2)]
+    plan = {"7:$NEWS": (Member("7:tv", "1", "1", "0"), Member("7:radio", "2", "1", "0"))}
+    results = [EngineResult(single.key, '{"answer": "2"}'), EngineResult(draws[0].key, '["Radio"]'),
+               EngineResult(draws[1].key, error="HTTP 500")]
+    found = extract_with_sets([single, *draws], results, plan)
+    assert found["7:trust"].code == "2"
+    assert (found["7:tv~draw0"].code, found["7:radio~draw0"].code) == ("0", "1")
+    assert found["7:tv~draw1"].engine_error == found["7:radio~draw1"].engine_error == "HTTP 500"

@@ -102,7 +102,7 @@ class IsspTask:
     def prompts(self, samples: IsspSamples) -> Prompts:
         """Each question's requests; a multi-select set's last, one per respondent (its plan: who answers)."""
         single, sets = split_items(samples.items, samples.data.questions)
-        asked, plan = set_prompts(samples.data, sets, prompt_settings(self.config))
+        asked, plan = set_prompts(samples.data, sets, prompt_settings(self.config), self.config.samples)
         return Prompts((*build_domain_prompts(samples.data, single, self.config), *asked), plan)
 
     def extract(self, prompts: Prompts, answers: Answers) -> IsspExtracted:
