@@ -231,3 +231,21 @@ def test_each_draw_of_a_set_is_spread_onto_its_members_draws() -> None:
     assert found["7:trust"].code == "2"
     assert (found["7:tv~draw0"].code, found["7:radio~draw0"].code) == ("0", "1")
     assert found["7:tv~draw1"].engine_error == found["7:radio~draw1"].engine_error == "HTTP 500"
+
+
+def test_a_bad_set_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"a": [0.0, 1.0] * 5, "b": [1.0, 2.0] * 5, "c": [1.0, 0.0] * 5})
+    source = tmp_path / "s.sav"
+    pyreadstat.write_sav(frame, source, variable_value_labels={
+        "a": {0: "no", 1: "yes"}, "b": {1: "yes", 2: "no"}, "c": {0: "no", 1: "yes"}})
+    cases = {"S=a,zz": "variable zz (--multi S) is not in the file",
+             "S=a,b;T=c,a": "--multi: variable a is in two sets (S, T)"}
+    for flag, words in cases.items():
+        bad = socbench("data", "import", str(source), "--out", str(tmp_path / "o"), "--multi", flag, code=2)
+        assert words in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    frame["b"] = [2.0, 3.0] * 5  # no code 1: no "selected" answer
+    pyreadstat.write_sav(frame, source, variable_value_labels={
+        "a": {0: "no", 1: "yes"}, "b": {2: "no", 3: "yes"}, "c": {0: "no", 1: "yes"}})
+    bad = socbench("data", "import", str(source), "--out", str(tmp_path / "o"), "--multi", "S=a,b", code=2)
+    assert "variable b (--multi S) is no dichotomy with the selected code 1 (its answer codes: 2, 3)" \
+        in bad.stderr
