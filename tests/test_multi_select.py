@@ -198,20 +198,20 @@ def test_an_option_nobody_selects_and_the_model_never_does_has_f1_1() -> None:
 def test_a_set_s_reply_is_constrained_to_a_list_of_its_option_texts() -> None:
     """Structured output (vLLM's regex, a server's JSON schema): a list of the options' texts, none to all;
     a single question's constraint and cache key stay as they were."""
-    from socbench.engines._chat import answer_regex, answer_schema, reply_regex
+    from socbench.engines._chat import answer_regex, answer_schema, constraint_regex
 
     options = (("1", "Television"), ("2", 'The "Times"'), ("3", "TV"))
     single = PromptRequest("1:q", (), offered_codes=("1", "2"))
     asked = PromptRequest("1:NEWS", (), offered_codes=("1", "2", "3"), options=options, structured=True,
                           choose_all=True)
-    regex = reply_regex(asked)
+    regex = constraint_regex(asked)
     for reply in ('{"answer": []}', '{"answer": ["Television"]}', '{"answer": ["TV", "The \\"Times\\""]}'):
         assert re.fullmatch(regex, reply), reply
     assert not re.fullmatch(regex, '{"answer": ["Radio"]}') and not re.fullmatch(regex, '{"answer": "1"}')
     assert chosen('{"answer": ["TV", "The \\"Times\\""]}', options) == ({"2", "3"}, None)
     assert answer_schema(asked)["properties"]["answer"] == {
         "type": "array", "items": {"type": "string", "enum": ["Television", 'The "Times"', "TV"]}}
-    assert reply_regex(single) == answer_regex(("1", "2"))
+    assert constraint_regex(single) == answer_regex(("1", "2"))
     assert answer_schema(single)["properties"]["answer"] == {"type": "string", "enum": ["1", "2"]}
     assert single.key == PromptRequest("1:q", (), offered_codes=("1", "2"), choose_all=False).key != \
         PromptRequest("1:q", (), offered_codes=("1", "2"), choose_all=True).key

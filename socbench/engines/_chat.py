@@ -147,7 +147,7 @@ def answer_regex(codes: tuple[Code, ...]) -> str:
     return r'\{"answer": "(' + options + r')"\}'
 
 
-def reply_regex(request: PromptRequest) -> str:
+def constraint_regex(request: PromptRequest) -> str:
     """The structured reply's regex: one of the offered codes, or for a multi-select set
     (``choose_all``) a JSON list of the options' texts, none to all."""
     if not request.choose_all:

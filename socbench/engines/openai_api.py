@@ -203,7 +203,7 @@ class OpenAIEngine:
         body = self._body(request, prefix=_started(request))
         mode = self.settings.structured_mode if request.structured else "none"
         if mode == "regex":
-            body["structured_outputs"] = {"regex": _chat.reply_regex(request)}
+            body["structured_outputs"] = {"regex": _chat.constraint_regex(request)}
         elif mode == "json_schema" and request.chat:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "answer", "schema": _chat.answer_schema(request), "strict": True}}
