@@ -22,6 +22,16 @@ Pattern = tuple[str, ...]  # an item's original option labels in the order displ
 
 
 @dataclass(frozen=True)
+class MultiOption:
+    """What makes a question one option of a multi-select set (``socbench.multi_select``): the set's name
+    and question text, the option's label, and the code that means "selected"."""
+    set: str
+    question: str
+    label: str
+    selected: Code
+
+
+@dataclass(frozen=True)
 class Question:
     """A survey question: base options, per-country overrides, its own missing codes (code -> label)."""
     id: str
@@ -29,6 +39,7 @@ class Question:
     options: dict[Code, str]
     special: dict[str, dict[Code, str]] = field(default_factory=dict)
     missing: dict[Code, str] = field(default_factory=dict)
+    multi: MultiOption | None = None  # one option of a multi-select set, asked once with the set
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,7 @@ class PromptRequest:
     sampling: SamplingSettings = SamplingSettings()
     options: tuple[tuple[Code, str], ...] = ()  # (label, text) as shown: the labels an answer may name
     variant: Variant | None = None  # which variant of its item this request shows (expanded items only)
+    choose_all: bool = False  # a multi-select set: its reply is a list of option texts (multi_select)
 
     @cached_property
     def key(self) -> str:
@@ -126,6 +138,8 @@ class PromptRequest:
                    "structured": self.structured, "chat": self.chat,
                    "sampling": [getattr(self.sampling, f.name) for f in fields(self.sampling)]}  # astuple's,
         # without its deep copy (a third of a key's cost)
+        if self.choose_all:  # a single question's key stays what it was
+            payload["choose_all"] = True
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

@@ -181,6 +181,20 @@ def test_structured_output_always_parses_to_an_offered_code(engine):
     assert len(set(answers)) > 3  # sampling really ran (random weights, temperature 1)
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
+def test_a_multi_select_reply_is_a_list_of_the_options_texts(engine):
+    """A multi-select set's request (``choose_all``): vLLM's grammar takes the list regex, and every
+    sampled reply is a JSON list of the options' texts (issue 45)."""
+    options = (("1", "Television"), ("2", "Radio"), ("3", "The internet"))
+    requests = [PromptRequest(item_id=f"m{i}", messages=persona("Where do you get news?", i), structured=True,
+                              offered_codes=("1", "2", "3"), options=options, choose_all=True,
+                              sampling=SamplingSettings(temperature=1.0, max_tokens=400, seed=i))
+                for i in range(12)]
+    replies = [json.loads(r.text)["answer"] for r in engine.generate(requests)]
+    assert all(set(reply) <= {"Television", "Radio", "The internet"} for reply in replies), replies
+    assert len({len(reply) for reply in replies}) > 1  # sampling really ran: lists of different lengths
+
+
 @pytest.mark.parametrize("codes,method", [(("1", "2", "3", "4"), "single_token"),
                                           (("1", "10", "-4", "95"), "continuation")])
 @pytest.mark.slow  # starts vLLM in-process on the tiny model

@@ -27,6 +27,10 @@ class ImportRequest(BaseModel):
     questions: tuple[str, ...] | None = Field(
         None, description="question variables V1,V2,... or @file (variable label = question, value labels = "
                           "options)")
+    multi: tuple[tuple[str, tuple[str, ...]], ...] = Field(
+        (), description="multi-select questions, each asked once ('select all that apply'): NAME=V1,V2,... "
+                        "(its dichotomous variables; sets separated by ';'), or NAME alone: the .sav file's "
+                        "multiple-response set of that name")
     country: str | None = Field(None, description="the country variable (default C_ALPHAN when present)")
     weight: str | None = Field(None, description="the design weight variable (default WEIGHT when present)")
     roles: tuple[tuple[str, str], ...] = Field(
@@ -96,6 +100,20 @@ class ImportRequest(BaseModel):
             raise ValueError(f"expected ROLE=VAR,... with ROLE one of {', '.join(IMPORT_ROLES)} (VAR 'none': "
                              "no such variable)")
         return tuple(pairs)
+
+    @field_validator("multi", mode="before")
+    @classmethod
+    def _multi(cls, value: Any) -> Any:
+        """``NAME=V1,V2,...;NAME2=...`` or ``NAME`` (a multiple-response set of the file: no variables)."""
+        if not isinstance(value, str):
+            return value
+        sets = [part.partition("=") for part in value.split(";") if part.strip()]
+        parsed = tuple((name.strip().lstrip("$"), tuple(comma_list(names))) for name, _, names in sets)
+        if not parsed or any(not name or (eq and len(names) < 2)
+                             for (name, names), (_, eq, _) in zip(parsed, sets)):
+            raise ValueError("expected NAME=V1,V2,... (two variables or more; sets separated by ';') or the "
+                             "name of the file's multiple-response set")
+        return parsed
 
     @field_validator("sizes", mode="before")
     @classmethod

@@ -24,6 +24,7 @@ from socbench.data.import_records import RecordLayout, label_values, write_sampl
 from socbench.data.import_report import check_label_sizes, country_warnings, format_report
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
+from socbench.data.multi_sets import multi_pairs, set_members, with_sets
 from socbench.data.question_labels import check_answers, question_set
 from socbench.data.roles import (
     country_or_group,
@@ -78,6 +79,8 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
             raise DataError(f"{survey.path}: variable {absent[0]} of the question set {request.qa} "
                             f"is not in the file{more if len(absent) > 1 else ''}")
         return [(name, qid) for name, qid in pairs if name]
+    if request.questions is None and request.multi:
+        return []  # the sets alone
     if request.questions is None:
         raise ConfigError(f"{request.source}: name the questions with --qa QA_JSON (an ISSP question set) "
                           f"or --questions V1,V2,... (from the file's labels)")
@@ -145,7 +148,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     survey = open_survey(request.source, request.codebook, request.sep, request.decimal)
     if survey.n_rows == 0:
         raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")
-    pairs = _question_pairs(request, survey)
+    members = set_members(survey, request.multi)
+    pairs = multi_pairs(_question_pairs(request, survey), members, request.qa is not None)
     question_vars = {name for name, _ in pairs}
     asked = [*request.roles, ("country", request.country), ("weight", request.weight)]
     roles = plan_roles(survey, question_vars, asked, request.qa is not None)
@@ -162,6 +166,7 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing,
                                             request.scale_conflict)
     check_answers(survey, decisions)
+    question_file = with_sets(survey, question_file, members)
     slug = _slug(request)
     base = _base_manifest(request.out, slug)
     keys = dict(attributes)

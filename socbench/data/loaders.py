@@ -33,7 +33,7 @@ from socbench.domains import DomainSpec
 from socbench.errors import DataError, problem
 from socbench.files import read_json
 from socbench.manifest import AUTO_COUNTRY
-from socbench.types import COUNTRY, DomainData, Question, Respondent
+from socbench.types import COUNTRY, DomainData, MultiOption, Question, Respondent
 
 NO_COUNTRY = "(no country attribute)"
 
@@ -97,13 +97,14 @@ class QuestionRecord(BaseModel):
     answer: Annotated[dict[OptionCode, Label], Field(min_length=1)]
     special: Annotated[dict[str, dict[OptionCode, Label]], BeforeValidator(_none_to_dict)] = {}
     missing: Annotated[dict[OptionCode, Label], BeforeValidator(_none_to_dict)] = {}  # optional
+    multi: MultiOption | None = None  # one option of a multi-select set (socbench.multi_select)
 
     def to_question(self) -> Question:
         special = {country.strip(): dict(options) for country, options in self.special.items()}
         offered = set(self.answer).union(*self.special.values())
         missing = {code: label for code, label in self.missing.items() if code not in offered}
         return Question(id=self.question_id, text=self.question, options=dict(self.answer),
-                        special=special, missing=missing)
+                        special=special, missing=missing, multi=self.multi)
 
 
 class AnswerRecord(BaseModel):

@@ -70,6 +70,7 @@ class SurveyFile:
     variables: dict[str, Variable]
     n_rows: int
     csv: dict[str, str] = field(default_factory=dict)  # a .csv's separator and decimal mark (csv_options)
+    mr_sets: dict[str, dict] = field(default_factory=dict)  # a .sav's multiple-response sets (pyreadstat's)
 
     def find(self, name: str) -> str | None:
         """The variable's name as the file spells it (names match case-insensitively)."""
@@ -269,7 +270,8 @@ def _read_binary(path: Path, kind: str) -> SurveyFile:
         variables[name] = Variable(name, meta.column_names_to_labels.get(name),
                                    _labels(meta.variable_value_labels.get(name), tagged=kind == "Stata"),
                                    types.get(name) == "string", codes, ranges)
-    return SurveyFile(path, kind, variables, int(meta.number_rows or 0))
+    return SurveyFile(path, kind, variables, int(meta.number_rows or 0),
+                      mr_sets=getattr(meta, "mr_sets", None) or {})
 
 
 def open_survey(path: str | Path, codebook: str | Path | None = None, sep: str | None = None,

@@ -8,6 +8,7 @@ whitespace moves onto them).
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -148,10 +149,28 @@ def answer_regex(codes: tuple[Code, ...]) -> str:
 
 
 def constraint_regex(request: PromptRequest) -> str:
-    """The regex a structured request's reply must match: one code, or a verbalized distribution."""
+    """The structured reply's regex: one of the offered codes, a verbalized distribution, or for a
+    multi-select set (``choose_all``) a JSON list of the options' texts, none to all."""
     if request.mode == "verbalized":
         return verbalized.regex(request.option_order)
-    return answer_regex(request.offered_codes)
+    if not request.choose_all:
+        return answer_regex(request.offered_codes)
+    texts = sorted((json.dumps(text, ensure_ascii=False) for _, text in request.options), key=len,
+                   reverse=True)
+    one = "(" + "|".join(map(re.escape, texts)) + ")"
+    return r'\{"answer": \[(' + one + "(, " + one + r')*)?\]\}'
+
+
+def answer_schema(request: PromptRequest) -> dict:
+    """The structured reply's JSON schema: a verbalized distribution, one of the offered codes, or a list
+    of the options' texts."""
+    if request.mode == "verbalized":
+        return verbalized.schema(request.option_order)
+    answer: dict[str, Any] = {"type": "string", "enum": list(request.offered_codes)}
+    if request.choose_all:
+        answer = {"type": "array", "items": {"type": "string", "enum": [text for _, text in request.options]}}
+    return {"type": "object", "properties": {"answer": answer}, "required": ["answer"],
+            "additionalProperties": False}
 
 
 def report(on_result: ResultSink | None, index: int, result: T) -> T:

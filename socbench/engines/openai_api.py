@@ -21,7 +21,6 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from socbench import verbalized
 from socbench.engines import _chat, _http
 from socbench.engines._http import Call, Transport, host
 from socbench.engines.base import ResultSink
@@ -206,11 +205,8 @@ class OpenAIEngine:
         if mode == "regex":
             body["structured_outputs"] = {"regex": _chat.constraint_regex(request)}
         elif mode == "json_schema" and request.chat:
-            schema = verbalized.schema(request.option_order) if request.mode == "verbalized" else \
-                {"type": "object", "required": ["answer"], "additionalProperties": False,
-                 "properties": {"answer": {"type": "string", "enum": list(request.offered_codes)}}}
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "answer", "schema": schema, "strict": True}}
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "answer", "schema": _chat.answer_schema(request), "strict": True}}
         return Call(_path(request), body, _http.chat_text if request.chat else _http.completion_text)
 
     def _option_calls(self, request: PromptRequest,

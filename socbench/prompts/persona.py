@@ -271,13 +271,17 @@ def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
     return prompts
 
 
+def prompt_settings(config: RunConfig) -> PromptSettings:
+    """How a run configuration builds its prompts."""
+    return PromptSettings(mode=config.mode, structured=config.use_structured, seed=config.seed,
+                          shuffle_options=config.shuffle_options, sampling=config.sampling,
+                          include_persona=config.include_persona)
+
+
 def build_domain_prompts(data: DomainData, items: Sequence[Item], config: RunConfig) -> list[PromptRequest]:
     """The ``build_prompts`` stage: one domain's items under one run configuration."""
     respondents, questions = {r.person_id: r for r in data.respondents}, {q.id: q for q in data.questions}
-    settings = PromptSettings(mode=config.mode, structured=config.use_structured, seed=config.seed,
-                              shuffle_options=config.shuffle_options, sampling=config.sampling,
-                              include_persona=config.include_persona)
-    prompts = build_prompts(items, respondents, questions, settings, config.expansion)
+    prompts = build_prompts(items, respondents, questions, prompt_settings(config), config.expansion)
     return draw_prompts(prompts, config.samples, config.seed)
 
 

@@ -18,13 +18,15 @@ from socbench.data.variables import read_variables
 from socbench.data_use import check_data_use
 from socbench.domains import get_domain, select_domains, study_name
 from socbench.errors import ConfigError
-from socbench.extract import extract, extract_all
+from socbench.extract import extract
 from socbench.log.summary import summary_row
 from socbench.log.write import write_scored_domain
 from socbench.manifest import DomainSpec
+from socbench.multi_select import extract_with_sets, set_prompts, split_items, with_set_scores
 from socbench.outcomes import Artifact, RunReport, UnitReport
 from socbench.progress import domain_line, run_table
 from socbench.prompts import build_domain_prompts
+from socbench.prompts.persona import prompt_settings
 from socbench.report.circular import write_run_circular_table
 from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
@@ -101,17 +103,22 @@ class IsspTask:
         return IsspSamples(data, tuple(build_items(data)))
 
     def prompts(self, samples: IsspSamples) -> Prompts:
-        return Prompts(tuple(build_domain_prompts(samples.data, samples.items, self.config)))
+        """Each question's requests; a multi-select set's last, one per respondent (its plan: who answers)."""
+        single, sets = split_items(samples.items, samples.data.questions)
+        asked, plan = set_prompts(samples.data, sets, prompt_settings(self.config), self.config.samples)
+        return Prompts((*build_domain_prompts(samples.data, single, self.config), *asked), plan)
 
     def extract(self, prompts: Prompts, answers: Answers) -> IsspExtracted:
         requests = cast("tuple[PromptRequest, ...]", prompts.requests)  # ISSP asks only prompts
         c = self.config
         read = partial(verbalized.extraction, how=c.verbalized_answer, seed=c.seed) \
             if c.mode == "verbalized" else extract
-        return IsspExtracted(extract_all(requests, answers.results, read), answers.usage)
+        return IsspExtracted(extract_with_sets(requests, answers.results, prompts.plan or {}, read),
+                             answers.usage)
 
     def score(self, samples: IsspSamples, prompts: Prompts, extracted: IsspExtracted) -> ScoredDomain:
         scored = score_expanded(samples.data, samples.items, extracted.extractions, self.config)
+        scored = with_set_scores(scored, samples.data.questions)
         return replace(scored, result=replace(scored.result, usage=extracted.usage))
 
     def result(self, unit: Unit, scored: ScoredDomain, answers: Answers) -> DomainResult:
