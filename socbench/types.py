@@ -17,6 +17,7 @@ Mode = Literal["generate", "logprobs"]
 CircularMode = Literal["circular", "all_possible"]
 CircularLabels = Literal["order_only", "relabel"]  # codes stay with their text | numbered 1..n by position
 Pattern = tuple[str, ...]  # an item's original option labels in the order displayed
+Span = tuple[float, float]  # a numeric question's valid range, lowest and highest answer
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Question:
     options: dict[Code, str]
     special: dict[str, dict[Code, str]] = field(default_factory=dict)
     missing: dict[Code, str] = field(default_factory=dict)
+    numeric: Span | None = None  # a numeric question (no options): its valid range (socbench.numeric)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class Item:
     true_code: Code | None
     country_specific: bool
     excluded_reason: str | None = None
+    numeric: Span | None = None  # Question.numeric: answered with a number in this range
 
     @property
     def item_id(self) -> str:
@@ -115,6 +118,7 @@ class PromptRequest:
     sampling: SamplingSettings = SamplingSettings()
     options: tuple[tuple[Code, str], ...] = ()  # (label, text) as shown: the labels an answer may name
     variant: Variant | None = None  # which variant of its item this request shows (expanded items only)
+    numeric: Span | None = None  # asked for a number in this range, not an option
 
     @cached_property
     def key(self) -> str:
@@ -124,6 +128,8 @@ class PromptRequest:
                    "structured": self.structured, "chat": self.chat,
                    "sampling": [getattr(self.sampling, f.name) for f in fields(self.sampling)]}  # astuple's,
         # without its deep copy (a third of a key's cost)
+        if self.numeric is not None:  # a categorical request's key stays what it was
+            payload["numeric"] = list(self.numeric)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -196,6 +202,7 @@ class ScoredItem:
     engine_error: str | None = None  # no reply (the engine failed): not a parse failure, not an answer
     raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
     draws: tuple[Code | None, ...] | None = None  # --samples K: every draw's code (the long export's rows)
+    numeric: Span | None = None  # Item.numeric: scored by its error (socbench.metrics.numeric), not as a code
 
 
 @dataclass(frozen=True)
@@ -228,6 +235,7 @@ class DomainResult:
     grouping: str = COUNTRY  # what ``per_country`` and the items' country_code group by (DomainData's)
     usage: dict[str, int] = field(default_factory=dict)  # Answers.usage: this run's requests and tokens
     estimates: dict[str, Any] = field(default_factory=dict)  # estimates.study.gain_record (empty: older)
+    numeric: dict[str, Any] = field(default_factory=dict)  # metrics.numeric.numeric_scores (empty: none)
 
     @property
     def complete(self) -> bool:

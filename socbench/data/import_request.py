@@ -16,6 +16,17 @@ BACKGROUND, ALL = "background", "all"  # --persona
 IMPORT_ROLES = ("respondent_id", "country", "group", "weight", *PERSONA_ROLES)
 
 
+def parse_span(text: str) -> tuple[float, float]:
+    """``0:100`` -> (0.0, 100.0), the lowest below the highest."""
+    try:
+        low, high = (float(side) for side in text.split(":"))
+    except ValueError:
+        raise ValueError(f"range {text!r}: expected LOW:HIGH, two numbers (0:100)") from None
+    if not low < high:
+        raise ValueError(f"range {text!r}: the lowest must be below the highest")
+    return low, high
+
+
 class ImportRequest(BaseModel):
     """The flags of ``socbench data import`` (``source``: its one positional argument)."""
 
@@ -27,6 +38,10 @@ class ImportRequest(BaseModel):
     questions: tuple[str, ...] | None = Field(
         None, description="question variables V1,V2,... or @file (variable label = question, value labels = "
                           "options)")
+    numeric: tuple[tuple[str, tuple[float, float] | None], ...] = Field(
+        (), description="numeric questions V1,V2=0:100,... (unlabelled numbers: hours, a 0-100 thermometer), "
+                        "asked for a number in the range given (default: the data's lowest to highest "
+                        "non-missing value); added to --questions")
     country: str | None = Field(None, description="the country variable (default C_ALPHAN when present)")
     weight: str | None = Field(None, description="the design weight variable (default WEIGHT when present)")
     roles: tuple[tuple[str, str], ...] = Field(
@@ -96,6 +111,17 @@ class ImportRequest(BaseModel):
             raise ValueError(f"expected ROLE=VAR,... with ROLE one of {', '.join(IMPORT_ROLES)} (VAR 'none': "
                              "no such variable)")
         return tuple(pairs)
+
+    @field_validator("numeric", mode="before")
+    @classmethod
+    def _numeric(cls, value: Any) -> Any:
+        """``V1,V2=0:100``: each name, with its range where one is given."""
+        if not isinstance(value, str):
+            return value
+        parts = [part.split("=", 1) for part in comma_list(value)]
+        if not parts or any(not part[0].strip() for part in parts):
+            raise ValueError("expected V1,V2=LOW:HIGH,... (a range is optional)")
+        return tuple((p[0].strip(), parse_span(p[1]) if len(p) == 2 else None) for p in parts)
 
     @field_validator("sizes", mode="before")
     @classmethod

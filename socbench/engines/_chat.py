@@ -146,6 +146,22 @@ def answer_regex(codes: tuple[Code, ...]) -> str:
     return r'\{"answer": "(' + options + r')"\}'
 
 
+NUMBER_REGEX = r'\{"answer": -?\d{1,9}(\.\d{1,6})?\}'  # a numeric question's reply; its range: extraction
+
+
+def reply_regex(request: PromptRequest) -> str:
+    """The structured reply's regex: a number for a numeric question, else one of the offered codes."""
+    return NUMBER_REGEX if request.numeric is not None else answer_regex(request.offered_codes)
+
+
+def answer_schema(request: PromptRequest) -> dict:
+    """The structured reply's JSON schema: a number in the range, or one of the offered codes."""
+    answer = ({"type": "number", "minimum": request.numeric[0], "maximum": request.numeric[1]}
+              if request.numeric is not None else {"type": "string", "enum": list(request.offered_codes)})
+    return {"type": "object", "properties": {"answer": answer}, "required": ["answer"],
+            "additionalProperties": False}
+
+
 def report(on_result: ResultSink | None, index: int, result: T) -> T:
     """Tell the caller of a finished result at once (the cache persists it); the result back."""
     if on_result is not None:

@@ -203,13 +203,10 @@ class OpenAIEngine:
         body = self._body(request, prefix=_started(request))
         mode = self.settings.structured_mode if request.structured else "none"
         if mode == "regex":
-            body["structured_outputs"] = {"regex": _chat.answer_regex(request.offered_codes)}
+            body["structured_outputs"] = {"regex": _chat.reply_regex(request)}
         elif mode == "json_schema" and request.chat:
-            schema = {"type": "object", "properties": {"answer": {"type": "string",
-                                                                  "enum": list(request.offered_codes)}},
-                      "required": ["answer"], "additionalProperties": False}
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "answer", "schema": schema, "strict": True}}
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "answer", "schema": _chat.answer_schema(request), "strict": True}}
         return Call(_path(request), body, _http.chat_text if request.chat else _http.completion_text)
 
     def _option_calls(self, request: PromptRequest,

@@ -172,7 +172,7 @@ class VllmEngine:
 
         def subs() -> Iterator[_Sub]:
             for i, request in enumerate(requests):
-                if request.structured and not request.offered_codes:
+                if request.structured and not request.offered_codes and request.numeric is None:
                     error = EngineResult(key=request.key, error="structured output needs offered codes")
                     results[i] = _chat.report(on_result, i, error)
                     continue
@@ -289,7 +289,7 @@ def _generate_params(request: PromptRequest):
     s = request.sampling
     structured = None
     if request.structured:  # a regex rather than a JSON schema: it keeps the space after the colon
-        structured = StructuredOutputsParams(regex=_chat.answer_regex(request.offered_codes))
+        structured = StructuredOutputsParams(regex=_chat.reply_regex(request))
     # skip_clone: every request gets SamplingParams of its own, so vLLM need not deep-copy them on the
     # way in (as its OpenAI server does): the copies were ~0.6 ms a prompt (bench/pipeline_vs_bare)
     return SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=s.seed,
