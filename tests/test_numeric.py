@@ -23,6 +23,7 @@ from socbench.errors import DataError
 from socbench.extract import NOT_A_NUMBER, extract
 from socbench.metrics.numeric import numeric_scores
 from socbench.prompts.persona import PromptSettings, build_prompt
+from socbench.report.markdown import domain_markdown
 from socbench.scoring import score_item, summarize_domain
 from socbench.types import DomainData, EngineResult, Item, Question, Respondent, ScoredItem
 from support.cli import socbench
@@ -92,6 +93,7 @@ def test_a_domain_of_numeric_questions_only_scores_without_option_metrics() -> N
     assert np.isnan(result.metrics["accuracy"]) and result.total_items == 30
     assert result.numeric["mae"] == pytest.approx(np.abs(3 - np.array(truth)).mean())
     assert set(result.numeric["baselines"]) == {"median_group", "demographic"}
+    assert re.search(r"\| numeric therm: MAE, W1 / range .*\| 1\.7667, 0\.0177 \(", domain_markdown(result))
 
 
 def test_the_manifest_declares_a_numeric_question(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from socbench.metrics.demographic import assign_folds, encode_attributes
 from socbench.metrics.distribution import split_groups
 from socbench.types import ScoredItem
 
-BASELINES = ("median_group", "demographic")
+MEDIAN_GROUP, DEMOGRAPHIC = "median_group", "demographic"  # the baselines' names
 
 
 def _values(codes: Sequence[str | None]) -> np.ndarray:
@@ -73,9 +73,9 @@ def question_scores(items: Sequence[ScoredItem], attributes: Mapping[int, Mappin
     w = np.array([weights[i.person_id] for i in items]) if weights else np.ones(len(items))
     record: dict[str, Any] = {"respondents": len(items), "answered": int(answered.sum()),
                               "range": [low, high], "people_mean": float(np.average(truth, weights=w))}
-    guesses = {"median_group": median_group(items)}
+    guesses = {MEDIAN_GROUP: median_group(items)}
     if attributes is not None:
-        guesses["demographic"] = demographic(items, attributes, seed)
+        guesses[DEMOGRAPHIC] = demographic(items, attributes, seed)
     if not answered.any():
         return {**record, "mae": math.nan, "wasserstein": math.nan,
                 "baselines": dict.fromkeys(guesses, math.nan)}
