@@ -127,5 +127,10 @@ def test_an_import_of_a_numeric_item_without_numbers_is_one_line(tmp_path: Path)
     assert len(done.stderr.strip().splitlines()) == 1
     socbench("data", "import", str(tmp_path / "s.sav"), "--out", str(tmp_path / "d"), "--numeric",
              "kids=0:20", "--questions", "q")
-    question = json.loads((tmp_path / "d" / "q&a" / "issp_qa_s.json").read_text())[1]
+    qa = tmp_path / "d" / "q&a" / "issp_qa_s.json"
+    question = json.loads(qa.read_text())[1]
     assert question["numeric"] == [0, 20] and question["missing"] == {"-9": "user-missing"}
+    socbench("data", "import", str(tmp_path / "s.sav"), "--out", str(tmp_path / "e"), "--qa", str(qa),
+             "--roles", "country=none")
+    again = json.loads((tmp_path / "e" / "q&a" / "issp_qa_s.json").read_text())
+    assert again == json.loads(qa.read_text())  # a question set's numeric question imports as declared

@@ -70,7 +70,8 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
         raise ConfigError("--qa and --questions: give one "
                           "(--qa for an ISSP question set, --questions otherwise)")
     if request.qa is not None and request.numeric:
-        raise ConfigError("--numeric applies to --questions (an ISSP question set gives its own options)")
+        raise ConfigError("--numeric applies to --questions (a question set declares its own: \"numeric\": "
+                          "[low, high])")
     if request.qa is not None:
         questions = load_questions(request.qa)
         pairs = [(survey.find(q.id), q.id) for q in questions]

@@ -189,7 +189,10 @@ def rescaled_text(text: str, set_codes: Sequence[str], file_codes: Sequence[str]
 
 def checked_decision(variable: Variable, question: Question, counts: Mapping[str, int],
                      extra_missing: Sequence[str]) -> QuestionDecision:
-    """The question's decision under the set's options, or the file's where they disagree."""
+    """The question's decision under the set's options, or the file's where they disagree (a numeric
+    question's: its range as the set declares it)."""
+    if question.numeric is not None:
+        return numeric_decision(variable, question.id, counts, extra_missing, question.numeric)
     withheld = [f'{code} "{label}"' + (f" ({country})" if country else "")
                 for country, options in [("", question.options), *question.special.items()]
                 for code, label in options.items() if is_missing_option(code, label)]
