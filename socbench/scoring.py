@@ -77,7 +77,9 @@ def score_item(item: Item, extraction: Extraction | None,
         true_code=item.true_code, predicted_code=predicted,
         correct=error is None and engine_error is None and predicted == item.true_code, parse_error=error,
         country_specific=item.country_specific, offered_codes=item.offered_codes,
-        distribution=extraction.distribution if extraction is not None else None, groups=dict(groups or {}),
+        # a number's draws are no option distribution (the long export's p_<code> columns, the shares)
+        distribution=extraction.distribution if extraction is not None and item.numeric is None else None,
+        groups=dict(groups or {}),
         engine_error=engine_error, raw_reply=extraction.raw_reply if extraction is not None else None,
         draws=extraction.draws if extraction is not None else None, numeric=item.numeric)
 

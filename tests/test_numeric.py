@@ -62,6 +62,8 @@ def test_a_reply_is_read_as_a_number_and_a_bad_one_is_a_counted_failure() -> Non
     bad = extract(request, EngineResult(request.key, text='{"answer": "about forty"}'))
     assert (good.code, good.failure) == ("42", None) and (bad.code, bad.failure) == (None, NOT_A_NUMBER)
     assert score_item(item, good).parse_error is None and score_item(item, bad).parse_error == NOT_A_NUMBER
+    drawn = replace(good, distribution={"42": 2 / 3, "40": 1 / 3}, draws=("42", "40", "42"))  # --samples 3
+    assert score_item(item, drawn).distribution is None and score_item(item, drawn).draws == drawn.draws
 
 
 def _scored(truth: list[float], model: list[float | None], groups: list[str]) -> list[ScoredItem]:
