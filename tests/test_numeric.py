@@ -18,6 +18,7 @@ from scipy.stats import wasserstein_distance
 from socbench.data.import_request import ImportRequest
 from socbench.data.loaders import apply_numeric, load_questions
 from socbench.data.options import OUT_OF_RANGE, build_items
+from socbench.draws import DRAW_MARK, reduce_draws
 from socbench.engines._chat import answer_schema, reply_regex
 from socbench.errors import DataError
 from socbench.extract import NOT_A_NUMBER, extract
@@ -25,7 +26,7 @@ from socbench.metrics.numeric import numeric_scores
 from socbench.prompts.persona import PromptSettings, build_prompt
 from socbench.report.markdown import domain_markdown
 from socbench.scoring import score_item, summarize_domain
-from socbench.types import DomainData, EngineResult, Item, Question, Respondent, ScoredItem
+from socbench.types import DomainData, EngineResult, Extraction, Item, Question, Respondent, ScoredItem
 from support.cli import socbench
 
 SPAN = (0.0, 100.0)
@@ -64,6 +65,18 @@ def test_a_reply_is_read_as_a_number_and_a_bad_one_is_a_counted_failure() -> Non
     assert score_item(item, good).parse_error is None and score_item(item, bad).parse_error == NOT_A_NUMBER
     drawn = replace(good, distribution={"42": 2 / 3, "40": 1 / 3}, draws=("42", "40", "42"))  # --samples 3
     assert score_item(item, drawn).distribution is None and score_item(item, drawn).draws == drawn.draws
+
+
+def test_a_numeric_item_s_draws_reduce_to_the_median_draw() -> None:
+    """--samples K: a number's answer is its median draw (the modal code of 40, 10, 90, 10, 50 is 10)."""
+    numbers = ["40", "10", "90", "10", "50"]
+    drawn = {f"1:therm{DRAW_MARK}{k}": Extraction("k", code) for k, code in enumerate(numbers)}
+    drawn |= {f"1:q{DRAW_MARK}{k}": Extraction("k", code) for k, code in enumerate("12222")}
+    reduced, record = reduce_draws(drawn, 5, 0, numeric={"1:therm"})
+    assert reduced["1:therm"].code == "40" and reduced["1:therm"].draws == tuple(numbers)
+    assert reduced["1:q"].code == "2" and record["draw_items"] == 1 and record["draw_agreement"] == 0.8
+    drawn[f"1:therm{DRAW_MARK}4"] = Extraction("k", "5")
+    assert reduce_draws(drawn, 5, 0, numeric={"1:therm"})[0]["1:therm"].code == "10"  # 5 10 10 40 90
 
 
 def _scored(truth: list[float], model: list[float | None], groups: list[str]) -> list[ScoredItem]:
