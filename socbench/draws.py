@@ -2,14 +2,15 @@
 
 Why: without log-probabilities one answer per item cannot tell a stable answer from a coin flip. Draw
 ``k`` has its own seed (``run seed + k``), so it is cached under its own key and a larger K sends only the
-new draws. An item's draws reduce to the modal one (ties: drawn first), scored as its answer; the K-draw
+new draws. An item's draws reduce to the modal one (ties: drawn first; a numeric item's: the median draw),
+scored as its answer; the K-draw
 shares are its distribution, the modal share its agreement; per domain: mean agreement and Fleiss' kappa.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -57,6 +58,15 @@ def modal_extraction(draws: Sequence[Extraction], samples: int) -> tuple[Extract
     return replace(chosen, distribution=shares, draws=every), top / samples
 
 
+def median_extraction(draws: Sequence[Extraction], samples: int) -> tuple[Extraction, float | None]:
+    """A numeric item's extraction: its median draw (the lower of two middle ones: a number drawn), or as
+    ``modal_extraction`` where a draw failed or none is readable; no agreement (numbers rarely repeat)."""
+    numbers = sorted((d for d in draws if d.code is not None), key=lambda d: float(d.code or 0))
+    if any(d.engine_error is not None for d in draws) or not numbers:
+        return modal_extraction(draws, samples)[0], None
+    return replace(numbers[(len(numbers) - 1) // 2], draws=tuple(d.code for d in draws)), None
+
+
 def fleiss_kappa(table: np.ndarray) -> float:
     """Fleiss' kappa of a subjects x categories count table; NaN where undefined (one subject or category)."""
     table = np.asarray(table, dtype=float)
@@ -74,20 +84,22 @@ def fleiss_kappa(table: np.ndarray) -> float:
     return (float(p_item.mean()) - expected) / (1 - expected)
 
 
-def reduce_draws(extractions: Mapping[str, Extraction], samples: int,
-                 run_seed: int) -> tuple[dict[str, Extraction], dict[str, float]]:
-    """Extractions by item id (the modal draw's), and the draw record: K, the seeds, mean agreement and
-    Fleiss' kappa over the items whose K draws were all readable."""
+def reduce_draws(extractions: Mapping[str, Extraction], samples: int, run_seed: int,
+                 numeric: Collection[str] = ()) -> tuple[dict[str, Extraction], dict[str, float]]:
+    """Extractions by item id (the modal draw's; the median's for a ``numeric`` item id), and the draw
+    record: K, the seeds, mean agreement and Fleiss' kappa over the option items whose K draws were all
+    readable."""
     if samples <= 1:
         return dict(extractions), {}
     grouped: dict[str, list[Extraction]] = {}
     for request_id, extraction in extractions.items():
         grouped.setdefault(item_of(request_id), []).append(extraction)
-    modal = {item_id: modal_extraction(draws, samples) for item_id, draws in grouped.items()}
+    modal = {item_id: (median_extraction if item_id in numeric else modal_extraction)(draws, samples)
+             for item_id, draws in grouped.items()}
     reduced = {item_id: extraction for item_id, (extraction, _) in modal.items()}
     agreements = [agreement for _, agreement in modal.values() if agreement is not None]
-    complete = [[d.code for d in draws] for draws in grouped.values()
-                if len(draws) == samples and all(d.code is not None for d in draws)]
+    complete = [[d.code for d in draws] for item_id, draws in grouped.items() if item_id not in numeric
+                and len(draws) == samples and all(d.code is not None for d in draws)]
     categories = sorted({code for codes in complete for code in codes})
     table = np.array([[codes.count(c) for c in categories] for codes in complete]) if complete \
         else np.zeros((0, 0))

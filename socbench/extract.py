@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from socbench.types import Code, EngineResult, Extraction, PromptRequest
+from socbench.types import Code, EngineResult, Extraction, PromptRequest, Span
 
 EMPTY = "empty response"
 NO_JSON = "no JSON answer found"
@@ -23,11 +23,14 @@ TEMPLATE = "answer is the echoed template"
 NOT_A_CODE = "answer not a code or option label"
 NOT_OFFERED = "answer not an offered code"
 NO_LOGPROBS = "no log-probs for offered codes"
+NOT_A_NUMBER = "answer not a number"
+OUT_OF_RANGE = "number outside the question's range"
 # every extraction failure; an engine error (no reply at all) is carried apart, in Extraction.engine_error
-FAILURES = (EMPTY, NO_JSON, TEMPLATE, NOT_A_CODE, NOT_OFFERED, NO_LOGPROBS)
+FAILURES = (EMPTY, NO_JSON, TEMPLATE, NOT_A_CODE, NOT_OFFERED, NO_LOGPROBS, NOT_A_NUMBER, OUT_OF_RANGE)
 
 ANSWER_KEYS = ("answer", "option_id", "option")  # in order of preference within one object
-TEMPLATE_VALUES = frozenset({"option_id", "<option_id>", "option id", "<option id>", "id", "code", "..."})
+TEMPLATE_VALUES = frozenset({"option_id", "<option_id>", "option id", "<option id>", "id", "code", "...",
+                             "number", "<number>"})
 
 # "2", "-4", "02", "2.0", "2, Agree", "2. Agree", "2) Agree"; not "2.5", "5-9", "2nd".
 _LEADING_INT = re.compile(r"^([+-]?\d+)(?:\.0+)?(?=$|[\s,;:)\]]|\.(?!\d))")
@@ -106,18 +109,51 @@ def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]],
     return (code, None) if code in codes else (None, NOT_OFFERED)
 
 
+def _number(value: Any, span: Span) -> tuple[Code | None, str | None]:
+    """A numeric answer as its canonical code ("37", "37.5"), or why it is none."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None, NOT_A_NUMBER
+    try:
+        number = float(value)
+    except ValueError:
+        return None, NOT_A_NUMBER
+    if not math.isfinite(number):
+        return None, NOT_A_NUMBER
+    if not span[0] <= number <= span[1]:
+        return None, OUT_OF_RANGE
+    return (str(int(number)) if number.is_integer() else repr(number)), None
+
+
+def _last_answer(text: str) -> tuple[bool, Any, bool]:
+    """(found, the last answer value that is not an echoed template, whether a template was seen)."""
+    saw_template = False
+    for values in (_json_answers(text), _explicit_answers(text)):
+        real = [v for v in values if not (isinstance(v, str) and v.strip().lower() in TEMPLATE_VALUES)]
+        saw_template = saw_template or len(real) < len(values)
+        if real:
+            return True, real[-1], saw_template
+    return False, None, saw_template
+
+
+def extract_number(text: str | None, span: Span) -> tuple[Code | None, str | None]:
+    """The number a reply to a numeric question names, within its range, or (None, failure reason)."""
+    if text is None or not text.strip():
+        return None, EMPTY
+    found, value, saw_template = _last_answer(text)
+    if not found:
+        return None, TEMPLATE if saw_template else NO_JSON
+    return _number(value, span)
+
+
 def extract_answer(text: str | None, offered: Sequence[tuple[Code, str]] | Sequence[Code],
                    allow_label: bool = True) -> tuple[Code | None, str | None]:
     """The offered code named by a generated reply, or (None, failure reason)."""
     if text is None or not text.strip():
         return None, EMPTY
     options = [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
-    saw_template = False
-    for values in (_json_answers(text), _explicit_answers(text)):
-        real = [v for v in values if not (isinstance(v, str) and v.strip().lower() in TEMPLATE_VALUES)]
-        saw_template = saw_template or len(real) < len(values)
-        if real:
-            return normalize_value(real[-1], options, allow_label)
+    found, value, saw_template = _last_answer(text)
+    if found:
+        return normalize_value(value, options, allow_label)
     return None, TEMPLATE if saw_template else NO_JSON
 
 
@@ -139,6 +175,9 @@ def extract(request: PromptRequest, result: EngineResult,
     engine error is passed on as ``engine_error`` (never a parse failure); the reply is ``raw_reply``."""
     if result.error is not None:
         return Extraction(request.key, None, engine_error=result.error)
+    if request.numeric is not None:
+        code, failure = extract_number(result.text, request.numeric)
+        return Extraction(request.key, code, failure, raw_reply=result.text)
     if result.option_logprobs is not None or request.mode == "logprobs":
         dist = distribution_of(result.option_logprobs or {}, request.offered_codes)
         if dist is None:

@@ -81,9 +81,18 @@ class DomainSpec(BaseModel):
     roles: Roles = Roles()
     persona_attributes: PersonaAttributes = PersonaAttributes()
     missing_codes: tuple[int | str, ...] = ()
+    numeric: dict[str, tuple[float, float]] = {}  # question id -> [lowest, highest]: asked for a number
     data_use: Literal["local", "remote"] = "local"
     title: str = ""
     vocabulary: Literal["issp", "source"] | None = None  # None: "issp" unless a persona role is declared
+
+    @field_validator("numeric")
+    @classmethod
+    def _spans(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        bad = next((qid for qid, (low, high) in value.items() if not low < high), None)
+        if bad is not None:
+            raise ValueError(f"{bad}: the lowest must be below the highest")
+        return value
 
     @property
     def issp_vocabulary(self) -> bool:
@@ -207,7 +216,7 @@ def write_manifest(path: str | Path, manifest: Manifest) -> Path:
     if not body.get("title"):
         body.pop("title", None)
     for domain in body["domains"]:
-        for key in ("question_file", "answer_file", "module", "title", "country", "vocabulary"):
+        for key in ("question_file", "answer_file", "module", "title", "country", "vocabulary", "numeric"):
             if not domain.get(key):
                 domain.pop(key, None)
         if roles := {role: key for role, key in domain.pop("roles").items() if key}:

@@ -19,7 +19,8 @@ from socbench.types import DomainData, Extraction, Item, ScoredDomain
 def score_expanded(data: DomainData, items: Sequence[Item], extractions: Mapping[str, Extraction],
                    config: RunConfig) -> ScoredDomain:
     """Draws reduced, items scored, variants reduced; the draws' record joins the domain's metrics."""
-    reduced, record = reduce_draws(extractions, config.samples, config.seed)
+    numeric = {item.item_id for item in items if item.numeric is not None}  # their median draw
+    reduced, record = reduce_draws(extractions, config.samples, config.seed, numeric)
     scored = score_domain(data, items, reduced, model=config.engine.model, run=config.run_name,
                           interview_count=config.interview_count, include_persona=config.include_persona,
                           cache=config.engine.cache_dir)

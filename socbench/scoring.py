@@ -30,6 +30,7 @@ from socbench.metrics.classification import (
 )
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, distribution_scores
 from socbench.metrics.grouped import group_rows
+from socbench.metrics.numeric import numeric_scores
 from socbench.metrics.persona_groups import persona_breakdowns, respondent_groups
 from socbench.metrics.ranking import question_view
 from socbench.metrics.uncertainty import accuracy_ci
@@ -67,7 +68,7 @@ def score_item(item: Item, extraction: Extraction | None,
         error = None
     elif extraction.failure is not None or predicted is None:
         error = extraction.failure or NO_CODE
-    elif predicted not in item.offered_codes:
+    elif item.numeric is None and predicted not in item.offered_codes:
         error = NOT_OFFERED
     else:
         error = None
@@ -76,9 +77,11 @@ def score_item(item: Item, extraction: Extraction | None,
         true_code=item.true_code, predicted_code=predicted,
         correct=error is None and engine_error is None and predicted == item.true_code, parse_error=error,
         country_specific=item.country_specific, offered_codes=item.offered_codes,
-        distribution=extraction.distribution if extraction is not None else None, groups=dict(groups or {}),
+        # a number's draws are no option distribution (the long export's p_<code> columns, the shares)
+        distribution=extraction.distribution if extraction is not None and item.numeric is None else None,
+        groups=dict(groups or {}),
         engine_error=engine_error, raw_reply=extraction.raw_reply if extraction is not None else None,
-        draws=extraction.draws if extraction is not None else None)
+        draws=extraction.draws if extraction is not None else None, numeric=item.numeric)
 
 
 def score_items(items: Sequence[Item], extractions: Mapping[str, Extraction],
@@ -104,6 +107,8 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
+    every, numbers = scored, [item for item in scored if item.numeric is not None]  # metrics.numeric's
+    scored = [item for item in scored if item.numeric is None]  # the codes' metrics and baselines
     expected = item_baselines(scored, grouping)  # each baseline on each item: the domain's, and each group's
     floor = memo(cache, content_key("baselines", scored, weights, grouping),
                  lambda: baselines(scored, weights, grouping, expected))
@@ -112,8 +117,8 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
         domain_id=domain_id, domain_name=domain_name, model=model, total_items=len(items),
         scoreable_items=sum(item.excluded_reason is None for item in items),
         excluded_by_reason=dict(sorted(excluded.items())),
-        parse_failures=sum(item.parse_error is not None for item in scored),
-        parse_failure_reasons=dict(Counter(i.parse_error for i in scored if i.parse_error is not None)),
+        parse_failures=sum(item.parse_error is not None for item in every),
+        parse_failure_reasons=dict(Counter(i.parse_error for i in every if i.parse_error is not None)),
         engine_errors=len(engine_errors), engine_error_reasons=dict(Counter(engine_errors)),
         baselines=floor, unmapped_countries=dict(unmapped_countries), interview_count=interview_count,
         run=run, weights_off=None if weights is not None else weights_off or "no design weights given",
@@ -121,6 +126,7 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
     )
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
+    counts["numeric"] = numeric_scores(numbers, attributes, weights, seed)
     extra = None if attributes is None else domain_yardsticks(
         scored, attributes, weights=weights, min_respondents=min_respondents, seed=seed, cache=cache)
     if extra is not None:

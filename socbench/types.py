@@ -19,6 +19,7 @@ Pick = Literal["mode", "draw"]  # a verbalized item's one answer: its most likel
 CircularMode = Literal["circular", "all_possible"]
 CircularLabels = Literal["order_only", "relabel"]  # codes stay with their text | numbered 1..n by position
 Pattern = tuple[str, ...]  # an item's original option labels in the order displayed
+Span = tuple[float, float]  # a numeric question's valid range, lowest and highest answer
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Question:
     special: dict[str, dict[Code, str]] = field(default_factory=dict)
     missing: dict[Code, str] = field(default_factory=dict)
     multi: MultiOption | None = None  # one option of a multi-select set, asked once with the set
+    numeric: Span | None = None  # a numeric question (no options): its valid range (socbench.numeric)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class Item:
     true_code: Code | None
     country_specific: bool
     excluded_reason: str | None = None
+    numeric: Span | None = None  # Question.numeric: answered with a number in this range
 
     @property
     def item_id(self) -> str:
@@ -129,6 +132,7 @@ class PromptRequest:
     options: tuple[tuple[Code, str], ...] = ()  # (label, text) as shown: the labels an answer may name
     variant: Variant | None = None  # which variant of its item this request shows (expanded items only)
     choose_all: bool = False  # a multi-select set: its reply is a list of option texts (multi_select)
+    numeric: Span | None = None  # asked for a number in this range, not an option
 
     @cached_property
     def key(self) -> str:
@@ -140,6 +144,8 @@ class PromptRequest:
         # without its deep copy (a third of a key's cost)
         if self.choose_all:  # a single question's key stays what it was
             payload["choose_all"] = True
+        if self.numeric is not None:  # a categorical request's key stays what it was
+            payload["numeric"] = list(self.numeric)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -213,6 +219,7 @@ class ScoredItem:
     engine_error: str | None = None  # no reply (the engine failed): not a parse failure, not an answer
     raw_reply: str | None = None  # the reply text as the engine gave it (generate mode)
     draws: tuple[Code | None, ...] | None = None  # --samples K: every draw's code (the long export's rows)
+    numeric: Span | None = None  # Item.numeric: scored by its error (socbench.metrics.numeric), not as a code
 
 
 @dataclass(frozen=True)
@@ -245,6 +252,7 @@ class DomainResult:
     grouping: str = COUNTRY  # what ``per_country`` and the items' country_code group by (DomainData's)
     usage: dict[str, int] = field(default_factory=dict)  # Answers.usage: this run's requests and tokens
     estimates: dict[str, Any] = field(default_factory=dict)  # estimates.study.gain_record (empty: older)
+    numeric: dict[str, Any] = field(default_factory=dict)  # metrics.numeric.numeric_scores (empty: none)
 
     @property
     def complete(self) -> bool:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from socbench.extract import EMPTY, json_objects, normalize_value
+from socbench.extract import EMPTY, extract, json_objects, normalize_value
 from socbench.types import Code, EngineResult, Extraction, Pick, PromptRequest
 
 NO_DISTRIBUTION = "no JSON distribution found"
@@ -100,7 +100,10 @@ def pick(distribution: Mapping[Code, float], how: Pick = "mode", seed: int = 42,
 def extraction(request: PromptRequest, result: EngineResult, how: Pick = "mode",
                seed: int = 42) -> Extraction:
     """One verbalized reply read: the shares as the item's ``distribution``, the picked code as its answer,
-    a normalisation as its ``note``; an engine error passed on, an unreadable reply a failure."""
+    a normalisation as its ``note``; an engine error passed on, an unreadable reply a failure. A request
+    asked otherwise in the same run (a numeric question's number) is read as ``extract`` reads it."""
+    if request.mode != "verbalized":
+        return extract(request, result)
     if result.error is not None:
         return Extraction(request.key, None, engine_error=result.error)
     offered = request.options or tuple((code, code) for code in request.offered_codes)

@@ -145,3 +145,13 @@ def test_run_names_keep_verbalized_runs_apart() -> None:
     assert from_flat(RunConfig, {"mode": "verbalized", "model": "m"}).run_name == "m-verbalized"
     drawn = from_flat(RunConfig, {"mode": "verbalized", "verbalized_answer": "draw", "model": "m"})
     assert drawn.run_name == "m-verbalized-draw"
+
+
+def test_a_numeric_request_in_a_verbalized_run_is_read_as_a_number():
+    """A numeric question of a verbalized run is asked for a number (not a distribution): read as one."""
+    from socbench.types import EngineResult, PromptRequest
+    from socbench.verbalized import extraction
+
+    request = PromptRequest(item_id="1:hours", messages=(), numeric=(0.0, 80.0))
+    got = extraction(request, EngineResult(key=request.key, text='{"answer": 38}'))
+    assert got.failure is None and got.distribution is None and float(got.code) == 38.0

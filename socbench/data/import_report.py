@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from socbench.data.options import code_order
+from socbench.data.options import code_order, plain_number
 from socbench.data.question_labels import QuestionDecision
 from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
 from socbench.errors import DataError
@@ -57,7 +57,9 @@ def _quoted(code: str, label: str) -> str:
 def question_lines(decision: QuestionDecision) -> list[str]:
     """The report's lines for one question."""
     options = ", ".join(_quoted(code, label) for code, label in decision.options.items())
-    lines = [f"- {decision.question_id}: {len(decision.options)} options: {options}"]
+    span = decision.numeric and " to ".join(str(plain_number(end)) for end in decision.numeric)
+    lines = [f"- {decision.question_id}: numeric, asked for a number from {span}" if span
+             else f"- {decision.question_id}: {len(decision.options)} options: {options}"]
     if decision.conflicts:
         lines.append("  - the question set's options disagree with the file's value labels, so these are the "
                      "file's own: " + "; ".join(decision.conflicts))

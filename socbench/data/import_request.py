@@ -16,6 +16,17 @@ BACKGROUND, ALL = "background", "all"  # --persona
 IMPORT_ROLES = ("respondent_id", "country", "group", "weight", *PERSONA_ROLES)
 
 
+def parse_span(text: str) -> tuple[float, float]:
+    """``0:100`` -> (0.0, 100.0), the lowest below the highest."""
+    try:
+        low, high = (float(side) for side in text.split(":"))
+    except ValueError:
+        raise ValueError(f"range {text!r}: expected LOW:HIGH, two numbers (0:100)") from None
+    if not low < high:
+        raise ValueError(f"range {text!r}: the lowest must be below the highest")
+    return low, high
+
+
 class ImportRequest(BaseModel):
     """The flags of ``socbench data import`` (``source``: its one positional argument)."""
 
@@ -31,6 +42,10 @@ class ImportRequest(BaseModel):
         (), description="multi-select questions, each asked once ('select all that apply'): NAME=V1,V2,... "
                         "(its dichotomous variables; sets separated by ';'), or NAME alone: the .sav file's "
                         "multiple-response set of that name")
+    numeric: tuple[tuple[str, tuple[float, float] | None], ...] = Field(
+        (), description="numeric questions V1,V2=0:100,... (unlabelled numbers: hours, a 0-100 thermometer), "
+                        "asked for a number in the range given (default: the data's lowest to highest "
+                        "non-missing value); added to --questions")
     country: str | None = Field(None, description="the country variable (default C_ALPHAN when present)")
     weight: str | None = Field(None, description="the design weight variable (default WEIGHT when present)")
     roles: tuple[tuple[str, str], ...] = Field(
@@ -114,6 +129,17 @@ class ImportRequest(BaseModel):
             raise ValueError("expected NAME=V1,V2,... (two variables or more; sets separated by ';') or the "
                              "name of the file's multiple-response set")
         return parsed
+
+    @field_validator("numeric", mode="before")
+    @classmethod
+    def _numeric(cls, value: Any) -> Any:
+        """``V1,V2=0:100``: each name, with its range where one is given."""
+        if not isinstance(value, str):
+            return value
+        parts = [part.split("=", 1) for part in comma_list(value)]
+        if not parts or any(not part[0].strip() for part in parts):
+            raise ValueError("expected V1,V2=LOW:HIGH,... (a range is optional)")
+        return tuple((p[0].strip(), parse_span(p[1]) if len(p) == 2 else None) for p in parts)
 
     @field_validator("sizes", mode="before")
     @classmethod

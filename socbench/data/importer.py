@@ -70,6 +70,9 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
     if request.qa is not None and request.questions is not None:
         raise ConfigError("--qa and --questions: give one "
                           "(--qa for an ISSP question set, --questions otherwise)")
+    if request.qa is not None and request.numeric:
+        raise ConfigError("--numeric applies to --questions (a question set declares its own: \"numeric\": "
+                          "[low, high])")
     if request.qa is not None:
         questions = load_questions(request.qa)
         pairs = [(survey.find(q.id), q.id) for q in questions]
@@ -79,16 +82,18 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
             raise DataError(f"{survey.path}: variable {absent[0]} of the question set {request.qa} "
                             f"is not in the file{more if len(absent) > 1 else ''}")
         return [(name, qid) for name, qid in pairs if name]
-    if request.questions is None and request.multi:
+    if request.questions is None and request.multi and not request.numeric:
         return []  # the sets alone
-    if request.questions is None:
+    if request.questions is None and not request.numeric:
         raise ConfigError(f"{request.source}: name the questions with --qa QA_JSON (an ISSP question set) "
                           f"or --questions V1,V2,... (from the file's labels)")
-    names = [survey.find(wanted) for wanted in request.questions]
-    absent = next((wanted for wanted, name in zip(request.questions, names) if name is None), None)
+    asked = [*(request.questions or ()), *(n for n, _ in request.numeric)]
+    names = [survey.find(wanted) for wanted in asked]
+    absent = next((wanted for wanted, name in zip(asked, names) if name is None), None)
     if absent is not None:
-        raise DataError(f"{survey.path}: variable {absent} (--questions) is not in the file")
-    return [(name, name) for name in names]
+        flag = "--numeric" if asked.index(absent) >= len(request.questions or ()) else "--questions"
+        raise DataError(f"{survey.path}: variable {absent} ({flag}) is not in the file")
+    return [(name, name) for name in dict.fromkeys(names)]
 
 
 def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -163,8 +168,9 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     wanted = roles["country"][0] or roles["group"][0]
     counts = survey.code_counts([name for name, _ in pairs] + ([wanted] if wanted else []), weights.dropped)
     country, group, notices = country_or_group(survey, roles, counts, request.study_country)
+    numeric = {survey.find(name): span for name, span in request.numeric}
     decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing,
-                                            request.scale_conflict)
+                                            request.scale_conflict, numeric)
     check_answers(survey, decisions)
     question_file = with_sets(survey, question_file, members)
     slug = _slug(request)

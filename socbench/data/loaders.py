@@ -23,6 +23,7 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    model_validator,
 )
 
 from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
@@ -94,17 +95,27 @@ class QuestionRecord(BaseModel):
 
     question_id: Annotated[str, BeforeValidator(lambda v: _label(v).strip()), Field(min_length=1)]
     question: Label
-    answer: Annotated[dict[OptionCode, Label], Field(min_length=1)]
+    answer: dict[OptionCode, Label]  # {} for a numeric question
     special: Annotated[dict[str, dict[OptionCode, Label]], BeforeValidator(_none_to_dict)] = {}
     missing: Annotated[dict[OptionCode, Label], BeforeValidator(_none_to_dict)] = {}  # optional
     multi: MultiOption | None = None  # one option of a multi-select set (socbench.multi_select)
+    numeric: tuple[float, float] | None = None  # [lowest, highest]: asked for a number, no options
+
+    @model_validator(mode="after")
+    def _options_or_range(self) -> QuestionRecord:
+        """A question offers options or, numeric, a range with its lowest below its highest."""
+        if self.numeric is None and not self.answer:
+            raise ValueError("'answer' needs at least one option (or 'numeric': [lowest, highest])")
+        if self.numeric is not None and not self.numeric[0] < self.numeric[1]:
+            raise ValueError(f"'numeric' {list(self.numeric)}: the lowest must be below the highest")
+        return self
 
     def to_question(self) -> Question:
         special = {country.strip(): dict(options) for country, options in self.special.items()}
         offered = set(self.answer).union(*self.special.values())
         missing = {code: label for code, label in self.missing.items() if code not in offered}
         return Question(id=self.question_id, text=self.question, options=dict(self.answer),
-                        special=special, missing=missing, multi=self.multi)
+                        special=special, missing=missing, multi=self.multi, numeric=self.numeric)
 
 
 class AnswerRecord(BaseModel):
@@ -263,6 +274,16 @@ def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str])
                          missing=declared(q)) for q in questions)
 
 
+def apply_numeric(path: Path, questions: tuple[Question, ...],
+                  numeric: Mapping[str, tuple[float, float]]) -> tuple[Question, ...]:
+    """Questions the manifest's ``numeric`` names (case-insensitively) asked for a number in its range."""
+    spans = {qid.lower(): span for qid, span in numeric.items()}
+    unknown = sorted(set(spans) - {q.id.lower() for q in questions})
+    if unknown:
+        raise DataError(f"{path}: the manifest's numeric names {unknown[0]}, no question of this set")
+    return tuple(replace(q, numeric=spans[q.id.lower()]) if q.id.lower() in spans else q for q in questions)
+
+
 def _text(attributes: Mapping[str, Any], key: str | None) -> str | None:
     raw = attributes.get(key) if key else None
     return " ".join(str(raw).split()) or None if raw is not None else None
@@ -343,7 +364,7 @@ def load_domain(
             raise DataError(f"{path}: {what} file of domain {domain.id} ({domain.name}) not found")
         inside_folder(root, path)
     missing = (code for code in map(normalize_code, domain.missing_codes) if code is not None)
-    questions = apply_missing_codes(load_questions(qa_path), missing)
+    questions = apply_numeric(qa_path, apply_missing_codes(load_questions(qa_path), missing), domain.numeric)
     records = load_answer_records(answer_path)
     _check_question_ids(answer_path, records, questions)
     countries = codebook_country_table(load_codebook(data_dir, domain) or []) or None

@@ -13,10 +13,11 @@ from collections import Counter
 from collections.abc import Iterable
 
 from socbench.data.missing_labels import STATA_MISSING, is_missing_option
-from socbench.types import Code, DomainData, Item, Question
+from socbench.types import Code, DomainData, Item, Question, Span
 
 NO_ANSWER = "system-missing (no answer recorded)"
 INVALID_CODE = "code not offered (missing or invalid code)"
+OUT_OF_RANGE = "value outside the question's range (or not a number)"
 
 
 def missing_reason(code: Code, label: str) -> str:
@@ -71,12 +72,27 @@ def _withheld(question: Question, country_code: str | None) -> dict[Code, str]:
 
 
 def _exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...],
-               missing: dict[Code, str]) -> str | None:
+               missing: dict[Code, str], span: Span | None = None) -> str | None:
     if true_code is None:
         return NO_ANSWER
-    if all(code != true_code for code, _ in options):
-        return missing_reason(true_code, missing[true_code]) if true_code in missing else INVALID_CODE
-    return None
+    if true_code in missing and (span is not None or all(code != true_code for code, _ in options)):
+        return missing_reason(true_code, missing[true_code])
+    if span is not None:
+        return None if in_span(true_code, span) else OUT_OF_RANGE
+    return None if any(code == true_code for code, _ in options) else INVALID_CODE
+
+
+def plain_number(value: float) -> int | float:
+    """A number as a person writes it: 2.0 -> 2, 2.5 -> 2.5 (JSON, prompts, reports)."""
+    return int(value) if float(value).is_integer() else value
+
+
+def in_span(code: Code, span: Span) -> bool:
+    """A code that is a number within a numeric question's range."""
+    try:
+        return span[0] <= float(code) <= span[1]
+    except ValueError:
+        return False
 
 
 def build_items(data: DomainData) -> list[Item]:
@@ -90,9 +106,10 @@ def build_items(data: DomainData) -> list[Item]:
                 shown[key] = (*effective_options(question, person.group_code),
                               {**_withheld(question, person.group_code), **question.missing})
             options, specific, missing = shown[key]
+            options = () if question.numeric else options  # a number is asked for, no option offered
             true_code = person.answers.get(question.id)
             items.append(Item(person.person_id, question.id, person.group_code, options, true_code, specific,
-                              _exclusion(true_code, options, missing)))
+                              _exclusion(true_code, options, missing, question.numeric), question.numeric))
     return items
 
 

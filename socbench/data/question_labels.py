@@ -10,6 +10,7 @@ per question, the scale rule, nothing silently dropped, scale conflicts) are in 
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,11 +19,11 @@ from pathlib import Path
 
 from socbench.data.loaders import load_questions
 from socbench.data.missing_labels import STATA_MISSING, is_missing_label, is_missing_option
-from socbench.data.options import NO_ANSWER, code_order, missing_reason
+from socbench.data.options import NO_ANSWER, OUT_OF_RANGE, code_order, in_span, missing_reason, plain_number
 from socbench.data.survey_file import R_NA, SYSTEM_MISSING, SurveyFile, Variable
 from socbench.errors import ConfigError, DataError
 from socbench.files import json_bytes, read_json
-from socbench.types import Question
+from socbench.types import Question, Span
 
 NON_INTEGER = "non-integer code"
 UNLABELLED = "code without a label (not in the question's options)"
@@ -42,30 +43,39 @@ class QuestionDecision:
     conflicts: tuple[str, ...] = ()  # how a --qa set's options disagree with the file's (checked_decision)
     notes: tuple[str, ...] = ()  # other changes to the question set, one line each
     text: str | None = None  # the question text, where the import changed it
+    numeric: Span | None = None  # a numeric question's range (``numeric_decision``): no options
+
+    def scored(self, code: str) -> bool:
+        """An answer that is scored: one of the options, or a number in a numeric question's range."""
+        if self.numeric is not None:
+            return code not in self.missing and in_span(code, self.numeric)
+        return code in self.options
 
     def excluded(self) -> dict[str, int]:
         """Answers that will not be scored, by reason (the words ``data validate`` counts under)."""
         reasons: Counter[str] = Counter()
         for code, n in self.counts.items():
-            if code in self.options:
+            if self.scored(code):
                 continue
             if code == SYSTEM_MISSING:
                 reasons[NO_ANSWER] += n
             elif code in self.missing:
                 reasons[missing_reason(code, self.missing[code][0])] += n
+            elif self.numeric is not None:
+                reasons[OUT_OF_RANGE] += n
             else:
                 reasons[UNLABELLED if _INTEGER.match(code) else NON_INTEGER] += n
         return dict(sorted(reasons.items()))
 
     @property
     def answered(self) -> int:
-        """Substantive answers: codes among the options."""
-        return sum(n for code, n in self.counts.items() if code in self.options)
+        """Substantive answers: codes among the options (numbers in a numeric question's range)."""
+        return sum(n for code, n in self.counts.items() if self.scored(code))
 
     def unoffered(self) -> dict[str, int]:
         """Codes in the data that are neither options nor missing, with their counts."""
         return {code: n for code, n in sorted(self.counts.items(), key=lambda kv: code_order(kv[0]))
-                if code not in self.options and code not in self.missing and code != SYSTEM_MISSING}
+                if not self.scored(code) and code not in self.missing and code != SYSTEM_MISSING}
 
 
 def _file_missing(variable: Variable, codes: Iterable[str]) -> dict[str, tuple[str, str]]:
@@ -119,6 +129,20 @@ def decide(variable: Variable, question_id: str, counts: Mapping[str, int], extr
     return QuestionDecision(variable.name, question_id, options, tuple(filled), missing, dict(counts))
 
 
+def numeric_decision(variable: Variable, question_id: str, counts: Mapping[str, int],
+                     extra_missing: Iterable[str] = (), span: Span | None = None) -> QuestionDecision:
+    """A numeric question: the missing codes as ``decide`` finds them, and its range (``span``, else the
+    data's lowest to highest value that is not missing); a file without one number is an error."""
+    missing = decide(variable, question_id, counts, extra_missing, offered={}).missing
+    if span is None:
+        values = [float(c) for c in counts if c not in missing and in_span(c, (-math.inf, math.inf))]
+        if not values or min(values) == max(values):
+            raise DataError(f"{variable.name}: --numeric: the data hold {len(set(values))} distinct "
+                            "number(s) that are not missing codes; give its range (--numeric NAME=LOW:HIGH)")
+        span = (min(values), max(values))
+    return QuestionDecision(variable.name, question_id, {}, (), missing, dict(counts), numeric=span)
+
+
 _COUNTRIES = r"[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*[,/+]\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:"
 
 
@@ -165,7 +189,10 @@ def rescaled_text(text: str, set_codes: Sequence[str], file_codes: Sequence[str]
 
 def checked_decision(variable: Variable, question: Question, counts: Mapping[str, int],
                      extra_missing: Sequence[str]) -> QuestionDecision:
-    """The question's decision under the set's options, or the file's where they disagree."""
+    """The question's decision under the set's options, or the file's where they disagree (a numeric
+    question's: its range as the set declares it)."""
+    if question.numeric is not None:
+        return numeric_decision(variable, question.id, counts, extra_missing, question.numeric)
     withheld = [f'{code} "{label}"' + (f" ({country})" if country else "")
                 for country, options in [("", question.options), *question.special.items()]
                 for code, label in options.items() if is_missing_option(code, label)]
@@ -226,28 +253,35 @@ def parse_question_list(text: str) -> list[str]:
 
 
 def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[str, Mapping[str, int]],
-                     extra_missing: Sequence[str] = ()) -> tuple[list[dict], list[QuestionDecision]]:
-    """``issp_qa`` records for the named variables, and each question's decision
-    (``decide``); a variable with fewer than two options is an error naming it."""
+                     extra_missing: Sequence[str] = (), numeric: Mapping[str, Span | None] | None = None,
+                     ) -> tuple[list[dict], list[QuestionDecision]]:
+    """``issp_qa`` records for the named variables, and each question's decision (``decide``, or
+    ``numeric_decision`` for those ``numeric`` names); a variable with fewer than two options is an error
+    naming it."""
     records: list[dict] = []
     decisions: list[QuestionDecision] = []
+    numeric = numeric or {}
     for name in names:
         variable = survey.variables[name]
-        decision = decide(variable, name, counts[name], extra_missing)
-        if len(decision.options) < 2:
+        decision = (numeric_decision(variable, name, counts[name], extra_missing, numeric[name])
+                    if name in numeric else decide(variable, name, counts[name], extra_missing))
+        if decision.numeric is None and len(decision.options) < 2:
             raise DataError(f"{survey.path}: variable {name} has {len(decision.options)} labelled answer "
                             "option(s); a question needs its value labels (label it, or leave it out of "
                             "--questions)")
         decisions.append(decision)
         missing = {code: label for code, (label, _) in decision.missing.items()}
         records.append({"question_id": name, "question": variable.key, "answer": decision.options,
-                        "special": {}, "missing": missing})
+                        "special": {}, "missing": missing,
+                        **({"numeric": [plain_number(end) for end in decision.numeric]}
+                           if decision.numeric else {})})
     return records, decisions
 
 
 def question_set(survey: SurveyFile, qa_path: Path | None, pairs: Sequence[tuple[str, str]],
                  counts: Mapping[str, Mapping[str, int]], extra_missing: Sequence[str] = (),
-                 scale_conflict: str = "file") -> tuple[list[QuestionDecision], bytes]:
+                 scale_conflict: str = "file", numeric: Mapping[str, Span | None] | None = None,
+                 ) -> tuple[list[QuestionDecision], bytes]:
     """Each question's decision and the question file to write: ``--qa``'s set checked against the
     file's labels (``checked_decision``) with the file's missing codes added, else the set built from
     the labels of the named variables."""
@@ -258,7 +292,7 @@ def question_set(survey: SurveyFile, qa_path: Path | None, pairs: Sequence[tuple
         if scale_conflict == "refuse":
             refuse_conflicts(survey.path, qa_path, decisions)
         return decisions, _with_missing(qa_path, decisions)
-    records, decisions = question_records(survey, [name for name, _ in pairs], counts, extra_missing)
+    records, decisions = question_records(survey, [name for name, _ in pairs], counts, extra_missing, numeric)
     return decisions, json_bytes(records)
 
 

@@ -148,9 +148,14 @@ def answer_regex(codes: tuple[Code, ...]) -> str:
     return r'\{"answer": "(' + options + r')"\}'
 
 
+NUMBER_REGEX = r'\{"answer": -?\d{1,9}(\.\d{1,6})?\}'  # a numeric question's reply; its range: extraction
+
+
 def constraint_regex(request: PromptRequest) -> str:
-    """The structured reply's regex: one of the offered codes, a verbalized distribution, or for a
-    multi-select set (``choose_all``) a JSON list of the options' texts, none to all."""
+    """The structured reply's regex: a number for a numeric question, a verbalized distribution, one of
+    the offered codes, or for a multi-select set (``choose_all``) a JSON list of the options' texts."""
+    if request.numeric is not None:
+        return NUMBER_REGEX
     if request.mode == "verbalized":
         return verbalized.regex(request.option_order)
     if not request.choose_all:
@@ -162,11 +167,13 @@ def constraint_regex(request: PromptRequest) -> str:
 
 
 def answer_schema(request: PromptRequest) -> dict:
-    """The structured reply's JSON schema: a verbalized distribution, one of the offered codes, or a list
-    of the options' texts."""
+    """The structured reply's JSON schema: a verbalized distribution, a number in the range, one of the
+    offered codes, or a list of the options' texts."""
     if request.mode == "verbalized":
         return verbalized.schema(request.option_order)
     answer: dict[str, Any] = {"type": "string", "enum": list(request.offered_codes)}
+    if request.numeric is not None:
+        answer = {"type": "number", "minimum": request.numeric[0], "maximum": request.numeric[1]}
     if request.choose_all:
         answer = {"type": "array", "items": {"type": "string", "enum": [text for _, text in request.options]}}
     return {"type": "object", "properties": {"answer": answer}, "required": ["answer"],

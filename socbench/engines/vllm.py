@@ -172,7 +172,7 @@ class VllmEngine:
 
         def subs() -> Iterator[_Sub]:
             for i, request in enumerate(requests):
-                if request.structured and not request.offered_codes:
+                if request.structured and not request.offered_codes and request.numeric is None:
                     error = EngineResult(key=request.key, error="structured output needs offered codes")
                     results[i] = _chat.report(on_result, i, error)
                     continue

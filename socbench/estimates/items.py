@@ -9,8 +9,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from socbench.data.options import code_order
 from socbench.export.source import domain_source, run_data, run_folder
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.baselines import UNMAPPED
@@ -18,6 +20,7 @@ from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
 from socbench.types import COUNTRY, ScoredItem
 from socbench.weights import weights_off_reason
 
+MEAN = "mean"  # the mean answer's target (a scale's mean code, a numeric question's mean)
 # one row per scored item (respondent x question); attrs: run, model, notes (what is missing and why)
 COLUMNS = ("domain", "grouping", "person_id", "question_id", "country_code", "weight", "true_code",
            "model_code", "model_shares", "offered_codes")
@@ -55,6 +58,44 @@ def columns_frame(domain: str, c: Mapping[str, Sequence[Any]], groups: Mapping[s
         "offered_codes": [tuple(offered or options.get(qid, ()))
                           for offered, qid in zip(c["offered_codes"], c["question_id"], strict=True)],
         **{a: [groups.get(p, {}).get(a, UNKNOWN) for p in people] for a in present}})
+
+
+def _indicators(codes: list[str], answers: pd.Series, shares: pd.Series | None = None) -> np.ndarray:
+    """Respondents x codes: 1 at the answer (or the model's shares); a row of 0 for no answer."""
+    at = pd.Categorical(answers.astype(object), categories=codes).codes
+    out = np.vstack([np.eye(len(codes)), np.zeros(len(codes))])[at]  # code -1 (none): the zero row
+    for row in np.flatnonzero(shares.notna()) if shares is not None else ():
+        out[row] = [shares.iloc[row].get(code, 0.0) for code in codes]
+    return out
+
+
+def _code_targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """(people's, the model's targets, which the model answered, their names): each option's share and,
+    on a scale, the mean code."""
+    codes = sorted({c for offered in frame["offered_codes"] for c in offered} | set(frame["true_code"]),
+                   key=code_order)
+    y = _indicators(codes, frame["true_code"])
+    yhat = _indicators(codes, frame["model_code"], frame["model_shares"])
+    answered, names = yhat.sum(1) > 0, tuple(f"share {c}" for c in codes)
+    if len(codes) >= 3 and all(code_order(c)[0] == 0 for c in codes):
+        values = np.array([float(c) for c in codes])
+        y, yhat = np.column_stack([y @ values, y]), np.column_stack([yhat @ values, yhat])
+        names = (MEAN, *names)
+    return y, yhat, answered, names
+
+
+def numeric_targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """A numeric question's one target, the mean answer: people's, the model's numbers (NaN where it gave
+    none), which it answered, its name (``MEAN``, as a scale's mean code)."""
+    y, yhat = (pd.to_numeric(frame[c]).to_numpy(dtype=float, copy=True)[:, None]
+               for c in ("true_code", "model_code"))
+    return y, yhat, ~np.isnan(yhat[:, 0]), (MEAN,)
+
+
+def targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """A question's targets: ``_code_targets``, or ``numeric_targets`` where no option was offered."""
+    numeric = not any(len(offered) for offered in frame["offered_codes"])
+    return numeric_targets(frame) if numeric else _code_targets(frame)
 
 
 def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str, float] | None,

@@ -20,15 +20,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from socbench.data.options import code_order
 from socbench.errors import ConfigError
+from socbench.estimates.items import MEAN, targets
 from socbench.estimates.ppi import Estimate, classical_fit, plan_budget, ppi_mean, ppi_regression
 from socbench.estimates.repeated import check_question, draw_counts
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.persona_groups import AGE_GROUP, ATTRIBUTES, SEX, UNKNOWN, age_order
 from socbench.types import COUNTRY
 
-MEAN = "mean"
 DEFAULT_FRACTION = 0.1
 RUN_REPEATS = 20  # the run's own record: ~0.5 s CPU for 1,000 respondents x 20 questions (docs/estimates.md)
 THREADS = min(4, os.cpu_count() or 1)  # the repeated check's questions at once
@@ -106,27 +105,9 @@ class Question:
         return np.average(self.y[rows], axis=0, weights=w)
 
 
-def _indicators(codes: list[str], answers: pd.Series, shares: pd.Series | None = None) -> np.ndarray:
-    """Respondents x codes: 1 at the answer (or the model's shares); a row of 0 for no answer."""
-    at = pd.Categorical(answers.astype(object), categories=codes).codes
-    out = np.vstack([np.eye(len(codes)), np.zeros(len(codes))])[at]  # code -1 (none): the zero row
-    for row in np.flatnonzero(shares.notna()) if shares is not None else ():
-        out[row] = [shares.iloc[row].get(code, 0.0) for code in codes]
-    return out
-
-
 def question(qid: str, frame: pd.DataFrame, person_index: dict[str, int]) -> Question:
-    codes = sorted({c for offered in frame["offered_codes"] for c in offered} | set(frame["true_code"]),
-                   key=code_order)
-    y = _indicators(codes, frame["true_code"])
-    yhat = _indicators(codes, frame["model_code"], frame["model_shares"])
-    answered = yhat.sum(1) > 0
+    y, yhat, answered, names = targets(frame)
     yhat[~answered] = yhat[answered].mean(0) if answered.any() else 0.0  # label-free imputation
-    names = tuple(f"share {c}" for c in codes)
-    if len(codes) >= 3 and all(code_order(c)[0] == 0 for c in codes):
-        values = np.array([float(c) for c in codes])
-        y, yhat = np.column_stack([y @ values, y]), np.column_stack([yhat @ values, yhat])
-        names = (MEAN, *names)
     row_of = np.full(len(person_index), -1)
     row_of[[person_index[p] for p in frame["person_id"]]] = np.arange(len(frame))
     w = frame["weight"].to_numpy(dtype=float)

@@ -67,6 +67,7 @@ class DomainRecord(Record):
     questions: dict[str, dict[str, Any]]
     summary: Numbers  # the domain's line of ``summary.json`` (``log.summary.summary_row``)
     estimates: Numbers = {}  # estimates.study.gain_record: the gain per question (none: older results)
+    numeric: Numbers = {}  # metrics.numeric.numeric_scores: numeric questions' errors (none: none asked)
 
 
 class UnitRecord(Record):

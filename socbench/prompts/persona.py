@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from socbench.circular import issp_variants
 from socbench.data.countries import CountryInfo, country_attribute_key, country_info
 from socbench.data.missing_labels import is_missing_label
+from socbench.data.options import plain_number
 from socbench.draws import draw_prompts
 from socbench.errors import DataError
 from socbench.shuffle import display_order, render_options
@@ -33,6 +34,7 @@ from socbench.types import (
     Question,
     Respondent,
     SamplingSettings,
+    Span,
 )
 
 if TYPE_CHECKING:
@@ -167,6 +169,7 @@ VERBALIZED_INSTRUCTION_NO_PERSONA = (
 )
 VERBALIZED_FORMAT = ("Reply with the percentage for every option id (whole numbers summing to 100) in this "
                      "JSON format and nothing else:\n{example}")
+NUMBER_FORMAT = 'Reply with your number in this JSON format and nothing else:\n{"answer": number}'
 
 
 def system_message(respondent: Respondent, settings: PromptSettings) -> str:
@@ -197,12 +200,31 @@ def user_message(question_text: str, item_options: tuple[tuple[str, str], ...], 
     return f"Question: {question}\n\nOptions:\n{render_options(options, order)}\n\n{answer}"
 
 
+@lru_cache(maxsize=1 << 12)
+def numeric_message(question_text: str, span: Span, words: CountryInfo) -> str:
+    """A numeric question: its text, the range a number must lie in, and the answer format."""
+    question = fill_placeholders(" ".join(question_text.split()), words)
+    low, high = (plain_number(end) for end in span)
+    return f"Question: {question}\n\nAnswer with a number from {low} to {high}.\n\n{NUMBER_FORMAT}"
+
+
+def numeric_prompt(item: Item, question: Question, settings: PromptSettings, system: str,
+                   words: CountryInfo) -> PromptRequest:
+    """A numeric question's request: generated (no option to score), its range in the structured schema."""
+    assert item.numeric is not None
+    return PromptRequest(item_id=item.item_id, messages=(
+        Message("system", system), Message("user", numeric_message(question.text, item.numeric, words))),
+        structured=settings.structured, sampling=settings.sampling, numeric=item.numeric)
+
+
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
                  system: str | None = None, order: Sequence[str] | None = None,
                  shown: Sequence[str] | None = None) -> PromptRequest:
     """One request (``system``: the respondent's message, reused); ``order``: a circular variant's option
     order, ``shown``: its labels per position, the codes the model may answer (``relabel``)."""
     words = country_words(respondent)
+    if item.numeric is not None:
+        return numeric_prompt(item, question, settings, system or system_message(respondent, settings), words)
     if order is None:
         order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
                               item.person_id, item.question_id)
@@ -266,7 +288,8 @@ def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
     for _, item in ordered:
         respondent, question = respondents[item.person_id], index[item.question_id.lower()]
         system = systems[item.person_id]
-        prompts += (variant_prompts(item, respondent, question, settings, expansion, system) if expansion
+        prompts += (variant_prompts(item, respondent, question, settings, expansion, system)
+                    if expansion and item.numeric is None  # a number has no option order to vary
                     else [build_prompt(item, respondent, question, settings, system)])
     return prompts
 

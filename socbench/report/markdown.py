@@ -21,6 +21,8 @@ from socbench.log.summary import (
 from socbench.metrics.baselines import best_baseline
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_CI
 from socbench.metrics.headline import summary_note
+from socbench.metrics.numeric import DEMOGRAPHIC as DEMOGRAPHIC_NUMERIC
+from socbench.metrics.numeric import MEDIAN_GROUP
 from socbench.report.figures import domain_bars
 from socbench.report.html_sections import NOTES
 from socbench.report.labels import (
@@ -62,6 +64,11 @@ def _extra_rows(result: DomainResult) -> list[tuple[str, str]]:
     for attribute, groups in result.breakdowns.items():
         text = ", ".join(f"{g} {_fmt(v.get('accuracy'))} (n={int(v.get('n', 0))})" for g, v in groups.items())
         rows.append((f"accuracy by {attribute}", text))
+    for qid, q in result.numeric.get("questions", {}).items():  # metrics.numeric: errors, lower is better
+        floors = " / ".join(_fmt(q["baselines"].get(name)) for name in (MEDIAN_GROUP, DEMOGRAPHIC_NUMERIC))
+        rows.append((f"numeric {qid}: MAE, W1 / range (baselines' MAE: group median / demographic)",
+                     f"{_fmt(q['mae'])}, {_fmt(q['wasserstein'])} ({floors}; {q['answered']} of "
+                     f"{q['respondents']} answered)"))
     return rows
 
 

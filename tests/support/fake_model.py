@@ -41,7 +41,15 @@ def pick_code(prompt: str, codes: tuple[str, ...]) -> str:
     return codes[int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(codes)] if codes else "1"
 
 
+_RANGE = re.compile(r"a number from (-?\d+(?:\.\d+)?) to (-?\d+(?:\.\d+)?)")  # a numeric question's prompt
+
+
 def default_answer(prompt: str, codes: tuple[str, ...]) -> str:
+    """A code by ``pick_code``; for a numeric question a whole number of its range, by the same hash."""
+    asked = _RANGE.search(prompt)
+    if asked:
+        low, high = (int(float(end)) for end in asked.groups())
+        return json.dumps({"answer": low + int(pick_code(prompt, tuple(map(str, range(high - low + 1)))))})
     return json.dumps({"answer": pick_code(prompt, codes)})
 
 
