@@ -19,7 +19,7 @@ from socbench.data.import_request import ImportRequest
 from socbench.data.loaders import apply_numeric, load_questions
 from socbench.data.options import OUT_OF_RANGE, build_items
 from socbench.draws import DRAW_MARK, reduce_draws
-from socbench.engines._chat import answer_schema, reply_regex
+from socbench.engines._chat import answer_schema, constraint_regex
 from socbench.errors import DataError
 from socbench.extract import NOT_A_NUMBER, extract
 from socbench.metrics.numeric import numeric_scores
@@ -52,7 +52,7 @@ def test_the_prompt_asks_for_a_number_in_range_and_the_schema_bounds_it() -> Non
     assert request.numeric == SPAN and request.mode == "generate"
     schema = answer_schema(request)["properties"]["answer"]
     assert schema == {"type": "number", "minimum": 0.0, "maximum": 100.0}
-    assert re.fullmatch(reply_regex(request), '{"answer": 37.5}')
+    assert re.fullmatch(constraint_regex(request), '{"answer": 37.5}')
     assert request.key != replace(request, numeric=None).key  # the range is part of the cache key
 
 
