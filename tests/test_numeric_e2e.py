@@ -95,7 +95,8 @@ def run(files: Path, api_url: str, tmp_path_factory: pytest.TempPathFactory) -> 
     socbench("estimate", str(result), "--fraction", "0.4", "--repeats", "10")
     for fmt in ("sav", "dta"):
         socbench("export", str(result), "--wide", "--format", fmt)
-    return {"data": data, "result": result, "printed": printed}
+    socbench("report", str(folder / "out"))
+    return {"data": data, "result": result, "printed": printed, "report": folder / "out" / "report"}
 
 
 def test_the_import_declares_range_and_missing_codes(run: dict) -> None:
@@ -127,6 +128,12 @@ def test_scores_equal_a_hand_computation(run: dict) -> None:
         assert got["baselines"]["median_group"] == pytest.approx(np.abs(np.median(truth) - truth).mean())
         assert "demographic" in got["baselines"]
     assert len(_items(run, "hours")) == 150 - 9 and len(_items(run, "therm")) == 150 - 2
+    html = (run["report"] / "report.html").read_text()  # report.html: a row per numeric question
+    section = html[html.index("<h3 id='numeric'>"):]
+    for qid in ("hours", "therm"):
+        mae = record["questions"][qid]["mae"]
+        assert f">{qid}<" in section and f"{record['questions'][qid]['answered']} of" in section, qid
+        assert f"{mae:.3f}"[:4] in section
 
 
 def test_out_of_range_and_unreadable_numbers_are_counted_failures() -> None:

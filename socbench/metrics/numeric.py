@@ -107,3 +107,11 @@ def numeric_scores(scored: Sequence[ScoredItem], attributes: Mapping[int, Mappin
             "baselines": {name: mean([q["baselines"].get(name, math.nan) for q in questions.values()])
                           for name in names},
             "questions": questions}
+
+
+def numeric_rows(numeric: Mapping[str, Any]) -> list[list[Any]]:
+    """A domain's ``numeric_scores`` as report rows: question, MAE, W1 / range, the baselines' MAE (group
+    median, demographic model), and how many of its respondents the model answered."""
+    floors = (MEDIAN_GROUP, DEMOGRAPHIC)
+    return [[qid, q["mae"], q["wasserstein"], *(q["baselines"].get(name) for name in floors),
+             f"{q['answered']} of {q['respondents']}"] for qid, q in numeric.get("questions", {}).items()]

@@ -21,6 +21,7 @@ from socbench.log.read import ModelRun
 from socbench.log.summary import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
 from socbench.log.summary import GAIN_KEYS
+from socbench.metrics.numeric import numeric_rows
 from socbench.metrics.uncertainty import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, PairedComparison
 from socbench.multi_select import set_rows
 from socbench.report.answers import answer_markdown, domain_answers, persona_answers, small_note
@@ -244,6 +245,8 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
         circular=[row for run in board.runs for row in circular_rows(run)], gains=gain_view,
         multi=[[run.run, domain_label(d.domain), *(fmt(v, missing="") for v in row)]
                for run in board.runs for d in run.domains for row in set_rows(d.stored.metrics)],
+        numeric=[[run.run, domain_label(d.domain), *(fmt(v, missing="") for v in row)]
+                 for run in board.runs for d in run.domains for row in numeric_rows(d.stored.numeric)],
         standin_head=GAIN_HEAD, no_distributions=NO_DISTRIBUTIONS,
         exports=export_links(board.runs, out_dir) if out_dir is not None else [])
 
