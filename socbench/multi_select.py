@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import f1_score
 
 from socbench.draws import draw_prompts, item_of
 from socbench.extract import EMPTY, NO_JSON, extract, extract_all, normalize_value
@@ -151,6 +150,13 @@ def extract_with_sets(requests: Sequence[PromptRequest], results: Sequence[Any],
     return found
 
 
+def _f1(true: np.ndarray, pred: np.ndarray) -> float:
+    """F1 of "selected" (scikit-learn's binary ``f1_score``, ``zero_division=1``: 1 where neither side
+    selects it), from counts: importing scikit-learn took a run 1.2 s."""
+    both, either = int((true & pred).sum()), int(true.sum() + pred.sum())
+    return 2.0 * both / either if either else 1.0
+
+
 def _jaccard(true: set[str], predicted: set[str]) -> float:
     union = true | predicted
     return len(true & predicted) / len(union) if union else 1.0
@@ -174,7 +180,7 @@ def set_scores(questions: Sequence[Question], items: Sequence[ScoredItem]) -> di
             label = f"multi {name}: {option.label}"
             scores[f"{label} share (model)"] = float(pred.mean())
             scores[f"{label} share (people)"] = float(true.mean())
-            scores[f"{label} F1"] = float(f1_score(true, pred, zero_division=1.0))  # none either side: 1
+            scores[f"{label} F1"] = _f1(true, pred)
         people: dict[int, list[ScoredItem]] = defaultdict(list)
         for item in members:
             people[item.person_id].append(item)

@@ -292,3 +292,13 @@ def test_no_two_modules_share_a_name_for_different_ideas() -> None:
                 found.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
     shared = {name: sorted(paths) for name, paths in found.items() if len(paths) > 1}
     assert set(shared) <= set(SHARED_NAMES), {k: v for k, v in shared.items() if k not in SHARED_NAMES}
+
+
+def test_scikit_learn_is_imported_only_where_it_is_used() -> None:
+    """scikit-learn takes ~1.2 s to import: no module imports it at its top (a multi-select F1 did, and
+    every run paid for it); the few yardsticks that fit with it import it in the function that does."""
+    offenders = [name for name, path in MODULES.items() for node in ast.parse(path.read_text()).body
+                 if isinstance(node, (ast.Import, ast.ImportFrom))
+                 and any(alias.name.startswith("sklearn") for alias in node.names)
+                 or isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sklearn")]
+    assert offenders == []

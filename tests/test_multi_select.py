@@ -249,3 +249,17 @@ def test_a_bad_set_is_one_line_naming_the_variable(tmp_path: Path) -> None:
     bad = socbench("data", "import", str(source), "--out", str(tmp_path / "o"), "--multi", "S=a,b", code=2)
     assert "variable b (--multi S) is no dichotomy with the selected code 1 (its answer codes: 2, 3)" \
         in bad.stderr
+
+
+def test_an_option_s_f1_is_scikit_learns_bit_for_bit() -> None:
+    """F1 of "selected" from counts equals sklearn's binary f1_score with zero_division=1 (1 where
+    neither side selects the option), on random blocks of every size."""
+    from sklearn.metrics import f1_score
+
+    from socbench.multi_select import _f1
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 30, 200):
+        for _ in range(100):
+            true, pred = rng.random(n) < rng.random(), rng.random(n) < rng.random()
+            assert _f1(true, pred) == float(f1_score(true, pred, zero_division=1.0))
