@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from socbench.engines.base import Engine, ResultSink
-from socbench.errors import SocbenchError
+from socbench.errors import ConfigError, SocbenchError
 from socbench.task import Prompts, Request, Task, Unit
 from socbench.types import Answers, LoglikelihoodRequest
 
@@ -75,12 +75,15 @@ def plan(task: Task, unit: Unit) -> Plan:
 
 def plans(task: Task) -> dict[Unit, Plan]:
     """Every unit's plan; one whose data cannot be read is left out (it fails on its own in the flow)
-    unless it is the only one."""
+    unless it is the only one. A flag the data cannot take (``--groups`` naming no attribute of a unit) is
+    the run's bad input, not one unit's: it stops the run before any work."""
     units = task.units()
     found = {}
     for unit in units:
         try:
             found[unit] = plan(task, unit)
+        except ConfigError:
+            raise
         except SocbenchError:
             if len(units) == 1:
                 raise

@@ -191,3 +191,29 @@ def test_a_group_run_on_a_real_file_asks_groups_x_questions_and_scores_by_hand(
     assert extras["per_respondent_run"] == "fake-model"
     assert metrics["respondent_simbench"] == pytest.approx(np.mean([100 * (1 - t / norm)
                                                                      for t in one_hot.values()]))
+
+
+def test_a_bad_flag_in_any_unit_stops_the_run_before_any_work(monkeypatch) -> None:
+    """A ``--groups`` name a unit's data lacks is the run's bad input (one ConfigError line from the
+    preflight's plans), not one unreadable unit left to fail alone while the others run."""
+    from socbench import pipeline
+    from socbench.errors import DataError
+    from socbench.task import Unit
+
+    class TwoUnits:
+        name, config = "two", make_config()
+
+        def units(self):
+            return [Unit(1, "A", "unit A"), Unit(2, "B", "unit B")]
+
+        def load(self, unit):
+            if unit.id == 1:
+                raise DataError("A: unreadable")  # one unit's data: left out, it fails alone in the flow
+            return unit
+
+        def special_options(self, data):
+            raise ConfigError("--groups Income: not an attribute of B")
+
+    pipeline.forget()
+    with pytest.raises(ConfigError, match="--groups Income"):
+        pipeline.plans(TwoUnits())  # type: ignore[arg-type]
