@@ -54,6 +54,10 @@ def test_the_prompt_asks_for_a_number_in_range_and_the_schema_bounds_it() -> Non
     assert schema == {"type": "number", "minimum": 0.0, "maximum": 100.0}
     assert re.fullmatch(constraint_regex(request), '{"answer": 37.5}')
     assert request.key != replace(request, numeric=None).key  # the range is part of the cache key
+    for mode in ("generate", "verbalized"):  # the persona is asked for a number, never to choose an option
+        system = build_prompt(item, _person(1, "40"), THERM, PromptSettings(mode=mode)).messages[0].content
+        assert "number they would give" in system and "offered options" not in system, mode
+        assert "Personal information:" in system
 
 
 def test_a_reply_is_read_as_a_number_and_a_bad_one_is_a_counted_failure() -> None:

@@ -170,6 +170,21 @@ VERBALIZED_INSTRUCTION_NO_PERSONA = (
 VERBALIZED_FORMAT = ("Reply with the percentage for every option id (whole numbers summing to 100) in this "
                      "JSON format and nothing else:\n{example}")
 NUMBER_FORMAT = 'Reply with your number in this JSON format and nothing else:\n{"answer": number}'
+NUMBER_INSTRUCTION = ("You are taking part in a survey. Answer each question as the person described below "
+                      "would, based on their personal information, with the number they would give.")
+NUMBER_INSTRUCTION_NO_PERSONA = ("You are taking part in a survey. Answer each question with the number a "
+                                 "typical respondent would give.")
+
+
+def numeric_system(system: str) -> str:
+    """A respondent's system message for a numeric question: the same persona, but asked for a number, not
+    to choose one of the offered options or to estimate shares (it has none)."""
+    for head, number in ((INSTRUCTION, NUMBER_INSTRUCTION), (VERBALIZED_INSTRUCTION, NUMBER_INSTRUCTION),
+                         (INSTRUCTION_NO_PERSONA, NUMBER_INSTRUCTION_NO_PERSONA),
+                         (VERBALIZED_INSTRUCTION_NO_PERSONA, NUMBER_INSTRUCTION_NO_PERSONA)):
+        if system.startswith(head):
+            return number + system[len(head):]
+    return system
 
 
 def system_message(respondent: Respondent, settings: PromptSettings) -> str:
@@ -212,9 +227,10 @@ def numeric_prompt(item: Item, question: Question, settings: PromptSettings, sys
                    words: CountryInfo) -> PromptRequest:
     """A numeric question's request: generated (no option to score), its range in the structured schema."""
     assert item.numeric is not None
-    return PromptRequest(item_id=item.item_id, messages=(
-        Message("system", system), Message("user", numeric_message(question.text, item.numeric, words))),
-        structured=settings.structured, sampling=settings.sampling, numeric=item.numeric)
+    user = numeric_message(question.text, item.numeric, words)
+    return PromptRequest(item_id=item.item_id, messages=(Message("system", numeric_system(system)),
+                                                         Message("user", user)),
+                         structured=settings.structured, sampling=settings.sampling, numeric=item.numeric)
 
 
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
