@@ -127,6 +127,9 @@ def multi_run(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_a_block_is_asked_once_and_scored_per_option_and_respondent(multi_run: dict) -> None:
     record = json.loads((multi_run["run"] / "News_metrics.json").read_text(encoding="utf-8"))
     assert record["usage"]["requests"] == 120 + 120  # trust, and the block once a respondent (not 3 times)
+    imported = next(multi_run["data"].glob("import_report_*.md")).read_text(encoding="utf-8")
+    sets = imported[imported.index("## Multi-select sets (1"):]  # where the user looks
+    assert "- NEWS: " in sets and all(f"{name} = " in sets for name in BLOCK), sets
     found = record["metrics"]
     women = np.arange(120) % 2 == 1  # R's rep(c(1, 2)): every second respondent
     tv = women.astype(int)

@@ -7,6 +7,7 @@ for a prompt stop the import; country codes without a label are a warning.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -131,7 +132,21 @@ def questions_section(plan: ImportPlan) -> list[str]:
              ".a-.z, R's NA in a numeric CSV column), else a missing label, else --missing. Blank cells are "
              "counted as system-missing. A question set's options are checked against the file's labels "
              "(see docs/own-survey.md).", ""]
-    return lines + [line for decision in plan.decisions for line in question_lines(decision)]
+    lines += [line for decision in plan.decisions for line in question_lines(decision)]
+    return lines + sets_section(plan)
+
+
+def sets_section(plan: ImportPlan) -> list[str]:
+    """Each multi-select set (``--multi``): its question, asked once, and its variables with the code that
+    means selected; none without sets."""
+    sets: dict[str, list[dict]] = {}
+    for record in json.loads(plan.question_file):
+        if record.get("multi"):
+            sets.setdefault(record["multi"]["set"], []).append(record)
+    return ["", f"## Multi-select sets ({len(sets)}: each asked once, 'select all that apply')", "",
+            *(f"- {name}: {members[0]['multi']['question']!r}; " + "; ".join(
+                f"{r['question_id']} = {r['multi']['label']!r} (selected: {r['multi']['selected']})"
+                for r in members) for name, members in sets.items())] if sets else []
 
 
 def age_band_lines(plan: ImportPlan) -> list[str]:
