@@ -178,7 +178,7 @@ def _qa(path: Path, ids: list[str]) -> Path:
         ("country", ["survey.sav", "country variable CNTRY (--country) is not in the file"]),
         ("no_c_alphan", ["nocountry.sav", "country variable C_ALPHAN is not in the file"]),
         ("unlabelled", ["survey.sav", "country variable NUMCTRY is unlabelled"]),
-        ("no_labels", ["survey.sav", "variable AGE has 0 labelled answer option(s)"]),
+        ("no_labels", ["survey.sav", "variable AGE has 0 labelled answer option(s)", "--numeric"]),
         ("weight", ["survey.sav", "weight variable NOTE is text"]),
         ("csv_book", ["life.csv", "needs --codebook"]),
         ("manifest", ["socbench.yaml", "field 'domains.0.slug'"]),

@@ -267,8 +267,8 @@ def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[s
                     if name in numeric else decide(variable, name, counts[name], extra_missing))
         if decision.numeric is None and len(decision.options) < 2:
             raise DataError(f"{survey.path}: variable {name} has {len(decision.options)} labelled answer "
-                            "option(s); a question needs its value labels (label it, or leave it out of "
-                            "--questions)")
+                            "option(s); a question needs its value labels (label it, declare a number "
+                            "--numeric, or leave it out of --questions and --multi)")
         decisions.append(decision)
         missing = {code: label for code, (label, _) in decision.missing.items()}
         records.append({"question_id": name, "question": variable.key, "answer": decision.options,
