@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.states import Failed, State
 from prefect.utilities.annotations import opaque
 
@@ -58,14 +57,6 @@ def run_unit(study: Task, unit_id: int, own_engine: bool) -> Any:
             teardown_safely()
 
 
-def in_parent_process(unit_flow: Callable[..., Any], unit_id: int, config: Any) -> State:
-    """``unit_flow``'s final state, run as a subflow without heartbeats of its own: it runs in the parent's
-    process, whose liveness the parent's heartbeat reports, and Prefect joins a flow's heartbeat thread at
-    its end, which cost each unit up to 1 s (5.5 s of a 10-domain run's wall time)."""
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        return unit_flow(unit_id, config, own_engine=False, return_state=True)
-
-
 def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
     """Every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``), then the export
     and the run's summary; Failed, naming them, if a unit failed or is incomplete or the export failed."""
@@ -82,7 +73,7 @@ def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
     incomplete: dict[int, str] = {}  # a result with engine errors: "domain N: K engine errors, first: ..."
     try:
         for unit in units:
-            state = in_parent_process(unit_flow, unit.id, config)
+            state = unit_flow(unit.id, config, own_engine=False, return_state=True)
             result = state.result(raise_on_failure=False)
             result = result.outcome if isinstance(result, RunFailed) else result
             if not isinstance(result, BaseException):

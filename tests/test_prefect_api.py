@@ -104,23 +104,3 @@ def test_an_api_that_dies_under_the_run_is_named_with_its_log(tmp_path, prefect_
     expected = (rf"socbench's Prefect API at http://127\.0\.0\.1:\d+ exited \(code -9\) during the run; "
                 rf"its log: {re.escape(str(log))}; rerun the same command to finish the run")
     assert re.fullmatch(expected, line), line
-
-
-def test_unit_subflows_run_without_heartbeats_of_their_own():
-    """A unit's subflow runs in its parent's process: no heartbeat thread of its own, whose join at the
-    flow's end cost each unit up to 1 s; the parent's setting is back once the unit is done."""
-    from prefect.settings import get_current_settings
-
-    from flows import in_parent_process
-
-    seen = []
-
-    def unit_flow(unit_id, config, own_engine, return_state):
-        heartbeat = get_current_settings().flows.heartbeat_frequency
-        seen.append((unit_id, config, own_engine, return_state, heartbeat))
-        return "state"
-
-    before = get_current_settings().flows.heartbeat_frequency
-    assert in_parent_process(unit_flow, 3, "config") == "state"
-    assert seen == [(3, "config", False, True, None)]
-    assert get_current_settings().flows.heartbeat_frequency == before
