@@ -19,11 +19,11 @@ import numpy as np
 from socbench.draws import draw_prompts, item_of
 from socbench.extract import EMPTY, NO_JSON, extract, extract_all, normalize_value
 from socbench.prompts.persona import (
-    INSTRUCTION,
     PromptSettings,
     country_words,
     fill_placeholders,
     system_message,
+    with_task,
 )
 from socbench.shuffle import display_order, render_options
 from socbench.types import (
@@ -91,7 +91,7 @@ def set_prompts(data: DomainData, sets: Mapping[tuple, list], settings: PromptSe
         options = tuple((str(i), fill_placeholders(q.multi.label, words)) for i, (_, q)
                         in enumerate(pairs, 1))
         order = display_order([c for c, _ in options], settings.shuffle_options, settings.seed, pid, name)
-        system = system_message(respondent, settings).replace(INSTRUCTION.split(". ")[-1], CHOOSE_ALL)
+        system = with_task(system_message(respondent, settings), settings, CHOOSE_ALL)
         user = (f"Question: {fill_placeholders(' '.join(first.question.split()), words)}\n\nOptions (select "
                 f"all that apply):\n{render_options(options, order)}\n\n{ANSWER_FORMAT}")
         room = 16 + sum(len(text) // 2 + 6 for _, text in options)  # every option named, with margin

@@ -145,14 +145,11 @@ def persona_attributes(respondent: Respondent, words: CountryInfo) -> dict[str, 
     return persona
 
 
-INSTRUCTION = (
-    "You are taking part in a survey. Answer each question as the person described below "
-    "would, based on their personal information. Choose exactly one of the offered options."
-)
-INSTRUCTION_NO_PERSONA = (
-    "You are taking part in a survey. Answer each question as a typical respondent would. "
-    "Choose exactly one of the offered options."
-)
+PERSONA_HEAD = ("You are taking part in a survey. Answer each question as the person described below "
+                "would, based on their personal information.")
+NO_PERSONA_HEAD = "You are taking part in a survey. Answer each question as a typical respondent would."
+INSTRUCTION = f"{PERSONA_HEAD} Choose exactly one of the offered options."
+INSTRUCTION_NO_PERSONA = f"{NO_PERSONA_HEAD} Choose exactly one of the offered options."
 ANSWER_FORMAT = (
     'Reply with the id of your chosen option in this JSON format and nothing else:\n{"answer": "option_id"}'
 )
@@ -170,21 +167,15 @@ VERBALIZED_INSTRUCTION_NO_PERSONA = (
 VERBALIZED_FORMAT = ("Reply with the percentage for every option id (whole numbers summing to 100) in this "
                      "JSON format and nothing else:\n{example}")
 NUMBER_FORMAT = 'Reply with your number in this JSON format and nothing else:\n{"answer": number}'
-NUMBER_INSTRUCTION = ("You are taking part in a survey. Answer each question as the person described below "
-                      "would, based on their personal information, with the number they would give.")
-NUMBER_INSTRUCTION_NO_PERSONA = ("You are taking part in a survey. Answer each question with the number a "
-                                 "typical respondent would give.")
+GIVE_NUMBER = "Answer with the number they would give."
 
 
-def numeric_system(system: str) -> str:
-    """A respondent's system message for a numeric question: the same persona, but asked for a number, not
-    to choose one of the offered options or to estimate shares (it has none)."""
-    for head, number in ((INSTRUCTION, NUMBER_INSTRUCTION), (VERBALIZED_INSTRUCTION, NUMBER_INSTRUCTION),
-                         (INSTRUCTION_NO_PERSONA, NUMBER_INSTRUCTION_NO_PERSONA),
-                         (VERBALIZED_INSTRUCTION_NO_PERSONA, NUMBER_INSTRUCTION_NO_PERSONA)):
-        if system.startswith(head):
-            return number + system[len(head):]
-    return system
+def with_task(system: str, settings: PromptSettings, task: str) -> str:
+    """A respondent's system message (``system_message``, built once per respondent) asking for ``task``
+    instead of one option or the shares: the same persona, the instruction's last sentence swapped (a
+    numeric question's number, a multi-select set's options)."""
+    _, gap, persona = system.partition("\n\n")
+    return f"{PERSONA_HEAD if settings.include_persona else NO_PERSONA_HEAD} {task}{gap}{persona}"
 
 
 def system_message(respondent: Respondent, settings: PromptSettings) -> str:
@@ -227,10 +218,10 @@ def numeric_prompt(item: Item, question: Question, settings: PromptSettings, sys
                    words: CountryInfo) -> PromptRequest:
     """A numeric question's request: generated (no option to score), its range in the structured schema."""
     assert item.numeric is not None
-    user = numeric_message(question.text, item.numeric, words)
-    return PromptRequest(item_id=item.item_id, messages=(Message("system", numeric_system(system)),
-                                                         Message("user", user)),
-                         structured=settings.structured, sampling=settings.sampling, numeric=item.numeric)
+    messages = (Message("system", with_task(system, settings, GIVE_NUMBER)),
+                Message("user", numeric_message(question.text, item.numeric, words)))
+    return PromptRequest(item_id=item.item_id, messages=messages, structured=settings.structured,
+                         sampling=settings.sampling, numeric=item.numeric)
 
 
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
