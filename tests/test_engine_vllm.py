@@ -195,6 +195,20 @@ def test_a_multi_select_reply_is_a_list_of_the_options_texts(engine):
     assert len({len(reply) for reply in replies}) > 1  # sampling really ran: lists of different lengths
 
 
+@pytest.mark.slow  # starts vLLM in-process on the tiny model
+def test_a_numeric_reply_is_a_number_that_extraction_reads(engine):
+    """A numeric question's request: vLLM's grammar takes the number regex, and every sampled reply is read
+    as a number or, outside the question's range, a counted failure (never a crash or an option code)."""
+    from socbench.extract import OUT_OF_RANGE, extract_number
+
+    requests = [PromptRequest(item_id=f"n{i}", messages=persona("Hours worked last week?", i),
+                              structured=True, numeric=(0.0, 80.0),
+                              sampling=SamplingSettings(temperature=1.0, max_tokens=40, seed=i))
+                for i in range(12)]
+    read = [extract_number(r.text, (0.0, 80.0)) for r in engine.generate(requests)]
+    assert all(code is not None or why == OUT_OF_RANGE for code, why in read), read
+
+
 @pytest.mark.parametrize("codes,method", [(("1", "2", "3", "4"), "single_token"),
                                           (("1", "10", "-4", "95"), "continuation")])
 @pytest.mark.slow  # starts vLLM in-process on the tiny model
