@@ -26,7 +26,7 @@ class ImportPlan:
     group: str | None  # a grouping variable that is not a country (region, wave), when the study has one
     entry: DomainSpec
     manifest: Manifest
-    question_file: bytes  # the question set to write
+    question_file: list[dict]  # the question set's records to write
     decisions: tuple[QuestionDecision, ...]  # per question: options, missing codes, data counts
     warnings: tuple[str, ...] = ()
     weights: safe.WeightCheck = safe.WeightCheck(None)

@@ -7,7 +7,6 @@ for a prompt stop the import; country codes without a label are a warning.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -140,7 +139,7 @@ def sets_section(plan: ImportPlan) -> list[str]:
     """Each multi-select set (``--multi``): its question, asked once, and its variables with the code that
     means selected; none without sets."""
     sets: dict[str, list[dict]] = {}
-    for record in json.loads(plan.question_file):
+    for record in plan.question_file:
         if record.get("multi"):
             sets.setdefault(record["multi"]["set"], []).append(record)
     return ["", f"## Multi-select sets ({len(sets)}: each asked once, 'select all that apply')", "",

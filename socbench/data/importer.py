@@ -172,7 +172,7 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing,
                                             request.scale_conflict, numeric)
     check_answers(survey, decisions)
-    question_file = with_sets(survey, question_file, members)
+    with_sets(survey, question_file, members)
     slug = _slug(request)
     base = _base_manifest(request.out, slug)
     keys = dict(attributes)
@@ -241,7 +241,7 @@ def _write_side_files(plan: ImportPlan) -> Path:
     qa_path = out / QA_FOLDER / f"issp_qa_{plan.entry.slug}.json"
     qa_path.parent.mkdir(parents=True, exist_ok=True)
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
-        write_atomic(qa_path, plan.question_file)
+        write_atomic(qa_path, json_bytes(plan.question_file))
     write_atomic(out / f"import_report_{plan.entry.slug}.md", format_report(plan).encode("utf-8"))
     record = source_variables(plan.survey, plan.layout.questions, plan.layout.weight, plan.country,
                               plan.group)

@@ -5,14 +5,12 @@ question's), only the ``multi`` mark says it is asked with its set (``socbench.m
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict
 
 from socbench.data.survey_file import SurveyFile, canonical_code
 from socbench.errors import ConfigError, DataError
-from socbench.files import json_bytes
 from socbench.types import MultiOption
 
 SEPARATORS = ":?-\u2013\u2014"
@@ -63,12 +61,9 @@ def set_members(survey: SurveyFile, sets: Sequence[tuple[str, tuple[str, ...]]])
     return members
 
 
-def with_sets(survey: SurveyFile, question_file: bytes, members: dict[str, MultiOption]) -> bytes:
-    """The question file with each set variable's ``multi`` mark; one line for a variable whose selected
-    code is not one of its answer codes."""
-    if not members:
-        return question_file
-    records = json.loads(question_file)
+def with_sets(survey: SurveyFile, records: list[dict], members: dict[str, MultiOption]) -> None:
+    """Marks each set variable's record of the question file ``multi``; one line for a variable whose
+    selected code is not one of its answer codes."""
     for record in records:
         option = members.get(record["question_id"])
         if option is None:
@@ -78,7 +73,6 @@ def with_sets(survey: SurveyFile, question_file: bytes, members: dict[str, Multi
                             f"dichotomy with the selected code {option.selected} (its answer codes: "
                             f"{', '.join(record['answer'])})")
         record["multi"] = asdict(option)
-    return json_bytes(records)
 
 
 def multi_pairs(pairs: list[tuple[str, str]], members: dict[str, MultiOption],

@@ -22,7 +22,7 @@ from socbench.data.missing_labels import STATA_MISSING, is_missing_label, is_mis
 from socbench.data.options import NO_ANSWER, OUT_OF_RANGE, code_order, in_span, missing_reason, plain_number
 from socbench.data.survey_file import R_NA, SYSTEM_MISSING, SurveyFile, Variable
 from socbench.errors import ConfigError, DataError
-from socbench.files import json_bytes, read_json
+from socbench.files import read_json
 from socbench.types import Question, Span
 
 NON_INTEGER = "non-integer code"
@@ -281,7 +281,7 @@ def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[s
 def question_set(survey: SurveyFile, qa_path: Path | None, pairs: Sequence[tuple[str, str]],
                  counts: Mapping[str, Mapping[str, int]], extra_missing: Sequence[str] = (),
                  scale_conflict: str = "file", numeric: Mapping[str, Span | None] | None = None,
-                 ) -> tuple[list[QuestionDecision], bytes]:
+                 ) -> tuple[list[QuestionDecision], list[dict]]:
     """Each question's decision and the question file to write: ``--qa``'s set checked against the
     file's labels (``checked_decision``) with the file's missing codes added, else the set built from
     the labels of the named variables."""
@@ -293,10 +293,10 @@ def question_set(survey: SurveyFile, qa_path: Path | None, pairs: Sequence[tuple
             refuse_conflicts(survey.path, qa_path, decisions)
         return decisions, _with_missing(qa_path, decisions)
     records, decisions = question_records(survey, [name for name, _ in pairs], counts, extra_missing, numeric)
-    return decisions, json_bytes(records)
+    return decisions, records
 
 
-def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> bytes:
+def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> list[dict]:
     """The question set with each question's missing codes from the file added to its ``missing``
     (the set's own labels win): exclusions are then reported as "missing code -9 (No answer)". A
     question whose options disagree with the file's gets the file's (``file_record``)."""
@@ -307,7 +307,7 @@ def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> bytes:
         own = record.get("missing") or {}
         record["missing"] = {**{code: label for code, (label, _) in decision.missing.items()}, **own}
         records.append(file_record(record, decision))
-    return json_bytes(records)
+    return records
 
 
 def check_answers(survey: SurveyFile, decisions: list[QuestionDecision]) -> None:
