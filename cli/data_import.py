@@ -32,18 +32,18 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_import(request)  # every check, before any work
     print(format_report(plan, summary=True), file=sys.stderr, end="")
     summary = run_import(plan)
-    domain = summary.domain
+    domain, layout = plan.entry, plan.layout
     samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())
     groups = ("countries" if plan.country else f"groups of {plan.group}" if plan.group
               else "country (no country variable)")
     print(
-        f"imported {request.source.name}: {summary.respondents} respondents, {summary.countries} "
-        f"{groups}, {summary.questions} questions, "
-        f"{summary.attributes} attributes, weight {summary.weight or 'none'} ({summary.seconds:.1f} s)"
+        f"imported {request.source.name}: {plan.respondents} respondents, {summary.countries} "
+        f"{groups}, {len(layout.questions)} questions, "
+        f"{len(layout.attributes)} attributes, weight {layout.weight or 'none'} ({summary.seconds:.1f} s)"
     )
     print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {request.out}; samples {samples}")
-    if summary.weight_note:
-        print(f"weights: {summary.weight_note}")
+    if plan.weights.note:
+        print(f"weights: {plan.weights.note}")
     if plan.stale:
         print(f"replaced: domain {domain.slug} whole; {summary.replaced} old files not rewritten removed")
     print(f"import report: {request.out / f'import_report_{domain.slug}.md'}")

@@ -47,15 +47,11 @@ NO_COUNTRY = "(no country)"
 
 @dataclass(frozen=True)
 class ImportSummary:
-    respondents: int
+    """What the import wrote, beside its plan (respondents, questions, weight: ``ImportPlan``)."""
+
     countries: int
     samples: dict[int | str, int]  # size asked (or "all") -> respondents written
-    questions: int
-    attributes: int
-    weight: str | None
     seconds: float
-    domain: DomainSpec
-    weight_note: str | None = None  # how unusable weights were handled (--bad-weights)
     replaced: int = 0  # files of the old domain removed (--replace)
 
 
@@ -277,6 +273,4 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
     kept = [row for row, rank in zip(rows, ranks) if rank < survey.n_rows]
     countries = len({r.country_code or r.country_name for r in kept}) if plan.strata else 1
-    return ImportSummary(plan.respondents, countries, counts, len(plan.layout.questions),
-                         len(plan.layout.attributes), plan.layout.weight, time.perf_counter() - start,
-                         plan.entry, weight_note=plan.weights.note, replaced=len(removed))
+    return ImportSummary(countries, counts, time.perf_counter() - start, len(removed))
