@@ -36,19 +36,11 @@ def code_order(code: Code) -> tuple[int, float, str]:
         return (1, 0.0, code)
 
 
-def country_override(question: Question, country_code: str | None) -> dict[Code, str] | None:
-    """The question's override for a country: exact code first, else the nation of a
-    sub-sample ("DE-W" falls back to "DE"); None when the country has none."""
-    if not country_code:
-        return None
-    if country_code in question.special:
-        return question.special[country_code]
-    nation = country_code.split("-")[0]
-    return question.special.get(nation) if nation != country_code else None
-
-
 def _overlaid(question: Question, country_code: str | None) -> tuple[list[tuple[Code, str]], bool]:
-    override = country_override(question, country_code)
+    """The options overlaid with the country's override (exact code first, else the nation of a
+    sub-sample: "DE-W" falls back to "DE"), and whether there was one."""
+    special = question.special
+    override = country_code and special.get(country_code, special.get(country_code.split("-")[0]))
     if not override:
         return list(question.options.items()), False
     base = [(code, override.get(code, label)) for code, label in question.options.items()]
