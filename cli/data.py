@@ -16,7 +16,7 @@ from socbench.data.loaders import load_domain
 from socbench.data.options import INVALID_CODE, build_items, exclusions_by_question, summarize_items
 from socbench.data.sampling import stratum
 from socbench.domains import DomainSpec, select_domains
-from socbench.errors import ConfigError, DataError
+from socbench.errors import DataError
 from socbench.types import COUNTRY, DomainData
 from socbench.weights import NO_WEIGHTS, weights_off_reason
 
@@ -54,8 +54,6 @@ def run_synth(args: argparse.Namespace) -> int:
     """``socbench data synth``: a synthetic SocioBench ``Dataset_all`` folder."""
     from socbench.data.synth import write_dataset
 
-    if args.respondents < 1:
-        raise ConfigError(f"--respondents must be a positive integer, got {args.respondents}")
     domains = select_domains(args.domain_id)
     info = write_dataset(args.out, domains, args.respondents, args.seed, args.qa_dir, args.codebook_dir)
     print(f"wrote {len(domains)} domain(s) x {args.respondents} synthetic respondents to {args.out} "
