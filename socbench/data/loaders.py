@@ -165,7 +165,6 @@ def _records(path: Path, model: type[BaseModel], what: str) -> list[Any]:
 
 def load_questions(path: Path) -> tuple[Question, ...]:
     """Questions in survey order; ids kept as written, unique case-insensitively."""
-    path = Path(path)
     records = _records(path, QuestionRecord, "question")
     seen: dict[str, str] = {}
     for rec in records:
@@ -179,7 +178,6 @@ def load_questions(path: Path) -> tuple[Question, ...]:
 
 def load_answer_records(path: Path) -> list[AnswerRecord]:
     """Respondent records of one answer file, validated."""
-    path = Path(path)
     return _records(path, AnswerRecord, "respondent")
 
 
@@ -231,14 +229,14 @@ def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str
     return named
 
 
-def persona_filter(include: Iterable[str], exclude: Iterable[str],
-                   country_attribute: str | None) -> Callable[[str], bool]:
-    """Whether an attribute stays in the persona; a named country attribute is dropped (the persona
-    shows it as "Country", never twice)."""
-    keep = {_norm(k) for k in include}
-    drop = {_norm(k) for k in exclude}
-    if country_attribute not in (None, AUTO_COUNTRY):
-        drop.add(_norm(country_attribute))
+def persona_keep(domain: DomainSpec) -> Callable[[str], bool]:
+    """Whether an attribute key stays in a respondent's attributes: the manifest's include and exclude,
+    never the respondent id or the weight (roles), nor a named country attribute (the persona shows it as
+    "Country", never twice)."""
+    roles, persona, named = domain.roles, domain.persona_attributes, domain.country_attribute
+    keep = {_norm(k) for k in persona.include}
+    hidden = (*persona.exclude, roles.respondent_id, roles.weight, None if named == AUTO_COUNTRY else named)
+    drop = {_norm(k) for k in hidden if k}
 
     @functools.cache  # asked for every attribute of every respondent: a few distinct keys
     def kept(key: str) -> bool:
@@ -246,14 +244,6 @@ def persona_filter(include: Iterable[str], exclude: Iterable[str],
         return norm not in drop and (not keep or norm in keep)
 
     return kept
-
-
-def persona_keep(domain: DomainSpec) -> Callable[[str], bool]:
-    """Whether an attribute key stays in a respondent's attributes: the manifest's include and exclude,
-    never the respondent id or the weight (roles), nor a named country attribute."""
-    roles, persona = domain.roles, domain.persona_attributes
-    hidden = persona.exclude + tuple(k for k in (roles.respondent_id, roles.weight) if k)
-    return persona_filter(persona.include, hidden, domain.country_attribute)
 
 
 def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:
@@ -299,10 +289,9 @@ def _weight(rec: AnswerRecord, weight_key: Callable[[Mapping[str, Any]], str | N
 
 
 def build_respondents(records: list[AnswerRecord], questions: tuple[Question, ...],
-                      countries: dict[str, str] | None,
-                      domain: DomainSpec) -> tuple[tuple[Respondent, ...], dict[str, int]]:
-    """Respondents plus ``count_unmapped``; ``domain`` names the country attribute, the roles and the
-    persona attributes to keep."""
+                      countries: dict[str, str] | None, domain: DomainSpec) -> tuple[Respondent, ...]:
+    """The respondents; ``domain`` names the country attribute, the roles and the persona attributes to
+    keep."""
     roles = domain.roles
     resolve = functools.lru_cache(maxsize=None)(lambda name: resolve_country(name, countries))
     country_key, group_key, weight_key = map(country_key_function,
@@ -319,7 +308,7 @@ def build_respondents(records: list[AnswerRecord], questions: tuple[Question, ..
         answers = {ids[qid.strip().lower()]: code for qid, code in rec.questions_answer.items()}
         respondents.append(Respondent(rec.person_id, name, resolve(name) if name else None, attributes,
                                       answers, _weight(rec, weight_key), group))
-    return tuple(respondents), count_unmapped(respondents, domain.country_attribute, roles.group)
+    return tuple(respondents)
 
 
 def count_unmapped(respondents: Sequence[Respondent], country_attribute: str | None,
@@ -369,17 +358,16 @@ def load_domain(
     _check_question_ids(answer_path, records, questions)
     countries = codebook_country_table(load_codebook(data_dir, domain) or []) or None
     read = records[:limit] if interview_sample == "first" else records
-    respondents, unmapped = build_respondents(read, questions, countries, domain)
+    respondents = build_respondents(read, questions, countries, domain)
     drawn = "all" if limit is None or limit >= len(records) else interview_sample
     if drawn == "stratified":
         respondents = stratified_sample(respondents, limit, proportional=True)
-        unmapped = count_unmapped(respondents, domain.country_attribute, domain.roles.group)
     return DomainData(
         domain_id=domain.id,
         domain_name=domain.name,
         questions=questions,
         respondents=respondents,
-        unmapped_countries=unmapped,
+        unmapped_countries=count_unmapped(respondents, domain.country_attribute, domain.roles.group),
         source=str(answer_path),
         sample=sample_record(respondents, drawn, len(records), domain.roles.group or COUNTRY),
         grouping=domain.roles.group or COUNTRY,
