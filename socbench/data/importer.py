@@ -19,9 +19,9 @@ import numpy as np
 
 from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
-from socbench.data.import_plan import ImportPlan, ImportRequest
 from socbench.data.import_records import RecordLayout, label_values, write_samples
-from socbench.data.import_report import check_label_sizes, country_warnings, format_report
+from socbench.data.import_report import ImportPlan, check_label_sizes, country_warnings, format_report
+from socbench.data.import_request import ImportRequest
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
 from socbench.data.multi_sets import multi_pairs, set_members, with_sets
