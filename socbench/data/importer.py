@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -41,6 +40,7 @@ from socbench.errors import ConfigError, DataError, validated
 from socbench.files import file_sha256, json_bytes, write_atomic
 from socbench.manifest import MANIFEST_NAMES, DomainSpec, Manifest, Roles, read_manifest, write_manifest
 from socbench.preflight import check_output_dir
+from socbench.types import Respondent
 
 NO_COUNTRY = "(no country)"
 
@@ -53,12 +53,6 @@ class ImportSummary:
     samples: dict[int | str, int]  # size asked (or "all") -> respondents written
     seconds: float
     replaced: int = 0  # files of the old domain removed (--replace)
-
-
-class _Row(NamedTuple):  # what the sampler needs of a respondent
-    person_id: int
-    country_code: str | None
-    country_name: str | None
 
 
 def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
@@ -190,17 +184,17 @@ def plan_import(request: ImportRequest) -> ImportPlan:
                       dict(counts[strata]) if strata else {}, tuple(lines))
 
 
-def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[_Row]:
+def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[Respondent]:
     """Each respondent's stratum (country code, else the name as written; a group's label) for the sampler."""
     if plan.strata is None:
-        return [_Row(int(pid), None, None) for pid in person_ids]
+        return [Respondent(int(pid), None, None, {}, {}) for pid in person_ids]
     column = plan.survey.columns([plan.strata])[plan.strata]
     names = label_values(column, plan.survey.variables[plan.strata])
     codes = {name: resolve_country(name) for name in set(names) if name is not None and plan.country}
-    return [_Row(int(pid), codes.get(name), name) for pid, name in zip(person_ids, names)]
+    return [Respondent(int(pid), name, codes.get(name), {}, {}) for pid, name in zip(person_ids, names)]
 
 
-def _stats(plan: ImportPlan, rows: list[_Row], ranks: np.ndarray, size: int | str, sha: str) -> dict:
+def _stats(plan: ImportPlan, rows: list[Respondent], ranks: np.ndarray, size: int | str, sha: str) -> dict:
     """``sampling_stats_<slug>.json`` of one size: SocioBench's keys plus the source's provenance."""
     kept = [row for row, rank in zip(rows, ranks) if rank < _limit(size, len(rows))]
     what, plural = ("group", "groups") if plan.group else ("country", "countries")

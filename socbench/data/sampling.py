@@ -15,28 +15,20 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from itertools import zip_longest
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import numpy as np
 
 from socbench.errors import ConfigError
+from socbench.types import Respondent
 
 SAMPLE_SEED = 42
 
 
-class _Person(Protocol):
-    person_id: int
-    country_code: str | None
-    country_name: str | None
-
-
-P = TypeVar("P", bound=_Person)
-
-
-def stratum(person: _Person) -> str:
+def stratum(person: Respondent) -> str:
     """The stratum of a respondent: its group (a grouping variable that is not a country), else its
     country code, else its country name as written."""
-    return getattr(person, "group", None) or person.country_code or person.country_name or "(unknown)"
+    return person.group or person.country_code or person.country_name or "(unknown)"
 
 
 def _rng(seed: int, label: str) -> np.random.Generator:
@@ -44,9 +36,9 @@ def _rng(seed: int, label: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
-def _queues(respondents: Sequence[P], seed: int) -> list[list[P]]:
+def _queues(respondents: Sequence[Respondent], seed: int) -> list[list[Respondent]]:
     """Each stratum's seeded permutation, the strata in a seeded order."""
-    groups: dict[str, list[P]] = defaultdict(list)
+    groups: dict[str, list[Respondent]] = defaultdict(list)
     for person in respondents:
         groups[stratum(person)].append(person)
     countries = sorted(groups)
@@ -58,19 +50,19 @@ def _queues(respondents: Sequence[P], seed: int) -> list[list[P]]:
     return queues
 
 
-def draw_order(respondents: Sequence[P], seed: int = SAMPLE_SEED) -> list[P]:
+def draw_order(respondents: Sequence[Respondent], seed: int = SAMPLE_SEED) -> list[Respondent]:
     """Every respondent in draw order: the round-robin over seeded per-country permutations."""
     return [person for round_ in zip_longest(*_queues(respondents, seed)) for person in round_
             if person is not None]
 
 
-def proportional_order(respondents: Sequence[P], seed: int = SAMPLE_SEED) -> list[P]:
+def proportional_order(respondents: Sequence[Respondent], seed: int = SAMPLE_SEED) -> list[Respondent]:
     """Every respondent in draw order, each prefix apportioned to the strata by Huntington-Hill: a
     stratum's priority is its size over sqrt(c(c+1)) with c drawn so far, infinite at c = 0, so every
     stratum comes in first, then prefixes follow the strata's shares (house-monotone: samples nest)."""
     queues = _queues(respondents, seed)
     heap = [(-math.inf, index, 0) for index in range(len(queues))]
-    order: list[P] = []
+    order: list[Respondent] = []
     while heap:
         _, index, taken = heapq.heappop(heap)
         queue = queues[index]
@@ -80,8 +72,8 @@ def proportional_order(respondents: Sequence[P], seed: int = SAMPLE_SEED) -> lis
     return order
 
 
-def stratified_sample(respondents: Sequence[P], size: int, seed: int = SAMPLE_SEED,
-                      proportional: bool = False) -> tuple[P, ...]:
+def stratified_sample(respondents: Sequence[Respondent], size: int, seed: int = SAMPLE_SEED,
+                      proportional: bool = False) -> tuple[Respondent, ...]:
     """``size`` respondents stratified by country (equally, or ``proportional`` to the strata's
     sizes), returned in their original order."""
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -93,7 +85,7 @@ def stratified_sample(respondents: Sequence[P], size: int, seed: int = SAMPLE_SE
     return tuple(person for person in respondents if id(person) in chosen)
 
 
-def draw_ranks(respondents: Sequence[P], seed: int = SAMPLE_SEED,
+def draw_ranks(respondents: Sequence[Respondent], seed: int = SAMPLE_SEED,
                leave_out: Sequence[bool] | None = None) -> list[int]:
     """Each respondent's position in the draw order: the sample of size ``n`` is those ranked below
     ``n`` (so samples nest); ``leave_out`` rank past every sample."""
@@ -102,7 +94,7 @@ def draw_ranks(respondents: Sequence[P], seed: int = SAMPLE_SEED,
     return [rank.get(id(person), sys.maxsize) for person in respondents]
 
 
-def sample_record(people: Sequence[_Person], drawn: str, population: int,
+def sample_record(people: Sequence[Respondent], drawn: str, population: int,
                   grouping: str = "country") -> dict[str, Any]:
     """Which respondents a run asked, for its results: ``drawn`` (all, stratified, first), from how
     many, per stratum (of ``grouping``: the country, or the study's grouping variable by its own name),
