@@ -21,7 +21,7 @@ from socbench.data.loaders import load_questions
 from socbench.data.missing_labels import STATA_MISSING, is_missing_label, is_missing_option
 from socbench.data.options import NO_ANSWER, OUT_OF_RANGE, code_order, in_span, missing_reason, plain_number
 from socbench.data.survey_file import R_NA, SYSTEM_MISSING, SurveyFile, Variable
-from socbench.errors import ConfigError, DataError
+from socbench.errors import DataError
 from socbench.files import read_json
 from socbench.types import Question, Span
 
@@ -231,25 +231,6 @@ def file_record(record: dict, decision: QuestionDecision) -> dict:
         return record
     return {**record, "question": decision.text or record["question"], "answer": decision.options,
             "special": {}, "missing": {code: label for code, (label, _) in decision.missing.items()}}
-
-
-def parse_question_list(text: str) -> list[str]:
-    """``V1,V2,...`` or ``@file`` (names separated by commas, spaces or new lines)."""
-    if text.startswith("@"):
-        path = Path(text[1:]).expanduser()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"--questions {path}: cannot read the list ({exc})") from None
-    names = [name for name in re.split(r"[\s,;]+", text) if name]
-    if not names:
-        raise ConfigError("--questions: no variable names given")
-    seen: set[str] = set()
-    for name in names:
-        if name.lower() in seen:
-            raise ConfigError(f"--questions: variable {name} is listed twice")
-        seen.add(name.lower())
-    return names
 
 
 def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[str, Mapping[str, int]],
