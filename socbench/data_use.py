@@ -35,19 +35,16 @@ def data_use(root: Path, domain: DomainSpec) -> str:
     return domain.data_use
 
 
-def _resolves_local(host: str) -> bool:
+def is_local_host(host: str) -> bool:
+    """Every address ``host`` resolves to is loopback or private (and ``$SOCBENCH_REMOTE_HOSTS`` lacks it)."""
+    if host.lower() in {name.strip().lower() for name in os.environ.get(REMOTE_HOSTS, "").split(",")}:
+        return False
     try:
         found = socket.getaddrinfo(host, None)
     except (OSError, UnicodeError):
         return False  # a name that does not resolve is not known to be local
     addresses = {ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in found}
     return bool(addresses) and all(a.is_loopback or a.is_private for a in addresses)
-
-
-def is_local_host(host: str) -> bool:
-    """Every address ``host`` resolves to is loopback or private (and ``$SOCBENCH_REMOTE_HOSTS`` lacks it)."""
-    remote = {name.strip().lower() for name in os.environ.get(REMOTE_HOSTS, "").split(",")}
-    return host.lower() not in remote and _resolves_local(host)
 
 
 def remote_data(settings: EngineSettings, dataset_dir: Path,
