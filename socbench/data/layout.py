@@ -30,13 +30,12 @@ def dataset_root(data_dir: Path) -> Path:
     )
 
 
-def inside_folder(root: Path, path: Path) -> Path:
-    """``path`` when it resolves inside the data folder ``root``: a symbolic link (to a file or a
-    sample folder) that leads out of it is an error, so a data folder is read only from itself."""
+def inside_folder(root: Path, path: Path) -> None:
+    """A symbolic link (to a file or a sample folder) that leads out of the data folder ``root`` is an
+    error, so a data folder is read only from itself."""
     real = path.resolve()
     if not real.is_relative_to(Path(root).resolve()):
         raise DataError(f"{path}: a link out of the data folder {root} (to {real}); copy it in instead")
-    return path
 
 
 def available_sizes(root: Path) -> list[int | str]:
