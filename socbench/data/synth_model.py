@@ -49,11 +49,6 @@ def demo_question_set(slug: str) -> list[dict[str, Any]]:
     return [{key: copy.deepcopy(q[key]) for key in _FILE_KEYS} for q in _DATA["sets"][slug]]
 
 
-def demo_drivers(slug: str) -> dict[str, tuple[str, dict]]:
-    """question id -> (question text, drivers) for the demo questions of ``slug``."""
-    return {q["question_id"]: (q["question"], q["drivers"]) for q in _DATA["sets"].get(slug, [])}
-
-
 def religion_profile(code: str) -> tuple[dict[int, float], float]:
     """(RELIGGRP code -> probability, mean religiosity) for a C_ALPHAN code or its nation's."""
     found = next((group for prefix in (code, code.split("-")[0]) for group in _DATA["religion"]
@@ -183,9 +178,8 @@ def question_model(question: Question, domain: DomainSpec, seed: int) -> Questio
     key = (seed, domain.id, _stable(question.id))
     rng = np.random.default_rng(key)
     base = tuple(sorted(question.options, key=int))
-    text, drivers = demo_drivers(domain.slug).get(question.id, (None, None))
-    if text != question.text:
-        drivers = None
+    demo = {q["question_id"]: q for q in _DATA["sets"].get(domain.slug, [])}.get(question.id, {})
+    drivers = demo.get("drivers") if demo.get("question") == question.text else None
     if drivers and all(k.lstrip("-").isdigit() for k in drivers):
         betas = np.stack([_trait_vector(drivers.get(c, {}), rng) for c in base])
         return QuestionModel(base, True, betas, rng.normal(0.0, 0.5, len(base)), key)
