@@ -63,8 +63,10 @@ def _withheld(question: Question, country_code: str | None) -> dict[Code, str]:
     return {code: label for code, label in shown if is_missing_option(code, label)}
 
 
-def _exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...],
-               missing: dict[Code, str], span: Span | None = None) -> str | None:
+def exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...],
+              missing: dict[Code, str], span: Span | None = None) -> str | None:
+    """Why an answer is not scored (None: it is), in the words every count uses (run, ``data validate``,
+    import report)."""
     if true_code is None:
         return NO_ANSWER
     if true_code in missing and (span is not None or all(code != true_code for code, _ in options)):
@@ -101,7 +103,7 @@ def build_items(data: DomainData) -> list[Item]:
             options = () if question.numeric else options  # a number is asked for, no option offered
             true_code = person.answers.get(question.id)
             items.append(Item(person.person_id, question.id, person.group_code, options, true_code, specific,
-                              _exclusion(true_code, options, missing, question.numeric), question.numeric))
+                              exclusion(true_code, options, missing, question.numeric), question.numeric))
     return items
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from socbench.data.loaders import load_questions
 from socbench.data.missing_labels import STATA_MISSING, is_missing_label, is_missing_option
-from socbench.data.options import NO_ANSWER, OUT_OF_RANGE, code_order, in_span, missing_reason, plain_number
+from socbench.data.options import INVALID_CODE, code_order, exclusion, in_span, plain_number
 from socbench.data.survey_file import R_NA, SYSTEM_MISSING, SurveyFile, Variable
 from socbench.errors import DataError
 from socbench.files import read_json
@@ -52,19 +52,17 @@ class QuestionDecision:
         return code in self.options
 
     def excluded(self) -> dict[str, int]:
-        """Answers that will not be scored, by reason (the words ``data validate`` counts under)."""
+        """Answers that will not be scored, by reason: ``data validate``'s (``options.exclusion``), a code not
+        offered told apart as unlabelled or not an integer."""
+        options = tuple(self.options.items())
+        missing = {code: label for code, (label, _) in self.missing.items()}
         reasons: Counter[str] = Counter()
         for code, n in self.counts.items():
-            if self.scored(code):
-                continue
-            if code == SYSTEM_MISSING:
-                reasons[NO_ANSWER] += n
-            elif code in self.missing:
-                reasons[missing_reason(code, self.missing[code][0])] += n
-            elif self.numeric is not None:
-                reasons[OUT_OF_RANGE] += n
-            else:
-                reasons[UNLABELLED if _INTEGER.match(code) else NON_INTEGER] += n
+            reason = exclusion(None if code == SYSTEM_MISSING else code, options, missing, self.numeric)
+            if reason == INVALID_CODE:
+                reason = UNLABELLED if _INTEGER.match(code) else NON_INTEGER
+            if reason:
+                reasons[reason] += n
         return dict(sorted(reasons.items()))
 
     @property
