@@ -19,7 +19,6 @@ from pydantic import (
     AliasChoices,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
@@ -89,9 +88,7 @@ def _none_to_dict(value: Any) -> Any:
 
 
 class QuestionRecord(BaseModel):
-    """One entry of ``issp_qa_<slug>.json``."""
-
-    model_config = ConfigDict(extra="ignore")
+    """One entry of ``issp_qa_<slug>.json`` (other keys ignored, as pydantic does by default)."""
 
     question_id: Annotated[str, BeforeValidator(lambda v: _label(v).strip()), Field(min_length=1)]
     question: Label
@@ -119,9 +116,8 @@ class QuestionRecord(BaseModel):
 
 
 class AnswerRecord(BaseModel):
-    """One respondent of ``issp_answer_<slug>.json``; ``id`` is accepted for ``person_id``."""
-
-    model_config = ConfigDict(extra="ignore")
+    """One respondent of ``issp_answer_<slug>.json``; ``id`` is accepted for ``person_id``; other keys
+    ignored."""
 
     person_id: int = Field(validation_alias=AliasChoices("person_id", "id"))
     attributes: dict[str, Any]
@@ -131,9 +127,7 @@ class AnswerRecord(BaseModel):
 
 
 class CodebookEntry(BaseModel):
-    """One variable of an ``issp_profile_<Domain>.json`` codebook."""
-
-    model_config = ConfigDict(extra="ignore")
+    """One variable of an ``issp_profile_<Domain>.json`` codebook (other keys ignored)."""
 
     domain: Label
     meaning: Label
