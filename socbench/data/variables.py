@@ -8,11 +8,12 @@ what the prompts need. Each answer record's ``source_row`` merges an export back
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from socbench.data.survey_file import SurveyFile, Variable
+from socbench.data.survey_file import SurveyFile
 from socbench.errors import DataError, problem
 
 VARIABLES_PREFIX = "variables_"
@@ -49,21 +50,17 @@ def variables_path(data_root: Path, slug: str) -> Path:
     return Path(data_root) / f"{VARIABLES_PREFIX}{slug}.json"
 
 
-def _variable(variable: Variable, question_id: str | None = None) -> SourceVariable:
-    return SourceVariable(name=variable.name, question_id=question_id, label=variable.label,
-                          value_labels=dict(variable.value_labels),
-                          missing_ranges=list(variable.missing_ranges), is_string=variable.is_string)
-
-
 def source_variables(survey: SurveyFile, questions: Sequence[tuple[str, str]], weight: str | None,
                      country: str | None, group: str | None = None) -> SourceVariables:
-    """The record of one import: each question's variable (with its question id), weight, country, group."""
+    """The record of one import: each question's variable (with its question id), weight, country, group;
+    each as the file declares it (``Variable``'s fields, less the missing codes the question set holds)."""
+    def record(name: str | None, question_id: str | None = None) -> SourceVariable | None:
+        return SourceVariable(**asdict(survey.variables[name]), question_id=question_id) if name else None
+
     return SourceVariables(
         source_file=survey.path.name, kind=survey.kind, rows=survey.n_rows,
-        questions=[_variable(survey.variables[name], qid) for name, qid in questions],
-        weight=_variable(survey.variables[weight]) if weight else None,
-        country=_variable(survey.variables[country]) if country else None,
-        group=_variable(survey.variables[group]) if group else None)
+        questions=[record(name, qid) for name, qid in questions],
+        weight=record(weight), country=record(country), group=record(group))
 
 
 def read_variables(data_root: Path, slug: str) -> SourceVariables:
