@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from socbench.cli import data_import
 from socbench.cli.flags import add_config_flags, config_from_args, flag, non_negative_int
 from socbench.config import RunConfig
+from socbench.data.import_request import ImportRequest
 from socbench.data.import_safety import mixed_sources
 from socbench.data.layout import dataset_root, sample_dir
 from socbench.data.loaders import load_domain
@@ -24,6 +24,13 @@ SYNTH_SEED = 20261122
 DEFAULT_RESPONDENTS = 40
 COLUMNS = ("respondents", "questions", "countries", "scoreable_items", "excluded_items")  # validate's table
 SHOWN_QUESTIONS = 12  # per domain in the table; --json has every question
+IMPORT_DESCRIPTION = (
+    "Read a survey file with its labels (.dta, .sav/.zsav, or .csv with --codebook), draw nested "
+    "country-stratified samples and write q&a/, A_GroundTruth_sampling<N>/, sampling_stats_<slug>.json "
+    "and the folder's manifest socbench.yaml. ISSP: --qa issp_qa_<slug>.json decides the questions. "
+    "Any other study: --questions V1,V2,... (or @list.txt) builds the question set from the variable "
+    "and value labels, for you to edit."
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     flag(synth, "seed", type=non_negative_int, default=SYNTH_SEED, help=f"random seed (default {SYNTH_SEED})")
     flag(synth, "domain_id", type=str, default="all", help="domain id, slug or 'all' (default all)")
     synth.set_defaults(handler=run_synth)
-    data_import.register(inner)
+    survey = inner.add_parser("import", help="import a .dta/.sav/.csv survey file into the benchmark layout",
+                              description=IMPORT_DESCRIPTION)
+    add_config_flags(survey, ImportRequest, positional=("source",))
+    survey.set_defaults(handler=run_import)
 
 
 def run_synth(args: argparse.Namespace) -> int:
@@ -170,3 +180,33 @@ def run_validate(args: argparse.Namespace) -> int:
         for message in lines:
             print(f"socbench: error: {message}", file=sys.stderr)
     return 2 if errors else 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """``socbench data import``: the plan (every check) and its summary, then the import."""
+    from socbench.data.import_report import format_report
+    from socbench.data.importer import plan_import, run_import
+
+    request = config_from_args(ImportRequest, args)
+    plan = plan_import(request)  # every check, before any work
+    print(format_report(plan, summary=True), file=sys.stderr, end="")
+    summary = run_import(plan)
+    domain, layout = plan.entry, plan.layout
+    samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())
+    groups = ("countries" if plan.country else f"groups of {plan.group}" if plan.group
+              else "country (no country variable)")
+    print(
+        f"imported {request.source.name}: {plan.respondents} respondents, {summary.countries} "
+        f"{groups}, {len(layout.questions)} questions, "
+        f"{len(layout.attributes)} attributes, weight {layout.weight or 'none'} ({summary.seconds:.1f} s)"
+    )
+    print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {request.out}; samples {samples}")
+    if plan.weights.note:
+        print(f"weights: {plan.weights.note}")
+    if plan.stale:
+        print(f"replaced: domain {domain.slug} whole; {summary.replaced} old files not rewritten removed")
+    print(f"import report: {request.out / f'import_report_{domain.slug}.md'}")
+    size = "all" if "all" in request.sizes else 500 if 500 in request.sizes else min(request.sizes)
+    extra = "" if size == 500 else f" --dataset_size {size}"
+    print(f"next: socbench data validate --data_dir {request.out} --domain_id {domain.slug}{extra}")
+    return 0

@@ -1,4 +1,4 @@
-"""What ``socbench data import`` is asked: its flags, declared once here (``cli.data_import`` derives them,
+"""What ``socbench data import`` is asked: its flags, declared once here (``cli.data`` derives them,
 as a study's flags come from its configuration), so a bad value is one line naming its flag. Light: the CLI
 builds its parser from it without pandas."""
 
