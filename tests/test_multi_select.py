@@ -18,7 +18,7 @@ import pytest
 
 from fixtures.cardata import read_with_haven, unavailable
 from socbench.data.import_request import ImportRequest
-from socbench.data.multi_sets import _stem
+from socbench.data.question_labels import _stem
 from socbench.multi_select import Member, chosen, extract_with_sets, set_rows, set_scores
 from socbench.types import EngineResult, MultiOption, PromptRequest, Question, ScoredItem
 from support.cli import socbench

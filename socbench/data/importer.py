@@ -23,8 +23,7 @@ from socbench.data.import_report import ImportPlan, check_label_sizes, country_w
 from socbench.data.import_request import ImportRequest
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
-from socbench.data.multi_sets import multi_pairs, set_members, with_sets
-from socbench.data.question_labels import check_answers, question_set
+from socbench.data.question_labels import check_answers, multi_pairs, question_set, set_members, with_sets
 from socbench.data.roles import (
     country_or_group,
     persona_variables,
