@@ -36,16 +36,17 @@ def code_order(code: Code) -> tuple[int, float, str]:
         return (1, 0.0, code)
 
 
-def _overlaid(question: Question, country_code: str | None) -> tuple[list[tuple[Code, str]], bool]:
-    """The options overlaid with the country's override (exact code first, else the nation of a
-    sub-sample: "DE-W" falls back to "DE"), and whether there was one."""
+def _shown(question: Question,
+           country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], dict[Code, str], bool]:
+    """The options overlaid with the country's override (exact code first, else the nation of a sub-sample:
+    "DE-W" falls back to "DE"; country-only codes appended in numeric order), less those labelled as
+    missing (withheld: missing codes for the exclusion reason), and whether there was an override."""
     special = question.special
-    override = country_code and special.get(country_code, special.get(country_code.split("-")[0]))
-    if not override:
-        return list(question.options.items()), False
-    base = [(code, override.get(code, label)) for code, label in question.options.items()]
-    added = sorted((code for code in override if code not in question.options), key=code_order)
-    return base + [(code, override[code]) for code in added], True
+    override = (country_code and special.get(country_code, special.get(country_code.split("-")[0]))) or {}
+    pairs = [(code, override.get(code, label)) for code, label in question.options.items()]
+    pairs += [(code, override[code]) for code in sorted(override.keys() - question.options, key=code_order)]
+    withheld = {code: label for code, label in pairs if is_missing_option(code, label)}
+    return tuple(pair for pair in pairs if pair[0] not in withheld), withheld, bool(override)
 
 
 def effective_options(question: Question,
@@ -53,14 +54,8 @@ def effective_options(question: Question,
     """Base options overlaid with the country's override, and whether there was one. Country-only
     codes are appended in numeric order; an unmapped country (None) is shown the base options;
     options labelled as missing are left out."""
-    shown, specific = _overlaid(question, country_code)
-    return tuple((code, label) for code, label in shown if not is_missing_option(code, label)), specific
-
-
-def _withheld(question: Question, country_code: str | None) -> dict[Code, str]:
-    """Codes left out for their missing label, as missing codes for the exclusion reason."""
-    shown = _overlaid(question, country_code)[0]
-    return {code: label for code, label in shown if is_missing_option(code, label)}
+    options, _, specific = _shown(question, country_code)
+    return options, specific
 
 
 def exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...],
@@ -97,8 +92,8 @@ def build_items(data: DomainData) -> list[Item]:
         for question in data.questions:
             key = (question.id, person.group_code)
             if key not in shown:
-                shown[key] = (*effective_options(question, person.group_code),
-                              {**_withheld(question, person.group_code), **question.missing})
+                options, withheld, specific = _shown(question, person.group_code)
+                shown[key] = (options, specific, {**withheld, **question.missing})
             options, specific, missing = shown[key]
             options = () if question.numeric else options  # a number is asked for, no option offered
             true_code = person.answers.get(question.id)
