@@ -97,8 +97,6 @@ def check_hf(model: ResolvedModel, settings: HfSettings) -> int | None:
         raise ConfigError(f"--engine device={settings.device!r}: socbench runs transformers on cpu or cuda")
     if kind == "cuda" and settings.dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
         raise ConfigError("--engine dtype='bfloat16': this GPU has no bfloat16; use float16 or float32")
-    if settings.torch_threads is not None and settings.torch_threads < 1:
-        raise ConfigError(f"--engine torch_threads={settings.torch_threads}: must be >= 1")
     try:
         config = AutoConfig.from_pretrained(model.path)
     except Exception as exc:  # noqa: BLE001 - transformers' reason, one line
