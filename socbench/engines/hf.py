@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from socbench.engines import _chat, _packed
 from socbench.engines.base import ResultSink
+from socbench.engines.engine_check import hf_context
 from socbench.engines.settings import HfSettings
 from socbench.errors import EngineError
 from socbench.models import ResolvedModel
@@ -142,7 +143,7 @@ class HfEngine:
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         """Requests grouped by context: each context computed once for all its continuations."""
         model, tok = self._load()
-        max_len = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
+        max_len = hf_context(model.config) or 1 << 30
         by_context: dict[tuple[int, ...], list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
         for i, request in enumerate(requests):
             ctx, cont = _chat.loglikelihood_ids(tok, request)
