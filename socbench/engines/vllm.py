@@ -122,9 +122,11 @@ class VllmEngine:
         else:
             gc.collect()
 
-    def _drive(self, subs: Iterable[_Sub], finish: Callable[[_Sub, Any], Iterable[_Sub]]) -> None:
-        """Keep up to ``submit_window`` requests in the engine; ``finish(sub, output)`` may queue
-        follow-ups and gets the exception vLLM raised on add instead, so one bad prompt fails one result."""
+    def _drive(self, results: list[Any], subs: Iterable[_Sub],
+               finish: Callable[[_Sub, Any], Iterable[_Sub]]) -> list[Any]:
+        """Keep up to ``submit_window`` requests in the engine; ``finish(sub, output)`` fills ``results``, may
+        queue follow-ups and gets the exception vLLM raised on add instead, so one bad prompt fails one
+        result; ``results`` once every request finished."""
         from vllm.exceptions import VLLMClientError
         from vllm.inputs import tokens_input
         from vllm.sampling_params import RequestOutputKind
@@ -149,7 +151,7 @@ class VllmEngine:
                         continue
                     self._live[request_id] = sub
                 if not self._live:
-                    return
+                    return results
                 for output in core.step():
                     if output.finished:
                         self.usage.add(len(output.prompt_token_ids or ()),
@@ -189,8 +191,7 @@ class VllmEngine:
             results[sub.index] = _chat.report(on_result, sub.index, result)
             return []
 
-        self._drive(subs(), finish)
-        return results  # type: ignore[return-value]
+        return self._drive(results, subs(), finish)
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
@@ -237,8 +238,7 @@ class VllmEngine:
                 results[sub.index] = _chat.report(on_result, sub.index, done)
             return follow
 
-        self._drive(subs(), finish)
-        return results  # type: ignore[return-value]
+        return self._drive(results, subs(), finish)
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
@@ -269,8 +269,7 @@ class VllmEngine:
             results[sub.index] = _chat.report(on_result, sub.index, result)
             return []
 
-        self._drive(subs(), finish)
-        return results  # type: ignore[return-value]
+        return self._drive(results, subs(), finish)
 
 
 def _free_distributed() -> None:
