@@ -17,7 +17,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from socbench.engines import _chat
+from socbench.engines import _chat, _packed
 from socbench.engines.base import ResultSink
 from socbench.engines.engine_check import llm_kwargs
 from socbench.engines.settings import VllmSettings, apply_vllm_env
@@ -230,7 +230,8 @@ class VllmEngine:
             job.waiting -= 1
             follow = []
             if sub.node == () and job.waiting == 0:  # root done: the deeper nodes can use its cache
-                follow = [s for node in _inner_nodes(job.plan) for s in _node_subs(sub.index, job.plan, node)]
+                follow = [s for node in sorted(_packed.prefixes(job.plan.continuations.values()))
+                          for s in _node_subs(sub.index, job.plan, node)]
                 job.waiting = len(follow)
             if job.waiting == 0:
                 del jobs[sub.index]
@@ -307,11 +308,6 @@ def _children(plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[int]:
     depth = len(node)
     return sorted({ids[depth] for ids in plan.continuations.values()
                    if len(ids) > depth and ids[:depth] == node})
-
-
-def _inner_nodes(plan: _chat.OptionPlan) -> list[tuple[int, ...]]:
-    """Non-root trie nodes that have children (proper prefixes of some code's tokens)."""
-    return sorted({ids[:k] for ids in plan.continuations.values() for k in range(1, len(ids))})
 
 
 def _node_subs(index: int, plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[_Sub]:
