@@ -9,10 +9,10 @@ import gc
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from socbench.engines import _chat, _packed
 from socbench.engines.base import ResultSink
-from socbench.engines.engine_check import hf_context
 from socbench.engines.settings import HfSettings
 from socbench.errors import EngineError
 from socbench.models import ResolvedModel
@@ -161,3 +161,14 @@ class HfEngine:
     def _scores(self, groups: list[_packed.Group]):
         model, _ = self._load()
         return _packed.iter_scores(model, groups, self.settings.pack_tokens, self.settings.pack_rows)
+
+
+def hf_context(config: Any) -> int | None:
+    """The model's own context: ``max_position_embeddings`` (or the older names), of the text part;
+    None when its config names none."""
+    text = getattr(config, "get_text_config", lambda: config)()
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(text, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None

@@ -19,8 +19,7 @@ from typing import Any
 
 from socbench.engines import _chat, _packed
 from socbench.engines.base import ResultSink
-from socbench.engines.engine_check import llm_kwargs
-from socbench.engines.settings import VllmSettings, apply_vllm_env
+from socbench.engines.settings import VllmSettings, apply_vllm_env, cuda_available
 from socbench.engines.usage import UsageMeter
 from socbench.errors import EngineError
 from socbench.models import ResolvedModel
@@ -271,6 +270,17 @@ class VllmEngine:
             return []
 
         return self._drive(results, subs(), finish)
+
+
+def llm_kwargs(settings: VllmSettings) -> dict[str, Any]:
+    """What ``vllm.LLM`` gets besides the model, socbench's CPU kernels included; after
+    ``apply_vllm_env`` (it imports vLLM)."""
+    kwargs = settings.engine_kwargs()
+    if settings.in_process and not cuda_available():  # see _vllm_cpu: same bits, faster
+        from socbench.engines import _vllm_cpu
+
+        kwargs.update(_vllm_cpu.register(settings.cpu_threads))
+    return kwargs
 
 
 def _free_distributed() -> None:
