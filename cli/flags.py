@@ -56,20 +56,11 @@ def json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def _choices(annotation: Any) -> list[str]:
-    """The values of a Literal (or optional Literal) field, for the help text; else []."""
-    if typing.get_origin(annotation) is typing.Literal:
-        return [str(v) for v in typing.get_args(annotation)]
+def _kinds(annotation: Any) -> list[Any]:
+    """A field's types: a union's members but None, else the annotation itself."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-        return _choices(args[0]) if len(args) == 1 else []
-    return []
-
-
-def _is(annotation: Any, kind: type) -> bool:
-    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
-    args = typing.get_args(annotation) if union else ()
-    return annotation is kind or kind in args or typing.get_origin(annotation) is kind
+        return [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    return [annotation]
 
 
 def _help(field: FieldInfo, required: bool) -> str:
@@ -97,13 +88,14 @@ def add_config_flags(parser: argparse.ArgumentParser, model: type[BaseModel],
             parser.add_argument(setting.name, **kwargs)
             continue
         kwargs.update({"required": True} if needed else {"default": argparse.SUPPRESS})
-        if _is(field.annotation, bool):
+        kinds = _kinds(field.annotation)
+        if bool in kinds:
             default = field.get_default(call_default_factory=True)
             kwargs["action"] = "store_true" if default is False else argparse.BooleanOptionalAction
-        elif _is(field.annotation, dict):
+        elif any(kind is dict or typing.get_origin(kind) is dict for kind in kinds):
             kwargs.update(type=json_object, metavar="JSON")
-        elif choices := _choices(field.annotation):
-            kwargs["metavar"] = "{" + ",".join(choices) + "}"
+        elif len(kinds) == 1 and typing.get_origin(kinds[0]) is typing.Literal:  # its values, for the help
+            kwargs["metavar"] = "{" + ",".join(map(str, typing.get_args(kinds[0]))) + "}"
         else:
             kwargs["metavar"] = setting.name.upper()
         flag(parser, setting.name, **kwargs)

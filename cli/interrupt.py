@@ -41,19 +41,12 @@ def _quiet_console() -> None:
 
 
 def _first(signum: int, frame: object) -> None:
-    signal.signal(signal.SIGINT, _second)
+    signal.signal(signal.SIGINT, lambda signum, frame: exit_interrupted())  # the second: at once
     _quiet_console()
-    threading.Thread(target=_grace, name="socbench-interrupt", daemon=True).start()
+    grace = threading.Timer(GRACE_S, exit_interrupted)
+    grace.daemon = True
+    grace.start()
     raise KeyboardInterrupt
-
-
-def _grace() -> None:
-    threading.Event().wait(GRACE_S)
-    exit_interrupted()
-
-
-def _second(signum: int, frame: object) -> None:
-    exit_interrupted()
 
 
 @contextlib.contextmanager

@@ -2,11 +2,14 @@
 setting or file. A unit's own files are checked here only in a single-unit run (in a run over several, it
 fails on its own and the others still run). Only prompts that could be too long are tokenized: a byte-level
 BPE or byte-fallback token stands for at least one byte, so a prompt has at most its UTF-8 bytes plus
-``SPECIAL_MARGIN`` tokens.
+``SPECIAL_MARGIN`` tokens. A backend's settings are checked by its own rules: vLLM builds its ``VllmConfig``
+from ``--engine`` and the model's ``config.json`` (no weights; seconds), so settings a model cannot take are
+one line with vLLM's reason, not tracebacks after a minute; transformers' device and dtype against torch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -18,16 +21,20 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from socbench import pipeline
 from socbench.engines.openai_settings import api_bases
 from socbench.engines.session import get_engine
-from socbench.engines.settings import EngineSettings
-from socbench.errors import ConfigError, EngineError
+from socbench.engines.settings import EngineSettings, HfSettings, VllmSettings, apply_vllm_env
+from socbench.engines.vllm_args import vllm_version
+from socbench.errors import ConfigError, EngineError, first_problem
 from socbench.studies import task_for
 from socbench.task import Unit
 from socbench.types import GENERATED, PromptRequest
+
+if TYPE_CHECKING:
+    from socbench.models import ResolvedModel
 
 log = logging.getLogger("socbench")
 
@@ -191,14 +198,91 @@ def check_engine(engine: EngineSettings) -> int | None:
         check_server(engine.api_base or "", engine.model, (key or "").strip() or None,
                      key_env=engine.api_key_env)
         return None
-    from socbench.engines.engine_check import check_hf, check_vllm
-    from socbench.engines.settings import HfSettings, VllmSettings
     from socbench.models import resolve_model
 
     model = resolve_model(engine.model)
     if engine.api_type == "hf":
         return check_hf(model, HfSettings.from_options(engine.engine_args))
     return check_vllm(model, VllmSettings.for_host(engine.engine_args))
+
+
+# ``vllm.LLM`` turns these dict arguments into vLLM config objects before ``EngineArgs``
+_CONFIG_OBJECTS = {"structured_outputs_config": "StructuredOutputsConfig",
+                   "profiler_config": "ProfilerConfig",
+                   "attention_config": "AttentionConfig", "kv_transfer_config": "KVTransferConfig",
+                   "compilation_config": "CompilationConfig"}
+
+
+def _engine_args(model: ResolvedModel, kwargs: dict[str, Any]):
+    """``EngineArgs`` as ``vllm.LLM.__init__`` builds them (its dict arguments made config objects)."""
+    import vllm.config
+    from vllm.config.compilation import CompilationMode
+    from vllm.engine.arg_utils import EngineArgs
+
+    kwargs = dict(kwargs)
+    for name, cls_name in _CONFIG_OBJECTS.items():
+        value = kwargs.get(name)
+        if name == "compilation_config" and isinstance(value, int):
+            kwargs[name] = vllm.config.CompilationConfig(mode=CompilationMode(value))
+        elif isinstance(value, dict):
+            kwargs[name] = getattr(vllm.config, cls_name)(**value)
+    return EngineArgs(model=str(model.path), **kwargs)
+
+
+def _reason(exc: BaseException) -> str:
+    """A backend's own words for a refusal, one line (pydantic: the first error's message)."""
+    with contextlib.suppress(Exception):  # not a pydantic error
+        return " ".join(first_problem(exc)[2].split())  # type: ignore[arg-type]
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def check_vllm(model: ResolvedModel, settings: VllmSettings) -> int:
+    """vLLM's own configuration for ``model``; its context length (a refusal: one ConfigError line)."""
+    from socbench.engines.vllm import llm_kwargs
+
+    apply_vllm_env(settings)
+    # building a config logs a dozen INFO/WARNING lines; vLLM re-applies its own logging configuration
+    # on the way, so a logger's level would not hold: logging below ERROR is off meanwhile
+    logging.disable(logging.WARNING)
+    try:
+        config = _engine_args(model, llm_kwargs(settings)).create_engine_config()
+    except Exception as exc:  # noqa: BLE001 - any refusal of vLLM's is the user's settings
+        logging.disable(logging.NOTSET)
+        log.debug("vLLM refused the settings", exc_info=True)
+        raise ConfigError(f"--engine: vLLM {vllm_version()} refuses these settings for model {model.name}: "
+                          f"{_reason(exc)}") from None
+    finally:
+        logging.disable(logging.NOTSET)
+    return int(config.model_config.max_model_len)
+
+
+def check_hf(model: ResolvedModel, settings: HfSettings) -> int | None:
+    """transformers settings against torch (device, dtype, threads) and the model's config; its
+    context length (tokens)."""
+    import torch
+    from transformers import AutoConfig
+
+    from socbench.engines.hf import hf_context
+
+    device = settings.resolved_device()
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, ValueError) as exc:
+        raise ConfigError(f"--engine device={settings.device!r}: not a torch device "
+                          f"({_reason(exc)})") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"--engine device={settings.device!r}: this host has no CUDA device (torch "
+                          f"{torch.__version__}); use cpu or auto")
+    if kind not in ("cpu", "cuda", "mps", "xpu"):
+        raise ConfigError(f"--engine device={settings.device!r}: socbench runs transformers on cpu or cuda")
+    if kind == "cuda" and settings.dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+        raise ConfigError("--engine dtype='bfloat16': this GPU has no bfloat16; use float16 or float32")
+    try:
+        config = AutoConfig.from_pretrained(model.path)
+    except Exception as exc:  # noqa: BLE001 - transformers' reason, one line
+        raise ConfigError(f"--model {model.name}: transformers cannot read its config "
+                          f"({_reason(exc)})") from None
+    return hf_context(config)
 
 
 def check_run(config: Any) -> None:

@@ -122,6 +122,8 @@ def test_unknown_engine_key_names_it_and_cpu_knobs_stay_accepted() -> None:
     assert make_config(engine=knobs).engine.engine_args == knobs
     with pytest.raises(ConfigError, match="--engine batch_size=0"):
         make_config(api_type="hf", engine={"batch_size": 0})
+    with pytest.raises(ConfigError, match="--engine torch_threads=0"):  # its bound, not preflight
+        make_config(api_type="hf", engine={"torch_threads": 0})
 
 
 @pytest.mark.slow  # imports vLLM

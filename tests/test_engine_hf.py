@@ -151,7 +151,7 @@ def test_packed_scoring_equals_one_full_forward_per_continuation(tiny: ResolvedM
 
 
 def test_pack_lays_out_every_continuation_once_within_the_row_size():
-    from socbench.engines._packed import Group, pack, trie_size
+    from socbench.engines._packed import Group, pack, prefixes
 
     groups = [Group((1, 2, 3), ((4, 5), (4, 6, 7), (8,))),
               Group((9,), tuple((10 + i, 11) for i in range(12)))]
@@ -160,7 +160,7 @@ def test_pack_lays_out_every_continuation_once_within_the_row_size():
     assert reads == [(0, 0), (0, 1), (0, 2)] + [(1, i) for i in range(12)]
     assert all(len(row.tokens) <= 8 for row in rows)
     # tokens fed: (4,) and (4, 6); the last tokens are only read
-    assert trie_size(groups[0].continuations) == 2
+    assert len(prefixes(groups[0].continuations)) == 2
     for row in rows:  # a token sees only itself, its context and its trie ancestors
         mask = row.mask()
         for i, parent in enumerate(row.parents):

@@ -8,7 +8,7 @@ the plain forward pass. The LM head runs only where a scored token is predicted 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,23 +66,23 @@ class _Row:
         return seen
 
 
-def trie_size(continuations: Sequence[Tokens]) -> int:
-    """Tokens a set of continuations adds after its context (distinct proper prefixes)."""
-    return len({cont[:k] for cont in continuations for k in range(1, len(cont))})
+def prefixes(continuations: Iterable[Tokens]) -> set[Tokens]:
+    """The continuations' distinct proper prefixes: the inner nodes of their token trie below the root, each
+    one token after the context (vLLM's option scoring asks one request per node)."""
+    return {cont[:k] for cont in continuations for k in range(1, len(cont))}
 
 
 def _chunks(group: Group, row_tokens: int) -> Iterator[list[tuple[int, Tokens]]]:
     """A group's continuations in chunks that fit a row with the context (one at least)."""
     chunk: list[tuple[int, Tokens]] = []
-    prefixes: set[Tokens] = set()
+    seen: set[Tokens] = set()
     for cid, cont in enumerate(group.continuations):
-        new = {cont[:k] for k in range(1, len(cont))} - prefixes
-        if chunk and len(group.context) + len(prefixes) + len(new) > row_tokens:
+        new = prefixes([cont]) - seen
+        if chunk and len(group.context) + len(seen) + len(new) > row_tokens:
             yield chunk
-            chunk, prefixes = [], set()
-            new = {cont[:k] for k in range(1, len(cont))}
+            chunk, seen, new = [], set(), prefixes([cont])
         chunk.append((cid, cont))
-        prefixes |= new
+        seen |= new
     if chunk:
         yield chunk
 
@@ -90,7 +90,7 @@ def _chunks(group: Group, row_tokens: int) -> Iterator[list[tuple[int, Tokens]]]
 def pack(groups: Sequence[Group], row_tokens: int) -> list[_Row]:
     """Rows of at most ``row_tokens`` tokens (first fit, largest first); a group larger than a row
     is split into chunks of continuations, each with its own copy of the context."""
-    pieces = [(len(g.context) + trie_size([c for _, c in chunk]), gid, chunk)
+    pieces = [(len(g.context) + len(prefixes(c for _, c in chunk)), gid, chunk)
               for gid, g in enumerate(groups) for chunk in _chunks(g, row_tokens)]
     rows: list[_Row] = []
     for size, gid, chunk in sorted(pieces, key=lambda p: -p[0]):

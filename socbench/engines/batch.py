@@ -19,7 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from socbench.engines._http import (
@@ -232,7 +232,7 @@ class BatchTransport:
         batch = await api.find(record.input_file_id) or await api.create(record.input_file_id, record.path)
         if batch is None:
             return record
-        record = record.with_batch(batch["id"])
+        record = replace(record, batch_id=batch["id"])
         self.ledger.save(record)
         return record
 

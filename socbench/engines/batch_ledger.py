@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from socbench.errors import DataError
@@ -28,9 +28,6 @@ class BatchRecord:
     batch_id: str | None
     custom_ids: tuple[str, ...]
     created: float
-
-    def with_batch(self, batch_id: str) -> BatchRecord:
-        return replace(self, batch_id=batch_id)
 
 
 class BatchLedger:

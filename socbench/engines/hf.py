@@ -9,6 +9,7 @@ import gc
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from socbench.engines import _chat, _packed
 from socbench.engines.base import ResultSink
@@ -142,7 +143,7 @@ class HfEngine:
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         """Requests grouped by context: each context computed once for all its continuations."""
         model, tok = self._load()
-        max_len = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
+        max_len = hf_context(model.config) or 1 << 30
         by_context: dict[tuple[int, ...], list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
         for i, request in enumerate(requests):
             ctx, cont = _chat.loglikelihood_ids(tok, request)
@@ -160,3 +161,14 @@ class HfEngine:
     def _scores(self, groups: list[_packed.Group]):
         model, _ = self._load()
         return _packed.iter_scores(model, groups, self.settings.pack_tokens, self.settings.pack_rows)
+
+
+def hf_context(config: Any) -> int | None:
+    """The model's own context: ``max_position_embeddings`` (or the older names), of the text part;
+    None when its config names none."""
+    text = getattr(config, "get_text_config", lambda: config)()
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(text, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None

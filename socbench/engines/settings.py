@@ -179,7 +179,7 @@ class HfSettings(BaseModel):
     dtype: DType = "bfloat16"  # the validator below sets the host's when none is given
     batch_size: Positive = 16
     device: str = "auto"
-    torch_threads: int | None = None  # None: cores - 1 on a CPU device (cpu_compute_threads), torch's on GPU
+    torch_threads: Positive | None = None  # None: cores - 1 on CPU (cpu_compute_threads), torch's on GPU
     pack_tokens: Positive = 256  # tokens per packed scoring row (contexts + continuations: _packed)
     pack_rows: Positive = 4  # packed rows per scoring forward pass
 

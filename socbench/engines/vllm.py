@@ -17,10 +17,9 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from socbench.engines import _chat
+from socbench.engines import _chat, _packed
 from socbench.engines.base import ResultSink
-from socbench.engines.engine_check import llm_kwargs
-from socbench.engines.settings import VllmSettings, apply_vllm_env
+from socbench.engines.settings import VllmSettings, apply_vllm_env, cuda_available
 from socbench.engines.usage import UsageMeter
 from socbench.errors import EngineError
 from socbench.models import ResolvedModel
@@ -122,9 +121,11 @@ class VllmEngine:
         else:
             gc.collect()
 
-    def _drive(self, subs: Iterable[_Sub], finish: Callable[[_Sub, Any], Iterable[_Sub]]) -> None:
-        """Keep up to ``submit_window`` requests in the engine; ``finish(sub, output)`` may queue
-        follow-ups and gets the exception vLLM raised on add instead, so one bad prompt fails one result."""
+    def _drive(self, results: list[Any], subs: Iterable[_Sub],
+               finish: Callable[[_Sub, Any], Iterable[_Sub]]) -> list[Any]:
+        """Keep up to ``submit_window`` requests in the engine; ``finish(sub, output)`` fills ``results``, may
+        queue follow-ups and gets the exception vLLM raised on add instead, so one bad prompt fails one
+        result; ``results`` once every request finished."""
         from vllm.exceptions import VLLMClientError
         from vllm.inputs import tokens_input
         from vllm.sampling_params import RequestOutputKind
@@ -149,7 +150,7 @@ class VllmEngine:
                         continue
                     self._live[request_id] = sub
                 if not self._live:
-                    return
+                    return results
                 for output in core.step():
                     if output.finished:
                         self.usage.add(len(output.prompt_token_ids or ()),
@@ -189,8 +190,7 @@ class VllmEngine:
             results[sub.index] = _chat.report(on_result, sub.index, result)
             return []
 
-        self._drive(subs(), finish)
-        return results  # type: ignore[return-value]
+        return self._drive(results, subs(), finish)
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
@@ -229,7 +229,8 @@ class VllmEngine:
             job.waiting -= 1
             follow = []
             if sub.node == () and job.waiting == 0:  # root done: the deeper nodes can use its cache
-                follow = [s for node in _inner_nodes(job.plan) for s in _node_subs(sub.index, job.plan, node)]
+                follow = [s for node in sorted(_packed.prefixes(job.plan.continuations.values()))
+                          for s in _node_subs(sub.index, job.plan, node)]
                 job.waiting = len(follow)
             if job.waiting == 0:
                 del jobs[sub.index]
@@ -237,8 +238,7 @@ class VllmEngine:
                 results[sub.index] = _chat.report(on_result, sub.index, done)
             return follow
 
-        self._drive(subs(), finish)
-        return results  # type: ignore[return-value]
+        return self._drive(results, subs(), finish)
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
@@ -269,8 +269,18 @@ class VllmEngine:
             results[sub.index] = _chat.report(on_result, sub.index, result)
             return []
 
-        self._drive(subs(), finish)
-        return results  # type: ignore[return-value]
+        return self._drive(results, subs(), finish)
+
+
+def llm_kwargs(settings: VllmSettings) -> dict[str, Any]:
+    """What ``vllm.LLM`` gets besides the model, socbench's CPU kernels included; after
+    ``apply_vllm_env`` (it imports vLLM)."""
+    kwargs = settings.engine_kwargs()
+    if settings.in_process and not cuda_available():  # see _vllm_cpu: same bits, faster
+        from socbench.engines import _vllm_cpu
+
+        kwargs.update(_vllm_cpu.register(settings.cpu_threads))
+    return kwargs
 
 
 def _free_distributed() -> None:
@@ -308,11 +318,6 @@ def _children(plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[int]:
     depth = len(node)
     return sorted({ids[depth] for ids in plan.continuations.values()
                    if len(ids) > depth and ids[:depth] == node})
-
-
-def _inner_nodes(plan: _chat.OptionPlan) -> list[tuple[int, ...]]:
-    """Non-root trie nodes that have children (proper prefixes of some code's tokens)."""
-    return sorted({ids[:k] for ids in plan.continuations.values() for k in range(1, len(ids))})
 
 
 def _node_subs(index: int, plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[_Sub]:
