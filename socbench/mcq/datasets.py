@@ -174,11 +174,9 @@ def _line_item(where: str, record: Any, split: str) -> McqItem:
                      line.answerKey, split)
 
 
-def load_jsonl(path: Path, split: str | None = None) -> list[McqItem]:
-    """Every item of an ARC-format JSONL file; ids must be unique."""
-    path = Path(path)
-    split = split or path.stem
-    items = [_line_item(f"{path}:{number}", record, split) for number, record in _records(path)]
+def load_jsonl(path: Path) -> list[McqItem]:
+    """Every item of an ARC-format JSONL file (its split: the file's stem); ids must be unique."""
+    items = [_line_item(f"{path}:{number}", record, path.stem) for number, record in _records(path)]
     if not items:
         raise DataError(f"{path}: no items")
     repeated = next((key for key, n in Counter(item.id for item in items).items() if n > 1), None)
