@@ -108,9 +108,7 @@ def _oe_eval(path: Path, split: str) -> list[McqItem]:
 
 
 def _hf_arc(path: Path, split: str) -> list[McqItem]:
-    return [_arc_item(f"{path}[{i}]", row["id"], row["question"], row["choices"]["label"],
-                      row["choices"]["text"], row["answerKey"], split)
-            for i, row in enumerate(_read_arrow(path))]
+    return [_arc_record(f"{path}[{i}]", row, split) for i, row in enumerate(_read_arrow(path))]
 
 
 def _hf_mmlu(pattern: Path, split: str) -> list[McqItem]:
@@ -157,7 +155,8 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
                 raise DataError(f"{path}:{number}: not JSON ({exc.msg}, column {exc.colno})") from None
 
 
-def _line_item(where: str, record: Any, split: str) -> McqItem:
+def _arc_record(where: str, record: Any, split: str) -> McqItem:
+    """An ARC record in the HF schema (the package's arrow files, a JSONL line) or the official AI2 one."""
     if isinstance(record, dict) and isinstance(record.get("question"), str):  # the HF ARC schema
         choices = record.get("choices") or {}
         if not isinstance(choices, dict) or "label" not in choices or "text" not in choices:
@@ -176,7 +175,7 @@ def _line_item(where: str, record: Any, split: str) -> McqItem:
 
 def load_jsonl(path: Path) -> list[McqItem]:
     """Every item of an ARC-format JSONL file (its split: the file's stem); ids must be unique."""
-    items = [_line_item(f"{path}:{number}", record, path.stem) for number, record in _records(path)]
+    items = [_arc_record(f"{path}:{number}", record, path.stem) for number, record in _records(path)]
     if not items:
         raise DataError(f"{path}: no items")
     repeated = next((key for key, n in Counter(item.id for item in items).items() if n > 1), None)
