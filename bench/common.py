@@ -118,8 +118,8 @@ def report(name: str, figures: dict[str, float], ratio_name: str, ratio: float, 
 
 
 def tiny_model() -> Path:
-    """The tiny random Qwen2 model (socbench.models.tiny), built once under $SOCBENCH_HOME/bench."""
-    from socbench.models.tiny import build_tiny_model
+    """The tiny random Qwen2 model (tests/support/tiny_model.py), built once under $SOCBENCH_HOME/bench."""
+    from tests.support.tiny_model import build_tiny_model
 
     path = Path(os.environ.get("SOCBENCH_HOME") or ROOT / ".socbench") / "bench" / "tiny-qwen2"
     if not (path / "config.json").is_file():

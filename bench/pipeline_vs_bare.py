@@ -2,7 +2,7 @@
 
 Same prompts (token ids), same sampling settings, same started vLLM engine; the prefix cache
 is reset before each timed pass so neither inherits the other's cache. Model: the tiny random
-Qwen2 (``socbench.models.tiny``): SmolLM2 is too slow on 2 cores for 5,000+ prompts per mode.
+Qwen2 (``tests/support/tiny_model.py``): SmolLM2 is too slow on 2 cores for 5,000+ prompts per mode.
 The sides alternate ``--repeats`` times; the figure is the median of the pass-by-pass ratios (each
 pair ran back to back, so a change in the host's load hits both), with every pass's time and
 load average in the JSON. Usage: ``python -m bench.pipeline_vs_bare [--quick] [--prompts 6000]
@@ -174,7 +174,7 @@ def main() -> None:
         worst,
         ">= 0.9 on >= 5,000 prompts",
         worst >= 0.9 and min(r["prompts"] for r in rows) >= 5000,
-        {"rows": rows, "model": "tiny random Qwen2 (socbench.models.tiny)", "quick": args.quick},
+        {"rows": rows, "model": "tiny random Qwen2 (tests/support/tiny_model.py)", "quick": args.quick},
     )
 
 

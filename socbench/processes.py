@@ -254,14 +254,12 @@ class Postgres(_Service):
             return False
         if os.geteuid() != 0:
             return True
-        parents = [] if folder is None else [p for p in folder.resolve().parents if p.exists()]
-        if not all(p.stat().st_mode & 0o001 for p in parents):
-            return False
         try:
             pwd.getpwnam("postgres")
         except KeyError:
             return False
-        return True
+        parents = [] if folder is None else [p for p in folder.resolve().parents if p.exists()]
+        return all(p.stat().st_mode & 0o001 for p in parents)
 
     def _as_owner(self, tool: str, *args: str) -> list[str]:
         command = [str(self.bin_dir / tool), *args]

@@ -83,7 +83,7 @@ def memo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random-weight Qwen2 model with a ChatML template, built locally in seconds."""
-    from socbench.models.tiny import build_tiny_model
+    from support.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen2")
 

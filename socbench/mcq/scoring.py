@@ -91,9 +91,8 @@ def mcp_predictions(p: ItemPrompts, result: EngineResult, tolerance: bool) -> li
     out = [_prediction(p, "mcp", mcp(letter), probability_mass(letter))]
     if tolerance:
         digit = [got.get(code) for code in digits(n)]
-        both = None if None in letter or None in digit else [*letter, *digit]
         scores = mcp_tolerance(letter, digit)
-        out.append(_prediction(p, "mcp_tolerance", scores, probability_mass(both or [])))
+        out.append(_prediction(p, "mcp_tolerance", scores, probability_mass([*letter, *digit])))
     return out
 
 

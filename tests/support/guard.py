@@ -30,7 +30,7 @@ HEAVY_IMPORTS = frozenset({"torch", "transformers", "vllm"})
 LOADERS = (
     ("socbench.engines.hf", "HfEngine._load"),
     ("socbench.engines.vllm", "VllmEngine._engine"),
-    ("socbench.models.tiny", "build_tiny_model"),
+    ("support.tiny_model", "build_tiny_model"),
     ("socbench.models.smollm2", "convert_gguf"),
     ("transformers.modeling_utils", "PreTrainedModel.from_pretrained"),
     ("vllm", "LLM.__init__"),
@@ -108,7 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
         start(self)
 
     multiprocessing.process.BaseProcess.start = guarded_start
-    for module_name in ("socbench.engines.hf", "socbench.engines.vllm", "socbench.models.tiny"):
+    for module_name in ("socbench.engines.hf", "socbench.engines.vllm", "support.tiny_model"):
         importlib.import_module(module_name)  # light modules: wrapped before any test can use them
 
 

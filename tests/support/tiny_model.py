@@ -1,4 +1,4 @@
-"""A tiny random-weight Qwen2 model for tests and demos: it knows no language, but its real
+"""A tiny random-weight Qwen2 model for the tests and bench/: it knows no language, but its real
 byte-level BPE tokenizer and ChatML template run every engine path in seconds.
 """
 
