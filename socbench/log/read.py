@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -46,10 +46,9 @@ class Rescore(DataError):
     """A results log this socbench does not read as it is: the same command, run again, rewrites it."""
 
 
-def read_record(path: Path, model: type[R], payload: Any = None) -> R:
-    """One record (``payload``: its JSON, when read already); an older or newer format is a ``Rescore``
-    line, a bad field one DataError line."""
-    payload = read_json(path) if payload is None else payload
+def read_record(path: Path, model: type[R]) -> R:
+    """One record; an older or newer format is a ``Rescore`` line, a bad field one DataError line."""
+    payload = read_json(path)
     found = payload.get("format") if isinstance(payload, dict) else None
     if isinstance(found, int) and found > FORMAT:
         raise Rescore(f"{path}: written by a newer socbench (results format {found}; this one reads "
@@ -200,21 +199,16 @@ class ModelRun:
 
 
 @dataclass(frozen=True)
-class McqRun:
-    """One MCQ dataset of one model's run."""
-
-    run: str  # the model's folder name
-    path: Path
-    record: McqRecord
-
-
-@dataclass(frozen=True)
-class UnitRun:
-    """One unit of any study, from its shared record (``run``: its folder under the results folder)."""
+class Stored(Generic[R]):
+    """One record of a run as written, with the run it belongs to."""
 
     run: str
     path: Path
-    record: UnitRecord
+    record: R
+
+
+McqRun = Stored[McqRecord]  # one MCQ dataset of one model's run (``run``: the model's folder name)
+UnitRun = Stored[UnitRecord]  # one unit of any study (``run``: its folder under the results folder)
 
 
 def read_units(folder: Path) -> list[UnitRun]:
