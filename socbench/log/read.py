@@ -5,10 +5,9 @@ one line saying to re-score it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -274,9 +273,8 @@ def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
     return {r.unit: {**r.metrics, "complete": r.complete, **r.extras} for r in records}
 
 
-def _lines_frame(path: Path) -> pd.DataFrame:
-    with open(path, encoding="utf-8") as handle:
-        return pd.DataFrame([json.loads(line) for line in handle if line.strip()])
+# a JSON Lines file as a frame: every value as the JSON holds it (no dtype guessing, floats to the last digit)
+_lines_frame = partial(pd.read_json, lines=True, dtype=False, precise_float=True)
 
 
 def items_frame(folder: Path) -> pd.DataFrame:
