@@ -8,11 +8,12 @@ one line naming the file and the field.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from socbench.errors import DataError, problem
 from socbench.files import write_atomic
@@ -22,6 +23,20 @@ QA_FOLDER = "q&a"
 AUTO_COUNTRY = "auto"  # find the ISSP country attribute by its label (the default ISSP behaviour)
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.()-]*$")  # becomes part of result file names
+
+
+
+def _rule(why: Callable[[Any], str | None]) -> AfterValidator:
+    """A field's own rule as pydantic's validator: ``why`` says what is wrong with a value (None: nothing),
+    which the file's problem line shows after the field's name."""
+
+    def check(value: Any) -> Any:
+        if (wrong := why(value)) is not None:
+            raise ValueError(wrong)
+        return value
+
+    return AfterValidator(check)
+
 
 HEADER = (
     "# socbench survey manifest: the domains of this data folder (see socbench's docs/own-survey.md).\n"
@@ -71,28 +86,28 @@ class DomainSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Annotated[int, Field(ge=1)]
-    name: str
-    slug: str
+    name: Annotated[str, _rule(lambda v: None if _NAME.match(v) else
+                               "use letters, digits, spaces and _ . ( ) - (it names result files)")]
+    slug: Annotated[str, _rule(lambda v: None if _SLUG.match(v) else
+                               "use lower-case letters, digits, '-' and '_' (it names files)")]
     module: str = ""
-    question_file: str | None = None  # default q&a/issp_qa_<slug>.json
-    answer_file: str | None = None  # default issp_answer_<slug>.json
+    question_file: Annotated[str, _rule(  # default q&a/issp_qa_<slug>.json
+        lambda v: "a path relative to the data folder, without '..'"
+        if Path(v).is_absolute() or ".." in Path(v).parts or not v.strip() else None)] | None = None
+    answer_file: Annotated[str, _rule(  # default issp_answer_<slug>.json
+        lambda v: "a file name inside each A_GroundTruth_sampling<N>/ folder, not a path"
+        if not v.strip() or Path(v).name != v else None)] | None = None
     country_attribute: str | None = None  # None: a single-country study; "auto": the ISSP label
     country: str = ""  # the study's one country, where no attribute holds it ("Chile", "CL")
     roles: Roles = Roles()
     persona_attributes: PersonaAttributes = PersonaAttributes()
     missing_codes: tuple[int | str, ...] = ()
-    numeric: dict[str, tuple[float, float]] = {}  # question id -> [lowest, highest]: asked for a number
+    numeric: Annotated[dict[str, tuple[float, float]], _rule(  # question id -> [lowest, highest]: a number
+        lambda spans: next((f"{qid}: the lowest must be below the highest"
+                            for qid, (low, high) in spans.items() if not low < high), None))] = {}
     data_use: Literal["local", "remote"] = "local"
     title: str = ""
     vocabulary: Literal["issp", "source"] | None = None  # None: "issp" unless a persona role is declared
-
-    @field_validator("numeric")
-    @classmethod
-    def _spans(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
-        bad = next((qid for qid, (low, high) in value.items() if not low < high), None)
-        if bad is not None:
-            raise ValueError(f"{bad}: the lowest must be below the highest")
-        return value
 
     @property
     def issp_vocabulary(self) -> bool:
@@ -123,35 +138,6 @@ class DomainSpec(BaseModel):
     @property
     def profile_file(self) -> str:
         return f"issp_profile_{self.name}.json"
-
-    @field_validator("slug")
-    @classmethod
-    def _slug(cls, value: str) -> str:
-        if not _SLUG.match(value):
-            raise ValueError("use lower-case letters, digits, '-' and '_' (it names files)")
-        return value
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError("use letters, digits, spaces and _ . ( ) - (it names result files)")
-        return value
-
-    @field_validator("answer_file")
-    @classmethod
-    def _file_name(cls, value: str | None) -> str | None:
-        if value is not None and (not value.strip() or Path(value).name != value):
-            raise ValueError("a file name inside each A_GroundTruth_sampling<N>/ folder, not a path")
-        return value
-
-    @field_validator("question_file")
-    @classmethod
-    def _relative(cls, value: str | None) -> str | None:
-        if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts
-                                  or not value.strip()):
-            raise ValueError("a path relative to the data folder, without '..'")
-        return value
 
 
 class Manifest(BaseModel):

@@ -8,9 +8,9 @@ import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-from socbench.errors import ConfigError, incomplete_reason
+from socbench.errors import incomplete_reason
 
 Code = str
 Mode = Literal["generate", "logprobs", "verbalized"]  # verbalized: socbench.verbalized
@@ -284,21 +284,13 @@ def variant_id(qid: str, pattern: Pattern) -> str:
 
 @dataclass(frozen=True)
 class CircularSettings:
-    """How a run expands items (``socbench.circular``); seed/shuffle_options also fix ISSP's base order."""
+    """How a run expands items (``socbench.circular``); seed/shuffle_options also fix ISSP's base order.
+    Built from a validated configuration (``RunConfig``, ``McqConfig``): the flags' checks are theirs."""
     mode: CircularMode
     max_variants: int | None = None
     seed: int = 42
     shuffle_options: bool = False
     labels: CircularLabels = "order_only"
-
-    def __post_init__(self) -> None:
-        modes, n = get_args(CircularMode), self.max_variants
-        problem = (f"--circular {self.mode!r}: expected one of {', '.join(modes)}" if self.mode not in modes
-                   else f"--max_variants {n}: must be a positive integer" if n is not None and n < 1
-                   else "--max_variants applies only to --circular all_possible (circular asks the n "
-                   "rotations)" if n is not None and self.mode != "all_possible" else None)
-        if problem:
-            raise ConfigError(problem)
 
 
 @dataclass(frozen=True)

@@ -43,15 +43,12 @@ def regex(labels: Sequence[str]) -> str:
 
 def _share(value: Any) -> float | None:
     """A stated percentage as a number (``40``, ``40.5``, ``"40%"``); None when it is not one."""
-    if isinstance(value, bool):
-        return None
     if isinstance(value, str):
         match = _SHARE.match(value)
-        value = match.group(1) if match else None
-    if isinstance(value, (int, float, str)):
-        number = float(value)
-        return number if math.isfinite(number) else None
-    return None
+        value = float(match.group(1)) if match else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _keyed(obj: Mapping[Any, Any], offered: Sequence[tuple[Code, str]]) -> dict[Code, Any]:

@@ -83,10 +83,6 @@ def test_all_possible_refuses_six_options_without_max_variants() -> None:
     refusal = r"--circular all_possible.*6 options \(720 orders\).*--max_variants"
     with pytest.raises(ConfigError, match=refusal):
         expand(mc("q6", "ABCDEF", "A"), "all_possible")
-    with pytest.raises(ConfigError, match="--max_variants"):
-        CircularSettings("circular", max_variants=3)
-    with pytest.raises(ConfigError, match="--circular"):
-        CircularSettings("spiral")  # type: ignore[arg-type]
 
 
 def test_seeded_sample_is_recorded_reproducible_and_keeps_the_identity_and_rotations() -> None:

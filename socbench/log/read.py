@@ -5,12 +5,11 @@ one line saying to re-score it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -46,10 +45,9 @@ class Rescore(DataError):
     """A results log this socbench does not read as it is: the same command, run again, rewrites it."""
 
 
-def read_record(path: Path, model: type[R], payload: Any = None) -> R:
-    """One record (``payload``: its JSON, when read already); an older or newer format is a ``Rescore``
-    line, a bad field one DataError line."""
-    payload = read_json(path) if payload is None else payload
+def read_record(path: Path, model: type[R]) -> R:
+    """One record; an older or newer format is a ``Rescore`` line, a bad field one DataError line."""
+    payload = read_json(path)
     found = payload.get("format") if isinstance(payload, dict) else None
     if isinstance(found, int) and found > FORMAT:
         raise Rescore(f"{path}: written by a newer socbench (results format {found}; this one reads "
@@ -200,21 +198,16 @@ class ModelRun:
 
 
 @dataclass(frozen=True)
-class McqRun:
-    """One MCQ dataset of one model's run."""
-
-    run: str  # the model's folder name
-    path: Path
-    record: McqRecord
-
-
-@dataclass(frozen=True)
-class UnitRun:
-    """One unit of any study, from its shared record (``run``: its folder under the results folder)."""
+class Stored(Generic[R]):
+    """One record of a run as written, with the run it belongs to."""
 
     run: str
     path: Path
-    record: UnitRecord
+    record: R
+
+
+McqRun = Stored[McqRecord]  # one MCQ dataset of one model's run (``run``: the model's folder name)
+UnitRun = Stored[UnitRecord]  # one unit of any study (``run``: its folder under the results folder)
 
 
 def read_units(folder: Path) -> list[UnitRun]:
@@ -280,9 +273,8 @@ def unit_metrics(folder: Path) -> dict[str, dict[str, Any]]:
     return {r.unit: {**r.metrics, "complete": r.complete, **r.extras} for r in records}
 
 
-def _lines_frame(path: Path) -> pd.DataFrame:
-    with open(path, encoding="utf-8") as handle:
-        return pd.DataFrame([json.loads(line) for line in handle if line.strip()])
+# a JSON Lines file as a frame: every value as the JSON holds it (no dtype guessing, floats to the last digit)
+_lines_frame = partial(pd.read_json, lines=True, dtype=False, precise_float=True)
 
 
 def items_frame(folder: Path) -> pd.DataFrame:

@@ -130,17 +130,16 @@ class VariantRow(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     qid: str
-    pattern: list[str]
-    shown: list[str]
-    origin: list[str]
+    pattern: tuple[str, ...]
+    shown: tuple[str, ...]
+    origin: tuple[str, ...]
     gold: str
     prediction: str | None
     sampled: bool = False
     parse_error: str | None = None
 
     def result(self) -> VariantResult:
-        return VariantResult(self.qid, tuple(self.pattern), tuple(self.shown), tuple(self.origin), self.gold,
-                             sampled=self.sampled, prediction=self.prediction, parse_error=self.parse_error)
+        return VariantResult(**dict(self))
 
 
 def variant_row(result: VariantResult) -> dict[str, Any]:

@@ -7,12 +7,11 @@ ISSP runs only: an MCQ dataset's files may lie anywhere.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from socbench.errors import SocbenchError
-from socbench.files import write_json
+from socbench.files import read_json, write_json
 from socbench.outcomes import Outcome
 
 NAME = "last_run.json"
@@ -58,7 +57,7 @@ def remember(config: Any, stamp: str | None, outcome: Outcome) -> None:
 def recall(config: Any) -> Outcome | None:
     """The last run's outcome if it was this exact run, it completed and its files are there; else None."""
     try:
-        last = json.loads(marker(config).read_text(encoding="utf-8"))
+        last = read_json(marker(config))
         same = last["fingerprint"] == fingerprint(config)
     except Exception:  # noqa: BLE001 - no marker, or one that cannot be read: run normally
         return None

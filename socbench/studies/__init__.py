@@ -34,10 +34,6 @@ class Study:
     description: str | None = None
     by_unit: tuple[tuple[str, str], ...] = ()  # (config.unit, "module:Class"): another Task for that unit
 
-    def task_class(self, config: Any) -> type:
-        """The Task of ``config``: the one its ``unit`` names, else the study's."""
-        return _load(dict(self.by_unit).get(getattr(config, "unit", ""), self.task))
-
     def config_type(self) -> type:
         return _load(self.config)
 
@@ -75,5 +71,6 @@ def study_of(config: Any) -> Study:
 
 
 def task_for(config: Any) -> Task:
-    """The Task of a run configuration."""
-    return study_of(config).task_class(config)(config)
+    """The Task of a run configuration: the one its ``unit`` names (``Study.by_unit``), else the study's."""
+    found = study_of(config)
+    return _load(dict(found.by_unit).get(getattr(config, "unit", ""), found.task))(config)

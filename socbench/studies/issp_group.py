@@ -152,15 +152,6 @@ def group_request(group: Group, question: Question, item: Item, settings: Prompt
                    item_id=f"{group.id}:{question.id}")
 
 
-@dataclass(frozen=True)
-class GroupScored:
-    """A domain's group-level scores and counts (``metrics``), and its rows and what was left out."""
-
-    unit: str
-    metrics: dict[str, float]
-    extras: dict[str, Any]
-
-
 def group_metrics(items: Sequence[ScoredItem], min_size: int, weights: Mapping[int, float] | None,
                   ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """SimBench's score and the distribution metrics with a (group, question) as the row; each row's TVs."""
@@ -213,9 +204,10 @@ class IsspGroupTask(IsspTask):
         return tuple(verbalized.extraction(r, a, c.verbalized_answer, c.seed)
                      for r, a in zip(requests, answers.results, strict=True))
 
-    def score(self, samples: GroupSamples, prompts: Prompts, extracted: Sequence[Extraction]) -> GroupScored:
+    def score(self, samples: GroupSamples, prompts: Prompts, extracted: Sequence[Extraction]) -> UnitResult:
         """Each row's members scored with the group's distribution, against their weighted answers; each
-        row's human and model shares beside its TVs; the per-respondent run's scores where there is one."""
+        row's human and model shares beside its TVs; the per-respondent run's scores where there is one:
+        the domain's scores and counts as its metrics, its rows and what was left out as its extras."""
         c, data = self.config, samples.data
         by_item = {i.item_id: e for (_, _, items), e in zip(samples.rows, extracted, strict=True)
                    for i in items}
@@ -237,7 +229,8 @@ class IsspGroupTask(IsspTask):
         beside, run = self.per_respondent(data, group_of_person, set(asked), weights)
         extras = {"grouped_by": list(samples.groupings), "min_group_size": c.min_group_size,
                   "weights_off": weights_off, "rows": rows, **left_out, "per_respondent_run": run}
-        return GroupScored(data.domain_name, {**counts, **answers, **metrics, **beside}, extras)
+        return UnitResult(data.domain_id, data.domain_name, {**counts, **answers, **metrics, **beside},
+                          extras=extras)
 
     def per_respondent(self, data: DomainData, group_of_person: Mapping[int, str],
                        asked: set[tuple[str, str]], weights: Mapping[int, float] | None,
@@ -253,13 +246,12 @@ class IsspGroupTask(IsspTask):
         metrics, _ = group_metrics(items, self.config.min_group_size, weights)
         return {f"respondent_{k}": v for k, v in metrics.items()}, run
 
-    def result(self, unit: Unit, scored: GroupScored, answers: Answers) -> UnitResult:
-        return UnitResult(unit.id, unit.name, scored.metrics, engine_errors(answers), scored.extras)
+    def result(self, unit: Unit, scored: UnitResult, answers: Answers) -> UnitResult:
+        return replace(scored, incomplete_reason=engine_errors(answers))
 
-    def record(self, result: UnitResult) -> UnitResult:  # type: ignore[override]
-        return result
+    record = StudyTask.record  # type: ignore[assignment]
 
-    def report(self, scored: GroupScored, seconds: float) -> UnitReport:  # type: ignore[override]
+    def report(self, scored: UnitResult, seconds: float) -> UnitReport:  # type: ignore[override]
         m = scored.metrics
         return UnitReport(f"{scored.unit}: SimBench {m['simbench']:.1f} over {m['requests']} group x "
                           f"question rows ({m['groups']} groups; {m['groups_left_out']} under "

@@ -46,16 +46,7 @@ class McqScored:
     plan: McqPlan
     answers: McqAnswers
     scores: McqScores
-    result: McqResult
-
-
-@dataclass(frozen=True)
-class McqResult:
-    unit_id: int
-    dataset: str
-    incomplete_reason: str | None
-    accuracy: dict[str, float]  # "<column> <k>-shot" -> accuracy, as the table reports them
-    chance: float
+    result: UnitResult  # metrics: "<column> <k>-shot" -> accuracy, as the table reports them; chance beside
 
 
 @dataclass(frozen=True)
@@ -88,14 +79,10 @@ class McqTask(StudyTask):
         accuracy = {f"{COLUMNS[m]} {k}-shot": acc for k, row in table.items() for m, acc in row.items()}
         chance = chance_accuracy([len(item.choices) for item in samples.items])
         return McqScored(samples, prompts.plan, extracted, scores,
-                         McqResult(1, samples.dataset, reason, accuracy, chance))
+                         UnitResult(1, samples.dataset, accuracy, reason, {"chance_accuracy": chance}))
 
-    def result(self, unit: Unit, scored: McqScored, answers: Answers) -> McqResult:
+    def result(self, unit: Unit, scored: McqScored, answers: Answers) -> UnitResult:
         return scored.result
-
-    def record(self, result: McqResult) -> UnitResult:
-        return UnitResult(result.unit_id, result.dataset, result.accuracy, result.incomplete_reason,
-                          {"chance_accuracy": result.chance})
 
     def report(self, scored: McqScored, seconds: float) -> UnitReport:
         c, data = self.config, scored.data
@@ -111,13 +98,13 @@ class McqTask(StudyTask):
             f"INCOMPLETE, not a result ({incomplete})" if incomplete else "every request answered")
         return UnitReport(line, tuple(artifacts), tuple(str(p) for p in files.values()))
 
-    def finish(self, results: Sequence[McqResult], failed: dict[int, str],
+    def finish(self, results: Sequence[UnitResult], failed: dict[int, str],
                export_failed: Sequence[str] = ()) -> RunReport:
         """The tables of the run's datasets for the terminal, and the report over every run beside it."""
         folder = self.folder()
         printed, paths = [], {}
         for result in results:
-            files = {name: path for name, path in mcq_files(folder, result.dataset).items()
+            files = {name: path for name, path in mcq_files(folder, result.unit).items()
                      if name != "circular_table" or self.config.circular is not None and path.is_file()}
             printed += [files[name].read_text(encoding="utf-8") for name in ("table", "circular_table")
                         if name in files]
