@@ -40,6 +40,7 @@ def size_label(params: float) -> str:
 DOMAIN_BARS = "domain_accuracy_by_run.png"
 HEATMAP = "country_domain_heatmap.png"
 SCALE = "model_scale.png"
+PANELS = 6  # the heatmap's runs at most
 
 
 @dataclass(frozen=True)
@@ -102,10 +103,10 @@ def country_domain_accuracy(run: ModelRun) -> tuple[pd.DataFrame, pd.DataFrame]:
     return accuracy.reindex(keep), people.reindex(keep)
 
 
-def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) -> Path | None:
-    """Accuracy per country x domain, one panel per run (first ``max_panels`` runs), one colour
+def country_domain_heatmap(board: Leaderboard, path: Path) -> Path | None:
+    """Accuracy per country x domain, one panel per run (first ``PANELS`` runs), one colour
     scale; None when no country has enough respondents (nothing to draw)."""
-    tables = [(run, *country_domain_accuracy(run)) for run in board.ranked()[:max_panels]]
+    tables = [(run, *country_domain_accuracy(run)) for run in board.ranked()[:PANELS]]
     tables = [t for t in tables if len(t[1].index)]
     if not tables:
         return None
@@ -166,24 +167,30 @@ def model_scale(board: Leaderboard, path: Path) -> Path:
 
 def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
     """All report figures into ``out_dir``; the scale plot is left out (with a note) when the
-    runs' model names give fewer than two distinct parameter counts."""
+    runs' model names give fewer than two distinct parameter counts. A figure not drawn this time is
+    removed: never a stale plot from an earlier report."""
+    paths: dict[str, Path | None] = {}
     if not board.runs:  # every run is incomplete: nothing may be drawn as a score
-        for name in (DOMAIN_BARS, HEATMAP, SCALE, GAINS):
-            (out_dir / name).unlink(missing_ok=True)
-        return Figures({}, ["no complete run: no figures"])
+        notes = ["no complete run: no figures"]
+    else:
+        notes = _draw(board, out_dir, paths)
+    for name in {DOMAIN_BARS, HEATMAP, SCALE, GAINS} - {path.name for path in paths.values() if path}:
+        (out_dir / name).unlink(missing_ok=True)
+    return Figures({name: path for name, path in paths.items() if path}, notes)
+
+
+def _draw(board: Leaderboard, out_dir: Path, paths: dict[str, Path | None]) -> list[str]:
+    """Draw what the complete runs allow into ``paths`` (None: left out); the notes on what was not."""
     study = study_title(run.study for run in board.runs)
-    paths = {"domain_bars": domain_bars(board.domains, [row["run"] for row in board.overall],
-                                        out_dir / DOMAIN_BARS, f"{study} accuracy by domain and run")}
+    paths["domain_bars"] = domain_bars(board.domains, [row["run"] for row in board.overall],
+                                       out_dir / DOMAIN_BARS, f"{study} accuracy by domain and run")
     notes = []
-    heatmap = country_domain_heatmap(board, out_dir / HEATMAP)
-    if heatmap is None:
-        (out_dir / HEATMAP).unlink(missing_ok=True)
+    paths["heatmap"] = country_domain_heatmap(board, out_dir / HEATMAP)
+    if paths["heatmap"] is None:
         by = " or ".join(sorted({run.grouping for run in board.runs}))  # a province is no country
         notes.append(f"no {by} has {MIN_RESPONDENTS} or more respondents in a domain: no {by} heatmap")
-    else:
-        paths["heatmap"] = heatmap
-    if len(board.runs) > 6:
-        notes.append(f"heatmap shows the 6 most accurate of {len(board.runs)} runs")
+    if len(board.runs) > PANELS:
+        notes.append(f"heatmap shows the {PANELS} most accurate of {len(board.runs)} runs")
     sizes = {size for run in board.runs if (size := parameter_count(run.model)) is not None}
     if len(sizes) >= 2:
         paths["model_scale"] = model_scale(board, out_dir / SCALE)
@@ -194,11 +201,5 @@ def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
                      "(it needs runs of at least two sizes)")
     else:
         notes.append("no run's model name carries a size (such as 135M or 1.7B): no scale plot")
-    gains = gain_figure(board.runs, out_dir / GAINS)
-    if gains is None:
-        (out_dir / GAINS).unlink(missing_ok=True)
-    else:
-        paths["gains"] = gains
-    if "model_scale" not in paths:
-        (out_dir / SCALE).unlink(missing_ok=True)  # never leave a stale plot from an earlier report
-    return Figures(paths, notes)
+    paths["gains"] = gain_figure(board.runs, out_dir / GAINS)
+    return notes
