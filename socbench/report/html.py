@@ -40,11 +40,11 @@ from socbench.report.labels import (
     weights_off_text,
 )
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
-from socbench.report.mcq import mcq_section
+from socbench.report.mcq import mcq_view
 from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp
 from socbench.report.stand_in import HEAD as GAIN_HEAD
 from socbench.report.stand_in import gain_view
-from socbench.report.units import units_markdown, units_section
+from socbench.report.units import by_study, unit_table, units_markdown
 from socbench.types import COUNTRY
 from socbench.yardsticks import HEADLINE_KEYS
 
@@ -238,7 +238,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
     return ENV.get_template("report.html.j2").render(
         board=board, title=title, now=now_timestamp(), by=runs_grouping(board.runs), rows=board_rows(board),
         images=images, notes=page_notes(board, figures), found=found,
-        mcq=[*mcq_section(board.mcq), *units_section(board.units)],
+        mcq=[mcq_view(run) for run in board.mcq], studies=by_study(board.units), unit_table=unit_table,
         small=small_note([answer for _, answers in found for answer in answers]),
         effects=persona_answers(board.runs) if board.runs else [],
         not_above_note=not_above_note(domain_order(board)), groups_title=groups_title(board.ranked()),
