@@ -16,7 +16,7 @@ import pandas as pd
 from socbench.log.read import ModelRun
 from socbench.report.labels import country_label, domain_label, study_title
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
-from socbench.report.output import new_figure, save_figure
+from socbench.report.output import finish_figure, new_figure, save_figure
 from socbench.report.stand_in import GAINS, gain_figure
 
 _SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([MB])(?![A-Za-z])", re.IGNORECASE)
@@ -81,10 +81,7 @@ def domain_bars(rows: Sequence[dict[str, Any]], runs: Sequence[str], path: Path,
     ax.set_xticks(range(len(domains)), [domain_label(d) + (" (incomplete)" if d in unfinished else "")
                                         for _, d in domains], rotation=30, ha="right")
     ax.set_ylim(0, 1)
-    ax.set_ylabel("accuracy (95% CI)")
-    ax.set_title(title)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return save_figure(fig, path)
+    return finish_figure(fig, ax, path, "accuracy (95% CI)", title)
 
 
 def _gap(a: float, b: float) -> float:
@@ -159,10 +156,8 @@ def model_scale(board: Leaderboard, path: Path) -> Path:
     ax.set_xticks(sorted(set(xs)), [size_label(x) for x in sorted(set(xs))], minor=False)
     ax.set_xticks([], minor=True)
     ax.set_xlabel("parameters")
-    ax.set_ylabel("accuracy")
-    ax.set_title(f"{study_title(run.study for run in board.runs)} accuracy by model size")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return save_figure(fig, path)
+    title = f"{study_title(run.study for run in board.runs)} accuracy by model size"
+    return finish_figure(fig, ax, path, "accuracy", title)
 
 
 def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:

@@ -17,7 +17,7 @@ from socbench.log.write import mcq_files, mcq_folder, write_mcq_log
 from socbench.mcq.mcq_types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.mcq.scoring import COLUMNS, ENGINE_METHODS
 from socbench.report.circular import circular_table, default_metric_types, write_circular_table
-from socbench.report.output import fmt, markdown_text, new_figure, save_figure
+from socbench.report.output import finish_figure, fmt, markdown_text, new_figure
 
 if TYPE_CHECKING:
     from socbench.log.read import McqRun
@@ -96,10 +96,7 @@ def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, heading: str
         ax.axhline(chance, color="black", linestyle="--", linewidth=1, label=f"chance ({chance:.2f})")
     ax.set_xticks(range(len(columns)), columns)
     ax.set_ylim(0, 1)
-    ax.set_ylabel("accuracy")
-    ax.set_title(heading, fontsize="medium")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return save_figure(fig, path)
+    return finish_figure(fig, ax, path, "accuracy", heading, legend=None, fontsize="medium")
 
 
 def circular_rows(record: McqRecord) -> tuple[list[str], list[list[str]]]:
