@@ -61,19 +61,13 @@ def domain_bars(rows: Sequence[dict[str, Any]], runs: Sequence[str], path: Path,
     fig = new_figure(max(7.0, 1.1 * len(domains) * max(1, len(runs) / 2) + 3), 4.8)
     ax = fig.add_subplot()
     for i, run in enumerate(runs):
-        xs, acc, err, ticks = [], [], [[], []], []
-        for x, (_, domain) in enumerate(domains):
-            row = by_key.get((run, domain))
-            if row is None or not math.isfinite(row["accuracy"]):
-                continue
-            pos = x - 0.4 + width * (i + 0.5)
-            xs.append(pos)
-            acc.append(row["accuracy"])
-            err[0].append(_gap(row["accuracy"], row["accuracy_ci_low"]))
-            err[1].append(_gap(row["accuracy_ci_high"], row["accuracy"]))
-            ticks.append((pos, row["best_baseline_accuracy"]))
-        ax.bar(xs, acc, width * 0.9, yerr=err, capsize=2, label=run)
-        ticks = [(p, b) for p, b in ticks if math.isfinite(b)]
+        bars = [(x - 0.4 + width * (i + 0.5), row) for x, (_, domain) in enumerate(domains)
+                if (row := by_key.get((run, domain))) is not None and math.isfinite(row["accuracy"])]
+        err = [[_gap(r["accuracy"], r["accuracy_ci_low"]) for _, r in bars],
+               [_gap(r["accuracy_ci_high"], r["accuracy"]) for _, r in bars]]
+        ax.bar([p for p, _ in bars], [r["accuracy"] for _, r in bars], width * 0.9, yerr=err, capsize=2,
+               label=run)
+        ticks = [(p, b) for p, r in bars if math.isfinite(b := r["best_baseline_accuracy"])]
         if ticks:
             ax.hlines([b for _, b in ticks], [p - width / 2 for p, _ in ticks],
                       [p + width / 2 for p, _ in ticks],
