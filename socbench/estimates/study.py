@@ -222,24 +222,22 @@ def _split(people: int, n: int, rng: np.random.Generator, iid: bool) -> tuple[np
     return np.sort(order[:n]), np.sort(order[n:])
 
 
-def _spread(values: list[float]) -> dict[str, float]:
-    """Median and quartiles (NaN without a finite value)."""
-    v = np.array([x for x in values if np.isfinite(x)])
-    q25, median, q75 = np.percentile(v, [25, 50, 75]) if len(v) else (float("nan"),) * 3
-    return {"median": float(median), "q25": float(q25), "q75": float(q75)}
-
-
 def _finite(average: Callable[[list[float]], Any], values: list[float]) -> float:
     """``np.mean`` or ``np.median`` of the finite values (NaN without any)."""
     finite = [v for v in values if np.isfinite(v)]
     return float(average(finite)) if finite else float("nan")
 
 
-def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | None:
-    """The central 1 - alpha range of values over repeated splits (None without any)."""
+def _percentiles(values: np.ndarray | list[float], at: list[float]) -> list[float] | None:
+    """Percentiles ``at`` of the finite values (None without any)."""
     finite = np.asarray(values, dtype=float)
     finite = finite[np.isfinite(finite)]
-    return [float(v) for v in np.percentile(finite, [50 * alpha, 100 - 50 * alpha])] if len(finite) else None
+    return [float(v) for v in np.percentile(finite, at)] if len(finite) else None
+
+
+def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | None:
+    """The central 1 - alpha range of values over repeated splits (None without any)."""
+    return _percentiles(values, [50 * alpha, 100 - 50 * alpha])
 
 
 Check = tuple[np.ndarray, list[np.ndarray], list[float | None]]  # a question's ``repeated.check_question``
@@ -322,8 +320,9 @@ def estimate_domain(domain: str, items: pd.DataFrame, s: Settings) -> dict[str, 
                for q in sp.questions]
     heads = [r["estimates"][0] for r in records if r["estimates"]]
     rho = float(np.median([h["rho"] for h in heads])) if heads else float("nan")
+    spread = _percentiles([h["gain"] for h in heads], [50, 25, 75]) or [math.nan] * 3  # median, quartiles
     return {"domain": domain, "respondents": sp.people, "labelled": sp.n, "questions": records,
-            "gain": {**_spread([h["gain"] for h in heads]), "questions": len(heads),
+            "gain": {**dict(zip(("median", "q25", "q75"), spread)), "questions": len(heads),
                      "median_spread": _interval(sp.medians, s.alpha)}, "warning": small_sample(sp.n),
             "coverage": _finite(np.mean, [h["coverage"] for h in heads]),
             "classical_coverage": _finite(np.mean, [h["classical_coverage"] for h in heads]),

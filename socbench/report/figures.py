@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from socbench.log.read import ModelRun
-from socbench.report.labels import country_label, domain_label, study_title
+from socbench.report.labels import country_label, domain_label, runs_grouping, study_title
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
 from socbench.report.output import finish_figure, new_figure, save_figure
 from socbench.report.stand_in import GAINS, gain_figure
@@ -125,8 +125,7 @@ def country_domain_heatmap(board: Leaderboard, path: Path) -> Path | None:
             elif n:
                 ax.text(x, y, f"n={n}", ha="center", va="center", fontsize=6, color="0.45")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
-    groupings = {run.grouping for run, *_ in tables}
-    by = groupings.pop() if len(groupings) == 1 else "group"
+    by = runs_grouping(run for run, *_ in tables)
     fig.suptitle(f"Accuracy by {by} and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
     return save_figure(fig, path)
 
