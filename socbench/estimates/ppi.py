@@ -218,10 +218,8 @@ def _logistic_influences(theta, x, y, yhat, x_u, yhat_u, w, w_u, use_unlabelled:
     that are all alike carry nothing: their influence is 0 (λ = 0, ρ = 0)."""
     (mu, d), (mu_u, d_u) = _link(x @ theta), _link(x_u @ theta)
     hessian = (x * (w * d)[:, None]).T @ x
-    if use_unlabelled:
-        hessian = (hessian + (x_u * (w_u * d_u)[:, None]).T @ x_u) / (len(x) + len(x_u))
-    else:
-        hessian = hessian / len(x)
+    hessian = (hessian + (x_u * (w_u * d_u)[:, None]).T @ x_u) / (len(x) + len(x_u)) if use_unlabelled \
+        else hessian / len(x)
     inv_h, alike = np.linalg.inv(hessian), _alike(yhat, yhat_u)
     g, gh = x * (w * (mu - y))[:, None], x * (w * (mu - yhat) * (not alike))[:, None]
     gu = x_u * (w_u * (mu_u - yhat_u) * (not alike))[:, None]

@@ -158,10 +158,8 @@ def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
     runs' model names give fewer than two distinct parameter counts. A figure not drawn this time is
     removed: never a stale plot from an earlier report."""
     paths: dict[str, Path | None] = {}
-    if not board.runs:  # every run is incomplete: nothing may be drawn as a score
-        notes = ["no complete run: no figures"]
-    else:
-        notes = _draw(board, out_dir, paths)
+    # every run incomplete: nothing may be drawn as a score
+    notes = _draw(board, out_dir, paths) if board.runs else ["no complete run: no figures"]
     for name in {DOMAIN_BARS, HEATMAP, SCALE, GAINS} - {path.name for path in paths.values() if path}:
         (out_dir / name).unlink(missing_ok=True)
     return Figures({name: path for name, path in paths.items() if path}, notes)
