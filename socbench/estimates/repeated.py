@@ -12,7 +12,7 @@ that value, no variance, λ 0, so its interval is that point and its gain NaN.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -40,36 +40,21 @@ def _alike(lab: np.ndarray, y: np.ndarray, share: np.ndarray) -> tuple[np.ndarra
     return alike, value
 
 
-class _Sums(NamedTuple):
-    """A draw's weighted sums (draws x 1 or draws x targets): ``s`` over its labelled rows, ``u`` over its
-    unlabelled ones; ``w``/``w2`` the weight and its square, ``y`` people's answers, ``h`` the model's."""
-
-    n: np.ndarray
-    N: np.ndarray
-    sw: np.ndarray
-    sw2: np.ndarray
-    uw: np.ndarray
-    uw2: np.ndarray
-    swy: np.ndarray
-    swh: np.ndarray
-    s2y: np.ndarray
-    s2h: np.ndarray
-    s2yy: np.ndarray
-    s2hh: np.ndarray
-    s2yh: np.ndarray
-    uwh: np.ndarray
-    u2h: np.ndarray
-    u2hh: np.ndarray
-
-
-def _sums(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: np.ndarray, unl: np.ndarray) -> _Sums:
+def _sums(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: np.ndarray,
+          unl: np.ndarray) -> SimpleNamespace:
+    """A draw's weighted sums (draws x 1 or draws x targets), by name: ``s`` over its labelled rows, ``u``
+    over its unlabelled ones; ``w``/``w2`` the weight and its square, ``y`` people's answers, ``h`` the
+    model's (``n``/``N``: the rows of each part)."""
     w = np.ones(len(y)) if w is None else np.asarray(w, dtype=float)
     w2 = w * w
     wy, wh, w2y, w2h = w[:, None] * y, w[:, None] * yhat, w2[:, None] * y, w2[:, None] * yhat
     column = lambda counts, v: (counts @ v)[:, None]  # noqa: E731
-    return _Sums(column(lab, np.ones(len(y))), column(unl, np.ones(len(y))), column(lab, w), column(lab, w2),
-                 column(unl, w), column(unl, w2), lab @ wy, lab @ wh, lab @ w2y, lab @ w2h, lab @ (w2y * y),
-                 lab @ (w2h * yhat), lab @ (w2y * yhat), unl @ wh, unl @ w2h, unl @ (w2h * yhat))
+    ones = np.ones(len(y))
+    return SimpleNamespace(
+        n=column(lab, ones), sw=column(lab, w), sw2=column(lab, w2), swy=lab @ wy, swh=lab @ wh,
+        s2y=lab @ w2y, s2h=lab @ w2h, s2yy=lab @ (w2y * y), s2hh=lab @ (w2h * yhat), s2yh=lab @ (w2y * yhat),
+        N=column(unl, ones), uw=column(unl, w), uw2=column(unl, w2), uwh=unl @ wh, u2h=unl @ w2h,
+        u2hh=unl @ (w2h * yhat))
 
 
 def ppi_means(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: np.ndarray, unl: np.ndarray,
@@ -97,7 +82,8 @@ def ppi_means(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: np.nda
     return my + lam * (mu - mh), se, my, np.sqrt(np.maximum(var_g, 0) / n)
 
 
-def _tuned_lambda(s: _Sums, c: np.ndarray, cu: np.ndarray, my: np.ndarray, sum_g: np.ndarray) -> np.ndarray:
+def _tuned_lambda(s: SimpleNamespace, c: np.ndarray, cu: np.ndarray, my: np.ndarray,
+                  sum_g: np.ndarray) -> np.ndarray:
     """``ppi.tuned_lambda`` in sums: the covariance of people's and the model's influences over the
     variance of the model's, pooled over both parts around their pooled mean ``p``."""
     n, N = s.n, s.N
