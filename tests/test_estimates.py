@@ -234,3 +234,19 @@ class _nothing:  # noqa: N801 - a context manager that catches nothing
 
     def __exit__(self, *exc: object) -> bool:
         return False
+
+
+def test_k_draws_reach_the_estimator_as_the_shares_the_item_stores() -> None:
+    """--samples K: ``draws.modal_extraction`` stores the draws' shares as the item's distribution, the one
+    place the estimator reads the model's shares from (an unreadable draw is left out of them)."""
+    from socbench.draws import modal_extraction
+    from socbench.estimates.items import domain_frame
+    from socbench.types import Extraction, ScoredItem
+
+    drawn, _ = modal_extraction([Extraction("k", "1"), Extraction("k", "2"), Extraction("k", "1"),
+                                 Extraction("k", None, "no JSON object")], 4)
+    item = ScoredItem(1, "Q1", "DE", "2", drawn.code, False, None, False, ("1", "2"),
+                      distribution=drawn.distribution, draws=drawn.draws)
+    frame = domain_frame("Work", [item], None, {})
+    assert frame["model_shares"].tolist() == [{"1": 2 / 3, "2": 1 / 3}]
+    assert frame["model_code"].tolist() == ["1"]
