@@ -1,6 +1,6 @@
 """The building blocks of ``report.html``: Jinja2 templates (``templates/``, autoescaped), their macros
-(``table``, ``note``, ``details``) and the rows they show. A negative margin has class ``neg``, a group
-below ``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI, long parts sit in ``<details>``.
+(``table``, ``note``, ``details``, ``lead``) and the rows they show. A negative margin has class ``neg``, a
+group below ``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI, long parts sit in ``<details>``.
 Its words and style are package data (``texts.json``, ``templates/report.css``): what each section
 answers, what every number means and is compared with (docs/results.md says the same)."""
 
