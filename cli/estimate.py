@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{given[0]}: the budget planner needs --budget, --cost_human and --cost_model "
                           f"({missing} missing)")
     from socbench.estimates.items import run_items
-    from socbench.estimates.render import HEAD, LEGEND, domain_lines, question_rows, table_cells
+    from socbench.estimates.render import HEAD, LEGEND, domain_lines, question_cells
     from socbench.estimates.study import Settings, estimate_items
     from socbench.files import write_json
     from socbench.report.terminal import terminal_table
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     items = run_items(args.run_dir)
     record = estimate_items(items, settings)
     path = write_json(Path(args.run_dir).expanduser() / "estimates.json", record)
-    print("\n".join(terminal_table(HEAD, [table_cells(row) for row in question_rows(record)], shrink=(0, 1))))
+    print("\n".join(terminal_table(HEAD, question_cells(record), shrink=(0, 1))))
     print(LEGEND + "\n\n" + "\n".join(domain_lines(record)))
     for note in record["notes"]:
         print(f"note: {note}")

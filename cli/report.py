@@ -38,11 +38,11 @@ def run(args: argparse.Namespace) -> int:
         return compare(args)
     if args.domain_id is not None:
         raise ConfigError("--domain_id applies only with --compare A B")
-    from socbench.report.html import OVERALL_HEAD, markdown_table, overall_cells, write_report
+    from socbench.report.html import HEADS, markdown_table, overall_cells, write_report
 
     paths = write_report(args.output_dir, args.out, n_resamples=args.resamples, seed=args.seed)
     rows = [overall_cells(r) for r in paths.leaderboard.overall]
-    print("\n".join(markdown_table(OVERALL_HEAD, rows)))
+    print("\n".join(markdown_table(HEADS["overall"], rows)))
     for note in paths.notes:
         print(f"note: {note}")
     print(f"report: {paths.html}")
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 def compare(args: argparse.Namespace) -> int:
     from socbench.domains import get_domain
     from socbench.log.read import load_runs
-    from socbench.report.html import COMPARE_HEAD, compare_cells, markdown_table
+    from socbench.report.html import HEADS, compare_cells, markdown_table
     from socbench.report.leaderboard import compare_runs, find_run
 
     runs = load_runs(Path(args.output_dir)).issp
@@ -64,13 +64,11 @@ def compare(args: argparse.Namespace) -> int:
     domain = None if args.domain_id is None else names.get(str(args.domain_id).lower()) or \
         get_domain(args.domain_id).name
     result = compare_runs(a, b, domain, n_resamples=args.resamples, seed=args.seed)
-    print("\n".join(markdown_table(COMPARE_HEAD, [compare_cells(a.run, b.run, result)])))
+    print("\n".join(markdown_table(HEADS["compare"], [compare_cells(a.run, b.run, result)])))
     low, high = result.difference_ci
     print(f"\n{result.n_items} shared items from {result.n_respondents} respondents"
           f"{f' in {domain}' if domain else ''}; both right {result.both_correct}, neither {result.neither}.")
-    if low != low:  # NaN: fewer than two respondents
-        verdict = "is undefined (fewer than two respondents)"
-    else:
-        verdict = "excludes 0" if low > 0 or high < 0 else "includes 0"
+    verdict = ("is undefined (fewer than two respondents)" if low != low  # NaN: fewer than two respondents
+               else "excludes 0" if low > 0 or high < 0 else "includes 0")
     print(f"The 95% respondent-bootstrap CI of A - B {verdict}; McNemar exact p = {result.mcnemar_p:.3g}.")
     return 0

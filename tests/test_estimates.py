@@ -20,7 +20,6 @@ from scipy.special import logit
 from socbench.cli import main
 from socbench.errors import ConfigError
 from socbench.estimates.items import COLUMNS, run_items
-from socbench.estimates.render import question_rows
 from socbench.estimates.study import Settings, estimate_items
 from support.records import detailed_record, summary_record, write_detailed
 
@@ -58,7 +57,7 @@ def record() -> dict:
 def test_the_gain_rises_with_p_and_coverage_is_nominal(record: dict) -> None:
     (domain,) = record["domains"]
     assert domain["labelled"] == 200 and domain["respondents"] == 800
-    heads = {row["question_id"]: row for row in question_rows(record)}
+    heads = {q["question_id"]: {**q, **q["estimates"][0]} for q in domain["questions"]}
     assert all(row["target"] == "mean" for row in heads.values())
     gains = [heads[q]["gain"] for q in ("Q0", "Q1", "Q2")]
     assert 0.97 < gains[0] < 1.1 and gains[0] < gains[1] < gains[2]
@@ -186,7 +185,7 @@ def test_socbench_estimate_prints_the_table_and_writes_the_record(tmp_path: Path
     assert code == 0
     record = json.loads((run / "estimates.json").read_text())
     assert record["settings"]["fraction"] == 0.25 and record["notes"]  # no data folder: unweighted, said so
-    rows = question_rows(record)
+    rows = [q["estimates"][0] for domain in record["domains"] for q in domain["questions"]]
     table = [line for line in out.splitlines() if line.startswith("|")]
     words = [line for line in out.splitlines() if not line.startswith(("note:", "estimates:"))]  # paths
     assert len(rows) == 4 and len(table) == 6 and max(map(len, words)) <= 120
@@ -235,3 +234,19 @@ class _nothing:  # noqa: N801 - a context manager that catches nothing
 
     def __exit__(self, *exc: object) -> bool:
         return False
+
+
+def test_k_draws_reach_the_estimator_as_the_shares_the_item_stores() -> None:
+    """--samples K: ``draws.modal_extraction`` stores the draws' shares as the item's distribution, the one
+    place the estimator reads the model's shares from (an unreadable draw is left out of them)."""
+    from socbench.draws import modal_extraction
+    from socbench.estimates.items import domain_frame
+    from socbench.types import Extraction, ScoredItem
+
+    drawn, _ = modal_extraction([Extraction("k", "1"), Extraction("k", "2"), Extraction("k", "1"),
+                                 Extraction("k", None, "no JSON object")], 4)
+    item = ScoredItem(1, "Q1", "DE", "2", drawn.code, False, None, False, ("1", "2"),
+                      distribution=drawn.distribution, draws=drawn.draws)
+    frame = domain_frame("Work", [item], None, {})
+    assert frame["model_shares"].tolist() == [{"1": 2 / 3, "2": 1 / 3}]
+    assert frame["model_code"].tolist() == ["1"]

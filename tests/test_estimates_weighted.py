@@ -22,7 +22,7 @@ from bench.ppi_reference import reference_data
 from socbench.cli import main
 from socbench.estimates import ppi
 from socbench.estimates.ppi import effective_n, plan_budget, ppi_mean, ppi_regression
-from socbench.estimates.render import gain_sentence, table_cells
+from socbench.estimates.render import gain_sentence, question_cells
 from socbench.estimates.study import MIN_LABELLED, gain_record
 
 
@@ -164,11 +164,17 @@ def test_the_planner_never_spends_past_the_budget() -> None:
 
 
 def test_a_gain_is_claimed_only_where_its_spread_lies_above_1() -> None:
-    row = {"domain": "D", "question_id": "Exer", "target": "mean", "labelled": 100, "warning": None,
-           "estimate": 3.0, "ci": [2.9, 3.1], "classical_ci": [2.8, 3.2], "gain": 1.15,
-           "gain_spread": [1.0, 1.14], "coverage": 0.95, "classical_coverage": 0.95}
-    assert table_cells(row)[6] == "1.15* [1.00, 1.14]"  # outside its spread: marked, the legend says why
-    assert table_cells({**row, "gain": 1.1})[6] == "1.10 [1.00, 1.14]"
+    head = {"estimate": 3.0, "ci": [2.9, 3.1], "classical_ci": [2.8, 3.2], "gain": 1.15,
+            "gain_spread": [1.0, 1.14], "coverage": 0.95, "classical_coverage": 0.95}
+
+    def cells(gain: float) -> list[str]:
+        question = {"question_id": "Exer", "target": "mean", "labelled": 100, "warning": None,
+                    "estimates": [{**head, "gain": gain}]}
+        (row,) = question_cells({"domains": [{"domain": "D", "questions": [question]}]})
+        return row
+
+    assert cells(1.15)[6] == "1.15* [1.00, 1.14]"  # outside its spread: marked, the legend says why
+    assert cells(1.1)[6] == "1.10 [1.00, 1.14]"
     exer, behind = gain_sentence("Exer", 1.15, [1.00, 1.14], 20, 100, 1000)  # the 1.15 [1.00, 1.14]
     assert exer.startswith("Exer: no measurable gain") and "worth" not in exer
     assert "lies outside it" in behind and behind.endswith("reaches 1")

@@ -4,7 +4,6 @@ weights of the data folder the run read, found as the export finds it)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,15 +26,7 @@ COLUMNS = ("domain", "grouping", "person_id", "question_id", "country_code", "we
 
 
 FIELDS = ("person_id", "question_id", "country_code", "true_answer", "llm_answer", "engine_error",
-          "option_distribution", "draws", "offered_codes")  # the item fields (``log.lines``) read
-
-
-def _shares(distribution: Mapping[str, float] | None, draws: Sequence[str | None] | None) -> dict | None:
-    """The model's answer distribution when the run has one (logprobs mode, or K draws)."""
-    if distribution:
-        return dict(distribution)
-    drawn = [code for code in draws or () if code is not None]
-    return {code: k / len(drawn) for code, k in Counter(drawn).items()} if drawn else None
+          "option_distribution", "offered_codes")  # the item fields (``log.lines``) read
 
 
 def columns_frame(domain: str, c: Mapping[str, Sequence[Any]], groups: Mapping[str, Mapping[str, str]],
@@ -54,7 +45,8 @@ def columns_frame(domain: str, c: Mapping[str, Sequence[Any]], groups: Mapping[s
         "true_code": [str(code) for code in c["true_answer"]],
         "model_code": [None if code is None or error else str(code)
                        for code, error in zip(c["llm_answer"], c["engine_error"], strict=True)],
-        "model_shares": [_shares(d, k) for d, k in zip(c["option_distribution"], c["draws"], strict=True)],
+        # the model's answer distribution where the run has one: logprobs mode, or K draws' shares
+        "model_shares": [dict(d) if d else None for d in c["option_distribution"]],
         "offered_codes": [tuple(offered or options.get(qid, ()))
                           for offered, qid in zip(c["offered_codes"], c["question_id"], strict=True)],
         **{a: [groups.get(p, {}).get(a, UNKNOWN) for p in people] for a in present}})
@@ -104,7 +96,7 @@ def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str
     c = {"person_id": [i.person_id for i in scored], "question_id": [i.question_id for i in scored],
          "country_code": [i.country_code for i in scored], "true_answer": [i.true_code for i in scored],
          "llm_answer": [i.predicted_code for i in scored], "engine_error": [i.engine_error for i in scored],
-         "option_distribution": [i.distribution for i in scored], "draws": [i.draws for i in scored],
+         "option_distribution": [i.distribution for i in scored],
          "offered_codes": [i.offered_codes for i in scored]}
     groups = {str(i.person_id): i.groups for i in scored}
     return columns_frame(domain, c, groups, weights, questions, grouping)

@@ -37,17 +37,21 @@ class Estimate:
 
     @property
     def gain(self) -> np.ndarray:
-        """Effective sample size as a multiple of n: humans the classical interval would need (NaN
-        where either interval has no width: every labelled answer alike)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = (self.classical_se / self.se) ** 2
-        return np.where((self.se > 0) & (self.classical_se > 0), ratio, np.nan)
+        return gain(self.se, self.classical_se)
 
     def ci(self, alpha: float = 0.05, classical: bool = False,
            share: bool | np.ndarray = False) -> tuple[np.ndarray, np.ndarray]:
         """The 1 - alpha interval of each entry; ``share`` (per entry) marks an option's share."""
         centre, se = (self.classical, self.classical_se) if classical else (self.estimate, self.se)
         return interval(centre, se, alpha, share)
+
+
+def gain(se: np.ndarray, classical_se: np.ndarray) -> np.ndarray:
+    """Effective sample size as a multiple of n: humans the classical interval would need (NaN
+    where either interval has no width: every labelled answer alike)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = (classical_se / se) ** 2
+    return np.where((se > 0) & (classical_se > 0), ratio, np.nan)
 
 
 def z_value(alpha: float) -> float:
@@ -214,10 +218,8 @@ def _logistic_influences(theta, x, y, yhat, x_u, yhat_u, w, w_u, use_unlabelled:
     that are all alike carry nothing: their influence is 0 (λ = 0, ρ = 0)."""
     (mu, d), (mu_u, d_u) = _link(x @ theta), _link(x_u @ theta)
     hessian = (x * (w * d)[:, None]).T @ x
-    if use_unlabelled:
-        hessian = (hessian + (x_u * (w_u * d_u)[:, None]).T @ x_u) / (len(x) + len(x_u))
-    else:
-        hessian = hessian / len(x)
+    hessian = (hessian + (x_u * (w_u * d_u)[:, None]).T @ x_u) / (len(x) + len(x_u)) if use_unlabelled \
+        else hessian / len(x)
     inv_h, alike = np.linalg.inv(hessian), _alike(yhat, yhat_u)
     g, gh = x * (w * (mu - y))[:, None], x * (w * (mu - yhat) * (not alike))[:, None]
     gu = x_u * (w_u * (mu_u - yhat_u) * (not alike))[:, None]

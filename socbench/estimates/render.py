@@ -16,38 +16,27 @@ LEGEND = "\n".join((
     "coverage: share of the repeated splits whose 95% interval held the full-sample value, PPI / classical."))
 
 
-def question_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per question: its headline target (the mean on a scale, else the first option's share)
-    over all respondents, with the check over repeated splits."""
-    rows = []
-    for domain in record["domains"]:
-        for question in domain["questions"]:
-            head = question["estimates"][0] if question["estimates"] else None
-            rows.append({"domain": domain["domain"], "question_id": question["question_id"],
-                         "target": question["target"], "labelled": question["labelled"],
-                         "respondents": question["respondents"], "note": question.get("note"),
-                         "warning": question.get("warning"),
-                         **({} if head is None else {key: head[key] for key in (
-                             "estimate", "ci", "classical_ci", "gain", "gain_spread", "rho", "lambda",
-                             "coverage", "classical_coverage", "repeats", "full_sample")})})
-    return rows
-
-
 def _pair(values: list[float] | None, digits: int = 3) -> str:
     return "n/a" if not values else f"[{fmt(values[0], digits)}, {fmt(values[1], digits)}]"
 
 
-def table_cells(row: dict[str, Any]) -> list[str]:
-    """A question row as the terminal table's cells."""
-    if "estimate" not in row:
-        return [row["domain"], row["question_id"], row["target"], str(row["labelled"]), row["note"] or "",
-                "", "", ""]
-    n, spread = f"{row['labelled']}{'!' * bool(row['warning'])}", row["gain_spread"]
-    outside = bool(spread) and not spread[0] <= row["gain"] <= spread[1]
-    return [row["domain"], row["question_id"], row["target"], n,
-            f"{fmt(row['estimate'])} {_pair(row['ci'])}", _pair(row["classical_ci"]),
-            f"{fmt(row['gain'], 2)}{'*' * outside} {_pair(spread, 2)}",
-            f"{fmt(row['coverage'], 2)} / {fmt(row['classical_coverage'], 2)}"]
+def question_cells(record: dict[str, Any]) -> list[list[str]]:
+    """One terminal row per question (``HEAD``): its headline target (the mean on a scale, else the first
+    option's share) over all respondents, with the check over repeated splits; else why there is none."""
+    rows = []
+    for domain in record["domains"]:
+        for q in domain["questions"]:
+            at = [domain["domain"], q["question_id"], q["target"]]
+            if not q["estimates"]:
+                rows.append([*at, str(q["labelled"]), q.get("note") or "", "", "", ""])
+                continue
+            head, n = q["estimates"][0], f"{q['labelled']}{'!' * bool(q.get('warning'))}"
+            spread = head["gain_spread"]
+            outside = bool(spread) and not spread[0] <= head["gain"] <= spread[1]
+            rows.append([*at, n, f"{fmt(head['estimate'])} {_pair(head['ci'])}", _pair(head["classical_ci"]),
+                         f"{fmt(head['gain'], 2)}{'*' * outside} {_pair(spread, 2)}",
+                         f"{fmt(head['coverage'], 2)} / {fmt(head['classical_coverage'], 2)}"])
+    return rows
 
 
 def gain_sentence(title: str, median: float, spread: list[float] | None, repeats: int, labelled: int,

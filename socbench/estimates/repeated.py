@@ -12,31 +12,11 @@ that value, no variance, λ 0, so its interval is that point and its gain NaN.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import NamedTuple
+from types import SimpleNamespace
 
 import numpy as np
 
-from socbench.estimates.ppi import covers, interval
-
-
-@dataclass(frozen=True)
-class DrawEstimates:
-    """Draws x targets: the PPI++ and classical means and standard errors; per draw its n and N."""
-
-    estimate: np.ndarray
-    se: np.ndarray
-    classical: np.ndarray
-    classical_se: np.ndarray
-    n: np.ndarray
-    N: np.ndarray
-
-    @property
-    def gain(self) -> np.ndarray:
-        """As ``ppi.Estimate.gain``: (classical se / se)^2, NaN where either is 0."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = (self.classical_se / self.se) ** 2
-        return np.where((self.se > 0) & (self.classical_se > 0), ratio, np.nan)
+from socbench.estimates.ppi import covers, gain, interval
 
 
 def draw_counts(row_of: np.ndarray, rows: int, draws: list[np.ndarray]) -> np.ndarray:
@@ -60,42 +40,28 @@ def _alike(lab: np.ndarray, y: np.ndarray, share: np.ndarray) -> tuple[np.ndarra
     return alike, value
 
 
-class _Sums(NamedTuple):
-    """A draw's weighted sums (draws x 1 or draws x targets): ``s`` over its labelled rows, ``u`` over its
-    unlabelled ones; ``w``/``w2`` the weight and its square, ``y`` people's answers, ``h`` the model's."""
-
-    n: np.ndarray
-    N: np.ndarray
-    sw: np.ndarray
-    sw2: np.ndarray
-    uw: np.ndarray
-    uw2: np.ndarray
-    swy: np.ndarray
-    swh: np.ndarray
-    s2y: np.ndarray
-    s2h: np.ndarray
-    s2yy: np.ndarray
-    s2hh: np.ndarray
-    s2yh: np.ndarray
-    uwh: np.ndarray
-    u2h: np.ndarray
-    u2hh: np.ndarray
-
-
-def _sums(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: np.ndarray, unl: np.ndarray) -> _Sums:
+def _sums(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: np.ndarray,
+          unl: np.ndarray) -> SimpleNamespace:
+    """A draw's weighted sums (draws x 1 or draws x targets), by name: ``s`` over its labelled rows, ``u``
+    over its unlabelled ones; ``w``/``w2`` the weight and its square, ``y`` people's answers, ``h`` the
+    model's (``n``/``N``: the rows of each part)."""
     w = np.ones(len(y)) if w is None else np.asarray(w, dtype=float)
     w2 = w * w
     wy, wh, w2y, w2h = w[:, None] * y, w[:, None] * yhat, w2[:, None] * y, w2[:, None] * yhat
     column = lambda counts, v: (counts @ v)[:, None]  # noqa: E731
-    return _Sums(column(lab, np.ones(len(y))), column(unl, np.ones(len(y))), column(lab, w), column(lab, w2),
-                 column(unl, w), column(unl, w2), lab @ wy, lab @ wh, lab @ w2y, lab @ w2h, lab @ (w2y * y),
-                 lab @ (w2h * yhat), lab @ (w2y * yhat), unl @ wh, unl @ w2h, unl @ (w2h * yhat))
+    ones = np.ones(len(y))
+    return SimpleNamespace(
+        n=column(lab, ones), sw=column(lab, w), sw2=column(lab, w2), swy=lab @ wy, swh=lab @ wh,
+        s2y=lab @ w2y, s2h=lab @ w2h, s2yy=lab @ (w2y * y), s2hh=lab @ (w2h * yhat), s2yh=lab @ (w2y * yhat),
+        N=column(unl, ones), uw=column(unl, w), uw2=column(unl, w2), uwh=unl @ wh, u2h=unl @ w2h,
+        u2hh=unl @ (w2h * yhat))
 
 
 def ppi_means(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: np.ndarray, unl: np.ndarray,
-              share: np.ndarray) -> DrawEstimates:
+              share: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """PPI++ means of each column of ``y`` (rows x targets) for every draw, λ tuned per column as
-    ``ppi_mean`` tunes it; ``lab``/``unl``: ``draw_counts`` of each draw's two parts."""
+    ``ppi_mean`` tunes it, and their standard errors; classical means and theirs beside (each draws x
+    targets); ``lab``/``unl``: ``draw_counts`` of each draw's two parts."""
     s = _sums(y, yhat, w, lab, unl)
     n, N = s.n, s.N
     c, cu = n / s.sw, N / s.uw  # each part's weights scaled to mean 1, as ppi.unit_weights
@@ -113,10 +79,11 @@ def ppi_means(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: np.nda
         sum_u = cu * (s.uwh - mu * s.uw)
         var_u = (cu ** 2 * (s.u2hh - 2 * mu * s.u2h + mu ** 2 * s.uw2) - sum_u ** 2 / N) / (N - 1)
     se = np.sqrt(np.maximum(var_d, 0) / n + lam ** 2 * np.maximum(var_u, 0) / N)
-    return DrawEstimates(my + lam * (mu - mh), se, my, np.sqrt(np.maximum(var_g, 0) / n), n[:, 0], N[:, 0])
+    return my + lam * (mu - mh), se, my, np.sqrt(np.maximum(var_g, 0) / n)
 
 
-def _tuned_lambda(s: _Sums, c: np.ndarray, cu: np.ndarray, my: np.ndarray, sum_g: np.ndarray) -> np.ndarray:
+def _tuned_lambda(s: SimpleNamespace, c: np.ndarray, cu: np.ndarray, my: np.ndarray,
+                  sum_g: np.ndarray) -> np.ndarray:
     """``ppi.tuned_lambda`` in sums: the covariance of people's and the model's influences over the
     variance of the model's, pooled over both parts around their pooled mean ``p``."""
     n, N = s.n, s.N
@@ -138,10 +105,10 @@ def check_question(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: n
     use = (lab.sum(1) >= min_labelled) & (unl.sum(1) >= 2)
     if not use.any():
         return np.zeros((2, y.shape[1])), [], [None] * len(lab)
-    est = ppi_means(y, yhat, w, lab[use], unl[use], share)
-    held = [covers(interval(centre, se, alpha, share), full).sum(0)
-            for centre, se in ((est.estimate, est.se), (est.classical, est.classical_se))]
-    gains = est.gain
+    estimate, se, classical, classical_se = ppi_means(y, yhat, w, lab[use], unl[use], share)
+    held = [covers(interval(centre, spread, alpha, share), full).sum(0)
+            for centre, spread in ((estimate, se), (classical, classical_se))]
+    gains = gain(se, classical_se)
     heads: list[float | None] = [None] * len(lab)
     for position, r in enumerate(np.flatnonzero(use)):
         heads[r] = float(gains[position, 0])

@@ -222,55 +222,45 @@ def _split(people: int, n: int, rng: np.random.Generator, iid: bool) -> tuple[np
     return np.sort(order[:n]), np.sort(order[n:])
 
 
-def _spread(values: list[float]) -> dict[str, float]:
-    """Median and quartiles (NaN without a finite value)."""
-    v = np.array([x for x in values if np.isfinite(x)])
-    q25, median, q75 = np.percentile(v, [25, 50, 75]) if len(v) else (float("nan"),) * 3
-    return {"median": float(median), "q25": float(q25), "q75": float(q75)}
-
-
 def _finite(average: Callable[[list[float]], Any], values: list[float]) -> float:
     """``np.mean`` or ``np.median`` of the finite values (NaN without any)."""
     finite = [v for v in values if np.isfinite(v)]
     return float(average(finite)) if finite else float("nan")
 
 
-def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | None:
-    """The central 1 - alpha range of values over repeated splits (None without any)."""
+def _percentiles(values: np.ndarray | list[float], at: list[float]) -> list[float] | None:
+    """Percentiles ``at`` of the finite values (None without any)."""
     finite = np.asarray(values, dtype=float)
     finite = finite[np.isfinite(finite)]
-    return [float(v) for v in np.percentile(finite, [50 * alpha, 100 - 50 * alpha])] if len(finite) else None
+    return [float(v) for v in np.percentile(finite, at)] if len(finite) else None
 
 
-@dataclass
-class Check:
-    """Per question over repeated i.i.d. studies: how often each interval (PPI, classical) held the
-    full-sample value, and the gains; per study, the median gain."""
-
-    covered: dict[str, np.ndarray]
-    gains: dict[str, list[np.ndarray]]
-    medians: list[float]
+def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | None:
+    """The central 1 - alpha range of values over repeated splits (None without any)."""
+    return _percentiles(values, [50 * alpha, 100 - 50 * alpha])
 
 
-def _question_check(q: Question, draws: list[tuple[np.ndarray, np.ndarray]],
-                    s: Settings) -> tuple[np.ndarray, list[np.ndarray], list[float | None]]:
+Check = tuple[np.ndarray, list[np.ndarray], list[float | None]]  # a question's ``repeated.check_question``
+
+
+def _question_check(q: Question, draws: list[tuple[np.ndarray, np.ndarray]], s: Settings) -> Check:
     """One question over the repeated i.i.d. draws, all at once (``repeated.check_question``)."""
     lab, unl = (draw_counts(q.row_of, len(q.y), [draw[i] for draw in draws]) for i in (0, 1))
     return check_question(q.y, q.yhat, q.w, lab, unl, q.full(), _shares(q.names), s.min_respondents, s.alpha)
 
 
 def repeated_check(questions: list[Question], people: int, n: int, rng: np.random.Generator,
-                   s: Settings) -> Check:
-    """Every question over the same ``s.repeats`` draws, each question on a thread of its own: numpy's
-    arithmetic runs outside the GIL, so two cores take ~half the time of one (a whole survey's 200
-    repeats x questions x thousands of respondents). The draws are made first, as one loop made them."""
+                   s: Settings) -> tuple[dict[str, Check], list[float]]:
+    """Every question's check (by id) over the same ``s.repeats`` draws, and each draw's median gain. Each
+    question on a thread of its own: numpy's arithmetic runs outside the GIL, so two cores take ~half the
+    time of one (a whole survey's 200 repeats x questions x thousands of respondents). The draws are made
+    first, as one loop made them."""
     draws = [_split(people, n, rng, iid=True) for _ in range(s.repeats)]
     with ThreadPoolExecutor(THREADS) as pool:
         found = list(pool.map(lambda q: _question_check(q, draws, s), questions))
     medians = [_finite(np.median, [heads[r] for *_, heads in found if heads[r] is not None])
                for r in range(s.repeats)]
-    return Check(*({q.question_id: f[i] for q, f in zip(questions, found, strict=True)} for i in (0, 1)),
-                 medians)
+    return {q.question_id: f for q, f in zip(questions, found, strict=True)}, medians
 
 
 def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
@@ -282,7 +272,7 @@ def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
     if len(lab) < s.min_respondents or len(unl) < 2:
         return {**record, "note": f"fewer than {s.min_respondents} labelled respondents"}
     est, full = q.estimate(lab, unl), q.full()
-    gains, covered = np.array(check.gains[q.question_id]), check.covered[q.question_id]
+    covered, gains = check[0], np.array(check[1])
     done = len(gains)
     for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha, _shares(q.names)))):
         record["estimates"].append({
@@ -305,7 +295,8 @@ class Split:
     questions: list[Question]
     labelled: np.ndarray
     unlabelled: np.ndarray
-    check: Check
+    checks: dict[str, Check]
+    medians: list[float]  # each repeated split's median gain
 
 
 def split_domain(domain: str, items: pd.DataFrame, s: Settings, headline: bool = False) -> Split:
@@ -319,19 +310,20 @@ def split_domain(domain: str, items: pd.DataFrame, s: Settings, headline: bool =
     rng = np.random.default_rng(s.seed)
     lab_people, unl_people = _split(len(people), n, rng, iid=False)
     return Split(len(people), n, questions, lab_people, unl_people,
-                 repeated_check(questions, len(people), n, rng, s))
+                 *repeated_check(questions, len(people), n, rng, s))
 
 
 def estimate_domain(domain: str, items: pd.DataFrame, s: Settings) -> dict[str, Any]:
     """Every question of one domain, its repeated-split check and (with a budget) its plan."""
     sp = split_domain(domain, items, s)
-    records = [question_record(q, q.rows(sp.labelled), q.rows(sp.unlabelled), sp.check, s)
+    records = [question_record(q, q.rows(sp.labelled), q.rows(sp.unlabelled), sp.checks[q.question_id], s)
                for q in sp.questions]
     heads = [r["estimates"][0] for r in records if r["estimates"]]
     rho = float(np.median([h["rho"] for h in heads])) if heads else float("nan")
+    spread = _percentiles([h["gain"] for h in heads], [50, 25, 75]) or [math.nan] * 3  # median, quartiles
     return {"domain": domain, "respondents": sp.people, "labelled": sp.n, "questions": records,
-            "gain": {**_spread([h["gain"] for h in heads]), "questions": len(heads),
-                     "median_spread": _interval(sp.check.medians, s.alpha)}, "warning": small_sample(sp.n),
+            "gain": {**dict(zip(("median", "q25", "q75"), spread)), "questions": len(heads),
+                     "median_spread": _interval(sp.medians, s.alpha)}, "warning": small_sample(sp.n),
             "coverage": _finite(np.mean, [h["coverage"] for h in heads]),
             "classical_coverage": _finite(np.mean, [h["classical_coverage"] for h in heads]),
             "plan": {"rho": rho, **plan} if heads and (plan := s.plan(rho)) else None}
@@ -367,5 +359,5 @@ def gain_record(domain: str, items: pd.DataFrame, s: Settings = RUN_SETTINGS) ->
                                 "rho": float(est.rho[0]) if est else math.nan}
     return {**about, "respondents": sp.people, "labelled": sp.n, "questions": found,
             "median_gain": _finite(np.median, [g["gain"] for g in found.values()]),
-            "median_gain_ci": _interval(sp.check.medians, s.alpha),  # a spread over splits: docs/estimates.md
+            "median_gain_ci": _interval(sp.medians, s.alpha),  # a spread over splits: docs/estimates.md
             "warning": small_sample(sp.n)}

@@ -98,6 +98,12 @@ def _number(value: object) -> float | None:
         return None
 
 
+def code_number(code: str) -> int | float | str:
+    """A canonical code as the key a labelled file stores: "3" -> 3, "2.5" -> 2.5, ".a" -> ".a"."""
+    number = _number(code)
+    return code if number is None else int(number) if number.is_integer() else number
+
+
 def _tag_codes(values: list[object], fmt: str) -> dict[str, str | float]:
     """Each ``.a``-``.z`` among ``values`` as ``fmt`` stores it: Stata its letter, SPSS a negative code
     no other value of the variable uses (``SPSS_TAG_BASE``)."""

@@ -12,22 +12,13 @@ import pandas as pd
 
 from socbench.data.survey_file import readstat_errors
 from socbench.errors import DataError
-from socbench.export.fit import RULES, Change, Labels, fit
+from socbench.export.fit import RULES, Change, Labels, code_number, fit
 from socbench.files import atomic_path
 
 __all__ = ["Labels", "code_number", "write_table", "write_tables"]
 STATA_STRING_MAX = 2045  # pyreadstat writes str# columns (no strL)
 MAPPING_SUFFIX = "_mapping.csv"
 TARGET = {"dta": "Stata", "sav": "SPSS"}
-
-
-def code_number(code: str) -> int | float | str:
-    """A canonical code as the key a labelled file stores: "3" -> 3, "2.5" -> 2.5, ".a" -> ".a"."""
-    try:
-        number = float(code)
-    except ValueError:
-        return code
-    return int(number) if number.is_integer() else number
 
 
 def _sav(frame: pd.DataFrame, path: Path, labels: Labels) -> None:

@@ -47,15 +47,10 @@ def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], met
     header1 = ["dataset", "version", "mode"] + sum(
         ([model] + [EMPTY_CELL] * (len(metric_types) - 1) for model in models), [])
     rows = [[EMPTY_CELL] * 3 + list(metric_types) * len(models)]
-    for name in names:
-        if not any(name in results[model] for model in models):
-            rows.append([name, EMPTY_CELL, EMPTY_CELL] + [EMPTY_CELL] * len(models) * len(metric_types))
-            continue
-        row = [name, EMPTY_CELL, (modes or {}).get(name, EMPTY_CELL)]
-        for model in models:
-            values = results[model].get(name, {})
-            row += [_cell(values.get(metric)) if metric in values else EMPTY_CELL for metric in metric_types]
-        rows.append(row)
+    for name in names:  # a dataset no model has: no mode either
+        mode = (modes or {}).get(name, EMPTY_CELL) if any(name in results[m] for m in models) else EMPTY_CELL
+        rows.append([name, EMPTY_CELL, mode, *(_cell(results[model].get(name, {}).get(metric))
+                                               for model in models for metric in metric_types)])
     return pd.DataFrame(rows, columns=header1)
 
 

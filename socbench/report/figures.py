@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from socbench.log.read import ModelRun
-from socbench.report.labels import country_label, domain_label, study_title
+from socbench.report.labels import country_label, domain_label, runs_grouping, study_title
 from socbench.report.leaderboard import MIN_RESPONDENTS, Leaderboard
-from socbench.report.output import new_figure, save_figure
+from socbench.report.output import finish_figure, new_figure, save_figure
 from socbench.report.stand_in import GAINS, gain_figure
 
 _SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([MB])(?![A-Za-z])", re.IGNORECASE)
@@ -40,6 +40,7 @@ def size_label(params: float) -> str:
 DOMAIN_BARS = "domain_accuracy_by_run.png"
 HEATMAP = "country_domain_heatmap.png"
 SCALE = "model_scale.png"
+PANELS = 6  # the heatmap's runs at most
 
 
 @dataclass(frozen=True)
@@ -60,19 +61,13 @@ def domain_bars(rows: Sequence[dict[str, Any]], runs: Sequence[str], path: Path,
     fig = new_figure(max(7.0, 1.1 * len(domains) * max(1, len(runs) / 2) + 3), 4.8)
     ax = fig.add_subplot()
     for i, run in enumerate(runs):
-        xs, acc, err, ticks = [], [], [[], []], []
-        for x, (_, domain) in enumerate(domains):
-            row = by_key.get((run, domain))
-            if row is None or not math.isfinite(row["accuracy"]):
-                continue
-            pos = x - 0.4 + width * (i + 0.5)
-            xs.append(pos)
-            acc.append(row["accuracy"])
-            err[0].append(_gap(row["accuracy"], row["accuracy_ci_low"]))
-            err[1].append(_gap(row["accuracy_ci_high"], row["accuracy"]))
-            ticks.append((pos, row["best_baseline_accuracy"]))
-        ax.bar(xs, acc, width * 0.9, yerr=err, capsize=2, label=run)
-        ticks = [(p, b) for p, b in ticks if math.isfinite(b)]
+        bars = [(x - 0.4 + width * (i + 0.5), row) for x, (_, domain) in enumerate(domains)
+                if (row := by_key.get((run, domain))) is not None and math.isfinite(row["accuracy"])]
+        err = [[_gap(r["accuracy"], r["accuracy_ci_low"]) for _, r in bars],
+               [_gap(r["accuracy_ci_high"], r["accuracy"]) for _, r in bars]]
+        ax.bar([p for p, _ in bars], [r["accuracy"] for _, r in bars], width * 0.9, yerr=err, capsize=2,
+               label=run)
+        ticks = [(p, b) for p, r in bars if math.isfinite(b := r["best_baseline_accuracy"])]
         if ticks:
             ax.hlines([b for _, b in ticks], [p - width / 2 for p, _ in ticks],
                       [p + width / 2 for p, _ in ticks],
@@ -80,10 +75,7 @@ def domain_bars(rows: Sequence[dict[str, Any]], runs: Sequence[str], path: Path,
     ax.set_xticks(range(len(domains)), [domain_label(d) + (" (incomplete)" if d in unfinished else "")
                                         for _, d in domains], rotation=30, ha="right")
     ax.set_ylim(0, 1)
-    ax.set_ylabel("accuracy (95% CI)")
-    ax.set_title(title)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return save_figure(fig, path)
+    return finish_figure(fig, ax, path, "accuracy (95% CI)", title)
 
 
 def _gap(a: float, b: float) -> float:
@@ -102,10 +94,10 @@ def country_domain_accuracy(run: ModelRun) -> tuple[pd.DataFrame, pd.DataFrame]:
     return accuracy.reindex(keep), people.reindex(keep)
 
 
-def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) -> Path | None:
-    """Accuracy per country x domain, one panel per run (first ``max_panels`` runs), one colour
+def country_domain_heatmap(board: Leaderboard, path: Path) -> Path | None:
+    """Accuracy per country x domain, one panel per run (first ``PANELS`` runs), one colour
     scale; None when no country has enough respondents (nothing to draw)."""
-    tables = [(run, *country_domain_accuracy(run)) for run in board.ranked()[:max_panels]]
+    tables = [(run, *country_domain_accuracy(run)) for run in board.ranked()[:PANELS]]
     tables = [t for t in tables if len(t[1].index)]
     if not tables:
         return None
@@ -133,8 +125,7 @@ def country_domain_heatmap(board: Leaderboard, path: Path, max_panels: int = 6) 
             elif n:
                 ax.text(x, y, f"n={n}", ha="center", va="center", fontsize=6, color="0.45")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
-    groupings = {run.grouping for run, *_ in tables}
-    by = groupings.pop() if len(groupings) == 1 else "group"
+    by = runs_grouping(run for run, *_ in tables)
     fig.suptitle(f"Accuracy by {by} and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
     return save_figure(fig, path)
 
@@ -158,32 +149,34 @@ def model_scale(board: Leaderboard, path: Path) -> Path:
     ax.set_xticks(sorted(set(xs)), [size_label(x) for x in sorted(set(xs))], minor=False)
     ax.set_xticks([], minor=True)
     ax.set_xlabel("parameters")
-    ax.set_ylabel("accuracy")
-    ax.set_title(f"{study_title(run.study for run in board.runs)} accuracy by model size")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return save_figure(fig, path)
+    title = f"{study_title(run.study for run in board.runs)} accuracy by model size"
+    return finish_figure(fig, ax, path, "accuracy", title)
 
 
 def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
     """All report figures into ``out_dir``; the scale plot is left out (with a note) when the
-    runs' model names give fewer than two distinct parameter counts."""
-    if not board.runs:  # every run is incomplete: nothing may be drawn as a score
-        for name in (DOMAIN_BARS, HEATMAP, SCALE, GAINS):
-            (out_dir / name).unlink(missing_ok=True)
-        return Figures({}, ["no complete run: no figures"])
+    runs' model names give fewer than two distinct parameter counts. A figure not drawn this time is
+    removed: never a stale plot from an earlier report."""
+    paths: dict[str, Path | None] = {}
+    # every run incomplete: nothing may be drawn as a score
+    notes = _draw(board, out_dir, paths) if board.runs else ["no complete run: no figures"]
+    for name in {DOMAIN_BARS, HEATMAP, SCALE, GAINS} - {path.name for path in paths.values() if path}:
+        (out_dir / name).unlink(missing_ok=True)
+    return Figures({name: path for name, path in paths.items() if path}, notes)
+
+
+def _draw(board: Leaderboard, out_dir: Path, paths: dict[str, Path | None]) -> list[str]:
+    """Draw what the complete runs allow into ``paths`` (None: left out); the notes on what was not."""
     study = study_title(run.study for run in board.runs)
-    paths = {"domain_bars": domain_bars(board.domains, [row["run"] for row in board.overall],
-                                        out_dir / DOMAIN_BARS, f"{study} accuracy by domain and run")}
+    paths["domain_bars"] = domain_bars(board.domains, [row["run"] for row in board.overall],
+                                       out_dir / DOMAIN_BARS, f"{study} accuracy by domain and run")
     notes = []
-    heatmap = country_domain_heatmap(board, out_dir / HEATMAP)
-    if heatmap is None:
-        (out_dir / HEATMAP).unlink(missing_ok=True)
+    paths["heatmap"] = country_domain_heatmap(board, out_dir / HEATMAP)
+    if paths["heatmap"] is None:
         by = " or ".join(sorted({run.grouping for run in board.runs}))  # a province is no country
         notes.append(f"no {by} has {MIN_RESPONDENTS} or more respondents in a domain: no {by} heatmap")
-    else:
-        paths["heatmap"] = heatmap
-    if len(board.runs) > 6:
-        notes.append(f"heatmap shows the 6 most accurate of {len(board.runs)} runs")
+    if len(board.runs) > PANELS:
+        notes.append(f"heatmap shows the {PANELS} most accurate of {len(board.runs)} runs")
     sizes = {size for run in board.runs if (size := parameter_count(run.model)) is not None}
     if len(sizes) >= 2:
         paths["model_scale"] = model_scale(board, out_dir / SCALE)
@@ -194,11 +187,5 @@ def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
                      "(it needs runs of at least two sizes)")
     else:
         notes.append("no run's model name carries a size (such as 135M or 1.7B): no scale plot")
-    gains = gain_figure(board.runs, out_dir / GAINS)
-    if gains is None:
-        (out_dir / GAINS).unlink(missing_ok=True)
-    else:
-        paths["gains"] = gains
-    if "model_scale" not in paths:
-        (out_dir / SCALE).unlink(missing_ok=True)  # never leave a stale plot from an earlier report
-    return Figures(paths, notes)
+    paths["gains"] = gain_figure(board.runs, out_dir / GAINS)
+    return notes

@@ -40,11 +40,11 @@ from socbench.report.labels import (
     weights_off_text,
 )
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
-from socbench.report.mcq import mcq_section
+from socbench.report.mcq import mcq_view
 from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp
 from socbench.report.stand_in import HEAD as GAIN_HEAD
 from socbench.report.stand_in import gain_view
-from socbench.report.units import units_markdown, units_section
+from socbench.report.units import by_study, unit_table, units_markdown
 from socbench.types import COUNTRY
 from socbench.yardsticks import HEADLINE_KEYS
 
@@ -54,10 +54,6 @@ CSV_COLUMNS = ("rank", "tied", "run", "model", "variant", "domain_id", "domain",
                "per_question_macro_f1", "distribution_level", *(f"{name}_score" for name in SCORES),
                *ALIGNMENT, "parse_failure_rate", "failed_domains", "complete", "engine_errors",
                "incomplete_domains", "first_engine_error", *HEADLINE_KEYS, *DRAW_SCORES, *GAIN_KEYS)
-
-OVERALL_HEAD, DOMAIN_HEAD, DISTRIBUTION_HEAD, YARDSTICK_HEAD = (
-    HEADS[name] for name in ("overall", "domain", "distribution", "yardstick"))
-DRAWS_HEAD, INCOMPLETE_HEAD, COMPARE_HEAD = (HEADS[name] for name in ("draws", "incomplete", "compare"))
 
 
 def overall_cells(row: dict[str, Any]) -> list[str]:
@@ -96,11 +92,6 @@ def distribution_cells(row: dict[str, Any]) -> list[str]:
 
 
 NO_DISTRIBUTIONS = "No distribution scores: too few respondents a question (see the note under The answer)."
-
-
-def distribution_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
-    """The cells of the run x domains whose distributions were scored (none: too few respondents)."""
-    return [distribution_cells(r) for r in rows if r["distribution_level"]]
 
 
 def yardstick_cells(row: dict[str, Any]) -> list[str]:
@@ -142,7 +133,8 @@ def board_rows(board: Leaderboard) -> dict[str, list[list[str]]]:
     drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]  # with --samples K
     return {"overall": [overall_cells(r) for r in board.overall],
             "incomplete": [incomplete_cells(r) for r in board.incomplete],
-            "domain": [domain_cells(r) for r in ordered], "distribution": distribution_rows(ordered),
+            "domain": [domain_cells(r) for r in ordered],
+            "distribution": [distribution_cells(r) for r in ordered if r["distribution_level"]],  # else: few
             "yardstick": [yardstick_cells(r) for r in board.overall + ordered],
             "draws": [draw_cells(r) for r in drawn],
             "compare": [compare_cells(*c) for c in board.comparisons]}
@@ -150,23 +142,21 @@ def board_rows(board: Leaderboard) -> dict[str, list[list[str]]]:
 
 def leaderboard_markdown(board: Leaderboard) -> str:
     rows, by = board_rows(board), runs_grouping(board.runs)
+
+    def section(title: str, name: str, *lead: str, optional: bool = False) -> list[str]:
+        """A table by its ``HEADS`` name under its heading (``optional``: nothing without rows)."""
+        table = markdown_table(HEADS[name], rows[name]) if rows[name] or not optional else []
+        return ["", f"## {title}", "", *lead, *table] if table else []
+
     lines = [f"# {study_title(run.study for run in board.runs)} leaderboard", "",
-             *markdown_table(OVERALL_HEAD, rows["overall"])]
-    if board.incomplete:
-        lines += ["", "## Incomplete runs (not ranked)", "", NOTES["incomplete"], "",
-                  *markdown_table(INCOMPLETE_HEAD, rows["incomplete"])]
-    lines += ["", *answer_markdown(board)] if board.runs else []
-    lines += ["", "## By domain", "", *markdown_table(DOMAIN_HEAD, rows["domain"]),
-              "", "## Answer distributions and ranking alignment", "",
-              *(markdown_table(DISTRIBUTION_HEAD, rows["distribution"]) if rows["distribution"] else
-                [NO_DISTRIBUTIONS]),
-              "", "## Yardsticks", "", grouping_words(NOTES["yardsticks"], by), "",
-              *markdown_table(YARDSTICK_HEAD, rows["yardstick"])]
-    if rows["draws"]:
-        lines += ["", "## Repeated draws", "", *markdown_table(DRAWS_HEAD, rows["draws"])]
-    if board.comparisons:
-        lines += ["", "## Paired comparisons", "", *markdown_table(COMPARE_HEAD, rows["compare"])]
-    lines += units_markdown(board.units)
+             *markdown_table(HEADS["overall"], rows["overall"]),
+             *section("Incomplete runs (not ranked)", "incomplete", NOTES["incomplete"], "", optional=True),
+             *(["", *answer_markdown(board)] if board.runs else []), *section("By domain", "domain"),
+             *(section("Answer distributions and ranking alignment", "distribution", optional=True) or
+               ["", "## Answer distributions and ranking alignment", "", NO_DISTRIBUTIONS]),
+             *section("Yardsticks", "yardstick", grouping_words(NOTES["yardsticks"], by), ""),
+             *section("Repeated draws", "draws", optional=True),
+             *section("Paired comparisons", "compare", optional=True), *units_markdown(board.units)]
     return "\n".join([*lines, "", grouping_words(NOTES["leaderboard"], by)]) + "\n"
 
 
@@ -238,7 +228,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
     return ENV.get_template("report.html.j2").render(
         board=board, title=title, now=now_timestamp(), by=runs_grouping(board.runs), rows=board_rows(board),
         images=images, notes=page_notes(board, figures), found=found,
-        mcq=[*mcq_section(board.mcq), *units_section(board.units)],
+        mcq=[mcq_view(run) for run in board.mcq], studies=by_study(board.units), unit_table=unit_table,
         small=small_note([answer for _, answers in found for answer in answers]),
         effects=persona_answers(board.runs) if board.runs else [],
         not_above_note=not_above_note(domain_order(board)), groups_title=groups_title(board.ranked()),

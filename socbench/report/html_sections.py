@@ -1,6 +1,6 @@
 """The building blocks of ``report.html``: Jinja2 templates (``templates/``, autoescaped), their macros
-(``table``, ``note``, ``details``) and the rows they show. A negative margin has class ``neg``, a group
-below ``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI, long parts sit in ``<details>``.
+(``table``, ``note``, ``details``, ``lead``) and the rows they show. A negative margin has class ``neg``, a
+group below ``MIN_RESPONDENTS`` respondents is greyed (``few``) without a CI, long parts sit in ``<details>``.
 Its words and style are package data (``texts.json``, ``templates/report.css``): what each section
 answers, what every number means and is compared with (docs/results.md says the same)."""
 
@@ -35,18 +35,11 @@ def _fill(text: str) -> str:
 
 LEADS, NOTES = ({key: _fill(text) for key, text in TEXTS[part].items()} for part in ("leads", "notes"))
 DEFINITIONS = tuple((term, _fill(text)) for term, text in TEXTS["definitions"])
-COUNTRY_HEAD, PERSONA_HEAD = HEADS["country"], HEADS["persona"]
-ALIGNMENT_HEAD = ("respondents", "accuracy", "people's most chosen", "model's most chosen", "modal agreement",
-                  "Kendall tau")
-
-
-def esc(text: Any) -> str:
-    return str(escape(text))
 
 
 def code(text: str) -> Markup:
     """`command` as <code>command</code> (the markdown and the terminal keep the backticks)."""
-    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text)))
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
 
 
 def enough(row: dict[str, Any]) -> bool:
@@ -56,11 +49,6 @@ def enough(row: dict[str, Any]) -> bool:
 
 def run_heading(run: ModelRun) -> str:
     return f"{run.run} (model {run.model})" if run.run != run.model else run.run
-
-
-def lead(key: str, grouping: str = COUNTRY) -> str:
-    """A section's opening paragraph (``texts.LEADS``), worded for the results' ``grouping``."""
-    return MACROS.paragraph("lead", grouping_words(LEADS[key], grouping))
 
 
 def _group_cells(row: dict[str, Any]) -> list[str]:
@@ -73,14 +61,14 @@ def _group_cells(row: dict[str, Any]) -> list[str]:
 def country_table(rows: dict[str, dict[str, Any]], grouping: str = COUNTRY) -> str:
     """Per country (or group of the study's ``grouping`` variable), pooled over domains."""
     order = sorted(rows, key=lambda c: (not enough(rows[c]), country_label(c, grouping)))
-    return table((grouping, *COUNTRY_HEAD[1:]), [[country_label(c, grouping), *_group_cells(rows[c])]
+    return table((grouping, *HEADS["country"][1:]), [[country_label(c, grouping), *_group_cells(rows[c])]
                                                  for c in order],
                  ["few" if not enough(rows[c]) else "" for c in order])
 
 
 def persona_table(groups: dict[str, dict[str, dict[str, Any]]]) -> str:
     found = [(name, group, row) for name, by_group in groups.items() for group, row in by_group.items()]
-    return table(PERSONA_HEAD, [[a.replace("_", " "), group, *_group_cells(row)] for a, group, row in found],
+    return table(HEADS["persona"], [[a.replace("_", " "), g, *_group_cells(row)] for a, g, row in found],
                  ["" if enough(row) else "few" for *_, row in found])
 
 
@@ -144,7 +132,7 @@ def alignment(view: dict[str, Any], grouping: str) -> str:
              _modal(r.get("human"), options), _modal(r.get("model"), options), fmt(r.get("modal_agreement")),
              fmt(r.get("kendall_tau"))] for c, r in countries.items()]
     return details(f"by {grouping} ({len(rows)} with at least {MIN_RESPONDENTS} respondents)",
-                   table((grouping, *ALIGNMENT_HEAD), rows))
+                   table((grouping, *HEADS["alignment"][1:]), rows))
 
 
 ENV = Environment(loader=PackageLoader("socbench.report"), autoescape=True, trim_blocks=True,
@@ -156,6 +144,6 @@ ENV.globals.update(LABELS=LABELS, HEADS=HEADS, NOTES=NOTES, DEFINITIONS=DEFINITI
                    run_heading=run_heading, domain_label=domain_label, grouping_words=grouping_words,
                    signed=signed, country_table=country_table, persona_table=persona_table,
                    heat_rows=heat_rows, shares=shares, question_rows=question_rows, bar_caption=bar_caption,
-                   alignment=alignment, lead=lead)
+                   alignment=alignment, LEADS=LEADS)
 MACROS = ENV.get_template("macros.html.j2").module
-table, note, details = MACROS.table, MACROS.note, MACROS.details  # markup, for the sections in Python
+table, note, details, lead = MACROS.table, MACROS.note, MACROS.details, MACROS.lead  # markup, from Python

@@ -137,9 +137,8 @@ def leaderboard(output_dir: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES,
     return board
 
 
-def leaderboard_rows(source: str | Path | Leaderboard, *, per_domain: bool = True) -> list[dict[str, Any]]:
+def leaderboard_rows(board: Leaderboard, *, per_domain: bool = True) -> list[dict[str, Any]]:
     """Overall rows, incomplete runs, then run x domain rows, NaN as None, for a table artifact."""
-    board = source if isinstance(source, Leaderboard) else leaderboard(source)
     return [json_safe(r) for r in board.overall + board.incomplete + (board.domains if per_domain else [])]
 
 

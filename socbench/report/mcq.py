@@ -17,8 +17,7 @@ from socbench.log.write import mcq_files, mcq_folder, write_mcq_log
 from socbench.mcq.mcq_types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.mcq.scoring import COLUMNS, ENGINE_METHODS
 from socbench.report.circular import circular_table, default_metric_types, write_circular_table
-from socbench.report.html_sections import details, esc, note, table
-from socbench.report.output import LABELS, fmt, markdown_text, new_figure, save_figure
+from socbench.report.output import finish_figure, fmt, markdown_text, new_figure
 
 if TYPE_CHECKING:
     from socbench.log.read import McqRun
@@ -97,10 +96,7 @@ def accuracy_plot(rows: Sequence[Mapping[str, Any]], chance: float, heading: str
         ax.axhline(chance, color="black", linestyle="--", linewidth=1, label=f"chance ({chance:.2f})")
     ax.set_xticks(range(len(columns)), columns)
     ax.set_ylim(0, 1)
-    ax.set_ylabel("accuracy")
-    ax.set_title(heading, fontsize="medium")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return save_figure(fig, path)
+    return finish_figure(fig, ax, path, "accuracy", heading, legend=None, fontsize="medium")
 
 
 def circular_rows(record: McqRecord) -> tuple[list[str], list[list[str]]]:
@@ -112,21 +108,10 @@ def circular_rows(record: McqRecord) -> tuple[list[str], list[list[str]]]:
               *(fmt(found["metrics"].get(n)) for n in names)] for k, found in by_k.items()])
 
 
-def mcq_section(runs: Sequence[McqRun]) -> list[str]:
-    """7. Multiple choice: per model and dataset the CP/MCP table with chance, and its circular metrics."""
-    head = "<h2 id='mcq'>7. Multiple choice: CP vs MCP</h2>"
-    if not runs:
-        return [head, note("No multiple-choice runs in these results (socbench mcq).")]
-    parts = [head, note(LABELS["mcq"])]
-    for i, run in enumerate(runs):
-        record = run.record
-        cells = [[str(row["k-shot"]), *(fmt(row[c], 4) for c in COLUMNS.values())]
-                 for row in table_rows(record)]
-        body = [table(["k-shot", *COLUMNS.values()], cells),
-                note(" ".join(table_notes(record)).replace("**", ""))]
-        circular_head, rows = circular_rows(record)
-        if rows:
-            body += [f"<h4>Circular evaluation of MCP ({esc(record.circular['mode'])})</h4>",  # type: ignore[index]
-                     table(circular_head, rows)]
-        parts.append(details(f"{title(record)} (run {run.run})", "".join(body), open_=i == 0))
-    return parts
+def mcq_view(run: McqRun) -> tuple[str, tuple[list[str], list[list[str]]], str, str, tuple[list[str], list]]:
+    """What section 7 of ``report.html`` shows of one run: its heading, the CP/MCP table (k-shot x method),
+    its notes with chance, and its circular metrics (mode, table)."""
+    record, head = run.record, ["k-shot", *COLUMNS.values()]
+    cells = [[str(row["k-shot"]), *(fmt(row[c], 4) for c in COLUMNS.values())] for row in table_rows(record)]
+    notes, mode = " ".join(table_notes(record)).replace("**", ""), (record.circular or {}).get("mode", "")
+    return f"{title(record)} (run {run.run})", (head, cells), notes, mode, circular_rows(record)

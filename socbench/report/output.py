@@ -74,3 +74,12 @@ def save_figure(fig: Any, path: Path) -> Path:
     with atomic_open(path, "wb") as handle:
         fig.savefig(handle, format="png")
     return path
+
+
+def finish_figure(fig: Any, ax: Any, path: Path, ylabel: str, title: str, legend: str | None = "small",
+                  **title_style: Any) -> Path:
+    """Label ``ax``, put its legend (font size ``legend``) outside on the right, and write ``fig``."""
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, **title_style)
+    ax.legend(fontsize=legend, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return save_figure(fig, path)

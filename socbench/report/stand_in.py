@@ -12,11 +12,12 @@ from socbench.estimates.render import gain_sentence
 from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.report.labels import domain_label
-from socbench.report.output import LABELS, fmt, new_figure, save_figure
+from socbench.report.output import LABELS, finish_figure, fmt, new_figure
 
 GAINS = "gain_per_question.png"
 HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correlation")
 ABSENT = LABELS["no_gain"]  # {domain}, {folder}
+TITLE = "gain per question (dots), median (line), its spread: middle 95% over splits (bar)"  # the figure's
 
 
 def gain_view(run: ModelRun, domain: DomainRun) -> str | tuple[str, str, list[list[str]]]:
@@ -62,8 +63,5 @@ def gain_figure(runs: Sequence[ModelRun], path: Path) -> Path | None:
     ax.axhline(1, color="grey", linestyle="--", linewidth=1)
     ax.set_xticks(range(len(domains)), domains, rotation=30, ha="right")
     ax.set_xlim(-0.6, len(domains) - 0.4)
-    ax.set_ylabel(f"gain (x n, {DEFAULT_FRACTION:.0%} labelled)")
-    ax.set_title("gain per question (dots), median (line), its spread: middle 95% over splits (bar)",
-                 fontsize="medium")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return save_figure(fig, path)
+    return finish_figure(fig, ax, path, f"gain (x n, {DEFAULT_FRACTION:.0%} labelled)", TITLE, "small",
+                         fontsize="medium")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from socbench.log.read import UnitRun
-from socbench.report.html_sections import esc, note, table
 from socbench.report.output import fmt, markdown_table
 
 OWN_SECTIONS = ("issp", "mcq")  # studies whose runs have sections of their own in the report
@@ -37,15 +36,3 @@ def units_markdown(units: Sequence[UnitRun]) -> list[str]:
     for study, found in by_study(units).items():
         lines += ["", f"## Study {study}", "", *markdown_table(*unit_table(found))]
     return lines
-
-
-def units_section(units: Sequence[UnitRun]) -> list[str]:
-    """The report's section of the other studies: a table each (nothing when there are none)."""
-    studies = by_study(units)
-    if not studies:
-        return []
-    parts = ["<h2 id='studies'>Other studies</h2>",
-             note("Each unit's metrics as its study recorded them (an incomplete unit's are not a result).")]
-    for study, found in studies.items():
-        parts += [f"<h3>{esc(study)}</h3>", table(*unit_table(found))]
-    return parts
