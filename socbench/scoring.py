@@ -46,7 +46,7 @@ from socbench.types import (
     VariantResult,
 )
 from socbench.weights import weights_off_reason
-from socbench.yardsticks import DEMOGRAPHIC, domain_yardsticks, shown_attributes
+from socbench.yardsticks import DEMOGRAPHIC, begin_demographic, domain_yardsticks, shown_attributes
 
 NO_EXTRACTION = "no extraction for this item"
 NO_CODE = "no code extracted"
@@ -126,26 +126,29 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
     )
     if engine_errors:  # not a result: no number that could be read as a score
         return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
-    counts["numeric"] = numeric_scores(numbers, attributes, weights, seed)
-    extra = None if attributes is None else domain_yardsticks(
-        scored, attributes, weights=weights, min_respondents=min_respondents, seed=seed, cache=cache)
+    settings = dict(weights=weights, min_respondents=min_respondents, seed=seed, cache=cache)
+    begun = None if attributes is None else begin_demographic(scored, attributes, **settings)
+    try:  # the rest of the domain is scored while the demographic model is fitted (``socbench.background``)
+        counts["numeric"] = numeric_scores(numbers, attributes, weights, seed)
+        view = (items, scored, texts, min_respondents, weights, seed)
+        alignment, questions = memo(cache, content_key("questions", *view), lambda: question_view(*view))
+        parts = dict(per_country=country_breakdown(scored, unmapped_countries, expected),
+                     breakdowns=persona_breakdowns(scored, expected),
+                     distribution=distribution_scores(scored, min_respondents, weights),
+                     accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
+                                             min_respondents=min_respondents, seed=seed))
+        extra = None if begun is None else \
+            domain_yardsticks(scored, attributes or {}, begun=begun, **settings)
+    finally:
+        if begun is not None:
+            begun.cancel()
     if extra is not None:
         floor = counts["baselines"] = {**floor, DEMOGRAPHIC: extra.demographic_accuracy}
     answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
     metrics = {name: metric(scored) for name, metric in zip(METRIC_NAMES, answer_metrics)}  # margin: below
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
-    view = (items, scored, texts, min_respondents, weights, seed)
-    alignment, questions = memo(cache, content_key("questions", *view), lambda: question_view(*view))
-    return DomainResult(
-        metrics=metrics,
-        per_country=country_breakdown(scored, unmapped_countries, expected),
-        **counts,
-        breakdowns=persona_breakdowns(scored, expected),
-        distribution=distribution_scores(scored, min_respondents, weights),
-        accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
-                                min_respondents=min_respondents, seed=seed),
-        alignment=alignment, questions=questions, yardsticks=extra.record if extra is not None else {},
-    )
+    return DomainResult(metrics=metrics, **counts, **parts, alignment=alignment, questions=questions,
+                        yardsticks=extra.record if extra is not None else {})
 
 
 def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[str, Extraction], *,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from socbench.background import Beside
 from socbench.memo import content_key, memo
 from socbench.metrics.classification import per_question_macro_f1, seed_macro_f1
 from socbench.metrics.demographic import DEFAULT_FOLDS, SOLVER, DemographicResult, Learner, demographic_model
@@ -33,6 +34,7 @@ from socbench.types import DomainData, ScoredItem
 
 DEMOGRAPHIC = "demographic_model"  # its key in DomainResult.baselines and in the yardsticks
 LEARNER: Learner = "logistic"
+APART_ITEMS = 20_000  # a domain this large fits its demographic model in a process of its own (~2 s to start)
 Attributes = dict[int, dict[str, str]]
 
 
@@ -69,26 +71,45 @@ def demographic_record(found: DemographicResult, folds: int) -> dict[str, Any]:
 def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
                       weights: Mapping[int, float] | None = None,
                       min_respondents: int = DEFAULT_MIN_RESPONDENTS, seed: int = 0,
-                      folds: int = DEFAULT_FOLDS, cache: Path | None = None) -> Yardsticks:
+                      folds: int = DEFAULT_FOLDS, cache: Path | None = None,
+                      begun: Beside[dict[str, Any]] | None = None) -> Yardsticks:
     """Every yardstick of a complete domain's ``scored`` items (the LLM's answers) beside the
     demographic model fitted on ``attributes`` (with the survey's design ``weights``, if any).
     ``cache``: the run's cache folder; the demographic model's side depends on the data alone
-    (any model's run on it reads it back), the LLM's side on its answers too (``socbench.memo``)."""
-    demographic = demographic_side(scored, attributes, weights=weights, min_respondents=min_respondents,
-                                   seed=seed, folds=folds, cache=cache)
+    (any model's run on it reads it back), the LLM's side on its answers too (``socbench.memo``).
+    ``begun``: that side as ``begin_demographic`` started it with the same arguments."""
+    begun = begun or begin_demographic(scored, attributes, weights=weights, min_respondents=min_respondents,
+                                       seed=seed, folds=folds, cache=cache, apart=False)
     model = memo(cache, content_key("model", scored, min_respondents),
                  lambda: _model_side(scored, min_respondents))
-    predicted = demographic["predicted"]
-    comparison = memo(cache, content_key("structure-comparison", scored, predicted),
-                      lambda: structure_comparison(scored, predicted))
+    demographic = begun.result()
     record = {
         DEMOGRAPHIC: demographic["record"],
         "simbench": {"model": model["simbench"], DEMOGRAPHIC: demographic["simbench"],
                      "questions": model["questions"], "norm": model["norm"]},
         "structure": {"model": model["structure"], DEMOGRAPHIC: demographic["structure"],
-                      "comparison": comparison},
+                      "comparison": demographic["comparison"]},
     }
     return Yardsticks(demographic["record"]["accuracy"], record)
+
+
+def begin_demographic(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
+                      apart: bool | None = None, **settings: Any) -> Beside[dict[str, Any]]:
+    """``demographic_side`` and the comparison with it, begun in a process of its own for a domain of
+    ``APART_ITEMS`` items or more (``apart`` decides otherwise), while the caller scores the rest."""
+    apart = len(scored) >= APART_ITEMS if apart is None else apart
+    return Beside(apart, _demographic_compared, scored, attributes, **settings)
+
+
+def _demographic_compared(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]],
+                          **settings: Any) -> dict[str, Any]:
+    """``demographic_side`` and the model's structure against it (``comparison``): the part of the
+    yardsticks that waits for the classifier's answers."""
+    found = demographic_side(scored, attributes, **settings)
+    predicted = found["predicted"]
+    comparison = memo(settings.get("cache"), content_key("structure-comparison", scored, predicted),
+                      lambda: structure_comparison(scored, predicted))
+    return {**found, "comparison": comparison}
 
 
 def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,

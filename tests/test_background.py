@@ -1,0 +1,73 @@
+"""socbench.background: work beside the caller gives what the caller would have computed, raises what it
+would have raised, never re-runs the caller's script, and a process that dies costs only time."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bench.demographic_model import synthetic_domain
+from socbench.background import Beside, cores
+from socbench.yardsticks import begin_demographic
+
+pytestmark = pytest.mark.skipif(cores() < 2, reason="work runs apart only with a second core")
+
+
+def test_small_work_runs_in_the_caller_when_asked() -> None:
+    calls = []
+    later = Beside(False, lambda x: calls.append(x) or x * 2, 21)
+    assert calls == []  # nothing yet: computed at result()
+    assert later.result() == 42 and calls == [21]
+
+
+@pytest.mark.slow  # starts a process
+def test_work_apart_returns_its_result_and_raises_its_error() -> None:
+    assert Beside(True, math.fsum, [0.1] * 10).result() == math.fsum([0.1] * 10)
+    with pytest.raises(ValueError, match="invalid literal"):
+        Beside(True, int, "not a number").result()
+
+
+@pytest.mark.slow  # starts a process, then kills it
+def test_a_process_that_dies_leaves_the_work_to_the_caller() -> None:
+    later = Beside(True, math.fsum, [0.5, 0.25])
+    later._process.kill()  # type: ignore[union-attr]  # as the OOM killer would
+    assert later.result() == 0.75
+    cancelled = Beside(True, math.fsum, [1.0])
+    folder = Path(cancelled._folder)
+    cancelled.cancel()
+    assert cancelled._process is None and not folder.exists()
+
+
+@pytest.mark.slow  # starts a process
+def test_the_demographic_yardstick_apart_equals_the_one_computed_in_the_caller() -> None:
+    items, people = synthetic_domain(300, 4, 12)
+    answered = [replace(item, predicted_code=item.offered_codes[item.person_id % 4], parse_error=None)
+                for item in items]
+    here = begin_demographic(answered, people, apart=False).result()
+    apart = begin_demographic(answered, people, apart=True)
+    assert apart._process is not None
+    assert json.dumps(apart.result(), sort_keys=True) == json.dumps(here, sort_keys=True)  # NaN != NaN
+    assert set(here) >= {"record", "simbench", "structure", "predicted", "comparison"}
+
+
+@pytest.mark.slow  # runs a script in a child process
+def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
+    """multiprocessing's spawn re-runs the caller's script in the child (a notebook's or a script's
+    without ``if __name__ == "__main__"``): this process must not."""
+    script = tmp_path / "user_script.py"
+    script.write_text(textwrap.dedent("""
+        import math
+        from socbench.background import Beside
+        print("script ran", flush=True)
+        print(Beside(True, math.fsum, [1.0, 2.0]).result(), flush=True)
+    """))
+    found = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                           check=False)
+    assert found.stdout.split("\n")[:2] == ["script ran", "3.0"], found.stdout + found.stderr
