@@ -47,13 +47,18 @@ class Beside(Generic[T]):
     def __init__(self, apart: bool, work: Callable[..., T], *args: Any, **kwargs: Any) -> None:
         self._call = (work, args, kwargs)
         self._process: subprocess.Popen[bytes] | None = None
-        if apart and cores() > 1:
-            self._folder = tempfile.mkdtemp(prefix="socbench-beside-")
+        if not apart or cores() < 2:
+            return
+        self._folder = tempfile.mkdtemp(prefix="socbench-beside-")
+        try:
             Path(self._folder, "work.pkl").write_bytes(pickle.dumps(self._call, pickle.HIGHEST_PROTOCOL))
-            root = str(Path(__file__).resolve().parents[1])  # socbench importable as here, installed or not
-            path = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
-            self._process = subprocess.Popen([sys.executable, "-c", _SERVE, self._folder],
-                                             env={**os.environ, "PYTHONPATH": path}, stdin=subprocess.DEVNULL)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):  # then in the caller, as if small
+            shutil.rmtree(self._folder, ignore_errors=True)
+            return
+        root = str(Path(__file__).resolve().parents[1])  # socbench importable as here, installed or not
+        path = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
+        self._process = subprocess.Popen([sys.executable, "-c", _SERVE, self._folder],
+                                         env={**os.environ, "PYTHONPATH": path}, stdin=subprocess.DEVNULL)
 
     def result(self) -> T:
         work, args, kwargs = self._call

@@ -71,3 +71,8 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
     found = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
                            check=False)
     assert found.stdout.split("\n")[:2] == ["script ran", "3.0"], found.stdout + found.stderr
+
+
+def test_work_that_cannot_be_pickled_runs_in_the_caller() -> None:
+    later = Beside(True, lambda: "computed here")  # a lambda: no pickle, so no process
+    assert later._process is None and later.result() == "computed here"
