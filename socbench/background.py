@@ -28,7 +28,9 @@ _SERVE = "import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); " \
 
 def serve(folder: str) -> None:
     """The process's side: ``work.pkl`` in, ``result.pkl`` out, as (done, value or exception)."""
-    work, args, kwargs = pickle.loads(Path(folder, "work.pkl").read_bytes())
+    given = Path(folder, "work.pkl")
+    work, args, kwargs = pickle.loads(given.read_bytes())
+    given.unlink()  # the respondents' data it holds is not left behind if the caller dies
     try:
         outcome = (True, work(*args, **kwargs))
     except Exception as exc:  # raised in the caller
@@ -50,15 +52,14 @@ class Beside(Generic[T]):
         if not apart or cores() < 2:
             return
         self._folder = tempfile.mkdtemp(prefix="socbench-beside-")
-        try:
-            Path(self._folder, "work.pkl").write_bytes(pickle.dumps(self._call, pickle.HIGHEST_PROTOCOL))
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):  # then in the caller, as if small
-            shutil.rmtree(self._folder, ignore_errors=True)
-            return
         root = str(Path(__file__).resolve().parents[1])  # socbench importable as here, installed or not
         path = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
-        self._process = subprocess.Popen([sys.executable, "-c", _SERVE, self._folder],
-                                         env={**os.environ, "PYTHONPATH": path}, stdin=subprocess.DEVNULL)
+        try:
+            Path(self._folder, "work.pkl").write_bytes(pickle.dumps(self._call, pickle.HIGHEST_PROTOCOL))
+            self._process = subprocess.Popen([sys.executable, "-c", _SERVE, self._folder],
+                                             env={**os.environ, "PYTHONPATH": path}, stdin=subprocess.DEVNULL)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):  # then in the caller, as if small
+            shutil.rmtree(self._folder, ignore_errors=True)
 
     def result(self) -> T:
         work, args, kwargs = self._call

@@ -29,7 +29,9 @@ def test_small_work_runs_in_the_caller_when_asked() -> None:
 
 @pytest.mark.slow  # starts a process
 def test_work_apart_returns_its_result_and_raises_its_error() -> None:
-    assert Beside(True, math.fsum, [0.1] * 10).result() == math.fsum([0.1] * 10)
+    later = Beside(True, math.fsum, [0.1] * 10)
+    assert later.result() == math.fsum([0.1] * 10)
+    assert not Path(later._folder).exists()  # nothing of the work's data left behind
     with pytest.raises(ValueError, match="invalid literal"):
         Beside(True, int, "not a number").result()
 
