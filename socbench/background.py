@@ -39,6 +39,7 @@ def serve(folder: str) -> None:
 
 
 def cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's or taskset's share)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 

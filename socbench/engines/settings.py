@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from socbench.background import cores
 from socbench.engines.cache import CacheStore
 from socbench.engines.openai_settings import OpenAISettings, api_bases
 from socbench.engines.vllm_args import REMOVED, check_vllm_keys
@@ -85,23 +86,15 @@ def host_defaults(cuda: bool) -> dict[str, Any]:
     }
 
 
-def _usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity: a container's or taskset's share)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def vllm_cpu_threads() -> int:
     """``OMP_NUM_THREADS``, else every usable core: CPU vLLM's greedy answers do not depend on the count."""
-    return _env_int("OMP_NUM_THREADS", 0) or _usable_cores()
+    return _env_int("OMP_NUM_THREADS", 0) or cores()
 
 
 def cpu_compute_threads() -> int:
     """transformers on CPU: ``OMP_NUM_THREADS``, else one core fewer than usable (tokenizer and Prefect
     keep one); never adapted to the load: the count changes bf16 log-likelihoods, hence CP choices."""
-    return _env_int("OMP_NUM_THREADS", 0) or max(1, _usable_cores() - 1)
+    return _env_int("OMP_NUM_THREADS", 0) or max(1, cores() - 1)
 
 
 def _env_int(name: str, default: int) -> int:
