@@ -109,26 +109,26 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
     every, numbers = scored, [item for item in scored if item.numeric is not None]  # metrics.numeric's
     scored = [item for item in scored if item.numeric is None]  # the codes' metrics and baselines
-    expected = item_baselines(scored, grouping)  # each baseline on each item: the domain's, and each group's
-    floor = memo(cache, content_key("baselines", scored, weights, grouping),
-                 lambda: baselines(scored, weights, grouping, expected))
-    excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
-    counts = dict(
-        domain_id=domain_id, domain_name=domain_name, model=model, total_items=len(items),
-        scoreable_items=sum(item.excluded_reason is None for item in items),
-        excluded_by_reason=dict(sorted(excluded.items())),
-        parse_failures=sum(item.parse_error is not None for item in every),
-        parse_failure_reasons=dict(Counter(i.parse_error for i in every if i.parse_error is not None)),
-        engine_errors=len(engine_errors), engine_error_reasons=dict(Counter(engine_errors)),
-        baselines=floor, unmapped_countries=dict(unmapped_countries), interview_count=interview_count,
-        run=run, weights_off=None if weights is not None else weights_off or "no design weights given",
-        grouping=grouping,
-    )
-    if engine_errors:  # not a result: no number that could be read as a score
-        return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
     settings = dict(weights=weights, min_respondents=min_respondents, seed=seed, cache=cache)
-    begun = None if attributes is None else begin_demographic(scored, attributes, **settings)
+    begun = None if attributes is None or engine_errors else begin_demographic(scored, attributes, **settings)
     try:  # the rest of the domain is scored while the demographic model is fitted (``socbench.background``)
+        expected = item_baselines(scored, grouping)  # each baseline on each item: domain's, each group's
+        floor = memo(cache, content_key("baselines", scored, weights, grouping),
+                     lambda: baselines(scored, weights, grouping, expected))
+        excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
+        counts = dict(
+            domain_id=domain_id, domain_name=domain_name, model=model, total_items=len(items),
+            scoreable_items=sum(item.excluded_reason is None for item in items),
+            excluded_by_reason=dict(sorted(excluded.items())),
+            parse_failures=sum(item.parse_error is not None for item in every),
+            parse_failure_reasons=dict(Counter(i.parse_error for i in every if i.parse_error is not None)),
+            engine_errors=len(engine_errors), engine_error_reasons=dict(Counter(engine_errors)),
+            baselines=floor, unmapped_countries=dict(unmapped_countries), interview_count=interview_count,
+            run=run, weights_off=None if weights is not None else weights_off or "no design weights given",
+            grouping=grouping,
+        )
+        if engine_errors:  # not a result: no number that could be read as a score
+            return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
         counts["numeric"] = numeric_scores(numbers, attributes, weights, seed)
         view = (items, scored, texts, min_respondents, weights, seed)
         alignment, questions = memo(cache, content_key("questions", *view), lambda: question_view(*view))
@@ -137,6 +137,8 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
                      distribution=distribution_scores(scored, min_respondents, weights),
                      accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
                                              min_respondents=min_respondents, seed=seed))
+        answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
+        metrics = {name: score(scored) for name, score in zip(METRIC_NAMES, answer_metrics)}  # margin: below
         extra = None if begun is None else \
             domain_yardsticks(scored, attributes or {}, begun=begun, **settings)
     finally:
@@ -144,8 +146,6 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
             begun.cancel()
     if extra is not None:
         floor = counts["baselines"] = {**floor, DEMOGRAPHIC: extra.demographic_accuracy}
-    answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
-    metrics = {name: metric(scored) for name, metric in zip(METRIC_NAMES, answer_metrics)}  # margin: below
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
     return DomainResult(metrics=metrics, **counts, **parts, alignment=alignment, questions=questions,
                         yardsticks=extra.record if extra is not None else {})

@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from socbench.background import Beside
 from socbench.memo import content_key, memo
 from socbench.metrics.classification import per_question_macro_f1, seed_macro_f1
@@ -28,7 +30,7 @@ from socbench.metrics.demographic import DEFAULT_FOLDS, SOLVER, DemographicResul
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.simbench import simbench_score
 from socbench.metrics.structure import Structure, structure
-from socbench.metrics.structure_difference import profile_difference
+from socbench.metrics.structure_difference import difference_record, profile_resamples
 from socbench.prompts.persona import country_words, persona_attributes
 from socbench.types import DomainData, ScoredItem
 
@@ -83,33 +85,25 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
     model = memo(cache, content_key("model", scored, min_respondents),
                  lambda: _model_side(scored, min_respondents))
     demographic = begun.result()
+    predicted = demographic["predicted"]
+    comparison = memo(cache, content_key("structure-comparison", scored, predicted),
+                      lambda: structure_comparison(scored, predicted, model["profiles"]))
     record = {
         DEMOGRAPHIC: demographic["record"],
         "simbench": {"model": model["simbench"], DEMOGRAPHIC: demographic["simbench"],
                      "questions": model["questions"], "norm": model["norm"]},
         "structure": {"model": model["structure"], DEMOGRAPHIC: demographic["structure"],
-                      "comparison": demographic["comparison"]},
+                      "comparison": comparison},
     }
     return Yardsticks(demographic["record"]["accuracy"], record)
 
 
 def begin_demographic(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
                       apart: bool | None = None, **settings: Any) -> Beside[dict[str, Any]]:
-    """``demographic_side`` and the comparison with it, begun in a process of its own for a domain of
-    ``APART_ITEMS`` items or more (``apart`` decides otherwise), while the caller scores the rest."""
+    """``demographic_side``, begun in a process of its own for a domain of ``APART_ITEMS`` items or more
+    (``apart`` decides otherwise), while the caller scores the rest."""
     apart = len(scored) >= APART_ITEMS if apart is None else apart
-    return Beside(apart, _demographic_compared, scored, attributes, **settings)
-
-
-def _demographic_compared(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]],
-                          **settings: Any) -> dict[str, Any]:
-    """``demographic_side`` and the model's structure against it (``comparison``): the part of the
-    yardsticks that waits for the classifier's answers."""
-    found = demographic_side(scored, attributes, **settings)
-    predicted = found["predicted"]
-    comparison = memo(settings.get("cache"), content_key("structure-comparison", scored, predicted),
-                      lambda: structure_comparison(scored, predicted))
-    return {**found, "comparison": comparison}
+    return Beside(apart, demographic_side, scored, attributes, **settings)
 
 
 def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
@@ -146,18 +140,23 @@ def _in_order(scored: Sequence[ScoredItem], answered: Sequence[ScoredItem]) -> l
     return [codes.get((i.person_id, i.question_id)) for i in scored]
 
 
-def structure_comparison(scored: Sequence[ScoredItem], predicted: Sequence[str | None]) -> dict[str, Any]:
+def structure_comparison(scored: Sequence[ScoredItem], predicted: Sequence[str | None],
+                         profiles: Sequence[float] | None = None) -> dict[str, Any]:
     """The model's structure against the classifier's (``predicted``: its code for each of ``scored``'s
-    items, as ``demographic_side`` stores them), on the same respondents."""
+    items, as ``demographic_side`` stores them), on the same respondents; ``profiles``: the model's half
+    (``profile_resamples``), computed beforehand."""
     classifier = [replace(i, predicted_code=code, parse_error=None)
                   for i, code in zip(scored, predicted, strict=True) if code is not None]
-    return profile_difference(scored, classifier)
+    model = profile_resamples(scored) if profiles is None else np.array(profiles, dtype=float)
+    return difference_record(model - profile_resamples(scored, classifier))
 
 
 def _model_side(scored: Sequence[ScoredItem], min_respondents: int) -> dict[str, Any]:
+    """The LLM's yardsticks, and its half of the structure comparison (``profiles``), while the classifier
+    is still fitted."""
     found = simbench_score(scored, min_respondents)
     return {"simbench": found.score, "questions": len(found.rows), "norm": found.norm,
-            "structure": structure_record(structure(scored))}
+            "structure": structure_record(structure(scored)), "profiles": profile_resamples(scored).tolist()}
 
 
 def yardstick(record: Mapping[str, Any], *path: str) -> float:

@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from socbench.log.write import write_domain_files
-from socbench.metrics.ranking import kendall_tau_b, mean_tau_p, modal_agreement, rank_test
+from socbench.metrics.ranking import kendall_tau_b, mean_tau_p, modal_agreement, rank_test, rank_tests
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Question, Respondent
 
@@ -73,6 +73,20 @@ def test_permutation_test_is_scipys_to_the_bit() -> None:
             got = rank_test(model, human, seed)
             assert got.p_value == expected.pvalue
             assert np.array_equal(got.null, expected.null_distribution)
+
+
+def test_groups_tested_together_equal_each_tested_alone() -> None:
+    """Issue 43: a level's groups are tested in batches of one size; each test is the one-group test's, to
+    the bit, whatever its neighbours (sizes mixed, constant rankings among them, resampled ones, seeded)."""
+    rng = np.random.default_rng(9)
+    groups = [(rng.integers(0, 4, k) / 4 if n % 5 == 0 else rng.dirichlet(np.ones(k)),
+               rng.dirichlet(np.ones(k)), n) for n, k in enumerate(rng.choice([2, 3, 4, 7, 8], 70))]
+    groups.append((np.full(4, 0.25), rng.dirichlet(np.ones(4)), 70))
+    for together, (model, human, seed) in zip(rank_tests(groups), groups, strict=True):
+        alone = rank_test(model, human, seed)
+        assert (together.modal_agreement, together.p_value) == (alone.modal_agreement, alone.p_value) or \
+            math.isnan(alone.p_value) and math.isnan(together.p_value)
+        assert np.array_equal(together.null, alone.null, equal_nan=True)
 
 
 def test_mean_tau_test_finds_alignment_only_where_there_is_some() -> None:

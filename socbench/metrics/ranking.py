@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from itertools import permutations
 from typing import Any
 
@@ -35,9 +35,11 @@ from socbench.types import Code, Item, ScoredItem
 
 EXACT_MAX_OPTIONS = 7  # 7! = 5,040 orders enumerated; more options are resampled
 PERMUTATION_RESAMPLES = 9_999
+EXACT_BATCH = 32  # groups tested at once (7 options: ~27 MB of permuted signs)
 AGGREGATE_DRAWS = 4_000
 SIGNIFICANCE = 0.05
 SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "uniform_kendall_tau")
+ALIGNMENT_KEYS = ("modal_agreement", "kendall_tau", "kendall_tau_p")
 LEVELS = {"question": ("question_id",), "country_question": ("country_code", "question_id")}
 
 
@@ -80,31 +82,60 @@ class RankTest:
 
 
 def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
-    """Modal agreement, tau-b and its one-sided permutation p-value for one group: scipy's
-    ``permutation_test`` (pairings, vectorized, one batch) without its per-call set-up, which was most
-    of ranking's time at a survey's size; the same permutations, null and p-value to the bit."""
-    agreement = modal_agreement(model, human)
-    observed = kendall_tau_b(model, human)
-    tau = float(observed)
-    if math.isnan(tau):  # a constant ranking on either side: no order, no test
-        return RankTest(agreement, tau, math.nan, np.array([tau]))
-    exact = len(human) <= EXACT_MAX_OPTIONS
-    k = len(human)
-    null = _permuted_taus(model, human, _order_pairs(k) if exact else
-                          _pairs_of(_random_orders(k, np.random.default_rng(seed))))
+    """Modal agreement, tau-b and its one-sided permutation p-value for one group (``rank_tests``)."""
+    return rank_tests([(model, human, seed)])[0]
+
+
+def rank_tests(groups: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> list[RankTest]:
+    """``rank_test`` of each (model shares, human shares, seed): scipy's ``permutation_test`` (pairings,
+    vectorized, one batch) without its per-call set-up, the same permutations, null and p-value to the bit.
+    Groups of one size are tested together (a survey's thousands of small groups were each a dozen array
+    calls: most of ranking's time); a resampled test draws its group's own seeded orders."""
+    by_size: dict[int, list[int]] = {}
+    for n, (_, human, _) in enumerate(groups):
+        by_size.setdefault(len(human), []).append(n)
+    tests: dict[int, RankTest] = {}
+    for k, members in by_size.items():
+        batch = EXACT_BATCH if k <= EXACT_MAX_OPTIONS else 1
+        for start in range(0, len(members), batch):
+            chunk = members[start:start + batch]
+            models = np.array([groups[n][0] for n in chunk], float)
+            humans = np.array([groups[n][1] for n in chunk], float)
+            pairs = _order_pairs(k) if k <= EXACT_MAX_OPTIONS else _seeded_pairs(k, groups[chunk[0]][2])
+            tests.update(zip(chunk, _tested(models, humans, pairs, k <= EXACT_MAX_OPTIONS), strict=True))
+    return [tests[n] for n in range(len(groups))]
+
+
+def _tested(models: np.ndarray, humans: np.ndarray, pairs: np.ndarray, exact: bool) -> list[RankTest]:
+    """Rows of shares of one size against their ``pairs`` (``_pairs_of`` the orders): tau-b of each row
+    and of each permuted row. A permuted row's pair signs are looked up in its k x k table of signs (a
+    permuted pair's difference is one of the table's: the same floats without the arithmetic), and its
+    untied pairs are the row's own (permuting shares keeps the set of pairs)."""
+    k = humans.shape[1]
+    i, j = np.triu_indices(k, 1)
+    sx, sy = np.sign(_round(models[:, i] - models[:, j])), np.sign(_round(humans[:, i] - humans[:, j]))
+    untied_x, untied_y = np.count_nonzero(sx, axis=1), np.count_nonzero(sy, axis=1)
+    observed = _tau(np.einsum("gp,gp->g", sx, sy), untied_x, untied_y)
+    table = np.sign(_round(models[:, :, None] - models[:, None, :])).astype(np.int32).reshape(len(models), -1)
+    agree = np.einsum("gp,gpo->go", sy.astype(np.int32), table[:, pairs])  # -1/0/1 summed in ints: 10x floats
+    nulls = _tau(agree, untied_x[:, None], untied_y[:, None])
     adjustment = 0 if exact else 1  # scipy's: a resampled test counts the observed ordering once
-    count = np.count_nonzero(null >= observed - np.abs(np.finfo(float).eps * 100 * observed)) + adjustment
-    return RankTest(agreement, tau, float(np.clip(count / (len(null) + adjustment), 0.0, 1.0)), null)
+    tests = []
+    for model, human, tau, null in zip(models, humans, observed.tolist(), nulls, strict=True):
+        agreement = modal_agreement(model, human)
+        if math.isnan(tau):  # a constant ranking on either side: no order, no test
+            tests.append(RankTest(agreement, tau, math.nan, np.array([tau])))
+            continue
+        count = np.count_nonzero(null >= tau - abs(np.finfo(float).eps * 100 * tau)) + adjustment
+        p_value = float(np.clip(count / (len(null) + adjustment), 0.0, 1.0))
+        tests.append(RankTest(agreement, tau, p_value, null))
+    return tests
 
 
-def _permuted_taus(model: np.ndarray, human: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    """``kendall_tau_b(model[orders], human)``, each permuted pair's sign looked up in the model's k x k
-    table of signs (``pairs``: ``_pairs_of(orders)``): a permuted pair's difference is one of the table's,
-    so the same floats without the arithmetic on thousands of rows of pairs."""
-    i, j = np.triu_indices(len(human), 1)
-    signs = np.sign(_round(model[:, None] - model[None, :])).ravel()
-    sx, sy = signs[pairs], np.sign(_round(human[i] - human[j]))
-    return _tau(sy @ sx, np.count_nonzero(sx, axis=0), np.count_nonzero(sy))
+@lru_cache(maxsize=8)
+def _seeded_pairs(k: int, seed: int) -> np.ndarray:
+    """A resampled test's orders as pairs (its weighted twin draws the same ones: drawn once)."""
+    return _pairs_of(_random_orders(k, np.random.default_rng(seed)))
 
 
 def _pairs_of(orders: np.ndarray) -> np.ndarray:
@@ -141,34 +172,30 @@ def _shares(codes: Sequence[Code], values: np.ndarray) -> dict[Code, float]:
     return {code: round(float(v), 6) for code, v in zip(codes, values, strict=True)}
 
 
-def group_record(items: Sequence[ScoredItem], weights: Weights | None = None, seed: int = 0,
-                 alignment: bool = True, codes: tuple[Code, ...] | None = None,
-                 ) -> tuple[dict[str, object], dict[str, RankTest]]:
-    """One group's shares and alignment (``weighted_*`` too with ``weights``), and its tests
-    by prefix ("" and "weighted_") for the level's aggregate test; ``alignment=False``: NaN and no
-    test (a group too small to rank: its permutation test would be computed only to be dropped);
-    ``codes``: the group's, where the caller has them (``group_codes``)."""
+def group_record(items: Sequence[ScoredItem], weights: Weights | None = None,
+                 codes: tuple[Code, ...] | None = None,
+                 ) -> tuple[dict[str, object], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """One group's shares (``weighted_*`` too with ``weights``), its alignment NaN until tested, and the
+    (model, human) shares to test by prefix ("" and "weighted_") where the model answered; ``codes``: the
+    group's, where the caller has them (``group_codes``)."""
     codes = group_codes(items) if codes is None else codes
     record: dict[str, object] = {
         "respondents": len({item.person_id for item in items}), "items": len(items),
         "accuracy": float(np.mean([item.correct for item in items])),
         "no_answer": float(np.mean([item.parse_error is not None for item in items])),
     }
-    tests: dict[str, RankTest] = {}
+    shares: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for prefix, w in (("", None), ("weighted_", weights)) if weights is not None else (("", None),):
         human = human_distribution(items, codes, w)
         model = model_distribution(items, codes, w)
         record[f"{prefix}human"] = _shares(codes, human)
         record[f"{prefix}model"] = None if model is None else _shares(codes, model)
-        test = None if model is None or not alignment else rank_test(model, human, seed)
-        if test is not None:
-            tests[prefix] = test
-        record.update({f"{prefix}modal_agreement": test.modal_agreement if test else math.nan,
-                       f"{prefix}kendall_tau": test.kendall_tau if test else math.nan,
-                       f"{prefix}kendall_tau_p": test.p_value if test else math.nan})
-        if not prefix and model is not None and len(codes) >= 2:
-            record.update(distance_scores(model, human))
-    return record, tests
+        record.update({f"{prefix}{key}": math.nan for key in ALIGNMENT_KEYS})
+        if model is not None:
+            shares[prefix] = (model, human)
+            if not prefix and len(codes) >= 2:
+                record.update(distance_scores(model, human))
+    return record, shares
 
 
 def _group_seed(seed: int, key: tuple) -> int:
@@ -178,9 +205,20 @@ def _group_seed(seed: int, key: tuple) -> int:
 def level_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respondents: int,
                  weights: Weights | None = None, seed: int = 0,
                  ) -> dict[tuple, tuple[dict[str, object], dict[str, RankTest]]]:
-    """Records of every group by ``keys`` with enough respondents and at least two codes."""
-    return {key: group_record(group, weights, _group_seed(seed, key), codes=codes)
-            for key, (group, codes) in scorable_groups(items, keys, min_respondents).items()}
+    """Records of every group by ``keys`` with enough respondents and at least two codes, with their
+    tests by prefix (for the level's aggregate test), all tested at once."""
+    records = {key: group_record(group, weights, codes)
+               for key, (group, codes) in scorable_groups(items, keys, min_respondents).items()}
+    wanted = [(key, prefix, pair) for key, (_, shares) in records.items() for prefix, pair in shares.items()]
+    found: dict[tuple, tuple[dict[str, object], dict[str, RankTest]]] = {
+        key: (record, {}) for key, (record, _) in records.items()}
+    tests = rank_tests([(*pair, _group_seed(seed, key)) for key, _, pair in wanted])
+    for (key, prefix, _), test in zip(wanted, tests, strict=True):
+        record, by_prefix = found[key]
+        by_prefix[prefix] = test
+        record.update(zip((f"{prefix}{key}" for key in ALIGNMENT_KEYS),
+                          (test.modal_agreement, test.kendall_tau, test.p_value), strict=True))
+    return found
 
 
 def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, RankTest]]],
@@ -206,9 +244,6 @@ def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, Rank
 
 def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else math.nan
-
-
-ALIGNMENT_KEYS = ("modal_agreement", "kendall_tau", "kendall_tau_p")
 
 
 def option_labels(items: Sequence[Item]) -> dict[str, dict[Code, str]]:
@@ -243,7 +278,7 @@ def question_view(items: Sequence[Item], scored: Sequence[ScoredItem], texts: Ma
     for (qid,), group in split_groups(scored, ("question_id",)).items():
         qualified, codes = levels["question"].get((qid,)), group_codes(group)
         record = qualified[0] if qualified else _without_alignment(
-            group_record(group, weights, seed, alignment=False, codes=codes)[0])
+            group_record(group, weights, codes)[0])
         asked_in = {item.country_code for item in group}
         view[qid] = {"text": (texts or {}).get(qid, ""),
                      "options": [[code, labels.get(qid, {}).get(code, "")] for code in codes],

@@ -77,11 +77,12 @@ def _profile_correlations(items: Sequence[ScoredItem], groups: Groups, block: di
     return np.where(alike, 0.0, r)
 
 
-def profile_difference(model: Sequence[ScoredItem], other: Sequence[ScoredItem], groups: Groups | None = None,
-                       *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, float | int | str]:
-    """The model's profile correlation minus ``other``'s (both predicting the same respondents' answers)
-    and its ``LEVEL`` percentile CI from a paired bootstrap over respondents (``ci_low``/``ci_high`` NaN
-    where fewer than half the resamples give both correlations)."""
+def profile_resamples(model: Sequence[ScoredItem], items: Sequence[ScoredItem] | None = None,
+                      groups: Groups | None = None, *, resamples: int = RESAMPLES, seed: int = 0,
+                      ) -> np.ndarray:
+    """The profile correlation of ``items`` (default: ``model``'s) in the sample (row 0) and in every
+    resample of ``model``'s respondents: one predictor's half of ``profile_difference``, so each half is
+    computed as soon as its answers are known (the same people and draws for any ``items``)."""
     groups = item_groups(model) if groups is None else groups
     people = sorted({item.person_id for item in model})
     rng = np.random.default_rng(seed)
@@ -89,8 +90,23 @@ def profile_difference(model: Sequence[ScoredItem], other: Sequence[ScoredItem],
     block = dict(zip(people, (rng.permutation(len(people)) % n_blocks).tolist(), strict=True))
     draws = rng.multinomial(n_blocks, np.full(n_blocks, 1 / n_blocks), size=resamples)
     weights = np.vstack([np.ones((1, n_blocks), dtype=np.int64), draws])  # row 0: the sample itself
-    difference = _profile_correlations(model, groups, block, weights) - _profile_correlations(other, groups,
-                                                                                              block, weights)
+    return _profile_correlations(model if items is None else items, groups, block, weights)
+
+
+def profile_difference(model: Sequence[ScoredItem], other: Sequence[ScoredItem], groups: Groups | None = None,
+                       *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, float | int | str]:
+    """The model's profile correlation minus ``other``'s (both predicting the same respondents' answers)
+    and its ``LEVEL`` percentile CI from a paired bootstrap over respondents (``difference_record``)."""
+    groups = item_groups(model) if groups is None else groups
+    mine, others = (profile_resamples(model, items, groups, resamples=resamples, seed=seed)
+                    for items in (model, other))
+    return difference_record(mine - others)
+
+
+def difference_record(difference: np.ndarray) -> dict[str, float | int | str]:
+    """The sample's difference (row 0) and its percentile CI over the resamples (``ci_low``/``ci_high`` NaN
+    where fewer than half the resamples give both correlations)."""
+    resamples = len(difference) - 1
     found = difference[1:][np.isfinite(difference[1:])]
     tail = (1 - LEVEL) / 2 * 100
     low, high = np.percentile(found, [tail, 100 - tail]) if len(found) >= resamples / 2 else (math.nan,) * 2
