@@ -14,9 +14,19 @@ import pytest
 from scipy.stats import kendalltau
 
 from socbench.log.write import write_domain_files
-from socbench.metrics.ranking import kendall_tau_b, mean_tau_p, modal_agreement, rank_test, rank_tests
+from socbench.metrics.ranking import _round, _tau, mean_tau_p, modal_agreement, rank_test, rank_tests
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Question, Respondent
+
+
+def kendall_tau_b(model: np.ndarray, human: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Tau-b of ``model`` (rows, or one) against ``human`` in ``rank_tests``' arithmetic: scipy's
+    ``permutation_test`` statistic, for comparing nulls to the bit."""
+    model, human = np.moveaxis(np.asarray(model, float), axis, -1), np.asarray(human, float)
+    i, j = np.triu_indices(human.shape[-1], 1)
+    sx, sy = np.sign(_round(model[..., i] - model[..., j])), np.sign(_round(human[i] - human[j]))
+    return _tau(sx @ sy, np.count_nonzero(sx, axis=-1), np.count_nonzero(sy))
+
 
 OPTS = (("1", "Agree"), ("2", "Neither"), ("3", "Disagree"), ("4", "Strongly disagree"))
 
@@ -28,13 +38,14 @@ def test_tau_b_equals_scipy_with_ties_and_its_conventions() -> None:
             model = rng.integers(0, 4, k) / 4  # many ties, as shares of few respondents have
             human = rng.integers(0, 5, k) / 5
             expected = kendalltau(model, human).statistic
-            got = float(kendall_tau_b(model, human))
+            got = rank_test(model, human).kendall_tau
             if np.ptp(human) == 0 or np.ptp(model) == 0:
                 assert math.isnan(got) and math.isnan(expected)  # a constant ranking has no order
             else:
                 assert got == pytest.approx(expected, abs=1e-12)
     rows = rng.random((6, 5))
-    assert np.allclose(kendall_tau_b(rows, rows[0]), [kendalltau(r, rows[0]).statistic for r in rows])
+    assert np.allclose([t.kendall_tau for t in rank_tests([(r, rows[0], 0) for r in rows])],
+                       [kendalltau(r, rows[0]).statistic for r in rows])
 
 
 def test_modal_agreement_splits_ties_like_random_tie_breaks() -> None:
@@ -166,6 +177,6 @@ def test_one_answer_to_everything_is_not_a_constant_ranking() -> None:
     with three options people rank 1 > 2 > 3 (docs/results.md); equal shares (uniform answers) are a
     constant ranking: tau undefined, no test, left out of the mean."""
     human = np.array([0.5, 0.3, 0.2])
-    assert float(kendall_tau_b(np.array([1.0, 0.0, 0.0]), human)) == pytest.approx(2 / math.sqrt(6))
+    assert rank_test(np.array([1.0, 0.0, 0.0]), human).kendall_tau == pytest.approx(2 / math.sqrt(6))
     flat = rank_test(np.full(3, 1 / 3), human)
     assert math.isnan(flat.kendall_tau) and math.isnan(flat.p_value)

@@ -43,15 +43,6 @@ ALIGNMENT_KEYS = ("modal_agreement", "kendall_tau", "kendall_tau_p")
 LEVELS = {"question": ("question_id",), "country_question": ("country_code", "question_id")}
 
 
-def kendall_tau_b(model: np.ndarray, human: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Tau-b of ``model`` (rows of share vectors, or one) against ``human``; NaN where either is
-    constant (no order: tau-b is 0/0, as scipy's ``kendalltau`` says)."""
-    model, human = np.moveaxis(np.asarray(model, float), axis, -1), np.asarray(human, float)
-    i, j = np.triu_indices(human.shape[-1], 1)
-    sx, sy = np.sign(_round(model[..., i] - model[..., j])), np.sign(_round(human[i] - human[j]))
-    return _tau(sx @ sy, np.count_nonzero(sx, axis=-1), np.count_nonzero(sy))
-
-
 def _tau(agree: np.ndarray, tied_model: np.ndarray, tied_human: int) -> np.ndarray:
     """Tau-b from the sum of the pairs' sign products and each side's count of untied pairs: sums of
     -1, 0 and 1, exact in any order, so a product and counts give the sums' floats."""
