@@ -35,7 +35,7 @@ from socbench.types import Code, Item, ScoredItem
 
 EXACT_MAX_OPTIONS = 7  # 7! = 5,040 orders enumerated; more options are resampled
 PERMUTATION_RESAMPLES = 9_999
-EXACT_BATCH = 32  # groups tested at once (7 options: ~27 MB of permuted signs)
+EXACT_BATCH = 32  # groups tested at once (7 options: ~14 MB of permuted signs, int32)
 AGGREGATE_DRAWS = 4_000
 SIGNIFICANCE = 0.05
 SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "uniform_kendall_tau")
