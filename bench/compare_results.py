@@ -9,7 +9,8 @@ shows as a changed answer), and stores every result file, normalised (no times, 
 item lines folded into its record: ``fold_lines``), in ``DIR/results.json``. ``... compare DIR_A DIR_B``
 prints the first differences and exits 1 if any; keys only in B (fields a newer version adds) are listed
 apart and are not differences. ``run --quick`` (the tests' pass) runs only ``QUICK``, the ISSP one on one
-domain.
+domain. ``run --data DIR`` runs only ``SCALE``: every respondent of domain 1 of a data folder (issue 43's
+comparison at 1,000 respondents, on the folder ``bench/scale.py`` imports).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ RUNS: dict[str, list[str]] = {
     "mcq_circular": ["mcq", "--dataset", "arc-easy", "--method", "cp,mcp", "--circular", "circular",
                      "--limit", "5"],
 }
+SCALE = ["issp", "--data_dir", "{data}", "--domain_id", "1", "--dataset_size", "all",
+         "--interview_count", "all", "--concurrent_requests", "64"]
 DOMAINS = ["1", "3", "7"]
 QUICK = ("issp_plain", "mcq_circular")
 VOLATILE = {"timestamp", "timing", "created", "wall_s", "seconds", "elapsed_s", "started", "finished",
@@ -74,9 +77,9 @@ def command(repo: Path) -> list[str]:
     return [str(python if python.exists() else sys.executable), "-m", "socbench.cli" if mapped else "cli"]
 
 
-def run_all(repo: Path, out: Path, quick: bool = False) -> dict[str, Any]:
-    """Every run of ``RUNS`` (``quick``: of ``QUICK``, on one domain) from ``repo``'s code; the normalised
-    result files keyed by run."""
+def run_all(repo: Path, out: Path, quick: bool = False, data: Path | None = None) -> dict[str, Any]:
+    """Every run of ``RUNS`` (``quick``: of ``QUICK``, on one domain; ``data``: ``SCALE`` on that folder)
+    from ``repo``'s code; the normalised result files keyed by run."""
     home = Path(tempfile.mkdtemp(prefix="compare-prefect-"))
     env = dict(os.environ, PYTHONPATH=str(repo), PREFECT_HOME=str(home), OPENAI_API_KEY="sk-bench",
                PREFECT_MEMO_STORE_PATH=str(home / "memo.toml"),
@@ -84,22 +87,25 @@ def run_all(repo: Path, out: Path, quick: bool = False) -> dict[str, Any]:
                PREFECT_SERVER_ANALYTICS_ENABLED="false", HF_HUB_OFFLINE="1")
     server, url = start_server()
     results: dict[str, Any] = {}
+    runs = {"issp_scale": [a.format(data=data) for a in SCALE]} if data else RUNS
     try:
-        for name, argv in RUNS.items():
+        for name, argv in runs.items():
             if quick and name not in QUICK:
                 continue
             folder = out / "runs" / name
             engine = ["--api_type", "openai", "--api_base", url, "--model", MODEL,
                       "--output_dir", str(folder)]
-            domains = (DOMAINS[:1] if quick else DOMAINS) if argv[0] == "issp" else [None]
+            domains = (DOMAINS[:1] if quick else DOMAINS) if argv[0] == "issp" and not data else [None]
             for domain in domains:
                 extra = [a.format(domain=domain) for a in ISSP] if domain else []
                 cmd = [*command(repo), *argv, *engine, *extra]
                 started = time.monotonic()
-                proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+                proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True,
+                                      timeout=7200 if data else 900)
                 print(f"{name} {domain or ''}: rc {proc.returncode}, {time.monotonic() - started:.0f} s",
                       flush=True)
                 log = folder / f"stdout{domain or ''}.txt"
+                folder.mkdir(parents=True, exist_ok=True)  # a run refused before it starts makes none
                 log.write_text(proc.stdout + "\n--- stderr\n" + proc.stderr)
                 if proc.returncode != 0:
                     raise RuntimeError(f"{name}: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
@@ -183,13 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--repo", type=Path, default=ROOT)
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--quick", action="store_true", help="two runs, one domain: a smoke test")
+    run.add_argument("--data", type=Path, help="only every respondent of domain 1 of this data folder")
     compare = sub.add_parser("compare", help="compare two DIRs written by run")
     compare.add_argument("a", type=Path)
     compare.add_argument("b", type=Path)
     args = parser.parse_args(argv)
     if args.command == "run":
         args.out.mkdir(parents=True, exist_ok=True)
-        results = run_all(args.repo.resolve(), args.out.resolve(), args.quick)
+        data = args.data.resolve() if args.data else None
+        results = run_all(args.repo.resolve(), args.out.resolve(), args.quick, data)
         (args.out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True))
         count = sum(len(v) if isinstance(v, list) else 1
                     for files in results.values() for v in files.values())
