@@ -68,11 +68,6 @@ class OpenAIEngine:
                 "option_tokens": "exact" if self.settings.exact_option_tokens else "top"}
 
     @property
-    def batched(self) -> bool:
-        """Whether requests go through the Batch API (the CLI then leaves them to the flow's stage)."""
-        return self.settings.batch
-
-    @property
     def usage(self) -> UsageMeter:
         return self._http.usage
 
