@@ -57,12 +57,11 @@ class _Tokens:
         return sum(calls), sum(n * tokens for n, tokens in zip(calls, counts))
 
     def _exact(self, request: Request) -> int:
-        from socbench.engines._chat import prompt_text
+        from socbench.engines._chat import prompt_text, started
 
         if isinstance(request, LoglikelihoodRequest):
             return self.counter.count(request.context + request.continuation, True)
-        prefix = "" if request.structured else request.answer_prefix
-        return self.counter.count(prompt_text(self.tokenizer, request) + prefix, not request.chat)
+        return self.counter.count(prompt_text(self.tokenizer, request) + started(request), not request.chat)
 
     @property
     def how(self) -> str:

@@ -47,6 +47,11 @@ def encode(tokenizer, text: str, *, special: bool) -> list[int]:
     return list(tokenizer(text, add_special_tokens=special)["input_ids"])
 
 
+def started(request: PromptRequest) -> str:
+    """The answer prefix that starts an unstructured reply (a structured one is the JSON alone)."""
+    return "" if request.structured else request.answer_prefix
+
+
 def prompt_ids(tokenizer, request: PromptRequest, suffix: str = "") -> list[int]:
     """Token ids of the prompt (plus ``suffix``, e.g. the answer prefix)."""
     return encode(tokenizer, prompt_text(tokenizer, request) + suffix, special=not request.chat)

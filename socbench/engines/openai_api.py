@@ -68,11 +68,6 @@ class OpenAIEngine:
                 "option_tokens": "exact" if self.settings.exact_option_tokens else "top"}
 
     @property
-    def batched(self) -> bool:
-        """Whether requests go through the Batch API (the CLI then leaves them to the flow's stage)."""
-        return self.settings.batch
-
-    @property
     def usage(self) -> UsageMeter:
         return self._http.usage
 
@@ -126,7 +121,7 @@ class OpenAIEngine:
     def _generate(self, sender: Transport | BatchTransport, requests: Sequence[PromptRequest],
                   on_result: ResultSink | None = None) -> list[EngineResult]:
         def finish(i: int, text: str | None, error: str | None) -> EngineResult:
-            prefix = _started(requests[i])
+            prefix = _chat.started(requests[i])
             result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
             return _chat.report(on_result, i, result)
 
@@ -195,12 +190,12 @@ class OpenAIEngine:
         """vLLM's ``/tokenize`` request for the prompt ``request`` sends (chat or raw text)."""
         if isinstance(request, LoglikelihoodRequest):
             return {"model": self.settings.model, "prompt": request.context + request.continuation}
-        body = self._body(request, prefix=_started(request))
+        body = self._body(request, prefix=_chat.started(request))
         keys = ("model", "prompt", "messages", "add_generation_prompt", "continue_final_message")
         return {key: body[key] for key in keys if key in body}
 
     def _generate_call(self, request: PromptRequest) -> Call:
-        body = self._body(request, prefix=_started(request))
+        body = self._body(request, prefix=_chat.started(request))
         mode = self.settings.structured_mode if request.structured else "none"
         if mode == "regex":
             body["structured_outputs"] = {"regex": _chat.constraint_regex(request)}
@@ -265,11 +260,6 @@ def _honours(text: str, codes: tuple[str, ...], mode: str) -> bool:
     except ValueError:
         return False
     return isinstance(reply, dict) and set(reply) == {"answer"} and reply["answer"] in codes
-
-
-def _started(request: PromptRequest) -> str:
-    """The answer prefix that starts an unstructured reply (as the in-process backends do)."""
-    return "" if request.structured else request.answer_prefix
 
 
 def _path(request: PromptRequest) -> str:

@@ -177,16 +177,15 @@ class VllmEngine:
                     error = EngineResult(key=request.key, error="structured output needs offered codes")
                     results[i] = _chat.report(on_result, i, error)
                     continue
-                prefix = "" if request.structured else request.answer_prefix
-                yield _Sub(i, _chat.prompt_ids(tok, request, prefix), _generate_params(request))
+                prompt = _chat.prompt_ids(tok, request, _chat.started(request))
+                yield _Sub(i, prompt, _generate_params(request))
 
         def finish(sub: _Sub, output: Any) -> list[_Sub]:
             request = requests[sub.index]
             if isinstance(output, Exception):
                 result = EngineResult(key=request.key, error=f"vLLM rejected the prompt: {output}")
             else:
-                prefix = "" if request.structured else request.answer_prefix
-                result = EngineResult(key=request.key, text=prefix + output.outputs[0].text)
+                result = EngineResult(key=request.key, text=_chat.started(request) + output.outputs[0].text)
             results[sub.index] = _chat.report(on_result, sub.index, result)
             return []
 

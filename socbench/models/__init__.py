@@ -96,17 +96,12 @@ def _converted(gguf: Path, name: str, source: str, package: str | None = None,
                version: str | None = None) -> ResolvedModel:
     """A GGUF's HF folder in ``$SOCBENCH_HOME/models`` (converted once): a built-in model's under its name,
     a user's file's under its name and content (two files of one name never share a folder)."""
-    sha = _gguf_sha(gguf)
+    stat = gguf.stat()  # the file's hash, memoised per (path, size, mtime): repeated resolves stay fast
+    sha = _sha(gguf.resolve(), stat.st_size, stat.st_mtime_ns)
     folder = model_slug(name) if package else f"{model_slug(gguf.stem)}-{sha[:12]}"
     provenance = {"package": package, "package_version": version, "gguf_sha256": sha}
     target = ensure_converted(gguf, socbench_home() / "models" / folder, provenance)
     return _folder(target, name=name, source=source)
-
-
-def _gguf_sha(path: Path) -> str:
-    """sha256 of a GGUF, memoised per (path, size, mtime) so repeated resolves stay fast."""
-    stat = path.stat()
-    return _sha(path.resolve(), stat.st_size, stat.st_mtime_ns)
 
 
 @functools.cache
