@@ -47,8 +47,6 @@ def test_items_and_respondents_are_lines_beside_a_small_record(tmp_path: Path) -
     assert [json.loads(line) for line in lines] == [detail_row(item) for item in scored]
     assert scored[3].groups == {"sex": "male", "age_group": "18-29"} and scored[3].raw_reply == "reply 1:V22"
     assert domain.scored()[3].raw_reply is None  # what no reader of the items needs is not read
-    assert list(domain.items.columns) == ["person_id", "question_id", "country_code", "correct", "sex",
-                                          "age_group"]
     assert pooled([domain])["line"]["items"] == 24
 
 

@@ -54,11 +54,6 @@ def gain(se: np.ndarray, classical_se: np.ndarray) -> np.ndarray:
     return np.where((se > 0) & (classical_se > 0), ratio, np.nan)
 
 
-def z_value(alpha: float) -> float:
-    """The normal quantile of a two-sided 1 - alpha interval."""
-    return NormalDist().inv_cdf(1 - alpha / 2)
-
-
 def interval(centre: np.ndarray, se: np.ndarray, alpha: float = 0.05,
              share: bool | np.ndarray = False) -> tuple[np.ndarray, np.ndarray]:
     """Every interval socbench shows. A mean, gap or coefficient: Wald, centre ± z se. A share (where
@@ -67,7 +62,7 @@ def interval(centre: np.ndarray, se: np.ndarray, alpha: float = 0.05,
     covers less than 1 - alpha (docs/estimates.md, Small samples). A share estimate of 0 or 1, or
     outside (0, 1) (PPI can leave it), has no logit: its Wald interval clipped to [0, 1]."""
     centre, se = np.asarray(centre, dtype=float), np.asarray(se, dtype=float)
-    z, share = z_value(alpha), np.broadcast_to(share, centre.shape)
+    z, share = NormalDist().inv_cdf(1 - alpha / 2), np.broadcast_to(share, centre.shape)  # two-sided
     low, high = centre - z * se, centre + z * se
     logit = share & (centre > 0) & (centre < 1)
     p = np.where(logit, centre, 0.5)
@@ -120,11 +115,6 @@ def ppi_correlation(g: np.ndarray, gh: np.ndarray) -> np.ndarray:
     return np.minimum(np.nan_to_num(rho), 1 - 1 / len(g))
 
 
-def _columns(a: np.ndarray) -> np.ndarray:
-    a = np.asarray(a, dtype=float)
-    return a.reshape(len(a), -1)
-
-
 def _combine(parts: tuple, lam: float | np.ndarray | None, single: bool = False) -> Estimate:
     """PPI++ from three fits, each with each person's influence on it at its own value: people's
     answers (labelled), the model's for them, the model's for the unlabelled. θ = people's fit +
@@ -142,7 +132,7 @@ def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_u: np.ndarray, w: np.ndarray 
     """PPI++ mean of each column of ``y`` (n x d; an option's indicator gives its share), λ tuned
     per column unless given. Each Hajek mean is linearised around its own value (``w (y - m)``), so
     a model that gives everyone the same answer moves nothing, weighted or not."""
-    y, yhat, yhat_u = _columns(y), _columns(yhat), _columns(yhat_u)
+    y, yhat, yhat_u = (np.asarray(a, dtype=float).reshape(len(a), -1) for a in (y, yhat, yhat_u))
     n, N = len(y), len(yhat_u)
     if w is None and w_u is None:  # unweighted: no multiplications by 1 (the same floats, less time)
         w = w_u = pooled_w = None

@@ -70,9 +70,6 @@ def _values(table: pa.Table, name: str) -> list[Any]:
 def item_columns(path: Path, names: Sequence[str], expected: int) -> dict[str, list[Any]]:
     """The named fields of a domain's items (``ITEM_TYPES``), in the file's order; a file that cannot be
     read, a line that is not an item or a count other than ``expected`` is one DataError line."""
-    unknown = [n for n in names if n not in ITEM_TYPES]
-    if unknown:
-        raise ValueError(f"not an item field: {unknown}")
     if not path.is_file():
         raise DataError(f"{path}: not found: re-score it by running the same command again")
     table, error = None, ""

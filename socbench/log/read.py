@@ -26,8 +26,6 @@ from socbench.log.records import (
     UnitRecord,
     VariantRow,
 )
-from socbench.metrics.baselines import UNMAPPED
-from socbench.metrics.persona_groups import ATTRIBUTES, UNKNOWN
 from socbench.types import ScoredItem, VariantResult
 
 DETAILED_SUFFIX = "_detailed.json"
@@ -121,18 +119,6 @@ class DomainRun:
     def people(self) -> set[str]:
         """The ids (as text) of the respondents with a scored item."""
         return {str(p) for p in self.columns(("person_id",))["person_id"]}
-
-    @cached_property
-    def items(self) -> pd.DataFrame:
-        """person_id (text), question_id, country_code ("unmapped": none), correct and the persona
-        groups the run recorded: what pairs two runs' answers item by item, and the estimators' rows."""
-        found, groups = self.columns(("person_id", "question_id", "country_code", "correct")), self.groups
-        people = [str(p) for p in found["person_id"]]
-        present = [a for a in ATTRIBUTES if any(a in g for g in groups.values())]
-        return pd.DataFrame({"person_id": people, "question_id": found["question_id"],
-                             "country_code": [c or UNMAPPED for c in found["country_code"]],
-                             "correct": found["correct"],
-                             **{a: [groups.get(p, {}).get(a, UNKNOWN) for p in people] for a in present}})
 
 
 def read_domain(path: Path) -> DomainRun:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from socbench.log.read import ModelRun
 from socbench.report.labels import country_label, domain_label, runs_grouping, study_title
@@ -82,50 +81,50 @@ def _gap(a: float, b: float) -> float:
     return max(0.0, a - b) if math.isfinite(a) and math.isfinite(b) else 0.0
 
 
-def country_domain_accuracy(run: ModelRun) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Accuracy and respondents per country (rows) and domain (columns), as each domain's record holds
-    them; countries with fewer than ``MIN_RESPONDENTS`` respondents in every domain left out."""
-    def table(key: str) -> pd.DataFrame:
-        return pd.DataFrame({d.domain: {c: row[key] for c, row in d.stored.per_country.items()}
-                             for d in run.domains}, columns=[d.domain for d in run.domains])
-    accuracy, people = table("accuracy"), table("respondents").fillna(0)
-    keep = sorted((c for c in people.index if (people.loc[c] >= MIN_RESPONDENTS).any()),
-                  key=lambda c: country_label(c, run.grouping))
-    return accuracy.reindex(keep), people.reindex(keep)
+def heat_rows(run: ModelRun) -> tuple[list[tuple[str, list[dict[str, Any] | None]]], int]:
+    """Country (or group) x domain cells of a run (each domain's ``per_country`` row, None where it has
+    none), the groups with ``MIN_RESPONDENTS`` respondents in some domain, and how many are left out:
+    the heatmap's and the page's grid."""
+    cells = {(c, d.domain): row for d in run.domains for c, row in d.stored.per_country.items()}
+    domains = [d.domain for d in run.domains]
+    countries = sorted({c for c, _ in cells}, key=lambda c: country_label(c, run.grouping))
+    shown = [c for c in countries
+             if any(cells[c, d]["respondents"] >= MIN_RESPONDENTS for d in domains if (c, d) in cells)]
+    return ([(country_label(c, run.grouping), [cells.get((c, d)) for d in domains]) for c in shown],
+            len(countries) - len(shown))
 
 
 def country_domain_heatmap(board: Leaderboard, path: Path) -> Path | None:
     """Accuracy per country x domain, one panel per run (first ``PANELS`` runs), one colour
     scale; None when no country has enough respondents (nothing to draw)."""
-    tables = [(run, *country_domain_accuracy(run)) for run in board.ranked()[:PANELS]]
-    tables = [t for t in tables if len(t[1].index)]
-    if not tables:
+    panels = [(run, rows) for run in board.ranked()[:PANELS] if (rows := heat_rows(run)[0])]
+    if not panels:
         return None
-    rows = max(len(t.index) for _, t, _ in tables)
-    cols = max(len(t.columns) for _, t, _ in tables)
-    fig = new_figure(min(34.0, len(tables) * (2.5 + 0.95 * cols) + 1.5), max(3.5, 0.34 * rows + 2.4))
-    axes = fig.subplots(1, len(tables), squeeze=False)[0]
+    most = max(len(rows) for _, rows in panels)
+    cols = max(len(run.domains) for run, _ in panels)
+    fig = new_figure(min(34.0, len(panels) * (2.5 + 0.95 * cols) + 1.5), max(3.5, 0.34 * most + 2.4))
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
     image = None
-    for ax, (run, table, people) in zip(axes, tables, strict=True):
-        values = table.to_numpy(dtype=float)
-        thin = people.to_numpy(dtype=float) < MIN_RESPONDENTS
+    for ax, (run, rows) in zip(axes, panels, strict=True):
+        values, people = (np.array([[math.nan if c is None else c[key] for c in cells] for _, cells in rows],
+                                   dtype=float) for key in ("accuracy", "respondents"))
+        thin = np.nan_to_num(people) < MIN_RESPONDENTS
         ax.imshow(np.where(thin, 1.0, np.nan), vmin=0, vmax=1, cmap="Greys", alpha=0.15, aspect="auto")
         image = ax.imshow(np.ma.masked_where(thin | ~np.isfinite(values), values), vmin=0, vmax=1,
                           cmap="viridis", aspect="auto")
-        ax.set_xticks(range(len(table.columns)), [domain_label(d) for d in table.columns], rotation=40,
+        ax.set_xticks(range(len(run.domains)), [domain_label(d.domain) for d in run.domains], rotation=40,
                       ha="right", fontsize="small")
-        ax.set_yticks(range(len(table.index)), [country_label(c, run.grouping) for c in table.index],
-                      fontsize="small")
+        ax.set_yticks(range(len(rows)), [name for name, _ in rows], fontsize="small")
         ax.set_title(run.run, fontsize="medium")
         for (y, x), v in np.ndenumerate(values):
-            n = int(people.iat[y, x])
+            n = int(np.nan_to_num(people[y, x]))
             if n and not thin[y, x]:
                 ax.text(x, y, f"{v:.2f}\nn={n}", ha="center", va="center", fontsize=6,
                         color="white" if v < 0.6 else "black")
             elif n:
                 ax.text(x, y, f"n={n}", ha="center", va="center", fontsize=6, color="0.45")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
-    by = runs_grouping(run for run, *_ in tables)
+    by = runs_grouping(run for run, _ in panels)
     fig.suptitle(f"Accuracy by {by} and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
     return save_figure(fig, path)
 

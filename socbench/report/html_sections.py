@@ -15,6 +15,7 @@ from markupsafe import Markup, escape
 from socbench.estimates.study import DEFAULT_FRACTION
 from socbench.log.read import DomainRun, ModelRun
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS as MIN_RESPONDENTS
+from socbench.report.figures import heat_rows
 from socbench.report.labels import (
     accuracy_text,
     baseline_label,
@@ -70,17 +71,6 @@ def persona_table(groups: dict[str, dict[str, dict[str, Any]]]) -> str:
     found = [(name, group, row) for name, by_group in groups.items() for group, row in by_group.items()]
     return table(HEADS["persona"], [[a.replace("_", " "), g, *_group_cells(row)] for a, g, row in found],
                  ["" if enough(row) else "few" for *_, row in found])
-
-
-def heat_rows(run: ModelRun) -> tuple[list[tuple[str, list[dict[str, Any] | None]]], int]:
-    """Country (or group) x domain cells of a run, the groups with enough respondents in some domain, and
-    how many groups are left out."""
-    cells = {(c, d.domain): row for d in run.domains for c, row in d.stored.per_country.items()}
-    domains = [d.domain for d in run.domains]
-    countries = sorted({c for c, _ in cells}, key=lambda c: country_label(c, run.grouping))
-    shown = [c for c in countries if any(enough(cells[c, d]) for d in domains if (c, d) in cells)]
-    return ([(country_label(c, run.grouping), [cells.get((c, d)) for d in domains]) for c in shown],
-            len(countries) - len(shown))
 
 
 def _modal(shares: dict[str, float] | None, options: dict[str, str]) -> str:

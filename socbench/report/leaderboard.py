@@ -155,13 +155,15 @@ def find_run(runs: Sequence[ModelRun], name: str) -> ModelRun:
 
 
 def shared_items(a: ModelRun, b: ModelRun, domain: str | None = None) -> pd.DataFrame:
-    """Items both runs scored: domain, person_id, question_id, correct_a, correct_b."""
+    """Items both runs scored: domain, person_id (as text), question_id, correct_a, correct_b."""
+    keys, fields = ["domain", "person_id", "question_id"], ("person_id", "question_id", "correct")
+
     def frame(run: ModelRun) -> pd.DataFrame:
-        parts = [d.items.assign(domain=d.domain) for d in run.domains if domain in (None, d.domain)]
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-            columns=["domain", "person_id", "question_id", "correct"])
-    keys = ["domain", "person_id", "question_id"]
-    joined = frame(a)[keys + ["correct"]].merge(frame(b)[keys + ["correct"]], on=keys, suffixes=("_a", "_b"))
+        parts = [pd.DataFrame(d.columns(fields)).assign(domain=d.domain) for d in run.domains
+                 if domain in (None, d.domain)]
+        found = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*keys, "correct"])
+        return found.astype({"person_id": str})
+    joined = frame(a).merge(frame(b), on=keys, suffixes=("_a", "_b"))
     if joined.empty:
         scope = f" in domain {domain}" if domain else ""
         raise DataError(f"runs {a.run} and {b.run} share no scored items{scope}")
