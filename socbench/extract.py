@@ -52,22 +52,21 @@ def _answer_of(obj: Mapping[str, Any]) -> tuple[bool, Any]:
     return False, None
 
 
-def json_objects(text: str) -> list[dict[Any, Any]]:
-    """Every JSON object in ``text`` (nested ones too), in text order: prose around them is ignored."""
-    found: list[dict[Any, Any]] = []
-    for start in (m.start() for m in re.finditer(r"\{", text)):
+def json_values(text: str, opens: str = "{") -> list[Any]:
+    """Every JSON value starting at one of the characters ``opens`` in ``text`` (default: every object,
+    nested ones too), in text order: prose around them is ignored."""
+    found: list[Any] = []
+    for start in (m.start() for m in re.finditer(f"[{re.escape(opens)}]", text)):
         try:
-            obj, _ = _DECODER.raw_decode(text, start)
+            found.append(_DECODER.raw_decode(text, start)[0])
         except ValueError:
             continue
-        if isinstance(obj, dict):
-            found.append(obj)
     return found
 
 
 def _json_answers(text: str) -> list[Any]:
     """Answer values of every JSON object in ``text`` (nested ones too), in text order."""
-    return [value for has, value in map(_answer_of, json_objects(text)) if has]
+    return [value for has, value in map(_answer_of, json_values(text)) if has]
 
 
 def _explicit_answers(text: str) -> list[Any]:
@@ -124,37 +123,33 @@ def _number(value: Any, span: Span) -> tuple[Code | None, str | None]:
     return (str(int(number)) if number.is_integer() else repr(number)), None
 
 
-def _last_answer(text: str) -> tuple[bool, Any, bool]:
-    """(found, the last answer value that is not an echoed template, whether a template was seen)."""
+def _answer_value(text: str | None) -> tuple[Any, str | None]:
+    """(the last answer value that is not an echoed template, None), or (None, why there is none)."""
+    if text is None or not text.strip():
+        return None, EMPTY
     saw_template = False
     for values in (_json_answers(text), _explicit_answers(text)):
         real = [v for v in values if not (isinstance(v, str) and v.strip().lower() in TEMPLATE_VALUES)]
         saw_template = saw_template or len(real) < len(values)
         if real:
-            return True, real[-1], saw_template
-    return False, None, saw_template
+            return real[-1], None
+    return None, TEMPLATE if saw_template else NO_JSON
 
 
 def extract_number(text: str | None, span: Span) -> tuple[Code | None, str | None]:
     """The number a reply to a numeric question names, within its range, or (None, failure reason)."""
-    if text is None or not text.strip():
-        return None, EMPTY
-    found, value, saw_template = _last_answer(text)
-    if not found:
-        return None, TEMPLATE if saw_template else NO_JSON
-    return _number(value, span)
+    value, failure = _answer_value(text)
+    return (None, failure) if failure else _number(value, span)
 
 
 def extract_answer(text: str | None, offered: Sequence[tuple[Code, str]] | Sequence[Code],
                    allow_label: bool = True) -> tuple[Code | None, str | None]:
     """The offered code named by a generated reply, or (None, failure reason)."""
-    if text is None or not text.strip():
-        return None, EMPTY
+    value, failure = _answer_value(text)
+    if failure:
+        return None, failure
     options = [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
-    found, value, saw_template = _last_answer(text)
-    if found:
-        return normalize_value(value, options, allow_label)
-    return None, TEMPLATE if saw_template else NO_JSON
+    return normalize_value(value, options, allow_label)
 
 
 def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> dict[Code, float] | None:
@@ -193,10 +188,8 @@ def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult
                 read: Callable[[PromptRequest, EngineResult], Extraction] = extract) -> dict[str, Extraction]:
     """Extractions by request id (``results`` in ``prompts`` order), each carrying its request's variant;
     ``read``: how one reply is read (``socbench.verbalized.extraction`` for stated distributions)."""
-    if len(prompts) != len(results):
-        raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
     found = {}
-    for prompt, result in zip(prompts, results):  # a plain request's as it is: no copy a request
+    for prompt, result in zip(prompts, results, strict=True):  # a plain request's as it is: no copy a request
         extraction, variant = read(prompt, result), prompt.variant
         found[prompt.item_id] = extraction if variant is None else replace(extraction, variant=variant)
     return found
