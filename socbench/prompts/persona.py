@@ -214,34 +214,30 @@ def numeric_message(question_text: str, span: Span, words: CountryInfo) -> str:
     return f"Question: {question}\n\nAnswer with a number from {low} to {high}.\n\n{NUMBER_FORMAT}"
 
 
-def numeric_prompt(item: Item, question: Question, settings: PromptSettings, system: str,
-                   words: CountryInfo) -> PromptRequest:
-    """A numeric question's request: generated (no option to score), its range in the structured schema."""
-    assert item.numeric is not None
-    messages = (Message("system", with_task(system, settings, GIVE_NUMBER)),
-                Message("user", numeric_message(question.text, item.numeric, words)))
-    return PromptRequest(item_id=item.item_id, messages=messages, structured=settings.structured,
-                         sampling=settings.sampling, numeric=item.numeric)
-
-
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
                  system: str | None = None, order: Sequence[str] | None = None,
                  shown: Sequence[str] | None = None) -> PromptRequest:
     """One request (``system``: the respondent's message, reused); ``order``: a circular variant's option
     order, ``shown``: its labels per position, the codes the model may answer (``relabel``)."""
     words = country_words(respondent)
-    if item.numeric is not None:
-        return numeric_prompt(item, question, settings, system or system_message(respondent, settings), words)
+    system = system if system is not None else system_message(respondent, settings)
+    if item.numeric is not None:  # generated (no option to score), its range in the structured schema
+        messages = (Message("system", with_task(system, settings, GIVE_NUMBER)),
+                    Message("user", numeric_message(question.text, item.numeric, words)))
+        return PromptRequest(item_id=item.item_id, messages=messages, structured=settings.structured,
+                             sampling=settings.sampling, numeric=item.numeric)
     if order is None:
         order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
                               item.person_id, item.question_id)
     order = tuple(order)
     labels = tuple(shown) if shown is not None and tuple(shown) != order else None  # relabelled
     logprobs = settings.mode == "logprobs"
+    need = 12 * len(order) + 8 if settings.mode == "verbalized" else 0  # ``"10": 25, `` an option + margin
+    sampling = replace(settings.sampling, max_tokens=max(settings.sampling.max_tokens, need))
     return PromptRequest(
         item_id=item.item_id,
         messages=(
-            Message("system", system if system is not None else system_message(respondent, settings)),
+            Message("system", system),
             Message("user", user_message(question.text, item.options, order, words, labels,
                                          settings.mode == "verbalized")),
         ),
@@ -251,16 +247,9 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
         answer_prefix=ANSWER_PREFIX if logprobs else "",
         structured=settings.structured and not logprobs,
         # Decoding settings do not change log-probs: keep them out of logprobs cache keys.
-        sampling=SamplingSettings() if logprobs else _room(settings, len(order)),
+        sampling=SamplingSettings() if logprobs else sampling,
         options=item.options,
     )
-
-
-def _room(settings: PromptSettings, options: int) -> SamplingSettings:
-    """A verbalized reply's tokens: at least 12 an option (``"10": 25, `` and margin), else the setting."""
-    need = 12 * options + 8 if settings.mode == "verbalized" else 0
-    return settings.sampling if settings.sampling.max_tokens >= need else \
-        replace(settings.sampling, max_tokens=need)
 
 
 def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
