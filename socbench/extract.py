@@ -43,15 +43,6 @@ _EXPLICIT = re.compile(
 _DECODER = json.JSONDecoder()
 
 
-def _answer_of(obj: Mapping[str, Any]) -> tuple[bool, Any]:
-    """(has an answer key, its value); keys match case-insensitively."""
-    keys = {str(k).strip().lower(): k for k in obj}
-    for name in ANSWER_KEYS:
-        if name in keys:
-            return True, obj[keys[name]]
-    return False, None
-
-
 def json_values(text: str, opens: str = "{") -> list[Any]:
     """Every JSON value starting at one of the characters ``opens`` in ``text`` (default: every object,
     nested ones too), in text order: prose around them is ignored."""
@@ -62,20 +53,6 @@ def json_values(text: str, opens: str = "{") -> list[Any]:
         except ValueError:
             continue
     return found
-
-
-def _json_answers(text: str) -> list[Any]:
-    """Answer values of every JSON object in ``text`` (nested ones too), in text order."""
-    return [value for has, value in map(_answer_of, json_values(text)) if has]
-
-
-def _explicit_answers(text: str) -> list[Any]:
-    """Values of explicit ``"answer": value`` patterns, in text order."""
-    values: list[Any] = []
-    for m in _EXPLICIT.finditer(text):
-        double, single, number = m.group(3, 4, 5)
-        values.append(number if number is not None else (double if double is not None else single))
-    return values
 
 
 def _squash(text: str) -> str:
@@ -124,11 +101,18 @@ def _number(value: Any, span: Span) -> tuple[Code | None, str | None]:
 
 
 def _answer_value(text: str | None) -> tuple[Any, str | None]:
-    """(the last answer value that is not an echoed template, None), or (None, why there is none)."""
+    """(the last answer value that is not an echoed template, None), or (None, why there is none): the
+    values of the JSON objects' answer keys (nested objects too; keys in any case, ``ANSWER_KEYS``' order
+    within one), else of explicit ``"answer": value`` patterns, in text order."""
     if text is None or not text.strip():
         return None, EMPTY
+    objects = ({str(k).strip().lower(): v for k, v in obj.items()} for obj in json_values(text))
+    in_json = [next(obj[name] for name in ANSWER_KEYS if name in obj) for obj in objects
+               if not obj.keys().isdisjoint(ANSWER_KEYS)]
+    explicit = [next(v for v in m.group(3, 4, 5) if v is not None)  # the one alternative that matched
+                for m in _EXPLICIT.finditer(text)]
     saw_template = False
-    for values in (_json_answers(text), _explicit_answers(text)):
+    for values in (in_json, explicit):
         real = [v for v in values if not (isinstance(v, str) and v.strip().lower() in TEMPLATE_VALUES)]
         saw_template = saw_template or len(real) < len(values)
         if real:
