@@ -59,8 +59,7 @@ def _squash(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]],
-                    allow_label: bool = True) -> tuple[Code | None, str | None]:
+def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]]) -> tuple[Code | None, str | None]:
     """One answer value -> (offered code, None) or (None, failure reason)."""
     codes = [code for code, _ in offered]
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
@@ -73,7 +72,7 @@ def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]],
         code = str(value)
         return (code, None) if code in codes else (None, NOT_OFFERED)
     text = str(value).strip()
-    if allow_label and text:
+    if text:
         # Exact labels first: some labels start with another number ("5-9 persons" is code 2).
         for code, label in offered:
             if label is not None and _squash(label) == _squash(text):
@@ -126,14 +125,14 @@ def extract_number(text: str | None, span: Span) -> tuple[Code | None, str | Non
     return (None, failure) if failure else _number(value, span)
 
 
-def extract_answer(text: str | None, offered: Sequence[tuple[Code, str]] | Sequence[Code],
-                   allow_label: bool = True) -> tuple[Code | None, str | None]:
+def extract_answer(text: str | None,
+                   offered: Sequence[tuple[Code, str]] | Sequence[Code]) -> tuple[Code | None, str | None]:
     """The offered code named by a generated reply, or (None, failure reason)."""
     value, failure = _answer_value(text)
     if failure:
         return None, failure
     options = [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
-    return normalize_value(value, options, allow_label)
+    return normalize_value(value, options)
 
 
 def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> dict[Code, float] | None:
@@ -148,10 +147,9 @@ def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> 
     return {c: by_code.get(c, 0.0) for c in offered}
 
 
-def extract(request: PromptRequest, result: EngineResult,
-            options: Sequence[tuple[Code, str]] | None = None) -> Extraction:
-    """Extraction for one request; ``options`` (default: what the request showed) allow exact labels. An
-    engine error is passed on as ``engine_error`` (never a parse failure); the reply is ``raw_reply``."""
+def extract(request: PromptRequest, result: EngineResult) -> Extraction:
+    """Extraction for one request; the options the request showed allow exact labels. An engine error is
+    passed on as ``engine_error`` (never a parse failure); the reply is ``raw_reply``."""
     if result.error is not None:
         return Extraction(request.key, None, engine_error=result.error)
     if request.numeric is not None:
@@ -163,8 +161,7 @@ def extract(request: PromptRequest, result: EngineResult,
             return Extraction(request.key, None, NO_LOGPROBS)
         best = max(request.offered_codes, key=lambda c: dist[c])  # first code wins a tie
         return Extraction(request.key, best, None, dist)
-    offered = options if options is not None else (request.options or request.offered_codes)
-    code, failure = extract_answer(result.text, offered)
+    code, failure = extract_answer(result.text, request.options or request.offered_codes)
     return Extraction(request.key, code, failure, raw_reply=result.text)
 
 
