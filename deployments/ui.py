@@ -60,9 +60,8 @@ def main(argv: list[str] | None = None) -> int:
             if (postgres / Postgres.READY).is_file():  # the demo's cluster (deployments/local_demo.py)
                 cluster = stack.enter_context(Postgres(folder=postgres))
                 env["PREFECT_API_DATABASE_CONNECTION_URL"] = cluster.url
-            server = PrefectServer(env, port, args.state / "ui-server.log", grace_s=STOP_GRACE_S)
-            stack.callback(server.stop)
-            server.start()
+            server = stack.enter_context(PrefectServer(env, port, args.state / "ui-server.log",
+                                                       grace_s=STOP_GRACE_S))
             show_links(server.url, args.state)
             while server.proc is not None and server.proc.poll() is None:
                 time.sleep(0.5)

@@ -21,7 +21,7 @@ import itertools
 import math
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -221,19 +221,15 @@ def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> Ci
 
 
 def reduce_domain(scored: ScoredDomain, settings: CircularSettings | None) -> ScoredDomain:
-    """OpenCompass's metrics over the variants; the run's family joins the domain's metrics. An
+    """OpenCompass's metrics over the variants; the run's family joins the domain's metrics: its acc, perf
+    and vote as ``circular_*`` (``circular_relabel_*``), a seeded sample's as ``circular_sampled_*``. An
     incomplete domain, or a run without circular evaluation, is returned as is."""
     if settings is None or scored.variants is None or not scored.result.complete:
         return scored
     scores = circular_metrics(scored.variants, settings.mode)
-    metrics = {**scored.result.metrics, **circular_extras(scores.metrics, settings)}
-    return replace(scored, result=replace(scored.result, metrics=metrics), circular_scores=scores)
-
-
-def circular_extras(metrics: Mapping[str, float], settings: CircularSettings) -> dict[str, float]:
-    """acc/perf/vote of the run's family (``circular_*``, ``circular_relabel_*``; ``*_sampled_*``)."""
     prefix = "circular_relabel" if settings.labels == "relabel" else "circular"
-    extra = {f"{prefix}_{name}": metrics[f"{name}_{settings.mode}"] for name in ("acc", "perf", "vote")}
-    extra.update({f"{prefix}_sampled_{name}": metrics[f"{name}_sampled"] for name in ("acc", "perf", "vote")
-                  if f"{name}_sampled" in metrics})
-    return extra
+    extra = {f"{prefix}_{'sampled_' * (family == SAMPLED)}{name}": scores.metrics[f"{name}_{family}"]
+             for family in (settings.mode, SAMPLED) for name in ("acc", "perf", "vote")
+             if f"{name}_{family}" in scores.metrics}
+    metrics = {**scored.result.metrics, **extra}
+    return replace(scored, result=replace(scored.result, metrics=metrics), circular_scores=scores)

@@ -1,7 +1,10 @@
 """Run configurations, each declared once: the CLI's flags, the flows' parameters and the library's
 arguments are these pydantic models, so a bad value fails with one line naming its flag before any model
 loads. On the command line settings are flat (``--model``): ``settings_of`` lists them, ``from_flat``
-nests them back."""
+nests them back. Why not pydantic-settings' CLI (in the lock): built over ``RunConfig`` it names the engine's
+flags ``--engine.model``, shows types as metavars (``{float,null}``), has no kebab-case twins and its own
+error lines; cyclopts (also in the lock) nests them as ``--config.engine.model`` and draws help in rich
+panels. Either would change every command's flags, help and errors."""
 
 from __future__ import annotations
 

@@ -43,48 +43,23 @@ _EXPLICIT = re.compile(
 _DECODER = json.JSONDecoder()
 
 
-def _answer_of(obj: Mapping[str, Any]) -> tuple[bool, Any]:
-    """(has an answer key, its value); keys match case-insensitively."""
-    keys = {str(k).strip().lower(): k for k in obj}
-    for name in ANSWER_KEYS:
-        if name in keys:
-            return True, obj[keys[name]]
-    return False, None
-
-
-def json_objects(text: str) -> list[dict[Any, Any]]:
-    """Every JSON object in ``text`` (nested ones too), in text order: prose around them is ignored."""
-    found: list[dict[Any, Any]] = []
-    for start in (m.start() for m in re.finditer(r"\{", text)):
+def json_values(text: str, opens: str = "{") -> list[Any]:
+    """Every JSON value starting at one of the characters ``opens`` in ``text`` (default: every object,
+    nested ones too), in text order: prose around them is ignored."""
+    found: list[Any] = []
+    for start in (m.start() for m in re.finditer(f"[{re.escape(opens)}]", text)):
         try:
-            obj, _ = _DECODER.raw_decode(text, start)
+            found.append(_DECODER.raw_decode(text, start)[0])
         except ValueError:
             continue
-        if isinstance(obj, dict):
-            found.append(obj)
     return found
-
-
-def _json_answers(text: str) -> list[Any]:
-    """Answer values of every JSON object in ``text`` (nested ones too), in text order."""
-    return [value for has, value in map(_answer_of, json_objects(text)) if has]
-
-
-def _explicit_answers(text: str) -> list[Any]:
-    """Values of explicit ``"answer": value`` patterns, in text order."""
-    values: list[Any] = []
-    for m in _EXPLICIT.finditer(text):
-        double, single, number = m.group(3, 4, 5)
-        values.append(number if number is not None else (double if double is not None else single))
-    return values
 
 
 def _squash(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]],
-                    allow_label: bool = True) -> tuple[Code | None, str | None]:
+def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]]) -> tuple[Code | None, str | None]:
     """One answer value -> (offered code, None) or (None, failure reason)."""
     codes = [code for code, _ in offered]
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
@@ -97,7 +72,7 @@ def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]],
         code = str(value)
         return (code, None) if code in codes else (None, NOT_OFFERED)
     text = str(value).strip()
-    if allow_label and text:
+    if text:
         # Exact labels first: some labels start with another number ("5-9 persons" is code 2).
         for code, label in offered:
             if label is not None and _squash(label) == _squash(text):
@@ -124,37 +99,40 @@ def _number(value: Any, span: Span) -> tuple[Code | None, str | None]:
     return (str(int(number)) if number.is_integer() else repr(number)), None
 
 
-def _last_answer(text: str) -> tuple[bool, Any, bool]:
-    """(found, the last answer value that is not an echoed template, whether a template was seen)."""
+def _answer_value(text: str | None) -> tuple[Any, str | None]:
+    """(the last answer value that is not an echoed template, None), or (None, why there is none): the
+    values of the JSON objects' answer keys (nested objects too; keys in any case, ``ANSWER_KEYS``' order
+    within one), else of explicit ``"answer": value`` patterns, in text order."""
+    if text is None or not text.strip():
+        return None, EMPTY
+    objects = ({str(k).strip().lower(): v for k, v in obj.items()} for obj in json_values(text))
+    in_json = [next(obj[name] for name in ANSWER_KEYS if name in obj) for obj in objects
+               if not obj.keys().isdisjoint(ANSWER_KEYS)]
+    explicit = [next(v for v in m.group(3, 4, 5) if v is not None)  # the one alternative that matched
+                for m in _EXPLICIT.finditer(text)]
     saw_template = False
-    for values in (_json_answers(text), _explicit_answers(text)):
+    for values in (in_json, explicit):
         real = [v for v in values if not (isinstance(v, str) and v.strip().lower() in TEMPLATE_VALUES)]
         saw_template = saw_template or len(real) < len(values)
         if real:
-            return True, real[-1], saw_template
-    return False, None, saw_template
+            return real[-1], None
+    return None, TEMPLATE if saw_template else NO_JSON
 
 
 def extract_number(text: str | None, span: Span) -> tuple[Code | None, str | None]:
     """The number a reply to a numeric question names, within its range, or (None, failure reason)."""
-    if text is None or not text.strip():
-        return None, EMPTY
-    found, value, saw_template = _last_answer(text)
-    if not found:
-        return None, TEMPLATE if saw_template else NO_JSON
-    return _number(value, span)
+    value, failure = _answer_value(text)
+    return (None, failure) if failure else _number(value, span)
 
 
-def extract_answer(text: str | None, offered: Sequence[tuple[Code, str]] | Sequence[Code],
-                   allow_label: bool = True) -> tuple[Code | None, str | None]:
+def extract_answer(text: str | None,
+                   offered: Sequence[tuple[Code, str]] | Sequence[Code]) -> tuple[Code | None, str | None]:
     """The offered code named by a generated reply, or (None, failure reason)."""
-    if text is None or not text.strip():
-        return None, EMPTY
+    value, failure = _answer_value(text)
+    if failure:
+        return None, failure
     options = [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
-    found, value, saw_template = _last_answer(text)
-    if found:
-        return normalize_value(value, options, allow_label)
-    return None, TEMPLATE if saw_template else NO_JSON
+    return normalize_value(value, options)
 
 
 def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> dict[Code, float] | None:
@@ -169,10 +147,9 @@ def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> 
     return {c: by_code.get(c, 0.0) for c in offered}
 
 
-def extract(request: PromptRequest, result: EngineResult,
-            options: Sequence[tuple[Code, str]] | None = None) -> Extraction:
-    """Extraction for one request; ``options`` (default: what the request showed) allow exact labels. An
-    engine error is passed on as ``engine_error`` (never a parse failure); the reply is ``raw_reply``."""
+def extract(request: PromptRequest, result: EngineResult) -> Extraction:
+    """Extraction for one request; the options the request showed allow exact labels. An engine error is
+    passed on as ``engine_error`` (never a parse failure); the reply is ``raw_reply``."""
     if result.error is not None:
         return Extraction(request.key, None, engine_error=result.error)
     if request.numeric is not None:
@@ -184,8 +161,7 @@ def extract(request: PromptRequest, result: EngineResult,
             return Extraction(request.key, None, NO_LOGPROBS)
         best = max(request.offered_codes, key=lambda c: dist[c])  # first code wins a tie
         return Extraction(request.key, best, None, dist)
-    offered = options if options is not None else (request.options or request.offered_codes)
-    code, failure = extract_answer(result.text, offered)
+    code, failure = extract_answer(result.text, request.options or request.offered_codes)
     return Extraction(request.key, code, failure, raw_reply=result.text)
 
 
@@ -193,10 +169,8 @@ def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult
                 read: Callable[[PromptRequest, EngineResult], Extraction] = extract) -> dict[str, Extraction]:
     """Extractions by request id (``results`` in ``prompts`` order), each carrying its request's variant;
     ``read``: how one reply is read (``socbench.verbalized.extraction`` for stated distributions)."""
-    if len(prompts) != len(results):
-        raise ValueError(f"{len(prompts)} prompts but {len(results)} engine results")
     found = {}
-    for prompt, result in zip(prompts, results):  # a plain request's as it is: no copy a request
+    for prompt, result in zip(prompts, results, strict=True):  # a plain request's as it is: no copy a request
         extraction, variant = read(prompt, result), prompt.variant
         found[prompt.item_id] = extraction if variant is None else replace(extraction, variant=variant)
     return found

@@ -7,7 +7,6 @@ model's and the people's share per option, F1 per option, Jaccard of the chosen 
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -17,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from socbench.draws import draw_prompts, item_of
-from socbench.extract import EMPTY, NO_JSON, extract, extract_all, normalize_value
+from socbench.extract import EMPTY, NO_JSON, extract, extract_all, json_values, normalize_value
 from socbench.prompts.persona import (
     PromptSettings,
     country_words,
@@ -43,7 +42,6 @@ from socbench.types import (
 ANSWER_FORMAT = ('Reply with every option that applies, as a JSON list of the options\' texts, in this JSON '
                  'format and nothing else:\n{"answer": ["option", ...]}')
 CHOOSE_ALL = "Select all of the offered options that apply (none, one or several)."
-_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True)
@@ -110,15 +108,8 @@ def chosen(text: str | None, options: Sequence[tuple[Code, str]]) -> tuple[set[C
     """The option ids a reply chooses (the last JSON list, bare or as ``"answer"``), or (None, why not)."""
     if text is None or not text.strip():
         return None, EMPTY
-    lists = []
-    for start in (m.start() for m in re.finditer(r"[\[{]", text)):
-        try:
-            value, _ = _DECODER.raw_decode(text, start)
-        except ValueError:
-            continue
-        value = value.get("answer") if isinstance(value, dict) else value
-        if isinstance(value, list):
-            lists.append(value)
+    values = (value.get("answer") if isinstance(value, dict) else value for value in json_values(text, "[{"))
+    lists = [value for value in values if isinstance(value, list)]
     if not lists:
         return None, NO_JSON
     codes = [normalize_value(value, options) for value in lists[-1]]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from socbench.extract import EMPTY, extract, json_objects, normalize_value
+from socbench.extract import EMPTY, extract, json_values, normalize_value
 from socbench.types import Code, EngineResult, Extraction, Pick, PromptRequest
 
 NO_DISTRIBUTION = "no JSON distribution found"
@@ -67,7 +67,7 @@ def parse_distribution(text: str | None, offered: Sequence[tuple[Code, str]]
     The last JSON object in the reply naming an offered option is read; options it leaves out get 0."""
     if text is None or not text.strip():
         return None, EMPTY
-    objects = [keyed for keyed in (_keyed(obj, offered) for obj in json_objects(text)) if keyed]
+    objects = [keyed for keyed in (_keyed(obj, offered) for obj in json_values(text)) if keyed]
     if not objects:
         return None, NO_DISTRIBUTION
     shares = {code: _share(value) for code, value in objects[-1].items()}

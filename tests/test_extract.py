@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -93,7 +94,6 @@ def test_extract_answer_table(reply, offered, code, failure) -> None:
 def test_codes_only_and_labels_off() -> None:
     codes = [c for c, _ in AGREE]
     assert extract_answer('{"answer": "Agree"}', codes) == (None, NOT_A_CODE)
-    assert extract_answer('{"answer": "Agree"}', AGREE, allow_label=False) == (None, NOT_A_CODE)
     assert extract_answer('{"answer": "Agree"}', AGREE) == ("2", None)
     assert extract_answer('{"answer": "2"}', codes) == ("2", None)
 
@@ -121,7 +121,7 @@ def test_extract_generate_uses_labels_when_given() -> None:
     req = _request()
     result = EngineResult(req.key, text='{"answer": "Disagree"}')
     assert extract(req, result).failure == NOT_A_CODE
-    assert extract(req, result, options=AGREE[:3]).code == "3"
+    assert extract(replace(req, options=AGREE[:3]), result).code == "3"  # the lines the request showed
 
 
 def test_logprobs_distribution_matches_softmax() -> None:

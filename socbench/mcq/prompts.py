@@ -11,7 +11,6 @@ itself; the k=1 shot is the first of the k=5 shots.
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -68,23 +67,6 @@ def draw_shots(item: McqItem, candidates: Sequence[McqItem], k: int, seed: int) 
     return tuple(rng.sample(eligible, min(MAX_SHOTS, len(eligible)))[:k])
 
 
-def _pools(pool: Sequence[McqItem]) -> dict[str | None, list[McqItem]]:
-    """Shot candidates per subject (MMLU draws from the same subject); None holds all."""
-    by_subject: dict[str | None, list[McqItem]] = defaultdict(list)
-    for example in pool:
-        by_subject[None].append(example)
-        if example.subject is not None:
-            by_subject[example.subject].append(example)
-    return by_subject
-
-
-def mcp_request(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool) -> PromptRequest:
-    n = len(item.choices)
-    return PromptRequest(item_id=f"{item.id}#k{k}", messages=(Message("user", mcp_prompt(item, shots)),),
-                         mode="logprobs", offered_codes=letters(n) + (digits(n) if tolerance else ()),
-                         option_order=letters(n), answer_prefix=MCP_ANSWER_PREFIX, chat=False)
-
-
 def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Sequence[str],
                  tolerance: bool) -> ItemPrompts:
     cp = uncond = ()
@@ -92,7 +74,11 @@ def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Seque
         context = cp_context(item, shots)
         cp = tuple(LoglikelihoodRequest(context, cp_continuation(t)) for t in item.texts)
         uncond = tuple(LoglikelihoodRequest(UNCONDITIONAL_CONTEXT, cp_continuation(t)) for t in item.texts)
-    mcp = mcp_request(item, shots, k, tolerance) if "mcp" in methods else None
+    n, mcp = len(item.choices), None
+    if "mcp" in methods:
+        mcp = PromptRequest(item_id=f"{item.id}#k{k}", messages=(Message("user", mcp_prompt(item, shots)),),
+                            mode="logprobs", offered_codes=letters(n) + (digits(n) if tolerance else ()),
+                            option_order=letters(n), answer_prefix=MCP_ANSWER_PREFIX, chat=False)
     return ItemPrompts(item, k, tuple(s.id for s in shots), cp, uncond, mcp)
 
 
@@ -107,7 +93,10 @@ def build_plan(data: McqData, methods: Sequence[str], k_shots: Sequence[int], to
                seed: int, circular_settings: CircularSettings | None = None) -> McqPlan:
     """Requests for every (item, k), shots drawn from ``data.fewshot_pool``; with
     ``circular_settings`` also every MCP variant (``socbench.circular``)."""
-    pools = _pools(data.fewshot_pool)
+    pools: dict[str | None, list[McqItem]] = {None: list(data.fewshot_pool)}  # MMLU: a subject's own
+    for example in data.fewshot_pool:
+        if example.subject is not None:
+            pools.setdefault(example.subject, []).append(example)
     top = max(k_shots, default=0)
     prompts: list[ItemPrompts] = []
     variants: list[ItemPrompts] = []

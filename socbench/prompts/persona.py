@@ -64,31 +64,22 @@ def country_words(respondent: Respondent) -> CountryInfo:
     return UNKNOWN_COUNTRY
 
 
-def _key(inner: str) -> str:
-    return " ".join(inner.replace("\u2019", "'").replace("\u2018", "'").upper().split())
-
-
-def _replacement(inner: str, words: CountryInfo) -> str | None:
-    """The text for one bracketed marker, or None for brackets that are not placeholders."""
-    key = _key(inner)
-    if key in _PLACEHOLDERS:
-        return _PLACEHOLDERS[key].format(name=words.name, nationality=words.nationality,
-                                         possessive=words.possessive)
-    if key.startswith("COUNTRY-SPECIFIC") or key.startswith("COUNTRY SPECIFIC"):
-        return _SPECIFIC.sub("", inner).strip() or None
-    return None
-
-
 @lru_cache(maxsize=1 << 16)
 def fill_placeholders(text: str, words: CountryInfo) -> str:
-    """``text`` with every country placeholder replaced; "your [COUNTRY]" becomes the name. Remembered: a
-    survey's labels and texts repeat for every respondent (0.2 ms each: 9 of 33 s of a domain's prompts)."""
+    """``text`` with every country placeholder replaced; "your [COUNTRY]" becomes the name; brackets that
+    are not placeholders stay. Remembered: a survey's labels and texts repeat for every respondent (0.2 ms
+    each: 9 of 33 s of a domain's prompts)."""
 
     def substitute(match: re.Match[str]) -> str:
-        value = _replacement(match.group("inner"), words)
-        if value is None:
+        inner = match.group("inner")
+        key = " ".join(inner.replace("\u2019", "'").replace("\u2018", "'").upper().split())
+        specific = key.startswith(("COUNTRY-SPECIFIC", "COUNTRY SPECIFIC"))
+        if key in _PLACEHOLDERS:
+            value = _PLACEHOLDERS[key].format(name=words.name, nationality=words.nationality,
+                                              possessive=words.possessive)
+        elif not specific or not (value := _SPECIFIC.sub("", inner).strip()):
             return match.group(0)
-        your = "" if _key(match.group("inner")) == "COUNTRY" else match.group("your") or ""
+        your = "" if key == "COUNTRY" else match.group("your") or ""
         if not your and _SENTENCE_START.search(text[: match.start()]):
             value = value[:1].upper() + value[1:]
         return your + value
@@ -214,34 +205,30 @@ def numeric_message(question_text: str, span: Span, words: CountryInfo) -> str:
     return f"Question: {question}\n\nAnswer with a number from {low} to {high}.\n\n{NUMBER_FORMAT}"
 
 
-def numeric_prompt(item: Item, question: Question, settings: PromptSettings, system: str,
-                   words: CountryInfo) -> PromptRequest:
-    """A numeric question's request: generated (no option to score), its range in the structured schema."""
-    assert item.numeric is not None
-    messages = (Message("system", with_task(system, settings, GIVE_NUMBER)),
-                Message("user", numeric_message(question.text, item.numeric, words)))
-    return PromptRequest(item_id=item.item_id, messages=messages, structured=settings.structured,
-                         sampling=settings.sampling, numeric=item.numeric)
-
-
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
                  system: str | None = None, order: Sequence[str] | None = None,
                  shown: Sequence[str] | None = None) -> PromptRequest:
     """One request (``system``: the respondent's message, reused); ``order``: a circular variant's option
     order, ``shown``: its labels per position, the codes the model may answer (``relabel``)."""
     words = country_words(respondent)
-    if item.numeric is not None:
-        return numeric_prompt(item, question, settings, system or system_message(respondent, settings), words)
+    system = system if system is not None else system_message(respondent, settings)
+    if item.numeric is not None:  # generated (no option to score), its range in the structured schema
+        messages = (Message("system", with_task(system, settings, GIVE_NUMBER)),
+                    Message("user", numeric_message(question.text, item.numeric, words)))
+        return PromptRequest(item_id=item.item_id, messages=messages, structured=settings.structured,
+                             sampling=settings.sampling, numeric=item.numeric)
     if order is None:
         order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
                               item.person_id, item.question_id)
     order = tuple(order)
     labels = tuple(shown) if shown is not None and tuple(shown) != order else None  # relabelled
     logprobs = settings.mode == "logprobs"
+    need = 12 * len(order) + 8 if settings.mode == "verbalized" else 0  # ``"10": 25, `` an option + margin
+    sampling = replace(settings.sampling, max_tokens=max(settings.sampling.max_tokens, need))
     return PromptRequest(
         item_id=item.item_id,
         messages=(
-            Message("system", system if system is not None else system_message(respondent, settings)),
+            Message("system", system),
             Message("user", user_message(question.text, item.options, order, words, labels,
                                          settings.mode == "verbalized")),
         ),
@@ -251,16 +238,9 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
         answer_prefix=ANSWER_PREFIX if logprobs else "",
         structured=settings.structured and not logprobs,
         # Decoding settings do not change log-probs: keep them out of logprobs cache keys.
-        sampling=SamplingSettings() if logprobs else _room(settings, len(order)),
+        sampling=SamplingSettings() if logprobs else sampling,
         options=item.options,
     )
-
-
-def _room(settings: PromptSettings, options: int) -> SamplingSettings:
-    """A verbalized reply's tokens: at least 12 an option (``"10": 25, `` and margin), else the setting."""
-    need = 12 * options + 8 if settings.mode == "verbalized" else 0
-    return settings.sampling if settings.sampling.max_tokens >= need else \
-        replace(settings.sampling, max_tokens=need)
 
 
 def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
