@@ -100,8 +100,7 @@ def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, st
 def _slug(request: ImportRequest) -> str:
     if request.slug:
         return request.slug
-    stem = request.qa.stem if request.qa is not None else request.source.stem
-    stem = stem.removeprefix("issp_qa_") if request.qa is not None else stem
+    stem = request.qa.stem.removeprefix("issp_qa_") if request.qa is not None else request.source.stem
     return re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_-") or "survey"
 
 

@@ -79,9 +79,8 @@ class SurveyFile:
         return next((v for v in self.variables if v.lower() == name.strip().lower()), None)
 
     def columns(self, names: Sequence[str]) -> pd.DataFrame:
-        """Whole columns (a few of them: country, weight) in one read."""
-        if not self.n_rows:
-            return pd.DataFrame(columns=list(names))
+        """Whole columns (a few of them: country, weight) in one read (of a file with rows: the import stops
+        at 0 rows)."""
         return pd.concat(list(self.chunks(names, chunk_rows=self.n_rows)), ignore_index=True)
 
     def code_counts(self, names: Sequence[str], dropped: np.ndarray | None = None) -> dict[str, Counter[str]]:
