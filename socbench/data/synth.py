@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -274,13 +275,11 @@ def _domain_summary(records: list[dict], country_key: str) -> dict:
 def _merged_domains(path: Path, info: dict) -> dict:
     """Keep other domains' entries of an earlier run with the same settings; order by domain id."""
     merged = dict(info["domains"])
-    if path.is_file():
-        try:
-            old = read_json(path)
-        except DataError:
-            old = {}
-        if all(old.get(k) == info[k] for k in ("version", "seed", "respondents_per_domain", "questions",
-                                               "codebooks")):
-            merged = {**old.get("domains", {}), **merged}
+    old: dict = {}
+    with suppress(DataError):  # none yet, or unreadable: nothing to keep
+        old = read_json(path)
+    if all(old.get(k) == info[k] for k in ("version", "seed", "respondents_per_domain", "questions",
+                                           "codebooks")):
+        merged = {**old.get("domains", {}), **merged}
     order = {d.slug: d.id for d in DOMAINS}
     return {slug: merged[slug] for slug in sorted(merged, key=lambda s: order.get(s, 99))}
