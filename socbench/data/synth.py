@@ -61,13 +61,6 @@ def _variable(name: str, index: dict[str, CodebookEntry]) -> Variable | None:
     return Variable(entry.meaning, {**labels, **entry.content}, missing, code_map)
 
 
-def vocabulary(index: dict[str, CodebookEntry]) -> dict[str, Variable]:
-    """ISSP variable name -> Variable, in attribute order (``index``: the codebook's entries by upper-case
-    name; empty: the demo's vocabulary)."""
-    found = {name: _variable(name, index) for name in demo.VOCABULARY}
-    return {name: var for name, var in found.items() if var is not None}
-
-
 def _choose_countries(domain: DomainSpec, questions: Sequence[Question], index: dict[str, CodebookEntry],
                       n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
     """Demo countries, or (with a codebook) 8 from its C_ALPHAN table, favouring override countries."""
@@ -188,7 +181,8 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
     countries = _choose_countries(domain, qs, index, n_respondents, rng)
     slots = balanced_countries(countries, n_respondents, rng)
     people = [make_person(code, name, rng) for code, name in slots]
-    vocab = vocabulary(index)
+    # ISSP variable name -> Variable, in attribute order (the demo's vocabulary, or the codebook's entries)
+    vocab = {name: var for name in demo.VOCABULARY if (var := _variable(name, index)) is not None}
     admin = _admin(countries, domain, vocab, rng)
     national = _national_religion(countries, index)
     country_key = index["C_ALPHAN"].meaning if "C_ALPHAN" in index else COUNTRY_KEYS[domain.id]
@@ -215,15 +209,6 @@ def read_questions(path: Path) -> tuple[Question, ...]:
     return questions
 
 
-def read_codebook(codebook_dir: Path, domain: DomainSpec) -> list[CodebookEntry]:
-    """The domain's ``issp_profile_<Domain>.json`` in ``codebook_dir`` (any case)."""
-    entries = load_codebook(codebook_dir, domain)
-    if entries is None:
-        raise DataError(f"--codebook_dir {codebook_dir}: no {domain.profile_file} (any case) for domain "
-                        f"{domain.id}")
-    return entries
-
-
 def _check_dir(path: Path | str | None, flag: str) -> Path | None:
     if path is None or str(path) == "":
         return None
@@ -241,7 +226,9 @@ def _domain_files(domain: DomainSpec, qa: Path | None, books: Path | None, n_res
     else:
         questions = demo.demo_question_set(domain.slug)
         qa_bytes = json_bytes(questions, indent=1)
-    codebook = read_codebook(books, domain) if books else None
+    codebook = load_codebook(books, domain) if books else None  # issp_profile_<Domain>.json, any case
+    if books and codebook is None:
+        raise DataError(f"--codebook_dir {books}: no {domain.profile_file} (any case) for domain {domain.id}")
     return qa_bytes, synthesize(questions, domain, n_respondents, seed, codebook)
 
 
