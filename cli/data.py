@@ -169,9 +169,7 @@ def run_validate(args: argparse.Namespace) -> int:
     reports, errors = validate(data_dir, domains, size)
     names = {str(d.id): d.name for d in domains}
     if args.json:
-        payload: dict[str, object] = {"domains": reports}
-        if errors:
-            payload["errors"] = errors
+        payload = {"domains": reports, **({"errors": errors} if errors else {})}
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     elif reports:
         print(f"{data_dir} (sample size {size})")

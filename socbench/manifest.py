@@ -209,10 +209,3 @@ def write_manifest(path: str | Path, manifest: Manifest) -> Path:
             domain["roles"] = roles
     text = HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
     return write_atomic(path, text.encode("utf-8"))
-
-
-def merge_domain(manifest: Manifest | None, domain: DomainSpec) -> Manifest:
-    """``manifest`` with ``domain`` added, replacing an entry with the same slug."""
-    kept = [d for d in (manifest.domains if manifest else []) if d.slug != domain.slug]
-    title = manifest.title if manifest else ""
-    return Manifest(title=title, domains=sorted([*kept, domain], key=lambda d: d.id))

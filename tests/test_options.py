@@ -20,16 +20,17 @@ Q = Question(
 
 
 def test_no_override_gives_base_options():
-    assert effective_options(Q, "FR") == ((("1", "Agree"), ("2", "Neither"), ("3", "Disagree")), False)
-    assert effective_options(Q, None) == ((("1", "Agree"), ("2", "Neither"), ("3", "Disagree")), False)
+    assert effective_options(Q, "FR")[:2] == ((("1", "Agree"), ("2", "Neither"), ("3", "Disagree")), False)
+    assert effective_options(Q, None)[:2] == ((("1", "Agree"), ("2", "Neither"), ("3", "Disagree")), False)
 
 
 def test_relabel_keeps_survey_order():
-    assert effective_options(Q, "JP") == ((("1", "I think so"), ("2", "Neither"), ("3", "Disagree")), True)
+    options, specific, _ = effective_options(Q, "JP")
+    assert (options, specific) == ((("1", "I think so"), ("2", "Neither"), ("3", "Disagree")), True)
 
 
 def test_added_codes_appended_in_numeric_order():
-    options, specific = effective_options(Q, "TW")
+    options, specific, _ = effective_options(Q, "TW")
     assert specific
     assert options == (("1", "Agree"), ("2", "Middle"), ("3", "Disagree"),
                        ("-9", "minus nine"), ("6", "six"), ("10", "ten"))
@@ -42,12 +43,12 @@ def test_subsample_falls_back_to_its_nation():
 
 def test_real_overrides(shared_issp):
     family = {q.id: q for q in load_questions(shared_issp / "qa" / "issp_qa_family.json")}
-    options, specific = effective_options(family["V12"], "TW")
+    options, specific, _ = effective_options(family["V12"], "TW")
     assert specific and [c for c, _ in options] == ["1", "2", "3", "6"]
     assert "6" not in dict(effective_options(family["V31"], "ES")[0])  # "Not asked" in Spain
     assert "6" in dict(effective_options(family["V31"], "DE")[0])
     networks = {q.id: q for q in load_questions(shared_issp / "qa" / "issp_qa_socialnetworks.json")}
-    options, _ = effective_options(networks["v53"], "HU")
+    options = effective_options(networks["v53"], "HU")[0]
     assert [c for c, _ in options] == ["1", "2", "3", "4", "5", "7", "6"]
     assert dict(options)["5"] == "None" and dict(options)["6"] == "Almost none"
 
@@ -57,7 +58,7 @@ def test_options_labelled_as_missing_are_never_offered():
     country, in a SocioBench folder read as it is (no import); its answers are that missing code."""
     q = Question(id="V31", text="t", options={"1": "Mother at home", "6": "Father at home"},
                  special={"ES": {"6": "Not asked"}, "TW": {"7": "No answer"}, "PL": {"-1": "-1"}})
-    assert effective_options(q, "ES") == ((("1", "Mother at home"),), True)
+    assert effective_options(q, "ES")[:2] == ((("1", "Mother at home"),), True)
     assert [c for c, _ in effective_options(q, "TW")[0]] == ["1", "6"]
     assert [c for c, _ in effective_options(q, "PL")[0]] == ["1", "6", "-1"]  # a bare code: a scale point
     people = tuple(Respondent(i, None, country, {}, {"V31": "6"}) for i, country in enumerate(["ES", "FR"]))

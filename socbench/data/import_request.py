@@ -5,6 +5,7 @@ builds its parser from it without pandas."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -29,10 +30,13 @@ def parse_span(text: str) -> tuple[float, float]:
     return low, high
 
 
-def _names(value: Any) -> Any:
+def _text(parse: Callable[[str], Any]) -> BeforeValidator:
+    """A flag's parser of its text; a value given already parsed (from Python: a tuple) passes as it is."""
+    return BeforeValidator(lambda value: parse(value) if isinstance(value, str) else value)
+
+
+def _names(value: str) -> tuple[str, ...]:
     """``V1,V2,...`` or ``@file`` (names separated by commas, spaces or new lines), each named once."""
-    if not isinstance(value, str):
-        return value
     if value.startswith("@"):
         path = Path(value[1:]).expanduser()
         try:
@@ -50,7 +54,7 @@ def _names(value: Any) -> Any:
     return tuple(names)
 
 
-def _persona(value: Any) -> Any:
+def _persona(value: str) -> Any:
     """``background``, ``all`` or the variables named (as ``--questions``)."""
     return value if value in (ALL, BACKGROUND) else _names(value)
 
@@ -61,9 +65,7 @@ def _existing(value: Path | None) -> Path | None:
     return value
 
 
-def _roles(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
+def _roles(value: str) -> Any:
     pairs = [tuple(side.strip() for side in part.split("=", 1)) for part in comma_list(value)]
     if not pairs or any(len(p) != 2 or p[0] not in IMPORT_ROLES or not p[1] for p in pairs):
         raise ValueError(f"expected ROLE=VAR,... with ROLE one of {', '.join(IMPORT_ROLES)} (VAR 'none': "
@@ -71,10 +73,8 @@ def _roles(value: Any) -> Any:
     return tuple(pairs)
 
 
-def _multi(value: Any) -> Any:
+def _multi(value: str) -> Any:
     """``NAME=V1,V2,...;NAME2=...`` or ``NAME`` (a multiple-response set of the file: no variables)."""
-    if not isinstance(value, str):
-        return value
     sets = [part.partition("=") for part in value.split(";") if part.strip()]
     parsed = tuple((name.strip().lstrip("$"), tuple(comma_list(names))) for name, _, names in sets)
     if not parsed or any(not name or (eq and len(names) < 2)
@@ -84,10 +84,8 @@ def _multi(value: Any) -> Any:
     return parsed
 
 
-def _numeric(value: Any) -> Any:
+def _numeric(value: str) -> Any:
     """``V1,V2=0:100``: each name, with its range where one is given."""
-    if not isinstance(value, str):
-        return value
     parts = [part.split("=", 1) for part in comma_list(value)]
     if not parts or any(not part[0].strip() for part in parts):
         raise ValueError("expected V1,V2=LOW:HIGH,... (a range is optional)")
@@ -118,22 +116,20 @@ class ImportRequest(BaseModel):
     out: Path = Field(description="the data folder to write (then: --data_dir there)")
     qa: Annotated[Path | None, AfterValidator(_existing)] = Field(
         None, description="an ISSP question set issp_qa_<slug>.json")
-    questions: Annotated[tuple[str, ...] | None, BeforeValidator(_names)] = Field(
+    questions: Annotated[tuple[str, ...] | None, _text(_names)] = Field(
         None, description="question variables V1,V2,... or @file (variable label = question, value labels = "
                           "options)")
-    multi: Annotated[tuple[tuple[str, tuple[str, ...]], ...],
-                     BeforeValidator(_multi)] = Field(
+    multi: Annotated[tuple[tuple[str, tuple[str, ...]], ...], _text(_multi)] = Field(
         (), description="multi-select questions, each asked once ('select all that apply'): NAME=V1,V2,... "
                         "(its dichotomous variables; sets separated by ';'), or NAME alone: the .sav file's "
                         "multiple-response set of that name")
-    numeric: Annotated[tuple[tuple[str, tuple[float, float] | None], ...],
-                       BeforeValidator(_numeric)] = Field(
+    numeric: Annotated[tuple[tuple[str, tuple[float, float] | None], ...], _text(_numeric)] = Field(
         (), description="numeric questions V1,V2=0:100,... (unlabelled numbers: hours, a 0-100 thermometer), "
                         "asked for a number in the range given (default: the data's lowest to highest "
                         "non-missing value); added to --questions")
     country: str | None = Field(None, description="the country variable (default C_ALPHAN when present)")
     weight: str | None = Field(None, description="the design weight variable (default WEIGHT when present)")
-    roles: Annotated[tuple[tuple[str, str], ...], BeforeValidator(_roles)] = Field(
+    roles: Annotated[tuple[tuple[str, str], ...], _text(_roles)] = Field(
         (), description="what variables are: ROLE=VAR,... with ROLE respondent_id, country, group (a "
                         "grouping variable that is not a country: region, state, wave), weight, sex, age, "
                         "education, religion, party, employment; VAR 'none' for none. Roles not named are "
@@ -141,7 +137,7 @@ class ImportRequest(BaseModel):
     study_country: str | None = Field(
         None, description="the study's one country (a name or code) when no variable holds it: the prompts "
                           "name it")
-    persona: Annotated[str | tuple[str, ...], BeforeValidator(_persona)] = Field(
+    persona: Annotated[str | tuple[str, ...], _text(_persona)] = Field(
         BACKGROUND, description="the persona's attributes: background (every variable that is not a numbered "
                                 "questionnaire item), all, or V1,V2,... (@file)")
     slug: str | None = Field(None, description="file slug of the domain (default: from --qa or the file "

@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import ValidationError
 
 from socbench.data.layout import SAMPLE_PREFIX, available_sizes, inside_folder
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
-from socbench.errors import ConfigError, DataError, problem
+from socbench.errors import ConfigError, DataError
 from socbench.files import read_json
-from socbench.manifest import DomainSpec, Manifest, merge_domain
+from socbench.manifest import DomainSpec, Manifest
 from socbench.weights import describe, weight_problems
 
 if TYPE_CHECKING:
@@ -115,17 +114,14 @@ def remove_empty(folders: Iterable[Path]) -> None:
 
 
 def merged_manifest(base: Manifest | None, entry: DomainSpec) -> Manifest:
-    """The folder's manifest with ``entry``; a name another domain has is one line naming it."""
-    clash = next((d for d in (base.domains if base else []) if d.slug != entry.slug
-                  and d.name.lower() == entry.name.lower()), None)
+    """The folder's manifest with ``entry`` (replacing its slug's domain, the domains by id); a name another
+    domain has is one line naming it (ids and slugs are unique by construction: ``importer._entry``)."""
+    others = [d for d in (base.domains if base else []) if d.slug != entry.slug]
+    clash = next((d for d in others if d.name.lower() == entry.name.lower()), None)
     if clash is not None:
         raise ConfigError(f"--name {entry.name!r}: domain {clash.id} (slug {clash.slug}) of the folder "
                           f"already has that name (names name the result files); choose another --name")
-    try:
-        return merge_domain(base, entry)
-    except ValidationError as exc:
-        raise ConfigError(f"--out: the manifest with the new domain is invalid ({problem(exc)})") \
-            from None
+    return Manifest(title=base.title if base else "", domains=sorted([*others, entry], key=lambda d: d.id))
 
 
 @dataclass(frozen=True)

@@ -100,8 +100,7 @@ def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, st
 def _slug(request: ImportRequest) -> str:
     if request.slug:
         return request.slug
-    stem = request.qa.stem if request.qa is not None else request.source.stem
-    stem = stem.removeprefix("issp_qa_") if request.qa is not None else stem
+    stem = request.qa.stem.removeprefix("issp_qa_") if request.qa is not None else request.source.stem
     return re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_-") or "survey"
 
 
@@ -157,9 +156,7 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     wanted = roles["country"][0] or roles["group"][0]
     counts = survey.code_counts([name for name, _ in pairs] + ([wanted] if wanted else []), weights.dropped)
     country, group, notices = country_or_group(survey, roles, counts, request.study_country)
-    numeric = {survey.find(name): span for name, span in request.numeric}
-    decisions, question_file = question_set(survey, request.qa, pairs, counts, request.missing,
-                                            request.scale_conflict, numeric)
+    decisions, question_file = question_set(survey, request, pairs, counts)
     check_answers(survey, decisions)
     with_sets(survey, question_file, members)
     slug = _slug(request)

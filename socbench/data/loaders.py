@@ -11,6 +11,7 @@ import math
 import numbers
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -54,15 +55,12 @@ def normalize_code(value: Any) -> str | None:
     text = value.strip()
     if not text:
         return None
-    try:
-        return str(int(text))
-    except ValueError:
-        pass
-    try:
+    with suppress(ValueError):
+        return str(int(text))  # exact, however long
+    with suppress(ValueError):
         number = float(text)
-    except ValueError:
-        return text
-    return str(int(number)) if number.is_integer() else text
+        return str(int(number)) if number.is_integer() else text
+    return text
 
 
 def _option_key(value: Any) -> str:

@@ -36,26 +36,18 @@ def code_order(code: Code) -> tuple[int, float, str]:
         return (1, 0.0, code)
 
 
-def _shown(question: Question,
-           country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], dict[Code, str], bool]:
-    """The options overlaid with the country's override (exact code first, else the nation of a sub-sample:
-    "DE-W" falls back to "DE"; country-only codes appended in numeric order), less those labelled as
-    missing (withheld: missing codes for the exclusion reason), and whether there was an override."""
+def effective_options(question: Question, country_code: str | None,
+                      ) -> tuple[tuple[tuple[Code, str], ...], bool, dict[Code, str]]:
+    """Base options overlaid with the country's override (exact code first, else the nation of a sub-sample:
+    "DE-W" falls back to "DE"; country-only codes appended in numeric order; an unmapped country, None, is
+    shown the base options), less those labelled as missing; whether there was an override; and the options
+    withheld as missing (missing codes, for the exclusion reason)."""
     special = question.special
     override = (country_code and special.get(country_code, special.get(country_code.split("-")[0]))) or {}
     pairs = [(code, override.get(code, label)) for code, label in question.options.items()]
     pairs += [(code, override[code]) for code in sorted(override.keys() - question.options, key=code_order)]
     withheld = {code: label for code, label in pairs if is_missing_option(code, label)}
-    return tuple(pair for pair in pairs if pair[0] not in withheld), withheld, bool(override)
-
-
-def effective_options(question: Question,
-                      country_code: str | None) -> tuple[tuple[tuple[Code, str], ...], bool]:
-    """Base options overlaid with the country's override, and whether there was one. Country-only
-    codes are appended in numeric order; an unmapped country (None) is shown the base options;
-    options labelled as missing are left out."""
-    options, _, specific = _shown(question, country_code)
-    return options, specific
+    return tuple(pair for pair in pairs if pair[0] not in withheld), bool(override), withheld
 
 
 def exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...],
@@ -92,7 +84,7 @@ def build_items(data: DomainData) -> list[Item]:
         for question in data.questions:
             key = (question.id, person.group_code)
             if key not in shown:
-                options, withheld, specific = _shown(question, person.group_code)
+                options, specific, withheld = effective_options(question, person.group_code)
                 shown[key] = (options, specific, {**withheld, **question.missing})
             options, specific, missing = shown[key]
             options = () if question.numeric else options  # a number is asked for, no option offered

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from socbench.data.import_request import ImportRequest
 from socbench.data.loaders import load_questions
 from socbench.data.missing_labels import STATA_MISSING, is_missing_label, is_missing_option
 from socbench.data.options import INVALID_CODE, code_order, exclusion, in_span, plain_number
@@ -233,14 +234,13 @@ def file_record(record: dict, decision: QuestionDecision) -> dict:
 
 
 def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[str, Mapping[str, int]],
-                     extra_missing: Sequence[str] = (), numeric: Mapping[str, Span | None] | None = None,
-                     ) -> tuple[list[dict], list[QuestionDecision]]:
-    """``issp_qa`` records for the named variables, and each question's decision (``decide``, or
-    ``numeric_decision`` for those ``numeric`` names); a variable with fewer than two options is an error
-    naming it."""
+                     extra_missing: Sequence[str], numeric: Mapping[str, Span | None],
+                     ) -> tuple[list[QuestionDecision], list[dict]]:
+    """Each question's decision (``decide``, or ``numeric_decision`` for those ``numeric`` names) and the
+    ``issp_qa`` records for the named variables; a variable with fewer than two options is an error naming
+    it."""
     records: list[dict] = []
     decisions: list[QuestionDecision] = []
-    numeric = numeric or {}
     for name in names:
         variable = survey.variables[name]
         decision = (numeric_decision(variable, name, counts[name], extra_missing, numeric[name])
@@ -255,25 +255,23 @@ def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[s
                         "special": {}, "missing": missing,
                         **({"numeric": [plain_number(end) for end in decision.numeric]}
                            if decision.numeric else {})})
-    return records, decisions
+    return decisions, records
 
 
-def question_set(survey: SurveyFile, qa_path: Path | None, pairs: Sequence[tuple[str, str]],
-                 counts: Mapping[str, Mapping[str, int]], extra_missing: Sequence[str] = (),
-                 scale_conflict: str = "file", numeric: Mapping[str, Span | None] | None = None,
-                 ) -> tuple[list[QuestionDecision], list[dict]]:
+def question_set(survey: SurveyFile, request: ImportRequest, pairs: Sequence[tuple[str, str]],
+                 counts: Mapping[str, Mapping[str, int]]) -> tuple[list[QuestionDecision], list[dict]]:
     """Each question's decision and the question file to write: ``--qa``'s set checked against the
     file's labels (``checked_decision``) with the file's missing codes added, else the set built from
-    the labels of the named variables."""
-    if qa_path is not None:
-        qa = {q.id: q for q in load_questions(qa_path)}
-        decisions = [checked_decision(survey.variables[name], qa[qid], counts[name], extra_missing)
+    the labels of the named variables (``--numeric`` ones asked for a number)."""
+    if request.qa is not None:
+        qa = {q.id: q for q in load_questions(request.qa)}
+        decisions = [checked_decision(survey.variables[name], qa[qid], counts[name], request.missing)
                      for name, qid in pairs]
-        if scale_conflict == "refuse":
-            refuse_conflicts(survey.path, qa_path, decisions)
-        return decisions, _with_missing(qa_path, decisions)
-    records, decisions = question_records(survey, [name for name, _ in pairs], counts, extra_missing, numeric)
-    return decisions, records
+        if request.scale_conflict == "refuse":
+            refuse_conflicts(survey.path, request.qa, decisions)
+        return decisions, _with_missing(request.qa, decisions)
+    numeric = {survey.find(name): span for name, span in request.numeric}
+    return question_records(survey, [name for name, _ in pairs], counts, request.missing, numeric)
 
 
 def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> list[dict]:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from socbench.data.loaders import normalize_code
 from socbench.data.missing_labels import STATA_MISSING
+from socbench.data.options import in_span
 from socbench.errors import ConfigError, DataError
 from socbench.files import read_json
 
@@ -47,13 +48,8 @@ class Variable:
     def declared_missing(self, code: str) -> bool:
         """Whether the file declares ``code`` missing (SPSS: a discrete value or in a range; Stata's
         .a-.z; R's NA in a numeric CSV column)."""
-        if code in self.missing_codes or STATA_MISSING.match(code):
-            return True
-        try:
-            number = float(code)
-        except ValueError:
-            return False
-        return any(low <= number <= high for low, high in self.missing_ranges)
+        return (code in self.missing_codes or bool(STATA_MISSING.match(code))
+                or any(in_span(code, span) for span in self.missing_ranges))
 
     @property
     def key(self) -> str:
@@ -79,9 +75,8 @@ class SurveyFile:
         return next((v for v in self.variables if v.lower() == name.strip().lower()), None)
 
     def columns(self, names: Sequence[str]) -> pd.DataFrame:
-        """Whole columns (a few of them: country, weight) in one read."""
-        if not self.n_rows:
-            return pd.DataFrame(columns=list(names))
+        """Whole columns (a few of them: country, weight) in one read (of a file with rows: the import stops
+        at 0 rows)."""
         return pd.concat(list(self.chunks(names, chunk_rows=self.n_rows)), ignore_index=True)
 
     def code_counts(self, names: Sequence[str], dropped: np.ndarray | None = None) -> dict[str, Counter[str]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,13 +59,6 @@ def _variable(name: str, index: dict[str, CodebookEntry]) -> Variable | None:
     code_map = _EDULEVEL_CODE if entry.domain.upper() == "EDULEVEL" else {}
     missing = next((v for v in entry.content.values() if _MISSING_LABEL.match(v)), missing)
     return Variable(entry.meaning, {**labels, **entry.content}, missing, code_map)
-
-
-def vocabulary(index: dict[str, CodebookEntry]) -> dict[str, Variable]:
-    """ISSP variable name -> Variable, in attribute order (``index``: the codebook's entries by upper-case
-    name; empty: the demo's vocabulary)."""
-    found = {name: _variable(name, index) for name in demo.VOCABULARY}
-    return {name: var for name, var in found.items() if var is not None}
 
 
 def _choose_countries(domain: DomainSpec, questions: Sequence[Question], index: dict[str, CodebookEntry],
@@ -187,7 +181,8 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
     countries = _choose_countries(domain, qs, index, n_respondents, rng)
     slots = balanced_countries(countries, n_respondents, rng)
     people = [make_person(code, name, rng) for code, name in slots]
-    vocab = vocabulary(index)
+    # ISSP variable name -> Variable, in attribute order (the demo's vocabulary, or the codebook's entries)
+    vocab = {name: var for name in demo.VOCABULARY if (var := _variable(name, index)) is not None}
     admin = _admin(countries, domain, vocab, rng)
     national = _national_religion(countries, index)
     country_key = index["C_ALPHAN"].meaning if "C_ALPHAN" in index else COUNTRY_KEYS[domain.id]
@@ -214,15 +209,6 @@ def read_questions(path: Path) -> tuple[Question, ...]:
     return questions
 
 
-def read_codebook(codebook_dir: Path, domain: DomainSpec) -> list[CodebookEntry]:
-    """The domain's ``issp_profile_<Domain>.json`` in ``codebook_dir`` (any case)."""
-    entries = load_codebook(codebook_dir, domain)
-    if entries is None:
-        raise DataError(f"--codebook_dir {codebook_dir}: no {domain.profile_file} (any case) for domain "
-                        f"{domain.id}")
-    return entries
-
-
 def _check_dir(path: Path | str | None, flag: str) -> Path | None:
     if path is None or str(path) == "":
         return None
@@ -240,7 +226,9 @@ def _domain_files(domain: DomainSpec, qa: Path | None, books: Path | None, n_res
     else:
         questions = demo.demo_question_set(domain.slug)
         qa_bytes = json_bytes(questions, indent=1)
-    codebook = read_codebook(books, domain) if books else None
+    codebook = load_codebook(books, domain) if books else None  # issp_profile_<Domain>.json, any case
+    if books and codebook is None:
+        raise DataError(f"--codebook_dir {books}: no {domain.profile_file} (any case) for domain {domain.id}")
     return qa_bytes, synthesize(questions, domain, n_respondents, seed, codebook)
 
 
@@ -274,13 +262,11 @@ def _domain_summary(records: list[dict], country_key: str) -> dict:
 def _merged_domains(path: Path, info: dict) -> dict:
     """Keep other domains' entries of an earlier run with the same settings; order by domain id."""
     merged = dict(info["domains"])
-    if path.is_file():
-        try:
-            old = read_json(path)
-        except DataError:
-            old = {}
-        if all(old.get(k) == info[k] for k in ("version", "seed", "respondents_per_domain", "questions",
-                                               "codebooks")):
-            merged = {**old.get("domains", {}), **merged}
+    old: dict = {}
+    with suppress(DataError):  # none yet, or unreadable: nothing to keep
+        old = read_json(path)
+    if all(old.get(k) == info[k] for k in ("version", "seed", "respondents_per_domain", "questions",
+                                           "codebooks")):
+        merged = {**old.get("domains", {}), **merged}
     order = {d.slug: d.id for d in DOMAINS}
     return {slug: merged[slug] for slug in sorted(merged, key=lambda s: order.get(s, 99))}

@@ -72,8 +72,6 @@ def read_variables(data_root: Path, slug: str) -> SourceVariables:
                         "again with --replace if it was imported before this file existed)")
     try:
         return SourceVariables.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        reason = str(exc)
-    except ValidationError as exc:
-        reason = problem(exc)
-    raise DataError(f"{path}: cannot read the import metadata ({reason})")
+    except (OSError, ValidationError) as exc:
+        reason = problem(exc) if isinstance(exc, ValidationError) else exc
+        raise DataError(f"{path}: cannot read the import metadata ({reason})") from None
