@@ -25,26 +25,31 @@ COLUMNS = ("domain", "grouping", "person_id", "question_id", "country_code", "we
            "model_code", "model_shares", "offered_codes")
 
 
-def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str, float] | None,
-                 questions: Mapping[str, Mapping[str, Any]], grouping: str = COUNTRY) -> pd.DataFrame:
-    """One domain's rows: the score stage's just-scored items or a results log's (``DomainRun.scored``)
-    with each respondent's persona groups; ``weights`` by person id as text (None: unweighted);
-    ``questions``: the per-question view (its offered options); ``grouping``: what ``country_code`` holds."""
+FIELDS = ("person_id", "question_id", "country_code", "true_answer", "llm_answer", "engine_error",
+          "option_distribution", "offered_codes")  # the item fields (``log.lines``) read
+
+
+def columns_frame(domain: str, c: Mapping[str, Sequence[Any]], groups: Mapping[str, Mapping[str, str]],
+                  weights: Mapping[str, float] | None, questions: Mapping[str, Mapping[str, Any]],
+                  grouping: str = COUNTRY) -> pd.DataFrame:
+    """One domain's rows from its items' ``FIELDS`` as columns and each respondent's persona groups (by
+    person id as text); ``weights`` by person id as text (None: unweighted); ``questions``: the
+    per-question view (its offered options); ``grouping``: what ``country_code`` holds."""
     options = {qid: [str(code) for code, _ in view.get("options", [])] for qid, view in questions.items()}
-    people = [str(i.person_id) for i in scored]
-    present = [a for a in ATTRIBUTES if any(a in i.groups for i in scored)]
+    people = [str(p) for p in c["person_id"]]
+    present = [a for a in ATTRIBUTES if any(a in found for found in groups.values())]
     return pd.DataFrame({
-        "domain": domain, "grouping": grouping, "person_id": people,
-        "question_id": [i.question_id for i in scored],
-        "country_code": [i.country_code or UNMAPPED for i in scored],
+        "domain": domain, "grouping": grouping, "person_id": people, "question_id": c["question_id"],
+        "country_code": [code or UNMAPPED for code in c["country_code"]],
         "weight": [weights[p] if weights else float("nan") for p in people],
-        "true_code": [str(i.true_code) for i in scored],
-        "model_code": [None if i.predicted_code is None or i.engine_error else str(i.predicted_code)
-                       for i in scored],
+        "true_code": [str(code) for code in c["true_answer"]],
+        "model_code": [None if code is None or error else str(code)
+                       for code, error in zip(c["llm_answer"], c["engine_error"], strict=True)],
         # the model's answer distribution where the run has one: logprobs mode, or K draws' shares
-        "model_shares": [dict(i.distribution) if i.distribution else None for i in scored],
-        "offered_codes": [tuple(i.offered_codes or options.get(i.question_id, ())) for i in scored],
-        **{a: [i.groups.get(a, UNKNOWN) for i in scored] for a in present}})
+        "model_shares": [dict(d) if d else None for d in c["option_distribution"]],
+        "offered_codes": [tuple(offered or options.get(qid, ()))
+                          for offered, qid in zip(c["offered_codes"], c["question_id"], strict=True)],
+        **{a: [groups.get(p, {}).get(a, UNKNOWN) for p in people] for a in present}})
 
 
 def _indicators(codes: list[str], answers: pd.Series, shares: pd.Series | None = None) -> np.ndarray:
@@ -85,6 +90,18 @@ def targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tu
     return numeric_targets(frame) if numeric else _code_targets(frame)
 
 
+def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str, float] | None,
+                 questions: Mapping[str, Mapping[str, Any]], grouping: str = COUNTRY) -> pd.DataFrame:
+    """``columns_frame`` of the score stage's just-scored items."""
+    c = {"person_id": [i.person_id for i in scored], "question_id": [i.question_id for i in scored],
+         "country_code": [i.country_code for i in scored], "true_answer": [i.true_code for i in scored],
+         "llm_answer": [i.predicted_code for i in scored], "engine_error": [i.engine_error for i in scored],
+         "option_distribution": [i.distribution for i in scored],
+         "offered_codes": [i.offered_codes for i in scored]}
+    groups = {str(i.person_id): i.groups for i in scored}
+    return columns_frame(domain, c, groups, weights, questions, grouping)
+
+
 def _weights(run: ModelRun, domain: DomainRun) -> tuple[dict[str, float] | None, str | None]:
     """(person id -> design weight, None), or (None, why the domain is unweighted)."""
     if domain.stored.weighted_metrics_off:
@@ -106,8 +123,8 @@ def run_items(run_dir: str | Path) -> pd.DataFrame:
         weights, why = _weights(run, domain)
         if why:
             notes.append(f"{domain.domain}: unweighted ({why})")
-        frames.append(domain_frame(domain.domain, domain.scored(), weights, domain.stored.questions,
-                                   domain.stored.grouping))
+        frames.append(columns_frame(domain.domain, domain.columns(FIELDS), domain.groups, weights,
+                                    domain.stored.questions, domain.stored.grouping))
     items = pd.concat(frames, ignore_index=True)
     items.attrs.update(run=run.run, model=run.model, notes=notes)
     return items
