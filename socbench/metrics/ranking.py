@@ -11,7 +11,7 @@ shares, accuracy, alignment, per country where asked in several) the report show
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from itertools import permutations
@@ -69,7 +69,13 @@ class RankTest:
     modal_agreement: float
     kendall_tau: float
     p_value: float
-    null: np.ndarray  # tau under permutations of the model's shares (empty when tau is NaN)
+    agree: np.ndarray  # each permutation's sum of pair-sign products, the smallest ints that hold it: every
+    scale: float = 1.0  # group's null is held until its level's mean is tested (floats: 200 MB at 1,000)
+
+    @property
+    def null(self) -> np.ndarray:
+        """Tau under permutations of the model's shares (``[tau]`` when tau is NaN): the same floats."""
+        return self.agree / self.scale
 
 
 def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
@@ -109,17 +115,18 @@ def _tested(models: np.ndarray, humans: np.ndarray, pairs: np.ndarray, exact: bo
     observed = _tau(np.einsum("gp,gp->g", sx, sy), untied_x, untied_y)
     table = np.sign(_round(models[:, :, None] - models[:, None, :])).astype(np.int32).reshape(len(models), -1)
     agree = np.einsum("gp,gpo->go", sy.astype(np.int32), table[:, pairs])  # -1/0/1 summed in ints: 10x floats
-    nulls = _tau(agree, untied_x[:, None], untied_y[:, None])
+    scales, held = np.sqrt(untied_x * untied_y).tolist(), np.min_scalar_type(-len(i))  # _tau's, row by row
     adjustment = 0 if exact else 1  # scipy's: a resampled test counts the observed ordering once
     tests = []
-    for model, human, tau, null in zip(models, humans, observed.tolist(), nulls, strict=True):
+    for model, human, tau, sums, scale in zip(models, humans, observed.tolist(), agree, scales, strict=True):
         agreement = modal_agreement(model, human)
         if math.isnan(tau):  # a constant ranking on either side: no order, no test
             tests.append(RankTest(agreement, tau, math.nan, np.array([tau])))
             continue
+        null = sums / scale
         count = np.count_nonzero(null >= tau - abs(np.finfo(float).eps * 100 * tau)) + adjustment
         p_value = float(np.clip(count / (len(null) + adjustment), 0.0, 1.0))
-        tests.append(RankTest(agreement, tau, p_value, null))
+        tests.append(RankTest(agreement, tau, p_value, sums.astype(held), scale))
     return tests
 
 
@@ -149,12 +156,16 @@ def _random_orders(k: int, rng: np.random.Generator) -> np.ndarray:
     return rng.permuted(np.tile(np.arange(k), (PERMUTATION_RESAMPLES, 1, 1)), axis=-1)[:, 0]
 
 
-def mean_tau_p(taus: Sequence[float], nulls: Sequence[np.ndarray], seed: int = 0) -> float:
-    """One-sided p-value of the mean tau over groups, each group permuted independently."""
+def mean_tau_p(taus: Sequence[float], nulls: Iterable[np.ndarray], seed: int = 0) -> float:
+    """One-sided p-value of the mean tau over groups, each group permuted independently. The draws are summed
+    group by group in order (``np.mean``'s floats), never held for a level's thousands of groups at once."""
     if not taus:
         return math.nan
-    rng = np.random.default_rng(seed)
-    draws = np.mean([rng.choice(null, AGGREGATE_DRAWS) for null in nulls], axis=0)
+    rng, total, count = np.random.default_rng(seed), np.zeros(AGGREGATE_DRAWS), 0
+    for null in nulls:
+        total += rng.choice(null, AGGREGATE_DRAWS)
+        count += 1
+    draws = total / count
     observed = float(np.mean(taus))
     return float((1 + np.sum(draws >= observed - 1e-12)) / (AGGREGATE_DRAWS + 1))
 
@@ -220,7 +231,7 @@ def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, Rank
         scored = [(record, t[prefix]) for record, t in groups.values() if prefix in t]
         tests = [test for _, test in scored if not math.isnan(test.kendall_tau)]
         floors = [1.0 / len(record[f"{prefix}human"]) for record, _ in scored]  # type: ignore[arg-type]
-        taus, nulls = [t.kendall_tau for t in tests], [t.null for t in tests]
+        taus, nulls = [t.kendall_tau for t in tests], (t.null for t in tests)
         summary.update({
             f"{prefix}modal_agreement": _mean([test.modal_agreement for _, test in scored]),
             f"{prefix}uniform_modal_agreement": _mean(floors),
