@@ -224,7 +224,8 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
     labels = tuple(shown) if shown is not None and tuple(shown) != order else None  # relabelled
     logprobs = settings.mode == "logprobs"
     need = 12 * len(order) + 8 if settings.mode == "verbalized" else 0  # ``"10": 25, `` an option + margin
-    sampling = replace(settings.sampling, max_tokens=max(settings.sampling.max_tokens, need))
+    sampling = settings.sampling if settings.sampling.max_tokens >= need else \
+        replace(settings.sampling, max_tokens=need)  # else one settings object shared by every prompt
     return PromptRequest(
         item_id=item.item_id,
         messages=(
