@@ -79,7 +79,7 @@ def score_item(item: Item, extraction: Extraction | None,
         country_specific=item.country_specific, offered_codes=item.offered_codes,
         # a number's draws are no option distribution (the long export's p_<code> columns, the shares)
         distribution=extraction.distribution if extraction is not None and item.numeric is None else None,
-        groups=dict(groups or {}),
+        groups=groups if isinstance(groups, dict) else dict(groups or {}),  # one per person, shared
         engine_error=engine_error, raw_reply=extraction.raw_reply if extraction is not None else None,
         draws=extraction.draws if extraction is not None else None, numeric=item.numeric)
 

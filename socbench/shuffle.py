@@ -26,9 +26,10 @@ def display_order(codes: Sequence[Code], shuffle: bool, run_seed: int, person_id
                   question_id: str) -> tuple[Code, ...]:
     """Survey order when ``shuffle`` is off, else a seeded permutation of ``codes``: the same inputs
     always give the same order."""
+    if not shuffle:  # the codes' own tuple where they are one: shared by every item showing them
+        return codes if isinstance(codes, tuple) else tuple(codes)
     order = list(codes)
-    if shuffle:
-        random.Random(order_seed(run_seed, person_id, question_id)).shuffle(order)
+    random.Random(order_seed(run_seed, person_id, question_id)).shuffle(order)
     return tuple(order)
 
 

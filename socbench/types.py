@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from socbench.errors import incomplete_reason
@@ -20,6 +20,7 @@ CircularMode = Literal["circular", "all_possible"]
 CircularLabels = Literal["order_only", "relabel"]  # codes stay with their text | numbered 1..n by position
 Pattern = tuple[str, ...]  # an item's original option labels in the order displayed
 Span = tuple[float, float]  # a numeric question's valid range, lowest and highest answer
+Role = Literal["system", "user", "assistant"]
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,16 @@ class DomainData:
     issp_vocabulary: bool = True  # persona groups in ISSP's words (DomainSpec.issp_vocabulary), else its own
 
 
-@dataclass(frozen=True)
+@lru_cache(maxsize=1 << 12)
+def codes_of(options: tuple[tuple[Code, str], ...]) -> tuple[Code, ...]:
+    """The codes of ``options``: one tuple for every item that shows these options (millions of items)."""
+    return tuple(code for code, _ in options)
+
+
+@dataclass(frozen=True, slots=True)
 class Item:
-    """One (respondent, question) pair with the options that respondent was shown."""
+    """One (respondent, question) pair with the options that respondent was shown. Slots, and the codes
+    shared with every item showing the same options: a whole survey holds millions of items."""
     person_id: int
     question_id: str
     country_code: str | None
@@ -90,20 +98,19 @@ class Item:
     country_specific: bool
     excluded_reason: str | None = None
     numeric: Span | None = None  # Question.numeric: answered with a number in this range
+    offered_codes: tuple[Code, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offered_codes", codes_of(self.options))
 
     @property
     def item_id(self) -> str:
         return f"{self.person_id}:{self.question_id}"
 
-    @cached_property
-    def offered_codes(self) -> tuple[Code, ...]:
-        """Once an item: every stage asks (twice a prompt when prompts are built)."""
-        return tuple(code for code, _ in self.options)
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
-    role: Literal["system", "user", "assistant"]
+    role: Role
     content: str
 
 
@@ -116,7 +123,7 @@ class SamplingSettings:
     seed: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PromptRequest:
     """A prompt ready for an engine. ``chat`` False: one user message sent as raw text (ARC). ``logprobs``
     mode scores each offered code after ``answer_prefix``; ``structured`` constrains the reply to JSON."""
@@ -133,10 +140,16 @@ class PromptRequest:
     variant: Variant | None = None  # which variant of its item this request shows (expanded items only)
     choose_all: bool = False  # a multi-select set: its reply is a list of option texts (multi_select)
     numeric: Span | None = None  # asked for a number in this range, not an option
+    _key: str | None = field(default=None, init=False, repr=False, compare=False)  # ``key``, once made
 
-    @cached_property
+    @property
     def key(self) -> str:
         """Content hash over everything that can change the engine's answer (once: every stage asks)."""
+        if self._key is None:
+            object.__setattr__(self, "_key", self._content_key())
+        return self._key  # type: ignore[return-value]
+
+    def _content_key(self) -> str:
         payload = {"messages": [[m.role, m.content] for m in self.messages], "mode": self.mode,
                    "codes": list(self.offered_codes), "prefix": self.answer_prefix,
                    "structured": self.structured, "chat": self.chat,
@@ -160,7 +173,7 @@ class LoglikelihoodRequest:
         return hashlib.sha256(json.dumps([self.context, self.continuation]).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EngineResult:
     """An engine's answer to one PromptRequest; ``error`` set means no usable answer."""
     key: str
@@ -189,7 +202,7 @@ class Answers:
     usage: dict[str, int] = field(default_factory=dict)  # pipeline.answer's: requests sent, tokens
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Extraction:
     """The code of an answer, or None and why: ``failure`` (unreadable), ``engine_error`` (no reply)."""
     key: str
@@ -203,7 +216,7 @@ class Extraction:
     note: str | None = None  # what reading the answer changed (verbalized: shares normalised)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScoredItem:
     person_id: int
     question_id: str

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -138,7 +139,7 @@ def test_methods_and_identity_key_apart_and_values_round_trip(tmp_path):
     assert len(engine.cache) == 4 and engine.stats.hits == 4
     for fresh, hit in zip(first, again):
         assert [type(r) for r in fresh] == [type(r) for r in hit]
-        assert [r.__dict__ | {"cached": True} for r in fresh] == [r.__dict__ for r in hit]
+        assert [replace(r, cached=True) for r in fresh] == list(hit)
     assert again[1][0].option_logprobs["2"] == -math.inf
     assert again[2][0].logprob == -1.25 * 5
     other = CachedEngine(CountingEngine(model="other"), engine.cache)

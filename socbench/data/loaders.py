@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
@@ -47,16 +48,17 @@ def normalize_code(value: Any) -> str | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
         raise ValueError(f"expected an integer code, a numeric string or null, got {type(value).__name__}")
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
+    if isinstance(value, numbers.Integral):  # interned: one string per code, not one per answer
+        return sys.intern(str(int(value)))
     if isinstance(value, numbers.Real):
         number = float(value)
-        return None if math.isnan(number) else str(int(number)) if number.is_integer() else repr(number)
+        return None if math.isnan(number) else sys.intern(str(int(number))) if number.is_integer() \
+            else repr(number)
     text = value.strip()
     if not text:
         return None
     with suppress(ValueError):
-        return str(int(text))  # exact, however long
+        return sys.intern(str(int(text)))  # exact, however long
     with suppress(ValueError):
         number = float(text)
         return str(int(number)) if number.is_integer() else text

@@ -33,6 +33,7 @@ from socbench.types import (
     PromptRequest,
     Question,
     Respondent,
+    Role,
     SamplingSettings,
     Span,
 )
@@ -179,6 +180,13 @@ def system_message(respondent: Respondent, settings: PromptSettings) -> str:
     return f"{instruction}\n\nPersonal information:\n{json.dumps(persona, ensure_ascii=False, indent=2)}"
 
 
+@lru_cache(maxsize=1 << 12)
+def message(role: Role, content: str) -> Message:
+    """One Message for every prompt that says ``content`` (a respondent's system message, a question's
+    user message): a whole survey's prompts hold millions; they are built respondent by respondent."""
+    return Message(role, content)
+
+
 @lru_cache(maxsize=1 << 14)
 def user_message(question_text: str, item_options: tuple[tuple[str, str], ...], order: tuple[str, ...],
                  words: CountryInfo, shown: tuple[str, ...] | None = None, verbalized: bool = False) -> str:
@@ -213,8 +221,8 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
     words = country_words(respondent)
     system = system if system is not None else system_message(respondent, settings)
     if item.numeric is not None:  # generated (no option to score), its range in the structured schema
-        messages = (Message("system", with_task(system, settings, GIVE_NUMBER)),
-                    Message("user", numeric_message(question.text, item.numeric, words)))
+        messages = (message("system", with_task(system, settings, GIVE_NUMBER)),
+                    message("user", numeric_message(question.text, item.numeric, words)))
         return PromptRequest(item_id=item.item_id, messages=messages, structured=settings.structured,
                              sampling=settings.sampling, numeric=item.numeric)
     if order is None:
@@ -229,8 +237,8 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
     return PromptRequest(
         item_id=item.item_id,
         messages=(
-            Message("system", system),
-            Message("user", user_message(question.text, item.options, order, words, labels,
+            message("system", system),
+            message("user", user_message(question.text, item.options, order, words, labels,
                                          settings.mode == "verbalized")),
         ),
         mode=settings.mode,
