@@ -43,12 +43,16 @@ def run_unit(study: Task, unit_id: int, own_engine: bool) -> Any:
     try:
         data = opaque(load_data(study, unit))
         samples = opaque(country_special_options(study, unit, data))
-        prompts = opaque(build_prompts(study, unit, samples))
+        built = build_prompts(study, unit, samples)
+        pipeline.release(study, unit)  # held here from now on, each stage's output only while it is needed
+        prompts = opaque(built)
         answers = vllm_generate(prompts, study.config.engine_settings(), f"{study.name}-progress-{unit.id}",
                                 unit.label)
         extracted = opaque(extract(study, prompts, opaque(answers)))
-        scored = score(study, samples, prompts, extracted)
-        result = study.result(unit, scored, answers)
+        plan, incomplete = built.plan, pipeline.engine_errors(answers)
+        del built, prompts, answers  # a whole survey's requests and replies are not held through scoring
+        scored = score(study, samples, plan, extracted)
+        result = study.result(unit, scored, incomplete)
         report(study, opaque(scored), opaque(result), time.monotonic() - started)
         reason = result.incomplete_reason
         return result if reason is None else failed(f"{unit.label}: {reason}", result)

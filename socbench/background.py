@@ -29,13 +29,15 @@ _SERVE = "import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); " \
 def serve(folder: str) -> None:
     """The process's side: ``work.pkl`` in, ``result.pkl`` out, as (done, value or exception)."""
     given = Path(folder, "work.pkl")
-    work, args, kwargs = pickle.loads(given.read_bytes())
+    with given.open("rb") as fh:  # streamed, in and out: a whole survey's items are a gigabyte of pickle
+        work, args, kwargs = pickle.load(fh)
     given.unlink()  # the respondents' data it holds is not left behind if the caller dies
     try:
         outcome = (True, work(*args, **kwargs))
     except Exception as exc:  # raised in the caller
         outcome = (False, exc)
-    Path(folder, "result.pkl").write_bytes(pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL))
+    with Path(folder, "result.pkl").open("wb") as fh:
+        pickle.dump(outcome, fh, pickle.HIGHEST_PROTOCOL)
 
 
 def cores() -> int:
@@ -56,7 +58,8 @@ class Beside(Generic[T]):
         root = str(Path(__file__).resolve().parents[1])  # socbench importable as here, installed or not
         path = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
         try:
-            Path(self._folder, "work.pkl").write_bytes(pickle.dumps(self._call, pickle.HIGHEST_PROTOCOL))
+            with Path(self._folder, "work.pkl").open("wb") as fh:
+                pickle.dump(self._call, fh, pickle.HIGHEST_PROTOCOL)
             self._process = subprocess.Popen([sys.executable, "-c", _SERVE, self._folder],
                                              env={**os.environ, "PYTHONPATH": path}, stdin=subprocess.DEVNULL)
         except (OSError, pickle.PicklingError, TypeError, AttributeError):  # then in the caller, as if small
@@ -68,7 +71,8 @@ class Beside(Generic[T]):
             return work(*args, **kwargs)
         try:
             self._process.wait()
-            done, value = pickle.loads(Path(self._folder, "result.pkl").read_bytes())
+            with Path(self._folder, "result.pkl").open("rb") as fh:
+                done, value = pickle.load(fh)
         except (OSError, EOFError, pickle.UnpicklingError):  # it died (killed, out of memory): done here
             done, value = True, work(*args, **kwargs)
         finally:

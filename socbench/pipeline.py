@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from socbench.engines.base import Engine, ResultSink
-from socbench.errors import ConfigError, SocbenchError
+from socbench.errors import ConfigError, SocbenchError, incomplete_reason
 from socbench.task import Prompts, Request, Task, Unit
-from socbench.types import Answers, LoglikelihoodRequest
+from socbench.types import Answers, EngineResult, LoglikelihoodRequest
 
 T = TypeVar("T")
 _LOCK = threading.Lock()
@@ -139,11 +139,24 @@ def answer(engine: Engine, requests: Sequence[Request], on_result: ResultSink | 
     return Answers(tuple(results), time.perf_counter() - start, dict(engine.identity), cache, usage)
 
 
+def engine_errors(answers: Answers) -> str | None:
+    """Why a unit is incomplete: its requests the engine left unanswered (None: every one answered)."""
+    failed = [r.error for r in answers.results if isinstance(r, EngineResult) and r.error is not None]
+    return incomplete_reason(len(failed), failed)
+
+
+def release(task: Task, unit: Unit) -> None:
+    """Forget a unit's remembered stages: its flow holds them now, each only until its last stage."""
+    with _LOCK:
+        for stage in ("load", "options", "prompts"):
+            _MEMO.pop((stage, task_key(task), unit.id), None)
+
+
 def score_unit(task: Task, unit: Unit, engine: Engine) -> Any:
     """One unit's stages in this process, without Prefect or files (benchmarks, tests): the scored unit."""
     found = plan(task, unit)
     extracted = task.extract(found.prompts, answer(engine, found.prompts.requests))
-    return task.score(found.samples, found.prompts, extracted)
+    return task.score(found.samples, found.prompts.plan, extracted)
 
 
 def to_send(engine: Engine, requests: Sequence[Request]) -> dict[str, list[Request]]:

@@ -82,11 +82,13 @@ class Task(Protocol):
     def extract(self, prompts: Prompts, answers: Answers) -> Any:
         """``extract``: what each answer says (``answers.results`` in ``prompts.requests`` order)."""
 
-    def score(self, samples: Any, prompts: Prompts, extracted: Any) -> Any:
-        """``score``: the unit's items and metrics."""
+    def score(self, samples: Any, plan: Any, extracted: Any) -> Any:
+        """``score``: the unit's items and metrics (``plan``: the unit's ``Prompts.plan``; its requests and
+        answers are gone by then: a whole survey's millions are not held through this stage)."""
 
-    def result(self, unit: Unit, scored: Any, answers: Answers) -> Any:
-        """The unit flow's result, what ``finish`` reads: it has ``unit_id`` and ``incomplete_reason``."""
+    def result(self, unit: Unit, scored: Any, incomplete: str | None) -> Any:
+        """The unit flow's result, what ``finish`` reads: it has ``unit_id`` and ``incomplete_reason``
+        (``incomplete``: the requests the engine left unanswered, ``pipeline.engine_errors``)."""
 
     def record(self, result: Any) -> UnitResult:
         """``result`` in the shape every study's results log shares (written beside the study's own)."""

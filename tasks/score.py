@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from socbench.task import Prompts, Task
+from socbench.task import Task
 from socbench.tasks import stage
 
 
 @stage
-def score(study: Task, samples: Any, prompts: Prompts, extracted: Any) -> Any:
-    return study.score(samples, prompts, extracted)
+def score(study: Task, samples: Any, plan: Any, extracted: Any) -> Any:
+    return study.score(samples, plan, extracted)

@@ -83,7 +83,7 @@ def test_scores_are_against_the_weighted_group_distribution_by_hand() -> None:
     prompts = study.prompts(grouped)
     reply = json.dumps({"1": 50, "2": 50, "3": 0})
     answers = Answers(tuple(EngineResult(r.key, reply) for r in prompts.requests), 0.0, {}, {})
-    scored = study.score(grouped, prompts, study.extract(prompts, answers))
+    scored = study.score(grouped, prompts.plan, study.extract(prompts, answers))
     rows = {row["group"]: row for row in scored.extras["rows"]}
     assert rows["North | Woman"]["human"] == pytest.approx({"1": 0.4, "2": 0.6, "3": 0.0})
     assert rows["North | Woman"]["tv_model"] == pytest.approx(0.1)
@@ -100,7 +100,7 @@ def test_an_unreadable_reply_is_a_parse_failure_not_a_score() -> None:
     grouped = samples(study)
     prompts = study.prompts(grouped)
     answers = Answers(tuple(EngineResult(r.key, "I cannot say") for r in prompts.requests), 0.0, {}, {})
-    scored = study.score(grouped, prompts, study.extract(prompts, answers))
+    scored = study.score(grouped, prompts.plan, study.extract(prompts, answers))
     assert scored.metrics["parse_failures"] == 2 and scored.metrics["skipped_no_answers"] == 2
 
 

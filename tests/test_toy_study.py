@@ -42,7 +42,7 @@ class ToyTask(StudyTask):
     def extract(self, prompts: Prompts, answers: Answers) -> list[str]:
         return [(r.text or "").strip() for r in answers.results]
 
-    def score(self, samples: Samples, prompts: Prompts, extracted: list[str]) -> dict[str, float]:
+    def score(self, samples: Samples, plan: None, extracted: list[str]) -> dict[str, float]:
         return {"exact_match": mean(got == gold for (_, gold), got in zip(samples, extracted, strict=True))}
 
 
@@ -104,6 +104,7 @@ def test_an_unanswered_request_leaves_the_toy_unit_incomplete(tmp_path: Path) ->
     unanswered makes the unit incomplete, and the tables say so instead of showing it as a result."""
     from socbench.log.read import read_units
     from socbench.log.write import write_unit_record
+    from socbench.pipeline import engine_errors
     from socbench.report.units import units_markdown
     from socbench.types import EngineResult
 
@@ -111,7 +112,7 @@ def test_an_unanswered_request_leaves_the_toy_unit_incomplete(tmp_path: Path) ->
     (unit,) = task.units()
     assert (unit.name, task.unit(1), task.folder()) == ("toy", unit, tmp_path / "fake-model" / "toy")
     answers = Answers((EngineResult("a", "4"), EngineResult("b", error="HTTP 500")), 0.1, {}, {})
-    result = task.result(unit, {"exact_match": 0.5}, answers)
+    result = task.result(unit, {"exact_match": 0.5}, engine_errors(answers))
     assert result.incomplete_reason == "1 engine error, first: HTTP 500"
     write_unit_record(task.folder(), task.name, "fake-model", task.record(result))
     table = "\n".join(units_markdown(read_units(task.folder())))

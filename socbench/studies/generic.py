@@ -15,14 +15,13 @@ from pydantic import ConfigDict, Field
 
 from socbench.config import EngineRun
 from socbench.engines.settings import EngineSettings, resolve_engine
-from socbench.errors import ConfigError, incomplete_reason
+from socbench.errors import ConfigError
 from socbench.log.read import read_units
 from socbench.outcomes import RunReport, UnitReport
 from socbench.report.html import write_report
 from socbench.report.output import model_dir
 from socbench.report.units import units_markdown
 from socbench.task import Unit, UnitResult
-from socbench.types import Answers, EngineResult
 
 
 class StudyConfig(EngineRun):
@@ -37,12 +36,6 @@ class StudyConfig(EngineRun):
     def engine_settings(self) -> EngineSettings:
         """The engine record with ``auto`` resolved (what the engine session is keyed on)."""
         return resolve_engine(self.engine, "generation")
-
-
-def engine_errors(answers: Answers) -> str | None:
-    """Why a unit is incomplete: its requests the engine left unanswered (None: every one answered)."""
-    failed = [r.error for r in answers.results if isinstance(r, EngineResult) and r.error is not None]
-    return incomplete_reason(len(failed), failed)
 
 
 @dataclass(frozen=True)
@@ -76,8 +69,8 @@ class StudyTask:
     def special_options(self, data: Any) -> Any:
         return data
 
-    def result(self, unit: Unit, scored: Mapping[str, float], answers: Answers) -> UnitResult:
-        return UnitResult(unit.id, unit.name, dict(scored), engine_errors(answers))
+    def result(self, unit: Unit, scored: Mapping[str, float], incomplete: str | None) -> UnitResult:
+        return UnitResult(unit.id, unit.name, dict(scored), incomplete)
 
     def record(self, result: UnitResult) -> UnitResult:
         return result

@@ -116,12 +116,12 @@ class IsspTask:
         return IsspExtracted(extract_with_sets(requests, answers.results, prompts.plan or {}, read),
                              answers.usage)
 
-    def score(self, samples: IsspSamples, prompts: Prompts, extracted: IsspExtracted) -> ScoredDomain:
+    def score(self, samples: IsspSamples, plan: object, extracted: IsspExtracted) -> ScoredDomain:
         scored = score_expanded(samples.data, samples.items, extracted.extractions, self.config)
         scored = with_set_scores(scored, samples.data.questions)
         return replace(scored, result=replace(scored.result, usage=extracted.usage))
 
-    def result(self, unit: Unit, scored: ScoredDomain, answers: Answers) -> DomainResult:
+    def result(self, unit: Unit, scored: ScoredDomain, incomplete: str | None) -> DomainResult:
         return scored.result
 
     def record(self, result: DomainResult) -> UnitResult:

@@ -26,7 +26,7 @@ from socbench.outcomes import UnitReport
 from socbench.prompts.persona import PromptSettings, build_prompt, country_words, fill_placeholders
 from socbench.report.output import model_dir
 from socbench.scoring import design_weights, score_items
-from socbench.studies.generic import StudyTask, engine_errors
+from socbench.studies.generic import StudyTask
 from socbench.studies.issp import IsspSamples, IsspTask
 from socbench.task import Prompts, Unit, UnitResult
 from socbench.types import (
@@ -204,7 +204,7 @@ class IsspGroupTask(IsspTask):
         return tuple(verbalized.extraction(r, a, c.verbalized_answer, c.seed)
                      for r, a in zip(requests, answers.results, strict=True))
 
-    def score(self, samples: GroupSamples, prompts: Prompts, extracted: Sequence[Extraction]) -> UnitResult:
+    def score(self, samples: GroupSamples, plan: None, extracted: Sequence[Extraction]) -> UnitResult:
         """Each row's members scored with the group's distribution, against their weighted answers; each
         row's human and model shares beside its TVs; the per-respondent run's scores where there is one:
         the domain's scores and counts as its metrics, its rows and what was left out as its extras."""
@@ -246,8 +246,8 @@ class IsspGroupTask(IsspTask):
         metrics, _ = group_metrics(items, self.config.min_group_size, weights)
         return {f"respondent_{k}": v for k, v in metrics.items()}, run
 
-    def result(self, unit: Unit, scored: UnitResult, answers: Answers) -> UnitResult:
-        return replace(scored, incomplete_reason=engine_errors(answers))
+    def result(self, unit: Unit, scored: UnitResult, incomplete: str | None) -> UnitResult:
+        return replace(scored, incomplete_reason=incomplete)
 
     record = StudyTask.record  # type: ignore[assignment]
 

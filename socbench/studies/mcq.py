@@ -73,15 +73,15 @@ class McqTask(StudyTask):
     def extract(self, prompts: Prompts, answers: Answers) -> McqAnswers:
         return read_answers(prompts.plan, answers)
 
-    def score(self, samples: McqData, prompts: Prompts, extracted: McqAnswers) -> McqScored:
-        scores, reason = score_mcq(prompts.plan, extracted), extracted.incomplete_reason
+    def score(self, samples: McqData, plan: McqPlan, extracted: McqAnswers) -> McqScored:
+        scores, reason = score_mcq(plan, extracted), extracted.incomplete_reason
         table = reported_accuracies(scores.predictions, reason)
         accuracy = {f"{COLUMNS[m]} {k}-shot": acc for k, row in table.items() for m, acc in row.items()}
         chance = chance_accuracy([len(item.choices) for item in samples.items])
-        return McqScored(samples, prompts.plan, extracted, scores,
+        return McqScored(samples, plan, extracted, scores,
                          UnitResult(1, samples.dataset, accuracy, reason, {"chance_accuracy": chance}))
 
-    def result(self, unit: Unit, scored: McqScored, answers: Answers) -> UnitResult:
+    def result(self, unit: Unit, scored: McqScored, incomplete: str | None) -> UnitResult:
         return scored.result
 
     def report(self, scored: McqScored, seconds: float) -> UnitReport:
