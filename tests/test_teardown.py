@@ -34,6 +34,7 @@ class RecordingEngine:
     def __init__(self, name: str, block_s: float = 0.0, marker: Path | None = None) -> None:
         self.name, self.block_s, self.marker = name, block_s, marker
         self.calls = self.closes = 0
+        self.stopped = self.closed = 0.0  # monotonic times: generate's end (returned or interrupted), close
 
     @property
     def identity(self) -> dict[str, str]:
@@ -48,8 +49,11 @@ class RecordingEngine:
         self.calls += 1
         self._note("started")
         deadline = time.monotonic() + self.block_s
-        while time.monotonic() < deadline:  # short sleeps: interruptible by a timeout or a signal
-            time.sleep(0.05)
+        try:
+            while time.monotonic() < deadline:  # short sleeps: interruptible by a timeout or a signal
+                time.sleep(0.05)
+        finally:
+            self.stopped = time.monotonic()
         results = [EngineResult(r.key, text=json.dumps({"answer": r.offered_codes[0]})) for r in requests]
         for index, result in enumerate(results):
             if on_result is not None:
@@ -63,6 +67,7 @@ class RecordingEngine:
 
     def close(self) -> None:
         self.closes += 1
+        self.closed = time.monotonic()
         self._note("closed")
 
 
@@ -123,8 +128,11 @@ def test_timeout_closes(api_url, tmp_path, demo_data):
     started = time.monotonic()
     state = issp_domain.with_options(timeout_seconds=3)(DOMAIN, config, return_state=True)
     assert state.is_failed() and state.name == "TimedOut", (state.name, state.message)
-    assert time.monotonic() - started < 30  # the blocked engine did not hold the flow
     assert engine.calls == 1 and engine.closes == 1
+    # the timeout interrupted the blocked request and the engine was closed then, not at its 60 s end (what
+    # Prefect's own bookkeeping takes after that, on a loaded shared test server, is not this test's business)
+    assert engine.stopped - started < 30 and engine.closed - started < 30, (engine.stopped - started,
+                                                                           engine.closed - started)
 
 
 SIGTERM_RUNNER = """
