@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from socbench.metrics.baselines import baselines, majority_item_scores, weighted_majority_item_scores
+from socbench.metrics.baselines import baselines, majority_item_scores
 from socbench.metrics.distribution import distribution_scores, human_distribution
 from socbench.report.markdown import domain_markdown
 from socbench.scoring import summarize_domain
@@ -53,11 +53,11 @@ def test_weighted_majority_equals_a_brute_force(by: tuple[str, ...]) -> None:
     items = _items()
     rng = np.random.default_rng(1)
     weights = {p: float(rng.uniform(0.2, 3.0)) for p in range(30)}
-    assert weighted_majority_item_scores(items, weights, by) == pytest.approx(
+    assert majority_item_scores(items, by, weights) == pytest.approx(
         _brute_force(items, weights, by)
     )
     equal = {p: 1.7 for p in range(30)}  # equal weights: the plain majority, ties included
-    assert weighted_majority_item_scores(items, equal, by) == pytest.approx(majority_item_scores(items, by))
+    assert majority_item_scores(items, by, equal) == pytest.approx(majority_item_scores(items, by))
 
 
 def test_weighted_distribution_and_report_side_by_side() -> None:

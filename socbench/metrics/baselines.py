@@ -25,65 +25,43 @@ def group_baseline(grouping: str = COUNTRY) -> str:
     return "majority_country_question" if grouping == COUNTRY else "majority_group_question"
 
 
-def majority_item_scores(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUESTION) -> np.ndarray:
-    """Per-item expected accuracy of the leave-one-out majority guess (``items`` order). Vectorised:
-    leaving the item out lowers only its own code's count, so its code wins iff it was the unique top
-    count ``m1`` and ``m1 - 1`` still beats the runner-up ``m2`` (a tie: 1 / (1 + codes at m2))."""
+def majority_item_scores(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUESTION,
+                         weights: Mapping[int, float] | None = None) -> np.ndarray:
+    """Per-item expected accuracy of the leave-one-out majority guess (``items`` order), by count or (with
+    ``weights``) by the population's design weight. Vectorised: leaving the item out lowers only its own
+    code's total, by its weight, so its code wins iff what is left beats the best other code (a tie with
+    ``t`` codes: 1 / (1 + t)); totals are rounded to 9 decimals so equal weights tie exactly. An item with
+    no other respondent in its group falls back to ``1/k``."""
     keys = list(by)
-    frame = _frame(items, keys)
-    counts = frame.groupby(keys + ["code"]).size().rename("c").reset_index()
-    stats = _top_two(counts, keys)
-    joined = frame.join(counts.set_index(keys + ["code"])["c"], on=keys + ["code"]).join(stats, on=keys)
-    c, m2 = joined["c"].to_numpy(), joined["m2"].to_numpy()
-    unique_top = (c == joined["m1"].to_numpy()) & (joined["n_m1"].to_numpy() == 1)
-    score = np.where(unique_top & (c - 1 > m2), 1.0, 0.0)
-    score = np.where(unique_top & (c - 1 == m2), 1.0 / (1.0 + joined["n_m2"].to_numpy()), score)
-    return np.where(joined["n"].to_numpy() == 1, 1.0 / joined["k"].to_numpy(), score)
-
-
-def _top_two(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per group: items ``n``, top count ``m1`` and its number of codes ``n_m1``, runner-up
-    count ``m2`` (0 when every item has one code) and its number of codes ``n_m2``."""
-    rank = counts.groupby(keys)["c"].rank(method="dense", ascending=False)
-    counts = counts.assign(r1=rank == 1, r2=rank == 2, c2=counts["c"].where(rank == 2, 0))
-    return counts.groupby(keys).agg(
-        n=("c", "sum"), m1=("c", "max"), n_m1=("r1", "sum"), m2=("c2", "max"), n_m2=("r2", "sum")
-    )
-
-
-def weighted_majority_item_scores(items: Sequence[ScoredItem], weights: Mapping[int, float],
-                                  by: Sequence[str] = BY_QUESTION) -> np.ndarray:
-    """Per-item expected accuracy of the leave-one-out *weighted* majority guess: leaving the item out
-    lowers its code's total weight by its weight, then as ``majority_item_scores``; totals are rounded to
-    9 decimals so equal weights tie exactly."""
-    keys = list(by)
-    frame = _frame(items, keys)
-    frame["w"] = [float(weights[item.person_id]) for item in items]
-    totals = frame.groupby(keys + ["code"])["w"].sum().round(9).rename("own").reset_index()
-    stats = _top_two(totals.rename(columns={"own": "c"}), keys)
-    joined = frame.join(totals.set_index(keys + ["code"])["own"], on=keys + ["code"]).join(stats, on=keys)
-    joined = joined.join(frame.groupby(keys).size().rename("items"), on=keys)
-    own, w = joined["own"].to_numpy(), joined["w"].to_numpy()
-    m1, n_m1, m2, n_m2 = (joined[c].to_numpy() for c in ("m1", "n_m1", "m2", "n_m2"))
-    own_top = own == m1
-    others_at_top = np.where(own_top, n_m1 - 1, n_m1)
-    best = np.where(others_at_top > 0, m1, m2)
-    n_best = np.where(others_at_top > 0, others_at_top, n_m2)
-    left = np.round(own - w, 9)
-    score = np.where(left > best, 1.0, np.where(left == best, 1.0 / (1.0 + n_best), 0.0))
-    others_weight = joined["n"].to_numpy() - w  # _top_two's n is the group's total weight here
-    fallback = (joined["items"].to_numpy() == 1) | (np.round(others_weight, 9) <= 0)
-    return np.where(fallback, 1.0 / joined["k"].to_numpy(), score)
-
-
-def _frame(items: Sequence[ScoredItem], keys: list[str]) -> pd.DataFrame:
     frame = pd.DataFrame(
         [tuple(UNMAPPED if (v := getattr(item, k)) is None else str(v) for k in keys) for item in items],
         columns=keys,
     )
     frame["code"] = [item.true_code for item in items]
     frame["k"] = [len(item.offered_codes) for item in items]
-    return frame
+    frame["w"] = 1.0 if weights is None else [float(weights[item.person_id]) for item in items]
+    totals = frame.groupby(keys + ["code"])["w"].sum().round(9).rename("c").reset_index()
+    joined = frame.join(totals.set_index(keys + ["code"])["c"], on=keys + ["code"])
+    joined = joined.join(_top_two(totals, keys), on=keys)
+    own, w = joined["c"].to_numpy(), joined["w"].to_numpy()
+    m1, n_m1, m2, n_m2 = (joined[c].to_numpy() for c in ("m1", "n_m1", "m2", "n_m2"))
+    others_at_top = np.where(own == m1, n_m1 - 1, n_m1)
+    best = np.where(others_at_top > 0, m1, m2)
+    n_best = np.where(others_at_top > 0, others_at_top, n_m2)
+    left = np.round(own - w, 9)
+    score = np.where(left > best, 1.0, np.where(left == best, 1.0 / (1.0 + n_best), 0.0))
+    fallback = np.round(joined["n"].to_numpy() - w, 9) <= 0  # _top_two's n: the group's total weight
+    return np.where(fallback, 1.0 / joined["k"].to_numpy(), score)
+
+
+def _top_two(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group: total ``n``, top total ``m1`` and its number of codes ``n_m1``, runner-up
+    total ``m2`` (0 when every item has one code) and its number of codes ``n_m2``."""
+    rank = counts.groupby(keys)["c"].rank(method="dense", ascending=False)
+    counts = counts.assign(r1=rank == 1, r2=rank == 2, c2=counts["c"].where(rank == 2, 0))
+    return counts.groupby(keys).agg(
+        n=("c", "sum"), m1=("c", "max"), n_m1=("r1", "sum"), m2=("c2", "max"), n_m2=("r2", "sum")
+    )
 
 
 def item_baselines(items: Sequence[ScoredItem], grouping: str = COUNTRY) -> dict[str, np.ndarray]:
@@ -105,10 +83,9 @@ def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None =
     expected = item_baselines(items, grouping) if expected is None else expected
     values = {name: float(scores.mean()) if len(scores) else math.nan for name, scores in expected.items()}
     if weights is not None:
-        pairs = (("majority_question", BY_QUESTION), (group_baseline(grouping), BY_COUNTRY_QUESTION))
-        for name, by in pairs:
-            scores = weighted_majority_item_scores(items, weights, by) if items else np.array([])
-            values[f"{name}_weighted"] = float(scores.mean()) if len(scores) else math.nan
+        for name, by in (("majority_question", BY_QUESTION), (group_baseline(grouping), BY_COUNTRY_QUESTION)):
+            scores = majority_item_scores(items, by, weights) if items else None
+            values[f"{name}_weighted"] = math.nan if scores is None else float(scores.mean())
     return values
 
 
