@@ -26,7 +26,7 @@ import numpy as np
 from socbench.background import Beside
 from socbench.memo import content_key, memo
 from socbench.metrics.classification import per_question_macro_f1, seed_macro_f1
-from socbench.metrics.demographic import DEFAULT_FOLDS, SOLVER, DemographicResult, Learner, demographic_model
+from socbench.metrics.demographic import DEFAULT_FOLDS, SOLVER, Learner, demographic_model
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.simbench import simbench_score
 from socbench.metrics.structure import Structure, structure
@@ -56,18 +56,8 @@ class Yardsticks:
 
 def structure_record(found: Structure) -> dict[str, Any]:
     """A predictor's structure figures, without the per-pair detail."""
-    return {"profile_correlation": found.profile_correlation, "mean_real_v": found.mean_real_v,
-            "mean_simulated_v": found.mean_simulated_v, "gaps": found.gaps,
-            "gaps_same_sign": found.gaps_same_sign, "sign_agreement": found.sign_agreement,
-            "heterogeneity_ratio": found.heterogeneity_ratio, "pairs": len(found.pairs)}
-
-
-def demographic_record(found: DemographicResult, folds: int) -> dict[str, Any]:
-    items = found.items
-    return {"accuracy": found.metrics["accuracy"], "macro_f1": seed_macro_f1(items),
-            "per_question_macro_f1": per_question_macro_f1(items), "learner": LEARNER, "folds": folds,
-            "fallbacks": dict(sorted(found.fallbacks.items())),
-            "distributions": found.distributions, "per_question": found.per_question}
+    return {k: v for k, v in vars(found).items() if k not in ("pairs", "heterogeneity")} | {
+        "pairs": len(found.pairs)}
 
 
 def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
@@ -118,26 +108,23 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
     shown = {pid: attributes.get(pid, {}) for pid in people}
     data = [(i.person_id, i.question_id, i.country_code, i.true_code, i.offered_codes, i.country_specific,
              i.groups) for i in scored]
+
+    def fit() -> dict[str, Any]:
+        found = demographic_model(scored, shown, weights=weights, k=folds, seed=seed, learner=LEARNER)
+        items = found.items
+        record = {"accuracy": found.metrics["accuracy"], "macro_f1": seed_macro_f1(items),
+                  "per_question_macro_f1": per_question_macro_f1(items), "learner": LEARNER, "folds": folds,
+                  "fallbacks": dict(sorted(found.fallbacks.items())),
+                  "distributions": found.distributions, "per_question": found.per_question}
+        # ``predicted``: the classifier's code for each of ``scored``'s items, in their order (the memo's
+        # key fixes it): one short string an item, for the paired comparison of structure
+        codes = {(i.person_id, i.question_id): i.predicted_code for i in items}
+        return {"record": record, "simbench": simbench_score(items, min_respondents).score,
+                "structure": structure_record(structure(list(items))),
+                "predicted": [codes.get((i.person_id, i.question_id)) for i in scored]}
+
     settings = (weights, min_respondents, seed, folds, LEARNER, SOLVER)
-    return memo(cache, content_key(DEMOGRAPHIC, data, shown, *settings),
-                lambda: _demographic_side(scored, shown, weights, min_respondents, seed, folds))
-
-
-def _demographic_side(scored: Sequence[ScoredItem], shown: Mapping[int, Mapping[str, str]],
-                      weights: Mapping[int, float] | None, min_respondents: int, seed: int,
-                      folds: int) -> dict[str, Any]:
-    found = demographic_model(scored, shown, weights=weights, k=folds, seed=seed, learner=LEARNER)
-    return {"record": demographic_record(found, folds),
-            "simbench": simbench_score(found.items, min_respondents).score,
-            "structure": structure_record(structure(list(found.items))),
-            "predicted": _in_order(scored, found.items)}
-
-
-def _in_order(scored: Sequence[ScoredItem], answered: Sequence[ScoredItem]) -> list[str | None]:
-    """The classifier's code for each of ``scored``'s items, in their order (the memo's key fixes it):
-    one short string an item, for the paired comparison of structure."""
-    codes = {(i.person_id, i.question_id): i.predicted_code for i in answered}
-    return [codes.get((i.person_id, i.question_id)) for i in scored]
+    return memo(cache, content_key(DEMOGRAPHIC, data, shown, *settings), fit)
 
 
 def structure_comparison(scored: Sequence[ScoredItem], predicted: Sequence[str | None],
