@@ -104,6 +104,21 @@ class Question:
         w = None if self.w is None else self.w[rows]
         return np.average(self.y[rows], axis=0, weights=w)
 
+    @property
+    def shares(self) -> np.ndarray:
+        """Which targets are an option's share (their intervals: on the logit scale)."""
+        return np.array([name != MEAN for name in self.names])
+
+    def within(self, lab: np.ndarray, unl: np.ndarray, column: str, value: str,
+               least: int) -> tuple[Estimate, np.ndarray] | None:
+        """The estimate within one group (``column`` == ``value``) and its value from all its respondents;
+        None with fewer than ``least`` labelled or 2 unlabelled in it."""
+        inside = self.groups[column] == value
+        gl, gu = lab[inside[lab]], unl[inside[unl]]
+        if len(gl) < least or len(gu) < 2:
+            return None
+        return self.estimate(gl, gu), self.full(np.flatnonzero(inside))
+
 
 def question(qid: str, frame: pd.DataFrame, person_index: dict[str, int]) -> Question:
     y, yhat, answered, names = targets(frame)
@@ -117,11 +132,6 @@ def question(qid: str, frame: pd.DataFrame, person_index: dict[str, int]) -> Que
                     int((~answered).sum()), grouping)
 
 
-def _shares(names: tuple[str, ...]) -> np.ndarray:
-    """Which of a question's targets are an option's share (their intervals: on the logit scale)."""
-    return np.array([name != MEAN for name in names])
-
-
 def _fields(e: Estimate, full: np.ndarray, alpha: float,
             share: bool | np.ndarray = False) -> list[dict[str, Any]]:
     """Each entry of an estimate as plain numbers, beside its value from all respondents."""
@@ -132,21 +142,15 @@ def _fields(e: Estimate, full: np.ndarray, alpha: float,
              "full_sample": float(full[j])} for j in range(len(e.estimate))]
 
 
-def _in_group(q: Question, rows: np.ndarray, column: str, value: str) -> np.ndarray:
-    return rows[q.groups[column][rows] == value]
-
-
 def _groups(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[dict[str, Any]]:
     """Per country (or group of the study's grouping variable: ``province=AB``) with enough labelled
     respondents (when the question was asked in several)."""
     countries = sorted(set(q.groups["country_code"]))
     found = []
     for country in countries if len(countries) > 1 else ():
-        gl, gu = _in_group(q, lab, "country_code", country), _in_group(q, unl, "country_code", country)
-        if len(gl) >= s.min_respondents and len(gu) >= 2:
-            est, full = q.estimate(gl, gu), q.full(np.flatnonzero(q.groups["country_code"] == country))
+        if inside := q.within(lab, unl, "country_code", country, s.min_respondents):
             found += [{"target": name, "group": f"{q.grouping}={country}", **fields}
-                      for name, fields in zip(q.names, _fields(est, full, s.alpha, _shares(q.names)))]
+                      for name, fields in zip(q.names, _fields(*inside, s.alpha, q.shares))]
     return found
 
 
@@ -166,12 +170,10 @@ def _gaps(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[di
     for attribute in (a for a in (SEX, AGE_GROUP) if a in q.groups):
         counts = pd.Series(q.groups[attribute][lab]).value_counts()
         for _, first, second in _gap_pairs(attribute, set(counts.index[counts >= s.min_respondents])):
-            sides = [(_in_group(q, lab, attribute, g), _in_group(q, unl, attribute, g))
-                     for g in (first, second)]
-            if any(len(gl) < s.min_respondents or len(gu) < 2 for gl, gu in sides):
+            sides = [q.within(lab, unl, attribute, g, s.min_respondents) for g in (first, second)]
+            if not all(sides):
                 continue
-            (a, b) = (q.estimate(gl, gu) for gl, gu in sides)
-            full_a, full_b = (q.full(np.flatnonzero(q.groups[attribute] == g)) for g in (first, second))
+            (a, full_a), (b, full_b) = sides
             diff = Estimate(a.estimate - b.estimate, np.hypot(a.se, b.se), a.classical - b.classical,
                             np.hypot(a.classical_se, b.classical_se), a.lam, a.rho, a.n + b.n, a.N + b.N)
             record = _fields(diff, full_a - full_b, s.alpha)[0]
@@ -246,7 +248,7 @@ Check = tuple[np.ndarray, list[np.ndarray], list[float | None]]  # a question's 
 def _question_check(q: Question, draws: list[tuple[np.ndarray, np.ndarray]], s: Settings) -> Check:
     """One question over the repeated i.i.d. draws, all at once (``repeated.check_question``)."""
     lab, unl = (draw_counts(q.row_of, len(q.y), [draw[i] for draw in draws]) for i in (0, 1))
-    return check_question(q.y, q.yhat, q.w, lab, unl, q.full(), _shares(q.names), s.min_respondents, s.alpha)
+    return check_question(q.y, q.yhat, q.w, lab, unl, q.full(), q.shares, s.min_respondents, s.alpha)
 
 
 def repeated_check(questions: list[Question], people: int, n: int, rng: np.random.Generator,
@@ -274,7 +276,7 @@ def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
     est, full = q.estimate(lab, unl), q.full()
     covered, gains = check[0], np.array(check[1])
     done = len(gains)
-    for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha, _shares(q.names)))):
+    for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha, q.shares))):
         record["estimates"].append({
             "target": name, "group": "all", **fields, "repeats": done,
             "coverage": float(covered[0, j] / done) if done else float("nan"),
