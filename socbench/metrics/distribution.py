@@ -59,6 +59,11 @@ def group_codes(items: Sequence[ScoredItem]) -> tuple[Code, ...]:
 
 
 Weights = Mapping[int, float]
+
+
+def weightings(weights: Weights | None) -> tuple[tuple[str, Weights | None], ...]:
+    """The plain figures' prefix and weights, and the weighted ones' where the survey has ``weights``."""
+    return (("", None), ("weighted_", weights)) if weights is not None else (("", None),)
 SCORE_NAMES = ("wasserstein", "js", "uniform_wasserstein", "uniform_js")
 
 
@@ -143,18 +148,13 @@ def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
     scores: dict[str, list[float]] = defaultdict(list)
     skipped = 0
     for group, codes in scorable_groups(items, keys, min_respondents).values():
-        model = model_distribution(group, codes)
-        if model is None:
-            skipped += 1
-            continue
-        for name, value in distance_scores(model, human_distribution(group, codes)).items():
-            scores[name].append(value)
-        if weights is not None and sum(weights[item.person_id] for item in group) > 0:
-            weighted = model_distribution(group, codes, weights)
-            if weighted is not None:
-                human = human_distribution(group, codes, weights)
-                for name, value in distance_scores(weighted, human).items():
-                    scores[f"weighted_{name}"].append(value)
+        for prefix, w in weightings(weights):  # no weighted model shares: every answerer weighs 0
+            model = model_distribution(group, codes, w)
+            if model is None:
+                skipped += not prefix
+                break
+            for name, value in distance_scores(model, human_distribution(group, codes, w)).items():
+                scores[prefix + name].append(value)
     names = SCORE_NAMES + (tuple(f"weighted_{name}" for name in SCORE_NAMES) if weights is not None else ())
     result = {name: float(np.mean(scores[name])) if scores[name] else math.nan for name in names}
     return {"groups": float(len(scores["js"])), **result, "skipped_no_answers": float(skipped),

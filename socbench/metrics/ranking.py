@@ -29,6 +29,7 @@ from socbench.metrics.distribution import (
     model_distribution,
     scorable_groups,
     split_groups,
+    weightings,
 )
 from socbench.shuffle import order_seed
 from socbench.types import Code, Item, ScoredItem
@@ -187,7 +188,7 @@ def group_record(items: Sequence[ScoredItem], weights: Weights | None = None,
         "no_answer": float(np.mean([item.parse_error is not None for item in items])),
     }
     shares: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for prefix, w in (("", None), ("weighted_", weights)) if weights is not None else (("", None),):
+    for prefix, w in weightings(weights):
         human = human_distribution(items, codes, w)
         model = model_distribution(items, codes, w)
         record[f"{prefix}human"] = _shares(codes, human)
@@ -227,7 +228,7 @@ def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, Rank
                   weighted: bool, min_respondents: int, seed: int = 0) -> dict[str, float]:
     """Means over a level's groups, the uniform floors beside them, and the aggregate test."""
     summary: dict[str, float] = {"groups": float(len(groups)), "min_respondents": float(min_respondents)}
-    for prefix in ("", "weighted_") if weighted else ("",):
+    for prefix in ("", "weighted_")[:1 + weighted]:
         scored = [(record, t[prefix]) for record, t in groups.values() if prefix in t]
         tests = [test for _, test in scored if not math.isnan(test.kendall_tau)]
         floors = [1.0 / len(record[f"{prefix}human"]) for record, _ in scored]  # type: ignore[arg-type]
