@@ -90,12 +90,8 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
 
 
-def is_numeric(values: Sequence[object]) -> bool:
-    """Every non-missing value reads as a number, with at least ``MIN_NUMERIC_LEVELS`` levels."""
-    return _numeric(_read(values))
-
-
 def _numeric(read: tuple[np.ndarray, ...]) -> bool:
+    """Every non-missing value reads as a number, with at least ``MIN_NUMERIC_LEVELS`` levels."""
     numbers, missing = read[:2]
     present = numbers[~missing]
     return len(present) > 0 and not np.isnan(present).any() and len(np.unique(present)) >= MIN_NUMERIC_LEVELS
@@ -303,7 +299,7 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                 q.probs[np.ix_(q.fold == f, [q.codes.index(cls) for cls in fit.classes])] = probs
     answered = [_scored(item, p, q.codes) for q in questions
                 for item, p in zip(q.group, q.probs, strict=True)]
-    return _summarise(tuple(answered), folds, fallbacks, weights)
+    return _summarise(tuple(answered), folds, fallbacks)
 
 
 def training_cap(columns: int) -> int:
@@ -349,8 +345,8 @@ class _Question:
         return None
 
 
-def _summarise(items: tuple[ScoredItem, ...], folds: dict[int, int], fallbacks: dict[str, int],
-               weights: Mapping[int, float] | None) -> DemographicResult:
+def _summarise(items: tuple[ScoredItem, ...], folds: dict[int, int],
+               fallbacks: dict[str, int]) -> DemographicResult:
     per_question, distributions = {}, {}
     for (qid,), group in split_groups(items, ("question_id",)).items():
         codes = group_codes(group)
@@ -361,8 +357,4 @@ def _summarise(items: tuple[ScoredItem, ...], folds: dict[int, int], fallbacks: 
                              "macro_f1": per_question_macro_f1(group)}
     metrics = {"accuracy": accuracy(items), "macro_f1": per_question_macro_f1(items),
                "items": float(len(items))}
-    if weights is not None:
-        w = np.array([weights[item.person_id] for item in items], dtype=float)
-        metrics["weighted_accuracy"] = (float(np.average([i.correct for i in items], weights=w))
-                                        if w.sum() > 0 else math.nan)
     return DemographicResult(items, folds, per_question, metrics, distributions, fallbacks)
