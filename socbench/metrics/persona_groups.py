@@ -19,7 +19,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from socbench.data.missing_labels import is_missing_label
-from socbench.metrics.grouped import group_rows
+from socbench.metrics.grouped import group_rows, split_index
 from socbench.metrics.uncertainty import PairedComparison, paired_comparison
 from socbench.types import Respondent, ScoredItem
 
@@ -148,9 +148,16 @@ def persona_breakdowns(items: Sequence[ScoredItem], expected: Mapping[str, np.nd
                        ) -> dict[str, dict[str, dict[str, Any]]]:
     """``{attribute: {group: group_row}}`` for attributes any item has; a respondent without it is
     ``unknown`` (``expected``: ``metrics.baselines.item_baselines(items)``)."""
-    present = [attr for attr in ATTRIBUTES if any(attr in item.groups for item in items)]
-    return {attr: group_rows(items, lambda item, a=attr: item.groups.get(a, UNKNOWN), expected)
-            for attr in present}
+    return {attr: group_rows(items, _group_of(attr), expected) for attr in _present(items)}
+
+
+def _present(items: Sequence[ScoredItem]) -> list[str]:
+    """The persona attributes any item has."""
+    return [attr for attr in ATTRIBUTES if any(attr in item.groups for item in items)]
+
+
+def _group_of(attribute: str) -> Callable[[ScoredItem], str]:
+    return lambda item: item.groups.get(attribute, UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -161,13 +168,6 @@ class PersonaEffect:
     groups: dict[str, dict[str, PairedComparison]]  # attribute -> group -> comparison
     only_persona: int  # items in the persona run only (not compared)
     only_no_persona: int
-
-
-def _paired(persona: Sequence[ScoredItem], control: Sequence[ScoredItem]
-            ) -> tuple[list[tuple[ScoredItem, ScoredItem]], int, int]:
-    by_key = {(i.person_id, i.question_id): i for i in control}
-    pairs = [(i, by_key[key]) for i in persona if (key := (i.person_id, i.question_id)) in by_key]
-    return pairs, len(persona) - len(pairs), len(control) - len(pairs)
 
 
 def _compare(pairs: Sequence[tuple[ScoredItem, ScoredItem]], seed: int) -> PairedComparison:
@@ -187,16 +187,13 @@ def verdict(comparison: PairedComparison) -> str:
 def persona_effect(persona: Sequence[ScoredItem], no_persona: Sequence[ScoredItem], *,
                    seed: int = 0) -> PersonaEffect:
     """Compare a persona run with the same model's no-persona run on their shared items."""
-    pairs, only_persona, only_control = _paired(persona, no_persona)
+    by_key = {(i.person_id, i.question_id): i for i in no_persona}
+    pairs = [(i, by_key[key]) for i in persona if (key := (i.person_id, i.question_id)) in by_key]
     if not pairs:
         raise ValueError("the persona and no-persona runs share no (respondent, question) item")
-    overall = _compare(pairs, seed)
-    groups: dict[str, dict[str, PairedComparison]] = {}
-    for attribute in ATTRIBUTES:
-        if not any(attribute in a.groups for a, _ in pairs):
-            continue
-        split: dict[str, list[tuple[ScoredItem, ScoredItem]]] = {}
-        for pair in pairs:
-            split.setdefault(pair[0].groups.get(attribute, UNKNOWN), []).append(pair)
-        groups[attribute] = {name: _compare(split[name], seed) for name in sorted(split)}
-    return PersonaEffect(overall, verdict(overall), groups, only_persona, only_control)
+    overall, shown = _compare(pairs, seed), [a for a, _ in pairs]
+    groups = {attribute: {name: _compare([pairs[i] for i in index], seed)
+                          for name, index in split_index(shown, _group_of(attribute)).items()}
+              for attribute in _present(shown)}
+    return PersonaEffect(overall, verdict(overall), groups, len(persona) - len(pairs),
+                         len(no_persona) - len(pairs))
