@@ -101,8 +101,7 @@ def reduce_draws(extractions: Mapping[str, Extraction], samples: int, run_seed: 
     complete = [[d.code for d in draws] for item_id, draws in grouped.items() if item_id not in numeric
                 and len(draws) == samples and all(d.code is not None for d in draws)]
     categories = sorted({code for codes in complete for code in codes})
-    table = np.array([[codes.count(c) for c in categories] for codes in complete]) if complete \
-        else np.zeros((0, 0))
+    table = np.array([[codes.count(c) for c in categories] for codes in complete])  # none: NaN
     return reduced, {"samples": samples, "draw_seed_0": draw_seed(run_seed, 0),  # draw k: + k
                      "draw_agreement": float(np.mean(agreements)) if agreements else float("nan"),
                      "draw_fleiss_kappa": fleiss_kappa(table), "draw_items": len(complete)}

@@ -93,11 +93,9 @@ def targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tu
 def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str, float] | None,
                  questions: Mapping[str, Mapping[str, Any]], grouping: str = COUNTRY) -> pd.DataFrame:
     """``columns_frame`` of the score stage's just-scored items."""
-    c = {"person_id": [i.person_id for i in scored], "question_id": [i.question_id for i in scored],
-         "country_code": [i.country_code for i in scored], "true_answer": [i.true_code for i in scored],
-         "llm_answer": [i.predicted_code for i in scored], "engine_error": [i.engine_error for i in scored],
-         "option_distribution": [i.distribution for i in scored],
-         "offered_codes": [i.offered_codes for i in scored]}
+    names = ("person_id", "question_id", "country_code", "true_code", "predicted_code", "engine_error",
+             "distribution", "offered_codes")  # each of ``FIELDS`` as a scored item names it
+    c = {field: [getattr(i, name) for i in scored] for field, name in zip(FIELDS, names, strict=True)}
     groups = {str(i.person_id): i.groups for i in scored}
     return columns_frame(domain, c, groups, weights, questions, grouping)
 

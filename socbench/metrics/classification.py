@@ -19,16 +19,12 @@ INVALID = "invalid"  # pooled label of an unread or unoffered answer; never an I
 
 def accuracy(items: Sequence[ScoredItem]) -> float:
     """Correct items / scoreable items; each (respondent, question) item counts once."""
-    if not items:
-        return math.nan
-    return sum(item.correct for item in items) / len(items)
+    return sum(item.correct for item in items) / len(items) if items else math.nan
 
 
 def parse_failure_rate(items: Sequence[ScoredItem]) -> float:
     """Share of items whose answer could not be used (no/failed extraction, unoffered code)."""
-    if not items:
-        return math.nan
-    return sum(item.parse_error is not None for item in items) / len(items)
+    return sum(item.parse_error is not None for item in items) / len(items) if items else math.nan
 
 
 def pooled_labels(items: Sequence[ScoredItem]) -> tuple[list[str], list[str]]:
