@@ -20,22 +20,13 @@ from socbench.types import ScoredItem
 Key = str | Callable[[ScoredItem], Hashable]
 
 
-def _key_function(key: Key) -> Callable[[ScoredItem], str]:
-    getter = (lambda item: getattr(item, key)) if isinstance(key, str) else key
-
-    def group_name(item: ScoredItem) -> str:
-        value = getter(item)
-        return UNMAPPED if value is None else str(value)
-
-    return group_name
-
-
 def split_index(items: Sequence[ScoredItem], key: Key) -> dict[str, list[int]]:
     """Item positions by group name, groups in sorted order (stable, diff-friendly output)."""
-    name_of = _key_function(key)
+    getter = (lambda item: getattr(item, key)) if isinstance(key, str) else key
     groups: dict[str, list[int]] = defaultdict(list)
     for i, item in enumerate(items):
-        groups[name_of(item)].append(i)
+        value = getter(item)
+        groups[UNMAPPED if value is None else str(value)].append(i)
     return {name: groups[name] for name in sorted(groups)}
 
 

@@ -134,7 +134,8 @@ def _tested(models: np.ndarray, humans: np.ndarray, pairs: np.ndarray, exact: bo
 @lru_cache(maxsize=8)
 def _seeded_pairs(k: int, seed: int) -> np.ndarray:
     """A resampled test's orders as pairs (its weighted twin draws the same ones: drawn once)."""
-    return _pairs_of(_random_orders(k, np.random.default_rng(seed)))
+    orders = np.tile(np.arange(k), (PERMUTATION_RESAMPLES, 1, 1))  # drawn as scipy draws them in one batch
+    return _pairs_of(np.random.default_rng(seed).permuted(orders, axis=-1)[:, 0])
 
 
 def _pairs_of(orders: np.ndarray) -> np.ndarray:
@@ -150,11 +151,6 @@ def _pairs_of(orders: np.ndarray) -> np.ndarray:
 def _order_pairs(k: int) -> np.ndarray:
     """``_pairs_of`` every order of ``k`` options, in scipy's (``itertools.permutations``) order."""
     return _pairs_of(np.array(list(permutations(range(k))))).astype(np.intp)  # cast once, not per lookup
-
-
-def _random_orders(k: int, rng: np.random.Generator) -> np.ndarray:
-    """``PERMUTATION_RESAMPLES`` random orders drawn as scipy draws them for one sample in one batch."""
-    return rng.permuted(np.tile(np.arange(k), (PERMUTATION_RESAMPLES, 1, 1)), axis=-1)[:, 0]
 
 
 def mean_tau_p(taus: Sequence[float], nulls: Iterable[np.ndarray], seed: int = 0) -> float:
