@@ -23,9 +23,7 @@ def weight_problem(value: object) -> str | None:
         return "missing"
     if math.isnan(number):
         return "missing"  # a blank or system-missing cell
-    if math.isinf(number):
-        return "infinite"
-    return "negative" if number < 0 else "zero" if number == 0 else None
+    return "infinite" if math.isinf(number) else "negative" if number < 0 else "zero" if number == 0 else None
 
 
 def weight_problems(values: Iterable[object]) -> tuple[Counter[str], list[int]]:

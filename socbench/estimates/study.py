@@ -36,10 +36,8 @@ MIN_LABELLED = 300  # the labelled n from which the 95% intervals were measured 
 
 def small_sample(n: int) -> str | None:
     """The one-line warning an estimate from fewer labelled respondents carries (None from enough)."""
-    if n >= MIN_LABELLED:
-        return None
-    return (f"n = {n} labelled, below {MIN_LABELLED}: the 95% intervals may cover less than 95% "
-            "(measured: docs/estimates.md)")
+    return None if n >= MIN_LABELLED else (f"n = {n} labelled, below {MIN_LABELLED}: the 95% intervals may "
+                                           "cover less than 95% (measured: docs/estimates.md)")
 
 
 @dataclass(frozen=True)
@@ -69,9 +67,8 @@ class Settings:
 
     def plan(self, rho: float) -> dict[str, float] | None:
         """The budget planner's split for this PPI correlation (None without a budget)."""
-        if self.budget is None or self.cost_human is None or self.cost_model is None:
-            return None
-        return plan_budget(rho, self.budget, self.cost_human, self.cost_model)
+        costs = (self.budget, self.cost_human, self.cost_model)
+        return None if None in costs else plan_budget(rho, *costs)  # type: ignore[arg-type]
 
 
 RUN_SETTINGS = Settings(repeats=RUN_REPEATS)

@@ -105,9 +105,8 @@ def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
     pids = tuple(attributes)
     table = _table([attributes[pid] for pid in pids])
     read = {key: _read(values) for key, values in table.items()}
-    keys = tuple(table)
-    numeric = tuple(key for key in keys if _numeric(read[key]))
-    categorical = tuple(key for key in keys if key not in numeric)
+    numeric = tuple(key for key in read if _numeric(read[key]))
+    categorical = tuple(key for key in read if key not in numeric)
     blocks = []
     for key in numeric:
         values, missing, _, _ = read[key]

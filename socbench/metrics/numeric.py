@@ -76,7 +76,7 @@ def question_scores(items: Sequence[ScoredItem], attributes: Mapping[int, Mappin
     if not answered.any():
         return {**record, "mae": math.nan, "wasserstein": math.nan,
                 "baselines": dict.fromkeys(guesses, math.nan)}
-    on = answered
+    on = answered  # the items a MAE is taken over
     return {**record, "model_mean": float(np.average(model[on], weights=w[on])),
             "mae": float(np.abs(model[on] - truth[on]).mean()),
             "wasserstein": float(wasserstein_distance(model[on], truth, w[on], w)) / (high - low),
