@@ -171,13 +171,11 @@ def _shares(codes: Sequence[Code], values: np.ndarray) -> dict[Code, float]:
     return {code: round(float(v), 6) for code, v in zip(codes, values, strict=True)}
 
 
-def group_record(items: Sequence[ScoredItem], weights: Weights | None = None,
-                 codes: tuple[Code, ...] | None = None,
+def group_record(items: Sequence[ScoredItem], weights: Weights | None, codes: tuple[Code, ...],
                  ) -> tuple[dict[str, object], dict[str, tuple[np.ndarray, np.ndarray]]]:
     """One group's shares (``weighted_*`` too with ``weights``), its alignment NaN until tested, and the
     (model, human) shares to test by prefix ("" and "weighted_") where the model answered; ``codes``: the
-    group's, where the caller has them (``group_codes``)."""
-    codes = group_codes(items) if codes is None else codes
+    group's (``group_codes``)."""
     record: dict[str, object] = {
         "respondents": len({item.person_id for item in items}), "items": len(items),
         "accuracy": float(np.mean([item.correct for item in items])),
@@ -197,10 +195,6 @@ def group_record(items: Sequence[ScoredItem], weights: Weights | None = None,
     return record, shares
 
 
-def _group_seed(seed: int, key: tuple) -> int:
-    return order_seed(seed, "ranking", "\x1f".join(map(str, key))) % (2**32)
-
-
 def level_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respondents: int,
                  weights: Weights | None = None, seed: int = 0,
                  ) -> dict[tuple, tuple[dict[str, object], dict[str, RankTest]]]:
@@ -211,7 +205,8 @@ def level_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_responden
     wanted = [(key, prefix, pair) for key, (_, shares) in records.items() for prefix, pair in shares.items()]
     found: dict[tuple, tuple[dict[str, object], dict[str, RankTest]]] = {
         key: (record, {}) for key, (record, _) in records.items()}
-    tests = rank_tests([(*pair, _group_seed(seed, key)) for key, _, pair in wanted])
+    tests = rank_tests([(*pair, order_seed(seed, "ranking", "\x1f".join(map(str, key))) % (2**32))
+                        for key, _, pair in wanted])
     for (key, prefix, _), test in zip(wanted, tests, strict=True):
         record, by_prefix = found[key]
         by_prefix[prefix] = test
