@@ -46,7 +46,6 @@ class SimBenchScore:
     score: float
     norm: float  # mean TV(uniform, human) over the rows: the dataset's normaliser
     rows: tuple[SimBenchRow, ...]
-    per_question: dict[str, float]  # mean row score per question
     per_row_score: float  # mean of 100 (1 - TV / own uniform TV) where that is defined
     rows_uniform_human: int  # rows with TV(uniform, human) = 0 (no per-row ratio)
     skipped_no_answers: int  # qualifying rows where the model gave no usable answer
@@ -73,11 +72,7 @@ def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_M
                                 total_variation(uniform, human)))
     norm = float(np.mean([r.tv_uniform for r in rows])) if rows else math.nan
     scores = [row_score(r, norm) for r in rows]
-    by_question: dict[str, list[float]] = {}
-    for r, s in zip(rows, scores, strict=True):
-        by_question.setdefault(r.question_id, []).append(s)
     own = [100.0 * (1.0 - r.tv_model / r.tv_uniform) for r in rows if r.tv_uniform > 0]
     return SimBenchScore(score=float(np.mean(scores)) if rows else math.nan, norm=norm, rows=tuple(rows),
-                         per_question={q: float(np.mean(v)) for q, v in by_question.items()},
                          per_row_score=float(np.mean(own)) if own else math.nan,
                          rows_uniform_human=sum(r.tv_uniform == 0 for r in rows), skipped_no_answers=skipped)
