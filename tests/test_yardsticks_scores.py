@@ -39,7 +39,6 @@ def test_simbench_worked_by_hand() -> None:
     # Normaliser = mean uniform TV = (.3 + 0) / 2 = .15. DE: 100 (1 - .2/.15) = -33.3; FR: 100.
     assert found.norm == pytest.approx(0.15)
     assert found.score == pytest.approx((100 * (1 - 0.2 / 0.15) + 100) / 2)
-    assert found.per_question == {"Q1": pytest.approx(found.score)}
     # The row-by-row ratio exists only for DE: 100 (1 - .2/.3) = 33.3; FR is counted, not divided by 0.
     assert found.per_row_score == pytest.approx(100 / 3) and found.rows_uniform_human == 1
     # Across domains: every row with its own domain's normaliser, averaged.
