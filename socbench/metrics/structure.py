@@ -7,7 +7,6 @@ the same direction; and the entropy of simulated over real answers (< 1: the pop
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -106,10 +105,9 @@ def _gaps(group: np.ndarray, real: np.ndarray, simulated: np.ndarray,
     mean, sim = np.bincount(codes, real) / n, np.bincount(codes, simulated) / n
     with np.errstate(divide="ignore", invalid="ignore"):  # sd: two-pass, ddof 1 (n >= 2 here)
         sd = np.sqrt(np.bincount(codes, (real - mean[codes]) ** 2) / (n - 1))
-    pairs = list(itertools.combinations(range(len(names)), 2))
-    if not pairs:
+    a, b = np.triu_indices(len(names), 1)  # every two groups, in ``itertools.combinations`` order
+    if not len(a):
         return ()
-    a, b = (np.array(side) for side in zip(*pairs, strict=True))
     real_gap = mean[a] - mean[b]
     p = welch_p(mean[a], sd[a], n[a], mean[b], sd[b], n[b])
     names = [str(name) for name in names]
