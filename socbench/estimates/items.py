@@ -76,18 +76,15 @@ def _code_targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return y, yhat, answered, names
 
 
-def numeric_targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
-    """A numeric question's one target, the mean answer: people's, the model's numbers (NaN where it gave
-    none), which it answered, its name (``MEAN``, as a scale's mean code)."""
+def targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """A question's targets: ``_code_targets``, or where no option was offered (a numeric question) its one
+    target, the mean answer: people's, the model's numbers (NaN where it gave none), which it answered, its
+    name (``MEAN``, as a scale's mean code)."""
+    if any(len(offered) for offered in frame["offered_codes"]):
+        return _code_targets(frame)
     y, yhat = (pd.to_numeric(frame[c]).to_numpy(dtype=float, copy=True)[:, None]
                for c in ("true_code", "model_code"))
     return y, yhat, ~np.isnan(yhat[:, 0]), (MEAN,)
-
-
-def targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
-    """A question's targets: ``_code_targets``, or ``numeric_targets`` where no option was offered."""
-    numeric = not any(len(offered) for offered in frame["offered_codes"])
-    return numeric_targets(frame) if numeric else _code_targets(frame)
 
 
 def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str, float] | None,
