@@ -251,11 +251,6 @@ def option_labels(items: Sequence[Item]) -> dict[str, dict[Code, str]]:
     return labels
 
 
-def _without_alignment(record: dict[str, Any]) -> dict[str, Any]:
-    return {**record, **{key: math.nan for key in record if key.endswith(ALIGNMENT_KEYS)},
-            "enough_respondents": False}
-
-
 def question_view(items: Sequence[Item], scored: Sequence[ScoredItem], texts: Mapping[str, str] | None = None,
                   min_respondents: int = DEFAULT_MIN_RESPONDENTS, weights: Weights | None = None,
                   seed: int = 0) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, Any]]]:
@@ -271,8 +266,7 @@ def question_view(items: Sequence[Item], scored: Sequence[ScoredItem], texts: Ma
     view = {}
     for (qid,), group in split_groups(scored, ("question_id",)).items():
         qualified, codes = levels["question"].get((qid,)), group_codes(group)
-        record = qualified[0] if qualified else _without_alignment(
-            group_record(group, weights, codes)[0])
+        record = qualified[0] if qualified else group_record(group, weights, codes)[0]  # alignment NaN
         asked_in = {item.country_code for item in group}
         view[qid] = {"text": (texts or {}).get(qid, ""),
                      "options": [[code, labels.get(qid, {}).get(code, "")] for code in codes],
