@@ -92,15 +92,10 @@ def baselines(items: Sequence[ScoredItem], weights: Mapping[int, float] | None =
 def best_baseline(values: Mapping[str, float]) -> tuple[str, float] | None:
     """The strongest baseline ``(name, value)``, ignoring NaN; None when there is none."""
     finite = {name: v for name, v in values.items() if not math.isnan(v)}
-    if not finite:
-        return None
-    name = max(finite, key=lambda n: finite[n])
-    return name, finite[name]
+    return max(finite.items(), key=lambda pair: pair[1]) if finite else None  # ties: the first
 
 
 def margin_over_best(accuracy: float, values: Mapping[str, float]) -> float:
     """Accuracy minus the strongest baseline (positive: the model beats every baseline)."""
     best = best_baseline(values)
-    if best is None or math.isnan(accuracy):
-        return math.nan
-    return accuracy - best[1]
+    return accuracy - best[1] if best else math.nan  # a NaN accuracy gives NaN
