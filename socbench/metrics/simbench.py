@@ -61,15 +61,14 @@ def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_M
     a usable model answer is left out (``skipped_no_answers``), not scored as zero."""
     rows, skipped = [], 0
     for (country, qid), (group, codes) in scorable_groups(items, ROW_KEYS, min_respondents).items():
-        n = len({item.person_id for item in group})
         model = model_distribution(group, codes, weights)
         if model is None:
             skipped += 1
             continue
         human = human_distribution(group, codes, weights)
-        uniform = np.full(len(codes), 1.0 / len(codes))
-        rows.append(SimBenchRow(country, qid, n, total_variation(model, human),
-                                total_variation(uniform, human)))
+        rows.append(SimBenchRow(country, qid, len({item.person_id for item in group}),
+                                total_variation(model, human),
+                                total_variation(np.full(len(codes), 1.0 / len(codes)), human)))
     norm = float(np.mean([r.tv_uniform for r in rows])) if rows else math.nan
     scores = [row_score(r, norm) for r in rows]
     own = [100.0 * (1.0 - r.tv_model / r.tv_uniform) for r in rows if r.tv_uniform > 0]
