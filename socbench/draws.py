@@ -51,8 +51,7 @@ def modal_extraction(draws: Sequence[Extraction], samples: int) -> tuple[Extract
     if not codes:
         return replace(draws[0], draws=every), None
     counts = Counter(codes)
-    top = max(counts.values())
-    mode = next(code for code in codes if counts[code] == top)  # ties: the code drawn first
+    mode, top = counts.most_common(1)[0]  # ties: the code drawn first (a Counter keeps first appearance)
     chosen = next(d for d in draws if d.code == mode)
     shares = {code: n / len(codes) for code, n in counts.items()}
     return replace(chosen, distribution=shares, draws=every), top / samples

@@ -43,9 +43,8 @@ _BELOW = re.compile(r"^(?:under|less than|younger than|below|up to|<)", re.IGNOR
 # Per attribute: key patterns, highest priority first, searched in the lower-cased key; (value pattern,
 # group) rules, the first match wins. Package data: a table, not code.
 _RULES = json.loads(files("socbench.metrics").joinpath("persona_groups.json").read_text(encoding="utf-8"))
-_KEY_PATTERNS: dict[str, list[str]] = _RULES["keys"]
 _VALUE_RULES: dict[str, list[list[str]]] = _RULES["values"]
-_COMPILED = {attr: tuple(re.compile(p) for p in pats) for attr, pats in _KEY_PATTERNS.items()}
+_COMPILED = {attr: tuple(re.compile(p) for p in pats) for attr, pats in _RULES["keys"].items()}
 _EXCLUDED_KEY = re.compile(r"spouse|partner|mother|father|parent|child|household|country specific highest")
 
 
