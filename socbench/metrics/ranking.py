@@ -39,7 +39,6 @@ PERMUTATION_RESAMPLES = 9_999
 EXACT_BATCH = 32  # groups tested at once (7 options: ~14 MB of permuted signs, int32)
 AGGREGATE_DRAWS = 4_000
 SIGNIFICANCE = 0.05
-SCORES = ("modal_agreement", "uniform_modal_agreement", "kendall_tau", "uniform_kendall_tau")
 ALIGNMENT_KEYS = ("modal_agreement", "kendall_tau", "kendall_tau_p")
 LEVELS = {"question": ("question_id",), "country_question": ("country_code", "question_id")}
 
