@@ -52,13 +52,9 @@ _EXCLUDED_KEY = re.compile(r"spouse|partner|mother|father|parent|child|household
 def classify_key(key: str) -> tuple[str, int] | None:
     """``(attribute, priority)`` of an attribute key (0 = preferred), or None."""
     text = " ".join(key.lower().split())
-    if _EXCLUDED_KEY.search(text):
-        return None
-    for attribute, patterns in _COMPILED.items():
-        for priority, pattern in enumerate(patterns):
-            if pattern.search(text):
-                return attribute, priority
-    return None
+    found = ((attribute, priority) for attribute, patterns in _COMPILED.items()
+             for priority, pattern in enumerate(patterns) if pattern.search(text))
+    return None if _EXCLUDED_KEY.search(text) else next(found, None)
 
 
 _COUNTRY_NOTE = re.compile(r"[,;]\s*[A-Z]{2}(?:-[A-Z]{1,3})?(?:\s*,\s*[A-Z]{2}(?:-[A-Z]{1,3})?)*\s*:.*$")
