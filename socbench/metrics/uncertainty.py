@@ -24,10 +24,10 @@ def _ranks(labels: Sequence) -> np.ndarray:
     run's millions of ``domain:person`` strings was most of a CI's time."""
     import pandas as pd  # here: pandas takes a second to import
 
-    if isinstance(labels, np.ndarray):
-        return pd.factorize(labels, sort=True, use_na_sentinel=False)[0]
-    array = np.empty(len(labels), dtype=object)  # one label a slot, tuples too
-    array[:] = list(labels)
+    array = labels
+    if not isinstance(labels, np.ndarray):
+        array = np.empty(len(labels), dtype=object)  # one label a slot, tuples too
+        array[:] = list(labels)
     return pd.factorize(array, sort=True, use_na_sentinel=False)[0]
 
 
