@@ -182,17 +182,15 @@ def _gaps(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[di
 def _design(q: Question, lab: np.ndarray, s: Settings) -> tuple[np.ndarray, list[str], dict[str, str]]:
     """Intercept plus one dummy per persona group with enough labelled respondents; the most common
     group of each attribute (and the thin ones) is the reference."""
-    columns, names, reference = [np.ones(len(q.y))], ["intercept"], {}
+    columns, reference = {"intercept": np.ones(len(q.y))}, {}
     for attribute in (a for a in ATTRIBUTES if a in q.groups):
         counts = pd.Series(q.groups[attribute][lab]).value_counts()
         kept = [g for g in counts.index if counts[g] >= s.min_respondents and g != UNKNOWN]
         if len(kept) < 2:
             continue
         reference[attribute] = kept[0]
-        for group in kept[1:]:
-            columns.append((q.groups[attribute] == group).astype(float))
-            names.append(f"{attribute}={group}")
-    return np.column_stack(columns), names, reference
+        columns |= {f"{attribute}={g}": (q.groups[attribute] == g).astype(float) for g in kept[1:]}
+    return np.column_stack(list(columns.values())), list(columns), reference
 
 
 def _regression(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> dict[str, Any] | None:
