@@ -93,15 +93,10 @@ def expand_item(qid: str, options: Sequence[tuple[str, str]], gold: str, setting
         raise DataError(f"item {qid}: option labels {list(labels)} are empty or repeated")
     if gold not in labels:
         raise DataError(f"item {qid}: gold {gold!r} is not one of its options {list(labels)}")
-    texts = dict(options)
+    texts, fixed = dict(options), None if keep_labels else tuple(positions or labels)
     patterns, sampled = variant_patterns(labels, settings, qid)
-    variants = []
-    for pattern in patterns:
-        shown = pattern if keep_labels else tuple(positions or labels)
-        variants.append(Variant(qid=qid, pattern=pattern, shown=shown, origin=labels,
-                                gold=shown[pattern.index(gold)],
-                                texts=tuple(texts[label] for label in pattern), sampled=sampled))
-    return variants
+    return [Variant(qid=qid, pattern=p, shown=fixed or p, origin=labels, gold=(fixed or p)[p.index(gold)],
+                    texts=tuple(texts[label] for label in p), sampled=sampled) for p in patterns]
 
 
 def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
@@ -195,11 +190,10 @@ def family_metrics(groups: dict[str, list[VariantResult]], family: str) -> tuple
     variants = [result for members, _ in entered for result in members]
     right = [sum(result.correct for result in members) for members, _ in entered]
     largest = max((size for _, size in entered), default=1)
-    metrics = {f"acc_{family}": _share([result.correct for result in variants])}
-    for n in range(1, largest):
-        metrics[f"more_{n}_{family}"] = _share([count >= n for count in right])
-    metrics[f"perf_{family}"] = _share([count == size for count, (_, size) in zip(right, entered)])
-    metrics[f"vote_{family}"] = _share([vote_right(members) for members, _ in entered])
+    metrics = {f"acc_{family}": _share([result.correct for result in variants]),
+               **{f"more_{n}_{family}": _share([count >= n for count in right]) for n in range(1, largest)},
+               f"perf_{family}": _share([count == size for count, (_, size) in zip(right, entered)]),
+               f"vote_{family}": _share([vote_right(members) for members, _ in entered])}
     return metrics, len(entered), len(variants)
 
 
