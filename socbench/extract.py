@@ -55,33 +55,28 @@ def json_values(text: str, opens: str = "{") -> list[Any]:
     return found
 
 
-def _squash(text: str) -> str:
+def squash(text: str) -> str:
+    """``text`` with its whitespace collapsed, case folded: how labels and names are compared."""
     return " ".join(text.split()).casefold()
 
 
 def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]]) -> tuple[Code | None, str | None]:
     """One answer value -> (offered code, None) or (None, failure reason)."""
-    codes = [code for code, _ in offered]
-    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+    if isinstance(value, (bool, list, dict)) or value is None or \
+            isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
         return None, NOT_A_CODE
-    if isinstance(value, float):
-        if not math.isfinite(value) or not value.is_integer():
-            return None, NOT_A_CODE
-        value = int(value)
-    if isinstance(value, int):
-        code = str(value)
-        return (code, None) if code in codes else (None, NOT_OFFERED)
-    text = str(value).strip()
-    if text:
+    if isinstance(value, (int, float)):
+        code = str(int(value))
+    else:
+        text = str(value).strip()
         # Exact labels first: some labels start with another number ("5-9 persons" is code 2).
-        for code, label in offered:
-            if label is not None and _squash(label) == _squash(text):
-                return code, None
-    match = _LEADING_INT.match(text)
-    if match is None:
-        return None, NOT_A_CODE
-    code = str(int(match.group(1)))
-    return (code, None) if code in codes else (None, NOT_OFFERED)
+        exact = [code for code, label in offered if label is not None and squash(label) == squash(text)]
+        if text and exact:
+            return exact[0], None
+        if (match := _LEADING_INT.match(text)) is None:
+            return None, NOT_A_CODE
+        code = str(int(match.group(1)))
+    return (code, None) if code in [code for code, _ in offered] else (None, NOT_OFFERED)
 
 
 def _number(value: Any, span: Span) -> tuple[Code | None, str | None]:
@@ -129,10 +124,8 @@ def extract_answer(text: str | None,
                    offered: Sequence[tuple[Code, str]] | Sequence[Code]) -> tuple[Code | None, str | None]:
     """The offered code named by a generated reply, or (None, failure reason)."""
     value, failure = _answer_value(text)
-    if failure:
-        return None, failure
     options = [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
-    return normalize_value(value, options)
+    return (None, failure) if failure else normalize_value(value, options)
 
 
 def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> dict[Code, float] | None:

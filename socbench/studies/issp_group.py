@@ -18,6 +18,7 @@ from typing import Any, ClassVar, cast
 
 from socbench import verbalized
 from socbench.errors import ConfigError
+from socbench.extract import squash
 from socbench.log.read import read_domains
 from socbench.metrics.distribution import human_distribution, level_scores
 from socbench.metrics.persona_groups import ATTRIBUTES, ROLE_ATTRIBUTE, group_of, respondent_groups
@@ -79,23 +80,19 @@ class GroupSamples(IsspSamples):
     groupings: tuple[str, ...] = ()
 
 
-def _fold(name: str) -> str:
-    return " ".join(name.split()).casefold()
-
-
 def groupings(data: DomainData, asked: Sequence[str], roles_found: set[str]) -> list[Grouping]:
     """The attributes named by ``--groups`` (an attribute of the data, or a role: sex, age, ...), or every
     persona role the data has; a name that is neither is one ConfigError line naming what there is."""
-    keys = {_fold(k): k for person in data.respondents for k in person.attributes}
+    keys = {squash(k): k for person in data.respondents for k in person.attributes}
     declared = {ROLE_ATTRIBUTE.get(role, role): key for role, key in data.roles.items()}
     found = []
     for name in asked or [a for a in ATTRIBUTES if a in roles_found]:
         role = ROLE_ATTRIBUTE.get(name.lower(), name.lower())
-        if _fold(name) in keys and keys[_fold(name)] != data.grouping:
-            found.append(Grouping(keys[_fold(name)]))
+        if squash(name) in keys and keys[squash(name)] != data.grouping:
+            found.append(Grouping(keys[squash(name)]))
         elif role in ATTRIBUTES:
             found.append(Grouping(declared.get(role, role.replace("_", " ")), role))
-        elif _fold(name) not in keys:
+        elif squash(name) not in keys:
             raise ConfigError(f"--groups {name}: not an attribute of {data.domain_name} nor a role "
                               f"({', '.join(ROLES)}); its attributes: "
                               f"{', '.join(sorted(keys.values())[:12])}")
