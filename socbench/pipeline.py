@@ -82,10 +82,8 @@ def plans(task: Task) -> dict[Unit, Plan]:
     for unit in units:
         try:
             found[unit] = plan(task, unit)
-        except ConfigError:
-            raise
-        except SocbenchError:
-            if len(units) == 1:
+        except SocbenchError as exc:
+            if isinstance(exc, ConfigError) or len(units) == 1:
                 raise
     return found
 
