@@ -26,8 +26,6 @@ from dataclasses import replace
 from typing import Any
 
 from socbench.errors import ConfigError, DataError
-from socbench.mcq.datasets import letters
-from socbench.mcq.mcq_types import McqItem
 from socbench.shuffle import display_order, order_seed
 from socbench.types import (
     CircularMode,
@@ -115,14 +113,6 @@ def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
 CP_SKIPPED = ("circular: CP skipped (a cloze prompt does not show the other options, "
               "so their order cannot change its answer); circular metrics are for MCP")
 NO_MCP = "circular: nothing to expand, MCP was not run (add mcp to --method)"
-
-
-def expand_mcq_item(item: McqItem, settings: CircularSettings) -> list[tuple[Variant, McqItem]]:
-    """Each variant with the item as displayed (labelled by position, as MCP shows it), gold remapped."""
-    keys = letters(len(item.choices))
-    variants = expand_item(item.id, tuple(zip(keys, item.texts, strict=True)), keys[item.gold], settings)
-    return [(v, replace(item, id=v.request_id, choices=v.options, gold=v.shown.index(v.gold)))
-            for v in variants]
 
 
 def circular_notes(methods: Sequence[str]) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
-from socbench.circular import expand_mcq_item
+from socbench.circular import expand_item
 from socbench.errors import ConfigError
 from socbench.mcq.datasets import letters
 from socbench.mcq.mcq_types import ItemPrompts, McqData, McqItem, McqPlan
@@ -84,9 +84,13 @@ def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Seque
 
 def variant_prompts(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool,
                     settings: CircularSettings) -> list[ItemPrompts]:
-    """The MCP request of every circular variant of (item, k), with that (item, k)'s shots."""
-    return [replace(item_prompts(shown, shots, k, ("mcp",), tolerance), variant=variant)
-            for variant, shown in expand_mcq_item(item, settings)]
+    """The MCP request of every circular variant of (item, k), with that (item, k)'s shots: the item as
+    displayed (labelled by position, as MCP shows it), gold remapped."""
+    keys = letters(len(item.choices))
+    variants = expand_item(item.id, tuple(zip(keys, item.texts, strict=True)), keys[item.gold], settings)
+    shown = [replace(item, id=v.request_id, choices=v.options, gold=v.shown.index(v.gold)) for v in variants]
+    return [replace(item_prompts(one, shots, k, ("mcp",), tolerance), variant=variant)
+            for variant, one in zip(variants, shown)]
 
 
 def build_plan(data: McqData, methods: Sequence[str], k_shots: Sequence[int], tolerance: bool,
