@@ -126,16 +126,11 @@ def group_samples(samples: IsspSamples, asked: Sequence[str], min_size: int) -> 
     """Every (group, question) with its members' scoreable items; those under ``min_size`` left out."""
     groups, missing, names = build_groups(samples.data, asked)
     scoreable = {(i.person_id, i.question_id): i for i in samples.items if i.excluded_reason is None}
-    rows, left_out = [], []
-    for group in groups:
-        for question in samples.data.questions:
-            items = tuple(item for p in group.members if (item := scoreable.get((p, question.id))))
-            if len(items) >= min_size:
-                rows.append((group, question.id, items))
-            elif items:
-                left_out.append((group.id, question.id, len(items)))
-    return GroupSamples(samples.data, samples.items, tuple(groups), tuple(rows), tuple(left_out), missing,
-                        tuple(names))
+    every = [(group, q.id, tuple(item for p in group.members if (item := scoreable.get((p, q.id)))))
+             for group in groups for q in samples.data.questions]
+    rows = tuple(row for row in every if len(row[2]) >= min_size)
+    left_out = tuple((group.id, qid, len(items)) for group, qid, items in every if 0 < len(items) < min_size)
+    return GroupSamples(samples.data, samples.items, tuple(groups), rows, left_out, missing, tuple(names))
 
 
 def group_request(group: Group, question: Question, item: Item, settings: PromptSettings) -> PromptRequest:
