@@ -102,16 +102,13 @@ def build_plan(data: McqData, methods: Sequence[str], k_shots: Sequence[int], to
         if example.subject is not None:
             pools.setdefault(example.subject, []).append(example)
     top = max(k_shots, default=0)
-    prompts: list[ItemPrompts] = []
-    variants: list[ItemPrompts] = []
-    for item in data.items:
-        drawn = draw_shots(item, pools.get(item.subject, []), top, seed) if top else ()
-        for k in k_shots:
-            prompts.append(item_prompts(item, drawn[:k], k, methods, tolerance))
-            if circular_settings is not None and "mcp" in methods:
-                variants += variant_prompts(item, drawn[:k], k, tolerance, circular_settings)
-    return McqPlan(data.dataset, tuple(methods), tuple(k_shots), tolerance, seed, tuple(prompts),
-                   circular_settings, tuple(variants))
+    drawn = [draw_shots(item, pools.get(item.subject, []), top, seed) if top else () for item in data.items]
+    asked = [(item, shots[:k], k) for item, shots in zip(data.items, drawn) for k in k_shots]
+    variants = [v for one in asked for v in variant_prompts(*one, tolerance, circular_settings)] \
+        if circular_settings is not None and "mcp" in methods else []
+    return McqPlan(data.dataset, tuple(methods), tuple(k_shots), tolerance, seed,
+                   tuple(item_prompts(*one, methods, tolerance) for one in asked), circular_settings,
+                   tuple(variants))
 
 
 def loglikelihood_requests(plan: McqPlan) -> list[LoglikelihoodRequest]:
