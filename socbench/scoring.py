@@ -12,9 +12,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from socbench.estimates.items import domain_frame
 from socbench.estimates.study import gain_record
@@ -125,7 +122,9 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
         counts["numeric"] = numeric_scores(numbers, attributes, weights, seed)
         view = (items, scored, texts, min_respondents, weights, seed)
         alignment, questions = memo(cache, content_key("questions", *view), lambda: question_view(*view))
-        parts = dict(per_country=country_breakdown(scored, unmapped_countries, expected),
+        # per country: none (not one group "unmapped") for a study without countries
+        countries = unmapped_countries or any(item.country_code is not None for item in scored)
+        parts = dict(per_country=group_rows(scored, "country_code", expected) if countries else {},
                      breakdowns=persona_breakdowns(scored, expected),
                      distribution=distribution_scores(scored, min_respondents, weights),
                      accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
@@ -175,14 +174,6 @@ def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[s
         result = replace(result, estimates=estimates)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
-
-
-def country_breakdown(scored: Sequence[ScoredItem], unmapped: Mapping[str, int],
-                      expected: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
-    """``group_rows`` per country; empty (not one group "unmapped") for a study without countries."""
-    if not unmapped and all(item.country_code is None for item in scored):
-        return {}
-    return group_rows(scored, "country_code", expected)
 
 
 def design_weights(data: DomainData) -> tuple[dict[int, float] | None, str | None]:
