@@ -51,9 +51,8 @@ def cp_context(item: McqItem, shots: Sequence[McqItem]) -> str:
 
 
 def mcp_prompt(item: McqItem, shots: Sequence[McqItem]) -> str:
-    examples = "".join(f"{mcp_query(s)}{MCP_ANSWER_PREFIX}{letters(len(s.choices))[s.gold]}{SHOT_SEPARATOR}"
-                       for s in shots)
-    return examples + mcp_query(item)
+    return "".join(f"{mcp_query(s)}{MCP_ANSWER_PREFIX}{letters(len(s.choices))[s.gold]}{SHOT_SEPARATOR}"
+                   for s in shots) + mcp_query(item)
 
 
 def draw_shots(item: McqItem, candidates: Sequence[McqItem], k: int, seed: int) -> tuple[McqItem, ...]:
