@@ -103,8 +103,7 @@ class SweepConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> SweepConfig:
-        default = EngineSettings(cache_dir=self.run.engine.cache_dir)
-        if self.run.engine != default:
+        if self.run.engine != EngineSettings(cache_dir=self.run.engine.cache_dir):
             raise ConfigError("run.engine: a sweep sets each engine under models, not under run")
         seen: dict[str, int] = {}
         for index in range(len(self.models)):
