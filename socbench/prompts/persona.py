@@ -139,20 +139,15 @@ PERSONA_HEAD = ("You are taking part in a survey. Answer each question as the pe
 NO_PERSONA_HEAD = "You are taking part in a survey. Answer each question as a typical respondent would."
 INSTRUCTION = f"{PERSONA_HEAD} Choose exactly one of the offered options."
 INSTRUCTION_NO_PERSONA = f"{NO_PERSONA_HEAD} Choose exactly one of the offered options."
-ANSWER_FORMAT = (
-    'Reply with the id of your chosen option in this JSON format and nothing else:\n{"answer": "option_id"}'
-)
+ANSWER_FORMAT = ('Reply with the id of your chosen option in this JSON format and nothing else:\n'
+                 '{"answer": "option_id"}')
 ANSWER_PREFIX = '{"answer": "'
 # --mode verbalized (socbench.verbalized): the same persona, asked for the shares of people like them
-VERBALIZED_INSTRUCTION = (
-    "You are taking part in a survey. Think of the people like the person described below, based on "
-    "their personal information. For each question, estimate what percentage of such people would choose "
-    "each of the offered options."
-)
-VERBALIZED_INSTRUCTION_NO_PERSONA = (
-    "You are taking part in a survey. For each question, estimate what percentage of respondents would "
-    "choose each of the offered options."
-)
+VERBALIZED_INSTRUCTION = ("You are taking part in a survey. Think of the people like the person described "
+                          "below, based on their personal information. For each question, estimate what "
+                          "percentage of such people would choose each of the offered options.")
+VERBALIZED_INSTRUCTION_NO_PERSONA = ("You are taking part in a survey. For each question, estimate what "
+                                     "percentage of respondents would choose each of the offered options.")
 VERBALIZED_FORMAT = ("Reply with the percentage for every option id (whole numbers summing to 100) in this "
                      "JSON format and nothing else:\n{example}")
 NUMBER_FORMAT = 'Reply with your number in this JSON format and nothing else:\n{"answer": number}'
