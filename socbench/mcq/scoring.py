@@ -147,10 +147,8 @@ def chance_accuracy(n_options: Sequence[int]) -> float:
 def reported_accuracies(predictions: Sequence[Prediction],
                         incomplete: str | None) -> dict[int, dict[str, float]]:
     """``accuracies``, less MCP's columns when requests failed: a wrong number is worse than none."""
-    table = accuracies(predictions)
-    if incomplete is None:
-        return table
-    return {k: {m: v for m, v in row.items() if m not in ENGINE_METHODS} for k, row in table.items()}
+    return {k: {m: v for m, v in row.items() if incomplete is None or m not in ENGINE_METHODS}
+            for k, row in accuracies(predictions).items()}
 
 
 def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:
