@@ -160,9 +160,8 @@ def set_scores(questions: Sequence[Question], items: Sequence[ScoredItem]) -> di
             true = np.array([i.true_code == option.selected for i in members if i.question_id == qid])
             pred = np.array([i.predicted_code == option.selected for i in members if i.question_id == qid])
             label = f"multi {name}: {option.label}"
-            scores[f"{label} share (model)"] = float(pred.mean())
-            scores[f"{label} share (people)"] = float(true.mean())
-            scores[f"{label} F1"] = _f1(true, pred)
+            scores |= {f"{label} share (model)": float(pred.mean()),
+                       f"{label} share (people)": float(true.mean()), f"{label} F1": _f1(true, pred)}
         people: dict[int, list[ScoredItem]] = defaultdict(list)
         for item in members:
             people[item.person_id].append(item)
