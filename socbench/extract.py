@@ -81,12 +81,10 @@ def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]]) -> t
 
 def _number(value: Any, span: Span) -> tuple[Code | None, str | None]:
     """A numeric answer as its canonical code ("37", "37.5"), or why it is none."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None, NOT_A_NUMBER
-    try:
-        number = float(value)
-    except ValueError:
-        return None, NOT_A_NUMBER
+    try:  # a JSON value: a list, an object or null is no number either
+        number = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        number = math.nan
     if not math.isfinite(number):
         return None, NOT_A_NUMBER
     if not span[0] <= number <= span[1]:
@@ -145,16 +143,14 @@ def extract(request: PromptRequest, result: EngineResult) -> Extraction:
     passed on as ``engine_error`` (never a parse failure); the reply is ``raw_reply``."""
     if result.error is not None:
         return Extraction(request.key, None, engine_error=result.error)
-    if request.numeric is not None:
-        code, failure = extract_number(result.text, request.numeric)
-        return Extraction(request.key, code, failure, raw_reply=result.text)
-    if result.option_logprobs is not None or request.mode == "logprobs":
+    if request.numeric is None and (result.option_logprobs is not None or request.mode == "logprobs"):
         dist = distribution_of(result.option_logprobs or {}, request.offered_codes)
         if dist is None:
             return Extraction(request.key, None, NO_LOGPROBS)
         best = max(request.offered_codes, key=lambda c: dist[c])  # first code wins a tie
         return Extraction(request.key, best, None, dist)
-    code, failure = extract_answer(result.text, request.options or request.offered_codes)
+    code, failure = extract_number(result.text, request.numeric) if request.numeric is not None else \
+        extract_answer(result.text, request.options or request.offered_codes)
     return Extraction(request.key, code, failure, raw_reply=result.text)
 
 
