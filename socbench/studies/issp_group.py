@@ -112,8 +112,7 @@ def build_groups(data: DomainData, asked: Sequence[str]) -> tuple[list[Group], i
         if any(value is None for value in values):
             missing += 1
             continue
-        words = country_words(person)
-        where = [(place, words.name if data.grouping == COUNTRY else str(person.group))] \
+        where = [(place, country_words(person).name if data.grouping == COUNTRY else str(person.group))] \
             if person.group_code is not None else []
         description = dict([*where, *zip([g.name for g in chosen], cast("list[str]", values), strict=True)])
         gid = " | ".join(description.values()) or "everyone"
