@@ -196,8 +196,8 @@ def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> Ci
     rank = {"acc": 0, "more": 1, "perf": 1, "vote": 2}  # a stable sort keeps the families' order in each
     pairs = [pair for values, _, _ in per_family.values() for pair in values.items()]
     metrics = dict(sorted(pairs, key=lambda pair: rank[pair[0].split("_")[0]]))
-    return CircularScores(metrics=metrics, questions={f: entered for f, (_, entered, _) in per_family.items()},
-                          variants={family: n for family, (_, _, n) in per_family.items()},
+    return CircularScores(metrics=metrics, questions={f: n for f, (_, n, _) in per_family.items()},
+                          variants={f: n for f, (_, _, n) in per_family.items()},
                           sampled_questions=sum(any(r.sampled for r in group) for group in groups.values()))
 
 
