@@ -133,8 +133,7 @@ def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> 
     scored = [c for c in offered if c in logprobs and logprobs[c] is not None and not math.isnan(logprobs[c])]
     if not scored or all(logprobs[c] == -math.inf for c in scored):
         return None
-    probs = softmax([float(logprobs[c]) for c in scored])
-    by_code = dict(zip(scored, (float(p) for p in probs)))
+    by_code = dict(zip(scored, (float(p) for p in softmax([float(logprobs[c]) for c in scored]))))
     return {c: by_code.get(c, 0.0) for c in offered}
 
 

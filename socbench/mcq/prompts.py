@@ -62,8 +62,7 @@ def draw_shots(item: McqItem, candidates: Sequence[McqItem], k: int, seed: int) 
     eligible = [c for c in candidates if c.id != item.id and c.question != item.question]
     if len(eligible) < k:
         raise ConfigError(f"--k_shot {k}: only {len(eligible)} few-shot examples for item {item.id}")
-    rng = random.Random(f"{seed}|{item.id}")
-    return tuple(rng.sample(eligible, min(MAX_SHOTS, len(eligible)))[:k])
+    return tuple(random.Random(f"{seed}|{item.id}").sample(eligible, min(MAX_SHOTS, len(eligible)))[:k])
 
 
 def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Sequence[str],
