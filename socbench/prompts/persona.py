@@ -242,10 +242,9 @@ def variant_prompts(item: Item, respondent: Respondent, question: Question, sett
     variants = issp_variants(item, expansion)
     normal = [] if any(v.request_id == item.item_id for v in variants) else \
         [build_prompt(item, respondent, question, settings, system)]
-    return normal + [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern,
-                                          shown=variant.shown), item_id=variant.request_id,
-                             options=variant.options, variant=variant)
-                     for variant in variants]
+    return normal + [replace(build_prompt(item, respondent, question, settings, system, order=v.pattern,
+                                          shown=v.shown), item_id=v.request_id, options=v.options, variant=v)
+                     for v in variants]
 
 
 def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
