@@ -188,12 +188,8 @@ _OTHER_SPLITS = (("Test", "Dev"), ("Test", "Train"), ("test", "dev"), ("test", "
 
 def sibling_fewshot_file(path: Path) -> Path | None:
     """The official layout's other split beside a test file (``ARC-Easy-Test`` -> ``-Dev``, ``-Train``)."""
-    for old, new in _OTHER_SPLITS:
-        if old in path.name:
-            candidate = path.with_name(path.name.replace(old, new))
-            if candidate.is_file():
-                return candidate
-    return None
+    found = (path.with_name(path.name.replace(old, new)) for old, new in _OTHER_SPLITS if old in path.name)
+    return next((candidate for candidate in found if candidate.is_file()), None)
 
 
 def load_mcq(dataset: str, limit: int | None = None, fewshot: bool = True) -> McqData:
