@@ -88,8 +88,7 @@ class IsspTask:
         return load_domain(c.dataset_dir, domain, c.dataset_size, c.interview_count, c.interview_sample)
 
     def notes(self, data: DomainData) -> list[str]:
-        line = unmapped_line(data)
-        return [line] if line else []
+        return [line] if (line := unmapped_line(data)) else []
 
     def special_options(self, data: DomainData) -> IsspSamples:
         return IsspSamples(data, tuple(build_items(data)))
