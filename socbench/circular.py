@@ -26,8 +26,6 @@ from dataclasses import replace
 from typing import Any
 
 from socbench.errors import ConfigError, DataError
-from socbench.mcq.datasets import letters
-from socbench.mcq.mcq_types import McqItem
 from socbench.shuffle import display_order, order_seed
 from socbench.types import (
     CircularMode,
@@ -93,15 +91,10 @@ def expand_item(qid: str, options: Sequence[tuple[str, str]], gold: str, setting
         raise DataError(f"item {qid}: option labels {list(labels)} are empty or repeated")
     if gold not in labels:
         raise DataError(f"item {qid}: gold {gold!r} is not one of its options {list(labels)}")
-    texts = dict(options)
+    texts, fixed = dict(options), None if keep_labels else tuple(positions or labels)
     patterns, sampled = variant_patterns(labels, settings, qid)
-    variants = []
-    for pattern in patterns:
-        shown = pattern if keep_labels else tuple(positions or labels)
-        variants.append(Variant(qid=qid, pattern=pattern, shown=shown, origin=labels,
-                                gold=shown[pattern.index(gold)],
-                                texts=tuple(texts[label] for label in pattern), sampled=sampled))
-    return variants
+    return [Variant(qid=qid, pattern=p, shown=fixed or p, origin=labels, gold=(fixed or p)[p.index(gold)],
+                    texts=tuple(texts[label] for label in p), sampled=sampled) for p in patterns]
 
 
 def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
@@ -120,14 +113,6 @@ def issp_variants(item: Item, settings: CircularSettings) -> list[Variant]:
 CP_SKIPPED = ("circular: CP skipped (a cloze prompt does not show the other options, "
               "so their order cannot change its answer); circular metrics are for MCP")
 NO_MCP = "circular: nothing to expand, MCP was not run (add mcp to --method)"
-
-
-def expand_mcq_item(item: McqItem, settings: CircularSettings) -> list[tuple[Variant, McqItem]]:
-    """Each variant with the item as displayed (labelled by position, as MCP shows it), gold remapped."""
-    keys = letters(len(item.choices))
-    variants = expand_item(item.id, tuple(zip(keys, item.texts, strict=True)), keys[item.gold], settings)
-    return [(v, replace(item, id=v.request_id, choices=v.options, gold=v.shown.index(v.gold)))
-            for v in variants]
 
 
 def circular_notes(methods: Sequence[str]) -> tuple[str, ...]:
@@ -195,11 +180,10 @@ def family_metrics(groups: dict[str, list[VariantResult]], family: str) -> tuple
     variants = [result for members, _ in entered for result in members]
     right = [sum(result.correct for result in members) for members, _ in entered]
     largest = max((size for _, size in entered), default=1)
-    metrics = {f"acc_{family}": _share([result.correct for result in variants])}
-    for n in range(1, largest):
-        metrics[f"more_{n}_{family}"] = _share([count >= n for count in right])
-    metrics[f"perf_{family}"] = _share([count == size for count, (_, size) in zip(right, entered)])
-    metrics[f"vote_{family}"] = _share([vote_right(members) for members, _ in entered])
+    metrics = {f"acc_{family}": _share([result.correct for result in variants]),
+               **{f"more_{n}_{family}": _share([count >= n for count in right]) for n in range(1, largest)},
+               f"perf_{family}": _share([count == size for count, (_, size) in zip(right, entered)]),
+               f"vote_{family}": _share([vote_right(members) for members, _ in entered])}
     return metrics, len(entered), len(variants)
 
 
@@ -212,12 +196,9 @@ def circular_metrics(results: Sequence[VariantResult], mode: CircularMode) -> Ci
     rank = {"acc": 0, "more": 1, "perf": 1, "vote": 2}  # a stable sort keeps the families' order in each
     pairs = [pair for values, _, _ in per_family.values() for pair in values.items()]
     metrics = dict(sorted(pairs, key=lambda pair: rank[pair[0].split("_")[0]]))
-    return CircularScores(
-        metrics=metrics,
-        questions={family: entered for family, (_, entered, _) in per_family.items()},
-        variants={family: n for family, (_, _, n) in per_family.items()},
-        sampled_questions=sum(any(r.sampled for r in group) for group in groups.values()),
-    )
+    return CircularScores(metrics=metrics, questions={f: n for f, (_, n, _) in per_family.items()},
+                          variants={f: n for f, (_, _, n) in per_family.items()},
+                          sampled_questions=sum(any(r.sampled for r in group) for group in groups.values()))
 
 
 def reduce_domain(scored: ScoredDomain, settings: CircularSettings | None) -> ScoredDomain:

@@ -55,43 +55,36 @@ def json_values(text: str, opens: str = "{") -> list[Any]:
     return found
 
 
-def _squash(text: str) -> str:
+def squash(text: str) -> str:
+    """``text`` with its whitespace collapsed, case folded: how labels and names are compared."""
     return " ".join(text.split()).casefold()
 
 
 def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]]) -> tuple[Code | None, str | None]:
     """One answer value -> (offered code, None) or (None, failure reason)."""
-    codes = [code for code, _ in offered]
-    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+    if isinstance(value, (bool, list, dict)) or value is None or \
+            isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
         return None, NOT_A_CODE
-    if isinstance(value, float):
-        if not math.isfinite(value) or not value.is_integer():
-            return None, NOT_A_CODE
-        value = int(value)
-    if isinstance(value, int):
-        code = str(value)
-        return (code, None) if code in codes else (None, NOT_OFFERED)
-    text = str(value).strip()
-    if text:
+    if isinstance(value, (int, float)):
+        code = str(int(value))
+    else:
+        text = str(value).strip()
         # Exact labels first: some labels start with another number ("5-9 persons" is code 2).
-        for code, label in offered:
-            if label is not None and _squash(label) == _squash(text):
-                return code, None
-    match = _LEADING_INT.match(text)
-    if match is None:
-        return None, NOT_A_CODE
-    code = str(int(match.group(1)))
-    return (code, None) if code in codes else (None, NOT_OFFERED)
+        exact = [code for code, label in offered if label is not None and squash(label) == squash(text)]
+        if text and exact:
+            return exact[0], None
+        if (match := _LEADING_INT.match(text)) is None:
+            return None, NOT_A_CODE
+        code = str(int(match.group(1)))
+    return (code, None) if code in [code for code, _ in offered] else (None, NOT_OFFERED)
 
 
 def _number(value: Any, span: Span) -> tuple[Code | None, str | None]:
     """A numeric answer as its canonical code ("37", "37.5"), or why it is none."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None, NOT_A_NUMBER
-    try:
-        number = float(value)
-    except ValueError:
-        return None, NOT_A_NUMBER
+    try:  # a JSON value: a list, an object or null is no number either
+        number = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        number = math.nan
     if not math.isfinite(number):
         return None, NOT_A_NUMBER
     if not span[0] <= number <= span[1]:
@@ -129,10 +122,8 @@ def extract_answer(text: str | None,
                    offered: Sequence[tuple[Code, str]] | Sequence[Code]) -> tuple[Code | None, str | None]:
     """The offered code named by a generated reply, or (None, failure reason)."""
     value, failure = _answer_value(text)
-    if failure:
-        return None, failure
     options = [(str(o), None) if isinstance(o, (str, int)) else (str(o[0]), str(o[1])) for o in offered]
-    return normalize_value(value, options)
+    return (None, failure) if failure else normalize_value(value, options)
 
 
 def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> dict[Code, float] | None:
@@ -142,8 +133,7 @@ def distribution_of(logprobs: Mapping[Code, float], offered: Sequence[Code]) -> 
     scored = [c for c in offered if c in logprobs and logprobs[c] is not None and not math.isnan(logprobs[c])]
     if not scored or all(logprobs[c] == -math.inf for c in scored):
         return None
-    probs = softmax([float(logprobs[c]) for c in scored])
-    by_code = dict(zip(scored, (float(p) for p in probs)))
+    by_code = dict(zip(scored, (float(p) for p in softmax([float(logprobs[c]) for c in scored]))))
     return {c: by_code.get(c, 0.0) for c in offered}
 
 
@@ -152,16 +142,14 @@ def extract(request: PromptRequest, result: EngineResult) -> Extraction:
     passed on as ``engine_error`` (never a parse failure); the reply is ``raw_reply``."""
     if result.error is not None:
         return Extraction(request.key, None, engine_error=result.error)
-    if request.numeric is not None:
-        code, failure = extract_number(result.text, request.numeric)
-        return Extraction(request.key, code, failure, raw_reply=result.text)
-    if result.option_logprobs is not None or request.mode == "logprobs":
+    if request.numeric is None and (result.option_logprobs is not None or request.mode == "logprobs"):
         dist = distribution_of(result.option_logprobs or {}, request.offered_codes)
         if dist is None:
             return Extraction(request.key, None, NO_LOGPROBS)
         best = max(request.offered_codes, key=lambda c: dist[c])  # first code wins a tie
         return Extraction(request.key, best, None, dist)
-    code, failure = extract_answer(result.text, request.options or request.offered_codes)
+    code, failure = extract_number(result.text, request.numeric) if request.numeric is not None else \
+        extract_answer(result.text, request.options or request.offered_codes)
     return Extraction(request.key, code, failure, raw_reply=result.text)
 
 

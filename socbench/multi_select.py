@@ -54,24 +54,14 @@ class Member:
     unselected: Code
 
 
-def unselected(question: Question) -> Code:
-    """The dichotomy's other answer: its first option that is not the selected code."""
-    assert question.multi is not None
-    return next(code for code in question.options if code != question.multi.selected)
-
-
 def split_items(items: Sequence[Item], questions: Sequence[Question]) -> tuple[list[Item], dict[tuple, list]]:
     """The items asked one by one, and the set members' items by (respondent, set), in question order."""
     multi = {q.id: q for q in questions if q.multi is not None}
-    single: list[Item] = []
     sets: dict[tuple, list] = defaultdict(list)
     for item in items:
-        question = multi.get(item.question_id)
-        if question is None:
-            single.append(item)
-        else:
+        if (question := multi.get(item.question_id)) is not None:
             sets[(item.person_id, question.multi.set)].append((item, question))
-    return single, sets
+    return [item for item in items if item.question_id not in multi], sets
 
 
 def set_prompts(data: DomainData, sets: Mapping[tuple, list], settings: PromptSettings, samples: int = 1
@@ -98,7 +88,8 @@ def set_prompts(data: DomainData, sets: Mapping[tuple, list], settings: PromptSe
                                 offered_codes=tuple(order), option_order=tuple(order), sampling=sampling,
                                 options=options, structured=settings.structured, choose_all=True)
         requests.append(request)
-        plan[request.item_id] = tuple(Member(item.item_id, code, q.multi.selected, unselected(q))
+        plan[request.item_id] = tuple(Member(item.item_id, code, q.multi.selected,  # and the other answer:
+                                             next(c for c in q.options if c != q.multi.selected))
                                       for (item, q), (code, _) in zip(pairs, options, strict=True)
                                       if item.excluded_reason is None)
     return draw_prompts(requests, samples, settings.seed), plan
@@ -169,9 +160,8 @@ def set_scores(questions: Sequence[Question], items: Sequence[ScoredItem]) -> di
             true = np.array([i.true_code == option.selected for i in members if i.question_id == qid])
             pred = np.array([i.predicted_code == option.selected for i in members if i.question_id == qid])
             label = f"multi {name}: {option.label}"
-            scores[f"{label} share (model)"] = float(pred.mean())
-            scores[f"{label} share (people)"] = float(true.mean())
-            scores[f"{label} F1"] = _f1(true, pred)
+            scores |= {f"{label} share (model)": float(pred.mean()),
+                       f"{label} share (people)": float(true.mean()), f"{label} F1": _f1(true, pred)}
         people: dict[int, list[ScoredItem]] = defaultdict(list)
         for item in members:
             people[item.person_id].append(item)

@@ -82,10 +82,8 @@ def plans(task: Task) -> dict[Unit, Plan]:
     for unit in units:
         try:
             found[unit] = plan(task, unit)
-        except ConfigError:
-            raise
-        except SocbenchError:
-            if len(units) == 1:
+        except SocbenchError as exc:
+            if isinstance(exc, ConfigError) or len(units) == 1:
                 raise
     return found
 
@@ -116,10 +114,8 @@ def request_count(requests: Sequence[Request]) -> int:
 
 def generate(engine: Engine, requests: Sequence[Request], on_result: ResultSink | None = None) -> list[Any]:
     """Every request answered by its method, in ``requests`` order (one call per method)."""
-    answers: dict[tuple[str, str], Any] = {}
-    for method, group in distinct(requests).items():
-        for request, answer in zip(group, getattr(engine, method)(group, on_result=on_result), strict=True):
-            answers[method, request.key] = answer
+    answers = {(method, r.key): answer for method, group in distinct(requests).items()
+               for r, answer in zip(group, getattr(engine, method)(group, on_result=on_result), strict=True)}
     return [answers[method_of(r), r.key] for r in requests]
 
 

@@ -12,9 +12,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from socbench.estimates.items import domain_frame
 from socbench.estimates.study import gain_record
@@ -60,28 +57,21 @@ def score_item(item: Item, extraction: Extraction | None,
     """One scoreable item against its extraction (None: there is none); ``groups``: for the breakdowns."""
     if item.true_code is None:
         raise ValueError(f"item {item.item_id} is scoreable but has no true code")
-    predicted = extraction.code if extraction is not None else None
-    engine_error = extraction.engine_error if extraction is not None else None
-    if extraction is None:
-        error: str | None = NO_EXTRACTION
-    elif engine_error is not None:
-        error = None
-    elif extraction.failure is not None or predicted is None:
-        error = extraction.failure or NO_CODE
-    elif item.numeric is None and predicted not in item.offered_codes:
+    e = extraction or Extraction("", None, NO_EXTRACTION)  # none: unanswered, and why
+    error = None
+    if e.engine_error is None and (e.failure is not None or e.code is None):
+        error = e.failure or NO_CODE
+    elif e.engine_error is None and item.numeric is None and e.code not in item.offered_codes:
         error = NOT_OFFERED
-    else:
-        error = None
     return ScoredItem(
         person_id=item.person_id, question_id=item.question_id, country_code=item.country_code,
-        true_code=item.true_code, predicted_code=predicted,
-        correct=error is None and engine_error is None and predicted == item.true_code, parse_error=error,
+        true_code=item.true_code, predicted_code=e.code,
+        correct=error is None and e.engine_error is None and e.code == item.true_code, parse_error=error,
         country_specific=item.country_specific, offered_codes=item.offered_codes,
         # a number's draws are no option distribution (the long export's p_<code> columns, the shares)
-        distribution=extraction.distribution if extraction is not None and item.numeric is None else None,
+        distribution=e.distribution if item.numeric is None else None,
         groups=groups if isinstance(groups, dict) else dict(groups or {}),  # one per person, shared
-        engine_error=engine_error, raw_reply=extraction.raw_reply if extraction is not None else None,
-        draws=extraction.draws if extraction is not None else None, numeric=item.numeric)
+        engine_error=e.engine_error, raw_reply=e.raw_reply, draws=e.draws, numeric=item.numeric)
 
 
 def score_items(items: Sequence[Item], extractions: Mapping[str, Extraction],
@@ -132,7 +122,9 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
         counts["numeric"] = numeric_scores(numbers, attributes, weights, seed)
         view = (items, scored, texts, min_respondents, weights, seed)
         alignment, questions = memo(cache, content_key("questions", *view), lambda: question_view(*view))
-        parts = dict(per_country=country_breakdown(scored, unmapped_countries, expected),
+        # per country: none (not one group "unmapped") for a study without countries
+        countries = unmapped_countries or any(item.country_code is not None for item in scored)
+        parts = dict(per_country=group_rows(scored, "country_code", expected) if countries else {},
                      breakdowns=persona_breakdowns(scored, expected),
                      distribution=distribution_scores(scored, min_respondents, weights),
                      accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
@@ -182,14 +174,6 @@ def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[s
         result = replace(result, estimates=estimates)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
-
-
-def country_breakdown(scored: Sequence[ScoredItem], unmapped: Mapping[str, int],
-                      expected: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
-    """``group_rows`` per country; empty (not one group "unmapped") for a study without countries."""
-    if not unmapped and all(item.country_code is None for item in scored):
-        return {}
-    return group_rows(scored, "country_code", expected)
 
 
 def design_weights(data: DomainData) -> tuple[dict[int, float] | None, str | None]:

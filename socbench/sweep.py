@@ -103,8 +103,7 @@ class SweepConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> SweepConfig:
-        default = EngineSettings(cache_dir=self.run.engine.cache_dir)
-        if self.run.engine != default:
+        if self.run.engine != EngineSettings(cache_dir=self.run.engine.cache_dir):
             raise ConfigError("run.engine: a sweep sets each engine under models, not under run")
         seen: dict[str, int] = {}
         for index in range(len(self.models)):
@@ -123,14 +122,10 @@ class SweepConfig(BaseModel):
 
     def units(self, pending: Mapping[int, Sequence[int]]) -> list[SweepUnit]:
         """Each model's pending domains cut into runs of its ``domains_per_run`` (in model order)."""
-        units: list[SweepUnit] = []
-        for index, domain_ids in sorted(pending.items()):
-            model = self.models[index]
-            size = model.domains_per_run or self.domains_per_run or max(1, len(domain_ids))
-            deployment = model.deployment or self.deployment
-            for start in range(0, len(domain_ids), size):
-                units.append(SweepUnit(index, tuple(domain_ids[start:start + size]), deployment))
-        return units
+        size = {m: self.models[m].domains_per_run or self.domains_per_run or max(1, len(ids))
+                for m, ids in pending.items()}
+        return [SweepUnit(m, tuple(ids[start:start + size[m]]), self.models[m].deployment or self.deployment)
+                for m, ids in sorted(pending.items()) for start in range(0, len(ids), size[m])]
 
 
 @dataclass

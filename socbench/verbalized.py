@@ -53,12 +53,8 @@ def _share(value: Any) -> float | None:
 
 def _keyed(obj: Mapping[Any, Any], offered: Sequence[tuple[Code, str]]) -> dict[Code, Any]:
     """The object's values by offered label (a key may name the label or exactly the option's text)."""
-    found: dict[Code, Any] = {}
-    for key, value in obj.items():
-        code, _ = normalize_value(str(key), offered)
-        if code is not None:
-            found.setdefault(code, value)
-    return found
+    pairs = [(normalize_value(str(key), offered)[0], value) for key, value in obj.items()]
+    return {code: value for code, value in reversed(pairs) if code is not None}  # the first of a code's
 
 
 def parse_distribution(text: str | None, offered: Sequence[tuple[Code, str]]
@@ -99,10 +95,8 @@ def extraction(request: PromptRequest, result: EngineResult, how: Pick = "mode",
     """One verbalized reply read: the shares as the item's ``distribution``, the picked code as its answer,
     a normalisation as its ``note``; an engine error passed on, an unreadable reply a failure. A request
     asked otherwise in the same run (a numeric question's number) is read as ``extract`` reads it."""
-    if request.mode != "verbalized":
+    if request.mode != "verbalized" or result.error is not None:  # ``extract`` passes an engine error on
         return extract(request, result)
-    if result.error is not None:
-        return Extraction(request.key, None, engine_error=result.error)
     offered = request.options or tuple((code, code) for code in request.offered_codes)
     distribution, said = parse_distribution(result.text, offered)
     if distribution is None:

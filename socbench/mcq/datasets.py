@@ -114,14 +114,12 @@ def _hf_arc(path: Path, split: str) -> list[McqItem]:
 def _hf_mmlu(pattern: Path, split: str) -> list[McqItem]:
     """All subjects of one MMLU split (subjects sorted); ids are ``subject/split/row``."""
     base, rest = str(pattern).split("/{subject}/")
-    items = []
-    for subject in sorted(p.name for p in Path(base).iterdir() if p.is_dir()):
-        path = Path(base, subject, rest)
-        for i, row in enumerate(_read_arrow(path)):
-            items.append(_item(f"{path}[{i}]", id=f"{subject}/{split}/{i}", question=row["question"],
-                               choices=tuple(zip(letters(len(row["choices"])), row["choices"])),
-                               gold=row["answer"], split=split, subject=subject))
-    return items
+    subjects = sorted(p.name for p in Path(base).iterdir() if p.is_dir())
+    paths = {subject: Path(base, subject, rest) for subject in subjects}
+    return [_item(f"{path}[{i}]", id=f"{subject}/{split}/{i}", question=row["question"],
+                  choices=tuple(zip(letters(len(row["choices"])), row["choices"])), gold=row["answer"],
+                  split=split, subject=subject)
+            for subject, path in paths.items() for i, row in enumerate(_read_arrow(path))]
 
 
 class _Choice(BaseModel):
@@ -190,12 +188,8 @@ _OTHER_SPLITS = (("Test", "Dev"), ("Test", "Train"), ("test", "dev"), ("test", "
 
 def sibling_fewshot_file(path: Path) -> Path | None:
     """The official layout's other split beside a test file (``ARC-Easy-Test`` -> ``-Dev``, ``-Train``)."""
-    for old, new in _OTHER_SPLITS:
-        if old in path.name:
-            candidate = path.with_name(path.name.replace(old, new))
-            if candidate.is_file():
-                return candidate
-    return None
+    found = (path.with_name(path.name.replace(old, new)) for old, new in _OTHER_SPLITS if old in path.name)
+    return next((candidate for candidate in found if candidate.is_file()), None)
 
 
 def load_mcq(dataset: str, limit: int | None = None, fewshot: bool = True) -> McqData:

@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
-from socbench.circular import expand_mcq_item
+from socbench.circular import expand_item
 from socbench.errors import ConfigError
 from socbench.mcq.datasets import letters
 from socbench.mcq.mcq_types import ItemPrompts, McqData, McqItem, McqPlan
@@ -51,9 +51,8 @@ def cp_context(item: McqItem, shots: Sequence[McqItem]) -> str:
 
 
 def mcp_prompt(item: McqItem, shots: Sequence[McqItem]) -> str:
-    examples = "".join(f"{mcp_query(s)}{MCP_ANSWER_PREFIX}{letters(len(s.choices))[s.gold]}{SHOT_SEPARATOR}"
-                       for s in shots)
-    return examples + mcp_query(item)
+    return "".join(f"{mcp_query(s)}{MCP_ANSWER_PREFIX}{letters(len(s.choices))[s.gold]}{SHOT_SEPARATOR}"
+                   for s in shots) + mcp_query(item)
 
 
 def draw_shots(item: McqItem, candidates: Sequence[McqItem], k: int, seed: int) -> tuple[McqItem, ...]:
@@ -63,8 +62,7 @@ def draw_shots(item: McqItem, candidates: Sequence[McqItem], k: int, seed: int) 
     eligible = [c for c in candidates if c.id != item.id and c.question != item.question]
     if len(eligible) < k:
         raise ConfigError(f"--k_shot {k}: only {len(eligible)} few-shot examples for item {item.id}")
-    rng = random.Random(f"{seed}|{item.id}")
-    return tuple(rng.sample(eligible, min(MAX_SHOTS, len(eligible)))[:k])
+    return tuple(random.Random(f"{seed}|{item.id}").sample(eligible, min(MAX_SHOTS, len(eligible)))[:k])
 
 
 def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Sequence[str],
@@ -84,9 +82,13 @@ def item_prompts(item: McqItem, shots: Sequence[McqItem], k: int, methods: Seque
 
 def variant_prompts(item: McqItem, shots: Sequence[McqItem], k: int, tolerance: bool,
                     settings: CircularSettings) -> list[ItemPrompts]:
-    """The MCP request of every circular variant of (item, k), with that (item, k)'s shots."""
-    return [replace(item_prompts(shown, shots, k, ("mcp",), tolerance), variant=variant)
-            for variant, shown in expand_mcq_item(item, settings)]
+    """The MCP request of every circular variant of (item, k), with that (item, k)'s shots: the item as
+    displayed (labelled by position, as MCP shows it), gold remapped."""
+    keys = letters(len(item.choices))
+    variants = expand_item(item.id, tuple(zip(keys, item.texts, strict=True)), keys[item.gold], settings)
+    shown = [replace(item, id=v.request_id, choices=v.options, gold=v.shown.index(v.gold)) for v in variants]
+    return [replace(item_prompts(one, shots, k, ("mcp",), tolerance), variant=variant)
+            for variant, one in zip(variants, shown)]
 
 
 def build_plan(data: McqData, methods: Sequence[str], k_shots: Sequence[int], tolerance: bool,
@@ -98,16 +100,13 @@ def build_plan(data: McqData, methods: Sequence[str], k_shots: Sequence[int], to
         if example.subject is not None:
             pools.setdefault(example.subject, []).append(example)
     top = max(k_shots, default=0)
-    prompts: list[ItemPrompts] = []
-    variants: list[ItemPrompts] = []
-    for item in data.items:
-        drawn = draw_shots(item, pools.get(item.subject, []), top, seed) if top else ()
-        for k in k_shots:
-            prompts.append(item_prompts(item, drawn[:k], k, methods, tolerance))
-            if circular_settings is not None and "mcp" in methods:
-                variants += variant_prompts(item, drawn[:k], k, tolerance, circular_settings)
-    return McqPlan(data.dataset, tuple(methods), tuple(k_shots), tolerance, seed, tuple(prompts),
-                   circular_settings, tuple(variants))
+    drawn = [draw_shots(item, pools.get(item.subject, []), top, seed) if top else () for item in data.items]
+    asked = [(item, shots[:k], k) for item, shots in zip(data.items, drawn) for k in k_shots]
+    variants = [v for one in asked for v in variant_prompts(*one, tolerance, circular_settings)] \
+        if circular_settings is not None and "mcp" in methods else []
+    return McqPlan(data.dataset, tuple(methods), tuple(k_shots), tolerance, seed,
+                   tuple(item_prompts(*one, methods, tolerance) for one in asked), circular_settings,
+                   tuple(variants))
 
 
 def loglikelihood_requests(plan: McqPlan) -> list[LoglikelihoodRequest]:

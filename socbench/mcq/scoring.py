@@ -77,8 +77,7 @@ def _prediction(p: ItemPrompts, method: str, scores: Scores, mass: float | None 
 
 def cp_predictions(p: ItemPrompts, answers: Mapping[str, LoglikelihoodResult]) -> list[Prediction]:
     cond = [answers[r.key] for r in p.cp]
-    lps = [r.logprob for r in cond]
-    uncond = [answers[r.key].logprob for r in p.uncond]
+    lps, uncond = [r.logprob for r in cond], [answers[r.key].logprob for r in p.uncond]
     return [_prediction(p, "cp_raw", cp_raw(lps)), _prediction(p, "cp_un", cp_un(lps, uncond)),
             _prediction(p, "cp_ln_token", cp_ln_token(lps, [r.n_tokens for r in cond])),
             _prediction(p, "cp_ln_char", cp_ln_char(lps, p.item.texts))]
@@ -118,11 +117,9 @@ def score_variant(p: ItemPrompts, result: EngineResult) -> VariantResult:
 
 def score_mcq(plan: McqPlan, answers: McqAnswers) -> McqScores:
     """The ``score`` stage: every prediction of the plan and each k's circular variant results."""
-    variants: dict[int, list[VariantResult]] = {k: [] for k in plan.k_shots} if plan.variants else {}
-    for p in plan.variants:
-        variants[p.k_shot].append(score_variant(p, answers.options[p.mcp.key]))
-    return McqScores(tuple(score_plan(plan, answers.loglikelihoods, answers.options)),
-                     {k: tuple(results) for k, results in variants.items()})
+    variants = {k: tuple(score_variant(p, answers.options[p.mcp.key]) for p in plan.variants if p.k_shot == k)
+                for k in plan.k_shots} if plan.variants else {}
+    return McqScores(tuple(score_plan(plan, answers.loglikelihoods, answers.options)), variants)
 
 
 def _means(values: Iterable[tuple[int, str, float]]) -> dict[int, dict[str, float]]:
@@ -150,10 +147,8 @@ def chance_accuracy(n_options: Sequence[int]) -> float:
 def reported_accuracies(predictions: Sequence[Prediction],
                         incomplete: str | None) -> dict[int, dict[str, float]]:
     """``accuracies``, less MCP's columns when requests failed: a wrong number is worse than none."""
-    table = accuracies(predictions)
-    if incomplete is None:
-        return table
-    return {k: {m: v for m, v in row.items() if m not in ENGINE_METHODS} for k, row in table.items()}
+    return {k: {m: v for m, v in row.items() if incomplete is None or m not in ENGINE_METHODS}
+            for k, row in accuracies(predictions).items()}
 
 
 def mean_mass(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:

@@ -128,13 +128,10 @@ def persona_attributes(respondent: Respondent, words: CountryInfo) -> dict[str, 
     none), then the remaining attributes in order."""
     country_key = country_attribute_key(respondent.attributes)
     persona = {"Country": words.name} if words is not UNKNOWN_COUNTRY else {}
-    for key, value in respondent.attributes.items():
-        if key == country_key:
-            continue
-        text, name = _persona_value(str(value)), _persona_name(str(key))
-        if text is not None and name is not None:
-            persona[fill_placeholders(name, words)] = fill_placeholders(text, words)
-    return persona
+    shown = ((_persona_name(str(key)), _persona_value(str(value)))
+             for key, value in respondent.attributes.items() if key != country_key)
+    return persona | {fill_placeholders(name, words): fill_placeholders(text, words) for name, text in shown
+                      if text is not None and name is not None}
 
 
 PERSONA_HEAD = ("You are taking part in a survey. Answer each question as the person described below "
@@ -142,20 +139,15 @@ PERSONA_HEAD = ("You are taking part in a survey. Answer each question as the pe
 NO_PERSONA_HEAD = "You are taking part in a survey. Answer each question as a typical respondent would."
 INSTRUCTION = f"{PERSONA_HEAD} Choose exactly one of the offered options."
 INSTRUCTION_NO_PERSONA = f"{NO_PERSONA_HEAD} Choose exactly one of the offered options."
-ANSWER_FORMAT = (
-    'Reply with the id of your chosen option in this JSON format and nothing else:\n{"answer": "option_id"}'
-)
+ANSWER_FORMAT = ('Reply with the id of your chosen option in this JSON format and nothing else:\n'
+                 '{"answer": "option_id"}')
 ANSWER_PREFIX = '{"answer": "'
 # --mode verbalized (socbench.verbalized): the same persona, asked for the shares of people like them
-VERBALIZED_INSTRUCTION = (
-    "You are taking part in a survey. Think of the people like the person described below, based on "
-    "their personal information. For each question, estimate what percentage of such people would choose "
-    "each of the offered options."
-)
-VERBALIZED_INSTRUCTION_NO_PERSONA = (
-    "You are taking part in a survey. For each question, estimate what percentage of respondents would "
-    "choose each of the offered options."
-)
+VERBALIZED_INSTRUCTION = ("You are taking part in a survey. Think of the people like the person described "
+                          "below, based on their personal information. For each question, estimate what "
+                          "percentage of such people would choose each of the offered options.")
+VERBALIZED_INSTRUCTION_NO_PERSONA = ("You are taking part in a survey. For each question, estimate what "
+                                     "percentage of respondents would choose each of the offered options.")
 VERBALIZED_FORMAT = ("Reply with the percentage for every option id (whole numbers summing to 100) in this "
                      "JSON format and nothing else:\n{example}")
 NUMBER_FORMAT = 'Reply with your number in this JSON format and nothing else:\n{"answer": number}'
@@ -230,26 +222,17 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
                               item.person_id, item.question_id)
     order = tuple(order)
     labels = tuple(shown) if shown is not None and tuple(shown) != order else None  # relabelled
-    logprobs = settings.mode == "logprobs"
-    need = 12 * len(order) + 8 if settings.mode == "verbalized" else 0  # ``"10": 25, `` an option + margin
+    logprobs, verbalized = settings.mode == "logprobs", settings.mode == "verbalized"
+    need = 12 * len(order) + 8 if verbalized else 0  # ``"10": 25, `` an option + margin
     sampling = settings.sampling if settings.sampling.max_tokens >= need else \
         replace(settings.sampling, max_tokens=need)  # else one settings object shared by every prompt
-    return PromptRequest(
-        item_id=item.item_id,
-        messages=(
-            message("system", system),
-            message("user", user_message(question.text, item.options, order, words, labels,
-                                         settings.mode == "verbalized")),
-        ),
-        mode=settings.mode,
-        offered_codes=labels or item.offered_codes,
-        option_order=labels or order,
-        answer_prefix=ANSWER_PREFIX if logprobs else "",
-        structured=settings.structured and not logprobs,
-        # Decoding settings do not change log-probs: keep them out of logprobs cache keys.
-        sampling=SamplingSettings() if logprobs else sampling,
-        options=item.options,
-    )
+    user = user_message(question.text, item.options, order, words, labels, verbalized)
+    return PromptRequest(item_id=item.item_id, messages=(message("system", system), message("user", user)),
+                         mode=settings.mode, offered_codes=labels or item.offered_codes,
+                         option_order=labels or order, answer_prefix=ANSWER_PREFIX if logprobs else "",
+                         structured=settings.structured and not logprobs,
+                         # Decoding settings do not change log-probs: keep them out of logprobs cache keys.
+                         sampling=SamplingSettings() if logprobs else sampling, options=item.options)
 
 
 def variant_prompts(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
@@ -259,10 +242,9 @@ def variant_prompts(item: Item, respondent: Respondent, question: Question, sett
     variants = issp_variants(item, expansion)
     normal = [] if any(v.request_id == item.item_id for v in variants) else \
         [build_prompt(item, respondent, question, settings, system)]
-    return normal + [replace(build_prompt(item, respondent, question, settings, system, order=variant.pattern,
-                                          shown=variant.shown), item_id=variant.request_id,
-                             options=variant.options, variant=variant)
-                     for variant in variants]
+    return normal + [replace(build_prompt(item, respondent, question, settings, system, order=v.pattern,
+                                          shown=v.shown), item_id=v.request_id, options=v.options, variant=v)
+                     for v in variants]
 
 
 def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
@@ -278,15 +260,13 @@ def build_prompts(items: Sequence[Item], respondents: Mapping[int, Respondent],
             raise DataError(f"item {item.item_id}: respondent {item.person_id} is not in the data")
         if item.question_id.lower() not in index:
             raise DataError(f"item {item.item_id}: question {item.question_id!r} is not in the question set")
-    ordered = sorted(enumerate(scoreable), key=lambda pair: (rank[pair[1].person_id], pair[0]))
     systems = {pid: system_message(respondents[pid], settings) for pid in {i.person_id for i in scoreable}}
     prompts = []
-    for _, item in ordered:
-        respondent, question = respondents[item.person_id], index[item.question_id.lower()]
-        system = systems[item.person_id]
-        prompts += (variant_prompts(item, respondent, question, settings, expansion, system)
+    for item in sorted(scoreable, key=lambda i: rank[i.person_id]):  # stable: survey order within one
+        args = (item, respondents[item.person_id], index[item.question_id.lower()], settings)
+        prompts += (variant_prompts(*args, expansion, systems[item.person_id])
                     if expansion and item.numeric is None  # a number has no option order to vary
-                    else [build_prompt(item, respondent, question, settings, system)])
+                    else [build_prompt(*args, systems[item.person_id])])
     return prompts
 
 

@@ -7,19 +7,14 @@ imported when used, so that listing the studies imports none of them."""
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
+from pkgutil import resolve_name
 from typing import Any
 
 from socbench.errors import ConfigError
 from socbench.task import Task
 
 __all__ = ["STUDIES", "Study", "study", "study_of", "task_for"]
-
-
-def _load(path: str) -> Any:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -35,10 +30,10 @@ class Study:
     by_unit: tuple[tuple[str, str], ...] = ()  # (config.unit, "module:Class"): another Task for that unit
 
     def config_type(self) -> type:
-        return _load(self.config)
+        return resolve_name(self.config)
 
     def flow_function(self) -> Any:
-        return _load(self.flow)
+        return resolve_name(self.flow)
 
 
 STUDIES: dict[str, Study] = {s.name: s for s in (
@@ -73,4 +68,4 @@ def study_of(config: Any) -> Study:
 def task_for(config: Any) -> Task:
     """The Task of a run configuration: the one its ``unit`` names (``Study.by_unit``), else the study's."""
     found = study_of(config)
-    return _load(dict(found.by_unit).get(getattr(config, "unit", ""), found.task))(config)
+    return resolve_name(dict(found.by_unit).get(getattr(config, "unit", ""), found.task))(config)

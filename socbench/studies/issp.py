@@ -46,14 +46,6 @@ class IsspSamples:
 
 
 @dataclass(frozen=True)
-class IsspExtracted:
-    """What each answer says, and what asking cost (``Answers.usage``: the domain's line in the summary)."""
-
-    extractions: dict[str, Extraction]
-    usage: dict[str, int]
-
-
-@dataclass(frozen=True)
 class IsspTask:
     config: RunConfig
     name: ClassVar[str] = "issp"
@@ -96,8 +88,7 @@ class IsspTask:
         return load_domain(c.dataset_dir, domain, c.dataset_size, c.interview_count, c.interview_sample)
 
     def notes(self, data: DomainData) -> list[str]:
-        line = unmapped_line(data)
-        return [line] if line else []
+        return [line] if (line := unmapped_line(data)) else []
 
     def special_options(self, data: DomainData) -> IsspSamples:
         return IsspSamples(data, tuple(build_items(data)))
@@ -108,18 +99,21 @@ class IsspTask:
         asked, plan = set_prompts(samples.data, sets, prompt_settings(self.config), self.config.samples)
         return Prompts((*build_domain_prompts(samples.data, single, self.config), *asked), plan)
 
-    def extract(self, prompts: Prompts, answers: Answers) -> IsspExtracted:
+    def extract(self, prompts: Prompts, answers: Answers) -> tuple[dict[str, Extraction], dict[str, int]]:
+        """What each answer says, and what asking cost (``Answers.usage``: the domain's line in the
+        summary)."""
         requests = cast("tuple[PromptRequest, ...]", prompts.requests)  # ISSP asks only prompts
         c = self.config
         read = partial(verbalized.extraction, how=c.verbalized_answer, seed=c.seed) \
             if c.mode == "verbalized" else extract
-        return IsspExtracted(extract_with_sets(requests, answers.results, prompts.plan or {}, read),
-                             answers.usage)
+        return extract_with_sets(requests, answers.results, prompts.plan or {}, read), answers.usage
 
-    def score(self, samples: IsspSamples, plan: object, extracted: IsspExtracted) -> ScoredDomain:
-        scored = score_expanded(samples.data, samples.items, extracted.extractions, self.config)
-        scored = with_set_scores(scored, samples.data.questions)
-        return replace(scored, result=replace(scored.result, usage=extracted.usage))
+    def score(self, samples: IsspSamples, plan: object,
+              extracted: tuple[dict[str, Extraction], dict[str, int]]) -> ScoredDomain:
+        extractions, usage = extracted
+        scored = with_set_scores(score_expanded(samples.data, samples.items, extractions, self.config),
+                                 samples.data.questions)
+        return replace(scored, result=replace(scored.result, usage=usage))
 
     def result(self, unit: Unit, scored: ScoredDomain, incomplete: str | None) -> DomainResult:
         return scored.result

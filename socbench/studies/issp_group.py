@@ -18,6 +18,7 @@ from typing import Any, ClassVar, cast
 
 from socbench import verbalized
 from socbench.errors import ConfigError
+from socbench.extract import squash
 from socbench.log.read import read_domains
 from socbench.metrics.distribution import human_distribution, level_scores
 from socbench.metrics.persona_groups import ATTRIBUTES, ROLE_ATTRIBUTE, group_of, respondent_groups
@@ -79,23 +80,19 @@ class GroupSamples(IsspSamples):
     groupings: tuple[str, ...] = ()
 
 
-def _fold(name: str) -> str:
-    return " ".join(name.split()).casefold()
-
-
 def groupings(data: DomainData, asked: Sequence[str], roles_found: set[str]) -> list[Grouping]:
     """The attributes named by ``--groups`` (an attribute of the data, or a role: sex, age, ...), or every
     persona role the data has; a name that is neither is one ConfigError line naming what there is."""
-    keys = {_fold(k): k for person in data.respondents for k in person.attributes}
+    keys = {squash(k): k for person in data.respondents for k in person.attributes}
     declared = {ROLE_ATTRIBUTE.get(role, role): key for role, key in data.roles.items()}
     found = []
     for name in asked or [a for a in ATTRIBUTES if a in roles_found]:
         role = ROLE_ATTRIBUTE.get(name.lower(), name.lower())
-        if _fold(name) in keys and keys[_fold(name)] != data.grouping:
-            found.append(Grouping(keys[_fold(name)]))
+        if squash(name) in keys and keys[squash(name)] != data.grouping:
+            found.append(Grouping(keys[squash(name)]))
         elif role in ATTRIBUTES:
             found.append(Grouping(declared.get(role, role.replace("_", " ")), role))
-        elif _fold(name) not in keys:
+        elif squash(name) not in keys:
             raise ConfigError(f"--groups {name}: not an attribute of {data.domain_name} nor a role "
                               f"({', '.join(ROLES)}); its attributes: "
                               f"{', '.join(sorted(keys.values())[:12])}")
@@ -115,8 +112,7 @@ def build_groups(data: DomainData, asked: Sequence[str]) -> tuple[list[Group], i
         if any(value is None for value in values):
             missing += 1
             continue
-        words = country_words(person)
-        where = [(place, words.name if data.grouping == COUNTRY else str(person.group))] \
+        where = [(place, country_words(person).name if data.grouping == COUNTRY else str(person.group))] \
             if person.group_code is not None else []
         description = dict([*where, *zip([g.name for g in chosen], cast("list[str]", values), strict=True)])
         gid = " | ".join(description.values()) or "everyone"
@@ -129,16 +125,11 @@ def group_samples(samples: IsspSamples, asked: Sequence[str], min_size: int) -> 
     """Every (group, question) with its members' scoreable items; those under ``min_size`` left out."""
     groups, missing, names = build_groups(samples.data, asked)
     scoreable = {(i.person_id, i.question_id): i for i in samples.items if i.excluded_reason is None}
-    rows, left_out = [], []
-    for group in groups:
-        for question in samples.data.questions:
-            items = tuple(item for p in group.members if (item := scoreable.get((p, question.id))))
-            if len(items) >= min_size:
-                rows.append((group, question.id, items))
-            elif items:
-                left_out.append((group.id, question.id, len(items)))
-    return GroupSamples(samples.data, samples.items, tuple(groups), tuple(rows), tuple(left_out), missing,
-                        tuple(names))
+    every = [(group, q.id, tuple(item for p in group.members if (item := scoreable.get((p, q.id)))))
+             for group in groups for q in samples.data.questions]
+    rows = tuple(row for row in every if len(row[2]) >= min_size)
+    left_out = tuple((group.id, qid, len(items)) for group, qid, items in every if 0 < len(items) < min_size)
+    return GroupSamples(samples.data, samples.items, tuple(groups), rows, left_out, missing, tuple(names))
 
 
 def group_request(group: Group, question: Question, item: Item, settings: PromptSettings) -> PromptRequest:
