@@ -59,20 +59,15 @@ class Unusable(Exception):
         self.reply = reply
 
 
-def content(text: Any) -> str:
+def reply_text(data: dict[str, Any], chat: bool) -> str:
+    """The reply's text, chat or completions shape."""
+    choice = data["choices"][0]
+    text = choice["message"]["content"] if chat else choice["text"]
     if text is None:
         raise Unusable("the server returned null content", reply="")
     if not isinstance(text, str) or not text.strip():
         raise Unusable("the server returned empty content", reply=text if isinstance(text, str) else "")
     return text
-
-
-def chat_text(data: dict[str, Any]) -> str:
-    return content(data["choices"][0]["message"]["content"])
-
-
-def completion_text(data: dict[str, Any]) -> str:
-    return content(data["choices"][0]["text"])
 
 
 def next_token_logprobs(data: dict[str, Any]) -> list[tuple[str, float]]:

@@ -202,7 +202,7 @@ class OpenAIEngine:
         elif mode == "json_schema" and request.chat:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "answer", "schema": _chat.answer_schema(request), "strict": True}}
-        return Call(_path(request), body, _http.chat_text if request.chat else _http.completion_text)
+        return Call(_path(request), body, partial(_http.reply_text, chat=request.chat))
 
     def _option_calls(self, request: PromptRequest,
                       plan: _chat.OptionPlan) -> list[tuple[str | None, Call]]:
