@@ -207,10 +207,9 @@ class VllmEngine:
                     error = EngineResult(key=request.key, error="no offered codes to score")
                     results[i] = _chat.report(on_result, i, error)
                     continue
-                jobs[i] = job = _OptionJob(request.key, plan)
                 self.scoring_methods[plan.method] += 1
                 root = _node_subs(i, plan, ())
-                job.waiting = len(root)
+                jobs[i] = _OptionJob(request.key, plan, waiting=len(root))
                 yield from root
 
         def finish(sub: _Sub, output: Any) -> list[_Sub]:
