@@ -134,17 +134,6 @@ class _Liveness:
         self.down: str | None = None  # why the base is considered down, while it is
         self.sending: set[asyncio.Future[Any]] = set()  # the attempts in flight, cancelled when it goes down
 
-    def mark_down(self, reason: str) -> None:
-        self.down = reason
-        for send in self.sending:
-            send.cancel()
-        log.warning("%s", reason)
-
-    def mark_up(self, now: float) -> None:
-        if self.down is not None:
-            log.info("%s answers again", host(self.base))
-        self.heard, self.down = now, None
-
 
 @dataclass(frozen=True)
 class _Batch:
@@ -275,7 +264,7 @@ class Transport:
         if live.down is not None:
             return Reply(reason=live.down, retry=True)
         send = asyncio.ensure_future(self._send(http, live, live.base + call.path, call.body))
-        live.sending.add(send)  # one task per attempt: ``mark_down`` cancels it (no waiter per request)
+        live.sending.add(send)  # one task per attempt: the watchdog cancels it (no waiter per request)
         try:
             return await send
         except asyncio.CancelledError:
@@ -328,11 +317,16 @@ class Transport:
             if live.down is None and loop.time() - live.heard < interval:
                 continue
             problem = await self._probe(http, live.base, min(timeout, 10.0))
-            if problem is None:
-                live.mark_up(loop.time())
-            elif live.down is None and loop.time() - live.heard >= timeout:
-                live.mark_down(f"{host(live.base)} stopped answering: nothing for {timeout:g} s "
-                               f"(liveness probe GET {PROBE_PATH}: {problem})")
+            if problem is None:  # up (again)
+                if live.down is not None:
+                    log.info("%s answers again", host(live.base))
+                live.heard, live.down = loop.time(), None
+            elif live.down is None and loop.time() - live.heard >= timeout:  # down: its attempts cancelled
+                live.down = (f"{host(live.base)} stopped answering: nothing for {timeout:g} s "
+                             f"(liveness probe GET {PROBE_PATH}: {problem})")
+                for send in live.sending:
+                    send.cancel()
+                log.warning("%s", live.down)
 
     async def _probe(self, http: Any, base: str, timeout_s: float) -> str | None:
         """None when the server answers ``GET /v1/models`` (any status), else why not."""
