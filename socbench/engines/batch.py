@@ -117,19 +117,15 @@ def status_line(batch: dict[str, Any]) -> str:
 
 @dataclass
 class _Owners:
-    """Which calls a custom id answers, and which have been answered."""
+    """Which calls a custom id answers, while it is unanswered (the first answer is delivered)."""
 
     calls: Sequence[Call]
     finish: Finish
     by_id: dict[str, list[int]]
     results: list[Any]
-    answered: set[str]
 
     def deliver(self, cid: str, value: Any, error: str | None) -> None:
-        if cid in self.answered or cid not in self.by_id:
-            return
-        self.answered.add(cid)
-        for index in self.by_id[cid]:
+        for index in self.by_id.pop(cid, ()):
             self.results[index] = self.finish(index, value, error)
 
 
@@ -154,23 +150,23 @@ class BatchTransport:
         by_id: dict[str, list[int]] = {}
         for index, call in enumerate(calls):
             by_id.setdefault(custom_id(call), []).append(index)
-        owners = _Owners(calls, finish, by_id, [None] * len(calls), set())
+        owners = _Owners(calls, finish, by_id, [None] * len(calls))
         async with session(self.settings) as http:
             api = _Api(http, self.base, self.settings)
             mine = [r for r in self.ledger.records() if not by_id.keys().isdisjoint(r.custom_ids)]
             held = {cid for record in mine for cid in record.custom_ids}
             mine += await self._submit(api, owners, [cid for cid in by_id if cid not in held])
             await self._wait(api, owners, mine)
-        for cid in by_id.keys() - owners.answered:  # a record dropped meanwhile: sent next run
+        for cid in list(by_id):  # unanswered: a record dropped meanwhile; sent next run
             owners.deliver(cid, None, "batch: no answer recorded for this request")
         return owners.results
 
     async def _submit(self, api: _Api, owners: _Owners, todo: list[str]) -> list[BatchRecord]:
         """The calls no batch holds, as new batches (one endpoint each, within the file limits)."""
+        first = {cid: owners.calls[owners.by_id[cid][0]] for cid in todo}
         records = []
-        for path in sorted({owners.calls[owners.by_id[cid][0]].path for cid in todo}):
-            lines = [(cid, batch_line(owners.calls[owners.by_id[cid][0]], cid)) for cid in todo
-                     if owners.calls[owners.by_id[cid][0]].path == path]
+        for path in sorted({call.path for call in first.values()}):
+            lines = [(cid, batch_line(call, cid)) for cid, call in first.items() if call.path == path]
             for chunk in split(lines, self.settings.batch_max_requests, self.settings.batch_max_bytes):
                 record = await self._upload(api, path, chunk)
                 if record is None:

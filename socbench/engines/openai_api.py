@@ -55,8 +55,9 @@ class OpenAIEngine:
     def __init__(self, settings: OpenAISettings) -> None:
         self.settings = settings
         self._http = Transport(settings)  # /tokenize and the preflight's probe: always direct
+        self.usage: UsageMeter = self._http.usage  # every reply's tokens, batches' too
         self._send: Transport | BatchTransport = \
-            BatchTransport(settings, self._http.usage, _show_status) if settings.batch else self._http
+            BatchTransport(settings, self.usage, _show_status) if settings.batch else self._http
         self._tokens: dict[str, list[int]] = {"": []}  # text -> the server's token ids (/tokenize)
         self._tokenize_ok = settings.exact_option_tokens
 
@@ -66,10 +67,6 @@ class OpenAIEngine:
         return {"backend": "openai", "model": self.settings.model, "api_base": ",".join(hosts),
                 "structured_mode": self.settings.structured_mode,
                 "option_tokens": "exact" if self.settings.exact_option_tokens else "top"}
-
-    @property
-    def usage(self) -> UsageMeter:
-        return self._http.usage
 
     def close(self) -> None:
         """Nothing to release: each call opens and closes its own HTTP session."""
