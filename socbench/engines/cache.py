@@ -362,10 +362,14 @@ class CachedEngine:
             return results
         self._count("misses", len(misses))
 
-        def store(position: int, result: Any) -> None:
+        def store(position: int, result: Any) -> None:  # only successes, as the backend reports them
             index = misses[position]
             results[index] = result
-            self._store(method, keys[index], result)
+            if getattr(result, "error", None) is not None:
+                self._count("errors")
+            else:
+                self.cache.put(keys[index], method, _encode(result))
+                self._count("stored")
             sink(index, result)
 
         try:
@@ -381,13 +385,6 @@ class CachedEngine:
     generate = partialmethod(_run, "generate")  # the Engine methods, each through the cache
     option_logprobs = partialmethod(_run, "option_logprobs")
     loglikelihood = partialmethod(_run, "loglikelihood")
-
-    def _store(self, method: str, key: str, result: Any) -> None:
-        if getattr(result, "error", None) is not None:
-            self._count("errors")
-            return
-        self.cache.put(key, method, _encode(result))
-        self._count("stored")
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
