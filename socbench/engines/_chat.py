@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -147,10 +147,14 @@ def truncate_left(context: list[int], continuation: list[int], max_len: int) -> 
     return context[-room:]
 
 
+def _either(texts: Iterable[str]) -> str:
+    """Regex alternatives matching one of ``texts`` (longest first, so "10" wins over "1")."""
+    return "|".join(re.escape(text) for text in sorted(texts, key=len, reverse=True))
+
+
 def answer_regex(codes: tuple[Code, ...]) -> str:
-    """``{"answer": "<code>"}`` with the code one of ``codes`` (longest first, so "10" wins over "1")."""
-    options = "|".join(re.escape(c) for c in sorted(codes, key=len, reverse=True))
-    return r'\{"answer": "(' + options + r')"\}'
+    """``{"answer": "<code>"}`` with the code one of ``codes``."""
+    return r'\{"answer": "(' + _either(codes) + r')"\}'
 
 
 NUMBER_REGEX = r'\{"answer": -?\d{1,9}(\.\d{1,6})?\}'  # a numeric question's reply; its range: extraction
@@ -165,9 +169,7 @@ def constraint_regex(request: PromptRequest) -> str:
         return verbalized.regex(request.option_order)
     if not request.choose_all:
         return answer_regex(request.offered_codes)
-    texts = sorted((json.dumps(text, ensure_ascii=False) for _, text in request.options), key=len,
-                   reverse=True)
-    one = "(" + "|".join(map(re.escape, texts)) + ")"
+    one = "(" + _either(json.dumps(text, ensure_ascii=False) for _, text in request.options) + ")"
     return r'\{"answer": \[(' + one + "(, " + one + r')*)?\]\}'
 
 

@@ -59,20 +59,15 @@ class Unusable(Exception):
         self.reply = reply
 
 
-def content(text: Any) -> str:
+def reply_text(data: dict[str, Any], chat: bool) -> str:
+    """The reply's text, chat or completions shape."""
+    choice = data["choices"][0]
+    text = choice["message"]["content"] if chat else choice["text"]
     if text is None:
         raise Unusable("the server returned null content", reply="")
     if not isinstance(text, str) or not text.strip():
         raise Unusable("the server returned empty content", reply=text if isinstance(text, str) else "")
     return text
-
-
-def chat_text(data: dict[str, Any]) -> str:
-    return content(data["choices"][0]["message"]["content"])
-
-
-def completion_text(data: dict[str, Any]) -> str:
-    return content(data["choices"][0]["text"])
 
 
 def next_token_logprobs(data: dict[str, Any]) -> list[tuple[str, float]]:
@@ -138,17 +133,6 @@ class _Liveness:
         self.base, self.heard = base, now
         self.down: str | None = None  # why the base is considered down, while it is
         self.sending: set[asyncio.Future[Any]] = set()  # the attempts in flight, cancelled when it goes down
-
-    def mark_down(self, reason: str) -> None:
-        self.down = reason
-        for send in self.sending:
-            send.cancel()
-        log.warning("%s", reason)
-
-    def mark_up(self, now: float) -> None:
-        if self.down is not None:
-            log.info("%s answers again", host(self.base))
-        self.heard, self.down = now, None
 
 
 @dataclass(frozen=True)
@@ -280,7 +264,7 @@ class Transport:
         if live.down is not None:
             return Reply(reason=live.down, retry=True)
         send = asyncio.ensure_future(self._send(http, live, live.base + call.path, call.body))
-        live.sending.add(send)  # one task per attempt: ``mark_down`` cancels it (no waiter per request)
+        live.sending.add(send)  # one task per attempt: the watchdog cancels it (no waiter per request)
         try:
             return await send
         except asyncio.CancelledError:
@@ -333,11 +317,16 @@ class Transport:
             if live.down is None and loop.time() - live.heard < interval:
                 continue
             problem = await self._probe(http, live.base, min(timeout, 10.0))
-            if problem is None:
-                live.mark_up(loop.time())
-            elif live.down is None and loop.time() - live.heard >= timeout:
-                live.mark_down(f"{host(live.base)} stopped answering: nothing for {timeout:g} s "
-                               f"(liveness probe GET {PROBE_PATH}: {problem})")
+            if problem is None:  # up (again)
+                if live.down is not None:
+                    log.info("%s answers again", host(live.base))
+                live.heard, live.down = loop.time(), None
+            elif live.down is None and loop.time() - live.heard >= timeout:  # down: its attempts cancelled
+                live.down = (f"{host(live.base)} stopped answering: nothing for {timeout:g} s "
+                             f"(liveness probe GET {PROBE_PATH}: {problem})")
+                for send in live.sending:
+                    send.cancel()
+                log.warning("%s", live.down)
 
     async def _probe(self, http: Any, base: str, timeout_s: float) -> str | None:
         """None when the server answers ``GET /v1/models`` (any status), else why not."""

@@ -117,19 +117,15 @@ def status_line(batch: dict[str, Any]) -> str:
 
 @dataclass
 class _Owners:
-    """Which calls a custom id answers, and which have been answered."""
+    """Which calls a custom id answers, while it is unanswered (the first answer is delivered)."""
 
     calls: Sequence[Call]
     finish: Finish
     by_id: dict[str, list[int]]
     results: list[Any]
-    answered: set[str]
 
     def deliver(self, cid: str, value: Any, error: str | None) -> None:
-        if cid in self.answered or cid not in self.by_id:
-            return
-        self.answered.add(cid)
-        for index in self.by_id[cid]:
+        for index in self.by_id.pop(cid, ()):
             self.results[index] = self.finish(index, value, error)
 
 
@@ -154,23 +150,23 @@ class BatchTransport:
         by_id: dict[str, list[int]] = {}
         for index, call in enumerate(calls):
             by_id.setdefault(custom_id(call), []).append(index)
-        owners = _Owners(calls, finish, by_id, [None] * len(calls), set())
+        owners = _Owners(calls, finish, by_id, [None] * len(calls))
         async with session(self.settings) as http:
-            api = _Api(http, self.base, self.settings, self.usage)
+            api = _Api(http, self.base, self.settings)
             mine = [r for r in self.ledger.records() if not by_id.keys().isdisjoint(r.custom_ids)]
             held = {cid for record in mine for cid in record.custom_ids}
             mine += await self._submit(api, owners, [cid for cid in by_id if cid not in held])
             await self._wait(api, owners, mine)
-        for cid in by_id.keys() - owners.answered:  # a record dropped meanwhile: sent next run
+        for cid in list(by_id):  # unanswered: a record dropped meanwhile; sent next run
             owners.deliver(cid, None, "batch: no answer recorded for this request")
         return owners.results
 
     async def _submit(self, api: _Api, owners: _Owners, todo: list[str]) -> list[BatchRecord]:
         """The calls no batch holds, as new batches (one endpoint each, within the file limits)."""
+        first = {cid: owners.calls[owners.by_id[cid][0]] for cid in todo}
         records = []
-        for path in sorted({owners.calls[owners.by_id[cid][0]].path for cid in todo}):
-            lines = [(cid, batch_line(owners.calls[owners.by_id[cid][0]], cid)) for cid in todo
-                     if owners.calls[owners.by_id[cid][0]].path == path]
+        for path in sorted({call.path for call in first.values()}):
+            lines = [(cid, batch_line(call, cid)) for cid, call in first.items() if call.path == path]
             for chunk in split(lines, self.settings.batch_max_requests, self.settings.batch_max_bytes):
                 record = await self._upload(api, path, chunk)
                 if record is None:
@@ -219,7 +215,7 @@ class BatchTransport:
         if record.batch_id is None:
             refused = 400 <= api.last_status < 500 and api.last_status not in RETRY_STATUS
             return {"id": "(not created)", "status": f"refused (HTTP {api.last_status})"} if refused else None
-        batch = await api.get(record.batch_id)
+        batch = await api.ask("GET", f"/v1/batches/{record.batch_id}")
         if batch is None and api.last_status == 404:  # gone from the server: its requests go again
             return {"id": record.batch_id, "status": "unknown to the server"}
         return batch
@@ -241,7 +237,8 @@ class BatchTransport:
         rows: dict[str, dict[str, Any]] = {}
         for key in ("error_file_id", "output_file_id"):  # the output's answer wins
             if batch.get(key):
-                rows.update(read_output(await api.content(batch[key])))
+                text = await api.ask("GET", f"/v1/files/{batch[key]}/content", text=True)
+                rows.update(read_output(text or ""))
         for cid, row in rows.items():
             if cid in owners.by_id:
                 call = owners.calls[owners.by_id[cid][0]]
@@ -262,8 +259,8 @@ def _ended_why(batch: dict[str, Any]) -> str:
 class _Api:
     """The files and batches endpoints, each call retried on 429/5xx and dropped connections."""
 
-    def __init__(self, http: Any, base: str, settings: OpenAISettings, usage: UsageMeter) -> None:
-        self.http, self.base, self.settings, self.usage = http, base, settings, usage
+    def __init__(self, http: Any, base: str, settings: OpenAISettings) -> None:
+        self.http, self.base, self.settings = http, base, settings
         self.last_status = 0  # of the latest call (404 on a batch: the server does not know it)
 
     async def upload(self, filename: str, content: bytes) -> str | None:
@@ -275,29 +272,22 @@ class _Api:
             data.add_field("file", content, filename=filename, content_type="application/jsonl")
             return data
 
-        reply = await self._ask("POST", "/v1/files", data=form)
+        reply = await self.ask("POST", "/v1/files", data=form)
         return reply.get("id") if isinstance(reply, dict) else None
 
     async def create(self, file_id: str, path: str) -> dict[str, Any] | None:
         body = {"input_file_id": file_id, "endpoint": path, "completion_window": self.settings.batch_window,
                 "metadata": {"source": "socbench"}}
-        return await self._ask("POST", "/v1/batches", json=body)
-
-    async def get(self, batch_id: str) -> dict[str, Any] | None:
-        return await self._ask("GET", f"/v1/batches/{batch_id}")
+        return await self.ask("POST", "/v1/batches", json=body)
 
     async def find(self, file_id: str) -> dict[str, Any] | None:
         """The batch made from ``file_id`` (a run killed after creating it, before recording it), if any."""
-        listing = await self._ask("GET", "/v1/batches", params={"limit": "100"})
+        listing = await self.ask("GET", "/v1/batches", params={"limit": "100"})
         found = [b for b in (listing or {}).get("data") or [] if b.get("input_file_id") == file_id]
         return found[0] if found else None
 
-    async def content(self, file_id: str) -> str:
-        text = await self._ask("GET", f"/v1/files/{file_id}/content", text=True)
-        return text if isinstance(text, str) else ""
-
-    async def _ask(self, method: str, path: str, text: bool = False, data: Callable[[], Any] | None = None,
-                   **kwargs: Any) -> Any:
+    async def ask(self, method: str, path: str, text: bool = False, data: Callable[[], Any] | None = None,
+                  **kwargs: Any) -> Any:
         """The reply's JSON (or text); None after the retries, with a warning (the caller decides)."""
         import aiohttp
 

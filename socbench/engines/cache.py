@@ -258,17 +258,14 @@ class SegmentCache(_Store):
         """Append to this process's segment (created on the first answer), in the OS at once (a process
         kill keeps it), synced at most every ``SYNC_S``."""
         with self._file_lock:
-            self._append(rows)
+            if self._file is None:
+                name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
+                self._file = open(self.path / name, "x", encoding="utf-8", newline="\n")
+                self._file.write(HEADER + "\n")
+            self._file.write("".join(f"{key}\t{method}\t{value}\n" for key, method, value, _ in rows))
+            self._file.flush()
         if time.monotonic() - self._synced >= SYNC_S:
             self._sync()
-
-    def _append(self, rows: list[Row]) -> None:
-        if self._file is None:
-            name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
-            self._file = open(self.path / name, "x", encoding="utf-8", newline="\n")
-            self._file.write(HEADER + "\n")
-        self._file.write("".join(f"{key}\t{method}\t{value}\n" for key, method, value, _ in rows))
-        self._file.flush()
 
     def _sync(self) -> None:
         with self._file_lock:
@@ -364,21 +361,23 @@ class CachedEngine:
         if not misses:
             return results
         self._count("misses", len(misses))
-        reported: set[int] = set()
 
-        def store(position: int, result: Any) -> None:
+        def store(position: int, result: Any) -> None:  # only successes, as the backend reports them
             index = misses[position]
-            reported.add(index)
             results[index] = result
-            self._store(method, keys[index], result)
+            if getattr(result, "error", None) is not None:
+                self._count("errors")
+            else:
+                self.cache.put(keys[index], method, _encode(result))
+                self._count("stored")
             sink(index, result)
 
         try:
             answers = getattr(self.backend, method)([requests[i] for i in misses], store)
             for position, result in enumerate(answers):
-                results[misses[position]] = result
-                if misses[position] not in reported:  # a backend that did not report through on_result
+                if results[misses[position]] is None:  # a backend that did not report through on_result
                     store(position, result)
+                results[misses[position]] = result
         finally:
             self.cache.flush()
         return results
@@ -386,13 +385,6 @@ class CachedEngine:
     generate = partialmethod(_run, "generate")  # the Engine methods, each through the cache
     option_logprobs = partialmethod(_run, "option_logprobs")
     loglikelihood = partialmethod(_run, "loglikelihood")
-
-    def _store(self, method: str, key: str, result: Any) -> None:
-        if getattr(result, "error", None) is not None:
-            self._count("errors")
-            return
-        self.cache.put(key, method, _encode(result))
-        self._count("stored")
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:

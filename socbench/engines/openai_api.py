@@ -55,8 +55,9 @@ class OpenAIEngine:
     def __init__(self, settings: OpenAISettings) -> None:
         self.settings = settings
         self._http = Transport(settings)  # /tokenize and the preflight's probe: always direct
+        self.usage: UsageMeter = self._http.usage  # every reply's tokens, batches' too
         self._send: Transport | BatchTransport = \
-            BatchTransport(settings, self._http.usage, _show_status) if settings.batch else self._http
+            BatchTransport(settings, self.usage, _show_status) if settings.batch else self._http
         self._tokens: dict[str, list[int]] = {"": []}  # text -> the server's token ids (/tokenize)
         self._tokenize_ok = settings.exact_option_tokens
 
@@ -66,10 +67,6 @@ class OpenAIEngine:
         return {"backend": "openai", "model": self.settings.model, "api_base": ",".join(hosts),
                 "structured_mode": self.settings.structured_mode,
                 "option_tokens": "exact" if self.settings.exact_option_tokens else "top"}
-
-    @property
-    def usage(self) -> UsageMeter:
-        return self._http.usage
 
     def close(self) -> None:
         """Nothing to release: each call opens and closes its own HTTP session."""
@@ -102,30 +99,27 @@ class OpenAIEngine:
         text = 'Answer as JSON, {"answer": "<code>"}.\n1. Yes\n2. No'
         probe = PromptRequest(item_id="preflight", messages=(Message("user", text),), offered_codes=codes,
                               structured=True, sampling=SamplingSettings(max_tokens=16))
-        result = self._generate(self._http, [probe])[0]  # one request: never a batch
+        # one request, direct (never a batch); a structured reply has no prefix to add
+        reply, error = self._http.run_all([self._generate_call(probe)], lambda i, *answer: answer)[0]
         hint = ("run with --no-structured, or --engine '{\"structured_mode\": \"json_schema\"}' for a server "
                 "with OpenAI's response_format")
-        if result.error is not None and result.error.startswith(("HTTP 400", "HTTP 422")):
+        if error is not None and error.startswith(("HTTP 400", "HTTP 422")):
             raise ConfigError(f"--structured: {where} rejected the constrained request "
-                              f"({self.settings.structured_mode}: {result.error[:160]}); {hint}")
-        if result.error is not None:
-            raise EngineError(f"--api_base: {where} failed a test request: {result.error[:200]}")
-        if not _honours(result.text or "", codes, self.settings.structured_mode):
+                              f"({self.settings.structured_mode}: {error[:160]}); {hint}")
+        if error is not None:
+            raise EngineError(f"--api_base: {where} failed a test request: {error[:200]}")
+        if not _honours(reply or "", codes, self.settings.structured_mode):
             raise ConfigError(f"--structured: {where} ignored the constraint (it replied "
-                              f"{(result.text or '')[:60]!r}); {hint}")
+                              f"{(reply or '')[:60]!r}); {hint}")
 
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
-        return self._generate(self._send, requests, on_result)
-
-    def _generate(self, sender: Transport | BatchTransport, requests: Sequence[PromptRequest],
-                  on_result: ResultSink | None = None) -> list[EngineResult]:
         def finish(i: int, text: str | None, error: str | None) -> EngineResult:
             prefix = _chat.started(requests[i])
             result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
             return _chat.report(on_result, i, result)
 
-        return sender.run_all(LazyCalls(requests, self._generate_call), finish)
+        return self._send.run_all(LazyCalls(requests, self._generate_call), finish)
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
@@ -202,7 +196,7 @@ class OpenAIEngine:
         elif mode == "json_schema" and request.chat:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "answer", "schema": _chat.answer_schema(request), "strict": True}}
-        return Call(_path(request), body, _http.chat_text if request.chat else _http.completion_text)
+        return Call(_path(request), body, partial(_http.reply_text, chat=request.chat))
 
     def _option_calls(self, request: PromptRequest,
                       plan: _chat.OptionPlan) -> list[tuple[str | None, Call]]:

@@ -91,12 +91,6 @@ def vllm_cpu_threads() -> int:
     return _env_int("OMP_NUM_THREADS", 0) or cores()
 
 
-def cpu_compute_threads() -> int:
-    """transformers on CPU: ``OMP_NUM_THREADS``, else one core fewer than usable (tokenizer and Prefect
-    keep one); never adapted to the load: the count changes bf16 log-likelihoods, hence CP choices."""
-    return _env_int("OMP_NUM_THREADS", 0) or max(1, cores() - 1)
-
-
 def _env_int(name: str, default: int) -> int:
     value = os.environ.get(name, "").strip()
     if not value:
@@ -172,7 +166,7 @@ class HfSettings(BaseModel):
     dtype: DType = "bfloat16"  # the validator below sets the host's when none is given
     batch_size: Positive = 16
     device: str = "auto"
-    torch_threads: Positive | None = None  # None: cores - 1 on CPU (cpu_compute_threads), torch's on GPU
+    torch_threads: Positive | None = None  # None: cores - 1 on CPU (resolved_threads), torch's on GPU
     pack_tokens: Positive = 256  # tokens per packed scoring row (contexts + continuations: _packed)
     pack_rows: Positive = 4  # packed rows per scoring forward pass
 
@@ -190,9 +184,12 @@ class HfSettings(BaseModel):
         return validated(cls, dict(overrides or {}), within="--engine")
 
     def resolved_threads(self) -> int | None:
-        if self.torch_threads is not None:
+        """``torch_threads``, else torch's on GPU; on CPU ``OMP_NUM_THREADS``, else one core fewer than usable
+        (tokenizer and Prefect keep one); never adapted to the load: the count changes bf16
+        log-likelihoods, hence CP choices."""
+        if self.torch_threads is not None or self.resolved_device() != "cpu":
             return self.torch_threads
-        return cpu_compute_threads() if self.resolved_device() == "cpu" else None
+        return _env_int("OMP_NUM_THREADS", 0) or max(1, cores() - 1)
 
     def resolved_device(self) -> str:
         if self.device != "auto":

@@ -15,6 +15,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 from socbench.engines import _chat, _packed
@@ -65,7 +66,7 @@ class VllmEngine:
         self.usage = UsageMeter()  # tokens of every finished request (its token ids)
         self._llm = None
         self._live: dict[str, _Sub] = {}
-        self._next_id = 0
+        self._ids = count()  # request ids
 
     @property
     def identity(self) -> dict[str, str]:
@@ -108,10 +109,7 @@ class VllmEngine:
         if llm is None:
             return
         core = llm.llm_engine
-        if self._live:
-            with suppress(Exception):
-                core.abort_request(list(self._live))
-            self._live.clear()
+        self._abort(core)
         with suppress(Exception):
             core.engine_core.shutdown()
         del core, llm
@@ -141,8 +139,7 @@ class VllmEngine:
                     if sub is None:
                         break
                     sub.params.output_kind = RequestOutputKind.FINAL_ONLY
-                    request_id = str(self._next_id)
-                    self._next_id += 1
+                    request_id = str(next(self._ids))
                     try:
                         core.add_request(request_id, tokens_input(sub.tokens), sub.params)
                     except (ValueError, VLLMClientError) as exc:
@@ -156,11 +153,14 @@ class VllmEngine:
                         self.usage.add(len(output.prompt_token_ids or ()),
                                        sum(len(o.token_ids) for o in output.outputs))
                         follow_ups.extend(finish(self._live.pop(output.request_id), output))
-        finally:
-            if self._live:  # interrupted: take the unfinished requests out of the engine
-                with suppress(Exception):
-                    core.abort_request(list(self._live))
-                self._live.clear()
+        finally:  # interrupted: take the unfinished requests out of the engine
+            self._abort(core)
+
+    def _abort(self, core: Any) -> None:
+        if self._live:
+            with suppress(Exception):
+                core.abort_request(list(self._live))
+            self._live.clear()
 
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
@@ -207,10 +207,9 @@ class VllmEngine:
                     error = EngineResult(key=request.key, error="no offered codes to score")
                     results[i] = _chat.report(on_result, i, error)
                     continue
-                jobs[i] = job = _OptionJob(request.key, plan)
                 self.scoring_methods[plan.method] += 1
                 root = _node_subs(i, plan, ())
-                job.waiting = len(root)
+                jobs[i] = _OptionJob(request.key, plan, waiting=len(root))
                 yield from root
 
         def finish(sub: _Sub, output: Any) -> list[_Sub]:

@@ -58,7 +58,5 @@ class LazyCalls(Sequence[T]):
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self.make(item) for item in self.items[index]]
+    def __getitem__(self, index: Any) -> Any:  # int indices only: calls are sent one by one, never sliced
         return self.make(self.items[index])

@@ -66,12 +66,14 @@ def resolve_model(spec: str) -> ResolvedModel:
                      "an existing HF model folder or a .gguf file")
 
 
-def check_folder(path: Path) -> None:
+def _folder(path: Path, name: str, source: str) -> ResolvedModel:
     """An HF folder needs config.json and weights; say which is missing."""
+    path = path.resolve()
     if not (path / "config.json").is_file():
         raise ModelError(f"model folder {path}: no config.json")
     if not any(next(path.glob(p), None) for p in WEIGHT_PATTERNS):
         raise ModelError(f"model folder {path}: no weights (*.safetensors or *.bin)")
+    return ResolvedModel(name=name, path=path, source=source, fingerprint=folder_fingerprint(path))
 
 
 def folder_fingerprint(path: Path) -> str:
@@ -84,12 +86,6 @@ def folder_fingerprint(path: Path) -> str:
     weights = sorted(f for p in WEIGHT_PATTERNS for f in path.glob(p))
     digest.update(json.dumps([[f.name, f.stat().st_size] for f in weights]).encode())
     return digest.hexdigest()[:16]
-
-
-def _folder(path: Path, name: str, source: str) -> ResolvedModel:
-    path = path.resolve()
-    check_folder(path)
-    return ResolvedModel(name=name, path=path, source=source, fingerprint=folder_fingerprint(path))
 
 
 def _converted(gguf: Path, name: str, source: str, package: str | None = None,
