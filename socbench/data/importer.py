@@ -87,14 +87,11 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
 
 def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """The persona variables, keyed by their label (their name when unlabelled or the label repeats)."""
-    pairs: list[tuple[str, str]] = []
-    used: set[str] = set()
+    pairs: dict[str, str] = {}
     for name in names:
-        variable = survey.variables[name]
-        key = variable.key if variable.key not in used else f"{variable.key} ({name})"
-        used.add(key)
-        pairs.append((name, key))
-    return tuple(pairs)
+        key = survey.variables[name].key
+        pairs[name] = key if key not in pairs.values() else f"{key} ({name})"
+    return tuple(pairs.items())
 
 
 def _slug(request: ImportRequest) -> str:
@@ -122,12 +119,8 @@ def _entry(request: ImportRequest, base: Manifest | None, slug: str, earlier: Do
     """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
     taken = {d.id for d in (base.domains if base else []) if d.slug != slug}
     issp = ISSP_BY_SLUG.get(slug)
-    if earlier is not None:
-        domain_id = earlier.id
-    elif issp is not None and issp.id not in taken:
-        domain_id = issp.id
-    else:
-        domain_id = max(taken | {0}) + 1
+    domain_id = (earlier.id if earlier else issp.id if issp is not None and issp.id not in taken
+                 else max(taken | {0}) + 1)
     name = (request.name or (earlier.name if earlier else None) or (issp.name if issp else None)
             or "".join(part.capitalize() for part in re.split(r"[_-]+", slug)))
     return validated(DomainSpec, dict(
