@@ -155,8 +155,8 @@ def _question_lines(name: str, report: dict) -> list[str]:
         for qid in order[:SHOWN_QUESTIONS]
     ]
     if len(order) > SHOWN_QUESTIONS:
-        more = len(order) - SHOWN_QUESTIONS
-        lines.append(f"  {name}: {more} more question(s) with exclusions (--json lists all)")
+        lines.append(f"  {name}: {len(order) - SHOWN_QUESTIONS} more question(s) with exclusions "
+                     "(--json lists all)")
     return lines
 
 

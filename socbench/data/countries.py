@@ -162,7 +162,5 @@ def country_attribute_key(attributes: Mapping[str, object]) -> str | None:
 
 def codebook_country_table(entries: list) -> dict[str, str]:
     """The C_ALPHAN ``{code: name}`` table of a codebook (a list of CodebookEntry), or {}."""
-    for entry in entries:
-        if entry.domain.strip().lower() == "c_alphan":
-            return {code.strip(): str(label) for code, label in entry.content.items()}
-    return {}
+    entry = next((e for e in entries if e.domain.strip().lower() == "c_alphan"), None)
+    return {code.strip(): str(label) for code, label in entry.content.items()} if entry else {}

@@ -314,15 +314,12 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
                         f"(expected {','.join(CODEBOOK_CSV_COLUMNS)})")
     book: dict[str, tuple[str | None, dict[str, str]]] = {}
     for row in frame.itertuples(index=False):
-        name = str(row.variable).strip()
-        if not name:
+        if not (name := str(row.variable).strip().lower()):
             continue
-        label, values = book.get(name.lower(), (None, {}))
-        label = label or (str(row.label).strip() or None)
-        code = canonical_code(row.code)
-        if code is not None and str(row.value_label).strip():
+        label, values = book.get(name, (None, {}))
+        if (code := canonical_code(row.code)) is not None and str(row.value_label).strip():
             values[code] = str(row.value_label).strip()
-        book[name.lower()] = (label, values)
+        book[name] = (label or str(row.label).strip() or None, values)
     return book
 
 
