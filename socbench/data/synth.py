@@ -124,9 +124,10 @@ def _admin(countries: Sequence[tuple[str, str]], domain: DomainSpec, vocab: dict
     return admin
 
 
-def _values(person: Person, case: int, admin: _Admin, vocab: dict[str, Variable],
+def _values(person: Person, number: int, admin: _Admin, vocab: dict[str, Variable],
             rng: np.random.Generator) -> dict[str, str]:
-    """ISSP variable -> value label for one person (missing-value labels sprinkled in)."""
+    """ISSP variable -> value label for the country's ``number``-th person (missing-value labels sprinkled
+    in)."""
     codes = dict(SEX=person.sex, DEGREE=person.degree, WORK=person.work, MAINSTAT=person.mainstat,
                  MARITAL=person.marital, RELIGGRP=person.religion, ATTEND=person.attend,
                  URBRURAL=person.urbrural)
@@ -134,7 +135,7 @@ def _values(person: Person, case: int, admin: _Admin, vocab: dict[str, Variable]
     if "AGE" in vocab:
         old = any(re.match(r"^\d+ years old", v) for v in vocab["AGE"].labels.values())
         values["AGE"] = f"{person.age} years old" if old else f"{person.age} years"
-    values.update(CASEID=str(case), DATEYR=admin.year, MODE=admin.mode)
+    values.update(CASEID=str(admin.first_case + number), DATEYR=admin.year, MODE=admin.mode)
     if "WEIGHT" in vocab:
         values["WEIGHT"] = f"{rng.uniform(0.55, 1.75):.4f}" if admin.weighted else vocab["WEIGHT"].label("1")
     for name, rate in _MISSING_ATTR.items():
@@ -183,8 +184,7 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
     records = []
     for i, person in enumerate(people, 1):
         seen[person.code] += 1
-        values = _values(person, admin[person.code].first_case + seen[person.code], admin[person.code],
-                         vocab, rng)
+        values = _values(person, seen[person.code], admin[person.code], vocab, rng)
         records.append({"person_id": int(f"{domain.id}{i:07d}"),
                         "attributes": _attributes(person, values, vocab, country_key, national),
                         "questions_answer": {q.id: answer(m, q, person, rng) for q, m in zip(qs, models)}})
