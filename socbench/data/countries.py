@@ -116,14 +116,11 @@ def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | 
     """An ISSP country name (or code, or "XX-Name") -> its ``C_ALPHAN`` code, else None; ``extra``
     (a codebook's code -> name table) is tried first."""
     text = _NUMERIC_PREFIX.sub("", str(name).strip().translate(_DASHES))
-    extra_index = None
-    if extra:
-        extra_index = _build_index([(n, c) for c, n in extra.items()] + [(c, c) for c in extra])
-    code = _lookup(text, extra_index)
-    if code:
+    extra_index = (_build_index([(n, c) for c, n in extra.items()] + [(c, c) for c in extra]) if extra
+                   else None)
+    if code := _lookup(text, extra_index):
         return code
-    match = _CODE_PREFIX.match(text)
-    if not match:
+    if not (match := _CODE_PREFIX.match(text)):
         return None
     prefix, rest = match.groups()
     rest_code = _lookup(rest, extra_index)

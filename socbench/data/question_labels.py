@@ -96,10 +96,8 @@ def _file_missing(variable: Variable, codes: Iterable[str]) -> dict[str, tuple[s
 def _scale_fill(variable: Variable, options: Mapping[str, str], counts: Mapping[str, int],
                 missing: Mapping[str, object]) -> list[str]:
     """Unlabelled integer codes of the range the data shows to be a scale (the scale rule)."""
-    if variable.is_string:
-        return []
     ints = [int(code) for code in options if _INTEGER.match(code)]
-    if len(ints) < 2:
+    if variable.is_string or len(ints) < 2:
         return []
     low, high = min(ints), max(ints)
     if not any(_INTEGER.match(code) and low < int(code) < high and code not in variable.value_labels
@@ -342,8 +340,7 @@ def with_sets(survey: SurveyFile, records: list[dict], members: dict[str, MultiO
     """Marks each set variable's record of the question file ``multi``; one line for a variable whose
     selected code is not one of its answer codes."""
     for record in records:
-        option = members.get(record["question_id"])
-        if option is None:
+        if (option := members.get(record["question_id"])) is None:
             continue
         if option.selected not in record["answer"] or len(record["answer"]) < 2:
             raise DataError(f"{survey.path}: variable {record['question_id']} (--multi {option.set}) is no "
