@@ -63,8 +63,7 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
         raise ConfigError("--numeric applies to --questions (a question set declares its own: \"numeric\": "
                           "[low, high])")
     if request.qa is not None:
-        questions = load_questions(request.qa)
-        pairs = [(survey.find(q.id), q.id) for q in questions]
+        pairs = [(survey.find(q.id), q.id) for q in load_questions(request.qa)]
         absent = [qid for name, qid in pairs if name is None]
         if absent:
             more = f" ({len(absent)} of the {len(pairs)} are missing: {', '.join(absent[:8])})"
