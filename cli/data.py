@@ -121,17 +121,16 @@ def format_table(reports: dict[str, dict], names: dict[str, str]) -> str:
              "unmapped": sum(u["count"] for u in r["unmapped_respondents"])} for key, r in reports.items()]
     lines = [pd.DataFrame(rows).fillna("").to_string(index=False)] if rows else []
     for key, report in reports.items():
-        for reason, count in report["excluded_by_reason"].items():
-            lines.append(f"  {names[key]}: excluded, {reason}: {count}")
-        lines += _question_lines(names[key], report)
+        name = names[key]
+        lines += [f"  {name}: excluded, {reason}: {n}" for reason, n in report["excluded_by_reason"].items()]
+        lines += _question_lines(name, report)
         grouping = report["grouping"]
         if grouping != COUNTRY:
-            lines.append(f"  {names[key]}: grouped by {grouping} ({report['groups']} groups; not a "
+            lines.append(f"  {name}: grouped by {grouping} ({report['groups']} groups; not a "
                          "country variable): strata, the majority-in-group baseline and breakdowns use it")
         what = "country not mapped" if grouping == COUNTRY else f"no {grouping} recorded"
-        for entry in report["unmapped_respondents"]:
-            name = entry.get("country", entry.get("group"))
-            lines.append(f"  {names[key]}: {what}: {name!r} ({entry['count']} respondents)")
+        lines += [f"  {name}: {what}: {entry.get('country', entry.get('group'))!r} ({entry['count']} "
+                  "respondents)" for entry in report["unmapped_respondents"]]
     return "\n".join(lines)
 
 
@@ -155,8 +154,8 @@ def _question_lines(name: str, report: dict) -> list[str]:
         for qid in order[:SHOWN_QUESTIONS]
     ]
     if len(order) > SHOWN_QUESTIONS:
-        more = len(order) - SHOWN_QUESTIONS
-        lines.append(f"  {name}: {more} more question(s) with exclusions (--json lists all)")
+        lines.append(f"  {name}: {len(order) - SHOWN_QUESTIONS} more question(s) with exclusions "
+                     "(--json lists all)")
     return lines
 
 

@@ -17,7 +17,7 @@ import pyreadstat
 import pytest
 
 from socbench.cli import main
-from socbench.data.example_study import MISSING_LABELS, QUESTIONS, SAV_NAME, build_study
+from socbench.data.example_study import MISSING_LABELS, QUESTIONS, SAV_NAME, write_study
 from socbench.data.loaders import load_domain
 from socbench.domains import DOMAINS, domain_table, get_domain, select_domains
 from socbench.errors import ConfigError, DataError
@@ -319,15 +319,14 @@ def test_import_into_a_sociobench_folder_keeps_its_issp_domains(
 
 
 def test_example_study_is_the_code_s_output(tmp_path: Path, capsys) -> None:
-    """The shipped .sav holds exactly what ``build_study`` draws, and importing it again
+    """The shipped .sav holds exactly what ``write_study`` draws, and importing it again
     reproduces the shipped Dataset_all byte for byte."""
     frame, meta = pyreadstat.read_sav(EXAMPLE / SAV_NAME, user_missing=True)
-    study = build_study()
-    pd.testing.assert_frame_equal(frame, study.frame, check_dtype=False)
-    assert meta.column_names_to_labels == study.labels
-    assert {
-        k: {int(c): v for c, v in vl.items()} for k, vl in meta.variable_value_labels.items()
-    } == study.value_labels
+    fresh, drawn = pyreadstat.read_sav(write_study(tmp_path / "drawn"), user_missing=True)
+    pd.testing.assert_frame_equal(frame, fresh, check_dtype=False)
+    assert meta.column_names_to_labels == drawn.column_names_to_labels
+    assert meta.variable_value_labels == drawn.variable_value_labels
+    assert meta.missing_ranges == drawn.missing_ranges
     assert set(meta.missing_ranges) == set(QUESTIONS) and all(
         sorted(r["lo"] for r in ranges) == sorted(MISSING_LABELS) for ranges in meta.missing_ranges.values()
     )

@@ -102,28 +102,22 @@ def _iso_index() -> tuple[dict[str, str], dict[str, str]]:
 
 
 def _lookup(name: str, extra: tuple[dict[str, str], dict[str, str]] | None) -> str | None:
-    norm = normalize_name(name)
-    if not norm:
+    if not (norm := normalize_name(name)):
         return None
-    for exact, loose in ((extra or ({}, {})), (_EXACT, _LOOSE), _iso_index()):
-        code = exact.get(norm) or loose.get(_sorted_tokens(norm))
-        if code:
-            return code
-    return None
+    indexes = ((extra or ({}, {})), (_EXACT, _LOOSE), _iso_index())
+    found = (exact.get(norm) or loose.get(_sorted_tokens(norm)) for exact, loose in indexes)
+    return next((code for code in found if code), None)
 
 
 def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | None:
     """An ISSP country name (or code, or "XX-Name") -> its ``C_ALPHAN`` code, else None; ``extra``
     (a codebook's code -> name table) is tried first."""
     text = _NUMERIC_PREFIX.sub("", str(name).strip().translate(_DASHES))
-    extra_index = None
-    if extra:
-        extra_index = _build_index([(n, c) for c, n in extra.items()] + [(c, c) for c in extra])
-    code = _lookup(text, extra_index)
-    if code:
+    extra_index = (_build_index([(n, c) for c, n in extra.items()] + [(c, c) for c in extra]) if extra
+                   else None)
+    if code := _lookup(text, extra_index):
         return code
-    match = _CODE_PREFIX.match(text)
-    if not match:
+    if not (match := _CODE_PREFIX.match(text)):
         return None
     prefix, rest = match.groups()
     rest_code = _lookup(rest, extra_index)
@@ -150,19 +144,15 @@ def country_attribute_key(attributes: Mapping[str, object]) -> str | None:
     """The attribute holding the C_ALPHAN country name (keys differ by domain); the alphanumeric
     prefix table is preferred over numeric ones, then sample tables over whole-nation ones."""
     candidates = [k for k in attributes if k.lower().startswith("country") and "iso 3166" in k.lower()]
-    if not candidates:
-        return None
 
     def rank(key: str) -> tuple[int, int, int]:
         low = key.lower()
         return ("alphanumeric" not in low, "prefix" not in low, not re.match(r"country\s*/\s*sample", low))
 
-    return min(candidates, key=rank)
+    return min(candidates, key=rank, default=None)
 
 
 def codebook_country_table(entries: list) -> dict[str, str]:
     """The C_ALPHAN ``{code: name}`` table of a codebook (a list of CodebookEntry), or {}."""
-    for entry in entries:
-        if entry.domain.strip().lower() == "c_alphan":
-            return {code.strip(): str(label) for code, label in entry.content.items()}
-    return {}
+    entry = next((e for e in entries if e.domain.strip().lower() == "c_alphan"), None)
+    return {code.strip(): str(label) for code, label in entry.content.items()} if entry else {}

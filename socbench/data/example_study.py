@@ -8,7 +8,6 @@ writes the ``.sav`` with this module and imports it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,14 +26,6 @@ QUESTIONS: dict[str, tuple[str, dict[int, str], tuple[float, float, float, float
 PERSONA = {  # name -> (label, value labels); AGE and RESPID carry no value labels
     name: (v["label"], {int(k): label for k, label in v["options"].items()})
     for name, v in _TABLES["persona"].items()}
-
-
-@dataclass(frozen=True)
-class Study:
-    frame: pd.DataFrame
-    labels: dict[str, str]
-    value_labels: dict[str, dict[int, str]]
-    missing_ranges: dict[str, list[int]]
 
 
 def _persona(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
@@ -63,8 +54,11 @@ def _answers(rng: np.random.Generator, persona: dict[str, np.ndarray], weights: 
     return np.where(gaps < 0.02, -9, np.where(gaps < 0.05, -8, picked))
 
 
-def build_study(n: int = DEFAULT_RESPONDENTS, seed: int = EXAMPLE_SEED) -> Study:
-    """The study's columns, labels, value labels and SPSS user-missing codes."""
+def write_study(folder: Path, n: int = DEFAULT_RESPONDENTS, seed: int = EXAMPLE_SEED) -> Path:
+    """Write ``wellbeing_survey.sav`` (the study's columns, labels, value labels and SPSS user-missing
+    codes) and the question list."""
+    import pyreadstat
+
     rng = np.random.default_rng(seed)
     persona = _persona(rng, n)
     columns: dict[str, np.ndarray] = {name: values.astype(float) for name, values in persona.items()}
@@ -79,19 +73,11 @@ def build_study(n: int = DEFAULT_RESPONDENTS, seed: int = EXAMPLE_SEED) -> Study
     older = np.where(persona["AGE"] >= 60, 1.2, 0.95)
     columns["WTFINAL"] = np.round(urban * older * rng.uniform(0.85, 1.15, n), 4)
     labels["WTFINAL"] = "Final design weight"
-    missing = {name: sorted(MISSING_LABELS) for name in QUESTIONS}
-    return Study(pd.DataFrame(columns), labels, value_labels, missing)
-
-
-def write_study(folder: Path, n: int = DEFAULT_RESPONDENTS, seed: int = EXAMPLE_SEED) -> Path:
-    """Write ``wellbeing_survey.sav`` (with labels and user-missing codes) and the question list."""
-    import pyreadstat
-
-    study = build_study(n, seed)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / SAV_NAME
-    pyreadstat.write_sav(study.frame, path, column_labels=study.labels,
-                         variable_value_labels=study.value_labels, missing_ranges=study.missing_ranges,
+    pyreadstat.write_sav(pd.DataFrame(columns), path, column_labels=labels,
+                         variable_value_labels=value_labels,
+                         missing_ranges={name: sorted(MISSING_LABELS) for name in QUESTIONS},
                          file_label="Community Wellbeing Survey (synthetic)")
     (folder / QUESTIONS_FILE).write_text("\n".join(QUESTIONS) + "\n", encoding="utf-8")
     return path

@@ -70,12 +70,10 @@ def block_records(frame: pd.DataFrame, person_ids: Sequence[int], layout: Record
                                              zip(*answer_cols) if answer_cols else blank)):
         attributes = ({k: v for k, v in zip(attr_keys, attrs) if v is not None} if None in attrs
                       else dict(zip(attr_keys, attrs)))
-        record: dict[str, Any] = {"person_id": int(person_ids[i]), "attributes": attributes,
-                                  "questions_answer": dict(zip(qids, answers))}
-        if weights is not None:
-            record["weight"] = weights[i]
-        record["source_row"] = int(rows[i])
-        records.append(record)
+        records.append({"person_id": int(person_ids[i]), "attributes": attributes,
+                        "questions_answer": dict(zip(qids, answers)),
+                        **({"weight": weights[i]} if weights is not None else {}),
+                        "source_row": int(rows[i])})
     return records
 
 

@@ -75,11 +75,10 @@ def country_warnings(survey: SurveyFile, country: str | None, counts: Mapping[st
     if country is None or survey.variables[country].is_string:
         return []
     labels = survey.variables[country].value_labels
-    bare = {code: n for code, n in counts.items() if code not in labels and code != SYSTEM_MISSING}
+    bare = sorted((code for code in counts if code not in labels and code != SYSTEM_MISSING), key=code_order)
     if not bare:
         return []
-    ordered = sorted(bare.items(), key=lambda kv: code_order(kv[0]))
-    shown = ", ".join(f"{code} ({n} respondents)" for code, n in ordered)
+    shown = ", ".join(f"{code} ({counts[code]} respondents)" for code in bare)
     return [f"country variable {country}: code(s) without a label: {shown}; these respondents' persona "
             f'says "Country": "<code>" and their country is unmapped (label the codes in the file)']
 
@@ -105,12 +104,10 @@ def question_lines(decision: QuestionDecision) -> list[str]:
         shown = "; ".join(f"{_quoted(code, label)} ({source})"
                           for code, (label, source) in decision.missing.items())
         lines.append(f"  - missing codes: {shown}")
-    excluded = decision.excluded()
-    total = sum(decision.counts.values())
-    text = "; ".join(f"{reason}: {n}" for reason, n in excluded.items()) or "none"
-    lines.append(f"  - rows in the file: {total}, answers scored {decision.answered}; not scored: {text}")
-    unoffered = decision.unoffered()
-    if unoffered:
+    text = "; ".join(f"{reason}: {n}" for reason, n in decision.excluded().items()) or "none"
+    lines.append(f"  - rows in the file: {sum(decision.counts.values())}, answers scored "
+                 f"{decision.answered}; not scored: {text}")
+    if unoffered := decision.unoffered():
         lines.append("  - codes in the data neither offered nor missing (kept as recorded, excluded at "
                      "scoring): " + ", ".join(f"{code} ({n})" for code, n in unoffered.items()))
     return lines
@@ -127,9 +124,8 @@ def _left_out(dropped: int) -> str:
 def summary_section(plan: ImportPlan) -> list[str]:
     """Respondents, countries, questions, the answers scored and not scored by reason; the warnings."""
     decisions, survey = plan.decisions, plan.survey
-    reasons: Counter[str] = Counter()
-    for decision in decisions:  # each missing code under its own label, as ``data validate`` counts
-        reasons.update(decision.excluded())
+    # each missing code under its own label, as ``data validate`` counts
+    reasons = sum((Counter(decision.excluded()) for decision in decisions), Counter())
     respondents = plan.respondents
     source = plan.request.qa.name if plan.request.qa else "from the file labels"
     blank = respondents * len(decisions) - sum(sum(d.counts.values()) for d in decisions)

@@ -49,14 +49,12 @@ def domain_files(root: Path, slug: str, entry: DomainSpec | None = None) -> list
 
 def _stats_source(path: Path) -> str | None:
     """``"<file> (sha256 <first 12>)"`` from one sampling stats file, None when it names none."""
-    try:
+    with suppress(DataError):
         stats = read_json(path)
-    except DataError:
-        return None
-    sha = stats.get("source_sha256") if isinstance(stats, dict) else None
-    if not isinstance(sha, str) or not sha:
-        return None
-    return f"{stats.get('source_file') or 'unnamed file'} (sha256 {sha[:12]})"
+        sha = stats.get("source_sha256") if isinstance(stats, dict) else None
+        if isinstance(sha, str) and sha:
+            return f"{stats.get('source_file') or 'unnamed file'} (sha256 {sha[:12]})"
+    return None
 
 
 def mixed_sources(root: Path, slug: str, answer_file: str) -> str | None:
@@ -80,12 +78,11 @@ def check_existing(out: Path, slug: str, earlier: DomainSpec | None, replace: bo
     files = domain_files(out, slug, earlier)
     if (not files and earlier is None) or replace:
         return files
-    issp = ISSP_BY_SLUG.get(slug)
-    name = earlier.name if earlier else issp.name if issp else slug
-    number = earlier.id if earlier else issp.id if issp else None
+    known = earlier or ISSP_BY_SLUG.get(slug)
     sources = sorted({s for f in files if f.name == stats_name(slug) and (s := _stats_source(f))})
     source = ", ".join(sources) if sources else SOCIOBENCH if files else "its manifest entry only"
-    raise ConfigError(f"--out {out}: domain {name!r} (slug {slug}{f', id {number}' if number else ''}) "
+    raise ConfigError(f"--out {out}: domain {known.name if known else slug!r} "
+                      f"(slug {slug}{f', id {known.id}' if known else ''}) "
                       f"already exists there, from {source}: add --replace to replace it whole (every sample "
                       f"size), or import under another --slug")
 

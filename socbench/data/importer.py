@@ -63,8 +63,7 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
         raise ConfigError("--numeric applies to --questions (a question set declares its own: \"numeric\": "
                           "[low, high])")
     if request.qa is not None:
-        questions = load_questions(request.qa)
-        pairs = [(survey.find(q.id), q.id) for q in questions]
+        pairs = [(survey.find(q.id), q.id) for q in load_questions(request.qa)]
         absent = [qid for name, qid in pairs if name is None]
         if absent:
             more = f" ({len(absent)} of the {len(pairs)} are missing: {', '.join(absent[:8])})"
@@ -87,14 +86,11 @@ def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[st
 
 def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """The persona variables, keyed by their label (their name when unlabelled or the label repeats)."""
-    pairs: list[tuple[str, str]] = []
-    used: set[str] = set()
+    pairs: dict[str, str] = {}
     for name in names:
-        variable = survey.variables[name]
-        key = variable.key if variable.key not in used else f"{variable.key} ({name})"
-        used.add(key)
-        pairs.append((name, key))
-    return tuple(pairs)
+        key = survey.variables[name].key
+        pairs[name] = key if key not in pairs.values() else f"{key} ({name})"
+    return tuple(pairs.items())
 
 
 def _slug(request: ImportRequest) -> str:
@@ -122,12 +118,8 @@ def _entry(request: ImportRequest, base: Manifest | None, slug: str, earlier: Do
     """The manifest entry: an earlier import's id and name, else ISSP's, else the next free id."""
     taken = {d.id for d in (base.domains if base else []) if d.slug != slug}
     issp = ISSP_BY_SLUG.get(slug)
-    if earlier is not None:
-        domain_id = earlier.id
-    elif issp is not None and issp.id not in taken:
-        domain_id = issp.id
-    else:
-        domain_id = max(taken | {0}) + 1
+    domain_id = (earlier.id if earlier else issp.id if issp is not None and issp.id not in taken
+                 else max(taken | {0}) + 1)
     name = (request.name or (earlier.name if earlier else None) or (issp.name if issp else None)
             or "".join(part.capitalize() for part in re.split(r"[_-]+", slug)))
     return validated(DomainSpec, dict(
@@ -190,9 +182,11 @@ def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[Respondent]:
     return [Respondent(int(pid), name, codes.get(name), {}, {}) for pid, name in zip(person_ids, names)]
 
 
-def _stats(plan: ImportPlan, rows: list[Respondent], ranks: np.ndarray, size: int | str, sha: str) -> dict:
-    """``sampling_stats_<slug>.json`` of one size: SocioBench's keys plus the source's provenance."""
-    kept = [row for row, rank in zip(rows, ranks) if rank < _limit(size, len(rows))]
+def _stats(plan: ImportPlan, rows: list[Respondent], ranks: np.ndarray, size: int | str, limit: int,
+           sha: str) -> dict:
+    """``sampling_stats_<slug>.json`` of one size (keeping the draw ranks below ``limit``): SocioBench's
+    keys plus the source's provenance."""
+    kept = [row for row, rank in zip(rows, ranks) if rank < limit]
     what, plural = ("group", "groups") if plan.group else ("country", "countries")
     counts = Counter(
         (row.country_code or row.country_name or NO_COUNTRY) if plan.strata else NO_COUNTRY for row in kept
@@ -217,11 +211,6 @@ def _stats(plan: ImportPlan, rows: list[Respondent], ranks: np.ndarray, size: in
     }
 
 
-def _limit(size: int | str, respondents: int) -> int:
-    """The draw ranks a sample keeps: ``all`` keeps every respondent (but those left out)."""
-    return respondents if size == "all" else int(size)
-
-
 def _write_side_files(plan: ImportPlan) -> Path:
     out = plan.request.out
     qa_path = out / QA_FOLDER / f"issp_qa_{plan.entry.slug}.json"
@@ -244,18 +233,19 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     person_ids = plan.entry.id * scale + np.arange(1, survey.n_rows + 1, dtype=np.int64)
     rows = _rows(plan, person_ids)
     ranks = np.asarray(draw_ranks(rows, request.seed, leave_out=plan.weights.dropped), dtype=np.int64)
-    sizes = sorted(set(request.sizes), key=lambda size: _limit(size, survey.n_rows))
+    # the draw ranks each sample keeps: ``all`` keeps every respondent (but those left out)
+    limits = {size: survey.n_rows if size == "all" else int(size) for size in set(request.sizes)}
+    sizes = sorted(limits, key=limits.get)
     answer_file = f"issp_answer_{plan.entry.slug}.json"
     paths = {size: request.out / f"{SAMPLE_PREFIX}{size}" / answer_file for size in sizes}
     stats_paths = {size: path.parent / safe.stats_name(plan.entry.slug) for size, path in paths.items()}
     folders = (request.out, request.out / QA_FOLDER, *(path.parent for path in paths.values()))
     created = [folder for folder in folders if not folder.exists()]
     try:
-        limits = {size: _limit(size, survey.n_rows) for size in sizes}
         counts = write_samples(plan.survey, plan.layout, paths, person_ids, ranks, limits)
         sha = file_sha256(request.source)
         for size in sizes:
-            write_atomic(stats_paths[size], json_bytes(_stats(plan, rows, ranks, size, sha)))
+            write_atomic(stats_paths[size], json_bytes(_stats(plan, rows, ranks, size, limits[size], sha)))
         written = [*paths.values(), *stats_paths.values(), _write_side_files(plan)]
     except BaseException:
         safe.remove_empty(created)  # a failed import leaves no empty folders behind

@@ -180,9 +180,8 @@ def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | N
     data_dir = Path(data_dir).expanduser()
     wanted = domain.profile_file.lower()
     for folder in dict.fromkeys([data_dir, data_dir / "Dataset_all", data_dir.parent]):
-        if not folder.is_dir():
-            continue
-        matches = sorted(p for p in folder.iterdir() if p.name.lower() == wanted and p.is_file())
+        files = folder.iterdir() if folder.is_dir() else ()
+        matches = sorted(p for p in files if p.name.lower() == wanted and p.is_file())
         if matches:
             return _records(matches[0], CodebookEntry, "codebook")
     return None
@@ -216,9 +215,8 @@ def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str
     wanted = _norm(country_attribute)
 
     def named(attributes: Mapping[str, object]) -> str | None:
-        if country_attribute in attributes:
-            return country_attribute
-        return next((key for key in attributes if _norm(key) == wanted), None)
+        exact = country_attribute if country_attribute in attributes else None
+        return exact or next((key for key in attributes if _norm(key) == wanted), None)
 
     return named
 

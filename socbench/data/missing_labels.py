@@ -39,11 +39,9 @@ def is_missing_label(value: str) -> bool:
     text = " ".join(str(value).split()).replace("\u2019", "'")
     if not text:
         return True
-    number = re.sub(r"\.0+$", "", text)
-    if _RAW_MISSING_CODE.match(number):
+    if _RAW_MISSING_CODE.match(re.sub(r"\.0+$", "", text)):
         return True
-    text = _COUNTRY_LIST.sub("", text)
-    return bool(_MISSING_START.match(text.lower()))
+    return bool(_MISSING_START.match(_COUNTRY_LIST.sub("", text).lower()))
 
 
 def is_missing_option(code: str, label: str) -> bool:

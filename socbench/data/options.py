@@ -85,9 +85,9 @@ def build_items(data: DomainData) -> list[Item]:
             key = (question.id, person.group_code)
             if key not in shown:
                 options, specific, withheld = effective_options(question, person.group_code)
-                shown[key] = (options, specific, {**withheld, **question.missing})
+                # a number is asked for, no option offered
+                shown[key] = (() if question.numeric else options, specific, {**withheld, **question.missing})
             options, specific, missing = shown[key]
-            options = () if question.numeric else options  # a number is asked for, no option offered
             true_code = person.answers.get(question.id)
             items.append(Item(person.person_id, question.id, person.group_code, options, true_code, specific,
                               exclusion(true_code, options, missing, question.numeric), question.numeric))

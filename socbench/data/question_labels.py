@@ -86,8 +86,8 @@ def _file_missing(variable: Variable, codes: Iterable[str]) -> dict[str, tuple[s
     for code in sorted(set(codes) - {SYSTEM_MISSING} | set(labels), key=code_order):
         if variable.declared_missing(code):  # R's NA, Stata's .a-.z, SPSS user-missing
             kind = "no label" if STATA_MISSING.match(code) else "user-missing"
-            kind = "R's NA in the CSV" if code == R_NA else kind
-            out[code] = (labels.get(code, kind), "declared missing in the file")
+            out[code] = (labels.get(code, "R's NA in the CSV" if code == R_NA else kind),
+                         "declared missing in the file")
         elif code in labels and is_missing_label(labels[code]):
             out[code] = (labels[code], "value label")
     return out
@@ -96,10 +96,8 @@ def _file_missing(variable: Variable, codes: Iterable[str]) -> dict[str, tuple[s
 def _scale_fill(variable: Variable, options: Mapping[str, str], counts: Mapping[str, int],
                 missing: Mapping[str, object]) -> list[str]:
     """Unlabelled integer codes of the range the data shows to be a scale (the scale rule)."""
-    if variable.is_string:
-        return []
     ints = [int(code) for code in options if _INTEGER.match(code)]
-    if len(ints) < 2:
+    if variable.is_string or len(ints) < 2:
         return []
     low, high = min(ints), max(ints)
     if not any(_INTEGER.match(code) and low < int(code) < high and code not in variable.value_labels
@@ -213,26 +211,6 @@ def checked_decision(variable: Variable, question: Question, counts: Mapping[str
     return replace(own, conflicts=conflicts, notes=notes, text=text)
 
 
-def refuse_conflicts(source: Path, qa: Path, decisions: Sequence[QuestionDecision]) -> None:
-    """``--scale_conflict refuse``: one line naming the questions whose options disagree."""
-    bad = [d for d in decisions if d.conflicts]
-    if bad:
-        raise DataError(
-            f"{source}: {len(bad)} question(s) of {qa.name} are asked on another scale than the file codes "
-            f"them ({', '.join(d.question_id for d in bad[:10])}{' ...' if len(bad) > 10 else ''}): "
-            f"{bad[0].question_id} {bad[0].conflicts[0]} (without --scale_conflict refuse the file's own "
-            f"options are used)"
-        )
-
-
-def file_record(record: dict, decision: QuestionDecision) -> dict:
-    """The question set's record with the file's options, where they replaced the set's."""
-    if not decision.conflicts:
-        return record
-    return {**record, "question": decision.text or record["question"], "answer": decision.options,
-            "special": {}, "missing": {code: label for code, (label, _) in decision.missing.items()}}
-
-
 def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[str, Mapping[str, int]],
                      extra_missing: Sequence[str], numeric: Mapping[str, Span | None],
                      ) -> tuple[list[QuestionDecision], list[dict]]:
@@ -267,8 +245,14 @@ def question_set(survey: SurveyFile, request: ImportRequest, pairs: Sequence[tup
         qa = {q.id: q for q in load_questions(request.qa)}
         decisions = [checked_decision(survey.variables[name], qa[qid], counts[name], request.missing)
                      for name, qid in pairs]
-        if request.scale_conflict == "refuse":
-            refuse_conflicts(survey.path, request.qa, decisions)
+        bad = [d for d in decisions if d.conflicts]
+        if bad and request.scale_conflict == "refuse":  # one line naming the questions whose options disagree
+            raise DataError(
+                f"{survey.path}: {len(bad)} question(s) of {request.qa.name} are asked on another scale than "
+                f"the file codes them ({', '.join(d.question_id for d in bad[:10])}"
+                f"{' ...' if len(bad) > 10 else ''}): {bad[0].question_id} {bad[0].conflicts[0]} (without "
+                "--scale_conflict refuse the file's own options are used)"
+            )
         return decisions, _with_missing(request.qa, decisions)
     numeric = {survey.find(name): span for name, span in request.numeric}
     return question_records(survey, [name for name, _ in pairs], counts, request.missing, numeric)
@@ -277,14 +261,15 @@ def question_set(survey: SurveyFile, request: ImportRequest, pairs: Sequence[tup
 def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> list[dict]:
     """The question set with each question's missing codes from the file added to its ``missing``
     (the set's own labels win): exclusions are then reported as "missing code -9 (No answer)". A
-    question whose options disagree with the file's gets the file's (``file_record``)."""
+    question whose options disagree with the file's gets the file's options and missing codes."""
     by_id = {d.question_id: d for d in decisions}
-    records = []
-    for record in read_json(qa, "question set"):
+    records = read_json(qa, "question set")
+    for record in records:
         decision = by_id[str(record["question_id"]).strip()]
-        own = record.get("missing") or {}
-        record["missing"] = {**{code: label for code, (label, _) in decision.missing.items()}, **own}
-        records.append(file_record(record, decision))
+        missing = {code: label for code, (label, _) in decision.missing.items()}
+        if decision.conflicts:
+            record.update(question=decision.text or record["question"], answer=decision.options, special={})
+        record["missing"] = missing if decision.conflicts else {**missing, **(record.get("missing") or {})}
     return records
 
 
@@ -355,8 +340,7 @@ def with_sets(survey: SurveyFile, records: list[dict], members: dict[str, MultiO
     """Marks each set variable's record of the question file ``multi``; one line for a variable whose
     selected code is not one of its answer codes."""
     for record in records:
-        option = members.get(record["question_id"])
-        if option is None:
+        if (option := members.get(record["question_id"])) is None:
             continue
         if option.selected not in record["answer"] or len(record["answer"]) < 2:
             raise DataError(f"{survey.path}: variable {record['question_id']} (--multi {option.set}) is no "

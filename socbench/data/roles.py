@@ -212,19 +212,17 @@ def shown_attributes(attributes: Sequence[tuple[str, str]],
     """(variables a prompt shows, those kept in the data but not shown, with why), computed by the code
     the prompts use: the loader's persona filter (``persona_keep``), then ``persona_attributes``."""
     keep = persona_keep(domain)
+    why = {domain.country_attribute: 'the country, shown as "Country"',
+           domain.roles.respondent_id: "the respondent id, never shown"}
     shown: list[str] = []
     hidden: list[tuple[str, str]] = []
     for name, key in attributes:
-        probe = Respondent(0, None, None, {key: "x"}, {})
-        if keep(key) and persona_attributes(probe, UNKNOWN_COUNTRY):
+        if keep(key) and persona_attributes(Respondent(0, None, None, {key: "x"}, {}), UNKNOWN_COUNTRY):
             shown.append(name)
-        elif key == domain.roles.respondent_id:
-            hidden.append((name, "the respondent id, never shown"))
-        elif key == domain.country_attribute:
-            hidden.append((name, 'the country, shown as "Country"'))
         else:
-            hidden.append((name, "never shown by the prompt: an identifier, a weight, interview metadata or "
-                                 "a country code table (socbench/prompts/persona.json)"))
+            hidden.append((name, why.get(key, "never shown by the prompt: an identifier, a weight, interview "
+                                              "metadata or a country code table "
+                                              "(socbench/prompts/persona.json)")))
     return shown, hidden
 
 

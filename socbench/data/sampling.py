@@ -36,18 +36,17 @@ def _rng(seed: int, label: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
+def _shuffled(items: list, seed: int, label: str) -> list:
+    return [items[i] for i in _rng(seed, label).permutation(len(items))]
+
+
 def _queues(respondents: Sequence[Respondent], seed: int) -> list[list[Respondent]]:
     """Each stratum's seeded permutation, the strata in a seeded order."""
     groups: dict[str, list[Respondent]] = defaultdict(list)
     for person in respondents:
         groups[stratum(person)].append(person)
-    countries = sorted(groups)
-    countries = [countries[i] for i in _rng(seed, "countries").permutation(len(countries))]
-    queues = []
-    for country in countries:
-        members = sorted(groups[country], key=lambda p: p.person_id)
-        queues.append([members[i] for i in _rng(seed, country).permutation(len(members))])
-    return queues
+    return [_shuffled(sorted(groups[country], key=lambda p: p.person_id), seed, country)
+            for country in _shuffled(sorted(groups), seed, "countries")]
 
 
 def draw_order(respondents: Sequence[Respondent], seed: int = SAMPLE_SEED) -> list[Respondent]:

@@ -70,9 +70,8 @@ class SurveyFile:
 
     def find(self, name: str) -> str | None:
         """The variable's name as the file spells it (names match case-insensitively)."""
-        if name in self.variables:
-            return name
-        return next((v for v in self.variables if v.lower() == name.strip().lower()), None)
+        exact = name if name in self.variables else None
+        return exact or next((v for v in self.variables if v.lower() == name.strip().lower()), None)
 
     def columns(self, names: Sequence[str]) -> pd.DataFrame:
         """Whole columns (a few of them: country, weight) in one read (of a file with rows: the import stops
@@ -103,8 +102,8 @@ class SurveyFile:
 
     def _chunks(self, names: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
         if self.kind == "CSV":
-            for frame in pd.read_csv(self.path, usecols=names, chunksize=chunk_rows, **self.csv, **CSV_NA):
-                yield frame[names]
+            reader = pd.read_csv(self.path, usecols=names, chunksize=chunk_rows, **self.csv, **CSV_NA)
+            yield from (frame[names] for frame in reader)
             return
         import pyreadstat
 
@@ -135,9 +134,7 @@ def readstat_errors() -> tuple[type[Exception], ...]:
 def canonical_code(value: Any) -> str | None:
     """A cell's code as the benchmark compares it (``normalize_code``); a "." cell (Stata's and SAS's
     system-missing written into a CSV) is a blank too."""
-    if isinstance(value, str) and value.strip() == SYSTEM_MISSING:
-        return None
-    return normalize_code(value)
+    return None if isinstance(value, str) and value.strip() == SYSTEM_MISSING else normalize_code(value)
 
 
 def map_codes(series: pd.Series, fn: Callable[[str], Any]) -> np.ndarray:
@@ -165,14 +162,6 @@ def _rows(text: str, sep: str, path: Path) -> list[list[str]]:
         raise DataError(f"{path}: not a CSV file ({exc})") from None
 
 
-def _check_text(path: Path, head: bytes) -> None:
-    """A binary file named .csv (a .sav renamed, random bytes) is one line naming what it looks like."""
-    kind = next((what for magic, what in _MAGIC.items() if head.startswith(magic)), None)
-    if kind or b"\0" in head:
-        looks = f": it looks like {kind} file (give it that extension)" if kind else ""
-        raise DataError(f"{path}: not a CSV file: its bytes are binary, not text{looks}")
-
-
 def csv_layout(path: Path, sep: str | None = None, decimal: str | None = None) -> tuple[dict[str, str], int]:
     """(``{"sep": ..., "decimal": ...}`` for ``pandas.read_csv``, data rows). Why: European archives and
     Excel write ``;`` with decimal commas (R's ``write.csv2``). The separator is the candidate that splits
@@ -184,12 +173,15 @@ def csv_layout(path: Path, sep: str | None = None, decimal: str | None = None) -
             head = handle.read(SAMPLE_BYTES)
     except OSError as exc:
         raise DataError(f"{path}: cannot read as CSV ({exc})") from None
-    _check_text(path, head)
+    # a binary file named .csv (a .sav renamed, random bytes) is one line naming what it looks like
+    kind = next((what for magic, what in _MAGIC.items() if head.startswith(magic)), None)
+    if kind or b"\0" in head:
+        looks = f": it looks like {kind} file (give it that extension)" if kind else ""
+        raise DataError(f"{path}: not a CSV file: its bytes are binary, not text{looks}")
     text = head.decode("utf-8", errors="replace")
     given = sep
     if sep is None:
-        widths = {candidate: len(next(iter(_rows(text, candidate, path)), [])) for candidate in SEPARATORS}
-        sep = max(SEPARATORS, key=lambda candidate: widths[candidate])  # ties: the first, ","
+        sep = max(SEPARATORS, key=lambda c: len(next(iter(_rows(text, c, path)), [])))  # ties: the first, ","
     rows = [row for row in _rows(text, sep, path) if row]
     header = rows[0] if rows else []
     if len(header) == 1 and (other := next((s for s in SEPARATORS if s != sep and s in header[0]), None)):
@@ -231,12 +223,9 @@ def _uneven(path: Path, line: int, sep: str, width: int, row: list[str], given: 
 
 def _labels(mapping: dict[Any, Any] | None, tagged: bool = False) -> dict[str, str]:
     """Value labels by canonical code; ``tagged``: a letter key is Stata's extended missing ``.a``."""
-    out: dict[str, str] = {}
-    for code, label in (mapping or {}).items():
-        key = f".{code}" if tagged and isinstance(code, str) else canonical_code(code)
-        if key is not None and label is not None and str(label).strip():
-            out[key] = str(label).strip()
-    return out
+    pairs = ((f".{code}" if tagged and isinstance(code, str) else canonical_code(code), label)
+             for code, label in (mapping or {}).items() if label is not None)
+    return {key: str(label).strip() for key, label in pairs if key is not None and str(label).strip()}
 
 
 def _spss_missing(meta: Any, name: str) -> tuple[tuple[str, ...], tuple[tuple[float, float], ...]]:
@@ -259,12 +248,10 @@ def _read_binary(path: Path, kind: str) -> SurveyFile:
     except (OSError, ValueError, *readstat_errors()) as exc:
         raise DataError(f"{path}: cannot read as a {kind} file ({exc})") from None
     types = meta.readstat_variable_types or {}
-    variables = {}
-    for name in meta.column_names:
-        codes, ranges = _spss_missing(meta, name)
-        variables[name] = Variable(name, meta.column_names_to_labels.get(name),
-                                   _labels(meta.variable_value_labels.get(name), tagged=kind == "Stata"),
-                                   types.get(name) == "string", codes, ranges)
+    variables = {name: Variable(name, meta.column_names_to_labels.get(name),
+                                _labels(meta.variable_value_labels.get(name), tagged=kind == "Stata"),
+                                types.get(name) == "string", *_spss_missing(meta, name))
+                 for name in meta.column_names}
     return SurveyFile(path, kind, variables, int(meta.number_rows or 0),
                       mr_sets=getattr(meta, "mr_sets", None) or {})
 
@@ -327,15 +314,12 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
                         f"(expected {','.join(CODEBOOK_CSV_COLUMNS)})")
     book: dict[str, tuple[str | None, dict[str, str]]] = {}
     for row in frame.itertuples(index=False):
-        name = str(row.variable).strip()
-        if not name:
+        if not (name := str(row.variable).strip().lower()):
             continue
-        label, values = book.get(name.lower(), (None, {}))
-        label = label or (str(row.label).strip() or None)
-        code = canonical_code(row.code)
-        if code is not None and str(row.value_label).strip():
+        label, values = book.get(name, (None, {}))
+        if (code := canonical_code(row.code)) is not None and str(row.value_label).strip():
             values[code] = str(row.value_label).strip()
-        book[name.lower()] = (label, values)
+        book[name] = (label or str(row.label).strip() or None, values)
     return book
 
 

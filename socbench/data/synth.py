@@ -7,7 +7,7 @@ predictor beats the majority. Written atomically and byte-reproducibly (same see
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -103,20 +103,12 @@ def _denomination(group_label: str, labels: dict[str, str]) -> str:
     return next((v for v in substantive if word[:5] in v.lower()), fallback)
 
 
-@dataclass(frozen=True)
-class _Admin:
-    """Survey-administration facts of one country's fieldwork."""
-
-    year: str
-    mode: str
-    weighted: bool
-    first_case: int
+_Admin = namedtuple("_Admin", "year mode weighted first_case")  # one country's fieldwork
 
 
 def _admin(countries: Sequence[tuple[str, str]], domain: DomainSpec, vocab: dict[str, Variable],
            rng: np.random.Generator) -> dict[str, _Admin]:
-    found = re.search(r"\d{4}", domain.module)
-    module_year = int(found.group()) if found else 2016
+    module_year = int(found.group()) if (found := re.search(r"\d{4}", domain.module)) else 2016
     year_var, mode_var = vocab.get("DATEYR"), vocab.get("MODE")
     years = sorted(int(k) for k in (year_var.labels if year_var else {}) if re.fullmatch(r"(19|20)\d\d", k))
     near = [y for y in years if module_year <= y <= module_year + 1]
@@ -126,15 +118,16 @@ def _admin(countries: Sequence[tuple[str, str]], domain: DomainSpec, vocab: dict
     admin = {}
     for code, _ in countries:
         year = years[int(rng.integers(len(years)))]
-        label = year_var.labels.get(str(year), f"Year {year}") if year_var else str(year)
-        mode = mode_var.label(modes[int(rng.integers(len(modes)))]) if mode_var else ""
-        admin[code] = _Admin(label, mode, bool(rng.random() < 0.5), int(rng.integers(1, 900)) * 10)
+        admin[code] = _Admin(year_var.labels.get(str(year), f"Year {year}") if year_var else str(year),
+                             mode_var.label(modes[int(rng.integers(len(modes)))]) if mode_var else "",
+                             bool(rng.random() < 0.5), int(rng.integers(1, 900)) * 10)
     return admin
 
 
-def _values(person: Person, case: int, admin: _Admin, vocab: dict[str, Variable],
+def _values(person: Person, number: int, admin: _Admin, vocab: dict[str, Variable],
             rng: np.random.Generator) -> dict[str, str]:
-    """ISSP variable -> value label for one person (missing-value labels sprinkled in)."""
+    """ISSP variable -> value label for the country's ``number``-th person (missing-value labels sprinkled
+    in)."""
     codes = dict(SEX=person.sex, DEGREE=person.degree, WORK=person.work, MAINSTAT=person.mainstat,
                  MARITAL=person.marital, RELIGGRP=person.religion, ATTEND=person.attend,
                  URBRURAL=person.urbrural)
@@ -142,7 +135,7 @@ def _values(person: Person, case: int, admin: _Admin, vocab: dict[str, Variable]
     if "AGE" in vocab:
         old = any(re.match(r"^\d+ years old", v) for v in vocab["AGE"].labels.values())
         values["AGE"] = f"{person.age} years old" if old else f"{person.age} years"
-    values.update(CASEID=str(case), DATEYR=admin.year, MODE=admin.mode)
+    values.update(CASEID=str(admin.first_case + number), DATEYR=admin.year, MODE=admin.mode)
     if "WEIGHT" in vocab:
         values["WEIGHT"] = f"{rng.uniform(0.55, 1.75):.4f}" if admin.weighted else vocab["WEIGHT"].label("1")
     for name, rate in _MISSING_ATTR.items():
@@ -187,12 +180,11 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
     national = _national_religion(countries, index)
     country_key = index["C_ALPHAN"].meaning if "C_ALPHAN" in index else COUNTRY_KEYS[domain.id]
     models = [demo.question_model(q, domain, seed) for q in qs]
-    seen: dict[str, int] = {}
+    seen: Counter[str] = Counter()
     records = []
     for i, person in enumerate(people, 1):
-        seen[person.code] = seen.get(person.code, 0) + 1
-        values = _values(person, admin[person.code].first_case + seen[person.code], admin[person.code],
-                         vocab, rng)
+        seen[person.code] += 1
+        values = _values(person, seen[person.code], admin[person.code], vocab, rng)
         records.append({"person_id": int(f"{domain.id}{i:07d}"),
                         "attributes": _attributes(person, values, vocab, country_key, national),
                         "questions_answer": {q.id: answer(m, q, person, rng) for q, m in zip(qs, models)}})

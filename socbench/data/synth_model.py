@@ -103,9 +103,8 @@ class QuestionModel:
 
 
 def _pick(rng: np.random.Generator, weights: dict[int, float]) -> int:
-    codes = list(weights)
-    probs = np.array([weights[c] for c in codes], dtype=float)
-    return int(codes[rng.choice(len(codes), p=probs / probs.sum())])
+    probs = np.array(list(weights.values()), dtype=float)
+    return int(list(weights)[rng.choice(len(probs), p=probs / probs.sum())])
 
 
 def _main_status(age: int, sex: int, degree: int, rng: np.random.Generator) -> int:
@@ -167,8 +166,7 @@ def _generic_betas(question: Question, domain: DomainSpec, rng: np.random.Genera
 
 
 def _trait_vector(drivers: dict[str, float], rng: np.random.Generator) -> np.ndarray:
-    noise = rng.normal(0.0, 0.15, len(TRAITS))
-    return noise + np.array([drivers.get(t, 0.0) for t in TRAITS])
+    return rng.normal(0.0, 0.15, len(TRAITS)) + np.array([drivers.get(t, 0.0) for t in TRAITS])
 
 
 def question_model(question: Question, domain: DomainSpec, seed: int) -> QuestionModel:
