@@ -21,10 +21,8 @@ from socbench.config import from_flat, settings_of
 def flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, **kwargs: Any) -> None:
     """Add ``--name_with_underscores`` and ``--name-with-dashes`` as one option."""
     snake = name.replace("-", "_")
-    kebab = name.replace("_", "-")
-    names = [f"--{snake}"] + ([f"--{kebab}"] if kebab != snake else [])
     kwargs.setdefault("dest", snake)
-    parser.add_argument(*names, **kwargs)
+    parser.add_argument(*dict.fromkeys((f"--{snake}", f"--{name.replace('_', '-')}")), **kwargs)
 
 
 def checked(kind: Any, what: str) -> Callable[[str], Any]:

@@ -43,12 +43,6 @@ class Setting:
     field: FieldInfo
 
 
-def _flag_name(name: str, field: FieldInfo) -> str:
-    """A field's own name, or its last alias: ``engine_args`` is the original system's ``--engine``."""
-    alias = field.validation_alias
-    return str(alias.choices[-1]) if isinstance(alias, AliasChoices) else name
-
-
 @functools.cache
 def settings_of(model: type[BaseModel]) -> dict[str, Setting]:
     """Every setting of ``model`` by flag name; fields of nested records are flattened."""
@@ -59,8 +53,10 @@ def settings_of(model: type[BaseModel]) -> dict[str, Setting]:
             parent = field.get_default(call_default_factory=True)
             entries = [Setting(s.name, (name, *s.path), _default_from(parent, s))
                        for s in settings_of(inner).values()]
-        else:
-            entries = [Setting(_flag_name(name, field), (name,), field)]
+        else:  # its own name, or its last alias: ``engine_args`` is the original system's ``--engine``
+            alias = field.validation_alias
+            flag = str(alias.choices[-1]) if isinstance(alias, AliasChoices) else name
+            entries = [Setting(flag, (name,), field)]
         for entry in entries:
             if entry.name in found:
                 raise TypeError(f"{model.__name__}: two settings named {entry.name!r}")
@@ -70,9 +66,7 @@ def settings_of(model: type[BaseModel]) -> dict[str, Setting]:
 
 def _default_from(parent: Any, setting: Setting) -> FieldInfo:
     """The field with its parent record's default (``McqConfig``'s engine: ``auto``), as ``--help`` shows."""
-    value = parent
-    for part in setting.path:
-        value = getattr(value, part, None)
+    value = functools.reduce(lambda record, part: getattr(record, part, None), setting.path, parent)
     if parent is None or value == setting.field.default:
         return setting.field
     own = copy.copy(setting.field)
@@ -90,9 +84,7 @@ def from_flat(model: type[BaseModel], values: dict[str, Any]) -> Any:
             raise ConfigError(f"--{key}: unknown setting")
         if value is None:
             continue
-        target = nested
-        for part in setting.path[:-1]:
-            target = target.setdefault(part, {})
+        target = functools.reduce(lambda level, part: level.setdefault(part, {}), setting.path[:-1], nested)
         target[setting.name] = value  # keyed by the flag's name, so an error names that flag
     return validated(model, nested)
 
@@ -316,9 +308,8 @@ class RunConfig(EngineRun):
     @property
     def use_structured(self) -> bool:
         """On by default where the backend has it (vLLM, OpenAI-compatible servers): small models need it."""
-        if self.structured is not None:
-            return self.structured
-        return self.engine_settings().api_type in ("vllm", "openai")
+        return self.structured if self.structured is not None else \
+            self.engine_settings().api_type in ("vllm", "openai")
 
     @property
     def run_name(self) -> str:
