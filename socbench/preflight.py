@@ -10,6 +10,7 @@ one line with vLLM's reason, not tracebacks after a minute; transformers' device
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -58,20 +59,15 @@ class TokenCounter:
 
         self._encode = lambda text, special: len(encode(tokenizer, text, special=special))
         specials = {str(t) for t in [*tokenizer.all_special_tokens, *tokenizer.get_added_vocab()] if t}
-        self._split = re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) \
-            if specials else None
+        # no special tokens: ``(?!)`` never matches, a text is one piece
+        self._split = re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True))) or "(?!)")
         self._added = {special: self._encode("", special) for special in (False, True)}
-        self._pieces: dict[str, int] = {}
+        self._piece = functools.cache(lambda piece: self._encode(piece, False))
         self._whole = False
 
     def _by_pieces(self, text: str, special: bool) -> int:
-        pieces = self._split.split(text) if self._split else [text]
-        n = self._added[special] + len(pieces) - 1
-        for piece in filter(None, pieces):
-            if piece not in self._pieces:
-                self._pieces[piece] = self._encode(piece, False)
-            n += self._pieces[piece]
-        return n
+        pieces = self._split.split(text)
+        return self._added[special] + len(pieces) - 1 + sum(map(self._piece, filter(None, pieces)))
 
     def exact(self, text: str, special: bool) -> int:
         """The count, checked against the whole text's (the first prompts, until one disagrees)."""
