@@ -13,18 +13,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, NonNegativeInt, PositiveInt, TypeAdapter, ValidationError
-from pydantic.fields import FieldInfo
 
-from socbench.config import from_flat, settings_of
+from socbench.config import Setting, from_flat, settings_of
 
 
 def flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, **kwargs: Any) -> None:
     """Add ``--name_with_underscores`` and ``--name-with-dashes`` as one option."""
     snake = name.replace("-", "_")
-    kebab = name.replace("_", "-")
-    names = [f"--{snake}"] + ([f"--{kebab}"] if kebab != snake else [])
     kwargs.setdefault("dest", snake)
-    parser.add_argument(*names, **kwargs)
+    parser.add_argument(*dict.fromkeys((f"--{snake}", f"--{name.replace('_', '-')}")), **kwargs)
 
 
 def checked(kind: Any, what: str) -> Callable[[str], Any]:
@@ -63,10 +60,9 @@ def _kinds(annotation: Any) -> list[Any]:
     return [annotation]
 
 
-def _help(field: FieldInfo, required: bool) -> str:
+def _help(setting: Setting, required: bool) -> str:
     """The field's description and its default (unless there is nothing to show)."""
-    text = (field.description or "").replace("%", "%%")
-    default = field.get_default(call_default_factory=True)
+    text, default = (setting.field.description or "").replace("%", "%%"), setting.default
     if required or default is None or default is False or default in ({}, ()):
         return text
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
@@ -83,15 +79,14 @@ def add_config_flags(parser: argparse.ArgumentParser, model: type[BaseModel],
             continue
         field = setting.field
         needed = setting.name in required or field.is_required()
-        kwargs: dict[str, Any] = {"help": _help(field, needed)}
+        kwargs: dict[str, Any] = {"help": _help(setting, needed)}
         if setting.name in positional:
             parser.add_argument(setting.name, **kwargs)
             continue
         kwargs.update({"required": True} if needed else {"default": argparse.SUPPRESS})
         kinds = _kinds(field.annotation)
         if bool in kinds:
-            default = field.get_default(call_default_factory=True)
-            kwargs["action"] = "store_true" if default is False else argparse.BooleanOptionalAction
+            kwargs["action"] = "store_true" if setting.default is False else argparse.BooleanOptionalAction
         elif any(kind is dict or typing.get_origin(kind) is dict for kind in kinds):
             kwargs.update(type=json_object, metavar="JSON")
         elif len(kinds) == 1 and typing.get_origin(kinds[0]) is typing.Literal:  # its values, for the help

@@ -67,10 +67,9 @@ def prefect_api(meanwhile: Callable[[], object] | None = None,
         )
 
         configured = PREFECT_API_URL.value()
-        if configured or server is None:  # a profile names an API after all
+        if configured or server is None:  # a profile names an API after all: ours stopped now
             if server is not None:
                 server.stop()
-                server = None
             yield configured
             return
         start = time.perf_counter()

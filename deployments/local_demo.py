@@ -44,8 +44,8 @@ SILENT = (OSError, http.client.HTTPException, ValueError)  # what a call gives u
 
 def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
     """Project-local Prefect state, the engine's CPU settings, and the project dir for pull steps."""
-    env = dict(os.environ)
-    env.update({
+    env = {
+        **os.environ,
         "PREFECT_HOME": str(state / "home"),
         "PREFECT_MEMO_STORE_PATH": str(state / "home" / "memo_store.toml"),
         "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(state / "home" / "results"),
@@ -56,8 +56,8 @@ def demo_env(port: int, state: Path = STATE) -> dict[str, str]:
         "PREFECT_LOGGING_EXTRA_LOGGERS": "socbench",
         "SOCBENCH_PROJECT_DIR": str(ROOT),
         "TMPDIR": str(state / "tmp"),
-        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-    })
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     env.setdefault("SOCBENCH_HOME", str(ROOT / ".socbench"))
     cpu_defaults(env)
     return env

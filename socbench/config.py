@@ -8,7 +8,6 @@ panels. Either would change every command's flags, help and errors."""
 
 from __future__ import annotations
 
-import copy
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,17 +35,13 @@ ExportFormat = Literal["csv", "parquet", "dta", "sav"]
 
 @dataclass(frozen=True)
 class Setting:
-    """One flat setting: its flag name, its path in the record (field names), its field."""
+    """One flat setting: its flag name, its path in the record (field names), its field, and its default as
+    ``--help`` shows it (a nested record's field: its parent record's; ``McqConfig``'s engine: ``auto``)."""
 
     name: str
     path: tuple[str, ...]
     field: FieldInfo
-
-
-def _flag_name(name: str, field: FieldInfo) -> str:
-    """A field's own name, or its last alias: ``engine_args`` is the original system's ``--engine``."""
-    alias = field.validation_alias
-    return str(alias.choices[-1]) if isinstance(alias, AliasChoices) else name
+    default: Any
 
 
 @functools.cache
@@ -54,30 +49,20 @@ def settings_of(model: type[BaseModel]) -> dict[str, Setting]:
     """Every setting of ``model`` by flag name; fields of nested records are flattened."""
     found: dict[str, Setting] = {}
     for name, field in model.model_fields.items():
-        inner = field.annotation
+        inner, default = field.annotation, field.get_default(call_default_factory=True)
         if isinstance(inner, type) and issubclass(inner, BaseModel):
-            parent = field.get_default(call_default_factory=True)
-            entries = [Setting(s.name, (name, *s.path), _default_from(parent, s))
+            entries = [Setting(s.name, (name, *s.path), s.field, s.default if default is None else
+                               functools.reduce(lambda v, part: getattr(v, part, None), s.path, default))
                        for s in settings_of(inner).values()]
-        else:
-            entries = [Setting(_flag_name(name, field), (name,), field)]
+        else:  # its own name, or its last alias: ``engine_args`` is the original system's ``--engine``
+            alias = field.validation_alias
+            flag = str(alias.choices[-1]) if isinstance(alias, AliasChoices) else name
+            entries = [Setting(flag, (name,), field, default)]
         for entry in entries:
             if entry.name in found:
                 raise TypeError(f"{model.__name__}: two settings named {entry.name!r}")
             found[entry.name] = entry
     return found
-
-
-def _default_from(parent: Any, setting: Setting) -> FieldInfo:
-    """The field with its parent record's default (``McqConfig``'s engine: ``auto``), as ``--help`` shows."""
-    value = parent
-    for part in setting.path:
-        value = getattr(value, part, None)
-    if parent is None or value == setting.field.default:
-        return setting.field
-    own = copy.copy(setting.field)
-    own.default = value
-    return own
 
 
 def from_flat(model: type[BaseModel], values: dict[str, Any]) -> Any:
@@ -90,9 +75,7 @@ def from_flat(model: type[BaseModel], values: dict[str, Any]) -> Any:
             raise ConfigError(f"--{key}: unknown setting")
         if value is None:
             continue
-        target = nested
-        for part in setting.path[:-1]:
-            target = target.setdefault(part, {})
+        target = functools.reduce(lambda level, part: level.setdefault(part, {}), setting.path[:-1], nested)
         target[setting.name] = value  # keyed by the flag's name, so an error names that flag
     return validated(model, nested)
 
@@ -316,9 +299,8 @@ class RunConfig(EngineRun):
     @property
     def use_structured(self) -> bool:
         """On by default where the backend has it (vLLM, OpenAI-compatible servers): small models need it."""
-        if self.structured is not None:
-            return self.structured
-        return self.engine_settings().api_type in ("vllm", "openai")
+        return self.structured if self.structured is not None else \
+            self.engine_settings().api_type in ("vllm", "openai")
 
     @property
     def run_name(self) -> str:

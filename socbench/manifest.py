@@ -189,9 +189,7 @@ def read_manifest(path: str | Path) -> Manifest:
 
 def load_manifest(data_dir: str | Path | None) -> Manifest | None:
     """The manifest of a data folder, or None when it has none (then the ISSP domains apply)."""
-    if data_dir is None:
-        return None
-    path = find_manifest(data_dir)
+    path = find_manifest(data_dir) if data_dir is not None else None
     return read_manifest(path) if path else None
 
 

@@ -7,6 +7,7 @@ code is never read back. Values live in ``<folder>/memo/<key>.json`` (the run's 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -70,14 +71,10 @@ def memo(folder: Path | None, key: str, compute: Callable[[], Any]) -> Any:
     a first run and a rerun hand on the same value); no folder: ``compute()`` through JSON all the same."""
     path = Path(folder) / "memo" / f"{key}.json" if folder is not None else None
     if path is not None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             return json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            pass
     text = json.dumps(compute()).encode()
-    if path is not None:
-        try:
+    if path is not None:  # a cache: a folder that cannot be written only means computing again next time
+        with contextlib.suppress(OSError):
             write_atomic(path, text)
-        except OSError:  # a cache: a folder that cannot be written only means computing again next time
-            pass
     return json.loads(text)

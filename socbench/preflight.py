@@ -10,6 +10,7 @@ one line with vLLM's reason, not tracebacks after a minute; transformers' device
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -19,7 +20,6 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,16 +42,6 @@ CHECKED_WHOLE = 3  # prompts (the longest) counted whole, to check the piecewise
 SPECIAL_MARGIN = 3  # tokens a tokenizer may add that stand for no byte of the text (BOS, EOS, dummy prefix)
 
 
-@dataclass(frozen=True)
-class Overflow:
-    """Prompts of one unit longer than the context allows."""
-
-    unit: Unit
-    over: int
-    total: int
-    longest: int  # tokens, the reply's share included
-
-
 def reply_tokens(request: PromptRequest) -> int:
     """Tokens the answer needs: ``max_tokens``, or the longest scored code (tokens: at most its bytes)."""
     if request.mode == "logprobs":
@@ -69,20 +59,15 @@ class TokenCounter:
 
         self._encode = lambda text, special: len(encode(tokenizer, text, special=special))
         specials = {str(t) for t in [*tokenizer.all_special_tokens, *tokenizer.get_added_vocab()] if t}
-        self._split = re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True)))) \
-            if specials else None
+        # no special tokens: ``(?!)`` never matches, a text is one piece
+        self._split = re.compile("|".join(map(re.escape, sorted(specials, key=len, reverse=True))) or "(?!)")
         self._added = {special: self._encode("", special) for special in (False, True)}
-        self._pieces: dict[str, int] = {}
+        self._piece = functools.cache(lambda piece: self._encode(piece, False))
         self._whole = False
 
     def _by_pieces(self, text: str, special: bool) -> int:
-        pieces = self._split.split(text) if self._split else [text]
-        n = self._added[special] + len(pieces) - 1
-        for piece in filter(None, pieces):
-            if piece not in self._pieces:
-                self._pieces[piece] = self._encode(piece, False)
-            n += self._pieces[piece]
-        return n
+        pieces = self._split.split(text)
+        return self._added[special] + len(pieces) - 1 + sum(map(self._piece, filter(None, pieces)))
 
     def exact(self, text: str, special: bool) -> int:
         """The count, checked against the whole text's (the first prompts, until one disagrees)."""
@@ -94,8 +79,9 @@ class TokenCounter:
         return self._encode(text, special) if self._whole else self._by_pieces(text, special)
 
 
-def unit_overflow(unit: Unit, prompts: Sequence[PromptRequest], tokenizer, context: int) -> Overflow | None:
-    """How many ``prompts`` (with replies) exceed ``context`` tokens, counting those whose bytes could."""
+def unit_overflow(prompts: Sequence[PromptRequest], tokenizer, context: int) -> tuple[int, int]:
+    """How many ``prompts`` (with replies) exceed ``context`` tokens, counting those whose bytes could, and
+    the tokens the longest needs with its reply."""
     from socbench.engines._chat import prompt_text
 
     texts = [prompt_text(tokenizer, r) + r.answer_prefix for r in prompts]
@@ -109,21 +95,20 @@ def unit_overflow(unit: Unit, prompts: Sequence[PromptRequest], tokenizer, conte
         if n > room[i]:
             over += 1
             longest = max(longest, n + context - room[i])
-    return Overflow(unit, over, len(prompts), longest) if over else None
+    return over, longest
 
 
 def check_prompt_lengths(prompts: dict[Unit, list[PromptRequest]], tokenizer, context: int,
                          where: str) -> None:
     """Every prompt and its reply fit ``context`` tokens (from ``where``); else one ConfigError line."""
-    overflows = [o for d, p in prompts.items() if (o := unit_overflow(d, p, tokenizer, context))]
+    overflows = [(unit, *o) for unit, p in prompts.items() if (o := unit_overflow(p, tokenizer, context))[0]]
     if not overflows:
         return
-    first = overflows[0]
-    others = ", ".join(str(o.unit.id) for o in overflows[1:])
+    (unit, over, longest), others = overflows[0], ", ".join(str(o[0].id) for o in overflows[1:])
     also = f" (also {'units' if len(overflows) > 2 else 'unit'} {others})" if others else ""
     raise ConfigError(
-        f"{first.unit.label}: {first.over} of {first.total} prompts are longer "
-        f"than the model's context{also}: the longest needs {first.longest} tokens with its reply, the "
+        f"{unit.label}: {over} of {len(prompts[unit])} prompts are longer "
+        f"than the model's context{also}: the longest needs {longest} tokens with its reply, the "
         f"context is {context} ({where}); use a longer --engine max_model_len on a model that has it, "
         f"or fewer persona attributes (the manifest's persona_attributes: include:)")
 
@@ -145,26 +130,20 @@ def check_output_dir(output_dir: Path, flag: str = "--output_dir", *, create: bo
         raise ConfigError(f"{flag} {output_dir}: cannot write there ({exc.strerror or exc})") from None
 
 
-def _get_models(url: str, api_key: str | None, timeout_s: float) -> tuple[int, object]:
-    """(HTTP status, parsed JSON body or None) of ``GET <url>/v1/models``."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        with urllib.request.urlopen(urllib.request.Request(f"{url}/v1/models", headers=headers),
-                                    timeout=timeout_s) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as exc:
-        return exc.code, None
-    except json.JSONDecodeError:
-        return 200, None
-
-
 def check_server(api_base: str, model: str | None = None, api_key: str | None = None,
                  timeout_s: float = 5.0, key_env: str = "OPENAI_API_KEY") -> None:
     """Every OpenAI-compatible base URL answers, accepts the key and lists ``model`` in ``/v1/models`` (a
     server without a model list is not checked further)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     for url in api_bases(api_base):
-        try:
-            status, body = _get_models(url, api_key, timeout_s)
+        try:  # GET <url>/v1/models: its status and JSON body (None: an error's, or not JSON)
+            with urllib.request.urlopen(urllib.request.Request(f"{url}/v1/models", headers=headers),
+                                        timeout=timeout_s) as response:
+                status, body = response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            status, body = exc.code, None
+        except json.JSONDecodeError:
+            status, body = 200, None
         except (OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise EngineError(f"--api_base {url}: server unreachable ({reason})") from None

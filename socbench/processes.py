@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 # Debian's postgresql (make setup installs it): the newest major version's tools
@@ -85,14 +85,11 @@ def start_group(args: list[str], env: MutableMapping[str, str] | None = None, lo
     ``orphan_safe``: it gets SIGTERM when this process dies, however (``setpriv --pdeathsig``)."""
     if orphan_safe and shutil.which("setpriv"):
         args = ["setpriv", "--pdeathsig", "TERM", "--", *args]
-    handle: IO[bytes] | int = log.open("ab") if log is not None else subprocess.DEVNULL
-    try:
+    # the log closed here once started: the child has its own copy
+    with log.open("ab") if log is not None else contextlib.nullcontext(subprocess.DEVNULL) as handle:
         return subprocess.Popen(args, env=dict(env if env is not None else os.environ), cwd=cwd,
                                 stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    finally:
-        if not isinstance(handle, int):
-            handle.close()  # the child has its own copy
 
 
 def group_alive(proc: subprocess.Popen[Any]) -> bool:

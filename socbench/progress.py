@@ -7,8 +7,9 @@ shows (the CLI: a bar on a terminal, else lines; a Prefect worker has none). ``d
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+import functools
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.headline import summary_note
@@ -16,26 +17,11 @@ from socbench.report.labels import baseline_label
 from socbench.report.output import fmt
 from socbench.report.terminal import terminal_table
 
-
-class Listener(Protocol):
-    def begin(self, label: str) -> None: ...
-
-    def requests(self, total: int) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
-
-    def end(self, line: str) -> None: ...
-
-    def note(self, line: str) -> None: ...
-
-    def status(self, line: str) -> None: ...
-
-
-_LISTENERS: list[Listener] = []
+_LISTENERS: list[Any] = []  # objects with a method per event (``cli.inprocess.ConsoleProgress``)
 
 
 @contextlib.contextmanager
-def listening(listener: Listener) -> Iterator[Listener]:
+def listening(listener: Any) -> Iterator[Any]:
     """Show the progress of what runs inside on ``listener``."""
     _LISTENERS.append(listener)
     try:
@@ -44,16 +30,14 @@ def listening(listener: Listener) -> Iterator[Listener]:
         _LISTENERS.remove(listener)
 
 
-def _tell(event: str) -> Callable[..., None]:
-    """A function that passes ``event`` on to every listener."""
-    def tell(*args: Any) -> None:
-        for listener in _LISTENERS:
-            getattr(listener, event)(*args)
-    return tell
+def _tell(event: str, *args: Any) -> None:
+    """Pass ``event`` on to every listener."""
+    for listener in _LISTENERS:
+        getattr(listener, event)(*args)
 
 
-begin, requests, advance, end, note, status = map(_tell, ("begin", "requests", "advance", "end", "note",
-                                                          "status"))
+begin, requests, advance, end, note, status = (functools.partial(_tell, event) for event in (
+    "begin", "requests", "advance", "end", "note", "status"))
 
 
 def _accuracy(row: Mapping[str, Any]) -> str:

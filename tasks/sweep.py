@@ -6,6 +6,7 @@ records: every attempt's dispatched runs (so a Retry sees what earlier attempts 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from uuid import UUID
@@ -104,9 +105,7 @@ def wait_for_runs(ids: list[UUID]) -> None:
 def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) -> SweepOutcome:
     """``summary.json``/``.md`` per model over its domains (failed ones named), then the report
     (leaderboard, plots, HTML) over every run under the output folder; the outcome by model."""
-    summaries: dict[str, str] = {}
-    completed: dict[str, list[int]] = {}
-    failures: dict[str, dict[int, str]] = {}
+    outcome = SweepOutcome({}, {}, {}, "")
     for index in range(len(config.models)):
         run = config.run_config(index)
         results = [state.results[(index, d)] for d in domain_ids if (index, d) in state.results]
@@ -115,12 +114,12 @@ def report_sweep(config: SweepConfig, state: SweepState, domain_ids: list[int]) 
         slug = re.sub(r"[^a-z0-9-]+", "-", run.run_name.lower()).strip("-")
         create_table_artifact(summary.rows, key=f"issp-sweep-summary-{slug}",
                               description=f"{run.data_record()['study']} sweep summary: {run.run_name}")
-        summaries[run.run_name] = str(summary.path)
-        completed[run.run_name] = [r.domain_id for r in results]
+        outcome.summaries[run.run_name] = str(summary.path)
+        outcome.completed[run.run_name] = [r.domain_id for r in results]
         if failed:
-            failures[run.run_name] = failed
+            outcome.failed[run.run_name] = failed
     output_dir = config.run.output_dir
     board = write_report(output_dir)
     create_table_artifact(leaderboard_rows(board.leaderboard, per_domain=False), key="issp-sweep-leaderboard",
                           description=f"Leaderboard of every run under {output_dir} ({board.html})")
-    return SweepOutcome(summaries, completed, failures, str(board.html))
+    return dataclasses.replace(outcome, leaderboard=str(board.html))

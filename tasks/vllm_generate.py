@@ -19,31 +19,24 @@ from socbench.types import Answers
 
 class RequestProgress:
     """The engines' ``on_result`` sink: each answer advances the CLI's bar (``socbench.progress``) and the
-    UI's progress artifact, updated at most every 2 s (and at the end)."""
+    UI's progress artifact, updated at most every 2 s (each update is a call to the API), and at 100 % by
+    ``finish`` at the end."""
 
     def __init__(self, key: str, description: str, total: int) -> None:
         self.artifact = create_progress_artifact(0.0, key=key, description=description)
-        self.total = total
-        self.done = 0
+        self.total, self.done = total, 0
         self.updated = time.monotonic()  # of the artifact's last update (its creation, at 0 %)
-        self.finished = False  # the artifact says 100 %
         progress.requests(total)
 
     def __call__(self, index: int, result: object) -> None:
         self.done += 1
         progress.advance()
-        if time.monotonic() - self.updated >= 2.0 or self.done == self.total:
+        if time.monotonic() - self.updated >= 2.0 and self.done < self.total:
             self.updated = time.monotonic()
-            if self.done >= self.total:
-                self.finish()
-            else:
-                update_progress_artifact(self.artifact, progress=100.0 * self.done / self.total)
+            update_progress_artifact(self.artifact, progress=100.0 * self.done / self.total)
 
     def finish(self) -> None:
-        """The artifact at 100 % (once: each update is a call to the API)."""
-        if not self.finished:
-            self.finished = True
-            update_progress_artifact(self.artifact, progress=100.0)
+        update_progress_artifact(self.artifact, progress=100.0)
 
 
 @stage(retries=2, retry_delay_seconds=[5, 30])

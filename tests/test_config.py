@@ -250,8 +250,8 @@ def test_cli_reference_documents_every_flag() -> None:
 
 def test_help_shows_the_default_a_run_gets() -> None:
     """``socbench mcq``'s engine defaults to ``auto`` (its record's default), ``issp``'s to ``vllm``."""
-    assert settings_of(McqConfig)["api_type"].field.default == McqConfig().engine.api_type == "auto"
-    assert settings_of(RunConfig)["api_type"].field.default == RunConfig().engine.api_type == "vllm"
+    assert settings_of(McqConfig)["api_type"].default == McqConfig().engine.api_type == "auto"
+    assert settings_of(RunConfig)["api_type"].default == RunConfig().engine.api_type == "vllm"
 
 
 @pytest.mark.parametrize("args, needle", [
