@@ -108,8 +108,6 @@ def accuracy_text(row: dict[str, Any]) -> str:
 
 def weights_off_text(domains: Iterable[tuple[str, str | None]]) -> str:
     """``"<reason>: Domain A, Domain B; <reason>: ..."``: why weighted metrics are off, grouped by reason."""
-    by_reason: dict[str, list[str]] = {}
-    for name, reason in domains:
-        if reason:
-            by_reason.setdefault(reason, []).append(name)
-    return "; ".join(f"{reason}: {', '.join(names)}" for reason, names in by_reason.items())
+    found = list(domains)
+    return "; ".join(f"{reason}: {', '.join(name for name, why in found if why == reason)}"
+                     for reason in dict.fromkeys(reason for _, reason in found if reason))

@@ -14,11 +14,8 @@ OWN_SECTIONS = ("issp", "mcq")  # studies whose runs have sections of their own 
 
 def by_study(units: Sequence[UnitRun]) -> dict[str, list[UnitRun]]:
     """The units of studies without a section of their own, by study (``task``), in the order read."""
-    found: dict[str, list[UnitRun]] = {}
-    for unit in units:
-        if unit.record.task not in OWN_SECTIONS:
-            found.setdefault(unit.record.task, []).append(unit)
-    return found
+    studies = dict.fromkeys(unit.record.task for unit in units if unit.record.task not in OWN_SECTIONS)
+    return {study: [unit for unit in units if unit.record.task == study] for study in studies}
 
 
 def unit_table(units: Sequence[UnitRun]) -> tuple[list[str], list[list[str]]]:
