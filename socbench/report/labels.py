@@ -80,8 +80,7 @@ def variant_label(run: str, model: str) -> str:
     slug = model_slug(model)
     if run == slug or not run.startswith(f"{slug}-"):
         return "main run" if run == slug else "-"
-    parts = run.removeprefix(f"{slug}-").split("-")
-    return ", ".join(LABELS["variants"].get(part, part) for part in parts)
+    return ", ".join(LABELS["variants"].get(part, part) for part in run.removeprefix(f"{slug}-").split("-"))
 
 
 def signed(value: Any, digits: int = 3) -> str:
