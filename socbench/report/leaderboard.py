@@ -74,9 +74,8 @@ def _ahead(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Run ``a`` is clearly ahead of ``b``: its CI lies wholly above b's (accuracy when a CI is NaN)."""
     if all(math.isfinite(x) for x in (a["accuracy_ci_low"], b["accuracy_ci_high"])):
         return a["accuracy_ci_low"] > b["accuracy_ci_high"]
-    if not math.isfinite(a["accuracy"]):
-        return False
-    return not math.isfinite(b["accuracy"]) or a["accuracy"] > b["accuracy"]
+    mine, theirs = a["accuracy"], b["accuracy"]
+    return math.isfinite(mine) and (not math.isfinite(theirs) or mine > theirs)
 
 
 def tie_aware_ranks(rows: list[dict[str, Any]]) -> None:
