@@ -29,7 +29,5 @@ def unit_table(units: Sequence[UnitRun]) -> tuple[list[str], list[list[str]]]:
 
 def units_markdown(units: Sequence[UnitRun]) -> list[str]:
     """``## Study <name>`` and its table for each study without a section of its own."""
-    lines: list[str] = []
-    for study, found in by_study(units).items():
-        lines += ["", f"## Study {study}", "", *markdown_table(*unit_table(found))]
-    return lines
+    return [line for study, found in by_study(units).items()
+            for line in ["", f"## Study {study}", "", *markdown_table(*unit_table(found))]]
