@@ -195,10 +195,9 @@ def answer_markdown(board: Leaderboard) -> list[str]:
     found = domain_answers(board)
     small = small_note([answer for _, answers in found for answer in answers])
     lines += [small, ""] if small else []
-    for _, answers in found:
-        for answer in answers:
-            lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
-            lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
+    for answer in (answer for _, answers in found for answer in answers):
+        lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
+        lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
     effects = persona_answers(board.runs)
     lines += ["## Did the persona help?", ""] + ([NO_CONTROL, ""] if not effects else [])
     for line, rows, _ in effects:
