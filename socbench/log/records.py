@@ -23,10 +23,8 @@ Num = Annotated[int | float, BeforeValidator(lambda value: math.nan if value is 
 
 def nan_for_null(value: Any) -> Any:
     """A table of numbers as the run held it: JSON's null back to NaN (text fields keep None)."""
-    if isinstance(value, dict):
-        return {k: math.nan if v is None and k not in TEXT_KEYS else nan_for_null(v)
-                for k, v in value.items()}
-    return value
+    return {k: math.nan if v is None and k not in TEXT_KEYS else nan_for_null(v)
+            for k, v in value.items()} if isinstance(value, dict) else value
 
 
 Numbers = Annotated[dict[str, Any], BeforeValidator(nan_for_null)]  # rows of numbers (group rows, lines)
