@@ -87,8 +87,7 @@ def signed(value: Any, digits: int = 3) -> str:
     """A margin with its sign: "+0.031", "-0.052 (below baseline)", "n/a"."""
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         return "n/a"
-    text = f"{value:+.{digits}f}"
-    return f"{text} (below baseline)" if value < 0 else text
+    return f"{value:+.{digits}f}" + (" (below baseline)" if value < 0 else "")
 
 
 def p_text(value: Any) -> str:
