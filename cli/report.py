@@ -41,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from socbench.report.html import HEADS, markdown_table, overall_cells, write_report
 
     paths = write_report(args.output_dir, args.out, n_resamples=args.resamples, seed=args.seed)
-    rows = [overall_cells(r) for r in paths.leaderboard.overall]
-    print("\n".join(markdown_table(HEADS["overall"], rows)))
+    print("\n".join(markdown_table(HEADS["overall"], map(overall_cells, paths.leaderboard.overall))))
     for note in paths.notes:
         print(f"note: {note}")
     print(f"report: {paths.html}")

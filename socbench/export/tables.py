@@ -206,6 +206,5 @@ def wide_tables(domain: DomainRun, source: DomainSource) -> tuple[pd.DataFrame, 
 
 def _real_code(answers: dict[str, str | None], qid: str) -> str | None:
     """The record's code for ``qid`` (ids match case-insensitively, as the loaders match them)."""
-    if qid in answers:
-        return answers[qid]
-    return next((code for key, code in answers.items() if key.lower() == qid.lower()), None)
+    return answers[qid] if qid in answers else next(
+        (code for key, code in answers.items() if key.lower() == qid.lower()), None)

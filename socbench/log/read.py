@@ -134,8 +134,7 @@ def _read_domain(path: Path, *version: int) -> DomainRun:
 
 
 def read_domains(folder: Path) -> list[DomainRun]:
-    found = [read_domain(path) for path in _records(folder, DETAILED_SUFFIX)]
-    return sorted(found, key=lambda d: (d.domain_id, d.domain))
+    return sorted(map(read_domain, _records(folder, DETAILED_SUFFIX)), key=lambda d: (d.domain_id, d.domain))
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,8 @@ Num = Annotated[int | float, BeforeValidator(lambda value: math.nan if value is 
 
 def nan_for_null(value: Any) -> Any:
     """A table of numbers as the run held it: JSON's null back to NaN (text fields keep None)."""
-    if isinstance(value, dict):
-        return {k: math.nan if v is None and k not in TEXT_KEYS else nan_for_null(v)
-                for k, v in value.items()}
-    return value
+    return {k: math.nan if v is None and k not in TEXT_KEYS else nan_for_null(v)
+            for k, v in value.items()} if isinstance(value, dict) else value
 
 
 Numbers = Annotated[dict[str, Any], BeforeValidator(nan_for_null)]  # rows of numbers (group rows, lines)
@@ -85,18 +83,15 @@ class UnitRecord(Record):
 def detail_row(item: ScoredItem) -> dict[str, Any]:
     """A line of ``<Domain>_items.jsonl`` (optional keys only when the item has them; ``log.lines.ITEM_TYPES``
     reads them back; codes are strings, as the survey's)."""
-    row: dict[str, Any] = {
+    return {
         "person_id": item.person_id, "question_id": item.question_id, "country_code": item.country_code,
         "true_answer": item.true_code, "llm_answer": item.predicted_code, "correct": item.correct,
         "is_country_specific": item.country_specific, "parse_error": item.parse_error,
         "engine_error": item.engine_error, "raw_reply": item.raw_reply,
         "offered_codes": list(item.offered_codes),
+        **({"option_distribution": item.distribution} if item.distribution is not None else {}),
+        **({"draws": list(item.draws)} if item.draws is not None else {}),
     }
-    if item.distribution is not None:
-        row["option_distribution"] = item.distribution
-    if item.draws is not None:
-        row["draws"] = list(item.draws)
-    return row
 
 
 def respondent_row(item: ScoredItem) -> dict[str, Any]:

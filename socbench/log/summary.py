@@ -137,12 +137,9 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
     for row in rows:
         unmapped.update(row["unmapped_countries"])
     return {
-        "format": FORMAT, "task": "issp",
-        "model": results[0].model if results else model,
+        "format": FORMAT, "task": "issp", "model": results[0].model if results else model,
         "run": model or (results[0].run or results[0].model if results else None),
-        "timestamp": now_timestamp(),
-        "domains": rows,
-        "complete": not incomplete,
+        "timestamp": now_timestamp(), "domains": rows, "complete": not incomplete,
         "incomplete_domains": incomplete,
         "mean": {key: math.nan if incomplete else finite_mean(row[key] for row in rows) for key in MEAN_KEYS}
         | {"simbench_score": math.nan if incomplete else pooled_simbench(rows)},
@@ -150,8 +147,7 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
                    for key in ("scoreable_items", "parse_failures", "engine_errors", "excluded_count")}
         | {"usage": total_usage(row.get("usage") or {} for row in rows)},
         "unmapped_countries": dict(sorted(unmapped.items())),
-        "failed_domains": {str(k): v for k, v in (failed or {}).items()},
-        "pooled": dict(pooled_line or {}),
+        "failed_domains": {str(k): v for k, v in (failed or {}).items()}, "pooled": dict(pooled_line or {}),
         "estimates": {r.domain_name: r.estimates for r in results if r.estimates},  # gain per question
     }
 

@@ -135,10 +135,6 @@ def write_circular_files(folder: Path, name: str, results: Sequence[VariantResul
     return jsonl, write_json(folder / f"{stem}_metrics.json", record.model_dump(exclude_unset=True))
 
 
-def mcq_folder(output_dir: str | os.PathLike[str], model: str) -> Path:
-    return model_dir(output_dir, model) / MCQ_FOLDER
-
-
 def mcq_files(folder: Path, dataset: str) -> dict[str, Path]:
     """A dataset's files, by the name the CLI gives them (the circular table exists with ``--circular``)."""
     names = {"results": "results.json", "predictions": "predictions.jsonl", "csv": "table.csv",
@@ -169,10 +165,10 @@ def mcq_circular(folder: Path, model: str, plan: McqPlan, scores: McqScores) -> 
 
 def write_mcq_log(output_dir: str | os.PathLike[str], model: str, data: McqData, plan: McqPlan,
                   answers: McqAnswers, scores: McqScores, wall_s: float | None = None,
-                  backend: Mapping[str, str] | None = None) -> McqRecord:
+                  backend: Mapping[str, str] | None = None) -> tuple[McqRecord, dict[str, Path]]:
     """``<dataset>_predictions.jsonl``, ``<dataset>_results.json`` and, with ``--circular`` and every
-    request answered, the circular files; the record."""
-    folder = mcq_folder(output_dir, model)
+    request answered, the circular files; the record and the dataset's files (``mcq_files``)."""
+    folder = model_dir(output_dir, model) / MCQ_FOLDER
     files, predictions = mcq_files(folder, data.dataset), scores.predictions
     incomplete = answers.incomplete_reason
     asked = plan.circular_settings is not None and incomplete is None
@@ -197,4 +193,4 @@ def write_mcq_log(output_dir: str | os.PathLike[str], model: str, data: McqData,
                 "option_requests": len(answers.options)},
         **({"circular": circular} if circular is not None else {}))
     write_json(files["results"], record.model_dump(exclude_unset=True))
-    return record
+    return record, files

@@ -36,8 +36,8 @@ def _number(value: Any) -> float:
 
 def majority_accuracy(baselines: Mapping[str, float | None]) -> float:
     """The stronger of the two majority-answer baselines (NaN when neither was computed)."""
-    found = [v for k in MAJORITY_BASELINES if math.isfinite(v := _number(baselines.get(k)))]
-    return max(found) if found else math.nan
+    return max((v for k in MAJORITY_BASELINES if math.isfinite(v := _number(baselines.get(k)))),
+               default=math.nan)
 
 
 def demographic_accuracy(dom: DomainRun) -> float:
@@ -145,13 +145,8 @@ def domain_answers(board: Leaderboard) -> list[tuple[ModelRun, list[DomainAnswer
 def persona_pairs(runs: Sequence[ModelRun]) -> list[tuple[ModelRun, ModelRun]]:
     """(persona run, its ``-no_persona`` control run) for every control run whose partner is here."""
     by_name = {run.run: run for run in runs}
-    pairs = []
-    for control in runs:
-        parts = control.run.split("-")
-        partner = by_name.get("-".join(p for p in parts if p != NO_PERSONA))
-        if NO_PERSONA in parts and partner is not None:
-            pairs.append((partner, control))
-    return pairs
+    return [(by_name[name], control) for control in runs if NO_PERSONA in (parts := control.run.split("-"))
+            and (name := "-".join(p for p in parts if p != NO_PERSONA)) in by_name]
 
 
 def run_items(run: ModelRun) -> list[ScoredItem]:
@@ -200,10 +195,9 @@ def answer_markdown(board: Leaderboard) -> list[str]:
     found = domain_answers(board)
     small = small_note([answer for _, answers in found for answer in answers])
     lines += [small, ""] if small else []
-    for _, answers in found:
-        for answer in answers:
-            lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
-            lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
+    for answer in (answer for _, answers in found for answer in answers):
+        lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
+        lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
     effects = persona_answers(board.runs)
     lines += ["## Did the persona help?", ""] + ([NO_CONTROL, ""] if not effects else [])
     for line, rows, _ in effects:

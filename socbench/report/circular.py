@@ -8,7 +8,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from socbench.circular import families
 from socbench.files import atomic_open
@@ -102,15 +102,8 @@ FAMILY_LABELS, LABEL_MODES, HEAD = LABELS["circular_families"], LABELS["circular
 
 def circular_rows(run: ModelRun) -> list[list[str]]:
     """One row per (domain file, family) of a run's circular metrics."""
-    rows = []
-    for record in run.circular.values():
-        metrics: dict[str, Any] = record.metrics
-        labels = LABEL_MODES.get(record.labels, record.labels)
-        for family, label in FAMILY_LABELS.items():
-            if f"perf_{family}" not in metrics:
-                continue
-            rows.append([domain_label(str(record.domain)), run.run, labels, label,
-                         str(record.questions.get(family, "n/a")),
-                         fmt(metrics.get("acc_origin")), fmt(metrics.get(f"acc_{family}")),
-                         fmt(metrics.get(f"perf_{family}")), fmt(metrics.get(f"vote_{family}"))])
-    return rows
+    return [[domain_label(str(record.domain)), run.run, LABEL_MODES.get(record.labels, record.labels), label,
+             str(record.questions.get(family, "n/a")), *(fmt(record.metrics.get(key)) for key in (
+                 "acc_origin", f"acc_{family}", f"perf_{family}", f"vote_{family}"))]
+            for record in run.circular.values() for family, label in FAMILY_LABELS.items()
+            if f"perf_{family}" in record.metrics]

@@ -157,19 +157,19 @@ def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
     runs' model names give fewer than two distinct parameter counts. A figure not drawn this time is
     removed: never a stale plot from an earlier report."""
     paths: dict[str, Path | None] = {}
-    # every run incomplete: nothing may be drawn as a score
-    notes = _draw(board, out_dir, paths) if board.runs else ["no complete run: no figures"]
+    notes = [] if board.runs else ["no complete run: no figures"]  # nothing may be drawn as a score
+    if board.runs:
+        _draw(board, out_dir, paths, notes)
     for name in {DOMAIN_BARS, HEATMAP, SCALE, GAINS} - {path.name for path in paths.values() if path}:
         (out_dir / name).unlink(missing_ok=True)
     return Figures({name: path for name, path in paths.items() if path}, notes)
 
 
-def _draw(board: Leaderboard, out_dir: Path, paths: dict[str, Path | None]) -> list[str]:
-    """Draw what the complete runs allow into ``paths`` (None: left out); the notes on what was not."""
+def _draw(board: Leaderboard, out_dir: Path, paths: dict[str, Path | None], notes: list[str]) -> None:
+    """Draw what the complete runs allow into ``paths`` (None: left out), a note on what was not."""
     study = study_title(run.study for run in board.runs)
     paths["domain_bars"] = domain_bars(board.domains, [row["run"] for row in board.overall],
                                        out_dir / DOMAIN_BARS, f"{study} accuracy by domain and run")
-    notes = []
     paths["heatmap"] = country_domain_heatmap(board, out_dir / HEATMAP)
     if paths["heatmap"] is None:
         by = " or ".join(sorted({run.grouping for run in board.runs}))  # a province is no country
@@ -187,4 +187,3 @@ def _draw(board: Leaderboard, out_dir: Path, paths: dict[str, Path | None]) -> l
     else:
         notes.append("no run's model name carries a size (such as 135M or 1.7B): no scale plot")
     paths["gains"] = gain_figure(board.runs, out_dir / GAINS)
-    return notes

@@ -71,7 +71,10 @@ def incomplete_cells(row: dict[str, Any]) -> list[str]:
 
 
 def domain_title(row: dict[str, Any]) -> str:
-    """"Role of Government (8)"; the name alone where the results do not record the id."""
+    """"Role of Government (8)"; the name alone where the results do not record the id; a run's line (domain
+    "ALL"): "all domains"."""
+    if row["domain"] == "ALL":
+        return "all domains"
     known = isinstance(row["domain_id"], int)
     return f"{domain_label(row['domain'])} ({row['domain_id']})" if known else domain_label(row["domain"])
 
@@ -96,9 +99,8 @@ NO_DISTRIBUTIONS = "No distribution scores: too few respondents a question (see 
 
 def yardstick_cells(row: dict[str, Any]) -> list[str]:
     """A run's (domain "ALL") or a domain's SimBench score and demographic-model and structure figures."""
-    title = "all domains" if row["domain"] == "ALL" else domain_title(row)
-    return [title, row["run"], fmt(row["simbench_score"], 1), *(fmt(row[key]) for key in HEADLINE_KEYS[1:]),
-            gain_text(row)]
+    return [domain_title(row), row["run"], fmt(row["simbench_score"], 1),
+            *(fmt(row[key]) for key in HEADLINE_KEYS[1:]), gain_text(row)]
 
 
 def gain_text(row: dict[str, Any]) -> str:
@@ -111,8 +113,7 @@ def gain_text(row: dict[str, Any]) -> str:
 
 def draw_cells(row: dict[str, Any]) -> list[str]:
     """A run's or a domain's mean agreement and Fleiss' kappa across its --samples draws."""
-    title = "all domains" if row["domain"] == "ALL" else domain_title(row)
-    return [title, row["run"], fmt(row["draw_agreement"]), fmt(row["draw_fleiss_kappa"])]
+    return [domain_title(row), row["run"], fmt(row["draw_agreement"]), fmt(row["draw_fleiss_kappa"])]
 
 
 def compare_cells(a: str, b: str, cmp: PairedComparison) -> list[str]:
@@ -202,12 +203,11 @@ def groups_title(runs: list[ModelRun]) -> str:
 def export_links(runs: list[ModelRun], out_dir: Path) -> list[tuple[str, list[tuple[str, str]], list[str]]]:
     """Per run with exported answers (``socbench export`` / ``--export``) or a failed format: its files
     (link relative to ``out_dir``, name) and why each failed format could not be written."""
-    found = []
-    for run in runs:
-        paths = [p for p in sorted((run.folder / "export").glob("*")) if p.is_file() and p.name[0] != "."]
-        links = [(Path(os.path.relpath(p, out_dir)).as_posix(), p.name) for p in paths]
-        found += [(run.run, links, list(run.export_failed))] if links or run.export_failed else []
-    return found
+    links = {run.run: [(Path(os.path.relpath(p, out_dir)).as_posix(), p.name)
+                       for p in sorted((run.folder / "export").glob("*")) if p.is_file() and p.name[0] != "."]
+             for run in runs}
+    return [(run.run, links[run.run], list(run.export_failed)) for run in runs
+            if links[run.run] or run.export_failed]
 
 
 def page_notes(board: Leaderboard, figures: Figures) -> list[str]:

@@ -80,6 +80,13 @@ def _modal(shares: dict[str, float] | None, options: dict[str, str]) -> str:
     return f"{option_text(code, options.get(code, ''))} ({100 * shares[code]:.0f}%)"
 
 
+def _view_cells(view: dict[str, Any], human: dict[str, float] | None, model: dict[str, float] | None,
+                options: dict[str, str]) -> list[str]:
+    """A question's (or one country's) respondents, accuracy, both modal answers, agreement and tau."""
+    return [str(view["respondents"]), fmt(view.get("accuracy")), _modal(human, options),
+            _modal(model, options), fmt(view.get("modal_agreement")), fmt(view.get("kendall_tau"))]
+
+
 def shares(view: dict[str, Any]) -> tuple[dict[str, float], dict[str, float] | None, str]:
     """The human and model shares to show: survey-weighted ones when the data has weights."""
     if view.get("weighted_human"):
@@ -89,16 +96,13 @@ def shares(view: dict[str, Any]) -> tuple[dict[str, float], dict[str, float] | N
 
 def question_rows(dom: DomainRun) -> list[list[str]]:
     """One summary row per question of a domain."""
-    rows = []
-    for qid, view in dom.stored.questions.items():
-        human, model, _ = shares(view)
-        options = dict(map(tuple, view.get("options", [])))
-        text = f"{qid}: {view.get('text', '')}"
-        rows.append([text[:140], str(view["respondents"]), fmt(view.get("accuracy")), _modal(human, options),
-                     _modal(model, options), fmt(view.get("modal_agreement")), fmt(view.get("kendall_tau")),
-                     p_text(view.get("kendall_tau_p")), fmt(view.get("js")),
-                     fmt(view.get("uniform_js"))])
-    return rows
+    return [[f"{qid}: {view.get('text', '')}"[:140], *_view_cells(view, *shares(view)[:2], _options(view)),
+             p_text(view.get("kendall_tau_p")), fmt(view.get("js")), fmt(view.get("uniform_js"))]
+            for qid, view in dom.stored.questions.items()]
+
+
+def _options(view: dict[str, Any]) -> dict[str, str]:
+    return dict(map(tuple, view.get("options", [])))
 
 
 def bar_caption(view: dict[str, Any]) -> str:
@@ -117,10 +121,8 @@ def alignment(view: dict[str, Any], grouping: str) -> str:
     countries = view.get("countries") or {}
     if not countries:
         return ""
-    options = dict(map(tuple, view.get("options", [])))
-    rows = [[country_label(c, grouping), str(r["respondents"]), fmt(r.get("accuracy")),
-             _modal(r.get("human"), options), _modal(r.get("model"), options), fmt(r.get("modal_agreement")),
-             fmt(r.get("kendall_tau"))] for c, r in countries.items()]
+    rows = [[country_label(c, grouping), *_view_cells(r, r.get("human"), r.get("model"), _options(view))]
+            for c, r in countries.items()]
     return details(f"by {grouping} ({len(rows)} with at least {MIN_RESPONDENTS} respondents)",
                    table((grouping, *HEADS["alignment"][1:]), rows))
 

@@ -80,16 +80,14 @@ def variant_label(run: str, model: str) -> str:
     slug = model_slug(model)
     if run == slug or not run.startswith(f"{slug}-"):
         return "main run" if run == slug else "-"
-    parts = run.removeprefix(f"{slug}-").split("-")
-    return ", ".join(LABELS["variants"].get(part, part) for part in parts)
+    return ", ".join(LABELS["variants"].get(part, part) for part in run.removeprefix(f"{slug}-").split("-"))
 
 
 def signed(value: Any, digits: int = 3) -> str:
     """A margin with its sign: "+0.031", "-0.052 (below baseline)", "n/a"."""
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         return "n/a"
-    text = f"{value:+.{digits}f}"
-    return f"{text} (below baseline)" if value < 0 else text
+    return f"{value:+.{digits}f}" + (" (below baseline)" if value < 0 else "")
 
 
 def p_text(value: Any) -> str:
@@ -108,8 +106,6 @@ def accuracy_text(row: dict[str, Any]) -> str:
 
 def weights_off_text(domains: Iterable[tuple[str, str | None]]) -> str:
     """``"<reason>: Domain A, Domain B; <reason>: ..."``: why weighted metrics are off, grouped by reason."""
-    by_reason: dict[str, list[str]] = {}
-    for name, reason in domains:
-        if reason:
-            by_reason.setdefault(reason, []).append(name)
-    return "; ".join(f"{reason}: {', '.join(names)}" for reason, names in by_reason.items())
+    found = list(domains)
+    return "; ".join(f"{reason}: {', '.join(name for name, why in found if why == reason)}"
+                     for reason in dict.fromkeys(reason for _, reason in found if reason))

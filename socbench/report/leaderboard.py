@@ -64,13 +64,6 @@ def _names(run: ModelRun) -> dict[str, Any]:
     return {"run": run.run, "model": run.model, "variant": variant_label(run.run, run.model)}
 
 
-def model_row(run: ModelRun) -> dict[str, Any]:
-    """A run's line, as its summary pooled it."""
-    pooled = run.summary.pooled if run.summary else {}
-    return {**_names(run), "domain_id": None, "domain": "ALL", **pooled["line"],
-            "failed_domains": len(run.failed)}
-
-
 def finished(run: ModelRun) -> bool:
     """The run's summary covers exactly the domain records in its folder."""
     stamps = {dom.domain: dom.stored.timestamp for dom in run.domains}
@@ -81,9 +74,8 @@ def _ahead(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Run ``a`` is clearly ahead of ``b``: its CI lies wholly above b's (accuracy when a CI is NaN)."""
     if all(math.isfinite(x) for x in (a["accuracy_ci_low"], b["accuracy_ci_high"])):
         return a["accuracy_ci_low"] > b["accuracy_ci_high"]
-    if not math.isfinite(a["accuracy"]):
-        return False
-    return not math.isfinite(b["accuracy"]) or a["accuracy"] > b["accuracy"]
+    mine, theirs = a["accuracy"], b["accuracy"]
+    return math.isfinite(mine) and (not math.isfinite(theirs) or mine > theirs)
 
 
 def tie_aware_ranks(rows: list[dict[str, Any]]) -> None:
@@ -123,7 +115,8 @@ def leaderboard(output_dir: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES,
     runs = [run for run in runs if run.run not in {row["run"] for row in incomplete}]
     domains = [{**_names(run), **leaderboard_line(dom.stored), "grouping": dom.stored.grouping}
                for run in runs for dom in run.domains]
-    overall = [model_row(run) for run in runs]
+    overall = [{**_names(run), "domain_id": None, "domain": "ALL", **run.summary.pooled["line"],
+                "failed_domains": len(run.failed)} for run in runs if run.summary]  # as its summary pooled it
     tie_aware_ranks(overall)
     board = Leaderboard(runs, overall, domains, [], incomplete, found.mcq, [*found.notes, *left_out],
                         found.units)
@@ -154,8 +147,12 @@ def find_run(runs: Sequence[ModelRun], name: str) -> ModelRun:
     raise ConfigError(f"--compare {name!r}: no such run; runs: {', '.join(r.run for r in runs)}")
 
 
-def shared_items(a: ModelRun, b: ModelRun, domain: str | None = None) -> pd.DataFrame:
-    """Items both runs scored: domain, person_id (as text), question_id, correct_a, correct_b."""
+def compare_runs(a: ModelRun, b: ModelRun, domain: str | None = None, *,
+                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedComparison:
+    """Paired comparison of two complete runs on their shared items (strata: domains): the items both
+    scored, joined on domain, person_id (as text) and question_id."""
+    require_complete(a)
+    require_complete(b)
     keys, fields = ["domain", "person_id", "question_id"], ("person_id", "question_id", "correct")
 
     def frame(run: ModelRun) -> pd.DataFrame:
@@ -167,14 +164,5 @@ def shared_items(a: ModelRun, b: ModelRun, domain: str | None = None) -> pd.Data
     if joined.empty:
         scope = f" in domain {domain}" if domain else ""
         raise DataError(f"runs {a.run} and {b.run} share no scored items{scope}")
-    return joined
-
-
-def compare_runs(a: ModelRun, b: ModelRun, domain: str | None = None, *,
-                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedComparison:
-    """Paired comparison of two complete runs on their shared items (strata: domains)."""
-    require_complete(a)
-    require_complete(b)
-    joined = shared_items(a, b, domain)
     return paired_comparison(joined["correct_a"], joined["correct_b"], joined["person_id"], joined["domain"],
                              n_resamples=n_resamples, seed=seed)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from socbench.circular import circular_name
 from socbench.files import atomic_open
 from socbench.log.records import McqRecord
-from socbench.log.write import mcq_files, mcq_folder, write_mcq_log
+from socbench.log.write import write_mcq_log
 from socbench.mcq.mcq_types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.mcq.scoring import COLUMNS, ENGINE_METHODS
 from socbench.report.circular import circular_table, default_metric_types, write_circular_table
@@ -63,9 +63,7 @@ def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqDat
     """The dataset's records (``log.write.write_mcq_log``), table, CSV, plot and circular summary: paths."""
     import pandas as pd  # slow to load: only when writing
 
-    record = write_mcq_log(output_dir, model, data, plan, answers, scores, wall_s, backend)
-    folder = mcq_folder(output_dir, model)
-    files = mcq_files(folder, data.dataset)
+    record, files = write_mcq_log(output_dir, model, data, plan, answers, scores, wall_s, backend)
     rows = table_rows(record)
     with atomic_open(files["table"]) as handle:
         handle.write(table_markdown(rows, title(record), table_notes(record)))
@@ -79,7 +77,7 @@ def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqDat
         names = {circular_name(data.dataset, int(k)): found["metrics"] for k, found in by_k.items()}
         summary = circular_table({model: names}, default_metric_types(record.circular["mode"]),  # type: ignore[index]
                                  modes=dict.fromkeys(names, TABLE_MODE))
-        write_circular_table(folder, summary, stem=f"{data.dataset}_circular_summary")
+        write_circular_table(files["table"].parent, summary, stem=f"{data.dataset}_circular_summary")
     return {name: path for name, path in files.items() if name != "circular_table" or by_k}
 
 

@@ -14,11 +14,8 @@ OWN_SECTIONS = ("issp", "mcq")  # studies whose runs have sections of their own 
 
 def by_study(units: Sequence[UnitRun]) -> dict[str, list[UnitRun]]:
     """The units of studies without a section of their own, by study (``task``), in the order read."""
-    found: dict[str, list[UnitRun]] = {}
-    for unit in units:
-        if unit.record.task not in OWN_SECTIONS:
-            found.setdefault(unit.record.task, []).append(unit)
-    return found
+    studies = dict.fromkeys(unit.record.task for unit in units if unit.record.task not in OWN_SECTIONS)
+    return {study: [unit for unit in units if unit.record.task == study] for study in studies}
 
 
 def unit_table(units: Sequence[UnitRun]) -> tuple[list[str], list[list[str]]]:
@@ -32,7 +29,5 @@ def unit_table(units: Sequence[UnitRun]) -> tuple[list[str], list[list[str]]]:
 
 def units_markdown(units: Sequence[UnitRun]) -> list[str]:
     """``## Study <name>`` and its table for each study without a section of its own."""
-    lines: list[str] = []
-    for study, found in by_study(units).items():
-        lines += ["", f"## Study {study}", "", *markdown_table(*unit_table(found))]
-    return lines
+    return [line for study, found in by_study(units).items()
+            for line in ["", f"## Study {study}", "", *markdown_table(*unit_table(found))]]
