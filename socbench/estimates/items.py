@@ -36,7 +36,8 @@ def columns_frame(domain: str, c: Mapping[str, Sequence[Any]], groups: Mapping[s
     person id as text); ``weights`` by person id as text (None: unweighted); ``questions``: the
     per-question view (its offered options); ``grouping``: what ``country_code`` holds."""
     options = {qid: [str(code) for code, _ in view.get("options", [])] for qid, view in questions.items()}
-    people = [str(p) for p in c["person_id"]]
+    text = {p: str(p) for p in dict.fromkeys(c["person_id"])}  # one string a person, not one an item
+    people = [text[p] for p in c["person_id"]]
     present = [a for a in ATTRIBUTES if any(a in found for found in groups.values())]
     return pd.DataFrame({
         "domain": domain, "grouping": grouping, "person_id": people, "question_id": c["question_id"],

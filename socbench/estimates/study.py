@@ -302,8 +302,9 @@ def split_domain(domain: str, items: pd.DataFrame, s: Settings, headline: bool =
     index = {p: i for i, p in enumerate(people)}
     n = int(s.labelled_of(domain, len(people)))
     built = (question(qid, frame, index) for qid, frame in items.groupby("question_id", sort=False))
-    # a question at a time, and copies: views would keep every question's whole targets alive at once
-    questions = [replace(q, names=q.names[:1], y=q.y[:, :1].copy(), yhat=q.yhat[:, :1].copy())
+    # a question at a time, and copies: views would keep every question's whole targets alive at once;
+    # the headline reads no group
+    questions = [replace(q, names=q.names[:1], y=q.y[:, :1].copy(), yhat=q.yhat[:, :1].copy(), groups={})
                  for q in built] if headline else list(built)
     rng = np.random.default_rng(s.seed)
     lab_people, unl_people = _split(len(people), n, rng, iid=False)
