@@ -123,8 +123,9 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                 "structure": structure_record(structure(list(items))),
                 "predicted": [codes.get((i.person_id, i.question_id)) for i in scored]}
 
-    settings = (weights, min_respondents, seed, folds, LEARNER, SOLVER)
-    return memo(cache, content_key(DEMOGRAPHIC, data, shown, *settings), fit)
+    key = content_key(DEMOGRAPHIC, data, shown, weights, min_respondents, seed, folds, LEARNER, SOLVER)
+    del data  # one tuple an item (~250 MB at 50,000 respondents): not held through the fit
+    return memo(cache, key, fit)
 
 
 def structure_comparison(scored: Sequence[ScoredItem], predicted: Sequence[str | None],
