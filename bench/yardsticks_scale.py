@@ -34,7 +34,7 @@ from socbench.metrics.simbench import simbench_score
 from socbench.metrics.structure import structure
 from socbench.scoring import design_weights, score_items
 from socbench.types import Extraction
-from socbench.yardsticks import demographic_side, shown_attributes, structure_comparison
+from socbench.yardsticks import classifier_profiles, demographic_side, shown_attributes
 
 LINEAR = 11.0  # 1,000 -> 10,000 respondents: at most this many times the cost
 
@@ -55,7 +55,7 @@ def domain_stages(data_dir: Path, domain: Any, seed: int = 0) -> dict[str, Calla
     return {
         "demographic_model": lambda: demographic_side(scored, attributes, weights=weights),
         "simbench_structure": lambda: (simbench_score(scored, DEFAULT_MIN_RESPONDENTS), structure(scored)),
-        "structure_comparison": lambda: structure_comparison(scored, predicted),
+        "structure_comparison": lambda: classifier_profiles(scored, predicted),
         "ranking": lambda: question_view(items, scored, texts, DEFAULT_MIN_RESPONDENTS, weights),
     }
 

@@ -75,9 +75,8 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
     model = memo(cache, content_key("model", scored, min_respondents),
                  lambda: _model_side(scored, min_respondents))
     demographic = begun.result()
-    predicted = demographic["predicted"]
-    comparison = memo(cache, content_key("structure-comparison", scored, predicted),
-                      lambda: structure_comparison(scored, predicted, model["profiles"]))
+    comparison = difference_record(np.array(model["profiles"], dtype=float)
+                                   - np.array(demographic["profiles"], dtype=float))
     record = {
         DEMOGRAPHIC: demographic["record"],
         "simbench": {"model": model["simbench"], DEMOGRAPHIC: demographic["simbench"],
@@ -100,10 +99,11 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                      weights: Mapping[int, float] | None = None,
                      min_respondents: int = DEFAULT_MIN_RESPONDENTS, seed: int = 0,
                      folds: int = DEFAULT_FOLDS, cache: Path | None = None) -> dict[str, Any]:
-    """The demographic model's yardsticks (``record``, ``simbench``, ``structure``) and its answers
-    (``predicted``, for the paired comparison of structure): the data's alone (who
-    answered what, the attributes shown), never the LLM's answers, so a run with other answers (another
-    model, a rerun) reads them from the ``cache``."""
+    """The demographic model's yardsticks (``record``, ``simbench``, ``structure``) and its half of the
+    paired comparison of structure (``profiles``): the data's alone (who answered what, the attributes
+    shown), never the LLM's answers, so a run with other answers (another model, a rerun) reads them from
+    the ``cache``. Its half is computed here, beside the fit: handing the caller the classifier's answers
+    instead (a code an item, and a copy of every item to compare them) was ~0.5 GB at 50,000 respondents."""
     people = {item.person_id for item in scored}
     shown = {pid: attributes.get(pid, {}) for pid in people}
     data = [(i.person_id, i.question_id, i.country_code, i.true_code, i.offered_codes, i.country_specific,
@@ -116,27 +116,25 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
                   "per_question_macro_f1": per_question_macro_f1(items), "learner": LEARNER, "folds": folds,
                   "fallbacks": dict(sorted(found.fallbacks.items())),
                   "distributions": found.distributions, "per_question": found.per_question}
-        # ``predicted``: the classifier's code for each of ``scored``'s items, in their order (the memo's
-        # key fixes it): one short string an item, for the paired comparison of structure
+        found_record = {"record": record, "simbench": simbench_score(items, min_respondents).score,
+                        "structure": structure_record(structure(list(items)))}
+        # the classifier's code for each of ``scored``'s items, in their order
         codes = {(i.person_id, i.question_id): i.predicted_code for i in items}
-        return {"record": record, "simbench": simbench_score(items, min_respondents).score,
-                "structure": structure_record(structure(list(items))),
-                "predicted": [codes.get((i.person_id, i.question_id)) for i in scored]}
+        predicted = [codes.get((i.person_id, i.question_id)) for i in scored]
+        del found, items, codes  # its answered items are let go before its half of the comparison
+        return {**found_record, "profiles": classifier_profiles(scored, predicted).tolist()}
 
     key = content_key(DEMOGRAPHIC, data, shown, weights, min_respondents, seed, folds, LEARNER, SOLVER)
     del data  # one tuple an item (~250 MB at 50,000 respondents): not held through the fit
     return memo(cache, key, fit)
 
 
-def structure_comparison(scored: Sequence[ScoredItem], predicted: Sequence[str | None],
-                         profiles: Sequence[float] | None = None) -> dict[str, Any]:
-    """The model's structure against the classifier's (``predicted``: its code for each of ``scored``'s
-    items, as ``demographic_side`` stores them), on the same respondents; ``profiles``: the model's half
-    (``profile_resamples``), computed beforehand."""
+def classifier_profiles(scored: Sequence[ScoredItem], predicted: Sequence[str | None]) -> np.ndarray:
+    """The classifier's half of the structure comparison (``profile_resamples`` of its answers, ``predicted``:
+    its code for each of ``scored``'s items, on the same respondents and resamples as the model's half)."""
     classifier = [replace(i, predicted_code=code, parse_error=None)
                   for i, code in zip(scored, predicted, strict=True) if code is not None]
-    model = profile_resamples(scored) if profiles is None else np.array(profiles, dtype=float)
-    return difference_record(model - profile_resamples(scored, classifier))
+    return profile_resamples(scored, classifier)
 
 
 def _model_side(scored: Sequence[ScoredItem], min_respondents: int) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def test_the_demographic_yardstick_apart_equals_the_one_computed_in_the_caller()
     apart = begin_demographic(answered, people, apart=True)
     assert apart._process is not None
     assert json.dumps(apart.result(), sort_keys=True) == json.dumps(here, sort_keys=True)  # NaN != NaN
-    assert set(here) >= {"record", "simbench", "structure", "predicted"}
+    assert set(here) >= {"record", "simbench", "structure", "profiles"}
 
 
 @pytest.mark.slow  # runs a script in a child process
