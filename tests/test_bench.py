@@ -84,7 +84,7 @@ def test_quick_pass(name: str, tmp_path: Path, cli_api_env: dict[str, str], requ
     if name in SKIP:
         pytest.skip(SKIP[name])
     args = ARGS.get(name, ["--quick"])
-    if name in ("api_path", "scale"):  # their prompts are the real ISSP question sets'
+    if name in ("api_path", "scale", "scale_memory"):  # their prompts are the real ISSP question sets'
         args = [*args, "--issp", str(request.getfixturevalue("shared_issp"))]
     if name in IN_PROCESS:
         run_here(name, args, tmp_path, monkeypatch, request.getfixturevalue("engine_pool"))
