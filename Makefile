@@ -37,17 +37,19 @@ postgres:
 
 # `socbench export` writes .sav/.dta for SPSS, Stata and R; its round-trip test reads them back with R's
 # haven, the reader R users use (Debian's r-cran-haven). The real-data battery (tests/test_real_battery.py)
-# has R write public survey files from Debian's r-cran-cardata (CES11, GSSvocab, WVS, BEPS, Chile).
-# As root (CI) install both; elsewhere say how.
+# has R write public survey files from Debian's r-cran-cardata (CES11, GSSvocab, WVS, BEPS, Chile); the
+# numeric round trip (tests/test_numeric_e2e.py) reads socbench's JSON in R with r-cran-jsonlite.
+# As root (CI) install them; elsewhere say how.
 haven:
-	@Rscript -e 'library(haven); library(carData)' >/dev/null 2>&1 || { \
+	@Rscript -e 'library(haven); library(carData); library(jsonlite)' >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "setup: installing Debian's r-cran-haven and r-cran-cardata (the export tests and the real-data battery use them)"; \
+	    echo "setup: installing Debian's r-cran-haven, r-cran-cardata and r-cran-jsonlite (the export tests and the real-data battery use them)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	      r-cran-haven r-cran-cardata >/dev/null; \
+	      r-cran-haven r-cran-cardata r-cran-jsonlite >/dev/null; \
 	  else \
-	    echo "setup: R's haven or carData not found and not root: run 'sudo apt-get install -y r-cran-haven" \
-	         "r-cran-cardata' (the R part of the export tests and the real-data battery are skipped without them)" >&2; \
+	    echo "setup: R's haven, carData or jsonlite not found and not root: run 'sudo apt-get install -y" \
+	         "r-cran-haven r-cran-cardata r-cran-jsonlite' (the R part of the export tests and the real-data" \
+	         "battery are skipped without them)" >&2; \
 	  fi; }
 
 # The lock is installed with --no-deps so the resolver cannot put back the CUDA torchvision
