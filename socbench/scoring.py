@@ -46,6 +46,7 @@ from socbench.weights import weights_off_reason
 from socbench.yardsticks import DEMOGRAPHIC, begin_demographic, domain_yardsticks, shown_attributes
 
 NO_EXTRACTION = "no extraction for this item"
+_UNANSWERED = Extraction("", None, NO_EXTRACTION)  # an item without an extraction: unanswered, and why
 NO_CODE = "no code extracted"
 
 METRIC_NAMES = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1", "parse_failure_rate",
@@ -57,7 +58,7 @@ def score_item(item: Item, extraction: Extraction | None,
     """One scoreable item against its extraction (None: there is none); ``groups``: for the breakdowns."""
     if item.true_code is None:
         raise ValueError(f"item {item.item_id} is scoreable but has no true code")
-    e = extraction or Extraction("", None, NO_EXTRACTION)  # none: unanswered, and why
+    e = extraction or _UNANSWERED
     error = None
     if e.engine_error is None and (e.failure is not None or e.code is None):
         error = e.failure or NO_CODE

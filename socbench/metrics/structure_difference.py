@@ -99,6 +99,7 @@ def profile_difference(model: Sequence[ScoredItem], other: Sequence[ScoredItem],
                        *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, float | int | str]:
     """The model's profile correlation minus ``other``'s (both predicting the same respondents' answers)
     and its ``LEVEL`` percentile CI from a paired bootstrap over respondents (``difference_record``)."""
+    groups = item_groups(model) if groups is None else groups  # once, for both halves
     mine, others = (profile_resamples(model, items, groups, resamples=resamples, seed=seed)
                     for items in (model, other))
     return difference_record(mine - others)
