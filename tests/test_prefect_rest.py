@@ -145,3 +145,24 @@ def test_the_watcher_ends_when_a_process_the_run_needs_has_exited(capsys, no_wai
     with Api("reset", {RUN: 99}) as api:
         assert _demo().watch(api.url, {"id": "r1"}, "issp/all-domains", lambda: "the worker exited") is False
     assert capsys.readouterr().out.splitlines() == ["demo: the worker exited; the run cannot go on"]
+
+
+def test_the_demo_skips_a_converted_model_and_converts_a_missing_one(tmp_path, monkeypatch) -> None:
+    """``convert_model`` reads the conversion marker through ``socbench.models`` (a merge once broke that
+    import and only ``make demo`` met it): a finished build is left alone, a missing one is converted."""
+    from contextlib import ExitStack
+
+    from socbench.models import DEFAULT_MODEL, model_slug
+    from socbench.models.smollm2 import MARKER
+
+    demo, started = _demo(), []
+    monkeypatch.setattr(demo, "start", lambda stack, command, env, log: started.append(command))
+    env = {"SOCBENCH_HOME": str(tmp_path)}
+    with ExitStack() as stack:
+        demo.convert_model(stack, env)  # nothing converted yet
+        assert len(started) == 1 and "resolve_model" in started[0][-1]
+        folder = tmp_path / "models" / model_slug(DEFAULT_MODEL)
+        folder.mkdir(parents=True)
+        (folder / MARKER).write_text(json.dumps({"gguf_sha256": "x"}))
+        demo.convert_model(stack, env)  # converted: left alone
+    assert len(started) == 1

@@ -61,17 +61,22 @@ def builtin_gguf(model: BuiltinModel) -> tuple[Path, str]:
     return path, version
 
 
+def read_marker(folder: Path) -> dict | None:
+    """The conversion record of a finished build, or None (unfinished or foreign folder); ``make demo``
+    reads it to skip converting."""
+    try:
+        return json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def ensure_converted(gguf: Path, target: Path, provenance: dict,
                      convert: Callable[[Path, Path], None] | None = None) -> Path:
     """Convert ``gguf`` into ``target`` (with ``convert(gguf, folder)``) unless a finished build
     from the same file is there. One conversion at a time (a lock on the models folder): another
     process waits, then finds the build (``make demo`` converts beside its server's start)."""
     def built() -> bool:
-        """Whether the conversion record of a finished build from this file is there."""
-        try:
-            marker = json.loads((target / MARKER).read_text())
-        except (OSError, ValueError):  # unfinished or foreign folder
-            return False
+        marker = read_marker(target)
         return bool(marker) and marker.get("gguf_sha256") == provenance.get("gguf_sha256")
 
     if built():
