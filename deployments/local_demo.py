@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +27,7 @@ from socbench.processes import (
     cpu_defaults,
     free_port,
     sigint_raises,
+    signals_held,
     start_group,
     stop_group,
 )
@@ -77,9 +79,11 @@ def database(stack: ExitStack, state: Path) -> dict[str, str]:
 
 
 def start(stack: ExitStack, args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    """Start a background process in its own group; stopped (TERM, then KILL) on exit."""
-    proc = start_group(args, env, log, cwd=ROOT)
-    stack.callback(stop_group, proc)
+    """Start a background process in its own group; stopped (TERM, then KILL) on exit, also after a
+    Ctrl-C while it starts."""
+    with signals_held(signal.SIGINT, signal.SIGTERM):
+        proc = start_group(args, env, log, cwd=ROOT)
+        stack.callback(stop_group, proc)
     return proc
 
 

@@ -260,3 +260,21 @@ def test_a_server_whose_start_is_interrupted_is_stopped(tmp_path: Path) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert processes_with_env("PREFECT_HOME", home) == []
+
+
+def test_a_ctrl_c_as_the_server_process_starts_stops_it(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C between the server's process starting and ``Popen`` returning it (a fresh-clone suite under
+    load: `make ui` exited at once and its server ran on) is held until the process is
+    known, then stops it."""
+    home, real = str(tmp_path / "home"), subprocess.Popen
+
+    def interrupted(*args, **kwargs) -> subprocess.Popen:
+        proc = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", interrupted)
+    with pytest.raises(KeyboardInterrupt), PrefectServer({**_env(tmp_path), "PREFECT_HOME": home}):
+        pytest.fail("the Ctrl-C was lost")
+    monkeypatch.undo()
+    _wait(lambda: processes_with_env("PREFECT_HOME", home) == [], "end of the server", 5)
