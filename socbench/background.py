@@ -19,18 +19,48 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 T = TypeVar("T")
 _SERVE = "import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); " \
          "from socbench.background import serve; serve(sys.argv[1])"
 
 
+CHUNK = 10_000  # a long list argument travels this many elements a pickle
+
+
+class _Long:
+    """Where a long list argument was: its elements follow the call's pickle, ``CHUNK`` a pickle, each with
+    a memo of its own (one pickle's memo holds every object it wrote: ~0.45 GB for a whole survey's items)."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+
+
+def _write(fh: BinaryIO, work: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    long = [isinstance(arg, list) and len(arg) > CHUNK for arg in args]
+    pickle.dump((work, [_Long(len(arg)) if is_long else arg for arg, is_long in zip(args, long, strict=True)],
+                 kwargs), fh, pickle.HIGHEST_PROTOCOL)
+    for arg, is_long in zip(args, long, strict=True):
+        for start in range(0, len(arg) if is_long else 0, CHUNK):
+            pickle.dump(arg[start:start + CHUNK], fh, pickle.HIGHEST_PROTOCOL)
+
+
+def _read(fh: BinaryIO) -> tuple[Callable[..., Any], list[Any], dict[str, Any]]:
+    work, args, kwargs = pickle.load(fh)
+    for n, arg in enumerate(args):
+        if isinstance(arg, _Long):
+            args[n] = []
+            while len(args[n]) < arg.length:
+                args[n] += pickle.load(fh)
+    return work, args, kwargs
+
+
 def serve(folder: str) -> None:
     """The process's side: ``work.pkl`` in, ``result.pkl`` out, as (done, value or exception)."""
     given = Path(folder, "work.pkl")
     with given.open("rb") as fh:  # streamed, in and out: a whole survey's items are a gigabyte of pickle
-        work, args, kwargs = pickle.load(fh)
+        work, args, kwargs = _read(fh)
     given.unlink()  # the respondents' data it holds is not left behind if the caller dies
     try:
         outcome = (True, work(*args, **kwargs))
@@ -59,7 +89,7 @@ class Beside(Generic[T]):
         path = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
         try:
             with Path(self._folder, "work.pkl").open("wb") as fh:
-                pickle.dump(self._call, fh, pickle.HIGHEST_PROTOCOL)
+                _write(fh, *self._call)
             self._process = subprocess.Popen([sys.executable, "-c", _SERVE, self._folder],
                                              env={**os.environ, "PYTHONPATH": path}, stdin=subprocess.DEVNULL)
         except (OSError, pickle.PicklingError, TypeError, AttributeError):  # then in the caller, as if small

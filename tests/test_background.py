@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.demographic_model import synthetic_domain
-from socbench.background import Beside, cores
+from socbench.background import CHUNK, Beside, cores
 from socbench.yardsticks import begin_demographic
 
 pytestmark = pytest.mark.skipif(cores() < 2, reason="work runs apart only with a second core")
@@ -27,6 +27,10 @@ def test_small_work_runs_in_the_caller_when_asked() -> None:
     assert later.result() == 42 and calls == [21]
 
 
+def _summary(*args: list) -> list[tuple[int, object, object]]:
+    return [(len(a), a[0], a[-1]) for a in args]
+
+
 @pytest.mark.slow  # starts a process
 def test_work_apart_returns_its_result_and_raises_its_error() -> None:
     later = Beside(True, math.fsum, [0.1] * 10)
@@ -34,6 +38,10 @@ def test_work_apart_returns_its_result_and_raises_its_error() -> None:
     assert not Path(later._folder).exists()  # nothing of the work's data left behind
     with pytest.raises(ValueError, match="invalid literal"):
         Beside(True, int, "not a number").result()
+    # a long list travels in pickles of CHUNK elements, each with its own memo; every element arrives
+    shared = {"sex": "female"}
+    items = [(n, shared) for n in range(2 * CHUNK + 7)]
+    assert Beside(True, _summary, items, [1.0], items[:3]).result() == _summary(items, [1.0], items[:3])
 
 
 @pytest.mark.slow  # starts a process, then kills it

@@ -4,7 +4,7 @@ weights of the data folder the run read, found as the export finds it)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,17 @@ FIELDS = ("person_id", "question_id", "country_code", "true_answer", "llm_answer
           "option_distribution", "offered_codes")  # the item fields (``log.lines``) read
 
 
+def _category(values: Iterable[Any]) -> pd.Categorical:
+    """A column of repeated values (ids, groups) as codes into them: as text, a whole survey's 2.1 million
+    rows took ~1 GB at the score stage's peak (issue 43)."""
+    return pd.Categorical(list(values))
+
+
+def _objects(values: Iterable[Any]) -> pd.Series:
+    """Python objects as they are (codes, None, dicts, tuples): pointers to the items' own."""
+    return pd.Series(list(values), dtype=object)
+
+
 def columns_frame(domain: str, c: Mapping[str, Sequence[Any]], groups: Mapping[str, Mapping[str, str]],
                   weights: Mapping[str, float] | None, questions: Mapping[str, Mapping[str, Any]],
                   grouping: str = COUNTRY) -> pd.DataFrame:
@@ -40,17 +51,18 @@ def columns_frame(domain: str, c: Mapping[str, Sequence[Any]], groups: Mapping[s
     people = [text[p] for p in c["person_id"]]
     present = [a for a in ATTRIBUTES if any(a in found for found in groups.values())]
     return pd.DataFrame({
-        "domain": domain, "grouping": grouping, "person_id": people, "question_id": c["question_id"],
-        "country_code": [code or UNMAPPED for code in c["country_code"]],
-        "weight": [weights[p] if weights else float("nan") for p in people],
-        "true_code": [str(code) for code in c["true_answer"]],
-        "model_code": [None if code is None or error else str(code)
-                       for code, error in zip(c["llm_answer"], c["engine_error"], strict=True)],
+        "domain": _category([domain] * len(people)), "grouping": _category([grouping] * len(people)),
+        "person_id": _category(people), "question_id": _category(c["question_id"]),
+        "country_code": _category(code or UNMAPPED for code in c["country_code"]),
+        "weight": np.array([weights[p] if weights else float("nan") for p in people], dtype=float),
+        "true_code": _objects(str(code) for code in c["true_answer"]),
+        "model_code": _objects(None if code is None or error else str(code)
+                               for code, error in zip(c["llm_answer"], c["engine_error"], strict=True)),
         # the model's answer distribution where the run has one: logprobs mode, or K draws' shares
-        "model_shares": [dict(d) if d else None for d in c["option_distribution"]],
-        "offered_codes": [tuple(offered or options.get(qid, ()))
-                          for offered, qid in zip(c["offered_codes"], c["question_id"], strict=True)],
-        **{a: [groups.get(p, {}).get(a, UNKNOWN) for p in people] for a in present}})
+        "model_shares": _objects(dict(d) if d else None for d in c["option_distribution"]),
+        "offered_codes": _objects(tuple(offered or options.get(qid, ()))
+                                  for offered, qid in zip(c["offered_codes"], c["question_id"], strict=True)),
+        **{a: _category(groups.get(p, {}).get(a, UNKNOWN) for p in people) for a in present}})
 
 
 def _indicators(codes: list[str], answers: pd.Series, shares: pd.Series | None = None) -> np.ndarray:

@@ -25,6 +25,10 @@ def group_baseline(grouping: str = COUNTRY) -> str:
     return "majority_country_question" if grouping == COUNTRY else "majority_group_question"
 
 
+def _codes(values: list[str]) -> np.ndarray:
+    return pd.factorize(np.array(values, dtype=object))[0]
+
+
 def majority_item_scores(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUESTION,
                          weights: Mapping[int, float] | None = None) -> np.ndarray:
     """Per-item expected accuracy of the leave-one-out majority guess (``items`` order), by count or (with
@@ -33,13 +37,12 @@ def majority_item_scores(items: Sequence[ScoredItem], by: Sequence[str] = BY_QUE
     ``t`` codes: 1 / (1 + t)); totals are rounded to 9 decimals so equal weights tie exactly. An item with
     no other respondent in its group falls back to ``1/k``."""
     keys = list(by)
-    frame = pd.DataFrame(
-        [tuple(UNMAPPED if (v := getattr(item, k)) is None else str(v) for k in keys) for item in items],
-        columns=keys,
-    )
-    frame["code"] = [item.true_code for item in items]
-    frame["k"] = [len(item.offered_codes) for item in items]
-    frame["w"] = 1.0 if weights is None else [float(weights[item.person_id]) for item in items]
+    # each key as codes of its values (text columns of a whole survey's items were ~0.4 GB: issue 43)
+    frame = pd.DataFrame({k: _codes([UNMAPPED if (v := getattr(i, k)) is None else str(v) for i in items])
+                          for k in keys})
+    frame["code"] = _codes([item.true_code for item in items])
+    frame["k"] = np.array([len(item.offered_codes) for item in items])
+    frame["w"] = 1.0 if weights is None else np.array([float(weights[item.person_id]) for item in items])
     totals = frame.groupby(keys + ["code"])["w"].sum().round(9).rename("c").reset_index()
     joined = frame.join(totals.set_index(keys + ["code"])["c"], on=keys + ["code"])
     joined = joined.join(_top_two(totals, keys), on=keys)
