@@ -274,7 +274,12 @@ def test_a_ctrl_c_as_the_server_process_starts_stops_it(tmp_path: Path, monkeypa
         return proc
 
     monkeypatch.setattr(subprocess, "Popen", interrupted)
-    with pytest.raises(KeyboardInterrupt), PrefectServer({**_env(tmp_path), "PREFECT_HOME": home}):
-        pytest.fail("the Ctrl-C was lost")
-    monkeypatch.undo()
+    # Ctrl-C raises, as in `make ui` (an xdist worker ignores SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), PrefectServer({**_env(tmp_path), "PREFECT_HOME": home}):
+            pytest.fail("the Ctrl-C was lost")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        monkeypatch.undo()
     _wait(lambda: processes_with_env("PREFECT_HOME", home) == [], "end of the server", 5)
