@@ -159,8 +159,9 @@ def signals_held(*signums: int) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held: list[int] = []
-    previous = {n: signal.signal(n, lambda signum, frame: held.append(signum)) for n in signums}
+    held: list[int] = []  # a handler Python did not install (None) cannot be put back: left as it is
+    previous = {n: signal.signal(n, lambda signum, frame: held.append(signum)) for n in signums
+                if signal.getsignal(n) is not None}
     try:
         yield
     finally:
