@@ -8,6 +8,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
+from operator import attrgetter
 from typing import Any, Literal
 
 from socbench.errors import incomplete_reason
@@ -80,12 +81,22 @@ class DomainData:
     issp_vocabulary: bool = True  # persona groups in ISSP's words (DomainSpec.issp_vocabulary), else its own
 
 
+def _by_arguments(cls: type) -> type:
+    """Pickled as its constructor's arguments, read by ``attrgetter`` in C: dataclasses' own pickling of a
+    slots class runs Python for every field, seconds for a whole survey's items in each content key
+    (``socbench.memo``) and in the classifier's input (``socbench.background``)."""
+    arguments = attrgetter(*(f.name for f in fields(cls) if f.init))
+    cls.__reduce__ = lambda self: (cls, arguments(self))  # type: ignore[method-assign,assignment]
+    return cls
+
+
 @lru_cache(maxsize=1 << 12)
 def codes_of(options: tuple[tuple[Code, str], ...]) -> tuple[Code, ...]:
     """The codes of ``options``: one tuple for every item that shows these options (millions of items)."""
     return tuple(code for code, _ in options)
 
 
+@_by_arguments
 @dataclass(frozen=True, slots=True)
 class Item:
     """One (respondent, question) pair with the options that respondent was shown. Slots, and the codes
@@ -108,6 +119,7 @@ class Item:
         return f"{self.person_id}:{self.question_id}"
 
 
+@_by_arguments
 @dataclass(frozen=True, slots=True)
 class Message:
     role: Role
@@ -123,6 +135,7 @@ class SamplingSettings:
     seed: int | None = None
 
 
+@_by_arguments
 @dataclass(frozen=True, slots=True)
 class PromptRequest:
     """A prompt ready for an engine. ``chat`` False: one user message sent as raw text (ARC). ``logprobs``
@@ -173,6 +186,7 @@ class LoglikelihoodRequest:
         return hashlib.sha256(json.dumps([self.context, self.continuation]).encode()).hexdigest()
 
 
+@_by_arguments
 @dataclass(frozen=True, slots=True)
 class EngineResult:
     """An engine's answer to one PromptRequest; ``error`` set means no usable answer."""
@@ -202,6 +216,7 @@ class Answers:
     usage: dict[str, int] = field(default_factory=dict)  # pipeline.answer's: requests sent, tokens
 
 
+@_by_arguments
 @dataclass(frozen=True, slots=True)
 class Extraction:
     """The code of an answer, or None and why: ``failure`` (unreadable), ``engine_error`` (no reply)."""
@@ -216,6 +231,7 @@ class Extraction:
     note: str | None = None  # what reading the answer changed (verbalized: shares normalised)
 
 
+@_by_arguments
 @dataclass(frozen=True, slots=True)
 class ScoredItem:
     person_id: int

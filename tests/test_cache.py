@@ -296,3 +296,16 @@ def test_cache_keys_are_cache_key_each_with_the_shared_part_encoded_once():
         for method in ("generate", "option_logprobs", "loglikelihood"):
             assert cache_keys(identity, method, requests) == [cache_key(identity, method, r.key)
                                                               for r in requests]
+
+
+def test_the_writer_does_not_sync_at_every_commit(tmp_path: Path) -> None:
+    """Both connections run ``synchronous=NORMAL`` (in WAL mode a commit survives a process kill); the
+    writer's default, FULL, synced the WAL at each small commit. A flush still makes answers durable."""
+    cache = EngineCache(tmp_path / CACHE_FILE)
+    try:
+        assert cache._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        cache.put("k" * 64, "generate", json.dumps({"text": "x"}))
+        cache.flush()
+        assert cache.get_many(["k" * 64]) == {"k" * 64: json.dumps({"text": "x"})}
+    finally:
+        cache.close()

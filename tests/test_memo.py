@@ -87,3 +87,19 @@ def test_a_long_part_is_hashed_in_memory_bounded_by_one_element() -> None:
     peak = int(subprocess.run([sys.executable, "-c", PEAK], capture_output=True, text=True,
                               check=True).stdout)  # alone: tracemalloc counts every thread of a process
     assert peak < len(repr(rows)) / 20, peak  # the whole repr: 1.4 MB
+
+
+def test_slotted_records_pickle_as_their_arguments() -> None:
+    """Items and scored items pickle through ``attrgetter`` (dataclasses' own pickling of a slots class runs
+    Python per field: seconds a content key at a whole survey's size), and come back equal, with an item's
+    codes again the tuple every item with those options shares."""
+    import pickle
+
+    from socbench.types import Item, ScoredItem
+
+    item = Item(7, "Q1", "DE", (("1", "Agree"), ("2", "Disagree")), "2", False, None, (0.0, 9.0))
+    scored = ScoredItem(7, "Q1", "DE", "2", "1", False, None, False, item.offered_codes, {"1": 1.0},
+                        {"sex": "Female"}, None, '{"answer": "1"}', ("1",), None)
+    back = pickle.loads(pickle.dumps([item, scored]))
+    assert back == [item, scored] and back[0].offered_codes is item.offered_codes
+    assert Item.__reduce__(item) == (Item, (7, "Q1", "DE", item.options, "2", False, None, (0.0, 9.0)))
