@@ -138,31 +138,47 @@ def _table(group: np.ndarray, answer: np.ndarray) -> np.ndarray:
     return table
 
 
-Row = tuple[int, str, int, int]  # person id, group, real answer's position, simulated answer's position
+@dataclass(frozen=True)
+class PairRows:
+    """A pair's rows as columns: person ids, their groups, the real and the simulated answer's position."""
+    person: np.ndarray
+    group: np.ndarray  # objects: the group names
+    real: np.ndarray
+    simulated: np.ndarray
 
 
 def pair_rows(answered: Sequence[ScoredItem], groups: Groups, min_respondents: int,
-               min_group_size: int) -> Iterator[tuple[str, str, list[Row]]]:
+              min_group_size: int) -> Iterator[tuple[str, str, PairRows]]:
     """Every (question, attribute) pair that qualifies, with its rows in groups of at least
-    ``min_group_size`` (decided from counts: most pairs of a small domain do not qualify, and a
-    DataFrame per pair was most of the yardsticks' time)."""
+    ``min_group_size`` (decided from counts: most pairs of a small domain do not qualify). As columns: a
+    question's items read once, an attribute's groups taken from one column per attribute over the people (a
+    row tuple an item and attribute, four times a domain, was most of the structure yardsticks' time)."""
+    people = pd.Index(list(groups))
+    table = {a: np.array([g.get(a) for g in groups.values()] + [None], dtype=object)  # last: no groups
+             for a in sorted({a for g in groups.values() for a in g})}
     for (qid,), group in split_groups(answered, ("question_id",)).items():
         position = {code: i for i, code in enumerate(group_codes(group))}
-        for attribute in sorted({a for item in group for a in groups.get(item.person_id, {})}):
-            rows = [(i.person_id, groups[i.person_id][attribute], position[i.true_code],
-                     position[i.predicted_code]) for i in group if attribute in groups.get(i.person_id, {})]
-            sizes = Counter(row[1] for row in rows)
-            kept = [row for row in rows if sizes[row[1]] >= min_group_size]
-            if len(kept) >= min_respondents and sum(n >= min_group_size for n in sizes.values()) >= 2:
-                yield qid, attribute, kept
+        person = np.array([i.person_id for i in group])
+        real, simulated = (np.array([position[getattr(i, name)] for i in group], dtype=np.int64)
+                           for name in ("true_code", "predicted_code"))
+        at = people.get_indexer(person)  # -1: the last, None
+        for attribute, column in table.items():
+            value = column[at]
+            has = pd.notna(value)
+            if not has.any():
+                continue
+            codes, _ = pd.factorize(value[has])
+            sizes = np.bincount(codes)
+            kept = np.flatnonzero(has)[sizes[codes] >= min_group_size]
+            if len(kept) >= min_respondents and (sizes >= min_group_size).sum() >= 2:
+                yield qid, attribute, PairRows(person[kept], value[kept], real[kept], simulated[kept])
 
 
-def _pair(qid: str, attribute: str, rows: list[Row], gap_alpha: float) -> PairStructure:
-    """The pair's figures over its rows (columns as arrays: a DataFrame a pair was a third of its time)."""
-    group = np.array([row[1] for row in rows], dtype=object)
-    real, simulated = (np.array([row[k] for row in rows], dtype=np.int64) for k in (2, 3))
-    real_v, sim_v = cramers_v(_table(group, real)), cramers_v(_table(group, simulated))
-    return PairStructure(qid, attribute, len(rows), real_v, sim_v, _gaps(group, real, simulated, gap_alpha))
+def _pair(qid: str, attribute: str, rows: PairRows, gap_alpha: float) -> PairStructure:
+    """The pair's figures over its rows."""
+    real_v, sim_v = cramers_v(_table(rows.group, rows.real)), cramers_v(_table(rows.group, rows.simulated))
+    return PairStructure(qid, attribute, len(rows.person), real_v, sim_v,
+                         _gaps(rows.group, rows.real, rows.simulated, gap_alpha))
 
 
 def structure(items: Sequence[ScoredItem], groups: Groups | None = None, *,

@@ -21,7 +21,7 @@ from socbench.metrics.structure import (
     MIN_GROUP_SIZE,
     MIN_RESPONDENTS,
     Groups,
-    Row,
+    PairRows,
     item_groups,
     pair_rows,
     usable,
@@ -47,16 +47,19 @@ def cramers_v_stack(tables: np.ndarray) -> np.ndarray:
         return np.where(k >= 2, np.sqrt(chi2 / (n * (k - 1))), 0.0)
 
 
-def _resampled_v(rows: list[Row], block: dict[int, int], weights: np.ndarray, column: int) -> np.ndarray:
-    """Cramér's V of group by ``column`` (2: real, 3: simulated answer) in every resample (``weights``:
-    resamples x blocks, how often each block is drawn)."""
-    blocks = np.array([block[row[0]] for row in rows])
-    groups, _ = pd.factorize(np.array([row[1] for row in rows], dtype=object))
-    codes = np.array([row[column] for row in rows])
-    shape = (weights.shape[1], groups.max() + 1, codes.max() + 1)
-    flat = np.ravel_multi_index((blocks, groups, codes), shape)
-    tallies = np.bincount(flat, minlength=math.prod(shape)).reshape(shape)
-    return cramers_v_stack(np.tensordot(weights, tallies, axes=1))
+def _resampled_v(rows: PairRows, block: Mapping[int, int], weights: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Cramér's V of group by the real and by the simulated answer in every resample (``weights``: resamples x
+    blocks, how often each block is drawn)."""
+    blocks = np.array([block[p] for p in rows.person.tolist()])
+    groups, _ = pd.factorize(rows.group)
+
+    def tallied(codes: np.ndarray) -> np.ndarray:
+        shape = (weights.shape[1], groups.max() + 1, codes.max() + 1)
+        flat = np.ravel_multi_index((blocks, groups, codes), shape)
+        tallies = np.bincount(flat, minlength=math.prod(shape)).reshape(shape)
+        return cramers_v_stack(np.tensordot(weights, tallies, axes=1))
+
+    return tallied(rows.real), tallied(rows.simulated)
 
 
 def _profile_correlations(items: Sequence[ScoredItem], groups: Groups, block: dict[int, int],
@@ -67,7 +70,7 @@ def _profile_correlations(items: Sequence[ScoredItem], groups: Groups, block: di
     answered = [item for item in items if usable(item)]
     # a pair's rows are let go once its two columns are tallied: all pairs' rows at once were every item
     # once per attribute (~1.7 GB at 50,000 respondents)
-    found = [(_resampled_v(rows, block, weights, 2), _resampled_v(rows, block, weights, 3))
+    found = [_resampled_v(rows, block, weights)
              for _, _, rows in pair_rows(answered, groups, MIN_RESPONDENTS, MIN_GROUP_SIZE)]
     if len(found) < 3:
         return np.full(len(weights), math.nan)
