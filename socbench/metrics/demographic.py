@@ -21,7 +21,9 @@ further above it the model is one of the cap's size, which may fall behind an un
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -258,16 +260,25 @@ def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_i
     return found
 
 
-def _scored(item: ScoredItem, probs: np.ndarray, codes: tuple[Code, ...]) -> ScoredItem:
-    """The item answered by the demographic model: its distribution restricted to the item's codes."""
-    shown = {code: float(probs[codes.index(code)]) for code in item.offered_codes if code in codes}
-    total = sum(shown.values())
-    dist = ({c: p / total for c, p in shown.items()} if total > 0
-            else {c: 1.0 / len(item.offered_codes) for c in item.offered_codes})
-    best = max(dist.values())
-    predicted = next(code for code in item.offered_codes if dist[code] == best)  # ties: survey order
-    return replace(item, predicted_code=predicted, correct=predicted == item.true_code, parse_error=None,
-                   distribution=dist, engine_error=None, raw_reply=None)
+def _answered(q: _Question) -> list[ScoredItem]:
+    """The question's items answered by the demographic model: each one's distribution restricted to its
+    offered codes and renormalised (uniform where it sums to 0), its answer the most likely, ties in survey
+    order. The items that show the same codes at once (the sum left to right, as ``sum`` adds)."""
+    rows_by: dict[tuple[Code, ...], list[int]] = {}
+    for row, item in enumerate(q.group):
+        rows_by.setdefault(item.offered_codes, []).append(row)
+    found: list[ScoredItem] = list(q.group)
+    for offered, rows in rows_by.items():
+        shown = q.probs[np.ix_(rows, [q.codes.index(code) for code in offered])]
+        total = functools.reduce(operator.add, shown.T)
+        some = total > 0
+        dist = np.where(some[:, None], shown / np.where(some, total, 1.0)[:, None], 1.0 / len(offered))
+        for row, values, best in zip(rows, dist.tolist(), dist.argmax(axis=1).tolist(), strict=True):
+            item, predicted = q.group[row], offered[best]
+            found[row] = replace(item, predicted_code=predicted, correct=predicted == item.true_code,
+                                 parse_error=None, distribution=dict(zip(offered, values, strict=True)),
+                                 engine_error=None, raw_reply=None)
+    return found
 
 
 def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
@@ -296,8 +307,7 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
             found = _fit_fold(encoded.matrix, [fit for _, fit in fits], learner, seed, c, max_iter)
             for (q, fit), probs in zip(fits, found, strict=True):
                 q.probs[np.ix_(q.fold == f, [q.codes.index(cls) for cls in fit.classes])] = probs
-    answered = [_scored(item, p, q.codes) for q in questions
-                for item, p in zip(q.group, q.probs, strict=True)]
+    answered = [item for q in questions for item in _answered(q)]
     return _summarise(tuple(answered), folds, fallbacks)
 
 
