@@ -25,7 +25,7 @@ from socbench.metrics.classification import (
     seed_macro_f1,
     seed_micro_f1,
 )
-from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS, distribution_scores
+from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.grouped import group_rows
 from socbench.metrics.numeric import numeric_scores
 from socbench.metrics.persona_groups import persona_breakdowns, respondent_groups
@@ -122,12 +122,13 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
             return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
         counts["numeric"] = numeric_scores(numbers, attributes, weights, seed)
         view = (items, scored, texts, min_respondents, weights, seed)
-        alignment, questions = memo(cache, content_key("questions", *view), lambda: question_view(*view))
+        alignment, questions, distribution = memo(cache, content_key("questions", *view),
+                                                  lambda: question_view(*view))
         # per country: none (not one group "unmapped") for a study without countries
         countries = unmapped_countries or any(item.country_code is not None for item in scored)
         parts = dict(per_country=group_rows(scored, "country_code", expected) if countries else {},
                      breakdowns=persona_breakdowns(scored, expected),
-                     distribution=distribution_scores(scored, min_respondents, weights),
+                     distribution=distribution,
                      accuracy_ci=accuracy_ci([i.correct for i in scored], [i.person_id for i in scored],
                                              min_respondents=min_respondents, seed=seed))
         answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)

@@ -182,7 +182,7 @@ class EngineCache(_Store):
         self._read = _open(Path(path))
         self._read_lock = threading.Lock()
         self._conn = _connect(Path(path))  # the writer thread's
-        # per connection, so the writer's too: its default (FULL) synced the WAL at each commit, ~50 us an answer
+        # per connection, so the writer's too: its default, FULL, synced the WAL at each commit (~50 us a row)
         self._conn.execute("PRAGMA synchronous=NORMAL")
         super().__init__(path)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -140,25 +140,44 @@ def scorable_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respon
     return found
 
 
-def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
-                 min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-                 weights: Weights | None = None) -> dict[str, float]:
-    """Mean scores over the qualifying groups by ``keys``; a group without any usable model answer is
-    counted in ``skipped_no_answers``, not scored as zero."""
+Shares = Mapping[str, tuple[np.ndarray, np.ndarray]]  # a group's (model, human) shares by prefix
+
+
+def group_shares(group: Sequence[ScoredItem], codes: Sequence[Code], weights: Weights | None) -> Shares:
+    """The group's (model, human) shares by prefix ("" and "weighted_"), while the model answered: no
+    weighted model shares without unweighted ones (every answerer weighs 0)."""
+    shares = {}
+    for prefix, w in weightings(weights):
+        model = model_distribution(group, codes, w)
+        if model is None:
+            break
+        shares[prefix] = (model, human_distribution(group, codes, w))
+    return shares
+
+
+def shares_scores(groups: Iterable[Shares], weighted: bool, min_respondents: int) -> dict[str, float]:
+    """Mean scores over a level's qualifying groups from their shares; a group without any usable model
+    answer is counted in ``skipped_no_answers``, not scored as zero."""
     scores: dict[str, list[float]] = defaultdict(list)
     skipped = 0
-    for group, codes in scorable_groups(items, keys, min_respondents).values():
-        for prefix, w in weightings(weights):  # no weighted model shares: every answerer weighs 0
-            model = model_distribution(group, codes, w)
-            if model is None:
-                skipped += not prefix
-                break
-            for name, value in distance_scores(model, human_distribution(group, codes, w)).items():
+    for shares in groups:
+        skipped += "" not in shares
+        for prefix, (model, human) in shares.items():
+            for name, value in distance_scores(model, human).items():
                 scores[prefix + name].append(value)
-    names = SCORE_NAMES + (tuple(f"weighted_{name}" for name in SCORE_NAMES) if weights is not None else ())
+    names = SCORE_NAMES + (tuple(f"weighted_{name}" for name in SCORE_NAMES) if weighted else ())
     result = {name: float(np.mean(scores[name])) if scores[name] else math.nan for name in names}
     return {"groups": float(len(scores["js"])), **result, "skipped_no_answers": float(skipped),
             "min_respondents": float(min_respondents)}
+
+
+def level_scores(items: Sequence[ScoredItem], keys: Sequence[str],
+                 min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                 weights: Weights | None = None) -> dict[str, float]:
+    """``shares_scores`` over the qualifying groups by ``keys``."""
+    shares = (group_shares(group, codes, weights)
+              for group, codes in scorable_groups(items, keys, min_respondents).values())
+    return shares_scores(shares, weights is not None, min_respondents)
 
 
 def distribution_scores(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,

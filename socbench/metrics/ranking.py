@@ -22,14 +22,19 @@ import numpy as np
 from socbench.metrics.baselines import UNMAPPED
 from socbench.metrics.distribution import (
     DEFAULT_MIN_RESPONDENTS,
+    Shares,
     Weights,
     distance_scores,
     group_codes,
+    group_shares,
     human_distribution,
-    model_distribution,
     scorable_groups,
+    shares_scores,
     split_groups,
     weightings,
+)
+from socbench.metrics.distribution import (
+    LEVELS as DISTRIBUTION_LEVELS,
 )
 from socbench.shuffle import order_seed
 from socbench.types import Code, Item, ScoredItem
@@ -170,8 +175,11 @@ def _shares(codes: Sequence[Code], values: np.ndarray) -> dict[Code, float]:
     return {code: round(float(v), 6) for code, v in zip(codes, values, strict=True)}
 
 
+Tested = dict[tuple, tuple[dict[str, object], dict[str, RankTest], Shares]]  # a level's groups
+
+
 def group_record(items: Sequence[ScoredItem], weights: Weights | None, codes: tuple[Code, ...],
-                 ) -> tuple[dict[str, object], dict[str, tuple[np.ndarray, np.ndarray]]]:
+                 ) -> tuple[dict[str, object], Shares]:
     """One group's shares (``weighted_*`` too with ``weights``), its alignment NaN until tested, and the
     (model, human) shares to test by prefix ("" and "weighted_") where the model answered; ``codes``: the
     group's (``group_codes``)."""
@@ -180,46 +188,40 @@ def group_record(items: Sequence[ScoredItem], weights: Weights | None, codes: tu
         "accuracy": float(np.mean([item.correct for item in items])),
         "no_answer": float(np.mean([item.parse_error is not None for item in items])),
     }
-    shares: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    shares = group_shares(items, codes, weights)
     for prefix, w in weightings(weights):
-        human = human_distribution(items, codes, w)
-        model = model_distribution(items, codes, w)
+        model, human = shares[prefix] if prefix in shares else (None, human_distribution(items, codes, w))
         record[f"{prefix}human"] = _shares(codes, human)
         record[f"{prefix}model"] = None if model is None else _shares(codes, model)
         record.update({f"{prefix}{key}": math.nan for key in ALIGNMENT_KEYS})
-        if model is not None:
-            shares[prefix] = (model, human)
-            if not prefix and len(codes) >= 2:
-                record.update(distance_scores(model, human))
+        if model is not None and not prefix and len(codes) >= 2:
+            record.update(distance_scores(model, human))
     return record, shares
 
 
 def level_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respondents: int,
-                 weights: Weights | None = None, seed: int = 0,
-                 ) -> dict[tuple, tuple[dict[str, object], dict[str, RankTest]]]:
+                 weights: Weights | None = None, seed: int = 0) -> Tested:
     """Records of every group by ``keys`` with enough respondents and at least two codes, with their
-    tests by prefix (for the level's aggregate test), all tested at once."""
+    tests by prefix (for the level's aggregate test), all tested at once, and their shares."""
     records = {key: group_record(group, weights, codes)
                for key, (group, codes) in scorable_groups(items, keys, min_respondents).items()}
     wanted = [(key, prefix, pair) for key, (_, shares) in records.items() for prefix, pair in shares.items()]
-    found: dict[tuple, tuple[dict[str, object], dict[str, RankTest]]] = {
-        key: (record, {}) for key, (record, _) in records.items()}
+    found: Tested = {key: (record, {}, shares) for key, (record, shares) in records.items()}
     tests = rank_tests([(*pair, order_seed(seed, "ranking", "\x1f".join(map(str, key))) % (2**32))
                         for key, _, pair in wanted])
     for (key, prefix, _), test in zip(wanted, tests, strict=True):
-        record, by_prefix = found[key]
+        record, by_prefix, _ = found[key]
         by_prefix[prefix] = test
         record.update(zip((f"{prefix}{key}" for key in ALIGNMENT_KEYS),
                           (test.modal_agreement, test.kendall_tau, test.p_value), strict=True))
     return found
 
 
-def level_summary(groups: Mapping[tuple, tuple[dict[str, object], dict[str, RankTest]]],
-                  weighted: bool, min_respondents: int, seed: int = 0) -> dict[str, float]:
+def level_summary(groups: Tested, weighted: bool, min_respondents: int, seed: int = 0) -> dict[str, float]:
     """Means over a level's groups, the uniform floors beside them, and the aggregate test."""
     summary: dict[str, float] = {"groups": float(len(groups)), "min_respondents": float(min_respondents)}
     for prefix in ("", "weighted_")[:1 + weighted]:
-        scored = [(record, t[prefix]) for record, t in groups.values() if prefix in t]
+        scored = [(record, t[prefix]) for record, t, _ in groups.values() if prefix in t]
         tests = [test for _, test in scored if not math.isnan(test.kendall_tau)]
         floors = [1.0 / len(record[f"{prefix}human"]) for record, _ in scored]  # type: ignore[arg-type]
         taus, nulls = [t.kendall_tau for t in tests], (t.null for t in tests)
@@ -252,15 +254,21 @@ def option_labels(items: Sequence[Item]) -> dict[str, dict[Code, str]]:
 
 def question_view(items: Sequence[Item], scored: Sequence[ScoredItem], texts: Mapping[str, str] | None = None,
                   min_respondents: int = DEFAULT_MIN_RESPONDENTS, weights: Weights | None = None,
-                  seed: int = 0) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, Any]]]:
-    """``({level: alignment summary}, {question id: view record})`` of one domain."""
+                  seed: int = 0) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, Any]],
+                                          dict[str, dict[str, float]]]:
+    """``({level: alignment summary}, {question id: view record}, {level: distribution scores})`` of one
+    domain: the distribution scores (``distribution_scores``) from the shares the alignment tests compare,
+    so each group's shares are found once."""
     labels = option_labels(items)
     levels = {name: level_groups(scored, keys, min_respondents, weights, seed)
               for name, keys in LEVELS.items()}
     summary = {name: level_summary(groups, weights is not None, min_respondents, seed)
                for name, groups in levels.items()}
+    distribution = {name: shares_scores((shares for _, _, shares in levels[name].values()),
+                                        weights is not None, min_respondents)
+                    for name in DISTRIBUTION_LEVELS}  # in distribution_scores' order
     countries: dict[str, dict[str, Any]] = {}
-    for (country, qid), (record, _) in levels["country_question"].items():
+    for (country, qid), (record, _, _) in levels["country_question"].items():
         countries.setdefault(qid, {})[UNMAPPED if country is None else str(country)] = record
     view = {}
     for (qid,), group in split_groups(scored, ("question_id",)).items():
@@ -271,4 +279,4 @@ def question_view(items: Sequence[Item], scored: Sequence[ScoredItem], texts: Ma
                      "options": [[code, labels.get(qid, {}).get(code, "")] for code in codes],
                      "enough_respondents": qualified is not None, **record,
                      "countries": dict(sorted(countries.get(qid, {}).items())) if len(asked_in) > 1 else {}}
-    return summary, view
+    return summary, view, distribution
