@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 
 import numpy as np
 
@@ -122,8 +123,10 @@ def distance_scores(model: np.ndarray, human: np.ndarray) -> dict[str, float]:
 def split_groups(items: Sequence[ScoredItem], keys: Sequence[str]) -> dict[tuple, list[ScoredItem]]:
     """Items by the values of ``keys`` (a (country, question) pair, or a question), first seen first."""
     groups: dict[tuple, list[ScoredItem]] = defaultdict(list)
+    get = attrgetter(*keys)  # in C: a tuple for two keys, the value for one
+    key_of = get if len(keys) > 1 else lambda item: (get(item),)
     for item in items:
-        groups[tuple(getattr(item, key) for key in keys)].append(item)
+        groups[key_of(item)].append(item)
     return groups
 
 
