@@ -26,13 +26,13 @@ from urllib.parse import urlsplit
 
 from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
-from socbench.engines.windowed import WINDOW, windowed
 
 log = logging.getLogger("socbench")
 T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 300.0
 PROBE_PATH = "/v1/models"
+WINDOW = 1024  # calls started at once, at least (the OpenAI transport: 4 x concurrent_requests above that)
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,45 @@ def session(settings: OpenAISettings, **options: Any) -> Any:
     headers = {"Authorization": f"Bearer {settings.api_key.get_secret_value()}"} if settings.api_key else {}
     timeout = aiohttp.ClientTimeout(total=settings.max_request_s, sock_connect=settings.connect_timeout_s)
     return aiohttp.ClientSession(headers=headers, timeout=timeout, **options)
+
+
+async def windowed(count: int, run: Callable[[int], Awaitable[T]], window: int) -> list[T]:
+    """``run(i)`` for each ``i < count`` in order, at most ``window`` of them started and unfinished at once
+    (a task per call made up front held every call's coroutine: millions at a whole survey's size); the
+    results in order. The first that raises (a failing sink) cancels the rest and is raised. A whole survey's
+    requests (millions) are so made and started a window at a time, never all at once (a task and a request
+    body per call were gigabytes at a whole module's 2.8 million)."""
+    results: list[Any] = [None] * count
+    slots, running, failed = asyncio.Semaphore(window), set(), []
+
+    async def one(index: int) -> None:
+        try:
+            results[index] = await run(index)
+        finally:
+            slots.release()
+
+    def done(task: asyncio.Future[None]) -> None:
+        running.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            failed.append(task.exception())
+
+    try:
+        for index in range(count):
+            await slots.acquire()
+            if failed:
+                break
+            task = asyncio.ensure_future(one(index))
+            running.add(task)
+            task.add_done_callback(done)
+        while running and not failed:
+            await asyncio.wait(set(running), return_when=asyncio.FIRST_EXCEPTION)
+    finally:  # cancel the rest before the session closes
+        for task in list(running):
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+    if failed:
+        raise failed[0]
+    return results
 
 
 class Transport:

