@@ -156,17 +156,6 @@ def check_server(api_base: str, model: str | None = None, api_key: str | None = 
                               f"it serves: {', '.join(served) or 'nothing'}")
 
 
-def check_structured(config: Any) -> None:
-    """With ``--structured`` over the API, a tiny constrained request (``OpenAIEngine.check_structured``)."""
-    if config.engine.api_type != "openai" or getattr(config, "mode", None) not in GENERATED \
-            or not config.use_structured:
-        return
-    from socbench.engines.registry import create_engine
-
-    engine = config.engine
-    create_engine(engine.api_type, engine.model, settings=engine.backend_options()).check_structured()
-
-
 def check_engine(engine: EngineSettings) -> int | None:
     """The backend can be used (a server answers and serves ``--model``; or the model resolves and its
     backend accepts the settings), before any weights load; the model's context (None: a server)."""
@@ -281,7 +270,11 @@ def check_run(config: Any) -> None:
                     settings.cache_dir, used)
         return
     context = check_engine(settings)
-    check_structured(config)
+    if settings.api_type == "openai" and getattr(config, "mode", None) in GENERATED and config.use_structured:
+        # with --structured over the API, a tiny constrained request (OpenAIEngine.check_structured)
+        from socbench.engines.registry import create_engine
+
+        create_engine("openai", settings.model, settings=settings.backend_options()).check_structured()
     if context is not None:
         chat = {unit: [r for r in found.prompts.requests if isinstance(r, PromptRequest)]
                 for unit, found in plans.items()}

@@ -20,7 +20,7 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import count
+from itertools import count, takewhile
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -190,40 +190,29 @@ def session(settings: OpenAISettings, **options: Any) -> Any:
 
 async def windowed(count: int, run: Callable[[int], Awaitable[T]], window: int) -> list[T]:
     """``run(i)`` for each ``i < count`` in order, at most ``window`` of them started and unfinished at once
-    (a task per call made up front held every call's coroutine: millions at a whole survey's size); the
-    results in order. The first that raises (a failing sink) cancels the rest and is raised. A whole survey's
-    requests (millions) are so made and started a window at a time, never all at once (a task and a request
-    body per call were gigabytes at a whole module's 2.8 million)."""
+    (``window`` workers); the results in order. The first that raises (a failing sink) cancels the rest and
+    is raised. A whole survey's requests (millions) are so made and started a window at a time, never all at
+    once (a task per call made up front held every call's coroutine, and a task and a request body per call
+    were gigabytes at a whole module's 2.8 million)."""
     results: list[Any] = [None] * count
-    slots, running, failed = asyncio.Semaphore(window), set(), []
+    failed: list[BaseException] = []
+    # shared by the workers: each takes the next call when its own is done, none once one has failed
+    indices = takewhile(lambda _: not failed, range(count))
 
-    async def one(index: int) -> None:
+    async def worker() -> None:
         try:
-            results[index] = await run(index)
-        finally:
-            slots.release()
-
-    def done(task: asyncio.Future[None]) -> None:
-        running.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            failed.append(task.exception())
+            for index in indices:
+                results[index] = await run(index)
+        except BaseException as exc:
+            failed.append(exc)
+            raise
 
     try:
-        for index in range(count):
-            await slots.acquire()
-            if failed:
-                break
-            task = asyncio.ensure_future(one(index))
-            running.add(task)
-            task.add_done_callback(done)
-        while running and not failed:
-            await asyncio.wait(set(running), return_when=asyncio.FIRST_EXCEPTION)
-    finally:  # cancel the rest before the session closes
-        for task in list(running):
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-    if failed:
-        raise failed[0]
+        async with asyncio.TaskGroup() as group:  # a worker that raises cancels the others at once
+            for _ in range(min(window, count)):
+                group.create_task(worker())
+    except BaseExceptionGroup as exc:
+        raise exc.exceptions[0] from None
     return results
 
 

@@ -192,6 +192,7 @@ class HfSettings(BaseModel):
         return "cuda" if cuda_available() else "cpu"
 
 
+AUTO = "auto"
 Backend = Literal["vllm", "openai", "hf", "auto"]  # auto: resolved per method and host (choose_backend)
 BACKEND_ALIASES = {"config": "openai"}  # the original system's name for the OpenAI-compatible backend
 # OpenAISettings fields that come from their own flags, never from --engine
@@ -199,24 +200,6 @@ _OPENAI_FLAGS = {"api_base": "--api_base", "model": "--model", "api_key": "--api
                  "concurrent_requests": "--concurrent_requests", "timeout_s": "--request_timeout_s",
                  "batch": "--batch", "batch_dir": "--cache_dir"}
 BATCHES_DIR = "batches"  # under the engine cache folder: where --batch records its batches
-
-
-def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
-    """``--engine`` checked against the backend's settings; the values to keep (keys vLLM removed are
-    dropped). With ``auto`` they are checked once the backend is chosen (``choice.resolve_engine``)."""
-    if api_type == "auto":
-        return values
-    if api_type == "vllm":
-        VllmSettings.for_host(values, cuda=True)  # keys checked there, once; GPU defaults: no torch import
-        values = {key: value for key, value in values.items() if key not in REMOVED}  # warned there
-    elif api_type == "hf":
-        HfSettings.from_options(values)
-    else:
-        clash = sorted(values.keys() & _OPENAI_FLAGS.keys())
-        if clash:
-            raise ConfigError(f"--engine {clash[0]}: set it with {_OPENAI_FLAGS[clash[0]]}")
-        validated(OpenAISettings, {"api_base": "http://localhost", "model": "m", **values}, within="--engine")
-    return values
 
 
 class EngineSettings(BaseModel):
@@ -265,9 +248,24 @@ class EngineSettings(BaseModel):
 
     @field_validator("engine_args")
     @classmethod
-    def _engine_args(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    def _engine_args(cls, values: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """``--engine`` checked against the backend's settings; the values to keep (keys vLLM removed are
+        dropped). With ``auto`` they are checked once the backend is chosen (``resolve_engine``)."""
         api_type = info.data.get("api_type")
-        return check_engine_args(api_type, value) if api_type else value
+        if api_type in (None, AUTO):
+            return values
+        if api_type == "vllm":
+            VllmSettings.for_host(values, cuda=True)  # keys checked there, once; GPU: no torch import
+            values = {key: value for key, value in values.items() if key not in REMOVED}  # warned there
+        elif api_type == "hf":
+            HfSettings.from_options(values)
+        else:
+            clash = sorted(values.keys() & _OPENAI_FLAGS.keys())
+            if clash:
+                raise ConfigError(f"--engine {clash[0]}: set it with {_OPENAI_FLAGS[clash[0]]}")
+            validated(OpenAISettings, {"api_base": "http://localhost", "model": "m", **values},
+                      within="--engine")
+        return values
 
     @model_validator(mode="after")
     def _server_needs_url(self) -> EngineSettings:
@@ -309,7 +307,6 @@ def apply_vllm_env(settings: VllmSettings) -> None:
         os.environ.setdefault("TORCH_COMPILE_DISABLE", CPU_ENV["TORCH_COMPILE_DISABLE"])
 
 
-AUTO = "auto"
 Work = Literal["scoring", "generation"]
 
 
