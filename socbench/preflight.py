@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 from socbench import pipeline
 from socbench.engines.openai_settings import api_bases
 from socbench.engines.session import get_engine
-from socbench.engines.settings import EngineSettings, HfSettings, VllmSettings, apply_vllm_env
-from socbench.engines.vllm_args import vllm_version
+from socbench.engines.settings import EngineSettings, HfSettings, VllmSettings, vllm_version
 from socbench.errors import ConfigError, EngineError, first_problem
 from socbench.studies import task_for
 from socbench.task import Unit
@@ -206,7 +205,7 @@ def _reason(exc: BaseException) -> str:
 
 def check_vllm(model: ResolvedModel, settings: VllmSettings) -> int:
     """vLLM's own configuration for ``model``; its context length (a refusal: one ConfigError line)."""
-    from socbench.engines.vllm import llm_kwargs
+    from socbench.engines.vllm import apply_vllm_env, llm_kwargs
 
     apply_vllm_env(settings)
     # building a config logs a dozen INFO/WARNING lines; vLLM re-applies its own logging configuration
@@ -232,9 +231,8 @@ def check_hf(model: ResolvedModel, settings: HfSettings) -> int | None:
 
     from socbench.engines.hf import hf_context
 
-    device = settings.resolved_device()
     try:
-        kind = torch.device(device).type
+        kind = torch.device(settings.resolved_device()).type
     except (RuntimeError, ValueError) as exc:
         raise ConfigError(f"--engine device={settings.device!r}: not a torch device "
                           f"({_reason(exc)})") from None

@@ -85,11 +85,11 @@ def next_token_logprobs(data: dict[str, Any]) -> list[tuple[str, float]]:
     return pairs
 
 
-def pick_codes(pairs: list[tuple[str, float]], codes: Sequence[str],
-               names: dict[str, str] | None) -> dict[str, float]:
-    """Log-prob of each code: by token name (``token_id:N``) when asked exactly, else by text."""
+def pick_codes(data: dict[str, Any], codes: Sequence[str], names: dict[str, str] | None) -> dict[str, float]:
+    """Log-prob of each code among the first generated position's: by token name (``token_id:N``) when
+    asked exactly, else by text."""
     out = dict.fromkeys(codes, -math.inf)
-    for token, logprob in pairs:
+    for token, logprob in next_token_logprobs(data):
         code = names.get(token) if names is not None else token.strip()
         if code in out:
             out[code] = max(out[code], logprob)

@@ -214,11 +214,7 @@ class OpenAIEngine:
             {"logprobs": self.settings.top_logprobs}
         started = prefix.rstrip() if names else prefix  # single tokens carry the prefix's trailing space
         body = self._body(request, prefix=started, **one_token, **logprobs, **asks)
-
-        def parse(data: dict[str, Any]) -> dict[str, float]:
-            return _http.pick_codes(_http.next_token_logprobs(data), codes, names)
-
-        return [(None, Call(_path(request), body, parse))]
+        return [(None, Call(_path(request), body, partial(_http.pick_codes, codes=codes, names=names)))]
 
     def _loglikelihood_call(self, request: LoglikelihoodRequest) -> Call:
         body = {"model": self.settings.model, "prompt": request.context + request.continuation,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -20,10 +21,11 @@ from typing import Any
 
 from socbench.engines import _chat, _packed
 from socbench.engines.base import ResultSink
-from socbench.engines.settings import VllmSettings, apply_vllm_env, cuda_available
+from socbench.engines.settings import VllmSettings, cuda_available
 from socbench.engines.usage import UsageMeter
 from socbench.errors import EngineError
-from socbench.models import ResolvedModel
+from socbench.models import ResolvedModel, socbench_home
+from socbench.processes import CPU_ENV
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
 
 log = logging.getLogger(__name__)
@@ -278,6 +280,25 @@ def llm_kwargs(settings: VllmSettings) -> dict[str, Any]:
 
         kwargs.update(_vllm_cpu.register(settings.cpu_threads))
     return kwargs
+
+
+def apply_vllm_env(settings: VllmSettings) -> None:
+    """Process environment vLLM reads at start (call before importing vllm); explicit settings win,
+    other variables are only defaulted, so the user's environment stays in charge."""
+    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # fork after torch/threads is unsafe
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.in_process else "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", CPU_ENV["TOKENIZERS_PARALLELISM"])
+    # vLLM compiles every structured request's regex on a new thread with a timeout (ReDoS guard):
+    # ~1.5 ms per request measured; our regexes are built from escaped option codes
+    os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "0")
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(socbench_home() / "vllm"))
+    if settings.cpu_threads:
+        os.environ["OMP_NUM_THREADS"] = str(settings.cpu_threads)
+    if settings.kv_cache_space_gib is not None:
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_space_gib)
+    if settings.enforce_eager and not cuda_available():
+        # the first log-probs request would otherwise compile a sampler op (8-18 s on CPU)
+        os.environ.setdefault("TORCH_COMPILE_DISABLE", CPU_ENV["TORCH_COMPILE_DISABLE"])
 
 
 def _free_distributed() -> None:
