@@ -342,8 +342,7 @@ class _Api:
     async def find(self, file_id: str) -> dict[str, Any] | None:
         """The batch made from ``file_id`` (a run killed after creating it, before recording it), if any."""
         listing = await self.ask("GET", "/v1/batches", params={"limit": "100"})
-        found = [b for b in (listing or {}).get("data") or [] if b.get("input_file_id") == file_id]
-        return found[0] if found else None
+        return next((b for b in (listing or {}).get("data") or [] if b.get("input_file_id") == file_id), None)
 
     async def ask(self, method: str, path: str, text: bool = False, data: Callable[[], Any] | None = None,
                   **kwargs: Any) -> Any:
