@@ -254,14 +254,12 @@ class BatchTransport:
             for record in pending:
                 record = await self._recorded(api, record)
                 batch = await self._look(api, record)
-                if batch is None or batch.get("status") in ALIVE:
-                    alive.append(record)
-                if batch is None:
-                    continue
-                if shown.get(record.name) != (line := status_line(batch)):
+                if batch is not None and shown.get(record.name) != (line := status_line(batch)):
                     shown[record.name] = line
                     self.on_status(line)
-                if batch.get("status") not in ALIVE:
+                if batch is None or batch.get("status") in ALIVE:
+                    alive.append(record)
+                else:
                     await self._collect(api, owners, record, batch)
             pending = alive
             if pending:
