@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 from socbench import pipeline
 from socbench.engines.openai_settings import api_bases
 from socbench.engines.session import get_engine
-from socbench.engines.settings import EngineSettings, HfSettings, VllmSettings, apply_vllm_env
-from socbench.engines.vllm_args import vllm_version
+from socbench.engines.settings import EngineSettings, HfSettings, VllmSettings, vllm_version
 from socbench.errors import ConfigError, EngineError, first_problem
 from socbench.studies import task_for
 from socbench.task import Unit
@@ -156,17 +155,6 @@ def check_server(api_base: str, model: str | None = None, api_key: str | None = 
                               f"it serves: {', '.join(served) or 'nothing'}")
 
 
-def check_structured(config: Any) -> None:
-    """With ``--structured`` over the API, a tiny constrained request (``OpenAIEngine.check_structured``)."""
-    if config.engine.api_type != "openai" or getattr(config, "mode", None) not in GENERATED \
-            or not config.use_structured:
-        return
-    from socbench.engines.registry import create_engine
-
-    engine = config.engine
-    create_engine(engine.api_type, engine.model, settings=engine.backend_options()).check_structured()
-
-
 def check_engine(engine: EngineSettings) -> int | None:
     """The backend can be used (a server answers and serves ``--model``; or the model resolves and its
     backend accepts the settings), before any weights load; the model's context (None: a server)."""
@@ -217,7 +205,7 @@ def _reason(exc: BaseException) -> str:
 
 def check_vllm(model: ResolvedModel, settings: VllmSettings) -> int:
     """vLLM's own configuration for ``model``; its context length (a refusal: one ConfigError line)."""
-    from socbench.engines.vllm import llm_kwargs
+    from socbench.engines.vllm import apply_vllm_env, llm_kwargs
 
     apply_vllm_env(settings)
     # building a config logs a dozen INFO/WARNING lines; vLLM re-applies its own logging configuration
@@ -243,9 +231,8 @@ def check_hf(model: ResolvedModel, settings: HfSettings) -> int | None:
 
     from socbench.engines.hf import hf_context
 
-    device = settings.resolved_device()
     try:
-        kind = torch.device(device).type
+        kind = torch.device(settings.resolved_device()).type
     except (RuntimeError, ValueError) as exc:
         raise ConfigError(f"--engine device={settings.device!r}: not a torch device "
                           f"({_reason(exc)})") from None
@@ -281,7 +268,11 @@ def check_run(config: Any) -> None:
                     settings.cache_dir, used)
         return
     context = check_engine(settings)
-    check_structured(config)
+    if settings.api_type == "openai" and getattr(config, "mode", None) in GENERATED and config.use_structured:
+        # with --structured over the API, a tiny constrained request (OpenAIEngine.check_structured)
+        from socbench.engines.registry import create_engine
+
+        create_engine("openai", settings.model, settings=settings.backend_options()).check_structured()
     if context is not None:
         chat = {unit: [r for r in found.prompts.requests if isinstance(r, PromptRequest)]
                 for unit, found in plans.items()}

@@ -15,8 +15,7 @@ import pytest
 from test_engine_openai import FAST, expected_code, prompt, raw_prompt
 
 from socbench.engines import create_engine
-from socbench.engines.batch import _Api, batch_line, custom_id, split
-from socbench.engines.batch_ledger import BatchLedger
+from socbench.engines.batch import BatchLedger, _Api, batch_line, custom_id, split
 from socbench.errors import ConfigError
 from socbench.types import LoglikelihoodRequest
 from support.fake_batch import FakeBatchServer

@@ -21,8 +21,7 @@ from socbench.cli import build_parser, main
 from socbench.cli.flags import config_from_args
 from socbench.config import RunConfig, make_config, settings_of
 from socbench.engines import session
-from socbench.engines.settings import EngineSettings, VllmSettings
-from socbench.engines.vllm_args import _warn_removed, vllm_arguments
+from socbench.engines.settings import EngineSettings, VllmSettings, _warn_removed, vllm_arguments
 from socbench.errors import ConfigError
 from socbench.mcq.mcq_config import McqConfig, make_mcq_config
 from support import CLI

@@ -300,7 +300,7 @@ def test_a_whole_surveys_calls_keep_a_bounded_window_of_tasks(monkeypatch):
     the window's are started and unfinished at once, the answers still in order, and a failing sink still
     stops the rest."""
     from socbench.engines import _http
-    from socbench.engines.windowed import WINDOW
+    from socbench.engines._http import WINDOW
 
     seen: list[int] = []
 

@@ -20,19 +20,19 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import count
+from itertools import count, takewhile
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
-from socbench.engines.windowed import WINDOW, windowed
 
 log = logging.getLogger("socbench")
 T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 300.0
 PROBE_PATH = "/v1/models"
+WINDOW = 1024  # calls started at once, at least (the OpenAI transport: 4 x concurrent_requests above that)
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,11 @@ def next_token_logprobs(data: dict[str, Any]) -> list[tuple[str, float]]:
     return pairs
 
 
-def pick_codes(pairs: list[tuple[str, float]], codes: Sequence[str],
-               names: dict[str, str] | None) -> dict[str, float]:
-    """Log-prob of each code: by token name (``token_id:N``) when asked exactly, else by text."""
+def pick_codes(data: dict[str, Any], codes: Sequence[str], names: dict[str, str] | None) -> dict[str, float]:
+    """Log-prob of each code among the first generated position's: by token name (``token_id:N``) when
+    asked exactly, else by text."""
     out = dict.fromkeys(codes, -math.inf)
-    for token, logprob in pairs:
+    for token, logprob in next_token_logprobs(data):
         code = names.get(token) if names is not None else token.strip()
         if code in out:
             out[code] = max(out[code], logprob)
@@ -186,6 +186,34 @@ def session(settings: OpenAISettings, **options: Any) -> Any:
     headers = {"Authorization": f"Bearer {settings.api_key.get_secret_value()}"} if settings.api_key else {}
     timeout = aiohttp.ClientTimeout(total=settings.max_request_s, sock_connect=settings.connect_timeout_s)
     return aiohttp.ClientSession(headers=headers, timeout=timeout, **options)
+
+
+async def windowed(count: int, run: Callable[[int], Awaitable[T]], window: int) -> list[T]:
+    """``run(i)`` for each ``i < count`` in order, at most ``window`` of them started and unfinished at once
+    (``window`` workers); the results in order. The first that raises (a failing sink) cancels the rest and
+    is raised. A whole survey's requests (millions) are so made and started a window at a time, never all at
+    once (a task per call made up front held every call's coroutine, and a task and a request body per call
+    were gigabytes at a whole module's 2.8 million)."""
+    results: list[Any] = [None] * count
+    failed: list[BaseException] = []
+    # shared by the workers: each takes the next call when its own is done, none once one has failed
+    indices = takewhile(lambda _: not failed, range(count))
+
+    async def worker() -> None:
+        try:
+            for index in indices:
+                results[index] = await run(index)
+        except BaseException as exc:
+            failed.append(exc)
+            raise
+
+    try:
+        async with asyncio.TaskGroup() as group:  # a worker that raises cancels the others at once
+            for _ in range(min(window, count)):
+                group.create_task(worker())
+    except BaseExceptionGroup as exc:
+        raise exc.exceptions[0] from None
+    return results
 
 
 class Transport:

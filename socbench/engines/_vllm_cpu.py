@@ -54,8 +54,7 @@ def register(threads: int | None = None) -> dict[str, Any]:
 
     if threads:
         torch.set_num_threads(threads)
-    for name, fn, supports in (("rms_norm", rms_norm, _plain), ("fused_add_rms_norm", fused_add_rms_norm,
-                                                                 _plain_add)):
+    for name, fn, supports in zip(OPS, (rms_norm, fused_add_rms_norm), (_plain, _plain_add)):
         op = getattr(ir.ops, name)
         if PROVIDER not in op.impls:
             op.register_impl(PROVIDER, supports_args=supports)(fn)

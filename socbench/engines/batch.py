@@ -17,9 +17,11 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from socbench.engines._http import (
@@ -32,15 +34,16 @@ from socbench.engines._http import (
     run_sync,
     session,
 )
-from socbench.engines.batch_ledger import BatchLedger, BatchRecord
 from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
-from socbench.errors import ConfigError
+from socbench.errors import ConfigError, DataError
+from socbench.files import read_json, write_json
 
 log = logging.getLogger("socbench")
 ALIVE = frozenset({"validating", "in_progress", "finalizing", "cancelling"})  # the batch may still answer
 Finish = Callable[[int, Any, "str | None"], Any]
 Status = Callable[[str], None]
+SUFFIX = ".batch.json"  # a BatchLedger record's file
 
 
 def custom_id(call: Call) -> str:
@@ -113,6 +116,62 @@ def status_line(batch: dict[str, Any]) -> str:
     counts = batch.get("request_counts") or {}
     done, total, failed = counts.get("completed", 0), counts.get("total", 0), counts.get("failed", 0)
     return f"batch {batch.get('id')} {batch.get('status')}: {done} of {total} done, {failed} failed"
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """One submitted (or about to be submitted) batch and the custom ids of the calls it holds."""
+
+    name: str  # the input file's content hash: the record's file name
+    path: str  # the endpoint, e.g. /v1/chat/completions
+    input_file_id: str
+    batch_id: str | None
+    custom_ids: tuple[str, ...]
+    created: float
+
+
+class BatchLedger:
+    """Where ``--batch`` records its batches, next to the engine cache: one JSON file per uploaded input file,
+    written atomically (a temporary file, fsynced, renamed over), so a killed process leaves either the old
+    record or the new one. A record is written when its file is uploaded, again with the batch's id as soon
+    as the batch exists (before anything waits on it), and removed once its answers are collected. Safe for
+    several processes (each record is its own file)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def records(self) -> list[BatchRecord]:
+        """Every readable record, oldest first; a damaged one is skipped with a warning."""
+        found = []
+        for path in sorted(self.folder.glob(f"*{SUFFIX}")) if self.folder.is_dir() else []:
+            try:
+                data = read_json(path)
+                found.append(BatchRecord(**{**data, "custom_ids": tuple(data["custom_ids"])}))
+            except (DataError, TypeError, KeyError) as exc:
+                log.warning("batch record %s is unreadable (%s); skipped", path, exc)
+        return sorted(found, key=lambda record: record.created)
+
+    def save(self, record: BatchRecord) -> None:
+        """Write ``record`` so that it survives a kill at any point (fsync before and after the rename)."""
+        write_json(self.folder / f"{record.name}{SUFFIX}", asdict(record))
+        _sync_folder(self.folder)
+
+    def drop(self, name: str) -> None:
+        """Forget a collected batch (gone already: nothing to do)."""
+        (self.folder / f"{name}{SUFFIX}").unlink(missing_ok=True)
+        _sync_folder(self.folder)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename or removal in ``folder`` durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -195,14 +254,12 @@ class BatchTransport:
             for record in pending:
                 record = await self._recorded(api, record)
                 batch = await self._look(api, record)
-                if batch is None or batch.get("status") in ALIVE:
-                    alive.append(record)
-                if batch is None:
-                    continue
-                if shown.get(record.name) != (line := status_line(batch)):
+                if batch is not None and shown.get(record.name) != (line := status_line(batch)):
                     shown[record.name] = line
                     self.on_status(line)
-                if batch.get("status") not in ALIVE:
+                if batch is None or batch.get("status") in ALIVE:
+                    alive.append(record)
+                else:
                     await self._collect(api, owners, record, batch)
             pending = alive
             if pending:
@@ -283,8 +340,7 @@ class _Api:
     async def find(self, file_id: str) -> dict[str, Any] | None:
         """The batch made from ``file_id`` (a run killed after creating it, before recording it), if any."""
         listing = await self.ask("GET", "/v1/batches", params={"limit": "100"})
-        found = [b for b in (listing or {}).get("data") or [] if b.get("input_file_id") == file_id]
-        return found[0] if found else None
+        return next((b for b in (listing or {}).get("data") or [] if b.get("input_file_id") == file_id), None)
 
     async def ask(self, method: str, path: str, text: bool = False, data: Callable[[], Any] | None = None,
                   **kwargs: Any) -> Any:

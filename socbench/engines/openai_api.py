@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -27,7 +27,6 @@ from socbench.engines.base import ResultSink
 from socbench.engines.batch import BatchTransport
 from socbench.engines.openai_settings import OpenAISettings
 from socbench.engines.usage import UsageMeter
-from socbench.engines.windowed import LazyCalls
 from socbench.errors import ConfigError, EngineError
 from socbench.types import (
     EngineResult,
@@ -215,11 +214,7 @@ class OpenAIEngine:
             {"logprobs": self.settings.top_logprobs}
         started = prefix.rstrip() if names else prefix  # single tokens carry the prefix's trailing space
         body = self._body(request, prefix=started, **one_token, **logprobs, **asks)
-
-        def parse(data: dict[str, Any]) -> dict[str, float]:
-            return _http.pick_codes(_http.next_token_logprobs(data), codes, names)
-
-        return [(None, Call(_path(request), body, parse))]
+        return [(None, Call(_path(request), body, partial(_http.pick_codes, codes=codes, names=names)))]
 
     def _loglikelihood_call(self, request: LoglikelihoodRequest) -> Call:
         body = {"model": self.settings.model, "prompt": request.context + request.continuation,
@@ -243,6 +238,20 @@ class OpenAIEngine:
                      self.identity["api_base"], errors[0], self.settings.top_logprobs)
         tokens = self._tokens if self._tokenize_ok and not errors else None
         return [_chat.server_plan(r.answer_prefix, r.offered_codes, tokens) for r in requests]
+
+
+class LazyCalls(Sequence[Call]):
+    """``make(item)`` for each item, made when it is sent: a whole survey's request bodies at once were
+    gigabytes (``windowed`` holds a window's)."""
+
+    def __init__(self, items: Sequence[Any], make: Callable[[Any], Call]) -> None:
+        self.items, self.make = items, make
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: Any) -> Any:  # int indices only: calls are sent one by one, never sliced
+        return self.make(self.items[index])
 
 
 def _honours(text: str, codes: tuple[str, ...], mode: str) -> bool:

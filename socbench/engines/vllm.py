@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -20,10 +21,11 @@ from typing import Any
 
 from socbench.engines import _chat, _packed
 from socbench.engines.base import ResultSink
-from socbench.engines.settings import VllmSettings, apply_vllm_env, cuda_available
+from socbench.engines.settings import VllmSettings, cuda_available
 from socbench.engines.usage import UsageMeter
 from socbench.errors import EngineError
-from socbench.models import ResolvedModel
+from socbench.models import ResolvedModel, socbench_home
+from socbench.processes import CPU_ENV
 from socbench.types import EngineResult, LoglikelihoodRequest, LoglikelihoodResult, PromptRequest
 
 log = logging.getLogger(__name__)
@@ -123,7 +125,9 @@ class VllmEngine:
                finish: Callable[[_Sub, Any], Iterable[_Sub]]) -> list[Any]:
         """Keep up to ``submit_window`` requests in the engine; ``finish(sub, output)`` fills ``results``, may
         queue follow-ups and gets the exception vLLM raised on add instead, so one bad prompt fails one
-        result; ``results`` once every request finished."""
+        result; ``results`` once every request finished (an empty list: the engine is not started)."""
+        if not results:
+            return results
         from vllm.exceptions import VLLMClientError
         from vllm.inputs import tokens_input
         from vllm.sampling_params import RequestOutputKind
@@ -166,12 +170,10 @@ class VllmEngine:
                  on_result: ResultSink | None = None) -> list[EngineResult]:
         """Chat or raw completion; ``structured`` constrains the reply to ``{"answer": "<code>"}``;
         an unstructured ``answer_prefix`` starts the reply and is included in the text."""
-        if not requests:
-            return []
-        tok = self.tokenizer
         results: list[EngineResult | None] = [None] * len(requests)
 
         def subs() -> Iterator[_Sub]:
+            tok = self.tokenizer
             for i, request in enumerate(requests):
                 if request.structured and not request.offered_codes and request.numeric is None:
                     error = EngineResult(key=request.key, error="structured output needs offered codes")
@@ -194,13 +196,11 @@ class VllmEngine:
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
         """log P(code | prompt + answer_prefix) per offered code (see ``_OptionJob``)."""
-        if not requests:
-            return []
-        tok = self.tokenizer
         results: list[EngineResult | None] = [None] * len(requests)
         jobs: dict[int, _OptionJob] = {}
 
         def subs() -> Iterator[_Sub]:
+            tok = self.tokenizer
             for i, request in enumerate(requests):
                 plan = _chat.option_plan(tok, request)
                 if not plan.continuations:
@@ -232,7 +232,10 @@ class VllmEngine:
                 job.waiting = len(follow)
             if job.waiting == 0:
                 del jobs[sub.index]
-                done = EngineResult(key=job.key, option_logprobs=_sum_paths(job))
+                # log P(code) = sum over the code's tokens of log P(token | context + earlier tokens)
+                logprobs = {code: float(sum(job.node_logprobs[ids[:k]][ids[k]] for k in range(len(ids))))
+                            for code, ids in job.plan.continuations.items()}
+                done = EngineResult(key=job.key, option_logprobs=logprobs)
                 results[sub.index] = _chat.report(on_result, sub.index, done)
             return follow
 
@@ -242,13 +245,11 @@ class VllmEngine:
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         """Sum of log P(continuation | context) from prompt log-probs (which skip the prefix cache:
         a shared context is computed once per continuation)."""
-        if not requests:
-            return []
-        tok, max_len = self.tokenizer, int(self._engine().model_config.max_model_len)
         results: list[LoglikelihoodResult | None] = [None] * len(requests)
         n_context: dict[int, int] = {}
 
         def subs() -> Iterator[_Sub]:
+            tok, max_len = self.tokenizer, int(self._engine().model_config.max_model_len)
             for i, request in enumerate(requests):
                 ctx, cont = _chat.loglikelihood_ids(tok, request)
                 ctx = _chat.truncate_left(ctx, cont, max_len - 1)
@@ -279,6 +280,25 @@ def llm_kwargs(settings: VllmSettings) -> dict[str, Any]:
 
         kwargs.update(_vllm_cpu.register(settings.cpu_threads))
     return kwargs
+
+
+def apply_vllm_env(settings: VllmSettings) -> None:
+    """Process environment vLLM reads at start (call before importing vllm); explicit settings win,
+    other variables are only defaulted, so the user's environment stays in charge."""
+    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # fork after torch/threads is unsafe
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.in_process else "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", CPU_ENV["TOKENIZERS_PARALLELISM"])
+    # vLLM compiles every structured request's regex on a new thread with a timeout (ReDoS guard):
+    # ~1.5 ms per request measured; our regexes are built from escaped option codes
+    os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", "0")
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(socbench_home() / "vllm"))
+    if settings.cpu_threads:
+        os.environ["OMP_NUM_THREADS"] = str(settings.cpu_threads)
+    if settings.kv_cache_space_gib is not None:
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_space_gib)
+    if settings.enforce_eager and not cuda_available():
+        # the first log-probs request would otherwise compile a sampler op (8-18 s on CPU)
+        os.environ.setdefault("TORCH_COMPILE_DISABLE", CPU_ENV["TORCH_COMPILE_DISABLE"])
 
 
 def _free_distributed() -> None:
@@ -324,9 +344,3 @@ def _node_subs(index: int, plan: _chat.OptionPlan, node: tuple[int, ...]) -> lis
     size = _chat.MAX_SINGLE_STEP_CODES
     return [_Sub(index, list(plan.context + node), _score_params(children[i:i + size]), node)
             for i in range(0, len(children), size)]
-
-
-def _sum_paths(job: _OptionJob) -> dict[str, float]:
-    """log P(code) = sum over the code's tokens of log P(token | context + earlier tokens)."""
-    return {code: float(sum(job.node_logprobs[ids[:k]][ids[k]] for k in range(len(ids))))
-            for code, ids in job.plan.continuations.items()}
