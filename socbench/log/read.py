@@ -208,12 +208,6 @@ def read_run(folder: Path) -> ModelRun | None:
     return ModelRun(folder.name, domains[0].stored.model, folder, tuple(domains)) if domains else None
 
 
-def read_mcq(folder: Path) -> list[McqRun]:
-    """The MCQ datasets a model folder's ``mcq/`` holds."""
-    return [McqRun(folder.name, path, read_record(path, McqRecord))
-            for path in _records(folder / MCQ_FOLDER, RESULTS_SUFFIX)]
-
-
 @dataclass(frozen=True)
 class Runs:
     """Every run under a results folder: ISSP and MCQ, every study's unit records, and a line for each one
@@ -236,7 +230,9 @@ def load_runs(output_dir: str | Path) -> Runs:
     runs = Runs([], [], [], [])
     for folder in folders:
         try:
-            issp, mcq, units = read_run(folder), read_mcq(folder), read_units(folder)
+            issp, units = read_run(folder), read_units(folder)
+            mcq = [McqRun(folder.name, path, read_record(path, McqRecord))  # the datasets its mcq/ holds
+                   for path in _records(folder / MCQ_FOLDER, RESULTS_SUFFIX)]
             if issp is not None:
                 _ = issp.summary, issp.circular  # read now, so an older one is left out here
         except Rescore as exc:
