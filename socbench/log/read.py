@@ -158,22 +158,9 @@ class ModelRun:
                 for path in sorted(self.folder.glob(f"*_circular*{METRICS_SUFFIX}"))}
 
     @property
-    def failed(self) -> dict[str, str]:
-        return self.summary.failed_domains if self.summary else {}
-
-    @property
-    def export_failed(self) -> list[str]:
-        return self.summary.export_failed if self.summary else []
-
-    @property
     def study(self) -> str:
         """The survey's own name, as the run recorded it ("": none)."""
         return str(self.summary.data.get("study") or "") if self.summary else ""
-
-    @property
-    def usage(self) -> dict[str, int]:
-        """The requests and tokens the backend reported for the run."""
-        return dict(self.summary.totals.get("usage") or {}) if self.summary else {}
 
     @property
     def grouping(self) -> str:

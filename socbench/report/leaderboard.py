@@ -115,8 +115,8 @@ def leaderboard(output_dir: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES,
     runs = [run for run in runs if run.run not in {row["run"] for row in incomplete}]
     domains = [{**_names(run), **leaderboard_line(dom.stored), "grouping": dom.stored.grouping}
                for run in runs for dom in run.domains]
-    overall = [{**_names(run), "domain_id": None, "domain": "ALL", **run.summary.pooled["line"],
-                "failed_domains": len(run.failed)} for run in runs if run.summary]  # as its summary pooled it
+    overall = [{**_names(run), "domain_id": None, "domain": "ALL", **run.summary.pooled["line"],  # as its
+                "failed_domains": len(run.summary.failed_domains)} for run in runs]  # summary pooled it
     tie_aware_ranks(overall)
     board = Leaderboard(runs, overall, domains, [], incomplete, found.mcq, [*found.notes, *left_out],
                         found.units)
