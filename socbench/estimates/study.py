@@ -144,12 +144,10 @@ def _groups(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[
     """Per country (or group of the study's grouping variable: ``province=AB``) with enough labelled
     respondents (when the question was asked in several)."""
     countries = sorted(set(q.groups["country_code"]))
-    found = []
-    for country in countries if len(countries) > 1 else ():
-        if inside := q.within(lab, unl, "country_code", country, s.min_respondents):
-            found += [{"target": name, "group": f"{q.grouping}={country}", **fields}
-                      for name, fields in zip(q.names, _fields(*inside, s.alpha, q.shares))]
-    return found
+    inside = {c: found for c in countries if len(countries) > 1
+              and (found := q.within(lab, unl, "country_code", c, s.min_respondents))}
+    return [{"target": name, "group": f"{q.grouping}={c}", **fields} for c, found in inside.items()
+            for name, fields in zip(q.names, _fields(*found, s.alpha, q.shares))]
 
 
 def _gap_pairs(attribute: str, levels: set[str]) -> list[tuple[str, str, str]]:

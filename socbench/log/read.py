@@ -75,9 +75,6 @@ class Respondent(BaseModel):
     model_config = ConfigDict(extra="allow")
     person_id: int | str
 
-    def groups(self) -> dict[str, str]:
-        return {k: str(v) for k, v in (self.model_extra or {}).items()}
-
 
 @dataclass(frozen=True)
 class DomainRun:
@@ -96,7 +93,7 @@ class DomainRun:
     @cached_property
     def groups(self) -> dict[str, dict[str, str]]:
         """Each respondent's persona groups, by person id as text."""
-        return {str(r.person_id): r.groups()
+        return {str(r.person_id): {k: str(v) for k, v in (r.model_extra or {}).items()}
                 for r in read_lines(self.beside(RESPONDENTS_SUFFIX), Respondent, "a respondent record")}
 
     def columns(self, names: Sequence[str]) -> dict[str, list[Any]]:

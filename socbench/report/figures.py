@@ -26,10 +26,7 @@ def parameter_count(model: str) -> float | None:
     """Parameters from the last size tag in a model name (``135M``, ``1.7B``, ``7b``), else None; not
     ``8x7B`` (active and total sizes differ) nor ``128k`` (a context length)."""
     matches = _SIZE.findall(model.rsplit("/", 1)[-1])
-    if not matches:
-        return None
-    number, unit = matches[-1]
-    return float(number) * _SCALE[unit.upper()]
+    return float(matches[-1][0]) * _SCALE[matches[-1][1].upper()] if matches else None
 
 
 def size_label(params: float) -> str:

@@ -207,7 +207,7 @@ def export_links(runs: list[ModelRun], out_dir: Path) -> list[tuple[str, list[tu
                        for p in sorted((run.folder / "export").glob("*")) if p.is_file() and p.name[0] != "."]
              for run in runs}
     return [(run.run, links[run.run], list(failed)) for run in runs  # runs: finished (a summary each)
-            if links[run.run] or (failed := run.summary.export_failed)]
+            if (failed := run.summary.export_failed) or links[run.run]]
 
 
 def page_notes(board: Leaderboard, figures: Figures) -> list[str]:
