@@ -270,16 +270,15 @@ def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
     est, full = q.estimate(lab, unl), q.full()
     covered, gains = check[0], np.array(check[1])
     done = len(gains)
-    for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha, q.shares))):
-        record["estimates"].append({
-            "target": name, "group": "all", **fields, "repeats": done,
-            "coverage": float(covered[0, j] / done) if done else float("nan"),
-            "classical_coverage": float(covered[1, j] / done) if done else float("nan"),
-            "gain_spread": _interval(gains[:, j], s.alpha) if done else None})
-    record["estimates"] += _groups(q, lab, unl, s)
-    record["gaps"], record["regression"] = _gaps(q, lab, unl, s), _regression(q, lab, unl, s)
-    record["plan"] = s.plan(float(est.rho[0]))
-    return {**record, "warning": small_sample(len(lab))}
+    estimates = [{
+        "target": name, "group": "all", **fields, "repeats": done,
+        "coverage": float(covered[0, j] / done) if done else float("nan"),
+        "classical_coverage": float(covered[1, j] / done) if done else float("nan"),
+        "gain_spread": _interval(gains[:, j], s.alpha) if done else None}
+        for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha, q.shares)))]
+    return {**record, "estimates": estimates + _groups(q, lab, unl, s), "gaps": _gaps(q, lab, unl, s),
+            "regression": _regression(q, lab, unl, s), "plan": s.plan(float(est.rho[0])),
+            "warning": small_sample(len(lab))}
 
 
 @dataclass(frozen=True)
