@@ -114,12 +114,10 @@ def country_domain_heatmap(board: Leaderboard, path: Path) -> Path | None:
         ax.set_yticks(range(len(rows)), [name for name, _ in rows], fontsize="small")
         ax.set_title(run.run, fontsize="medium")
         for (y, x), v in np.ndenumerate(values):
-            n = int(np.nan_to_num(people[y, x]))
-            if n and not thin[y, x]:
-                ax.text(x, y, f"{v:.2f}\nn={n}", ha="center", va="center", fontsize=6,
-                        color="white" if v < 0.6 else "black")
-            elif n:
-                ax.text(x, y, f"n={n}", ha="center", va="center", fontsize=6, color="0.45")
+            if n := int(np.nan_to_num(people[y, x])):  # a thin cell: its n only, greyed
+                shown = not thin[y, x]
+                ax.text(x, y, f"{v:.2f}\nn={n}" if shown else f"n={n}", ha="center", va="center", fontsize=6,
+                        color=("white" if v < 0.6 else "black") if shown else "0.45")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
     by = runs_grouping(run for run, _ in panels)
     fig.suptitle(f"Accuracy by {by} and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")
