@@ -64,7 +64,5 @@ def run(args: argparse.Namespace) -> int:
     path = write_json(Path(args.run_dir).expanduser() / "estimates.json", record)
     print("\n".join(terminal_table(HEAD, question_cells(record), shrink=(0, 1))))
     print(LEGEND + "\n\n" + "\n".join(domain_lines(record)))
-    for note in record["notes"]:
-        print(f"note: {note}")
-    print(f"estimates: {path}")
+    print(*(f"note: {note}" for note in record["notes"]), f"estimates: {path}", sep="\n")
     return 0
