@@ -217,8 +217,7 @@ def page_notes(board: Leaderboard, figures: Figures) -> list[str]:
     unweighted = [f"{run.run}: weighted metrics off: {text}" for run in board.runs
                   if (text := weights_off_text((domain_label(d.domain), d.stored.weighted_metrics_off)
                                                for d in run.domains))]
-    used = [f"{run.run}: {usage_text(usage)}" for run in board.runs
-            if (usage := run.summary.totals.get("usage"))]
+    used = [f"{run.run}: {usage_text(u)}" for run in board.runs if (u := run.summary.totals.get("usage"))]
     return [*board.notes, *figures.notes, *failed, *unweighted, *used]
 
 
