@@ -37,17 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def route(argv: list[str]) -> list[str]:
-    """``issp prompts ...`` is its own parser (``issp-prompts``): ``issp`` has no sub-command slot in which a
-    mistyped flag's value would read as a sub-command."""
-    if argv[:2] == ["issp", "prompts"]:
-        return ["issp-prompts", *argv[2:]]
-    return argv
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(route(list(sys.argv[1:] if argv is None else argv)))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["issp", "prompts"]:  # its own parser (``issp-prompts``): ``issp`` has no sub-command
+        argv = ["issp-prompts", *argv[2:]]  # slot in which a mistyped flag's value would read as one
+    args = build_parser().parse_args(argv)
     try:
         with interruptible():
             return int(args.handler(args) or 0)

@@ -59,12 +59,9 @@ def run(args: argparse.Namespace) -> int:
 
     settings = Settings(labelled=args.labelled, fraction=args.fraction, repeats=args.repeats, seed=args.seed,
                         budget=args.budget, cost_human=args.cost_human, cost_model=args.cost_model)
-    items = run_items(args.run_dir)
-    record = estimate_items(items, settings)
+    record = estimate_items(run_items(args.run_dir), settings)
     path = write_json(Path(args.run_dir).expanduser() / "estimates.json", record)
     print("\n".join(terminal_table(HEAD, question_cells(record), shrink=(0, 1))))
     print(LEGEND + "\n\n" + "\n".join(domain_lines(record)))
-    for note in record["notes"]:
-        print(f"note: {note}")
-    print(f"estimates: {path}")
+    print(*(f"note: {note}" for note in record["notes"]), f"estimates: {path}", sep="\n")
     return 0

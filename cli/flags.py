@@ -53,13 +53,6 @@ def json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def _kinds(annotation: Any) -> list[Any]:
-    """A field's types: a union's members but None, else the annotation itself."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-    return [annotation]
-
-
 def _help(setting: Setting, required: bool) -> str:
     """The field's description and its default (unless there is nothing to show)."""
     text, default = (setting.field.description or "").replace("%", "%%"), setting.default
@@ -84,7 +77,9 @@ def add_config_flags(parser: argparse.ArgumentParser, model: type[BaseModel],
             parser.add_argument(setting.name, **kwargs)
             continue
         kwargs.update({"required": True} if needed else {"default": argparse.SUPPRESS})
-        kinds = _kinds(field.annotation)
+        # a field's types: a union's members but None, else the annotation itself
+        kinds = [arg for arg in typing.get_args(field.annotation) if arg is not type(None)] \
+            if typing.get_origin(field.annotation) in (typing.Union, types.UnionType) else [field.annotation]
         if bool in kinds:
             kwargs["action"] = "store_true" if setting.default is False else argparse.BooleanOptionalAction
         elif any(kind is dict or typing.get_origin(kind) is dict for kind in kinds):

@@ -34,10 +34,8 @@ def _quiet_console() -> None:
     """No more log lines on the terminal (the API and the UI still get them)."""
     loggers = [logging.getLogger(), *(lg for lg in logging.root.manager.loggerDict.values()
                                      if isinstance(lg, logging.Logger))]
-    for logger in loggers:
-        for handler in logger.handlers:
-            if isinstance(handler, logging.StreamHandler):
-                handler.setLevel(logging.CRITICAL + 1)
+    for handler in (h for lg in loggers for h in lg.handlers if isinstance(h, logging.StreamHandler)):
+        handler.setLevel(logging.CRITICAL + 1)
 
 
 def _first(signum: int, frame: object) -> None:

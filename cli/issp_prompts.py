@@ -12,7 +12,7 @@ PROMPT_SETTINGS = ("data_dir", "domain_id", "dataset_size", "mode", "shuffle_opt
 
 
 def register_prompts(sub: argparse._SubParsersAction) -> None:
-    """Add ``issp-prompts`` (typed ``socbench issp prompts``; see ``cli.route``), not listed."""
+    """Add ``issp-prompts`` (typed ``socbench issp prompts``; see ``cli.main``), not listed."""
     parser = sub.add_parser("issp-prompts", prog="socbench issp prompts",
                             description="Print the first prompts of one domain for inspection.")
     add_config_flags(parser, RunConfig, only=PROMPT_SETTINGS, required=("domain_id",))

@@ -42,10 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
     paths = write_report(args.output_dir, args.out, n_resamples=args.resamples, seed=args.seed)
     print("\n".join(markdown_table(HEADS["overall"], map(overall_cells, paths.leaderboard.overall))))
-    for note in paths.notes:
-        print(f"note: {note}")
-    print(f"report: {paths.html}")
-    print(f"leaderboard: {paths.leaderboard_md} {paths.leaderboard_csv}")
+    print(*(f"note: {note}" for note in paths.notes), f"report: {paths.html}",
+          f"leaderboard: {paths.leaderboard_md} {paths.leaderboard_csv}", sep="\n")
     return 0
 
 

@@ -230,23 +230,21 @@ def test_metrics_match_opencompass_on_random_answers(keys: str, mode: str) -> No
 def test_summary_table_has_opencompass_layout(tmp_path: Path) -> None:
     results = {"smollm2": {"ARC-e": {"acc_origin": 0.5, "perf_circular": 0.125},
                            "ARC-c": {"acc_origin": 0.25}}}
-    table = circular_table(results, ["acc_origin", "perf_circular"], datasets=["ARC-e", "ARC-c", "MMLU"],
-                           modes={"ARC-e": "gen", "ARC-c": "gen"})
+    table = circular_table(results, ["acc_origin", "perf_circular"], modes={"ARC-e": "gen"})
     assert list(table.columns) == ["dataset", "version", "mode", "smollm2", "-"]
     assert table.values.tolist() == [
         ["-", "-", "-", "acc_origin", "perf_circular"],
         ["ARC-e", "-", "gen", "50.00", "12.50"],
-        ["ARC-c", "-", "gen", "25.00", "-"],
-        ["MMLU", "-", "-", "-", "-"],
+        ["ARC-c", "-", "-", "25.00", "-"],
     ]
     markdown, csv = write_circular_table(tmp_path, table)
     assert csv.read_text().splitlines() == [
         "dataset,version,mode,smollm2,-", "-,-,-,acc_origin,perf_circular",
-        "ARC-e,-,gen,50.00,12.50", "ARC-c,-,gen,25.00,-", "MMLU,-,-,-,-"]
+        "ARC-e,-,gen,50.00,12.50", "ARC-c,-,-,25.00,-"]
     assert markdown.read_text().splitlines() == [
         "| dataset | version | mode | smollm2 | - |", "|---|---|---|---|---|",
         "| - | - | - | acc_origin | perf_circular |", "| ARC-e | - | gen | 50.00 | 12.50 |",
-        "| ARC-c | - | gen | 25.00 | - |", "| MMLU | - | - | - | - |"]
+        "| ARC-c | - | - | 25.00 | - |"]
 
 
 # ----------------------------------------------------------------------------- ISSP

@@ -62,9 +62,8 @@ def domain_lines(record: dict[str, Any]) -> list[str]:
         if not gain["questions"]:
             lines.append(f"{d['domain']}: no question has enough labelled respondents for an estimate.")
             continue
-        repeats = record["settings"]["repeats"]
-        sentence, behind = gain_sentence(d["domain"], gain["median"], gain["median_spread"], repeats,
-                                         d["labelled"], d["respondents"])
+        sentence, behind = gain_sentence(d["domain"], gain["median"], gain["median_spread"],
+                                         record["settings"]["repeats"], d["labelled"], d["respondents"])
         lines += [sentence, f"  median gain over {gain['questions']} questions {fmt(gain['median'], 2)} "
                             f"(quartiles {fmt(gain['q25'], 2)}-{fmt(gain['q75'], 2)}); {behind}",
                   f"  coverage of the 95% intervals over repeated splits: PPI {fmt(d['coverage'], 3)}, "

@@ -144,12 +144,10 @@ def _groups(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> list[
     """Per country (or group of the study's grouping variable: ``province=AB``) with enough labelled
     respondents (when the question was asked in several)."""
     countries = sorted(set(q.groups["country_code"]))
-    found = []
-    for country in countries if len(countries) > 1 else ():
-        if inside := q.within(lab, unl, "country_code", country, s.min_respondents):
-            found += [{"target": name, "group": f"{q.grouping}={country}", **fields}
-                      for name, fields in zip(q.names, _fields(*inside, s.alpha, q.shares))]
-    return found
+    inside = {c: found for c in countries if len(countries) > 1
+              and (found := q.within(lab, unl, "country_code", c, s.min_respondents))}
+    return [{"target": name, "group": f"{q.grouping}={c}", **fields} for c, found in inside.items()
+            for name, fields in zip(q.names, _fields(*found, s.alpha, q.shares))]
 
 
 def _gap_pairs(attribute: str, levels: set[str]) -> list[tuple[str, str, str]]:
@@ -272,16 +270,15 @@ def question_record(q: Question, lab: np.ndarray, unl: np.ndarray, check: Check,
     est, full = q.estimate(lab, unl), q.full()
     covered, gains = check[0], np.array(check[1])
     done = len(gains)
-    for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha, q.shares))):
-        record["estimates"].append({
-            "target": name, "group": "all", **fields, "repeats": done,
-            "coverage": float(covered[0, j] / done) if done else float("nan"),
-            "classical_coverage": float(covered[1, j] / done) if done else float("nan"),
-            "gain_spread": _interval(gains[:, j], s.alpha) if done else None})
-    record["estimates"] += _groups(q, lab, unl, s)
-    record["gaps"], record["regression"] = _gaps(q, lab, unl, s), _regression(q, lab, unl, s)
-    record["plan"] = s.plan(float(est.rho[0]))
-    return {**record, "warning": small_sample(len(lab))}
+    estimates = [{
+        "target": name, "group": "all", **fields, "repeats": done,
+        "coverage": float(covered[0, j] / done) if done else float("nan"),
+        "classical_coverage": float(covered[1, j] / done) if done else float("nan"),
+        "gain_spread": _interval(gains[:, j], s.alpha) if done else None}
+        for j, (name, fields) in enumerate(zip(q.names, _fields(est, full, s.alpha, q.shares)))]
+    return {**record, "estimates": estimates + _groups(q, lab, unl, s), "gaps": _gaps(q, lab, unl, s),
+            "regression": _regression(q, lab, unl, s), "plan": s.plan(float(est.rho[0])),
+            "warning": small_sample(len(lab))}
 
 
 @dataclass(frozen=True)

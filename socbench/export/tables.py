@@ -77,35 +77,27 @@ def domain_long(domain: DomainRun, source: DomainSource | None) -> pd.DataFrame:
     return pd.concat([frame, pd.DataFrame(extra)], ignore_index=True) if extra else frame
 
 
+KEPT = ("domain", "person_id", "source_row", "country_code", "weight", "question_id", "variable", "true_code",
+        "true_label")  # an item row's respondent and question fields, for its draw and variant rows
+
+
 def _extra_rows(domain: DomainRun, frame: pd.DataFrame, draws: list, labels: dict) -> list[dict]:
-    """A row per draw of a --samples item and per circular variant asked apart from the item's prompt."""
-    rows, keys = [], None
-    for i in (i for i, found in enumerate(draws) if found):
-        base, options = _base(frame, i), labels.get(frame.at[i, "question_id"], {})
-        rows += [{**base, "row_kind": "draw", "draw": k, **_answer(code, options),
-                  "correct": int(code is not None and str(code) == str(frame.at[i, "true_code"])),
-                  "parse_error": None if code is not None else "no readable code in this draw"}
-                 for k, code in enumerate(draws[i], start=1)]
-    for variant in circular_variants(domain):
-        keys = keys or {f"{p}:{q}": i for i, (p, q) in enumerate(zip(frame.person_id, frame.question_id))}
-        i = keys.get(variant.qid)
-        if i is not None and variant.request_id != variant.qid:  # else it was the item's own prompt
-            options = labels.get(frame.at[i, "question_id"], {})
-            answer = _answer(variant.to_original(variant.prediction), options)
-            rows.append({**_base(frame, i), "row_kind": "variant", "order": " ".join(variant.pattern),
-                         **answer, "correct": int(variant.correct), "parse_error": variant.parse_error})
-    return rows
-
-
-def _answer(code: str | None, options: dict[str, str]) -> dict:
-    return {"model_code": code, "model_label": options.get(str(code)) if code is not None else None}
-
-
-def _base(frame: pd.DataFrame, i: int) -> dict:
-    """An item row's respondent and question fields, for its draw and variant rows."""
-    keep = ("domain", "person_id", "source_row", "country_code", "weight", "question_id", "variable",
-            "true_code", "true_label")
-    return {**dict.fromkeys(frame.columns), **{key: frame.at[i, key] for key in keep}}
+    """A row per draw of a --samples item and per circular variant asked apart from the item's prompt:
+    (item row, its own fields, the answer, correct, parse error) each."""
+    extra = [(i, {"row_kind": "draw", "draw": k}, code,
+              int(code is not None and str(code) == str(frame.at[i, "true_code"])),
+              None if code is not None else "no readable code in this draw")
+             for i, found in enumerate(draws) if found for k, code in enumerate(found, start=1)]
+    variants = circular_variants(domain)
+    pairs = zip(frame.person_id, frame.question_id) if variants else ()
+    keys = {f"{p}:{q}": i for i, (p, q) in enumerate(pairs)}
+    extra += [(keys[v.qid], {"row_kind": "variant", "order": " ".join(v.pattern)},
+               v.to_original(v.prediction), int(v.correct), v.parse_error)
+              for v in variants if v.qid in keys and v.request_id != v.qid]  # else: the item's own prompt
+    return [{**dict.fromkeys(frame.columns), **{key: frame.at[i, key] for key in KEPT}, **own,
+             "model_code": code, "correct": correct, "parse_error": error, "model_label":
+             None if code is None else labels.get(frame.at[i, "question_id"], {}).get(str(code))}
+            for i, own, code, correct, error in extra]
 
 
 def circular_variants(domain: DomainRun) -> list[VariantResult]:

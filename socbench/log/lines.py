@@ -72,14 +72,13 @@ def item_columns(path: Path, names: Sequence[str], expected: int) -> dict[str, l
     read, a line that is not an item or a count other than ``expected`` is one DataError line."""
     if not path.is_file():
         raise DataError(f"{path}: not found: re-score it by running the same command again")
-    table, error = None, ""
     for person in (pa.int64(), TEXT):  # a study's ids are all numbers or all text
         try:
             table = _table(path, names, person)
             break
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             error = str(exc).splitlines()[0]
-    if table is None:
+    else:
         raise DataError(f"{path}: not JSON Lines of scored items ({error})")
     for name in (n for n in REQUIRED if n in names and table.column(n).null_count):
         line = table.column(name).is_null().index(True).as_py() + 1

@@ -75,9 +75,6 @@ class Respondent(BaseModel):
     model_config = ConfigDict(extra="allow")
     person_id: int | str
 
-    def groups(self) -> dict[str, str]:
-        return {k: str(v) for k, v in (self.model_extra or {}).items()}
-
 
 @dataclass(frozen=True)
 class DomainRun:
@@ -96,7 +93,7 @@ class DomainRun:
     @cached_property
     def groups(self) -> dict[str, dict[str, str]]:
         """Each respondent's persona groups, by person id as text."""
-        return {str(r.person_id): r.groups()
+        return {str(r.person_id): {k: str(v) for k, v in (r.model_extra or {}).items()}
                 for r in read_lines(self.beside(RESPONDENTS_SUFFIX), Respondent, "a respondent record")}
 
     def columns(self, names: Sequence[str]) -> dict[str, list[Any]]:
@@ -158,22 +155,9 @@ class ModelRun:
                 for path in sorted(self.folder.glob(f"*_circular*{METRICS_SUFFIX}"))}
 
     @property
-    def failed(self) -> dict[str, str]:
-        return self.summary.failed_domains if self.summary else {}
-
-    @property
-    def export_failed(self) -> list[str]:
-        return self.summary.export_failed if self.summary else []
-
-    @property
     def study(self) -> str:
         """The survey's own name, as the run recorded it ("": none)."""
         return str(self.summary.data.get("study") or "") if self.summary else ""
-
-    @property
-    def usage(self) -> dict[str, int]:
-        """The requests and tokens the backend reported for the run."""
-        return dict(self.summary.totals.get("usage") or {}) if self.summary else {}
 
     @property
     def grouping(self) -> str:
@@ -208,12 +192,6 @@ def read_run(folder: Path) -> ModelRun | None:
     return ModelRun(folder.name, domains[0].stored.model, folder, tuple(domains)) if domains else None
 
 
-def read_mcq(folder: Path) -> list[McqRun]:
-    """The MCQ datasets a model folder's ``mcq/`` holds."""
-    return [McqRun(folder.name, path, read_record(path, McqRecord))
-            for path in _records(folder / MCQ_FOLDER, RESULTS_SUFFIX)]
-
-
 @dataclass(frozen=True)
 class Runs:
     """Every run under a results folder: ISSP and MCQ, every study's unit records, and a line for each one
@@ -236,7 +214,9 @@ def load_runs(output_dir: str | Path) -> Runs:
     runs = Runs([], [], [], [])
     for folder in folders:
         try:
-            issp, mcq, units = read_run(folder), read_mcq(folder), read_units(folder)
+            issp, units = read_run(folder), read_units(folder)
+            mcq = [McqRun(folder.name, path, read_record(path, McqRecord))  # the datasets its mcq/ holds
+                   for path in _records(folder / MCQ_FOLDER, RESULTS_SUFFIX)]
             if issp is not None:
                 _ = issp.summary, issp.circular  # read now, so an older one is left out here
         except Rescore as exc:

@@ -133,9 +133,7 @@ def summary_payload(results: Sequence[DomainResult], failed: Mapping[int, str] |
     domain: not a result), and ``pooled``; ``model``: the model asked, naming the run folder."""
     rows = [summary_row(r) for r in sorted(results, key=lambda r: r.domain_id)]
     incomplete = {str(r.domain_id): r.incomplete_reason for r in results if not r.complete}
-    unmapped: Counter[str] = Counter()
-    for row in rows:
-        unmapped.update(row["unmapped_countries"])
+    unmapped = sum((Counter(row["unmapped_countries"]) for row in rows), Counter[str]())  # counts: all >= 1
     return {
         "format": FORMAT, "task": "issp", "model": results[0].model if results else model,
         "run": model or (results[0].run or results[0].model if results else None),

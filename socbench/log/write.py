@@ -171,8 +171,8 @@ def write_mcq_log(output_dir: str | os.PathLike[str], model: str, data: McqData,
     folder = model_dir(output_dir, model) / MCQ_FOLDER
     files, predictions = mcq_files(folder, data.dataset), scores.predictions
     incomplete = answers.incomplete_reason
-    asked = plan.circular_settings is not None and incomplete is None
-    circular = mcq_circular(folder, model, plan, scores) if asked else None
+    circular = mcq_circular(folder, model, plan, scores) \
+        if plan.circular_settings is not None and incomplete is None else None
     split = {item.id: item.split for item in data.items}
     write_jsonl(files["predictions"], (prediction_row(pred, split[pred.item_id], COLUMNS[pred.method])
                                        for pred in predictions))

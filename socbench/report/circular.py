@@ -35,23 +35,19 @@ def _cell(value: float | None) -> str:
 
 
 def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], metric_types: Sequence[str],
-                   datasets: Sequence[str] | None = None,
                    modes: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """OpenCompass's circular summary of ``results[model][dataset][metric]`` (fractions); rows are
-    ``datasets`` (default: every one seen), ``modes`` fills the 3rd column (no versions: ``-``)."""
+    """OpenCompass's circular summary of ``results[model][dataset][metric]`` (fractions); a row per
+    dataset seen, in the order seen; ``modes`` fills the 3rd column (no versions: ``-``)."""
     import pandas as pd
 
     models = list(results)
-    names = list(datasets) if datasets is not None else list(dict.fromkeys(
-        dataset for by_dataset in results.values() for dataset in by_dataset))
     header1 = ["dataset", "version", "mode"] + sum(
         ([model] + [EMPTY_CELL] * (len(metric_types) - 1) for model in models), [])
-    rows = [[EMPTY_CELL] * 3 + list(metric_types) * len(models)]
-    for name in names:  # a dataset no model has: no mode either
-        mode = (modes or {}).get(name, EMPTY_CELL) if any(name in results[m] for m in models) else EMPTY_CELL
-        rows.append([name, EMPTY_CELL, mode, *(_cell(results[model].get(name, {}).get(metric))
-                                               for model in models for metric in metric_types)])
-    return pd.DataFrame(rows, columns=header1)
+    names = dict.fromkeys(dataset for by_dataset in results.values() for dataset in by_dataset)
+    rows = [[name, EMPTY_CELL, (modes or {}).get(name, EMPTY_CELL), *(
+        _cell(results[model].get(name, {}).get(metric)) for model in models for metric in metric_types)]
+        for name in names]
+    return pd.DataFrame([[EMPTY_CELL] * 3 + list(metric_types) * len(models), *rows], columns=header1)
 
 
 def write_circular_table(folder: str | os.PathLike[str], table: pd.DataFrame,
@@ -80,14 +76,13 @@ def issp_circular_table(results: Sequence[DomainResult], mode: str, prompt_mode:
     names = {"accuracy": "acc_origin", **{f"{stem}_{m}": f"{m}_{family}" for m in ("acc", "perf", "vote")},
              **{f"{stem}_sampled_{m}": f"{m}_sampled" for m in ("acc", "perf", "vote")}}
     present = [key for key in names if any(key in r.metrics for r in results)] or list(names)[:4]
-    by_model: dict[str, dict[str, dict[str, float]]] = {}
+    by_model: dict[str, dict[str, dict[str, float]]] = {}  # a row per domain, by id
     for result in sorted(results, key=lambda r: r.domain_id):
         by_model.setdefault(result.run or result.model, {})[result.domain_name] = {
             names[key]: value for key, value in result.metrics.items() if key in present}
-    datasets = [r.domain_name for r in sorted(results, key=lambda r: r.domain_id)]
     labels = "relabelled" if stem == "circular_relabel" else "order-only"
-    return circular_table(by_model, [names[key] for key in present], datasets,
-                          modes={name: f"{prompt_mode}, {labels}" for name in datasets})
+    return circular_table(by_model, [names[key] for key in present],
+                          modes={r.domain_name: f"{prompt_mode}, {labels}" for r in results})
 
 
 def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, results: Sequence[DomainResult],

@@ -26,10 +26,7 @@ def parameter_count(model: str) -> float | None:
     """Parameters from the last size tag in a model name (``135M``, ``1.7B``, ``7b``), else None; not
     ``8x7B`` (active and total sizes differ) nor ``128k`` (a context length)."""
     matches = _SIZE.findall(model.rsplit("/", 1)[-1])
-    if not matches:
-        return None
-    number, unit = matches[-1]
-    return float(number) * _SCALE[unit.upper()]
+    return float(matches[-1][0]) * _SCALE[matches[-1][1].upper()] if matches else None
 
 
 def size_label(params: float) -> str:
@@ -117,12 +114,10 @@ def country_domain_heatmap(board: Leaderboard, path: Path) -> Path | None:
         ax.set_yticks(range(len(rows)), [name for name, _ in rows], fontsize="small")
         ax.set_title(run.run, fontsize="medium")
         for (y, x), v in np.ndenumerate(values):
-            n = int(np.nan_to_num(people[y, x]))
-            if n and not thin[y, x]:
-                ax.text(x, y, f"{v:.2f}\nn={n}", ha="center", va="center", fontsize=6,
-                        color="white" if v < 0.6 else "black")
-            elif n:
-                ax.text(x, y, f"n={n}", ha="center", va="center", fontsize=6, color="0.45")
+            if n := int(np.nan_to_num(people[y, x])):  # a thin cell: its n only, greyed
+                shown = not thin[y, x]
+                ax.text(x, y, f"{v:.2f}\nn={n}" if shown else f"n={n}", ha="center", va="center", fontsize=6,
+                        color=("white" if v < 0.6 else "black") if shown else "0.45")
     fig.colorbar(image, ax=list(axes), label="accuracy", shrink=0.8)
     by = runs_grouping(run for run, _ in panels)
     fig.suptitle(f"Accuracy by {by} and domain (grey: fewer than {MIN_RESPONDENTS} respondents)")

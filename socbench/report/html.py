@@ -206,17 +206,18 @@ def export_links(runs: list[ModelRun], out_dir: Path) -> list[tuple[str, list[tu
     links = {run.run: [(Path(os.path.relpath(p, out_dir)).as_posix(), p.name)
                        for p in sorted((run.folder / "export").glob("*")) if p.is_file() and p.name[0] != "."]
              for run in runs}
-    return [(run.run, links[run.run], list(run.export_failed)) for run in runs
-            if links[run.run] or run.export_failed]
+    return [(run.run, links[run.run], list(failed)) for run in runs  # runs: finished (a summary each)
+            if (failed := run.summary.export_failed) or links[run.run]]
 
 
 def page_notes(board: Leaderboard, figures: Figures) -> list[str]:
     """The notes under the model-size figure: what was left out, failed domains, weights off, usage."""
-    failed = [f"{run.run}: domain {k} failed ({v})" for run in board.runs for k, v in run.failed.items()]
+    failed = [f"{run.run}: domain {k} failed ({v})" for run in board.runs
+              for k, v in run.summary.failed_domains.items()]  # board.runs: finished (a summary each)
     unweighted = [f"{run.run}: weighted metrics off: {text}" for run in board.runs
                   if (text := weights_off_text((domain_label(d.domain), d.stored.weighted_metrics_off)
                                                for d in run.domains))]
-    used = [f"{run.run}: {usage_text(run.usage)}" for run in board.runs if run.usage]
+    used = [f"{run.run}: {usage_text(u)}" for run in board.runs if (u := run.summary.totals.get("usage"))]
     return [*board.notes, *figures.notes, *failed, *unweighted, *used]
 
 

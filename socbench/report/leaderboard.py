@@ -52,14 +52,6 @@ def incomplete_row(run: ModelRun) -> dict[str, Any] | None:
             "first_engine_error": bad[0][2]}
 
 
-def require_complete(run: ModelRun) -> None:
-    """A ConfigError naming ``--compare`` when ``run`` is incomplete (its accuracy is not a result)."""
-    row = incomplete_row(run)
-    if row is not None:
-        raise ConfigError(f"--compare {run.run}: the run is incomplete ({row['engine_errors']} engine "
-                          f"error(s) in {row['incomplete_domains']}); rerun it before comparing")
-
-
 def _names(run: ModelRun) -> dict[str, Any]:
     return {"run": run.run, "model": run.model, "variant": variant_label(run.run, run.model)}
 
@@ -115,8 +107,8 @@ def leaderboard(output_dir: str | Path, *, n_resamples: int = DEFAULT_RESAMPLES,
     runs = [run for run in runs if run.run not in {row["run"] for row in incomplete}]
     domains = [{**_names(run), **leaderboard_line(dom.stored), "grouping": dom.stored.grouping}
                for run in runs for dom in run.domains]
-    overall = [{**_names(run), "domain_id": None, "domain": "ALL", **run.summary.pooled["line"],
-                "failed_domains": len(run.failed)} for run in runs if run.summary]  # as its summary pooled it
+    overall = [{**_names(run), "domain_id": None, "domain": "ALL", **run.summary.pooled["line"],  # as its
+                "failed_domains": len(run.summary.failed_domains)} for run in runs]  # summary pooled it
     tie_aware_ranks(overall)
     board = Leaderboard(runs, overall, domains, [], incomplete, found.mcq, [*found.notes, *left_out],
                         found.units)
@@ -151,8 +143,10 @@ def compare_runs(a: ModelRun, b: ModelRun, domain: str | None = None, *,
                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedComparison:
     """Paired comparison of two complete runs on their shared items (strata: domains): the items both
     scored, joined on domain, person_id (as text) and question_id."""
-    require_complete(a)
-    require_complete(b)
+    for run in (a, b):  # an incomplete run's accuracy is not a result
+        if (row := incomplete_row(run)) is not None:
+            raise ConfigError(f"--compare {run.run}: the run is incomplete ({row['engine_errors']} engine "
+                              f"error(s) in {row['incomplete_domains']}); rerun it before comparing")
     keys, fields = ["domain", "person_id", "question_id"], ("person_id", "question_id", "correct")
 
     def frame(run: ModelRun) -> pd.DataFrame:
