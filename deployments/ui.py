@@ -35,10 +35,6 @@ def latest_run(api: str) -> dict | None:
 STOP_GRACE_S = 3.0  # then the server's group is killed: it runs no flows; the database keeps its last commit
 
 
-def _stop(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # unwinds the ExitStack: the server is stopped
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -53,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     port = args.port or free_port()
     env = demo_env(port, args.state)
     (args.state / "tmp").mkdir(parents=True, exist_ok=True)
-    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # KeyboardInterrupt: the server stops
     sigint_raises()
     with ExitStack() as stack:
         try:  # Ctrl-C while the server starts stops it too

@@ -226,13 +226,9 @@ class RunConfig(EngineRun):
         False, description="send prompts of a study with data_use: local (imported microdata) to a server "
                            "not on loopback or a private network: acknowledges that its licence allows it")
 
-    @field_validator("export", mode="before")
-    @classmethod
-    def _formats(cls, value: Any) -> Any:
-        return tuple(dict.fromkeys(comma_list(value)))
-
     _count = field_validator("interview_count", "dataset_size", mode="before")(count_or_all)
     _groups = field_validator("groups", mode="before")(comma_list)
+    _formats = field_validator("export", mode="before")(lambda value: tuple(dict.fromkeys(comma_list(value))))
     _positive = field_validator("max_tokens", "max_variants")(positive)
     _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 
