@@ -120,8 +120,7 @@ FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 def create_run(url: str, deployment: str) -> dict:
     """A run of ``deployment`` in the demo's queue (the idempotency key: a retried call, the same run)."""
-    flow, name = deployment.split("/")
-    found = api(url, f"/deployments/name/{flow}/{name}")
+    found = api(url, f"/deployments/name/{deployment}")
     run = api(url, f"/deployments/{found['id']}/create_flow_run",
               {"idempotency_key": str(uuid.uuid4()), "work_queue_name": QUEUE})
     page = f"{url.removesuffix('/api')}/runs/flow-run/{run['id']}"

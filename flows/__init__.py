@@ -16,7 +16,6 @@ from socbench.errors import RunFailed
 from socbench.log import rerun
 from socbench.outcomes import Outcome
 from socbench.studies import task_for
-from socbench.task import Task
 from socbench.tasks.build_prompts import build_prompts
 from socbench.tasks.country_special_options import country_special_options
 from socbench.tasks.export import export, export_failures
@@ -24,6 +23,7 @@ from socbench.tasks.extract import extract
 from socbench.tasks.load_data import load_data
 from socbench.tasks.report import report, report_run
 from socbench.tasks.score import score
+from socbench.tasks.secrets import with_secret_key
 from socbench.tasks.teardown import teardown_safely
 from socbench.tasks.vllm_generate import vllm_generate
 
@@ -33,12 +33,14 @@ def failed(message: str, outcome: Any) -> Any:
     return Failed(message=message, data=RunFailed(message, outcome))
 
 
-def run_unit(study: Task, unit_id: int, own_engine: bool) -> Any:
-    """One unit: load → options → prompts → engine → extract → score → report; Failed once its files
-    are written if the engine left requests unanswered (the parent still reads its result)."""
+def run_unit(config: Any, unit_id: int, own_engine: bool) -> Any:
+    """One unit of ``config``'s study: load → options → prompts → engine → extract → score → report;
+    Failed once its files are written if the engine left requests unanswered (the parent still reads its
+    result)."""
     # Stage outputs are passed ``opaque``: Prefect still links each task to the one whose result it gets,
     # but does not walk every prompt and answer inside them (2/3 of a cached run's time when it did).
     started = time.monotonic()
+    study = task_for(config)
     unit = study.unit(unit_id)
     try:
         data = opaque(load_data(study, unit))
@@ -61,9 +63,11 @@ def run_unit(study: Task, unit_id: int, own_engine: bool) -> Any:
             teardown_safely()
 
 
-def run_units(config: Any, unit_flow: Callable[..., Any]) -> Outcome | State:
+def run_units(config: Any, unit_flow: Callable[..., Any], api_key_secret: str | None) -> Outcome | State:
     """Every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``), then the export
-    and the run's summary; Failed, naming them, if a unit failed or is incomplete or the export failed."""
+    and the run's summary; Failed, naming them, if a unit failed or is incomplete or the export failed. The
+    API key: ``config.engine.api_key_env`` on the worker, or the Secret block ``api_key_secret``."""
+    config = with_secret_key(config, api_key_secret)
     if config.dry_run:  # a deployment's run asked for its cost: nothing is sent
         from socbench.cost import dry_run
 

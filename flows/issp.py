@@ -11,8 +11,6 @@ from prefect import flow
 from socbench.config import RunConfig
 from socbench.flows import run_unit, run_units
 from socbench.outcomes import Outcome
-from socbench.studies import task_for
-from socbench.tasks.secrets import with_secret_key
 from socbench.types import DomainResult
 
 DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data
@@ -21,7 +19,7 @@ DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data
 @flow(name="issp-domain", persist_result=True, flow_run_name="issp-domain-{domain_id}")
 def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> DomainResult:
     """One domain, stage by stage; Failed once its files are written if requests went unanswered."""
-    return run_unit(task_for(config), domain_id, own_engine)
+    return run_unit(config, domain_id, own_engine)
 
 
 @flow(name="issp", persist_result=True)
@@ -29,4 +27,4 @@ def issp(config: RunConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) 
     """All requested domains on one engine (loaded on the first cache miss); Failed if any domain failed or
     is incomplete. The API key: ``config.engine.api_key_env`` on the worker, or the Secret block
     ``api_key_secret``; never a parameter itself."""
-    return run_units(with_secret_key(config, api_key_secret), issp_domain)
+    return run_units(config, issp_domain, api_key_secret)

@@ -8,19 +8,17 @@ from prefect import flow
 from socbench.flows import run_unit, run_units
 from socbench.mcq.mcq_config import McqConfig
 from socbench.outcomes import Outcome
-from socbench.studies import task_for
-from socbench.tasks.secrets import with_secret_key
 
 DEFAULT_CONFIG = McqConfig()  # ARC-Easy, CP and MCP, 0-shot, the embedded model
 
 
 @flow(name="mcq-dataset", persist_result=True, flow_run_name="mcq-dataset-{unit_id}")
 def mcq_dataset(unit_id: int, config: McqConfig, own_engine: bool = True) -> object:
-    return run_unit(task_for(config), unit_id, own_engine)
+    return run_unit(config, unit_id, own_engine)
 
 
 @flow(name="mcq", persist_result=True)
 def mcq(config: McqConfig = DEFAULT_CONFIG, api_key_secret: str | None = None) -> Outcome:
     """CP-RAW/UN/LN and MCP(-Tolerance) accuracies for each k (and with ``circular`` MCP's circular
     metrics); the API key is read as in ``issp``."""
-    return run_units(with_secret_key(config, api_key_secret), mcq_dataset)
+    return run_units(config, mcq_dataset, api_key_secret)

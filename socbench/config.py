@@ -119,7 +119,10 @@ def max_variants_needs_all_possible(config: Any) -> Any:
 class EngineRun(BaseModel):
     """A run that writes to ``output_dir`` and asks ``engine``. The cache defaults to ``<output_dir>/.cache``
     (answers beside results), filled in when built and left out when written, so changing ``output_dir``
-    in a flow's form moves the cache with it. ``dry_run``: see ``socbench.cost``."""
+    in a flow's form moves the cache with it. ``dry_run``: see ``socbench.cost``. Every run's record is frozen
+    and takes no unknown setting."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     dry_run: bool = Field(False, description="print the requests and prompt tokens each unit would send "
                                              "(their cost, given prices); send and write nothing")
@@ -162,8 +165,6 @@ class EngineRun(BaseModel):
 
 class RunConfig(EngineRun):
     """What one ISSP run needs; field names are the original system's CLI flags."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     domain_id: int | str = Field("all",
                                  description="domain id or slug (the manifest's, else 1-4, 6-11) or 'all'")
@@ -226,13 +227,9 @@ class RunConfig(EngineRun):
         False, description="send prompts of a study with data_use: local (imported microdata) to a server "
                            "not on loopback or a private network: acknowledges that its licence allows it")
 
-    @field_validator("export", mode="before")
-    @classmethod
-    def _formats(cls, value: Any) -> Any:
-        return tuple(dict.fromkeys(comma_list(value)))
-
     _count = field_validator("interview_count", "dataset_size", mode="before")(count_or_all)
     _groups = field_validator("groups", mode="before")(comma_list)
+    _formats = field_validator("export", mode="before")(lambda value: tuple(dict.fromkeys(comma_list(value))))
     _positive = field_validator("max_tokens", "max_variants")(positive)
     _max_variants = model_validator(mode="after")(max_variants_needs_all_possible)
 

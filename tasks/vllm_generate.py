@@ -19,8 +19,8 @@ from socbench.types import Answers
 
 class RequestProgress:
     """The engines' ``on_result`` sink: each answer advances the CLI's bar (``socbench.progress``) and the
-    UI's progress artifact, updated at most every 2 s (each update is a call to the API), and at 100 % by
-    ``finish`` at the end."""
+    UI's progress artifact, updated at most every 2 s (each update is a call to the API), and at 100 % when
+    the stage has every answer."""
 
     def __init__(self, key: str, description: str, total: int) -> None:
         self.artifact = create_progress_artifact(0.0, key=key, description=description)
@@ -35,9 +35,6 @@ class RequestProgress:
             self.updated = time.monotonic()
             update_progress_artifact(self.artifact, progress=100.0 * self.done / self.total)
 
-    def finish(self) -> None:
-        update_progress_artifact(self.artifact, progress=100.0)
-
 
 @stage(retries=2, retry_delay_seconds=[5, 30])
 def vllm_generate(prompts: Prompts, settings: EngineSettings, key: str, label: str) -> Answers:
@@ -47,7 +44,7 @@ def vllm_generate(prompts: Prompts, settings: EngineSettings, key: str, label: s
     total = pipeline.request_count(prompts.requests)
     answered = RequestProgress(key, f"{label}: requests answered", total)
     answers = pipeline.answer(engine, prompts.requests, on_result=answered)
-    answered.finish()
+    update_progress_artifact(answered.artifact, progress=100.0)
     cache = answers.cache
     said = f"{cache['hits']} from the engine cache, {cache['misses']} sent" if cache else "no cache"
     get_run_logger().info("%s: %d requests, %s", label, total, said)

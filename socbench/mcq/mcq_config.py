@@ -6,7 +6,7 @@ import functools
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from socbench.config import EngineRun, comma_list, from_flat, max_variants_needs_all_possible, positive
 from socbench.engines.settings import BackendChoice, EngineSettings, choose_backend, resolve_engine
@@ -18,8 +18,6 @@ METHOD_NAMES = ("cp", "mcp")
 
 class McqConfig(EngineRun):
     """What one CP-vs-MCP run needs; field names are the CLI flags."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     dataset: str = Field("arc-easy", description="arc-easy, arc-challenge, mmlu or an ARC-format JSONL file")
     method: tuple[Literal["cp", "mcp"], ...] = Field(

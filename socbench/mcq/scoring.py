@@ -124,13 +124,10 @@ def score_mcq(plan: McqPlan, answers: McqAnswers) -> McqScores:
 
 def _means(values: Iterable[tuple[int, str, float]]) -> dict[int, dict[str, float]]:
     """``{k: {method: mean}}`` of (k, method, value) triples, in sorted order."""
-    found: dict[tuple[int, str], list[float]] = defaultdict(list)
+    found: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for k, method, value in values:
-        found[(k, method)].append(value)
-    table: dict[int, dict[str, float]] = defaultdict(dict)
-    for (k, method), outcomes in sorted(found.items()):
-        table[k][method] = sum(outcomes) / len(outcomes)
-    return dict(table)
+        found[k][method].append(value)
+    return {k: {m: sum(v) / len(v) for m, v in sorted(row.items())} for k, row in sorted(found.items())}
 
 
 def accuracies(predictions: Sequence[Prediction]) -> dict[int, dict[str, float]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from socbench.config import EngineRun
 from socbench.engines.settings import EngineSettings, resolve_engine
@@ -27,8 +27,6 @@ from socbench.task import Unit, UnitResult
 class StudyConfig(EngineRun):
     """A study's run configuration: the engine and where results go (field names are the CLI's flags);
     a study adds its own settings."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     engine: EngineSettings = EngineSettings()
     output_dir: Path = Field(Path("results"), description="results go to <output_dir>/<model>/<study>/")
