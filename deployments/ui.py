@@ -23,6 +23,15 @@ from local_demo import api as call
 
 from socbench.processes import Postgres, PrefectServer, free_port, sigint_raises
 
+
+def latest_run(api: str) -> dict | None:
+    """The ``issp`` run that finished last, or None: not the Scheduled nightly run, nor one still running."""
+    ended = {"state": {"type": {"any_": list(FINAL)}}, "end_time": {"is_null_": False}}
+    runs = call(api, "/flow_runs/filter", {"flows": {"name": {"any_": ["issp"]}}, "flow_runs": ended,
+                                          "sort": "END_TIME_DESC", "limit": 1})
+    return runs[0] if runs else None
+
+
 STOP_GRACE_S = 3.0  # then the server's group is killed: it runs no flows; the database keeps its last commit
 
 
@@ -61,12 +70,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def show_links(url: str, state: Path) -> None:
-    """The UI's address, the ``issp`` run that finished last (not the Scheduled nightly run, nor one still
-    running) and the artifacts page."""
+    """The UI's address, the run that finished last and the artifacts page."""
     print(f"ui: Prefect UI at {url} (state in {state}); Ctrl-C stops it", flush=True)
-    latest = {"flows": {"name": {"any_": ["issp"]}}, "sort": "END_TIME_DESC", "limit": 1,
-              "flow_runs": {"state": {"type": {"any_": list(FINAL)}}, "end_time": {"is_null_": False}}}
-    for run in call(f"{url}/api", "/flow_runs/filter", latest):  # at most one
+    run = latest_run(f"{url}/api")
+    if run is not None:
         print(f"ui: latest issp run '{run['name']}' ({run['state_name']}): {url}/runs/flow-run/{run['id']}",
               flush=True)
     print(f"ui: artifacts (summary, leaderboard, per-domain reports): {url}/artifacts", flush=True)

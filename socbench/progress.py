@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.headline import summary_note
@@ -17,12 +17,28 @@ from socbench.report.labels import baseline_label
 from socbench.report.output import fmt
 from socbench.report.terminal import terminal_table
 
-# what shows progress (``cli.inprocess.ConsoleProgress``): any object with a method per event
-_LISTENERS: list[Any] = []
+
+class Listener(Protocol):
+    """What shows progress (``cli.inprocess.ConsoleProgress``): a method per event."""
+
+    def begin(self, label: str) -> None: ...
+
+    def requests(self, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def end(self, line: str) -> None: ...
+
+    def note(self, line: str) -> None: ...
+
+    def status(self, line: str) -> None: ...
+
+
+_LISTENERS: list[Listener] = []
 
 
 @contextlib.contextmanager
-def listening(listener: Any) -> Iterator[Any]:
+def listening(listener: Listener) -> Iterator[Listener]:
     """Show the progress of what runs inside on ``listener``."""
     _LISTENERS.append(listener)
     try:
