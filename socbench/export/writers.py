@@ -21,17 +21,14 @@ MAPPING_SUFFIX = "_mapping.csv"
 TARGET = {"dta": "Stata", "sav": "SPSS"}
 
 
-def _readstat(frame: pd.DataFrame, path: Path, labels: Labels, fmt: str) -> None:
-    """SPSS's user-missing ranges, or Stata's ``.a``-``.z`` used, beside the labels both keep."""
+def _sav(frame: pd.DataFrame, path: Path, labels: Labels) -> None:
     import pyreadstat
 
-    extra = {"missing_ranges": {name: [low if low == high else {"lo": low, "hi": high} for low, high in spans]
-                                for name, spans in labels.missing.items() if spans}} if fmt == "sav" else \
-        {"missing_user_values": {k: list(v) for k, v in labels.tagged.items()}}
-    getattr(pyreadstat, f"write_{fmt}")(
-        frame, str(path), column_labels=dict(labels.columns) or None,
-        variable_value_labels={k: dict(v) for k, v in labels.values.items() if v} or None,  # sav's: never {}
-        **{key: value or None for key, value in extra.items()})
+    ranges = {name: [low if low == high else {"lo": low, "hi": high} for low, high in spans]
+              for name, spans in labels.missing.items() if spans}
+    pyreadstat.write_sav(frame, str(path), column_labels=dict(labels.columns) or None,
+                         variable_value_labels={k: dict(v) for k, v in labels.values.items()} or None,
+                         missing_ranges=ranges or None)
 
 
 def _check_dta(frames: Sequence[pd.DataFrame], written: str) -> None:
@@ -44,11 +41,19 @@ def _check_dta(frames: Sequence[pd.DataFrame], written: str) -> None:
                                 f"holds at most {STATA_STRING_MAX:,} (export it as csv, parquet or sav)")
 
 
+def _dta(frame: pd.DataFrame, path: Path, labels: Labels) -> None:
+    import pyreadstat
+
+    pyreadstat.write_dta(frame, str(path), column_labels=dict(labels.columns) or None,
+                         variable_value_labels={k: dict(v) for k, v in labels.values.items() if v} or None,
+                         missing_user_values={k: list(v) for k, v in labels.tagged.items()} or None)
+
+
 WRITERS: dict[str, Callable[[pd.DataFrame, Path, Labels], None]] = {
     "csv": lambda frame, path, _: frame.to_csv(path, index=False),
     "parquet": lambda frame, path, _: frame.to_parquet(path, index=False),
-    "sav": lambda frame, path, labels: _readstat(frame, path, labels, "sav"),
-    "dta": lambda frame, path, labels: _readstat(frame, path, labels, "dta"),
+    "sav": _sav,
+    "dta": _dta,
 }
 
 
