@@ -11,7 +11,6 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,13 +23,7 @@ from socbench.data.import_request import ImportRequest
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
 from socbench.data.question_labels import check_answers, multi_pairs, question_set, set_members, with_sets
-from socbench.data.roles import (
-    country_or_group,
-    persona_variables,
-    plan_roles,
-    role_lines,
-    shown_attributes,
-)
+from socbench.data.roles import country_or_group, persona_variables, plan_roles, role_lines, shown_attributes
 from socbench.data.sampling import draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.data.variables import source_variables, variables_path
@@ -42,16 +35,6 @@ from socbench.preflight import check_output_dir
 from socbench.types import Respondent
 
 NO_COUNTRY = "(no country)"
-
-
-@dataclass(frozen=True)
-class ImportSummary:
-    """What the import wrote, beside its plan (respondents, questions, weight: ``ImportPlan``)."""
-
-    countries: int
-    samples: dict[int | str, int]  # size asked (or "all") -> respondents written
-    seconds: float
-    replaced: int = 0  # files of the old domain removed (--replace)
 
 
 def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
@@ -192,21 +175,14 @@ def _stats(plan: ImportPlan, rows: list[Respondent], ranks: np.ndarray, size: in
         (row.country_code or row.country_name or NO_COUNTRY) if plan.strata else NO_COUNTRY for row in kept
     )
     return {
-        "domain": plan.entry.name,
-        "domain_number": plan.entry.id,
-        "slug": plan.entry.slug,
-        "target_size": size,
-        "actual_size": len(kept),
+        "domain": plan.entry.name, "domain_number": plan.entry.id, "slug": plan.entry.slug,
+        "target_size": size, "actual_size": len(kept),
         # a grouping variable that is not a country (a province, a year) is named as the file names it
         **({"grouping": plan.survey.variables[plan.group].key} if plan.group else {}),
         f"{what}_distribution": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         f"total_{plural}": len(counts) if plan.strata else 0,
-        "random_seed": plan.request.seed,
-        "stratified_by": plan.strata,
-        "nested": True,
-        "source_file": plan.request.source.name,
-        "source_sha256": sha,
-        "source_respondents": len(rows),
+        "random_seed": plan.request.seed, "stratified_by": plan.strata, "nested": True,
+        "source_file": plan.request.source.name, "source_sha256": sha, "source_respondents": len(rows),
         **({"weights": plan.weights.note} if plan.weights.note else {}),
     }
 
@@ -225,8 +201,10 @@ def _write_side_files(plan: ImportPlan) -> Path:
     return qa_path
 
 
-def run_import(plan: ImportPlan) -> ImportSummary:
-    """Sample, stream the kept rows into the sample files, write question set, stats, manifest."""
+def run_import(plan: ImportPlan) -> tuple[int, dict[int | str, int], float, int]:
+    """Sample, stream the kept rows into the sample files, write question set, stats, manifest. What it
+    wrote, beside its plan (respondents, questions, weight: ``ImportPlan``): (countries, {size asked (or
+    "all"): respondents written}, seconds, files of the old domain removed by --replace)."""
     start = time.perf_counter()
     survey, request = plan.survey, plan.request
     scale = 10 ** max(7, len(str(survey.n_rows)))  # SocioBench's ids: domain number, then the row
@@ -253,4 +231,4 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
     kept = [row for row, rank in zip(rows, ranks) if rank < survey.n_rows]
     countries = len({r.country_code or r.country_name for r in kept}) if plan.strata else 1
-    return ImportSummary(countries, counts, time.perf_counter() - start, len(removed))
+    return countries, counts, time.perf_counter() - start, len(removed)

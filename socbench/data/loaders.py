@@ -187,15 +187,6 @@ def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | N
     return None
 
 
-def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tuple[Question, ...]) -> None:
-    known = {q.id.lower() for q in questions}
-    unknown = sorted({qid for rec in records for qid in rec.questions_answer
-                      if qid.strip().lower() not in known})
-    if unknown:
-        shown = ", ".join(unknown[:5]) + (f" ... ({len(unknown)} in all)" if len(unknown) > 5 else "")
-        raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
-
-
 # What a domain's manifest entry changes, and why: a non-ISSP study names its own country attribute,
 # persona attributes and missing codes; applied here, at the file boundary, so prompts, scoring and
 # reports need no change.
@@ -303,10 +294,10 @@ def build_respondents(records: list[AnswerRecord], questions: tuple[Question, ..
     return tuple(respondents)
 
 
-def count_unmapped(respondents: Sequence[Respondent], country_attribute: str | None,
-                   group: str | None) -> dict[str, int]:
+def count_unmapped(respondents: Sequence[Respondent], domain: DomainSpec) -> dict[str, int]:
     """``{name: count}`` of the respondents in no group: whose country could not be mapped, or who have no
     value of the grouping variable."""
+    country_attribute, group = domain.country_attribute, domain.roles.group
     unmapped: Counter[str] = Counter()
     for person in respondents:
         if group and person.group is None:
@@ -347,22 +338,22 @@ def load_domain(
     missing = (code for code in map(normalize_code, domain.missing_codes) if code is not None)
     questions = apply_numeric(qa_path, apply_missing_codes(load_questions(qa_path), missing), domain.numeric)
     records = load_answer_records(answer_path)
-    _check_question_ids(answer_path, records, questions)
+    known = {q.id.lower() for q in questions}
+    unknown = sorted({qid for rec in records for qid in rec.questions_answer
+                      if qid.strip().lower() not in known})
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" ... ({len(unknown)} in all)" if len(unknown) > 5 else "")
+        raise DataError(f"{answer_path}: question ids in questions_answer match no question of the domain: "
+                        f"{shown}")
     countries = codebook_country_table(load_codebook(data_dir, domain) or []) or None
     read = records[:limit] if interview_sample == "first" else records
     respondents = build_respondents(read, questions, countries, domain)
     drawn = "all" if limit is None or limit >= len(records) else interview_sample
     if drawn == "stratified":
         respondents = stratified_sample(respondents, limit, proportional=True)
-    return DomainData(
-        domain_id=domain.id,
-        domain_name=domain.name,
-        questions=questions,
-        respondents=respondents,
-        unmapped_countries=count_unmapped(respondents, domain.country_attribute, domain.roles.group),
-        source=str(answer_path),
-        sample=sample_record(respondents, drawn, len(records), domain.roles.group or COUNTRY),
-        grouping=domain.roles.group or COUNTRY,
-        roles=domain.roles.declared(),
-        issp_vocabulary=domain.issp_vocabulary,
-    )
+    grouping = domain.roles.group or COUNTRY
+    return DomainData(domain_id=domain.id, domain_name=domain.name, questions=questions,
+                      respondents=respondents, source=str(answer_path), grouping=grouping,
+                      unmapped_countries=count_unmapped(respondents, domain),
+                      sample=sample_record(respondents, drawn, len(records), grouping),
+                      roles=domain.roles.declared(), issp_vocabulary=domain.issp_vocabulary)
