@@ -38,8 +38,8 @@ def _queues(respondents: Sequence[Respondent], seed: int) -> list[list[Responden
 
     def shuffled(items: list, label: str) -> list:
         digest = hashlib.sha256(f"{seed}:{label}".encode()).digest()
-        return [items[i] for i in np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(
-            len(items))]
+        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return [items[i] for i in rng.permutation(len(items))]
 
     return [shuffled(sorted(groups[country], key=lambda p: p.person_id), country)
             for country in shuffled(sorted(groups), "countries")]

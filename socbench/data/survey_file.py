@@ -302,8 +302,16 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
     CSV ``variable,label,code,value_label`` (a variable without value labels: one row, ``code`` empty)."""
     if not path.is_file():
         raise DataError(f"{path}: codebook not found")
+    book: dict[str, tuple[str | None, dict[str, str]]] = {}
     if path.suffix.lower() == ".json":
-        return _json_codebook(path)
+        raw = read_json(path, "codebook")
+        if not isinstance(raw, list) or not all(isinstance(e, dict) and "domain" in e for e in raw):
+            raise DataError(f'{path}: expected a JSON array of {{"domain", "meaning", "content"}} entries')
+        for entry in raw:
+            name = str(entry["domain"]).strip().lower()
+            if name not in book:  # first entry wins, as in the ISSP codebooks
+                book[name] = (str(entry.get("meaning") or "").strip() or None, _labels(entry.get("content")))
+        return book
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep=csv_layout(path)[0]["sep"])
     except (OSError, ValueError, UnicodeDecodeError) as exc:
@@ -312,7 +320,6 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
     if missing:
         raise DataError(f"{path}: codebook column(s) {', '.join(missing)} missing "
                         f"(expected {','.join(CODEBOOK_CSV_COLUMNS)})")
-    book: dict[str, tuple[str | None, dict[str, str]]] = {}
     for row in frame.itertuples(index=False):
         if not (name := str(row.variable).strip().lower()):
             continue
@@ -322,14 +329,3 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
         book[name] = (label or str(row.label).strip() or None, values)
     return book
 
-
-def _json_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
-    raw = read_json(path, "codebook")
-    if not isinstance(raw, list) or not all(isinstance(e, dict) and "domain" in e for e in raw):
-        raise DataError(f'{path}: expected a JSON array of {{"domain", "meaning", "content"}} entries')
-    book: dict[str, tuple[str | None, dict[str, str]]] = {}
-    for entry in raw:
-        name = str(entry["domain"]).strip().lower()
-        if name not in book:  # first entry wins, as in the ISSP codebooks
-            book[name] = (str(entry.get("meaning") or "").strip() or None, _labels(entry.get("content")))
-    return book
