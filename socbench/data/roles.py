@@ -154,8 +154,14 @@ def country_or_group(survey: SurveyFile, roles: dict[str, tuple[str | None, str]
     country, group = roles["country"][0], roles["group"][0]
     if country is None:
         return None, group, []
-    labels = country_labels(survey.variables[country], counts[country])
-    if names_countries(labels) or group is not None:
+    # respondents per label of the variable's values (missing labels left out); it names countries when more
+    # than half of its distinct labels do ("Australien", "NOR", "27601 DE-W-Germany-West")
+    labels: Counter[str] = Counter()
+    for code, n in counts[country].items():
+        label = " ".join(str(survey.variables[country].value_labels.get(code, code)).split())
+        if label and not is_missing_label(label):
+            labels[label] += n
+    if 2 * sum(resolve_country(label) is not None for label in labels) > len(labels) or group is not None:
         unknown = {label: n for label, n in labels.items() if resolve_country(label) is None}
         ordered = sorted(unknown.items(), key=lambda kv: -kv[1])[:6]
         shown = ", ".join(f"{label!r} ({n})" for label, n in ordered)
@@ -168,22 +174,6 @@ def country_or_group(survey: SurveyFile, roles: dict[str, tuple[str | None, str]
              else "--study_country NAME names the study's country in the prompts")
     return None, country, [f"variable {country}: its values ({shown}) name no country: it groups the "
                            f"respondents (strata, baselines, breakdowns) instead of a country; {where}"]
-
-
-def country_labels(variable: Variable, counts: Mapping[str, int]) -> dict[str, int]:
-    """Respondents per label of a country variable's values (missing labels left out)."""
-    found: dict[str, int] = {}
-    for code, n in counts.items():
-        label = " ".join(str(variable.value_labels.get(code, code)).split())
-        if label and not is_missing_label(label):
-            found[label] = found.get(label, 0) + n
-    return found
-
-
-def names_countries(labels: Mapping[str, int]) -> bool:
-    """Whether a variable's values name countries: more than half of its distinct labels do
-    ("Australien", "NOR", "27601 DE-W-Germany-West"); else it is a grouping variable."""
-    return 2 * sum(resolve_country(label) is not None for label in labels) > len(labels)
 
 
 def persona_variables(survey: SurveyFile, names: Sequence[str], roles: set[str],

@@ -145,13 +145,6 @@ def make_person(code: str, name: str, rng: np.random.Generator) -> Person:
                   _marital(age, rng), urbrural)
 
 
-def balanced_countries(countries: Sequence[tuple[str, str]], n: int,
-                       rng: np.random.Generator) -> list[tuple[str, str]]:
-    """``n`` country slots, counts differing by at most one, in a seeded random order."""
-    slots = [countries[i % len(countries)] for i in range(n)]
-    return [slots[i] for i in rng.permutation(n)]
-
-
 def _stable(text: str) -> int:
     return zlib.crc32(text.encode("utf-8"))
 
