@@ -171,9 +171,8 @@ def _stats(plan: ImportPlan, rows: list[Respondent], ranks: np.ndarray, size: in
     keys plus the source's provenance."""
     kept = [row for row, rank in zip(rows, ranks) if rank < limit]
     what, plural = ("group", "groups") if plan.group else ("country", "countries")
-    counts = Counter(
-        (row.country_code or row.country_name or NO_COUNTRY) if plan.strata else NO_COUNTRY for row in kept
-    )
+    counts = Counter((row.country_code or row.country_name or NO_COUNTRY) if plan.strata else NO_COUNTRY
+                     for row in kept)
     return {
         "domain": plan.entry.name, "domain_number": plan.entry.id, "slug": plan.entry.slug,
         "target_size": size, "actual_size": len(kept),

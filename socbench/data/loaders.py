@@ -319,10 +319,8 @@ def unmapped_line(data: DomainData) -> str | None:
             f"respondents pooled into one '{what}' group (baselines, breakdowns): {shown}")
 
 
-def load_domain(
-    data_dir: Path, domain: DomainSpec, dataset_size: int | str = 500, interview_count: int | str = "all",
-    interview_sample: str = "stratified",
-) -> DomainData:
+def load_domain(data_dir: Path, domain: DomainSpec, dataset_size: int | str = 500,
+                interview_count: int | str = "all", interview_sample: str = "stratified") -> DomainData:
     """Questions and respondents of one domain and sample size. With ``interview_count`` N below the
     file's respondents: a seeded sample stratified by country, proportional with every country in it
     where N allows (the same respondents for every model and rerun), or the first N in file order

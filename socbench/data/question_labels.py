@@ -211,16 +211,29 @@ def checked_decision(variable: Variable, question: Question, counts: Mapping[str
     return replace(own, conflicts=conflicts, notes=notes, text=text)
 
 
-def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[str, Mapping[str, int]],
-                     extra_missing: Sequence[str], numeric: Mapping[str, Span | None],
-                     ) -> tuple[list[QuestionDecision], list[dict]]:
-    """Each question's decision (``decide``, or ``numeric_decision`` for those ``numeric`` names) and the
-    ``issp_qa`` records for the named variables; a variable with fewer than two options is an error naming
-    it."""
+def question_set(survey: SurveyFile, request: ImportRequest, pairs: Sequence[tuple[str, str]],
+                 counts: Mapping[str, Mapping[str, int]]) -> tuple[list[QuestionDecision], list[dict]]:
+    """Each question's decision and the question file to write: ``--qa``'s set checked against the
+    file's labels (``checked_decision``) with the file's missing codes added, else the set built from
+    the labels of the named variables (``decide``, or ``numeric_decision`` for the ``--numeric`` ones,
+    asked for a number); a variable with fewer than two options is an error naming it."""
+    if request.qa is not None:
+        qa = {q.id: q for q in load_questions(request.qa)}
+        decisions = [checked_decision(survey.variables[name], qa[qid], counts[name], request.missing)
+                     for name, qid in pairs]
+        bad = [d for d in decisions if d.conflicts]
+        if bad and request.scale_conflict == "refuse":  # one line naming the questions whose options disagree
+            raise DataError(
+                f"{survey.path}: {len(bad)} question(s) of {request.qa.name} are asked on another scale than "
+                f"the file codes them ({', '.join(d.question_id for d in bad[:10])}"
+                f"{' ...' if len(bad) > 10 else ''}): {bad[0].question_id} {bad[0].conflicts[0]} (without "
+                "--scale_conflict refuse the file's own options are used)")
+        return decisions, _with_missing(request.qa, decisions)
+    numeric = {survey.find(name): span for name, span in request.numeric}
     records: list[dict] = []
-    decisions: list[QuestionDecision] = []
-    for name in names:
-        variable = survey.variables[name]
+    decisions = []
+    for name, _ in pairs:
+        variable, extra_missing = survey.variables[name], request.missing
         decision = (numeric_decision(variable, name, counts[name], extra_missing, numeric[name])
                     if name in numeric else decide(variable, name, counts[name], extra_missing))
         if decision.numeric is None and len(decision.options) < 2:
@@ -234,28 +247,6 @@ def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[s
                         **({"numeric": [plain_number(end) for end in decision.numeric]}
                            if decision.numeric else {})})
     return decisions, records
-
-
-def question_set(survey: SurveyFile, request: ImportRequest, pairs: Sequence[tuple[str, str]],
-                 counts: Mapping[str, Mapping[str, int]]) -> tuple[list[QuestionDecision], list[dict]]:
-    """Each question's decision and the question file to write: ``--qa``'s set checked against the
-    file's labels (``checked_decision``) with the file's missing codes added, else the set built from
-    the labels of the named variables (``--numeric`` ones asked for a number)."""
-    if request.qa is not None:
-        qa = {q.id: q for q in load_questions(request.qa)}
-        decisions = [checked_decision(survey.variables[name], qa[qid], counts[name], request.missing)
-                     for name, qid in pairs]
-        bad = [d for d in decisions if d.conflicts]
-        if bad and request.scale_conflict == "refuse":  # one line naming the questions whose options disagree
-            raise DataError(
-                f"{survey.path}: {len(bad)} question(s) of {request.qa.name} are asked on another scale than "
-                f"the file codes them ({', '.join(d.question_id for d in bad[:10])}"
-                f"{' ...' if len(bad) > 10 else ''}): {bad[0].question_id} {bad[0].conflicts[0]} (without "
-                "--scale_conflict refuse the file's own options are used)"
-            )
-        return decisions, _with_missing(request.qa, decisions)
-    numeric = {survey.find(name): span for name, span in request.numeric}
-    return question_records(survey, [name for name, _ in pairs], counts, request.missing, numeric)
 
 
 def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> list[dict]:
