@@ -22,7 +22,7 @@ from socbench.data.import_report import ImportPlan, check_label_sizes, country_w
 from socbench.data.import_request import ImportRequest
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
-from socbench.data.question_labels import check_answers, multi_pairs, question_set, set_members, with_sets
+from socbench.data.question_labels import check_answers, question_set, set_members, with_sets
 from socbench.data.roles import country_or_group, persona_variables, plan_roles, role_lines, shown_attributes
 from socbench.data.sampling import draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
@@ -117,8 +117,12 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     if survey.n_rows == 0:
         raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")
     members = set_members(survey, request.multi)
-    pairs = multi_pairs(_question_pairs(request, survey), members, request.qa is not None)
+    pairs = _question_pairs(request, survey)  # the named questions, then the set variables not among them
+    if members and request.qa is not None:
+        raise ConfigError("--multi: only with --questions or alone (an ISSP question set --qa has no sets)")
     question_vars = {name for name, _ in pairs}
+    pairs += [(name, name) for name in members if name not in question_vars]
+    question_vars.update(members)
     asked = [*request.roles, ("country", request.country), ("weight", request.weight)]
     roles = plan_roles(survey, question_vars, asked, request.qa is not None)
     weight = roles["weight"][0]

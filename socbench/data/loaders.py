@@ -160,13 +160,11 @@ def _records(path: Path, model: type[BaseModel], what: str) -> list[Any]:
 def load_questions(path: Path) -> tuple[Question, ...]:
     """Questions in survey order; ids kept as written, unique case-insensitively."""
     records = _records(path, QuestionRecord, "question")
-    seen: dict[str, str] = {}
+    first: dict[str, QuestionRecord] = {}
     for rec in records:
-        key = rec.question_id.lower()
-        if key in seen:
-            raise DataError(f"{path}: question id {rec.question_id!r} repeats {seen[key]!r} "
+        if (earlier := first.setdefault(rec.question_id.lower(), rec)) is not rec:
+            raise DataError(f"{path}: question id {rec.question_id!r} repeats {earlier.question_id!r} "
                             "(ids are case-insensitive)")
-        seen[key] = rec.question_id
     return tuple(rec.to_question() for rec in records)
 
 

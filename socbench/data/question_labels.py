@@ -339,12 +339,3 @@ def with_sets(survey: SurveyFile, records: list[dict], members: dict[str, MultiO
                             f"{', '.join(record['answer'])})")
         record["multi"] = asdict(option)
 
-
-def multi_pairs(pairs: list[tuple[str, str]], members: dict[str, MultiOption],
-                qa: bool) -> list[tuple[str, str]]:
-    """The questions to import: the named ones, then the set variables not among them."""
-    if members and qa:
-        raise ConfigError("--multi: only with --questions or alone (an ISSP question set --qa has no sets)")
-    named = {name for name, _ in pairs}
-    return pairs + [(name, name) for name in members if name not in named]
-
