@@ -120,9 +120,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     pairs = _question_pairs(request, survey)  # the named questions, then the set variables not among them
     if members and request.qa is not None:
         raise ConfigError("--multi: only with --questions or alone (an ISSP question set --qa has no sets)")
+    pairs += [(name, name) for name in members if name not in dict(pairs)]
     question_vars = {name for name, _ in pairs}
-    pairs += [(name, name) for name in members if name not in question_vars]
-    question_vars.update(members)
     asked = [*request.roles, ("country", request.country), ("weight", request.weight)]
     roles = plan_roles(survey, question_vars, asked, request.qa is not None)
     weight = roles["weight"][0]
@@ -151,8 +150,7 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
     warnings = [*notices, *country_warnings(survey, country, counts[country] if country else {})]
     unassigned = [n for n in others if n not in role_vars]
-    shown, hidden = shown_attributes(attributes, entry)
-    lines = role_lines(survey, roles, shown, left_out, hidden, unassigned)
+    lines = role_lines(survey, roles, left_out, unassigned, *shown_attributes(attributes, entry))
     strata = group or country
     return ImportPlan(request, survey, layout, country, group, entry, manifest, question_file,
                       tuple(decisions), tuple(warnings), weights, tuple(stale),

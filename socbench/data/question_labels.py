@@ -242,10 +242,9 @@ def question_set(survey: SurveyFile, request: ImportRequest, pairs: Sequence[tup
                             "--numeric, or leave it out of --questions and --multi)")
         decisions.append(decision)
         missing = {code: label for code, (label, _) in decision.missing.items()}
+        span = {"numeric": [plain_number(end) for end in decision.numeric]} if decision.numeric else {}
         records.append({"question_id": name, "question": variable.key, "answer": decision.options,
-                        "special": {}, "missing": missing,
-                        **({"numeric": [plain_number(end) for end in decision.numeric]}
-                           if decision.numeric else {})})
+                        "special": {}, "missing": missing, **span})
     return decisions, records
 
 

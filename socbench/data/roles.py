@@ -104,8 +104,7 @@ def _declared(survey: SurveyFile, questions: set[str], asked: Asked) -> dict[str
     for role, default in (("country", ISSP_COUNTRY), ("weight", ISSP_WEIGHT)):
         if role not in declared and survey.find(default):
             declared[role] = default
-    found: dict[str, str] = {}
-    for role, wanted in declared.items():
+    for role, wanted in declared.items():  # each as the file spells it
         name = NONE if wanted.lower() == NONE else survey.find(wanted)
         if name is None:
             raise DataError(f"{survey.path}: {role} variable {wanted} ({_flag(role)}) is not in the file")
@@ -114,8 +113,8 @@ def _declared(survey: SurveyFile, questions: set[str], asked: Asked) -> dict[str
         problem = _unusable(role, survey.variables[name]) if name != NONE else None
         if problem:
             raise DataError(f"{survey.path}: {role} variable {name} is {problem}")
-        found[role] = name
-    return found
+        declared[role] = name
+    return declared
 
 
 def _unusable(role: str, variable: Variable) -> str | None:
@@ -216,9 +215,9 @@ def shown_attributes(attributes: Sequence[tuple[str, str]],
     return shown, hidden
 
 
-def role_lines(survey: SurveyFile, roles: Mapping[str, tuple[str | None, str]], shown: Sequence[str],
-               left_out: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
-               unassigned: Sequence[str]) -> list[str]:
+def role_lines(survey: SurveyFile, roles: Mapping[str, tuple[str | None, str]],
+               left_out: Sequence[tuple[str, str]], unassigned: Sequence[str], shown: Sequence[str],
+               hidden: Sequence[tuple[str, str]]) -> list[str]:
     """The import report's section on roles and the persona: what the prompt shows, each variable left out
     of the data written, and each written (for a role, or asked for) but not shown; with why."""
     def quoted(name: str) -> str:  # a label on one line, as the prompts show it
