@@ -92,8 +92,7 @@ def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | st
                 text = json.dumps(record, ensure_ascii=False, allow_nan=False)
                 for size, handle in handles.items():
                     if rank < limits[size]:
-                        handle.write(",\n" if counts[size] else "\n")
-                        handle.write(text)
+                        handle.write((",\n" if counts[size] else "\n") + text)
                         counts[size] += 1
             offset += len(frame)
         for handle in handles.values():

@@ -152,6 +152,5 @@ def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> Weight
     if len(positions) == survey.n_rows:
         raise DataError(f"{survey.path}: weight variable {weight}: no respondent has a usable weight "
                         f"({describe(counts)}); --bad-weights drop would leave none")
-    dropped = np.zeros(survey.n_rows, dtype=bool)
-    dropped[positions] = True
+    dropped = np.isin(np.arange(survey.n_rows), positions)
     return WeightCheck(weight, dropped, f"{what}: left out (--bad-weights drop)")
