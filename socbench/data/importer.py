@@ -76,13 +76,6 @@ def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, st
     return tuple(pairs.items())
 
 
-def _slug(request: ImportRequest) -> str:
-    if request.slug:
-        return request.slug
-    stem = request.qa.stem.removeprefix("issp_qa_") if request.qa is not None else request.source.stem
-    return re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_-") or "survey"
-
-
 def _manifest_path(out: Path) -> Path:
     """The manifest of the folder written to (``socbench.yaml`` unless it has a ``.yml``)."""
     return next((out / name for name in MANIFEST_NAMES if (out / name).is_file()), out / MANIFEST_NAMES[0])
@@ -137,7 +130,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     decisions, question_file = question_set(survey, request, pairs, counts)
     check_answers(survey, decisions)
     with_sets(survey, question_file, members)
-    slug = _slug(request)
+    stem = request.qa.stem.removeprefix("issp_qa_") if request.qa is not None else request.source.stem
+    slug = request.slug or re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_-") or "survey"
     base = _base_manifest(request.out, slug)
     keys = dict(attributes)
     declared = Roles(**{role: keys.get(name) for role, (name, _) in roles.items()

@@ -277,23 +277,19 @@ def open_survey(path: str | Path, codebook: str | Path | None = None, sep: str |
     if codebook is None:
         raise ConfigError(f"{path}: a .csv source needs --codebook (a codebook .csv or .json with the "
                           "labels)")
-    return _read_csv(path, Path(codebook).expanduser(), *csv_layout(path, sep, decimal))
-
-
-def _read_csv(path: Path, codebook: Path, dialect: dict[str, str], rows: int) -> SurveyFile:
+    dialect, rows = csv_layout(path, sep, decimal)
     try:
         head = pd.read_csv(path, nrows=1000, **dialect, **CSV_NA)  # column types from the first rows
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read as CSV ({exc})") from None
-    book = read_codebook(codebook)
+    book = read_codebook(Path(codebook).expanduser())
     variables = {}
-    for name in head.columns:
-        label, values = book.get(str(name).lower(), (None, {}))
+    for name in map(str, head.columns):
+        label, values = book.get(name.lower(), (None, {}))
         text = head[name].dropna().astype(str).str.strip()
         is_string = (head[name].dtype == object or pd.api.types.is_string_dtype(head[name].dtype)) and bool(
             pd.to_numeric(text[text != R_NA], errors="coerce").isna().any())  # numbers and R's NA: numeric
-        variables[str(name)] = Variable(name=str(name), label=label, value_labels=values, is_string=is_string,
-                                        missing_codes=() if is_string else (R_NA,))
+        variables[name] = Variable(name, label, values, is_string, missing_codes=() if is_string else (R_NA,))
     return SurveyFile(path, "CSV", variables, rows, dialect)
 
 
