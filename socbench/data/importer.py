@@ -153,10 +153,9 @@ def plan_import(request: ImportRequest) -> ImportPlan:
 
 def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[Respondent]:
     """Each respondent's stratum (country code, else the name as written; a group's label) for the sampler."""
-    if plan.strata is None:
-        return [Respondent(int(pid), None, None, {}, {}) for pid in person_ids]
-    column = plan.survey.columns([plan.strata])[plan.strata]
-    names = label_values(column, plan.survey.variables[plan.strata])
+    strata = plan.strata
+    names = (label_values(plan.survey.columns([strata])[strata], plan.survey.variables[strata]) if strata
+             else [None] * len(person_ids))
     codes = {name: resolve_country(name) for name in set(names) if name is not None and plan.country}
     return [Respondent(int(pid), name, codes.get(name), {}, {}) for pid, name in zip(person_ids, names)]
 
