@@ -202,12 +202,8 @@ def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str
     if country_attribute is None:
         return lambda attributes: None
     wanted = _norm(country_attribute)
-
-    def named(attributes: Mapping[str, object]) -> str | None:
-        exact = country_attribute if country_attribute in attributes else None
-        return exact or next((key for key in attributes if _norm(key) == wanted), None)
-
-    return named
+    return lambda attributes: (country_attribute if country_attribute in attributes else None) or next(
+        (key for key in attributes if _norm(key) == wanted), None)
 
 
 def persona_keep(domain: DomainSpec) -> Callable[[str], bool]:
