@@ -214,13 +214,8 @@ def persona_keep(domain: DomainSpec) -> Callable[[str], bool]:
     keep = {_norm(k) for k in persona.include}
     hidden = (*persona.exclude, roles.respondent_id, roles.weight, None if named == AUTO_COUNTRY else named)
     drop = {_norm(k) for k in hidden if k}
-
-    @functools.cache  # asked for every attribute of every respondent: a few distinct keys
-    def kept(key: str) -> bool:
-        norm = _norm(key)
-        return norm not in drop and (not keep or norm in keep)
-
-    return kept
+    # cached: asked for every attribute of every respondent, a few distinct keys
+    return functools.cache(lambda key: _norm(key) not in drop and (not keep or _norm(key) in keep))
 
 
 def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:
