@@ -38,8 +38,7 @@ class RecordLayout:
 
 def label_values(column: pd.Series, variable: Variable) -> np.ndarray:
     """Value label of each cell, its raw code where there is none, None where blank."""
-    labels = variable.value_labels
-    return map_codes(column, lambda code: labels.get(code, code))
+    return map_codes(column, lambda code: variable.value_labels.get(code, code))
 
 
 def _as_answer(code: str) -> Any:
@@ -76,7 +75,6 @@ def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | st
     """Stream the rows some sample keeps into every sample's answer file (one pass over the file, one JSON
     array per size): a record goes to each sample whose draw rank it falls within (``limits``: ranks kept per
     size; nested samples share their records). The respondents written per size."""
-    largest = max(limits.values())
     counts = {size: 0 for size in paths}
     offset = 0
     with ExitStack() as stack:
@@ -85,7 +83,7 @@ def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | st
             handle.write("[")
         for frame in survey.chunks(layout.columns):
             span = slice(offset, offset + len(frame))
-            keep = ranks[span] < largest
+            keep = ranks[span] < max(limits.values())
             rows = np.arange(offset + 1, offset + len(frame) + 1)[keep]
             records = block_records(frame[keep], person_ids[span][keep], layout, rows)
             for record, rank in zip(records, ranks[span][keep]):

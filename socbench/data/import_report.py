@@ -178,8 +178,7 @@ def sets_section(plan: ImportPlan) -> list[str]:
 def age_band_lines(plan: ImportPlan) -> list[str]:
     """Where socbench bands a raw numeric age itself (a study in its own words keeps every label), the
     bands it made and from which values; nothing where the file's age is labelled (its bands are kept)."""
-    key = plan.entry.roles.age
-    name = next((n for n, k in plan.layout.attributes if k == key), None)
+    name = next((n for n, k in plan.layout.attributes if k == plan.entry.roles.age), None)
     if plan.entry.issp_vocabulary or name is None or plan.survey.variables[name].is_string:
         return []
     labels = plan.survey.variables[name].value_labels
