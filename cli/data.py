@@ -159,13 +159,12 @@ def run_validate(args: argparse.Namespace) -> int:
     data_dir, size = config.dataset_dir, config.dataset_size
     domains = select_domains(config.domain_id, data_dir=data_dir)
     reports, errors = validate(data_dir, domains, size)
-    names = {str(d.id): d.name for d in domains}
     if args.json:
         payload = {"domains": reports, **({"errors": errors} if errors else {})}
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     elif reports:
         print(f"{data_dir} (sample size {size})")
-        print(format_table(reports, names))
+        print(format_table(reports, {str(d.id): d.name for d in domains}))
     for lines in errors.values():
         for message in lines:
             print(f"socbench: error: {message}", file=sys.stderr)

@@ -133,8 +133,7 @@ def plan_roles(survey: SurveyFile, questions: set[str], asked: Asked,
     role is dropped, and a grouping variable is only proposed for a study without country. ``issp``
     (a ``--qa`` question set) needs a country variable unless declared absent."""
     declared = _declared(survey, questions, asked)
-    candidates = [n for n in survey.variables if n not in questions]
-    roles = propose_roles(survey, candidates, declared)
+    roles = propose_roles(survey, [n for n in survey.variables if n not in questions], declared)
     for role, (name, how) in roles.items():
         unusable = how != "declared" and name and _unusable(role, survey.variables[name])
         if unusable or (role == "group" and how != "declared" and roles["country"][0]):

@@ -73,8 +73,7 @@ def stratified_sample(respondents: Sequence[Respondent], size: int, seed: int = 
         raise ConfigError(f"sample size {size!r}: expected a positive integer")
     if size > len(respondents):
         raise ConfigError(f"sample size {size} exceeds the {len(respondents)} respondents available")
-    order = draw_order(respondents, seed, proportional)
-    chosen = {id(person) for person in order[:size]}
+    chosen = {id(person) for person in draw_order(respondents, seed, proportional)[:size]}
     return tuple(person for person in respondents if id(person) in chosen)
 
 
