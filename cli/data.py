@@ -25,12 +25,11 @@ DEFAULT_RESPONDENTS = 40
 COLUMNS = ("respondents", "questions", "countries", "scoreable_items", "excluded_items")  # validate's table
 SHOWN_QUESTIONS = 12  # per domain in the table; --json has every question
 IMPORT_DESCRIPTION = (
-    "Read a survey file with its labels (.dta, .sav/.zsav, or .csv with --codebook), draw nested "
-    "country-stratified samples and write q&a/, A_GroundTruth_sampling<N>/, sampling_stats_<slug>.json "
-    "and the folder's manifest socbench.yaml. ISSP: --qa issp_qa_<slug>.json decides the questions. "
-    "Any other study: --questions V1,V2,... (or @list.txt) builds the question set from the variable "
-    "and value labels, for you to edit."
-)
+    "Read a survey file with its labels (.dta, .sav/.zsav, or .csv with --codebook), draw nested country-"
+    "stratified samples and write q&a/, A_GroundTruth_sampling<N>/, sampling_stats_<slug>.json and the "
+    "folder's manifest socbench.yaml. ISSP: --qa issp_qa_<slug>.json decides the questions. Any other study: "
+    "--questions V1,V2,... (or @list.txt) builds the question set from the variable and value labels, for "
+    "you to edit.")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,12 +77,10 @@ def domain_report(data: DomainData) -> dict[str, object]:
     unmapped = sorted(data.unmapped_countries.items(), key=lambda kv: (-kv[1], kv[0]))
     plural, one = ("countries", "country") if data.grouping == COUNTRY else ("groups", "group")
     return {
-        "respondents": len(data.respondents),
-        "questions": len(data.questions),
+        "respondents": len(data.respondents), "questions": len(data.questions),
         plural: len({stratum(p) for p in data.respondents}),
         "grouping": data.grouping,  # "country", or the grouping variable as the file names it
-        "scoreable_items": summary["scoreable"],
-        "excluded_items": summary["excluded"],
+        "scoreable_items": summary["scoreable"], "excluded_items": summary["excluded"],
         "excluded_by_reason": summary["excluded_by_reason"],
         "excluded_by_question": exclusions_by_question(items),
         "unmapped_respondents": [{one: name, "count": n} for name, n in unmapped],
@@ -146,13 +143,9 @@ def _question_lines(name: str, report: dict) -> list[str]:
     """Per question, the exclusions: questions losing answers as "code not offered" first (a
     scale whose answers are not among its options shows here by name), then the most excluded."""
     by_question: dict[str, dict[str, int]] = report["excluded_by_question"]
-    order = sorted(
-        by_question, key=lambda q: (-by_question[q].get(INVALID_CODE, 0), -sum(by_question[q].values()))
-    )
-    lines = [
-        f"  {name} {qid}: excluded " + ", ".join(f"{reason}: {n}" for reason, n in by_question[qid].items())
-        for qid in order[:SHOWN_QUESTIONS]
-    ]
+    order = sorted(by_question.items(), key=lambda kv: (-kv[1].get(INVALID_CODE, 0), -sum(kv[1].values())))
+    lines = [f"  {name} {qid}: excluded " + ", ".join(f"{reason}: {n}" for reason, n in reasons.items())
+             for qid, reasons in order[:SHOWN_QUESTIONS]]
     if len(order) > SHOWN_QUESTIONS:
         lines.append(f"  {name}: {len(order) - SHOWN_QUESTIONS} more question(s) with exclusions "
                      "(--json lists all)")
@@ -166,13 +159,12 @@ def run_validate(args: argparse.Namespace) -> int:
     data_dir, size = config.dataset_dir, config.dataset_size
     domains = select_domains(config.domain_id, data_dir=data_dir)
     reports, errors = validate(data_dir, domains, size)
-    names = {str(d.id): d.name for d in domains}
     if args.json:
         payload = {"domains": reports, **({"errors": errors} if errors else {})}
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     elif reports:
         print(f"{data_dir} (sample size {size})")
-        print(format_table(reports, names))
+        print(format_table(reports, {str(d.id): d.name for d in domains}))
     for lines in errors.values():
         for message in lines:
             print(f"socbench: error: {message}", file=sys.stderr)
@@ -187,21 +179,19 @@ def run_import(args: argparse.Namespace) -> int:
     request = config_from_args(ImportRequest, args)
     plan = plan_import(request)  # every check, before any work
     print(format_report(plan, summary=True), file=sys.stderr, end="")
-    summary = run_import(plan)
+    countries, written, seconds, replaced = run_import(plan)
     domain, layout = plan.entry, plan.layout
-    samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())
+    samples = ", ".join(f"{size}: {n}" for size, n in written.items())
     groups = ("countries" if plan.country else f"groups of {plan.group}" if plan.group
               else "country (no country variable)")
-    print(
-        f"imported {request.source.name}: {plan.respondents} respondents, {summary.countries} "
-        f"{groups}, {len(layout.questions)} questions, "
-        f"{len(layout.attributes)} attributes, weight {layout.weight or 'none'} ({summary.seconds:.1f} s)"
-    )
+    print(f"imported {request.source.name}: {plan.respondents} respondents, {countries} {groups}, "
+          f"{len(layout.questions)} questions, {len(layout.attributes)} attributes, weight "
+          f"{layout.weight or 'none'} ({seconds:.1f} s)")
     print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {request.out}; samples {samples}")
     if plan.weights.note:
         print(f"weights: {plan.weights.note}")
     if plan.stale:
-        print(f"replaced: domain {domain.slug} whole; {summary.replaced} old files not rewritten removed")
+        print(f"replaced: domain {domain.slug} whole; {replaced} old files not rewritten removed")
     print(f"import report: {request.out / f'import_report_{domain.slug}.md'}")
     size = "all" if "all" in request.sizes else 500 if 500 in request.sizes else min(request.sizes)
     extra = "" if size == 500 else f" --dataset_size {size}"

@@ -46,8 +46,7 @@ class CountryInfo:
 def normalize_name(name: str) -> str:
     """Case-, accent-, dash- and punctuation-insensitive form of a country name."""
     text = unicodedata.normalize("NFKD", name.translate(_DASHES))
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
-    text = text.replace(".", "").replace("'", "")
+    text = "".join(ch for ch in text if not unicodedata.combining(ch) and ch not in ".'").lower()
     text = re.sub(r"[^a-z0-9]+", " ", text).strip()
     return re.sub(r"^the ", "", text)
 

@@ -38,8 +38,7 @@ class RecordLayout:
 
 def label_values(column: pd.Series, variable: Variable) -> np.ndarray:
     """Value label of each cell, its raw code where there is none, None where blank."""
-    labels = variable.value_labels
-    return map_codes(column, lambda code: labels.get(code, code))
+    return map_codes(column, lambda code: variable.value_labels.get(code, code))
 
 
 def _as_answer(code: str) -> Any:
@@ -59,22 +58,15 @@ def block_records(frame: pd.DataFrame, person_ids: Sequence[int], layout: Record
                   rows: Sequence[int]) -> list[dict[str, Any]]:
     """The answer-file records of one row block, in order; ``rows``: each one's row number in the source
     file (1 = the first respondent), kept so an export merges back onto it."""
-    attr_keys = [key for _, key in layout.attributes]
-    attr_cols = [label_values(frame[name], layout.labels[name]) for name, _ in layout.attributes]
-    qids = [qid for _, qid in layout.questions]
-    answer_cols = [map_codes(frame[name], _as_answer) for name, _ in layout.questions]
-    weights = _weights(frame[layout.weight]) if layout.weight else None
+    attr_keys, qids = [key for _, key in layout.attributes], [qid for _, qid in layout.questions]
     blank = [()] * len(frame)
-    records = []
-    for i, (attrs, answers) in enumerate(zip(zip(*attr_cols) if attr_cols else blank,
-                                             zip(*answer_cols) if answer_cols else blank)):
-        attributes = ({k: v for k, v in zip(attr_keys, attrs) if v is not None} if None in attrs
-                      else dict(zip(attr_keys, attrs)))
-        records.append({"person_id": int(person_ids[i]), "attributes": attributes,
-                        "questions_answer": dict(zip(qids, answers)),
-                        **({"weight": weights[i]} if weights is not None else {}),
-                        "source_row": int(rows[i])})
-    return records
+    attrs = list(zip(*(label_values(frame[n], layout.labels[n]) for n, _ in layout.attributes))) or blank
+    answers = list(zip(*(map_codes(frame[name], _as_answer) for name, _ in layout.questions))) or blank
+    weights = _weights(frame[layout.weight]) if layout.weight else blank
+    return [{"person_id": int(pid), "attributes": {k: v for k, v in zip(attr_keys, attr) if v is not None},
+             "questions_answer": dict(zip(qids, answer)), **({"weight": weight} if layout.weight else {}),
+             "source_row": int(row)}
+            for pid, row, attr, answer, weight in zip(person_ids, rows, attrs, answers, weights)]
 
 
 def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | str, Path],
@@ -83,7 +75,6 @@ def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | st
     """Stream the rows some sample keeps into every sample's answer file (one pass over the file, one JSON
     array per size): a record goes to each sample whose draw rank it falls within (``limits``: ranks kept per
     size; nested samples share their records). The respondents written per size."""
-    largest = max(limits.values())
     counts = {size: 0 for size in paths}
     offset = 0
     with ExitStack() as stack:
@@ -92,15 +83,14 @@ def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | st
             handle.write("[")
         for frame in survey.chunks(layout.columns):
             span = slice(offset, offset + len(frame))
-            keep = ranks[span] < largest
+            keep = ranks[span] < max(limits.values())
             rows = np.arange(offset + 1, offset + len(frame) + 1)[keep]
             records = block_records(frame[keep], person_ids[span][keep], layout, rows)
             for record, rank in zip(records, ranks[span][keep]):
                 text = json.dumps(record, ensure_ascii=False, allow_nan=False)
                 for size, handle in handles.items():
                     if rank < limits[size]:
-                        handle.write(",\n" if counts[size] else "\n")
-                        handle.write(text)
+                        handle.write((",\n" if counts[size] else "\n") + text)
                         counts[size] += 1
             offset += len(frame)
         for handle in handles.values():

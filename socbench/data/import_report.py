@@ -87,6 +87,10 @@ def _quoted(code: str, label: str) -> str:
     return code if label == code else f'{code} "{label}"'
 
 
+def _left_out(dropped: int) -> str:
+    return f" ({dropped:,} more in the file left out: no usable weight, --bad-weights drop)" * bool(dropped)
+
+
 def question_lines(decision: QuestionDecision) -> list[str]:
     """The report's lines for one question."""
     options = ", ".join(_quoted(code, label) for code, label in decision.options.items())
@@ -113,14 +117,6 @@ def question_lines(decision: QuestionDecision) -> list[str]:
     return lines
 
 
-def _ids(decisions: Sequence[QuestionDecision]) -> str:
-    return ", ".join(d.question_id for d in decisions[:12]) + (" ..." if len(decisions) > 12 else "")
-
-
-def _left_out(dropped: int) -> str:
-    return f" ({dropped:,} more in the file left out: no usable weight, --bad-weights drop)" * bool(dropped)
-
-
 def summary_section(plan: ImportPlan) -> list[str]:
     """Respondents, countries, questions, the answers scored and not scored by reason; the warnings."""
     decisions, survey = plan.decisions, plan.survey
@@ -145,7 +141,8 @@ def summary_section(plan: ImportPlan) -> list[str]:
                          ("other questions with notes (options not offered, ...)",
                           [d for d in decisions if d.notes and not d.conflicts])):
         if picked:
-            lines.append(f"- {len(picked)} {what}: {_ids(picked)}")
+            more = " ..." if len(picked) > 12 else ""
+            lines.append(f"- {len(picked)} {what}: {', '.join(d.question_id for d in picked[:12])}{more}")
     lines.append("")
     if plan.warnings:
         lines += ["## Warnings", "", *(f"- {warning}" for warning in plan.warnings), ""]
@@ -181,8 +178,7 @@ def sets_section(plan: ImportPlan) -> list[str]:
 def age_band_lines(plan: ImportPlan) -> list[str]:
     """Where socbench bands a raw numeric age itself (a study in its own words keeps every label), the
     bands it made and from which values; nothing where the file's age is labelled (its bands are kept)."""
-    key = plan.entry.roles.age
-    name = next((n for n, k in plan.layout.attributes if k == key), None)
+    name = next((n for n, k in plan.layout.attributes if k == plan.entry.roles.age), None)
     if plan.entry.issp_vocabulary or name is None or plan.survey.variables[name].is_string:
         return []
     labels = plan.survey.variables[name].value_labels

@@ -46,11 +46,10 @@ def _names(value: str) -> tuple[str, ...]:
     names = [name for name in re.split(r"[\s,;]+", value) if name]
     if not names:
         raise ConfigError("--questions: no variable names given")
-    seen: set[str] = set()
-    for name in names:
-        if name.lower() in seen:
+    first: dict[str, int] = {}
+    for index, name in enumerate(names):
+        if first.setdefault(name.lower(), index) != index:
             raise ConfigError(f"--questions: variable {name} is listed twice")
-        seen.add(name.lower())
     return tuple(names)
 
 

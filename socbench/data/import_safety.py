@@ -81,10 +81,9 @@ def check_existing(out: Path, slug: str, earlier: DomainSpec | None, replace: bo
     known = earlier or ISSP_BY_SLUG.get(slug)
     sources = sorted({s for f in files if f.name == stats_name(slug) and (s := _stats_source(f))})
     source = ", ".join(sources) if sources else SOCIOBENCH if files else "its manifest entry only"
-    raise ConfigError(f"--out {out}: domain {known.name if known else slug!r} "
-                      f"(slug {slug}{f', id {known.id}' if known else ''}) "
-                      f"already exists there, from {source}: add --replace to replace it whole (every sample "
-                      f"size), or import under another --slug")
+    raise ConfigError(f"--out {out}: domain {known.name if known else slug!r} (slug {slug}"
+                      f"{f', id {known.id}' if known else ''}) already exists there, from {source}: add "
+                      "--replace to replace it whole (every sample size), or import under another --slug")
 
 
 def remove_stale(old: Iterable[Path], written: Iterable[Path], keep: Iterable[Path]) -> list[Path]:
@@ -153,6 +152,5 @@ def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> Weight
     if len(positions) == survey.n_rows:
         raise DataError(f"{survey.path}: weight variable {weight}: no respondent has a usable weight "
                         f"({describe(counts)}); --bad-weights drop would leave none")
-    dropped = np.zeros(survey.n_rows, dtype=bool)
-    dropped[positions] = True
+    dropped = np.isin(np.arange(survey.n_rows), positions)
     return WeightCheck(weight, dropped, f"{what}: left out (--bad-weights drop)")

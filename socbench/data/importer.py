@@ -11,7 +11,6 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +22,8 @@ from socbench.data.import_report import ImportPlan, check_label_sizes, country_w
 from socbench.data.import_request import ImportRequest
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
-from socbench.data.question_labels import check_answers, multi_pairs, question_set, set_members, with_sets
-from socbench.data.roles import (
-    country_or_group,
-    persona_variables,
-    plan_roles,
-    role_lines,
-    shown_attributes,
-)
+from socbench.data.question_labels import check_answers, question_set, set_members, with_sets
+from socbench.data.roles import country_or_group, persona_variables, plan_roles, role_lines, shown_attributes
 from socbench.data.sampling import draw_ranks
 from socbench.data.survey_file import SurveyFile, open_survey
 from socbench.data.variables import source_variables, variables_path
@@ -42,16 +35,6 @@ from socbench.preflight import check_output_dir
 from socbench.types import Respondent
 
 NO_COUNTRY = "(no country)"
-
-
-@dataclass(frozen=True)
-class ImportSummary:
-    """What the import wrote, beside its plan (respondents, questions, weight: ``ImportPlan``)."""
-
-    countries: int
-    samples: dict[int | str, int]  # size asked (or "all") -> respondents written
-    seconds: float
-    replaced: int = 0  # files of the old domain removed (--replace)
 
 
 def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
@@ -93,13 +76,6 @@ def _attributes(survey: SurveyFile, names: Sequence[str]) -> tuple[tuple[str, st
     return tuple(pairs.items())
 
 
-def _slug(request: ImportRequest) -> str:
-    if request.slug:
-        return request.slug
-    stem = request.qa.stem.removeprefix("issp_qa_") if request.qa is not None else request.source.stem
-    return re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_-") or "survey"
-
-
 def _manifest_path(out: Path) -> Path:
     """The manifest of the folder written to (``socbench.yaml`` unless it has a ``.yml``)."""
     return next((out / name for name in MANIFEST_NAMES if (out / name).is_file()), out / MANIFEST_NAMES[0])
@@ -134,7 +110,10 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     if survey.n_rows == 0:
         raise DataError(f"{survey.path}: the file holds no respondents (0 rows)")
     members = set_members(survey, request.multi)
-    pairs = multi_pairs(_question_pairs(request, survey), members, request.qa is not None)
+    pairs = _question_pairs(request, survey)  # the named questions, then the set variables not among them
+    if members and request.qa is not None:
+        raise ConfigError("--multi: only with --questions or alone (an ISSP question set --qa has no sets)")
+    pairs += [(name, name) for name in members if name not in dict(pairs)]
     question_vars = {name for name, _ in pairs}
     asked = [*request.roles, ("country", request.country), ("weight", request.weight)]
     roles = plan_roles(survey, question_vars, asked, request.qa is not None)
@@ -151,7 +130,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     decisions, question_file = question_set(survey, request, pairs, counts)
     check_answers(survey, decisions)
     with_sets(survey, question_file, members)
-    slug = _slug(request)
+    stem = request.qa.stem.removeprefix("issp_qa_") if request.qa is not None else request.source.stem
+    slug = request.slug or re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_-") or "survey"
     base = _base_manifest(request.out, slug)
     keys = dict(attributes)
     declared = Roles(**{role: keys.get(name) for role, (name, _) in roles.items()
@@ -164,8 +144,7 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
     warnings = [*notices, *country_warnings(survey, country, counts[country] if country else {})]
     unassigned = [n for n in others if n not in role_vars]
-    shown, hidden = shown_attributes(attributes, entry)
-    lines = role_lines(survey, roles, shown, left_out, hidden, unassigned)
+    lines = role_lines(survey, roles, left_out, unassigned, *shown_attributes(attributes, entry))
     strata = group or country
     return ImportPlan(request, survey, layout, country, group, entry, manifest, question_file,
                       tuple(decisions), tuple(warnings), weights, tuple(stale),
@@ -174,10 +153,9 @@ def plan_import(request: ImportRequest) -> ImportPlan:
 
 def _rows(plan: ImportPlan, person_ids: np.ndarray) -> list[Respondent]:
     """Each respondent's stratum (country code, else the name as written; a group's label) for the sampler."""
-    if plan.strata is None:
-        return [Respondent(int(pid), None, None, {}, {}) for pid in person_ids]
-    column = plan.survey.columns([plan.strata])[plan.strata]
-    names = label_values(column, plan.survey.variables[plan.strata])
+    strata = plan.strata
+    names = (label_values(plan.survey.columns([strata])[strata], plan.survey.variables[strata]) if strata
+             else [None] * len(person_ids))
     codes = {name: resolve_country(name) for name in set(names) if name is not None and plan.country}
     return [Respondent(int(pid), name, codes.get(name), {}, {}) for pid, name in zip(person_ids, names)]
 
@@ -188,25 +166,17 @@ def _stats(plan: ImportPlan, rows: list[Respondent], ranks: np.ndarray, size: in
     keys plus the source's provenance."""
     kept = [row for row, rank in zip(rows, ranks) if rank < limit]
     what, plural = ("group", "groups") if plan.group else ("country", "countries")
-    counts = Counter(
-        (row.country_code or row.country_name or NO_COUNTRY) if plan.strata else NO_COUNTRY for row in kept
-    )
+    counts = Counter((row.country_code or row.country_name or NO_COUNTRY) if plan.strata else NO_COUNTRY
+                     for row in kept)
     return {
-        "domain": plan.entry.name,
-        "domain_number": plan.entry.id,
-        "slug": plan.entry.slug,
-        "target_size": size,
-        "actual_size": len(kept),
+        "domain": plan.entry.name, "domain_number": plan.entry.id, "slug": plan.entry.slug,
+        "target_size": size, "actual_size": len(kept),
         # a grouping variable that is not a country (a province, a year) is named as the file names it
         **({"grouping": plan.survey.variables[plan.group].key} if plan.group else {}),
         f"{what}_distribution": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         f"total_{plural}": len(counts) if plan.strata else 0,
-        "random_seed": plan.request.seed,
-        "stratified_by": plan.strata,
-        "nested": True,
-        "source_file": plan.request.source.name,
-        "source_sha256": sha,
-        "source_respondents": len(rows),
+        "random_seed": plan.request.seed, "stratified_by": plan.strata, "nested": True,
+        "source_file": plan.request.source.name, "source_sha256": sha, "source_respondents": len(rows),
         **({"weights": plan.weights.note} if plan.weights.note else {}),
     }
 
@@ -225,8 +195,10 @@ def _write_side_files(plan: ImportPlan) -> Path:
     return qa_path
 
 
-def run_import(plan: ImportPlan) -> ImportSummary:
-    """Sample, stream the kept rows into the sample files, write question set, stats, manifest."""
+def run_import(plan: ImportPlan) -> tuple[int, dict[int | str, int], float, int]:
+    """Sample, stream the kept rows into the sample files, write question set, stats, manifest. What it
+    wrote, beside its plan (respondents, questions, weight: ``ImportPlan``): (countries, {size asked (or
+    "all"): respondents written}, seconds, files of the old domain removed by --replace)."""
     start = time.perf_counter()
     survey, request = plan.survey, plan.request
     scale = 10 ** max(7, len(str(survey.n_rows)))  # SocioBench's ids: domain number, then the row
@@ -253,4 +225,4 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
     kept = [row for row, rank in zip(rows, ranks) if rank < survey.n_rows]
     countries = len({r.country_code or r.country_name for r in kept}) if plan.strata else 1
-    return ImportSummary(countries, counts, time.perf_counter() - start, len(removed))
+    return countries, counts, time.perf_counter() - start, len(removed)

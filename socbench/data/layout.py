@@ -24,10 +24,8 @@ def dataset_root(data_dir: Path) -> Path:
     for candidate in (data_dir, data_dir / "Dataset_all"):
         if (candidate / QA_FOLDER).is_dir() or any((candidate / n).is_file() for n in MANIFEST_NAMES):
             return candidate
-    raise DataError(
-        f"--data_dir {data_dir}: no '{QA_FOLDER}' folder there or in {data_dir / 'Dataset_all'} "
-        f"(expected a SocioBench Dataset_all folder)"
-    )
+    raise DataError(f"--data_dir {data_dir}: no '{QA_FOLDER}' folder there or in {data_dir / 'Dataset_all'} "
+                    f"(expected a SocioBench Dataset_all folder)")
 
 
 def inside_folder(root: Path, path: Path) -> None:
@@ -54,9 +52,8 @@ def sample_dir(root: Path, dataset_size: int | str) -> Path:
     folder = Path(root) / f"{SAMPLE_PREFIX}{dataset_size}"
     if not folder.is_dir():
         sizes = ", ".join(map(str, available_sizes(root))) or "none"
-        raise DataError(
-            f"{folder}: sample folder for --dataset_size {dataset_size} not found; sizes present: {sizes}"
-        )
+        raise DataError(f"{folder}: sample folder for --dataset_size {dataset_size} not found; sizes "
+                        f"present: {sizes}")
     return folder
 
 

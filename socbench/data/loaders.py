@@ -160,13 +160,11 @@ def _records(path: Path, model: type[BaseModel], what: str) -> list[Any]:
 def load_questions(path: Path) -> tuple[Question, ...]:
     """Questions in survey order; ids kept as written, unique case-insensitively."""
     records = _records(path, QuestionRecord, "question")
-    seen: dict[str, str] = {}
+    first: dict[str, QuestionRecord] = {}
     for rec in records:
-        key = rec.question_id.lower()
-        if key in seen:
-            raise DataError(f"{path}: question id {rec.question_id!r} repeats {seen[key]!r} "
+        if (earlier := first.setdefault(rec.question_id.lower(), rec)) is not rec:
+            raise DataError(f"{path}: question id {rec.question_id!r} repeats {earlier.question_id!r} "
                             "(ids are case-insensitive)")
-        seen[key] = rec.question_id
     return tuple(rec.to_question() for rec in records)
 
 
@@ -187,15 +185,6 @@ def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | N
     return None
 
 
-def _check_question_ids(path: Path, records: list[AnswerRecord], questions: tuple[Question, ...]) -> None:
-    known = {q.id.lower() for q in questions}
-    unknown = sorted({qid for rec in records for qid in rec.questions_answer
-                      if qid.strip().lower() not in known})
-    if unknown:
-        shown = ", ".join(unknown[:5]) + (f" ... ({len(unknown)} in all)" if len(unknown) > 5 else "")
-        raise DataError(f"{path}: question ids in questions_answer match no question of the domain: {shown}")
-
-
 # What a domain's manifest entry changes, and why: a non-ISSP study names its own country attribute,
 # persona attributes and missing codes; applied here, at the file boundary, so prompts, scoring and
 # reports need no change.
@@ -213,12 +202,8 @@ def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str
     if country_attribute is None:
         return lambda attributes: None
     wanted = _norm(country_attribute)
-
-    def named(attributes: Mapping[str, object]) -> str | None:
-        exact = country_attribute if country_attribute in attributes else None
-        return exact or next((key for key in attributes if _norm(key) == wanted), None)
-
-    return named
+    return lambda attributes: (country_attribute if country_attribute in attributes else None) or next(
+        (key for key in attributes if _norm(key) == wanted), None)
 
 
 def persona_keep(domain: DomainSpec) -> Callable[[str], bool]:
@@ -229,13 +214,8 @@ def persona_keep(domain: DomainSpec) -> Callable[[str], bool]:
     keep = {_norm(k) for k in persona.include}
     hidden = (*persona.exclude, roles.respondent_id, roles.weight, None if named == AUTO_COUNTRY else named)
     drop = {_norm(k) for k in hidden if k}
-
-    @functools.cache  # asked for every attribute of every respondent: a few distinct keys
-    def kept(key: str) -> bool:
-        norm = _norm(key)
-        return norm not in drop and (not keep or norm in keep)
-
-    return kept
+    # cached: asked for every attribute of every respondent, a few distinct keys
+    return functools.cache(lambda key: _norm(key) not in drop and (not keep or _norm(key) in keep))
 
 
 def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:
@@ -303,10 +283,10 @@ def build_respondents(records: list[AnswerRecord], questions: tuple[Question, ..
     return tuple(respondents)
 
 
-def count_unmapped(respondents: Sequence[Respondent], country_attribute: str | None,
-                   group: str | None) -> dict[str, int]:
+def count_unmapped(respondents: Sequence[Respondent], domain: DomainSpec) -> dict[str, int]:
     """``{name: count}`` of the respondents in no group: whose country could not be mapped, or who have no
     value of the grouping variable."""
+    country_attribute, group = domain.country_attribute, domain.roles.group
     unmapped: Counter[str] = Counter()
     for person in respondents:
         if group and person.group is None:
@@ -328,10 +308,8 @@ def unmapped_line(data: DomainData) -> str | None:
             f"respondents pooled into one '{what}' group (baselines, breakdowns): {shown}")
 
 
-def load_domain(
-    data_dir: Path, domain: DomainSpec, dataset_size: int | str = 500, interview_count: int | str = "all",
-    interview_sample: str = "stratified",
-) -> DomainData:
+def load_domain(data_dir: Path, domain: DomainSpec, dataset_size: int | str = 500,
+                interview_count: int | str = "all", interview_sample: str = "stratified") -> DomainData:
     """Questions and respondents of one domain and sample size. With ``interview_count`` N below the
     file's respondents: a seeded sample stratified by country, proportional with every country in it
     where N allows (the same respondents for every model and rerun), or the first N in file order
@@ -347,22 +325,22 @@ def load_domain(
     missing = (code for code in map(normalize_code, domain.missing_codes) if code is not None)
     questions = apply_numeric(qa_path, apply_missing_codes(load_questions(qa_path), missing), domain.numeric)
     records = load_answer_records(answer_path)
-    _check_question_ids(answer_path, records, questions)
+    known = {q.id.lower() for q in questions}
+    unknown = sorted({qid for rec in records for qid in rec.questions_answer
+                      if qid.strip().lower() not in known})
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" ... ({len(unknown)} in all)" if len(unknown) > 5 else "")
+        raise DataError(f"{answer_path}: question ids in questions_answer match no question of the domain: "
+                        f"{shown}")
     countries = codebook_country_table(load_codebook(data_dir, domain) or []) or None
     read = records[:limit] if interview_sample == "first" else records
     respondents = build_respondents(read, questions, countries, domain)
     drawn = "all" if limit is None or limit >= len(records) else interview_sample
     if drawn == "stratified":
         respondents = stratified_sample(respondents, limit, proportional=True)
-    return DomainData(
-        domain_id=domain.id,
-        domain_name=domain.name,
-        questions=questions,
-        respondents=respondents,
-        unmapped_countries=count_unmapped(respondents, domain.country_attribute, domain.roles.group),
-        source=str(answer_path),
-        sample=sample_record(respondents, drawn, len(records), domain.roles.group or COUNTRY),
-        grouping=domain.roles.group or COUNTRY,
-        roles=domain.roles.declared(),
-        issp_vocabulary=domain.issp_vocabulary,
-    )
+    grouping = domain.roles.group or COUNTRY
+    return DomainData(domain_id=domain.id, domain_name=domain.name, questions=questions,
+                      respondents=respondents, source=str(answer_path), grouping=grouping,
+                      unmapped_countries=count_unmapped(respondents, domain),
+                      sample=sample_record(respondents, drawn, len(records), grouping),
+                      roles=domain.roles.declared(), issp_vocabulary=domain.issp_vocabulary)

@@ -37,11 +37,8 @@ def is_missing_label(value: str) -> bool:
     "Navarra", "Never", "Trifft nicht zu" and ages such as "45" are not.
     """
     text = " ".join(str(value).split()).replace("\u2019", "'")
-    if not text:
-        return True
-    if _RAW_MISSING_CODE.match(re.sub(r"\.0+$", "", text)):
-        return True
-    return bool(_MISSING_START.match(_COUNTRY_LIST.sub("", text).lower()))
+    return not text or bool(_RAW_MISSING_CODE.match(re.sub(r"\.0+$", "", text))
+                            or _MISSING_START.match(_COUNTRY_LIST.sub("", text).lower()))
 
 
 def is_missing_option(code: str, label: str) -> bool:

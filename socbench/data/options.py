@@ -20,14 +20,6 @@ INVALID_CODE = "code not offered (missing or invalid code)"
 OUT_OF_RANGE = "value outside the question's range (or not a number)"
 
 
-def missing_reason(code: Code, label: str) -> str:
-    """The exclusion reason of a question's own missing code, its kind by name (the import report
-    and ``data validate`` count under the same words): ``missing code 8 (Can't choose)``, ``Stata
-    missing .a (Don't know)``, ``missing code NA (R's NA in the CSV)``."""
-    kind = "Stata missing" if STATA_MISSING.match(code) else "missing code"
-    return f"{kind} {code} ({' '.join(label.split())[:80]})"
-
-
 def code_order(code: Code) -> tuple[int, float, str]:
     """Numeric codes in numeric order, then text codes."""
     try:
@@ -53,11 +45,13 @@ def effective_options(question: Question, country_code: str | None,
 def exclusion(true_code: Code | None, options: tuple[tuple[Code, str], ...],
               missing: dict[Code, str], span: Span | None = None) -> str | None:
     """Why an answer is not scored (None: it is), in the words every count uses (run, ``data validate``,
-    import report)."""
+    import report); a question's own missing code says its kind by name: ``missing code 8 (Can't
+    choose)``, ``Stata missing .a (Don't know)``, ``missing code NA (R's NA in the CSV)``."""
     if true_code is None:
         return NO_ANSWER
     if true_code in missing and (span is not None or all(code != true_code for code, _ in options)):
-        return missing_reason(true_code, missing[true_code])
+        kind = "Stata missing" if STATA_MISSING.match(true_code) else "missing code"
+        return f"{kind} {true_code} ({' '.join(missing[true_code].split())[:80]})"
     if span is not None:
         return None if in_span(true_code, span) else OUT_OF_RANGE
     return None if any(code == true_code for code, _ in options) else INVALID_CODE

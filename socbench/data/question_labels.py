@@ -97,11 +97,10 @@ def _scale_fill(variable: Variable, options: Mapping[str, str], counts: Mapping[
                 missing: Mapping[str, object]) -> list[str]:
     """Unlabelled integer codes of the range the data shows to be a scale (the scale rule)."""
     ints = [int(code) for code in options if _INTEGER.match(code)]
-    if variable.is_string or len(ints) < 2:
-        return []
-    low, high = min(ints), max(ints)
-    if not any(_INTEGER.match(code) and low < int(code) < high and code not in variable.value_labels
-               and code not in missing for code in counts):
+    low, high = (min(ints), max(ints)) if ints else (0, 0)
+    if variable.is_string or len(ints) < 2 or not any(
+            _INTEGER.match(code) and low < int(code) < high and code not in variable.value_labels
+            and code not in missing for code in counts):
         return []
     return [str(c) for c in range(low, high + 1) if str(c) not in options and str(c) not in missing]
 
@@ -111,13 +110,10 @@ def decide(variable: Variable, question_id: str, counts: Mapping[str, int], extr
     """The question's options and missing codes (docs/own-survey.md's rules); ``offered``: a curated
     question set's options (``--qa``, base and every country's), taken as they are, never missing."""
     missing = _file_missing(variable, counts)
-    if offered is not None:
-        options = dict(offered)
-        filled: list[str] = []
-    else:
-        options = {c: label for c, label in variable.value_labels.items() if c not in missing}
-        filled = _scale_fill(variable, options, counts, missing)
-        options.update({code: code for code in filled})
+    labelled = {c: label for c, label in variable.value_labels.items() if c not in missing}
+    options = dict(offered) if offered is not None else labelled
+    filled = [] if offered is not None else _scale_fill(variable, options, counts, missing)
+    options.update({code: code for code in filled})
     missing = {c: m for c, m in missing.items() if c not in options}
     for code in extra_missing:
         if code not in options and code not in missing:
@@ -211,36 +207,12 @@ def checked_decision(variable: Variable, question: Question, counts: Mapping[str
     return replace(own, conflicts=conflicts, notes=notes, text=text)
 
 
-def question_records(survey: SurveyFile, names: Sequence[str], counts: Mapping[str, Mapping[str, int]],
-                     extra_missing: Sequence[str], numeric: Mapping[str, Span | None],
-                     ) -> tuple[list[QuestionDecision], list[dict]]:
-    """Each question's decision (``decide``, or ``numeric_decision`` for those ``numeric`` names) and the
-    ``issp_qa`` records for the named variables; a variable with fewer than two options is an error naming
-    it."""
-    records: list[dict] = []
-    decisions: list[QuestionDecision] = []
-    for name in names:
-        variable = survey.variables[name]
-        decision = (numeric_decision(variable, name, counts[name], extra_missing, numeric[name])
-                    if name in numeric else decide(variable, name, counts[name], extra_missing))
-        if decision.numeric is None and len(decision.options) < 2:
-            raise DataError(f"{survey.path}: variable {name} has {len(decision.options)} labelled answer "
-                            "option(s); a question needs its value labels (label it, declare a number "
-                            "--numeric, or leave it out of --questions and --multi)")
-        decisions.append(decision)
-        missing = {code: label for code, (label, _) in decision.missing.items()}
-        records.append({"question_id": name, "question": variable.key, "answer": decision.options,
-                        "special": {}, "missing": missing,
-                        **({"numeric": [plain_number(end) for end in decision.numeric]}
-                           if decision.numeric else {})})
-    return decisions, records
-
-
 def question_set(survey: SurveyFile, request: ImportRequest, pairs: Sequence[tuple[str, str]],
                  counts: Mapping[str, Mapping[str, int]]) -> tuple[list[QuestionDecision], list[dict]]:
     """Each question's decision and the question file to write: ``--qa``'s set checked against the
     file's labels (``checked_decision``) with the file's missing codes added, else the set built from
-    the labels of the named variables (``--numeric`` ones asked for a number)."""
+    the labels of the named variables (``decide``, or ``numeric_decision`` for the ``--numeric`` ones,
+    asked for a number); a variable with fewer than two options is an error naming it."""
     if request.qa is not None:
         qa = {q.id: q for q in load_questions(request.qa)}
         decisions = [checked_decision(survey.variables[name], qa[qid], counts[name], request.missing)
@@ -251,11 +223,25 @@ def question_set(survey: SurveyFile, request: ImportRequest, pairs: Sequence[tup
                 f"{survey.path}: {len(bad)} question(s) of {request.qa.name} are asked on another scale than "
                 f"the file codes them ({', '.join(d.question_id for d in bad[:10])}"
                 f"{' ...' if len(bad) > 10 else ''}): {bad[0].question_id} {bad[0].conflicts[0]} (without "
-                "--scale_conflict refuse the file's own options are used)"
-            )
+                "--scale_conflict refuse the file's own options are used)")
         return decisions, _with_missing(request.qa, decisions)
     numeric = {survey.find(name): span for name, span in request.numeric}
-    return question_records(survey, [name for name, _ in pairs], counts, request.missing, numeric)
+    records: list[dict] = []
+    decisions = []
+    for name, _ in pairs:
+        variable, extra_missing = survey.variables[name], request.missing
+        decision = (numeric_decision(variable, name, counts[name], extra_missing, numeric[name])
+                    if name in numeric else decide(variable, name, counts[name], extra_missing))
+        if decision.numeric is None and len(decision.options) < 2:
+            raise DataError(f"{survey.path}: variable {name} has {len(decision.options)} labelled answer "
+                            "option(s); a question needs its value labels (label it, declare a number "
+                            "--numeric, or leave it out of --questions and --multi)")
+        decisions.append(decision)
+        missing = {code: label for code, (label, _) in decision.missing.items()}
+        span = {"numeric": [plain_number(end) for end in decision.numeric]} if decision.numeric else {}
+        records.append({"question_id": name, "question": variable.key, "answer": decision.options,
+                        "special": {}, "missing": missing, **span})
+    return decisions, records
 
 
 def _with_missing(qa: Path, decisions: list[QuestionDecision]) -> list[dict]:
@@ -347,13 +333,4 @@ def with_sets(survey: SurveyFile, records: list[dict], members: dict[str, MultiO
                             f"dichotomy with the selected code {option.selected} (its answer codes: "
                             f"{', '.join(record['answer'])})")
         record["multi"] = asdict(option)
-
-
-def multi_pairs(pairs: list[tuple[str, str]], members: dict[str, MultiOption],
-                qa: bool) -> list[tuple[str, str]]:
-    """The questions to import: the named ones, then the set variables not among them."""
-    if members and qa:
-        raise ConfigError("--multi: only with --questions or alone (an ISSP question set --qa has no sets)")
-    named = {name for name, _ in pairs}
-    return pairs + [(name, name) for name in members if name not in named]
 

@@ -104,8 +104,7 @@ def _declared(survey: SurveyFile, questions: set[str], asked: Asked) -> dict[str
     for role, default in (("country", ISSP_COUNTRY), ("weight", ISSP_WEIGHT)):
         if role not in declared and survey.find(default):
             declared[role] = default
-    found: dict[str, str] = {}
-    for role, wanted in declared.items():
+    for role, wanted in declared.items():  # each as the file spells it
         name = NONE if wanted.lower() == NONE else survey.find(wanted)
         if name is None:
             raise DataError(f"{survey.path}: {role} variable {wanted} ({_flag(role)}) is not in the file")
@@ -114,8 +113,8 @@ def _declared(survey: SurveyFile, questions: set[str], asked: Asked) -> dict[str
         problem = _unusable(role, survey.variables[name]) if name != NONE else None
         if problem:
             raise DataError(f"{survey.path}: {role} variable {name} is {problem}")
-        found[role] = name
-    return found
+        declared[role] = name
+    return declared
 
 
 def _unusable(role: str, variable: Variable) -> str | None:
@@ -134,8 +133,7 @@ def plan_roles(survey: SurveyFile, questions: set[str], asked: Asked,
     role is dropped, and a grouping variable is only proposed for a study without country. ``issp``
     (a ``--qa`` question set) needs a country variable unless declared absent."""
     declared = _declared(survey, questions, asked)
-    candidates = [n for n in survey.variables if n not in questions]
-    roles = propose_roles(survey, candidates, declared)
+    roles = propose_roles(survey, [n for n in survey.variables if n not in questions], declared)
     for role, (name, how) in roles.items():
         unusable = how != "declared" and name and _unusable(role, survey.variables[name])
         if unusable or (role == "group" and how != "declared" and roles["country"][0]):
@@ -154,8 +152,14 @@ def country_or_group(survey: SurveyFile, roles: dict[str, tuple[str | None, str]
     country, group = roles["country"][0], roles["group"][0]
     if country is None:
         return None, group, []
-    labels = country_labels(survey.variables[country], counts[country])
-    if names_countries(labels) or group is not None:
+    # respondents per label of the variable's values (missing labels left out); it names countries when more
+    # than half of its distinct labels do ("Australien", "NOR", "27601 DE-W-Germany-West")
+    labels: Counter[str] = Counter()
+    for code, n in counts[country].items():
+        label = " ".join(str(survey.variables[country].value_labels.get(code, code)).split())
+        if label and not is_missing_label(label):
+            labels[label] += n
+    if 2 * sum(resolve_country(label) is not None for label in labels) > len(labels) or group is not None:
         unknown = {label: n for label, n in labels.items() if resolve_country(label) is None}
         ordered = sorted(unknown.items(), key=lambda kv: -kv[1])[:6]
         shown = ", ".join(f"{label!r} ({n})" for label, n in ordered)
@@ -168,22 +172,6 @@ def country_or_group(survey: SurveyFile, roles: dict[str, tuple[str | None, str]
              else "--study_country NAME names the study's country in the prompts")
     return None, country, [f"variable {country}: its values ({shown}) name no country: it groups the "
                            f"respondents (strata, baselines, breakdowns) instead of a country; {where}"]
-
-
-def country_labels(variable: Variable, counts: Mapping[str, int]) -> dict[str, int]:
-    """Respondents per label of a country variable's values (missing labels left out)."""
-    found: dict[str, int] = {}
-    for code, n in counts.items():
-        label = " ".join(str(variable.value_labels.get(code, code)).split())
-        if label and not is_missing_label(label):
-            found[label] = found.get(label, 0) + n
-    return found
-
-
-def names_countries(labels: Mapping[str, int]) -> bool:
-    """Whether a variable's values name countries: more than half of its distinct labels do
-    ("Australien", "NOR", "27601 DE-W-Germany-West"); else it is a grouping variable."""
-    return 2 * sum(resolve_country(label) is not None for label in labels) > len(labels)
 
 
 def persona_variables(survey: SurveyFile, names: Sequence[str], roles: set[str],
@@ -226,9 +214,9 @@ def shown_attributes(attributes: Sequence[tuple[str, str]],
     return shown, hidden
 
 
-def role_lines(survey: SurveyFile, roles: Mapping[str, tuple[str | None, str]], shown: Sequence[str],
-               left_out: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
-               unassigned: Sequence[str]) -> list[str]:
+def role_lines(survey: SurveyFile, roles: Mapping[str, tuple[str | None, str]],
+               left_out: Sequence[tuple[str, str]], unassigned: Sequence[str], shown: Sequence[str],
+               hidden: Sequence[tuple[str, str]]) -> list[str]:
     """The import report's section on roles and the persona: what the prompt shows, each variable left out
     of the data written, and each written (for a role, or asked for) but not shown; with why."""
     def quoted(name: str) -> str:  # a label on one line, as the prompts show it

@@ -14,7 +14,6 @@ import math
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from itertools import zip_longest
 from typing import Any
 
 import numpy as np
@@ -31,43 +30,38 @@ def stratum(person: Respondent) -> str:
     return person.group or person.country_code or person.country_name or "(unknown)"
 
 
-def _rng(seed: int, label: str) -> np.random.Generator:
-    digest = hashlib.sha256(f"{seed}:{label}".encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
-
-
-def _shuffled(items: list, seed: int, label: str) -> list:
-    return [items[i] for i in _rng(seed, label).permutation(len(items))]
-
-
 def _queues(respondents: Sequence[Respondent], seed: int) -> list[list[Respondent]]:
-    """Each stratum's seeded permutation, the strata in a seeded order."""
+    """Each stratum's seeded permutation (by person id), the strata in a seeded order."""
     groups: dict[str, list[Respondent]] = defaultdict(list)
     for person in respondents:
         groups[stratum(person)].append(person)
-    return [_shuffled(sorted(groups[country], key=lambda p: p.person_id), seed, country)
-            for country in _shuffled(sorted(groups), seed, "countries")]
+
+    def shuffled(items: list, label: str) -> list:
+        digest = hashlib.sha256(f"{seed}:{label}".encode()).digest()
+        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return [items[i] for i in rng.permutation(len(items))]
+
+    return [shuffled(sorted(groups[country], key=lambda p: p.person_id), country)
+            for country in shuffled(sorted(groups), "countries")]
 
 
-def draw_order(respondents: Sequence[Respondent], seed: int = SAMPLE_SEED) -> list[Respondent]:
-    """Every respondent in draw order: the round-robin over seeded per-country permutations."""
-    return [person for round_ in zip_longest(*_queues(respondents, seed)) for person in round_
-            if person is not None]
-
-
-def proportional_order(respondents: Sequence[Respondent], seed: int = SAMPLE_SEED) -> list[Respondent]:
-    """Every respondent in draw order, each prefix apportioned to the strata by Huntington-Hill: a
-    stratum's priority is its size over sqrt(c(c+1)) with c drawn so far, infinite at c = 0, so every
-    stratum comes in first, then prefixes follow the strata's shares (house-monotone: samples nest)."""
+def draw_order(respondents: Sequence[Respondent], seed: int = SAMPLE_SEED,
+               proportional: bool = False) -> list[Respondent]:
+    """Every respondent in draw order over seeded per-stratum permutations: a round-robin (a stratum's
+    priority is what it has given so far), or ``proportional``, each prefix apportioned to the strata by
+    Huntington-Hill: a stratum's priority is its size over sqrt(c(c+1)) with c drawn so far, infinite at
+    c = 0, so every stratum comes in first, then prefixes follow the strata's shares (house-monotone:
+    samples nest). Ties go to the stratum first in the seeded order."""
     queues = _queues(respondents, seed)
-    heap = [(-math.inf, index, 0) for index in range(len(queues))]
+    heap = [(-math.inf if proportional else 0, index, 0) for index in range(len(queues))]
     order: list[Respondent] = []
     while heap:
         _, index, taken = heapq.heappop(heap)
         queue = queues[index]
         order.append(queue[taken])
         if taken + 1 < len(queue):
-            heapq.heappush(heap, (-len(queue) / math.sqrt((taken + 1) * (taken + 2)), index, taken + 1))
+            priority = -len(queue) / math.sqrt((taken + 1) * (taken + 2)) if proportional else taken + 1
+            heapq.heappush(heap, (priority, index, taken + 1))
     return order
 
 
@@ -79,8 +73,7 @@ def stratified_sample(respondents: Sequence[Respondent], size: int, seed: int = 
         raise ConfigError(f"sample size {size!r}: expected a positive integer")
     if size > len(respondents):
         raise ConfigError(f"sample size {size} exceeds the {len(respondents)} respondents available")
-    order = (proportional_order if proportional else draw_order)(respondents, seed)
-    chosen = {id(person) for person in order[:size]}
+    chosen = {id(person) for person in draw_order(respondents, seed, proportional)[:size]}
     return tuple(person for person in respondents if id(person) in chosen)
 
 

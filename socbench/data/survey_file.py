@@ -277,23 +277,19 @@ def open_survey(path: str | Path, codebook: str | Path | None = None, sep: str |
     if codebook is None:
         raise ConfigError(f"{path}: a .csv source needs --codebook (a codebook .csv or .json with the "
                           "labels)")
-    return _read_csv(path, Path(codebook).expanduser(), *csv_layout(path, sep, decimal))
-
-
-def _read_csv(path: Path, codebook: Path, dialect: dict[str, str], rows: int) -> SurveyFile:
+    dialect, rows = csv_layout(path, sep, decimal)
     try:
         head = pd.read_csv(path, nrows=1000, **dialect, **CSV_NA)  # column types from the first rows
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read as CSV ({exc})") from None
-    book = read_codebook(codebook)
+    book = read_codebook(Path(codebook).expanduser())
     variables = {}
-    for name in head.columns:
-        label, values = book.get(str(name).lower(), (None, {}))
+    for name in map(str, head.columns):
+        label, values = book.get(name.lower(), (None, {}))
         text = head[name].dropna().astype(str).str.strip()
         is_string = (head[name].dtype == object or pd.api.types.is_string_dtype(head[name].dtype)) and bool(
             pd.to_numeric(text[text != R_NA], errors="coerce").isna().any())  # numbers and R's NA: numeric
-        variables[str(name)] = Variable(name=str(name), label=label, value_labels=values, is_string=is_string,
-                                        missing_codes=() if is_string else (R_NA,))
+        variables[name] = Variable(name, label, values, is_string, missing_codes=() if is_string else (R_NA,))
     return SurveyFile(path, "CSV", variables, rows, dialect)
 
 
@@ -302,8 +298,16 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
     CSV ``variable,label,code,value_label`` (a variable without value labels: one row, ``code`` empty)."""
     if not path.is_file():
         raise DataError(f"{path}: codebook not found")
+    book: dict[str, tuple[str | None, dict[str, str]]] = {}
     if path.suffix.lower() == ".json":
-        return _json_codebook(path)
+        raw = read_json(path, "codebook")
+        if not isinstance(raw, list) or not all(isinstance(e, dict) and "domain" in e for e in raw):
+            raise DataError(f'{path}: expected a JSON array of {{"domain", "meaning", "content"}} entries')
+        for entry in raw:
+            name = str(entry["domain"]).strip().lower()
+            if name not in book:  # first entry wins, as in the ISSP codebooks
+                book[name] = (str(entry.get("meaning") or "").strip() or None, _labels(entry.get("content")))
+        return book
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep=csv_layout(path)[0]["sep"])
     except (OSError, ValueError, UnicodeDecodeError) as exc:
@@ -312,7 +316,6 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
     if missing:
         raise DataError(f"{path}: codebook column(s) {', '.join(missing)} missing "
                         f"(expected {','.join(CODEBOOK_CSV_COLUMNS)})")
-    book: dict[str, tuple[str | None, dict[str, str]]] = {}
     for row in frame.itertuples(index=False):
         if not (name := str(row.variable).strip().lower()):
             continue
@@ -322,14 +325,3 @@ def read_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
         book[name] = (label or str(row.label).strip() or None, values)
     return book
 
-
-def _json_codebook(path: Path) -> dict[str, tuple[str | None, dict[str, str]]]:
-    raw = read_json(path, "codebook")
-    if not isinstance(raw, list) or not all(isinstance(e, dict) and "domain" in e for e in raw):
-        raise DataError(f'{path}: expected a JSON array of {{"domain", "meaning", "content"}} entries')
-    book: dict[str, tuple[str | None, dict[str, str]]] = {}
-    for entry in raw:
-        name = str(entry["domain"]).strip().lower()
-        if name not in book:  # first entry wins, as in the ISSP codebooks
-            book[name] = (str(entry.get("meaning") or "").strip() or None, _labels(entry.get("content")))
-    return book

@@ -18,7 +18,7 @@ import numpy as np
 
 from socbench.data import synth_model as demo
 from socbench.data.loaders import CodebookEntry, QuestionRecord, load_codebook, load_questions
-from socbench.data.synth_model import COUNTRY_KEYS, Person, answer, balanced_countries, make_person
+from socbench.data.synth_model import COUNTRY_KEYS, Person, answer, make_person
 from socbench.domains import DOMAINS, DomainSpec
 from socbench.errors import ConfigError, DataError
 from socbench.files import json_bytes, read_json, write_atomic
@@ -172,8 +172,9 @@ def synthesize(questions: Sequence[Question | dict], domain: DomainSpec, n_respo
     index = {e.domain.upper(): e for e in codebook or ()}
     rng = np.random.default_rng([seed, domain.id])
     countries = _choose_countries(domain, qs, index, n_respondents, rng)
-    slots = balanced_countries(countries, n_respondents, rng)
-    people = [make_person(code, name, rng) for code, name in slots]
+    # country slots, counts differing by at most one, in a seeded random order
+    slots = [countries[i % len(countries)] for i in range(n_respondents)]
+    people = [make_person(*slots[i], rng) for i in rng.permutation(n_respondents)]
     # ISSP variable name -> Variable, in attribute order (the demo's vocabulary, or the codebook's entries)
     vocab = {name: var for name in demo.VOCABULARY if (var := _variable(name, index)) is not None}
     admin = _admin(countries, domain, vocab, rng)
@@ -239,16 +240,13 @@ def write_dataset(out_dir: Path | str, domains: Iterable[DomainSpec], n_responde
     for domain, qa_bytes, records in generated:
         write_atomic(out / "q&a" / domain.qa_file, qa_bytes)
         write_atomic(out / SAMPLE_DIR / domain.answer_name, json_bytes(records, indent=1))
-        info["domains"][domain.slug] = _domain_summary(records, COUNTRY_KEYS[domain.id])
+        key = COUNTRY_KEYS[domain.id].lower()
+        counts = sorted(Counter(next((v for k, v in r["attributes"].items() if k.lower() == key), "?")
+                                for r in records).items())
+        info["domains"][domain.slug] = {"respondents": len(records), "countries": dict(counts)}
     info["domains"] = _merged_domains(out / INFO_FILE, info)
     write_atomic(out / INFO_FILE, json_bytes(info, indent=1))
     return info
-
-
-def _domain_summary(records: list[dict], country_key: str) -> dict:
-    counts = Counter(next((v for k, v in r["attributes"].items() if k.lower() == country_key.lower()), "?")
-                     for r in records)
-    return {"respondents": len(records), "countries": dict(sorted(counts.items()))}
 
 
 def _merged_domains(path: Path, info: dict) -> dict:

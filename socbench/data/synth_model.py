@@ -145,13 +145,6 @@ def make_person(code: str, name: str, rng: np.random.Generator) -> Person:
                   _marital(age, rng), urbrural)
 
 
-def balanced_countries(countries: Sequence[tuple[str, str]], n: int,
-                       rng: np.random.Generator) -> list[tuple[str, str]]:
-    """``n`` country slots, counts differing by at most one, in a seeded random order."""
-    slots = [countries[i % len(countries)] for i in range(n)]
-    return [slots[i] for i in rng.permutation(n)]
-
-
 def _stable(text: str) -> int:
     return zlib.crc32(text.encode("utf-8"))
 
@@ -187,18 +180,14 @@ def question_model(question: Question, domain: DomainSpec, seed: int) -> Questio
     return QuestionModel(base, False, betas, spread * norm.ppf(cum), key)
 
 
-def _country_effect(model: QuestionModel, code: str) -> np.ndarray:
-    size = len(model.base) if model.categorical else 1
-    return np.random.default_rng((*model.seed_key, _stable(code))).normal(0.0, 0.8, size)
-
-
 def _substantive(model: QuestionModel, person: Person, offered: Sequence[str],
                  rng: np.random.Generator) -> str:
     extras = [c for c in offered if c not in model.base]
     base = [c for c in model.base if c in offered]
     if extras and (not base or rng.random() < _RATES["extra"]):
         return extras[int(rng.integers(len(extras)))]
-    x, effect = person.traits(), _country_effect(model, person.code)
+    country = np.random.default_rng((*model.seed_key, _stable(person.code)))  # the country's own effect
+    x, effect = person.traits(), country.normal(0.0, 0.8, len(model.base) if model.categorical else 1)
     if model.categorical:
         utility = model.intercepts + model.betas @ x + effect + 0.9 * rng.gumbel(size=len(model.base))
         ranked = [model.base[i] for i in np.argsort(-utility)]

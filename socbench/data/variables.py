@@ -57,10 +57,9 @@ def source_variables(survey: SurveyFile, questions: Sequence[tuple[str, str]], w
     def record(name: str | None, question_id: str | None = None) -> SourceVariable | None:
         return SourceVariable(**asdict(survey.variables[name]), question_id=question_id) if name else None
 
-    return SourceVariables(
-        source_file=survey.path.name, kind=survey.kind, rows=survey.n_rows,
-        questions=[record(name, qid) for name, qid in questions],
-        weight=record(weight), country=record(country), group=record(group))
+    return SourceVariables(source_file=survey.path.name, kind=survey.kind, rows=survey.n_rows,
+                           questions=[record(name, qid) for name, qid in questions],
+                           weight=record(weight), country=record(country), group=record(group))
 
 
 def read_variables(data_root: Path, slug: str) -> SourceVariables:
