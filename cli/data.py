@@ -179,19 +179,19 @@ def run_import(args: argparse.Namespace) -> int:
     request = config_from_args(ImportRequest, args)
     plan = plan_import(request)  # every check, before any work
     print(format_report(plan, summary=True), file=sys.stderr, end="")
-    countries, written, seconds, replaced = run_import(plan)
+    summary = run_import(plan)
     domain, layout = plan.entry, plan.layout
-    samples = ", ".join(f"{size}: {n}" for size, n in written.items())
+    samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())
     groups = ("countries" if plan.country else f"groups of {plan.group}" if plan.group
               else "country (no country variable)")
-    print(f"imported {request.source.name}: {plan.respondents} respondents, {countries} {groups}, "
+    print(f"imported {request.source.name}: {plan.respondents} respondents, {summary.countries} {groups}, "
           f"{len(layout.questions)} questions, {len(layout.attributes)} attributes, weight "
-          f"{layout.weight or 'none'} ({seconds:.1f} s)")
+          f"{layout.weight or 'none'} ({summary.seconds:.1f} s)")
     print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {request.out}; samples {samples}")
     if plan.weights.note:
         print(f"weights: {plan.weights.note}")
     if plan.stale:
-        print(f"replaced: domain {domain.slug} whole; {replaced} old files not rewritten removed")
+        print(f"replaced: domain {domain.slug} whole; {summary.replaced} old files not rewritten removed")
     print(f"import report: {request.out / f'import_report_{domain.slug}.md'}")
     size = "all" if "all" in request.sizes else 500 if 500 in request.sizes else min(request.sizes)
     extra = "" if size == 500 else f" --dataset_size {size}"

@@ -11,6 +11,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,16 @@ from socbench.preflight import check_output_dir
 from socbench.types import Respondent
 
 NO_COUNTRY = "(no country)"
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What the import wrote, beside its plan (respondents, questions, weight: ``ImportPlan``)."""
+
+    countries: int
+    samples: dict[int | str, int]  # size asked (or "all") -> respondents written
+    seconds: float
+    replaced: int = 0  # files of the old domain removed (--replace)
 
 
 def _question_pairs(request: ImportRequest, survey: SurveyFile) -> list[tuple[str, str]]:
@@ -195,10 +206,8 @@ def _write_side_files(plan: ImportPlan) -> Path:
     return qa_path
 
 
-def run_import(plan: ImportPlan) -> tuple[int, dict[int | str, int], float, int]:
-    """Sample, stream the kept rows into the sample files, write question set, stats, manifest. What it
-    wrote, beside its plan (respondents, questions, weight: ``ImportPlan``): (countries, {size asked (or
-    "all"): respondents written}, seconds, files of the old domain removed by --replace)."""
+def run_import(plan: ImportPlan) -> ImportSummary:
+    """Sample, stream the kept rows into the sample files, write question set, stats, manifest."""
     start = time.perf_counter()
     survey, request = plan.survey, plan.request
     scale = 10 ** max(7, len(str(survey.n_rows)))  # SocioBench's ids: domain number, then the row
@@ -225,4 +234,4 @@ def run_import(plan: ImportPlan) -> tuple[int, dict[int | str, int], float, int]
     removed = safe.remove_stale(plan.stale, written, keep=[p for p in (request.source, request.qa) if p])
     kept = [row for row, rank in zip(rows, ranks) if rank < survey.n_rows]
     countries = len({r.country_code or r.country_name for r in kept}) if plan.strata else 1
-    return countries, counts, time.perf_counter() - start, len(removed)
+    return ImportSummary(countries, counts, time.perf_counter() - start, len(removed))

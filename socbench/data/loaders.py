@@ -202,8 +202,12 @@ def country_key_function(country_attribute: str | None) -> Callable[[Mapping[str
     if country_attribute is None:
         return lambda attributes: None
     wanted = _norm(country_attribute)
-    return lambda attributes: (country_attribute if country_attribute in attributes else None) or next(
-        (key for key in attributes if _norm(key) == wanted), None)
+
+    def named(attributes: Mapping[str, object]) -> str | None:
+        exact = country_attribute if country_attribute in attributes else None
+        return exact or next((key for key in attributes if _norm(key) == wanted), None)
+
+    return named
 
 
 def persona_keep(domain: DomainSpec) -> Callable[[str], bool]:
@@ -214,8 +218,13 @@ def persona_keep(domain: DomainSpec) -> Callable[[str], bool]:
     keep = {_norm(k) for k in persona.include}
     hidden = (*persona.exclude, roles.respondent_id, roles.weight, None if named == AUTO_COUNTRY else named)
     drop = {_norm(k) for k in hidden if k}
-    # cached: asked for every attribute of every respondent, a few distinct keys
-    return functools.cache(lambda key: _norm(key) not in drop and (not keep or _norm(key) in keep))
+
+    @functools.cache  # asked for every attribute of every respondent: a few distinct keys
+    def kept(key: str) -> bool:
+        norm = _norm(key)
+        return norm not in drop and (not keep or norm in keep)
+
+    return kept
 
 
 def apply_missing_codes(questions: tuple[Question, ...], missing: Iterable[str]) -> tuple[Question, ...]:

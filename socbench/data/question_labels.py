@@ -97,10 +97,11 @@ def _scale_fill(variable: Variable, options: Mapping[str, str], counts: Mapping[
                 missing: Mapping[str, object]) -> list[str]:
     """Unlabelled integer codes of the range the data shows to be a scale (the scale rule)."""
     ints = [int(code) for code in options if _INTEGER.match(code)]
-    low, high = (min(ints), max(ints)) if ints else (0, 0)
-    if variable.is_string or len(ints) < 2 or not any(
-            _INTEGER.match(code) and low < int(code) < high and code not in variable.value_labels
-            and code not in missing for code in counts):
+    if variable.is_string or len(ints) < 2:
+        return []
+    low, high = min(ints), max(ints)
+    if not any(_INTEGER.match(code) and low < int(code) < high and code not in variable.value_labels
+               and code not in missing for code in counts):
         return []
     return [str(c) for c in range(low, high + 1) if str(c) not in options and str(c) not in missing]
 
@@ -110,10 +111,13 @@ def decide(variable: Variable, question_id: str, counts: Mapping[str, int], extr
     """The question's options and missing codes (docs/own-survey.md's rules); ``offered``: a curated
     question set's options (``--qa``, base and every country's), taken as they are, never missing."""
     missing = _file_missing(variable, counts)
-    labelled = {c: label for c, label in variable.value_labels.items() if c not in missing}
-    options = dict(offered) if offered is not None else labelled
-    filled = [] if offered is not None else _scale_fill(variable, options, counts, missing)
-    options.update({code: code for code in filled})
+    if offered is not None:
+        options = dict(offered)
+        filled: list[str] = []
+    else:
+        options = {c: label for c, label in variable.value_labels.items() if c not in missing}
+        filled = _scale_fill(variable, options, counts, missing)
+        options.update({code: code for code in filled})
     missing = {c: m for c, m in missing.items() if c not in options}
     for code in extra_missing:
         if code not in options and code not in missing:
