@@ -4,10 +4,12 @@ Failed returns ``failed(message, outcome)`` (never raises), so every outcome is 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
 
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
 from prefect.states import Failed, State
 from prefect.utilities.annotations import opaque
 
@@ -63,6 +65,18 @@ def run_unit(config: Any, unit_id: int, own_engine: bool) -> Any:
             teardown_safely()
 
 
+def unit_heartbeats() -> contextlib.AbstractContextManager[Any]:
+    """Where a unit flow sends heartbeats of its own: only at a frequency set below Prefect's default (the
+    workers' 30 s that ``deployments/zombie-runs.yaml`` needs, so a dead worker's unit is marked Crashed too).
+    Otherwise its parent's, from the same process, already say it lives, and each unit's end would wait
+    ~0.5 s for Prefect's heartbeat thread (it sleeps in 1 s steps, then is joined): 5 s of a 10-unit run."""
+    frequency = get_current_settings().flows.heartbeat_frequency
+    default = type(get_current_settings().flows).model_fields["heartbeat_frequency"].default
+    if frequency is not None and frequency < default:
+        return contextlib.nullcontext()
+    return temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+
+
 def run_units(config: Any, unit_flow: Callable[..., Any], api_key_secret: str | None) -> Outcome | State:
     """Every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``), then the export
     and the run's summary; Failed, naming them, if a unit failed or is incomplete or the export failed. The
@@ -81,7 +95,8 @@ def run_units(config: Any, unit_flow: Callable[..., Any], api_key_secret: str | 
     incomplete: dict[int, str] = {}  # a result with engine errors: "domain N: K engine errors, first: ..."
     try:
         for unit in units:
-            state = unit_flow(unit.id, config, own_engine=False, return_state=True)
+            with unit_heartbeats():
+                state = unit_flow(unit.id, config, own_engine=False, return_state=True)
             result = state.result(raise_on_failure=False)
             result = result.outcome if isinstance(result, RunFailed) else result
             if not isinstance(result, BaseException):
