@@ -157,3 +157,34 @@ def test_two_equally_good_predictors_rarely_get_a_verdict() -> None:
     found = [profile_difference(*small_survey(150, seed, (0.5, 0.5)), resamples=200, seed=seed)
              for seed in range(40)]
     assert np.mean([f["ci_low"] <= 0 <= f["ci_high"] for f in found]) >= 0.925
+
+
+def test_pair_rows_are_the_items_of_each_qualifying_pair_people_without_an_attribute_left_out() -> None:
+    """``pair_rows``' columns against a plain walk over the items (a row per item that has the attribute,
+    groups below ``min_group_size`` dropped, pairs below ``min_respondents`` or with one group skipped): the
+    same pairs, in the same order, with the same rows, also where people lack an attribute or have no
+    groups at all."""
+    from collections import Counter
+
+    from socbench.metrics.structure import pair_rows
+
+    rng = np.random.default_rng(7)
+    codes = ("1", "2", "3")
+    groups = {p: {a: f"{a}{rng.integers(3)}" for a in ("sex", "age", "edu") if rng.random() > 0.2}
+              for p in range(120) if p % 17}  # some people without groups; many without one attribute
+    items = [ScoredItem(p, f"Q{q}", "DE", str(rng.integers(1, 4)), str(rng.integers(1, 4)), False, None,
+                        False, codes) for q in range(4) for p in range(120) if rng.random() > 0.1]
+    found = [(qid, a, rows.person.tolist(), rows.group.tolist(), rows.real.tolist(), rows.simulated.tolist())
+             for qid, a, rows in pair_rows(items, groups, 30, 10)]
+    expected = []
+    for qid in ("Q0", "Q1", "Q2", "Q3"):
+        group = [i for i in items if i.question_id == qid]
+        for attribute in sorted({a for i in group for a in groups.get(i.person_id, {})}):
+            rows = [(i.person_id, groups[i.person_id][attribute], codes.index(i.true_code),
+                     codes.index(i.predicted_code))
+                    for i in group if attribute in groups.get(i.person_id, {})]
+            sizes = Counter(row[1] for row in rows)
+            kept = [row for row in rows if sizes[row[1]] >= 10]
+            if len(kept) >= 30 and sum(n >= 10 for n in sizes.values()) >= 2:
+                expected.append((qid, attribute, *map(list, zip(*kept, strict=True))))
+    assert found == expected and len(found) >= 8
