@@ -196,3 +196,34 @@ def test_second_learner() -> None:
     items = [i for i in items if i.question_id == "Q1"]
     result = demographic_model(items, people, learner="hgb")
     assert len(result.items) == len(items) and 0 <= result.metrics["accuracy"] <= 1
+
+
+def test_answers_by_shared_codes_are_each_items_own(monkeypatch) -> None:
+    """A question's items answered a code set at a time are what answering each item alone gives (its
+    distribution over its own offered codes, renormalised; its most likely code, ties in survey order),
+    also where respondents of one question see different codes."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(3)
+    people = {p: {"Sex": "Female" if p % 2 else "Male", "Age": str(20 + p % 50)} for p in range(60)}
+    shows = {p: ("1", "2", "3") if p % 3 else ("1", "2", "3", "4") for p in people}  # two code sets
+    items = [ScoredItem(p, f"Q{q}", "DE", str(rng.integers(1, len(shows[p]) + 1)), None, False, "", False,
+                        shows[p], None) for q in range(2) for p in people]
+
+    def alone(q: demographic._Question) -> list[ScoredItem]:
+        found = []
+        for item, probs in zip(q.group, q.probs, strict=True):
+            shown = {code: float(probs[q.codes.index(code)]) for code in item.offered_codes}
+            total = sum(shown.values())
+            dist = ({c: p / total for c, p in shown.items()} if total > 0
+                    else {c: 1.0 / len(item.offered_codes) for c in item.offered_codes})
+            best = next(code for code in item.offered_codes if dist[code] == max(dist.values()))
+            found.append(replace(item, predicted_code=best, correct=best == item.true_code, parse_error=None,
+                                 distribution=dist, engine_error=None, raw_reply=None))
+        return found
+
+    together = demographic_model(items, people).items
+    monkeypatch.setattr(demographic, "_answered", alone)
+    one_by_one = demographic_model(items, people).items
+    assert together == one_by_one
+    assert [list(i.distribution) for i in together] == [list(i.offered_codes) for i in together]
