@@ -117,3 +117,22 @@ def test_distances_are_scipys_to_the_bit() -> None:
             w1 = wasserstein_distance(positions, positions, u_weights=model, v_weights=human)
             assert wasserstein_score(model, human) == 1.0 - float(w1) / (k - 1)
             assert js_score(model, human) == 1.0 - float(jensenshannon(model, human, base=2))
+
+
+def test_the_per_question_view_gives_the_same_distribution_scores() -> None:
+    """The score stage takes the distribution scores from ``question_view``, out of the shares its alignment
+    tests compare: the same floats as ``distribution_scores``, weighted or not, a group without answers
+    skipped in both."""
+    import json
+
+    from socbench.metrics.ranking import question_view
+    from socbench.types import Item
+
+    scored = (_group("DE", 10) + _group("JP", 12, start=100) + _group("DE", 14, "V6", start=200)
+              + [si(300 + i, "2", None, "V7") for i in range(11)])
+    items = [Item(i.person_id, i.question_id, i.country_code, tuple((c, c) for c in i.offered_codes),
+                  i.true_code, False) for i in scored]
+    for weights in (None, {i.person_id: 1.0 + i.person_id % 3 for i in scored}):
+        view = question_view(items, scored, {}, 10, weights)[2]
+        assert json.dumps(view) == json.dumps(distribution_scores(scored, 10, weights))
+        assert view["country_question"]["skipped_no_answers"] == 1
