@@ -50,7 +50,7 @@ def write_run(data_dir: Path, out: Path, seed: int = 0) -> Path:
     for domain in select_domains("all", data_dir=data_dir):
         data = load_domain(data_dir, domain)
         items = build_items(data)
-        answers = {i.item_id: Extraction(i.item_id, i.offered_codes[rng.integers(len(i.offered_codes))])
+        answers = {i.item_id: Extraction(i.offered_codes[rng.integers(len(i.offered_codes))])
                    for i in items if i.excluded_reason is None}
         scored = score_items(items, answers, respondent_groups(data.respondents, data.roles,
                                                                data.issp_vocabulary))

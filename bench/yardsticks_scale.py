@@ -32,9 +32,10 @@ from socbench.metrics.persona_groups import respondent_groups
 from socbench.metrics.ranking import question_view
 from socbench.metrics.simbench import simbench_score
 from socbench.metrics.structure import structure
+from socbench.metrics.structure_difference import profile_resamples
 from socbench.scoring import design_weights, score_items
 from socbench.types import Extraction
-from socbench.yardsticks import classifier_profiles, demographic_side, shown_attributes
+from socbench.yardsticks import demographic_side, shown_attributes
 
 LINEAR = 11.0  # 1,000 -> 10,000 respondents: at most this many times the cost
 
@@ -44,18 +45,17 @@ def domain_stages(data_dir: Path, domain: Any, seed: int = 0) -> dict[str, Calla
     data = load_domain(data_dir, domain)
     items = build_items(data)
     rng = np.random.default_rng(seed)
-    answers = {i.item_id: Extraction(i.item_id, i.offered_codes[rng.integers(len(i.offered_codes))])
+    answers = {i.item_id: Extraction(i.offered_codes[rng.integers(len(i.offered_codes))])
                for i in items if i.excluded_reason is None}
     groups = respondent_groups(data.respondents, data.roles, data.issp_vocabulary)
     scored = score_items(items, answers, groups)
     weights, _ = design_weights(data)
     attributes = shown_attributes(data)
     texts = {q.id: q.text for q in data.questions}
-    predicted = [item.predicted_code for item in scored]  # the classifier's codes stand-in: same shape
     return {
         "demographic_model": lambda: demographic_side(scored, attributes, weights=weights),
         "simbench_structure": lambda: (simbench_score(scored, DEFAULT_MIN_RESPONDENTS), structure(scored)),
-        "structure_comparison": lambda: classifier_profiles(scored, predicted),
+        "structure_comparison": lambda: profile_resamples(scored),  # one predictor's half
         "ranking": lambda: question_view(items, scored, texts, DEFAULT_MIN_RESPONDENTS, weights),
     }
 

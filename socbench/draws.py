@@ -84,12 +84,12 @@ def fleiss_kappa(table: np.ndarray) -> float:
 
 
 def reduce_draws(extractions: Mapping[str, Extraction], samples: int, run_seed: int,
-                 numeric: Collection[str] = ()) -> tuple[dict[str, Extraction], dict[str, float]]:
+                 numeric: Collection[str] = ()) -> tuple[Mapping[str, Extraction], dict[str, float]]:
     """Extractions by item id (the modal draw's; the median's for a ``numeric`` item id), and the draw
     record: K, the seeds, mean agreement and Fleiss' kappa over the option items whose K draws were all
     readable."""
-    if samples <= 1:
-        return dict(extractions), {}
+    if samples <= 1:  # as they are: no copy of a whole survey's
+        return extractions, {}
     grouped: dict[str, list[Extraction]] = {}
     for request_id, extraction in extractions.items():
         grouped.setdefault(item_of(request_id), []).append(extraction)

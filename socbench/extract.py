@@ -76,7 +76,8 @@ def normalize_value(value: Any, offered: Sequence[tuple[Code, str | None]]) -> t
         if (match := _LEADING_INT.match(text)) is None:
             return None, NOT_A_CODE
         code = str(int(match.group(1)))
-    return (code, None) if code in [code for code, _ in offered] else (None, NOT_OFFERED)
+    codes = [code for code, _ in offered]  # the offered code itself: one string for millions of answers
+    return (codes[codes.index(code)], None) if code in codes else (None, NOT_OFFERED)
 
 
 def _number(value: Any, span: Span) -> tuple[Code | None, str | None]:
@@ -141,16 +142,16 @@ def extract(request: PromptRequest, result: EngineResult) -> Extraction:
     """Extraction for one request; the options the request showed allow exact labels. An engine error is
     passed on as ``engine_error`` (never a parse failure); the reply is ``raw_reply``."""
     if result.error is not None:
-        return Extraction(request.key, None, engine_error=result.error)
+        return Extraction(None, engine_error=result.error)
     if request.numeric is None and (result.option_logprobs is not None or request.mode == "logprobs"):
         dist = distribution_of(result.option_logprobs or {}, request.offered_codes)
         if dist is None:
-            return Extraction(request.key, None, NO_LOGPROBS)
+            return Extraction(None, NO_LOGPROBS)
         best = max(request.offered_codes, key=lambda c: dist[c])  # first code wins a tie
-        return Extraction(request.key, best, None, dist)
+        return Extraction(best, None, dist)
     code, failure = extract_number(result.text, request.numeric) if request.numeric is not None else \
         extract_answer(result.text, request.options or request.offered_codes)
-    return Extraction(request.key, code, failure, raw_reply=result.text)
+    return Extraction(code, failure, raw_reply=result.text)
 
 
 def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult],

@@ -113,9 +113,9 @@ def spread(request: PromptRequest, result: EngineResult, members: Sequence[Membe
     unselected code, or the set's failure."""
     draw = request.item_id.removeprefix(item_of(request.item_id))
     if result.error is not None:
-        return {m.item_id + draw: Extraction(request.key, None, engine_error=result.error) for m in members}
+        return {m.item_id + draw: Extraction(None, engine_error=result.error) for m in members}
     picked, failure = chosen(result.text, request.options)
-    return {m.item_id + draw: Extraction(request.key, None if picked is None else
+    return {m.item_id + draw: Extraction(None if picked is None else
                                          m.selected if m.option in picked else m.unselected, failure,
                                          raw_reply=result.text) for m in members}
 

@@ -46,7 +46,7 @@ from socbench.weights import weights_off_reason
 from socbench.yardsticks import DEMOGRAPHIC, begin_demographic, domain_yardsticks, shown_attributes
 
 NO_EXTRACTION = "no extraction for this item"
-_UNANSWERED = Extraction("", None, NO_EXTRACTION)  # an item without an extraction: unanswered, and why
+_UNANSWERED = Extraction(None, NO_EXTRACTION)  # an item without an extraction: unanswered, and why
 NO_CODE = "no code extracted"
 
 METRIC_NAMES = ("accuracy", "macro_f1", "micro_f1", "per_question_macro_f1", "parse_failure_rate",

@@ -220,7 +220,6 @@ class Answers:
 @dataclass(frozen=True, slots=True)
 class Extraction:
     """The code of an answer, or None and why: ``failure`` (unreadable), ``engine_error`` (no reply)."""
-    key: str
     code: Code | None
     failure: str | None = None
     distribution: dict[Code, float] | None = None  # normalised probabilities (logprobs mode)

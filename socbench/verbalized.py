@@ -100,8 +100,8 @@ def extraction(request: PromptRequest, result: EngineResult, how: Pick = "mode",
     offered = request.options or tuple((code, code) for code in request.offered_codes)
     distribution, said = parse_distribution(result.text, offered)
     if distribution is None:
-        return Extraction(request.key, None, said, raw_reply=result.text)
-    return Extraction(request.key, pick(distribution, how, seed, request.item_id), None, distribution,
+        return Extraction(None, said, raw_reply=result.text)
+    return Extraction(pick(distribution, how, seed, request.item_id), None, distribution,
                       raw_reply=result.text, note=said)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,9 @@ import numpy as np
 from socbench.background import Beside
 from socbench.memo import content_key, memo
 from socbench.metrics.classification import per_question_macro_f1, seed_macro_f1
-from socbench.metrics.demographic import DEFAULT_FOLDS, SOLVER, Learner, demographic_model
+from socbench.metrics.demographic import DEFAULT_FOLDS, SOLVER, Learner, fit_demographic
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
-from socbench.metrics.simbench import simbench_score
+from socbench.metrics.simbench import SimBenchRow, simbench_of, simbench_rows, simbench_score
 from socbench.metrics.structure import Structure, structure
 from socbench.metrics.structure_difference import difference_record, profile_resamples
 from socbench.prompts.persona import country_words, persona_attributes
@@ -37,6 +37,7 @@ from socbench.types import DomainData, ScoredItem
 DEMOGRAPHIC = "demographic_model"  # its key in DomainResult.baselines and in the yardsticks
 LEARNER: Learner = "logistic"
 APART_ITEMS = 20_000  # a domain this large fits its demographic model in a process of its own (~2 s to start)
+ALONE_ITEMS = 1_000_000  # up to this size: the process's copy of the items (~0.3 KB each) is worth its core
 Attributes = dict[int, dict[str, str]]
 
 
@@ -89,9 +90,11 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
 
 def begin_demographic(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
                       apart: bool | None = None, **settings: Any) -> Beside[dict[str, Any]]:
-    """``demographic_side``, begun in a process of its own for a domain of ``APART_ITEMS`` items or more
-    (``apart`` decides otherwise), while the caller scores the rest."""
-    apart = len(scored) >= APART_ITEMS if apart is None else apart
+    """``demographic_side``, begun in a process of its own for a domain of ``APART_ITEMS`` to ``ALONE_ITEMS``
+    items (``apart`` decides otherwise), while the caller scores the rest. A larger one (a whole module: ~2
+    million items) is fitted in the caller after the rest: the process's copy of its items and interpreter
+    (~1 GB at 50,000 respondents) would cost more memory than the second core saves time."""
+    apart = APART_ITEMS <= len(scored) <= ALONE_ITEMS if apart is None else apart
     return Beside(apart, demographic_side, scored, attributes, **settings)
 
 
@@ -110,31 +113,21 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
              i.groups) for i in scored]
 
     def fit() -> dict[str, Any]:
-        found = demographic_model(scored, shown, weights=weights, k=folds, seed=seed, learner=LEARNER)
-        items = found.items
+        parts: list[tuple[list[SimBenchRow], int]] = []
+        found = fit_demographic(scored, shown, weights=weights, k=folds, seed=seed, learner=LEARNER).result(
+            lean=True, each=lambda group: parts.append(simbench_rows(group, min_respondents)))
+        items = found.items  # each question's SimBench rows made while its distributions were at hand
         record = {"accuracy": found.metrics["accuracy"], "macro_f1": seed_macro_f1(items),
                   "per_question_macro_f1": per_question_macro_f1(items), "learner": LEARNER, "folds": folds,
                   "fallbacks": dict(sorted(found.fallbacks.items())),
                   "distributions": found.distributions, "per_question": found.per_question}
-        found_record = {"record": record, "simbench": simbench_score(items, min_respondents).score,
-                        "structure": structure_record(structure(list(items)))}
-        # the classifier's code for each of ``scored``'s items, in their order
-        codes = {(i.person_id, i.question_id): i.predicted_code for i in items}
-        predicted = [codes.get((i.person_id, i.question_id)) for i in scored]
-        del found, items, codes  # its answered items are let go before its half of the comparison
-        return {**found_record, "profiles": classifier_profiles(scored, predicted).tolist()}
+        return {"record": record, "simbench": simbench_of(parts).score,
+                "structure": structure_record(structure(list(items))),
+                "profiles": profile_resamples(items).tolist()}
 
     key = content_key(DEMOGRAPHIC, data, shown, weights, min_respondents, seed, folds, LEARNER, SOLVER)
     del data  # one tuple an item (~250 MB at 50,000 respondents): not held through the fit
     return memo(cache, key, fit)
-
-
-def classifier_profiles(scored: Sequence[ScoredItem], predicted: Sequence[str | None]) -> np.ndarray:
-    """The classifier's half of the structure comparison (``profile_resamples`` of its answers, ``predicted``:
-    its code for each of ``scored``'s items, on the same respondents and resamples as the model's half)."""
-    classifier = [replace(i, predicted_code=code, parse_error=None)
-                  for i, code in zip(scored, predicted, strict=True) if code is not None]
-    return profile_resamples(scored, classifier)
 
 
 def _model_side(scored: Sequence[ScoredItem], min_respondents: int) -> dict[str, Any]:

@@ -67,6 +67,24 @@ def test_the_demographic_yardstick_apart_equals_the_one_computed_in_the_caller()
     assert set(here) >= {"record", "simbench", "structure", "profiles"}
 
 
+@pytest.mark.slow  # starts a process
+def test_only_a_middle_sized_domain_is_fitted_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``APART_ITEMS`` a process costs more than it saves; above ``ALONE_ITEMS`` its copy of the items
+    costs more memory than its core saves time: both are fitted in the caller."""
+    import socbench.yardsticks as yardsticks
+
+    items, people = synthetic_domain(40, 2, 3)
+    monkeypatch.setattr(yardsticks, "APART_ITEMS", len(items) + 1)
+    assert begin_demographic(items, people)._process is None
+    monkeypatch.setattr(yardsticks, "APART_ITEMS", 1)
+    monkeypatch.setattr(yardsticks, "ALONE_ITEMS", len(items) - 1)
+    assert begin_demographic(items, people)._process is None
+    monkeypatch.setattr(yardsticks, "ALONE_ITEMS", len(items))
+    apart = begin_demographic(items, people)
+    assert apart._process is not None
+    apart.cancel()
+
+
 @pytest.mark.slow  # runs a script in a child process
 def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
     """multiprocessing's spawn re-runs the caller's script in the child (a notebook's or a script's

@@ -321,7 +321,7 @@ def issp_extractions() -> dict[str, Extraction]:
                "1:V12": [("3", None), ("3", None), ("1", None),                   # right, right, wrong
                          (None, "no JSON answer found"), ("3", None)],            # failed, right
                "2:V5": [("3", None), ("1", None), ("1", None)]}                   # wrong, right, right
-    return {v.request_id: Extraction("k", code, failure, variant=v)
+    return {v.request_id: Extraction(code, failure, variant=v)
             for item in ITEMS[:3] for v, (code, failure) in zip(issp_variants(item, settings),
                                                                answers[item.item_id], strict=True)}
 
@@ -348,7 +348,7 @@ def test_an_engine_error_in_a_variant_makes_the_domain_incomplete() -> None:
     """A rotated variant the engine never answered is a missing request too: no circular scores."""
     extractions = issp_extractions()
     v12 = issp_variants(ITEMS[1], CircularSettings("circular"))
-    failed = Extraction("k", None, engine_error="HTTP 503: overloaded", variant=v12[2])
+    failed = Extraction(None, engine_error="HTTP 503: overloaded", variant=v12[2])
     extractions[v12[2].request_id] = failed
     scored = reduce_domain(score_domain(DATA, ITEMS, extractions, model="m"), CircularSettings("circular"))
     result = scored.result

@@ -26,7 +26,7 @@ SHARES = {"1": 0.5, "2": 0.3, "3": 0.2}  # the fake server's answer distribution
 
 
 def _extraction(code: str | None, *, engine_error: str | None = None) -> Extraction:
-    return Extraction("k", code, None if code or engine_error else "no answer", engine_error=engine_error)
+    return Extraction(code, None if code or engine_error else "no answer", engine_error=engine_error)
 
 
 def test_fleiss_kappa_of_the_textbook_table() -> None:

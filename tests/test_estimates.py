@@ -243,8 +243,8 @@ def test_k_draws_reach_the_estimator_as_the_shares_the_item_stores() -> None:
     from socbench.estimates.items import domain_frame
     from socbench.types import Extraction, ScoredItem
 
-    drawn, _ = modal_extraction([Extraction("k", "1"), Extraction("k", "2"), Extraction("k", "1"),
-                                 Extraction("k", None, "no JSON object")], 4)
+    drawn, _ = modal_extraction([Extraction("1"), Extraction("2"), Extraction("1"),
+                                 Extraction(None, "no JSON object")], 4)
     item = ScoredItem(1, "Q1", "DE", "2", drawn.code, False, None, False, ("1", "2"),
                       distribution=drawn.distribution, draws=drawn.draws)
     frame = domain_frame("Work", [item], None, {})

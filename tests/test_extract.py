@@ -106,7 +106,7 @@ def _request(mode: str = "generate", codes=("1", "2", "3")) -> PromptRequest:
 def test_engine_error_is_not_a_parse_failure_and_null_content_is() -> None:
     req = _request()
     got = extract(req, EngineResult(req.key, error="timeout after 60 s"))
-    assert (got.key, got.code, got.failure, got.engine_error) == (req.key, None, None, "timeout after 60 s")
+    assert (got.code, got.failure, got.engine_error) == (None, None, "timeout after 60 s")
     assert extract(req, EngineResult(req.key, text=None)).failure == EMPTY
 
 

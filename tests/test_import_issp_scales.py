@@ -64,7 +64,7 @@ def test_family_codebook_every_substantive_code_offered_and_scored(shared_issp: 
     items = build_items(load_domain(out, get_domain("family", out), size))
     assert not [i for i in items if i.excluded_reason == INVALID_CODE]  # each code: offered or missing
     scoreable = [i for i in items if i.excluded_reason is None]
-    perfect = {i.item_id: Extraction(key=i.item_id, code=i.true_code, failure=None, distribution=None)
+    perfect = {i.item_id: Extraction(code=i.true_code, failure=None, distribution=None)
                for i in scoreable}
     scored = score_items(items, perfect)
     assert len(scored) == len(scoreable) and all(s.correct for s in scored)

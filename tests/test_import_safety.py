@@ -267,7 +267,7 @@ def test_the_summary_and_the_report_say_why_weighted_metrics_are_off(tmp_path: P
     for slug in ("plain", "mixed"):
         data = load_domain(data_dir, get_domain(slug, data_dir), 30)
         items = build_items(data)
-        scored = score_domain(data, items, {i.item_id: Extraction(i.item_id, "1") for i in items}, model="m")
+        scored = score_domain(data, items, {i.item_id: Extraction("1") for i in items}, model="m")
         write_scored_domain(tmp_path / "results", scored)
         results.append(scored.result)
     plain, mixed = results

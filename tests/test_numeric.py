@@ -74,12 +74,12 @@ def test_a_reply_is_read_as_a_number_and_a_bad_one_is_a_counted_failure() -> Non
 def test_a_numeric_item_s_draws_reduce_to_the_median_draw() -> None:
     """--samples K: a number's answer is its median draw (the modal code of 40, 10, 90, 10, 50 is 10)."""
     numbers = ["40", "10", "90", "10", "50"]
-    drawn = {f"1:therm{DRAW_MARK}{k}": Extraction("k", code) for k, code in enumerate(numbers)}
-    drawn |= {f"1:q{DRAW_MARK}{k}": Extraction("k", code) for k, code in enumerate("12222")}
+    drawn = {f"1:therm{DRAW_MARK}{k}": Extraction(code) for k, code in enumerate(numbers)}
+    drawn |= {f"1:q{DRAW_MARK}{k}": Extraction(code) for k, code in enumerate("12222")}
     reduced, record = reduce_draws(drawn, 5, 0, numeric={"1:therm"})
     assert reduced["1:therm"].code == "40" and reduced["1:therm"].draws == tuple(numbers)
     assert reduced["1:q"].code == "2" and record["draw_items"] == 1 and record["draw_agreement"] == 0.8
-    drawn[f"1:therm{DRAW_MARK}4"] = Extraction("k", "5")
+    drawn[f"1:therm{DRAW_MARK}4"] = Extraction("5")
     assert reduce_draws(drawn, 5, 0, numeric={"1:therm"})[0]["1:therm"].code == "10"  # 5 10 10 40 90
 
 

@@ -178,7 +178,7 @@ def test_persona_breakdowns_by_hand() -> None:
 def test_score_domain_attaches_groups(demo_data: Path) -> None:
     data = load_domain(demo_data, get_domain(7))
     items = build_items(data)
-    extractions = {i.item_id: Extraction("k", i.offered_codes[0]) for i in items if i.excluded_reason is None}
+    extractions = {i.item_id: Extraction(i.offered_codes[0]) for i in items if i.excluded_reason is None}
     domain = score_domain(data, items, extractions, model="m")
     scored, result = domain.items, domain.result
     expected = respondent_groups(data.respondents)

@@ -120,7 +120,7 @@ def domain(answer, weights: bool = False) -> tuple[DomainData, list[Item], dict[
             true = rng.choices("1234", probs)[0]
             item = Item(i, qid, country, OPTS, true, False)
             items.append(item)
-            extractions[item.item_id] = Extraction("k", answer(item))
+            extractions[item.item_id] = Extraction(answer(item))
     questions = (Question("V1", "Do you agree?", dict(OPTS)), Question("V2", "And now?", dict(OPTS)))
     return DomainData(1, "Citizenship", questions, tuple(people), {}, "synthetic"), items, extractions
 

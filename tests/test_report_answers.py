@@ -78,7 +78,7 @@ def make_run(out: Path, model: str, run: str, *, persona: bool, seed: int, yards
                 items.append(item)
                 wrong = str(int(item.true_code) % 4 + 1)
                 answer = item.true_code if right(persona, female, rng) else wrong
-                extractions[item.item_id] = Extraction("k", answer)
+                extractions[item.item_id] = Extraction(answer)
         data = DomainData(domain_id, name, (), tuple(people), {}, "synthetic")
         scored = score_domain(data, items, extractions, model=model, run=run, cache=cache)
         detailed, _ = write_domain_files(out, scored.result, scored.items)

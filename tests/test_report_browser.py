@@ -54,7 +54,7 @@ def make_run(out: Path, model: str, p_right: float, seed: int, run: str = "", st
                 item = Item(pid, qid, country, OPTS, truth.choices("1234", weights)[0], False)
                 items.append(item)
                 pred = "1" if stuck else item.true_code if rng.random() < p_right else str(rng.randint(1, 4))
-                extractions[item.item_id] = Extraction("k", pred)
+                extractions[item.item_id] = Extraction(pred)
         questions = tuple(Question(q, f"Question {q} of domain {domain_id}?", dict(OPTS))
                           for q in ("V1", "V2", "V3"))
         data = DomainData(domain_id, name, questions, tuple(people), {}, "synthetic")

@@ -125,7 +125,7 @@ def test_a_rerun_reads_the_record_back_and_it_equals_socbench_estimate_on_the_sa
                          weight=1 + i % 3) for i in range(120)]
     items = [Item(p.person_id, q, "DE", OPTS, str(rng.randint(1, 4)), False)
              for p in people for q in ("V1", "V2")]
-    answers = {i.item_id: Extraction("k", i.true_code if rng.random() < 0.7 else "1") for i in items}
+    answers = {i.item_id: Extraction(i.true_code if rng.random() < 0.7 else "1") for i in items}
     data = DomainData(1, "Citizenship", (), tuple(people), {}, "synthetic")
     scored = score_domain(data, items, answers, model="m", cache=tmp_path)
     first = scored.result.estimates

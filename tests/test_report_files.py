@@ -33,7 +33,7 @@ def domain(domain_id: int, name: str, model: str, answers: list[tuple[str, str |
     """A small scored domain: one item per (true, predicted) pair, plus one excluded item."""
     items = [Item(i, "V5", "DE" if i % 2 else "JP", OPTS, true, False) for i, (true, _) in enumerate(answers)]
     items.append(Item(99, "V5", "DE", OPTS, None, False, "missing code -9"))
-    extractions = {f"{i}:V5": Extraction("k", pred, None if pred else "no JSON object",
+    extractions = {f"{i}:V5": Extraction(pred, None if pred else "no JSON object",
                                          {"1": 0.5, "2": 0.5} if i == 0 else None)
                    for i, (_, pred) in enumerate(answers)}
     scored = score_items(items, extractions)
@@ -129,9 +129,9 @@ def test_summary_files(tmp_path: Path) -> None:
 def incomplete_domain(domain_id: int = 3, name: str = "Family", model: str = "m"):
     """ANSWERS, with two items the engine could not answer."""
     items = [Item(i, "V5", "DE", OPTS, true, False) for i, (true, _) in enumerate(ANSWERS)]
-    extractions = {f"{i}:V5": Extraction("k", pred, None if pred else "no JSON object", raw_reply=f"r{i}")
+    extractions = {f"{i}:V5": Extraction(pred, None if pred else "no JSON object", raw_reply=f"r{i}")
                    for i, (_, pred) in enumerate(ANSWERS)}
-    extractions["1:V5"] = extractions["4:V5"] = Extraction("k", None, engine_error="HTTP 500: boom")
+    extractions["1:V5"] = extractions["4:V5"] = Extraction(None, engine_error="HTTP 500: boom")
     scored = score_items(items, extractions)
     return summarize_domain(domain_id, name, model, items, scored, {}, len(items)), scored
 

@@ -44,7 +44,7 @@ def demo_sized_run(out: Path, cache: Path, respondents: int = 5, population: int
             for q in range(6):
                 item = Item(pid, f"V{q}", country, OPTS, str(rng.randint(1, 4)), False)
                 items.append(item)
-                extractions[item.item_id] = Extraction("k", str(rng.randint(1, 4)))
+                extractions[item.item_id] = Extraction(str(rng.randint(1, 4)))
         sample = {"drawn": "stratified", "population": population, "respondents": respondents}
         data = DomainData(domain_id, name, (), tuple(people), {}, "synthetic", sample=sample)
         scored = score_domain(data, items, extractions, model="org/Model-135M", run=RUN, cache=cache)

@@ -49,7 +49,7 @@ def make_run(out: Path, model: str, p_right: float, seed: int, cache: Path, logp
                 roll = rng.random()
                 pred = None if roll > 0.95 else item.true_code if roll < p_right else str(rng.randint(1, 4))
                 dist = {"1": 0.4, "2": 0.3, "3": 0.2, "4": 0.1} if logprobs else None
-                extractions[item.item_id] = Extraction("k", pred, None if pred else "no JSON object", dist)
+                extractions[item.item_id] = Extraction(pred, None if pred else "no JSON object", dist)
         data = DomainData(domain_id, name, (), tuple(people), {}, "synthetic")
         domain = score_domain(data, items, extractions, model=model, cache=cache)
         scored, result = domain.items, domain.result

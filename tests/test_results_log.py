@@ -24,7 +24,7 @@ def write_domain(out: Path, people: int = 12) -> Path:
     """A scored domain of ``people`` respondents x 2 questions with persona groups; its record's path."""
     items = [Item(p, q, "DE" if p % 2 else "JP", OPTS, str(1 + (p + len(q)) % 2), False)
              for p in range(people) for q in ("V1", "V22")]
-    extractions = {i.item_id: Extraction("k", "1", raw_reply=f"reply {i.item_id}") for i in items}
+    extractions = {i.item_id: Extraction("1", raw_reply=f"reply {i.item_id}") for i in items}
     groups = {p: {"sex": ("female", "male")[p % 2], "age_group": "18-29"} for p in range(people)}
     scored = score_items(items, extractions, groups)
     result = summarize_domain(1, "Family", "m", items, scored, {}, people)

@@ -104,7 +104,7 @@ def _constant_run(out: Path, results: Path, slug: str) -> dict:
     domain = get_domain(slug, out)
     data = load_domain(out, domain, 500)
     items = build_items(data)
-    extractions = {i.item_id: Extraction(i.item_id, "1") for i in items if i.excluded_reason is None}
+    extractions = {i.item_id: Extraction("1") for i in items if i.excluded_reason is None}
     scored = score_domain(data, items, extractions, model="constant-one")
     write_scored_domain(results, scored)
     write_run_summary(results, "constant-one", [scored.result], data={"study": study_name(out)})

@@ -24,7 +24,7 @@ def item(pid: int, q: str, true: str | None, country: str | None = "DE", exclude
 
 
 def ext(code: str | None, failure: str | None = None, dist=None) -> Extraction:
-    return Extraction(key="k", code=code, failure=failure, distribution=dist)
+    return Extraction(code=code, failure=failure, distribution=dist)
 
 
 ITEMS = [
@@ -105,8 +105,8 @@ def test_scoreable_item_without_true_code_is_a_bug() -> None:
 def test_engine_errors_are_counted_apart_and_make_the_domain_incomplete() -> None:
     """Issue 12, seen 2: engine failures were counted as parse failures and scored as 0.0."""
     refused = "gave up after 7 attempts: connection error (ClientConnectorError: refused)"
-    extractions = {**EXTRACTIONS, "1:V6": Extraction("k", None, engine_error=refused),
-                   "2:V6": Extraction("k", None, engine_error="HTTP 404: model not found")}
+    extractions = {**EXTRACTIONS, "1:V6": Extraction(None, engine_error=refused),
+                   "2:V6": Extraction(None, engine_error="HTTP 404: model not found")}
     scored = score_items(ITEMS, extractions)
     assert [s.engine_error for s in scored] == [None, refused, None, "HTTP 404: model not found", None]
     assert [s.parse_error for s in scored] == [None, None, "no JSON object in the reply", None, NOT_OFFERED]
@@ -122,7 +122,7 @@ def test_engine_errors_are_counted_apart_and_make_the_domain_incomplete() -> Non
 
 
 def test_complete_domain_passes_and_keeps_raw_replies() -> None:
-    extractions = {**EXTRACTIONS, "1:V6": Extraction("k", "3", raw_reply='{"answer": "3"}')}
+    extractions = {**EXTRACTIONS, "1:V6": Extraction("3", raw_reply='{"answer": "3"}')}
     scored = score_items(ITEMS, extractions)
     assert scored[1].raw_reply == '{"answer": "3"}' and scored[1].engine_error is None
     result = summarize_domain(1, "Citizenship", "m", ITEMS, scored, {}, 4)

@@ -227,3 +227,30 @@ def test_answers_by_shared_codes_are_each_items_own(monkeypatch) -> None:
     one_by_one = demographic_model(items, people).items
     assert together == one_by_one
     assert [list(i.distribution) for i in together] == [list(i.offered_codes) for i in together]
+
+
+def test_a_lean_result_scores_as_the_full_one() -> None:
+    """Kept without their distributions (a whole survey's were ~2 GB), the answered items give the figures the
+    full items give: the summaries, SimBench from each question's rows made while its distributions were at
+    hand, and the structure comparison's half (once made from a copy of every item with the classifier's
+    code)."""
+    from dataclasses import replace
+
+    from socbench.metrics.simbench import simbench_of, simbench_rows, simbench_score
+    from socbench.metrics.structure_difference import profile_resamples
+
+    items, people = domain(n=240)
+    items += [item(pid, "Q3", str(pid % 3 + 1), country="FR" if pid % 4 else "DE") for pid in people]
+    items = [replace(i, groups={"sex": people[i.person_id]["Sex of respondent"]}) for i in items]
+    fitted = demographic.fit_demographic(items, people, seed=2)
+    parts: list = []
+    lean = fitted.result(lean=True, each=lambda group: parts.append(simbench_rows(group, 10)))
+    full = fitted.result()
+    assert list(lean.items) == [replace(i, distribution=None) for i in full.items]
+    assert (lean.metrics, lean.per_question, lean.distributions) == \
+        (full.metrics, full.per_question, full.distributions)
+    assert simbench_of(parts) == simbench_score(full.items, 10) and len(parts) == 3
+    code = {(i.person_id, i.question_id): i.predicted_code for i in full.items}
+    copies = [replace(i, predicted_code=code[i.person_id, i.question_id], parse_error=None) for i in items]
+    half = profile_resamples(lean.items)
+    assert np.isfinite(half[0]) and np.array_equal(half, profile_resamples(items, copies), equal_nan=True)

@@ -59,12 +59,12 @@ def by_rule(data: DomainData) -> dict[str, Extraction]:
     """The LLM's answers: V5 by the planted age rule, V6 always 2."""
     age = {p.person_id: int(p.attributes["Age of respondent"].split()[0]) for p in data.respondents}
     rule = {pid: "1" if years < 30 else "4" for pid, years in age.items()}
-    return {item.item_id: Extraction("k", rule[item.person_id] if item.question_id == "V5" else "2")
+    return {item.item_id: Extraction(rule[item.person_id] if item.question_id == "V5" else "2")
             for item in items_of(data)}
 
 
 def always_one(data: DomainData) -> dict[str, Extraction]:
-    return {item.item_id: Extraction("k", "1") for item in items_of(data)}
+    return {item.item_id: Extraction("1") for item in items_of(data)}
 
 
 def simbench_by_hand(data: DomainData, answers: dict[str, Extraction]) -> float:
@@ -133,7 +133,7 @@ def test_without_attributes_or_answers_there_are_no_yardsticks(data: DomainData)
     items = items_of(data)
     scored = score_domain(data, items, by_rule(data), model="m").items
     assert summarize_domain(1, "Citizenship", "m", items, scored, {}, N).yardsticks == {}
-    failed = dict(by_rule(data), **{items[0].item_id: Extraction("k", None, engine_error="HTTP 500")})
+    failed = dict(by_rule(data), **{items[0].item_id: Extraction(None, engine_error="HTTP 500")})
     incomplete = score_domain(data, items, failed, model="m").result
     assert not incomplete.complete and incomplete.yardsticks == {} and DEMOGRAPHIC not in incomplete.baselines
 
@@ -185,8 +185,8 @@ def test_a_rerun_reads_them_back_and_another_model_shares_the_demographic_fit(
     import socbench.yardsticks as yardsticks
 
     fits: list[int] = []
-    fit = yardsticks.demographic_model
-    monkeypatch.setattr(yardsticks, "demographic_model", lambda *a, **k: fits.append(1) or fit(*a, **k))
+    fit = yardsticks.fit_demographic
+    monkeypatch.setattr(yardsticks, "fit_demographic", lambda *a, **k: fits.append(1) or fit(*a, **k))
     first = score_domain(data, items_of(data), by_rule(data), model="m", cache=tmp_path).result
     rerun = score_domain(data, items_of(data), by_rule(data), model="m", cache=tmp_path).result
     assert as_json(rerun) == as_json(first)  # yardsticks, baselines, per-question view: read back

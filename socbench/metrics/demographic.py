@@ -27,7 +27,7 @@ import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -281,11 +281,11 @@ def _answered(q: _Question) -> list[ScoredItem]:
     return found
 
 
-def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
-                      weights: Mapping[int, float] | None = None, k: int = DEFAULT_FOLDS,
-                      seed: int = DEFAULT_SEED, learner: Learner = "logistic", c: float = 1.0,
-                      max_iter: int = 100, encoded: AttributeMatrix | None = None,
-                      on_fit: FitHook | None = None, cap: int | None = None) -> DemographicResult:
+def fit_demographic(items: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
+                    weights: Mapping[int, float] | None = None, k: int = DEFAULT_FOLDS,
+                    seed: int = DEFAULT_SEED, learner: Learner = "logistic", c: float = 1.0,
+                    max_iter: int = 100, encoded: AttributeMatrix | None = None,
+                    on_fit: FitHook | None = None, cap: int | None = None) -> Fitted:
     """Cross-fitted predictions for every item from the respondent's ``attributes`` (person id ->
     the persona attributes the model was shown), each fit on at most ``cap`` respondents (default:
     ``training_cap``). ``on_fit`` sees each fit's train/test person ids."""
@@ -307,8 +307,44 @@ def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapp
             found = _fit_fold(encoded.matrix, [fit for _, fit in fits], learner, seed, c, max_iter)
             for (q, fit), probs in zip(fits, found, strict=True):
                 q.probs[np.ix_(q.fold == f, [q.codes.index(cls) for cls in fit.classes])] = probs
-    answered = [item for q in questions for item in _answered(q)]
-    return _summarise(tuple(answered), folds, fallbacks)
+    return Fitted(tuple(questions), folds, fallbacks)
+
+
+def demographic_model(items: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]],
+                      **settings: Any) -> DemographicResult:
+    """``fit_demographic``'s predictions, every item answered and summarised."""
+    return fit_demographic(items, attributes, **settings).result()
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The model's probabilities for each question's items, before any item is answered."""
+    questions: tuple[_Question, ...]
+    folds: dict[int, int]
+    fallbacks: dict[str, int]
+
+    def result(self, lean: bool = False,
+               each: Callable[[list[ScoredItem]], object] | None = None) -> DemographicResult:
+        """The items answered and summarised a question at a time; ``lean``: kept without their
+        distributions, which ``each`` sees first (a whole survey's answered items with their distributions
+        at once were ~2 GB at 50,000 respondents)."""
+        answered: list[ScoredItem] = []
+        per_question, distributions = {}, {}
+        for q in self.questions:
+            group = _answered(q)
+            codes = group_codes(group)
+            vectors = [[item.distribution.get(c, 0.0) for c in codes] for item in group if item.distribution]
+            mean = np.mean(vectors, axis=0)
+            distributions[q.qid] = {c: float(p) for c, p in zip(codes, mean, strict=True)}
+            per_question[q.qid] = {"n": float(len(group)), "accuracy": accuracy(group),
+                                   "macro_f1": per_question_macro_f1(group)}
+            if each is not None:
+                each(group)
+            answered += [replace(item, distribution=None) for item in group] if lean else group
+        items = tuple(answered)
+        metrics = {"accuracy": accuracy(items), "macro_f1": per_question_macro_f1(items),
+                   "items": float(len(items))}
+        return DemographicResult(items, self.folds, per_question, metrics, distributions, self.fallbacks)
 
 
 def training_cap(columns: int) -> int:
@@ -352,18 +388,3 @@ class _Question:
         else:
             self.probs[test] = 1.0 / len(self.codes)
         return None
-
-
-def _summarise(items: tuple[ScoredItem, ...], folds: dict[int, int],
-               fallbacks: dict[str, int]) -> DemographicResult:
-    per_question, distributions = {}, {}
-    for (qid,), group in split_groups(items, ("question_id",)).items():
-        codes = group_codes(group)
-        vectors = [[item.distribution.get(c, 0.0) for c in codes] for item in group if item.distribution]
-        mean = np.mean(vectors, axis=0)
-        distributions[qid] = {c: float(p) for c, p in zip(codes, mean, strict=True)}
-        per_question[qid] = {"n": float(len(group)), "accuracy": accuracy(group),
-                             "macro_f1": per_question_macro_f1(group)}
-    metrics = {"accuracy": accuracy(items), "macro_f1": per_question_macro_f1(items),
-               "items": float(len(items))}
-    return DemographicResult(items, folds, per_question, metrics, distributions, fallbacks)

@@ -59,6 +59,13 @@ def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_M
                    weights: Weights | None = None) -> SimBenchScore:
     """SimBench's score of one domain's scored items (any predictor's answers); a qualifying row without
     a usable model answer is left out (``skipped_no_answers``), not scored as zero."""
+    return simbench_of([simbench_rows(items, min_respondents, weights)])
+
+
+def simbench_rows(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
+                  weights: Weights | None = None) -> tuple[list[SimBenchRow], int]:
+    """The items' rows, and how many qualifying rows had no usable answer: items split by question give
+    the rows of the whole, so a predictor's answers can be scored a question at a time."""
     rows, skipped = [], 0
     for (country, qid), (group, codes) in scorable_groups(items, ROW_KEYS, min_respondents).items():
         model = model_distribution(group, codes, weights)
@@ -69,9 +76,16 @@ def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_M
         rows.append(SimBenchRow(country, qid, len({item.person_id for item in group}),
                                 total_variation(model, human),
                                 total_variation(np.full(len(codes), 1.0 / len(codes)), human)))
+    return rows, skipped
+
+
+def simbench_of(parts: Sequence[tuple[list[SimBenchRow], int]]) -> SimBenchScore:
+    """The score of ``simbench_rows``' parts (one domain's), in order."""
+    rows = [row for part, _ in parts for row in part]
     norm = float(np.mean([r.tv_uniform for r in rows])) if rows else math.nan
     scores = [row_score(r, norm) for r in rows]
     own = [100.0 * (1.0 - r.tv_model / r.tv_uniform) for r in rows if r.tv_uniform > 0]
     return SimBenchScore(score=float(np.mean(scores)) if rows else math.nan, norm=norm, rows=tuple(rows),
                          per_row_score=float(np.mean(own)) if own else math.nan,
-                         rows_uniform_human=sum(r.tv_uniform == 0 for r in rows), skipped_no_answers=skipped)
+                         rows_uniform_human=sum(r.tv_uniform == 0 for r in rows),
+                         skipped_no_answers=sum(skipped for _, skipped in parts))

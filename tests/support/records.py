@@ -20,7 +20,7 @@ def detailed_record(details: list[dict[str, Any]], questions: dict[str, Any], do
     """A domain's log in one dict, as ``read_detailed`` gives it: a one-item domain's record with
     ``questions``, ``details`` (its items) and ``persona_groups`` (none), as ``write_detailed`` takes it."""
     items = [Item(1, "V1", "DE", (("1", "Yes"), ("2", "No")), "1", False)]
-    scored = score_items(items, {items[0].item_id: Extraction("k", "1")})
+    scored = score_items(items, {items[0].item_id: Extraction("1")})
     result = summarize_domain(1, domain, model, items, scored, {}, 1)
     record = domain_record(result, scored, "2025-01-01T00:00:00+00:00").model_dump()
     return json_safe({**record, "persona_groups": {}, "details": details, "questions": questions,
