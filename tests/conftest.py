@@ -61,6 +61,17 @@ cpu_defaults()
 
 
 @pytest.fixture(scope="session")
+def battery(tmp_path_factory: pytest.TempPathFactory):
+    """Issue 42's battery of real public survey files (``fixtures/cardata.py``), written once."""
+    from fixtures.cardata import unavailable, write_battery
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    return write_battery(tmp_path_factory.mktemp("cardata"))
+
+
+@pytest.fixture(scope="session")
 def shared_issp() -> Path:
     """The real ISSP question sets beside the repo (reference only; never copied in)."""
     if not (SHARED_ISSP / "qa").is_dir():

@@ -4,8 +4,8 @@ every step a user takes, each in the survey's own words.
 CES11 (a design weight, provinces), GSSvocab (29,000 rows by year; its ``.dta`` questions stored as
 doubles with system-missing), WVS (a real country variable), BEPS (one country) and Chile (regions; also
 a ``;`` CSV with decimal commas) are written by ``tests/fixtures/cardata.R`` as ``.sav`` and ``.dta``,
-plain, with user-missing "Don't know"/"Refused" and with Stata's tagged ``.a``/``.b``. Every file is
-imported whole and its counts must equal R's ``table()``. One data folder holds each study as a domain;
+plain, with user-missing "Don't know"/"Refused" and with Stata's tagged ``.a``/``.b`` (each imported whole,
+its counts R's ``table()``'s: ``test_real_battery_import.py``). One data folder holds each study as a domain;
 it is run once against a server that answers one question by one persona attribute (a planted rule)
 and once against a server that gives everyone the same answer, then estimated, reported and exported.
 The category labels everywhere must be the source's, a province, a year or a region is never called a
@@ -24,37 +24,25 @@ import pandas as pd
 import pytest
 
 from fixtures.cardata import (
+    COUNTRY,
+    ISSP_WORDS,
     STUDIES,
-    VARIANTS,
     Battery,
     Study,
     constant_answer,
     import_args,
     planted_answer,
     read_with_haven,
-    unavailable,
-    write_battery,
 )
 from support.cli import socbench
 from support.fake_openai import FakeOpenAIServer
 from support.records import read_detailed
 
 pytestmark = pytest.mark.slow  # Rscript writes and reads the files; runs flows on the session's Prefect API
-FILES = [(s, s.name + v) for s in STUDIES for v in VARIANTS] + [(STUDIES[-1], "Chile.csv")]
 GROUPED = [s for s in STUDIES if s.group]
 INTERVIEWS = 200  # respondents per domain in a run (GSSvocab's 29,000 are imported whole, sampled to 500)
-ISSP_WORDS = re.compile(r"C_ALPHAN|\bISSP\b")
-COUNTRY = re.compile(r"countr", re.IGNORECASE)
 NOT_RECORDED = re.compile(r"^unknown$|not recorded|no .* recorded|missing", re.IGNORECASE)  # a group for none
 ROLE_ATTRIBUTE = {"sex": "sex", "age": "age_group", "education": "education", "religion": "religion"}
-
-
-@pytest.fixture(scope="session")
-def battery(tmp_path_factory: pytest.TempPathFactory) -> Battery:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    return write_battery(tmp_path_factory.mktemp("cardata"))
 
 
 def roles(study: Study) -> dict[str, str]:
@@ -66,115 +54,6 @@ def roles(study: Study) -> dict[str, str]:
 def labels(battery: Battery, file: str, variable: str) -> list[str]:
     """A variable's value labels in the source, in code order (tagged and user-missing ones too)."""
     return list(battery.reference.files[file][variable].value_labels.values())
-
-
-def expected_exclusions(battery: Battery, file: str, question: str) -> dict[str, int]:
-    """What socbench must count as not scored, by reason, from R's table() of the file."""
-    variable = battery.reference.files[file][question]
-    reasons = {}
-    for code, n in variable.counts.items():
-        label = variable.value_labels.get(code)
-        if code == "NA":
-            reasons["system-missing (no answer recorded)"] = n
-        elif code.startswith("."):
-            reasons[f"Stata missing {code} ({label})"] = n
-        elif code in variable.na_values or label in ("Don't know", "Refused"):
-            reasons[f"missing code {code} ({label})"] = n
-    return reasons
-
-
-# --------------------------------------------------------------------------- every file, imported whole
-
-
-@pytest.fixture(scope="module")
-def imported(battery: Battery, tmp_path_factory: pytest.TempPathFactory):
-    """``imported(study, file)``: the file imported whole into a folder of its own (once), its import report,
-    what the import printed and ``data validate --json``'s record of it."""
-    done: dict[str, dict] = {}
-
-    def get(study: Study, file: str) -> dict:
-        if file not in done:
-            out = tmp_path_factory.mktemp(file.replace(".", "_")) / "Dataset_all"
-            printed = socbench("data", "import", *import_args(study, battery, file), "--out", str(out),
-                               "--sizes", "all")
-            (report,) = out.glob("import_report_*.md")
-            checked = json.loads(socbench("data", "validate", "--data_dir", str(out), "--dataset_size", "all",
-                                          "--json").stdout)
-            (domain,) = checked["domains"].values()
-            done[file] = {"out": out, "stderr": printed.stderr, "report": report.read_text(),
-                          "domain": domain}
-        return done[file]
-
-    return get
-
-
-def _totals(battery: Battery, study: Study, file: str) -> dict[str, int]:
-    totals: dict[str, int] = {}
-    for question in study.questions:
-        for reason, n in expected_exclusions(battery, file, question).items():
-            totals[reason] = totals.get(reason, 0) + n
-    return totals
-
-
-@pytest.mark.parametrize(("study", "file"), FILES, ids=[f for _, f in FILES])
-def test_every_file_imports_with_r_s_counts(battery: Battery, imported, study: Study, file: str) -> None:
-    """Respondents and the answers not scored, per question and reason, as R's table() counts them."""
-    domain, rows = imported(study, file)["domain"], battery.reference.rows[file]
-    assert domain["respondents"] == rows
-    expected = {q: expected_exclusions(battery, file, q) for q in study.questions}
-    assert {q: domain["excluded_by_question"].get(q, {}) for q in study.questions} == expected
-    totals = _totals(battery, study, file)
-    assert domain["excluded_by_reason"] == totals
-    assert domain["scoreable_items"] == rows * len(study.questions) - sum(totals.values())
-
-
-@pytest.mark.parametrize(("study", "file"), FILES, ids=[f for _, f in FILES])
-def test_the_import_summary_says_what_validate_counts(battery: Battery, imported, study: Study,
-                                                     file: str) -> None:
-    """Each missing code by its own label, with R's count, in the summary the import prints and writes;
-    no ISSP vocabulary in a study that is not ISSP."""
-    got = imported(study, file)
-    summary = got["report"].split("## Summary", 1)[1].split("\n## ", 1)[0]
-    assert summary.strip() in got["stderr"]
-    rows = battery.reference.rows[file]
-    for question in study.questions:  # each question's own line, as validate counts it
-        line = re.search(rf"^- {question}:.*?(?=^- |\Z)", got["report"], re.M | re.S)
-        assert line, question
-        excluded = expected_exclusions(battery, file, question)
-        scored = rows - sum(excluded.values())
-        assert re.search(rf"answers scored (?:{scored}|{scored:,})\b", line.group()), (question, line.group())
-        for reason, n in excluded.items():
-            assert re.search(rf"{re.escape(reason)}: (?:{n}|{n:,})\b", line.group()), (reason, line.group())
-    assert f"{battery.reference.rows[file]:,} respondents" in summary
-    for reason, n in _totals(battery, study, file).items():
-        assert re.search(rf"{re.escape(reason)}:? {n:,}\b", summary), (reason, summary)
-    assert not ISSP_WORDS.search(got["report"] + json.dumps(got["domain"]))
-
-
-GROUPED_FILES = [(s, f) for s, f in FILES if s.group]
-
-
-def _dicts(value: object) -> list[dict]:
-    """Every dict in a JSON value, nested ones included."""
-    if isinstance(value, dict):
-        return [value, *(d for v in value.values() for d in _dicts(v))]
-    return [d for v in value for d in _dicts(v)] if isinstance(value, list) else []
-
-
-@pytest.mark.parametrize(("study", "file"), GROUPED_FILES, ids=[f for _, f in GROUPED_FILES])
-def test_a_grouping_variable_is_counted_and_never_called_a_country(battery: Battery, imported, study: Study,
-                                                                   file: str) -> None:
-    """A province, a year or a region: counted per value as R counts it (the sampling record), named by
-    its own label, never a country (``data validate``, the sampling record)."""
-    got = imported(study, file)
-    variable = battery.reference.files[file][study.group]
-    assert got["domain"]["grouping"] == variable.label
-    (stats_path,) = got["out"].glob("A_GroundTruth_samplingall/sampling_stats_*.json")
-    stats = json.loads(stats_path.read_text())
-    r_counts = {label: n for label, n in variable.labelled().items() if n}
-    assert r_counts in _dicts(stats), (r_counts, stats)
-    assert not COUNTRY.search(json.dumps(got["domain"])), got["domain"]  # data validate's record
-    assert not COUNTRY.search(json.dumps(stats)), stats  # the sampling record
 
 
 # --------------------------------------------------------------------------- one run per server

@@ -4,7 +4,8 @@ persona should beat a classifier fed exactly the attributes it was shown (Peng e
 regression, cross-fitted over respondents (seeded folds: no answer of a respondent is in the data that
 predicts them). Attributes are encoded once per domain, never from answers: numeric (standardised, plus a
 missing flag) when every value reads as a number with enough levels, else one-hot with rare categories
-pooled. A fold with one class or no respondents falls back (counted in ``fallbacks``).
+pooled and no column for a missing value. A fold with one class or no respondents falls back (counted in
+``fallbacks``).
 
 Solver: a fold's questions are fitted together in one L-BFGS run while they are small (at most
 ``JOINT_PARAMETERS`` coefficients: 10-100 respondents a domain), stopped at ``JOINT_TOLERANCE``; larger
@@ -50,7 +51,7 @@ JOINT_TOLERANCE = 1e-4  # a question's fit then moves < 2e-3 with the other ques
 TRAINING_CAP = 5_000  # respondents a question's fit learns from, at most: for a narrow matrix
 ROWS_PER_COLUMN = 4  # for a wider one, this many per column
 SOLVER = (f"joint<={JOINT_PARAMETERS}@{JOINT_TOLERANCE}, else each@{TOLERANCE}; "
-          f"cap max({TRAINING_CAP}, {ROWS_PER_COLUMN}/column); {DEFAULT_FOLDS} folds")
+          f"cap max({TRAINING_CAP}, {ROWS_PER_COLUMN}/column); {DEFAULT_FOLDS} folds; missing: no column")
 Learner = Literal["logistic", "hgb"]
 FitHook = Callable[[str, int, np.ndarray, np.ndarray], None]  # question, fold, train ids, test ids
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:years?(?: old)?)?\s*$", re.IGNORECASE)
@@ -116,9 +117,10 @@ def encode_attributes(attributes: Mapping[int, Mapping[str, str]],
         scaled = np.where(missing, 0.0, (values - mean) / (std if std > 0 else 1.0))
         blocks.append(sparse.csr_matrix(np.column_stack([scaled, missing.astype(float)])))
     if categorical:
-        blocks.append(_one_hot([read[key][2:] for key in categorical], len(pids), min_category_count))
-    # no attribute at all: one empty column, so the model is its intercept (the fold's answer shares)
-    matrix = sparse.hstack(blocks, format="csr") if blocks else sparse.csr_matrix((len(pids), 1))
+        blocks.append(_one_hot([read[key][1:] for key in categorical], len(pids), min_category_count))
+    matrix = sparse.hstack(blocks, format="csr") if blocks else sparse.csr_matrix((len(pids), 0))
+    if not matrix.shape[1]:  # nothing shown: one empty column, the model its intercept (the answer shares)
+        matrix = sparse.csr_matrix((len(pids), 1))
     return AttributeMatrix(pids, matrix, numeric, categorical)
 
 
@@ -133,22 +135,26 @@ def _table(rows: list[Mapping[str, str]]) -> dict[str, np.ndarray]:
     return {key: table[:, j] for key, j in column.items()}
 
 
-def _one_hot(columns: list[tuple[np.ndarray, np.ndarray]], rows: int, min_count: int) -> sparse.csr_matrix:
-    """scikit-learn's ``OneHotEncoder(min_frequency=min_count)`` of columns read by ``_read`` (index into
-    the sorted categories, their counts), column for column: the categories sorted, those seen fewer than
-    ``min_count`` times pooled into one last column. Built directly: the encoder's per-column checks were
+def _one_hot(columns: list[tuple[np.ndarray, ...]], rows: int, min_count: int) -> sparse.csr_matrix:
+    """scikit-learn's ``OneHotEncoder(min_frequency=min_count)`` of columns read by ``_read`` (which rows are
+    missing, index into the sorted categories, their counts), column for column: the categories sorted, those
+    seen fewer than ``min_count`` times pooled into one last column; a missing value has no column (the
+    reference level: a module's country-specific variables are missing for every other country, most of its
+    cells, each a term of every product in every fit). Built directly: the encoder's per-column checks were
     seconds on a codebook's hundreds of attributes."""
     from scipy import sparse
 
-    codes, offset = [], 0
-    for inverse, counts in columns:
-        frequent = counts >= min_count
+    people, codes, offset = [], [], 0
+    for missing, inverse, counts in columns:
+        shown = np.bincount(inverse[~missing], minlength=len(counts))  # the missing category counts 0
+        frequent = shown >= min_count
         position = np.where(frequent, np.cumsum(frequent) - 1, frequent.sum())  # the rare: the last column
-        codes.append(offset + position[inverse])
-        offset += int(frequent.sum()) + int(not frequent.all())
-    indices = np.column_stack(codes).ravel()
-    return sparse.csr_matrix((np.ones(len(indices)), indices, np.arange(0, len(indices) + 1, len(columns))),
-                             shape=(rows, offset))
+        people.append(np.flatnonzero(~missing))
+        codes.append(offset + position[inverse[~missing]])
+        offset += int(frequent.sum()) + int(((shown > 0) & ~frequent).any())
+    row, column = np.concatenate(people), np.concatenate(codes)
+    order = np.lexsort((column, row))  # row by row, each row's columns ascending (CSR's canonical order)
+    return sparse.csr_matrix((np.ones(len(row)), (row[order], column[order])), shape=(rows, offset))
 
 
 def assign_folds(person_ids: Sequence[int], k: int = DEFAULT_FOLDS,
