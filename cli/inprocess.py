@@ -100,13 +100,13 @@ def run(config: Any, show_progress: bool = True) -> Any:
     study = study_of(config)
 
     def meanwhile() -> None:  # imports only: the requests are the flow's
-        import scipy.stats  # noqa: F401  the score stage's, 0.6 s with scikit-learn's F1: here while the API starts
-        import sklearn.metrics  # noqa: F401
-
         from socbench.report.output import new_figure
 
         study.flow_function()
         new_figure(1, 1)  # matplotlib's imports (0.3 s)
+        if server is not None:  # a private API starting: the score stage's imports too (0.5 s)
+            import scipy.stats  # noqa: F401
+            import sklearn.metrics  # noqa: F401
 
     shown = listening(ConsoleProgress()) if show_progress else contextlib.nullcontext()
     with shown, prefect_api(meanwhile, server):
