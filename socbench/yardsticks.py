@@ -25,7 +25,7 @@ import numpy as np
 
 from socbench.background import Beside
 from socbench.memo import content_key, memo
-from socbench.metrics.classification import per_question_macro_f1, seed_macro_f1
+from socbench.metrics.classification import seed_macro_f1
 from socbench.metrics.demographic import DEFAULT_FOLDS, SOLVER, Learner, fit_demographic
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.simbench import SimBenchRow, simbench_of, simbench_rows, simbench_score
@@ -118,7 +118,7 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
             lean=True, each=lambda group: parts.append(simbench_rows(group, min_respondents)))
         items = found.items  # each question's SimBench rows made while its distributions were at hand
         record = {"accuracy": found.metrics["accuracy"], "macro_f1": seed_macro_f1(items),
-                  "per_question_macro_f1": per_question_macro_f1(items), "learner": LEARNER, "folds": folds,
+                  "per_question_macro_f1": found.metrics["macro_f1"], "learner": LEARNER, "folds": folds,
                   "fallbacks": dict(sorted(found.fallbacks.items())),
                   "distributions": found.distributions, "per_question": found.per_question}
         return {"record": record, "simbench": simbench_of(parts).score,

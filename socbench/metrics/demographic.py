@@ -348,7 +348,8 @@ class Fitted:
                 each(group)
             answered += [replace(item, distribution=None) for item in group] if lean else group
         items = tuple(answered)
-        metrics = {"accuracy": accuracy(items), "macro_f1": per_question_macro_f1(items),
+        f1 = [record["macro_f1"] for record in per_question.values()]  # as per_question_macro_f1 sums
+        metrics = {"accuracy": accuracy(items), "macro_f1": sum(f1) / len(f1) if f1 else math.nan,
                    "items": float(len(items))}
         return DemographicResult(items, self.folds, per_question, metrics, distributions, self.fallbacks)
 
