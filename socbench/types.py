@@ -158,11 +158,8 @@ class PromptRequest:
     @property
     def key(self) -> str:
         """Content hash over everything that can change the engine's answer (once: every stage asks)."""
-        if self._key is None:
-            object.__setattr__(self, "_key", self._content_key())
-        return self._key  # type: ignore[return-value]
-
-    def _content_key(self) -> str:
+        if self._key is not None:
+            return self._key
         payload = {"messages": [[m.role, m.content] for m in self.messages], "mode": self.mode,
                    "codes": list(self.offered_codes), "prefix": self.answer_prefix,
                    "structured": self.structured, "chat": self.chat,
@@ -172,7 +169,9 @@ class PromptRequest:
             payload["choose_all"] = True
         if self.numeric is not None:  # a categorical request's key stays what it was
             payload["numeric"] = list(self.numeric)
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        object.__setattr__(self, "_key", key)
+        return key
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,6 @@ class McqItem:
     subject: str | None = None
 
     @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(label for label, _ in self.choices)
-
-    @property
     def texts(self) -> tuple[str, ...]:
         return tuple(text for _, text in self.choices)
 
