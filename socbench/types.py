@@ -304,11 +304,6 @@ class ScoredDomain:
     circular_scores: CircularScores | None = None
 
 
-def variant_id(qid: str, pattern: Pattern) -> str:
-    """``<qid>--ABCD`` (one-character labels, OpenCompass's form), else ``<qid>--1,10,-4``."""
-    return f"{qid}--{('' if all(len(label) == 1 for label in pattern) else ',').join(pattern)}"
-
-
 @dataclass(frozen=True)
 class CircularSettings:
     """How a run expands items (``socbench.circular``); seed/shuffle_options also fix ISSP's base order.
@@ -337,7 +332,9 @@ class Variant:
 
     @property
     def variant_id(self) -> str:
-        return variant_id(self.qid, self.pattern)
+        """``<qid>--ABCD`` (one-character labels, OpenCompass's form), else ``<qid>--1,10,-4``."""
+        joint = "" if all(len(label) == 1 for label in self.pattern) else ","
+        return f"{self.qid}--{joint.join(self.pattern)}"
 
     @property
     def is_origin(self) -> bool:
