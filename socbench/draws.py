@@ -74,9 +74,7 @@ def fleiss_kappa(table: np.ndarray) -> float:
     p_cat = table.sum(axis=0) / table.sum()
     p_item = ((table * (table - 1)).sum(axis=1)) / (n * (n - 1))
     expected = float((p_cat ** 2).sum())
-    if expected >= 1:
-        return float("nan")
-    return (float(p_item.mean()) - expected) / (1 - expected)
+    return float("nan") if expected >= 1 else (float(p_item.mean()) - expected) / (1 - expected)
 
 
 def reduce_draws(extractions: Mapping[str, Extraction], samples: int, run_seed: int,
