@@ -33,9 +33,8 @@ def _remembered(stage: str, task: Task, unit: Unit, build: Callable[[], T]) -> T
         if key in _MEMO:
             return _MEMO[key]
     value = build()
-    with _LOCK:
-        _MEMO[key] = value
-    return value
+    with _LOCK:  # built twice at once: both callers get the first one's
+        return _MEMO.setdefault(key, value)
 
 
 def forget() -> None:
