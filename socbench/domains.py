@@ -27,9 +27,7 @@ ISSP_BY_SLUG = {d.slug: d for d in DOMAINS}
 def domain_table(data_dir: str | Path | None = None) -> tuple[DomainSpec, ...]:
     """The domains of ``data_dir``: its manifest's, or the ten ISSP domains when it has none."""
     manifest = load_manifest(data_dir)
-    if manifest is None:
-        return DOMAINS
-    return tuple(sorted(manifest.domains, key=lambda d: d.id))
+    return DOMAINS if manifest is None else tuple(sorted(manifest.domains, key=lambda d: d.id))
 
 
 def study_name(data_dir: str | Path | None = None) -> str:

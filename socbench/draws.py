@@ -20,22 +20,18 @@ from socbench.types import Extraction, PromptRequest
 DRAW_MARK = "~draw"
 
 
-def draw_seed(run_seed: int, draw: int) -> int:
-    """Draw ``draw``'s seed: the same for that draw whatever K is, so larger K reuses the cache."""
-    return run_seed + draw
-
-
 def item_of(request_id: str) -> str:
     """The item a draw's request id belongs to (an ordinary id is its own item)."""
     return request_id.split(DRAW_MARK, 1)[0]
 
 
 def draw_prompts(prompts: Sequence[PromptRequest], samples: int, run_seed: int) -> list[PromptRequest]:
-    """Each prompt ``samples`` times, adjacent, draw ``k`` seeded ``draw_seed(run_seed, k)``."""
+    """Each prompt ``samples`` times, adjacent, draw ``k`` seeded ``run_seed + k``: the same for that draw
+    whatever K is, so a larger K reuses the cache."""
     if samples <= 1:
         return list(prompts)
     return [replace(p, item_id=f"{p.item_id}{DRAW_MARK}{k}",
-                    sampling=replace(p.sampling, seed=draw_seed(run_seed, k)))
+                    sampling=replace(p.sampling, seed=run_seed + k))
             for p in prompts for k in range(samples)]
 
 
@@ -78,9 +74,7 @@ def fleiss_kappa(table: np.ndarray) -> float:
     p_cat = table.sum(axis=0) / table.sum()
     p_item = ((table * (table - 1)).sum(axis=1)) / (n * (n - 1))
     expected = float((p_cat ** 2).sum())
-    if expected >= 1:
-        return float("nan")
-    return (float(p_item.mean()) - expected) / (1 - expected)
+    return float("nan") if expected >= 1 else (float(p_item.mean()) - expected) / (1 - expected)
 
 
 def reduce_draws(extractions: Mapping[str, Extraction], samples: int, run_seed: int,
@@ -101,6 +95,6 @@ def reduce_draws(extractions: Mapping[str, Extraction], samples: int, run_seed: 
                 and len(draws) == samples and all(d.code is not None for d in draws)]
     categories = sorted({code for codes in complete for code in codes})
     table = np.array([[codes.count(c) for c in categories] for codes in complete])  # none: NaN
-    return reduced, {"samples": samples, "draw_seed_0": draw_seed(run_seed, 0),  # draw k: + k
+    return reduced, {"samples": samples, "draw_seed_0": run_seed,  # draw k: + k
                      "draw_agreement": float(np.mean(agreements)) if agreements else float("nan"),
                      "draw_fleiss_kappa": fleiss_kappa(table), "draw_items": len(complete)}

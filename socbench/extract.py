@@ -158,8 +158,5 @@ def extract_all(prompts: Sequence[PromptRequest], results: Sequence[EngineResult
                 read: Callable[[PromptRequest, EngineResult], Extraction] = extract) -> dict[str, Extraction]:
     """Extractions by request id (``results`` in ``prompts`` order), each carrying its request's variant;
     ``read``: how one reply is read (``socbench.verbalized.extraction`` for stated distributions)."""
-    found = {}
-    for prompt, result in zip(prompts, results, strict=True):  # a plain request's as it is: no copy a request
-        extraction, variant = read(prompt, result), prompt.variant
-        found[prompt.item_id] = extraction if variant is None else replace(extraction, variant=variant)
-    return found
+    return {p.item_id: read(p, r) if p.variant is None else replace(read(p, r), variant=p.variant)
+            for p, r in zip(prompts, results, strict=True)}  # a plain request's as it is: no copy

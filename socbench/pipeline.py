@@ -33,9 +33,8 @@ def _remembered(stage: str, task: Task, unit: Unit, build: Callable[[], T]) -> T
         if key in _MEMO:
             return _MEMO[key]
     value = build()
-    with _LOCK:
-        _MEMO[key] = value
-    return value
+    with _LOCK:  # built twice at once: both callers get the first one's
+        return _MEMO.setdefault(key, value)
 
 
 def forget() -> None:
@@ -61,16 +60,14 @@ class Plan:
     """A unit ready for the engine: its samples and its prompts."""
 
     unit: Unit
-    data: Any
     samples: Any
     prompts: Prompts
 
 
 def plan(task: Task, unit: Unit) -> Plan:
     """The first three stages of one unit (remembered)."""
-    data = load(task, unit)
-    samples = special_options(task, unit, data)
-    return Plan(unit, data, samples, prompts(task, unit, samples))
+    samples = special_options(task, unit, load(task, unit))
+    return Plan(unit, samples, prompts(task, unit, samples))
 
 
 def plans(task: Task) -> dict[Unit, Plan]:

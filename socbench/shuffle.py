@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from socbench.types import Code
-
-Options = Mapping[Code, str] | Sequence[tuple[Code, str]]
 
 
 def order_seed(run_seed: int, person_id: int | str, question_id: str) -> int:
@@ -41,10 +39,9 @@ def option_text(code: Code, label: str) -> str:
     return code if bare else f"{code}. {label}"
 
 
-def render_options(options: Options, order: Sequence[Code] | None = None) -> str:
-    """``id. text`` lines (``option_text``) in ``order``, a permutation of the codes (default: their own)."""
-    labels = dict(options.items() if isinstance(options, Mapping) else options)
-    shown = list(labels) if order is None else list(order)
-    if sorted(shown) != sorted(labels):
-        raise ValueError(f"option order {shown} is not a permutation of codes {list(labels)}")
-    return "\n".join(option_text(code, labels[code]) for code in shown)
+def render_options(options: Sequence[tuple[Code, str]], order: Sequence[Code]) -> str:
+    """``id. text`` lines (``option_text``) in ``order``, a permutation of the codes."""
+    labels = dict(options)
+    if sorted(order) != sorted(labels):
+        raise ValueError(f"option order {list(order)} is not a permutation of codes {list(labels)}")
+    return "\n".join(option_text(code, labels[code]) for code in order)

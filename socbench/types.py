@@ -158,11 +158,8 @@ class PromptRequest:
     @property
     def key(self) -> str:
         """Content hash over everything that can change the engine's answer (once: every stage asks)."""
-        if self._key is None:
-            object.__setattr__(self, "_key", self._content_key())
-        return self._key  # type: ignore[return-value]
-
-    def _content_key(self) -> str:
+        if self._key is not None:
+            return self._key
         payload = {"messages": [[m.role, m.content] for m in self.messages], "mode": self.mode,
                    "codes": list(self.offered_codes), "prefix": self.answer_prefix,
                    "structured": self.structured, "chat": self.chat,
@@ -172,7 +169,9 @@ class PromptRequest:
             payload["choose_all"] = True
         if self.numeric is not None:  # a categorical request's key stays what it was
             payload["numeric"] = list(self.numeric)
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        object.__setattr__(self, "_key", key)
+        return key
 
 
 @dataclass(frozen=True)
@@ -305,11 +304,6 @@ class ScoredDomain:
     circular_scores: CircularScores | None = None
 
 
-def variant_id(qid: str, pattern: Pattern) -> str:
-    """``<qid>--ABCD`` (one-character labels, OpenCompass's form), else ``<qid>--1,10,-4``."""
-    return f"{qid}--{('' if all(len(label) == 1 for label in pattern) else ',').join(pattern)}"
-
-
 @dataclass(frozen=True)
 class CircularSettings:
     """How a run expands items (``socbench.circular``); seed/shuffle_options also fix ISSP's base order.
@@ -338,7 +332,9 @@ class Variant:
 
     @property
     def variant_id(self) -> str:
-        return variant_id(self.qid, self.pattern)
+        """``<qid>--ABCD`` (one-character labels, OpenCompass's form), else ``<qid>--1,10,-4``."""
+        joint = "" if all(len(label) == 1 for label in self.pattern) else ","
+        return f"{self.qid}--{joint.join(self.pattern)}"
 
     @property
     def is_origin(self) -> bool:

@@ -21,7 +21,6 @@ NO_DISTRIBUTION = "no JSON distribution found"
 NOT_A_SHARE = "share not a number"
 NEGATIVE = "negative share"
 ALL_ZERO = "shares sum to 0"
-FAILURES = (EMPTY, NO_DISTRIBUTION, NOT_A_SHARE, NEGATIVE, ALL_ZERO)
 TOLERANCE = 0.5  # percentage points a total may miss 100 by without a note (rounding)
 
 _SHARE = re.compile(r"^\s*([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*%?\s*$")  # 40 | 40.5 | "40%"

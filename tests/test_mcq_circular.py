@@ -20,10 +20,11 @@ import pytest
 
 from socbench.circular import CP_SKIPPED, NO_MCP, circular_metrics, rotations
 from socbench.cli import main
+from socbench.config import from_flat
 from socbench.errors import ConfigError
 from socbench.log.read import read_variants
 from socbench.mcq.datasets import letters, load_mcq
-from socbench.mcq.mcq_config import make_mcq_config
+from socbench.mcq.mcq_config import McqConfig
 from socbench.mcq.mcq_types import McqData, McqItem
 from socbench.mcq.prompts import SHOT_SEPARATOR, build_plan
 from socbench.mcq.scoring import score_mcq
@@ -221,15 +222,15 @@ def test_all_possible_sampled_and_refused(tmp_path: Path) -> None:
 
 
 def test_config_errors_are_one_line() -> None:
-    assert make_mcq_config(circular="all_possible", max_variants=5, seed=3).expansion == \
+    assert from_flat(McqConfig, dict(circular="all_possible", max_variants=5, seed=3)).expansion == \
         CircularSettings("all_possible", 5, 3)
-    assert make_mcq_config().expansion is None
+    assert from_flat(McqConfig, {}).expansion is None
     with pytest.raises(ConfigError, match="--max_variants applies only"):
-        make_mcq_config(max_variants=4)
+        from_flat(McqConfig, dict(max_variants=4))
     with pytest.raises(ConfigError, match="--max_variants applies only"):
-        make_mcq_config(circular="circular", max_variants=4)
+        from_flat(McqConfig, dict(circular="circular", max_variants=4))
     with pytest.raises(ConfigError, match="--circular 'spiral'"):
-        make_mcq_config(circular="spiral")
+        from_flat(McqConfig, dict(circular="spiral"))
 
 
 # ------------------------------------------------------------------------ end to end

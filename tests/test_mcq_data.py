@@ -36,7 +36,7 @@ def test_arc_counts_splits_and_options(name: str, test_n: int, validation_n: int
     assert len({i.id for i in data.items}) == test_n
     assert not {i.id for i in data.items} & {i.id for i in data.fewshot_pool}
     assert {len(i.choices) for i in data.items + data.fewshot_pool} == {3, 4, 5}
-    assert ("1", "2", "3", "4") in {i.labels for i in data.fewshot_pool}  # original labels kept
+    assert ("1", "2", "3", "4") in {tuple(dict(i.choices)) for i in data.fewshot_pool}  # original labels kept
     assert all(0 <= i.gold < len(i.choices) for i in data.items)
 
 
@@ -47,7 +47,7 @@ def test_first_arc_easy_item_is_read_exactly() -> None:
     assert first.question == ("Which statement best explains why photosynthesis is the foundation "
                               "of most food webs?")
     assert first.gold_text == "Sunlight is the source of energy for nearly all ecosystems."
-    assert first.labels == ("A", "B", "C", "D")
+    assert tuple(dict(first.choices)) == ("A", "B", "C", "D")
 
 
 @needs_package
@@ -97,7 +97,7 @@ def test_official_jsonl_with_numeric_labels_and_3_or_5_options(tmp_path: Path) -
                                json.dumps({"id": "h1", "question": "HF schema?", "answerKey": "2",
                                            "choices": {"text": ["x", "y"], "label": ["1", "2"]}})]) + "\n")
     items = load_jsonl(path)
-    assert [(i.id, i.labels, i.gold, i.gold_text) for i in items] == [
+    assert [(i.id, tuple(dict(i.choices)), i.gold, i.gold_text) for i in items] == [
         ("n1", ("1", "2", "3", "4"), 2, "option 3"), ("t1", ("A", "B", "C"), 2, "option C"),
         ("f1", ("A", "B", "C", "D", "E"), 1, "option B"), ("h1", ("1", "2"), 1, "y")]
     assert {i.split for i in items} == {"ARC-Mini-Test"}

@@ -220,14 +220,15 @@ def test_shuffled_order_same_in_another_process() -> None:
 
 def test_end_labelled_scale_points_read_as_numbers() -> None:
     options = {"0": "Completely dissatisfied", "1": "1", "2": "02", "-1": "-1", "10": "10 Completely"}
-    assert render_options(options) == "0. Completely dissatisfied\n1\n2\n-1\n10. 10 Completely"
+    assert render_options(list(options.items()), list(options)) == \
+        "0. Completely dissatisfied\n1\n2\n-1\n10. 10 Completely"
 
 
 def test_render_options_rejects_a_wrong_order() -> None:
-    assert render_options({"1": "Yes", "2": "No"}, ["2", "1"]) == "2. No\n1. Yes"
-    assert render_options([("1", "Yes"), ("2", "No")]) == "1. Yes\n2. No"
+    assert render_options([("1", "Yes"), ("2", "No")], ["2", "1"]) == "2. No\n1. Yes"
+    assert render_options([("1", "Yes"), ("2", "No")], ["1", "2"]) == "1. Yes\n2. No"
     with pytest.raises(ValueError):
-        render_options({"1": "Yes", "2": "No"}, ["1", "3"])
+        render_options([("1", "Yes"), ("2", "No")], ["1", "3"])
 
 
 # --------------------------------------------------------- structure and keys

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from socbench.config import EngineRun, comma_list, from_flat, max_variants_needs_all_possible, positive
+from socbench.config import EngineRun, comma_list, max_variants_needs_all_possible, positive
 from socbench.engines.settings import BackendChoice, EngineSettings, choose_backend, resolve_engine
 from socbench.mcq.prompts import MAX_SHOTS
 from socbench.types import CircularSettings
@@ -88,7 +88,3 @@ class McqConfig(EngineRun):
         """The engine record with ``auto`` resolved (what the engine session is keyed on)."""
         return resolve_engine(self.engine, "scoring")
 
-
-def make_mcq_config(**params: Any) -> McqConfig:
-    """An McqConfig from flat settings (as the CLI's flags); a bad value is one ConfigError line."""
-    return from_flat(McqConfig, params)

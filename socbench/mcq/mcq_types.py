@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from socbench.errors import incomplete_reason
 from socbench.types import (
+    Answers,
     CircularSettings,
     EngineResult,
     LoglikelihoodRequest,
@@ -26,10 +27,6 @@ class McqItem:
     gold: int
     split: str
     subject: str | None = None
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(label for label, _ in self.choices)
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -77,14 +74,10 @@ class McqPlan:
 
 
 @dataclass(frozen=True)
-class McqAnswers:
-    """The engine's answers by request key, and what it cost."""
-    loglikelihoods: dict[str, LoglikelihoodResult]
-    options: dict[str, EngineResult]
-    seconds: float
-    identity: dict[str, str] = field(default_factory=dict)  # the engine's (backend, model, dtype...)
-    cache: dict[str, int] = field(default_factory=dict)  # CachedEngine's hits/misses, if any
-    usage: dict[str, int] = field(default_factory=dict)  # Answers.usage
+class McqAnswers(Answers):
+    """The engine's answers (and what they cost), also by request key and kind."""
+    loglikelihoods: dict[str, LoglikelihoodResult] = field(default_factory=dict)
+    options: dict[str, EngineResult] = field(default_factory=dict)
 
     @property
     def incomplete_reason(self) -> str | None:

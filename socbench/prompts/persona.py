@@ -206,8 +206,8 @@ def numeric_message(question_text: str, span: Span, words: CountryInfo) -> str:
 
 
 def build_prompt(item: Item, respondent: Respondent, question: Question, settings: PromptSettings,
-                 system: str | None = None, order: Sequence[str] | None = None,
-                 shown: Sequence[str] | None = None) -> PromptRequest:
+                 system: str | None = None, order: tuple[str, ...] | None = None,
+                 shown: tuple[str, ...] | None = None) -> PromptRequest:
     """One request (``system``: the respondent's message, reused); ``order``: a circular variant's option
     order, ``shown``: its labels per position, the codes the model may answer (``relabel``)."""
     words = country_words(respondent)
@@ -220,8 +220,7 @@ def build_prompt(item: Item, respondent: Respondent, question: Question, setting
     if order is None:
         order = display_order(item.offered_codes, settings.shuffle_options, settings.seed,
                               item.person_id, item.question_id)
-    order = tuple(order)
-    labels = tuple(shown) if shown is not None and tuple(shown) != order else None  # relabelled
+    labels = shown if shown is not None and shown != order else None  # relabelled
     logprobs, verbalized = settings.mode == "logprobs", settings.mode == "verbalized"
     need = 12 * len(order) + 8 if verbalized else 0  # ``"10": 25, `` an option + margin
     sampling = settings.sampling if settings.sampling.max_tokens >= need else \
