@@ -227,24 +227,18 @@ class BatchTransport:
         for path in sorted({call.path for call in first.values()}):
             lines = [(cid, batch_line(call, cid)) for cid, call in first.items() if call.path == path]
             for chunk in split(lines, self.settings.batch_max_requests, self.settings.batch_max_bytes):
-                record = await self._upload(api, path, chunk)
-                if record is None:
+                content = b"".join(line for _, line in chunk)
+                name = hashlib.sha256(content).hexdigest()[:16]
+                uploaded = await api.upload(f"socbench-{name}.jsonl", content)
+                if uploaded is None:
                     for cid, _ in chunk:
                         owners.deliver(cid, None, "batch: the input file could not be uploaded")
                     continue
+                # recorded before the batch is created: a kill between the two is adopted by the next run
+                record = BatchRecord(name, path, uploaded, None, tuple(c for c, _ in chunk), time.time())
+                self.ledger.save(record)
                 records.append(record)
         return records
-
-    async def _upload(self, api: _Api, path: str, chunk: list[tuple[str, bytes]]) -> BatchRecord | None:
-        """Upload one file and record it before the batch is created (a kill between the two is adopted)."""
-        content = b"".join(line for _, line in chunk)
-        name = hashlib.sha256(content).hexdigest()[:16]
-        uploaded = await api.upload(f"socbench-{name}.jsonl", content)
-        if uploaded is None:
-            return None
-        record = BatchRecord(name, path, uploaded, None, tuple(cid for cid, _ in chunk), time.time())
-        self.ledger.save(record)
-        return record
 
     async def _wait(self, api: _Api, owners: _Owners, records: list[BatchRecord]) -> None:
         """Poll every batch of ours until it ends; collect each as it does."""
