@@ -331,16 +331,11 @@ def _score_params(logprob_token_ids: list[int] | None = None):
     return SamplingParams(max_tokens=1, temperature=0.0, detokenize=False, skip_clone=True, **asks)
 
 
-def _children(plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[int]:
-    """Distinct next tokens of the codes whose token sequence continues ``node``."""
-    depth = len(node)
-    return sorted({ids[depth] for ids in plan.continuations.values()
-                   if len(ids) > depth and ids[:depth] == node})
-
-
 def _node_subs(index: int, plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[_Sub]:
-    """Requests for one trie node: at most 128 scored token ids each (vLLM's cap)."""
-    children = _children(plan, node)
-    size = _chat.MAX_SINGLE_STEP_CODES
+    """Requests for one trie node, scoring the distinct next tokens of the codes whose token sequence
+    continues ``node``: at most 128 scored token ids each (vLLM's cap)."""
+    depth, size = len(node), _chat.MAX_SINGLE_STEP_CODES
+    children = sorted({ids[depth] for ids in plan.continuations.values()
+                       if len(ids) > depth and ids[:depth] == node})
     return [_Sub(index, list(plan.context + node), _score_params(children[i:i + size]), node)
             for i in range(0, len(children), size)]
