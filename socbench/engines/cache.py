@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from functools import partialmethod
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO, Any, Literal
 
 from socbench.engines.base import Engine, ResultSink
@@ -318,19 +319,13 @@ def _encode(result: EngineResult | LoglikelihoodResult) -> str:
     return json.dumps(data)
 
 
-@dataclasses.dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
-
-
 class CachedEngine:
     """Any ``Engine`` behind the cache: only misses reach the backend, each stored as it finishes."""
 
     def __init__(self, backend: Engine, cache: EngineCache | SegmentCache) -> None:
         self.backend = backend
         self.cache = cache
-        self.stats = CacheStats()
+        self.stats = SimpleNamespace(hits=0, misses=0)  # answers from the cache, requests sent to the backend
         self.identity = dict(backend.identity)
         self._lock = threading.Lock()
 
