@@ -329,6 +329,12 @@ class CachedEngine:
         self.identity = dict(backend.identity)
         self._lock = threading.Lock()
 
+    def unanswered(self, method: str, requests: Sequence[Any]) -> list[Any]:
+        """The requests the cache cannot answer (no backend call): what a dry run would send."""
+        keys = cache_keys(self.identity, method, requests)
+        found = self.cache.get_many(keys)
+        return [request for request, key in zip(requests, keys) if key not in found]
+
     def close(self) -> None:
         try:
             self.backend.close()
