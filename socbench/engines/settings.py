@@ -225,6 +225,7 @@ class HfSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     device: str = "auto"
+    # none given: the host's (default_dtype), on the device above
     dtype: DType = Field(default_factory=lambda data: default_dtype(_cuda_device(data.get("device", "auto"))))
     batch_size: Positive = 16
     torch_threads: Positive | None = None  # None: cores - 1 on CPU (resolved_threads), torch's on GPU
