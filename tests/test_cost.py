@@ -17,7 +17,7 @@ from socbench import pipeline
 from socbench.cli import main
 from socbench.config import make_config
 from socbench.cost import dry_run
-from socbench.engines.session import forget_engine, get_engine
+from socbench.engines.session import close_engines, get_engine
 from socbench.engines.usage import UsageMeter, total_usage, usage_text
 from socbench.studies import task_for
 from support import FakeOpenAIServer
@@ -70,7 +70,7 @@ def test_dry_run_counts_what_the_engine_then_sends(tmp_path: Path, monkeypatch) 
             seen = server.stats()
             again = totals(dry_run(config).printed)
         finally:
-            forget_engine(settings).close()
+            close_engines()
     assert planned["cached"] == 0 and planned["sent"] == planned["requests"] == seen.requests
     assert total_usage(used) == {"requests": seen.requests, "from_cache": 0, **seen.usage}
     assert seen.usage["prompt_tokens"] == planned["prompt_tokens"]
@@ -192,7 +192,7 @@ def test_vllm_server_tokenize_and_usage(tiny_server, tmp_path: Path) -> None:
         usage = total_usage(pipeline.answer(get_engine(settings), found.prompts.requests).usage
                             for found in pipeline.plans(task_for(config)).values())
     finally:
-        forget_engine(settings).close()
+        close_engines()
     assert usage["requests"] == planned["sent"] > 0
     assert usage["prompt_tokens"] == planned["prompt_tokens"]
     assert 0 < usage["completion_tokens"] <= planned["completion_tokens"]

@@ -115,8 +115,8 @@ def test_cache_contract_on_segments(tmp_path):
     folder = tmp_path / "cache"
     first = CachedEngine(CountingEngine(errors_for=frozenset({"p3"})), SegmentCache(folder))
     first.generate([req(i) for i in range(10)])
+    assert len(first.cache) == 9  # the failure is not stored
     first.close()
-    assert (first.stats.stored, first.stats.errors) == (9, 1)
     again = CachedEngine(CountingEngine(die_after=2), SegmentCache(folder))
     with pytest.raises(RuntimeError, match="backend died"):
         again.generate([req(i) for i in range(14)])

@@ -12,13 +12,12 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from socbench import verbalized
 from socbench.engines.base import ResultSink
 from socbench.types import Code, LoglikelihoodRequest, PromptRequest
 
-T = TypeVar("T")
 MAX_SINGLE_STEP_CODES = 128  # vLLM's cap on logprob_token_ids per request (larger sets are split)
 
 
@@ -187,8 +186,15 @@ def answer_schema(request: PromptRequest) -> dict:
             "additionalProperties": False}
 
 
-def report(on_result: ResultSink | None, index: int, result: T) -> T:
-    """Tell the caller of a finished result at once (the cache persists it); the result back."""
-    if on_result is not None:
-        on_result(index, result)
-    return result
+class Results(list[Any]):
+    """One result per request, in request order, each told to ``on_result`` at once as it is set (the cache
+    persists it)."""
+
+    def __init__(self, requests: Sequence[Any], on_result: ResultSink | None) -> None:
+        super().__init__([None] * len(requests))
+        self.on_result = on_result
+
+    def __setitem__(self, index: Any, result: Any) -> None:
+        super().__setitem__(index, result)
+        if self.on_result is not None:
+            self.on_result(index, result)

@@ -70,8 +70,9 @@ def reply_text(data: dict[str, Any], chat: bool) -> str:
     return text
 
 
-def next_token_logprobs(data: dict[str, Any]) -> list[tuple[str, float]]:
-    """(token, log-prob) pairs of the first generated position, chat or completions shape."""
+def pick_codes(data: dict[str, Any], codes: Sequence[str], names: dict[str, str] | None) -> dict[str, float]:
+    """Log-prob of each code among the first generated position's (chat or completions shape): by token
+    name (``token_id:N``) when asked exactly, else by text."""
     choice = data["choices"][0]
     logprobs = choice.get("logprobs") or {}
     if "message" in choice:
@@ -82,14 +83,8 @@ def next_token_logprobs(data: dict[str, Any]) -> list[tuple[str, float]]:
         pairs = [(token, float(lp)) for token, lp in (first or {}).items()]
     if not pairs:
         raise Unusable("the server returned no log-probs")
-    return pairs
-
-
-def pick_codes(data: dict[str, Any], codes: Sequence[str], names: dict[str, str] | None) -> dict[str, float]:
-    """Log-prob of each code among the first generated position's: by token name (``token_id:N``) when
-    asked exactly, else by text."""
     out = dict.fromkeys(codes, -math.inf)
-    for token, logprob in next_token_logprobs(data):
+    for token, logprob in pairs:
         code = names.get(token) if names is not None else token.strip()
         if code in out:
             out[code] = max(out[code], logprob)

@@ -20,23 +20,18 @@ class Engine(Protocol):
     def identity(self) -> dict[str, str]:
         """What changes the answers (backend, model, dtype...): folded into every cache key, so
         never secrets, URLs' keys or concurrency."""
-        ...
 
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
         """Chat (or raw) completion, constrained to ``{"answer": code}`` when ``structured``."""
-        ...
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
         """Log-probability of each offered code after ``answer_prefix``: one pass, no decoding."""
-        ...
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         """Sum of log-probs of ``continuation`` given ``context`` (cloze scoring)."""
-        ...
 
     def close(self) -> None:
         """Release the model; idempotent and safe after a failure."""
-        ...

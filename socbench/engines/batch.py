@@ -181,11 +181,10 @@ class _Owners:
     calls: Sequence[Call]
     finish: Finish
     by_id: dict[str, list[int]]
-    results: list[Any]
 
     def deliver(self, cid: str, value: Any, error: str | None) -> None:
         for index in self.by_id.pop(cid, ()):
-            self.results[index] = self.finish(index, value, error)
+            self.finish(index, value, error)
 
 
 class BatchTransport:
@@ -201,15 +200,17 @@ class BatchTransport:
         self.on_status = on_status or (lambda line: log.info("%s", line))
         self.base = settings.api_base[0]  # a batch lives on one server: the first of --api_base
 
-    def run_all(self, calls: list[Call], finish: Finish) -> list[Any]:
-        """Every call answered through batches (those already submitted are waited for, never resent)."""
-        return run_sync(lambda: self._main(calls, finish)) if calls else []
+    def run_all(self, calls: Sequence[Call], finish: Finish) -> None:
+        """Every call answered through batches (those already submitted are waited for, never resent);
+        ``finish(i, value, error)`` each, as ``Transport``'s."""
+        if calls:
+            run_sync(lambda: self._main(calls, finish))
 
-    async def _main(self, calls: list[Call], finish: Finish) -> list[Any]:
+    async def _main(self, calls: Sequence[Call], finish: Finish) -> None:
         by_id: dict[str, list[int]] = {}
         for index, call in enumerate(calls):
             by_id.setdefault(custom_id(call), []).append(index)
-        owners = _Owners(calls, finish, by_id, [None] * len(calls))
+        owners = _Owners(calls, finish, by_id)
         async with session(self.settings) as http:
             api = _Api(http, self.base, self.settings)
             mine = [r for r in self.ledger.records() if not by_id.keys().isdisjoint(r.custom_ids)]
@@ -218,7 +219,6 @@ class BatchTransport:
             await self._wait(api, owners, mine)
         for cid in list(by_id):  # unanswered: a record dropped meanwhile; sent next run
             owners.deliver(cid, None, "batch: no answer recorded for this request")
-        return owners.results
 
     async def _submit(self, api: _Api, owners: _Owners, todo: list[str]) -> list[BatchRecord]:
         """The calls no batch holds, as new batches (one endpoint each, within the file limits)."""
@@ -227,24 +227,18 @@ class BatchTransport:
         for path in sorted({call.path for call in first.values()}):
             lines = [(cid, batch_line(call, cid)) for cid, call in first.items() if call.path == path]
             for chunk in split(lines, self.settings.batch_max_requests, self.settings.batch_max_bytes):
-                record = await self._upload(api, path, chunk)
-                if record is None:
+                content = b"".join(line for _, line in chunk)
+                name = hashlib.sha256(content).hexdigest()[:16]
+                uploaded = await api.upload(f"socbench-{name}.jsonl", content)
+                if uploaded is None:
                     for cid, _ in chunk:
                         owners.deliver(cid, None, "batch: the input file could not be uploaded")
                     continue
+                # recorded before the batch is created: a kill between the two is adopted by the next run
+                record = BatchRecord(name, path, uploaded, None, tuple(c for c, _ in chunk), time.time())
+                self.ledger.save(record)
                 records.append(record)
         return records
-
-    async def _upload(self, api: _Api, path: str, chunk: list[tuple[str, bytes]]) -> BatchRecord | None:
-        """Upload one file and record it before the batch is created (a kill between the two is adopted)."""
-        content = b"".join(line for _, line in chunk)
-        name = hashlib.sha256(content).hexdigest()[:16]
-        uploaded = await api.upload(f"socbench-{name}.jsonl", content)
-        if uploaded is None:
-            return None
-        record = BatchRecord(name, path, uploaded, None, tuple(cid for cid, _ in chunk), time.time())
-        self.ledger.save(record)
-        return record
 
     async def _wait(self, api: _Api, owners: _Owners, records: list[BatchRecord]) -> None:
         """Poll every batch of ours until it ends; collect each as it does."""

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from functools import partialmethod
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO, Any, Literal
 
 from socbench.engines.base import Engine, ResultSink
@@ -318,31 +319,19 @@ def _encode(result: EngineResult | LoglikelihoodResult) -> str:
     return json.dumps(data)
 
 
-@dataclasses.dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
-    stored: int = 0
-    errors: int = 0
-
-
 class CachedEngine:
     """Any ``Engine`` behind the cache: only misses reach the backend, each stored as it finishes."""
 
-    def __init__(self, backend: Engine, cache: EngineCache) -> None:
+    def __init__(self, backend: Engine, cache: EngineCache | SegmentCache) -> None:
         self.backend = backend
         self.cache = cache
-        self.stats = CacheStats()
-        self._identity = dict(backend.identity)
+        self.stats = SimpleNamespace(hits=0, misses=0)  # answers from the cache, requests sent to the backend
+        self.identity = dict(backend.identity)
         self._lock = threading.Lock()
 
-    @property
-    def identity(self) -> dict[str, str]:
-        return dict(self._identity)
-
     def unanswered(self, method: str, requests: Sequence[Any]) -> list[Any]:
-        """The requests the cache cannot answer (no backend call)."""
-        keys = cache_keys(self._identity, method, requests)
+        """The requests the cache cannot answer (no backend call): what a dry run would send."""
+        keys = cache_keys(self.identity, method, requests)
         found = self.cache.get_many(keys)
         return [request for request, key in zip(requests, keys) if key not in found]
 
@@ -356,29 +345,27 @@ class CachedEngine:
         """Hits from the cache, misses from the backend (in input order), each stored as it finishes."""
         sink = on_result or (lambda index, result: None)
         cls = LoglikelihoodResult if method == "loglikelihood" else EngineResult
-        keys = cache_keys(self._identity, method, requests)
+        keys = cache_keys(self.identity, method, requests)
         found = self.cache.get_many(keys)
         results: list[Any] = [None] * len(requests)
         misses: list[int] = []
         for index, (request, key) in enumerate(zip(requests, keys)):
             if key in found:
                 results[index] = cls(key=request.key, cached=True, **json.loads(found[key]))
-                self._count("hits")
                 sink(index, results[index])
             else:
                 misses.append(index)
+        with self._lock:
+            self.stats.hits += len(requests) - len(misses)
+            self.stats.misses += len(misses)
         if not misses:
             return results
-        self._count("misses", len(misses))
 
         def store(position: int, result: Any) -> None:  # only successes, as the backend reports them
             index = misses[position]
             results[index] = result
-            if getattr(result, "error", None) is not None:
-                self._count("errors")
-            else:
+            if getattr(result, "error", None) is None:
                 self.cache.put(keys[index], method, _encode(result))
-                self._count("stored")
             sink(index, result)
 
         try:
@@ -394,7 +381,3 @@ class CachedEngine:
     generate = partialmethod(_run, "generate")  # the Engine methods, each through the cache
     option_logprobs = partialmethod(_run, "option_logprobs")
     loglikelihood = partialmethod(_run, "loglikelihood")
-
-    def _count(self, name: str, n: int = 1) -> None:
-        with self._lock:
-            setattr(self.stats, name, getattr(self.stats, name) + n)

@@ -81,7 +81,7 @@ class HfEngine:
         if any(r.structured for r in requests) and not self._warned_structured:
             log.warning("the hf backend cannot constrain output; structured requests get free text")
             self._warned_structured = True
-        results: list[EngineResult | None] = [None] * len(requests)
+        results = _chat.Results(requests, on_result)
         groups: dict[SamplingSettings, list[int]] = defaultdict(list)
         for i, request in enumerate(requests):
             groups[request.sampling].append(i)
@@ -91,9 +91,8 @@ class HfEngine:
                 batch = indices[start:start + size]
                 texts = self._generate_batch([requests[i] for i in batch], sampling)
                 for i, text in zip(batch, texts):
-                    result = EngineResult(key=requests[i].key, text=requests[i].answer_prefix + text)
-                    results[i] = _chat.report(on_result, i, result)
-        return results  # type: ignore[return-value]
+                    results[i] = EngineResult(key=requests[i].key, text=requests[i].answer_prefix + text)
+        return results
 
     def _generate_batch(self, batch: list[PromptRequest], sampling: SamplingSettings) -> list[str]:
         import torch
@@ -118,15 +117,14 @@ class HfEngine:
                         on_result: ResultSink | None = None) -> list[EngineResult]:
         """log P(code | prompt + answer prefix) per offered code; each prompt computed once."""
         _, tok = self._load()
-        results: list[EngineResult | None] = [None] * len(requests)
+        results = _chat.Results(requests, on_result)
         plans: dict[int, _chat.OptionPlan] = {}
         for i, request in enumerate(requests):
             plan = _chat.option_plan(tok, request)
             if plan.continuations:
                 plans[i] = plan
             else:
-                results[i] = _chat.report(on_result, i, EngineResult(key=request.key,
-                                                                   error="no offered codes to score"))
+                results[i] = EngineResult(key=request.key, error="no offered codes to score")
         order = list(plans)
         groups = [_packed.Group(plans[i].context, tuple(plans[i].continuations.values())) for i in order]
         got: dict[int, list[float | None]] = {i: [None] * len(plans[i].continuations) for i in order}
@@ -135,9 +133,8 @@ class HfEngine:
             got[i][cid] = logprob
             if None not in got[i]:
                 logprobs = dict(zip(plans[i].continuations, got.pop(i)))
-                done = EngineResult(key=requests[i].key, option_logprobs=logprobs)
-                results[i] = _chat.report(on_result, i, done)
-        return results  # type: ignore[return-value]
+                results[i] = EngineResult(key=requests[i].key, option_logprobs=logprobs)
+        return results
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
@@ -150,13 +147,12 @@ class HfEngine:
             by_context[tuple(_chat.truncate_left(ctx, cont, max_len))].append((i, tuple(cont)))
         members = list(by_context.values())
         groups = [_packed.Group(ctx, tuple(c for _, c in m)) for ctx, m in by_context.items()]
-        results: list[LoglikelihoodResult | None] = [None] * len(requests)
+        results = _chat.Results(requests, on_result)
         for gid, cid, (logprob, greedy) in self._scores(groups):
             i, cont = members[gid][cid]
-            result = LoglikelihoodResult(key=requests[i].key, logprob=logprob, n_tokens=len(cont),
-                                         is_greedy=greedy)
-            results[i] = _chat.report(on_result, i, result)
-        return results  # type: ignore[return-value]
+            results[i] = LoglikelihoodResult(key=requests[i].key, logprob=logprob, n_tokens=len(cont),
+                                             is_greedy=greedy)
+        return results
 
     def _scores(self, groups: list[_packed.Group]):
         model, _ = self._load()

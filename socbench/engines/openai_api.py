@@ -113,12 +113,14 @@ class OpenAIEngine:
 
     def generate(self, requests: Sequence[PromptRequest],
                  on_result: ResultSink | None = None) -> list[EngineResult]:
-        def finish(i: int, text: str | None, error: str | None) -> EngineResult:
-            prefix = _chat.started(requests[i])
-            result = EngineResult(requests[i].key, text=prefix + text if error is None else None, error=error)
-            return _chat.report(on_result, i, result)
+        results = _chat.Results(requests, on_result)
 
-        return self._send.run_all(LazyCalls(requests, self._generate_call), finish)
+        def finish(i: int, text: str | None, error: str | None) -> None:
+            text = None if error is not None else _chat.started(requests[i]) + text
+            results[i] = EngineResult(requests[i].key, text=text, error=error)
+
+        self._send.run_all(LazyCalls(requests, self._generate_call), finish)
+        return results
 
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
@@ -128,7 +130,7 @@ class OpenAIEngine:
         pending = Counter(i for i, _, _ in owners)
         parts: dict[int, dict[str, float]] = defaultdict(dict)
         errors: dict[int, str] = {}
-        results: list[EngineResult | None] = [None] * len(requests)
+        results = _chat.Results(requests, on_result)
 
         def finish(j: int, value: Any, error: str | None) -> None:
             i, code, _ = owners[j]
@@ -139,27 +141,27 @@ class OpenAIEngine:
             pending[i] -= 1
             if pending[i] == 0:
                 key, codes = requests[i].key, requests[i].offered_codes
-                done = EngineResult(key, error=errors[i]) if i in errors else \
+                results[i] = EngineResult(key, error=errors[i]) if i in errors else \
                     EngineResult(key, option_logprobs={c: parts[i][c] for c in codes})
-                results[i] = _chat.report(on_result, i, done)
 
         for i, request in enumerate(requests):
             if not request.offered_codes:
-                results[i] = _chat.report(on_result, i, EngineResult(request.key, error="no offered codes"))
+                results[i] = EngineResult(request.key, error="no offered codes")
         self._send.run_all([call for _, _, call in owners], finish)
-        return results  # type: ignore[return-value]
+        return results
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest],
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         failed: list[str] = []
+        results = _chat.Results(requests, on_result)
 
-        def finish(i: int, value: Any, error: str | None) -> LoglikelihoodResult | None:
+        def finish(i: int, value: Any, error: str | None) -> None:
             if error is not None:
                 failed.append(error)
-                return None
-            return _chat.report(on_result, i, LoglikelihoodResult(requests[i].key, *value))
+            else:
+                results[i] = LoglikelihoodResult(requests[i].key, *value)
 
-        results = self._send.run_all([self._loglikelihood_call(r) for r in requests], finish)
+        self._send.run_all([self._loglikelihood_call(r) for r in requests], finish)
         if failed:
             raise EngineError(f"{len(failed)} of {len(requests)} loglikelihood requests to "
                               f"{self.identity['api_base']} failed; first: {failed[0]}")

@@ -33,12 +33,6 @@ def register_engine(settings: EngineSettings, engine: Engine) -> None:
         _ENGINES[settings.model_dump_json()] = engine
 
 
-def forget_engine(settings: EngineSettings) -> Engine | None:
-    """Stop using the engine for these settings; it is returned, not closed."""
-    with _LOCK:
-        return _ENGINES.pop(settings.model_dump_json(), None)
-
-
 def close_engines() -> int:
     """Tear down every engine; idempotent. Returns how many were open. All are closed even if one
     fails; then the first failure is raised."""

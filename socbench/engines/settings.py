@@ -214,11 +214,9 @@ class VllmSettings(BaseModel):
         """Keyword arguments for ``vllm.LLM``; None values are left to vLLM."""
         keep = self.model_dump(exclude={"structured_outputs_backend", "in_process", "kv_cache_space_gib",
                                         "submit_window", "data_parallel_size", "cpu_threads"})
-        kwargs = {k: v for k, v in keep.items() if v is not None}
-        kwargs["structured_outputs_config"] = {"backend": self.structured_outputs_backend,
-                                               "disable_any_whitespace": True}
-        kwargs["disable_log_stats"] = True
-        return kwargs
+        structured = {"backend": self.structured_outputs_backend, "disable_any_whitespace": True}
+        return {k: v for k, v in keep.items() if v is not None} | {"structured_outputs_config": structured,
+                                                                    "disable_log_stats": True}
 
 
 class HfSettings(BaseModel):
@@ -226,21 +224,13 @@ class HfSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    dtype: DType = "bfloat16"  # the validator below sets the host's when none is given
-    batch_size: Positive = 16
     device: str = "auto"
+    # none given: the host's (default_dtype), on the device above
+    dtype: DType = Field(default_factory=lambda data: default_dtype(_cuda_device(data.get("device", "auto"))))
+    batch_size: Positive = 16
     torch_threads: Positive | None = None  # None: cores - 1 on CPU (resolved_threads), torch's on GPU
     pack_tokens: Positive = 256  # tokens per packed scoring row (contexts + continuations: _packed)
     pack_rows: Positive = 4  # packed rows per scoring forward pass
-
-    @model_validator(mode="before")
-    @classmethod
-    def _host_dtype(cls, values: Any) -> Any:
-        if isinstance(values, dict) and "dtype" not in values:
-            device = values.get("device", "auto")
-            cuda = cuda_available() if device == "auto" else str(device).startswith("cuda")
-            values = {**values, "dtype": default_dtype(cuda)}
-        return values
 
     @classmethod
     def from_options(cls, overrides: dict[str, Any] | None = None) -> HfSettings:
@@ -258,6 +248,11 @@ class HfSettings(BaseModel):
         if self.device != "auto":
             return self.device
         return "cuda" if cuda_available() else "cpu"
+
+
+def _cuda_device(device: str) -> bool:
+    """Whether ``--engine``'s ``device`` is a GPU (``auto``: CUDA when present)."""
+    return cuda_available() if device == "auto" else device.startswith("cuda")
 
 
 AUTO = "auto"

@@ -170,14 +170,13 @@ class VllmEngine:
                  on_result: ResultSink | None = None) -> list[EngineResult]:
         """Chat or raw completion; ``structured`` constrains the reply to ``{"answer": "<code>"}``;
         an unstructured ``answer_prefix`` starts the reply and is included in the text."""
-        results: list[EngineResult | None] = [None] * len(requests)
+        results = _chat.Results(requests, on_result)
 
         def subs() -> Iterator[_Sub]:
             tok = self.tokenizer
             for i, request in enumerate(requests):
                 if request.structured and not request.offered_codes and request.numeric is None:
-                    error = EngineResult(key=request.key, error="structured output needs offered codes")
-                    results[i] = _chat.report(on_result, i, error)
+                    results[i] = EngineResult(key=request.key, error="structured output needs offered codes")
                     continue
                 prompt = _chat.prompt_ids(tok, request, _chat.started(request))
                 yield _Sub(i, prompt, _generate_params(request))
@@ -185,10 +184,10 @@ class VllmEngine:
         def finish(sub: _Sub, output: Any) -> list[_Sub]:
             request = requests[sub.index]
             if isinstance(output, Exception):
-                result = EngineResult(key=request.key, error=f"vLLM rejected the prompt: {output}")
+                results[sub.index] = EngineResult(request.key, error=f"vLLM rejected the prompt: {output}")
             else:
-                result = EngineResult(key=request.key, text=_chat.started(request) + output.outputs[0].text)
-            results[sub.index] = _chat.report(on_result, sub.index, result)
+                text = _chat.started(request) + output.outputs[0].text
+                results[sub.index] = EngineResult(request.key, text=text)
             return []
 
         return self._drive(results, subs(), finish)
@@ -196,7 +195,7 @@ class VllmEngine:
     def option_logprobs(self, requests: Sequence[PromptRequest],
                         on_result: ResultSink | None = None) -> list[EngineResult]:
         """log P(code | prompt + answer_prefix) per offered code (see ``_OptionJob``)."""
-        results: list[EngineResult | None] = [None] * len(requests)
+        results = _chat.Results(requests, on_result)
         jobs: dict[int, _OptionJob] = {}
 
         def subs() -> Iterator[_Sub]:
@@ -204,8 +203,7 @@ class VllmEngine:
             for i, request in enumerate(requests):
                 plan = _chat.option_plan(tok, request)
                 if not plan.continuations:
-                    error = EngineResult(key=request.key, error="no offered codes to score")
-                    results[i] = _chat.report(on_result, i, error)
+                    results[i] = EngineResult(key=request.key, error="no offered codes to score")
                     continue
                 self.scoring_methods[plan.method] += 1
                 root = _node_subs(i, plan, ())
@@ -218,8 +216,7 @@ class VllmEngine:
                 return []
             if isinstance(output, Exception):
                 del jobs[sub.index]
-                error = EngineResult(key=job.key, error=f"vLLM rejected the prompt: {output}")
-                results[sub.index] = _chat.report(on_result, sub.index, error)
+                results[sub.index] = EngineResult(key=job.key, error=f"vLLM rejected the prompt: {output}")
                 return []
             chosen = output.outputs[0].logprobs[0]
             got = job.node_logprobs.setdefault(sub.node, {})
@@ -235,8 +232,7 @@ class VllmEngine:
                 # log P(code) = sum over the code's tokens of log P(token | context + earlier tokens)
                 logprobs = {code: float(sum(job.node_logprobs[ids[:k]][ids[k]] for k in range(len(ids))))
                             for code, ids in job.plan.continuations.items()}
-                done = EngineResult(key=job.key, option_logprobs=logprobs)
-                results[sub.index] = _chat.report(on_result, sub.index, done)
+                results[sub.index] = EngineResult(key=job.key, option_logprobs=logprobs)
             return follow
 
         return self._drive(results, subs(), finish)
@@ -245,7 +241,7 @@ class VllmEngine:
                       on_result: ResultSink | None = None) -> list[LoglikelihoodResult]:
         """Sum of log P(continuation | context) from prompt log-probs (which skip the prefix cache:
         a shared context is computed once per continuation)."""
-        results: list[LoglikelihoodResult | None] = [None] * len(requests)
+        results = _chat.Results(requests, on_result)
         n_context: dict[int, int] = {}
 
         def subs() -> Iterator[_Sub]:
@@ -262,10 +258,9 @@ class VllmEngine:
             start = n_context[sub.index]
             rows = output.prompt_logprobs[start:]
             picked = [row[token] for row, token in zip(rows, sub.tokens[start:])]
-            result = LoglikelihoodResult(key=requests[sub.index].key,
-                                         logprob=float(sum(p.logprob for p in picked)),
-                                         n_tokens=len(picked), is_greedy=all(p.rank == 1 for p in picked))
-            results[sub.index] = _chat.report(on_result, sub.index, result)
+            results[sub.index] = LoglikelihoodResult(
+                key=requests[sub.index].key, logprob=float(sum(p.logprob for p in picked)),
+                n_tokens=len(picked), is_greedy=all(p.rank == 1 for p in picked))
             return []
 
         return self._drive(results, subs(), finish)
@@ -331,16 +326,11 @@ def _score_params(logprob_token_ids: list[int] | None = None):
     return SamplingParams(max_tokens=1, temperature=0.0, detokenize=False, skip_clone=True, **asks)
 
 
-def _children(plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[int]:
-    """Distinct next tokens of the codes whose token sequence continues ``node``."""
-    depth = len(node)
-    return sorted({ids[depth] for ids in plan.continuations.values()
-                   if len(ids) > depth and ids[:depth] == node})
-
-
 def _node_subs(index: int, plan: _chat.OptionPlan, node: tuple[int, ...]) -> list[_Sub]:
-    """Requests for one trie node: at most 128 scored token ids each (vLLM's cap)."""
-    children = _children(plan, node)
-    size = _chat.MAX_SINGLE_STEP_CODES
+    """Requests for one trie node, scoring the distinct next tokens of the codes whose token sequence
+    continues ``node``: at most 128 scored token ids each (vLLM's cap)."""
+    depth, size = len(node), _chat.MAX_SINGLE_STEP_CODES
+    children = sorted({ids[depth] for ids in plan.continuations.values()
+                       if len(ids) > depth and ids[:depth] == node})
     return [_Sub(index, list(plan.context + node), _score_params(children[i:i + size]), node)
             for i in range(0, len(children), size)]
