@@ -24,7 +24,6 @@ from socbench.log.records import (
     McqRecord,
     SummaryRecord,
     UnitRecord,
-    VariantRow,
 )
 from socbench.types import ScoredItem, VariantResult
 
@@ -61,7 +60,7 @@ def read_record(path: Path, model: type[R]) -> R:
 
 def read_variants(path: Path) -> list[VariantResult]:
     """Variant results from a ``*_circular.jsonl`` file."""
-    return [row.result() for row in read_lines(path, VariantRow, "a circular variant record")]
+    return list(read_lines(path, VariantResult, "a circular variant record"))
 
 
 def _records(folder: Path, suffix: str) -> list[Path]:
