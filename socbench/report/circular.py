@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from socbench.circular import families
-from socbench.files import atomic_open
 from socbench.report.labels import domain_label
-from socbench.report.output import HEADS, LABELS, fmt, markdown_text, model_dir
+from socbench.report.output import HEADS, LABELS, fmt, markdown_text, model_dir, write_text
 from socbench.types import DomainResult
 
 if TYPE_CHECKING:
@@ -55,12 +54,9 @@ def write_circular_table(folder: str | os.PathLike[str], table: pd.DataFrame,
     """``<stem>.md`` (first header row as header, like OpenCompass) and ``<stem>.csv`` (both header
     rows, then the datasets)."""
     folder = Path(folder)
-    markdown, csv = folder / f"{stem}.md", folder / f"{stem}.csv"
-    with atomic_open(markdown) as handle:
-        handle.write(markdown_text([str(c) for c in table.columns], table.itertuples(index=False)))
-    with atomic_open(csv) as handle:
-        table.to_csv(handle, index=False, lineterminator="\n")
-    return markdown, csv
+    return (write_text(folder / f"{stem}.md", markdown_text([str(c) for c in table.columns],
+                                                            table.itertuples(index=False))),
+            write_text(folder / f"{stem}.csv", table.to_csv(index=False, lineterminator="\n")))
 
 
 def issp_stem(results: Sequence[DomainResult]) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.engines.usage import usage_text
-from socbench.files import atomic_open, json_safe
+from socbench.files import json_safe
 from socbench.log.summary import (
     DISTRIBUTION_SCORES,
     alignment_headline,
@@ -33,7 +33,7 @@ from socbench.report.labels import (
     study_title,
     weights_off_text,
 )
-from socbench.report.output import HEADS, fmt, markdown_table, model_dir
+from socbench.report.output import HEADS, fmt, markdown_table, model_dir, write_text
 from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 
@@ -174,9 +174,7 @@ def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Seq
     ``<output_dir>/<run slug>/`` (``run``: ``RunConfig.run_name``; ``data``: ``RunConfig.data_record``)."""
     folder = model_dir(output_dir, run)
     payload = write_summary_json(folder, results, failed, run, data, export_failed)
-    markdown = folder / "summary.md"
-    with atomic_open(markdown) as handle:
-        handle.write(summary_markdown(payload))
+    markdown = write_text(folder / "summary.md", summary_markdown(payload))
     rows = [{**row, "run": run} for row in payload["domains"]]
     study = study_title([(data or {}).get("study")])
     plot = domain_bars(rows, [run], folder / "domain_accuracy.png", f"{study} accuracy by domain: {run}") \
