@@ -101,9 +101,8 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
         few = (int(row["respondents"]), (row.get("sample") or {}).get("population"))
         shown = (*_distributions(row), *_simbench(simbench, dom.stored.grouping))
         return DomainAnswer(title, lead, shown, (), few)
-    lines = [f"{label}: {structure_sentence(structure[key], who)}"
+    lines = [f"{label}: {structure_sentence(structure[key], who)}"  # one at least: one has pairs
              for key, label, who in PREDICTORS if key in structure]
-    lines = lines or ["No structure figures for this domain."]
     rows = tuple(_structure_row(label.lower().removeprefix("a "), simbench.get(key), structure[key])
                  for key, label, _ in PREDICTORS if key in structure)
     lines += [*comparison_lines(structure), *_simbench(simbench, dom.stored.grouping)]
@@ -191,11 +190,10 @@ def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]]
 
 def answer_markdown(board: Leaderboard) -> list[str]:
     """The same section for ``leaderboard.md``."""
-    lines = ["## The answer, domain by domain", ""]
-    found = domain_answers(board)
-    small = small_note([answer for _, answers in found for answer in answers])
-    lines += [small, ""] if small else []
-    for answer in (answer for _, answers in found for answer in answers):
+    found = [answer for _, answers in domain_answers(board) for answer in answers]
+    small = small_note(found)
+    lines = ["## The answer, domain by domain", "", *([small, ""] if small else [])]
+    for answer in found:
         lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
         lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
     effects = persona_answers(board.runs)
