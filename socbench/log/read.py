@@ -216,8 +216,7 @@ def load_runs(output_dir: str | Path) -> Runs:
             issp, units = read_run(folder), read_units(folder)
             mcq = [McqRun(folder.name, path, read_record(path, McqRecord))  # the datasets its mcq/ holds
                    for path in _records(folder / MCQ_FOLDER, RESULTS_SUFFIX)]
-            if issp is not None:
-                _ = issp.summary, issp.circular  # read now, so an older one is left out here
+            _ = issp and (issp.summary, issp.circular)  # read now, so an older one is left out here
         except Rescore as exc:
             runs.notes.append(str(exc))
             continue
@@ -243,8 +242,8 @@ _lines_frame = partial(pd.read_json, lines=True, dtype=False, precise_float=True
 
 def items_frame(folder: Path) -> pd.DataFrame:
     """Every item of the run: ISSP scored items (``domain`` column), MCQ predictions (``dataset``)."""
-    domains = [read_domain(path) for path in _records(folder, DETAILED_SUFFIX)]
-    frames = [_lines_frame(d.beside(ITEMS_SUFFIX)).assign(domain=d.domain) for d in domains]
+    frames = [_lines_frame(d.beside(ITEMS_SUFFIX)).assign(domain=d.domain)
+              for d in map(read_domain, _records(folder, DETAILED_SUFFIX))]
     frames += [_lines_frame(path).assign(dataset=path.name.removesuffix(PREDICTIONS_SUFFIX))
                for path in _records(folder, PREDICTIONS_SUFFIX)]
     if not frames:

@@ -25,8 +25,6 @@ PREDICTORS = (("model", "This model", "the model"),
               ("demographic_model", "A classifier on the same attributes", "the classifier"))
 SIMBENCH_BEST = 40.8  # SimBench's best published model (arXiv 2510.17516); 12.7 the mean of 45
 NO_PERSONA = "no_persona"  # the run-name part of a control run (``Config.run_name``)
-STRUCTURE_HEAD, PERSONA_HEAD = HEADS["structure"], HEADS["persona_effect"]
-NOT_COMPUTED, NO_CONTROL = LABELS["no_demographic_model"], LABELS["no_control_run"]
 VERDICTS = {int(side): text for side, text in LABELS["structure_verdicts"].items()}  # measurable()'s sides
 
 
@@ -51,7 +49,7 @@ class DomainAnswer:
     title: str
     lead: str
     lines: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]  # STRUCTURE_HEAD rows: the model's, the demographic model's
+    rows: tuple[tuple[str, ...], ...]  # HEADS["structure"] rows: the model's, the demographic model's
     few: tuple[int, int | None] | None = None  # too few to compare groups: (respondents, in the data)
 
 
@@ -96,7 +94,7 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
     found = dom.stored.yardsticks
     structure, simbench = found.get("structure") or {}, found.get("simbench") or {}
     if not found:
-        return DomainAnswer(title, lead, (NOT_COMPUTED,), ())
+        return DomainAnswer(title, lead, (LABELS["no_demographic_model"],), ())
     if not any(stored_figures(structure.get(key) or {}).pairs for key, *_ in PREDICTORS):
         few = (int(row["respondents"]), (row.get("sample") or {}).get("population"))
         shown = (*_distributions(row), *_simbench(simbench, dom.stored.grouping))
@@ -168,8 +166,8 @@ def _effect_cells(comparison: PairedComparison) -> list[str]:
 
 
 def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]], list[str]]]:
-    """Per persona run with its control here: the one line, and PERSONA_HEAD rows (every group of every
-    attribute) with their classes (``few``)."""
+    """Per persona run with its control here: the one line, and HEADS["persona_effect"] rows (every group
+    of every attribute) with their classes (``few``)."""
     found = []
     for persona, control in persona_pairs(runs):
         try:
@@ -195,9 +193,9 @@ def answer_markdown(board: Leaderboard) -> list[str]:
     lines = ["## The answer, domain by domain", "", *([small, ""] if small else [])]
     for answer in found:
         lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
-        lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
+        lines += [*markdown_table(HEADS["structure"], answer.rows), ""] if answer.rows else []
     effects = persona_answers(board.runs)
-    lines += ["## Did the persona help?", ""] + ([NO_CONTROL, ""] if not effects else [])
+    lines += ["## Did the persona help?", ""] + ([LABELS["no_control_run"], ""] if not effects else [])
     for line, rows, _ in effects:
-        lines += [line, "", *([*markdown_table(PERSONA_HEAD, rows), ""] if rows else [])]
+        lines += [line, "", *([*markdown_table(HEADS["persona_effect"], rows), ""] if rows else [])]
     return lines[:-1]  # no blank line at its end

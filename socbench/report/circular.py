@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from socbench.circular import families
 from socbench.report.labels import domain_label
-from socbench.report.output import HEADS, LABELS, fmt, markdown_text, model_dir, write_text
+from socbench.report.output import LABELS, fmt, markdown_text, model_dir, write_text
 from socbench.types import DomainResult
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, res
                                 stem=f"{issp_stem(results)}_summary")
 
 
-FAMILY_LABELS, LABEL_MODES, HEAD = LABELS["circular_families"], LABELS["circular_labels"], HEADS["circular"]
+FAMILY_LABELS, LABEL_MODES = LABELS["circular_families"], LABELS["circular_labels"]
 
 
 def circular_rows(run: ModelRun) -> list[list[str]]:
