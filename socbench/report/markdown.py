@@ -13,6 +13,7 @@ from typing import Any
 from socbench.engines.usage import usage_text
 from socbench.files import json_safe
 from socbench.log.summary import (
+    ALIGNMENT_SCORES,
     DISTRIBUTION_SCORES,
     alignment_headline,
     distribution_headline,
@@ -38,6 +39,8 @@ from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 
 _fmt = partial(fmt, digits=4)
+SCORE_KEYS = ("per_question_macro_f1", "macro_f1", "micro_f1", *(f"{n}_score" for n in DISTRIBUTION_SCORES),
+              *ALIGNMENT_SCORES[:3], *HEADLINE_KEYS)  # summary.md's columns after the margin
 YARDSTICK_ROWS = (("SimBench score", ("simbench",), ()),
                   ("structure: correlation of group differences", ("structure",), ("profile_correlation",)),
                   ("structure: heterogeneity ratio", ("structure",), ("heterogeneity_ratio",)))
@@ -149,8 +152,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
 
 
 def _count_cells(row: Mapping[str, Any]) -> list[str]:
-    return [str(row["scoreable_items"]), str(row["parse_failures"]), str(row["engine_errors"]),
-            str(row["excluded_count"])]
+    return [str(row[key]) for key in ("scoreable_items", "parse_failures", "engine_errors", "excluded_count")]
 
 
 def _metric_cells(row: Mapping[str, Any]) -> list[str]:
@@ -161,10 +163,7 @@ def _metric_cells(row: Mapping[str, Any]) -> list[str]:
     accuracy = "incomplete" if row.get("complete") is False else _fmt(row["accuracy"])
     return [accuracy, ci, baseline_label(row.get("best_baseline")) if "best_baseline" in row else "",
             _fmt(row["best_baseline_accuracy"]), signed(row["margin_over_best_baseline"], 4),
-            _fmt(row["per_question_macro_f1"]), _fmt(row["macro_f1"]), _fmt(row["micro_f1"]),
-            *(_fmt(row.get(f"{name}_score")) for name in DISTRIBUTION_SCORES),
-            _fmt(row.get("modal_agreement")), _fmt(row.get("uniform_modal_agreement")),
-            _fmt(row.get("kendall_tau")), *(_fmt(row.get(key)) for key in HEADLINE_KEYS)]
+            *(_fmt(row.get(key)) for key in SCORE_KEYS)]
 
 
 def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Sequence[DomainResult],
