@@ -109,11 +109,6 @@ def gain_text(row: dict[str, Any]) -> str:
     return fmt(row.get(GAIN_KEYS[0], math.nan), 2) + ci
 
 
-def draw_cells(row: dict[str, Any]) -> list[str]:
-    """A run's or a domain's mean agreement and Fleiss' kappa across its --samples draws."""
-    return [domain_title(row), row["run"], fmt(row["draw_agreement"]), fmt(row["draw_fleiss_kappa"])]
-
-
 def compare_cells(a: str, b: str, cmp: PairedComparison) -> list[str]:
     low, high = cmp.difference_ci
     return [a, b, str(cmp.n_items), fmt(cmp.accuracy_a), fmt(cmp.accuracy_b),
@@ -129,13 +124,13 @@ def domain_order(board: Leaderboard) -> list[dict[str, Any]]:
 def board_rows(board: Leaderboard) -> dict[str, list[list[str]]]:
     """The leaderboard's tables by ``HEADS`` name: the same cells in ``leaderboard.md`` and the page."""
     ordered = domain_order(board)
-    drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]  # with --samples K
     return {"overall": [overall_cells(r) for r in board.overall],
             "incomplete": [incomplete_cells(r) for r in board.incomplete],
             "domain": [domain_cells(r) for r in ordered],
             "distribution": [distribution_cells(r) for r in ordered if r["distribution_level"]],  # else: few
             "yardstick": [yardstick_cells(r) for r in board.overall + ordered],
-            "draws": [draw_cells(r) for r in drawn],
+            "draws": [[domain_title(r), r["run"], fmt(r["draw_agreement"]), fmt(r["draw_fleiss_kappa"])]
+                      for r in board.overall + ordered if math.isfinite(r["draw_agreement"])],  # --samples K
             "compare": [compare_cells(*c) for c in board.comparisons]}
 
 
