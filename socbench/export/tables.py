@@ -13,9 +13,8 @@ import pandas as pd
 from socbench.data.missing_labels import STATA_MISSING
 from socbench.data.variables import SourceVariable, SourceVariables
 from socbench.errors import DataError
-from socbench.export.fit import TEXTS
+from socbench.export.fit import TEXTS, Labels, code_number
 from socbench.export.source import DomainSource
-from socbench.export.writers import Labels, code_number
 from socbench.log.read import DETAILED_SUFFIX, DomainRun, read_variants
 from socbench.types import COUNTRY, VariantResult
 
