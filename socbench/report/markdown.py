@@ -142,9 +142,8 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
                            for row in payload["domains"])
     if off:
         lines += ["", f"Weighted metrics (design-weighted baselines and distributions) are off: {off}."]
-    if payload["failed_domains"]:
-        failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
-        lines += ["", f"Failed domains: {failed}"]
+    failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
+    lines += ["", f"Failed domains: {failed}"] if failed else []
     if payload.get("export_failed"):
         lines += ["", "**Export failed** (every other format was written): "
                   + "; ".join(payload["export_failed"])]
