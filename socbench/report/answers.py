@@ -168,22 +168,21 @@ def _effect_cells(comparison: PairedComparison) -> list[str]:
 def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]], list[str]]]:
     """Per persona run with its control here: the one line, and HEADS["persona_effect"] rows (every group
     of every attribute) with their classes (``few``)."""
-    found = []
-    for persona, control in persona_pairs(runs):
-        try:
-            effect = persona_effect(run_items(persona), run_items(control))
-        except ValueError:
-            found.append((f"{persona.run} and its run without persona ({control.run}) share no answered "
-                          "items.", [], []))
-            continue
-        both = effect.overall
-        line = (f"{persona.run} against its run without persona ({control.run}): {verdict(both)} (accuracy "
-                f"{fmt(both.accuracy_a)} with, {fmt(both.accuracy_b)} without, on {both.n_items} items "
-                "answered in both).")
-        groups = [(attribute, group, c) for attribute, by in effect.groups.items() for group, c in by.items()]
-        rows = [[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in groups]
-        found.append((line, rows, ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in groups]))
-    return found
+    return [_persona_answer(persona, control) for persona, control in persona_pairs(runs)]
+
+
+def _persona_answer(persona: ModelRun, control: ModelRun) -> tuple[str, list[list[str]], list[str]]:
+    try:
+        effect = persona_effect(run_items(persona), run_items(control))
+    except ValueError:
+        return (f"{persona.run} and its run without persona ({control.run}) share no answered items.", [], [])
+    both = effect.overall
+    line = (f"{persona.run} against its run without persona ({control.run}): {verdict(both)} (accuracy "
+            f"{fmt(both.accuracy_a)} with, {fmt(both.accuracy_b)} without, on {both.n_items} items "
+            "answered in both).")
+    groups = [(attribute, group, c) for attribute, by in effect.groups.items() for group, c in by.items()]
+    return (line, [[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in groups],
+            ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in groups])
 
 
 def answer_markdown(board: Leaderboard) -> list[str]:

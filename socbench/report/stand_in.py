@@ -16,7 +16,6 @@ from socbench.report.output import LABELS, finish_figure, fmt, new_figure
 
 GAINS = "gain_per_question.png"
 HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correlation")
-ABSENT = LABELS["no_gain"]  # {domain}, {folder}
 TITLE = "gain per question (dots), median (line), its spread: middle 95% over splits (bar)"  # the figure's
 
 
@@ -25,7 +24,7 @@ def gain_view(run: ModelRun, domain: DomainRun) -> str | tuple[str, str, list[li
     note why there is none."""
     record, title = domain.stored.estimates, domain_label(domain.domain)
     if not record:
-        return ABSENT.format(domain=title, folder=run.folder)
+        return LABELS["no_gain"].format(domain=title, folder=run.folder)
     if "questions" not in record:
         return record["note"].replace(domain.domain, title, 1)  # too few respondents
     rows = [[qid, q["target"], str(q["labelled"]), fmt(q["gain"], 2), fmt(q["rho"], 2)]
