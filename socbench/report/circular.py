@@ -39,14 +39,13 @@ def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], met
     dataset seen, in the order seen; ``modes`` fills the 3rd column (no versions: ``-``)."""
     import pandas as pd
 
-    models = list(results)
     header1 = ["dataset", "version", "mode"] + sum(
-        ([model] + [EMPTY_CELL] * (len(metric_types) - 1) for model in models), [])
+        ([model] + [EMPTY_CELL] * (len(metric_types) - 1) for model in results), [])
     names = dict.fromkeys(dataset for by_dataset in results.values() for dataset in by_dataset)
     rows = [[name, EMPTY_CELL, (modes or {}).get(name, EMPTY_CELL), *(
-        _cell(results[model].get(name, {}).get(metric)) for model in models for metric in metric_types)]
+        _cell(results[model].get(name, {}).get(metric)) for model in results for metric in metric_types)]
         for name in names]
-    return pd.DataFrame([[EMPTY_CELL] * 3 + list(metric_types) * len(models), *rows], columns=header1)
+    return pd.DataFrame([[EMPTY_CELL] * 3 + list(metric_types) * len(results), *rows], columns=header1)
 
 
 def write_circular_table(folder: str | os.PathLike[str], table: pd.DataFrame,
