@@ -12,11 +12,11 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 from pyarrow import json as pa_json
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from socbench.errors import DataError, problem
 
-R = TypeVar("R")
+R = TypeVar("R", bound=BaseModel)
 TEXT, CODES = pa.string(), pa.list_(pa.string())
 # ``records.detail_row``'s fields as pyarrow reads them; None: inferred (the person id: a number or text;
 # ``option_distribution``: an object whose keys are the item's codes)
@@ -29,17 +29,15 @@ REQUIRED = ("person_id", "question_id", "true_answer", "correct")
 
 
 def read_lines(path: Path, model: type[R], what: str) -> Iterator[R]:
-    """Each line of a JSON Lines file through its model (a pydantic model or dataclass), one at a time
-    (bounded memory); a missing file or a bad line is one DataError line naming file and line (``what``:
-    what a line should be)."""
-    adapter = TypeAdapter(model)
+    """Each line of a JSON Lines file through its model, one at a time (bounded memory); a missing file
+    or a bad line is one DataError line naming file and line (``what``: what a line should be)."""
     try:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
                 try:
-                    yield adapter.validate_json(line)
+                    yield model.model_validate_json(line)
                 except ValidationError as exc:
                     raise DataError(f"{path}:{number}: not {what} ({problem(exc)})") from None
     except OSError as exc:

@@ -24,6 +24,7 @@ from socbench.log.records import (
     McqRecord,
     SummaryRecord,
     UnitRecord,
+    VariantRow,
 )
 from socbench.types import ScoredItem, VariantResult
 
@@ -60,7 +61,7 @@ def read_record(path: Path, model: type[R]) -> R:
 
 def read_variants(path: Path) -> list[VariantResult]:
     """Variant results from a ``*_circular.jsonl`` file."""
-    return list(read_lines(path, VariantResult, "a circular variant record"))
+    return [row.result() for row in read_lines(path, VariantRow, "a circular variant record")]
 
 
 def _records(folder: Path, suffix: str) -> list[Path]:

@@ -115,9 +115,25 @@ class CircularRecord(Record):
     metrics: dict[str, Num]
 
 
+class VariantRow(BaseModel):
+    """A ``*_circular.jsonl`` line as read back (its other keys are derived)."""
+
+    model_config = ConfigDict(extra="ignore")
+    qid: str
+    pattern: tuple[str, ...]
+    shown: tuple[str, ...]
+    origin: tuple[str, ...]
+    gold: str
+    prediction: str | None
+    sampled: bool = False
+    parse_error: str | None = None
+
+    def result(self) -> VariantResult:
+        return VariantResult(**dict(self))
+
+
 def variant_row(result: VariantResult) -> dict[str, Any]:
-    """A ``*_circular.jsonl`` line: the variant, its answer also mapped back to the original labels (read
-    back as the ``VariantResult``, the derived keys ignored)."""
+    """A ``VariantRow`` as written, with the answer mapped back to the original labels."""
     return {
         "qid": result.qid, "variant_id": result.variant_id, "pattern": list(result.pattern),
         "gold": result.gold, "prediction": result.prediction, "correct": result.correct,
