@@ -217,7 +217,8 @@ def load_runs(output_dir: str | Path) -> Runs:
             issp, units = read_run(folder), read_units(folder)
             mcq = [McqRun(folder.name, path, read_record(path, McqRecord))  # the datasets its mcq/ holds
                    for path in _records(folder / MCQ_FOLDER, RESULTS_SUFFIX)]
-            _ = issp and (issp.summary, issp.circular)  # read now, so an older one is left out here
+            if issp is not None:
+                _ = issp.summary, issp.circular  # read now, so an older one is left out here
         except Rescore as exc:
             runs.notes.append(str(exc))
             continue
