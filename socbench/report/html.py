@@ -41,7 +41,6 @@ from socbench.report.labels import (
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
 from socbench.report.mcq import mcq_view
 from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp, write_text
-from socbench.report.stand_in import HEAD as GAIN_HEAD
 from socbench.report.stand_in import gain_view
 from socbench.report.units import by_study, unit_table, units_markdown
 from socbench.types import COUNTRY
@@ -227,7 +226,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
                for run in board.runs for d in run.domains for row in set_rows(d.stored.metrics)],
         numeric=[[run.run, domain_label(d.domain), *(fmt(v, missing="") for v in row)]
                  for run in board.runs for d in run.domains for row in numeric_rows(d.stored.numeric)],
-        standin_head=GAIN_HEAD, no_distributions=NO_DISTRIBUTIONS,
+        no_distributions=NO_DISTRIBUTIONS,
         exports=export_links(board.runs, out_dir) if out_dir is not None else [])
 
 

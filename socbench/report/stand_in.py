@@ -15,13 +15,12 @@ from socbench.report.labels import domain_label
 from socbench.report.output import LABELS, finish_figure, fmt, new_figure
 
 GAINS = "gain_per_question.png"
-HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correlation")
 TITLE = "gain per question (dots), median (line), its spread: middle 95% over splits (bar)"  # the figure's
 
 
 def gain_view(run: ModelRun, domain: DomainRun) -> str | tuple[str, str, list[list[str]]]:
-    """The sentence a researcher can quote, a warning and the gain per question (``HEAD`` rows); or the
-    note why there is none."""
+    """The sentence a researcher can quote, a warning and the gain per question (``HEADS["standin"]``
+    rows); or the note why there is none."""
     record, title = domain.stored.estimates, domain_label(domain.domain)
     if not record:
         return LABELS["no_gain"].format(domain=title, folder=run.folder)
