@@ -23,20 +23,19 @@ def _pair(values: list[float] | None, digits: int = 3) -> str:
 def question_cells(record: dict[str, Any]) -> list[list[str]]:
     """One terminal row per question (``HEAD``): its headline target (the mean on a scale, else the first
     option's share) over all respondents, with the check over repeated splits; else why there is none."""
-    rows = []
-    for domain in record["domains"]:
-        for q in domain["questions"]:
-            at = [domain["domain"], q["question_id"], q["target"]]
-            if not q["estimates"]:
-                rows.append([*at, str(q["labelled"]), q.get("note") or "", "", "", ""])
-                continue
-            head, n = q["estimates"][0], f"{q['labelled']}{'!' * bool(q.get('warning'))}"
-            spread = head["gain_spread"]
-            outside = bool(spread) and not spread[0] <= head["gain"] <= spread[1]
-            rows.append([*at, n, f"{fmt(head['estimate'])} {_pair(head['ci'])}", _pair(head["classical_ci"]),
-                         f"{fmt(head['gain'], 2)}{'*' * outside} {_pair(spread, 2)}",
-                         f"{fmt(head['coverage'], 2)} / {fmt(head['classical_coverage'], 2)}"])
-    return rows
+    return [[domain["domain"], q["question_id"], q["target"], *_estimate_cells(q)]
+            for domain in record["domains"] for q in domain["questions"]]
+
+
+def _estimate_cells(q: dict[str, Any]) -> list[str]:
+    if not q["estimates"]:
+        return [str(q["labelled"]), q.get("note") or "", "", "", ""]
+    head = q["estimates"][0]
+    spread = head["gain_spread"]
+    outside = bool(spread) and not spread[0] <= head["gain"] <= spread[1]
+    return [f"{q['labelled']}{'!' * bool(q.get('warning'))}", f"{fmt(head['estimate'])} {_pair(head['ci'])}",
+            _pair(head["classical_ci"]), f"{fmt(head['gain'], 2)}{'*' * outside} {_pair(spread, 2)}",
+            f"{fmt(head['coverage'], 2)} / {fmt(head['classical_coverage'], 2)}"]
 
 
 def gain_sentence(title: str, median: float, spread: list[float] | None, repeats: int, labelled: int,
@@ -56,23 +55,21 @@ def gain_sentence(title: str, median: float, spread: list[float] | None, repeats
 
 def domain_lines(record: dict[str, Any]) -> list[str]:
     """Per domain: the sentence a researcher can quote, the check behind it, the plan and the warning."""
-    lines = []
-    for d in record["domains"]:
-        gain = d["gain"]
-        if not gain["questions"]:
-            lines.append(f"{d['domain']}: no question has enough labelled respondents for an estimate.")
-            continue
-        sentence, behind = gain_sentence(d["domain"], gain["median"], gain["median_spread"],
-                                         record["settings"]["repeats"], d["labelled"], d["respondents"])
-        lines += [sentence, f"  median gain over {gain['questions']} questions {fmt(gain['median'], 2)} "
-                            f"(quartiles {fmt(gain['q25'], 2)}-{fmt(gain['q75'], 2)}); {behind}",
-                  f"  coverage of the 95% intervals over repeated splits: PPI {fmt(d['coverage'], 3)}, "
-                  f"classical {fmt(d['classical_coverage'], 3)} (nominal 0.95)"]
-        if d.get("plan"):
-            lines.append("  budget: " + plan_text(d["plan"]))
-        if d.get("warning"):
-            lines.append("  warning: " + d["warning"])
-    return lines
+    return [line for d in record["domains"] for line in _domain_lines(d, record["settings"]["repeats"])]
+
+
+def _domain_lines(d: dict[str, Any], repeats: int) -> list[str]:
+    gain = d["gain"]
+    if not gain["questions"]:
+        return [f"{d['domain']}: no question has enough labelled respondents for an estimate."]
+    sentence, behind = gain_sentence(d["domain"], gain["median"], gain["median_spread"], repeats,
+                                     d["labelled"], d["respondents"])
+    return [sentence, f"  median gain over {gain['questions']} questions {fmt(gain['median'], 2)} "
+                      f"(quartiles {fmt(gain['q25'], 2)}-{fmt(gain['q75'], 2)}); {behind}",
+            f"  coverage of the 95% intervals over repeated splits: PPI {fmt(d['coverage'], 3)}, "
+            f"classical {fmt(d['classical_coverage'], 3)} (nominal 0.95)",
+            *(["  budget: " + plan_text(d["plan"])] if d.get("plan") else []),
+            *(["  warning: " + d["warning"]] if d.get("warning") else [])]
 
 
 def plan_text(plan: dict[str, float]) -> str:

@@ -149,12 +149,11 @@ def fit(frames: Sequence[pd.DataFrame], labels: Labels, fmt: str) -> tuple[list[
                                                                            list[Change]]:
     """Tables of one shape (the model's and the real answers) and their labels as ``fmt`` (dta or
     sav) holds them, and what changed."""
-    changes: list[Change] = []
     columns = [str(c) for c in frames[0].columns]
     codes = {name: _tag_codes([*(v for f in frames for v in f[name].dropna().unique()),
                                *labels.values.get(name, {})], fmt) for name in columns}
-    changes += [Change("missing value", name, R_NA, "system-missing") for name in columns
-                if any((f[name] == R_NA).any() for f in frames if f[name].dtype == object)]
+    changes = [Change("missing value", name, R_NA, "system-missing") for name in columns
+               if any((f[name] == R_NA).any() for f in frames if f[name].dtype == object)]
     frames = [f.apply(lambda s: _stored(s, codes[str(s.name)], fmt)) for f in frames]
     values = {name: _value_labels(name, mapping, codes.get(name, {}), fmt, changes)
               for name, mapping in labels.values.items()}

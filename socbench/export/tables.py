@@ -13,9 +13,8 @@ import pandas as pd
 from socbench.data.missing_labels import STATA_MISSING
 from socbench.data.variables import SourceVariable, SourceVariables
 from socbench.errors import DataError
-from socbench.export.fit import TEXTS
+from socbench.export.fit import TEXTS, Labels, code_number
 from socbench.export.source import DomainSource
-from socbench.export.writers import Labels, code_number
 from socbench.log.read import DETAILED_SUFFIX, DomainRun, read_variants
 from socbench.types import COUNTRY, VariantResult
 
@@ -123,9 +122,8 @@ def long_table(domains: Sequence[tuple[DomainRun, DomainSource | None]]) -> tupl
     grouping is a column of its own, named and labelled as what it holds (``grouping_column``): a
     study's provinces and another's survey years are never one column under one label."""
     named = [grouping_column(domain, source) for domain, source in domains]
-    groups: dict[str, str] = {}
-    for name, label in named:
-        groups.setdefault(name, label)
+    groups = dict(reversed(named))  # each name's first label
+    groups = {name: groups[name] for name, _ in named}  # in the order first seen
     frame = pd.concat([domain_long(domain, source).rename(columns={COUNTRY_CODE: name})
                        for (domain, source), (name, _) in zip(domains, named)], ignore_index=True)
     heads = [c for head in LONG_LABELS for c in (groups if head == COUNTRY_CODE else (head,))]
@@ -142,17 +140,13 @@ def long_table(domains: Sequence[tuple[DomainRun, DomainSource | None]]) -> tupl
     return frame, Labels(columns=column_labels)
 
 
-ROW = "source_row"
-PERSON = "person_id"
-
-
 def wide_labels(variables: SourceVariables) -> Labels:
     """Each column's label, value labels (numeric codes and Stata's ``.a``-``.z``) and SPSS missing
     declarations, as imported."""
     kept = [v for v in (variables.weight, *variables.questions) if v is not None]
     return Labels(
-        columns={ROW: f"Row in {variables.source_file} (1 = first respondent)",
-                 PERSON: "socbench respondent id", **{v.name: v.label for v in kept if v.label}},
+        columns={"source_row": f"Row in {variables.source_file} (1 = first respondent)",
+                 "person_id": "socbench respondent id", **{v.name: v.label for v in kept if v.label}},
         values={v.name: {code_number(code): label for code, label in v.value_labels.items()}
                 for v in kept if v.value_labels and not v.is_string and _numeric(v.value_labels)},
         missing={v.name: list(v.missing_ranges) for v in kept if v.missing_ranges})
@@ -185,7 +179,8 @@ def wide_tables(domain: DomainRun, source: DomainSource) -> tuple[pd.DataFrame, 
                in zip(c["person_id"], c["question_id"], c["llm_answer"], c["parse_error"], c["engine_error"])
                if parse is None and engine is None}
     records = [source.respondents[p] for p in people]
-    head = {ROW: [r.source_row for r in records], PERSON: numeric_codes([str(r.person_id) for r in records])}
+    head = {"source_row": [r.source_row for r in records],
+            "person_id": numeric_codes([str(r.person_id) for r in records])}
     if variables.weight is not None:
         head[variables.weight.name] = [r.weight for r in records]
     model, real = dict(head), dict(head)

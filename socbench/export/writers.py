@@ -12,10 +12,9 @@ import pandas as pd
 
 from socbench.data.survey_file import readstat_errors
 from socbench.errors import DataError
-from socbench.export.fit import RULES, Change, Labels, code_number, fit
+from socbench.export.fit import RULES, Change, Labels, fit
 from socbench.files import atomic_path
 
-__all__ = ["Labels", "code_number", "write_table", "write_tables"]
 STATA_STRING_MAX = 2045  # pyreadstat writes str# columns (no strL)
 MAPPING_SUFFIX = "_mapping.csv"
 TARGET = {"dta": "Stata", "sav": "SPSS"}

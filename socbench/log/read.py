@@ -244,8 +244,8 @@ _lines_frame = partial(pd.read_json, lines=True, dtype=False, precise_float=True
 
 def items_frame(folder: Path) -> pd.DataFrame:
     """Every item of the run: ISSP scored items (``domain`` column), MCQ predictions (``dataset``)."""
-    domains = [read_domain(path) for path in _records(folder, DETAILED_SUFFIX)]
-    frames = [_lines_frame(d.beside(ITEMS_SUFFIX)).assign(domain=d.domain) for d in domains]
+    frames = [_lines_frame(d.beside(ITEMS_SUFFIX)).assign(domain=d.domain)
+              for d in map(read_domain, _records(folder, DETAILED_SUFFIX))]
     frames += [_lines_frame(path).assign(dataset=path.name.removesuffix(PREDICTIONS_SUFFIX))
                for path in _records(folder, PREDICTIONS_SUFFIX)]
     if not frames:

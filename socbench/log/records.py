@@ -94,11 +94,6 @@ def detail_row(item: ScoredItem) -> dict[str, Any]:
     }
 
 
-def respondent_row(item: ScoredItem) -> dict[str, Any]:
-    """One line of ``<Domain>_respondents.jsonl``: a respondent's id and persona groups (``sex``, ...)."""
-    return {"person_id": item.person_id, **item.groups}
-
-
 class SummaryRecord(Record):
     """``summary.json``: the domains run by the last command (``domains``, ``mean``: the original
     system's) and ``pooled``: the run folder's leaderboard line over every domain record it holds."""

@@ -25,8 +25,6 @@ PREDICTORS = (("model", "This model", "the model"),
               ("demographic_model", "A classifier on the same attributes", "the classifier"))
 SIMBENCH_BEST = 40.8  # SimBench's best published model (arXiv 2510.17516); 12.7 the mean of 45
 NO_PERSONA = "no_persona"  # the run-name part of a control run (``Config.run_name``)
-STRUCTURE_HEAD, PERSONA_HEAD = HEADS["structure"], HEADS["persona_effect"]
-NOT_COMPUTED, NO_CONTROL = LABELS["no_demographic_model"], LABELS["no_control_run"]
 VERDICTS = {int(side): text for side, text in LABELS["structure_verdicts"].items()}  # measurable()'s sides
 
 
@@ -51,7 +49,7 @@ class DomainAnswer:
     title: str
     lead: str
     lines: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]  # STRUCTURE_HEAD rows: the model's, the demographic model's
+    rows: tuple[tuple[str, ...], ...]  # HEADS["structure"] rows: the model's, the demographic model's
     few: tuple[int, int | None] | None = None  # too few to compare groups: (respondents, in the data)
 
 
@@ -96,14 +94,13 @@ def domain_answer(row: Mapping[str, Any], dom: DomainRun) -> DomainAnswer:
     found = dom.stored.yardsticks
     structure, simbench = found.get("structure") or {}, found.get("simbench") or {}
     if not found:
-        return DomainAnswer(title, lead, (NOT_COMPUTED,), ())
+        return DomainAnswer(title, lead, (LABELS["no_demographic_model"],), ())
     if not any(stored_figures(structure.get(key) or {}).pairs for key, *_ in PREDICTORS):
         few = (int(row["respondents"]), (row.get("sample") or {}).get("population"))
         shown = (*_distributions(row), *_simbench(simbench, dom.stored.grouping))
         return DomainAnswer(title, lead, shown, (), few)
-    lines = [f"{label}: {structure_sentence(structure[key], who)}"
+    lines = [f"{label}: {structure_sentence(structure[key], who)}"  # one at least: one has pairs
              for key, label, who in PREDICTORS if key in structure]
-    lines = lines or ["No structure figures for this domain."]
     rows = tuple(_structure_row(label.lower().removeprefix("a "), simbench.get(key), structure[key])
                  for key, label, _ in PREDICTORS if key in structure)
     lines += [*comparison_lines(structure), *_simbench(simbench, dom.stored.grouping)]
@@ -169,37 +166,35 @@ def _effect_cells(comparison: PairedComparison) -> list[str]:
 
 
 def persona_answers(runs: Sequence[ModelRun]) -> list[tuple[str, list[list[str]], list[str]]]:
-    """Per persona run with its control here: the one line, and PERSONA_HEAD rows (every group of every
-    attribute) with their classes (``few``)."""
-    found = []
-    for persona, control in persona_pairs(runs):
-        try:
-            effect = persona_effect(run_items(persona), run_items(control))
-        except ValueError:
-            found.append((f"{persona.run} and its run without persona ({control.run}) share no answered "
-                          "items.", [], []))
-            continue
-        both = effect.overall
-        line = (f"{persona.run} against its run without persona ({control.run}): {verdict(both)} (accuracy "
-                f"{fmt(both.accuracy_a)} with, {fmt(both.accuracy_b)} without, on {both.n_items} items "
-                "answered in both).")
-        groups = [(attribute, group, c) for attribute, by in effect.groups.items() for group, c in by.items()]
-        rows = [[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in groups]
-        found.append((line, rows, ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in groups]))
-    return found
+    """Per persona run with its control here: the one line, and HEADS["persona_effect"] rows (every group
+    of every attribute) with their classes (``few``)."""
+    return [_persona_answer(persona, control) for persona, control in persona_pairs(runs)]
+
+
+def _persona_answer(persona: ModelRun, control: ModelRun) -> tuple[str, list[list[str]], list[str]]:
+    try:
+        effect = persona_effect(run_items(persona), run_items(control))
+    except ValueError:
+        return (f"{persona.run} and its run without persona ({control.run}) share no answered items.", [], [])
+    both = effect.overall
+    line = (f"{persona.run} against its run without persona ({control.run}): {verdict(both)} (accuracy "
+            f"{fmt(both.accuracy_a)} with, {fmt(both.accuracy_b)} without, on {both.n_items} items "
+            "answered in both).")
+    groups = [(attribute, group, c) for attribute, by in effect.groups.items() for group, c in by.items()]
+    return (line, [[attribute.replace("_", " "), group, *_effect_cells(c)] for attribute, group, c in groups],
+            ["few" if c.n_respondents < MIN_RESPONDENTS else "" for *_, c in groups])
 
 
 def answer_markdown(board: Leaderboard) -> list[str]:
     """The same section for ``leaderboard.md``."""
-    lines = ["## The answer, domain by domain", ""]
-    found = domain_answers(board)
-    small = small_note([answer for _, answers in found for answer in answers])
-    lines += [small, ""] if small else []
-    for answer in (answer for _, answers in found for answer in answers):
+    found = [answer for _, answers in domain_answers(board) for answer in answers]
+    small = small_note(found)
+    lines = ["## The answer, domain by domain", "", *([small, ""] if small else [])]
+    for answer in found:
         lines += [f"### {answer.title}", "", answer.lead, "", *(f"{text}\n" for text in answer.lines)]
-        lines += [*markdown_table(STRUCTURE_HEAD, answer.rows), ""] if answer.rows else []
+        lines += [*markdown_table(HEADS["structure"], answer.rows), ""] if answer.rows else []
     effects = persona_answers(board.runs)
-    lines += ["## Did the persona help?", ""] + ([NO_CONTROL, ""] if not effects else [])
+    lines += ["## Did the persona help?", ""] + ([LABELS["no_control_run"], ""] if not effects else [])
     for line, rows, _ in effects:
-        lines += [line, "", *([*markdown_table(PERSONA_HEAD, rows), ""] if rows else [])]
+        lines += [line, "", *([*markdown_table(HEADS["persona_effect"], rows), ""] if rows else [])]
     return lines[:-1]  # no blank line at its end

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from socbench.circular import families
-from socbench.files import atomic_open
 from socbench.report.labels import domain_label
-from socbench.report.output import HEADS, LABELS, fmt, markdown_text, model_dir
+from socbench.report.output import LABELS, fmt, markdown_text, model_dir, write_text
 from socbench.types import DomainResult
 
 if TYPE_CHECKING:
@@ -40,14 +39,13 @@ def circular_table(results: Mapping[str, Mapping[str, Mapping[str, float]]], met
     dataset seen, in the order seen; ``modes`` fills the 3rd column (no versions: ``-``)."""
     import pandas as pd
 
-    models = list(results)
     header1 = ["dataset", "version", "mode"] + sum(
-        ([model] + [EMPTY_CELL] * (len(metric_types) - 1) for model in models), [])
+        ([model] + [EMPTY_CELL] * (len(metric_types) - 1) for model in results), [])
     names = dict.fromkeys(dataset for by_dataset in results.values() for dataset in by_dataset)
     rows = [[name, EMPTY_CELL, (modes or {}).get(name, EMPTY_CELL), *(
-        _cell(results[model].get(name, {}).get(metric)) for model in models for metric in metric_types)]
+        _cell(results[model].get(name, {}).get(metric)) for model in results for metric in metric_types)]
         for name in names]
-    return pd.DataFrame([[EMPTY_CELL] * 3 + list(metric_types) * len(models), *rows], columns=header1)
+    return pd.DataFrame([[EMPTY_CELL] * 3 + list(metric_types) * len(results), *rows], columns=header1)
 
 
 def write_circular_table(folder: str | os.PathLike[str], table: pd.DataFrame,
@@ -55,12 +53,9 @@ def write_circular_table(folder: str | os.PathLike[str], table: pd.DataFrame,
     """``<stem>.md`` (first header row as header, like OpenCompass) and ``<stem>.csv`` (both header
     rows, then the datasets)."""
     folder = Path(folder)
-    markdown, csv = folder / f"{stem}.md", folder / f"{stem}.csv"
-    with atomic_open(markdown) as handle:
-        handle.write(markdown_text([str(c) for c in table.columns], table.itertuples(index=False)))
-    with atomic_open(csv) as handle:
-        table.to_csv(handle, index=False, lineterminator="\n")
-    return markdown, csv
+    return (write_text(folder / f"{stem}.md", markdown_text([str(c) for c in table.columns],
+                                                            table.itertuples(index=False))),
+            write_text(folder / f"{stem}.csv", table.to_csv(index=False, lineterminator="\n")))
 
 
 def issp_stem(results: Sequence[DomainResult]) -> str:
@@ -92,7 +87,7 @@ def write_run_circular_table(output_dir: str | os.PathLike[str], model: str, res
                                 stem=f"{issp_stem(results)}_summary")
 
 
-FAMILY_LABELS, LABEL_MODES, HEAD = LABELS["circular_families"], LABELS["circular_labels"], HEADS["circular"]
+FAMILY_LABELS, LABEL_MODES = LABELS["circular_families"], LABELS["circular_labels"]
 
 
 def circular_rows(run: ModelRun) -> list[list[str]]:

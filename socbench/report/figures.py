@@ -153,32 +153,27 @@ def draw_figures(board: Leaderboard, out_dir: Path) -> Figures:
     removed: never a stale plot from an earlier report."""
     paths: dict[str, Path | None] = {}
     notes = [] if board.runs else ["no complete run: no figures"]  # nothing may be drawn as a score
-    if board.runs:
-        _draw(board, out_dir, paths, notes)
+    if board.runs:  # what the complete runs allow into ``paths`` (None: left out), a note on what was not
+        study = study_title(run.study for run in board.runs)
+        paths["domain_bars"] = domain_bars(board.domains, [row["run"] for row in board.overall],
+                                           out_dir / DOMAIN_BARS, f"{study} accuracy by domain and run")
+        paths["heatmap"] = country_domain_heatmap(board, out_dir / HEATMAP)
+        if paths["heatmap"] is None:
+            by = " or ".join(sorted({run.grouping for run in board.runs}))  # a province is no country
+            notes.append(f"no {by} has {MIN_RESPONDENTS} or more respondents in a domain: no {by} heatmap")
+        if len(board.runs) > PANELS:
+            notes.append(f"heatmap shows the {PANELS} most accurate of {len(board.runs)} runs")
+        sizes = {size for run in board.runs if (size := parameter_count(run.model)) is not None}
+        if len(sizes) >= 2:
+            paths["model_scale"] = model_scale(board, out_dir / SCALE)
+            notes += [f"{run.run}: no parameter count in the model's name, left out of the scale plot"
+                      for run in board.runs if parameter_count(run.model) is None]
+        elif sizes:
+            notes.append(f"every run is of one model size ({size_label(next(iter(sizes)))}): no scale plot "
+                         "(it needs runs of at least two sizes)")
+        else:
+            notes.append("no run's model name carries a size (such as 135M or 1.7B): no scale plot")
+        paths["gains"] = gain_figure(board.runs, out_dir / GAINS)
     for name in {DOMAIN_BARS, HEATMAP, SCALE, GAINS} - {path.name for path in paths.values() if path}:
         (out_dir / name).unlink(missing_ok=True)
     return Figures({name: path for name, path in paths.items() if path}, notes)
-
-
-def _draw(board: Leaderboard, out_dir: Path, paths: dict[str, Path | None], notes: list[str]) -> None:
-    """Draw what the complete runs allow into ``paths`` (None: left out), a note on what was not."""
-    study = study_title(run.study for run in board.runs)
-    paths["domain_bars"] = domain_bars(board.domains, [row["run"] for row in board.overall],
-                                       out_dir / DOMAIN_BARS, f"{study} accuracy by domain and run")
-    paths["heatmap"] = country_domain_heatmap(board, out_dir / HEATMAP)
-    if paths["heatmap"] is None:
-        by = " or ".join(sorted({run.grouping for run in board.runs}))  # a province is no country
-        notes.append(f"no {by} has {MIN_RESPONDENTS} or more respondents in a domain: no {by} heatmap")
-    if len(board.runs) > PANELS:
-        notes.append(f"heatmap shows the {PANELS} most accurate of {len(board.runs)} runs")
-    sizes = {size for run in board.runs if (size := parameter_count(run.model)) is not None}
-    if len(sizes) >= 2:
-        paths["model_scale"] = model_scale(board, out_dir / SCALE)
-        notes += [f"{run.run}: no parameter count in the model's name, left out of the scale plot"
-                  for run in board.runs if parameter_count(run.model) is None]
-    elif sizes:
-        notes.append(f"every run is of one model size ({size_label(next(iter(sizes)))}): no scale plot "
-                     "(it needs runs of at least two sizes)")
-    else:
-        notes.append("no run's model name carries a size (such as 135M or 1.7B): no scale plot")
-    paths["gains"] = gain_figure(board.runs, out_dir / GAINS)

@@ -16,7 +16,6 @@ from typing import Any
 import pandas as pd
 
 from socbench.engines.usage import usage_text
-from socbench.files import atomic_open
 from socbench.log.read import ModelRun
 from socbench.log.summary import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
@@ -41,8 +40,7 @@ from socbench.report.labels import (
 )
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
 from socbench.report.mcq import mcq_view
-from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp
-from socbench.report.stand_in import HEAD as GAIN_HEAD
+from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp, write_text
 from socbench.report.stand_in import gain_view
 from socbench.report.units import by_study, unit_table, units_markdown
 from socbench.types import COUNTRY
@@ -76,7 +74,7 @@ def domain_title(row: dict[str, Any]) -> str:
     if row["domain"] == "ALL":
         return "all domains"
     known = isinstance(row["domain_id"], int)
-    return f"{domain_label(row['domain'])} ({row['domain_id']})" if known else domain_label(row["domain"])
+    return domain_label(row["domain"]) + (f" ({row['domain_id']})" if known else "")
 
 
 def domain_cells(row: dict[str, Any]) -> list[str]:
@@ -88,9 +86,8 @@ def domain_cells(row: dict[str, Any]) -> list[str]:
 
 def distribution_cells(row: dict[str, Any]) -> list[str]:
     by = row.get("grouping") or COUNTRY  # a province or a year is no country
-    level = {"country_question": f"{by} x question", "question": "question"}.get(row["distribution_level"],
-                                                                                 "n/a")
-    return [domain_title(row), row["run"], level, *(fmt(row[f"{name}_score"]) for name in SCORES),
+    level = {"country_question": f"{by} x question", "question": "question"}.get(row["distribution_level"])
+    return [domain_title(row), row["run"], level or "n/a", *(fmt(row[f"{name}_score"]) for name in SCORES),
             *(fmt(row[name]) for name in ALIGNMENT[:3]), p_text(row["kendall_tau_p"])]
 
 
@@ -111,11 +108,6 @@ def gain_text(row: dict[str, Any]) -> str:
     return fmt(row.get(GAIN_KEYS[0], math.nan), 2) + ci
 
 
-def draw_cells(row: dict[str, Any]) -> list[str]:
-    """A run's or a domain's mean agreement and Fleiss' kappa across its --samples draws."""
-    return [domain_title(row), row["run"], fmt(row["draw_agreement"]), fmt(row["draw_fleiss_kappa"])]
-
-
 def compare_cells(a: str, b: str, cmp: PairedComparison) -> list[str]:
     low, high = cmp.difference_ci
     return [a, b, str(cmp.n_items), fmt(cmp.accuracy_a), fmt(cmp.accuracy_b),
@@ -131,13 +123,13 @@ def domain_order(board: Leaderboard) -> list[dict[str, Any]]:
 def board_rows(board: Leaderboard) -> dict[str, list[list[str]]]:
     """The leaderboard's tables by ``HEADS`` name: the same cells in ``leaderboard.md`` and the page."""
     ordered = domain_order(board)
-    drawn = [r for r in board.overall + ordered if math.isfinite(r["draw_agreement"])]  # with --samples K
     return {"overall": [overall_cells(r) for r in board.overall],
             "incomplete": [incomplete_cells(r) for r in board.incomplete],
             "domain": [domain_cells(r) for r in ordered],
             "distribution": [distribution_cells(r) for r in ordered if r["distribution_level"]],  # else: few
             "yardstick": [yardstick_cells(r) for r in board.overall + ordered],
-            "draws": [draw_cells(r) for r in drawn],
+            "draws": [[domain_title(r), r["run"], fmt(r["draw_agreement"]), fmt(r["draw_fleiss_kappa"])]
+                      for r in board.overall + ordered if math.isfinite(r["draw_agreement"])],  # --samples K
             "compare": [compare_cells(*c) for c in board.comparisons]}
 
 
@@ -163,13 +155,9 @@ def leaderboard_markdown(board: Leaderboard) -> str:
 
 def write_leaderboard(board: Leaderboard, out_dir: Path) -> tuple[Path, Path]:
     """``leaderboard.md`` and ``leaderboard.csv`` (overall rows first, domain = ALL)."""
-    md, csv = out_dir / "leaderboard.md", out_dir / "leaderboard.csv"
-    with atomic_open(md) as handle:
-        handle.write(leaderboard_markdown(board))
     frame = pd.DataFrame(board.overall + board.incomplete + board.domains).reindex(columns=list(CSV_COLUMNS))
-    with atomic_open(csv) as handle:
-        frame.to_csv(handle, index=False, float_format="%.6g")
-    return md, csv
+    return (write_text(out_dir / "leaderboard.md", leaderboard_markdown(board)),
+            write_text(out_dir / "leaderboard.csv", frame.to_csv(index=False, float_format="%.6g")))
 
 
 @dataclass(frozen=True)
@@ -238,7 +226,7 @@ def render_html(board: Leaderboard, figures: Figures, title: str, *, out_dir: Pa
                for run in board.runs for d in run.domains for row in set_rows(d.stored.metrics)],
         numeric=[[run.run, domain_label(d.domain), *(fmt(v, missing="") for v in row)]
                  for run in board.runs for d in run.domains for row in numeric_rows(d.stored.numeric)],
-        standin_head=GAIN_HEAD, no_distributions=NO_DISTRIBUTIONS,
+        no_distributions=NO_DISTRIBUTIONS,
         exports=export_links(board.runs, out_dir) if out_dir is not None else [])
 
 
@@ -252,10 +240,9 @@ def write_report(output_dir: str | os.PathLike[str], out_dir: str | os.PathLike[
     out.mkdir(parents=True, exist_ok=True)
     md, csv = write_leaderboard(board, out)
     figures = draw_figures(board, out)
-    page = out / "report.html"
-    with atomic_open(page) as handle:
-        title = f"{study_title(run.study for run in board.runs)} results: {output_dir.resolve().name}"
-        handle.write(render_html(board, figures, f"{title} (socbench report)", out_dir=out))
+    title = (f"{study_title(r.study for r in board.runs)} results: "
+             f"{output_dir.resolve().name} (socbench report)")
+    page = write_text(out / "report.html", render_html(board, figures, title, out_dir=out))
     notes = [*board.notes, *figures.notes, *(
         f"incomplete run {r['run']} (not ranked): {r['engine_errors']} engine error(s) in "
         f"{r['incomplete_domains']}; first: {r['first_engine_error']}; rerun it to fill the gaps"

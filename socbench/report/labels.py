@@ -16,7 +16,6 @@ from socbench.models import model_slug
 from socbench.report.output import LABELS, fmt
 from socbench.types import COUNTRY
 
-WEIGHTED = " (survey-weighted)"
 _TITLES = {d.name: d.display_name for d in DOMAINS}
 
 
@@ -27,7 +26,7 @@ def baseline_label(name: str | None, short: bool = False) -> str:
         return "n/a" if not short else "none"
     base, weighted = (name.removesuffix("_weighted"), name.endswith("_weighted"))
     label = LABELS["baselines_short" if short else "baselines"].get(base, base.replace("_", " "))
-    return label + ((" (weighted)" if short else WEIGHTED) if weighted else "")
+    return label + ((" (weighted)" if short else " (survey-weighted)") if weighted else "")
 
 
 def domain_label(name: str) -> str:

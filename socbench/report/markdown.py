@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from socbench.engines.usage import usage_text
-from socbench.files import atomic_open, json_safe
+from socbench.files import json_safe
 from socbench.log.summary import (
+    ALIGNMENT_SCORES,
     DISTRIBUTION_SCORES,
     alignment_headline,
     distribution_headline,
@@ -33,11 +34,13 @@ from socbench.report.labels import (
     study_title,
     weights_off_text,
 )
-from socbench.report.output import HEADS, fmt, markdown_table, model_dir
+from socbench.report.output import HEADS, fmt, markdown_table, model_dir, write_text
 from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 
 _fmt = partial(fmt, digits=4)
+SCORE_KEYS = ("per_question_macro_f1", "macro_f1", "micro_f1", *(f"{n}_score" for n in DISTRIBUTION_SCORES),
+              *ALIGNMENT_SCORES[:3], *HEADLINE_KEYS)  # summary.md's columns after the margin
 YARDSTICK_ROWS = (("SimBench score", ("simbench",), ()),
                   ("structure: correlation of group differences", ("structure",), ("profile_correlation",)),
                   ("structure: heterogeneity ratio", ("structure",), ("heterogeneity_ratio",)))
@@ -139,9 +142,8 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
                            for row in payload["domains"])
     if off:
         lines += ["", f"Weighted metrics (design-weighted baselines and distributions) are off: {off}."]
-    if payload["failed_domains"]:
-        failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
-        lines += ["", f"Failed domains: {failed}"]
+    failed = "; ".join(f"{k}: {v}" for k, v in payload["failed_domains"].items())
+    lines += ["", f"Failed domains: {failed}"] if failed else []
     if payload.get("export_failed"):
         lines += ["", "**Export failed** (every other format was written): "
                   + "; ".join(payload["export_failed"])]
@@ -149,8 +151,7 @@ def summary_markdown(payload: Mapping[str, Any]) -> str:
 
 
 def _count_cells(row: Mapping[str, Any]) -> list[str]:
-    return [str(row["scoreable_items"]), str(row["parse_failures"]), str(row["engine_errors"]),
-            str(row["excluded_count"])]
+    return [str(row[key]) for key in ("scoreable_items", "parse_failures", "engine_errors", "excluded_count")]
 
 
 def _metric_cells(row: Mapping[str, Any]) -> list[str]:
@@ -161,10 +162,7 @@ def _metric_cells(row: Mapping[str, Any]) -> list[str]:
     accuracy = "incomplete" if row.get("complete") is False else _fmt(row["accuracy"])
     return [accuracy, ci, baseline_label(row.get("best_baseline")) if "best_baseline" in row else "",
             _fmt(row["best_baseline_accuracy"]), signed(row["margin_over_best_baseline"], 4),
-            _fmt(row["per_question_macro_f1"]), _fmt(row["macro_f1"]), _fmt(row["micro_f1"]),
-            *(_fmt(row.get(f"{name}_score")) for name in DISTRIBUTION_SCORES),
-            _fmt(row.get("modal_agreement")), _fmt(row.get("uniform_modal_agreement")),
-            _fmt(row.get("kendall_tau")), *(_fmt(row.get(key)) for key in HEADLINE_KEYS)]
+            *(_fmt(row.get(key)) for key in SCORE_KEYS)]
 
 
 def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Sequence[DomainResult],
@@ -174,9 +172,7 @@ def write_run_summary(output_dir: str | os.PathLike[str], run: str, results: Seq
     ``<output_dir>/<run slug>/`` (``run``: ``RunConfig.run_name``; ``data``: ``RunConfig.data_record``)."""
     folder = model_dir(output_dir, run)
     payload = write_summary_json(folder, results, failed, run, data, export_failed)
-    markdown = folder / "summary.md"
-    with atomic_open(markdown) as handle:
-        handle.write(summary_markdown(payload))
+    markdown = write_text(folder / "summary.md", summary_markdown(payload))
     rows = [{**row, "run": run} for row in payload["domains"]]
     study = study_title([(data or {}).get("study")])
     plot = domain_bars(rows, [run], folder / "domain_accuracy.png", f"{study} accuracy by domain: {run}") \

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from socbench.circular import circular_name
-from socbench.files import atomic_open
 from socbench.log.records import McqRecord
 from socbench.log.write import write_mcq_log
 from socbench.mcq.mcq_types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.mcq.scoring import COLUMNS, ENGINE_METHODS
 from socbench.report.circular import circular_table, default_metric_types, write_circular_table
-from socbench.report.output import finish_figure, fmt, markdown_text, new_figure
+from socbench.report.output import finish_figure, fmt, markdown_text, new_figure, write_text
 
 if TYPE_CHECKING:
     from socbench.log.read import McqRun
@@ -65,12 +64,10 @@ def write_mcq_files(output_dir: str | os.PathLike[str], model: str, data: McqDat
 
     record, files = write_mcq_log(output_dir, model, data, plan, answers, scores, wall_s, backend)
     rows = table_rows(record)
-    with atomic_open(files["table"]) as handle:
-        handle.write(table_markdown(rows, title(record), table_notes(record)))
+    write_text(files["table"], table_markdown(rows, title(record), table_notes(record)))
     numbers = [{k: None if v == INCOMPLETE else v for k, v in row.items()} for row in rows]
-    with atomic_open(files["csv"]) as handle:
-        frame = pd.DataFrame(numbers, columns=["k-shot", *COLUMNS.values()])
-        frame.to_csv(handle, index=False, float_format="%.6f")
+    frame = pd.DataFrame(numbers, columns=["k-shot", *COLUMNS.values()])
+    write_text(files["csv"], frame.to_csv(index=False, float_format="%.6f"))
     accuracy_plot(numbers, record.chance_accuracy, title(record), files["plot"])
     by_k = (record.circular or {}).get("k") or {}
     if by_k:  # else an older run's table stays unnamed

@@ -15,17 +15,15 @@ from socbench.report.labels import domain_label
 from socbench.report.output import LABELS, finish_figure, fmt, new_figure
 
 GAINS = "gain_per_question.png"
-HEAD = ("question", "target", "labelled respondents", "gain (x n)", "PPI correlation")
-ABSENT = LABELS["no_gain"]  # {domain}, {folder}
 TITLE = "gain per question (dots), median (line), its spread: middle 95% over splits (bar)"  # the figure's
 
 
 def gain_view(run: ModelRun, domain: DomainRun) -> str | tuple[str, str, list[list[str]]]:
-    """The sentence a researcher can quote, a warning and the gain per question (``HEAD`` rows); or the
-    note why there is none."""
+    """The sentence a researcher can quote, a warning and the gain per question (``HEADS["standin"]``
+    rows); or the note why there is none."""
     record, title = domain.stored.estimates, domain_label(domain.domain)
     if not record:
-        return ABSENT.format(domain=title, folder=run.folder)
+        return LABELS["no_gain"].format(domain=title, folder=run.folder)
     if "questions" not in record:
         return record["note"].replace(domain.domain, title, 1)  # too few respondents
     rows = [[qid, q["target"], str(q["labelled"]), fmt(q["gain"], 2), fmt(q["rho"], 2)]
