@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from socbench import pipeline
 from socbench.engines.settings import EngineSettings
@@ -25,8 +24,7 @@ log = logging.getLogger("socbench")
 CHARS_PER_TOKEN = 4  # the estimate where no tokenizer answers (a common rule of thumb for English text)
 
 
-@dataclass(frozen=True)
-class UnitCost:
+class UnitCost(NamedTuple):
     label: str
     requests: int  # distinct requests of the unit
     cached: int  # of those, answered by the engine cache: not sent
@@ -76,16 +74,6 @@ def _estimate(request: Request) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def _engine(settings: EngineSettings) -> Any:
-    """The run's backend, behind its engine cache where one exists (a dry run creates none); nothing loads."""
-    from socbench.engines.registry import create_engine
-
-    cache = settings.cache_dir
-    folder = cache if cache is not None and Path(cache).is_dir() else None
-    return create_engine(settings.api_type, settings.model, settings=settings.backend_options(),
-                         cache_dir=folder, cache_store=settings.cache_store)
-
-
 def unit_cost(found: pipeline.Plan, engine: Any, tokens: _Tokens) -> UnitCost:
     requests = found.prompts.requests
     todo = pipeline.to_send(engine, requests)
@@ -106,7 +94,13 @@ def dry_run(config: Any) -> Outcome:
     for note in study.check():
         log.warning(note)
     settings = config.engine_settings()
-    engine = _engine(settings)
+    from socbench.engines.registry import create_engine
+
+    # behind its engine cache where one exists (a dry run creates none); nothing loads
+    cache = settings.cache_dir
+    engine = create_engine(settings.api_type, settings.model, settings=settings.backend_options(),
+                           cache_dir=cache if cache is not None and Path(cache).is_dir() else None,
+                           cache_store=settings.cache_store)
     try:
         backend = getattr(engine, "backend", engine)
         tokens = _Tokens(settings, backend)
@@ -141,15 +135,13 @@ def _table(config: Any, costs: list[UnitCost]) -> list[str]:
     share = config.price_batch_discount if config.engine_settings().batch else 1.0
     prices = ((config.price_prompt or 0.0) * share, (config.price_completion or 0.0) * share)
     priced = config.price_prompt is not None or config.price_completion is not None
-    total = UnitCost("total", *(sum(getattr(c, key) for c in costs) for key in
-                                ("requests", "cached", "sent", "prompt_tokens", "completion_tokens")))
+    total = UnitCost("total", *(sum(c[i] for c in costs) for i in range(1, len(UnitCost._fields))))
     head = ["unit", "requests", "cached: not sent", "to send", "prompt tokens", "max completion tokens",
             *(["max cost"] if priced else [])]
     rows = []
     for c in [*costs, total]:
         cost = (c.prompt_tokens * prices[0] + c.completion_tokens * prices[1]) / 1e6
-        counts = (c.requests, c.cached, c.sent, c.prompt_tokens, c.completion_tokens)
-        rows.append([c.label, *(f"{n:,}" for n in counts), *([f"{cost:,.4f}"] if priced else [])])
+        rows.append([c.label, *(f"{n:,}" for n in c[1:]), *([f"{cost:,.4f}"] if priced else [])])
     rate = f" (the Batch API's rate: {share:g} of the prices given)" if share != 1 else ""
     note = [f"Cost at {prices[0]:g} per 1M prompt tokens and {prices[1]:g} per 1M completion tokens{rate}."]
     return terminal_table(head, rows) + (note if priced else [])

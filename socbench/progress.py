@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.headline import summary_note
@@ -17,29 +17,14 @@ from socbench.report.labels import baseline_label
 from socbench.report.output import fmt
 from socbench.report.terminal import terminal_table
 
-
-class Listener(Protocol):
-    """What shows progress (``cli.inprocess.ConsoleProgress``): a method per event."""
-
-    def begin(self, label: str) -> None: ...
-
-    def requests(self, total: int) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
-
-    def end(self, line: str) -> None: ...
-
-    def note(self, line: str) -> None: ...
-
-    def status(self, line: str) -> None: ...
-
-
-_LISTENERS: list[Listener] = []
+_LISTENERS: list[Any] = []
 
 
 @contextlib.contextmanager
-def listening(listener: Listener) -> Iterator[Listener]:
-    """Show the progress of what runs inside on ``listener``."""
+def listening(listener: Any) -> Iterator[Any]:
+    """Show the progress of what runs inside on ``listener`` (``cli.inprocess.ConsoleProgress``): an object
+    with a method per event, ``begin(label)``, ``requests(total)``, ``advance(n=1)``, ``end(line)``,
+    ``note(line)``, ``status(line)``."""
     _LISTENERS.append(listener)
     try:
         yield listener
