@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from socbench.data import import_safety as safe
-from socbench.data.import_records import RecordLayout
 from socbench.data.import_request import ImportRequest
 from socbench.data.options import code_order, plain_number
 from socbench.data.question_labels import QuestionDecision
@@ -33,7 +32,8 @@ class ImportPlan:
 
     request: ImportRequest
     survey: SurveyFile
-    layout: RecordLayout
+    attributes: tuple[tuple[str, str], ...]  # the persona's (variable name, attribute key)
+    questions: tuple[tuple[str, str], ...]  # (variable name, question id)
     country: str | None  # the country variable's name in the file
     group: str | None  # a grouping variable that is not a country (region, wave), when the study has one
     entry: DomainSpec
@@ -178,7 +178,7 @@ def sets_section(plan: ImportPlan) -> list[str]:
 def age_band_lines(plan: ImportPlan) -> list[str]:
     """Where socbench bands a raw numeric age itself (a study in its own words keeps every label), the
     bands it made and from which values; nothing where the file's age is labelled (its bands are kept)."""
-    name = next((n for n, k in plan.layout.attributes if k == plan.entry.roles.age), None)
+    name = next((n for n, k in plan.attributes if k == plan.entry.roles.age), None)
     if plan.entry.issp_vocabulary or name is None or plan.survey.variables[name].is_string:
         return []
     labels = plan.survey.variables[name].value_labels

@@ -17,15 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    BeforeValidator,
-    Field,
-    TypeAdapter,
-    ValidationError,
-    model_validator,
-)
+import pydantic
+from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError, model_validator
 
 from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
 from socbench.data.layout import dataset_root, inside_folder, parse_interview_count, sample_dir
@@ -119,7 +112,7 @@ class AnswerRecord(BaseModel):
     """One respondent of ``issp_answer_<slug>.json``; ``id`` is accepted for ``person_id``; other keys
     ignored."""
 
-    person_id: int = Field(validation_alias=AliasChoices("person_id", "id"))
+    person_id: int = Field(validation_alias=pydantic.AliasChoices("person_id", "id"))
     attributes: dict[str, Any]
     questions_answer: dict[str, AnswerCode]
     weight: float | None = None  # the survey's design weight, when the importer kept one
