@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from socbench.data import import_safety as safe
+import numpy as np
+import pandas as pd
+
 from socbench.data.import_request import ImportRequest
 from socbench.data.options import code_order, plain_number
 from socbench.data.question_labels import QuestionDecision
@@ -22,8 +24,43 @@ from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
 from socbench.errors import DataError
 from socbench.manifest import DomainSpec, Manifest
 from socbench.metrics.persona_groups import AGE_GROUP, group_of
+from socbench.weights import describe, weight_problems
 
 MAX_LABEL = 1_000  # characters: the longest real ISSP label is under 300
+
+
+@dataclass(frozen=True)
+class WeightCheck:
+    """The weight variable to write (None: none), the rows left out, and what was done."""
+
+    weight: str | None
+    dropped: np.ndarray | None = None  # rows without a usable weight (--bad-weights drop)
+    note: str | None = None  # the chosen handling, counted (import output and sampling stats)
+
+
+def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> WeightCheck:
+    """Every weight usable (``socbench.weights``), else one DataError line naming the count and the
+    first rows, unless the user chose to drop those respondents or to import without weights."""
+    if weight is None:
+        return WeightCheck(None)
+    numbers = pd.to_numeric(survey.columns([weight])[weight], errors="coerce")
+    counts, positions = weight_problems(numbers.tolist())
+    if not positions:
+        return WeightCheck(weight)
+    what = f"{len(positions)} of {survey.n_rows} respondents have no usable weight ({describe(counts)})"
+    if choice == "error":
+        rows = ", ".join(str(i + 1) for i in positions[:5])
+        raise DataError(f"{survey.path}: weight variable {weight}: {what}, first rows {rows} (counted from "
+                        f"1): fix the file, or choose --bad-weights drop (leave them out) or --bad-weights "
+                        f"unweighted (import no weights)")
+    if choice == "unweighted":
+        return WeightCheck(None, None, f"{weight} not written, weighted metrics off: {what} "
+                                       f"(--bad-weights unweighted)")
+    if len(positions) == survey.n_rows:
+        raise DataError(f"{survey.path}: weight variable {weight}: no respondent has a usable weight "
+                        f"({describe(counts)}); --bad-weights drop would leave none")
+    dropped = np.isin(np.arange(survey.n_rows), positions)
+    return WeightCheck(weight, dropped, f"{what}: left out (--bad-weights drop)")
 
 
 @dataclass(frozen=True)
@@ -41,7 +78,7 @@ class ImportPlan:
     question_file: list[dict]  # the question set's records to write
     decisions: tuple[QuestionDecision, ...]  # per question: options, missing codes, data counts
     warnings: tuple[str, ...] = ()
-    weights: safe.WeightCheck = safe.WeightCheck(None)
+    weights: WeightCheck = WeightCheck(None)
     stale: tuple[Path, ...] = ()  # the old domain's files, removed once the new one is written
     country_counts: Mapping[str, int] = field(default_factory=dict)  # respondents per country (or group)
     roles: tuple[str, ...] = ()  # the report's lines on roles and the persona

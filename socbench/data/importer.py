@@ -16,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from socbench.data import import_report as report
 from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
 from socbench.data.import_records import label_values, write_samples
-from socbench.data.import_report import ImportPlan, check_label_sizes, country_warnings, format_report
+from socbench.data.import_report import ImportPlan
 from socbench.data.import_request import ImportRequest
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
@@ -133,8 +134,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     role_vars = {name for name, _ in roles.values() if name}
     persona, left_out = persona_variables(survey, others, role_vars, request.persona)
     attributes = _attributes(survey, persona)
-    check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
-    weights = safe.check_weights(survey, weight, request.bad_weights)
+    report.check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
+    weights = report.check_weights(survey, weight, request.bad_weights)
     wanted = roles["country"][0] or roles["group"][0]
     counts = survey.code_counts([name for name, _ in pairs] + ([wanted] if wanted else []), weights.dropped)
     country, group, notices = country_or_group(survey, roles, counts, request.study_country)
@@ -152,7 +153,7 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     stale = safe.check_existing(request.out, slug, earlier, request.replace)
     manifest = safe.merged_manifest(base, entry)
     check_output_dir(request.out, "--out", create=False)
-    warnings = [*notices, *country_warnings(survey, country, counts[country] if country else {})]
+    warnings = [*notices, *report.country_warnings(survey, country, counts[country] if country else {})]
     unassigned = [n for n in others if n not in role_vars]
     lines = role_lines(survey, roles, left_out, unassigned, *shown_attributes(attributes, entry))
     strata = group or country
@@ -197,7 +198,7 @@ def _write_side_files(plan: ImportPlan) -> Path:
     qa_path.parent.mkdir(parents=True, exist_ok=True)
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
         write_atomic(qa_path, json_bytes(plan.question_file))
-    write_atomic(out / f"import_report_{plan.entry.slug}.md", format_report(plan).encode("utf-8"))
+    write_atomic(out / f"import_report_{plan.entry.slug}.md", report.format_report(plan).encode("utf-8"))
     record = source_variables(plan.survey, plan.questions, plan.weights.weight, plan.country, plan.group)
     write_atomic(variables_path(out, plan.entry.slug), json_bytes(record.model_dump(mode="json")))
     write_manifest(_manifest_path(out), plan.manifest)
