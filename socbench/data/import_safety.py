@@ -82,12 +82,9 @@ def remove_stale(old: Iterable[Path], written: Iterable[Path], keep: Iterable[Pa
     """Remove the old domain's files the new import did not write (``keep``: never removed, the
     import's own inputs), then sample folders left empty; the paths removed."""
     spared = {p.absolute() for p in written} | {p.resolve() for p in keep}
-    removed = []
-    for path in old:
-        if path.absolute() in spared or (not path.is_symlink() and path.resolve() in spared):
-            continue
+    removed = [p for p in old if p.absolute() not in spared and (p.is_symlink() or p.resolve() not in spared)]
+    for path in removed:
         path.unlink(missing_ok=True)
-        removed.append(path)
         if path.parent.name.startswith(SAMPLE_PREFIX):
             with suppress(OSError):
                 path.parent.rmdir()  # only when empty
