@@ -129,8 +129,7 @@ def country_info(code: str, name: str | None = None) -> CountryInfo:
     """Display name and nationality of a code; unknown codes fall back to ``name`` or the code."""
     key = code.strip().upper()
     if key in COUNTRIES:
-        display, nationality, _ = COUNTRIES[key]
-        return CountryInfo(key, display, nationality)
+        return CountryInfo(key, *COUNTRIES[key][:2])  # display name, nationality
     import pycountry
 
     iso = pycountry.countries.get(alpha_2=key) if len(key) == 2 else None
