@@ -180,13 +180,13 @@ def run_import(args: argparse.Namespace) -> int:
     plan = plan_import(request)  # every check, before any work
     print(format_report(plan, summary=True), file=sys.stderr, end="")
     summary = run_import(plan)
-    domain, layout = plan.entry, plan.layout
+    domain = plan.entry
     samples = ", ".join(f"{size}: {n}" for size, n in summary.samples.items())
     groups = ("countries" if plan.country else f"groups of {plan.group}" if plan.group
               else "country (no country variable)")
     print(f"imported {request.source.name}: {plan.respondents} respondents, {summary.countries} {groups}, "
-          f"{len(layout.questions)} questions, {len(layout.attributes)} attributes, weight "
-          f"{layout.weight or 'none'} ({summary.seconds:.1f} s)")
+          f"{len(plan.questions)} questions, {len(plan.attributes)} attributes, weight "
+          f"{plan.weights.weight or 'none'} ({summary.seconds:.1f} s)")
     print(f"domain {domain.id} {domain.name} (slug {domain.slug}) -> {request.out}; samples {samples}")
     if plan.weights.note:
         print(f"weights: {plan.weights.note}")

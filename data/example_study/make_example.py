@@ -14,18 +14,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-IMPORT_ARGS = [
-    "--questions",
-    f"@{HERE / 'questions.txt'}",
-    "--weight",
-    "WTFINAL",
-    "--slug",
-    "wellbeing",
-    "--name",
-    "Wellbeing",
-    "--sizes",
-    "100,500",
-]
+IMPORT_ARGS = ["--questions", f"@{HERE / 'questions.txt'}", "--weight", "WTFINAL", "--slug", "wellbeing",
+               "--name", "Wellbeing", "--sizes", "100,500"]
 
 
 def main() -> int:

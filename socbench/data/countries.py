@@ -100,10 +100,10 @@ def _iso_index() -> tuple[dict[str, str], dict[str, str]]:
     return _build_index(pairs)
 
 
-def _lookup(name: str, extra: tuple[dict[str, str], dict[str, str]] | None) -> str | None:
+def _lookup(name: str, extra: tuple[dict[str, str], dict[str, str]]) -> str | None:
     if not (norm := normalize_name(name)):
         return None
-    indexes = ((extra or ({}, {})), (_EXACT, _LOOSE), _iso_index())
+    indexes = (extra, (_EXACT, _LOOSE), _iso_index())
     found = (exact.get(norm) or loose.get(_sorted_tokens(norm)) for exact, loose in indexes)
     return next((code for code in found if code), None)
 
@@ -111,16 +111,15 @@ def _lookup(name: str, extra: tuple[dict[str, str], dict[str, str]] | None) -> s
 def resolve_country(name: str, extra: Mapping[str, str] | None = None) -> str | None:
     """An ISSP country name (or code, or "XX-Name") -> its ``C_ALPHAN`` code, else None; ``extra``
     (a codebook's code -> name table) is tried first."""
-    text = _NUMERIC_PREFIX.sub("", str(name).strip().translate(_DASHES))
-    extra_index = (_build_index([(n, c) for c, n in extra.items()] + [(c, c) for c in extra]) if extra
-                   else None)
+    text, extra = _NUMERIC_PREFIX.sub("", str(name).strip().translate(_DASHES)), extra or {}
+    extra_index = _build_index([(n, c) for c, n in extra.items()] + [(c, c) for c in extra])
     if code := _lookup(text, extra_index):
         return code
     if not (match := _CODE_PREFIX.match(text)):
         return None
     prefix, rest = match.groups()
     rest_code = _lookup(rest, extra_index)
-    if prefix in COUNTRIES or prefix in (extra or {}):
+    if prefix in COUNTRIES or prefix in extra:
         # "IL-Jews" -> IL-J: keep the finer sub-sample when the rest names one of the prefix.
         return rest_code if rest_code and rest_code.startswith(prefix) else prefix
     return rest_code
@@ -130,8 +129,7 @@ def country_info(code: str, name: str | None = None) -> CountryInfo:
     """Display name and nationality of a code; unknown codes fall back to ``name`` or the code."""
     key = code.strip().upper()
     if key in COUNTRIES:
-        display, nationality, _ = COUNTRIES[key]
-        return CountryInfo(key, display, nationality)
+        return CountryInfo(key, *COUNTRIES[key][:2])  # display name, nationality
     import pycountry
 
     iso = pycountry.countries.get(alpha_2=key) if len(key) == 2 else None

@@ -7,33 +7,18 @@ records. Files are written under a temporary name and renamed, so none ever look
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from socbench.data.survey_file import SurveyFile, Variable, map_codes
+from socbench.data.import_report import ImportPlan
+from socbench.data.survey_file import Variable, map_codes
 from socbench.errors import DataError
 from socbench.files import atomic_open
-
-
-@dataclass(frozen=True)
-class RecordLayout:
-    """Which file columns become what: attribute keys, question ids, the weight column."""
-
-    attributes: tuple[tuple[str, str], ...]  # (variable name, attribute key)
-    questions: tuple[tuple[str, str], ...]  # (variable name, question id)
-    weight: str | None
-    labels: Mapping[str, Variable]
-
-    @property
-    def columns(self) -> list[str]:
-        names = [name for name, _ in self.attributes] + [name for name, _ in self.questions]
-        return list(dict.fromkeys(names + ([self.weight] if self.weight else [])))
 
 
 def label_values(column: pd.Series, variable: Variable) -> np.ndarray:
@@ -54,38 +39,39 @@ def _weights(column: pd.Series) -> list[float | None]:
     return [float(x) if np.isfinite(x) else None for x in numbers]
 
 
-def block_records(frame: pd.DataFrame, person_ids: Sequence[int], layout: RecordLayout,
+def block_records(frame: pd.DataFrame, person_ids: Sequence[int], plan: ImportPlan,
                   rows: Sequence[int]) -> list[dict[str, Any]]:
     """The answer-file records of one row block, in order; ``rows``: each one's row number in the source
     file (1 = the first respondent), kept so an export merges back onto it."""
-    attr_keys, qids = [key for _, key in layout.attributes], [qid for _, qid in layout.questions]
-    blank = [()] * len(frame)
-    attrs = list(zip(*(label_values(frame[n], layout.labels[n]) for n, _ in layout.attributes))) or blank
-    answers = list(zip(*(map_codes(frame[name], _as_answer) for name, _ in layout.questions))) or blank
-    weights = _weights(frame[layout.weight]) if layout.weight else blank
+    attr_keys, qids = [key for _, key in plan.attributes], [qid for _, qid in plan.questions]
+    blank, column, labels = [()] * len(frame), plan.weights.weight, plan.survey.variables
+    attrs = list(zip(*(label_values(frame[n], labels[n]) for n, _ in plan.attributes))) or blank
+    answers = list(zip(*(map_codes(frame[name], _as_answer) for name, _ in plan.questions))) or blank
+    weights = _weights(frame[column]) if column else blank
     return [{"person_id": int(pid), "attributes": {k: v for k, v in zip(attr_keys, attr) if v is not None},
-             "questions_answer": dict(zip(qids, answer)), **({"weight": weight} if layout.weight else {}),
+             "questions_answer": dict(zip(qids, answer)), **({"weight": weight} if column else {}),
              "source_row": int(row)}
             for pid, row, attr, answer, weight in zip(person_ids, rows, attrs, answers, weights)]
 
 
-def write_samples(survey: SurveyFile, layout: RecordLayout, paths: dict[int | str, Path],
-                  person_ids: np.ndarray, ranks: np.ndarray,
+def write_samples(plan: ImportPlan, paths: dict[int | str, Path], person_ids: np.ndarray, ranks: np.ndarray,
                   limits: dict[int | str, int]) -> dict[int | str, int]:
     """Stream the rows some sample keeps into every sample's answer file (one pass over the file, one JSON
     array per size): a record goes to each sample whose draw rank it falls within (``limits``: ranks kept per
     size; nested samples share their records). The respondents written per size."""
+    survey, weight = plan.survey, plan.weights.weight
+    columns = [*(name for name, _ in plan.attributes + plan.questions), *([weight] if weight else [])]
     counts = {size: 0 for size in paths}
     offset = 0
     with ExitStack() as stack:
         handles = {size: stack.enter_context(atomic_open(path)) for size, path in paths.items()}
         for handle in handles.values():
             handle.write("[")
-        for frame in survey.chunks(layout.columns):
+        for frame in survey.chunks(list(dict.fromkeys(columns))):
             span = slice(offset, offset + len(frame))
             keep = ranks[span] < max(limits.values())
             rows = np.arange(offset + 1, offset + len(frame) + 1)[keep]
-            records = block_records(frame[keep], person_ids[span][keep], layout, rows)
+            records = block_records(frame[keep], person_ids[span][keep], plan, rows)
             for record, rank in zip(records, ranks[span][keep]):
                 text = json.dumps(record, ensure_ascii=False, allow_nan=False)
                 for size, handle in handles.items():

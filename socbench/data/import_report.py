@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from socbench.data import import_safety as safe
-from socbench.data.import_records import RecordLayout
+import numpy as np
+import pandas as pd
+
 from socbench.data.import_request import ImportRequest
 from socbench.data.options import code_order, plain_number
 from socbench.data.question_labels import QuestionDecision
@@ -23,8 +24,43 @@ from socbench.data.survey_file import SYSTEM_MISSING, SurveyFile
 from socbench.errors import DataError
 from socbench.manifest import DomainSpec, Manifest
 from socbench.metrics.persona_groups import AGE_GROUP, group_of
+from socbench.weights import describe, weight_problems
 
 MAX_LABEL = 1_000  # characters: the longest real ISSP label is under 300
+
+
+@dataclass(frozen=True)
+class WeightCheck:
+    """The weight variable to write (None: none), the rows left out, and what was done."""
+
+    weight: str | None
+    dropped: np.ndarray | None = None  # rows without a usable weight (--bad-weights drop)
+    note: str | None = None  # the chosen handling, counted (import output and sampling stats)
+
+
+def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> WeightCheck:
+    """Every weight usable (``socbench.weights``), else one DataError line naming the count and the
+    first rows, unless the user chose to drop those respondents or to import without weights."""
+    if weight is None:
+        return WeightCheck(None)
+    numbers = pd.to_numeric(survey.columns([weight])[weight], errors="coerce")
+    counts, positions = weight_problems(numbers.tolist())
+    if not positions:
+        return WeightCheck(weight)
+    what = f"{len(positions)} of {survey.n_rows} respondents have no usable weight ({describe(counts)})"
+    if choice == "error":
+        rows = ", ".join(str(i + 1) for i in positions[:5])
+        raise DataError(f"{survey.path}: weight variable {weight}: {what}, first rows {rows} (counted from "
+                        f"1): fix the file, or choose --bad-weights drop (leave them out) or --bad-weights "
+                        f"unweighted (import no weights)")
+    if choice == "unweighted":
+        return WeightCheck(None, None, f"{weight} not written, weighted metrics off: {what} "
+                                       f"(--bad-weights unweighted)")
+    if len(positions) == survey.n_rows:
+        raise DataError(f"{survey.path}: weight variable {weight}: no respondent has a usable weight "
+                        f"({describe(counts)}); --bad-weights drop would leave none")
+    dropped = np.isin(np.arange(survey.n_rows), positions)
+    return WeightCheck(weight, dropped, f"{what}: left out (--bad-weights drop)")
 
 
 @dataclass(frozen=True)
@@ -33,7 +69,8 @@ class ImportPlan:
 
     request: ImportRequest
     survey: SurveyFile
-    layout: RecordLayout
+    attributes: tuple[tuple[str, str], ...]  # the persona's (variable name, attribute key)
+    questions: tuple[tuple[str, str], ...]  # (variable name, question id)
     country: str | None  # the country variable's name in the file
     group: str | None  # a grouping variable that is not a country (region, wave), when the study has one
     entry: DomainSpec
@@ -41,7 +78,7 @@ class ImportPlan:
     question_file: list[dict]  # the question set's records to write
     decisions: tuple[QuestionDecision, ...]  # per question: options, missing codes, data counts
     warnings: tuple[str, ...] = ()
-    weights: safe.WeightCheck = safe.WeightCheck(None)
+    weights: WeightCheck = WeightCheck(None)
     stale: tuple[Path, ...] = ()  # the old domain's files, removed once the new one is written
     country_counts: Mapping[str, int] = field(default_factory=dict)  # respondents per country (or group)
     roles: tuple[str, ...] = ()  # the report's lines on roles and the persona
@@ -76,11 +113,9 @@ def country_warnings(survey: SurveyFile, country: str | None, counts: Mapping[st
         return []
     labels = survey.variables[country].value_labels
     bare = sorted((code for code in counts if code not in labels and code != SYSTEM_MISSING), key=code_order)
-    if not bare:
-        return []
     shown = ", ".join(f"{code} ({counts[code]} respondents)" for code in bare)
-    return [f"country variable {country}: code(s) without a label: {shown}; these respondents' persona "
-            f'says "Country": "<code>" and their country is unmapped (label the codes in the file)']
+    return [f"country variable {country}: code(s) without a label: {shown}; these respondents' persona says "
+            f'"Country": "<code>" and their country is unmapped (label the codes in the file)'] * bool(bare)
 
 
 def _quoted(code: str, label: str) -> str:
@@ -178,7 +213,7 @@ def sets_section(plan: ImportPlan) -> list[str]:
 def age_band_lines(plan: ImportPlan) -> list[str]:
     """Where socbench bands a raw numeric age itself (a study in its own words keeps every label), the
     bands it made and from which values; nothing where the file's age is labelled (its bands are kept)."""
-    name = next((n for n, k in plan.layout.attributes if k == plan.entry.roles.age), None)
+    name = next((n for n, k in plan.attributes if k == plan.entry.roles.age), None)
     if plan.entry.issp_vocabulary or name is None or plan.survey.variables[name].is_string:
         return []
     labels = plan.survey.variables[name].value_labels

@@ -9,21 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import numpy as np
 
 from socbench.data.layout import SAMPLE_PREFIX, available_sizes, inside_folder
 from socbench.domains import ISSP_BY_SLUG, QA_FOLDER
 from socbench.errors import ConfigError, DataError
 from socbench.files import read_json
 from socbench.manifest import DomainSpec, Manifest
-from socbench.weights import describe, weight_problems
-
-if TYPE_CHECKING:
-    from socbench.data.survey_file import SurveyFile
 
 SOCIOBENCH = "SocioBench files (no sampling_stats with a source)"
 
@@ -90,12 +82,9 @@ def remove_stale(old: Iterable[Path], written: Iterable[Path], keep: Iterable[Pa
     """Remove the old domain's files the new import did not write (``keep``: never removed, the
     import's own inputs), then sample folders left empty; the paths removed."""
     spared = {p.absolute() for p in written} | {p.resolve() for p in keep}
-    removed = []
-    for path in old:
-        if path.absolute() in spared or (not path.is_symlink() and path.resolve() in spared):
-            continue
+    removed = [p for p in old if p.absolute() not in spared and (p.is_symlink() or p.resolve() not in spared)]
+    for path in removed:
         path.unlink(missing_ok=True)
-        removed.append(path)
         if path.parent.name.startswith(SAMPLE_PREFIX):
             with suppress(OSError):
                 path.parent.rmdir()  # only when empty
@@ -118,39 +107,3 @@ def merged_manifest(base: Manifest | None, entry: DomainSpec) -> Manifest:
         raise ConfigError(f"--name {entry.name!r}: domain {clash.id} (slug {clash.slug}) of the folder "
                           f"already has that name (names name the result files); choose another --name")
     return Manifest(title=base.title if base else "", domains=sorted([*others, entry], key=lambda d: d.id))
-
-
-@dataclass(frozen=True)
-class WeightCheck:
-    """The weight variable to write (None: none), the rows left out, and what was done."""
-
-    weight: str | None
-    dropped: np.ndarray | None = None  # rows without a usable weight (--bad-weights drop)
-    note: str | None = None  # the chosen handling, counted (import output and sampling stats)
-
-
-def check_weights(survey: SurveyFile, weight: str | None, choice: str) -> WeightCheck:
-    """Every weight usable (``socbench.weights``), else one DataError line naming the count and the
-    first rows, unless the user chose to drop those respondents or to import without weights."""
-    if weight is None:
-        return WeightCheck(None)
-    import pandas as pd  # only an import reads a column (``data validate`` starts without pandas)
-
-    numbers = pd.to_numeric(survey.columns([weight])[weight], errors="coerce")
-    counts, positions = weight_problems(numbers.tolist())
-    if not positions:
-        return WeightCheck(weight)
-    what = f"{len(positions)} of {survey.n_rows} respondents have no usable weight ({describe(counts)})"
-    if choice == "error":
-        rows = ", ".join(str(i + 1) for i in positions[:5])
-        raise DataError(f"{survey.path}: weight variable {weight}: {what}, first rows {rows} (counted from "
-                        f"1): fix the file, or choose --bad-weights drop (leave them out) or --bad-weights "
-                        f"unweighted (import no weights)")
-    if choice == "unweighted":
-        return WeightCheck(None, None, f"{weight} not written, weighted metrics off: {what} "
-                                       f"(--bad-weights unweighted)")
-    if len(positions) == survey.n_rows:
-        raise DataError(f"{survey.path}: weight variable {weight}: no respondent has a usable weight "
-                        f"({describe(counts)}); --bad-weights drop would leave none")
-    dropped = np.isin(np.arange(survey.n_rows), positions)
-    return WeightCheck(weight, dropped, f"{what}: left out (--bad-weights drop)")

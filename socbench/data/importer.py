@@ -16,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from socbench.data import import_report as report
 from socbench.data import import_safety as safe
 from socbench.data.countries import resolve_country
-from socbench.data.import_records import RecordLayout, label_values, write_samples
-from socbench.data.import_report import ImportPlan, check_label_sizes, country_warnings, format_report
+from socbench.data.import_records import label_values, write_samples
+from socbench.data.import_report import ImportPlan
 from socbench.data.import_request import ImportRequest
 from socbench.data.layout import SAMPLE_PREFIX
 from socbench.data.loaders import load_questions
@@ -133,8 +134,8 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     role_vars = {name for name, _ in roles.values() if name}
     persona, left_out = persona_variables(survey, others, role_vars, request.persona)
     attributes = _attributes(survey, persona)
-    check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
-    weights = safe.check_weights(survey, weight, request.bad_weights)
+    report.check_label_sizes(survey, [name for name, _ in attributes] + [name for name, _ in pairs])
+    weights = report.check_weights(survey, weight, request.bad_weights)
     wanted = roles["country"][0] or roles["group"][0]
     counts = survey.code_counts([name for name, _ in pairs] + ([wanted] if wanted else []), weights.dropped)
     country, group, notices = country_or_group(survey, roles, counts, request.study_country)
@@ -152,13 +153,12 @@ def plan_import(request: ImportRequest) -> ImportPlan:
     stale = safe.check_existing(request.out, slug, earlier, request.replace)
     manifest = safe.merged_manifest(base, entry)
     check_output_dir(request.out, "--out", create=False)
-    layout = RecordLayout(attributes, tuple(pairs), weights.weight, survey.variables)
-    warnings = [*notices, *country_warnings(survey, country, counts[country] if country else {})]
+    warnings = [*notices, *report.country_warnings(survey, country, counts[country] if country else {})]
     unassigned = [n for n in others if n not in role_vars]
     lines = role_lines(survey, roles, left_out, unassigned, *shown_attributes(attributes, entry))
     strata = group or country
-    return ImportPlan(request, survey, layout, country, group, entry, manifest, question_file,
-                      tuple(decisions), tuple(warnings), weights, tuple(stale),
+    return ImportPlan(request, survey, attributes, tuple(pairs), country, group, entry, manifest,
+                      question_file, tuple(decisions), tuple(warnings), weights, tuple(stale),
                       dict(counts[strata]) if strata else {}, tuple(lines))
 
 
@@ -198,9 +198,8 @@ def _write_side_files(plan: ImportPlan) -> Path:
     qa_path.parent.mkdir(parents=True, exist_ok=True)
     if plan.request.qa is None or qa_path.resolve() != plan.request.qa.resolve():
         write_atomic(qa_path, json_bytes(plan.question_file))
-    write_atomic(out / f"import_report_{plan.entry.slug}.md", format_report(plan).encode("utf-8"))
-    record = source_variables(plan.survey, plan.layout.questions, plan.layout.weight, plan.country,
-                              plan.group)
+    write_atomic(out / f"import_report_{plan.entry.slug}.md", report.format_report(plan).encode("utf-8"))
+    record = source_variables(plan.survey, plan.questions, plan.weights.weight, plan.country, plan.group)
     write_atomic(variables_path(out, plan.entry.slug), json_bytes(record.model_dump(mode="json")))
     write_manifest(_manifest_path(out), plan.manifest)
     return qa_path
@@ -223,7 +222,7 @@ def run_import(plan: ImportPlan) -> ImportSummary:
     folders = (request.out, request.out / QA_FOLDER, *(path.parent for path in paths.values()))
     created = [folder for folder in folders if not folder.exists()]
     try:
-        counts = write_samples(plan.survey, plan.layout, paths, person_ids, ranks, limits)
+        counts = write_samples(plan, paths, person_ids, ranks, limits)
         sha = file_sha256(request.source)
         for size in sizes:
             write_atomic(stats_paths[size], json_bytes(_stats(plan, rows, ranks, size, limits[size], sha)))

@@ -17,15 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    BeforeValidator,
-    Field,
-    TypeAdapter,
-    ValidationError,
-    model_validator,
-)
+import pydantic
+from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError, model_validator
 
 from socbench.data.countries import codebook_country_table, country_attribute_key, resolve_country
 from socbench.data.layout import dataset_root, inside_folder, parse_interview_count, sample_dir
@@ -119,7 +112,7 @@ class AnswerRecord(BaseModel):
     """One respondent of ``issp_answer_<slug>.json``; ``id`` is accepted for ``person_id``; other keys
     ignored."""
 
-    person_id: int = Field(validation_alias=AliasChoices("person_id", "id"))
+    person_id: int = Field(validation_alias=pydantic.AliasChoices("person_id", "id"))
     attributes: dict[str, Any]
     questions_answer: dict[str, AnswerCode]
     weight: float | None = None  # the survey's design weight, when the importer kept one
@@ -177,12 +170,10 @@ def load_codebook(data_dir: Path, domain: DomainSpec) -> list[CodebookEntry] | N
     """The optional ``issp_profile_<Domain>.json`` beside (or above) the dataset, any case."""
     data_dir = Path(data_dir).expanduser()
     wanted = domain.profile_file.lower()
-    for folder in dict.fromkeys([data_dir, data_dir / "Dataset_all", data_dir.parent]):
-        files = folder.iterdir() if folder.is_dir() else ()
-        matches = sorted(p for p in files if p.name.lower() == wanted and p.is_file())
-        if matches:
-            return _records(matches[0], CodebookEntry, "codebook")
-    return None
+    folders = [f for f in dict.fromkeys([data_dir, data_dir / "Dataset_all", data_dir.parent]) if f.is_dir()]
+    matches = (sorted(p for p in f.iterdir() if p.name.lower() == wanted and p.is_file()) for f in folders)
+    found = next((files[0] for files in matches if files), None)
+    return _records(found, CodebookEntry, "codebook") if found else None
 
 
 # What a domain's manifest entry changes, and why: a non-ISSP study names its own country attribute,

@@ -111,19 +111,14 @@ def decide(variable: Variable, question_id: str, counts: Mapping[str, int], extr
     """The question's options and missing codes (docs/own-survey.md's rules); ``offered``: a curated
     question set's options (``--qa``, base and every country's), taken as they are, never missing."""
     missing = _file_missing(variable, counts)
-    if offered is not None:
-        options = dict(offered)
-        filled: list[str] = []
-    else:
-        options = {c: label for c, label in variable.value_labels.items() if c not in missing}
-        filled = _scale_fill(variable, options, counts, missing)
-        options.update({code: code for code in filled})
+    options = dict(offered) if offered is not None else {
+        c: label for c, label in variable.value_labels.items() if c not in missing}
+    filled = [] if offered is not None else _scale_fill(variable, options, counts, missing)
+    options.update(zip(filled, filled))
     missing = {c: m for c, m in missing.items() if c not in options}
-    for code in extra_missing:
-        if code not in options and code not in missing:
-            missing[code] = (variable.value_labels.get(code, f"{code}, named by --missing"), "--missing")
-    options = {c: options[c] for c in sorted(options, key=code_order)}
-    missing = {c: missing[c] for c in sorted(missing, key=code_order)}
+    missing.update({code: (variable.value_labels.get(code, f"{code}, named by --missing"), "--missing")
+                    for code in extra_missing if code not in options and code not in missing})
+    options, missing = ({c: m[c] for c in sorted(m, key=code_order)} for m in (options, missing))
     return QuestionDecision(variable.name, question_id, options, tuple(filled), missing, dict(counts))
 
 

@@ -85,9 +85,8 @@ def propose_roles(survey: SurveyFile, candidates: Sequence[str],
 
 def _flag(role: str, name: str = "") -> str:
     """The flag that declares ``role`` (``--country``, ``--roles sex``), with the variable named."""
-    if role in ("country", "weight"):
-        return f"--{role} {name}".strip()
-    return f"--roles {role}={name}" if name else f"--roles {role}"
+    flag = f"--{role} " if role in ("country", "weight") else f"--roles {role}="
+    return (flag + name).rstrip(" =")
 
 
 Asked = Sequence[tuple[str, str | None]]  # (role, variable) as the user named them
@@ -202,16 +201,12 @@ def shown_attributes(attributes: Sequence[tuple[str, str]],
     keep = persona_keep(domain)
     why = {domain.country_attribute: 'the country, shown as "Country"',
            domain.roles.respondent_id: "the respondent id, never shown"}
-    shown: list[str] = []
-    hidden: list[tuple[str, str]] = []
-    for name, key in attributes:
-        if keep(key) and persona_attributes(Respondent(0, None, None, {key: "x"}, {}), UNKNOWN_COUNTRY):
-            shown.append(name)
-        else:
-            hidden.append((name, why.get(key, "never shown by the prompt: an identifier, a weight, interview "
-                                              "metadata or a country code table "
-                                              "(socbench/prompts/persona.json)")))
-    return shown, hidden
+    shown = {name for name, key in attributes
+             if keep(key) and persona_attributes(Respondent(0, None, None, {key: "x"}, {}), UNKNOWN_COUNTRY)}
+    never = ("never shown by the prompt: an identifier, a weight, interview metadata or a country code table "
+             "(socbench/prompts/persona.json)")
+    return ([name for name, _ in attributes if name in shown],
+            [(name, why.get(key, never)) for name, key in attributes if name not in shown])
 
 
 def role_lines(survey: SurveyFile, roles: Mapping[str, tuple[str | None, str]],
