@@ -75,28 +75,20 @@ def _read(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     sorted distinct texts, missing ones as ``MISSING``; how often each distinct text occurs). Each distinct
     text is read once: a codebook's hundreds of attribute columns hold few distinct values each."""
     index, distinct = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
-    gone = np.array([_missing(v) for v in distinct], dtype=bool)
+    gone = np.array([v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip()
+                     for v in distinct], dtype=bool)
     shown = np.array([MISSING if m else str(v) for v, m in zip(distinct, gone, strict=True)], dtype=object)
     texts, inverse = np.unique(shown, return_inverse=True)
     inverse, missing = inverse[index], gone[index]
-    parsed = np.array([_as_number(t) for t in texts], dtype=float)  # None (not a number): NaN
+    matches = [_NUMBER.match(str(t)) for t in texts]
+    parsed = np.array([float(m.group(1)) if m else None for m in matches], dtype=float)  # None: NaN
     counts = np.bincount(inverse, minlength=len(texts))
     return np.where(missing, math.nan, parsed[inverse]), missing, inverse, counts
 
 
-def _as_number(value: object) -> float | None:
-    match = _NUMBER.match(str(value))
-    return float(match.group(1)) if match else None
-
-
-def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
-
-
 def _numeric(read: tuple[np.ndarray, ...]) -> bool:
     """Every non-missing value reads as a number, with at least ``MIN_NUMERIC_LEVELS`` levels."""
-    numbers, missing = read[:2]
-    present = numbers[~missing]
+    present = read[0][~read[1]]
     return len(present) > 0 and not np.isnan(present).any() and len(np.unique(present)) >= MIN_NUMERIC_LEVELS
 
 
@@ -196,18 +188,14 @@ def _fit_fold(matrix: sparse.csr_matrix, fits: list[_Fit], learner: Learner, see
     small, else each alone (``_joint_logistic`` of one: scikit-learn's model and stop, without its per-fit
     checks); or gradient boosting."""
     if learner == "hgb":
-        return [_boosted(matrix, fit, seed) for fit in fits]
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        return [HistGradientBoostingClassifier(max_iter=50, random_state=seed)
+                .fit(matrix[fit.rows].toarray(), fit.labels, sample_weight=fit.weights)
+                .predict_proba(matrix[fit.test].toarray()) for fit in fits]
     if fits and matrix.shape[1] * sum(len(f.classes) for f in fits) <= JOINT_PARAMETERS:
         return _joint_logistic(matrix, fits, c, max_iter, JOINT_TOLERANCE)
     return [_joint_logistic(matrix, [fit], c, max_iter, TOLERANCE)[0] for fit in fits]
-
-
-def _boosted(matrix: sparse.csr_matrix, fit: _Fit, seed: int) -> np.ndarray:
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    model = HistGradientBoostingClassifier(max_iter=50, random_state=seed)
-    model.fit(matrix[fit.rows].toarray(), fit.labels, sample_weight=fit.weights)
-    return model.predict_proba(matrix[fit.test].toarray())
 
 
 def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_iter: int,
@@ -390,8 +378,5 @@ class _Question:
                         classes)
         reason = "single_class_in_training" if classes else "no_training_respondents"
         fallbacks[reason] = fallbacks.get(reason, 0) + int(test.sum())
-        if classes:
-            self.probs[test, self.codes.index(classes[0])] = 1.0
-        else:
-            self.probs[test] = 1.0 / len(self.codes)
+        self.probs[test] = [float(c in classes) for c in self.codes] if classes else 1.0 / len(self.codes)
         return None
