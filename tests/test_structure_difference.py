@@ -121,7 +121,7 @@ def test_the_bootstrap_equals_an_independent_one_over_respondents() -> None:
 def test_planted_rule_model_and_classifier_stored_for_the_report() -> None:
     model, classifier = rule_and_classifier()
     _, people, _ = planted()
-    stored = domain_yardsticks(model, people).record["structure"]
+    stored = domain_yardsticks(model, people)["structure"]
     assert stored["comparison"] == profile_difference(model, classifier)
     assert stored["comparison"]["difference"] == pytest.approx(
         stored["model"]["profile_correlation"] - stored["demographic_model"]["profile_correlation"])
