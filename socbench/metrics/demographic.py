@@ -206,6 +206,7 @@ def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_i
     class at 0), so the parts are independent and the joint optimum is each question's own. The stop is
     tighter than ``TOLERANCE`` (``JOINT_TOLERANCE``) so that no question's fit depends on its neighbours'."""
     from scipy import optimize
+    from scipy.special import softmax
 
     sizes = np.array([len(f.classes) for f in fits])
     parts, width, columns = len(fits), int(sizes.max()), matrix.shape[1]
@@ -246,12 +247,8 @@ def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_i
                               options={"maxiter": max_iter * parts, "maxls": 50, "gtol": tolerance,
                                        "ftol": 64 * np.finfo(float).eps}).x
     w, b = theta[:split].reshape(columns, parts, width), theta[split:].reshape(parts, width)
-    found = []
-    for n, fit in enumerate(fits):
-        z = np.asarray(matrix[fit.test] @ w[:, n, :sizes[n]]) + b[n, :sizes[n]]
-        e = np.exp(z - z.max(axis=1, keepdims=True))
-        found.append(e / e.sum(axis=1, keepdims=True))
-    return found
+    return [softmax(np.asarray(matrix[fit.test] @ w[:, n, :sizes[n]]) + b[n, :sizes[n]], axis=1)
+            for n, fit in enumerate(fits)]
 
 
 def _answered(q: _Question) -> list[ScoredItem]:
