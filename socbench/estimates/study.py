@@ -67,9 +67,8 @@ class Settings:
 
     def plan(self, rho: float) -> dict[str, float] | None:
         """The budget planner's split for this PPI correlation (None without a budget)."""
-        if self.budget is None or self.cost_human is None or self.cost_model is None:
-            return None
-        return plan_budget(rho, self.budget, self.cost_human, self.cost_model)
+        costs = (self.budget, self.cost_human, self.cost_model)
+        return None if None in costs else plan_budget(rho, *costs)  # type: ignore[arg-type]
 
 
 RUN_SETTINGS = Settings(repeats=RUN_REPEATS)
