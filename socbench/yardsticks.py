@@ -105,7 +105,7 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
              i.groups) for i in scored]
 
     def fit() -> dict[str, Any]:
-        parts: list[tuple[list[SimBenchRow], int]] = []
+        parts: list[list[SimBenchRow]] = []
         found = fit_demographic(scored, shown, weights=weights, k=folds, seed=seed, learner=LEARNER).result(
             lean=True, each=lambda group: parts.append(simbench_rows(group, min_respondents)))
         items = found.items  # each question's SimBench rows made while its distributions were at hand
