@@ -130,9 +130,10 @@ def test_persona_effect_mcnemar_by_hand() -> None:
     # exact two-sided binomial on 12 discordant pairs, 10 vs 2: 2 * (C(12,0)+C(12,1)+C(12,2)) / 2^12
     assert found.overall.mcnemar_p == pytest.approx(2 * (1 + 12 + 66) / 4096)
     assert found.overall.difference == pytest.approx((10 - 2) / 200)
-    assert (found.overall.a_only, found.overall.b_only, found.only_no_persona) == (10, 2, 1)
+    assert (found.overall.a_only, found.overall.b_only, found.overall.n_items) == (10, 2, 200)  # 99: apart
     low, high = found.overall.difference_ci
-    assert found.verdict == f"the persona helped: +0.04 [{low:+.2f}, {high:+.2f}], McNemar p = 0.0386"
+    words = f"the persona helped: +0.04 [{low:+.2f}, {high:+.2f}], McNemar p = 0.0386"
+    assert verdict(found.overall) == words
     assert set(found.groups["sex"]) == {"female", "male"}
     assert sum(c.n_items for c in found.groups["sex"].values()) == 200
 
