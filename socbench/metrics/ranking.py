@@ -83,13 +83,9 @@ class RankTest:
         return self.agree / self.scale
 
 
-def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
-    """Modal agreement, tau-b and its one-sided permutation p-value for one group (``rank_tests``)."""
-    return rank_tests([(model, human, seed)])[0]
-
-
 def rank_tests(groups: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> list[RankTest]:
-    """``rank_test`` of each (model shares, human shares, seed): scipy's ``permutation_test`` (pairings,
+    """Modal agreement, tau-b and its one-sided permutation p-value of each (model shares, human shares,
+    seed): scipy's ``permutation_test`` (pairings,
     vectorized, one batch) without its per-call set-up, the same permutations, null and p-value to the bit.
     Groups of one size are tested together (a survey's thousands of small groups were each a dozen array
     calls: most of ranking's time); a resampled test draws its group's own seeded orders."""
