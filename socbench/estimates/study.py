@@ -209,14 +209,6 @@ def _regression(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> d
             "terms": terms}
 
 
-def _split(people: int, n: int, rng: np.random.Generator, iid: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Labelled and unlabelled person indices: a random split, or i.i.d. draws of the same sizes."""
-    if iid:
-        return rng.integers(people, size=n), rng.integers(people, size=people - n)
-    order = rng.permutation(people)
-    return np.sort(order[:n]), np.sort(order[n:])
-
-
 def _finite(average: Callable[[list[float]], Any], values: list[float]) -> float:
     """``np.mean`` or ``np.median`` of the finite values (NaN without any)."""
     finite = [v for v in values if np.isfinite(v)]
@@ -248,9 +240,9 @@ def repeated_check(questions: list[Question], people: int, n: int, rng: np.rando
                    s: Settings) -> tuple[dict[str, Check], list[float]]:
     """Every question's check (by id) over the same ``s.repeats`` draws, and each draw's median gain. Each
     question on a thread of its own: numpy's arithmetic runs outside the GIL, so two cores take ~half the
-    time of one (a whole survey's 200 repeats x questions x thousands of respondents). The draws are made
-    first, as one loop made them."""
-    draws = [_split(people, n, rng, iid=True) for _ in range(s.repeats)]
+    time of one (a whole survey's 200 repeats x questions x thousands of respondents). The draws (i.i.d.,
+    labelled and unlabelled of the split's sizes) are made first, as one loop made them."""
+    draws = [(rng.integers(people, size=n), rng.integers(people, size=people - n)) for _ in range(s.repeats)]
     with ThreadPoolExecutor(THREADS) as pool:
         found = list(pool.map(lambda q: _question_check(q, draws, s), questions))
     medians = [_finite(np.median, [heads[r] for *_, heads in found if heads[r] is not None])
@@ -304,8 +296,8 @@ def split_domain(domain: str, items: pd.DataFrame, s: Settings, headline: bool =
     questions = [replace(q, names=q.names[:1], y=q.y[:, :1].copy(), yhat=q.yhat[:, :1].copy(), groups={})
                  for q in built] if headline else list(built)
     rng = np.random.default_rng(s.seed)
-    lab_people, unl_people = _split(len(people), n, rng, iid=False)
-    return Split(len(people), n, questions, lab_people, unl_people,
+    order = rng.permutation(len(people))  # the labelled and unlabelled people: a seeded random split
+    return Split(len(people), n, questions, np.sort(order[:n]), np.sort(order[n:]),
                  *repeated_check(questions, len(people), n, rng, s))
 
 
