@@ -41,11 +41,11 @@ if TYPE_CHECKING:  # scipy and scikit-learn are imported where a model is fitted
     from scipy import sparse
 
 DEFAULT_FOLDS = 3
-DEFAULT_SEED = 0
 MIN_NUMERIC_LEVELS = 3
 MIN_CATEGORY_COUNT = 5
 MISSING = "<missing>"
 TOLERANCE = 1e-2
+C, MAX_ITER = 1.0, 100  # the regularisation and the iterations of a question's fit: scikit-learn's defaults
 JOINT_PARAMETERS = 50_000  # a fold's questions are fitted together up to this many coefficients
 JOINT_TOLERANCE = 1e-4  # a question's fit then moves < 2e-3 with the other questions of its domain
 TRAINING_CAP = 5_000  # respondents a question's fit learns from, at most: for a narrow matrix
@@ -149,8 +149,7 @@ def _one_hot(columns: list[tuple[np.ndarray, ...]], rows: int, min_count: int) -
     return sparse.csr_matrix((np.ones(len(row)), (row[order], column[order])), shape=(rows, offset))
 
 
-def assign_folds(person_ids: Sequence[int], k: int = DEFAULT_FOLDS,
-                 seed: int = DEFAULT_SEED) -> dict[int, int]:
+def assign_folds(person_ids: Sequence[int], k: int = DEFAULT_FOLDS, seed: int = 0) -> dict[int, int]:
     """Person id -> fold 0..k-1: a seeded shuffle dealt round-robin (balanced, one fold per person)."""
     if k < 2:
         raise ValueError(f"cross-fitting needs at least 2 folds, got {k}")
@@ -182,8 +181,7 @@ class _Fit:
     classes: tuple[Code, ...]
 
 
-def _fit_fold(matrix: sparse.csr_matrix, fits: list[_Fit], learner: Learner, seed: int, c: float,
-              max_iter: int) -> list[np.ndarray]:
+def _fit_fold(matrix: sparse.csr_matrix, fits: list[_Fit], learner: Learner, seed: int) -> list[np.ndarray]:
     """Probabilities over each fit's classes for its test rows: a fold's questions together while they are
     small, else each alone (``_joint_logistic`` of one: scikit-learn's model and stop, without its per-fit
     checks); or gradient boosting."""
@@ -194,8 +192,8 @@ def _fit_fold(matrix: sparse.csr_matrix, fits: list[_Fit], learner: Learner, see
                 .fit(matrix[fit.rows].toarray(), fit.labels, sample_weight=fit.weights)
                 .predict_proba(matrix[fit.test].toarray()) for fit in fits]
     if fits and matrix.shape[1] * sum(len(f.classes) for f in fits) <= JOINT_PARAMETERS:
-        return _joint_logistic(matrix, fits, c, max_iter, JOINT_TOLERANCE)
-    return [_joint_logistic(matrix, [fit], c, max_iter, TOLERANCE)[0] for fit in fits]
+        return _joint_logistic(matrix, fits, C, MAX_ITER, JOINT_TOLERANCE)
+    return [_joint_logistic(matrix, [fit], C, MAX_ITER, TOLERANCE)[0] for fit in fits]
 
 
 def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_iter: int,
@@ -273,9 +271,8 @@ def _answered(q: _Question) -> list[ScoredItem]:
 
 
 def fit_demographic(items: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
-                    weights: Mapping[int, float] | None = None, k: int = DEFAULT_FOLDS,
-                    seed: int = DEFAULT_SEED, learner: Learner = "logistic", c: float = 1.0,
-                    max_iter: int = 100, encoded: AttributeMatrix | None = None,
+                    weights: Mapping[int, float] | None = None, k: int = DEFAULT_FOLDS, seed: int = 0,
+                    learner: Learner = "logistic", encoded: AttributeMatrix | None = None,
                     on_fit: FitHook | None = None, cap: int | None = None) -> Fitted:
     """Cross-fitted predictions for every item from the respondent's ``attributes`` (person id ->
     the persona attributes the model was shown), each fit on at most ``cap`` respondents (default:
@@ -295,7 +292,7 @@ def fit_demographic(items: Sequence[ScoredItem], attributes: Mapping[int, Mappin
     with threadpool_limits(limits=1):
         for f in range(k):
             fits = [(q, fit) for q in questions if (fit := q.fold_fit(f, fallbacks, on_fit, cap)) is not None]
-            found = _fit_fold(encoded.matrix, [fit for _, fit in fits], learner, seed, c, max_iter)
+            found = _fit_fold(encoded.matrix, [fit for _, fit in fits], learner, seed)
             for (q, fit), probs in zip(fits, found, strict=True):
                 q.probs[np.ix_(q.fold == f, [q.codes.index(cls) for cls in fit.classes])] = probs
     return Fitted(tuple(questions), folds, fallbacks)
@@ -323,10 +320,8 @@ class Fitted:
         per_question, distributions = {}, {}
         for q in self.questions:
             group = _answered(q)
-            codes = group_codes(group)
-            vectors = [[item.distribution.get(c, 0.0) for c in codes] for item in group if item.distribution]
-            mean = np.mean(vectors, axis=0)
-            distributions[q.qid] = {c: float(p) for c, p in zip(codes, mean, strict=True)}
+            vectors = [[i.distribution.get(c, 0.0) for c in q.codes] for i in group if i.distribution]
+            distributions[q.qid] = dict(zip(q.codes, np.mean(vectors, axis=0).tolist(), strict=True))
             per_question[q.qid] = {"n": float(len(group)), "accuracy": accuracy(group),
                                    "macro_f1": per_question_macro_f1(group)}
             if each is not None:
