@@ -138,8 +138,7 @@ def paired_comparison(correct_a: Sequence[bool], correct_b: Sequence[bool], clus
                       seed: int = BOOTSTRAP_SEED) -> PairedComparison:
     """Compare two models item by item (``clusters``: each item's respondent): stratified means (over
     domains when ``strata`` are domains), McNemar's counts pooled over all items."""
-    a = np.asarray(correct_a, dtype=bool)
-    b = np.asarray(correct_b, dtype=bool)
+    a, b = (np.asarray(correct, dtype=bool) for correct in (correct_a, correct_b))
     if a.shape != b.shape:
         raise ValueError("both models need one correctness value per shared item")
     a_only, b_only = int(np.sum(a & ~b)), int(np.sum(~a & b))
