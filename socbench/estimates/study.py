@@ -227,7 +227,7 @@ def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | N
     return _percentiles(values, [50 * alpha, 100 - 50 * alpha])
 
 
-Check = tuple[np.ndarray, list[np.ndarray], list[float | None]]  # a question's ``repeated.check_question``
+Check = tuple[np.ndarray, list[np.ndarray], np.ndarray]  # a question's ``repeated.check_question``
 
 
 def _question_check(q: Question, draws: list[tuple[np.ndarray, np.ndarray]], s: Settings) -> Check:
@@ -245,8 +245,7 @@ def repeated_check(questions: list[Question], people: int, n: int, rng: np.rando
     draws = [(rng.integers(people, size=n), rng.integers(people, size=people - n)) for _ in range(s.repeats)]
     with ThreadPoolExecutor(THREADS) as pool:
         found = list(pool.map(lambda q: _question_check(q, draws, s), questions))
-    medians = [_finite(np.median, [heads[r] for *_, heads in found if heads[r] is not None])
-               for r in range(s.repeats)]
+    medians = [_finite(np.median, [heads[r] for *_, heads in found]) for r in range(s.repeats)]  # NaN: none
     return {q.question_id: f for q, f in zip(questions, found, strict=True)}, medians
 
 
