@@ -75,10 +75,10 @@ def _entropy(values: Sequence[str]) -> float:
 
 
 def heterogeneity_ratio(real: Sequence[str], simulated: Sequence[str]) -> float:
-    """H(simulated answers) / H(real answers); NaN when the real answers are all alike."""
+    """H(simulated answers) / H(real answers) of the same items; NaN when the real answers are all alike (or
+    there are none)."""
     h_real = _entropy(real)
-    h_sim = _entropy(simulated) if len(simulated) else math.nan
-    return float(h_sim / h_real) if h_real > 0 else math.nan
+    return float(_entropy(simulated) / h_real) if h_real > 0 else math.nan
 
 
 def usable(item: ScoredItem) -> bool:
