@@ -133,16 +133,15 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
                                              min_respondents=min_respondents, seed=seed))
         answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
         metrics = {name: score(scored) for name, score in zip(METRIC_NAMES, answer_metrics)}  # margin: below
-        extra = None if begun is None else \
-            domain_yardsticks(scored, attributes or {}, begun=begun, **settings)
+        extra = {} if begun is None else domain_yardsticks(scored, attributes or {}, begun=begun, **settings)
     finally:
         if begun is not None:
             begun.cancel()
-    if extra is not None:
-        floor = counts["baselines"] = {**floor, DEMOGRAPHIC: extra.demographic_accuracy}
+    if extra:
+        floor = counts["baselines"] = {**floor, DEMOGRAPHIC: extra[DEMOGRAPHIC]["accuracy"]}
     metrics["margin_over_best_baseline"] = margin_over_best(metrics["accuracy"], floor)
     return DomainResult(metrics=metrics, **counts, **parts, alignment=alignment, questions=questions,
-                        yardsticks=extra.record if extra is not None else {})
+                        yardsticks=extra)
 
 
 def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[str, Extraction], *,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +47,6 @@ def shown_attributes(data: DomainData, include_persona: bool = True) -> Attribut
             for person in data.respondents}
 
 
-@dataclass(frozen=True)
-class Yardsticks:
-    """The demographic model's accuracy (a baseline) and the JSON record of all yardsticks."""
-    demographic_accuracy: float
-    record: dict[str, Any]
-
-
 def structure_record(found: Structure) -> dict[str, Any]:
     """A predictor's structure figures, without the per-pair detail."""
     return {k: v for k, v in vars(found).items() if k not in ("pairs", "heterogeneity")} | {
@@ -65,8 +57,9 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
                       weights: Mapping[int, float] | None = None,
                       min_respondents: int = DEFAULT_MIN_RESPONDENTS, seed: int = 0,
                       folds: int = DEFAULT_FOLDS, cache: Path | None = None,
-                      begun: Beside[dict[str, Any]] | None = None) -> Yardsticks:
-    """Every yardstick of a complete domain's ``scored`` items (the LLM's answers) beside the
+                      begun: Beside[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON record of every yardstick (the demographic model's accuracy a baseline too) of a complete
+    domain's ``scored`` items (the LLM's answers) beside the
     demographic model fitted on ``attributes`` (with the survey's design ``weights``, if any).
     ``cache``: the run's cache folder; the demographic model's side depends on the data alone
     (any model's run on it reads it back), the LLM's side on its answers too (``socbench.memo``).
@@ -78,14 +71,13 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
     demographic = begun.result()
     comparison = difference_record(np.array(model["profiles"], dtype=float)
                                    - np.array(demographic["profiles"], dtype=float))
-    record = {
+    return {
         DEMOGRAPHIC: demographic["record"],
         "simbench": {"model": model["simbench"], DEMOGRAPHIC: demographic["simbench"],
                      "questions": model["questions"], "norm": model["norm"]},
         "structure": {"model": model["structure"], DEMOGRAPHIC: demographic["structure"],
                       "comparison": comparison},
     }
-    return Yardsticks(demographic["record"]["accuracy"], record)
 
 
 def begin_demographic(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
@@ -113,7 +105,7 @@ def demographic_side(scored: Sequence[ScoredItem], attributes: Mapping[int, Mapp
              i.groups) for i in scored]
 
     def fit() -> dict[str, Any]:
-        parts: list[tuple[list[SimBenchRow], int]] = []
+        parts: list[list[SimBenchRow]] = []
         found = fit_demographic(scored, shown, weights=weights, k=folds, seed=seed, learner=LEARNER).result(
             lean=True, each=lambda group: parts.append(simbench_rows(group, min_respondents)))
         items = found.items  # each question's SimBench rows made while its distributions were at hand

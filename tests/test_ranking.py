@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from socbench.log.write import write_domain_files
-from socbench.metrics.ranking import _round, _tau, mean_tau_p, modal_agreement, rank_test, rank_tests
+from socbench.metrics.ranking import _round, _tau, mean_tau_p, modal_agreement, rank_tests
 from socbench.scoring import score_domain
 from socbench.types import DomainData, Extraction, Item, Question, Respondent
 
@@ -38,7 +38,7 @@ def test_tau_b_equals_scipy_with_ties_and_its_conventions() -> None:
             model = rng.integers(0, 4, k) / 4  # many ties, as shares of few respondents have
             human = rng.integers(0, 5, k) / 5
             expected = kendalltau(model, human).statistic
-            got = rank_test(model, human).kendall_tau
+            got = rank_tests([(model, human, 0)])[0].kendall_tau
             if np.ptp(human) == 0 or np.ptp(model) == 0:
                 assert math.isnan(got) and math.isnan(expected)  # a constant ranking has no order
             else:
@@ -58,12 +58,13 @@ def test_modal_agreement_splits_ties_like_random_tie_breaks() -> None:
 
 def test_permutation_p_value_is_the_exact_share_of_orders_at_least_as_aligned() -> None:
     model, human = np.array([0.5, 0.3, 0.15, 0.05]), np.array([0.4, 0.35, 0.05, 0.2])
-    test = rank_test(model, human)
+    test = rank_tests([(model, human, 0)])[0]
     by_hand = [float(kendall_tau_b(model[list(p)], human)) for p in itertools.permutations(range(4))]
     assert test.kendall_tau == pytest.approx(kendalltau(model, human).statistic)
     assert test.p_value == pytest.approx(np.mean(np.array(by_hand) >= test.kendall_tau - 1e-12))
     assert sorted(test.null) == pytest.approx(sorted(by_hand))
-    assert math.isnan(rank_test(np.full(4, 0.25), human).p_value)  # a constant ranking: no order, no test
+    # a constant ranking: no order, no test
+    assert math.isnan(rank_tests([(np.full(4, 0.25), human, 0)])[0].p_value)
 
 
 def test_permutation_test_is_scipys_to_the_bit() -> None:
@@ -81,7 +82,7 @@ def test_permutation_test_is_scipys_to_the_bit() -> None:
                                         permutation_type="pairings", vectorized=True, alternative="greater",
                                         n_resamples=np.inf if k <= 7 else 9_999,
                                         rng=np.random.default_rng(seed))
-            got = rank_test(model, human, seed)
+            got = rank_tests([(model, human, seed)])[0]
             assert got.p_value == expected.pvalue
             assert np.array_equal(got.null, expected.null_distribution)
 
@@ -94,7 +95,7 @@ def test_groups_tested_together_equal_each_tested_alone() -> None:
                rng.dirichlet(np.ones(k)), n) for n, k in enumerate(rng.choice([2, 3, 4, 7, 8], 70))]
     groups.append((np.full(4, 0.25), rng.dirichlet(np.ones(4)), 70))
     for together, (model, human, seed) in zip(rank_tests(groups), groups, strict=True):
-        alone = rank_test(model, human, seed)
+        alone = rank_tests([(model, human, seed)])[0]
         assert (together.modal_agreement, together.p_value) == (alone.modal_agreement, alone.p_value) or \
             math.isnan(alone.p_value) and math.isnan(together.p_value)
         assert np.array_equal(together.null, alone.null, equal_nan=True)
@@ -103,8 +104,8 @@ def test_groups_tested_together_equal_each_tested_alone() -> None:
 def test_mean_tau_test_finds_alignment_only_where_there_is_some() -> None:
     rng = np.random.default_rng(0)
     humans = [rng.dirichlet(np.ones(5)) for _ in range(30)]
-    aligned = [rank_test(h + rng.normal(0, 0.02, 5), h) for h in humans]
-    unrelated = [rank_test(rng.dirichlet(np.ones(5)), h) for h in humans]
+    aligned = rank_tests([(h + rng.normal(0, 0.02, 5), h, 0) for h in humans])
+    unrelated = rank_tests([(rng.dirichlet(np.ones(5)), h, 0) for h in humans])
     assert mean_tau_p([t.kendall_tau for t in aligned], [t.null for t in aligned]) < 0.001
     assert mean_tau_p([t.kendall_tau for t in unrelated], [t.null for t in unrelated]) > 0.01
 
@@ -177,6 +178,7 @@ def test_one_answer_to_everything_is_not_a_constant_ranking() -> None:
     with three options people rank 1 > 2 > 3 (docs/results.md); equal shares (uniform answers) are a
     constant ranking: tau undefined, no test, left out of the mean."""
     human = np.array([0.5, 0.3, 0.2])
-    assert rank_test(np.array([1.0, 0.0, 0.0]), human).kendall_tau == pytest.approx(2 / math.sqrt(6))
-    flat = rank_test(np.full(3, 1 / 3), human)
+    top = rank_tests([(np.array([1.0, 0.0, 0.0]), human, 0)])[0]
+    assert top.kendall_tau == pytest.approx(2 / math.sqrt(6))
+    flat = rank_tests([(np.full(3, 1 / 3), human, 0)])[0]
     assert math.isnan(flat.kendall_tau) and math.isnan(flat.p_value)

@@ -121,7 +121,7 @@ def test_the_bootstrap_equals_an_independent_one_over_respondents() -> None:
 def test_planted_rule_model_and_classifier_stored_for_the_report() -> None:
     model, classifier = rule_and_classifier()
     _, people, _ = planted()
-    stored = domain_yardsticks(model, people).record["structure"]
+    stored = domain_yardsticks(model, people)["structure"]
     assert stored["comparison"] == profile_difference(model, classifier)
     assert stored["comparison"]["difference"] == pytest.approx(
         stored["model"]["profile_correlation"] - stored["demographic_model"]["profile_correlation"])
@@ -175,7 +175,7 @@ def test_pair_rows_are_the_items_of_each_qualifying_pair_people_without_an_attri
     items = [ScoredItem(p, f"Q{q}", "DE", str(rng.integers(1, 4)), str(rng.integers(1, 4)), False, None,
                         False, codes) for q in range(4) for p in range(120) if rng.random() > 0.1]
     found = [(qid, a, rows.person.tolist(), rows.group.tolist(), rows.real.tolist(), rows.simulated.tolist())
-             for qid, a, rows in pair_rows(items, groups, 30, 10)]
+             for qid, a, rows in pair_rows(items, groups)]
     expected = []
     for qid in ("Q0", "Q1", "Q2", "Q3"):
         group = [i for i in items if i.question_id == qid]

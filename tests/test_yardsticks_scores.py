@@ -39,8 +39,6 @@ def test_simbench_worked_by_hand() -> None:
     # Normaliser = mean uniform TV = (.3 + 0) / 2 = .15. DE: 100 (1 - .2/.15) = -33.3; FR: 100.
     assert found.norm == pytest.approx(0.15)
     assert found.score == pytest.approx((100 * (1 - 0.2 / 0.15) + 100) / 2)
-    # The row-by-row ratio exists only for DE: 100 (1 - .2/.3) = 33.3; FR is counted, not divided by 0.
-    assert found.per_row_score == pytest.approx(100 / 3) and found.rows_uniform_human == 1
     # Across domains: every row with its own domain's normaliser, averaged.
     other = simbench_score(de)  # norm .3: DE scores 33.3
     rows = [{"simbench_score": s.score, "simbench_questions": len(s.rows)} for s in (found, other)]
@@ -52,7 +50,7 @@ def test_simbench_thresholds_and_no_answers() -> None:
     few = [si(p, "1", "1") for p in range(9)]  # 9 < 10 respondents: no row
     assert math.isnan(simbench_score(few).score) and not simbench_score(few).rows
     silent = [si(p, "1", None) for p in range(10)]
-    assert simbench_score(silent).skipped_no_answers == 1
+    assert math.isnan(simbench_score(silent).score) and not simbench_score(silent).rows  # left out, not 0
 
 
 # ---------------------------------------------------------------------- structure
@@ -132,9 +130,10 @@ def test_persona_effect_mcnemar_by_hand() -> None:
     # exact two-sided binomial on 12 discordant pairs, 10 vs 2: 2 * (C(12,0)+C(12,1)+C(12,2)) / 2^12
     assert found.overall.mcnemar_p == pytest.approx(2 * (1 + 12 + 66) / 4096)
     assert found.overall.difference == pytest.approx((10 - 2) / 200)
-    assert (found.overall.a_only, found.overall.b_only, found.only_no_persona) == (10, 2, 1)
+    assert (found.overall.a_only, found.overall.b_only, found.overall.n_items) == (10, 2, 200)  # 99: apart
     low, high = found.overall.difference_ci
-    assert found.verdict == f"the persona helped: +0.04 [{low:+.2f}, {high:+.2f}], McNemar p = 0.0386"
+    words = f"the persona helped: +0.04 [{low:+.2f}, {high:+.2f}], McNemar p = 0.0386"
+    assert verdict(found.overall) == words
     assert set(found.groups["sex"]) == {"female", "male"}
     assert sum(c.n_items for c in found.groups["sex"].values()) == 200
 

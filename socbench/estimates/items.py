@@ -74,9 +74,14 @@ def _indicators(codes: list[str], answers: pd.Series, shares: pd.Series | None =
     return out
 
 
-def _code_targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
-    """(people's, the model's targets, which the model answered, their names): each option's share and,
-    on a scale, the mean code."""
+def targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """A question's targets: people's, the model's, which the model answered, their names. Each option's
+    share and, on a scale, the mean code; where no option was offered (a numeric question) its one target,
+    the mean answer (the model's numbers NaN where it gave none), named ``MEAN`` as a scale's mean code."""
+    if not any(len(offered) for offered in frame["offered_codes"]):
+        y, yhat = (pd.to_numeric(frame[c]).to_numpy(dtype=float, copy=True)[:, None]
+                   for c in ("true_code", "model_code"))
+        return y, yhat, ~np.isnan(yhat[:, 0]), (MEAN,)
     codes = sorted({c for offered in frame["offered_codes"] for c in offered} | set(frame["true_code"]),
                    key=code_order)
     y = _indicators(codes, frame["true_code"])
@@ -87,17 +92,6 @@ def _code_targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarr
         y, yhat = np.column_stack([y @ values, y]), np.column_stack([yhat @ values, yhat])
         names = (MEAN, *names)
     return y, yhat, answered, names
-
-
-def targets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
-    """A question's targets: ``_code_targets``, or where no option was offered (a numeric question) its one
-    target, the mean answer: people's, the model's numbers (NaN where it gave none), which it answered, its
-    name (``MEAN``, as a scale's mean code)."""
-    if any(len(offered) for offered in frame["offered_codes"]):
-        return _code_targets(frame)
-    y, yhat = (pd.to_numeric(frame[c]).to_numpy(dtype=float, copy=True)[:, None]
-               for c in ("true_code", "model_code"))
-    return y, yhat, ~np.isnan(yhat[:, 0]), (MEAN,)
 
 
 def domain_frame(domain: str, scored: Sequence[ScoredItem], weights: Mapping[str, float] | None,

@@ -230,8 +230,7 @@ def ppi_regression(family: Family, x: np.ndarray, y: np.ndarray, yhat: np.ndarra
     """PPI++ coefficients of an OLS or logistic regression of the answer on ``x`` (with its own
     intercept column), one λ tuned unless given; classical beside it. OLS: people's fit + λ (the
     model's fit on the unlabelled - on the labelled), each linearised around its own coefficients."""
-    x, x_u = np.asarray(x, dtype=float), np.asarray(x_u, dtype=float)
-    y, yhat, yhat_u = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_u))
+    x, y, yhat, x_u, yhat_u = (np.asarray(a, dtype=float) for a in (x, y, yhat, x_u, yhat_u))
     w, w_u = unit_weights(w, len(y)), unit_weights(w_u, len(yhat_u))
     if family == "ols":
         return _combine((_ols(x, y, w), _ols(x, yhat, w), _ols(x_u, yhat_u, w_u)), lam, single=True)

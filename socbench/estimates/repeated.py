@@ -99,17 +99,15 @@ def _tuned_lambda(s: SimpleNamespace, c: np.ndarray, cu: np.ndarray, my: np.ndar
 
 def check_question(y: np.ndarray, yhat: np.ndarray, w: np.ndarray | None, lab: np.ndarray, unl: np.ndarray,
                    full: np.ndarray, share: np.ndarray, min_labelled: int, alpha: float
-                   ) -> tuple[np.ndarray, list[np.ndarray], list[float | None]]:
+                   ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """One question over the draws: how often each interval held the full-sample value (PPI, classical),
-    each usable draw's gains, and each draw's headline gain (None: too few labelled in that draw)."""
-    use = (lab.sum(1) >= min_labelled) & (unl.sum(1) >= 2)
+    each usable draw's gains, and each draw's headline gain (NaN: too few labelled in that draw)."""
+    use, heads = (lab.sum(1) >= min_labelled) & (unl.sum(1) >= 2), np.full(len(lab), np.nan)
     if not use.any():
-        return np.zeros((2, y.shape[1])), [], [None] * len(lab)
+        return np.zeros((2, y.shape[1])), [], heads
     estimate, se, classical, classical_se = ppi_means(y, yhat, w, lab[use], unl[use], share)
     held = [covers(interval(centre, spread, alpha, share), full).sum(0)
             for centre, spread in ((estimate, se), (classical, classical_se))]
     gains = gain(se, classical_se)
-    heads: list[float | None] = [None] * len(lab)
-    for position, r in enumerate(np.flatnonzero(use)):
-        heads[r] = float(gains[position, 0])
+    heads[use] = gains[:, 0]
     return np.array(held, dtype=float), list(gains), heads

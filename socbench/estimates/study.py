@@ -67,9 +67,8 @@ class Settings:
 
     def plan(self, rho: float) -> dict[str, float] | None:
         """The budget planner's split for this PPI correlation (None without a budget)."""
-        if self.budget is None or self.cost_human is None or self.cost_model is None:
-            return None
-        return plan_budget(rho, self.budget, self.cost_human, self.cost_model)
+        costs = (self.budget, self.cost_human, self.cost_model)
+        return None if None in costs else plan_budget(rho, *costs)  # type: ignore[arg-type]
 
 
 RUN_SETTINGS = Settings(repeats=RUN_REPEATS)
@@ -210,14 +209,6 @@ def _regression(q: Question, lab: np.ndarray, unl: np.ndarray, s: Settings) -> d
             "terms": terms}
 
 
-def _split(people: int, n: int, rng: np.random.Generator, iid: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Labelled and unlabelled person indices: a random split, or i.i.d. draws of the same sizes."""
-    if iid:
-        return rng.integers(people, size=n), rng.integers(people, size=people - n)
-    order = rng.permutation(people)
-    return np.sort(order[:n]), np.sort(order[n:])
-
-
 def _finite(average: Callable[[list[float]], Any], values: list[float]) -> float:
     """``np.mean`` or ``np.median`` of the finite values (NaN without any)."""
     finite = [v for v in values if np.isfinite(v)]
@@ -236,7 +227,7 @@ def _interval(values: np.ndarray | list[float], alpha: float) -> list[float] | N
     return _percentiles(values, [50 * alpha, 100 - 50 * alpha])
 
 
-Check = tuple[np.ndarray, list[np.ndarray], list[float | None]]  # a question's ``repeated.check_question``
+Check = tuple[np.ndarray, list[np.ndarray], np.ndarray]  # a question's ``repeated.check_question``
 
 
 def _question_check(q: Question, draws: list[tuple[np.ndarray, np.ndarray]], s: Settings) -> Check:
@@ -249,13 +240,12 @@ def repeated_check(questions: list[Question], people: int, n: int, rng: np.rando
                    s: Settings) -> tuple[dict[str, Check], list[float]]:
     """Every question's check (by id) over the same ``s.repeats`` draws, and each draw's median gain. Each
     question on a thread of its own: numpy's arithmetic runs outside the GIL, so two cores take ~half the
-    time of one (a whole survey's 200 repeats x questions x thousands of respondents). The draws are made
-    first, as one loop made them."""
-    draws = [_split(people, n, rng, iid=True) for _ in range(s.repeats)]
+    time of one (a whole survey's 200 repeats x questions x thousands of respondents). The draws (i.i.d.,
+    labelled and unlabelled of the split's sizes) are made first, as one loop made them."""
+    draws = [(rng.integers(people, size=n), rng.integers(people, size=people - n)) for _ in range(s.repeats)]
     with ThreadPoolExecutor(THREADS) as pool:
         found = list(pool.map(lambda q: _question_check(q, draws, s), questions))
-    medians = [_finite(np.median, [heads[r] for *_, heads in found if heads[r] is not None])
-               for r in range(s.repeats)]
+    medians = [_finite(np.median, [heads[r] for *_, heads in found]) for r in range(s.repeats)]  # NaN: none
     return {q.question_id: f for q, f in zip(questions, found, strict=True)}, medians
 
 
@@ -305,8 +295,8 @@ def split_domain(domain: str, items: pd.DataFrame, s: Settings, headline: bool =
     questions = [replace(q, names=q.names[:1], y=q.y[:, :1].copy(), yhat=q.yhat[:, :1].copy(), groups={})
                  for q in built] if headline else list(built)
     rng = np.random.default_rng(s.seed)
-    lab_people, unl_people = _split(len(people), n, rng, iid=False)
-    return Split(len(people), n, questions, lab_people, unl_people,
+    order = rng.permutation(len(people))  # the labelled and unlabelled people: a seeded random split
+    return Split(len(people), n, questions, np.sort(order[:n]), np.sort(order[n:]),
                  *repeated_check(questions, len(people), n, rng, s))
 
 

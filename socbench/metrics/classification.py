@@ -1,4 +1,4 @@
-"""Classification metrics over one domain's scored items (scikit-learn does the math); no items give NaN.
+"""Classification metrics over one domain's scored items (scikit-learn's, from counts); no items give NaN.
 ``seed_macro_f1``/``seed_micro_f1`` keep the original system's pooled definitions (code "1" of every
 question is one class; pooled micro-F1 equals accuracy) so numbers stay comparable with its published
 results; ``per_question_macro_f1``, within each question's own options, is the meaningful one."""
@@ -45,11 +45,13 @@ def seed_macro_f1(items: Sequence[ScoredItem]) -> float:
 
 
 def seed_micro_f1(items: Sequence[ScoredItem]) -> float:
-    """The original system's pooled micro-F1: equals ``accuracy``, reported because its files carry it."""
+    """The original system's pooled micro-F1: equals ``accuracy``, reported because its files carry it.
+    scikit-learn's ``f1_score(average="micro")`` bit for bit: 2 tp / (2 tp + fp + fn) with every wrong
+    answer one false positive and one false negative, so 2 tp / 2 n, the same float as tp / n."""
     if not items:
         return math.nan
     y_true, y_pred = pooled_labels(items)
-    return _f1_score(y_true, y_pred, average="micro")
+    return sum(t == p for t, p in zip(y_true, y_pred, strict=True)) / len(items)
 
 
 def per_question_macro_f1(items: Sequence[ScoredItem]) -> float:
@@ -65,17 +67,7 @@ def _question_macro_f1(items: Sequence[ScoredItem]) -> float:
     offered = {code for item in items for code in item.offered_codes}
     y_true, y_pred = pooled_labels(items)
     labels = sorted(offered & (set(y_true) | set(y_pred)))
-    if not labels:
-        return _f1_score(y_true, y_pred, labels=labels, average="macro")
-    return macro_f1_counts(y_true, y_pred, labels)
-
-
-def _f1_score(y_true: list[str], y_pred: list[str], **options: object) -> float:
-    """scikit-learn's ``f1_score`` with ``zero_division=0``; imported here, where it is used: sklearn
-    takes seconds to import, and reading a results log needs none of it."""
-    from sklearn.metrics import f1_score
-
-    return float(f1_score(y_true, y_pred, zero_division=0, **options))
+    return macro_f1_counts(y_true, y_pred, labels) if labels else math.nan  # f1_score's NaN for no label
 
 
 def macro_f1_counts(y_true: list[str], y_pred: list[str], labels: list[str]) -> float:

@@ -41,11 +41,11 @@ if TYPE_CHECKING:  # scipy and scikit-learn are imported where a model is fitted
     from scipy import sparse
 
 DEFAULT_FOLDS = 3
-DEFAULT_SEED = 0
 MIN_NUMERIC_LEVELS = 3
 MIN_CATEGORY_COUNT = 5
 MISSING = "<missing>"
 TOLERANCE = 1e-2
+C, MAX_ITER = 1.0, 100  # the regularisation and the iterations of a question's fit: scikit-learn's defaults
 JOINT_PARAMETERS = 50_000  # a fold's questions are fitted together up to this many coefficients
 JOINT_TOLERANCE = 1e-4  # a question's fit then moves < 2e-3 with the other questions of its domain
 TRAINING_CAP = 5_000  # respondents a question's fit learns from, at most: for a narrow matrix
@@ -75,28 +75,20 @@ def _read(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     sorted distinct texts, missing ones as ``MISSING``; how often each distinct text occurs). Each distinct
     text is read once: a codebook's hundreds of attribute columns hold few distinct values each."""
     index, distinct = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
-    gone = np.array([_missing(v) for v in distinct], dtype=bool)
+    gone = np.array([v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip()
+                     for v in distinct], dtype=bool)
     shown = np.array([MISSING if m else str(v) for v, m in zip(distinct, gone, strict=True)], dtype=object)
     texts, inverse = np.unique(shown, return_inverse=True)
     inverse, missing = inverse[index], gone[index]
-    parsed = np.array([_as_number(t) for t in texts], dtype=float)  # None (not a number): NaN
+    matches = [_NUMBER.match(str(t)) for t in texts]
+    parsed = np.array([float(m.group(1)) if m else None for m in matches], dtype=float)  # None: NaN
     counts = np.bincount(inverse, minlength=len(texts))
     return np.where(missing, math.nan, parsed[inverse]), missing, inverse, counts
 
 
-def _as_number(value: object) -> float | None:
-    match = _NUMBER.match(str(value))
-    return float(match.group(1)) if match else None
-
-
-def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
-
-
 def _numeric(read: tuple[np.ndarray, ...]) -> bool:
     """Every non-missing value reads as a number, with at least ``MIN_NUMERIC_LEVELS`` levels."""
-    numbers, missing = read[:2]
-    present = numbers[~missing]
+    present = read[0][~read[1]]
     return len(present) > 0 and not np.isnan(present).any() and len(np.unique(present)) >= MIN_NUMERIC_LEVELS
 
 
@@ -157,8 +149,7 @@ def _one_hot(columns: list[tuple[np.ndarray, ...]], rows: int, min_count: int) -
     return sparse.csr_matrix((np.ones(len(row)), (row[order], column[order])), shape=(rows, offset))
 
 
-def assign_folds(person_ids: Sequence[int], k: int = DEFAULT_FOLDS,
-                 seed: int = DEFAULT_SEED) -> dict[int, int]:
+def assign_folds(person_ids: Sequence[int], k: int = DEFAULT_FOLDS, seed: int = 0) -> dict[int, int]:
     """Person id -> fold 0..k-1: a seeded shuffle dealt round-robin (balanced, one fold per person)."""
     if k < 2:
         raise ValueError(f"cross-fitting needs at least 2 folds, got {k}")
@@ -190,24 +181,19 @@ class _Fit:
     classes: tuple[Code, ...]
 
 
-def _fit_fold(matrix: sparse.csr_matrix, fits: list[_Fit], learner: Learner, seed: int, c: float,
-              max_iter: int) -> list[np.ndarray]:
+def _fit_fold(matrix: sparse.csr_matrix, fits: list[_Fit], learner: Learner, seed: int) -> list[np.ndarray]:
     """Probabilities over each fit's classes for its test rows: a fold's questions together while they are
     small, else each alone (``_joint_logistic`` of one: scikit-learn's model and stop, without its per-fit
     checks); or gradient boosting."""
     if learner == "hgb":
-        return [_boosted(matrix, fit, seed) for fit in fits]
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        return [HistGradientBoostingClassifier(max_iter=50, random_state=seed)
+                .fit(matrix[fit.rows].toarray(), fit.labels, sample_weight=fit.weights)
+                .predict_proba(matrix[fit.test].toarray()) for fit in fits]
     if fits and matrix.shape[1] * sum(len(f.classes) for f in fits) <= JOINT_PARAMETERS:
-        return _joint_logistic(matrix, fits, c, max_iter, JOINT_TOLERANCE)
-    return [_joint_logistic(matrix, [fit], c, max_iter, TOLERANCE)[0] for fit in fits]
-
-
-def _boosted(matrix: sparse.csr_matrix, fit: _Fit, seed: int) -> np.ndarray:
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    model = HistGradientBoostingClassifier(max_iter=50, random_state=seed)
-    model.fit(matrix[fit.rows].toarray(), fit.labels, sample_weight=fit.weights)
-    return model.predict_proba(matrix[fit.test].toarray())
+        return _joint_logistic(matrix, fits, C, MAX_ITER, JOINT_TOLERANCE)
+    return [_joint_logistic(matrix, [fit], C, MAX_ITER, TOLERANCE)[0] for fit in fits]
 
 
 def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_iter: int,
@@ -218,6 +204,7 @@ def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_i
     class at 0), so the parts are independent and the joint optimum is each question's own. The stop is
     tighter than ``TOLERANCE`` (``JOINT_TOLERANCE``) so that no question's fit depends on its neighbours'."""
     from scipy import optimize
+    from scipy.special import softmax
 
     sizes = np.array([len(f.classes) for f in fits])
     parts, width, columns = len(fits), int(sizes.max()), matrix.shape[1]
@@ -258,12 +245,8 @@ def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_i
                               options={"maxiter": max_iter * parts, "maxls": 50, "gtol": tolerance,
                                        "ftol": 64 * np.finfo(float).eps}).x
     w, b = theta[:split].reshape(columns, parts, width), theta[split:].reshape(parts, width)
-    found = []
-    for n, fit in enumerate(fits):
-        z = np.asarray(matrix[fit.test] @ w[:, n, :sizes[n]]) + b[n, :sizes[n]]
-        e = np.exp(z - z.max(axis=1, keepdims=True))
-        found.append(e / e.sum(axis=1, keepdims=True))
-    return found
+    return [softmax(np.asarray(matrix[fit.test] @ w[:, n, :sizes[n]]) + b[n, :sizes[n]], axis=1)
+            for n, fit in enumerate(fits)]
 
 
 def _answered(q: _Question) -> list[ScoredItem]:
@@ -288,9 +271,8 @@ def _answered(q: _Question) -> list[ScoredItem]:
 
 
 def fit_demographic(items: Sequence[ScoredItem], attributes: Mapping[int, Mapping[str, str]], *,
-                    weights: Mapping[int, float] | None = None, k: int = DEFAULT_FOLDS,
-                    seed: int = DEFAULT_SEED, learner: Learner = "logistic", c: float = 1.0,
-                    max_iter: int = 100, encoded: AttributeMatrix | None = None,
+                    weights: Mapping[int, float] | None = None, k: int = DEFAULT_FOLDS, seed: int = 0,
+                    learner: Learner = "logistic", encoded: AttributeMatrix | None = None,
                     on_fit: FitHook | None = None, cap: int | None = None) -> Fitted:
     """Cross-fitted predictions for every item from the respondent's ``attributes`` (person id ->
     the persona attributes the model was shown), each fit on at most ``cap`` respondents (default:
@@ -310,7 +292,7 @@ def fit_demographic(items: Sequence[ScoredItem], attributes: Mapping[int, Mappin
     with threadpool_limits(limits=1):
         for f in range(k):
             fits = [(q, fit) for q in questions if (fit := q.fold_fit(f, fallbacks, on_fit, cap)) is not None]
-            found = _fit_fold(encoded.matrix, [fit for _, fit in fits], learner, seed, c, max_iter)
+            found = _fit_fold(encoded.matrix, [fit for _, fit in fits], learner, seed)
             for (q, fit), probs in zip(fits, found, strict=True):
                 q.probs[np.ix_(q.fold == f, [q.codes.index(cls) for cls in fit.classes])] = probs
     return Fitted(tuple(questions), folds, fallbacks)
@@ -338,10 +320,8 @@ class Fitted:
         per_question, distributions = {}, {}
         for q in self.questions:
             group = _answered(q)
-            codes = group_codes(group)
-            vectors = [[item.distribution.get(c, 0.0) for c in codes] for item in group if item.distribution]
-            mean = np.mean(vectors, axis=0)
-            distributions[q.qid] = {c: float(p) for c, p in zip(codes, mean, strict=True)}
+            vectors = [[i.distribution.get(c, 0.0) for c in q.codes] for i in group if i.distribution]
+            distributions[q.qid] = dict(zip(q.codes, np.mean(vectors, axis=0).tolist(), strict=True))
             per_question[q.qid] = {"n": float(len(group)), "accuracy": accuracy(group),
                                    "macro_f1": per_question_macro_f1(group)}
             if each is not None:
@@ -390,8 +370,5 @@ class _Question:
                         classes)
         reason = "single_class_in_training" if classes else "no_training_respondents"
         fallbacks[reason] = fallbacks.get(reason, 0) + int(test.sum())
-        if classes:
-            self.probs[test, self.codes.index(classes[0])] = 1.0
-        else:
-            self.probs[test] = 1.0 / len(self.codes)
+        self.probs[test] = [float(c in classes) for c in self.codes] if classes else 1.0 / len(self.codes)
         return None

@@ -104,9 +104,7 @@ def model_distribution(items: Sequence[ScoredItem], codes: Sequence[Code],
         return None
     vectors = np.zeros((len(pairs), len(codes)))
     hot = [(row, v) for row, (v, _) in enumerate(pairs) if isinstance(v, int)]
-    if hot:
-        rows, columns = zip(*hot, strict=True)
-        vectors[list(rows), list(columns)] = 1.0
+    vectors[[row for row, _ in hot], [column for _, column in hot]] = 1.0
     for row, (v, _) in enumerate(pairs):
         if not isinstance(v, int):
             vectors[row] = v
@@ -135,12 +133,8 @@ def scorable_groups(items: Sequence[ScoredItem], keys: Sequence[str], min_respon
     """The groups by ``keys`` a distribution can be compared on: at least ``min_respondents``
     respondents and two offered codes; each with its codes (shares from a handful of people, or of one
     option, compare nothing)."""
-    found = {}
-    for key, group in split_groups(items, keys).items():
-        codes = group_codes(group)
-        if len({item.person_id for item in group}) >= min_respondents and len(codes) >= 2:
-            found[key] = (group, codes)
-    return found
+    return {key: (group, codes) for key, group in split_groups(items, keys).items()
+            if len(codes := group_codes(group)) >= 2 and len({i.person_id for i in group}) >= min_respondents}
 
 
 Shares = Mapping[str, tuple[np.ndarray, np.ndarray]]  # a group's (model, human) shares by prefix

@@ -49,15 +49,12 @@ def lead_sentence(accuracy: float, ci: tuple[float, float] | None, demographic: 
 
 def stored_figures(stored: Mapping[str, Any]) -> SimpleNamespace:
     """The figures as a result file stores them (null for NaN; ``pairs`` a count or a list)."""
-    def number(key: str) -> float:
-        value = stored.get(key)
-        return math.nan if value is None else float(value)
     pairs = stored.get("pairs") or 0
+    figures = ("profile_correlation", "mean_real_v", "mean_simulated_v", "heterogeneity_ratio")
     return SimpleNamespace(pairs=len(pairs) if isinstance(pairs, (list, tuple)) else int(pairs),
                            gaps=int(stored.get("gaps") or 0),
                            gaps_same_sign=int(stored.get("gaps_same_sign") or 0),
-                           **{k: number(k) for k in ("profile_correlation", "mean_real_v", "mean_simulated_v",
-                                                     "heterogeneity_ratio")})
+                           **{k: math.nan if stored.get(k) is None else float(stored[k]) for k in figures})
 
 
 def structure_sentence(found: Structure | Mapping[str, Any], who: str = "the model") -> str:

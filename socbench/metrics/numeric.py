@@ -66,17 +66,16 @@ def question_scores(items: Sequence[ScoredItem], attributes: Mapping[int, Mappin
     low, high = items[0].numeric or (math.nan, math.nan)
     truth, model = _values([i.true_code for i in items]), _values(
         [i.predicted_code if i.parse_error is None and i.engine_error is None else None for i in items])
-    answered = ~np.isnan(model)
+    on = ~np.isnan(model)  # the items answered: a MAE is taken over them
     w = np.array([weights[i.person_id] for i in items]) if weights else np.ones(len(items))
-    record: dict[str, Any] = {"respondents": len(items), "answered": int(answered.sum()),
+    record: dict[str, Any] = {"respondents": len(items), "answered": int(on.sum()),
                               "range": [low, high], "people_mean": float(np.average(truth, weights=w))}
     guesses = {MEDIAN_GROUP: median_group(items)}
     if attributes is not None:
         guesses[DEMOGRAPHIC] = demographic(items, attributes, seed)
-    if not answered.any():
+    if not on.any():
         return {**record, "mae": math.nan, "wasserstein": math.nan,
                 "baselines": dict.fromkeys(guesses, math.nan)}
-    on = answered  # the items a MAE is taken over
     return {**record, "model_mean": float(np.average(model[on], weights=w[on])),
             "mae": float(np.abs(model[on] - truth[on]).mean()),
             "wasserstein": float(wasserstein_distance(model[on], truth, w[on], w)) / (high - low),

@@ -158,11 +158,8 @@ def _group_of(attribute: str) -> Callable[[ScoredItem], str]:
 @dataclass(frozen=True)
 class PersonaEffect:
     """Persona minus no persona on the shared items, overall and per persona group."""
-    overall: PairedComparison
-    verdict: str
+    overall: PairedComparison  # its words: ``verdict``
     groups: dict[str, dict[str, PairedComparison]]  # attribute -> group -> comparison
-    only_persona: int  # items in the persona run only (not compared)
-    only_no_persona: int
 
 
 def _compare(pairs: Sequence[tuple[ScoredItem, ScoredItem]], seed: int) -> PairedComparison:
@@ -181,7 +178,8 @@ def verdict(comparison: PairedComparison) -> str:
 
 def persona_effect(persona: Sequence[ScoredItem], no_persona: Sequence[ScoredItem], *,
                    seed: int = 0) -> PersonaEffect:
-    """Compare a persona run with the same model's no-persona run on their shared items."""
+    """Compare a persona run with the same model's no-persona run on their shared items (an item of one run
+    only is not compared)."""
     by_key = {(i.person_id, i.question_id): i for i in no_persona}
     pairs = [(i, by_key[key]) for i in persona if (key := (i.person_id, i.question_id)) in by_key]
     if not pairs:
@@ -190,5 +188,4 @@ def persona_effect(persona: Sequence[ScoredItem], no_persona: Sequence[ScoredIte
     groups = {attribute: {name: _compare([pairs[i] for i in index], seed)
                           for name, index in split_index(shown, _group_of(attribute)).items()}
               for attribute in _present(shown)}
-    return PersonaEffect(overall, verdict(overall), groups, len(persona) - len(pairs),
-                         len(no_persona) - len(pairs))
+    return PersonaEffect(overall, groups)

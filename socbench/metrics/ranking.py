@@ -83,13 +83,9 @@ class RankTest:
         return self.agree / self.scale
 
 
-def rank_test(model: np.ndarray, human: np.ndarray, seed: int = 0) -> RankTest:
-    """Modal agreement, tau-b and its one-sided permutation p-value for one group (``rank_tests``)."""
-    return rank_tests([(model, human, seed)])[0]
-
-
 def rank_tests(groups: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> list[RankTest]:
-    """``rank_test`` of each (model shares, human shares, seed): scipy's ``permutation_test`` (pairings,
+    """Modal agreement, tau-b and its one-sided permutation p-value of each (model shares, human shares,
+    seed): scipy's ``permutation_test`` (pairings,
     vectorized, one batch) without its per-call set-up, the same permutations, null and p-value to the bit.
     Groups of one size are tested together (a survey's thousands of small groups were each a dozen array
     calls: most of ranking's time); a resampled test draws its group's own seeded orders."""
@@ -98,13 +94,13 @@ def rank_tests(groups: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> list[Ran
         by_size.setdefault(len(human), []).append(n)
     tests: dict[int, RankTest] = {}
     for k, members in by_size.items():
-        batch = EXACT_BATCH if k <= EXACT_MAX_OPTIONS else 1
+        exact = k <= EXACT_MAX_OPTIONS
+        batch = EXACT_BATCH if exact else 1
         for start in range(0, len(members), batch):
             chunk = members[start:start + batch]
-            models = np.array([groups[n][0] for n in chunk], float)
-            humans = np.array([groups[n][1] for n in chunk], float)
-            pairs = _order_pairs(k) if k <= EXACT_MAX_OPTIONS else _seeded_pairs(k, groups[chunk[0]][2])
-            tests.update(zip(chunk, _tested(models, humans, pairs, k <= EXACT_MAX_OPTIONS), strict=True))
+            models, humans = (np.array([groups[n][side] for n in chunk], float) for side in (0, 1))
+            pairs = _order_pairs(k) if exact else _seeded_pairs(k, groups[chunk[0]][2])
+            tests.update(zip(chunk, _tested(models, humans, pairs, exact), strict=True))
     return [tests[n] for n in range(len(groups))]
 
 

@@ -2,7 +2,7 @@
 leaderboard: 100 x (1 - TV(model, human) / TV(uniform, human)), aggregated as the authors' released scorer
 does: a row is a (country, question) group, the normaliser the mean uniform TV over a dataset's (here a
 domain's) rows, not each row's own (so a row people answer uniformly is still scored), the score the mean
-over rows (negative: worse than uniform). The literal row-by-row ratio is ``per_row_score``."""
+over rows (negative: worse than uniform)."""
 
 from __future__ import annotations
 
@@ -46,9 +46,6 @@ class SimBenchScore:
     score: float
     norm: float  # mean TV(uniform, human) over the rows: the dataset's normaliser
     rows: tuple[SimBenchRow, ...]
-    per_row_score: float  # mean of 100 (1 - TV / own uniform TV) where that is defined
-    rows_uniform_human: int  # rows with TV(uniform, human) = 0 (no per-row ratio)
-    skipped_no_answers: int  # qualifying rows where the model gave no usable answer
 
 
 def row_score(row: SimBenchRow, norm: float) -> float:
@@ -57,35 +54,29 @@ def row_score(row: SimBenchRow, norm: float) -> float:
 
 def simbench_score(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
                    weights: Weights | None = None) -> SimBenchScore:
-    """SimBench's score of one domain's scored items (any predictor's answers); a qualifying row without
-    a usable model answer is left out (``skipped_no_answers``), not scored as zero."""
+    """SimBench's score of one domain's scored items (any predictor's answers)."""
     return simbench_of([simbench_rows(items, min_respondents, weights)])
 
 
 def simbench_rows(items: Sequence[ScoredItem], min_respondents: int = DEFAULT_MIN_RESPONDENTS,
-                  weights: Weights | None = None) -> tuple[list[SimBenchRow], int]:
-    """The items' rows, and how many qualifying rows had no usable answer: items split by question give
-    the rows of the whole, so a predictor's answers can be scored a question at a time."""
-    rows, skipped = [], 0
+                  weights: Weights | None = None) -> list[SimBenchRow]:
+    """The items' rows: items split by question give the rows of the whole, so a predictor's answers can be
+    scored a question at a time. A qualifying row without a usable model answer is left out, not scored as
+    zero."""
+    rows = []
     for (country, qid), (group, codes) in scorable_groups(items, ROW_KEYS, min_respondents).items():
         model = model_distribution(group, codes, weights)
-        if model is None:
-            skipped += 1
-            continue
-        human = human_distribution(group, codes, weights)
-        rows.append(SimBenchRow(country, qid, len({item.person_id for item in group}),
-                                total_variation(model, human),
-                                total_variation(np.full(len(codes), 1.0 / len(codes)), human)))
-    return rows, skipped
+        if model is not None:
+            human = human_distribution(group, codes, weights)
+            rows.append(SimBenchRow(country, qid, len({item.person_id for item in group}),
+                                    total_variation(model, human),
+                                    total_variation(np.full(len(codes), 1.0 / len(codes)), human)))
+    return rows
 
 
-def simbench_of(parts: Sequence[tuple[list[SimBenchRow], int]]) -> SimBenchScore:
+def simbench_of(parts: Sequence[list[SimBenchRow]]) -> SimBenchScore:
     """The score of ``simbench_rows``' parts (one domain's), in order."""
-    rows = [row for part, _ in parts for row in part]
+    rows = [row for part in parts for row in part]
     norm = float(np.mean([r.tv_uniform for r in rows])) if rows else math.nan
-    scores = [row_score(r, norm) for r in rows]
-    own = [100.0 * (1.0 - r.tv_model / r.tv_uniform) for r in rows if r.tv_uniform > 0]
-    return SimBenchScore(score=float(np.mean(scores)) if rows else math.nan, norm=norm, rows=tuple(rows),
-                         per_row_score=float(np.mean(own)) if own else math.nan,
-                         rows_uniform_human=sum(r.tv_uniform == 0 for r in rows),
-                         skipped_no_answers=sum(skipped for _, skipped in parts))
+    score = float(np.mean([row_score(r, norm) for r in rows])) if rows else math.nan
+    return SimBenchScore(score=score, norm=norm, rows=tuple(rows))

@@ -2,7 +2,7 @@
 marginal shares and still erase who answers what (SSDataBench: simulations "compress heterogeneity"). For any
 predictor's hard answers (unweighted), per (question, attribute): Cramér's V of group and answer, real and
 simulated, on the same respondents (``profile_correlation``: Pearson's r over the pairs); the survey's clear
-gaps between two groups (Welch p < ``gap_alpha``, mean answer position) and how many the simulation gets in
+gaps between two groups (Welch p < ``GAP_ALPHA``, mean answer position) and how many the simulation gets in
 the same direction; and the entropy of simulated over real answers (< 1: the population is compressed)."""
 
 from __future__ import annotations
@@ -75,10 +75,10 @@ def _entropy(values: Sequence[str]) -> float:
 
 
 def heterogeneity_ratio(real: Sequence[str], simulated: Sequence[str]) -> float:
-    """H(simulated answers) / H(real answers); NaN when the real answers are all alike."""
+    """H(simulated answers) / H(real answers) of the same items; NaN when the real answers are all alike (or
+    there are none)."""
     h_real = _entropy(real)
-    h_sim = _entropy(simulated) if len(simulated) else math.nan
-    return float(h_sim / h_real) if h_real > 0 else math.nan
+    return float(_entropy(simulated) / h_real) if h_real > 0 else math.nan
 
 
 def usable(item: ScoredItem) -> bool:
@@ -95,9 +95,9 @@ def item_groups(items: Sequence[ScoredItem]) -> dict[int, dict[str, str]]:
     return groups
 
 
-def _gaps(group: np.ndarray, real: np.ndarray, simulated: np.ndarray,
-          gap_alpha: float) -> tuple[tuple[str, str, float, float], ...]:
-    """Clear real gaps (Welch p < alpha) between every two groups, with the simulated gap; one
+def _gaps(group: np.ndarray, real: np.ndarray,
+          simulated: np.ndarray) -> tuple[tuple[str, str, float, float], ...]:
+    """Clear real gaps (Welch p < ``GAP_ALPHA``) between every two groups, with the simulated gap; one
     vectorised Welch test, as a country attribute has hundreds of pairs per question."""
     codes, names = pd.factorize(group, sort=True)
     real, simulated = real.astype(float), simulated.astype(float)
@@ -113,7 +113,7 @@ def _gaps(group: np.ndarray, real: np.ndarray, simulated: np.ndarray,
     names = [str(name) for name in names]
     return tuple((names[i], names[j], float(gap), float(sim[i] - sim[j]))
                  for i, j, gap, pv in zip(a, b, real_gap, np.atleast_1d(p), strict=True)
-                 if gap != 0 and not math.isnan(pv) and pv < gap_alpha)
+                 if gap != 0 and not math.isnan(pv) and pv < GAP_ALPHA)
 
 
 def welch_p(mean_a: np.ndarray, sd_a: np.ndarray, n_a: np.ndarray, mean_b: np.ndarray, sd_b: np.ndarray,
@@ -147,10 +147,9 @@ class PairRows:
     simulated: np.ndarray
 
 
-def pair_rows(answered: Sequence[ScoredItem], groups: Groups, min_respondents: int,
-              min_group_size: int) -> Iterator[tuple[str, str, PairRows]]:
-    """Every (question, attribute) pair that qualifies, with its rows in groups of at least
-    ``min_group_size`` (decided from counts: most pairs of a small domain do not qualify). As columns: a
+def pair_rows(answered: Sequence[ScoredItem], groups: Groups) -> Iterator[tuple[str, str, PairRows]]:
+    """Every (question, attribute) pair that qualifies (``MIN_RESPONDENTS``), with its rows in groups of at
+    least ``MIN_GROUP_SIZE`` (decided from counts: most pairs of a small domain do not qualify). As columns: a
     question's items read once, an attribute's groups taken from one column per attribute over the people (a
     row tuple an item and attribute, four times a domain, was most of the structure yardsticks' time)."""
     people = pd.Index(list(groups))
@@ -169,36 +168,24 @@ def pair_rows(answered: Sequence[ScoredItem], groups: Groups, min_respondents: i
                 continue
             codes, _ = pd.factorize(value[has])
             sizes = np.bincount(codes)
-            kept = np.flatnonzero(has)[sizes[codes] >= min_group_size]
-            if len(kept) >= min_respondents and (sizes >= min_group_size).sum() >= 2:
+            kept = np.flatnonzero(has)[sizes[codes] >= MIN_GROUP_SIZE]
+            if len(kept) >= MIN_RESPONDENTS and (sizes >= MIN_GROUP_SIZE).sum() >= 2:
                 yield qid, attribute, PairRows(person[kept], value[kept], real[kept], simulated[kept])
 
 
-def _pair(qid: str, attribute: str, rows: PairRows, gap_alpha: float) -> PairStructure:
-    """The pair's figures over its rows."""
-    real_v, sim_v = cramers_v(_table(rows.group, rows.real)), cramers_v(_table(rows.group, rows.simulated))
-    return PairStructure(qid, attribute, len(rows.person), real_v, sim_v,
-                         _gaps(rows.group, rows.real, rows.simulated, gap_alpha))
+def structure(items: Sequence[ScoredItem]) -> Structure:
+    """Structure figures of the items' predicted answers against their true answers, over the items'
+    persona groups and country: each qualifying (question, attribute) pair's association and clear gaps."""
+    from scipy.stats import pearsonr
 
-
-def structure(items: Sequence[ScoredItem], groups: Groups | None = None, *,
-              min_respondents: int = MIN_RESPONDENTS, min_group_size: int = MIN_GROUP_SIZE,
-              gap_alpha: float = GAP_ALPHA) -> Structure:
-    """Structure figures of the items' predicted answers against their true answers.
-    ``groups``: person id -> {attribute: group}; default the items' persona groups and country."""
-    groups = item_groups(items) if groups is None else groups
     answered = [item for item in items if usable(item)]
     heterogeneity = {qid: heterogeneity_ratio([i.true_code for i in group],
                                               [str(i.predicted_code) for i in group])
                      for (qid,), group in split_groups(answered, ("question_id",)).items()}
-    pairs = tuple(_pair(qid, attribute, rows, gap_alpha)
-                  for qid, attribute, rows in pair_rows(answered, groups, min_respondents, min_group_size))
-    return _summary(pairs, heterogeneity)
-
-
-def _summary(pairs: tuple[PairStructure, ...], heterogeneity: dict[str, float]) -> Structure:
-    from scipy.stats import pearsonr
-
+    pairs = tuple(PairStructure(qid, attribute, len(rows.person), cramers_v(_table(rows.group, rows.real)),
+                                cramers_v(_table(rows.group, rows.simulated)),
+                                _gaps(rows.group, rows.real, rows.simulated))
+                  for qid, attribute, rows in pair_rows(answered, item_groups(items)))
     real = np.array([p.real_v for p in pairs])
     sim = np.array([p.simulated_v for p in pairs])
     varies = len(pairs) >= 3 and real.std() > 0 and sim.std() > 0

@@ -17,15 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from socbench.metrics.structure import (
-    MIN_GROUP_SIZE,
-    MIN_RESPONDENTS,
-    Groups,
-    PairRows,
-    item_groups,
-    pair_rows,
-    usable,
-)
+from socbench.metrics.structure import PairRows, item_groups, pair_rows, usable
 from socbench.types import ScoredItem
 
 BLOCKS = 50
@@ -62,16 +54,23 @@ def _resampled_v(rows: PairRows, block: Mapping[int, int], weights: np.ndarray) 
     return tallied(rows.real), tallied(rows.simulated)
 
 
-def _profile_correlations(items: Sequence[ScoredItem], groups: Groups, block: dict[int, int],
-                          weights: np.ndarray) -> np.ndarray:
-    """The profile correlation in every resample, as ``structure`` computes it (NaN with fewer than 3
-    pairs or a constant real profile; 0 where the simulated answers do not differ between groups at all,
-    as the report reads it)."""
-    answered = [item for item in items if usable(item)]
+def profile_resamples(model: Sequence[ScoredItem], items: Sequence[ScoredItem] | None = None, *,
+                      resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
+    """The profile correlation of ``items`` (default: ``model``'s) in the sample (row 0) and in every
+    resample of ``model``'s respondents, as ``structure`` computes it (NaN with fewer than 3 pairs or a
+    constant real profile; 0 where the simulated answers do not differ between groups at all, as the report
+    reads it): one predictor's half of ``profile_difference``, so each half is computed as soon as its
+    answers are known (the same people, groups and draws for any ``items``)."""
+    people = sorted({item.person_id for item in model})
+    rng = np.random.default_rng(seed)
+    n_blocks = max(min(len(people), BLOCKS), 1)
+    block = dict(zip(people, (rng.permutation(len(people)) % n_blocks).tolist(), strict=True))
+    draws = rng.multinomial(n_blocks, np.full(n_blocks, 1 / n_blocks), size=resamples)
+    weights = np.vstack([np.ones((1, n_blocks), dtype=np.int64), draws])  # row 0: the sample itself
+    answered = [item for item in (model if items is None else items) if usable(item)]
     # a pair's rows are let go once its two columns are tallied: all pairs' rows at once were every item
     # once per attribute (~1.7 GB at 50,000 respondents)
-    found = [_resampled_v(rows, block, weights)
-             for _, _, rows in pair_rows(answered, groups, MIN_RESPONDENTS, MIN_GROUP_SIZE)]
+    found = [_resampled_v(rows, block, weights) for _, _, rows in pair_rows(answered, item_groups(model))]
     if len(found) < 3:
         return np.full(len(weights), math.nan)
     real, sim = (np.column_stack(side) for side in zip(*found, strict=True))
@@ -82,28 +81,11 @@ def _profile_correlations(items: Sequence[ScoredItem], groups: Groups, block: di
     return np.where(alike, 0.0, r)
 
 
-def profile_resamples(model: Sequence[ScoredItem], items: Sequence[ScoredItem] | None = None,
-                      groups: Groups | None = None, *, resamples: int = RESAMPLES, seed: int = 0,
-                      ) -> np.ndarray:
-    """The profile correlation of ``items`` (default: ``model``'s) in the sample (row 0) and in every
-    resample of ``model``'s respondents: one predictor's half of ``profile_difference``, so each half is
-    computed as soon as its answers are known (the same people and draws for any ``items``)."""
-    groups = item_groups(model) if groups is None else groups
-    people = sorted({item.person_id for item in model})
-    rng = np.random.default_rng(seed)
-    n_blocks = max(min(len(people), BLOCKS), 1)
-    block = dict(zip(people, (rng.permutation(len(people)) % n_blocks).tolist(), strict=True))
-    draws = rng.multinomial(n_blocks, np.full(n_blocks, 1 / n_blocks), size=resamples)
-    weights = np.vstack([np.ones((1, n_blocks), dtype=np.int64), draws])  # row 0: the sample itself
-    return _profile_correlations(model if items is None else items, groups, block, weights)
-
-
-def profile_difference(model: Sequence[ScoredItem], other: Sequence[ScoredItem], groups: Groups | None = None,
-                       *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, float | int | str]:
+def profile_difference(model: Sequence[ScoredItem], other: Sequence[ScoredItem], *,
+                       resamples: int = RESAMPLES, seed: int = 0) -> dict[str, float | int | str]:
     """The model's profile correlation minus ``other``'s (both predicting the same respondents' answers)
     and its ``LEVEL`` percentile CI from a paired bootstrap over respondents (``difference_record``)."""
-    groups = item_groups(model) if groups is None else groups  # once, for both halves
-    mine, others = (profile_resamples(model, items, groups, resamples=resamples, seed=seed)
+    mine, others = (profile_resamples(model, items, resamples=resamples, seed=seed)
                     for items in (model, other))
     return difference_record(mine - others)
 

@@ -73,8 +73,8 @@ def accuracy_ci(correct: Sequence[float], clusters: Sequence, strata: Sequence |
 
 
 def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Sequence | None = None, *,
-                         n_resamples: int = DEFAULT_RESAMPLES, seed: int = BOOTSTRAP_SEED,
-                         confidence: float = CONFIDENCE) -> tuple[float, float]:
+                         n_resamples: int = DEFAULT_RESAMPLES,
+                         seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
     """Percentile CI of ``stratified_mean(values, strata)``, resampling clusters (respondents) in each
     stratum; a one-respondent stratum enters as a constant, and with no other the CI is (NaN, NaN)."""
     from scipy.stats import quantile  # here: scipy.stats takes a second or more to import
@@ -88,7 +88,7 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, strata: Se
     rng = np.random.default_rng(seed)
     parts = [_resampled_ratios(s, n, rng, n_resamples) for s, n in varying]
     theta = (np.sum(parts, axis=0) + fixed) / len(totals)
-    alpha = np.asarray((1 - confidence) / 2)
+    alpha = np.asarray((1 - CONFIDENCE) / 2)
     low, high = quantile(theta, np.stack((alpha, 1 - alpha)), axis=-1)
     return float(low), float(high)
 
@@ -138,8 +138,7 @@ def paired_comparison(correct_a: Sequence[bool], correct_b: Sequence[bool], clus
                       seed: int = BOOTSTRAP_SEED) -> PairedComparison:
     """Compare two models item by item (``clusters``: each item's respondent): stratified means (over
     domains when ``strata`` are domains), McNemar's counts pooled over all items."""
-    a = np.asarray(correct_a, dtype=bool)
-    b = np.asarray(correct_b, dtype=bool)
+    a, b = (np.asarray(correct, dtype=bool) for correct in (correct_a, correct_b))
     if a.shape != b.shape:
         raise ValueError("both models need one correctness value per shared item")
     a_only, b_only = int(np.sum(a & ~b)), int(np.sum(~a & b))
