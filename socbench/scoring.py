@@ -89,12 +89,14 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
                      weights: Mapping[int, float] | None = None, weights_off: str | None = None,
                      engine_errors: Sequence[str] | None = None, texts: Mapping[str, str] | None = None,
                      run: str = "", attributes: Mapping[int, Mapping[str, str]] | None = None,
-                     grouping: str = COUNTRY, cache: Path | None = None) -> DomainResult:
+                     grouping: str = COUNTRY, cache: Path | None = None, estimate: bool = False,
+                     ) -> DomainResult:
     """Counts, metrics, breakdowns, baselines, distribution scores and CI of one domain run.
 
     ``margin_over_best_baseline`` joins the metrics, so a headline number is never read without its
     floor. Any ``engine_errors`` (default: ``scored``'s) leave counts and baselines only. ``attributes``
-    (what the prompts showed) add the yardsticks and the demographic baseline; ``cache``: ``socbench.memo``.
+    (what the prompts showed) add the yardsticks and the demographic baseline; ``cache``: ``socbench.memo``;
+    ``estimate``: the estimates too (``socbench.estimates``), while the demographic model is still fitted.
     """
     if engine_errors is None:
         engine_errors = [item.engine_error for item in scored if item.engine_error is not None]
@@ -133,6 +135,11 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
                                              min_respondents=min_respondents, seed=seed))
         answer_metrics = (accuracy, seed_macro_f1, seed_micro_f1, per_question_macro_f1, parse_failure_rate)
         metrics = {name: score(scored) for name, score in zip(METRIC_NAMES, answer_metrics)}  # margin: below
+        if estimate:  # what the answers are worth as respondents, once per answers
+            by_id = weights and {str(p): w for p, w in weights.items()}
+            key = content_key("estimates", domain_name, every, by_id, questions)
+            counts["estimates"] = memo(cache, key, lambda: gain_record(
+                domain_name, domain_frame(domain_name, every, by_id, questions, grouping)))
         extra = {} if begun is None else domain_yardsticks(scored, attributes or {}, begun=begun, **settings)
     finally:
         if begun is not None:
@@ -164,15 +171,8 @@ def score_domain(data: DomainData, items: Sequence[Item], extractions: Mapping[s
                               weights_off=weights_off, engine_errors=failed,
                               texts={q.id: q.text for q in data.questions}, run=run,
                               attributes=shown_attributes(data, include_persona), grouping=data.grouping,
-                              cache=cache)
+                              cache=cache, estimate=True)
     result = replace(result, sample=data.sample)
-    if result.complete:  # what the answers are worth as respondents (socbench.estimates), once per answers
-        by_id = weights and {str(p): w for p, w in weights.items()}
-        estimates = memo(cache, content_key("estimates", data.domain_name, scored, by_id, result.questions),
-                         lambda: gain_record(data.domain_name,
-                                             domain_frame(data.domain_name, scored, by_id, result.questions,
-                                                          data.grouping)))
-        result = replace(result, estimates=estimates)
     variants = score_variants(items, extractions) if result.complete else []
     return ScoredDomain(tuple(scored), result, tuple(variants) or None)
 
@@ -198,6 +198,6 @@ def variant_answer(variant: Variant, extraction: Extraction) -> VariantResult:
 
 def score_variants(items: Sequence[Item], extractions: Mapping[str, Extraction]) -> list[VariantResult]:
     """Every variant's answer, by item in ``items`` order; a failed one: a None prediction and its reason."""
-    rank = {item.item_id: i for i, item in enumerate(items)}
     answers = [variant_answer(e.variant, e) for e in extractions.values() if e.variant is not None]
+    rank = {item.item_id: i for i, item in enumerate(items)} if answers else {}  # no item ids made for none
     return sorted(answers, key=lambda answer: rank.get(answer.qid, len(rank)))
