@@ -46,11 +46,11 @@ def bare_generate(llm, tok, prompts) -> int:
 def bare_score(llm, tok, prompts) -> int:
     """One LLM.generate of single-step scoring (max_tokens=1, logprob_token_ids = the codes)."""
     from socbench.engines import _chat
-    from socbench.engines.vllm import _children, _score_params
+    from socbench.engines.vllm import _node_subs
 
     plans = [_chat.option_plan(tok, p) for p in prompts]
     inputs = [{"prompt_token_ids": list(plan.context)} for plan in plans]
-    params = [_score_params(_children(plan, ())) for plan in plans]
+    params = [_node_subs(0, plan, ())[0].params for plan in plans]  # the root node: one request
     return len(llm.generate(inputs, params, use_tqdm=False))
 
 

@@ -44,7 +44,7 @@ def _issp_prompts(data_dir: Path, mode: str) -> list:
 
 def part_a(started: tuple, respondents: int) -> list[dict]:
     from socbench.engines import _chat
-    from socbench.engines.vllm import _children, _generate_params, _score_params
+    from socbench.engines.vllm import _generate_params, _node_subs
     from socbench.pipeline import generate
 
     data_dir = common.synth_data(respondents, "1")
@@ -58,7 +58,7 @@ def part_a(started: tuple, respondents: int) -> list[dict]:
             if mode == "logprobs":
                 plans = [_chat.option_plan(tok, p) for p in prompts]
                 inputs = [{"prompt_token_ids": list(pl.context)} for pl in plans]
-                params = [_score_params(_children(pl, ())) for pl in plans]
+                params = [_node_subs(0, pl, ())[0].params for pl in plans]  # the root node: one request
             else:
                 inputs = [{"prompt_token_ids": _chat.prompt_ids(tok, p)} for p in prompts]
                 params = [_generate_params(p) for p in prompts]
