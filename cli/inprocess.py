@@ -88,10 +88,12 @@ def run(config: Any, show_progress: bool = True) -> Any:
               f"and socbench; nothing sent or recomputed); to run it again, delete {marker(config)}",
               file=sys.stderr)
         return last
+    from socbench.background import few_collections
     from socbench.preflight import check_run
     from socbench.studies import study_of
 
-    check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
+    with few_collections():
+        check_run(config)  # bad paths and settings fail here, before Prefect or a model starts
     from socbench.cli.prefect_api import prefect_api, spawn_early
 
     server = spawn_early(Path(config.output_dir) / ".cache" / "prefect-api.log")
@@ -104,12 +106,11 @@ def run(config: Any, show_progress: bool = True) -> Any:
 
         study.flow_function()
         new_figure(1, 1)  # matplotlib's imports (0.3 s)
-        if server is not None:  # a private API starting: the score stage's imports too (0.5 s)
+        if server is not None:  # a private API starting: the score stage's scipy.stats too (0.5 s)
             import scipy.stats  # noqa: F401
-            import sklearn.metrics  # noqa: F401
 
     shown = listening(ConsoleProgress()) if show_progress else contextlib.nullcontext()
-    with shown, prefect_api(meanwhile, server):
+    with few_collections(), shown, prefect_api(meanwhile, server):
         from socbench.flows import run_inprocess
 
         return run_inprocess(study.flow_function(), config)

@@ -14,6 +14,7 @@ from prefect.states import Failed, State
 from prefect.utilities.annotations import opaque
 
 from socbench import pipeline
+from socbench.background import few_collections
 from socbench.errors import RunFailed
 from socbench.log import rerun
 from socbench.outcomes import Outcome
@@ -81,6 +82,11 @@ def run_units(config: Any, unit_flow: Callable[..., Any], api_key_secret: str | 
     """Every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``), then the export
     and the run's summary; Failed, naming them, if a unit failed or is incomplete or the export failed. The
     API key: ``config.engine.api_key_env`` on the worker, or the Secret block ``api_key_secret``."""
+    with few_collections():
+        return _run_units(config, unit_flow, api_key_secret)
+
+
+def _run_units(config: Any, unit_flow: Callable[..., Any], api_key_secret: str | None) -> Outcome | State:
     config = with_secret_key(config, api_key_secret)
     if config.dry_run:  # a deployment's run asked for its cost: nothing is sent
         from socbench.cost import dry_run

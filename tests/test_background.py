@@ -3,6 +3,7 @@ would have raised, never re-runs the caller's script, and a process that dies co
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.demographic_model import synthetic_domain
-from socbench.background import CHUNK, Beside, cores
+from socbench.background import CHUNK, FEW_COLLECTIONS, Beside, cores, few_collections
 from socbench.yardsticks import begin_demographic
 
 pytestmark = pytest.mark.skipif(cores() < 2, reason="work runs apart only with a second core")
@@ -104,3 +105,14 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
 def test_work_that_cannot_be_pickled_runs_in_the_caller() -> None:
     later = Beside(True, lambda: "computed here")  # a lambda: no pickle, so no process
     assert later._process is None and later.result() == "computed here"
+
+
+def test_few_collections_sets_the_run_thresholds_and_restores_the_callers() -> None:
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError), few_collections():
+        assert gc.get_threshold() == FEW_COLLECTIONS
+        with few_collections():  # the CLI's around the flow's: the inner one restores the outer one's
+            pass
+        assert gc.get_threshold() == FEW_COLLECTIONS
+        raise RuntimeError("a run that fails")
+    assert gc.get_threshold() == before
