@@ -19,6 +19,7 @@ from socbench.errors import RunFailed
 from socbench.log import rerun
 from socbench.outcomes import Outcome
 from socbench.studies import task_for
+from socbench.tasks import Sealed, unsealed
 from socbench.tasks.build_prompts import build_prompts
 from socbench.tasks.country_special_options import country_special_options
 from socbench.tasks.export import export, export_failures
@@ -39,7 +40,7 @@ def failed(message: str, outcome: Any) -> Any:
 def run_unit(config: Any, unit_id: int, own_engine: bool) -> Any:
     """One unit of ``config``'s study: load → options → prompts → engine → extract → score → report;
     Failed once its files are written if the engine left requests unanswered (the parent still reads its
-    result)."""
+    result: ``unit_result``). The result is returned sealed (``tasks.Sealed``)."""
     # Stage outputs are passed ``opaque``: Prefect still links each task to the one whose result it gets,
     # but does not walk every prompt and answer inside them (2/3 of a cached run's time when it did).
     started = time.monotonic()
@@ -60,10 +61,17 @@ def run_unit(config: Any, unit_id: int, own_engine: bool) -> Any:
         result = study.result(unit, scored, incomplete)
         report(study, opaque(scored), opaque(result), time.monotonic() - started)
         reason = result.incomplete_reason
-        return result if reason is None else failed(f"{unit.label}: {reason}", result)
+        return Sealed(result) if reason is None else failed(f"{unit.label}: {reason}", result)
     finally:
         if own_engine:
             teardown_safely()
+
+
+def unit_result(state: State) -> Any:
+    """A unit flow's result (a failed one's too, from its ``RunFailed``), or the exception it raised."""
+    result = state.result(raise_on_failure=False)
+    result = result.outcome if isinstance(result, RunFailed) else result
+    return unsealed(result)
 
 
 def unit_heartbeats() -> contextlib.AbstractContextManager[Any]:
@@ -103,8 +111,7 @@ def _run_units(config: Any, unit_flow: Callable[..., Any], api_key_secret: str |
         for unit in units:
             with unit_heartbeats():
                 state = unit_flow(unit.id, config, own_engine=False, return_state=True)
-            result = state.result(raise_on_failure=False)
-            result = result.outcome if isinstance(result, RunFailed) else result
+            result = unit_result(state)
             if not isinstance(result, BaseException):
                 results.append(result)
             if not state.is_completed():

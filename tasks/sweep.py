@@ -24,7 +24,7 @@ from socbench.report.html import write_report
 from socbench.report.leaderboard import leaderboard_rows
 from socbench.report.markdown import write_run_summary
 from socbench.sweep import SweepConfig, SweepState, SweepUnit, settle
-from socbench.tasks import stage
+from socbench.tasks import stage, unsealed
 
 MODEL_TAG = "socbench-model-"
 POLL_S = 2.0
@@ -44,7 +44,7 @@ def _message(run: FlowRun) -> str:
 
 def _domain(run: FlowRun) -> DispatchedDomain:
     completed = run.state is not None and run.state.is_completed()
-    result = run.state.result() if completed else None
+    result = unsealed(run.state.result()) if completed else None
     return DispatchedDomain(int(run.parameters["domain_id"]), completed, _message(run), result)
 
 
