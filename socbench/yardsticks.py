@@ -30,7 +30,6 @@ from socbench.metrics.distribution import DEFAULT_MIN_RESPONDENTS
 from socbench.metrics.simbench import SimBenchRow, simbench_of, simbench_rows, simbench_score
 from socbench.metrics.structure import Structure, structure
 from socbench.metrics.structure_difference import difference_record, profile_resamples
-from socbench.prompts.persona import country_words, persona_attributes
 from socbench.types import DomainData, ScoredItem
 
 DEMOGRAPHIC = "demographic_model"  # its key in DomainResult.baselines and in the yardsticks
@@ -43,6 +42,9 @@ Attributes = dict[int, dict[str, str]]
 def shown_attributes(data: DomainData, include_persona: bool = True) -> Attributes:
     """Person id -> the persona attributes the prompts showed (the same function builds both);
     every respondent is present, with none when the run showed no persona."""
+    from socbench.prompts.persona import country_words, persona_attributes  # here: the classifier's process
+    # (which imports this module) needs neither them nor the data modules they import (0.1 s)
+
     return {person.person_id: persona_attributes(person, country_words(person)) if include_persona else {}
             for person in data.respondents}
 

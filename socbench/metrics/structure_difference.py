@@ -35,7 +35,9 @@ def cramers_v_stack(tables: np.ndarray) -> np.ndarray:
     rows, cols = tables.sum(axis=2), tables.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = rows[:, :, None] * cols[:, None, :] / n[:, None, None]
-        chi2 = np.where(expected > 0, (tables - expected) ** 2 / expected, 0.0).sum(axis=(1, 2))
+        cells = tables - expected  # squared, divided in place (np.where's copies were a third of its time):
+        np.square(cells, out=cells)  # a cell with none expected holds none, so it stays 0 as np.where made it
+        chi2 = np.divide(cells, expected, out=cells, where=expected > 0).sum(axis=(1, 2))
         k = np.minimum((rows > 0).sum(axis=1), (cols > 0).sum(axis=1))
         return np.where(k >= 2, np.sqrt(chi2 / (n * (k - 1))), 0.0)
 
