@@ -105,6 +105,8 @@ def run(config: Any, show_progress: bool = True) -> Any:
         from socbench.report.output import new_figure
 
         study.flow_function()
+        import fastapi.encoders  # noqa: F401  Prefect's flow-run creation imports it (0.2 s)
+
         new_figure(1, 1)  # matplotlib's imports (0.3 s)
         if server is not None:  # a private API starting: the score stage's scipy.stats too (0.5 s)
             import scipy.stats  # noqa: F401

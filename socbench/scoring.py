@@ -104,9 +104,10 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
     scored = [item for item in scored if item.numeric is None]  # the codes' metrics and baselines
     settings = dict(weights=weights, min_respondents=min_respondents, seed=seed, cache=cache)
     begun = None if attributes is None or engine_errors else begin_demographic(scored, attributes, **settings)
+    answers = content_key("answers", items, every)  # the memos' keys: a domain's items pickled once (0.1 s)
     try:  # the rest of the domain is scored while the demographic model is fitted (``socbench.background``)
         expected = item_baselines(scored, grouping)  # each baseline on each item: domain's, each group's
-        floor = memo(cache, content_key("baselines", scored, weights, grouping),
+        floor = memo(cache, content_key("baselines", answers, weights, grouping),
                      lambda: baselines(scored, weights, grouping, expected))
         excluded = Counter(item.excluded_reason for item in items if item.excluded_reason is not None)
         counts = dict(
@@ -124,7 +125,7 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
             return DomainResult(metrics=dict.fromkeys(METRIC_NAMES, math.nan), per_country={}, **counts)
         counts["numeric"] = numeric_scores(numbers, attributes, weights, seed)
         view = (items, scored, texts, min_respondents, weights, seed)
-        alignment, questions, distribution = memo(cache, content_key("questions", *view),
+        alignment, questions, distribution = memo(cache, content_key("questions", answers, *view[2:]),
                                                   lambda: question_view(*view))
         # per country: none (not one group "unmapped") for a study without countries
         countries = unmapped_countries or any(item.country_code is not None for item in scored)
@@ -137,10 +138,11 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
         metrics = {name: score(scored) for name, score in zip(METRIC_NAMES, answer_metrics)}  # margin: below
         if estimate:  # what the answers are worth as respondents, once per answers
             by_id = weights and {str(p): w for p, w in weights.items()}
-            key = content_key("estimates", domain_name, every, by_id, questions)
+            key = content_key("estimates", domain_name, answers, by_id, questions, grouping)
             counts["estimates"] = memo(cache, key, lambda: gain_record(
                 domain_name, domain_frame(domain_name, every, by_id, questions, grouping)))
-        extra = {} if begun is None else domain_yardsticks(scored, attributes or {}, begun=begun, **settings)
+        extra = {} if begun is None else domain_yardsticks(scored, attributes or {}, begun=begun,
+                                                           answers=answers, **settings)
     finally:
         if begun is not None:
             begun.cancel()

@@ -59,16 +59,18 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
                       weights: Mapping[int, float] | None = None,
                       min_respondents: int = DEFAULT_MIN_RESPONDENTS, seed: int = 0,
                       folds: int = DEFAULT_FOLDS, cache: Path | None = None,
-                      begun: Beside[dict[str, Any]] | None = None) -> dict[str, Any]:
+                      begun: Beside[dict[str, Any]] | None = None, answers: str | None = None,
+                      ) -> dict[str, Any]:
     """The JSON record of every yardstick (the demographic model's accuracy a baseline too) of a complete
     domain's ``scored`` items (the LLM's answers) beside the
     demographic model fitted on ``attributes`` (with the survey's design ``weights``, if any).
     ``cache``: the run's cache folder; the demographic model's side depends on the data alone
     (any model's run on it reads it back), the LLM's side on its answers too (``socbench.memo``).
-    ``begun``: that side as ``begin_demographic`` started it with the same arguments."""
+    ``begun``: that side as ``begin_demographic`` started it with the same arguments; ``answers``: the
+    content key of the items ``scored`` came from, if the caller has one."""
     begun = begun or begin_demographic(scored, attributes, weights=weights, min_respondents=min_respondents,
                                        seed=seed, folds=folds, cache=cache, apart=False)
-    model = memo(cache, content_key("model", scored, min_respondents),
+    model = memo(cache, content_key("model", answers or scored, min_respondents),
                  lambda: _model_side(scored, min_respondents))
     demographic = begun.result()
     comparison = difference_record(np.array(model["profiles"], dtype=float)

@@ -309,3 +309,28 @@ def test_the_writer_does_not_sync_at_every_commit(tmp_path: Path) -> None:
         assert cache.get_many(["k" * 64]) == {"k" * 64: json.dumps({"text": "x"})}
     finally:
         cache.close()
+
+
+def test_a_requests_key_is_the_hash_of_its_sorted_json_whatever_it_holds():
+    """``PromptRequest.key`` encodes each message and each question's settings once, and still hashes the
+    JSON every earlier version hashed: an existing cache stays readable."""
+    import hashlib
+    from dataclasses import astuple
+
+    from socbench.types import SamplingSettings
+
+    def reference(r: PromptRequest) -> str:
+        payload = {"messages": [[m.role, m.content] for m in r.messages], "mode": r.mode,
+                   "codes": list(r.offered_codes), "prefix": r.answer_prefix, "structured": r.structured,
+                   "chat": r.chat, "sampling": list(astuple(r.sampling))}
+        payload |= {"choose_all": True} if r.choose_all else {}
+        payload |= {"numeric": list(r.numeric)} if r.numeric is not None else {}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    persona = Message("system", 'Personal information:\n{"Land": "Österreich", "q": "\\"messages\\": 0"}')
+    for n, codes in enumerate([(), ("1", "2"), ('"messages": 0', "ü")]):
+        base = PromptRequest(f"{n}:q", (persona, Message("user", f"Frage {n}?\n1. Ja")), offered_codes=codes)
+        for request in (base, replace(base, messages=()), replace(base, mode="logprobs", answer_prefix="{"),
+                         replace(base, choose_all=True), replace(base, numeric=(0.0, 120.0), chat=False),
+                         replace(base, structured=True, sampling=SamplingSettings(0.7, 0.9, 32, 5))):
+            assert request.key == reference(request)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from socbench.metrics.demographic import demographic_model
-from socbench.metrics.structure import cramers_v, structure, welch_p
+from socbench.metrics.structure import cramers_v, pearson, structure, welch_p
 from socbench.metrics.structure_difference import BLOCKS, cramers_v_stack, profile_difference
 from socbench.report.answers import comparison_lines
 from socbench.types import ScoredItem
@@ -56,6 +56,18 @@ def test_welch_p_is_scipys_bit_for_bit() -> None:
         with np.errstate(divide="ignore", invalid="ignore"):
             expected = ttest_ind_from_stats(mean_a, sd_a, n_a, mean_b, sd_b, n_b, equal_var=False).pvalue
         assert np.array_equal(welch_p(mean_a, sd_a, n_a, mean_b, sd_b, n_b), expected, equal_nan=True)
+
+
+def test_pearson_is_scipys_bit_for_bit() -> None:
+    """The profile correlation without ``scipy.stats`` in the classifier's process: the same floats."""
+    from scipy.stats import pearsonr
+
+    rng = np.random.default_rng(6)
+    for n in range(3, 300):
+        x, y = rng.random(n) ** rng.integers(1, 4), rng.random(n) * 1e3
+        x, y = (np.round(x, 2), np.round(y, -2)) if n % 3 == 0 else (x, 0.3 * x * 1e3 + y)
+        if x.std() > 0 and y.std() > 0:
+            assert pearson(x, y) == float(pearsonr(x, y).statistic)
 
 
 def rule_and_classifier() -> tuple[list[ScoredItem], list[ScoredItem]]:

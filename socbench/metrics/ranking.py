@@ -115,7 +115,8 @@ def _tested(models: np.ndarray, humans: np.ndarray, pairs: np.ndarray, exact: bo
     untied_x, untied_y = np.count_nonzero(sx, axis=1), np.count_nonzero(sy, axis=1)
     observed = _tau(np.einsum("gp,gp->g", sx, sy), untied_x, untied_y)
     table = np.sign(_round(models[:, :, None] - models[:, None, :])).astype(np.int32).reshape(len(models), -1)
-    agree = np.einsum("gp,gpo->go", sy.astype(np.int32), table[:, pairs])  # -1/0/1 summed in ints: 10x floats
+    agree = np.einsum("gp,gpo->go", sy.astype(np.int32), np.take(table, pairs, axis=1))  # -1/0/1 summed in
+    # ints: 10x floats; ``take``: twice indexing's speed
     scales, held = np.sqrt(untied_x * untied_y).tolist(), np.min_scalar_type(-len(i))  # _tau's, row by row
     adjustment = 0 if exact else 1  # scipy's: a resampled test counts the observed ordering once
     tests = []

@@ -173,11 +173,17 @@ def pair_rows(answered: Sequence[ScoredItem], groups: Groups) -> Iterator[tuple[
                 yield qid, attribute, PairRows(person[kept], value[kept], real[kept], simulated[kept])
 
 
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """``scipy.stats.pearsonr(x, y).statistic`` of two varying vectors, its operations in its order (the same
+    float): the classifier's process would import ``scipy.stats`` for it alone (0.3 s of its 3)."""
+    centred = (x - x.mean(), y - y.mean())
+    unit = [v / (np.abs(v).max() * np.linalg.norm(v / np.abs(v).max(), axis=-1)) for v in centred]
+    return float(np.clip(np.vecdot(*unit), -1.0, 1.0))
+
+
 def structure(items: Sequence[ScoredItem]) -> Structure:
     """Structure figures of the items' predicted answers against their true answers, over the items'
     persona groups and country: each qualifying (question, attribute) pair's association and clear gaps."""
-    from scipy.stats import pearsonr
-
     answered = [item for item in items if usable(item)]
     heterogeneity = {qid: heterogeneity_ratio([i.true_code for i in group],
                                               [str(i.predicted_code) for i in group])
@@ -192,7 +198,7 @@ def structure(items: Sequence[ScoredItem]) -> Structure:
     gaps = [g for p in pairs for g in p.gaps]
     same = sum(np.sign(real_gap) == np.sign(sim_gap) for _, _, real_gap, sim_gap in gaps)
     ratios = [r for r in heterogeneity.values() if not math.isnan(r)]
-    correlation = float(pearsonr(real, sim).statistic) if varies else math.nan
+    correlation = pearson(real, sim) if varies else math.nan
     return Structure(pairs=pairs, profile_correlation=correlation,
                      mean_real_v=float(real.mean()) if len(pairs) else math.nan,
                      mean_simulated_v=float(sim.mean()) if len(pairs) else math.nan,
