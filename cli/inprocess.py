@@ -108,8 +108,6 @@ def run(config: Any, show_progress: bool = True) -> Any:
         import fastapi.encoders  # noqa: F401  Prefect's flow-run creation imports it (0.2 s)
 
         new_figure(1, 1)  # matplotlib's imports (0.3 s)
-        if server is not None:  # a private API starting: the score stage's scipy.stats too (0.5 s)
-            import scipy.stats  # noqa: F401
 
     shown = listening(ConsoleProgress()) if show_progress else contextlib.nullcontext()
     with few_collections(), shown, prefect_api(meanwhile, server):

@@ -11,6 +11,7 @@ from socbench.metrics.uncertainty import (
     cluster_bootstrap_ci,
     mcnemar_exact,
     paired_comparison,
+    percentiles,
     stratified_mean,
 )
 
@@ -125,3 +126,14 @@ def test_bootstrap_draws_scipys_resamples_in_bounded_chunks(monkeypatch: pytest.
         assert cluster_bootstrap_ci(values, people, list(domains), n_resamples=999, seed=seed) == expected
         assert (cluster_bootstrap_ci(values, people, ["all"] * len(values), n_resamples=999, seed=seed)
                 == scipy_cluster_ci(values, people, ["all"] * len(values), 999, seed))
+
+
+def test_percentiles_are_scipys_quantile_bit_for_bit() -> None:
+    """The CI's bounds without importing ``scipy.stats`` in a run: the same floats as its ``quantile``."""
+    from scipy.stats import quantile
+
+    rng = np.random.default_rng(7)
+    at = np.array([0.025, 0.975, 0.0, 0.5, 1.0])
+    for n in [*range(1, 40), 999, 1000, 1001]:
+        values = rng.random(n) if n % 2 else np.round(rng.random(n), 2)
+        assert np.array_equal(percentiles(values, at), quantile(values, at))
