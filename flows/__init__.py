@@ -37,6 +37,7 @@ def failed(message: str, outcome: Any) -> Any:
     return Failed(message=message, data=RunFailed(message, outcome))
 
 
+@few_collections()  # every entry: the CLI's and a deployment's parent, a sweep worker's unit
 def run_unit(config: Any, unit_id: int, own_engine: bool) -> Any:
     """One unit of ``config``'s study: load → options → prompts → engine → extract → score → report;
     Failed once its files are written if the engine left requests unanswered (the parent still reads its
@@ -68,7 +69,8 @@ def run_unit(config: Any, unit_id: int, own_engine: bool) -> Any:
 
 
 def unit_result(state: State) -> Any:
-    """A unit flow's result (a failed one's too, from its ``RunFailed``), or the exception it raised."""
+    """A flow's result (a failed one's too, from its ``RunFailed``; a unit's unsealed), or the exception it
+    raised."""
     result = state.result(raise_on_failure=False)
     result = result.outcome if isinstance(result, RunFailed) else result
     return unsealed(result)
@@ -81,20 +83,16 @@ def unit_heartbeats() -> contextlib.AbstractContextManager[Any]:
     ~0.5 s for Prefect's heartbeat thread (it sleeps in 1 s steps, then is joined): 5 s of a 10-unit run."""
     frequency = get_current_settings().flows.heartbeat_frequency
     default = type(get_current_settings().flows).model_fields["heartbeat_frequency"].default
-    if frequency is not None and frequency < default:
+    if frequency is None or frequency < default:  # off already (socbench's own API), or wanted
         return contextlib.nullcontext()
     return temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
 
 
+@few_collections()
 def run_units(config: Any, unit_flow: Callable[..., Any], api_key_secret: str | None) -> Outcome | State:
     """Every unit in turn on one engine (``unit_flow(unit_id, config, own_engine=False)``), then the export
     and the run's summary; Failed, naming them, if a unit failed or is incomplete or the export failed. The
     API key: ``config.engine.api_key_env`` on the worker, or the Secret block ``api_key_secret``."""
-    with few_collections():
-        return _run_units(config, unit_flow, api_key_secret)
-
-
-def _run_units(config: Any, unit_flow: Callable[..., Any], api_key_secret: str | None) -> Outcome | State:
     config = with_secret_key(config, api_key_secret)
     if config.dry_run:  # a deployment's run asked for its cost: nothing is sent
         from socbench.cost import dry_run
@@ -138,9 +136,7 @@ def _run_units(config: Any, unit_flow: Callable[..., Any], api_key_secret: str |
 
 def run_inprocess(flow: Any, config: Any) -> Any:
     """``flow(config)`` run in this process; its outcome, a failed run's too (from its ``RunFailed``)."""
-    outcome = flow(config, return_state=True).result(raise_on_failure=False)
-    if isinstance(outcome, RunFailed):
-        return outcome.outcome
+    outcome = unit_result(flow(config, return_state=True))
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome

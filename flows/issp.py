@@ -11,14 +11,15 @@ from prefect import flow
 from socbench.config import RunConfig
 from socbench.flows import run_unit, run_units
 from socbench.outcomes import Outcome
-from socbench.types import DomainResult
+from socbench.tasks import Sealed
 
 DEFAULT_CONFIG = RunConfig()  # the embedded model on the demo data
 
 
 @flow(name="issp-domain", persist_result=True, flow_run_name="issp-domain-{domain_id}")
-def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> DomainResult:
-    """One domain, stage by stage; Failed once its files are written if requests went unanswered."""
+def issp_domain(domain_id: int, config: RunConfig, own_engine: bool = True) -> Sealed:
+    """One domain, stage by stage; its DomainResult sealed (``tasks.unsealed`` reads it); Failed once its
+    files are written if requests went unanswered."""
     return run_unit(config, domain_id, own_engine)
 
 

@@ -85,6 +85,13 @@ def json_bytes(data: object, indent: int = 2) -> bytes:
     return (json.dumps(data, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def write_text(path: Path, text: str) -> Path:
+    """``text`` as UTF-8 at ``path``, atomically."""
+    with atomic_open(path) as handle:
+        handle.write(text)
+    return path
+
+
 def write_json(path: Path, payload: Mapping[str, Any]) -> Path:
     """Atomically write ``payload`` as strict, indented UTF-8 JSON."""
     with atomic_open(path) as handle:

@@ -104,7 +104,8 @@ def summarize_domain(domain_id: int, domain_name: str, model: str, items: Sequen
     scored = [item for item in scored if item.numeric is None]  # the codes' metrics and baselines
     settings = dict(weights=weights, min_respondents=min_respondents, seed=seed, cache=cache)
     begun = None if attributes is None or engine_errors else begin_demographic(scored, attributes, **settings)
-    answers = content_key("answers", items, every)  # the memos' keys: a domain's items pickled once (0.1 s)
+    # the memos' keys: a domain's items pickled once (0.1 s), and only for a cache (``memo``)
+    answers = content_key("answers", items, every) if cache is not None else ""
     try:  # the rest of the domain is scored while the demographic model is fitted (``socbench.background``)
         expected = item_baselines(scored, grouping)  # each baseline on each item: domain's, each group's
         floor = memo(cache, content_key("baselines", answers, weights, grouping),

@@ -135,9 +135,10 @@ def _message_json(message: Message) -> str:
 
 @lru_cache(maxsize=1 << 12)
 def _key_frame(mode: Mode, codes: tuple[Code, ...], prefix: str, structured: bool, chat: bool,
-               sampling: SamplingSettings, choose_all: bool, numeric: Span | None) -> tuple[str, str]:
+               sampling: SamplingSettings, choose_all: bool, numeric: Span | None,
+               kinds: tuple[type, ...]) -> tuple[str, str]:
     """The JSON a ``PromptRequest.key`` hashes, before and after its messages: shared by a question's
-    prompts."""
+    prompts. ``kinds``: the numbers' types, as the cache compares by ``==`` and 0 == 0.0 writes otherwise."""
     payload = {"messages": 0, "mode": mode, "codes": list(codes), "prefix": prefix, "structured": structured,
                "chat": chat, "sampling": [getattr(sampling, f.name) for f in fields(sampling)]}  # astuple's,
     # without its deep copy
@@ -183,8 +184,9 @@ class PromptRequest:
         """Content hash over everything that can change the engine's answer (once: every stage asks)."""
         if self._key is not None:
             return self._key
+        kinds = tuple(map(type, (*vars(self.sampling).values(), *(self.numeric or ()))))
         head, tail = _key_frame(self.mode, self.offered_codes, self.answer_prefix, self.structured, self.chat,
-                                self.sampling, self.choose_all, self.numeric)
+                                self.sampling, self.choose_all, self.numeric, kinds)
         messages = ", ".join(map(_message_json, self.messages))  # a persona is in each of its prompts
         key = hashlib.sha256(f'{head}"messages": [{messages}]{tail}'.encode()).hexdigest()
         object.__setattr__(self, "_key", key)

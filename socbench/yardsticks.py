@@ -70,8 +70,8 @@ def domain_yardsticks(scored: Sequence[ScoredItem], attributes: Mapping[int, Map
     content key of the items ``scored`` came from, if the caller has one."""
     begun = begun or begin_demographic(scored, attributes, weights=weights, min_respondents=min_respondents,
                                        seed=seed, folds=folds, cache=cache, apart=False)
-    model = memo(cache, content_key("model", answers or scored, min_respondents),
-                 lambda: _model_side(scored, min_respondents))
+    key = content_key("model", answers or scored, min_respondents) if cache is not None else ""
+    model = memo(cache, key, lambda: _model_side(scored, min_respondents))
     demographic = begun.result()
     comparison = difference_record(np.array(model["profiles"], dtype=float)
                                    - np.array(demographic["profiles"], dtype=float))

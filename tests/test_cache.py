@@ -334,3 +334,6 @@ def test_a_requests_key_is_the_hash_of_its_sorted_json_whatever_it_holds():
                          replace(base, choose_all=True), replace(base, numeric=(0.0, 120.0), chat=False),
                          replace(base, structured=True, sampling=SamplingSettings(0.7, 0.9, 32, 5))):
             assert request.key == reference(request)
+    ints = replace(base, numeric=(0, 120), sampling=SamplingSettings(0, 1, 32, 5))  # equal to floats, not
+    floats = replace(base, numeric=(0.0, 120.0), sampling=SamplingSettings(0.0, 1.0, 32, 5))  # written so
+    assert [ints.key, floats.key] == [reference(ints), reference(floats)] and ints.key != floats.key

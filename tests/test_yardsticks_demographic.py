@@ -137,7 +137,7 @@ def test_joint_fit_is_each_questions_optimum_binary_weighted_and_repeated() -> N
         labels = rng.integers(0, len(classes), size=len(rows))
         weights = rng.uniform(0.5, 2, len(rows))
         fits.append(demographic._Fit(rows, labels, weights, np.arange(30, 40), classes))
-    joint = demographic._joint_logistic(matrix, fits, 1.0, 100)
+    joint = demographic._joint_logistic(matrix, fits)
     for fit, probs in zip(fits, joint, strict=True):
         alone = LogisticRegression(C=1.0, max_iter=10_000, tol=1e-10).fit(
             matrix[fit.rows], fit.labels, sample_weight=fit.weights).predict_proba(matrix[fit.test])

@@ -113,9 +113,11 @@ def country_warnings(survey: SurveyFile, country: str | None, counts: Mapping[st
         return []
     labels = survey.variables[country].value_labels
     bare = sorted((code for code in counts if code not in labels and code != SYSTEM_MISSING), key=code_order)
+    if not bare:
+        return []
     shown = ", ".join(f"{code} ({counts[code]} respondents)" for code in bare)
     return [f"country variable {country}: code(s) without a label: {shown}; these respondents' persona says "
-            f'"Country": "<code>" and their country is unmapped (label the codes in the file)'] * bool(bare)
+            f'"Country": "<code>" and their country is unmapped (label the codes in the file)']
 
 
 def _quoted(code: str, label: str) -> str:

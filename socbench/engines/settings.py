@@ -226,7 +226,8 @@ class HfSettings(BaseModel):
 
     device: str = "auto"
     # none given: the host's (default_dtype), on the device above
-    dtype: DType = Field(default_factory=lambda data: default_dtype(_cuda_device(data.get("device", "auto"))))
+    dtype: DType = Field(default_factory=lambda data: default_dtype(
+        _device(data.get("device", "auto")).startswith("cuda")))
     batch_size: Positive = 16
     torch_threads: Positive | None = None  # None: cores - 1 on CPU (resolved_threads), torch's on GPU
     pack_tokens: Positive = 256  # tokens per packed scoring row (contexts + continuations: _packed)
@@ -245,14 +246,12 @@ class HfSettings(BaseModel):
         return _env_int("OMP_NUM_THREADS", 0) or max(1, cores() - 1)
 
     def resolved_device(self) -> str:
-        if self.device != "auto":
-            return self.device
-        return "cuda" if cuda_available() else "cpu"
+        return _device(self.device)
 
 
-def _cuda_device(device: str) -> bool:
-    """Whether ``--engine``'s ``device`` is a GPU (``auto``: CUDA when present)."""
-    return cuda_available() if device == "auto" else device.startswith("cuda")
+def _device(device: str) -> str:
+    """``--engine``'s ``device``, ``auto`` resolved: CUDA when present."""
+    return device if device != "auto" else "cuda" if cuda_available() else "cpu"
 
 
 AUTO = "auto"

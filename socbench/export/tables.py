@@ -122,8 +122,9 @@ def long_table(domains: Sequence[tuple[DomainRun, DomainSource | None]]) -> tupl
     grouping is a column of its own, named and labelled as what it holds (``grouping_column``): a
     study's provinces and another's survey years are never one column under one label."""
     named = [grouping_column(domain, source) for domain, source in domains]
-    groups = dict(reversed(named))  # each name's first label
-    groups = {name: groups[name] for name, _ in named}  # in the order first seen
+    groups: dict[str, str] = {}
+    for name, label in named:  # each name's first label, in the order first seen
+        groups.setdefault(name, label)
     frame = pd.concat([domain_long(domain, source).rename(columns={COUNTRY_CODE: name})
                        for (domain, source), (name, _) in zip(domains, named)], ignore_index=True)
     heads = [c for head in LONG_LABELS for c in (groups if head == COUNTRY_CODE else (head,))]

@@ -100,12 +100,13 @@ def write_domain_files(output_dir: str | os.PathLike[str], result: DomainResult,
     folder = model_dir(output_dir, result.run or result.model)
     forget(folder)
     record = domain_record(result, scored, timestamp or now_timestamp()).model_dump()
-    people = {str(item.person_id): {"person_id": item.person_id, **item.groups}  # each respondent once,
-              for item in scored if item.groups}  # with persona groups (``sex``, ...): a respondents line
+    people = {item.person_id: item.groups for item in scored if item.groups}  # each respondent once, with
+    # persona groups (``sex``, ...): a respondents line
     metrics = {**record, "questions": {qid: {k: v for k, v in view.items() if k != "countries"}
                                        for qid, view in result.questions.items()}}
     write_jsonl(folder / f"{result.domain_name}{ITEMS_SUFFIX}", map(detail_row, scored))
-    write_jsonl(folder / f"{result.domain_name}{RESPONDENTS_SUFFIX}", people.values())
+    write_jsonl(folder / f"{result.domain_name}{RESPONDENTS_SUFFIX}",
+                ({"person_id": pid, **groups} for pid, groups in people.items()))
     return (write_json(folder / f"{result.domain_name}_detailed.json", record),
             write_json(folder / f"{result.domain_name}_metrics.json", metrics))
 

@@ -75,9 +75,10 @@ class McqPlan:
 
 @dataclass(frozen=True)
 class McqAnswers(Answers):
-    """The engine's answers (and what they cost), also by request key and kind."""
-    loglikelihoods: dict[str, LoglikelihoodResult] = field(default_factory=dict)
-    options: dict[str, EngineResult] = field(default_factory=dict)
+    """The engine's answers (and what they cost), also by request key and kind (required: without its
+    option answers a run could not say it is incomplete)."""
+    loglikelihoods: dict[str, LoglikelihoodResult] = field(kw_only=True)
+    options: dict[str, EngineResult] = field(kw_only=True)
 
     @property
     def incomplete_reason(self) -> str | None:

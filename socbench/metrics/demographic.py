@@ -192,12 +192,12 @@ def _fit_fold(matrix: sparse.csr_matrix, fits: list[_Fit], learner: Learner, see
                 .fit(matrix[fit.rows].toarray(), fit.labels, sample_weight=fit.weights)
                 .predict_proba(matrix[fit.test].toarray()) for fit in fits]
     if fits and matrix.shape[1] * sum(len(f.classes) for f in fits) <= JOINT_PARAMETERS:
-        return _joint_logistic(matrix, fits, C, MAX_ITER, JOINT_TOLERANCE)
-    return [_joint_logistic(matrix, [fit], C, MAX_ITER, TOLERANCE)[0] for fit in fits]
+        return _joint_logistic(matrix, fits)
+    return [_joint_logistic(matrix, [fit], TOLERANCE)[0] for fit in fits]
 
 
-def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_iter: int,
-                    tolerance: float = JOINT_TOLERANCE) -> list[np.ndarray]:
+def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], tolerance: float = JOINT_TOLERANCE,
+                    ) -> list[np.ndarray]:
     """Every question of a fold in one L-BFGS run: a small domain is hundreds of fits of a few rows, and
     scikit-learn's set-up per fit was most of its scoring time. Each question's part of the objective is
     scikit-learn's (weighted mean log-loss plus ||W||^2 / (2 C n); a binary question binomial, its first
@@ -216,7 +216,7 @@ def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_i
     label, at = np.concatenate([f.labels for f in fits]), np.arange(len(part))
     weights = [np.ones(len(f.rows)) if f.weights is None else f.weights for f in fits]
     total = np.array([w.sum() for w in weights])
-    share, penalty = np.concatenate(weights) / total[part], 1.0 / (c * total)
+    share, penalty = np.concatenate(weights) / total[part], 1.0 / (C * total)
     slot = np.arange(width)[None, :]
     closed = np.where(slot < sizes[:, None], 0.0, -np.inf)[part]  # classes a question does not have
     free = (slot < sizes[:, None]) & ~((sizes[:, None] == 2) & (slot == 0))
@@ -242,7 +242,7 @@ def _joint_logistic(matrix: sparse.csr_matrix, fits: list[_Fit], c: float, max_i
         return float(loss), np.concatenate([(gw * free).ravel(), (gb * free).ravel()])
 
     theta = optimize.minimize(loss_gradient, np.zeros(split + parts * width), method="L-BFGS-B", jac=True,
-                              options={"maxiter": max_iter * parts, "maxls": 50, "gtol": tolerance,
+                              options={"maxiter": MAX_ITER * parts, "maxls": 50, "gtol": tolerance,
                                        "ftol": 64 * np.finfo(float).eps}).x
     w, b = theta[:split].reshape(columns, parts, width), theta[split:].reshape(parts, width)
     return [softmax(np.asarray(matrix[fit.test] @ w[:, n, :sizes[n]]) + b[n, :sizes[n]], axis=1)

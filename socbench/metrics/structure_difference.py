@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 from socbench.metrics.structure import PairRows, item_groups, pair_rows, usable
 from socbench.types import ScoredItem
@@ -75,6 +74,8 @@ def profile_resamples(model: Sequence[ScoredItem], items: Sequence[ScoredItem] |
     answered = [item for item in (model if items is None else items) if usable(item)]
     # a pair's rows are let go once its two columns are tallied: all pairs' rows at once were every item
     # once per attribute (~1.7 GB at 50,000 respondents)
+    from threadpoolctl import threadpool_limits  # here: as where the fits use it
+
     with threadpool_limits(limits=1):  # small products: BLAS's threads would only spin beside the caller's
         found = [_resampled_v(rows, block, weights) for _, _, rows in pair_rows(answered, item_groups(model))]
     if len(found) < 3:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from socbench.circular import families
+from socbench.files import write_text
 from socbench.report.labels import domain_label
-from socbench.report.output import LABELS, fmt, markdown_text, model_dir, write_text
+from socbench.report.output import LABELS, fmt, markdown_text, model_dir
 from socbench.types import DomainResult
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from socbench.engines.usage import usage_text
+from socbench.files import write_text
 from socbench.log.read import ModelRun
 from socbench.log.summary import ALIGNMENT_SCORES as ALIGNMENT
 from socbench.log.summary import DISTRIBUTION_SCORES as SCORES
@@ -40,7 +41,7 @@ from socbench.report.labels import (
 )
 from socbench.report.leaderboard import DRAW_SCORES, Leaderboard, leaderboard
 from socbench.report.mcq import mcq_view
-from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp, write_text
+from socbench.report.output import HEADS, fmt, markdown_table, now_timestamp
 from socbench.report.stand_in import gain_view
 from socbench.report.units import by_study, unit_table, units_markdown
 from socbench.types import COUNTRY

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from socbench.engines.usage import usage_text
-from socbench.files import json_safe
+from socbench.files import json_safe, write_text
 from socbench.log.summary import (
     ALIGNMENT_SCORES,
     DISTRIBUTION_SCORES,
@@ -34,7 +34,7 @@ from socbench.report.labels import (
     study_title,
     weights_off_text,
 )
-from socbench.report.output import HEADS, fmt, markdown_table, model_dir, write_text
+from socbench.report.output import HEADS, fmt, markdown_table, model_dir
 from socbench.types import COUNTRY, DomainResult
 from socbench.yardsticks import DEMOGRAPHIC, HEADLINE_KEYS, yardstick
 

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from socbench.circular import circular_name
+from socbench.files import write_text
 from socbench.log.records import McqRecord
 from socbench.log.write import write_mcq_log
 from socbench.mcq.mcq_types import McqAnswers, McqData, McqPlan, McqScores
 from socbench.mcq.scoring import COLUMNS, ENGINE_METHODS
 from socbench.report.circular import circular_table, default_metric_types, write_circular_table
-from socbench.report.output import finish_figure, fmt, markdown_text, new_figure, write_text
+from socbench.report.output import finish_figure, fmt, markdown_text, new_figure
 
 if TYPE_CHECKING:
     from socbench.log.read import McqRun

@@ -69,13 +69,6 @@ def new_figure(width: float, height: float) -> Any:
     return fig
 
 
-def write_text(path: Path, text: str) -> Path:
-    """``text`` as UTF-8 at ``path``, atomically."""
-    with atomic_open(path) as handle:
-        handle.write(text)
-    return path
-
-
 def save_figure(fig: Any, path: Path) -> Path:
     """Write ``fig`` as PNG, atomically."""
     with atomic_open(path, "wb") as handle:

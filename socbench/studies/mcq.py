@@ -34,8 +34,8 @@ def read_answers(plan: McqPlan, answers: Answers) -> McqAnswers:
     """The engine's answers (to ``plan_requests(plan)``) by request key, split by kind."""
     found = dict(zip((r.key for r in plan_requests(plan)), answers.results, strict=True))
     return McqAnswers(answers.results, answers.seconds, answers.identity, answers.cache, answers.usage,
-                      {r.key: found[r.key] for r in loglikelihood_requests(plan)},
-                      {r.key: found[r.key] for r in option_requests_of(plan)})
+                      loglikelihoods={r.key: found[r.key] for r in loglikelihood_requests(plan)},
+                      options={r.key: found[r.key] for r in option_requests_of(plan)})
 
 
 @dataclass(frozen=True)
